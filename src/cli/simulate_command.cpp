@@ -1,0 +1,73 @@
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "core/host_port.hpp"
+#include "sim/config.hpp"
+#include "sim/server.hpp"
+
+namespace mpo::cli {
+namespace {
+
+struct SimulateArgs {
+  std::string listen = "127.0.0.1:8000";
+  std::string model;
+  std::string profile_path;
+  std::uint64_t seed = 42;
+  std::string truth_path;
+  int tokens_per_chunk = 0;
+  bool reasoning = false;
+};
+
+int run_simulate(const SimulateArgs& a) {
+  auto addr = parse_host_port(a.listen);
+  if (!addr) {
+    std::cerr << "modelperfobs simulate: --listen: " << addr.error().message << "\n";
+    return 2;
+  }
+  sim::Profile profile;
+  if (!a.profile_path.empty()) {
+    std::ifstream in(a.profile_path, std::ios::binary);
+    if (!in) {
+      std::cerr << "modelperfobs simulate: cannot read profile '" << a.profile_path << "'\n";
+      return 2;
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto parsed = sim::parse_profile(ss.str());
+    if (!parsed) {
+      std::cerr << "modelperfobs simulate: " << a.profile_path << ": " << parsed.error().message << "\n";
+      return 2;
+    }
+    profile = std::move(*parsed);
+  }
+  if (!a.model.empty()) profile.model = a.model;
+  if (a.tokens_per_chunk > 0) profile.output.tokens_per_chunk = a.tokens_per_chunk;
+  if (a.reasoning) profile.output.reasoning = true;
+  sim::ServerOptions opts;
+  opts.host = addr->host;
+  opts.port = addr->port;
+  opts.seed = a.seed;
+  opts.truth_path = a.truth_path;
+  return sim::run_simulator(profile, opts);
+}
+
+}  // namespace
+
+std::function<int()> setup_simulate(CLI::App& app) {
+  auto args = std::make_shared<SimulateArgs>();
+  app.add_option("--listen", args->listen, "HOST:PORT to listen on; port 0 picks a free port (printed)")
+      ->capture_default_str();
+  app.add_option("--model", args->model, "served model name (default: the profile's, else sim-model)");
+  app.add_option("--profile", args->profile_path, "JSON profile: engine, output and scenario parameters (docs/SIMULATOR.md)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--seed", args->seed, "seed of every random choice; same seed, same outputs")->capture_default_str();
+  app.add_option("--truth", args->truth_path, "append one JSONL line of engine truth per finished request");
+  app.add_option("--tokens-per-chunk", args->tokens_per_chunk, "tokens per SSE event (imitates servers that coalesce)")
+      ->check(CLI::Range(1, 4096));
+  app.add_flag("--reasoning", args->reasoning, "stream delta.reasoning_content before content (a reasoning model)");
+  return [args] { return run_simulate(*args); };
+}
+
+}  // namespace mpo::cli

@@ -1,0 +1,44 @@
+// Clocks behind an interface so tests can drive time. Steady time measures durations; wall time
+// stamps records. Both are expressed as integer microseconds.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+namespace mpo {
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  // Monotonic microseconds since an arbitrary origin; never goes backwards.
+  virtual std::int64_t steady_us() const = 0;
+  // Microseconds since the Unix epoch (UTC).
+  virtual std::int64_t wall_us() const = 0;
+};
+
+class SystemClock final : public Clock {
+ public:
+  std::int64_t steady_us() const override;
+  std::int64_t wall_us() const override;
+  static const SystemClock& instance();
+};
+
+// A clock that only moves when told to; for tests.
+class ManualClock final : public Clock {
+ public:
+  explicit ManualClock(std::int64_t wall_us = 1'767'225'600'000'000, std::int64_t steady_us = 0)
+      : wall_(wall_us), steady_(steady_us) {}
+  std::int64_t steady_us() const override { return steady_.load(); }
+  std::int64_t wall_us() const override { return wall_.load(); }
+  void advance_us(std::int64_t d) {
+    steady_ += d;
+    wall_ += d;
+  }
+
+ private:
+  std::atomic<std::int64_t> wall_;
+  std::atomic<std::int64_t> steady_;
+};
+
+}  // namespace mpo

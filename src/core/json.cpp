@@ -1,0 +1,194 @@
+#include "core/json.hpp"
+
+#include <cmath>
+
+#include <boost/json/parse.hpp>
+#include <fmt/format.h>
+
+namespace mpo {
+namespace {
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 if invalid.
+std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  std::size_t n = 0;
+  std::uint32_t cp = 0;
+  if (c < 0x80) return 1;
+  if ((c & 0xe0) == 0xc0) {
+    n = 2;
+    cp = c & 0x1f;
+  } else if ((c & 0xf0) == 0xe0) {
+    n = 3;
+    cp = c & 0x0f;
+  } else if ((c & 0xf8) == 0xf0) {
+    n = 4;
+    cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k) {
+    const auto cc = static_cast<unsigned char>(s[i + k]);
+    if ((cc & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (cc & 0x3f);
+  }
+  if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+      cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+    return 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+void append_json_string(std::string& out, std::string_view s) {
+  out.push_back('"');
+  for (std::size_t i = 0; i < s.size();) {
+    const char c = s[i];
+    switch (c) {
+      case '"': out += "\\\""; ++i; continue;
+      case '\\': out += "\\\\"; ++i; continue;
+      case '\n': out += "\\n"; ++i; continue;
+      case '\r': out += "\\r"; ++i; continue;
+      case '\t': out += "\\t"; ++i; continue;
+      case '\b': out += "\\b"; ++i; continue;
+      case '\f': out += "\\f"; ++i; continue;
+      default: break;
+    }
+    const auto uc = static_cast<unsigned char>(c);
+    if (uc < 0x20) {
+      out += fmt::format("\\u{:04x}", uc);
+      ++i;
+      continue;
+    }
+    const std::size_t n = utf8_sequence_length(s, i);
+    if (n == 0) {
+      out += "\\ufffd";
+      ++i;
+      continue;
+    }
+    out.append(s.substr(i, n));
+    i += n;
+  }
+  out.push_back('"');
+}
+
+void append_json_number(std::string& out, double v) {
+  if (!std::isfinite(v)) {
+    out += "null";
+    return;
+  }
+  fmt::format_to(std::back_inserter(out), "{}", v);
+}
+
+std::string json_quote(std::string_view s) {
+  std::string out;
+  append_json_string(out, s);
+  return out;
+}
+
+void JsonObjectWriter::key(std::string_view k) {
+  if (!first_) out_.push_back(',');
+  first_ = false;
+  append_json_string(out_, k);
+  out_.push_back(':');
+}
+
+JsonObjectWriter& JsonObjectWriter::field(std::string_view k, std::string_view v) {
+  key(k);
+  append_json_string(out_, v);
+  return *this;
+}
+JsonObjectWriter& JsonObjectWriter::field(std::string_view k, double v) {
+  key(k);
+  append_json_number(out_, v);
+  return *this;
+}
+JsonObjectWriter& JsonObjectWriter::field(std::string_view k, std::int64_t v) {
+  key(k);
+  fmt::format_to(std::back_inserter(out_), "{}", v);
+  return *this;
+}
+JsonObjectWriter& JsonObjectWriter::field(std::string_view k, std::uint64_t v) {
+  key(k);
+  fmt::format_to(std::back_inserter(out_), "{}", v);
+  return *this;
+}
+JsonObjectWriter& JsonObjectWriter::field(std::string_view k, bool v) {
+  key(k);
+  out_ += v ? "true" : "false";
+  return *this;
+}
+JsonObjectWriter& JsonObjectWriter::null_field(std::string_view k) {
+  key(k);
+  out_ += "null";
+  return *this;
+}
+JsonObjectWriter& JsonObjectWriter::raw_field(std::string_view k, std::string_view json) {
+  key(k);
+  out_ += json;
+  return *this;
+}
+std::string JsonObjectWriter::finish() && {
+  out_.push_back('}');
+  return std::move(out_);
+}
+
+Result<boost::json::value> parse_json(std::string_view text) {
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(text, ec);
+  if (ec) {
+    return make_error("json.parse", fmt::format("invalid JSON: {}", ec.message()));
+  }
+  return v;
+}
+
+std::optional<std::string_view> json_string(const boost::json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  if (v == nullptr || !v->is_string()) return std::nullopt;
+  const auto& s = v->get_string();
+  return std::string_view(s.data(), s.size());
+}
+
+std::optional<std::int64_t> json_int(const boost::json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  if (v == nullptr) return std::nullopt;
+  if (v->is_int64()) return v->get_int64();
+  if (v->is_uint64() && v->get_uint64() <= static_cast<std::uint64_t>(INT64_MAX)) {
+    return static_cast<std::int64_t>(v->get_uint64());
+  }
+  if (v->is_double()) {
+    const double d = v->get_double();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e18) {
+      return static_cast<std::int64_t>(d);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<double> json_double(const boost::json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  if (v == nullptr) return std::nullopt;
+  if (v->is_double()) return v->get_double();
+  if (v->is_int64()) return static_cast<double>(v->get_int64());
+  if (v->is_uint64()) return static_cast<double>(v->get_uint64());
+  return std::nullopt;
+}
+
+std::optional<bool> json_bool(const boost::json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  if (v == nullptr || !v->is_bool()) return std::nullopt;
+  return v->get_bool();
+}
+
+const boost::json::object* json_object(const boost::json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  return v != nullptr && v->is_object() ? &v->get_object() : nullptr;
+}
+
+const boost::json::array* json_array(const boost::json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  return v != nullptr && v->is_array() ? &v->get_array() : nullptr;
+}
+
+}  // namespace mpo

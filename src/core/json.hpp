@@ -1,0 +1,69 @@
+// JSON helpers. Writing: a fixed-key-order object writer producing C-locale numbers (records on
+// disk and on the wire keep a stable shape). Reading: Boost.JSON parse into Result, and typed
+// lookups that say what was wrong.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <boost/json/value.hpp>
+
+#include "core/result.hpp"
+
+namespace mpo {
+
+// Appends `s` as a JSON string literal (quotes included). Invalid UTF-8 bytes are replaced by
+// U+FFFD so the output is always valid JSON.
+void append_json_string(std::string& out, std::string_view s);
+// Shortest round-trip representation, C locale; NaN and infinities become null.
+void append_json_number(std::string& out, double v);
+std::string json_quote(std::string_view s);
+
+// Writes one JSON object with keys in the order they are added.
+class JsonObjectWriter {
+ public:
+  JsonObjectWriter() { out_.push_back('{'); }
+  JsonObjectWriter& field(std::string_view key, std::string_view v);
+  JsonObjectWriter& field(std::string_view key, const char* v) {
+    return field(key, std::string_view(v));
+  }
+  JsonObjectWriter& field(std::string_view key, const std::string& v) {
+    return field(key, std::string_view(v));
+  }
+  JsonObjectWriter& field(std::string_view key, double v);
+  JsonObjectWriter& field(std::string_view key, std::int64_t v);
+  JsonObjectWriter& field(std::string_view key, int v) {
+    return field(key, static_cast<std::int64_t>(v));
+  }
+  JsonObjectWriter& field(std::string_view key, std::uint64_t v);
+  JsonObjectWriter& field(std::string_view key, bool v);
+  JsonObjectWriter& null_field(std::string_view key);
+  // `json` must already be valid JSON text (an object, array, ...).
+  JsonObjectWriter& raw_field(std::string_view key, std::string_view json);
+  template <typename T>
+  JsonObjectWriter& optional_field(std::string_view key, const std::optional<T>& v) {
+    return v ? field(key, *v) : null_field(key);
+  }
+  // Closes the object and returns its text; the writer is spent afterwards.
+  std::string finish() &&;
+
+ private:
+  void key(std::string_view k);
+  std::string out_;
+  bool first_ = true;
+};
+
+// Parses one JSON document; the error names the byte offset.
+Result<boost::json::value> parse_json(std::string_view text);
+
+// Lookups on an object; nullopt when absent, null, or of another type.
+std::optional<std::string_view> json_string(const boost::json::object& o, std::string_view key);
+std::optional<std::int64_t> json_int(const boost::json::object& o, std::string_view key);
+std::optional<double> json_double(const boost::json::object& o, std::string_view key);
+std::optional<bool> json_bool(const boost::json::object& o, std::string_view key);
+const boost::json::object* json_object(const boost::json::object& o, std::string_view key);
+const boost::json::array* json_array(const boost::json::object& o, std::string_view key);
+
+}  // namespace mpo

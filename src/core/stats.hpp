@@ -1,0 +1,27 @@
+// Exact order statistics. quantile_cont matches DuckDB's quantile_cont and numpy's "linear"
+// method: position h = q * (n - 1), result = x[floor h] + (h - floor h) * (x[ceil h] - x[floor h]).
+#pragma once
+
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace mpo {
+
+// `sorted` must be ascending and free of NaN. q in [0, 1]. Error on empty input or bad q.
+Result<double> quantile_cont_sorted(std::span<const double> sorted, double q);
+
+// Copies, drops NaN, sorts, then as above.
+Result<double> quantile_cont(std::vector<double> values, double q);
+
+struct Summary {
+  std::size_t n = 0;
+  double min = 0, mean = 0, p50 = 0, p90 = 0, p95 = 0, p99 = 0, max = 0;
+};
+
+// nullopt when no finite value is present.
+std::optional<Summary> summarize(std::vector<double> values);
+
+}  // namespace mpo

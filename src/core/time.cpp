@@ -1,0 +1,143 @@
+#include "core/time.hpp"
+
+#include <fmt/format.h>
+
+namespace mpo {
+namespace {
+
+// Howard Hinnant's days_from_civil / civil_from_days (public domain algorithms).
+constexpr std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const auto yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+struct Civil {
+  std::int64_t y;
+  unsigned m;
+  unsigned d;
+};
+
+constexpr Civil civil_from_days(std::int64_t z) {
+  z += 719468;
+  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const auto doe = static_cast<unsigned>(z - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const std::int64_t y = static_cast<std::int64_t>(yoe) + era * 400;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  const unsigned d = doy - (153 * mp + 2) / 5 + 1;
+  const unsigned m = mp < 10 ? mp + 3 : mp - 9;
+  return {y + (m <= 2), m, d};
+}
+
+bool is_leap(std::int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+unsigned days_in_month(std::int64_t y, unsigned m) {
+  static constexpr unsigned kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  return m == 2 && is_leap(y) ? 29 : kDays[m - 1];
+}
+
+std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  std::int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+}  // namespace
+
+std::string format_rfc3339_us(std::int64_t unix_us) {
+  const std::int64_t days = floor_div(unix_us, 86'400'000'000LL);
+  std::int64_t rem = unix_us - days * 86'400'000'000LL;
+  const Civil c = civil_from_days(days);
+  const auto hh = rem / 3'600'000'000LL;
+  rem %= 3'600'000'000LL;
+  const auto mm = rem / 60'000'000LL;
+  rem %= 60'000'000LL;
+  const auto ss = rem / 1'000'000LL;
+  const auto us = rem % 1'000'000LL;
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", c.y, c.m, c.d, hh, mm, ss, us);
+}
+
+Result<std::int64_t> parse_rfc3339(std::string_view t) {
+  auto bad = [&](std::string_view why) {
+    return make_error("rfc3339.syntax",
+                      fmt::format("invalid RFC 3339 timestamp '{}': {} (expected e.g. "
+                                  "2026-08-27T10:00:00Z)",
+                                  t.substr(0, 64), why));
+  };
+  std::size_t i = 0;
+  auto digits = [&](std::size_t n, int& out) -> bool {
+    if (i + n > t.size()) return false;
+    int v = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      const char c = t[i + k];
+      if (c < '0' || c > '9') return false;
+      v = v * 10 + (c - '0');
+    }
+    i += n;
+    out = v;
+    return true;
+  };
+  auto expect = [&](auto pred) -> bool {
+    if (i >= t.size() || !pred(t[i])) return false;
+    ++i;
+    return true;
+  };
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  if (!digits(4, year) || !expect([](char c) { return c == '-'; }) || !digits(2, month) ||
+      !expect([](char c) { return c == '-'; }) || !digits(2, day)) {
+    return bad("date part");
+  }
+  if (!expect([](char c) { return c == 'T' || c == 't' || c == ' '; })) return bad("missing 'T'");
+  if (!digits(2, hour) || !expect([](char c) { return c == ':'; }) || !digits(2, minute) ||
+      !expect([](char c) { return c == ':'; }) || !digits(2, second)) {
+    return bad("time part");
+  }
+  std::int64_t frac_us = 0;
+  if (i < t.size() && t[i] == '.') {
+    ++i;
+    std::size_t n = 0;
+    std::int64_t scale = 100000;
+    while (i < t.size() && t[i] >= '0' && t[i] <= '9') {
+      if (n < 6) {
+        frac_us += (t[i] - '0') * scale;
+        scale /= 10;
+      }
+      ++i;
+      ++n;
+    }
+    if (n == 0) return bad("empty fraction");
+  }
+  std::int64_t offset_s = 0;
+  if (i < t.size() && (t[i] == 'Z' || t[i] == 'z')) {
+    ++i;
+  } else if (i < t.size() && (t[i] == '+' || t[i] == '-')) {
+    const int sign = t[i] == '-' ? -1 : 1;
+    ++i;
+    int oh = 0, om = 0;
+    if (!digits(2, oh) || !expect([](char c) { return c == ':'; }) || !digits(2, om) || oh > 23 ||
+        om > 59) {
+      return bad("offset");
+    }
+    offset_s = sign * (oh * 3600 + om * 60);
+  } else {
+    return bad("missing offset ('Z' or +hh:mm)");
+  }
+  if (i != t.size()) return bad("trailing characters");
+  if (year < 1 || month < 1 || month > 12 || day < 1 ||
+      static_cast<unsigned>(day) > days_in_month(year, static_cast<unsigned>(month)) || hour > 23 ||
+      minute > 59 || second > 60) {
+    return make_error("rfc3339.range", fmt::format("timestamp '{}' is out of range", t));
+  }
+  if (second == 60) second = 59;  // leap second: clamp, Unix time has none
+  const std::int64_t days =
+      days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
+  const std::int64_t secs = days * 86400 + hour * 3600 + minute * 60 + second - offset_s;
+  return secs * 1'000'000 + frac_us;
+}
+
+}  // namespace mpo

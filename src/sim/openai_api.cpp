@@ -1,0 +1,311 @@
+#include "sim/openai_api.hpp"
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+
+#include "core/json.hpp"
+
+namespace mpo::sim {
+namespace {
+
+namespace json = boost::json;
+
+Error bad(std::string_view param, std::string message) {
+  return make_error(std::string(param), std::move(message));
+}
+
+Result<std::string> message_text(const json::value& content) {
+  if (content.is_null()) return std::string();
+  if (content.is_string()) return std::string(content.get_string());
+  if (!content.is_array()) return bad("messages", "message content must be a string or an array of parts");
+  std::string out;
+  for (const auto& part : content.get_array()) {
+    if (!part.is_object()) return bad("messages", "each content part must be an object");
+    const auto text = json_string(part.get_object(), "text");
+    if (!text) return bad("messages", "only content parts of type 'text' are supported by the simulator");
+    if (!out.empty()) out.push_back('\n');
+    out += *text;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<CompletionRequest> parse_completion_request(std::string_view body, Endpoint endpoint) {
+  auto doc = parse_json(body);
+  if (!doc) return bad("", fmt::format("Invalid JSON body: {}", doc.error().message));
+  if (!doc->is_object()) return bad("", "The request body must be a JSON object.");
+  const json::object& o = doc->get_object();
+  CompletionRequest r;
+  r.endpoint = endpoint;
+
+  if (const auto* m = o.if_contains("model"); m != nullptr && !m->is_null()) {
+    if (!m->is_string()) return bad("model", "'model' must be a string.");
+    r.model = std::string(m->get_string());
+  }
+  if (const auto* s = o.if_contains("stream"); s != nullptr && !s->is_null()) {
+    if (!s->is_bool()) return bad("stream", "'stream' must be a boolean.");
+    r.stream = s->get_bool();
+  }
+  if (const auto* so = o.if_contains("stream_options"); so != nullptr && !so->is_null()) {
+    if (!so->is_object()) return bad("stream_options", "'stream_options' must be an object.");
+    if (!r.stream) return bad("stream_options", "Stream options can only be defined when `stream=True`.");
+    r.include_usage = json_bool(so->get_object(), "include_usage").value_or(false);
+    r.continuous_usage = json_bool(so->get_object(), "continuous_usage_stats").value_or(false);
+  }
+  for (const char* key : {"max_completion_tokens", "max_tokens"}) {
+    const auto* v = o.if_contains(key);
+    if (v == nullptr || v->is_null() || r.max_tokens) continue;
+    const auto n = json_int(o, key);
+    if (!n) return bad(key, fmt::format("'{}' must be an integer.", key));
+    if (*n < 1 || *n > 100'000'000) return bad(key, fmt::format("{} must be at least 1, got {}.", key, *n));
+    r.max_tokens = static_cast<int>(*n);
+  }
+  if (const auto* v = o.if_contains("n"); v != nullptr && !v->is_null()) {
+    const auto n = json_int(o, "n");
+    if (!n || *n != 1) return bad("n", "Only n=1 is supported by the simulator.");
+  }
+  if (const auto* v = o.if_contains("ignore_eos"); v != nullptr && !v->is_null()) {
+    if (!v->is_bool()) return bad("ignore_eos", "'ignore_eos' must be a boolean.");
+    r.ignore_eos = v->get_bool();
+  }
+  if (const auto* v = o.if_contains("seed"); v != nullptr && !v->is_null()) {
+    const auto n = json_int(o, "seed");
+    if (!n) return bad("seed", "'seed' must be an integer.");
+    r.seed = static_cast<std::uint64_t>(*n);
+  }
+  if (const auto* v = o.if_contains("stop"); v != nullptr && !v->is_null()) {
+    if (v->is_string()) {
+      r.stop.emplace_back(v->get_string());
+    } else if (v->is_array()) {
+      for (const auto& s : v->get_array()) {
+        if (!s.is_string()) return bad("stop", "'stop' must be a string or an array of strings.");
+        r.stop.emplace_back(s.get_string());
+      }
+    } else {
+      return bad("stop", "'stop' must be a string or an array of strings.");
+    }
+  }
+
+  if (endpoint == Endpoint::kChat) {
+    const auto* msgs = json_array(o, "messages");
+    if (msgs == nullptr) return bad("messages", "Field required: 'messages' must be an array of messages.");
+    if (msgs->empty()) return bad("messages", "'messages' must not be empty.");
+    std::vector<ChatMessage> chat;
+    for (const auto& m : *msgs) {
+      if (!m.is_object()) return bad("messages", "Each message must be an object.");
+      const auto role = json_string(m.get_object(), "role");
+      if (!role) return bad("messages", "Each message needs a string 'role'.");
+      const auto* content = m.get_object().if_contains("content");
+      auto text = content != nullptr ? message_text(*content) : Result<std::string>(std::string());
+      if (!text) return text.error();
+      chat.push_back({std::string(*role), std::move(*text)});
+    }
+    r.prompt = tokenize_chat(chat);
+
+    const auto* tools = json_array(o, "tools");
+    const auto* choice = o.if_contains("tool_choice");
+    const bool required = choice != nullptr && ((choice->is_string() && choice->get_string() == "required") ||
+                                                choice->is_object());
+    if (required) {
+      if (tools == nullptr || tools->empty()) {
+        return bad("tool_choice", "When using `tool_choice`, `tools` must be set.");
+      }
+      std::string name;
+      if (choice->is_object()) {
+        if (const auto* fn = json_object(choice->get_object(), "function")) {
+          name = std::string(json_string(*fn, "name").value_or(""));
+        }
+      }
+      if (name.empty() && (*tools)[0].is_object()) {
+        if (const auto* fn = json_object((*tools)[0].get_object(), "function")) {
+          name = std::string(json_string(*fn, "name").value_or(""));
+        }
+      }
+      if (name.empty()) return bad("tools", "Each tool needs function.name.");
+      r.tool_name = std::move(name);
+    }
+  } else {
+    const auto* p = o.if_contains("prompt");
+    if (p == nullptr || p->is_null()) return bad("prompt", "Field required: 'prompt'.");
+    if (p->is_string()) {
+      tokenize(p->get_string(), r.prompt);
+    } else if (p->is_array()) {
+      const auto& a = p->get_array();
+      if (a.size() == 1 && a[0].is_string()) {
+        tokenize(a[0].get_string(), r.prompt);
+      } else if (!a.empty() && a[0].is_string()) {
+        return bad("prompt", "Only one prompt per request is supported by the simulator.");
+      } else {
+        for (const auto& t : a) {  // a list of token IDs
+          if (!t.is_int64() || t.get_int64() < 0 || t.get_int64() > 0xffffffffLL) {
+            return bad("prompt", "'prompt' must be a string, a list of one string, or a list of token IDs.");
+          }
+          r.prompt.push_back(static_cast<TokenId>(t.get_int64()));
+        }
+      }
+    } else {
+      return bad("prompt", "'prompt' must be a string, a list of one string, or a list of token IDs.");
+    }
+  }
+  return r;
+}
+
+std::string render_error(int status, std::string_view type, std::string_view message, std::string_view param) {
+  JsonObjectWriter inner;
+  inner.field("message", message).field("type", type);
+  if (param.empty()) {
+    inner.null_field("param");
+  } else {
+    inner.field("param", param);
+  }
+  inner.field("code", status);
+  JsonObjectWriter outer;
+  outer.raw_field("error", std::move(inner).finish());
+  return std::move(outer).finish();
+}
+
+ResponseBuilder::ResponseBuilder(const CompletionRequest& req, Options opts, int prompt_tokens)
+    : req_(req), opts_(std::move(opts)), prompt_tokens_(prompt_tokens) {}
+
+ResponseBuilder::Kind ResponseBuilder::kind_of(int index) const {
+  if (req_.tool_name) return Kind::kTool;
+  if (req_.endpoint == Endpoint::kChat && index < opts_.reasoning_tokens) return Kind::kReasoning;
+  return Kind::kContent;
+}
+
+const char* ResponseBuilder::finish_string() const {
+  if (!finish_) return nullptr;
+  if (req_.tool_name && *finish_ != FinishReason::kAbort) return "tool_calls";
+  switch (*finish_) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kAbort: return "abort";
+    case FinishReason::kError: return "error";
+    case FinishReason::kRepetition: return "repetition";
+  }
+  return nullptr;
+}
+
+std::string ResponseBuilder::usage_json(int cached, bool with_details) const {
+  JsonObjectWriter u;
+  u.field("prompt_tokens", prompt_tokens_)
+      .field("total_tokens", prompt_tokens_ + completion_tokens_)
+      .field("completion_tokens", completion_tokens_);
+  if (with_details) {
+    u.raw_field("prompt_tokens_details", std::move(JsonObjectWriter().field("cached_tokens", cached)).finish());
+  }
+  return std::move(u).finish();
+}
+
+std::string ResponseBuilder::stream_start() const {
+  if (req_.endpoint != Endpoint::kChat) return {};
+  const std::string delta = req_.tool_name ? R"({"role":"assistant","content":null})"
+                                           : R"({"role":"assistant","content":""})";
+  return fmt::format(
+      "data: {{\"id\":{},\"object\":\"chat.completion.chunk\",\"created\":{},\"model\":{},\"choices\":"
+      "[{{\"index\":0,\"delta\":{},\"logprobs\":null,\"finish_reason\":null}}]{}}}\n\n",
+      json_quote(opts_.id), opts_.created, json_quote(opts_.model), delta,
+      req_.continuous_usage ? ",\"usage\":" + usage_json(0, false) : "");
+}
+
+std::string ResponseBuilder::chunk(Kind kind, std::string_view text, bool first_tool, bool last_tool,
+                                   const char* finish) const {
+  std::string choice;
+  const std::string fin = finish ? json_quote(finish) : "null";
+  if (req_.endpoint == Endpoint::kCompletions) {
+    choice = fmt::format("{{\"index\":0,\"text\":{},\"logprobs\":null,\"finish_reason\":{},\"stop_reason\":null}}",
+                         json_quote(text), fin);
+  } else {
+    std::string delta;
+    if (kind == Kind::kReasoning) {
+      delta = fmt::format("{{\"reasoning_content\":{}}}", json_quote(text));
+    } else if (kind == Kind::kContent) {
+      delta = fmt::format("{{\"content\":{}}}", json_quote(text));
+    } else {
+      std::string args(text);
+      if (first_tool) args.insert(0, "{\"query\": \"");
+      if (last_tool) args += "\"}";
+      if (first_tool) {
+        delta = fmt::format(
+            "{{\"tool_calls\":[{{\"index\":0,\"id\":{},\"type\":\"function\",\"function\":{{\"name\":{},"
+            "\"arguments\":{}}}}}]}}",
+            json_quote("chatcmpl-tool-" + opts_.id.substr(opts_.id.find('-') + 1)), json_quote(*req_.tool_name),
+            json_quote(args));
+      } else {
+        delta = fmt::format("{{\"tool_calls\":[{{\"index\":0,\"function\":{{\"arguments\":{}}}}}]}}", json_quote(args));
+      }
+    }
+    choice = fmt::format("{{\"index\":0,\"delta\":{},\"logprobs\":null,\"finish_reason\":{}{}}}", delta, fin,
+                         finish ? ",\"stop_reason\":null" : "");
+  }
+  const char* object = req_.endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion";
+  return fmt::format("data: {{\"id\":{},\"object\":\"{}\",\"created\":{},\"model\":{},\"choices\":[{}]{}}}\n\n",
+                     json_quote(opts_.id), object, opts_.created, json_quote(opts_.model), choice,
+                     req_.continuous_usage ? ",\"usage\":" + usage_json(0, false) : "");
+}
+
+std::string ResponseBuilder::stream_tokens(std::span<const Emission> group) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < group.size()) {
+    const Kind kind = kind_of(group[i].index);
+    const bool first_tool = kind == Kind::kTool && group[i].index == 0;
+    std::string text;
+    std::size_t j = i;
+    for (; j < group.size() && kind_of(group[j].index) == kind; ++j) {
+      text += group[j].text;
+      ++completion_tokens_;
+      if (group[j].finish) finish_ = group[j].finish;
+    }
+    (kind == Kind::kReasoning ? reasoning_ : kind == Kind::kTool ? tool_args_ : content_) += text;
+    const bool last = j == group.size() && finish_.has_value();
+    out += chunk(kind, text, first_tool, last && kind == Kind::kTool, last ? finish_string() : nullptr);
+    i = j;
+  }
+  return out;
+}
+
+std::string ResponseBuilder::stream_end(int cached) const {
+  std::string out;
+  if (req_.include_usage) {
+    const char* object = req_.endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion";
+    out += fmt::format("data: {{\"id\":{},\"object\":\"{}\",\"created\":{},\"model\":{},\"choices\":[],\"usage\":{}}}\n\n",
+                       json_quote(opts_.id), object, opts_.created, json_quote(opts_.model),
+                       usage_json(cached, true));
+  }
+  out += "data: [DONE]\n\n";
+  return out;
+}
+
+std::string ResponseBuilder::full_body(int cached) const {
+  const char* fin = finish_string();
+  const std::string fin_json = fin ? json_quote(fin) : "null";
+  std::string choice;
+  if (req_.endpoint == Endpoint::kCompletions) {
+    choice = fmt::format("{{\"index\":0,\"text\":{},\"logprobs\":null,\"finish_reason\":{},\"stop_reason\":null,"
+                         "\"prompt_logprobs\":null}}",
+                         json_quote(content_), fin_json);
+  } else {
+    std::string message;
+    if (req_.tool_name) {
+      message = fmt::format(
+          "{{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{{\"id\":{},\"type\":\"function\","
+          "\"function\":{{\"name\":{},\"arguments\":{}}}}}]}}",
+          json_quote("chatcmpl-tool-" + opts_.id.substr(opts_.id.find('-') + 1)), json_quote(*req_.tool_name),
+          json_quote("{\"query\": \"" + tool_args_ + "\"}"));
+    } else {
+      message = fmt::format("{{\"role\":\"assistant\",\"content\":{},\"reasoning_content\":{},\"tool_calls\":[]}}",
+                            json_quote(content_), reasoning_.empty() ? "null" : json_quote(reasoning_));
+    }
+    choice = fmt::format("{{\"index\":0,\"message\":{},\"logprobs\":null,\"finish_reason\":{},\"stop_reason\":null}}",
+                         message, fin_json);
+  }
+  const char* object = req_.endpoint == Endpoint::kChat ? "chat.completion" : "text_completion";
+  return fmt::format("{{\"id\":{},\"object\":\"{}\",\"created\":{},\"model\":{},\"choices\":[{}],\"usage\":{},"
+                     "\"prompt_logprobs\":null}}",
+                     json_quote(opts_.id), object, opts_.created, json_quote(opts_.model), choice,
+                     usage_json(cached, true));
+}
+
+}  // namespace mpo::sim

@@ -1,0 +1,80 @@
+// The simulator's OpenAI-compatible surface, pure: request bodies in, response bodies and SSE
+// events out, shaped as vLLM's OpenAI server shapes them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.hpp"
+#include "sim/engine.hpp"
+
+namespace mpo::sim {
+
+enum class Endpoint { kChat, kCompletions };
+
+struct CompletionRequest {
+  Endpoint endpoint = Endpoint::kChat;
+  std::optional<std::string> model;     // absent: the served model
+  bool stream = false;
+  bool include_usage = false;           // stream_options.include_usage
+  bool continuous_usage = false;        // stream_options.continuous_usage_stats
+  std::optional<int> max_tokens;        // max_completion_tokens or max_tokens
+  bool ignore_eos = false;
+  std::vector<std::string> stop;
+  std::optional<std::uint64_t> seed;
+  std::optional<std::string> tool_name;  // set when tools + tool_choice "required" (or named)
+  std::vector<TokenId> prompt;
+};
+
+// Parses and validates a request body. The error's `code` is the OpenAI `param` at fault (or
+// empty), its message what vLLM would say; every error here is an HTTP 400.
+Result<CompletionRequest> parse_completion_request(std::string_view body, Endpoint endpoint);
+
+// {"error":{"message":..,"type":..,"param":..,"code":status}}
+std::string render_error(int status, std::string_view type, std::string_view message,
+                         std::string_view param = {});
+
+// Builds the response of one request, streamed (SSE events) or whole.
+class ResponseBuilder {
+ public:
+  struct Options {
+    std::string id;              // "chatcmpl-..." / "cmpl-..."
+    std::int64_t created = 0;    // Unix seconds
+    std::string model;
+    int reasoning_tokens = 0;    // this many leading tokens are reasoning_content (chat only)
+  };
+  ResponseBuilder(const CompletionRequest& req, Options opts, int prompt_tokens);
+
+  // The role-only first event of a chat stream ("" for completions).
+  std::string stream_start() const;
+  // SSE events for the next group of generated tokens (one event per kind of delta).
+  std::string stream_tokens(std::span<const Emission> group);
+  // The usage-only event (when asked for) and "data: [DONE]".
+  std::string stream_end(int cached_prompt_tokens) const;
+  // The whole JSON body of a non-streamed response, after the last emission.
+  std::string full_body(int cached_prompt_tokens) const;
+
+  int completion_tokens() const { return completion_tokens_; }
+  std::optional<FinishReason> finish() const { return finish_; }
+
+ private:
+  enum class Kind { kReasoning, kContent, kTool };
+  Kind kind_of(int index) const;
+  std::string chunk(Kind kind, std::string_view text, bool first_tool, bool last_tool,
+                    const char* finish) const;
+  std::string usage_json(int cached_prompt_tokens, bool with_details) const;
+  const char* finish_string() const;
+
+  const CompletionRequest& req_;
+  Options opts_;
+  int prompt_tokens_;
+  int completion_tokens_ = 0;
+  std::optional<FinishReason> finish_;
+  std::string reasoning_, content_, tool_args_;
+};
+
+}  // namespace mpo::sim

@@ -1,0 +1,497 @@
+#include "sim/server.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <iostream>
+#include <optional>
+#include <unordered_map>
+
+#include <boost/asio.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/url/parse.hpp>
+#include <fmt/format.h>
+
+#include "core/clock.hpp"
+#include "core/json.hpp"
+#include "core/uuid.hpp"
+#include "sim/engine.hpp"
+#include "sim/openai_api.hpp"
+#include "sim/scenario.hpp"
+#include "sim/truth.hpp"
+#include "sim/vllm_metrics.hpp"
+
+namespace mpo::sim {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using asio::awaitable;
+using asio::use_awaitable;
+using namespace asio::experimental::awaitable_operators;
+constexpr auto kNoThrow = asio::as_tuple(asio::use_awaitable);
+using Clock = std::chrono::steady_clock;
+
+// Where the engine's output for one client request waits for its connection to write it.
+struct Sink {
+  explicit Sink(asio::any_io_executor ex) : notify(ex, Clock::time_point::max()) {}
+  std::deque<Emission> pending;
+  std::optional<FinishedRequest> finished;
+  asio::steady_timer notify;
+  TruthContext truth;
+  void wake() { notify.cancel(); }
+};
+
+class Simulator {
+ public:
+  Simulator(asio::io_context& io, const Profile& profile, const ServerOptions& opts)
+      : io_(io),
+        profile_(profile),
+        opts_(opts),
+        engine_(profile.engine),
+        scenario_(profile_, opts.seed),
+        acceptor_(io),
+        step_timer_(io),
+        wake_timer_(io, Clock::time_point::max()),
+        origin_(Clock::now()),
+        wall_origin_us_(SystemClock::instance().wall_us()),
+        ids_(opts.seed == 0 ? 0 : opts.seed ^ 0x1d5ULL) {}
+
+  ~Simulator() {
+    if (truth_ != nullptr) std::fclose(truth_);
+  }
+
+  bool open(std::string& error) {
+    if (!opts_.truth_path.empty()) {
+      truth_ = std::fopen(opts_.truth_path.c_str(), "a");
+      if (truth_ == nullptr) {
+        error = fmt::format("cannot open truth file '{}' for appending: {}", opts_.truth_path,
+                            std::strerror(errno));
+        return false;
+      }
+    }
+    boost::system::error_code ec;
+    const auto addr = asio::ip::make_address(opts_.host, ec);
+    if (ec) {
+      error = fmt::format("invalid listen address '{}': {}", opts_.host, ec.message());
+      return false;
+    }
+    const tcp::endpoint ep(addr, opts_.port);
+    acceptor_.open(ep.protocol(), ec);
+    if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(ep, ec);
+    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      error = fmt::format("cannot listen on {}:{}: {} (is the port in use? pass --listen "
+                          "127.0.0.1:0 for any free port)",
+                          opts_.host, opts_.port, ec.message());
+      return false;
+    }
+    return true;
+  }
+
+  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+
+  void start() {
+    asio::co_spawn(io_, accept_loop(), asio::detached);
+    asio::co_spawn(io_, drive(), asio::detached);
+  }
+
+  void begin_shutdown() {
+    if (stopping_) return;
+    stopping_ = true;
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+    for (const auto& f : scenario_.set(Scenario::kNormal, now_s(), engine_)) record_finished(f, nullptr);
+    asio::co_spawn(io_, drain(), asio::detached);
+  }
+
+ private:
+  double now_s() const { return std::chrono::duration<double>(Clock::now() - origin_).count(); }
+  Clock::time_point at(double t) const {
+    return origin_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(t));
+  }
+  void wake_engine() { wake_timer_.cancel(); }
+
+  awaitable<void> drain() {
+    asio::steady_timer t(io_);
+    const double deadline = now_s() + opts_.shutdown_grace_s;
+    while (engine_.num_active() > 0 && now_s() < deadline) {
+      t.expires_after(std::chrono::milliseconds(20));
+      co_await t.async_wait(kNoThrow);
+    }
+    if (truth_ != nullptr) std::fflush(truth_);
+    io_.stop();
+  }
+
+  // The engine loop: step while there is work, sleeping until each step's end; otherwise wait to
+  // be woken by an arrival, an abort, a scenario change or a deferred request becoming ready.
+  awaitable<void> drive() {
+    for (;;) {
+      const double now = now_s();
+      scenario_.tick(now, engine_);
+      if (engine_.has_work(now)) {
+        StepResult r = engine_.step(now);
+        if (r.scheduled_tokens > 0) {
+          step_timer_.expires_at(at(r.end_s));
+          co_await step_timer_.async_wait(kNoThrow);
+          deliver(r);
+          continue;
+        }
+      }
+      std::optional<double> next = engine_.next_deferred_ready_s();
+      if (scenario_.wants_ticks()) next = std::min(next.value_or(now + 0.1), now + 0.1);
+      wake_timer_.expires_at(next ? at(*next) : Clock::time_point::max());
+      co_await wake_timer_.async_wait(kNoThrow);
+    }
+  }
+
+  void deliver(StepResult& r) {
+    for (auto& e : r.emissions) {
+      if (auto it = sinks_.find(e.id); it != sinks_.end()) it->second->pending.push_back(std::move(e));
+    }
+    for (const auto& f : r.finished) {
+      scenario_.on_finished(f);
+      auto it = sinks_.find(f.id);
+      Sink* sink = it != sinks_.end() ? it->second : nullptr;
+      record_finished(f, sink);
+    }
+    for (const auto& e : r.emissions) {
+      if (auto it = sinks_.find(e.id); it != sinks_.end()) it->second->wake();
+    }
+  }
+
+  void record_finished(const FinishedRequest& f, Sink* sink) {
+    if (sink != nullptr) {
+      sink->finished = f;
+      sink->wake();
+    }
+    if (truth_ == nullptr) return;
+    TruthContext ctx = sink != nullptr ? sink->truth : TruthContext{};
+    ctx.wall_origin_us = wall_origin_us_;
+    ctx.model = profile_.model;
+    const std::string line = render_truth_line(f, ctx);
+    if (std::fwrite(line.data(), 1, line.size(), truth_) != line.size() || std::fflush(truth_) != 0) {
+      if (!truth_error_reported_) {
+        std::cerr << "modelperfobs simulate: writing the truth file failed: " << std::strerror(errno)
+                  << " (serving continues; later truth lines may be lost)\n";
+        truth_error_reported_ = true;
+      }
+    }
+  }
+
+  awaitable<void> accept_loop() {
+    for (;;) {
+      auto [ec, socket] = co_await acceptor_.async_accept(kNoThrow);
+      if (ec) {
+        if (ec == asio::error::operation_aborted || stopping_) co_return;
+        continue;  // e.g. EMFILE: keep serving the connections we have
+      }
+      socket.set_option(tcp::no_delay(true), ec);
+      asio::co_spawn(io_, session(beast::tcp_stream(std::move(socket))), asio::detached);
+    }
+  }
+
+  using Request = http::request<http::string_body>;
+  using Response = http::response<http::string_body>;
+
+  static Response make_response(const Request& req, http::status status, std::string body,
+                                std::string_view content_type = "application/json") {
+    Response res(status, req.version());
+    res.set(http::field::server, "modelperfobs-simulate");
+    res.set(http::field::content_type, content_type);
+    if (auto it = req.find("X-Request-Id"); it != req.end()) res.set("X-Request-Id", it->value());
+    res.keep_alive(req.keep_alive());
+    res.body() = std::move(body);
+    res.prepare_payload();
+    return res;
+  }
+
+  Response error_response(const Request& req, http::status status, std::string_view type,
+                          std::string_view message, std::string_view param = {}) {
+    return make_response(req, status, render_error(static_cast<int>(status), type, message, param));
+  }
+
+  awaitable<void> session(beast::tcp_stream stream) {
+    beast::flat_buffer buffer;
+    for (;;) {
+      http::request_parser<http::string_body> parser;
+      parser.body_limit(64 * 1024 * 1024);
+      stream.expires_after(std::chrono::seconds(300));
+      auto [ec, n] = co_await http::async_read(stream, buffer, parser, kNoThrow);
+      if (ec) break;  // closed, timed out, or unparsable: nothing to answer
+      Request req = parser.release();
+      bool keep = req.keep_alive();
+      std::string failure;
+      try {
+        keep = co_await handle(stream, req);
+      } catch (const std::exception& e) {
+        // The per-request handler is one of the two places exceptions are caught.
+        failure = e.what();
+      }
+      if (!failure.empty()) {
+        auto res = error_response(req, http::status::internal_server_error, "InternalServerError",
+                                  fmt::format("simulator error: {}", failure));
+        stream.expires_after(std::chrono::seconds(30));
+        co_await http::async_write(stream, res, kNoThrow);
+        keep = false;
+      }
+      if (!keep || stopping_) break;
+    }
+    boost::system::error_code ec;
+    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+  }
+
+  awaitable<bool> write(beast::tcp_stream& stream, Response res) {
+    stream.expires_after(std::chrono::seconds(60));
+    auto [ec, n] = co_await http::async_write(stream, res, kNoThrow);
+    co_return !ec && res.keep_alive();
+  }
+
+  // Returns whether the connection may be kept open.
+  awaitable<bool> handle(beast::tcp_stream& stream, Request& req) {
+    const auto url = boost::urls::parse_origin_form(req.target());
+    if (!url) co_return co_await write(stream, error_response(req, http::status::bad_request, "BadRequestError", "invalid request target"));
+    const std::string path(url->path());
+    const bool get = req.method() == http::verb::get;
+    const bool post = req.method() == http::verb::post;
+
+    if (path == "/v1/chat/completions" || path == "/v1/completions") {
+      if (!post) co_return co_await write(stream, error_response(req, http::status::method_not_allowed, "MethodNotAllowed", "use POST"));
+      co_return co_await completion(stream, req, path == "/v1/chat/completions" ? Endpoint::kChat : Endpoint::kCompletions);
+    }
+    if (path == "/v1/models" && get) co_return co_await write(stream, make_response(req, http::status::ok, models_body()));
+    if (path == "/metrics" && get) {
+      MetricsContext ctx{profile_.model, now_s(), wall_origin_us_ / 1e6, wall_origin_us_ / 1e6};
+      co_return co_await write(stream, make_response(req, http::status::ok, render_vllm_metrics(engine_, ctx),
+                                                     "text/plain; version=0.0.4; charset=utf-8"));
+    }
+    if (path == "/health" && get) co_return co_await write(stream, make_response(req, http::status::ok, "", "text/plain"));
+    if (path == "/reset_prefix_cache" && post) {
+      engine_.reset_prefix_cache();
+      co_return co_await write(stream, make_response(req, http::status::ok, "", "text/plain"));
+    }
+    if (path == "/scenario" && (get || post)) {
+      if (post) {
+        std::string name;
+        if (auto it = url->params().find("name"); it != url->params().end()) name = (*it).value;
+        auto s = parse_scenario(name);
+        if (!s) co_return co_await write(stream, error_response(req, http::status::bad_request, "BadRequestError", s.error().message, "name"));
+        for (const auto& f : scenario_.set(*s, now_s(), engine_)) record_finished(f, nullptr);
+        wake_engine();
+      }
+      co_return co_await write(stream, make_response(req, http::status::ok, scenario_body()));
+    }
+    co_return co_await write(stream, error_response(req, http::status::not_found, "NotFoundError",
+                                                    fmt::format("no route for {} {}", req.method_string(), path)));
+  }
+
+  std::string models_body() const {
+    return fmt::format(
+        R"({{"object":"list","data":[{{"id":{},"object":"model","created":{},"owned_by":"vllm","root":{},"parent":null,"max_model_len":{}}}]}})",
+        json_quote(profile_.model), wall_origin_us_ / 1'000'000, json_quote(profile_.model), profile_.engine.max_model_len);
+  }
+
+  std::string scenario_body() const {
+    return std::move(JsonObjectWriter()
+                         .field("scenario", to_string(scenario_.current()))
+                         .field("since_s", scenario_.since_s())
+                         .field("background_in_flight", scenario_.background_in_flight())
+                         .field("num_requests_running", engine_.num_running())
+                         .field("num_requests_waiting", engine_.num_waiting()))
+        .finish() + "\n";
+  }
+
+  // Waits for output, or notices a client that went away. Returns false on disconnect.
+  awaitable<bool> wait_for_output(beast::tcp_stream& stream, Sink& sink, bool& watch_client) {
+    sink.notify.expires_at(Clock::time_point::max());
+    if (!watch_client) {
+      co_await sink.notify.async_wait(kNoThrow);
+      co_return true;
+    }
+    auto which = co_await (sink.notify.async_wait(kNoThrow) ||
+                           stream.socket().async_wait(tcp::socket::wait_read, kNoThrow));
+    if (which.index() == 1) {
+      boost::system::error_code ec;
+      const std::size_t avail = stream.socket().available(ec);
+      if (ec || avail == 0) co_return false;  // readable with nothing to read: the peer closed
+      watch_client = false;                   // pipelined bytes: stop watching, keep serving
+    }
+    co_return true;
+  }
+
+  static void take_all(Sink& sink, ResponseBuilder& builder) {
+    const std::vector<Emission> all(std::make_move_iterator(sink.pending.begin()),
+                                    std::make_move_iterator(sink.pending.end()));
+    sink.pending.clear();
+    builder.stream_tokens(all);
+  }
+
+  awaitable<bool> completion(beast::tcp_stream& stream, Request& req, Endpoint endpoint) {
+    auto parsed = parse_completion_request(req.body(), endpoint);
+    if (!parsed) co_return co_await write(stream, error_response(req, http::status::bad_request, "BadRequestError", parsed.error().message, parsed.error().code));
+    CompletionRequest& creq = *parsed;
+    if (creq.model && *creq.model != profile_.model) {
+      co_return co_await write(stream, error_response(req, http::status::not_found, "NotFoundError",
+                                                      fmt::format("The model `{}` does not exist.", *creq.model), "model"));
+    }
+    const Fault fault = scenario_.draw_fault();
+    if (fault == Fault::kError) {
+      co_return co_await write(stream, error_response(req, http::status::internal_server_error, "InternalServerError",
+                                                      "simulated engine fault (scenario 'faults')"));
+    }
+
+    const int prompt_len = static_cast<int>(creq.prompt.size());
+    std::uint64_t prompt_hash = 0x9e37ULL;
+    for (TokenId t : creq.prompt) prompt_hash = mix64(prompt_hash ^ t);
+    RequestSpec spec;
+    spec.prompt = creq.prompt;
+    spec.max_tokens = creq.max_tokens;
+    spec.ignore_eos = creq.ignore_eos;
+    spec.stop = creq.stop;
+    spec.seed = mix64(opts_.seed ^ prompt_hash ^ (creq.seed ? mix64(*creq.seed + 1) : 0));
+    spec.natural_tokens = natural_length(profile_.output, spec.seed);
+    if (fault == Fault::kStall) spec.defer_s = profile_.faults.stall_s;
+    const int room = profile_.engine.max_model_len - prompt_len;
+    const int expected = spec.ignore_eos ? std::min(creq.max_tokens.value_or(room), room)
+                                         : std::min({spec.natural_tokens, creq.max_tokens.value_or(room), room});
+    const int truncate_after = fault == Fault::kTruncate ? std::max(1, expected / 2) : -1;
+
+    auto id = engine_.add_request(std::move(spec), now_s());
+    if (!id) co_return co_await write(stream, error_response(req, http::status::bad_request, "BadRequestError", id.error().message, endpoint == Endpoint::kChat ? "messages" : "prompt"));
+    wake_engine();
+
+    Sink sink(io_.get_executor());
+    if (auto it = req.find("X-Request-Id"); it != req.end()) sink.truth.x_request_id = std::string(it->value());
+    if (auto it = req.find("X-Fak-Observation-ID"); it != req.end()) sink.truth.observation_id = std::string(it->value());
+    ResponseBuilder::Options ro;
+    const std::string hex = ids_.next(SystemClock::instance().wall_us() / 1000);
+    ro.id = fmt::format("{}-{}", endpoint == Endpoint::kChat ? "chatcmpl" : "cmpl", hex);
+    ro.created = SystemClock::instance().wall_us() / 1'000'000;
+    ro.model = profile_.model;
+    if (profile_.output.reasoning && endpoint == Endpoint::kChat && !creq.tool_name) {
+      ro.reasoning_tokens = static_cast<int>(profile_.output.reasoning_share * expected);
+    }
+    sink.truth.response_id = ro.id;
+    sinks_.emplace(*id, &sink);
+    struct Unregister {
+      Simulator* self;
+      RequestId id;
+      ~Unregister() { self->sinks_.erase(id); }
+    } unregister{this, *id};
+    ResponseBuilder builder(creq, ro, prompt_len);
+    bool watch_client = true;
+    auto abort_request = [&] {
+      if (auto f = engine_.abort(*id, now_s())) record_finished(*f, &sink);
+      wake_engine();
+    };
+
+    if (!creq.stream) {
+      while (!sink.finished) {
+        if (!co_await wait_for_output(stream, sink, watch_client)) {
+          abort_request();
+          co_return false;
+        }
+        take_all(sink, builder);  // accumulate the text
+      }
+      take_all(sink, builder);
+      co_return co_await write(stream, make_response(req, http::status::ok, builder.full_body(sink.finished->cached_prompt_tokens)));
+    }
+
+    http::response<http::empty_body> head(http::status::ok, req.version());
+    head.set(http::field::server, "modelperfobs-simulate");
+    head.set(http::field::content_type, "text/event-stream; charset=utf-8");
+    head.set(http::field::cache_control, "no-cache");
+    if (auto it = req.find("X-Request-Id"); it != req.end()) head.set("X-Request-Id", it->value());
+    head.chunked(true);
+    head.keep_alive(req.keep_alive());
+    http::response_serializer<http::empty_body> sr(head);
+    stream.expires_after(std::chrono::seconds(60));
+    if (auto [ec, n] = co_await http::async_write_header(stream, sr, kNoThrow); ec) {
+      abort_request();
+      co_return false;
+    }
+    auto send = [&](std::string data) -> awaitable<bool> {
+      if (data.empty()) co_return true;
+      stream.expires_after(std::chrono::seconds(60));
+      auto [ec, n] = co_await asio::async_write(stream, http::make_chunk(asio::buffer(data)), kNoThrow);
+      co_return !ec;
+    };
+    if (!co_await send(builder.stream_start())) {
+      abort_request();
+      co_return false;
+    }
+    const auto per_chunk = static_cast<std::size_t>(profile_.output.tokens_per_chunk);
+    int written = 0;
+    for (;;) {
+      while (!sink.pending.empty() && (sink.pending.size() >= per_chunk || sink.finished)) {
+        const std::size_t n = std::min(per_chunk, sink.pending.size());
+        std::vector<Emission> group(std::make_move_iterator(sink.pending.begin()),
+                                    std::make_move_iterator(sink.pending.begin() + static_cast<std::ptrdiff_t>(n)));
+        sink.pending.erase(sink.pending.begin(), sink.pending.begin() + static_cast<std::ptrdiff_t>(n));
+        if (!co_await send(builder.stream_tokens(group))) {
+          abort_request();
+          co_return false;
+        }
+        written += static_cast<int>(n);
+        if (truncate_after > 0 && written >= truncate_after && !sink.finished) {
+          abort_request();  // the engine side of a cut stream: the request is aborted
+          co_return false;  // close without the last chunk or [DONE]
+        }
+      }
+      if (sink.finished && sink.pending.empty()) break;
+      if (!co_await wait_for_output(stream, sink, watch_client)) {
+        abort_request();
+        co_return false;
+      }
+    }
+    if (!co_await send(builder.stream_end(sink.finished->cached_prompt_tokens))) co_return false;
+    stream.expires_after(std::chrono::seconds(60));
+    auto [ec, n] = co_await asio::async_write(stream, http::make_chunk_last(), kNoThrow);
+    co_return !ec && req.keep_alive();
+  }
+
+  asio::io_context& io_;
+  const Profile& profile_;
+  ServerOptions opts_;
+  Engine engine_;
+  ScenarioController scenario_;
+  tcp::acceptor acceptor_;
+  asio::steady_timer step_timer_;
+  asio::steady_timer wake_timer_;
+  Clock::time_point origin_;
+  std::int64_t wall_origin_us_;
+  Uuid7Generator ids_;
+  std::unordered_map<RequestId, Sink*> sinks_;
+  std::FILE* truth_ = nullptr;
+  bool truth_error_reported_ = false;
+  bool stopping_ = false;
+};
+
+}  // namespace
+
+int run_simulator(const Profile& profile, const ServerOptions& options) {
+  asio::io_context io(1);
+  Simulator sim(io, profile, options);
+  std::string error;
+  if (!sim.open(error)) {
+    std::cerr << "modelperfobs simulate: " << error << "\n";
+    return 1;
+  }
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int) {
+    if (!ec) sim.begin_shutdown();
+  });
+  sim.start();
+  std::cout << fmt::format("modelperfobs simulate: listening on http://{}:{} (model {})", options.host,
+                           sim.port(), profile.model)
+            << std::endl;
+  io.run();
+  return 0;
+}
+
+}  // namespace mpo::sim

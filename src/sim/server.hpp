@@ -1,0 +1,26 @@
+// `modelperfobs simulate`: the HTTP shell around the engine (edge: Asio/Beast, one thread).
+// Engine steps run on a timer in real time; each token is written to its stream when its step
+// ends, so the simulator knows exactly when every token was emitted.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "sim/config.hpp"
+
+namespace mpo::sim {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 8000;        // 0: any free port (printed on stdout)
+  std::uint64_t seed = 0;
+  std::string truth_path;           // "" = no truth file
+  double shutdown_grace_s = 10;     // SIGTERM: finish in-flight requests for at most this long
+};
+
+// Runs until SIGTERM/SIGINT. Prints "listening on http://HOST:PORT" on stdout once bound.
+// Returns the process exit code; errors (bind failure, unwritable truth file) go to stderr.
+int run_simulator(const Profile& profile, const ServerOptions& options);
+
+}  // namespace mpo::sim

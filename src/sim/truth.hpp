@@ -1,0 +1,23 @@
+// The simulator's ground truth: one JSONL line per finished request (schema
+// "modelperfobs.sim-truth.v1"), with the engine's own times on the wall clock.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "sim/engine.hpp"
+
+namespace mpo::sim {
+
+struct TruthContext {
+  std::int64_t wall_origin_us = 0;  // wall-clock microseconds at engine time 0
+  std::string model;
+  std::string x_request_id;         // as the client sent them; empty when absent
+  std::string observation_id;
+  std::string response_id;          // the id the simulator answered with ("" for background)
+};
+
+// One line, newline included.
+std::string render_truth_line(const FinishedRequest& f, const TruthContext& ctx);
+
+}  // namespace mpo::sim

@@ -1,0 +1,208 @@
+#include "sim/vllm_metrics.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace mpo::sim {
+namespace {
+
+class Writer {
+ public:
+  explicit Writer(std::string labels) : labels_(std::move(labels)) {}
+
+  void family(std::string_view name, std::string_view type, std::string_view help) {
+    fmt::format_to(std::back_inserter(out_), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+  }
+  void sample(std::string_view name, double v, std::string_view extra = {}) {
+    fmt::format_to(std::back_inserter(out_), "{}{{{}{}}} {}\n", name, labels_, extra, prom_number(v));
+  }
+  void gauge(std::string_view name, std::string_view help, double v) {
+    family(name, "gauge", help);
+    sample(name, v);
+  }
+  // A counter with its _created companion, as prometheus_client exposes them.
+  void counter(std::string_view base, std::string_view help, double v, double created) {
+    const std::string total = fmt::format("{}_total", base);
+    family(total, "counter", help);
+    sample(total, v);
+    const std::string c = fmt::format("{}_created", base);
+    family(c, "gauge", help);
+    sample(c, created);
+  }
+  void histogram(std::string_view name, std::string_view help, const Histogram& h, double created) {
+    family(name, "histogram", help);
+    std::uint64_t cumulative = 0;
+    const std::string bucket = fmt::format("{}_bucket", name);
+    for (std::size_t i = 0; i < h.bounds().size(); ++i) {
+      cumulative += h.counts()[i];
+      // prometheus_client orders labels alphabetically: engine, le, model_name.
+      bucket_sample(bucket, prom_number(h.bounds()[i]), static_cast<double>(cumulative));
+    }
+    cumulative += h.counts().back();
+    bucket_sample(bucket, "+Inf", static_cast<double>(cumulative));
+    sample(fmt::format("{}_count", name), static_cast<double>(h.count()));
+    sample(fmt::format("{}_sum", name), h.sum());
+    const std::string c = fmt::format("{}_created", name);
+    family(c, "gauge", help);
+    sample(c, created);
+  }
+  void raw(std::string_view s) { out_ += s; }
+  std::string take() && { return std::move(out_); }
+
+ private:
+  void bucket_sample(std::string_view name, std::string_view le, double v) {
+    // labels_ is 'engine="0",model_name="m"': insert le between them.
+    const auto comma = labels_.find(',');
+    fmt::format_to(std::back_inserter(out_), "{}{{{},le=\"{}\"{}}} {}\n", name,
+                   labels_.substr(0, comma), le, labels_.substr(comma), prom_number(v));
+  }
+  std::string labels_;
+  std::string out_;
+};
+
+std::string escape_label(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out.push_back('\\');
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string prom_number(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  if (v == std::floor(v) && std::fabs(v) < 1e16) return fmt::format("{:.1f}", v);
+  return fmt::format("{}", v);
+}
+
+std::string render_vllm_metrics(const Engine& engine, const MetricsContext& ctx) {
+  const std::string model = escape_label(ctx.model_name);
+  Writer w(fmt::format("engine=\"0\",model_name=\"{}\"", model));
+  const EngineStats& s = engine.stats();
+  const EngineConfig& cfg = engine.config();
+  const double created = ctx.created_time_s;
+
+  w.family("process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.");
+  w.raw(fmt::format("process_start_time_seconds {}\n", prom_number(ctx.process_start_time_s)));
+
+  constexpr std::string_view kFlopsHelp =
+      "(for Model Flops Utilization calculations).";
+  // Published and never moved, as some real deployments do: an unimplemented counter, not zero work.
+  w.counter("vllm:estimated_flops_per_gpu",
+            fmt::format("Estimated number of floating point operations per GPU {}", kFlopsHelp), 0, created);
+  w.counter("vllm:estimated_read_bytes_per_gpu",
+            fmt::format("Estimated number of bytes read from memory per GPU {}", kFlopsHelp), 0, created);
+  w.counter("vllm:estimated_write_bytes_per_gpu",
+            fmt::format("Estimated number of bytes written to memory per GPU {}", kFlopsHelp), 0, created);
+
+  const int waiting = engine.num_waiting();
+  const int deferred = engine.num_waiting_deferred(ctx.now_s);
+  w.gauge("vllm:num_requests_running", "Number of requests in model execution batches.", engine.num_running());
+  w.gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", waiting);
+  w.family("vllm:num_requests_waiting_by_reason", "gauge",
+           "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling "
+           "capacity; 'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked "
+           "status). Sum of all reasons equals vllm:num_requests_waiting.");
+  w.sample("vllm:num_requests_waiting_by_reason", waiting - deferred, ",reason=\"capacity\"");
+  w.sample("vllm:num_requests_waiting_by_reason", deferred, ",reason=\"deferred\"");
+  w.family("vllm:engine_sleep_state", "gauge",
+           "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; "
+           "weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.");
+  w.sample("vllm:engine_sleep_state", 1, ",sleep_state=\"awake\"");
+  w.sample("vllm:engine_sleep_state", 0, ",sleep_state=\"weights_offloaded\"");
+  w.sample("vllm:engine_sleep_state", 0, ",sleep_state=\"discard_all\"");
+  w.gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", engine.kv_cache_usage());
+
+  w.counter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.",
+            static_cast<double>(s.prefix_cache_queries), created);
+  w.counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
+            static_cast<double>(s.prefix_cache_hits), created);
+  w.counter("vllm:external_prefix_cache_queries",
+            "External prefix cache queries from KV connector cross-instance cache sharing, in terms of "
+            "number of queried tokens.", 0, created);
+  w.counter("vllm:external_prefix_cache_hits",
+            "External prefix cache hits from KV connector cross-instance cache sharing, in terms of "
+            "number of cached tokens.", 0, created);
+  w.counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.",
+            static_cast<double>(s.preemptions), created);
+  w.counter("vllm:prompt_tokens", "Number of prefill tokens processed.",
+            static_cast<double>(s.prompt_tokens), created);
+
+  w.family("vllm:prompt_tokens_by_source_total", "counter", "Number of prompt tokens by source.");
+  w.sample("vllm:prompt_tokens_by_source_total", static_cast<double>(s.prompt_tokens_computed),
+           ",source=\"local_compute\"");
+  w.sample("vllm:prompt_tokens_by_source_total", static_cast<double>(s.prompt_tokens_cached),
+           ",source=\"local_cache_hit\"");
+  w.sample("vllm:prompt_tokens_by_source_total", 0, ",source=\"external_kv_transfer\"");
+  w.counter("vllm:prompt_tokens_cached", "Number of cached prompt tokens (local + external).",
+            static_cast<double>(s.prompt_tokens_cached), created);
+  w.counter("vllm:generation_tokens", "Number of generation tokens processed.",
+            static_cast<double>(s.generation_tokens), created);
+
+  w.family("vllm:request_success_total", "counter", "Count of successfully processed requests.");
+  for (FinishReason r : kAllFinishReasons) {
+    // Label order as prometheus_client sorts them: engine, finished_reason, model_name.
+    w.raw(fmt::format("vllm:request_success_total{{engine=\"0\",finished_reason=\"{}\",model_name=\"{}\"}} {}\n",
+                      to_string(r), model, prom_number(static_cast<double>(s.finished[static_cast<std::size_t>(r)]))));
+  }
+
+  w.histogram("vllm:request_prompt_tokens", "Number of prefill tokens processed.", s.request_prompt_tokens, created);
+  w.histogram("vllm:request_generation_tokens", "Number of generation tokens processed.",
+              s.request_generation_tokens, created);
+  w.histogram("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.",
+              s.iteration_tokens, created);
+  w.histogram("vllm:request_max_num_generation_tokens",
+              "Histogram of maximum number of requested generation tokens.",
+              s.request_max_num_generation_tokens, created);
+  w.histogram("vllm:request_params_n", "Histogram of the n request parameter.", s.request_params_n, created);
+  w.histogram("vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.",
+              s.request_params_max_tokens, created);
+  w.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+              s.time_to_first_token, created);
+  w.histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
+              s.inter_token_latency, created);
+  w.histogram("vllm:request_time_per_output_token_seconds",
+              "Histogram of time_per_output_token_seconds per request.",
+              s.request_time_per_output_token, created);
+  w.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
+              s.e2e_request_latency, created);
+  w.histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.",
+              s.request_queue_time, created);
+  w.histogram("vllm:request_inference_time_seconds",
+              "Histogram of time spent in RUNNING phase for request.", s.request_inference_time, created);
+  w.histogram("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.",
+              s.request_prefill_time, created);
+  w.histogram("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.",
+              s.request_decode_time, created);
+  w.histogram("vllm:request_prefill_kv_computed_tokens",
+              "Histogram of new KV tokens computed during prefill (excluding cached tokens).",
+              s.request_prefill_kv_computed_tokens, created);
+
+  w.family("vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig");
+  const int tokens = cfg.num_gpu_blocks * cfg.block_size;
+  w.raw(fmt::format(
+      "vllm:cache_config_info{{_block_size_resolved=\"True\",block_size=\"{}\",cache_dtype=\"auto\","
+      "enable_prefix_caching=\"{}\",engine=\"0\",gpu_memory_utilization=\"0.9\",is_attention_free=\"False\","
+      "kv_cache_dtype_skip_layers=\"[]\",kv_cache_layout=\"None\",kv_cache_max_concurrency=\"{}\","
+      "kv_cache_memory_bytes=\"None\",kv_cache_size_tokens=\"{}\",kv_offloading_backend=\"native\","
+      "kv_offloading_size=\"None\",kv_sharing_fast_prefill=\"False\",mamba_block_size=\"None\","
+      "mamba_cache_dtype=\"auto\",mamba_cache_mode=\"none\",mamba_page_size_padded=\"None\","
+      "mamba_ssm_cache_dtype=\"auto\",num_cpu_blocks=\"None\",num_gpu_blocks=\"{}\","
+      "num_gpu_blocks_override=\"None\",prefix_cache_retention_interval=\"0\","
+      "prefix_caching_hash_algo=\"sha256\",prefix_match_unit=\"None\",replayssm_buffer_len=\"16\","
+      "skip_page_size_padded=\"None\",sliding_window=\"None\",use_kda_recoverssm=\"False\","
+      "use_replayssm=\"False\",user_specified_block_size=\"False\",user_specified_mamba_block_size=\"False\"}} 1.0\n",
+      cfg.block_size, cfg.enable_prefix_caching ? "True" : "False",
+      prom_number(static_cast<double>(tokens) / cfg.max_model_len), tokens, cfg.num_gpu_blocks));
+  return std::move(w).take();
+}
+
+}  // namespace mpo::sim
