@@ -16,9 +16,9 @@ Result<double> quantile_cont_sorted(std::span<const double> sorted, double q) {
   const double h = q * static_cast<double>(sorted.size() - 1);
   const auto lo = static_cast<std::size_t>(std::floor(h));
   const auto hi = static_cast<std::size_t>(std::ceil(h));
-  const double xl = sorted[lo];
-  const double xh = sorted[hi];
-  return xl + (h - static_cast<double>(lo)) * (xh - xl);
+  const double d = h - static_cast<double>(lo);
+  // DuckDB's interpolation, term for term, so results agree to the last bit.
+  return sorted[lo] * (1.0 - d) + sorted[hi] * d;
 }
 
 Result<double> quantile_cont(std::vector<double> values, double q) {

@@ -1,5 +1,6 @@
 // Exact order statistics. quantile_cont matches DuckDB's quantile_cont and numpy's "linear"
-// method: position h = q * (n - 1), result = x[floor h] + (h - floor h) * (x[ceil h] - x[floor h]).
+// method: position h = q * (n - 1), d = h - floor h, result = x[floor h] * (1 - d) + x[ceil h] * d
+// (DuckDB's exact arithmetic, so values agree bit for bit; tests check against DuckDB).
 #pragma once
 
 #include <optional>

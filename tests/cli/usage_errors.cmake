@@ -1,0 +1,22 @@
+# The CLI contract: --help and --version exit 0 on stdout; an unknown subcommand or a bad flag
+# exits 2 with usage on stderr.
+function(expect args code out_regex err_regex)
+  execute_process(COMMAND ${BIN} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL ${code})
+    message(FATAL_ERROR "modelperfobs ${args}: exit ${rc}, expected ${code}\nstdout: ${out}\nstderr: ${err}")
+  endif()
+  if(out_regex AND NOT out MATCHES "${out_regex}")
+    message(FATAL_ERROR "modelperfobs ${args}: stdout does not match '${out_regex}':\n${out}")
+  endif()
+  if(err_regex AND NOT err MATCHES "${err_regex}")
+    message(FATAL_ERROR "modelperfobs ${args}: stderr does not match '${err_regex}':\n${err}")
+  endif()
+endfunction()
+
+expect("--help" 0 "simulate" "")
+expect("--version" 0 "modelperfobs [0-9]+\\.[0-9]+\\.[0-9]+" "")
+expect("simulate;--help" 0 "--listen" "")
+expect("" 2 "" "Usage: modelperfobs")
+expect("no-such-command" 2 "" "unknown subcommand 'no-such-command'.*Usage")
+expect("simulate;--no-such-flag" 2 "" "--no-such-flag.*Usage: .*simulate")
+expect("simulate;--listen;nonsense" 2 "" "invalid address 'nonsense'")

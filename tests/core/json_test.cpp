@@ -1,0 +1,52 @@
+#include "core/json.hpp"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+namespace mpo {
+namespace {
+
+TEST(JsonWriter, KeepsKeyOrderAndWritesNullForUnknown) {
+  JsonObjectWriter w;
+  w.field("schema", "x").field("n", std::int64_t{3}).field("ms", 1.5).null_field("ttft_ms").field("ok", true);
+  w.optional_field("maybe", std::optional<double>{});
+  EXPECT_EQ(std::move(w).finish(), R"({"schema":"x","n":3,"ms":1.5,"ttft_ms":null,"ok":true,"maybe":null})");
+}
+
+TEST(JsonWriter, NonFiniteNumbersBecomeNull) {
+  std::string s;
+  append_json_number(s, std::nan(""));
+  EXPECT_EQ(s, "null");
+}
+
+TEST(JsonWriter, EscapesControlCharactersAndRepairsInvalidUtf8) {
+  EXPECT_EQ(json_quote("a\"b\\c\n\x01"), R"("a\"b\\c\n\u0001")");
+  EXPECT_EQ(json_quote("caf\xc3\xa9"), "\"caf\xc3\xa9\"");
+  EXPECT_EQ(json_quote("bad\xff"), R"("bad\ufffd")");
+  EXPECT_EQ(json_quote("\xe2\x82"), R"("\ufffd\ufffd")");  // truncated sequence
+  auto parsed = parse_json(json_quote("x\xc0\xafy"));  // overlong encoding
+  EXPECT_TRUE(parsed.ok());
+}
+
+TEST(JsonRead, TypedLookupsSayAbsentForWrongTypes) {
+  auto v = parse_json(R"({"s":"x","i":3,"d":2.0,"b":true,"n":null,"big":1e300})");
+  ASSERT_TRUE(v.ok());
+  const auto& o = v->get_object();
+  EXPECT_EQ(json_string(o, "s"), "x");
+  EXPECT_EQ(json_int(o, "i"), 3);
+  EXPECT_EQ(json_int(o, "d"), 2);
+  EXPECT_FALSE(json_int(o, "big").has_value());
+  EXPECT_FALSE(json_string(o, "i").has_value());
+  EXPECT_FALSE(json_bool(o, "n").has_value());
+  EXPECT_EQ(json_double(o, "i"), 3.0);
+}
+
+TEST(JsonRead, ParseErrorIsAResultNotAnException) {
+  auto v = parse_json("{\"a\":");
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.error().code, "json.parse");
+}
+
+}  // namespace
+}  // namespace mpo

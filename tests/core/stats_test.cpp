@@ -1,0 +1,59 @@
+#include "core/stats.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include "support/fixtures.hpp"
+
+namespace mpo {
+namespace {
+
+// The expected values were computed by DuckDB's quantile_cont; the Node test re-checks them
+// against DuckDB, so this asserts bit-for-bit agreement with DuckDB.
+TEST(QuantileCont, EqualsDuckDbOnEveryFixtureCase) {
+  // Read with simdjson: its number parsing is exact (Boost.JSON 1.81's can be off by one ULP).
+  simdjson::dom::parser parser;
+  const simdjson::padded_string text(test::read_fixture("SYNTHETIC_quantile_cont_duckdb.json"));
+  simdjson::dom::element doc = parser.parse(text);
+  std::vector<double> qs;
+  for (double q : doc["quantiles"].get_array()) qs.push_back(q);
+  int checked = 0;
+  for (simdjson::dom::element c : doc["cases"].get_array()) {
+    std::vector<double> values;
+    for (double v : c["values"].get_array()) values.push_back(v);
+    std::vector<double> expected;
+    for (double v : c["expected"].get_array()) expected.push_back(v);
+    ASSERT_EQ(expected.size(), qs.size());
+    for (std::size_t i = 0; i < qs.size(); ++i) {
+      auto got = quantile_cont(values, qs[i]);
+      ASSERT_TRUE(got.ok());
+      EXPECT_EQ(*got, expected[i]) << "n=" << values.size() << " q=" << qs[i];
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 40);
+}
+
+TEST(QuantileCont, IgnoresNaNAndRejectsEmptyOrBadQ) {
+  EXPECT_EQ(*quantile_cont({std::nan(""), 1.0, 3.0}, 0.5), 2.0);
+  EXPECT_FALSE(quantile_cont({}, 0.5).ok());
+  EXPECT_FALSE(quantile_cont({std::nan("")}, 0.5).ok());
+  EXPECT_FALSE(quantile_cont({1.0}, 1.5).ok());
+}
+
+TEST(Summarize, ReportsExactPercentilesOfFiniteValues) {
+  auto s = summarize({5, 1, 4, 2, 3, std::numeric_limits<double>::infinity()});
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->n, 5u);
+  EXPECT_EQ(s->p50, 3.0);
+  EXPECT_EQ(s->p90, 4.6);
+  EXPECT_EQ(s->max, 5.0);
+  EXPECT_EQ(s->mean, 3.0);
+  EXPECT_FALSE(summarize({}).has_value());
+}
+
+}  // namespace
+}  // namespace mpo

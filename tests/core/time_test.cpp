@@ -1,0 +1,39 @@
+#include "core/time.hpp"
+
+#include <gtest/gtest.h>
+
+namespace mpo {
+namespace {
+
+TEST(Rfc3339, FormatsMicrosecondsInUtc) {
+  EXPECT_EQ(format_rfc3339_us(0), "1970-01-01T00:00:00.000000Z");
+  EXPECT_EQ(format_rfc3339_us(1'767'225'600'123'456), "2026-01-01T00:00:00.123456Z");
+  EXPECT_EQ(format_rfc3339_us(951'782'400'000'001), "2000-02-29T00:00:00.000001Z");
+  EXPECT_EQ(format_rfc3339_us(-1), "1969-12-31T23:59:59.999999Z");
+}
+
+TEST(Rfc3339, ParsesZuluOffsetsAndFractions) {
+  EXPECT_EQ(*parse_rfc3339("2026-08-27T10:00:00Z"), 1'787'824'800'000'000);
+  EXPECT_EQ(*parse_rfc3339("2026-08-27T12:00:00+02:00"), 1'787'824'800'000'000);
+  EXPECT_EQ(*parse_rfc3339("2026-08-27T09:30:00.5-00:30"), 1'787'824'800'500'000);
+  EXPECT_EQ(*parse_rfc3339("2026-08-27t10:00:00.123456789z"), 1'787'824'800'123'456);
+}
+
+TEST(Rfc3339, RoundTripsEveryFormattedValue) {
+  for (std::int64_t us : {0LL, 1LL, 999'999LL, 1'787'824'800'123'456LL, 4'102'444'799'999'999LL}) {
+    EXPECT_EQ(*parse_rfc3339(format_rfc3339_us(us)), us);
+  }
+}
+
+TEST(Rfc3339, RejectsMalformedAndOutOfRangeWithAMessage) {
+  for (const char* bad : {"", "2026-08-27", "2026-08-27T10:00:00", "2026-13-01T00:00:00Z",
+                          "2026-02-29T00:00:00Z", "2026-08-27T24:00:00Z", "2026-08-27T10:00:00.Z",
+                          "2026-08-27T10:00:00+0200", "2026-08-27T10:00:00Zjunk"}) {
+    auto r = parse_rfc3339(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_FALSE(r.error().message.empty());
+  }
+}
+
+}  // namespace
+}  // namespace mpo

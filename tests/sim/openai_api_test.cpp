@@ -1,0 +1,163 @@
+#include "sim/openai_api.hpp"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include "core/json.hpp"
+
+namespace mpo::sim {
+namespace {
+
+namespace json = boost::json;
+
+// Splits an SSE body into the JSON payloads of its data: lines ("[DONE]" kept as is).
+std::vector<std::string> events(const std::string& sse) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while ((pos = sse.find("data: ", pos)) != std::string::npos) {
+    const auto end = sse.find("\n\n", pos);
+    out.push_back(sse.substr(pos + 6, end - pos - 6));
+    pos = end + 2;
+  }
+  return out;
+}
+
+Emission em(int index, std::string text, std::optional<FinishReason> fin = {}) {
+  Emission e;
+  e.index = index;
+  e.text = std::move(text);
+  e.finish = fin;
+  return e;
+}
+
+TEST(ParseRequest, ReadsTheFieldsVllmHonours) {
+  auto r = parse_completion_request(
+      R"({"model":"m","messages":[{"role":"user","content":"Hi there"}],"stream":true,
+          "stream_options":{"include_usage":true,"continuous_usage_stats":true},
+          "max_completion_tokens":7,"ignore_eos":true,"stop":["x","y"],"seed":3})",
+      Endpoint::kChat);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->model, "m");
+  EXPECT_TRUE(r->stream && r->include_usage && r->continuous_usage && r->ignore_eos);
+  EXPECT_EQ(r->max_tokens, 7);
+  EXPECT_EQ(r->stop.size(), 2u);
+  EXPECT_EQ(r->seed, 3u);
+  EXPECT_EQ(r->prompt.size(), 3u + 1 + 3 + 3);  // "Hi" "ther" "e"
+}
+
+TEST(ParseRequest, CompletionsAcceptStringsAndTokenIds) {
+  EXPECT_EQ(parse_completion_request(R"({"prompt":"Hi"})", Endpoint::kCompletions)->prompt.size(), 1u);
+  EXPECT_EQ(parse_completion_request(R"({"prompt":[1,2,3]})", Endpoint::kCompletions)->prompt.size(), 3u);
+}
+
+TEST(ParseRequest, RejectsWhatVllmRejectsNamingTheParam) {
+  struct Case {
+    const char* body;
+    Endpoint ep;
+    const char* param;
+  };
+  for (const Case& c : {Case{"{", Endpoint::kChat, ""},
+                        Case{"[]", Endpoint::kChat, ""},
+                        Case{R"({"model":"m"})", Endpoint::kChat, "messages"},
+                        Case{R"({"messages":[]})", Endpoint::kChat, "messages"},
+                        Case{R"({"messages":[{"content":"x"}]})", Endpoint::kChat, "messages"},
+                        Case{R"({"messages":[{"role":"user","content":"x"}],"max_tokens":0})", Endpoint::kChat, "max_tokens"},
+                        Case{R"({"messages":[{"role":"user","content":"x"}],"stream_options":{}})", Endpoint::kChat, "stream_options"},
+                        Case{R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"required"})", Endpoint::kChat, "tool_choice"},
+                        Case{R"({"messages":[{"role":"user","content":"x"}],"n":2})", Endpoint::kChat, "n"},
+                        Case{R"({"prompt":["a","b"]})", Endpoint::kCompletions, "prompt"},
+                        Case{R"({"prompt":{}})", Endpoint::kCompletions, "prompt"},
+                        Case{R"({})", Endpoint::kCompletions, "prompt"}}) {
+    auto r = parse_completion_request(c.body, c.ep);
+    ASSERT_FALSE(r.ok()) << c.body;
+    EXPECT_EQ(r.error().code, c.param) << c.body;
+  }
+}
+
+TEST(ResponseBuilder, ChatStreamHasRoleChunkTokenChunksFinishUsageAndDone) {
+  auto req = *parse_completion_request(
+      R"({"messages":[{"role":"user","content":"Hi"}],"stream":true,"stream_options":{"include_usage":true}})",
+      Endpoint::kChat);
+  ResponseBuilder b(req, {"chatcmpl-1", 100, "m", 0}, 8);
+  std::string sse = b.stream_start();
+  sse += b.stream_tokens(std::vector{em(0, " a")});
+  sse += b.stream_tokens(std::vector{em(1, " b", FinishReason::kLength)});
+  sse += b.stream_end(0);
+  const auto ev = events(sse);
+  ASSERT_EQ(ev.size(), 5u);
+  auto first = json::parse(ev[0]).as_object();
+  EXPECT_EQ(first["choices"].as_array()[0].as_object()["delta"].as_object()["role"], "assistant");
+  auto last_tok = json::parse(ev[2]).as_object()["choices"].as_array()[0].as_object();
+  EXPECT_EQ(last_tok["delta"].as_object()["content"], " b");
+  EXPECT_EQ(last_tok["finish_reason"], "length");
+  auto usage = json::parse(ev[3]).as_object();
+  EXPECT_TRUE(usage["choices"].as_array().empty());
+  EXPECT_EQ(usage["usage"].as_object()["completion_tokens"], 2);
+  EXPECT_EQ(usage["usage"].as_object()["total_tokens"], 10);
+  EXPECT_EQ(ev[4], "[DONE]");
+}
+
+TEST(ResponseBuilder, ContinuousUsageIsCumulativeOnEveryChunk) {
+  auto req = *parse_completion_request(
+      R"({"prompt":"Hi","stream":true,"stream_options":{"continuous_usage_stats":true}})", Endpoint::kCompletions);
+  ResponseBuilder b(req, {"cmpl-1", 100, "m", 0}, 1);
+  std::string sse = b.stream_tokens(std::vector{em(0, " a")});
+  sse += b.stream_tokens(std::vector{em(1, " b")});
+  const auto ev = events(sse);
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(json::parse(ev[0]).as_object()["usage"].as_object()["completion_tokens"], 1);
+  EXPECT_EQ(json::parse(ev[1]).as_object()["usage"].as_object()["completion_tokens"], 2);
+  EXPECT_EQ(json::parse(ev[1]).as_object()["choices"].as_array()[0].as_object()["text"], " b");
+}
+
+TEST(ResponseBuilder, ReasoningComesBeforeContent) {
+  auto req = *parse_completion_request(R"({"messages":[{"role":"user","content":"Hi"}],"stream":true})", Endpoint::kChat);
+  ResponseBuilder b(req, {"chatcmpl-1", 100, "m", 2}, 8);
+  const auto ev = events(b.stream_tokens(std::vector{em(0, " a"), em(1, " b"), em(2, " c", FinishReason::kStop)}));
+  ASSERT_EQ(ev.size(), 2u);  // one event per kind of delta
+  EXPECT_EQ(json::parse(ev[0]).as_object()["choices"].as_array()[0].as_object()["delta"].as_object()["reasoning_content"], " a b");
+  EXPECT_EQ(json::parse(ev[1]).as_object()["choices"].as_array()[0].as_object()["delta"].as_object()["content"], " c");
+}
+
+TEST(ResponseBuilder, RequiredToolChoiceStreamsOnlyToolCallsWithValidArguments) {
+  auto req = *parse_completion_request(
+      R"({"messages":[{"role":"user","content":"Hi"}],"stream":true,"tool_choice":"required",
+          "tools":[{"type":"function","function":{"name":"search","parameters":{}}}]})",
+      Endpoint::kChat);
+  ResponseBuilder b(req, {"chatcmpl-9", 100, "m", 0}, 8);
+  std::string sse = b.stream_tokens(std::vector{em(0, " a")});
+  sse += b.stream_tokens(std::vector{em(1, " b", FinishReason::kStop)});
+  const auto ev = events(sse);
+  ASSERT_EQ(ev.size(), 2u);
+  std::string args;
+  for (const auto& e : ev) {
+    auto choice = json::parse(e).as_object()["choices"].as_array()[0].as_object();
+    auto delta = choice["delta"].as_object();
+    EXPECT_FALSE(delta.contains("content"));
+    args += delta["tool_calls"].as_array()[0].as_object()["function"].as_object()["arguments"].as_string();
+  }
+  EXPECT_EQ(json::parse(ev[0]).as_object()["choices"].as_array()[0].as_object()["delta"].as_object()["tool_calls"]
+                .as_array()[0].as_object()["function"].as_object()["name"], "search");
+  EXPECT_EQ(json::parse(args).as_object()["query"], " a b");
+  EXPECT_EQ(json::parse(ev[1]).as_object()["choices"].as_array()[0].as_object()["finish_reason"], "tool_calls");
+}
+
+TEST(ResponseBuilder, NonStreamedBodyCarriesTextAndUsage) {
+  auto req = *parse_completion_request(R"({"messages":[{"role":"user","content":"Hi"}]})", Endpoint::kChat);
+  ResponseBuilder b(req, {"chatcmpl-1", 100, "m", 0}, 8);
+  b.stream_tokens(std::vector{em(0, " a"), em(1, " b", FinishReason::kStop)});
+  auto body = json::parse(b.full_body(4)).as_object();
+  auto choice = body["choices"].as_array()[0].as_object();
+  EXPECT_EQ(choice["message"].as_object()["content"], " a b");
+  EXPECT_EQ(choice["finish_reason"], "stop");
+  EXPECT_EQ(body["usage"].as_object()["prompt_tokens_details"].as_object()["cached_tokens"], 4);
+}
+
+TEST(RenderError, IsOpenAiShaped) {
+  auto e = json::parse(render_error(404, "NotFoundError", "The model `x` does not exist.", "model")).as_object();
+  EXPECT_EQ(e["error"].as_object()["code"], 404);
+  EXPECT_EQ(e["error"].as_object()["param"], "model");
+}
+
+}  // namespace
+}  // namespace mpo::sim
