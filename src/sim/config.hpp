@@ -34,10 +34,10 @@ struct OutputConfig {
 
 struct SaturationConfig {
   int max_num_seqs = 32;               // capacity cut
-  double reserved_kv_share = 0.6;      // share of KV blocks taken away (another tenant)
-  int background_requests = 64;        // background population kept in flight
-  int background_prompt_tokens = 1024;
-  int background_output_tokens = 256;
+  double reserved_kv_share = 0.8;      // share of KV blocks taken away (another tenant)
+  int background_requests = 56;        // background population kept in flight
+  int background_prompt_tokens = 512;
+  int background_output_tokens = 128;
 };
 
 struct RampConfig {

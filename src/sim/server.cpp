@@ -120,7 +120,8 @@ class Simulator {
   awaitable<void> drain() {
     asio::steady_timer t(io_);
     const double deadline = now_s() + opts_.shutdown_grace_s;
-    while (engine_.num_active() > 0 && now_s() < deadline) {
+    // In-flight requests finish in the engine, then their connections write the last bytes.
+    while ((engine_.num_active() > 0 || !sinks_.empty()) && now_s() < deadline) {
       t.expires_after(std::chrono::milliseconds(20));
       co_await t.async_wait(kNoThrow);
     }

@@ -1,1 +1,124 @@
+#include "support/process.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace mpo::test {
+
+std::string binary_path() {
+  if (const char* env = std::getenv("MPO_BIN")) return env;
+  return MPO_BINARY_PATH;
+}
+
+ChildProcess::ChildProcess(std::vector<std::string> argv) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  const int rc = posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  out_fd_ = fds[0];
+  if (rc != 0) {
+    close(out_fd_);
+    throw std::runtime_error(std::string("cannot start ") + argv[0] + ": " + std::strerror(rc));
+  }
+}
+
+ChildProcess::~ChildProcess() {
+  if (pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  if (out_fd_ >= 0) close(out_fd_);
+}
+
+std::string ChildProcess::read_line(int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    if (auto nl = buffered_.find('\n'); nl != std::string::npos) {
+      std::string line = buffered_.substr(0, nl);
+      buffered_.erase(0, nl + 1);
+      return line;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) throw std::runtime_error("child printed no line in time");
+    pollfd p{out_fd_, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left)) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = read(out_fd_, buf, sizeof buf);
+    if (n <= 0) throw std::runtime_error("child closed stdout before printing a line");
+    buffered_.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+int ChildProcess::terminate(int timeout_ms) {
+  if (pid_ <= 0) return -1;
+  kill(pid_, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  int status = 0;
+  for (;;) {
+    const pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+      break;
+    }
+    pollfd none{-1, 0, 0};
+    poll(&none, 0, 5);  // reaping a child: there is no fd to wait on
+  }
+  pid_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+Simulator::Simulator(std::vector<std::string> extra_args)
+    : process([&] {
+        std::vector<std::string> argv{binary_path(), "simulate", "--listen", "127.0.0.1:0"};
+        argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+        return argv;
+      }()) {
+  const std::string line = process.read_line();
+  const auto colon = line.rfind(':', line.find(" (model"));
+  if (line.find("listening on http://") == std::string::npos || colon == std::string::npos) {
+    throw std::runtime_error("unexpected first line from simulate: " + line);
+  }
+  port = static_cast<std::uint16_t>(std::stoi(line.substr(colon + 1)));
+}
+
+std::string make_temp_dir() {
+  std::string tmpl = (std::getenv("TMPDIR") ? std::string(std::getenv("TMPDIR")) : std::string("/tmp")) + "/mpo-test-XXXXXX";
+  if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  return tmpl;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary);
+  out << content;
+}
+
+}  // namespace mpo::test

@@ -1,0 +1,41 @@
+// A small blocking HTTP/1.1 client for tests, over loopback: sends one request with
+// "Connection: close", reads to EOF, records when each read arrived (so tests can time the first
+// token of a stream), and decodes chunked bodies.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mpo::test {
+
+struct HttpResponse {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;                            // de-chunked
+  std::string raw;                             // bytes as received
+  std::vector<std::pair<std::int64_t, std::size_t>> arrivals;  // (steady us, raw bytes so far)
+  std::int64_t sent_us = 0;                    // steady us when the request was written
+  bool complete = false;                       // chunked body ended with its last chunk
+  // Microseconds from sending to the arrival of the first raw byte of `needle`; -1 if absent.
+  std::int64_t us_until(const std::string& needle) const;
+  // The JSON payloads of the body's SSE "data:" lines.
+  std::vector<std::string> sse_data() const;
+};
+
+struct HttpRequest {
+  std::string method = "GET";
+  std::string path = "/";
+  std::string body;
+  std::map<std::string, std::string> headers;
+  // Close the connection after this many body bytes arrived (simulates a client that leaves).
+  std::size_t disconnect_after_body_bytes = 0;
+};
+
+HttpResponse http(std::uint16_t port, const HttpRequest& req, int timeout_ms = 60000);
+HttpResponse http_get(std::uint16_t port, const std::string& path);
+HttpResponse http_post(std::uint16_t port, const std::string& path, const std::string& body,
+                       std::map<std::string, std::string> headers = {});
+
+}  // namespace mpo::test

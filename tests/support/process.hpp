@@ -1,0 +1,46 @@
+// Starting the project's binary as a real child process in tests: stdout piped, stderr inherited,
+// killed when the handle goes away.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mpo::test {
+
+class ChildProcess {
+ public:
+  explicit ChildProcess(std::vector<std::string> argv);
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  // Reads one line of the child's stdout; throws if it ends or `timeout_ms` passes first (a
+  // safety net against hangs; a healthy child answers in milliseconds).
+  std::string read_line(int timeout_ms = 20000);
+  // Sends SIGTERM and waits for the exit; returns the exit code (128+signal if killed).
+  int terminate(int timeout_ms = 20000);
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  int out_fd_ = -1;
+  std::string buffered_;
+};
+
+// Starts `modelperfobs simulate --listen 127.0.0.1:0 EXTRA...` and reads the port it printed.
+struct Simulator {
+  explicit Simulator(std::vector<std::string> extra_args = {});
+  ChildProcess process;
+  std::uint16_t port = 0;
+};
+
+std::string binary_path();
+// A fresh, empty directory for one test's files.
+std::string make_temp_dir();
+std::string read_file(const std::string& path);
+void write_file(const std::string& path, const std::string& content);
+
+}  // namespace mpo::test
