@@ -73,6 +73,43 @@ TEST(Simulate, CompletionsStreamAndCoalescedChunks) {
   EXPECT_EQ(ev[3], "[DONE]");
 }
 
+TEST(Simulate, ReasoningProfileStreamsReasoningContentBeforeContent) {
+  Simulator sim({"--reasoning"});
+  auto res = http_post(sim.port, "/v1/chat/completions", chat_body(10, true, R"(,"ignore_eos":true)"));
+  const auto ev = res.sse_data();
+  ASSERT_EQ(ev.size(), 1u + 10 + 1);
+  std::vector<std::string> kinds;
+  for (std::size_t i = 1; i + 1 < ev.size(); ++i) {
+    auto delta = obj(ev[i])["choices"].as_array()[0].as_object()["delta"].as_object();
+    kinds.push_back(delta.contains("reasoning_content") ? "reasoning" : delta.contains("content") ? "content" : "other");
+  }
+  // 40% of the 10 tokens reason first, then content follows; nothing else.
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "reasoning"), 4);
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "content"), 6);
+  const auto first_content = std::find(kinds.begin(), kinds.end(), "content");
+  EXPECT_EQ(std::find(first_content, kinds.end(), "reasoning"), kinds.end());
+}
+
+TEST(Simulate, RequiredToolChoiceStreamsOnlyToolCalls) {
+  Simulator sim;
+  auto res = http_post(sim.port, "/v1/chat/completions",
+                       chat_body(5, true, R"(,"tool_choice":"required","tools":[{"type":"function","function":{"name":"lookup","parameters":{"type":"object"}}}])"));
+  const auto ev = res.sse_data();
+  ASSERT_EQ(ev.size(), 1u + 5 + 1);
+  std::string args;
+  for (std::size_t i = 1; i + 1 < ev.size(); ++i) {
+    auto choice = obj(ev[i])["choices"].as_array()[0].as_object();
+    auto delta = choice["delta"].as_object();
+    ASSERT_TRUE(delta.contains("tool_calls")) << ev[i];
+    EXPECT_FALSE(delta.contains("content"));
+    args += delta["tool_calls"].as_array()[0].as_object()["function"].as_object()["arguments"].as_string();
+    if (i + 2 == ev.size()) {
+      EXPECT_EQ(choice["finish_reason"], "tool_calls");
+    }
+  }
+  EXPECT_TRUE(json::parse(args).as_object().contains("query")) << args;
+}
+
 TEST(Simulate, NonStreamedAnswerCarriesUsageAndModelsAndHealthAnswer) {
   Simulator sim({"--model", "qwen3"});
   auto res = http_post(sim.port, "/v1/chat/completions",
