@@ -1,0 +1,195 @@
+#include "openai/chunk.hpp"
+
+#include <simdjson.h>
+
+namespace mpo::openai {
+namespace {
+
+using simdjson::dom::element;
+using simdjson::dom::object;
+
+std::string_view str(element e, std::string_view key) {
+  std::string_view v;
+  if (e[key].get_string().get(v) != simdjson::SUCCESS) return {};
+  return v;
+}
+
+std::optional<std::int64_t> int_field(element e, std::string_view key) {
+  std::int64_t v = 0;
+  if (e[key].get_int64().get(v) == simdjson::SUCCESS) return v;
+  double d = 0;
+  if (e[key].get_double().get(d) == simdjson::SUCCESS && d >= 0 && d < 9e15) return static_cast<std::int64_t>(d);
+  return std::nullopt;
+}
+
+std::optional<Usage> read_usage(element root) {
+  element u;
+  if (root["usage"].get(u) != simdjson::SUCCESS || !u.is_object()) return std::nullopt;
+  Usage out;
+  out.prompt_tokens = int_field(u, "prompt_tokens");
+  out.completion_tokens = int_field(u, "completion_tokens");
+  out.total_tokens = int_field(u, "total_tokens");
+  element d;
+  if (u["prompt_tokens_details"].get(d) == simdjson::SUCCESS && d.is_object()) {
+    out.cached_prompt_tokens = int_field(d, "cached_tokens");
+  }
+  if (u["completion_tokens_details"].get(d) == simdjson::SUCCESS && d.is_object()) {
+    out.reasoning_tokens = int_field(d, "reasoning_tokens");
+  }
+  return out;
+}
+
+bool non_empty_string(element e, std::string_view key) { return !str(e, key).empty(); }
+
+// The kind of one choice's delta (stream) or message (whole body).
+ChunkKind kind_of_choice(element choice) {
+  if (non_empty_string(choice, "text")) return ChunkKind::kContent;  // completions API
+  element d;
+  if (choice["delta"].get(d) != simdjson::SUCCESS && choice["message"].get(d) != simdjson::SUCCESS) {
+    return ChunkKind::kEmpty;
+  }
+  if (!d.is_object()) return ChunkKind::kEmpty;
+  if (non_empty_string(d, "content")) return ChunkKind::kContent;
+  if (non_empty_string(d, "reasoning_content") || non_empty_string(d, "reasoning")) return ChunkKind::kReasoning;
+  simdjson::dom::array calls;
+  if (d["tool_calls"].get_array().get(calls) == simdjson::SUCCESS && calls.size() > 0) return ChunkKind::kToolCalls;
+  if (non_empty_string(d, "refusal")) return ChunkKind::kRefusal;
+  if (non_empty_string(d, "role")) return ChunkKind::kRoleOnly;
+  return ChunkKind::kEmpty;
+}
+
+int rank(ChunkKind k) {
+  switch (k) {
+    case ChunkKind::kContent: return 0;
+    case ChunkKind::kReasoning: return 1;
+    case ChunkKind::kToolCalls: return 2;
+    case ChunkKind::kRefusal: return 3;
+    case ChunkKind::kRoleOnly: return 4;
+    default: return 5;
+  }
+}
+
+PayloadInfo read_payload(std::string_view text) {
+  PayloadInfo info;
+  thread_local simdjson::dom::parser parser;
+  element root;
+  if (parser.parse(text.data(), text.size()).get(root) != simdjson::SUCCESS || !root.is_object()) {
+    info.kind = ChunkKind::kUnparsable;
+    return info;
+  }
+  info.model = std::string(str(root, "model"));
+  info.id = std::string(str(root, "id"));
+  info.usage = read_usage(root);
+  for (const char* key : {"timings", "metrics"}) {
+    element t;
+    if (root[key].get(t) == simdjson::SUCCESS && t.is_object()) info.server_timings = simdjson::minify(t);
+  }
+  element err;
+  if (root["error"].get(err) == simdjson::SUCCESS && !err.is_null()) {
+    info.kind = ChunkKind::kError;
+    if (err.is_object()) {
+      info.error_type = std::string(str(err, "type"));
+      info.error_message = std::string(str(err, "message"));
+    } else if (err.is_string()) {
+      info.error_message = std::string(str(root, "error"));
+    }
+    return info;
+  }
+  if (str(root, "object") == "error") {  // older vLLM: {"object":"error","message":..,"type":..}
+    info.kind = ChunkKind::kError;
+    info.error_type = std::string(str(root, "type"));
+    info.error_message = std::string(str(root, "message"));
+    return info;
+  }
+  simdjson::dom::array choices;
+  if (root["choices"].get_array().get(choices) != simdjson::SUCCESS || choices.size() == 0) {
+    info.kind = info.usage ? ChunkKind::kUsageOnly : ChunkKind::kEmpty;
+    return info;
+  }
+  info.choices = static_cast<int>(choices.size());
+  ChunkKind best = ChunkKind::kEmpty;
+  bool first = true;
+  for (element c : choices) {
+    const ChunkKind k = kind_of_choice(c);
+    if (rank(k) < rank(best)) best = k;
+    if (first) info.finish_reason = std::string(str(c, "finish_reason"));
+    first = false;
+  }
+  info.kind = best;
+  return info;
+}
+
+}  // namespace
+
+std::string_view to_string(ChunkKind k) {
+  switch (k) {
+    case ChunkKind::kContent: return "content";
+    case ChunkKind::kReasoning: return "reasoning";
+    case ChunkKind::kToolCalls: return "tool_calls";
+    case ChunkKind::kRefusal: return "refusal";
+    case ChunkKind::kRoleOnly: return "role_only";
+    case ChunkKind::kEmpty: return "empty";
+    case ChunkKind::kUsageOnly: return "usage_only";
+    case ChunkKind::kError: return "error";
+    case ChunkKind::kDone: return "done";
+    case ChunkKind::kUnparsable: return "unparsable";
+  }
+  return "unparsable";
+}
+
+PayloadInfo classify_chunk(std::string_view data) {
+  if (data == "[DONE]") {
+    PayloadInfo done;
+    done.kind = ChunkKind::kDone;
+    return done;
+  }
+  return read_payload(data);
+}
+
+PayloadInfo parse_response_body(std::string_view body) { return read_payload(body); }
+
+std::string_view to_string(Operation op) {
+  switch (op) {
+    case Operation::kChat: return "chat";
+    case Operation::kTextCompletion: return "text_completion";
+    case Operation::kEmbeddings: return "embeddings";
+    case Operation::kResponses: return "responses";
+    case Operation::kModels: return "models";
+    case Operation::kOther: return "other";
+  }
+  return "other";
+}
+
+Operation operation_for_path(std::string_view path) {
+  const auto q = path.find('?');
+  if (q != std::string_view::npos) path = path.substr(0, q);
+  while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  auto ends = [&](std::string_view s) { return path.size() >= s.size() && path.substr(path.size() - s.size()) == s; };
+  if (ends("/chat/completions")) return Operation::kChat;
+  if (ends("/completions")) return Operation::kTextCompletion;
+  if (ends("/embeddings")) return Operation::kEmbeddings;
+  if (ends("/responses")) return Operation::kResponses;
+  if (ends("/models")) return Operation::kModels;
+  return Operation::kOther;
+}
+
+RequestInfo inspect_request(std::string_view path, std::string_view body) {
+  RequestInfo info;
+  info.operation = operation_for_path(path);
+  if (body.empty()) return info;
+  thread_local simdjson::dom::parser parser;
+  element root;
+  if (parser.parse(body.data(), body.size()).get(root) != simdjson::SUCCESS || !root.is_object()) return info;
+  info.json = true;
+  std::string_view model;
+  if (root["model"].get_string().get(model) == simdjson::SUCCESS) info.model = std::string(model);
+  bool b = false;
+  if (root["stream"].get_bool().get(b) == simdjson::SUCCESS) info.stream = b;
+  element so;
+  if (root["stream_options"].get(so) == simdjson::SUCCESS && so.is_object()) {
+    if (so["include_usage"].get_bool().get(b) == simdjson::SUCCESS) info.usage_requested = b;
+  }
+  return info;
+}
+
+}  // namespace mpo::openai

@@ -1,0 +1,70 @@
+// Reading OpenAI-compatible payloads for timing and accounting: the kind of each streamed chunk
+// (does it carry generated content?), usage, ids and errors; the same for a whole non-streamed
+// body; and what a request asks for. Pure; never throws; nothing here blocks forwarding.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace mpo::openai {
+
+enum class ChunkKind {
+  kContent,     // delta.content / choices[].text non-empty
+  kReasoning,   // delta.reasoning_content or delta.reasoning non-empty
+  kToolCalls,   // delta.tool_calls non-empty
+  kRefusal,     // delta.refusal non-empty
+  kRoleOnly,    // only a role (the prelude of a chat stream)
+  kEmpty,       // choices without anything generated (e.g. the finish-only chunk)
+  kUsageOnly,   // no choices, a usage object
+  kError,       // an error object
+  kDone,        // "[DONE]"
+  kUnparsable,  // not JSON (malformed stream)
+};
+std::string_view to_string(ChunkKind k);
+// Generated content: the event that starts TTFT and counts for inter-token gaps.
+inline bool is_generated(ChunkKind k) {
+  return k == ChunkKind::kContent || k == ChunkKind::kReasoning || k == ChunkKind::kToolCalls ||
+         k == ChunkKind::kRefusal;
+}
+
+struct Usage {
+  std::optional<std::int64_t> prompt_tokens;
+  std::optional<std::int64_t> completion_tokens;
+  std::optional<std::int64_t> total_tokens;
+  std::optional<std::int64_t> cached_prompt_tokens;  // prompt_tokens_details.cached_tokens
+  std::optional<std::int64_t> reasoning_tokens;      // completion_tokens_details.reasoning_tokens
+};
+
+struct PayloadInfo {
+  ChunkKind kind = ChunkKind::kEmpty;
+  int choices = 0;
+  std::optional<Usage> usage;
+  std::string model;
+  std::string id;
+  std::string finish_reason;   // first choice's, "" when absent
+  std::string error_type;
+  std::string error_message;
+  std::string server_timings;  // raw JSON of llama.cpp `timings` / vLLM `metrics`, "" when absent
+};
+
+// One SSE data payload of a streamed response.
+PayloadInfo classify_chunk(std::string_view data);
+// A complete non-streamed response body (chat, completions, or an error body).
+PayloadInfo parse_response_body(std::string_view body);
+
+enum class Operation { kChat, kTextCompletion, kEmbeddings, kResponses, kModels, kOther };
+std::string_view to_string(Operation op);
+Operation operation_for_path(std::string_view path);
+
+struct RequestInfo {
+  Operation operation = Operation::kOther;
+  std::optional<std::string> model;
+  bool stream = false;
+  bool usage_requested = false;  // stream_options.include_usage
+  bool json = false;             // the body parsed as a JSON object
+};
+RequestInfo inspect_request(std::string_view path, std::string_view body);
+
+}  // namespace mpo::openai

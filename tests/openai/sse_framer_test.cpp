@@ -1,0 +1,68 @@
+#include "openai/sse_framer.hpp"
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace mpo::openai {
+namespace {
+
+std::vector<std::string> frame(const std::vector<std::string>& pieces, SseFramer* out = nullptr) {
+  SseFramer f;
+  std::vector<std::string> events;
+  for (const auto& p : pieces) f.feed(p, [&](const SseEvent& e) { events.emplace_back(e.data); });
+  if (out) *out = f;
+  return events;
+}
+
+TEST(SseFramer, AcceptsLfCrlfAndCrLineEnds) {
+  for (const std::string nl : {"\n", "\r\n", "\r"}) {
+    const std::string s = "data: a" + nl + nl + "data: b" + nl + nl;
+    EXPECT_EQ(frame({s}), (std::vector<std::string>{"a", "b"})) << (nl == "\r" ? "CR" : nl == "\n" ? "LF" : "CRLF");
+  }
+}
+
+TEST(SseFramer, SameEventsWhenSplitAtEveryByte) {
+  const std::string s = "data: {\"x\":1}\r\n\r\n: keep-alive\r\ndata: line1\r\ndata: line2\r\n\r\ndata: [DONE]\r\n\r\n";
+  const auto whole = frame({s});
+  ASSERT_EQ(whole, (std::vector<std::string>{"{\"x\":1}", "line1\nline2", "[DONE]"}));
+  for (std::size_t cut = 0; cut <= s.size(); ++cut) {
+    EXPECT_EQ(frame({s.substr(0, cut), s.substr(cut)}), whole) << "cut at " << cut;
+  }
+  std::vector<std::string> bytes;
+  for (char c : s) bytes.emplace_back(1, c);
+  EXPECT_EQ(frame(bytes), whole);
+}
+
+TEST(SseFramer, CountsCommentsAndIgnoresIdRetryAndEventFields) {
+  SseFramer f;
+  std::vector<std::string> names;
+  f.feed(": ping\n\nevent: error\nid: 7\nretry: 10\ndata: x\n\n", [&](const SseEvent& e) { names.emplace_back(e.event); });
+  EXPECT_EQ(names, std::vector<std::string>{"error"});
+  EXPECT_EQ(f.comments(), 1u);
+  EXPECT_EQ(f.unknown_lines(), 0u);
+}
+
+TEST(SseFramer, ReportsAPartialEventAtEndOfStream) {
+  SseFramer f;
+  int n = 0;
+  f.feed("data: a\n\ndata: trunc", [&](const SseEvent&) { ++n; });
+  EXPECT_EQ(n, 1);
+  EXPECT_TRUE(f.has_partial());
+}
+
+TEST(SseFramer, CountsGarbageLines) {
+  SseFramer f;
+  int n = 0;
+  f.feed("<html>oops</html>\n\n", [&](const SseEvent&) { ++n; });
+  EXPECT_EQ(n, 0);
+  EXPECT_EQ(f.unknown_lines(), 1u);
+}
+
+TEST(SseFramer, DataWithoutSpaceAndEmptyData) {
+  EXPECT_EQ(frame({"data:x\n\ndata:\n\n"}), (std::vector<std::string>{"x", ""}));
+}
+
+}  // namespace
+}  // namespace mpo::openai
