@@ -8,25 +8,11 @@
 #include <string_view>
 #include <vector>
 
+#include "core/histogram.hpp"
+
 namespace mpo::sim {
 
-class Histogram {
- public:
-  explicit Histogram(std::span<const double> upper_bounds)
-      : bounds_(upper_bounds.begin(), upper_bounds.end()), counts_(bounds_.size() + 1, 0) {}
-  void observe(double v);
-  const std::vector<double>& bounds() const { return bounds_; }
-  // Non-cumulative counts; the last is the +Inf overflow bucket.
-  const std::vector<std::uint64_t>& counts() const { return counts_; }
-  double sum() const { return sum_; }
-  std::uint64_t count() const { return count_; }
-
- private:
-  std::vector<double> bounds_;
-  std::vector<std::uint64_t> counts_;
-  double sum_ = 0;
-  std::uint64_t count_ = 0;
-};
+using mpo::Histogram;
 
 enum class FinishReason { kStop, kLength, kAbort, kError, kRepetition };
 constexpr std::array<FinishReason, 5> kAllFinishReasons = {

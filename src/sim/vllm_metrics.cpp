@@ -76,13 +76,6 @@ std::string escape_label(std::string_view v) {
 
 }  // namespace
 
-std::string prom_number(double v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  if (v == std::floor(v) && std::fabs(v) < 1e16) return fmt::format("{:.1f}", v);
-  return fmt::format("{}", v);
-}
-
 std::string render_vllm_metrics(const Engine& engine, const MetricsContext& ctx) {
   const std::string model = escape_label(ctx.model_name);
   Writer w(fmt::format("engine=\"0\",model_name=\"{}\"", model));

@@ -17,7 +17,6 @@ struct MetricsContext {
 
 std::string render_vllm_metrics(const Engine& engine, const MetricsContext& ctx);
 
-// Python's float repr as prometheus_client writes it: "10.0", "0.25", "1.789901808e+09".
-std::string prom_number(double v);
+using mpo::prom_number;
 
 }  // namespace mpo::sim

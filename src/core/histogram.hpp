@@ -1,0 +1,47 @@
+// A Prometheus-style histogram (fixed upper bounds, non-cumulative counts, sum, count) and the
+// bucket bounds vLLM 0.29.0 publishes, shared by the simulator and the proxy's own metrics.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace mpo {
+
+class Histogram {
+ public:
+  explicit Histogram(std::span<const double> upper_bounds)
+      : bounds_(upper_bounds.begin(), upper_bounds.end()), counts_(bounds_.size() + 1, 0) {}
+  void observe(double v);
+  const std::vector<double>& bounds() const { return bounds_; }
+  // Non-cumulative counts; the last is the +Inf overflow bucket.
+  const std::vector<std::uint64_t>& counts() const { return counts_; }
+  double sum() const { return sum_; }
+  std::uint64_t count() const { return count_; }
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<std::uint64_t> counts_;
+  double sum_ = 0;
+  std::uint64_t count_ = 0;
+};
+
+// Python's float repr as prometheus_client writes it: "10.0", "0.25", "1.789901808e+09", "+Inf".
+std::string prom_number(double v);
+
+// Bucket bounds of vLLM 0.29.0 (tests/fixtures/vllm/vllm-v1_0.29.0_*.prom).
+namespace vllm_buckets {
+inline constexpr double kTokenBuckets[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000};
+inline constexpr double kIterationBuckets[] = {1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+inline constexpr double kNBuckets[] = {1, 2, 5, 10, 20};
+inline constexpr double kTtftBuckets[] = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
+                                          1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+inline constexpr double kItlBuckets[] = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5,
+                                         0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0};
+inline constexpr double kLatencyBuckets[] = {0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0,
+                                             30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0,
+                                             7680.0};
+}  // namespace vllm_buckets
+
+}  // namespace mpo

@@ -1,0 +1,98 @@
+#include "ledger/observation.hpp"
+
+#include <algorithm>
+
+#include "core/json.hpp"
+#include "core/stats.hpp"
+#include "core/time.hpp"
+
+namespace mpo::ledger {
+
+std::optional<double> tpot_ms(const Observation& o) {
+  if (!o.stream || !o.ttft_ms || !o.e2e_ms || !o.completion_tokens || *o.completion_tokens < 2) return std::nullopt;
+  return (*o.e2e_ms - *o.ttft_ms) / static_cast<double>(*o.completion_tokens - 1);
+}
+
+std::optional<double> output_tokens_per_second(const Observation& o) {
+  if (!o.stream || !o.ttft_ms || !o.e2e_ms || !o.completion_tokens || *o.e2e_ms <= *o.ttft_ms) return std::nullopt;
+  return static_cast<double>(*o.completion_tokens) / ((*o.e2e_ms - *o.ttft_ms) / 1000.0);
+}
+
+std::optional<double> e2e_output_tokens_per_second(const Observation& o) {
+  if (!o.e2e_ms || !o.completion_tokens || *o.e2e_ms <= 0) return std::nullopt;
+  return static_cast<double>(*o.completion_tokens) / (*o.e2e_ms / 1000.0);
+}
+
+std::string render_observation(const Observation& o) {
+  JsonObjectWriter w;
+  w.field("schema", kObservationSchema)
+      .field("observation_id", o.observation_id)
+      .field("started_at", format_rfc3339_us(o.started_at_us))
+      .field("ended_at", format_rfc3339_us(o.ended_at_us))
+      .field("proxy_instance", o.proxy_instance)
+      .field("backend", o.backend)
+      .field("method", o.method)
+      .field("path", o.path)
+      .field("operation", o.operation)
+      .optional_field("model", o.model)
+      .optional_field("response_model", o.response_model)
+      .optional_field("response_id", o.response_id)
+      .optional_field("upstream_request_id", o.upstream_request_id)
+      .field("stream", o.stream)
+      .field("usage_requested", o.usage_requested)
+      .field("usage_injected", o.usage_injected)
+      .optional_field("http_status", o.http_status)
+      .field("outcome", o.outcome)
+      .optional_field("error_type", o.error_type)
+      .optional_field("error_message", o.error_message)
+      .optional_field("finish_reason", o.finish_reason)
+      .optional_field("choices", o.choices)
+      .optional_field("ttfb_ms", o.ttfb_ms)
+      .optional_field("ttft_ms", o.ttft_ms)
+      .optional_field("e2e_ms", o.e2e_ms)
+      .optional_field("tpot_ms", tpot_ms(o));
+  std::optional<double> p50, p95, mx;
+  if (!o.itl_ms.empty()) {
+    std::vector<double> sorted = o.itl_ms;
+    std::sort(sorted.begin(), sorted.end());
+    p50 = *quantile_cont_sorted(sorted, 0.5);
+    p95 = *quantile_cont_sorted(sorted, 0.95);
+    mx = sorted.back();
+  }
+  w.optional_field("itl_p50_ms", p50).optional_field("itl_p95_ms", p95).optional_field("itl_max_ms", mx);
+  w.optional_field("content_events", o.content_events);
+  if (o.itl_full) {
+    std::string list = "[";
+    for (std::size_t i = 0; i < o.itl_ms.size(); ++i) {
+      if (i > 0) list.push_back(',');
+      append_json_number(list, o.itl_ms[i]);
+    }
+    list.push_back(']');
+    w.raw_field("itl_ms", list);
+  }
+  w.optional_field("prompt_tokens", o.prompt_tokens)
+      .optional_field("completion_tokens", o.completion_tokens)
+      .optional_field("total_tokens", o.total_tokens)
+      .optional_field("cached_prompt_tokens", o.cached_prompt_tokens)
+      .optional_field("reasoning_tokens", o.reasoning_tokens)
+      .field("token_source", o.token_source)
+      .optional_field("output_tokens_per_second", output_tokens_per_second(o))
+      .optional_field("e2e_output_tokens_per_second", e2e_output_tokens_per_second(o))
+      .field("request_bytes", o.request_bytes)
+      .field("response_bytes", o.response_bytes)
+      .field("in_flight_at_start", o.in_flight_at_start);
+  if (o.server_timings.empty()) {
+    w.null_field("server_timings");
+  } else {
+    w.raw_field("server_timings", o.server_timings);
+  }
+  return std::move(w).finish() + "\n";
+}
+
+std::string render_gap(std::int64_t at_us, std::uint64_t dropped_lines) {
+  JsonObjectWriter w;
+  w.field("schema", kGapSchema).field("at", format_rfc3339_us(at_us)).field("dropped_lines", dropped_lines);
+  return std::move(w).finish() + "\n";
+}
+
+}  // namespace mpo::ledger

@@ -1,0 +1,55 @@
+// The ledger line, schema `modelperfobs.observation.v1` (DESIGN.md contract 1; docs/FORMATS.md).
+// One JSON object per line, fixed key order, C-locale numbers, null for unknown.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mpo::ledger {
+
+inline constexpr const char* kObservationSchema = "modelperfobs.observation.v1";
+inline constexpr const char* kGapSchema = "modelperfobs.ledger-gap.v1";
+
+struct Observation {
+  std::string observation_id;
+  std::int64_t started_at_us = 0;  // wall clock, request head received
+  std::int64_t ended_at_us = 0;
+  std::string proxy_instance;
+  std::string backend;
+  std::string method;
+  std::string path;
+  std::string operation;           // chat, text_completion, embeddings, responses, models, other
+  std::optional<std::string> model, response_model, response_id, upstream_request_id;
+  bool stream = false;
+  bool usage_requested = false;
+  bool usage_injected = false;
+  std::optional<int> http_status;
+  std::string outcome;             // ok, http_error, upstream_unreachable, ...
+  std::optional<std::string> error_type, error_message, finish_reason;
+  std::optional<int> choices;
+  std::optional<double> ttfb_ms, ttft_ms, e2e_ms;
+  std::optional<std::int64_t> content_events;
+  std::vector<double> itl_ms;      // gaps between content events
+  bool itl_full = false;           // write the whole itl_ms list
+  std::optional<std::int64_t> prompt_tokens, completion_tokens, total_tokens, cached_prompt_tokens,
+      reasoning_tokens;
+  std::string token_source = "none";
+  std::uint64_t request_bytes = 0;
+  std::uint64_t response_bytes = 0;
+  std::int64_t in_flight_at_start = 0;
+  std::string server_timings;      // raw JSON, "" when none
+};
+
+// Derived fields, as DESIGN.md defines them; nullopt where they do not apply.
+std::optional<double> tpot_ms(const Observation& o);
+std::optional<double> output_tokens_per_second(const Observation& o);
+std::optional<double> e2e_output_tokens_per_second(const Observation& o);
+
+// The line, newline included.
+std::string render_observation(const Observation& o);
+// The line written once writing resumes after lines were dropped.
+std::string render_gap(std::int64_t at_us, std::uint64_t dropped_lines);
+
+}  // namespace mpo::ledger

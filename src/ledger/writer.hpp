@@ -1,0 +1,67 @@
+// Appends ledger lines off the request path: a writer thread fed by a bounded queue; O_APPEND and
+// one write(2) per line; fsync by policy; reopened on request (SIGHUP, for logrotate). A stalled
+// disk never blocks the caller: a full queue drops the new line and counts it, and a
+// `modelperfobs.ledger-gap.v1` line with the count is written once writing resumes. A line that
+// was accepted is never dropped: a failing write is retried until it succeeds or the writer stops.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "core/result.hpp"
+
+namespace mpo::ledger {
+
+enum class FsyncPolicy { kInterval, kAlways, kNever };
+Result<FsyncPolicy> parse_fsync_policy(std::string_view s);
+
+class LedgerWriter {
+ public:
+  struct Options {
+    std::string path;
+    FsyncPolicy fsync = FsyncPolicy::kInterval;
+    double fsync_interval_s = 1.0;
+    std::size_t queue_capacity = 65536;  // lines
+  };
+  explicit LedgerWriter(Options opts);
+  ~LedgerWriter();
+  LedgerWriter(const LedgerWriter&) = delete;
+  LedgerWriter& operator=(const LedgerWriter&) = delete;
+
+  // Creates parent folders, opens the file for appending, checks it can be written (a full disk
+  // or unwritable path is an error that says so), and starts the writer thread.
+  Status open();
+  // Never blocks on I/O. False (and counted as dropped) when the queue is full.
+  bool submit(std::string line);
+  // Asks the writer to reopen the path before its next write (SIGHUP).
+  void request_reopen() { reopen_.store(true); }
+  // Writes everything queued, fsyncs, closes; returns when done.
+  void close();
+
+  std::uint64_t lines_written() const { return written_.load(); }
+  std::uint64_t lines_dropped() const { return dropped_.load(); }
+  std::uint64_t write_errors() const { return write_errors_.load(); }
+
+ private:
+  void run();
+  bool write_line(const std::string& line);
+  Status open_fd();
+
+  Options opts_;
+  int fd_ = -1;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> queue_;
+  bool stopping_ = false;
+  std::thread thread_;
+  std::atomic<bool> reopen_{false};
+  std::atomic<std::uint64_t> written_{0}, dropped_{0}, write_errors_{0};
+  std::uint64_t gap_reported_ = 0;  // dropped count already written as a gap line
+};
+
+}  // namespace mpo::ledger

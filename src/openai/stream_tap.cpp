@@ -1,0 +1,108 @@
+#include "openai/stream_tap.hpp"
+
+#include <simdjson.h>
+
+namespace mpo::openai {
+
+std::string_view to_string(TokenSource s) {
+  switch (s) {
+    case TokenSource::kUsage: return "usage";
+    case TokenSource::kContinuousUsage: return "continuous_usage";
+    case TokenSource::kServerTimings: return "server_timings";
+    case TokenSource::kEstimated: return "estimated";
+    case TokenSource::kNone: return "none";
+  }
+  return "none";
+}
+
+void StreamTap::feed(std::string_view bytes, std::int64_t steady_us) {
+  bytes_ += bytes.size();
+  if (!sse_) {
+    if (body_.size() < kMaxBody) body_.append(bytes.substr(0, kMaxBody - body_.size()));
+    return;
+  }
+  framer_.feed(bytes, [&](const SseEvent& e) { on_payload(classify_chunk(e.data), steady_us, true); });
+}
+
+void StreamTap::finish(bool complete) {
+  if (!sse_) {
+    if (!body_.empty()) on_payload(parse_response_body(body_), 0, false);
+    return;
+  }
+  partial_event_ = framer_.has_partial();
+  if (framer_.unknown_lines() > 0 || framer_.oversized_lines() > 0) malformed_ = true;
+  if (complete && partial_event_) malformed_ = true;
+}
+
+void StreamTap::on_payload(const PayloadInfo& p, std::int64_t steady_us, bool streamed) {
+  if (p.kind == ChunkKind::kDone) {
+    saw_done_ = true;
+    return;
+  }
+  if (p.kind == ChunkKind::kUnparsable) {
+    malformed_ = streamed || malformed_;
+    return;
+  }
+  if (!p.model.empty()) model_ = p.model;
+  if (!p.id.empty() && id_.empty()) id_ = p.id;
+  if (!p.finish_reason.empty()) finish_reason_ = p.finish_reason;
+  choices_ = std::max(choices_, p.choices);
+  if (p.kind == ChunkKind::kError) {
+    error_type_ = p.error_type;
+    error_message_ = p.error_message;
+  }
+  if (p.usage) {
+    usage_ = p.usage;
+    if (p.kind == ChunkKind::kUsageOnly) usage_only_chunk_ = true;
+  }
+  if (!p.server_timings.empty()) {
+    server_timings_ = p.server_timings;
+    simdjson::dom::parser parser;
+    simdjson::dom::element t;
+    if (parser.parse(server_timings_).get(t) == simdjson::SUCCESS) {
+      std::int64_t n = 0;
+      if (t["predicted_n"].get_int64().get(n) == simdjson::SUCCESS) timings_predicted_n_ = n;
+      if (t["prompt_n"].get_int64().get(n) == simdjson::SUCCESS) timings_prompt_n_ = n;
+    }
+  }
+  if (streamed && is_generated(p.kind)) {
+    if (!first_content_us_) {
+      first_content_us_ = steady_us;
+    } else {
+      gaps_ms_.push_back(static_cast<double>(steady_us - *last_content_us_) / 1000.0);
+    }
+    last_content_us_ = steady_us;
+    ++content_events_;
+  }
+}
+
+TokenSource StreamTap::token_source() const {
+  if (usage_ && usage_->completion_tokens) {
+    return (!sse_ || usage_only_chunk_) ? TokenSource::kUsage : TokenSource::kContinuousUsage;
+  }
+  if (timings_predicted_n_) return TokenSource::kServerTimings;
+  if (sse_ && content_events_ > 0) return TokenSource::kEstimated;
+  return TokenSource::kNone;
+}
+
+std::optional<std::int64_t> StreamTap::completion_tokens() const {
+  switch (token_source()) {
+    case TokenSource::kUsage:
+    case TokenSource::kContinuousUsage: return usage_->completion_tokens;
+    case TokenSource::kServerTimings: return timings_predicted_n_;
+    case TokenSource::kEstimated: return content_events_;
+    case TokenSource::kNone: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+}  // namespace mpo::openai
+
+namespace mpo::openai {
+
+std::optional<std::int64_t> StreamTap::prompt_tokens() const {
+  if (usage_ && usage_->prompt_tokens) return usage_->prompt_tokens;
+  return timings_prompt_n_;
+}
+
+}  // namespace mpo::openai

@@ -1,0 +1,75 @@
+// Watches a response body as it is forwarded and keeps what timing and accounting need: when the
+// first generated-content event arrived, the gaps between content events, the last usage seen,
+// ids, finish reason, errors, and whether the stream was well formed. Pure: the caller passes the
+// steady time of each read; nothing here delays forwarding.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "openai/chunk.hpp"
+#include "openai/sse_framer.hpp"
+
+namespace mpo::openai {
+
+enum class TokenSource { kUsage, kContinuousUsage, kServerTimings, kEstimated, kNone };
+std::string_view to_string(TokenSource s);
+
+class StreamTap {
+ public:
+  // `sse`: parse as an event stream; otherwise the body is kept (up to kMaxBody) and parsed whole
+  // at finish().
+  explicit StreamTap(bool sse) : sse_(sse) {}
+  static constexpr std::size_t kMaxBody = 16 * 1024 * 1024;
+
+  void feed(std::string_view bytes, std::int64_t steady_us);
+  // Call once at the end of the body; `complete` says whether the body ended properly.
+  void finish(bool complete);
+
+  bool sse() const { return sse_; }
+  std::optional<std::int64_t> first_content_us() const { return first_content_us_; }
+  std::optional<std::int64_t> last_content_us() const { return last_content_us_; }
+  int content_events() const { return content_events_; }
+  const std::vector<double>& gaps_ms() const { return gaps_ms_; }
+  const std::optional<Usage>& usage() const { return usage_; }
+  TokenSource token_source() const;
+  // Completion tokens by the best available source (estimated: content events).
+  std::optional<std::int64_t> completion_tokens() const;
+  std::optional<std::int64_t> prompt_tokens() const;
+  const std::string& model() const { return model_; }
+  const std::string& id() const { return id_; }
+  const std::string& finish_reason() const { return finish_reason_; }
+  int choices() const { return choices_; }
+  const std::string& error_type() const { return error_type_; }
+  const std::string& error_message() const { return error_message_; }
+  const std::string& server_timings() const { return server_timings_; }
+  bool saw_done() const { return saw_done_; }
+  // Unparsable events, garbage lines, or a partial event at the end of a stream that said it ended.
+  bool malformed() const { return malformed_; }
+  bool partial_event() const { return partial_event_; }
+  std::uint64_t bytes() const { return bytes_; }
+
+ private:
+  void on_payload(const PayloadInfo& p, std::int64_t steady_us, bool streamed);
+
+  bool sse_;
+  SseFramer framer_;
+  std::string body_;
+  std::uint64_t bytes_ = 0;
+  std::optional<std::int64_t> first_content_us_, last_content_us_;
+  int content_events_ = 0;
+  std::vector<double> gaps_ms_;
+  std::optional<Usage> usage_;
+  bool usage_only_chunk_ = false;
+  std::optional<std::int64_t> timings_predicted_n_, timings_prompt_n_;
+  std::string model_, id_, finish_reason_, error_type_, error_message_, server_timings_;
+  int choices_ = 0;
+  bool saw_done_ = false;
+  bool malformed_ = false;
+  bool partial_event_ = false;
+};
+
+}  // namespace mpo::openai
