@@ -5,7 +5,9 @@
 namespace mpo::cli {
 
 std::span<const Command> commands() {
-  static const std::array<Command, 1> kCommands = {{
+  static const std::array<Command, 2> kCommands = {{
+      {"proxy", "observation proxy in front of an OpenAI-compatible backend: one ledger line per request",
+       setup_proxy},
       {"simulate", "vLLM-compatible engine simulator: OpenAI API, SSE streams, real vLLM /metrics",
        setup_simulate},
   }};

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <deque>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <unordered_map>
@@ -67,6 +68,9 @@ class Simulator {
 
   bool open(std::string& error) {
     if (!opts_.truth_path.empty()) {
+      const std::filesystem::path parent = std::filesystem::path(opts_.truth_path).parent_path();
+      std::error_code mkdir_ec;
+      if (!parent.empty()) std::filesystem::create_directories(parent, mkdir_ec);
       truth_ = std::fopen(opts_.truth_path.c_str(), "a");
       if (truth_ == nullptr) {
         error = fmt::format("cannot open truth file '{}' for appending: {}", opts_.truth_path,

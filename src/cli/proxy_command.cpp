@@ -1,0 +1,79 @@
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "core/host_port.hpp"
+#include "ledger/writer.hpp"
+#include "proxy/server.hpp"
+
+namespace mpo::cli {
+namespace {
+
+struct ProxyArgs {
+  proxy::ProxyOptions opts;
+  std::string listen = "127.0.0.1:8091";
+  std::string admin_listen = "127.0.0.1:9464";
+  std::string fsync = "interval";
+  std::string usage = "passthrough";
+  std::string itl = "summary";
+  std::string max_body = "33554432";
+};
+
+int run(ProxyArgs& a) {
+  auto listen = parse_host_port(a.listen);
+  if (!listen) {
+    std::cerr << "modelperfobs proxy: --listen: " << listen.error().message << "\n";
+    return 2;
+  }
+  a.opts.listen = *listen;
+  if (a.admin_listen == "off") {
+    a.opts.admin_enabled = false;
+  } else {
+    auto admin = parse_host_port(a.admin_listen);
+    if (!admin) {
+      std::cerr << "modelperfobs proxy: --admin-listen: " << admin.error().message << "\n";
+      return 2;
+    }
+    a.opts.admin_listen = *admin;
+  }
+  auto fsync = ledger::parse_fsync_policy(a.fsync);
+  if (!fsync) {
+    std::cerr << "modelperfobs proxy: --fsync: " << fsync.error().message << "\n";
+    return 2;
+  }
+  a.opts.fsync = *fsync;
+  a.opts.usage = a.usage == "inject" ? proxy::UsageMode::kInject : proxy::UsageMode::kPassthrough;
+  a.opts.itl_full = a.itl == "full";
+  return proxy::run_proxy(a.opts);
+}
+
+}  // namespace
+
+std::function<int()> setup_proxy(CLI::App& app) {
+  auto a = std::make_shared<ProxyArgs>();
+  app.add_option("--backend", a->opts.backend, "backend base URL, e.g. http://127.0.0.1:8000 (a base path is kept)")->required();
+  app.add_option("--listen", a->listen, "HOST:PORT for clients; port 0 picks a free port (printed)")->capture_default_str();
+  app.add_option("--ledger", a->opts.ledger_path, "JSONL ledger to append one line per request to (folders are created)")
+      ->capture_default_str();
+  app.add_option("--admin-listen", a->admin_listen, "HOST:PORT for GET /metrics and /healthz, or 'off'")->capture_default_str();
+  app.add_option("--fsync", a->fsync, "ledger durability: interval (every 1 s), always, never")
+      ->check(CLI::IsMember({"interval", "always", "never"}))->capture_default_str();
+  app.add_option("--usage", a->usage, "inject: ask streamed chat/completions for usage and hide it from clients that did not")
+      ->check(CLI::IsMember({"passthrough", "inject"}))->capture_default_str();
+  app.add_option("--itl", a->itl, "summary: ITL p50/p95/max per line; full: also the whole itl_ms list")
+      ->check(CLI::IsMember({"summary", "full"}))->capture_default_str();
+  app.add_option("--max-body", a->opts.max_body, "largest request body in bytes; larger gets 413")->capture_default_str();
+  app.add_option("--connect-timeout", a->opts.connect_timeout_s, "seconds to connect to the backend (then 504)")->capture_default_str();
+  app.add_option("--response-timeout", a->opts.response_timeout_s, "seconds from request sent to response head (then 504)")
+      ->capture_default_str();
+  app.add_option("--stream-idle-timeout", a->opts.stream_idle_timeout_s, "longest silence inside a response body, seconds")
+      ->capture_default_str();
+  app.add_option("--drain-timeout", a->opts.drain_timeout_s, "on SIGTERM, seconds to let in-flight requests finish")
+      ->capture_default_str();
+  app.add_option("--max-connections", a->opts.max_connections, "client connections held at once; more are refused")
+      ->capture_default_str();
+  app.add_option("--id-header", a->opts.id_header, "correlation header name")->capture_default_str();
+  app.add_option("--instance", a->opts.instance, "proxy_instance written in every line (default HOST:PID)");
+  return [a] { return run(*a); };
+}
+
+}  // namespace mpo::cli

@@ -1,0 +1,43 @@
+#include "net/backend_url.hpp"
+
+#include <boost/url/parse.hpp>
+#include <fmt/format.h>
+
+namespace mpo::net {
+
+std::string BackendUrl::target_for(std::string_view client_target) const {
+  if (client_target.empty() || client_target.front() != '/') return base_path + "/" + std::string(client_target);
+  return base_path + std::string(client_target);
+}
+
+Result<BackendUrl> parse_backend_url(std::string_view text) {
+  auto bad = [&](std::string_view why) {
+    return make_error("backend.url", fmt::format("invalid --backend '{}': {} (expected e.g. http://127.0.0.1:8000)", text, why));
+  };
+  auto u = boost::urls::parse_absolute_uri(text);
+  if (!u) return bad(u.error().message());
+  BackendUrl b;
+  b.scheme = std::string(u->scheme());
+  if (b.scheme != "http" && b.scheme != "https") return bad("the scheme must be http or https");
+  if (!u->has_authority() || u->encoded_host().empty()) return bad("missing host");
+  if (u->has_userinfo()) return bad("credentials in the URL are not supported; send them as headers from the client");
+  if (u->has_query() || u->has_fragment()) return bad("a query or fragment is not allowed");
+  b.host = std::string(u->host_address());
+  if (u->has_port()) {
+    if (u->port_number() == 0) return bad("port must be 1-65535");
+    b.port = u->port_number();
+  } else {
+    b.port = b.scheme == "https" ? 443 : 80;
+  }
+  std::string path(u->encoded_path());
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  b.base_path = path;
+  const bool v6 = b.host.find(':') != std::string::npos;
+  const std::string host_part = v6 ? "[" + b.host + "]" : b.host;
+  b.origin = fmt::format("{}://{}:{}", b.scheme, host_part, b.port);
+  const bool default_port = (b.scheme == "http" && b.port == 80) || (b.scheme == "https" && b.port == 443);
+  b.host_header = default_port ? host_part : fmt::format("{}:{}", host_part, b.port);
+  return b;
+}
+
+}  // namespace mpo::net

@@ -1,0 +1,25 @@
+// The --backend URL: scheme, host, port, and a base path that every forwarded target is put under.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/result.hpp"
+
+namespace mpo::net {
+
+struct BackendUrl {
+  std::string scheme;       // "http" or "https"
+  std::string host;         // as written, without brackets
+  std::uint16_t port = 0;   // explicit or the scheme's default
+  std::string base_path;    // "" or "/prefix" (no trailing slash)
+  std::string origin;       // "http://host:port"
+  std::string host_header;  // the Host header to send
+  // base_path + the client's target ("/v1/models" -> "/prefix/v1/models").
+  std::string target_for(std::string_view client_target) const;
+};
+
+Result<BackendUrl> parse_backend_url(std::string_view text);
+
+}  // namespace mpo::net

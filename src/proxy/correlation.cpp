@@ -1,0 +1,20 @@
+#include "proxy/correlation.hpp"
+
+namespace mpo::proxy {
+
+bool is_valid_observation_id(std::string_view id) {
+  if (id.empty() || id.size() > 128) return false;
+  for (char c : id) {
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+                    c == '_' || c == ':' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::string adopt_or_new_id(std::string_view client_value, Uuid7Generator& gen, std::int64_t unix_ms) {
+  if (is_valid_observation_id(client_value)) return std::string(client_value);
+  return gen.next(unix_ms);
+}
+
+}  // namespace mpo::proxy

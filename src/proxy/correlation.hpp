@@ -1,0 +1,16 @@
+// DESIGN.md contract 2: the correlation ID. A client's valid ID (1-128 of [A-Za-z0-9._:-]) is
+// adopted; anything else is replaced by a fresh UUIDv7.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/uuid.hpp"
+
+namespace mpo::proxy {
+
+bool is_valid_observation_id(std::string_view id);
+std::string adopt_or_new_id(std::string_view client_value, Uuid7Generator& gen, std::int64_t unix_ms);
+
+}  // namespace mpo::proxy

@@ -1,0 +1,38 @@
+// The proxy's own Prometheus metrics (client-side SLO signals for any backend, hosted providers
+// included), fed from finished observations. Pure; the admin listener renders it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "core/histogram.hpp"
+#include "ledger/observation.hpp"
+
+namespace mpo::proxy {
+
+class ProxyMetrics {
+ public:
+  ProxyMetrics();
+  void record(const ledger::Observation& o);
+  void set_in_flight(std::int64_t n) { in_flight_ = n; }
+  void count_connect_error() { ++upstream_connect_errors_; }
+
+  struct LedgerCounts {
+    std::uint64_t written = 0;
+    std::uint64_t dropped = 0;
+    std::uint64_t write_errors = 0;
+  };
+  std::string render(const LedgerCounts& ledger) const;
+
+ private:
+  std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t> requests_;  // model, outcome, code
+  std::int64_t in_flight_ = 0;
+  std::uint64_t upstream_connect_errors_ = 0;
+  std::uint64_t prompt_tokens_ = 0;
+  std::uint64_t generation_tokens_ = 0;
+  Histogram ttft_, tpot_, itl_, e2e_, ttfb_;
+};
+
+}  // namespace mpo::proxy

@@ -1,0 +1,651 @@
+#include "proxy/server.hpp"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <fmt/format.h>
+
+#include "core/clock.hpp"
+#include "core/json.hpp"
+#include "core/uuid.hpp"
+#include "ledger/observation.hpp"
+#include "net/backend_url.hpp"
+#include "openai/chunk.hpp"
+#include "openai/stream_tap.hpp"
+#include "proxy/correlation.hpp"
+#include "proxy/proxy_metrics.hpp"
+#include "proxy/usage_injection.hpp"
+
+namespace mpo::proxy {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using asio::awaitable;
+constexpr auto kNoThrow = asio::as_tuple(asio::use_awaitable);
+
+std::chrono::steady_clock::duration seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+}
+
+// RFC 9110 7.6.1: connection-specific fields, never forwarded.
+bool is_hop_by_hop(std::string_view name, std::string_view connection_tokens) {
+  static constexpr std::string_view kFields[] = {"connection", "keep-alive", "proxy-connection", "te",
+                                                 "trailer", "transfer-encoding", "upgrade", "proxy-authenticate",
+                                                 "proxy-authorization"};
+  for (auto f : kFields) {
+    if (beast::iequals(name, f)) return true;
+  }
+  for (const auto& token : http::token_list(connection_tokens)) {
+    if (beast::iequals(name, token)) return true;
+  }
+  return false;
+}
+
+template <class Fields>
+std::string connection_tokens(const Fields& f) {
+  auto it = f.find(http::field::connection);
+  return it == f.end() ? std::string() : std::string(it->value());
+}
+
+struct Upstream {
+  explicit Upstream(asio::any_io_executor ex) : stream(ex) {}
+  beast::tcp_stream stream;
+  beast::flat_buffer buffer;
+  std::chrono::steady_clock::time_point idle_since;
+};
+
+// What a finished exchange left behind, for the ledger line.
+struct Exchange {
+  ledger::Observation obs;
+  std::int64_t t0_us = 0;
+};
+
+class Proxy {
+ public:
+  Proxy(asio::io_context& io, ProxyOptions opts, net::BackendUrl backend)
+      : io_(io),
+        opts_(std::move(opts)),
+        backend_(std::move(backend)),
+        acceptor_(io),
+        admin_acceptor_(io),
+        resolver_(io),
+        ledger_({opts_.ledger_path, opts_.fsync, 1.0, 65536}) {
+    if (opts_.instance.empty()) {
+      char host[256] = {};
+      gethostname(host, sizeof host - 1);
+      opts_.instance = fmt::format("{}:{}", host, getpid());
+    }
+  }
+
+  Status open() {
+    if (auto st = ledger_.open(); !st) return st;
+    if (auto st = listen(acceptor_, opts_.listen, "--listen"); !st) return st;
+    if (opts_.admin_enabled) {
+      if (auto st = listen(admin_acceptor_, opts_.admin_listen, "--admin-listen"); !st) return st;
+    }
+    return Ok{};
+  }
+
+  std::string address(const tcp::acceptor& a) const {
+    const auto ep = a.local_endpoint();
+    return ep.address().is_v6() ? fmt::format("http://[{}]:{}", ep.address().to_string(), ep.port())
+                                : fmt::format("http://{}:{}", ep.address().to_string(), ep.port());
+  }
+  std::string listen_address() const { return address(acceptor_); }
+  std::string admin_address() const { return opts_.admin_enabled ? address(admin_acceptor_) : "disabled"; }
+
+  void start() {
+    asio::co_spawn(io_, accept_loop(acceptor_, false), asio::detached);
+    if (opts_.admin_enabled) asio::co_spawn(io_, accept_loop(admin_acceptor_, true), asio::detached);
+  }
+
+  void begin_shutdown() {
+    if (stopping_) return;
+    stopping_ = true;
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+    asio::co_spawn(io_, drain(), asio::detached);
+  }
+
+  void reopen_ledger() { ledger_.request_reopen(); }
+
+ private:
+  Status listen(tcp::acceptor& a, const HostPort& hp, std::string_view flag) {
+    boost::system::error_code ec;
+    const auto addr = asio::ip::make_address(hp.host, ec);
+    if (ec) return make_error("proxy.listen", fmt::format("{}: invalid address '{}'", flag, hp.host));
+    const tcp::endpoint ep(addr, hp.port);
+    a.open(ep.protocol(), ec);
+    if (!ec) a.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) a.bind(ep, ec);
+    if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      return make_error("proxy.listen", fmt::format("{}: cannot listen on {}:{}: {} (use port 0 for any free port)",
+                                                    flag, hp.host, hp.port, ec.message()));
+    }
+    return Ok{};
+  }
+
+  awaitable<void> drain() {
+    asio::steady_timer t(io_);
+    const auto deadline = std::chrono::steady_clock::now() + seconds(opts_.drain_timeout_s);
+    while (in_flight_ > 0 && std::chrono::steady_clock::now() < deadline) {
+      t.expires_after(std::chrono::milliseconds(10));
+      co_await t.async_wait(kNoThrow);
+    }
+    ledger_.close();
+    io_.stop();
+  }
+
+  awaitable<void> accept_loop(tcp::acceptor& acceptor, bool admin) {
+    for (;;) {
+      auto [ec, socket] = co_await acceptor.async_accept(kNoThrow);
+      if (ec) {
+        if (ec == asio::error::operation_aborted || stopping_) co_return;
+        continue;
+      }
+      if (!admin && connections_ >= opts_.max_connections) {
+        socket.close(ec);  // over the connection limit: refuse at once
+        continue;
+      }
+      socket.set_option(tcp::no_delay(true), ec);
+      if (admin) {
+        asio::co_spawn(io_, admin_session(beast::tcp_stream(std::move(socket))), asio::detached);
+      } else {
+        asio::co_spawn(io_, session(beast::tcp_stream(std::move(socket))), asio::detached);
+      }
+    }
+  }
+
+  awaitable<void> admin_session(beast::tcp_stream stream) {
+    beast::flat_buffer buffer;
+    http::request<http::string_body> req;
+    stream.expires_after(std::chrono::seconds(30));
+    auto [ec, n] = co_await http::async_read(stream, buffer, req, kNoThrow);
+    if (ec) co_return;
+    http::response<http::string_body> res(http::status::ok, req.version());
+    if (req.target() == "/metrics") {
+      metrics_.set_in_flight(in_flight_);
+      res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+      res.body() = metrics_.render({ledger_.lines_written(), ledger_.lines_dropped(), ledger_.write_errors()});
+    } else if (req.target() == "/healthz") {
+      res.set(http::field::content_type, "text/plain");
+      res.body() = "ok\n";
+    } else {
+      res.result(http::status::not_found);
+      res.body() = "not found: try /metrics or /healthz\n";
+    }
+    res.keep_alive(false);
+    res.prepare_payload();
+    co_await http::async_write(stream, res, kNoThrow);
+  }
+
+  // --- the client connection -------------------------------------------------------------
+
+  awaitable<void> session(beast::tcp_stream client) {
+    ++connections_;
+    beast::flat_buffer buffer;
+    for (;;) {
+      http::request_parser<http::string_body> parser;
+      parser.header_limit(64 * 1024);
+      parser.body_limit(opts_.max_body);
+      client.expires_after(seconds(opts_.client_idle_timeout_s));
+      auto [ec, n] = co_await http::async_read(client, buffer, parser, kNoThrow);
+      if (ec == http::error::body_limit || ec == http::error::header_limit) {
+        co_await refuse(client, parser.get(), ec == http::error::body_limit ? http::status::payload_too_large
+                                                                             : http::status::request_header_fields_too_large);
+        break;
+      }
+      if (ec) break;  // closed by the client, idle timeout, or not HTTP: nothing to answer
+      bool keep = false;
+      std::string failure;
+      try {
+        keep = co_await handle(client, buffer, parser.release());
+      } catch (const std::exception& e) {
+        failure = e.what();  // the per-request handler: one of the two places exceptions are caught
+      }
+      if (!failure.empty()) {
+        std::cerr << "modelperfobs proxy: request failed: " << failure << "\n";
+        keep = false;
+      }
+      if (!keep || stopping_) break;
+    }
+    boost::system::error_code ec;
+    client.socket().shutdown(tcp::socket::shutdown_both, ec);
+    --connections_;
+  }
+
+  Exchange begin(const http::request<http::string_body>& req) {
+    Exchange x;
+    x.t0_us = SystemClock::instance().steady_us();
+    auto& o = x.obs;
+    o.started_at_us = SystemClock::instance().wall_us();
+    o.proxy_instance = opts_.instance;
+    o.backend = backend_.origin;
+    o.method = std::string(req.method_string());
+    o.path = std::string(req.target());
+    auto id_it = req.find(opts_.id_header);
+    const std::string_view client_id = id_it == req.end() ? std::string_view() : std::string_view(id_it->value());
+    o.observation_id = adopt_or_new_id(client_id, ids_,
+                                       o.started_at_us / 1000);
+    const auto info = openai::inspect_request(req.target(), req.body());
+    o.operation = std::string(openai::to_string(info.operation));
+    o.model = info.model;
+    o.stream = info.stream;
+    o.usage_requested = info.usage_requested;
+    o.request_bytes = req.body().size();
+    o.in_flight_at_start = in_flight_;
+    ++in_flight_;
+    return x;
+  }
+
+  void finish(Exchange& x) {
+    auto& o = x.obs;
+    o.ended_at_us = SystemClock::instance().wall_us();
+    if (!o.e2e_ms) o.e2e_ms = static_cast<double>(SystemClock::instance().steady_us() - x.t0_us) / 1000.0;
+    metrics_.record(o);
+    ledger_.submit(ledger::render_observation(o));
+    --in_flight_;
+  }
+
+  double since_ms(const Exchange& x) const {
+    return static_cast<double>(SystemClock::instance().steady_us() - x.t0_us) / 1000.0;
+  }
+
+  // Answers the client ourselves (limits, unreachable backend, timeouts) and records the line.
+  template <class Body>
+  awaitable<bool> answer_error(beast::tcp_stream& client, Exchange& x, unsigned version, bool keep_alive,
+                               http::status status, std::string_view type, std::string message) {
+    http::response<http::string_body> res(status, version);
+    res.set(http::field::content_type, "application/json");
+    res.set(opts_.id_header, x.obs.observation_id);
+    res.body() = fmt::format(R"({{"error":{{"message":{},"type":{},"param":null,"code":{}}}}})", json_quote(message),
+                             json_quote(type), static_cast<int>(status));
+    res.keep_alive(keep_alive);
+    res.prepare_payload();
+    x.obs.http_status = static_cast<int>(status);
+    x.obs.outcome = std::string(type);
+    x.obs.error_type = std::string(type);
+    x.obs.error_message = message;
+    x.obs.response_bytes = res.body().size();
+    client.expires_after(std::chrono::seconds(30));
+    auto [ec, n] = co_await http::async_write(client, res, kNoThrow);
+    finish(x);
+    co_return !ec && keep_alive;
+  }
+
+  awaitable<void> refuse(beast::tcp_stream& client, const http::request<http::string_body>& partial, http::status status) {
+    Exchange x = begin(partial);
+    co_await answer_error<void>(client, x, partial.version(), false, status, "proxy_error",
+                                status == http::status::payload_too_large
+                                    ? fmt::format("request body over --max-body ({} bytes)", opts_.max_body)
+                                    : std::string("request headers over 64 KiB"));
+  }
+
+  // --- the upstream connection pool --------------------------------------------------------
+
+  static bool is_stale(Upstream& u) {
+    char c = 0;
+    const ssize_t n = ::recv(u.stream.socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+  }
+
+  std::shared_ptr<Upstream> take_pooled() {
+    const auto now = std::chrono::steady_clock::now();
+    while (!pool_.empty()) {
+      auto u = std::move(pool_.back());
+      pool_.pop_back();
+      if (now - u->idle_since < seconds(opts_.pool_idle_s) && !is_stale(*u)) return u;
+    }
+    return nullptr;
+  }
+
+  void give_back(std::shared_ptr<Upstream> u) {
+    u->idle_since = std::chrono::steady_clock::now();
+    u->buffer.clear();
+    pool_.push_back(std::move(u));
+  }
+
+  awaitable<std::pair<std::shared_ptr<Upstream>, boost::system::error_code>> connect() {
+    auto u = std::make_shared<Upstream>(io_.get_executor());
+    if (endpoints_.empty()) {
+      auto [rec, results] = co_await resolver_.async_resolve(backend_.host, std::to_string(backend_.port), kNoThrow);
+      if (rec) co_return std::make_pair(nullptr, rec);
+      endpoints_.assign(results.begin(), results.end());
+    }
+    u->stream.expires_after(seconds(opts_.connect_timeout_s));
+    std::vector<tcp::endpoint> eps;
+    for (const auto& e : endpoints_) eps.push_back(e.endpoint());
+    auto [ec, ep] = co_await u->stream.async_connect(eps, kNoThrow);
+    if (ec) co_return std::make_pair(nullptr, ec);
+    u->stream.socket().set_option(tcp::no_delay(true), ec);
+    co_return std::make_pair(u, boost::system::error_code{});
+  }
+
+  // --- one exchange ------------------------------------------------------------------------
+
+  http::request<http::string_body> upstream_request(const http::request<http::string_body>& req, const Exchange& x,
+                                                    std::string body) const {
+    http::request<http::string_body> up(req.method(), backend_.target_for(req.target()), 11);
+    const std::string tokens = connection_tokens(req);
+    bool client_request_id = false;
+    for (const auto& f : req) {
+      const auto name = f.name_string();
+      if (is_hop_by_hop(name, tokens) || f.name() == http::field::host || f.name() == http::field::content_length ||
+          f.name() == http::field::accept_encoding || beast::iequals(name, opts_.id_header)) {
+        continue;  // Accept-Encoding dropped: bodies must stay readable for the tap
+      }
+      if (beast::iequals(name, "X-Request-Id")) client_request_id = true;
+      up.insert(name, f.value());
+    }
+    up.set(http::field::host, backend_.host_header);
+    up.set(opts_.id_header, x.obs.observation_id);
+    if (!client_request_id) up.set("X-Request-Id", x.obs.observation_id);
+    up.keep_alive(true);
+    up.body() = std::move(body);
+    up.prepare_payload();
+    return up;
+  }
+
+  awaitable<bool> handle(beast::tcp_stream& client, beast::flat_buffer& client_buffer,
+                         http::request<http::string_body> req) {
+    (void)client_buffer;
+    Exchange x = begin(req);
+    auto& o = x.obs;
+    const bool client_keep = req.keep_alive();
+
+    std::string body = req.body();
+    bool strip_usage = false;
+    if (opts_.usage == UsageMode::kInject && o.stream && !o.usage_requested &&
+        (o.operation == "chat" || o.operation == "text_completion")) {
+      if (auto rewritten = inject_include_usage(body)) {
+        body = std::move(*rewritten);
+        o.usage_injected = true;
+        strip_usage = true;
+      }
+    }
+    auto up_req = upstream_request(req, x, std::move(body));
+
+    // The client may leave while we wait: watch its socket, and close the upstream if it does.
+    auto watch = std::make_shared<ClientWatch>();
+    arm_client_watch(client, watch);
+
+    std::shared_ptr<Upstream> up = take_pooled();
+    const bool reused = up != nullptr;
+    boost::system::error_code ec;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      if (!up) {
+        auto [fresh, cec] = co_await connect();
+        if (cec) {
+          metrics_.count_connect_error();
+          disarm_client_watch(client, watch);
+          const bool timed_out = cec == beast::error::timeout;
+          co_return co_await answer_error<void>(
+              client, x, req.version(), client_keep, timed_out ? http::status::gateway_timeout : http::status::bad_gateway,
+              timed_out ? "upstream_timeout" : "upstream_unreachable",
+              fmt::format("modelperfobs proxy: backend {} {}: {}", backend_.origin,
+                          timed_out ? "did not accept the connection in time" : "is unreachable", cec.message()));
+        }
+        up = fresh;
+      }
+      watch->upstream = up;
+      up->stream.expires_after(seconds(opts_.response_timeout_s));
+      auto [wec, written] = co_await http::async_write(up->stream, up_req, kNoThrow);
+      ec = wec;
+      // A stale pooled connection is retried once, only if no byte of the request went out.
+      if (ec && reused && attempt == 0 && written == 0 && !watch->client_gone) {
+        up.reset();
+        continue;
+      }
+      break;
+    }
+
+    http::response_parser<http::buffer_body> parser;
+    parser.header_limit(64 * 1024);
+    parser.body_limit(boost::none);
+    if (!ec) {
+      up->stream.expires_after(seconds(opts_.response_timeout_s));
+      auto [hec, hn] = co_await http::async_read_header(up->stream, up->buffer, parser, kNoThrow);
+      ec = hec;
+    }
+    if (ec) {
+      disarm_client_watch(client, watch);
+      if (watch->client_gone) {
+        o.outcome = "client_disconnected";
+        finish(x);
+        co_return false;
+      }
+      const bool timed_out = ec == beast::error::timeout;
+      co_return co_await answer_error<void>(
+          client, x, req.version(), false, timed_out ? http::status::gateway_timeout : http::status::bad_gateway,
+          timed_out ? "upstream_timeout" : "upstream_reset",
+          fmt::format("modelperfobs proxy: backend {} {}: {}", backend_.origin,
+                      timed_out ? "sent no response in time" : "closed the connection before responding", ec.message()));
+    }
+    o.ttfb_ms = since_ms(x);
+    co_return co_await relay(client, req, x, up, parser, watch, strip_usage);
+  }
+
+  struct ClientWatch {
+    bool client_gone = false;
+    bool done = false;
+    std::shared_ptr<Upstream> upstream;
+  };
+
+  static void arm_client_watch(beast::tcp_stream& client, const std::shared_ptr<ClientWatch>& watch) {
+    client.socket().async_wait(tcp::socket::wait_read, [&client, watch](boost::system::error_code ec) {
+      if (ec || watch->done) return;
+      boost::system::error_code aec;
+      if (client.socket().available(aec) == 0 || aec) {  // readable with nothing to read: EOF
+        watch->client_gone = true;
+        if (watch->upstream) {
+          boost::system::error_code cec;
+          watch->upstream->stream.socket().close(cec);  // the engine sees the disconnect at once
+        }
+      }
+    });
+  }
+
+  static void disarm_client_watch(beast::tcp_stream& client, const std::shared_ptr<ClientWatch>& watch) {
+    watch->done = true;
+    boost::system::error_code ec;
+    client.socket().cancel(ec);
+  }
+
+  awaitable<bool> relay(beast::tcp_stream& client, const http::request<http::string_body>& req, Exchange& x,
+                        std::shared_ptr<Upstream> up, http::response_parser<http::buffer_body>& parser,
+                        std::shared_ptr<ClientWatch> watch, bool strip_usage) {
+    auto& o = x.obs;
+    auto& head = parser.get();
+    o.http_status = static_cast<int>(head.result_int());
+    if (auto it = head.find("X-Request-Id"); it != head.end()) o.upstream_request_id = std::string(it->value());
+    const auto ctype = head.find(http::field::content_type);
+    const bool sse = ctype != head.end() && ctype->value().find("text/event-stream") != std::string_view::npos;
+    const bool encoded = head.find(http::field::content_encoding) != head.end();
+    openai::StreamTap tap(sse);
+    UsageStripper stripper;
+    strip_usage = strip_usage && sse;
+
+    http::response<http::buffer_body> res;
+    res.result(head.result_int());
+    res.version(req.version());
+    const std::string tokens = connection_tokens(head);
+    for (const auto& f : head) {
+      if (is_hop_by_hop(f.name_string(), tokens) || f.name() == http::field::content_length) continue;
+      res.insert(f.name_string(), f.value());
+    }
+    res.set(opts_.id_header, o.observation_id);
+    if (sse) res.set("X-Accel-Buffering", "no");
+    if (head.has_content_length() && !strip_usage) {
+      res.content_length(parser.content_length());
+    } else if (!(head.result() == http::status::no_content || head.result() == http::status::not_modified ||
+                 req.method() == http::verb::head)) {
+      res.chunked(true);
+    }
+    res.keep_alive(req.keep_alive());
+    res.body().data = nullptr;
+    res.body().more = true;
+    http::response_serializer<http::buffer_body> sr(res);
+    client.expires_after(std::chrono::seconds(60));
+    auto [hec, hn] = co_await http::async_write_header(client, sr, kNoThrow);
+    bool client_failed = static_cast<bool>(hec);
+
+    std::vector<char> buf(16 * 1024);
+    boost::system::error_code upstream_ec;
+    while (!client_failed && !parser.is_done()) {
+      parser.get().body().data = buf.data();
+      parser.get().body().size = buf.size();
+      up->stream.expires_after(seconds(opts_.stream_idle_timeout_s));
+      auto [rec, rn] = co_await http::async_read_some(up->stream, up->buffer, parser, kNoThrow);
+      if (rec == http::error::need_buffer) rec = {};
+      const std::size_t got = buf.size() - parser.get().body().size;
+      const std::int64_t now = SystemClock::instance().steady_us();
+      if (got > 0) {
+        const std::string_view piece(buf.data(), got);
+        o.response_bytes += got;
+        std::string_view out = piece;
+        std::string filtered;
+        if (strip_usage) {
+          filtered = stripper.filter(piece, parser.is_done());
+          out = filtered;
+        }
+        if (!out.empty()) {
+          res.body().data = const_cast<char*>(out.data());
+          res.body().size = out.size();
+          res.body().more = true;
+          client.expires_after(std::chrono::seconds(60));
+          auto [wec, wn] = co_await http::async_write(client, sr, kNoThrow);
+          if (wec && wec != http::error::need_buffer) client_failed = true;
+        }
+        if (!encoded) tap.feed(piece, now);  // after forwarding: parsing never delays the client
+      }
+      if (rec) {
+        upstream_ec = rec;
+        break;
+      }
+    }
+    disarm_client_watch(client, watch);
+    bool complete = parser.is_done() && !client_failed;
+    if (complete) {
+      res.body().data = nullptr;
+      res.body().size = 0;
+      res.body().more = false;
+      auto [wec, wn] = co_await http::async_write(client, sr, kNoThrow);
+      if (wec && wec != http::error::need_buffer) {
+        client_failed = true;
+        complete = false;
+      }
+    }
+    o.e2e_ms = since_ms(x);
+    tap.finish(parser.is_done());
+    fill_from_tap(o, tap, x.t0_us);
+
+    if (client_failed || watch->client_gone) {
+      o.outcome = "client_disconnected";
+    } else if (upstream_ec) {
+      o.outcome = upstream_ec == beast::error::timeout ? "upstream_timeout"
+                  : (upstream_ec == asio::error::connection_reset) ? "upstream_reset"
+                                                                     : "stream_truncated";
+      o.error_type = o.outcome;
+      o.error_message = fmt::format("backend ended the response early: {}", upstream_ec.message());
+    } else if (*o.http_status >= 400) {
+      o.outcome = "http_error";
+    } else if (sse && tap.malformed()) {
+      o.outcome = "malformed_stream";
+    } else {
+      o.outcome = "ok";
+    }
+    const bool reusable = complete && parser.keep_alive() && !upstream_ec;
+    if (reusable) give_back(std::move(up));
+    finish(x);
+    co_return complete && req.keep_alive();
+  }
+
+  void fill_from_tap(ledger::Observation& o, const openai::StreamTap& tap, std::int64_t t0_us) const {
+    if (!tap.model().empty()) o.response_model = tap.model();
+    if (!tap.id().empty()) o.response_id = tap.id();
+    if (!tap.finish_reason().empty()) o.finish_reason = tap.finish_reason();
+    if (tap.choices() > 0) o.choices = tap.choices();
+    if (!tap.error_type().empty()) o.error_type = tap.error_type();
+    if (!tap.error_message().empty()) o.error_message = tap.error_message();
+    o.server_timings = tap.server_timings();
+    if (tap.sse()) {
+      if (tap.first_content_us()) o.ttft_ms = static_cast<double>(*tap.first_content_us() - t0_us) / 1000.0;
+      o.content_events = tap.content_events();
+      o.itl_ms = tap.gaps_ms();
+      o.itl_full = opts_.itl_full;
+    }
+    o.token_source = std::string(openai::to_string(tap.token_source()));
+    o.completion_tokens = tap.completion_tokens();
+    o.prompt_tokens = tap.prompt_tokens();
+    if (const auto& u = tap.usage()) {
+      o.total_tokens = u->total_tokens;
+      o.cached_prompt_tokens = u->cached_prompt_tokens;
+      o.reasoning_tokens = u->reasoning_tokens;
+    }
+  }
+
+  asio::io_context& io_;
+  ProxyOptions opts_;
+  net::BackendUrl backend_;
+  tcp::acceptor acceptor_;
+  tcp::acceptor admin_acceptor_;
+  tcp::resolver resolver_;
+  std::vector<tcp::resolver::results_type::value_type> endpoints_;
+  std::vector<std::shared_ptr<Upstream>> pool_;
+  ledger::LedgerWriter ledger_;
+  ProxyMetrics metrics_;
+  Uuid7Generator ids_;
+  std::int64_t in_flight_ = 0;
+  int connections_ = 0;
+  bool stopping_ = false;
+};
+
+}  // namespace
+
+int run_proxy(const ProxyOptions& options) {
+  auto backend = net::parse_backend_url(options.backend);
+  if (!backend) {
+    std::cerr << "modelperfobs proxy: " << backend.error().message << "\n";
+    return 2;
+  }
+  if (backend->scheme == "https") {
+    std::cerr << "modelperfobs proxy: https backends are not supported yet (issue 3); use an http backend\n";
+    return 2;
+  }
+  asio::io_context io(1);
+  Proxy proxy(io, options, *backend);
+  if (auto st = proxy.open(); !st) {
+    std::cerr << "modelperfobs proxy: " << st.error().message << "\n";
+    return 1;
+  }
+  asio::signal_set stop(io, SIGINT, SIGTERM);
+  stop.async_wait([&](const boost::system::error_code& ec, int) {
+    if (!ec) proxy.begin_shutdown();
+  });
+  asio::signal_set hup(io, SIGHUP);
+  std::function<void(const boost::system::error_code&, int)> on_hup = [&](const boost::system::error_code& ec, int) {
+    if (ec) return;
+    proxy.reopen_ledger();
+    hup.async_wait(on_hup);
+  };
+  hup.async_wait(on_hup);
+  proxy.start();
+  std::cout << fmt::format("modelperfobs proxy: listening on {} -> {} (ledger {}, admin {})", proxy.listen_address(),
+                           backend->origin + backend->base_path, options.ledger_path, proxy.admin_address())
+            << std::endl;
+  io.run();
+  return 0;
+}
+
+}  // namespace mpo::proxy

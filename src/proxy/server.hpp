@@ -1,0 +1,40 @@
+// `modelperfobs proxy`: the observation proxy (edge: Asio/Beast, one thread). Forwards any method
+// and path to the backend, streams pass through event by event as they arrive, and every request
+// becomes one ledger line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/host_port.hpp"
+#include "ledger/writer.hpp"
+
+namespace mpo::proxy {
+
+enum class UsageMode { kPassthrough, kInject };
+
+struct ProxyOptions {
+  std::string backend;                   // http://host:port[/base]
+  HostPort listen{"127.0.0.1", 8091};
+  HostPort admin_listen{"127.0.0.1", 9464};
+  bool admin_enabled = true;
+  std::string ledger_path = "model-perf.jsonl";
+  ledger::FsyncPolicy fsync = ledger::FsyncPolicy::kInterval;
+  std::uint64_t max_body = 32ull * 1024 * 1024;
+  double connect_timeout_s = 5;
+  double response_timeout_s = 300;       // request sent -> response head
+  double stream_idle_timeout_s = 300;    // longest silence inside a response body
+  double client_idle_timeout_s = 120;    // keep-alive wait for the next request
+  double drain_timeout_s = 30;
+  double pool_idle_s = 4;                // shorter than uvicorn's 5 s keep-alive
+  int max_connections = 10000;
+  UsageMode usage = UsageMode::kPassthrough;
+  bool itl_full = false;
+  std::string id_header = "X-Fak-Observation-ID";
+  std::string instance;                  // proxy_instance; default host:pid
+};
+
+// Runs until SIGTERM/SIGINT (drains, flushes, exits 0). Prints the listening addresses on stdout.
+int run_proxy(const ProxyOptions& options);
+
+}  // namespace mpo::proxy
