@@ -202,8 +202,9 @@ class Proxy {
       client.expires_after(seconds(opts_.client_idle_timeout_s));
       auto [ec, n] = co_await http::async_read(client, buffer, parser, kNoThrow);
       if (ec == http::error::body_limit || ec == http::error::header_limit) {
-        co_await refuse(client, parser.get(), ec == http::error::body_limit ? http::status::payload_too_large
-                                                                             : http::status::request_header_fields_too_large);
+        const auto status = ec == http::error::body_limit ? http::status::payload_too_large
+                                                          : http::status::request_header_fields_too_large;
+        co_await refuse(client, parser.get(), status);
         break;
       }
       if (ec) break;  // closed by the client, idle timeout, or not HTTP: nothing to answer
@@ -286,10 +287,12 @@ class Proxy {
 
   awaitable<void> refuse(beast::tcp_stream& client, const http::request<http::string_body>& partial, http::status status) {
     Exchange x = begin(partial);
-    co_await answer_error<void>(client, x, partial.version(), false, status, "proxy_error",
-                                status == http::status::payload_too_large
-                                    ? fmt::format("request body over --max-body ({} bytes)", opts_.max_body)
-                                    : std::string("request headers over 64 KiB"));
+    // Arguments are built before co_await: GCC 12 destroys temporaries of a co_await expression
+    // twice when they come from a conditional (a double free seen here).
+    std::string message = status == http::status::payload_too_large
+                              ? fmt::format("request body over --max-body ({} bytes)", opts_.max_body)
+                              : std::string("request headers over 64 KiB");
+    co_await answer_error<void>(client, x, partial.version(), false, status, "proxy_error", std::move(message));
   }
 
   // --- the upstream connection pool --------------------------------------------------------
@@ -390,11 +393,12 @@ class Proxy {
           metrics_.count_connect_error();
           disarm_client_watch(client, watch);
           const bool timed_out = cec == beast::error::timeout;
-          co_return co_await answer_error<void>(
-              client, x, req.version(), client_keep, timed_out ? http::status::gateway_timeout : http::status::bad_gateway,
-              timed_out ? "upstream_timeout" : "upstream_unreachable",
-              fmt::format("modelperfobs proxy: backend {} {}: {}", backend_.origin,
-                          timed_out ? "did not accept the connection in time" : "is unreachable", cec.message()));
+          const auto status = timed_out ? http::status::gateway_timeout : http::status::bad_gateway;
+          const std::string_view type = timed_out ? "upstream_timeout" : "upstream_unreachable";
+          std::string message = fmt::format("modelperfobs proxy: backend {} {}: {}", backend_.origin,
+                                            timed_out ? "did not accept the connection in time" : "is unreachable",
+                                            cec.message());
+          co_return co_await answer_error<void>(client, x, req.version(), client_keep, status, type, std::move(message));
         }
         up = fresh;
       }
@@ -426,11 +430,12 @@ class Proxy {
         co_return false;
       }
       const bool timed_out = ec == beast::error::timeout;
-      co_return co_await answer_error<void>(
-          client, x, req.version(), false, timed_out ? http::status::gateway_timeout : http::status::bad_gateway,
-          timed_out ? "upstream_timeout" : "upstream_reset",
-          fmt::format("modelperfobs proxy: backend {} {}: {}", backend_.origin,
-                      timed_out ? "sent no response in time" : "closed the connection before responding", ec.message()));
+      const auto status = timed_out ? http::status::gateway_timeout : http::status::bad_gateway;
+      const std::string_view type = timed_out ? "upstream_timeout" : "upstream_reset";
+      std::string message = fmt::format("modelperfobs proxy: backend {} {}: {}", backend_.origin,
+                                        timed_out ? "sent no response in time" : "closed the connection before responding",
+                                        ec.message());
+      co_return co_await answer_error<void>(client, x, req.version(), false, status, type, std::move(message));
     }
     o.ttfb_ms = since_ms(x);
     co_return co_await relay(client, req, x, up, parser, watch, strip_usage);

@@ -103,6 +103,37 @@ Simulator::Simulator(std::vector<std::string> extra_args)
   port = static_cast<std::uint16_t>(std::stoi(line.substr(colon + 1)));
 }
 
+Proxy::Proxy(const std::string& backend, const std::string& ledger, std::vector<std::string> extra_args)
+    : process([&] {
+        std::vector<std::string> argv{binary_path(), "proxy", "--backend", backend, "--listen", "127.0.0.1:0",
+                                      "--admin-listen", "127.0.0.1:0", "--ledger", ledger};
+        argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+        return argv;
+      }()) {
+  const std::string line = process.read_line();
+  auto port_after = [&](const std::string& marker) -> std::uint16_t {
+    const auto at = line.find(marker);
+    if (at == std::string::npos) throw std::runtime_error("unexpected first line from proxy: " + line);
+    const auto colon = line.find(':', line.find("127.0.0.1", at));
+    return static_cast<std::uint16_t>(std::stoi(line.substr(colon + 1)));
+  };
+  port = port_after("listening on ");
+  admin_port = port_after("admin ");
+}
+
+std::vector<std::string> read_lines(const std::string& path) {
+  const std::string text = read_file(path);
+  std::vector<std::string> lines;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const auto nl = text.find('\n', pos);
+    if (nl == std::string::npos) break;  // torn last line
+    lines.push_back(text.substr(pos, nl - pos));
+    pos = nl + 1;
+  }
+  return lines;
+}
+
 std::string make_temp_dir() {
   std::string tmpl = (std::getenv("TMPDIR") ? std::string(std::getenv("TMPDIR")) : std::string("/tmp")) + "/mpo-test-XXXXXX";
   if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");

@@ -37,6 +37,18 @@ struct Simulator {
   std::uint16_t port = 0;
 };
 
+// Starts `modelperfobs proxy --backend BACKEND --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0
+// --ledger LEDGER EXTRA...` and reads both ports it printed.
+struct Proxy {
+  Proxy(const std::string& backend, const std::string& ledger, std::vector<std::string> extra_args = {});
+  ChildProcess process;
+  std::uint16_t port = 0;
+  std::uint16_t admin_port = 0;
+};
+
+// Ledger lines of a file (a torn last line is left out).
+std::vector<std::string> read_lines(const std::string& path);
+
 std::string binary_path();
 // A fresh, empty directory for one test's files.
 std::string make_temp_dir();

@@ -1,0 +1,346 @@
+// `modelperfobs proxy` in front of `modelperfobs simulate`, both real processes over loopback:
+// forwarding, timing, token accounting, usage injection, every outcome, correlation, accuracy
+// against the simulator's truth, SIGTERM and kill -9.
+#include <signal.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <future>
+#include <regex>
+#include <thread>
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include "core/uuid.hpp"
+#include "support/http_client.hpp"
+#include "support/metric_families.hpp"
+#include "support/process.hpp"
+
+namespace mpo::test {
+namespace {
+
+namespace json = boost::json;
+
+json::object obj(const std::string& s) { return json::parse(s).as_object(); }
+
+std::string chat(int max_tokens, const std::string& extra = "", const std::string& text = "Hello proxy") {
+  return R"({"messages":[{"role":"user","content":")" + text + R"("}],"max_tokens":)" + std::to_string(max_tokens) +
+         R"(,"stream":true)" + extra + "}";
+}
+
+// A simulator, a proxy in front of it, and the ledger's path.
+struct Stack {
+  explicit Stack(std::vector<std::string> sim_args = {}, std::vector<std::string> proxy_args = {})
+      : dir(make_temp_dir()),
+        sim([&] {
+          sim_args.insert(sim_args.end(), {"--truth", dir + "/truth.jsonl"});
+          return sim_args;
+        }()),
+        proxy("http://127.0.0.1:" + std::to_string(sim.port), dir + "/ledger.jsonl", std::move(proxy_args)) {}
+  // Stops the proxy (which flushes the ledger) and returns its lines as JSON.
+  std::vector<json::object> ledger() {
+    EXPECT_EQ(proxy.process.terminate(), 0);
+    std::vector<json::object> out;
+    for (const auto& l : read_lines(dir + "/ledger.jsonl")) out.push_back(obj(l));
+    return out;
+  }
+  std::vector<json::object> truth() {
+    EXPECT_EQ(sim.process.terminate(), 0);
+    std::vector<json::object> out;
+    for (const auto& l : read_lines(dir + "/truth.jsonl")) out.push_back(obj(l));
+    return out;
+  }
+  std::string dir;
+  Simulator sim;
+  Proxy proxy;
+};
+
+std::string normalise_ids(const std::string& body) {
+  static const std::regex ids(R"((chatcmpl|cmpl)-[0-9a-f-]+|"created":[0-9]+)");
+  return std::regex_replace(body, ids, "ID");
+}
+
+double num(const json::value& v) { return v.to_number<double>(); }
+
+TEST(Proxy, StreamedChatReachesTheClientAsTheBackendSentItAndIsRecorded) {
+  Stack s;
+  const std::string body = chat(6, R"(,"stream_options":{"include_usage":true})");
+  auto direct = http_post(s.sim.port, "/v1/chat/completions", body);
+  auto proxied = http_post(s.proxy.port, "/v1/chat/completions", body);
+  EXPECT_EQ(proxied.status, 200);
+  EXPECT_EQ(normalise_ids(proxied.body), normalise_ids(direct.body));
+  EXPECT_EQ(proxied.headers["x-accel-buffering"], "no");
+  EXPECT_EQ(proxied.headers["content-type"], "text/event-stream; charset=utf-8");
+  const std::string id = proxied.headers["x-fak-observation-id"];
+  EXPECT_TRUE(is_uuid_v7(id)) << id;
+  auto lines = s.ledger();
+  ASSERT_EQ(lines.size(), 1u);
+  auto& l = lines[0];
+  EXPECT_EQ(l["schema"], "modelperfobs.observation.v1");
+  EXPECT_EQ(l["observation_id"], id.c_str());
+  EXPECT_EQ(l["outcome"], "ok");
+  EXPECT_EQ(l["operation"], "chat");
+  EXPECT_EQ(l["http_status"], 200);
+  EXPECT_EQ(l["stream"], true);
+  EXPECT_EQ(l["usage_requested"], true);
+  EXPECT_EQ(l["completion_tokens"], 6);
+  EXPECT_EQ(l["prompt_tokens"], 11);  // template 3 + "user" 1 + "Hell" "o" "prox" "y" 4 + primer 3
+  EXPECT_EQ(l["content_events"], 6);
+  EXPECT_EQ(l["token_source"], "usage");
+  EXPECT_EQ(l["finish_reason"], "length");
+  EXPECT_EQ(l["response_model"], "sim-model");
+  EXPECT_GT(num(l["ttft_ms"]), 0);
+  EXPECT_GE(num(l["ttft_ms"]), num(l["ttfb_ms"]));
+  EXPECT_GT(num(l["e2e_ms"]), num(l["ttft_ms"]));
+  EXPECT_NEAR(num(l["tpot_ms"]), (num(l["e2e_ms"]) - num(l["ttft_ms"])) / 5, 1e-6);
+  EXPECT_EQ(l["response_bytes"], proxied.body.size());
+}
+
+TEST(Proxy, NonStreamedAndCompletionsAreRecordedWithUsageAndNoTtft) {
+  Stack s;
+  auto r = http_post(s.proxy.port, "/v1/completions", R"({"prompt":"Hi","max_tokens":3})");
+  ASSERT_EQ(r.status, 200);
+  auto lines = s.ledger();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["operation"], "text_completion");
+  EXPECT_EQ(lines[0]["stream"], false);
+  EXPECT_TRUE(lines[0]["ttft_ms"].is_null());
+  EXPECT_EQ(lines[0]["completion_tokens"], 3);
+  EXPECT_EQ(lines[0]["token_source"], "usage");
+  EXPECT_GT(num(lines[0]["e2e_output_tokens_per_second"]), 0);
+}
+
+TEST(Proxy, TtftStartsAtReasoningOrToolCallsNeverAtTheRolePrelude) {
+  {
+    Stack s({"--reasoning"});
+    auto r = http_post(s.proxy.port, "/v1/chat/completions", chat(10, R"(,"ignore_eos":true)"));
+    ASSERT_NE(r.body.find("reasoning_content"), std::string::npos);
+    const double first_reasoning_ms = r.us_until("\"reasoning_content\"") / 1000.0;
+    auto lines = s.ledger();
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_EQ(lines[0]["content_events"], 10);  // reasoning events count as generated content
+    EXPECT_LE(num(lines[0]["ttft_ms"]), first_reasoning_ms);
+    EXPECT_EQ(lines[0]["token_source"], "estimated");  // no usage asked, none injected
+    EXPECT_EQ(lines[0]["completion_tokens"], 10);
+  }
+  {
+    Stack s;
+    auto r = http_post(s.proxy.port, "/v1/chat/completions",
+                       chat(4, R"(,"tool_choice":"required","tools":[{"type":"function","function":{"name":"f"}}])"));
+    auto lines = s.ledger();
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_EQ(lines[0]["content_events"], 4);
+    EXPECT_EQ(lines[0]["finish_reason"], "tool_calls");
+    EXPECT_GT(num(lines[0]["ttft_ms"]), 0);
+  }
+}
+
+TEST(Proxy, CoalescedChunksAndContinuousUsageAreCountedFromUsage) {
+  Stack s({"--tokens-per-chunk", "4"});
+  http_post(s.proxy.port, "/v1/chat/completions", chat(10, R"(,"stream_options":{"continuous_usage_stats":true})"));
+  auto lines = s.ledger();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["content_events"], 3);  // 4 + 4 + 2 tokens
+  EXPECT_EQ(lines[0]["completion_tokens"], 10);
+  EXPECT_EQ(lines[0]["token_source"], "continuous_usage");
+}
+
+TEST(Proxy, UsageInjectionAsksForUsageAndHidesItFromClientsThatDidNot) {
+  Stack s({}, {"--usage", "inject"});
+  auto hidden = http_post(s.proxy.port, "/v1/chat/completions", chat(5));
+  EXPECT_EQ(hidden.body.find("\"usage\""), std::string::npos);
+  EXPECT_NE(hidden.body.find("[DONE]"), std::string::npos);
+  auto asked = http_post(s.proxy.port, "/v1/chat/completions", chat(5, R"(,"stream_options":{"include_usage":true})"));
+  EXPECT_NE(asked.body.find("\"usage\""), std::string::npos);
+  auto lines = s.ledger();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["usage_injected"], true);
+  EXPECT_EQ(lines[0]["usage_requested"], false);
+  EXPECT_EQ(lines[0]["token_source"], "usage");
+  EXPECT_EQ(lines[0]["completion_tokens"], 5);
+  EXPECT_EQ(lines[0]["prompt_tokens"], 11);
+  EXPECT_EQ(lines[1]["usage_injected"], false);
+  EXPECT_EQ(lines[1]["token_source"], "usage");
+}
+
+std::uint16_t closed_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+TEST(Proxy, UnreachableBackendIsA502WithTheIdAndALedgerLine) {
+  const std::string dir = make_temp_dir();
+  Proxy proxy("http://127.0.0.1:" + std::to_string(closed_port()), dir + "/ledger.jsonl");
+  auto r = http_post(proxy.port, "/v1/chat/completions", chat(3), {{"X-Fak-Observation-ID", "agent-7.step:3"}});
+  EXPECT_EQ(r.status, 502);
+  EXPECT_EQ(r.headers["x-fak-observation-id"], "agent-7.step:3");
+  EXPECT_EQ(obj(r.body)["error"].as_object()["type"], "upstream_unreachable");
+  auto again = http_post(proxy.port, "/v1/models", "");  // still serving
+  EXPECT_EQ(again.status, 502);
+  EXPECT_EQ(proxy.process.terminate(), 0);
+  const auto lines = read_lines(dir + "/ledger.jsonl");
+  ASSERT_EQ(lines.size(), 2u);
+  auto l = obj(lines[0]);
+  EXPECT_EQ(l["outcome"], "upstream_unreachable");
+  EXPECT_EQ(l["http_status"], 502);
+  EXPECT_EQ(l["observation_id"], "agent-7.step:3");
+  EXPECT_TRUE(l["ttft_ms"].is_null());
+}
+
+TEST(Proxy, BackendErrorsAreForwardedAndRecordedAsHttpError) {
+  Stack s;
+  auto r = http_post(s.proxy.port, "/v1/chat/completions", R"({"model":"nope","messages":[{"role":"user","content":"x"}]})");
+  EXPECT_EQ(r.status, 404);
+  auto lines = s.ledger();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["outcome"], "http_error");
+  EXPECT_EQ(lines[0]["http_status"], 404);
+  EXPECT_EQ(lines[0]["error_type"], "NotFoundError");
+  EXPECT_EQ(lines[0]["model"], "nope");
+}
+
+TEST(Proxy, BackendCuttingTheStreamEndsTheClientStreamTheSameWay) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/cut.json", R"({"scenarios":{"faults":{"error_share":0,"truncate_share":1,"stall_share":0}}})");
+  Stack s({"--profile", dir + "/cut.json"});
+  http_post(s.sim.port, "/scenario?name=faults", "");
+  auto r = http_post(s.proxy.port, "/v1/chat/completions", chat(10, R"(,"ignore_eos":true)"));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_FALSE(r.complete);
+  EXPECT_EQ(r.body.find("[DONE]"), std::string::npos);
+  auto ok = http_get(s.proxy.port, "/v1/models");  // and keeps serving
+  EXPECT_EQ(ok.status, 200);
+  auto lines = s.ledger();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["outcome"], "stream_truncated");
+  EXPECT_EQ(lines[0]["content_events"], 5);  // partial timing and tokens are kept
+  EXPECT_GT(num(lines[0]["ttft_ms"]), 0);
+  EXPECT_EQ(lines[1]["outcome"], "ok");
+}
+
+TEST(Proxy, ClientDisconnectClosesTheUpstreamSoTheEngineAborts) {
+  Stack s;
+  HttpRequest req;
+  req.method = "POST";
+  req.path = "/v1/chat/completions";
+  req.body = chat(2000, R"(,"ignore_eos":true)");
+  req.disconnect_after_body_bytes = 1;
+  http(s.proxy.port, req);
+  // The simulator counts the abort once the proxy has closed its upstream connection.
+  Exposition x;
+  for (int i = 0; i < 2000; ++i) {
+    x = read_exposition(http_get(s.sim.port, "/metrics").body);
+    if (x.find("vllm:request_success_total", {"abort"}).value_or(0) == 1) break;
+  }
+  EXPECT_EQ(x.find("vllm:request_success_total", {"abort"}), 1);
+  auto lines = s.ledger();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["outcome"], "client_disconnected");
+}
+
+TEST(Proxy, ValidClientIdsAreAdoptedAndSentUpstreamInvalidOnesReplaced) {
+  Stack s;
+  http_post(s.proxy.port, "/v1/chat/completions", chat(2), {{"X-Fak-Observation-ID", "run-1.req_9"}});
+  auto bad = http_post(s.proxy.port, "/v1/chat/completions", chat(2), {{"X-Fak-Observation-ID", "has space!"}});
+  EXPECT_TRUE(is_uuid_v7(bad.headers["x-fak-observation-id"]));
+  auto lines = s.ledger();
+  auto truth = s.truth();
+  ASSERT_EQ(truth.size(), 2u);
+  EXPECT_EQ(truth[0]["observation_id"], "run-1.req_9");
+  EXPECT_EQ(truth[0]["x_request_id"], "run-1.req_9");
+  EXPECT_EQ(lines[0]["upstream_request_id"], "run-1.req_9");
+  EXPECT_EQ(truth[1]["observation_id"], bad.headers["x-fak-observation-id"].c_str());
+}
+
+TEST(Proxy, LedgerAgreesWithTheSimulatorsTruthAndNeverReportsTtftEarlier) {
+  Stack s;
+  std::vector<std::future<HttpResponse>> fs;
+  for (int i = 0; i < 24; ++i) {
+    fs.push_back(std::async(std::launch::async, [&, i] {
+      return http_post(s.proxy.port, "/v1/chat/completions",
+                       chat(3 + i % 7, R"(,"stream_options":{"include_usage":true})", "accuracy " + std::to_string(i)));
+    }));
+  }
+  for (auto& f : fs) f.get();
+  auto lines = s.ledger();
+  auto truth = s.truth();
+  ASSERT_EQ(lines.size(), 24u);
+  std::map<std::string, json::object> by_id;
+  for (auto& t : truth) by_id[std::string(t["observation_id"].as_string())] = t;
+  for (auto& l : lines) {
+    auto& t = by_id.at(std::string(l["observation_id"].as_string()));
+    EXPECT_EQ(l["completion_tokens"], t["completion_tokens"]);
+    EXPECT_EQ(l["prompt_tokens"], t["prompt_tokens"]);
+    EXPECT_GE(num(l["ttft_ms"]), num(t["ttft_ms"]));
+    EXPECT_GE(num(l["in_flight_at_start"]), 0);
+  }
+}
+
+TEST(Proxy, RequestBodiesOverTheLimitGet413AndALine) {
+  Stack s({}, {"--max-body", "100"});
+  auto r = http_post(s.proxy.port, "/v1/chat/completions", chat(2, "", std::string(200, 'x')));
+  EXPECT_EQ(r.status, 413);
+  auto lines = s.ledger();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["http_status"], 413);
+  EXPECT_EQ(lines[0]["outcome"], "proxy_error");
+}
+
+TEST(Proxy, AdminMetricsCountRequestsByOutcome) {
+  Stack s;
+  http_post(s.proxy.port, "/v1/chat/completions", chat(3, R"(,"stream_options":{"include_usage":true})"));
+  const auto x = read_exposition(http_get(s.proxy.admin_port, "/metrics").body);
+  EXPECT_EQ(x.find("modelperfobs_requests_total", {"outcome=\"ok\"", "code=\"200\""}), 1);
+  EXPECT_EQ(x.find("modelperfobs_time_to_first_token_seconds_count"), 1);
+  EXPECT_EQ(x.find("modelperfobs_generation_tokens_total"), 3);
+  EXPECT_EQ(http_get(s.proxy.admin_port, "/healthz").status, 200);
+}
+
+TEST(Proxy, SigtermDuring200InFlightStreamsWritesEveryLine) {
+  Stack s({}, {"--drain-timeout", "60"});
+  std::vector<std::future<HttpResponse>> fs;
+  for (int i = 0; i < 200; ++i) {
+    fs.push_back(std::async(std::launch::async, [&, i] {
+      return http_post(s.proxy.port, "/v1/chat/completions", chat(20, R"(,"ignore_eos":true)", "drain " + std::to_string(i)));
+    }));
+  }
+  Exposition x;
+  for (int i = 0; i < 5000; ++i) {
+    x = read_exposition(http_get(s.proxy.admin_port, "/metrics").body);
+    if (x.find("modelperfobs_requests_in_flight").value_or(0) == 200) break;
+  }
+  ASSERT_EQ(x.find("modelperfobs_requests_in_flight"), 200);
+  auto lines = s.ledger();  // SIGTERM now, with 200 streams in flight
+  int complete = 0;
+  for (auto& f : fs) complete += f.get().complete ? 1 : 0;
+  EXPECT_EQ(complete, 200);
+  ASSERT_EQ(lines.size(), 200u);
+  for (auto& l : lines) EXPECT_EQ(l["outcome"], "ok");
+}
+
+TEST(Proxy, AfterKill9EveryLineWrittenBeforeIsReadable) {
+  Stack s;
+  for (int i = 0; i < 5; ++i) http_post(s.proxy.port, "/v1/chat/completions", chat(2));
+  // Lines are written off the request path; wait until the writer has them on disk.
+  Exposition x;
+  for (int i = 0; i < 5000; ++i) {
+    x = read_exposition(http_get(s.proxy.admin_port, "/metrics").body);
+    if (x.find("modelperfobs_ledger_lines_written_total").value_or(0) == 5) break;
+  }
+  kill(s.proxy.process.pid(), SIGKILL);
+  const auto lines = read_lines(s.dir + "/ledger.jsonl");
+  ASSERT_EQ(lines.size(), 5u);
+  for (const auto& l : lines) EXPECT_EQ(obj(l)["outcome"], "ok");
+}
+
+}  // namespace
+}  // namespace mpo::test
