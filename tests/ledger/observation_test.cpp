@@ -1,0 +1,86 @@
+#include "ledger/observation.hpp"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+namespace mpo::ledger {
+namespace {
+
+Observation streamed() {
+  Observation o;
+  o.observation_id = "id-1";
+  o.started_at_us = 1'787'824'800'000'000;
+  o.ended_at_us = 1'787'824'800'250'000;
+  o.method = "POST";
+  o.path = "/v1/chat/completions";
+  o.operation = "chat";
+  o.stream = true;
+  o.http_status = 200;
+  o.outcome = "ok";
+  o.ttft_ms = 50;
+  o.e2e_ms = 250;
+  o.completion_tokens = 5;
+  o.itl_ms = {40, 50, 60, 50};
+  o.content_events = 5;
+  o.token_source = "usage";
+  return o;
+}
+
+TEST(Observation, DerivedFieldsFollowTheContract) {
+  const Observation o = streamed();
+  EXPECT_DOUBLE_EQ(*tpot_ms(o), 50.0);                      // (250 - 50) / (5 - 1)
+  EXPECT_DOUBLE_EQ(*output_tokens_per_second(o), 25.0);     // 5 / 0.2 s
+  EXPECT_DOUBLE_EQ(*e2e_output_tokens_per_second(o), 20.0); // 5 / 0.25 s
+  Observation one = o;
+  one.completion_tokens = 1;
+  EXPECT_FALSE(tpot_ms(one).has_value());
+  Observation whole = o;
+  whole.stream = false;
+  EXPECT_FALSE(tpot_ms(whole).has_value());
+  EXPECT_FALSE(output_tokens_per_second(whole).has_value());
+  EXPECT_TRUE(e2e_output_tokens_per_second(whole).has_value());
+}
+
+TEST(Observation, LineHasEveryFieldInContractOrderWithNullForUnknown) {
+  const std::string line = render_observation(streamed());
+  ASSERT_EQ(line.back(), '\n');
+  const auto v = boost::json::parse(line).as_object();
+  const char* order[] = {"schema", "observation_id", "started_at", "ended_at", "proxy_instance", "backend", "method",
+                         "path", "operation", "model", "response_model", "response_id", "upstream_request_id", "stream",
+                         "usage_requested", "usage_injected", "http_status", "outcome", "error_type", "error_message",
+                         "finish_reason", "choices", "ttfb_ms", "ttft_ms", "e2e_ms", "tpot_ms", "itl_p50_ms",
+                         "itl_p95_ms", "itl_max_ms", "content_events", "prompt_tokens", "completion_tokens",
+                         "total_tokens", "cached_prompt_tokens", "reasoning_tokens", "token_source",
+                         "output_tokens_per_second", "e2e_output_tokens_per_second", "request_bytes",
+                         "response_bytes", "in_flight_at_start", "server_timings"};
+  std::size_t i = 0;
+  for (const auto& kv : v) {
+    ASSERT_LT(i, std::size(order));
+    EXPECT_EQ(kv.key(), order[i]) << i;
+    ++i;
+  }
+  EXPECT_EQ(i, std::size(order));
+  EXPECT_TRUE(v.at("prompt_tokens").is_null());  // unknown is null, never 0
+  EXPECT_TRUE(v.at("model").is_null());
+  EXPECT_EQ(v.at("started_at"), "2026-08-27T10:00:00.000000Z");
+  EXPECT_EQ(v.at("itl_p50_ms").to_number<double>(), 50.0);
+  EXPECT_EQ(v.at("itl_max_ms").to_number<double>(), 60.0);
+}
+
+TEST(Observation, FullItlListAndRawServerTimings) {
+  Observation o = streamed();
+  o.itl_full = true;
+  o.server_timings = R"({"predicted_n":5})";
+  const auto v = boost::json::parse(render_observation(o)).as_object();
+  EXPECT_EQ(v.at("itl_ms").as_array().size(), 4u);
+  EXPECT_EQ(v.at("server_timings").as_object().at("predicted_n"), 5);
+}
+
+TEST(Observation, GapLineNamesTheCount) {
+  const auto v = boost::json::parse(render_gap(0, 7)).as_object();
+  EXPECT_EQ(v.at("schema"), "modelperfobs.ledger-gap.v1");
+  EXPECT_EQ(v.at("dropped_lines"), 7);
+}
+
+}  // namespace
+}  // namespace mpo::ledger

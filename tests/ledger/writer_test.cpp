@@ -1,0 +1,104 @@
+#include "ledger/writer.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace mpo::ledger {
+namespace {
+
+std::string temp_dir() {
+  std::string t = "/tmp/mpo-ledger-XXXXXX";
+  return mkdtemp(t.data());
+}
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(LedgerWriter, CreatesFoldersAndAppendsEveryAcceptedLine) {
+  const std::string path = temp_dir() + "/runs/qwen/model-perf.jsonl";
+  LedgerWriter w({path, FsyncPolicy::kAlways, 1.0, 1024});
+  ASSERT_TRUE(w.open().ok());
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(w.submit("{\"n\":" + std::to_string(i) + "}\n"));
+  w.close();
+  const std::string text = slurp(path);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 100);
+  EXPECT_EQ(text.substr(0, 8), "{\"n\":0}\n");
+  EXPECT_EQ(w.lines_written(), 100u);
+}
+
+TEST(LedgerWriter, AStalledDiskDropsAndCountsThenAGapLineFollowsWhenWritingResumes) {
+  // A FIFO nobody reads stands in for a stalled disk: the writer blocks once the pipe is full.
+  const std::string path = temp_dir() + "/stalled.jsonl";
+  ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
+  const int reader = ::open(path.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  LedgerWriter w({path, FsyncPolicy::kNever, 1.0, 4});
+  ASSERT_TRUE(w.open().ok());
+  const std::string line = std::string(1023, 'x') + "\n";
+  int accepted = 0;
+  for (int i = 0; i < 400; ++i) accepted += w.submit(line) ? 1 : 0;
+  EXPECT_GT(w.lines_dropped(), 0u);  // the caller was never blocked: lines were dropped and counted
+  const std::uint64_t dropped = w.lines_dropped();
+  // The disk "resumes": read everything, then submit one more line to carry the gap record.
+  std::string seen;
+  std::thread drain([&] {
+    fcntl(reader, F_SETFL, 0);
+    char buf[65536];
+    for (ssize_t n; (n = ::read(reader, buf, sizeof buf)) > 0;) seen.append(buf, static_cast<std::size_t>(n));
+  });
+  while (w.lines_written() < static_cast<std::uint64_t>(accepted)) std::this_thread::yield();
+  ASSERT_TRUE(w.submit("{\"after\":1}\n"));
+  w.close();
+  drain.join();
+  ::close(reader);
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 'x'), static_cast<long>(accepted) * 1023);
+  const std::string gap = "{\"schema\":\"modelperfobs.ledger-gap.v1\"";
+  const auto at = seen.find(gap);
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_NE(seen.find("\"dropped_lines\":" + std::to_string(dropped), at), std::string::npos);
+  EXPECT_NE(seen.find("{\"after\":1}"), std::string::npos);
+}
+
+TEST(LedgerWriter, UnwritablePathIsAClearErrorAtOpen) {
+  LedgerWriter w({"/proc/modelperfobs/ledger.jsonl", FsyncPolicy::kNever, 1.0, 8});
+  auto st = w.open();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("/proc/modelperfobs"), std::string::npos);
+}
+
+TEST(LedgerWriter, ReopenFollowsARotatedFile) {
+  const std::string dir = temp_dir();
+  const std::string path = dir + "/l.jsonl";
+  LedgerWriter w({path, FsyncPolicy::kAlways, 1.0, 64});
+  ASSERT_TRUE(w.open().ok());
+  w.submit("{\"a\":1}\n");
+  while (w.lines_written() < 1) std::this_thread::yield();
+  ASSERT_EQ(std::rename(path.c_str(), (dir + "/l.jsonl.1").c_str()), 0);
+  w.request_reopen();
+  w.submit("{\"b\":2}\n");
+  w.close();
+  EXPECT_EQ(slurp(dir + "/l.jsonl.1"), "{\"a\":1}\n");
+  EXPECT_EQ(slurp(path), "{\"b\":2}\n");
+}
+
+TEST(FsyncPolicy, ParsesTheThreeNames) {
+  EXPECT_EQ(*parse_fsync_policy("always"), FsyncPolicy::kAlways);
+  EXPECT_FALSE(parse_fsync_policy("sometimes").ok());
+}
+
+}  // namespace
+}  // namespace mpo::ledger

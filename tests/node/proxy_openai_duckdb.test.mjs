@@ -1,0 +1,89 @@
+// The official openai SDK through `modelperfobs proxy` (unmodified, same content as directly),
+// then DESIGN.md's DuckDB query on the ledger the proxy wrote.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import OpenAI from 'openai';
+import { DuckDBInstance } from '@duckdb/node-api';
+
+const BIN = process.env.MPO_BIN;
+const dir = mkdtempSync(join(tmpdir(), 'mpo-node-'));
+const ledger = join(dir, 'runs', 'qwen', 'model-perf.jsonl');
+let sim, proxy, simURL, proxyURL;
+
+function start(args) {
+  const child = spawn(BIN, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: child.stdout });
+  return new Promise((resolve, reject) => {
+    lines.once('line', (line) => resolve({ child, line }));
+    child.once('exit', (code) => reject(new Error(`${args[0]} exited early with ${code}`)));
+  });
+}
+
+function stop(child) {
+  return new Promise((resolve) => { child.once('exit', resolve); child.kill('SIGTERM'); });
+}
+
+before(async () => {
+  const s = await start(['simulate', '--listen', '127.0.0.1:0', '--model', 'qwen3']);
+  sim = s.child;
+  simURL = s.line.match(/listening on (http:\/\/[^ ]+)/)[1];
+  const p = await start(['proxy', '--backend', simURL, '--listen', '127.0.0.1:0', '--admin-listen', 'off', '--ledger', ledger]);
+  proxy = p.child;
+  proxyURL = p.line.match(/listening on (http:\/\/[^ ]+)/)[1];
+});
+
+after(async () => {
+  if (proxy.exitCode === null) await stop(proxy);
+  await stop(sim);
+});
+
+async function streamText(baseURL, i) {
+  const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: 'unused', maxRetries: 0 });
+  const stream = await client.chat.completions.create({
+    model: 'qwen3', messages: [{ role: 'user', content: `question ${i}` }], max_tokens: 6 + i,
+    stream: true, stream_options: { include_usage: true },
+  });
+  let text = '';
+  let usage = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    text += chunk.choices[0]?.delta?.content ?? '';
+  }
+  return { text, usage };
+}
+
+test('the openai SDK streams through the proxy and gets the same content as directly', async () => {
+  for (let i = 0; i < 3; i += 1) {
+    const direct = await streamText(simURL, i);
+    const proxied = await streamText(proxyURL, i);
+    assert.equal(proxied.text, direct.text);
+    assert.deepEqual(proxied.usage, direct.usage);
+  }
+});
+
+test("DuckDB runs DESIGN.md's query on the proxy's ledger", async () => {
+  await stop(proxy);  // flushes the ledger
+  const lines = readFileSync(ledger, 'utf8').trim().split('\n');
+  assert.equal(lines.length, 3);
+  const db = await DuckDBInstance.create(':memory:');
+  const con = await db.connect();
+  const r = await con.runAndReadAll(`
+    SELECT model, count(*) AS requests,
+           quantile_cont(ttft_ms, 0.95) AS ttft_p95_ms,
+           quantile_cont(tpot_ms, 0.95) AS tpot_p95_ms,
+           quantile_cont(output_tokens_per_second, 0.5) AS output_tok_s_p50,
+           sum(completion_tokens) AS completion_tokens
+    FROM read_json_auto('${ledger}') GROUP BY model`);
+  const rows = r.getRowObjects();
+  assert.equal(rows.length, 1);
+  assert.equal(Number(rows[0].requests), 3);
+  assert.equal(Number(rows[0].completion_tokens), 6 + 7 + 8);
+  assert.ok(rows[0].ttft_p95_ms > 0);
+  assert.ok(rows[0].tpot_p95_ms > 0);
+  assert.ok(rows[0].output_tok_s_p50 > 0);
+});

@@ -1,0 +1,41 @@
+#include "proxy/proxy_metrics.hpp"
+
+#include <gtest/gtest.h>
+
+#include "support/metric_families.hpp"
+
+namespace mpo::proxy {
+namespace {
+
+TEST(ProxyMetrics, CountsOutcomesAndObservesLatencies) {
+  ProxyMetrics m;
+  ledger::Observation o;
+  o.model = "qwen";
+  o.outcome = "ok";
+  o.http_status = 200;
+  o.stream = true;
+  o.ttft_ms = 120;
+  o.e2e_ms = 520;
+  o.completion_tokens = 5;
+  o.prompt_tokens = 9;
+  o.itl_ms = {100, 100, 100, 100};
+  m.record(o);
+  ledger::Observation e;
+  e.outcome = "upstream_unreachable";
+  e.http_status = 502;
+  m.record(e);
+  m.set_in_flight(3);
+  const auto x = mpo::test::read_exposition(m.render({10, 2, 0}));
+  EXPECT_EQ(x.find("modelperfobs_requests_total", {"model=\"qwen\"", "outcome=\"ok\"", "code=\"200\""}), 1);
+  EXPECT_EQ(x.find("modelperfobs_requests_total", {"upstream_unreachable", "502"}), 1);
+  EXPECT_EQ(x.find("modelperfobs_requests_in_flight"), 3);
+  EXPECT_EQ(x.find("modelperfobs_time_to_first_token_seconds_bucket", {"le=\"0.1\""}), 0);
+  EXPECT_EQ(x.find("modelperfobs_time_to_first_token_seconds_bucket", {"le=\"0.25\""}), 1);
+  EXPECT_EQ(x.find("modelperfobs_inter_token_latency_seconds_count"), 4);
+  EXPECT_EQ(x.find("modelperfobs_time_per_output_token_seconds_sum"), 0.1);
+  EXPECT_EQ(x.find("modelperfobs_ledger_lines_dropped_total"), 2);
+  EXPECT_EQ(x.find("modelperfobs_generation_tokens_total"), 5);
+}
+
+}  // namespace
+}  // namespace mpo::proxy

@@ -1,0 +1,63 @@
+#include "proxy/usage_injection.hpp"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include "proxy/correlation.hpp"
+
+namespace mpo::proxy {
+namespace {
+
+TEST(InjectIncludeUsage, AddsStreamOptionsKeepingEveryOtherByte) {
+  const std::string body = R"({"model":"m","temperature":0.7000000000000001,"stream":true,"messages":[]})";
+  auto out = inject_include_usage(body);
+  ASSERT_TRUE(out.has_value());
+  EXPECT_EQ(*out, R"({"stream_options":{"include_usage":true},"model":"m","temperature":0.7000000000000001,"stream":true,"messages":[]})");
+}
+
+TEST(InjectIncludeUsage, AddsToAnExistingStreamOptionsObject) {
+  auto out = inject_include_usage(R"({"stream":true, "stream_options" : {"continuous_usage_stats":true},"x":"{\"stream_options\":{"})");
+  ASSERT_TRUE(out.has_value());
+  auto v = boost::json::parse(*out).as_object();
+  EXPECT_EQ(v["stream_options"].as_object()["include_usage"], true);
+  EXPECT_EQ(v["stream_options"].as_object()["continuous_usage_stats"], true);
+  EXPECT_EQ(v["x"], "{\"stream_options\":{");
+  EXPECT_TRUE(inject_include_usage(R"({"stream_options":{}})").has_value());
+  EXPECT_EQ(boost::json::parse(*inject_include_usage("{}")).as_object()["stream_options"].as_object()["include_usage"], true);
+}
+
+TEST(InjectIncludeUsage, LeavesAloneWhatAlreadyAsksOrIsNotAnObject) {
+  EXPECT_FALSE(inject_include_usage(R"({"stream_options":{"include_usage":true}})").has_value());
+  EXPECT_FALSE(inject_include_usage(R"({"stream_options":{"include_usage":false}})").has_value());
+  EXPECT_FALSE(inject_include_usage(R"({"stream_options":null})").has_value());
+  EXPECT_FALSE(inject_include_usage("[1]").has_value());
+  EXPECT_FALSE(inject_include_usage("{broken").has_value());
+}
+
+TEST(UsageStripper, DropsOnlyUsageOnlyEventsWhateverTheSplit) {
+  const std::string stream =
+      "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\r\n\r\n"
+      "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1,\"total_tokens\":2}}\r\n\r\n"
+      "data: [DONE]\r\n\r\n";
+  const std::string expected =
+      "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\r\n\r\ndata: [DONE]\r\n\r\n";
+  for (std::size_t cut = 0; cut <= stream.size(); ++cut) {
+    UsageStripper s;
+    std::string out = s.filter(std::string_view(stream).substr(0, cut), false);
+    out += s.filter(std::string_view(stream).substr(cut), true);
+    EXPECT_EQ(out, expected) << cut;
+    EXPECT_EQ(s.stripped(), 1);
+  }
+}
+
+TEST(Correlation, AdoptsValidIdsAndReplacesOthers) {
+  Uuid7Generator gen(1);
+  EXPECT_EQ(adopt_or_new_id("agent-7.step:3_x", gen, 1), "agent-7.step:3_x");
+  EXPECT_TRUE(is_uuid_v7(adopt_or_new_id("has space", gen, 1)));
+  EXPECT_TRUE(is_uuid_v7(adopt_or_new_id("", gen, 1)));
+  EXPECT_TRUE(is_uuid_v7(adopt_or_new_id(std::string(129, 'a'), gen, 1)));
+  EXPECT_EQ(adopt_or_new_id(std::string(128, 'a'), gen, 1), std::string(128, 'a'));
+}
+
+}  // namespace
+}  // namespace mpo::proxy
