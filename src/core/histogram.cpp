@@ -21,4 +21,17 @@ std::string prom_number(double v) {
   return fmt::format("{}", v);
 }
 
+std::string prom_escape_label(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out.push_back('\\');
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
 }  // namespace mpo

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mpo {
@@ -29,6 +30,8 @@ class Histogram {
 
 // Python's float repr as prometheus_client writes it: "10.0", "0.25", "1.789901808e+09", "+Inf".
 std::string prom_number(double v);
+// A label value escaped for the text format (backslash, double quote, newline).
+std::string prom_escape_label(std::string_view v);
 
 // Bucket bounds of vLLM 0.29.0 (tests/fixtures/vllm/vllm-v1_0.29.0_*.prom).
 namespace vllm_buckets {

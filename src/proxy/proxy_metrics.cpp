@@ -5,18 +5,6 @@
 namespace mpo::proxy {
 namespace {
 
-std::string escape(std::string_view v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out.push_back('\\');
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out.push_back(c);
-  }
-  return out;
-}
 
 void histogram(std::string& out, std::string_view name, std::string_view help, const Histogram& h) {
   fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
@@ -62,7 +50,7 @@ std::string ProxyMetrics::render(const LedgerCounts& ledger) const {
   for (const auto& [key, n] : requests_) {
     const auto& [model, outcome, code] = key;
     fmt::format_to(std::back_inserter(out), "modelperfobs_requests_total{{model=\"{}\",outcome=\"{}\",code=\"{}\"}} {}\n",
-                   escape(model), outcome, code, n);
+                   prom_escape_label(model), outcome, code, n);
   }
   fmt::format_to(std::back_inserter(out),
                  "# HELP modelperfobs_requests_in_flight Requests in flight at the proxy.\n"

@@ -61,23 +61,11 @@ class Writer {
   std::string out_;
 };
 
-std::string escape_label(std::string_view v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out.push_back('\\');
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out.push_back(c);
-  }
-  return out;
-}
 
 }  // namespace
 
 std::string render_vllm_metrics(const Engine& engine, const MetricsContext& ctx) {
-  const std::string model = escape_label(ctx.model_name);
+  const std::string model = prom_escape_label(ctx.model_name);
   Writer w(fmt::format("engine=\"0\",model_name=\"{}\"", model));
   const EngineStats& s = engine.stats();
   const EngineConfig& cfg = engine.config();

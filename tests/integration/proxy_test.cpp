@@ -165,21 +165,9 @@ TEST(Proxy, UsageInjectionAsksForUsageAndHidesItFromClientsThatDidNot) {
   EXPECT_EQ(lines[1]["token_source"], "usage");
 }
 
-std::uint16_t closed_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 TEST(Proxy, UnreachableBackendIsA502WithTheIdAndALedgerLine) {
   const std::string dir = make_temp_dir();
-  Proxy proxy("http://127.0.0.1:" + std::to_string(closed_port()), dir + "/ledger.jsonl");
+  Proxy proxy("http://127.0.0.1:" + std::to_string(free_loopback_port()), dir + "/ledger.jsonl");
   auto r = http_post(proxy.port, "/v1/chat/completions", chat(3), {{"X-Fak-Observation-ID", "agent-7.step:3"}});
   EXPECT_EQ(r.status, 502);
   EXPECT_EQ(r.headers["x-fak-observation-id"], "agent-7.step:3");

@@ -1,0 +1,193 @@
+// What the proxy costs, measured against `modelperfobs simulate` in one run: direct vs proxied vs
+// nginx (proxy_buffering off) as the reference proxy. Tokens are paced at 20 ms by the simulator
+// profile, so latency added by a proxy shows up directly.
+//
+//   proxy_overhead [--quick]
+//
+// Prints: added TTFT at concurrency 1 (p50/p99 of paired differences), added inter-token gap,
+// streamed chunks/s and requests/s at 64 and 1,000 connections, RSS per in-flight stream at 1,000
+// and 8,000 streams, and the proxy's TTFT offset against the simulator's truth at 1/100/1000 streams.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <numeric>
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+
+#include "core/stats.hpp"
+#include "stream_driver.hpp"
+#include "support/process.hpp"
+
+namespace {
+
+using namespace mpo;
+using bench::drive_streams;
+
+bool can_connect(std::uint16_t port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  close(fd);
+  return ok;
+}
+
+std::string body(int max_tokens, const std::string& text = "bench") {
+  return fmt::format(R"({{"messages":[{{"role":"user","content":"{}"}}],"max_tokens":{},"ignore_eos":true,"stream":true}})",
+                     text, max_tokens);
+}
+
+double q(std::vector<double> v, double p) { return v.empty() ? 0 : *quantile_cont(std::move(v), p); }
+
+struct Target {
+  std::string name;
+  std::uint16_t port;
+  int pid;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  bench::raise_fd_limit();
+  const std::string dir = test::make_temp_dir();
+  test::write_file(dir + "/profile.json",
+                   R"({"engine":{"max_num_seqs":20000,"num_gpu_blocks":200000,"max_num_batched_tokens":1000000,)"
+                   R"("step_base_s":0.02,"step_per_prefill_token_s":0,"step_per_decode_seq_s":0}})");
+  test::Simulator sim({"--profile", dir + "/profile.json", "--truth", dir + "/truth.jsonl"});
+  test::Proxy proxy("http://127.0.0.1:" + std::to_string(sim.port), dir + "/ledger.jsonl");
+
+  const std::uint16_t nginx_port = test::free_loopback_port();
+  std::filesystem::create_directories(dir + "/tmp");
+  test::write_file(dir + "/nginx.conf", fmt::format(R"(
+worker_processes 1;
+worker_rlimit_nofile 20000;
+error_log {0}/nginx-error.log;
+pid {0}/nginx.pid;
+events {{ worker_connections 20000; }}
+http {{
+  access_log off;
+  client_body_temp_path {0}/tmp; proxy_temp_path {0}/tmp; fastcgi_temp_path {0}/tmp;
+  uwsgi_temp_path {0}/tmp; scgi_temp_path {0}/tmp;
+  upstream sim {{ server 127.0.0.1:{1}; keepalive 64; }}
+  server {{
+    listen 127.0.0.1:{2};
+    location / {{
+      proxy_pass http://sim;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+      proxy_request_buffering off;
+    }}
+  }}
+}}
+)", dir, sim.port, nginx_port));
+  test::ChildProcess nginx({"/usr/sbin/nginx", "-p", dir, "-c", dir + "/nginx.conf", "-g", "daemon off;"});
+  while (!can_connect(nginx_port)) usleep(10'000);  // a benchmark may wait; tests may not
+
+  const std::vector<Target> targets = {{"direct", sim.port, sim.process.pid()},
+                                       {"proxy", proxy.port, proxy.process.pid()},
+                                       {"nginx", nginx_port, nginx.pid()}};
+  fmt::print("proxy_overhead: simulate paced at 20 ms/token; direct vs modelperfobs proxy vs nginx {}\n\n",
+             "(proxy_buffering off)");
+
+  // 1. Concurrency 1: TTFT and inter-token gaps, requests interleaved across targets.
+  const int rounds = quick ? 20 : 100;
+  std::map<std::string, std::vector<double>> ttft, gap;
+  for (int i = 0; i < rounds; ++i) {
+    for (const auto& t : targets) {
+      auto r = drive_streams(t.port, 1, body(8), {}, t.name == "proxy" ? fmt::format("c1-{}-", i) : "");
+      const auto& s = r.streams[0];
+      ttft[t.name].push_back(static_cast<double>(s.first_content_us - s.sent_us) / 1000.0);
+      for (std::size_t k = 1; k < s.content_us.size(); ++k) {
+        gap[t.name].push_back(static_cast<double>(s.content_us[k] - s.content_us[k - 1]) / 1000.0);
+      }
+    }
+  }
+  fmt::print("concurrency 1, {} streams of 8 tokens each per target\n", rounds);
+  fmt::print("  {:<7} {:>12} {:>12} {:>16} {:>16} {:>14}\n", "target", "TTFT p50 ms", "TTFT p99 ms", "added p50 us", "added p99 us",
+             "ITL mean ms");
+  for (const auto& t : targets) {
+    std::vector<double> added;
+    for (std::size_t i = 0; i < ttft[t.name].size(); ++i) added.push_back((ttft[t.name][i] - ttft["direct"][i]) * 1000.0);
+    const auto& g = gap[t.name];
+    fmt::print("  {:<7} {:>12.3f} {:>12.3f} {:>16.0f} {:>16.0f} {:>14.3f}\n", t.name, q(ttft[t.name], 0.5),
+               q(ttft[t.name], 0.99), q(added, 0.5), q(added, 0.99),
+               std::accumulate(g.begin(), g.end(), 0.0) / static_cast<double>(std::max<std::size_t>(1, g.size())));
+  }
+
+  // 2. Throughput at 64 and 1,000 connections.
+  fmt::print("\nthroughput (streams of 50 tokens; one-token requests for req/s)\n");
+  fmt::print("  {:<7} {:>6} {:>14} {:>10} {:>12} {:>10}\n", "target", "conns", "chunks/s", "vs direct", "requests/s", "vs direct");
+  for (int conns : {64, 1000}) {
+    double direct_chunks = 0, direct_reqs = 0;
+    for (const auto& t : targets) {
+      auto r = drive_streams(t.port, conns, body(50));
+      const double chunks = static_cast<double>(r.events) / r.wall_s;
+      long total = 0;
+      double wall = 0;
+      for (int k = 0; k < (quick ? 2 : 5); ++k) {
+        auto one = drive_streams(t.port, conns, body(1));
+        total += one.completed;
+        wall += one.wall_s;
+      }
+      const double reqs = static_cast<double>(total) / wall;
+      if (t.name == "direct") {
+        direct_chunks = chunks;
+        direct_reqs = reqs;
+      }
+      fmt::print("  {:<7} {:>6} {:>14.0f} {:>10.2f} {:>12.0f} {:>10.2f}\n", t.name, conns, chunks, chunks / direct_chunks, reqs,
+                 reqs / direct_reqs);
+    }
+  }
+
+  // 3. Memory per in-flight stream (two sockets per stream in a proxy).
+  fmt::print("\nRSS per in-flight stream (measured while every stream is between tokens)\n");
+  for (int n : quick ? std::vector<int>{1000} : std::vector<int>{1000, 8000}) {
+    for (const auto& t : targets) {
+      if (t.name == "direct") continue;
+      const long idle = bench::rss_of(t.pid).current_kib;
+      long at = 0;
+      auto r = drive_streams(t.port, n, body(120), [&] { at = bench::rss_of(t.pid).current_kib; },
+                             t.name == "proxy" ? fmt::format("c{}-", n) : "");
+      fmt::print("  {:<7} {:>5} streams: RSS {} KiB idle -> {} KiB in flight = {:.1f} KiB per stream ({} completed)\n", t.name,
+                 n, idle, at, static_cast<double>(at - idle) / n, r.completed);
+    }
+  }
+
+  // 4. Accuracy: the proxy's TTFT against the simulator's own, joined on the observation ID.
+  proxy.process.terminate();
+  sim.process.terminate();
+  std::map<std::string, double> truth_ttft;
+  for (const auto& line : test::read_lines(dir + "/truth.jsonl")) {
+    auto v = boost::json::parse(line).as_object();
+    if (v["observation_id"].is_string() && v["ttft_ms"].is_number()) {
+      truth_ttft[std::string(v["observation_id"].as_string())] = v["ttft_ms"].to_number<double>();
+    }
+  }
+  std::map<std::string, std::vector<double>> offsets;
+  for (const auto& line : test::read_lines(dir + "/ledger.jsonl")) {
+    auto v = boost::json::parse(line).as_object();
+    const std::string id(v["observation_id"].as_string());
+    auto it = truth_ttft.find(id);
+    if (it == truth_ttft.end() || !v["ttft_ms"].is_number()) continue;
+    const std::string phase = id.substr(0, id.find('-'));
+    offsets[phase].push_back((v["ttft_ms"].to_number<double>() - it->second) * 1000.0);
+  }
+  fmt::print("\nproxy TTFT minus engine truth TTFT (us; >= 0 means never earlier than truth)\n");
+  for (const auto& [phase, v] : offsets) {
+    fmt::print("  {:<6} n={:<5} min {:>8.0f}  p50 {:>8.0f}  p99 {:>8.0f}\n", phase, v.size(), *std::min_element(v.begin(), v.end()),
+               q(v, 0.5), q(v, 0.99));
+  }
+  nginx.terminate();
+  return 0;
+}

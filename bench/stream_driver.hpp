@@ -1,0 +1,46 @@
+// Drives many HTTP streams from one thread with poll(2), for benchmarks: opens N connections at
+// once, sends one request on each, and records when each stream's events arrive.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace mpo::bench {
+
+struct StreamRecord {
+  std::int64_t sent_us = 0;
+  std::int64_t first_content_us = -1;   // first event carrying "delta":{"content":
+  std::vector<std::int64_t> content_us; // every content event's arrival
+  bool done = false;                    // saw data: [DONE]
+  std::string observation_id;           // from the X-Fak-Observation-ID response header, if any
+};
+
+struct DriveResult {
+  std::vector<StreamRecord> streams;
+  double wall_s = 0;
+  long events = 0;
+  int completed = 0;
+};
+
+std::int64_t now_us();
+
+// `on_all_started` runs once, when every stream has received its first content event.
+// `id_prefix` non-empty: stream i sends X-Fak-Observation-ID: <id_prefix><i>.
+DriveResult drive_streams(std::uint16_t port, int n, const std::string& json_body,
+                          const std::function<void()>& on_all_started = {}, const std::string& id_prefix = "",
+                          int timeout_s = 300);
+
+// Resident set (current) and its peak, KiB, of a process.
+struct Rss {
+  long current_kib = 0;
+  long peak_kib = 0;
+};
+Rss rss_of(int pid);
+double cpu_seconds_of(int pid);
+
+// Raises this process's open-file limit to its hard limit (children inherit it).
+void raise_fd_limit();
+
+}  // namespace mpo::bench
