@@ -99,8 +99,8 @@ void LedgerWriter::run() {
     if (reopen_.exchange(false)) (void)open_fd();
     const std::uint64_t dropped = dropped_.load();
     if (dropped > gap_reported_ && !batch.empty()) {
-      batch.push_front(render_gap(SystemClock::instance().wall_us(), dropped - gap_reported_));
-      gap_reported_ = dropped;
+      const std::string gap = render_gap(SystemClock::instance().wall_us(), dropped - gap_reported_);
+      if (write_line(gap)) gap_reported_ = dropped;  // else: reported with the next batch
     }
     for (auto& line : batch) {
       // Retry a failing write (disk full, I/O error) until it succeeds or we are told to stop.

@@ -43,6 +43,7 @@ class LedgerWriter {
   // Writes everything queued, fsyncs, closes; returns when done.
   void close();
 
+  // Submitted lines written (gap lines are not counted).
   std::uint64_t lines_written() const { return written_.load(); }
   std::uint64_t lines_dropped() const { return dropped_.load(); }
   std::uint64_t write_errors() const { return write_errors_.load(); }
