@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "core/uuid.hpp"
+#include "support/canned_backend.hpp"
 #include "support/http_client.hpp"
 #include "support/metric_families.hpp"
 #include "support/process.hpp"
@@ -328,6 +329,88 @@ TEST(Proxy, AfterKill9EveryLineWrittenBeforeIsReadable) {
   const auto lines = read_lines(s.dir + "/ledger.jsonl");
   ASSERT_EQ(lines.size(), 5u);
   for (const auto& l : lines) EXPECT_EQ(obj(l)["outcome"], "ok");
+}
+
+}  // namespace
+}  // namespace mpo::test
+
+namespace mpo::test {
+namespace {
+
+const char* kSseHead = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+std::string chunk(const std::string& s) {
+  char size[16];
+  std::snprintf(size, sizeof size, "%zx\r\n", s.size());
+  return size + s + "\r\n";
+}
+
+// Runs one streamed request through a proxy in front of `backend`; returns the ledger line.
+json::object through(CannedBackend& backend, HttpResponse* client = nullptr, std::vector<std::string> args = {}) {
+  const std::string dir = make_temp_dir();
+  Proxy proxy("http://127.0.0.1:" + std::to_string(backend.port()), dir + "/ledger.jsonl", std::move(args));
+  auto r = http_post(proxy.port, "/v1/chat/completions", chat(3));
+  if (client) *client = r;
+  EXPECT_EQ(proxy.process.terminate(), 0);
+  const auto lines = read_lines(dir + "/ledger.jsonl");
+  EXPECT_EQ(lines.size(), 1u);
+  return lines.empty() ? json::object{} : obj(lines[0]);
+}
+
+TEST(ProxyAgainstMisbehavingBackends, GarbageInAStreamIsForwardedUnchangedAndMarkedMalformed) {
+  const std::string garbage = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n<html>oops</html>\n\ndata: [DONE]\n\n";
+  CannedBackend backend({write_step(kSseHead + chunk(garbage) + "0\r\n\r\n")});
+  HttpResponse client;
+  auto l = through(backend, &client);
+  EXPECT_EQ(client.body, garbage);
+  EXPECT_EQ(l["outcome"], "malformed_stream");
+  EXPECT_EQ(l["content_events"], 1);
+}
+
+TEST(ProxyAgainstMisbehavingBackends, ResetMidStreamEndsTheClientStreamAndIsUpstreamReset) {
+  CannedBackend backend({write_step(kSseHead + chunk("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n")),
+                         pause_step(50), reset_step()});
+  HttpResponse client;
+  auto l = through(backend, &client);
+  EXPECT_FALSE(client.complete);
+  EXPECT_EQ(l["outcome"], "upstream_reset");
+  EXPECT_EQ(l["content_events"], 1);
+  EXPECT_EQ(l["token_source"], "estimated");
+}
+
+TEST(ProxyAgainstMisbehavingBackends, CloseBeforeTheResponseHeadIsA502UpstreamReset) {
+  CannedBackend backend({close_step()});
+  HttpResponse client;
+  auto l = through(backend, &client);
+  EXPECT_EQ(client.status, 502);
+  EXPECT_EQ(l["outcome"], "upstream_reset");
+  EXPECT_EQ(l["http_status"], 502);
+}
+
+TEST(ProxyAgainstMisbehavingBackends, NoResponseInTimeIsA504UpstreamTimeout) {
+  CannedBackend backend({pause_step(3000)});
+  HttpResponse client;
+  auto l = through(backend, &client, {"--response-timeout", "0.3"});
+  EXPECT_EQ(client.status, 504);
+  EXPECT_EQ(l["outcome"], "upstream_timeout");
+}
+
+TEST(ProxyAgainstMisbehavingBackends, SilenceInsideAStreamOverTheIdleTimeoutIsUpstreamTimeout) {
+  CannedBackend backend({write_step(kSseHead + chunk("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n")),
+                         pause_step(3000)});
+  HttpResponse client;
+  auto l = through(backend, &client, {"--stream-idle-timeout", "0.3"});
+  EXPECT_FALSE(client.complete);
+  EXPECT_EQ(l["outcome"], "upstream_timeout");
+  EXPECT_GT(l["ttft_ms"].to_number<double>(), 0);
+}
+
+TEST(ProxyAgainstMisbehavingBackends, AnErrorEventInAStreamIsRecorded) {
+  const std::string body = "data: {\"error\":{\"message\":\"engine died\",\"type\":\"InternalServerError\",\"code\":500}}\n\n";
+  CannedBackend backend({write_step(kSseHead + chunk(body) + "0\r\n\r\n")});
+  auto l = through(backend);
+  EXPECT_EQ(l["error_type"], "InternalServerError");
+  EXPECT_EQ(l["error_message"], "engine died");
 }
 
 }  // namespace

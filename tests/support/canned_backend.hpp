@@ -1,0 +1,44 @@
+// A scripted HTTP backend for tests of misbehaving servers: listens on a free loopback port, and
+// for each connection reads one request head and plays the next script step (write bytes, pause,
+// reset or close). Runs on its own thread; stops when destroyed.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace mpo::test {
+
+struct CannedStep {
+  enum class Kind { kWrite, kPauseMs, kClose, kReset };
+  Kind kind;
+  std::string bytes;  // kWrite
+  int ms = 0;         // kPauseMs
+};
+
+class CannedBackend {
+ public:
+  // Every accepted connection plays `script`.
+  explicit CannedBackend(std::vector<CannedStep> script);
+  ~CannedBackend();
+  std::uint16_t port() const { return port_; }
+  int connections() const { return connections_.load(); }
+
+ private:
+  void serve();
+  std::vector<CannedStep> script_;
+  int listen_fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> connections_{0};
+  std::thread thread_;
+};
+
+CannedStep write_step(std::string bytes);
+CannedStep pause_step(int ms);
+CannedStep close_step();
+CannedStep reset_step();
+
+}  // namespace mpo::test
