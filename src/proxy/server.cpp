@@ -5,11 +5,15 @@
 
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <variant>
 #include <vector>
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/beast/ssl.hpp>
 #include <fmt/format.h>
 
 #include "core/clock.hpp"
@@ -57,11 +61,21 @@ std::string connection_tokens(const Fields& f) {
   return it == f.end() ? std::string() : std::string(it->value());
 }
 
+using PlainStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+// One connection to the backend, plain or TLS. Operations are visited: each alternative's
+// awaitable has the same type, so `co_await std::visit(...)` works for both.
 struct Upstream {
-  explicit Upstream(asio::any_io_executor ex) : stream(ex) {}
-  beast::tcp_stream stream;
+  explicit Upstream(asio::any_io_executor ex) : stream(std::in_place_type<PlainStream>, ex) {}
+  Upstream(asio::any_io_executor ex, asio::ssl::context& ctx) : stream(std::in_place_type<TlsStream>, ex, ctx) {}
+  std::variant<PlainStream, TlsStream> stream;
   beast::flat_buffer buffer;
   std::chrono::steady_clock::time_point idle_since;
+  beast::tcp_stream& tcp() {
+    if (auto* p = std::get_if<PlainStream>(&stream)) return *p;
+    return std::get<TlsStream>(stream).next_layer();
+  }
 };
 
 // What a finished exchange left behind, for the ledger line.
@@ -88,6 +102,21 @@ class Proxy {
   }
 
   Status open() {
+    if (backend_.scheme == "https") {
+      tls_.emplace(asio::ssl::context::tls_client);
+      tls_->set_verify_mode(asio::ssl::verify_peer);
+      boost::system::error_code ec;
+      if (opts_.backend_ca.empty()) {
+        tls_->set_default_verify_paths(ec);
+      } else {
+        tls_->load_verify_file(opts_.backend_ca, ec);
+      }
+      if (ec) {
+        return make_error("proxy.tls", fmt::format("cannot load CA certificates{}: {}",
+                                                   opts_.backend_ca.empty() ? "" : " from " + opts_.backend_ca,
+                                                   ec.message()));
+      }
+    }
     if (auto st = ledger_.open(); !st) return st;
     if (auto st = listen(acceptor_, opts_.listen, "--listen"); !st) return st;
     if (opts_.admin_enabled) {
@@ -297,10 +326,12 @@ class Proxy {
 
   // --- the upstream connection pool --------------------------------------------------------
 
+  // An idle pooled connection must have nothing to read: EOF, an error, or unexpected bytes (a
+  // TLS close_notify) all mean the backend is done with it.
   static bool is_stale(Upstream& u) {
     char c = 0;
-    const ssize_t n = ::recv(u.stream.socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+    const ssize_t n = ::recv(u.tcp().socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
   }
 
   std::shared_ptr<Upstream> take_pooled() {
@@ -320,18 +351,28 @@ class Proxy {
   }
 
   awaitable<std::pair<std::shared_ptr<Upstream>, boost::system::error_code>> connect() {
-    auto u = std::make_shared<Upstream>(io_.get_executor());
+    auto u = tls_ ? std::make_shared<Upstream>(io_.get_executor(), *tls_) : std::make_shared<Upstream>(io_.get_executor());
     if (endpoints_.empty()) {
       auto [rec, results] = co_await resolver_.async_resolve(backend_.host, std::to_string(backend_.port), kNoThrow);
       if (rec) co_return std::make_pair(nullptr, rec);
       endpoints_.assign(results.begin(), results.end());
     }
-    u->stream.expires_after(seconds(opts_.connect_timeout_s));
+    u->tcp().expires_after(seconds(opts_.connect_timeout_s));
     std::vector<tcp::endpoint> eps;
     for (const auto& e : endpoints_) eps.push_back(e.endpoint());
-    auto [ec, ep] = co_await u->stream.async_connect(eps, kNoThrow);
+    auto [ec, ep] = co_await u->tcp().async_connect(eps, kNoThrow);
     if (ec) co_return std::make_pair(nullptr, ec);
-    u->stream.socket().set_option(tcp::no_delay(true), ec);
+    u->tcp().socket().set_option(tcp::no_delay(true), ec);
+    if (auto* tls = std::get_if<TlsStream>(&u->stream)) {
+      // SNI and hostname verification against the --backend host.
+      if (!SSL_set_tlsext_host_name(tls->native_handle(), backend_.host.c_str())) {
+        co_return std::make_pair(nullptr, boost::system::error_code(static_cast<int>(::ERR_get_error()),
+                                                                      asio::error::get_ssl_category()));
+      }
+      tls->set_verify_callback(asio::ssl::host_name_verification(backend_.host));
+      auto [hec] = co_await tls->async_handshake(asio::ssl::stream_base::client, kNoThrow);
+      if (hec) co_return std::make_pair(nullptr, hec);
+    }
     co_return std::make_pair(u, boost::system::error_code{});
   }
 
@@ -403,8 +444,9 @@ class Proxy {
         up = fresh;
       }
       watch->upstream = up;
-      up->stream.expires_after(seconds(opts_.response_timeout_s));
-      auto [wec, written] = co_await http::async_write(up->stream, up_req, kNoThrow);
+      up->tcp().expires_after(seconds(opts_.response_timeout_s));
+      auto [wec, written] =
+          co_await std::visit([&](auto& s) { return http::async_write(s, up_req, kNoThrow); }, up->stream);
       ec = wec;
       // A stale pooled connection is retried once, only if no byte of the request went out.
       if (ec && reused && attempt == 0 && written == 0 && !watch->client_gone) {
@@ -418,8 +460,9 @@ class Proxy {
     parser.header_limit(64 * 1024);
     parser.body_limit(boost::none);
     if (!ec) {
-      up->stream.expires_after(seconds(opts_.response_timeout_s));
-      auto [hec, hn] = co_await http::async_read_header(up->stream, up->buffer, parser, kNoThrow);
+      up->tcp().expires_after(seconds(opts_.response_timeout_s));
+      auto [hec, hn] = co_await std::visit(
+          [&](auto& s) { return http::async_read_header(s, up->buffer, parser, kNoThrow); }, up->stream);
       ec = hec;
     }
     if (ec) {
@@ -455,7 +498,7 @@ class Proxy {
         watch->client_gone = true;
         if (watch->upstream) {
           boost::system::error_code cec;
-          watch->upstream->stream.socket().close(cec);  // the engine sees the disconnect at once
+          watch->upstream->tcp().socket().close(cec);  // the engine sees the disconnect at once
         }
       }
     });
@@ -510,8 +553,9 @@ class Proxy {
     while (!client_failed && !parser.is_done()) {
       parser.get().body().data = buf.data();
       parser.get().body().size = buf.size();
-      up->stream.expires_after(seconds(opts_.stream_idle_timeout_s));
-      auto [rec, rn] = co_await http::async_read_some(up->stream, up->buffer, parser, kNoThrow);
+      up->tcp().expires_after(seconds(opts_.stream_idle_timeout_s));
+      auto [rec, rn] = co_await std::visit(
+          [&](auto& s) { return http::async_read_some(s, up->buffer, parser, kNoThrow); }, up->stream);
       if (rec == http::error::need_buffer) rec = {};
       const std::size_t got = buf.size() - parser.get().body().size;
       const std::int64_t now = SystemClock::instance().steady_us();
@@ -609,6 +653,7 @@ class Proxy {
   std::vector<tcp::resolver::results_type::value_type> endpoints_;
   std::vector<std::shared_ptr<Upstream>> pool_;
   ledger::LedgerWriter ledger_;
+  std::optional<asio::ssl::context> tls_;
   ProxyMetrics metrics_;
   Uuid7Generator ids_;
   std::int64_t in_flight_ = 0;
@@ -622,10 +667,6 @@ int run_proxy(const ProxyOptions& options) {
   auto backend = net::parse_backend_url(options.backend);
   if (!backend) {
     std::cerr << "modelperfobs proxy: " << backend.error().message << "\n";
-    return 2;
-  }
-  if (backend->scheme == "https") {
-    std::cerr << "modelperfobs proxy: https backends are not supported yet (issue 3); use an http backend\n";
     return 2;
   }
   asio::io_context io(1);

@@ -14,7 +14,8 @@ namespace mpo::proxy {
 enum class UsageMode { kPassthrough, kInject };
 
 struct ProxyOptions {
-  std::string backend;                   // http://host:port[/base]
+  std::string backend;                   // http(s)://host:port[/base]
+  std::string backend_ca;                // PEM CA file for an https backend; "" = the system's
   HostPort listen{"127.0.0.1", 8091};
   HostPort admin_listen{"127.0.0.1", 9464};
   bool admin_enabled = true;

@@ -92,6 +92,14 @@ int ChildProcess::terminate(int timeout_ms) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+int ChildProcess::wait() {
+  if (pid_ <= 0) return -1;
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 Simulator::Simulator(std::vector<std::string> extra_args)
     : process([&] {
         std::vector<std::string> argv{binary_path(), "simulate", "--listen", "127.0.0.1:0"};

@@ -22,6 +22,8 @@ class ChildProcess {
   std::string read_line(int timeout_ms = 20000);
   // Sends SIGTERM and waits for the exit; returns the exit code (128+signal if killed).
   int terminate(int timeout_ms = 20000);
+  // Waits for the child to exit by itself; returns its exit code.
+  int wait();
   pid_t pid() const { return pid_; }
 
  private:

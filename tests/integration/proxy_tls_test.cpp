@@ -1,0 +1,107 @@
+// An https backend: nginx terminates TLS (a certificate made for the test) in front of
+// `modelperfobs simulate`; the proxy verifies it with --backend-ca, and refuses it without.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include "support/http_client.hpp"
+#include "support/process.hpp"
+
+namespace mpo::test {
+namespace {
+
+namespace json = boost::json;
+
+bool connectable(std::uint16_t port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  close(fd);
+  return ok;
+}
+
+struct TlsFrontend {
+  explicit TlsFrontend(std::uint16_t backend_port) : dir(make_temp_dir()), port(free_loopback_port()) {
+    ChildProcess openssl({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", dir + "/key.pem",
+                          "-out", dir + "/cert.pem", "-days", "2", "-subj", "/CN=localhost", "-addext",
+                          "subjectAltName=DNS:localhost,IP:127.0.0.1"});
+    EXPECT_EQ(openssl.wait(), 0);
+    write_file(dir + "/nginx.conf", R"(
+worker_processes 1;
+error_log )" + dir + R"(/error.log;
+pid )" + dir + R"(/nginx.pid;
+events { worker_connections 256; }
+http {
+  access_log off;
+  client_body_temp_path )" + dir + R"(; proxy_temp_path )" + dir + R"(;
+  fastcgi_temp_path )" + dir + R"(; uwsgi_temp_path )" + dir + R"(; scgi_temp_path )" + dir + R"(;
+  server {
+    listen 127.0.0.1:)" + std::to_string(port) + R"( ssl;
+    ssl_certificate )" + dir + R"(/cert.pem;
+    ssl_certificate_key )" + dir + R"(/key.pem;
+    location / {
+      proxy_pass http://127.0.0.1:)" + std::to_string(backend_port) + R"(;
+      proxy_http_version 1.1;
+      proxy_buffering off;
+    }
+  }
+}
+)");
+    nginx = std::make_unique<ChildProcess>(
+        std::vector<std::string>{"/usr/sbin/nginx", "-p", dir, "-c", dir + "/nginx.conf", "-g", "daemon off;"});
+    // nginx has no readiness signal: try to connect until it listens (bounded).
+    for (int i = 0; i < 1000 && !connectable(port); ++i) {
+      pollfd none{-1, 0, 0};
+      poll(&none, 0, 5);
+    }
+  }
+  std::string dir;
+  std::uint16_t port;
+  std::unique_ptr<ChildProcess> nginx;
+};
+
+const std::string kChat =
+    R"({"messages":[{"role":"user","content":"over tls"}],"max_tokens":4,"stream":true,"stream_options":{"include_usage":true}})";
+
+TEST(ProxyTls, VerifiesTheBackendCertificateWithBackendCaAndStreams) {
+  Simulator sim;
+  TlsFrontend tls(sim.port);
+  const std::string ledger = tls.dir + "/ledger.jsonl";
+  Proxy proxy("https://localhost:" + std::to_string(tls.port), ledger, {"--backend-ca", tls.dir + "/cert.pem"});
+  auto r = http_post(proxy.port, "/v1/chat/completions", kChat);
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_NE(r.body.find("[DONE]"), std::string::npos);
+  EXPECT_EQ(proxy.process.terminate(), 0);
+  const auto lines = read_lines(ledger);
+  ASSERT_EQ(lines.size(), 1u);
+  auto l = json::parse(lines[0]).as_object();
+  EXPECT_EQ(l["outcome"], "ok");
+  EXPECT_EQ(l["backend"], ("https://localhost:" + std::to_string(tls.port)).c_str());
+  EXPECT_EQ(l["completion_tokens"], 4);
+  EXPECT_EQ(l["content_events"], 4);
+}
+
+TEST(ProxyTls, RefusesABackendWhoseCertificateItCannotVerify) {
+  Simulator sim;
+  TlsFrontend tls(sim.port);
+  const std::string ledger = tls.dir + "/ledger.jsonl";
+  Proxy proxy("https://localhost:" + std::to_string(tls.port), ledger);  // system CAs only
+  auto r = http_post(proxy.port, "/v1/chat/completions", kChat);
+  EXPECT_EQ(r.status, 502);
+  EXPECT_NE(r.body.find("certificate"), std::string::npos) << r.body;
+  EXPECT_EQ(proxy.process.terminate(), 0);
+  const auto lines = read_lines(ledger);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(json::parse(lines[0]).as_object()["outcome"], "upstream_unreachable");
+}
+
+}  // namespace
+}  // namespace mpo::test
