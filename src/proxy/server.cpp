@@ -184,7 +184,8 @@ class Proxy {
         continue;
       }
       if (!admin && connections_ >= opts_.max_connections) {
-        socket.close(ec);  // over the connection limit: refuse at once
+        // Over the connection limit: answer 503 (and record it) instead of serving.
+        asio::co_spawn(io_, refuse_connection(beast::tcp_stream(std::move(socket))), asio::detached);
         continue;
       }
       socket.set_option(tcp::no_delay(true), ec);
@@ -318,10 +319,26 @@ class Proxy {
     Exchange x = begin(partial);
     // Arguments are built before co_await: GCC 12 destroys temporaries of a co_await expression
     // twice when they come from a conditional (a double free seen here).
-    std::string message = status == http::status::payload_too_large
-                              ? fmt::format("request body over --max-body ({} bytes)", opts_.max_body)
-                              : std::string("request headers over 64 KiB");
+    std::string message;
+    if (status == http::status::payload_too_large) {
+      message = fmt::format("request body over --max-body ({} bytes)", opts_.max_body);
+    } else if (status == http::status::service_unavailable) {
+      message = fmt::format("over --max-connections ({}); try again later", opts_.max_connections);
+    } else {
+      message = "request headers over 64 KiB";
+    }
     co_await answer_error<void>(client, x, partial.version(), false, status, "proxy_error", std::move(message));
+  }
+
+  awaitable<void> refuse_connection(beast::tcp_stream client) {
+    beast::flat_buffer buffer;
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(64 * 1024);
+    parser.body_limit(opts_.max_body);
+    client.expires_after(std::chrono::seconds(5));
+    auto [ec, n] = co_await http::async_read(client, buffer, parser, kNoThrow);
+    if (ec) co_return;
+    co_await refuse(client, parser.get(), http::status::service_unavailable);
   }
 
   // --- the upstream connection pool --------------------------------------------------------

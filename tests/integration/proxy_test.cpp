@@ -284,6 +284,28 @@ TEST(Proxy, RequestBodiesOverTheLimitGet413AndALine) {
   EXPECT_EQ(lines[0]["outcome"], "proxy_error");
 }
 
+TEST(Proxy, ConnectionsOverTheLimitGet503AndALine) {
+  Stack s({}, {"--max-connections", "1"});
+  HttpRequest held;  // occupies the only connection with a long stream
+  held.method = "POST";
+  held.path = "/v1/chat/completions";
+  held.body = chat(40, R"(,"ignore_eos":true)");
+  auto first = std::async(std::launch::async, [&] { return http(s.proxy.port, held); });
+  Exposition x;
+  for (int i = 0; i < 5000; ++i) {
+    x = read_exposition(http_get(s.proxy.admin_port, "/metrics").body);
+    if (x.find("modelperfobs_requests_in_flight").value_or(0) == 1) break;
+  }
+  auto refused = http_post(s.proxy.port, "/v1/chat/completions", chat(2));
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_EQ(first.get().status, 200);
+  auto lines = s.ledger();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["http_status"], 503);
+  EXPECT_EQ(lines[0]["outcome"], "proxy_error");
+  EXPECT_EQ(lines[1]["outcome"], "ok");
+}
+
 TEST(Proxy, AdminMetricsCountRequestsByOutcome) {
   Stack s;
   http_post(s.proxy.port, "/v1/chat/completions", chat(3, R"(,"stream_options":{"include_usage":true})"));
