@@ -8,7 +8,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -33,7 +35,9 @@ DriveResult drive_streams(std::uint16_t port, int n, const std::string& body, co
   DriveResult r;
   r.streams.resize(static_cast<std::size_t>(n));
   std::vector<pollfd> fds;
-  std::vector<std::string> held(static_cast<std::size_t>(n));
+  std::vector<std::string> held(static_cast<std::size_t>(n));   // de-chunked body not yet parsed
+  std::vector<std::string> raw(static_cast<std::size_t>(n));    // bytes not yet de-chunked
+  std::vector<std::size_t> chunk_left(static_cast<std::size_t>(n), 0);
   std::vector<bool> head_done(static_cast<std::size_t>(n), false);
   const auto start = now_us();
   for (int i = 0; i < n; ++i) {
@@ -70,17 +74,38 @@ DriveResult drive_streams(std::uint16_t port, int n, const std::string& body, co
       }
       auto& rec = r.streams[i];
       std::string& h = held[i];
-      h.append(buf.data(), static_cast<std::size_t>(got));
+      std::string& w = raw[i];
+      w.append(buf.data(), static_cast<std::size_t>(got));
       if (!head_done[i]) {
-        const auto end = h.find("\r\n\r\n");
+        const auto end = w.find("\r\n\r\n");
         if (end == std::string::npos) continue;
-        const auto id = h.find("X-Fak-Observation-ID: ");
+        const auto id = w.find("X-Fak-Observation-ID: ");
         if (id != std::string::npos && id < end) {
-          const auto eol = h.find("\r\n", id);
-          rec.observation_id = h.substr(id + 22, eol - id - 22);
+          const auto eol = w.find("\r\n", id);
+          rec.observation_id = w.substr(id + 22, eol - id - 22);
         }
-        h.erase(0, end + 4);
+        w.erase(0, end + 4);
         head_done[i] = true;
+      }
+      // De-chunk: a proxy may cut an SSE event across chunks (it forwards reads as they come).
+      for (;;) {
+        if (chunk_left[i] > 0) {
+          const std::size_t take = std::min(chunk_left[i], w.size());
+          h.append(w, 0, take);
+          w.erase(0, take);
+          chunk_left[i] -= take;
+          if (chunk_left[i] > 0) break;
+          continue;
+        }
+        const auto eol = w.find("\r\n");
+        if (eol == std::string::npos) break;
+        if (eol == 0) {  // the CRLF that ends a chunk's data
+          w.erase(0, 2);
+          continue;
+        }
+        chunk_left[i] = std::stoul(w.substr(0, eol), nullptr, 16);
+        w.erase(0, eol + 2);
+        if (chunk_left[i] == 0) break;  // last chunk
       }
       std::size_t done_upto = 0;
       for (std::size_t e; (e = h.find("\n\n", done_upto)) != std::string::npos; done_upto = e + 2) {
@@ -112,7 +137,9 @@ DriveResult drive_streams(std::uint16_t port, int n, const std::string& body, co
   return r;
 }
 
-Rss rss_of(int pid) {
+namespace {
+
+Rss rss_of_one(int pid) {
   Rss r;
   std::ifstream status(fmt::format("/proc/{}/status", pid));
   std::string line;
@@ -121,6 +148,30 @@ Rss rss_of(int pid) {
     if (line.rfind("VmRSS:", 0) == 0) r.current_kib = std::stol(line.substr(6));
   }
   return r;
+}
+
+}  // namespace
+
+Rss rss_of(int pid) {
+  // The process and its direct children (nginx's workers are children of its master).
+  Rss total = rss_of_one(pid);
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string content((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto close = content.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(content.substr(close + 2));
+    std::string state;
+    int ppid = 0;
+    fields >> state >> ppid;
+    if (ppid != pid) continue;
+    const Rss child = rss_of_one(std::stoi(name));
+    total.current_kib += child.current_kib;
+    total.peak_kib += child.peak_kib;
+  }
+  return total;
 }
 
 double cpu_seconds_of(int pid) {
