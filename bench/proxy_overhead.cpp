@@ -164,7 +164,9 @@ http {{
     }
   }
 
-  // 4. Accuracy: the proxy's TTFT against the simulator's own, joined on the observation ID.
+  // 4. Accuracy: the proxy's TTFT against the simulator's own, joined on the observation ID
+  // (c1 above, c1000/c8000 from the memory runs, and 100 concurrent streams here).
+  drive_streams(proxy.port, 100, body(8), {}, "c100-");
   proxy.process.terminate();
   sim.process.terminate();
   std::map<std::string, double> truth_ttft;
