@@ -230,7 +230,23 @@ class Proxy {
       parser.header_limit(64 * 1024);
       parser.body_limit(opts_.max_body);
       client.expires_after(seconds(opts_.client_idle_timeout_s));
-      auto [ec, n] = co_await http::async_read(client, buffer, parser, kNoThrow);
+      auto [hec, hn] = co_await http::async_read_header(client, buffer, parser, kNoThrow);
+      boost::system::error_code ec = hec;
+      if (!ec) {
+        // Expect: 100-continue (curl sends it for bodies over 1 KiB): say continue, or the client
+        // waits a second before sending the body. The backend gets the body without the header.
+        auto expect = parser.get().find(http::field::expect);
+        if (expect != parser.get().end() && beast::iequals(expect->value(), "100-continue")) {
+          parser.get().erase(http::field::expect);
+          http::response<http::empty_body> cont(http::status::continue_, parser.get().version());
+          auto [cec, cn] = co_await http::async_write(client, cont, kNoThrow);
+          ec = cec;
+        }
+      }
+      if (!ec) {
+        auto [bec, bn] = co_await http::async_read(client, buffer, parser, kNoThrow);
+        ec = bec;
+      }
       if (ec == http::error::body_limit || ec == http::error::header_limit) {
         const auto status = ec == http::error::body_limit ? http::status::payload_too_large
                                                           : http::status::request_header_fields_too_large;
@@ -343,12 +359,15 @@ class Proxy {
 
   // --- the upstream connection pool --------------------------------------------------------
 
-  // An idle pooled connection must have nothing to read: EOF, an error, or unexpected bytes (a
-  // TLS close_notify) all mean the backend is done with it.
+  // An idle pooled connection the backend closed reads EOF or an error. On plain HTTP any
+  // unexpected byte also means it is unusable; on TLS pending bytes are normal (TLS 1.3 session
+  // tickets arrive after the handshake) and are left for the TLS layer.
   static bool is_stale(Upstream& u) {
     char c = 0;
     const ssize_t n = ::recv(u.tcp().socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+    if (n < 0) return !(errno == EAGAIN || errno == EWOULDBLOCK);
+    if (n == 0) return true;
+    return std::holds_alternative<PlainStream>(u.stream);
   }
 
   std::shared_ptr<Upstream> take_pooled() {
@@ -476,6 +495,7 @@ class Proxy {
     http::response_parser<http::buffer_body> parser;
     parser.header_limit(64 * 1024);
     parser.body_limit(boost::none);
+    parser.skip(req.method() == http::verb::head);  // a HEAD response has no body, whatever its length says
     if (!ec) {
       up->tcp().expires_after(seconds(opts_.response_timeout_s));
       auto [hec, hn] = co_await std::visit(

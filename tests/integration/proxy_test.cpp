@@ -437,3 +437,36 @@ TEST(ProxyAgainstMisbehavingBackends, AnErrorEventInAStreamIsRecorded) {
 
 }  // namespace
 }  // namespace mpo::test
+
+namespace mpo::test {
+namespace {
+
+TEST(ProxyHttpDetails, ExpectContinueIsAnsweredAndTheRequestGoesThrough) {
+  Stack s;
+  auto r = http_post(s.proxy.port, "/v1/chat/completions", chat(2), {{"Expect", "100-continue"}});
+  EXPECT_EQ(r.interim_responses, 1);
+  EXPECT_EQ(r.status, 200);
+  auto lines = s.ledger();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["outcome"], "ok");
+}
+
+TEST(ProxyHttpDetails, HeadResponsesAreNotWaitedOnForABody) {
+  CannedBackend backend({write_step("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 42\r\n\r\n"),
+                         pause_step(3000)});
+  const std::string dir = make_temp_dir();
+  Proxy proxy("http://127.0.0.1:" + std::to_string(backend.port()), dir + "/ledger.jsonl", {"--stream-idle-timeout", "2"});
+  HttpRequest head;
+  head.method = "HEAD";
+  head.path = "/v1/models";
+  auto r = http(proxy.port, head, 1500);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers["content-length"], "42");
+  EXPECT_EQ(proxy.process.terminate(), 0);
+  const auto lines = read_lines(dir + "/ledger.jsonl");
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(obj(lines[0])["outcome"], "ok");
+}
+
+}  // namespace
+}  // namespace mpo::test

@@ -116,7 +116,15 @@ HttpResponse http(std::uint16_t port, const HttpRequest& req, int timeout_ms) {
   }
   close(fd);
   if (body_start == std::string::npos) return res;
-  const std::string head_text = res.raw.substr(0, body_start);
+  std::size_t head_start = 0;
+  while (res.raw.compare(head_start, 10, "HTTP/1.1 1") == 0) {  // interim 1xx responses
+    ++res.interim_responses;
+    head_start = body_start;
+    const auto e = res.raw.find("\r\n\r\n", head_start);
+    if (e == std::string::npos) return res;
+    body_start = e + 4;
+  }
+  const std::string head_text = res.raw.substr(head_start, body_start - head_start);
   res.status = std::stoi(head_text.substr(9, 3));
   std::size_t pos = head_text.find("\r\n") + 2;
   while (pos < head_text.size()) {

@@ -18,6 +18,7 @@ struct HttpResponse {
   std::vector<std::pair<std::int64_t, std::size_t>> arrivals;  // (steady us, raw bytes so far)
   std::int64_t sent_us = 0;                    // steady us when the request was written
   bool complete = false;                       // chunked body ended with its last chunk
+  int interim_responses = 0;                   // 1xx responses before the final one
   // Microseconds from sending to the arrival of the first raw byte of `needle`; -1 if absent.
   std::int64_t us_until(const std::string& needle) const;
   // The JSON payloads of the body's SSE "data:" lines.

@@ -46,10 +46,8 @@ ChildProcess::ChildProcess(std::vector<std::string> argv) {
 }
 
 ChildProcess::~ChildProcess() {
-  if (pid_ > 0) {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-  }
+  // SIGTERM first (nginx's master stops its workers only then), SIGKILL if it does not exit.
+  if (pid_ > 0) terminate(3000);
   if (out_fd_ >= 0) close(out_fd_);
 }
 
