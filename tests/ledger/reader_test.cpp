@@ -1,0 +1,105 @@
+#include "ledger/reader.hpp"
+
+#include <gtest/gtest.h>
+
+#include "ledger/observation.hpp"
+
+namespace mpo::ledger {
+namespace {
+
+std::string our_line(const std::string& id, double ttft) {
+  Observation o;
+  o.observation_id = id;
+  o.started_at_us = 1'787'824'800'000'000;
+  o.ended_at_us = o.started_at_us + 500'000;
+  o.method = "POST";
+  o.path = "/v1/chat/completions";
+  o.operation = "chat";
+  o.model = "qwen";
+  o.stream = true;
+  o.http_status = 200;
+  o.outcome = "ok";
+  o.ttft_ms = ttft;
+  o.e2e_ms = 500;
+  o.completion_tokens = 11;
+  o.token_source = "usage";
+  return render_observation(o);
+}
+
+// As fak-formats.md section 1.1 describes it: omitted zeros, nanosecond times, no nulls.
+const char* kFakLine =
+    R"({"schema":"fak-model-perf/1","timestamp":"2026-08-22T07:16:05.1021861Z","completed_at":"2026-08-22T07:16:06.2021861Z",)"
+    R"("request_id":"1787382965102186100-1","overlapping_observed_requests":0,"model":"qwen3","backend":"http://127.0.0.1:8000",)"
+    R"("status":200,"streaming":true,"prompt_tokens":20,"completion_tokens":40,"total_tokens":60,"duration_ms":1100,)"
+    R"("ttft_ms":120.5,"tpot_ms":25.1,"output_tokens_per_second":40.8,"inter_chunk_count":39,"inter_chunk_p50_ms":24,)"
+    R"("inter_chunk_p95_ms":31})";
+
+TEST(ReadLedger, ReadsOurLinesAndFaksAlike) {
+  const std::string text = our_line("a", 50) + kFakLine + "\n";
+  const auto r = read_ledger(text);
+  ASSERT_EQ(r.records.size(), 2u);
+  EXPECT_EQ(r.fak_lines, 1u);
+  EXPECT_EQ(r.records[0].observation_id, "a");
+  EXPECT_EQ(r.records[0].ttft_ms, 50.0);
+  EXPECT_EQ(r.records[0].completion_tokens, 11);
+  const auto& f = r.records[1];
+  EXPECT_EQ(f.source_schema, "fak-model-perf/1");
+  EXPECT_EQ(f.observation_id, "1787382965102186100-1");
+  EXPECT_EQ(f.started_at_us, 1'787'382'965'102'186);
+  EXPECT_EQ(f.e2e_ms, 1100.0);
+  EXPECT_EQ(f.ttft_ms, 120.5);
+  EXPECT_EQ(f.itl_p95_ms, 31.0);
+  EXPECT_EQ(f.http_status, 200);
+  EXPECT_EQ(f.outcome, "ok");
+  EXPECT_EQ(f.token_source, "usage");
+  EXPECT_FALSE(f.cached_prompt_tokens.has_value());  // fak does not know it: unknown, not zero
+}
+
+TEST(ReadLedger, FakUnknownsStayUnknownAndStatusZeroIsNoResponse) {
+  const auto r = read_ledger(
+      R"({"schema":"fak-model-perf/1","timestamp":"2026-08-22T07:16:05Z","completed_at":"2026-08-22T07:16:05.5Z","request_id":"1-2","overlapping_observed_requests":0,"backend":"http://x","status":0,"streaming":false,"duration_ms":500,"error":"dial tcp: connection refused"})"
+      "\n");
+  ASSERT_EQ(r.records.size(), 1u);
+  EXPECT_EQ(r.records[0].outcome, "upstream_unreachable");
+  EXPECT_FALSE(r.records[0].http_status.has_value());
+  EXPECT_FALSE(r.records[0].ttft_ms.has_value());
+  EXPECT_FALSE(r.records[0].completion_tokens.has_value());
+  EXPECT_EQ(r.records[0].token_source, "none");
+}
+
+TEST(ReadLedger, ATornLastLineIsSkippedAndFlaggedEverythingBeforeStands) {
+  std::string text = our_line("a", 1) + our_line("b", 2);
+  const std::string third = our_line("c", 3);
+  text += third.substr(0, third.size() / 2);  // kill -9 mid-write
+  const auto r = read_ledger(text);
+  EXPECT_EQ(r.records.size(), 2u);
+  EXPECT_TRUE(r.torn_last_line);
+  EXPECT_EQ(r.invalid_lines, 0u);
+  ASSERT_FALSE(r.problems.empty());
+  EXPECT_EQ(r.problems[0].line, 3u);
+}
+
+TEST(ReadLedger, InvalidForeignAndGapLinesAreCountedNotFatal) {
+  std::string text = our_line("a", 1) + "not json\n" + R"({"schema":"something-else/2"})" "\n" +
+                     R"({"schema":"modelperfobs.observation.v1"})" "\n" +
+                     R"({"schema":"modelperfobs.ledger-gap.v1","at":"2026-01-01T00:00:00Z","dropped_lines":7})" "\n\n" +
+                     our_line("b", 2);
+  const auto r = read_ledger(text);
+  EXPECT_EQ(r.records.size(), 2u);
+  EXPECT_EQ(r.invalid_lines, 2u);  // not JSON; our schema without its required fields
+  EXPECT_EQ(r.foreign_lines, 1u);
+  EXPECT_EQ(r.gap_lines, 1u);
+  EXPECT_EQ(r.dropped_lines, 7u);
+  EXPECT_FALSE(r.torn_last_line);
+  EXPECT_EQ(r.problems[0].line, 2u);
+}
+
+TEST(ReadLedger, CrlfLinesAndAnEmptyText) {
+  const std::string lf = our_line("a", 1);
+  const std::string line = lf.substr(0, lf.size() - 1) + "\r\n";
+  EXPECT_EQ(read_ledger(line).records.size(), 1u);
+  EXPECT_EQ(read_ledger("").records.size(), 0u);
+}
+
+}  // namespace
+}  // namespace mpo::ledger
