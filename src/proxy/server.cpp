@@ -257,7 +257,7 @@ class Proxy {
       bool keep = false;
       std::string failure;
       try {
-        keep = co_await handle(client, buffer, parser.release());
+        keep = co_await handle(client, parser.release());
       } catch (const std::exception& e) {
         failure = e.what();  // the per-request handler: one of the two places exceptions are caught
       }
@@ -437,9 +437,7 @@ class Proxy {
     return up;
   }
 
-  awaitable<bool> handle(beast::tcp_stream& client, beast::flat_buffer& client_buffer,
-                         http::request<http::string_body> req) {
-    (void)client_buffer;
+  awaitable<bool> handle(beast::tcp_stream& client, http::request<http::string_body> req) {
     Exchange x = begin(req);
     auto& o = x.obs;
     const bool client_keep = req.keep_alive();
