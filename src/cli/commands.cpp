@@ -5,9 +5,10 @@
 namespace mpo::cli {
 
 std::span<const Command> commands() {
-  static const std::array<Command, 2> kCommands = {{
+  static const std::array<Command, 3> kCommands = {{
       {"proxy", "observation proxy in front of an OpenAI-compatible backend: one ledger line per request",
        setup_proxy},
+      {"report", "statistics and the likely bottleneck, with evidence, from one or more ledgers", setup_report},
       {"simulate", "vLLM-compatible engine simulator: OpenAI API, SSE streams, real vLLM /metrics",
        setup_simulate},
   }};

@@ -23,5 +23,6 @@ std::span<const Command> commands();
 // Per-command setup functions (one file each).
 std::function<int()> setup_simulate(CLI::App& app);
 std::function<int()> setup_proxy(CLI::App& app);
+std::function<int()> setup_report(CLI::App& app);
 
 }  // namespace mpo::cli

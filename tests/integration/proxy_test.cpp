@@ -18,6 +18,7 @@
 #include "support/http_client.hpp"
 #include "support/metric_families.hpp"
 #include "support/process.hpp"
+#include "support/stack.hpp"
 
 namespace mpo::test {
 namespace {
@@ -31,20 +32,12 @@ std::string chat(int max_tokens, const std::string& extra = "", const std::strin
          R"(,"stream":true)" + extra + "}";
 }
 
-// A simulator, a proxy in front of it, and the ledger's path.
-struct Stack {
-  explicit Stack(std::vector<std::string> sim_args = {}, std::vector<std::string> proxy_args = {})
-      : dir(make_temp_dir()),
-        sim([&] {
-          sim_args.insert(sim_args.end(), {"--truth", dir + "/truth.jsonl"});
-          return sim_args;
-        }()),
-        proxy("http://127.0.0.1:" + std::to_string(sim.port), dir + "/ledger.jsonl", std::move(proxy_args)) {}
-  // Stops the proxy (which flushes the ledger) and returns its lines as JSON.
+// The proxy test's view of a Stack: ledger and truth as JSON.
+struct ProxyStack : Stack {
+  using Stack::Stack;
   std::vector<json::object> ledger() {
-    EXPECT_EQ(proxy.process.terminate(), 0);
     std::vector<json::object> out;
-    for (const auto& l : read_lines(dir + "/ledger.jsonl")) out.push_back(obj(l));
+    for (const auto& l : stop_proxy()) out.push_back(obj(l));
     return out;
   }
   std::vector<json::object> truth() {
@@ -53,9 +46,6 @@ struct Stack {
     for (const auto& l : read_lines(dir + "/truth.jsonl")) out.push_back(obj(l));
     return out;
   }
-  std::string dir;
-  Simulator sim;
-  Proxy proxy;
 };
 
 std::string normalise_ids(const std::string& body) {
@@ -66,7 +56,7 @@ std::string normalise_ids(const std::string& body) {
 double num(const json::value& v) { return v.to_number<double>(); }
 
 TEST(Proxy, StreamedChatReachesTheClientAsTheBackendSentItAndIsRecorded) {
-  Stack s;
+  ProxyStack s;
   const std::string body = chat(6, R"(,"stream_options":{"include_usage":true})");
   auto direct = http_post(s.sim.port, "/v1/chat/completions", body);
   auto proxied = http_post(s.proxy.port, "/v1/chat/completions", body);
@@ -100,7 +90,7 @@ TEST(Proxy, StreamedChatReachesTheClientAsTheBackendSentItAndIsRecorded) {
 }
 
 TEST(Proxy, NonStreamedAndCompletionsAreRecordedWithUsageAndNoTtft) {
-  Stack s;
+  ProxyStack s;
   auto r = http_post(s.proxy.port, "/v1/completions", R"({"prompt":"Hi","max_tokens":3})");
   ASSERT_EQ(r.status, 200);
   auto lines = s.ledger();
@@ -115,7 +105,7 @@ TEST(Proxy, NonStreamedAndCompletionsAreRecordedWithUsageAndNoTtft) {
 
 TEST(Proxy, TtftStartsAtReasoningOrToolCallsNeverAtTheRolePrelude) {
   {
-    Stack s({"--reasoning"});
+    ProxyStack s({"--reasoning"});
     auto r = http_post(s.proxy.port, "/v1/chat/completions", chat(10, R"(,"ignore_eos":true)"));
     ASSERT_NE(r.body.find("reasoning_content"), std::string::npos);
     const double first_reasoning_ms = r.us_until("\"reasoning_content\"") / 1000.0;
@@ -127,7 +117,7 @@ TEST(Proxy, TtftStartsAtReasoningOrToolCallsNeverAtTheRolePrelude) {
     EXPECT_EQ(lines[0]["completion_tokens"], 10);
   }
   {
-    Stack s;
+    ProxyStack s;
     auto r = http_post(s.proxy.port, "/v1/chat/completions",
                        chat(4, R"(,"tool_choice":"required","tools":[{"type":"function","function":{"name":"f"}}])"));
     auto lines = s.ledger();
@@ -139,7 +129,7 @@ TEST(Proxy, TtftStartsAtReasoningOrToolCallsNeverAtTheRolePrelude) {
 }
 
 TEST(Proxy, CoalescedChunksAndContinuousUsageAreCountedFromUsage) {
-  Stack s({"--tokens-per-chunk", "4"});
+  ProxyStack s({"--tokens-per-chunk", "4"});
   http_post(s.proxy.port, "/v1/chat/completions", chat(10, R"(,"stream_options":{"continuous_usage_stats":true})"));
   auto lines = s.ledger();
   ASSERT_EQ(lines.size(), 1u);
@@ -149,7 +139,7 @@ TEST(Proxy, CoalescedChunksAndContinuousUsageAreCountedFromUsage) {
 }
 
 TEST(Proxy, UsageInjectionAsksForUsageAndHidesItFromClientsThatDidNot) {
-  Stack s({}, {"--usage", "inject"});
+  ProxyStack s({}, {"--usage", "inject"});
   auto hidden = http_post(s.proxy.port, "/v1/chat/completions", chat(5));
   EXPECT_EQ(hidden.body.find("\"usage\""), std::string::npos);
   EXPECT_NE(hidden.body.find("[DONE]"), std::string::npos);
@@ -186,7 +176,7 @@ TEST(Proxy, UnreachableBackendIsA502WithTheIdAndALedgerLine) {
 }
 
 TEST(Proxy, BackendErrorsAreForwardedAndRecordedAsHttpError) {
-  Stack s;
+  ProxyStack s;
   auto r = http_post(s.proxy.port, "/v1/chat/completions", R"({"model":"nope","messages":[{"role":"user","content":"x"}]})");
   EXPECT_EQ(r.status, 404);
   auto lines = s.ledger();
@@ -200,7 +190,7 @@ TEST(Proxy, BackendErrorsAreForwardedAndRecordedAsHttpError) {
 TEST(Proxy, BackendCuttingTheStreamEndsTheClientStreamTheSameWay) {
   const std::string dir = make_temp_dir();
   write_file(dir + "/cut.json", R"({"scenarios":{"faults":{"error_share":0,"truncate_share":1,"stall_share":0}}})");
-  Stack s({"--profile", dir + "/cut.json"});
+  ProxyStack s({"--profile", dir + "/cut.json"});
   http_post(s.sim.port, "/scenario?name=faults", "");
   auto r = http_post(s.proxy.port, "/v1/chat/completions", chat(10, R"(,"ignore_eos":true)"));
   EXPECT_EQ(r.status, 200);
@@ -217,7 +207,7 @@ TEST(Proxy, BackendCuttingTheStreamEndsTheClientStreamTheSameWay) {
 }
 
 TEST(Proxy, ClientDisconnectClosesTheUpstreamSoTheEngineAborts) {
-  Stack s;
+  ProxyStack s;
   HttpRequest req;
   req.method = "POST";
   req.path = "/v1/chat/completions";
@@ -237,7 +227,7 @@ TEST(Proxy, ClientDisconnectClosesTheUpstreamSoTheEngineAborts) {
 }
 
 TEST(Proxy, ValidClientIdsAreAdoptedAndSentUpstreamInvalidOnesReplaced) {
-  Stack s;
+  ProxyStack s;
   http_post(s.proxy.port, "/v1/chat/completions", chat(2), {{"X-Fak-Observation-ID", "run-1.req_9"}});
   auto bad = http_post(s.proxy.port, "/v1/chat/completions", chat(2), {{"X-Fak-Observation-ID", "has space!"}});
   EXPECT_TRUE(is_uuid_v7(bad.headers["x-fak-observation-id"]));
@@ -251,7 +241,7 @@ TEST(Proxy, ValidClientIdsAreAdoptedAndSentUpstreamInvalidOnesReplaced) {
 }
 
 TEST(Proxy, LedgerAgreesWithTheSimulatorsTruthAndNeverReportsTtftEarlier) {
-  Stack s;
+  ProxyStack s;
   std::vector<std::future<HttpResponse>> fs;
   for (int i = 0; i < 24; ++i) {
     fs.push_back(std::async(std::launch::async, [&, i] {
@@ -275,7 +265,7 @@ TEST(Proxy, LedgerAgreesWithTheSimulatorsTruthAndNeverReportsTtftEarlier) {
 }
 
 TEST(Proxy, RequestBodiesOverTheLimitGet413AndALine) {
-  Stack s({}, {"--max-body", "100"});
+  ProxyStack s({}, {"--max-body", "100"});
   auto r = http_post(s.proxy.port, "/v1/chat/completions", chat(2, "", std::string(200, 'x')));
   EXPECT_EQ(r.status, 413);
   auto lines = s.ledger();
@@ -285,7 +275,7 @@ TEST(Proxy, RequestBodiesOverTheLimitGet413AndALine) {
 }
 
 TEST(Proxy, ConnectionsOverTheLimitGet503AndALine) {
-  Stack s({}, {"--max-connections", "1"});
+  ProxyStack s({}, {"--max-connections", "1"});
   HttpRequest held;  // occupies the only connection with a long stream
   held.method = "POST";
   held.path = "/v1/chat/completions";
@@ -307,7 +297,7 @@ TEST(Proxy, ConnectionsOverTheLimitGet503AndALine) {
 }
 
 TEST(Proxy, AdminMetricsCountRequestsByOutcome) {
-  Stack s;
+  ProxyStack s;
   http_post(s.proxy.port, "/v1/chat/completions", chat(3, R"(,"stream_options":{"include_usage":true})"));
   const auto x = read_exposition(http_get(s.proxy.admin_port, "/metrics").body);
   EXPECT_EQ(x.find("modelperfobs_requests_total", {"outcome=\"ok\"", "code=\"200\""}), 1);
@@ -317,7 +307,7 @@ TEST(Proxy, AdminMetricsCountRequestsByOutcome) {
 }
 
 TEST(Proxy, SigtermDuring200InFlightStreamsWritesEveryLine) {
-  Stack s({}, {"--drain-timeout", "60"});
+  ProxyStack s({}, {"--drain-timeout", "60"});
   std::vector<std::future<HttpResponse>> fs;
   for (int i = 0; i < 200; ++i) {
     fs.push_back(std::async(std::launch::async, [&, i] {
@@ -339,7 +329,7 @@ TEST(Proxy, SigtermDuring200InFlightStreamsWritesEveryLine) {
 }
 
 TEST(Proxy, AfterKill9EveryLineWrittenBeforeIsReadable) {
-  Stack s;
+  ProxyStack s;
   for (int i = 0; i < 5; ++i) http_post(s.proxy.port, "/v1/chat/completions", chat(2));
   // Lines are written off the request path; wait until the writer has them on disk.
   Exposition x;
@@ -442,7 +432,7 @@ namespace mpo::test {
 namespace {
 
 TEST(ProxyHttpDetails, ExpectContinueIsAnsweredAndTheRequestGoesThrough) {
-  Stack s;
+  ProxyStack s;
   auto r = http_post(s.proxy.port, "/v1/chat/completions", chat(2), {{"Expect", "100-continue"}});
   EXPECT_EQ(r.interim_responses, 1);
   EXPECT_EQ(r.status, 200);

@@ -1,0 +1,159 @@
+#include <glob.h>
+
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "core/clock.hpp"
+#include "core/time.hpp"
+#include "ledger/reader.hpp"
+#include "report/analysis.hpp"
+#include "report/render.hpp"
+
+#ifndef MPO_VERSION
+#define MPO_VERSION "0.0.0"
+#endif
+
+namespace mpo::cli {
+namespace {
+
+struct ReportArgs {
+  std::vector<std::string> inputs;
+  std::string by = "model";
+  std::string since, until;
+  std::string format = "md";
+  std::string output;
+  std::string slo;
+};
+
+// Files named, globs expanded, "-" for stdin. Missing files are an error, with their names.
+bool expand_inputs(const std::vector<std::string>& given, std::vector<std::string>& out) {
+  for (const auto& g : given) {
+    if (g == "-") {
+      out.push_back(g);
+      continue;
+    }
+    glob_t gl{};
+    const int rc = ::glob(g.c_str(), GLOB_NOCHECK, nullptr, &gl);
+    for (std::size_t i = 0; rc == 0 && i < gl.gl_pathc; ++i) out.emplace_back(gl.gl_pathv[i]);
+    globfree(&gl);
+  }
+  return !out.empty();
+}
+
+int run(const ReportArgs& a) {
+  auto by = report::parse_group_by(a.by);
+  if (!by) {
+    std::cerr << "modelperfobs report: " << by.error().message << "\n";
+    return 2;
+  }
+  report::ReportInput in;
+  in.options.by = *by;
+  for (const auto& [flag, text, field] : {std::tuple{"--since", a.since, &in.options.since_us},
+                                          std::tuple{"--until", a.until, &in.options.until_us}}) {
+    if (text.empty()) continue;
+    auto t = parse_rfc3339(text);
+    if (!t) {
+      std::cerr << "modelperfobs report: " << flag << ": " << t.error().message << "\n";
+      return 2;
+    }
+    *field = *t;
+  }
+  std::vector<report::Slo> slos;
+  if (!a.slo.empty()) {
+    auto parsed = report::parse_slos(a.slo);
+    if (!parsed) {
+      std::cerr << "modelperfobs report: " << parsed.error().message << "\n";
+      return 2;
+    }
+    slos = *parsed;
+  }
+  std::vector<std::string> files;
+  if (!expand_inputs(a.inputs, files)) {
+    std::cerr << "modelperfobs report: no input: pass --input FILE (globs and - for stdin accepted)\n";
+    return 2;
+  }
+  for (const auto& f : files) {
+    std::string text;
+    if (f == "-") {
+      text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    } else {
+      std::ifstream is(f, std::ios::binary);
+      if (!is) {
+        std::cerr << "modelperfobs report: cannot read '" << f << "'\n";
+        return 1;
+      }
+      std::stringstream ss;
+      ss << is.rdbuf();
+      text = ss.str();
+    }
+    auto read = ledger::read_ledger(text);
+    for (const auto& p : read.problems) std::cerr << "modelperfobs report: warning: " << f << ":" << p.line << ": " << p.reason << "\n";
+    in.sources.push_back(f);
+    in.read.lines += read.lines;
+    in.read.fak_lines += read.fak_lines;
+    in.read.gap_lines += read.gap_lines;
+    in.read.dropped_lines += read.dropped_lines;
+    in.read.invalid_lines += read.invalid_lines;
+    in.read.foreign_lines += read.foreign_lines;
+    in.read.torn_last_line = in.read.torn_last_line || read.torn_last_line;
+    for (auto& r : read.records) in.read.records.push_back(std::move(r));
+  }
+  if (in.read.records.empty()) {
+    std::cerr << "modelperfobs report: no observations in " << files.size() << " input(s)\n";
+    return 1;
+  }
+  in.groups = report::analyse(in.read.records, in.options);
+  if (in.groups.empty()) {
+    std::cerr << "modelperfobs report: no observations inside --since/--until\n";
+    return 1;
+  }
+  in.slos = report::evaluate_slos(in.groups, slos);
+  in.created_at_us = SystemClock::instance().wall_us();
+  in.tool_version = MPO_VERSION;
+  std::string text;
+  if (a.format == "md") {
+    text = report::render_markdown(in);
+  } else if (a.format == "json") {
+    text = report::render_json(in);
+  } else if (a.format == "csv") {
+    text = report::render_csv(in);
+  } else {
+    std::cerr << "modelperfobs report: --format html is not built yet; use md, json or csv\n";
+    return 2;
+  }
+  if (a.output.empty()) {
+    std::cout << text;
+  } else {
+    std::ofstream os(a.output, std::ios::binary);
+    os << text;
+    if (!os) {
+      std::cerr << "modelperfobs report: cannot write '" << a.output << "'\n";
+      return 1;
+    }
+  }
+  bool violated = false;
+  for (const auto& s : in.slos) violated = violated || s.violated;
+  if (violated) std::cerr << "modelperfobs report: SLO violated (exit 3)\n";
+  return violated ? 3 : 0;
+}
+
+}  // namespace
+
+std::function<int()> setup_report(CLI::App& app) {
+  auto a = std::make_shared<ReportArgs>();
+  app.add_option("--input,input", a->inputs, "ledger files or globs (ours or fak's lines); - for stdin")->required();
+  app.add_option("--by", a->by, "group by model, backend, operation or path")
+      ->check(CLI::IsMember({"model", "backend", "operation", "path"}))->capture_default_str();
+  app.add_option("--since", a->since, "only requests started at or after this RFC 3339 time");
+  app.add_option("--until", a->until, "only requests started before this RFC 3339 time");
+  app.add_option("--format", a->format, "md, json (modelperfobs.report.v1) or csv")
+      ->check(CLI::IsMember({"md", "json", "csv", "html"}))->capture_default_str();
+  app.add_option("--output", a->output, "write here instead of stdout");
+  app.add_option("--slo", a->slo, "e.g. ttft_p95_ms=1000,tpot_p95_ms=100,error_rate=0.01; exit 3 when violated");
+  return [a] { return run(*a); };
+}
+
+}  // namespace mpo::cli

@@ -1,0 +1,364 @@
+#include "report/analysis.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+
+namespace mpo::report {
+namespace {
+
+// Thresholds of the ranking (docs/REPORT.md explains each).
+constexpr double kErrorRateThreshold = 0.01;       // errors: 1% of requests
+constexpr double kStepAllowanceMs = 50;            // one engine step + overheads before a first token
+constexpr double kSlowPrefillMsPerToken = 1.0;     // 1,000 prompt tok/s: slower than any real accelerator
+constexpr double kQueueExcessThresholdMs = 500;    // queueing: median TTFT beyond plausible prefill
+constexpr double kPrefillThresholdMs = 500;        // prefill: median TTFT explained by prompt length
+constexpr double kTpotThresholdMs = 100;           // decode: 10 tokens/s per stream
+constexpr double kTransportMinTtfbMs = 200;        // transport: headers held back this long ...
+constexpr double kTransportShare = 0.9;            // ... and arriving with the first token
+constexpr double kBusyShareThreshold = 0.5;        // workload: the proxy saw requests less than half the time
+
+double median(std::vector<double> v) { return v.empty() ? 0 : *quantile_cont(std::move(v), 0.5); }
+
+std::string key_of(const ledger::LedgerRecord& r, GroupBy by) {
+  switch (by) {
+    case GroupBy::kModel: return r.model.value_or(r.response_model.value_or("(unknown model)"));
+    case GroupBy::kBackend: return r.backend.value_or("(unknown backend)");
+    case GroupBy::kOperation: return r.operation.value_or("(unknown operation)");
+    case GroupBy::kPath: {
+      std::string p = r.path.value_or("(unknown path)");
+      return p.substr(0, p.find('?'));
+    }
+  }
+  return "";
+}
+
+std::optional<Summary> summary_of(const std::vector<const ledger::LedgerRecord*>& rs,
+                                  std::optional<double> ledger::LedgerRecord::*field) {
+  std::vector<double> v;
+  for (const auto* r : rs) {
+    if (r->*field) v.push_back(*(r->*field));
+  }
+  return summarize(std::move(v));
+}
+
+bool varies(const std::vector<double>& v) {
+  return v.size() >= 2 && *std::max_element(v.begin(), v.end()) > *std::min_element(v.begin(), v.end());
+}
+
+std::optional<TtftFit> fit_ttft(const std::vector<const ledger::LedgerRecord*>& rs) {
+  std::vector<double> y, prompt, inflight;
+  for (const auto* r : rs) {
+    if (r->outcome != "ok" || !r->ttft_ms || !r->prompt_tokens || !r->in_flight_at_start) continue;
+    y.push_back(*r->ttft_ms);
+    prompt.push_back(static_cast<double>(*r->prompt_tokens));
+    inflight.push_back(static_cast<double>(*r->in_flight_at_start));
+  }
+  if (y.size() < 3) return std::nullopt;
+  TtftFit f;
+  f.n = y.size();
+  f.prompt_varies = varies(prompt);
+  f.in_flight_varies = varies(inflight);
+  std::vector<std::vector<double>> x;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    std::vector<double> row{1.0};
+    if (f.prompt_varies) row.push_back(prompt[i]);
+    if (f.in_flight_varies) row.push_back(inflight[i]);
+    x.push_back(std::move(row));
+  }
+  auto beta = least_squares(x, y);
+  if (!beta) return std::nullopt;
+  std::size_t k = 0;
+  f.a_ms = (*beta)[k++];
+  if (f.prompt_varies) f.b_ms_per_token = (*beta)[k++];
+  if (f.in_flight_varies) f.c_ms_per_in_flight = (*beta)[k++];
+  const double mean = std::accumulate(y.begin(), y.end(), 0.0) / static_cast<double>(y.size());
+  double ss_res = 0, ss_tot = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    double pred = 0;
+    for (std::size_t j = 0; j < x[i].size(); ++j) pred += x[i][j] * (*beta)[j];
+    ss_res += (y[i] - pred) * (y[i] - pred);
+    ss_tot += (y[i] - mean) * (y[i] - mean);
+  }
+  f.r2 = ss_tot > 0 ? 1.0 - ss_res / ss_tot : 0.0;
+  return f;
+}
+
+double busy_share(const std::vector<const ledger::LedgerRecord*>& rs, std::int64_t start, std::int64_t end) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> iv;
+  for (const auto* r : rs) iv.emplace_back(r->started_at_us, r->ended_at_us.value_or(r->started_at_us));
+  std::sort(iv.begin(), iv.end());
+  std::int64_t busy = 0, cur_s = 0, cur_e = -1;
+  for (const auto& [s, e] : iv) {
+    if (s > cur_e) {
+      if (cur_e > cur_s) busy += cur_e - cur_s;
+      cur_s = s;
+      cur_e = e;
+    } else {
+      cur_e = std::max(cur_e, e);
+    }
+  }
+  if (cur_e > cur_s) busy += cur_e - cur_s;
+  return end > start ? static_cast<double>(busy) / static_cast<double>(end - start) : 1.0;
+}
+
+std::vector<Candidate> rank(const GroupStats& g, const std::vector<const ledger::LedgerRecord*>& rs) {
+  std::vector<Candidate> out;
+  // Errors and reliability.
+  {
+    Candidate c{"errors", g.error_rate / kErrorRateThreshold, {}};
+    for (const auto& [outcome, n] : g.outcomes) {
+      if (outcome != "ok") c.evidence.push_back(fmt::format("{} of {} requests ended {}", n, g.requests, outcome));
+    }
+    c.evidence.push_back(fmt::format("error rate {:.1f}% (threshold {:.0f}%)", 100 * g.error_rate, 100 * kErrorRateThreshold));
+    out.push_back(std::move(c));
+  }
+  // Queueing and prefill, from TTFT against what the prompt length could explain.
+  std::vector<double> excess, explained;
+  for (const auto* r : rs) {
+    if (r->outcome != "ok" || !r->ttft_ms) continue;
+    const double allowance = kStepAllowanceMs + kSlowPrefillMsPerToken * static_cast<double>(r->prompt_tokens.value_or(0));
+    excess.push_back(*r->ttft_ms - allowance);
+    explained.push_back(std::min(*r->ttft_ms, allowance));
+  }
+  {
+    Candidate c{"queueing", std::max(0.0, median(excess)) / kQueueExcessThresholdMs, {}};
+    if (!excess.empty()) {
+      c.evidence.push_back(fmt::format(
+          "median TTFT exceeds what its prompt could take to prefill (at 1,000 tok/s, + {:.0f} ms) by {:.0f} ms",
+          kStepAllowanceMs, median(excess)));
+    }
+    if (g.fit && g.fit->in_flight_varies) {
+      c.evidence.push_back(fmt::format("fit: each request already in flight adds {:.1f} ms to TTFT (R² {:.2f}, n {})",
+                                       g.fit->c_ms_per_in_flight, g.fit->r2, g.fit->n));
+      if (g.in_flight && g.fit->r2 >= 0.5 && g.fit->c_ms_per_in_flight > 0) {
+        c.score = std::max(c.score, g.fit->c_ms_per_in_flight * g.in_flight->p90 / kQueueExcessThresholdMs);
+      }
+    } else {
+      c.evidence.push_back("concurrency at this proxy did not vary: queueing behind other clients is read from TTFT alone");
+    }
+    out.push_back(std::move(c));
+  }
+  {
+    Candidate c{"prefill", median(explained) / kPrefillThresholdMs, {}};
+    if (!explained.empty() && g.prompt_tokens) {
+      c.evidence.push_back(fmt::format("median TTFT explainable by prompt length: {:.0f} ms for prompts of median {:.0f} tokens",
+                                       median(explained), g.prompt_tokens->p50));
+    }
+    if (g.fit && g.fit->prompt_varies && g.fit->b_ms_per_token > 0) {
+      c.evidence.push_back(fmt::format("fit: {:.3f} ms per prompt token, an implied prefill rate of {:.0f} tok/s (R² {:.2f})",
+                                       g.fit->b_ms_per_token, 1000.0 / g.fit->b_ms_per_token, g.fit->r2));
+    }
+    out.push_back(std::move(c));
+  }
+  {
+    Candidate c{"decode", g.tpot_ms ? g.tpot_ms->p50 / kTpotThresholdMs : 0.0, {}};
+    if (g.tpot_ms) {
+      c.evidence.push_back(fmt::format("TPOT p50 {:.1f} ms ({:.1f} tok/s per stream), p95 {:.1f} ms; threshold {:.0f} ms",
+                                       g.tpot_ms->p50, 1000.0 / g.tpot_ms->p50, g.tpot_ms->p95, kTpotThresholdMs));
+    }
+    if (g.tpot_in_flight_slope_ms) {
+      c.evidence.push_back(fmt::format("TPOT changes {:+.2f} ms per request in flight (batching cost)", *g.tpot_in_flight_slope_ms));
+    }
+    out.push_back(std::move(c));
+  }
+  {
+    Candidate c{"transport", 0.0, {}};
+    if (g.ttfb_ms && g.ttft_ms && g.ttft_ms->p50 > 0) {
+      const double share = g.ttfb_ms->p50 / g.ttft_ms->p50;
+      if (g.ttfb_ms->p50 >= kTransportMinTtfbMs) c.score = share / kTransportShare;
+      c.evidence.push_back(fmt::format("response head arrives at {:.0f}% of TTFT (p50 TTFB {:.1f} ms, TTFT {:.1f} ms)",
+                                       100 * share, g.ttfb_ms->p50, g.ttft_ms->p50));
+    }
+    out.push_back(std::move(c));
+  }
+  {
+    Candidate c{"workload", (1.0 - g.busy_share) / kBusyShareThreshold, {}};
+    c.evidence.push_back(fmt::format("requests were in flight {:.0f}% of the {:.1f} s window: the client left the engine idle "
+                                     "{:.0f}% of the time",
+                                     100 * g.busy_share, g.window_s, 100 * (1 - g.busy_share)));
+    if (c.score < 1) c.score *= 0.5;  // below its threshold, idle time says little
+    out.push_back(std::move(c));
+  }
+  {
+    Candidate c{"not_enough_evidence", 0.0, {}};
+    if (g.streamed == 0) {
+      c.score = 1.0;
+      c.evidence.push_back("no streamed requests: TTFT and TPOT cannot be measured; turn on streaming");
+    }
+    const std::size_t none = g.token_sources.count("none") ? g.token_sources.at("none") : 0;
+    if (g.requests > 0 && none * 2 > g.requests) {
+      c.score = std::max(c.score, 0.9);
+      c.evidence.push_back(fmt::format("{} of {} requests have no token counts; ask for usage (proxy --usage inject)", none, g.requests));
+    }
+    out.push_back(std::move(c));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
+  return out;
+}
+
+}  // namespace
+
+Result<GroupBy> parse_group_by(std::string_view s) {
+  if (s == "model") return GroupBy::kModel;
+  if (s == "backend") return GroupBy::kBackend;
+  if (s == "operation") return GroupBy::kOperation;
+  if (s == "path") return GroupBy::kPath;
+  return make_error("report.by", fmt::format("--by {}: use model, backend, operation or path", s));
+}
+
+std::optional<std::vector<double>> least_squares(const std::vector<std::vector<double>>& x, const std::vector<double>& y) {
+  if (x.empty()) return std::nullopt;
+  const std::size_t k = x[0].size();
+  std::vector<std::vector<double>> a(k, std::vector<double>(k + 1, 0.0));  // [X'X | X'y]
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    for (std::size_t r = 0; r < k; ++r) {
+      for (std::size_t c = 0; c < k; ++c) a[r][c] += x[i][r] * x[i][c];
+      a[r][k] += x[i][r] * y[i];
+    }
+  }
+  for (std::size_t col = 0; col < k; ++col) {
+    std::size_t piv = col;
+    for (std::size_t r = col + 1; r < k; ++r) {
+      if (std::fabs(a[r][col]) > std::fabs(a[piv][col])) piv = r;
+    }
+    if (std::fabs(a[piv][col]) < 1e-12) return std::nullopt;
+    std::swap(a[piv], a[col]);
+    for (std::size_t r = 0; r < k; ++r) {
+      if (r == col) continue;
+      const double f = a[r][col] / a[col][col];
+      for (std::size_t c = col; c <= k; ++c) a[r][c] -= f * a[col][c];
+    }
+  }
+  std::vector<double> beta(k);
+  for (std::size_t r = 0; r < k; ++r) beta[r] = a[r][k] / a[r][r];
+  return beta;
+}
+
+std::vector<GroupStats> analyse(const std::vector<ledger::LedgerRecord>& records, const Options& opts) {
+  std::map<std::string, std::vector<const ledger::LedgerRecord*>> groups;
+  for (const auto& r : records) {
+    if (opts.since_us && r.started_at_us < *opts.since_us) continue;
+    if (opts.until_us && r.started_at_us >= *opts.until_us) continue;
+    groups[key_of(r, opts.by)].push_back(&r);
+  }
+  std::vector<GroupStats> out;
+  for (const auto& [key, rs] : groups) {
+    GroupStats g;
+    g.key = key;
+    g.requests = rs.size();
+    g.window_start_us = rs.front()->started_at_us;
+    g.window_end_us = rs.front()->ended_at_us.value_or(rs.front()->started_at_us);
+    std::size_t errors = 0;
+    bool cached_known = false;
+    std::int64_t cached_prompt_base = 0;
+    for (const auto* r : rs) {
+      ++g.outcomes[r->outcome];
+      ++g.token_sources[r->token_source];
+      g.window_start_us = std::min(g.window_start_us, r->started_at_us);
+      g.window_end_us = std::max(g.window_end_us, r->ended_at_us.value_or(r->started_at_us));
+      if (r->outcome != "ok") ++errors;
+      (r->stream ? g.streamed : g.non_streamed)++;
+      g.prompt_tokens_total += r->prompt_tokens.value_or(0);
+      g.completion_tokens_total += r->completion_tokens.value_or(0);
+      if (r->cached_prompt_tokens && r->prompt_tokens) {
+        cached_known = true;
+        g.cached_prompt_tokens_total += *r->cached_prompt_tokens;
+        cached_prompt_base += *r->prompt_tokens;
+      }
+    }
+    g.window_s = static_cast<double>(g.window_end_us - g.window_start_us) / 1e6;
+    g.requests_per_s = g.window_s > 0 ? static_cast<double>(g.requests) / g.window_s : 0;
+    if (g.window_s > 0 && g.completion_tokens_total > 0) {
+      g.output_tokens_per_s = static_cast<double>(g.completion_tokens_total) / g.window_s;
+    }
+    if (cached_known && cached_prompt_base > 0) {
+      g.cached_share = static_cast<double>(g.cached_prompt_tokens_total) / static_cast<double>(cached_prompt_base);
+    }
+    g.error_rate = static_cast<double>(errors) / static_cast<double>(g.requests);
+    g.ttft_ms = summary_of(rs, &ledger::LedgerRecord::ttft_ms);
+    g.tpot_ms = summary_of(rs, &ledger::LedgerRecord::tpot_ms);
+    g.itl_p95_ms = summary_of(rs, &ledger::LedgerRecord::itl_p95_ms);
+    g.e2e_ms = summary_of(rs, &ledger::LedgerRecord::e2e_ms);
+    g.ttfb_ms = summary_of(rs, &ledger::LedgerRecord::ttfb_ms);
+    std::vector<double> prompts, inflight, tpot_x, tpot_y;
+    for (const auto* r : rs) {
+      if (r->prompt_tokens) prompts.push_back(static_cast<double>(*r->prompt_tokens));
+      if (r->in_flight_at_start) inflight.push_back(static_cast<double>(*r->in_flight_at_start));
+      if (r->tpot_ms && r->in_flight_at_start) {
+        tpot_x.push_back(static_cast<double>(*r->in_flight_at_start));
+        tpot_y.push_back(*r->tpot_ms);
+      }
+    }
+    g.prompt_tokens = summarize(prompts);
+    g.in_flight = summarize(inflight);
+    g.fit = fit_ttft(rs);
+    if (varies(tpot_x)) {
+      std::vector<std::vector<double>> x;
+      for (double v : tpot_x) x.push_back({1.0, v});
+      if (auto beta = least_squares(x, tpot_y)) g.tpot_in_flight_slope_ms = (*beta)[1];
+    }
+    g.busy_share = busy_share(rs, g.window_start_us, g.window_end_us);
+    g.ranking = rank(g, rs);
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+Result<std::vector<Slo>> parse_slos(std::string_view text) {
+  static const char* kKnown[] = {"ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p95_ms",
+                                 "tpot_p99_ms", "e2e_p95_ms", "e2e_p99_ms", "error_rate"};
+  std::vector<Slo> out;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const auto comma = text.find(',', pos);
+    const std::string_view item = text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
+    pos = comma == std::string_view::npos ? text.size() + 1 : comma + 1;
+    if (item.empty()) continue;
+    const auto eq = item.find('=');
+    if (eq == std::string_view::npos) return make_error("report.slo", fmt::format("--slo item '{}' needs NAME=LIMIT", item));
+    const std::string name(item.substr(0, eq));
+    if (std::find(std::begin(kKnown), std::end(kKnown), name) == std::end(kKnown)) {
+      return make_error("report.slo", fmt::format("unknown SLO '{}': use ttft_p50/p95/p99_ms, tpot_p50/p95/p99_ms, "
+                                                  "e2e_p95/p99_ms or error_rate", name));
+    }
+    char* end = nullptr;
+    const std::string value(item.substr(eq + 1));
+    const double limit = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0' || !(limit >= 0)) {
+      return make_error("report.slo", fmt::format("--slo {}: '{}' is not a non-negative number", name, value));
+    }
+    out.push_back({name, limit});
+  }
+  return out;
+}
+
+std::vector<SloResult> evaluate_slos(const std::vector<GroupStats>& groups, const std::vector<Slo>& slos) {
+  std::vector<SloResult> out;
+  for (const auto& g : groups) {
+    for (const auto& s : slos) {
+      SloResult r{g.key, s.name, s.limit, std::nullopt, false};
+      auto pick = [&](const std::optional<Summary>& sum, std::string_view q) -> std::optional<double> {
+        if (!sum) return std::nullopt;
+        if (q == "p50") return sum->p50;
+        if (q == "p95") return sum->p95;
+        return sum->p99;
+      };
+      if (s.name == "error_rate") {
+        r.value = g.error_rate;
+      } else {
+        const std::string q = s.name.substr(s.name.find('_') + 1, 3);
+        if (s.name.rfind("ttft", 0) == 0) r.value = pick(g.ttft_ms, q);
+        if (s.name.rfind("tpot", 0) == 0) r.value = pick(g.tpot_ms, q);
+        if (s.name.rfind("e2e", 0) == 0) r.value = pick(g.e2e_ms, q);
+      }
+      r.violated = !r.value || *r.value > s.limit;  // unmeasurable is not a pass
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+}  // namespace mpo::report

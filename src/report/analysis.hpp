@@ -1,0 +1,80 @@
+// The report's analysis, pure: ledger records -> per-group statistics, a least-squares fit of TTFT
+// against prompt length and concurrency, and a ranking of likely bottlenecks with the evidence
+// behind each (rules and thresholds: docs/REPORT.md).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+#include "core/stats.hpp"
+#include "ledger/reader.hpp"
+
+namespace mpo::report {
+
+enum class GroupBy { kModel, kBackend, kOperation, kPath };
+Result<GroupBy> parse_group_by(std::string_view s);
+
+// TTFT ~ a + b * prompt_tokens + c * in_flight_at_start, least squares over streamed ok requests.
+struct TtftFit {
+  std::size_t n = 0;
+  double a_ms = 0, b_ms_per_token = 0, c_ms_per_in_flight = 0, r2 = 0;
+  bool in_flight_varies = false;  // c is identifiable only when concurrency varied
+  bool prompt_varies = false;
+};
+
+struct Candidate {
+  std::string name;       // errors, queueing, prefill, decode, transport, workload, not_enough_evidence
+  double score = 0;       // >= 1: the evidence crosses this candidate's threshold
+  std::vector<std::string> evidence;
+};
+
+struct GroupStats {
+  std::string key;
+  std::size_t requests = 0;
+  std::map<std::string, std::size_t> outcomes;
+  std::map<std::string, std::size_t> token_sources;
+  std::int64_t window_start_us = 0, window_end_us = 0;
+  double window_s = 0;
+  double requests_per_s = 0;
+  std::optional<double> output_tokens_per_s;  // sum of completion tokens over the window
+  std::optional<Summary> ttft_ms, tpot_ms, itl_p95_ms, e2e_ms, ttfb_ms, prompt_tokens, in_flight;
+  std::int64_t prompt_tokens_total = 0, completion_tokens_total = 0, cached_prompt_tokens_total = 0;
+  std::optional<double> cached_share;  // of prompt tokens, where cached counts are known
+  std::size_t streamed = 0, non_streamed = 0;
+  double error_rate = 0;
+  double busy_share = 0;               // union of request intervals / window
+  std::optional<TtftFit> fit;
+  std::optional<double> tpot_in_flight_slope_ms;  // d(TPOT)/d(in_flight), when in_flight varies
+  std::vector<Candidate> ranking;      // best first
+};
+
+struct Options {
+  GroupBy by = GroupBy::kModel;
+  std::optional<std::int64_t> since_us, until_us;
+};
+
+std::vector<GroupStats> analyse(const std::vector<ledger::LedgerRecord>& records, const Options& opts);
+
+// Ordinary least squares y ~ x * beta (x rows include the intercept column). Pure and small:
+// solves the normal equations with partial pivoting; nullopt when singular.
+std::optional<std::vector<double>> least_squares(const std::vector<std::vector<double>>& x, const std::vector<double>& y);
+
+// --slo "ttft_p95_ms=1000,tpot_p95_ms=100,error_rate=0.01"
+struct Slo {
+  std::string name;
+  double limit = 0;
+};
+Result<std::vector<Slo>> parse_slos(std::string_view text);
+struct SloResult {
+  std::string group, name;
+  double limit = 0;
+  std::optional<double> value;  // nullopt: not measurable from this ledger (then it is not a pass)
+  bool violated = false;
+};
+std::vector<SloResult> evaluate_slos(const std::vector<GroupStats>& groups, const std::vector<Slo>& slos);
+
+}  // namespace mpo::report

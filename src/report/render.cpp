@@ -1,0 +1,241 @@
+#include "report/render.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "core/json.hpp"
+#include "core/time.hpp"
+
+namespace mpo::report {
+namespace {
+
+std::string ms(const std::optional<Summary>& s, double Summary::*q) {
+  return s ? fmt::format("{:.1f}", (*s).*q) : "n/a";
+}
+
+std::string summary_json(const std::optional<Summary>& s) {
+  if (!s) return "null";
+  return std::move(JsonObjectWriter()
+                       .field("n", static_cast<std::uint64_t>(s->n))
+                       .field("p50", s->p50)
+                       .field("p90", s->p90)
+                       .field("p95", s->p95)
+                       .field("p99", s->p99)
+                       .field("max", s->max)
+                       .field("mean", s->mean))
+      .finish();
+}
+
+// Built with += only: GCC 12 warns (-Wrestrict, falsely) on `"literal" + std::string` chains.
+std::string json_counts(const std::map<std::string, std::size_t>& m) {
+  std::string out = "{";
+  for (const auto& [k, n] : m) {
+    if (out.size() > 1) out += ',';
+    out += json_quote(k);
+    out += ':';
+    out += std::to_string(n);
+  }
+  out += '}';
+  return out;
+}
+
+std::string json_array(const std::vector<std::string>& items, bool quote) {
+  std::string out = "[";
+  for (const auto& item : items) {
+    if (out.size() > 1) out += ',';
+    out += quote ? json_quote(item) : item;
+  }
+  out += ']';
+  return out;
+}
+
+const char* by_name(GroupBy b) {
+  switch (b) {
+    case GroupBy::kModel: return "model";
+    case GroupBy::kBackend: return "backend";
+    case GroupBy::kOperation: return "operation";
+    case GroupBy::kPath: return "path";
+  }
+  return "model";
+}
+
+}  // namespace
+
+std::string render_markdown(const ReportInput& in) {
+  std::string o = "# modelperfobs report\n\n";
+  fmt::format_to(std::back_inserter(o), "{} observations from {} ({} fak lines); grouped by {}.\n", in.read.records.size(),
+                 fmt::join(in.sources, ", "), in.read.fak_lines, by_name(in.options.by));
+  if (in.read.invalid_lines > 0 || in.read.torn_last_line || in.read.foreign_lines > 0 || in.read.dropped_lines > 0) {
+    fmt::format_to(std::back_inserter(o),
+                   "\n> Input problems: {} invalid line(s), {} of another schema, torn last line: {}, {} line(s) "
+                   "the proxy dropped (gap records).\n",
+                   in.read.invalid_lines, in.read.foreign_lines, in.read.torn_last_line ? "yes (skipped)" : "no",
+                   in.read.dropped_lines);
+  }
+  for (const auto& g : in.groups) {
+    fmt::format_to(std::back_inserter(o), "\n## {}\n\n", g.key);
+    const auto& top = g.ranking.front();
+    if (top.score >= 1) {
+      fmt::format_to(std::back_inserter(o), "**Likely bottleneck: {}** (score {:.1f}; >= 1 crosses its threshold)\n\n",
+                     top.name, top.score);
+    } else {
+      o += "**No candidate crosses its threshold**: nothing here looks like a bottleneck.\n\n";
+    }
+    fmt::format_to(std::back_inserter(o), "- {} requests over {:.1f} s ({:.2f} req/s); {} streamed, {} not streamed\n",
+                   g.requests, g.window_s, g.requests_per_s, g.streamed, g.non_streamed);
+    std::string outcomes;
+    for (const auto& [k, n] : g.outcomes) outcomes += fmt::format("{}{} {}", outcomes.empty() ? "" : ", ", k, n);
+    fmt::format_to(std::back_inserter(o), "- outcomes: {}\n", outcomes);
+    std::string sources;
+    for (const auto& [k, n] : g.token_sources) sources += fmt::format("{}{} {}", sources.empty() ? "" : ", ", k, n);
+    fmt::format_to(std::back_inserter(o), "- token counts from: {}{}\n", sources,
+                   (g.token_sources.count("estimated") || g.token_sources.count("none"))
+                       ? " (**warning**: some counts are estimated or missing)"
+                       : "");
+    fmt::format_to(std::back_inserter(o), "- tokens: {} prompt, {} completion{}{}\n", g.prompt_tokens_total,
+                   g.completion_tokens_total,
+                   g.output_tokens_per_s ? fmt::format(" ({:.1f} output tok/s over the window)", *g.output_tokens_per_s) : "",
+                   g.cached_share ? fmt::format("; {:.1f}% of prompt tokens cached", 100 * *g.cached_share) : "");
+    o += "\n| ms | p50 | p90 | p95 | p99 | max |\n|---|---|---|---|---|---|\n";
+    auto row = [&](const char* name, const std::optional<Summary>& s) {
+      fmt::format_to(std::back_inserter(o), "| {} | {} | {} | {} | {} | {} |\n", name, ms(s, &Summary::p50),
+                     ms(s, &Summary::p90), ms(s, &Summary::p95), ms(s, &Summary::p99), ms(s, &Summary::max));
+    };
+    row("TTFT", g.ttft_ms);
+    row("TPOT", g.tpot_ms);
+    row("ITL p95", g.itl_p95_ms);
+    row("e2e", g.e2e_ms);
+    row("TTFB", g.ttfb_ms);
+    if (g.fit) {
+      fmt::format_to(std::back_inserter(o),
+                     "\nTTFT fit: {:.1f} ms + {:.3f} ms/prompt token + {:.1f} ms/request in flight (R² {:.2f}, n {})\n",
+                     g.fit->a_ms, g.fit->b_ms_per_token, g.fit->c_ms_per_in_flight, g.fit->r2, g.fit->n);
+    }
+    o += "\n| rank | candidate | score | evidence |\n|---|---|---|---|\n";
+    int rank = 0;
+    for (const auto& c : g.ranking) {
+      fmt::format_to(std::back_inserter(o), "| {} | {} | {:.2f} | {} |\n", ++rank, c.name, c.score, fmt::join(c.evidence, "; "));
+    }
+  }
+  if (!in.slos.empty()) {
+    o += "\n## SLOs\n\n| group | SLO | limit | value | result |\n|---|---|---|---|---|\n";
+    for (const auto& s : in.slos) {
+      fmt::format_to(std::back_inserter(o), "| {} | {} | {} | {} | {} |\n", s.group, s.name, s.limit,
+                     s.value ? fmt::format("{:.4g}", *s.value) : "not measurable", s.violated ? "**violated**" : "met");
+    }
+  }
+  return o;
+}
+
+std::string render_json(const ReportInput& in) {
+  std::vector<std::string> group_docs;
+  for (std::size_t i = 0; i < in.groups.size(); ++i) {
+    const auto& g = in.groups[i];
+    std::vector<std::string> ranking;
+    for (const auto& c : g.ranking) {
+      ranking.push_back(std::move(JsonObjectWriter()
+                                      .field("candidate", c.name)
+                                      .field("score", c.score)
+                                      .raw_field("evidence", json_array(c.evidence, true)))
+                            .finish());
+    }
+    JsonObjectWriter w;
+    w.field("key", g.key)
+        .field("requests", static_cast<std::uint64_t>(g.requests))
+        .raw_field("outcomes", json_counts(g.outcomes))
+        .field("window_start", format_rfc3339_us(g.window_start_us))
+        .field("window_end", format_rfc3339_us(g.window_end_us))
+        .field("requests_per_second", g.requests_per_s)
+        .optional_field("output_tokens_per_second", g.output_tokens_per_s)
+        .raw_field("ttft_ms", summary_json(g.ttft_ms))
+        .raw_field("tpot_ms", summary_json(g.tpot_ms))
+        .raw_field("itl_p95_ms", summary_json(g.itl_p95_ms))
+        .raw_field("e2e_ms", summary_json(g.e2e_ms))
+        .raw_field("ttfb_ms", summary_json(g.ttfb_ms))
+        .field("prompt_tokens", g.prompt_tokens_total)
+        .field("completion_tokens", g.completion_tokens_total)
+        .optional_field("cached_prompt_share", g.cached_share)
+        .raw_field("token_sources", json_counts(g.token_sources))
+        .field("streamed", static_cast<std::uint64_t>(g.streamed))
+        .field("non_streamed", static_cast<std::uint64_t>(g.non_streamed))
+        .field("error_rate", g.error_rate)
+        .field("busy_share", g.busy_share);
+    if (g.fit) {
+      w.raw_field("ttft_fit", std::move(JsonObjectWriter()
+                                            .field("n", static_cast<std::uint64_t>(g.fit->n))
+                                            .field("a_ms", g.fit->a_ms)
+                                            .field("b_ms_per_prompt_token", g.fit->b_ms_per_token)
+                                            .field("c_ms_per_in_flight", g.fit->c_ms_per_in_flight)
+                                            .field("r2", g.fit->r2))
+                                  .finish());
+    } else {
+      w.null_field("ttft_fit");
+    }
+    w.raw_field("ranking", json_array(ranking, false));
+    group_docs.push_back(std::move(w).finish());
+  }
+  const std::string groups = json_array(group_docs, false);
+  std::vector<std::string> slo_docs;
+  for (const auto& s : in.slos) {
+    slo_docs.push_back(std::move(JsonObjectWriter()
+                                     .field("group", s.group)
+                                     .field("slo", s.name)
+                                     .field("limit", s.limit)
+                                     .optional_field("value", s.value)
+                                     .field("violated", s.violated))
+                           .finish());
+  }
+  const std::string slos = json_array(slo_docs, false);
+  const std::string sources = json_array(in.sources, true);
+  const bool valid = in.read.invalid_lines == 0 && !in.read.torn_last_line && in.read.dropped_lines == 0;
+  std::vector<std::string> why;
+  if (in.read.invalid_lines) why.push_back(fmt::format("{} invalid ledger lines skipped", in.read.invalid_lines));
+  if (in.read.torn_last_line) why.emplace_back("torn last line skipped");
+  if (in.read.dropped_lines) why.push_back(fmt::format("{} lines dropped by the proxy (ledger gap)", in.read.dropped_lines));
+  const std::string reasons = json_array(why, true);
+  JsonObjectWriter doc;
+  doc.field("schema", "modelperfobs.report.v1")
+      .field("created_at", format_rfc3339_us(in.created_at_us))
+      .raw_field("tool", std::move(JsonObjectWriter().field("name", "modelperfobs").field("version", in.tool_version)).finish())
+      .raw_field("inputs", std::move(JsonObjectWriter()
+                                         .raw_field("sources", sources)
+                                         .field("by", by_name(in.options.by))
+                                         .field("lines", in.read.lines)
+                                         .field("observations", static_cast<std::uint64_t>(in.read.records.size()))
+                                         .field("fak_lines", in.read.fak_lines)
+                                         .field("invalid_lines", in.read.invalid_lines)
+                                         .field("foreign_lines", in.read.foreign_lines)
+                                         .field("torn_last_line", in.read.torn_last_line)
+                                         .field("dropped_lines", in.read.dropped_lines))
+                               .finish())
+      .raw_field("result", std::move(JsonObjectWriter().raw_field("groups", groups).raw_field("slos", slos)).finish())
+      .raw_field("validity", std::move(JsonObjectWriter().field("valid", valid).raw_field("reasons", reasons)).finish());
+  return std::move(doc).finish() + "\n";
+}
+
+std::string render_csv(const ReportInput& in) {
+  std::string o = "group,requests,error_rate,ttft_p50_ms,ttft_p95_ms,ttft_p99_ms,tpot_p50_ms,tpot_p95_ms,e2e_p95_ms,"
+                  "output_tokens_per_second,bottleneck,score\n";
+  auto q = [](const std::optional<Summary>& s, double Summary::*f) { return s ? fmt::format("{}", (*s).*f) : std::string(); };
+  for (const auto& g : in.groups) {
+    std::string key = g.key;
+    if (key.find_first_of(",\"\n") != std::string::npos) {
+      std::string esc = "\"";
+      for (char c : key) {
+        esc += c;
+        if (c == '"') esc += '"';
+      }
+      esc += '"';
+      key = std::move(esc);
+    }
+    fmt::format_to(std::back_inserter(o), "{},{},{},{},{},{},{},{},{},{},{},{}\n", key, g.requests, g.error_rate,
+                   q(g.ttft_ms, &Summary::p50), q(g.ttft_ms, &Summary::p95), q(g.ttft_ms, &Summary::p99),
+                   q(g.tpot_ms, &Summary::p50), q(g.tpot_ms, &Summary::p95), q(g.e2e_ms, &Summary::p95),
+                   g.output_tokens_per_s ? fmt::format("{}", *g.output_tokens_per_s) : "", g.ranking.front().name,
+                   g.ranking.front().score);
+  }
+  return o;
+}
+
+}  // namespace mpo::report

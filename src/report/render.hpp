@@ -1,0 +1,27 @@
+// Report renderers: Markdown for people, JSON (`modelperfobs.report.v1`) for machines, CSV for
+// spreadsheets. Pure.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ledger/reader.hpp"
+#include "report/analysis.hpp"
+
+namespace mpo::report {
+
+struct ReportInput {
+  std::vector<std::string> sources;  // file names as given
+  ledger::LedgerRead read;           // counts of lines read (records are not rendered)
+  Options options;
+  std::vector<GroupStats> groups;
+  std::vector<SloResult> slos;
+  std::int64_t created_at_us = 0;
+  std::string tool_version;
+};
+
+std::string render_markdown(const ReportInput& in);
+std::string render_json(const ReportInput& in);
+std::string render_csv(const ReportInput& in);
+
+}  // namespace mpo::report

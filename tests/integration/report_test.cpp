@@ -1,0 +1,134 @@
+// `modelperfobs report` ranks the bottleneck correctly on ledgers the proxy wrote in front of
+// `simulate`, one per situation, and its outputs and exit codes behave as documented.
+#include <future>
+#include <thread>
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include "support/http_client.hpp"
+#include "support/process.hpp"
+#include "support/stack.hpp"
+
+namespace mpo::test {
+namespace {
+
+namespace json = boost::json;
+
+std::string chat(int max_tokens, const std::string& text, bool usage = true) {
+  return R"({"messages":[{"role":"user","content":")" + text + R"("}],"max_tokens":)" + std::to_string(max_tokens) +
+         R"(,"stream":true)" + (usage ? R"(,"stream_options":{"include_usage":true})" : "") + "}";
+}
+
+void concurrently(std::uint16_t port, int n, int max_tokens, const std::string& prefix) {
+  std::vector<std::future<HttpResponse>> fs;
+  for (int i = 0; i < n; ++i) {
+    fs.push_back(std::async(std::launch::async, [=] {
+      return http_post(port, "/v1/chat/completions", chat(max_tokens, prefix + " " + std::to_string(i)));
+    }));
+  }
+  for (auto& f : fs) f.get();
+}
+
+struct ReportRun {
+  int exit_code = 0;
+  std::string out;
+};
+
+ReportRun run_report(const std::vector<std::string>& args) {
+  std::vector<std::string> argv{binary_path(), "report"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ChildProcess p(argv);
+  ReportRun r;
+  try {
+    for (;;) r.out += p.read_line(60000) + "\n";
+  } catch (const std::exception&) {
+    // stdout closed: the report is complete
+  }
+  r.exit_code = p.wait();
+  return r;
+}
+
+// The ranking of the only group of a ledger, best first.
+std::vector<std::string> ranking(const std::string& ledger) {
+  auto r = run_report({"--input", ledger, "--format", "json"});
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  auto doc = json::parse(r.out).as_object();
+  EXPECT_EQ(doc["schema"], "modelperfobs.report.v1");
+  std::vector<std::string> names;
+  for (const auto& c : doc["result"].as_object()["groups"].as_array()[0].as_object()["ranking"].as_array()) {
+    names.emplace_back(c.as_object().at("candidate").as_string());
+  }
+  return names;
+}
+
+TEST(ReportRanking, SaturationRanksQueueingFirst) {
+  Stack s;
+  http_post(s.sim.port, "/scenario?name=saturation", "");
+  concurrently(s.proxy.port, 8, 4, "saturated");
+  s.stop_proxy();
+  EXPECT_EQ(ranking(s.ledger_path()).at(0), "queueing");
+}
+
+TEST(ReportRanking, LongPromptsOnAnIdleEngineRankPrefillFirst) {
+  Stack s;
+  for (int i = 0; i < 5; ++i) {
+    std::string prompt;
+    for (int w = 0; w < 4000; ++w) {  // distinct words per request: no prefix-cache hits
+      prompt += 'w';
+      prompt += std::to_string((w * 7 + i * 13) % 997);
+      prompt += ' ';
+    }
+    http_post(s.proxy.port, "/v1/chat/completions", chat(2, prompt));
+  }
+  s.stop_proxy();
+  EXPECT_EQ(ranking(s.ledger_path()).at(0), "prefill");
+}
+
+TEST(ReportRanking, ASlowDecodeProfileRanksDecodeFirst) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/slow.json", R"({"engine":{"step_base_s":0.15}})");
+  Stack s({"--profile", dir + "/slow.json"});
+  concurrently(s.proxy.port, 3, 8, "slow decode");
+  s.stop_proxy();
+  EXPECT_EQ(ranking(s.ledger_path()).at(0), "decode");
+}
+
+TEST(ReportRanking, FaultsRankErrorsFirst) {
+  Stack s;
+  http_post(s.sim.port, "/scenario?name=faults", "");
+  concurrently(s.proxy.port, 30, 4, "faulty");
+  s.stop_proxy();
+  EXPECT_EQ(ranking(s.ledger_path()).at(0), "errors");
+}
+
+TEST(ReportRanking, ASingleSlowClientWithPausesRanksWorkloadFirst) {
+  Stack s;
+  for (int i = 0; i < 6; ++i) {
+    http_post(s.proxy.port, "/v1/chat/completions", chat(3, "pausing client " + std::to_string(i)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the client's think time, the scenario itself
+  }
+  s.stop_proxy();
+  EXPECT_EQ(ranking(s.ledger_path()).at(0), "workload");
+}
+
+TEST(Report, MarkdownCsvSloExitCodeAndBadInput) {
+  Stack s;
+  concurrently(s.proxy.port, 4, 3, "plain");
+  s.stop_proxy();
+  auto md = run_report({"--input", s.ledger_path()});
+  EXPECT_EQ(md.exit_code, 0);
+  EXPECT_NE(md.out.find("# modelperfobs report"), std::string::npos);
+  EXPECT_NE(md.out.find("| TTFT |"), std::string::npos);
+  auto csv = run_report({"--input", s.ledger_path(), "--format", "csv"});
+  EXPECT_EQ(csv.out.substr(0, 15), "group,requests,");
+  auto slo = run_report({"--input", s.ledger_path(), "--slo", "ttft_p95_ms=1,error_rate=0.5"});
+  EXPECT_EQ(slo.exit_code, 3);
+  EXPECT_NE(slo.out.find("**violated**"), std::string::npos);
+  EXPECT_EQ(run_report({"--input", s.ledger_path(), "--slo", "ttft_p95_ms=60000"}).exit_code, 0);
+  EXPECT_EQ(run_report({"--input", s.dir + "/no-such.jsonl"}).exit_code, 1);
+  EXPECT_EQ(run_report({"--input", s.ledger_path(), "--slo", "nonsense"}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace mpo::test
