@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { mkdtempSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
@@ -86,4 +87,24 @@ test("DuckDB runs DESIGN.md's query on the proxy's ledger", async () => {
   assert.ok(rows[0].ttft_p95_ms > 0);
   assert.ok(rows[0].tpot_p95_ms > 0);
   assert.ok(rows[0].output_tok_s_p50 > 0);
+});
+
+test("report's percentiles equal DuckDB's quantile_cont on the same ledger", async () => {
+  if (proxy.exitCode === null) await stop(proxy);
+  const report = JSON.parse(execFileSync(BIN, ['report', '--input', ledger, '--format', 'json'], { encoding: 'utf8' }));
+  assert.equal(report.schema, 'modelperfobs.report.v1');
+  const group = report.result.groups[0];
+  const db = await DuckDBInstance.create(':memory:');
+  const con = await db.connect();
+  const r = await con.runAndReadAll(`
+    SELECT quantile_cont(ttft_ms, 0.5) AS t50, quantile_cont(ttft_ms, 0.95) AS t95, quantile_cont(ttft_ms, 0.99) AS t99,
+           quantile_cont(tpot_ms, 0.95) AS p95, quantile_cont(e2e_ms, 0.9) AS e90, max(e2e_ms) AS emax
+    FROM read_json_auto('${ledger}')`);
+  const row = r.getRowObjects()[0];
+  assert.equal(group.ttft_ms.p50, row.t50);
+  assert.equal(group.ttft_ms.p95, row.t95);
+  assert.equal(group.ttft_ms.p99, row.t99);
+  assert.equal(group.tpot_ms.p95, row.p95);
+  assert.equal(group.e2e_ms.p90, row.e90);
+  assert.equal(group.e2e_ms.max, row.emax);
 });

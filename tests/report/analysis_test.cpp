@@ -1,0 +1,111 @@
+#include "report/analysis.hpp"
+
+#include <gtest/gtest.h>
+
+namespace mpo::report {
+namespace {
+
+ledger::LedgerRecord rec(std::int64_t start_ms, double e2e, std::optional<double> ttft, int prompt, int inflight,
+                         std::string outcome = "ok") {
+  ledger::LedgerRecord r;
+  r.observation_id = std::to_string(start_ms);
+  r.started_at_us = start_ms * 1000;
+  r.ended_at_us = r.started_at_us + static_cast<std::int64_t>(e2e * 1000);
+  r.model = "m";
+  r.stream = ttft.has_value();
+  r.outcome = std::move(outcome);
+  r.http_status = r.outcome == "ok" ? 200 : 500;
+  r.ttft_ms = ttft;
+  r.e2e_ms = e2e;
+  r.prompt_tokens = prompt;
+  r.completion_tokens = 10;
+  r.in_flight_at_start = inflight;
+  r.token_source = "usage";
+  return r;
+}
+
+TEST(LeastSquares, RecoversExactCoefficients) {
+  std::vector<std::vector<double>> x;
+  std::vector<double> y;
+  for (int p = 0; p < 5; ++p) {
+    for (int c = 0; c < 4; ++c) {
+      x.push_back({1.0, 100.0 * p, static_cast<double>(c)});
+      y.push_back(20 + 0.25 * 100.0 * p + 30 * c);
+    }
+  }
+  auto beta = least_squares(x, y);
+  ASSERT_TRUE(beta.has_value());
+  EXPECT_NEAR((*beta)[0], 20, 1e-9);
+  EXPECT_NEAR((*beta)[1], 0.25, 1e-12);
+  EXPECT_NEAR((*beta)[2], 30, 1e-9);
+  EXPECT_FALSE(least_squares({{1, 2}, {2, 4}}, {1, 2}).has_value());  // collinear: no answer
+}
+
+TEST(Analyse, FitsTtftAgainstPromptAndConcurrencyWithR2) {
+  std::vector<ledger::LedgerRecord> rs;
+  int t = 0;
+  for (int p = 1; p <= 6; ++p) {
+    for (int c = 0; c < 5; ++c) rs.push_back(rec(t += 10, 500, 10 + 0.5 * p * 100 + 40 * c, p * 100, c));
+  }
+  const auto g = analyse(rs, {}).at(0);
+  ASSERT_TRUE(g.fit.has_value());
+  EXPECT_NEAR(g.fit->b_ms_per_token, 0.5, 1e-9);
+  EXPECT_NEAR(g.fit->c_ms_per_in_flight, 40, 1e-9);
+  EXPECT_NEAR(g.fit->r2, 1.0, 1e-12);
+  EXPECT_EQ(g.fit->n, 30u);
+}
+
+TEST(Analyse, PercentilesAreExactAndErrorsCount) {
+  std::vector<ledger::LedgerRecord> rs{rec(0, 100, 10, 5, 0), rec(10, 100, 20, 5, 0), rec(20, 100, 30, 5, 0),
+                                       rec(30, 100, 40, 5, 0), rec(40, 100, std::nullopt, 5, 0, "upstream_unreachable")};
+  const auto g = analyse(rs, {}).at(0);
+  EXPECT_EQ(g.requests, 5u);
+  EXPECT_EQ(g.ttft_ms->p50, 25.0);
+  EXPECT_DOUBLE_EQ(g.ttft_ms->p95, 38.5);
+  EXPECT_DOUBLE_EQ(g.error_rate, 0.2);
+  EXPECT_EQ(g.outcomes.at("upstream_unreachable"), 1u);
+  EXPECT_EQ(g.ranking.at(0).name, "errors");
+}
+
+TEST(Analyse, BusyShareIsTheUnionOfRequestIntervals) {
+  // [0,100] and [50,150] overlap; then idle until [400,500]: busy 250 of 500 ms.
+  std::vector<ledger::LedgerRecord> rs{rec(0, 100, 10, 5, 0), rec(50, 100, 10, 5, 1), rec(400, 100, 10, 5, 0)};
+  const auto g = analyse(rs, {}).at(0);
+  EXPECT_DOUBLE_EQ(g.busy_share, 0.5);
+}
+
+TEST(Analyse, GroupsAndWindowFilter) {
+  auto a = rec(0, 10, 1, 5, 0);
+  auto b = rec(1000, 10, 1, 5, 0);
+  b.model = "other";
+  Options opts;
+  EXPECT_EQ(analyse({a, b}, opts).size(), 2u);
+  opts.since_us = 500'000;
+  const auto only = analyse({a, b}, opts);
+  ASSERT_EQ(only.size(), 1u);
+  EXPECT_EQ(only[0].key, "other");
+}
+
+TEST(Slo, ParsesEvaluatesAndTreatsUnmeasurableAsViolated) {
+  auto slos = parse_slos("ttft_p95_ms=30,error_rate=0.5,tpot_p95_ms=100");
+  ASSERT_TRUE(slos.ok());
+  std::vector<ledger::LedgerRecord> rs{rec(0, 100, 10, 5, 0), rec(10, 100, 50, 5, 0)};
+  const auto res = evaluate_slos(analyse(rs, {}), *slos);
+  ASSERT_EQ(res.size(), 3u);
+  EXPECT_TRUE(res[0].violated);   // ttft p95 48 > 30
+  EXPECT_FALSE(res[1].violated);  // no errors
+  EXPECT_TRUE(res[2].violated);   // no TPOT in these records: not measurable is not a pass
+  EXPECT_FALSE(res[2].value.has_value());
+  EXPECT_FALSE(parse_slos("ttft=1").ok());
+  EXPECT_FALSE(parse_slos("ttft_p95_ms=fast").ok());
+  EXPECT_FALSE(parse_slos("ttft_p95_ms").ok());
+}
+
+TEST(Ranking, NoStreamingIsNotEnoughEvidence) {
+  std::vector<ledger::LedgerRecord> rs{rec(0, 100, std::nullopt, 5, 0), rec(100, 100, std::nullopt, 5, 0)};
+  const auto g = analyse(rs, {}).at(0);
+  EXPECT_EQ(g.ranking.at(0).name, "not_enough_evidence");
+}
+
+}  // namespace
+}  // namespace mpo::report
