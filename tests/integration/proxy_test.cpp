@@ -460,3 +460,33 @@ TEST(ProxyHttpDetails, HeadResponsesAreNotWaitedOnForABody) {
 
 }  // namespace
 }  // namespace mpo::test
+
+namespace mpo::test {
+namespace {
+
+TEST(ProxyWithCurl, CurlStreamsThroughTheProxyAndGetsWhatItGetsDirectly) {
+  ProxyStack s;
+  const std::string body = chat(5, R"(,"stream_options":{"include_usage":true})");
+  auto curl = [&](std::uint16_t port) {
+    ChildProcess p({"/usr/bin/curl", "-sN", "http://127.0.0.1:" + std::to_string(port) + "/v1/chat/completions", "-H",
+                    "Content-Type: application/json", "-d", body});
+    std::string out;
+    try {
+      for (;;) out += p.read_line() + "\n";
+    } catch (const std::exception&) {
+      // curl closed its stdout: the stream ended
+    }
+    EXPECT_EQ(p.wait(), 0);
+    return out;
+  };
+  const std::string direct = curl(s.sim.port);
+  const std::string proxied = curl(s.proxy.port);
+  EXPECT_NE(proxied.find("data: [DONE]"), std::string::npos);
+  EXPECT_EQ(normalise_ids(proxied), normalise_ids(direct));
+  auto lines = s.ledger();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["completion_tokens"], 5);
+}
+
+}  // namespace
+}  // namespace mpo::test
