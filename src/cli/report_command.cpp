@@ -121,8 +121,7 @@ int run(const ReportArgs& a) {
   } else if (a.format == "csv") {
     text = report::render_csv(in);
   } else {
-    std::cerr << "modelperfobs report: --format html is not built yet; use md, json or csv\n";
-    return 2;
+    text = report::render_html(in);
   }
   if (a.output.empty()) {
     std::cout << text;
@@ -149,7 +148,7 @@ std::function<int()> setup_report(CLI::App& app) {
       ->check(CLI::IsMember({"model", "backend", "operation", "path"}))->capture_default_str();
   app.add_option("--since", a->since, "only requests started at or after this RFC 3339 time");
   app.add_option("--until", a->until, "only requests started before this RFC 3339 time");
-  app.add_option("--format", a->format, "md, json (modelperfobs.report.v1) or csv")
+  app.add_option("--format", a->format, "md, json (modelperfobs.report.v1), csv, or html (self-contained, SVG charts)")
       ->check(CLI::IsMember({"md", "json", "csv", "html"}))->capture_default_str();
   app.add_option("--output", a->output, "write here instead of stdout");
   app.add_option("--slo", a->slo, "e.g. ttft_p95_ms=1000,tpot_p95_ms=100,error_rate=0.01; exit 3 when violated");

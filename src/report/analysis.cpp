@@ -22,7 +22,7 @@ constexpr double kBusyShareThreshold = 0.5;        // workload: the proxy saw re
 
 double median(std::vector<double> v) { return v.empty() ? 0 : *quantile_cont(std::move(v), 0.5); }
 
-std::string key_of(const ledger::LedgerRecord& r, GroupBy by) {
+std::string key_of_impl(const ledger::LedgerRecord& r, GroupBy by) {
   switch (by) {
     case GroupBy::kModel: return r.model.value_or(r.response_model.value_or("(unknown model)"));
     case GroupBy::kBackend: return r.backend.value_or("(unknown backend)");
@@ -201,6 +201,14 @@ std::vector<Candidate> rank(const GroupStats& g, const std::vector<const ledger:
 
 }  // namespace
 
+std::string group_key(const ledger::LedgerRecord& r, GroupBy by) { return key_of_impl(r, by); }
+
+bool in_window(const ledger::LedgerRecord& r, const Options& opts) {
+  if (opts.since_us && r.started_at_us < *opts.since_us) return false;
+  if (opts.until_us && r.started_at_us >= *opts.until_us) return false;
+  return true;
+}
+
 Result<GroupBy> parse_group_by(std::string_view s) {
   if (s == "model") return GroupBy::kModel;
   if (s == "backend") return GroupBy::kBackend;
@@ -240,9 +248,7 @@ std::optional<std::vector<double>> least_squares(const std::vector<std::vector<d
 std::vector<GroupStats> analyse(const std::vector<ledger::LedgerRecord>& records, const Options& opts) {
   std::map<std::string, std::vector<const ledger::LedgerRecord*>> groups;
   for (const auto& r : records) {
-    if (opts.since_us && r.started_at_us < *opts.since_us) continue;
-    if (opts.until_us && r.started_at_us >= *opts.until_us) continue;
-    groups[key_of(r, opts.by)].push_back(&r);
+    if (in_window(r, opts)) groups[group_key(r, opts.by)].push_back(&r);
   }
   std::vector<GroupStats> out;
   for (const auto& [key, rs] : groups) {

@@ -58,6 +58,9 @@ struct Options {
 };
 
 std::vector<GroupStats> analyse(const std::vector<ledger::LedgerRecord>& records, const Options& opts);
+// The group a record belongs to under `by` (as analyse() groups them).
+std::string group_key(const ledger::LedgerRecord& r, GroupBy by);
+bool in_window(const ledger::LedgerRecord& r, const Options& opts);
 
 // Ordinary least squares y ~ x * beta (x rows include the intercept column). Pure and small:
 // solves the normal equations with partial pivoting; nullopt when singular.

@@ -12,7 +12,7 @@ namespace mpo::report {
 
 struct ReportInput {
   std::vector<std::string> sources;  // file names as given
-  ledger::LedgerRead read;           // counts of lines read (records are not rendered)
+  ledger::LedgerRead read;           // counts of lines read, and the records (charts plot them)
   Options options;
   std::vector<GroupStats> groups;
   std::vector<SloResult> slos;
@@ -23,5 +23,7 @@ struct ReportInput {
 std::string render_markdown(const ReportInput& in);
 std::string render_json(const ReportInput& in);
 std::string render_csv(const ReportInput& in);
+// One self-contained HTML file with inline SVG charts (no scripts, no network).
+std::string render_html(const ReportInput& in);
 
 }  // namespace mpo::report

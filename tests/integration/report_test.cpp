@@ -130,5 +130,48 @@ TEST(Report, MarkdownCsvSloExitCodeAndBadInput) {
   EXPECT_EQ(run_report({"--input", s.ledger_path(), "--slo", "nonsense"}).exit_code, 2);
 }
 
+TEST(ReportHtml, HeadlessChromiumDrawsEveryChart) {
+  Stack s;
+  for (int wave = 1; wave <= 3; ++wave) {  // rising concurrency and prompt length: a fit and a time series
+    std::vector<std::future<HttpResponse>> fs;
+    for (int i = 0; i < wave * 2; ++i) {
+      std::string prompt;
+      for (int w = 0; w < 50 * (i + 1); ++w) {
+        prompt += 'q';
+        prompt += std::to_string(wave * 1000 + i * 100 + w);
+        prompt += ' ';
+      }
+      fs.push_back(std::async(std::launch::async, [&, prompt] { return http_post(s.proxy.port, "/v1/chat/completions", chat(4, prompt)); }));
+    }
+    for (auto& f : fs) f.get();
+  }
+  s.stop_proxy();
+  const std::string html = s.dir + "/report.html";
+  ASSERT_EQ(run_report({"--input", s.ledger_path(), "--format", "html", "--output", html}).exit_code, 0);
+  const std::string text = read_file(html);
+  EXPECT_EQ(text.find("<script"), std::string::npos);  // self-contained, nothing to run
+  ChildProcess chromium({"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                         "--user-data-dir=" + s.dir + "/chromium", "--dump-dom", "file://" + html});
+  std::string dom;
+  try {
+    for (;;) dom += chromium.read_line(60000) + "\n";
+  } catch (const std::exception&) {
+    // Chromium closed stdout: the DOM is complete
+  }
+  EXPECT_EQ(chromium.wait(), 0);
+  auto count = [&](const std::string& needle) {
+    std::size_t n = 0;
+    for (auto p = dom.find(needle); p != std::string::npos; p = dom.find(needle, p + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("<svg class=\"chart\""), 4u);  // CDFs, TTFT vs prompt, latency/concurrency, tok/s
+  for (const char* series : {"data-name=\"TTFT\"", "data-name=\"TPOT\"", "data-name=\"requests\"", "data-name=\"fit (R",
+                             "data-name=\"e2e ms\"", "data-name=\"in flight\"", "data-name=\"output tok/s\""}) {
+    EXPECT_EQ(count(series), 1u) << series;
+  }
+  EXPECT_EQ(count("<circle"), 2u * 12);  // one dot per request in the scatter and in the time series
+}
+
 }  // namespace
 }  // namespace mpo::test

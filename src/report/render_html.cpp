@@ -1,0 +1,194 @@
+// `report --format html`: one self-contained file (no scripts, no network) with inline SVG charts
+// per group: TTFT and TPOT CDFs, TTFT against prompt tokens with the fitted line, latency and
+// in-flight concurrency over time, output tokens/s over time.
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "report/render.hpp"
+
+namespace mpo::report {
+namespace {
+
+std::string esc(std::string_view s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '&': o += "&amp;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+// A small SVG chart: linear axes from data ranges, series as polylines or dots.
+class Chart {
+ public:
+  Chart(std::string title, std::string x_label, std::string y_label)
+      : title_(std::move(title)), x_label_(std::move(x_label)), y_label_(std::move(y_label)) {}
+  void line(std::vector<std::pair<double, double>> pts, std::string color, std::string name) {
+    series_.push_back({std::move(pts), std::move(color), std::move(name), false});
+  }
+  void dots(std::vector<std::pair<double, double>> pts, std::string color, std::string name) {
+    series_.push_back({std::move(pts), std::move(color), std::move(name), true});
+  }
+  std::string svg() const {
+    double x0 = INFINITY, x1 = -INFINITY, y0 = 0, y1 = -INFINITY;
+    for (const auto& s : series_) {
+      for (const auto& [x, y] : s.pts) {
+        x0 = std::min(x0, x);
+        x1 = std::max(x1, x);
+        y1 = std::max(y1, y);
+        y0 = std::min(y0, y);
+      }
+    }
+    std::string o = fmt::format(R"x(<figure><figcaption>{}</figcaption><svg class="chart" viewBox="0 0 {} {}" width="{}" height="{}" role="img" aria-label="{}">)x",
+                                esc(title_), kW, kH, kW, kH, esc(title_));
+    if (!std::isfinite(x0) || x1 <= x0) x1 = x0 + 1;
+    if (!std::isfinite(x0)) x0 = 0, x1 = 1;
+    if (!(y1 > y0)) y1 = y0 + 1;
+    auto px = [&](double x) { return kL + (x - x0) / (x1 - x0) * (kW - kL - kR); };
+    auto py = [&](double y) { return kH - kB - (y - y0) / (y1 - y0) * (kH - kT - kB); };
+    o += fmt::format(R"x(<line class="axis" x1="{}" y1="{}" x2="{}" y2="{}"/><line class="axis" x1="{}" y1="{}" x2="{}" y2="{}"/>)x",
+                     kL, kH - kB, kW - kR, kH - kB, kL, kT, kL, kH - kB);
+    o += fmt::format(R"x(<text x="{}" y="{}" class="tick">{:.4g}</text><text x="{}" y="{}" class="tick" text-anchor="end">{:.4g}</text>)x",
+                     kL, kH - kB + 14, x0, kW - kR, kH - kB + 14, x1);
+    o += fmt::format(R"x(<text x="{}" y="{}" class="tick" text-anchor="end">{:.4g}</text><text x="{}" y="{}" class="tick" text-anchor="end">{:.4g}</text>)x",
+                     kL - 4, kH - kB, y0, kL - 4, kT + 8, y1);
+    o += fmt::format(R"x(<text x="{}" y="{}" class="label" text-anchor="middle">{}</text>)x", (kL + kW - kR) / 2, kH - 4, esc(x_label_));
+    o += fmt::format(R"x(<text x="12" y="{}" class="label" transform="rotate(-90 12 {})" text-anchor="middle">{}</text>)x",
+                     (kT + kH - kB) / 2, (kT + kH - kB) / 2, esc(y_label_));
+    int legend = 0;
+    for (const auto& s : series_) {
+      if (s.pts.empty()) continue;
+      if (s.dots) {
+        o += fmt::format(R"x(<g class="series" data-name="{}" data-points="{}" fill="{}">)x", esc(s.name), s.pts.size(), s.color);
+        for (const auto& [x, y] : s.pts) o += fmt::format(R"x(<circle cx="{:.1f}" cy="{:.1f}" r="2.5"/>)x", px(x), py(y));
+        o += "</g>";
+      } else {
+        std::string pts;
+        for (const auto& [x, y] : s.pts) pts += fmt::format("{:.1f},{:.1f} ", px(x), py(y));
+        o += fmt::format(R"x(<polyline class="series" data-name="{}" data-points="{}" fill="none" stroke="{}" stroke-width="2" points="{}"/>)x",
+                         esc(s.name), s.pts.size(), s.color, pts);
+      }
+      o += fmt::format(R"x(<text x="{}" y="{}" class="legend" fill="{}">{}</text>)x", kW - kR - 150, kT + 12 + 14 * legend++, s.color,
+                       esc(s.name));
+    }
+    return o + "</svg></figure>";
+  }
+
+ private:
+  static constexpr int kW = 520, kH = 300, kL = 56, kR = 12, kT = 12, kB = 36;
+  struct Series {
+    std::vector<std::pair<double, double>> pts;
+    std::string color, name;
+    bool dots;
+  };
+  std::string title_, x_label_, y_label_;
+  std::vector<Series> series_;
+};
+
+std::vector<std::pair<double, double>> cdf(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  std::vector<std::pair<double, double>> out;
+  for (std::size_t i = 0; i < v.size(); ++i) out.emplace_back(v[i], static_cast<double>(i + 1) / static_cast<double>(v.size()));
+  return out;
+}
+
+std::string charts_for(const GroupStats& g, const std::vector<const ledger::LedgerRecord*>& rs) {
+  std::vector<double> ttft, tpot;
+  std::vector<std::pair<double, double>> scatter, e2e_t;
+  std::vector<std::pair<std::int64_t, int>> edges;  // concurrency steps
+  double mean_inflight = g.in_flight ? g.in_flight->mean : 0;
+  double max_prompt = 0;
+  for (const auto* r : rs) {
+    if (r->ttft_ms) ttft.push_back(*r->ttft_ms);
+    if (r->tpot_ms) tpot.push_back(*r->tpot_ms);
+    if (r->ttft_ms && r->prompt_tokens) {
+      scatter.emplace_back(static_cast<double>(*r->prompt_tokens), *r->ttft_ms);
+      max_prompt = std::max(max_prompt, static_cast<double>(*r->prompt_tokens));
+    }
+    const double t = static_cast<double>(r->started_at_us - g.window_start_us) / 1e6;
+    if (r->e2e_ms) e2e_t.emplace_back(t, *r->e2e_ms);
+    edges.emplace_back(r->started_at_us, +1);
+    edges.emplace_back(r->ended_at_us.value_or(r->started_at_us), -1);
+  }
+  std::sort(edges.begin(), edges.end());
+  std::vector<std::pair<double, double>> inflight;
+  int level = 0;
+  for (const auto& [t, d] : edges) {
+    const double x = static_cast<double>(t - g.window_start_us) / 1e6;
+    inflight.emplace_back(x, level);
+    level += d;
+    inflight.emplace_back(x, level);
+  }
+  // Output tokens per second in 30 bins over the window, by completion time.
+  constexpr int kBins = 30;
+  std::vector<double> bins(kBins, 0.0);
+  const double width_s = std::max(g.window_s / kBins, 1e-6);
+  for (const auto* r : rs) {
+    if (!r->completion_tokens || !r->ended_at_us) continue;
+    const auto b = std::min<std::size_t>(kBins - 1, static_cast<std::size_t>(static_cast<double>(*r->ended_at_us - g.window_start_us) / 1e6 / width_s));
+    bins[b] += static_cast<double>(*r->completion_tokens) / width_s;
+  }
+  std::vector<std::pair<double, double>> rate;
+  for (int i = 0; i < kBins; ++i) rate.emplace_back((i + 0.5) * width_s, bins[static_cast<std::size_t>(i)]);
+
+  Chart c1("TTFT and TPOT, cumulative distribution", "ms", "share of requests");
+  c1.line(cdf(ttft), "#1f77b4", "TTFT");
+  c1.line(cdf(tpot), "#d62728", "TPOT");
+  Chart c2("TTFT against prompt tokens, with the fitted line", "prompt tokens", "TTFT ms");
+  c2.dots(scatter, "#1f77b4", "requests");
+  if (g.fit) {
+    auto at = [&](double p) { return g.fit->a_ms + g.fit->b_ms_per_token * p + g.fit->c_ms_per_in_flight * mean_inflight; };
+    c2.line({{0, at(0)}, {max_prompt, at(max_prompt)}}, "#ff7f0e", fmt::format("fit (R² {:.2f})", g.fit->r2));
+  }
+  Chart c3("Latency and concurrency over time", "seconds since window start", "e2e ms / requests in flight");
+  c3.dots(e2e_t, "#2ca02c", "e2e ms");
+  c3.line(inflight, "#9467bd", "in flight");
+  Chart c4("Output tokens per second over time", "seconds since window start", "tokens/s");
+  c4.line(rate, "#8c564b", "output tok/s");
+  return c1.svg() + c2.svg() + c3.svg() + c4.svg();
+}
+
+}  // namespace
+
+std::string render_html(const ReportInput& in) {
+  std::map<std::string, std::vector<const ledger::LedgerRecord*>> by_group;
+  for (const auto& r : in.read.records) {
+    if (in_window(r, in.options)) by_group[group_key(r, in.options.by)].push_back(&r);
+  }
+  std::string o = R"x(<!doctype html><html lang="en"><head><meta charset="utf-8"><title>modelperfobs report</title><style>
+body{font-family:system-ui,sans-serif;margin:2em;max-width:1120px;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:14px}
+figure{display:inline-block;margin:8px}figcaption{font-size:13px;font-weight:600}
+.axis{stroke:#444;stroke-width:1}.tick,.legend{font-size:11px}.label{font-size:12px;fill:#444}
+.verdict{font-size:18px;margin:.5em 0}
+</style></head><body><h1>modelperfobs report</h1>)x";
+  static constexpr const char* kBy[] = {"model", "backend", "operation", "path"};
+  o += fmt::format("<p>{} observations from {}; grouped by {}.</p>", in.read.records.size(),
+                   esc(fmt::format("{}", fmt::join(in.sources, ", "))), kBy[static_cast<int>(in.options.by)]);
+  for (const auto& g : in.groups) {
+    o += fmt::format("<section class=\"group\"><h2>{}</h2>", esc(g.key));
+    const auto& top = g.ranking.front();
+    o += top.score >= 1 ? fmt::format("<p class=\"verdict\">Likely bottleneck: <b>{}</b> (score {:.1f})</p>", esc(top.name), top.score)
+                        : std::string("<p class=\"verdict\">No candidate crosses its threshold.</p>");
+    o += "<table><tr><th>rank</th><th>candidate</th><th>score</th><th>evidence</th></tr>";
+    int rank = 0;
+    for (const auto& c : g.ranking) {
+      o += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.2f}</td><td>{}</td></tr>", ++rank, esc(c.name), c.score,
+                       esc(fmt::format("{}", fmt::join(c.evidence, "; "))));
+    }
+    o += "</table>";
+    o += charts_for(g, by_group[g.key]);
+    o += "</section>";
+  }
+  return o + "</body></html>\n";
+}
+
+}  // namespace mpo::report
