@@ -30,17 +30,6 @@ namespace {
 using namespace mpo;
 using bench::drive_streams;
 
-bool can_connect(std::uint16_t port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  close(fd);
-  return ok;
-}
-
 std::string body(int max_tokens, const std::string& text = "bench") {
   return fmt::format(R"({{"messages":[{{"role":"user","content":"{}"}}],"max_tokens":{},"ignore_eos":true,"stream":true}})",
                      text, max_tokens);
@@ -92,7 +81,7 @@ http {{
 }}
 )", dir, sim.port, nginx_port));
   test::ChildProcess nginx({"/usr/sbin/nginx", "-p", dir, "-c", dir + "/nginx.conf", "-g", "daemon off;"});
-  while (!can_connect(nginx_port)) usleep(10'000);  // a benchmark may wait; tests may not
+  while (!test::is_listening(nginx_port)) usleep(10'000);  // a benchmark may wait; tests may not
 
   const std::vector<Target> targets = {{"direct", sim.port, sim.process.pid()},
                                        {"proxy", proxy.port, proxy.process.pid()},

@@ -17,17 +17,6 @@ namespace {
 
 namespace json = boost::json;
 
-bool connectable(std::uint16_t port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  close(fd);
-  return ok;
-}
-
 struct TlsFrontend {
   explicit TlsFrontend(std::uint16_t backend_port) : dir(make_temp_dir()), port(free_loopback_port()) {
     ChildProcess openssl({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", dir + "/key.pem",
@@ -58,7 +47,7 @@ http {
     nginx = std::make_unique<ChildProcess>(
         std::vector<std::string>{"/usr/sbin/nginx", "-p", dir, "-c", dir + "/nginx.conf", "-g", "daemon off;"});
     // nginx has no readiness signal: try to connect until it listens (bounded).
-    for (int i = 0; i < 1000 && !connectable(port); ++i) {
+    for (int i = 0; i < 1000 && !is_listening(port); ++i) {
       pollfd none{-1, 0, 0};
       poll(&none, 0, 5);
     }

@@ -55,6 +55,8 @@ std::string binary_path();
 // A loopback port that was free a moment ago (bound, read, closed): for a peer that cannot be
 // told to use port 0, or for a port nobody listens on.
 std::uint16_t free_loopback_port();
+// True when something accepts connections on the loopback port (for peers with no ready signal).
+bool is_listening(std::uint16_t port);
 // A fresh, empty directory for one test's files.
 std::string make_temp_dir();
 std::string read_file(const std::string& path);
