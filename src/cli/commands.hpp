@@ -24,5 +24,6 @@ std::span<const Command> commands();
 std::function<int()> setup_simulate(CLI::App& app);
 std::function<int()> setup_proxy(CLI::App& app);
 std::function<int()> setup_report(CLI::App& app);
+std::function<int()> setup_demo(CLI::App& app);
 
 }  // namespace mpo::cli

@@ -175,3 +175,34 @@ TEST(ReportHtml, HeadlessChromiumDrawsEveryChart) {
 
 }  // namespace
 }  // namespace mpo::test
+
+namespace mpo::test {
+namespace {
+
+TEST(Demo, RunsTheWholeChainAndLeavesItsFiles) {
+  const std::string dir = make_temp_dir() + "/demo";
+  ChildProcess demo({binary_path(), "demo", "--out", dir});
+  std::string out;
+  try {
+    for (;;) out += demo.read_line(120000) + "\n";
+  } catch (const std::exception&) {
+    // the demo closed stdout: it has finished
+  }
+  ASSERT_EQ(demo.wait(), 0) << out;
+  EXPECT_NE(out.find("phase 5/5: 48 concurrent"), std::string::npos);
+  EXPECT_NE(out.find("# modelperfobs report"), std::string::npos);
+  EXPECT_NE(out.find("Likely bottleneck:"), std::string::npos);
+  EXPECT_NE(out.find("read_json_auto('" + dir + "/model-perf.jsonl')"), std::string::npos);
+  const auto ledger = read_lines(dir + "/model-perf.jsonl");
+  EXPECT_EQ(ledger.size(), 4u + 6 + 12 + 16 + 48);
+  for (const auto& l : ledger) EXPECT_EQ(json::parse(l).as_object().at("outcome"), "ok");
+  EXPECT_GE(read_lines(dir + "/truth.jsonl").size(), ledger.size());
+  EXPECT_EQ(json::parse(read_file(dir + "/report.json")).as_object().at("schema"), "modelperfobs.report.v1");
+  const std::string html = read_file(dir + "/report.html");
+  std::size_t charts = 0;
+  for (auto p = html.find("<svg class=\"chart\""); p != std::string::npos; p = html.find("<svg class=\"chart\"", p + 1)) ++charts;
+  EXPECT_EQ(charts, 4u);
+}
+
+}  // namespace
+}  // namespace mpo::test
