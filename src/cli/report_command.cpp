@@ -80,14 +80,14 @@ int run(const ReportArgs& a) {
     if (f == "-") {
       text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
     } else {
-      std::ifstream is(f, std::ios::binary);
+      std::ifstream is(f, std::ios::binary | std::ios::ate);
       if (!is) {
         std::cerr << "modelperfobs report: cannot read '" << f << "'\n";
         return 1;
       }
-      std::stringstream ss;
-      ss << is.rdbuf();
-      text = ss.str();
+      text.resize(static_cast<std::size_t>(is.tellg()));  // one allocation, one read
+      is.seekg(0);
+      is.read(text.data(), static_cast<std::streamsize>(text.size()));
     }
     auto read = ledger::read_ledger(text);
     for (const auto& p : read.problems) std::cerr << "modelperfobs report: warning: " << f << ":" << p.line << ": " << p.reason << "\n";
@@ -99,7 +99,12 @@ int run(const ReportArgs& a) {
     in.read.invalid_lines += read.invalid_lines;
     in.read.foreign_lines += read.foreign_lines;
     in.read.torn_last_line = in.read.torn_last_line || read.torn_last_line;
-    for (auto& r : read.records) in.read.records.push_back(std::move(r));
+    if (in.read.records.empty()) {
+      in.read.records = std::move(read.records);
+    } else {
+      in.read.records.reserve(in.read.records.size() + read.records.size());
+      for (auto& r : read.records) in.read.records.push_back(std::move(r));
+    }
   }
   if (in.read.records.empty()) {
     std::cerr << "modelperfobs report: no observations in " << files.size() << " input(s)\n";

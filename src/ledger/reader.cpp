@@ -1,5 +1,7 @@
 #include "ledger/reader.hpp"
 
+#include <algorithm>
+
 #include <simdjson.h>
 
 #include <fmt/format.h>
@@ -139,6 +141,7 @@ Result<LedgerRecord> from_fak(element o) {
 
 LedgerRead read_ledger(std::string_view text) {
   LedgerRead out;
+  out.records.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
   simdjson::dom::parser parser;
   std::uint64_t line_no = 0;
   std::size_t pos = 0;
