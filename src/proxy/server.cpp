@@ -310,7 +310,6 @@ class Proxy {
   }
 
   // Answers the client ourselves (limits, unreachable backend, timeouts) and records the line.
-  template <class Body>
   awaitable<bool> answer_error(beast::tcp_stream& client, Exchange& x, unsigned version, bool keep_alive,
                                http::status status, std::string_view type, std::string message) {
     http::response<http::string_body> res(status, version);
@@ -331,6 +330,19 @@ class Proxy {
     co_return !ec && keep_alive;
   }
 
+  // The backend failed before a response head: 504 upstream_timeout on a timeout, else 502 with
+  // `otherwise_type`. Arguments are built before co_await (see refuse()).
+  awaitable<bool> answer_upstream_failure(beast::tcp_stream& client, Exchange& x, unsigned version, bool keep_alive,
+                                          boost::system::error_code ec, std::string_view otherwise_type,
+                                          std::string_view timed_out_what, std::string_view otherwise_what) {
+    const bool timed_out = ec == beast::error::timeout;
+    const auto status = timed_out ? http::status::gateway_timeout : http::status::bad_gateway;
+    const std::string_view type = timed_out ? std::string_view("upstream_timeout") : otherwise_type;
+    std::string message = fmt::format("modelperfobs proxy: backend {} {}: {}", backend_.origin,
+                                      timed_out ? timed_out_what : otherwise_what, ec.message());
+    co_return co_await answer_error(client, x, version, keep_alive, status, type, std::move(message));
+  }
+
   awaitable<void> refuse(beast::tcp_stream& client, const http::request<http::string_body>& partial, http::status status) {
     Exchange x = begin(partial);
     // Arguments are built before co_await: GCC 12 destroys temporaries of a co_await expression
@@ -343,7 +355,7 @@ class Proxy {
     } else {
       message = "request headers over 64 KiB";
     }
-    co_await answer_error<void>(client, x, partial.version(), false, status, "proxy_error", std::move(message));
+    co_await answer_error(client, x, partial.version(), false, status, "proxy_error", std::move(message));
   }
 
   awaitable<void> refuse_connection(beast::tcp_stream client) {
@@ -467,13 +479,8 @@ class Proxy {
         if (cec) {
           metrics_.count_connect_error();
           disarm_client_watch(client, watch);
-          const bool timed_out = cec == beast::error::timeout;
-          const auto status = timed_out ? http::status::gateway_timeout : http::status::bad_gateway;
-          const std::string_view type = timed_out ? "upstream_timeout" : "upstream_unreachable";
-          std::string message = fmt::format("modelperfobs proxy: backend {} {}: {}", backend_.origin,
-                                            timed_out ? "did not accept the connection in time" : "is unreachable",
-                                            cec.message());
-          co_return co_await answer_error<void>(client, x, req.version(), client_keep, status, type, std::move(message));
+          co_return co_await answer_upstream_failure(client, x, req.version(), client_keep, cec, "upstream_unreachable",
+                                                     "did not accept the connection in time", "is unreachable");
         }
         up = fresh;
       }
@@ -507,13 +514,8 @@ class Proxy {
         finish(x);
         co_return false;
       }
-      const bool timed_out = ec == beast::error::timeout;
-      const auto status = timed_out ? http::status::gateway_timeout : http::status::bad_gateway;
-      const std::string_view type = timed_out ? "upstream_timeout" : "upstream_reset";
-      std::string message = fmt::format("modelperfobs proxy: backend {} {}: {}", backend_.origin,
-                                        timed_out ? "sent no response in time" : "closed the connection before responding",
-                                        ec.message());
-      co_return co_await answer_error<void>(client, x, req.version(), false, status, type, std::move(message));
+      co_return co_await answer_upstream_failure(client, x, req.version(), false, ec, "upstream_reset",
+                                                 "sent no response in time", "closed the connection before responding");
     }
     o.ttfb_ms = since_ms(x);
     co_return co_await relay(client, req, x, up, parser, watch, strip_usage);
