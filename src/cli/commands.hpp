@@ -25,5 +25,6 @@ std::function<int()> setup_simulate(CLI::App& app);
 std::function<int()> setup_proxy(CLI::App& app);
 std::function<int()> setup_report(CLI::App& app);
 std::function<int()> setup_demo(CLI::App& app);
+std::function<int()> setup_scrape(CLI::App& app);
 
 }  // namespace mpo::cli

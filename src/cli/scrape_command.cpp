@@ -1,0 +1,143 @@
+#include <sys/stat.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "core/clock.hpp"
+#include "core/duration.hpp"
+#include "ledger/writer.hpp"
+#include "scrape/facts_report.hpp"
+#include "scrape/fetch.hpp"
+
+#ifndef MPO_VERSION
+#define MPO_VERSION "0.0.0"
+#endif
+
+namespace mpo::cli {
+namespace {
+
+struct ScrapeArgs {
+  std::string url;
+  std::vector<std::string> files;
+  std::string interval = "1s";
+  std::uint64_t count = 0;
+  std::string duration;
+  std::string timeout = "5s";
+  std::string ca;
+  std::string output;
+  std::string format = "md";
+  bool quiet = false;
+};
+
+int usage_error(const std::string& message) {
+  std::cerr << "modelperfobs scrape: " << message << "\n";
+  return 2;
+}
+
+// A saved exposition as a snapshot; its modification time stands for the scrape time.
+scrape::Snapshot snapshot_of_file(const std::string& path, std::uint64_t seq) {
+  scrape::Snapshot s;
+  s.seq = seq;
+  s.source = "file:" + path;
+  struct stat st {};
+  const std::int64_t now = SystemClock::instance().wall_us();
+  s.started_at_us = ::stat(path.c_str(), &st) == 0
+                        ? static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000 + st.st_mtim.tv_nsec / 1000
+                        : now;
+  s.scheduled_at_us = s.ended_at_us = s.started_at_us;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    s.status = scrape::ScrapeStatus::kUnreachable;
+    s.error = fmt::format("cannot read {}", path);
+    return s;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  scrape::absorb_body(s, ss.str());
+  return s;
+}
+
+int run(const ScrapeArgs& a) {
+  if (a.url.empty() == a.files.empty()) return usage_error("give either --url URL or --file FILE (one or more)");
+  auto interval = parse_duration_s(a.interval);
+  if (!interval) return usage_error("--interval: " + interval.error().message);
+  if (*interval <= 0) return usage_error("--interval must be above 0");
+  auto timeout = parse_duration_s(a.timeout);
+  if (!timeout) return usage_error("--timeout: " + timeout.error().message);
+  double duration = 0;
+  if (!a.duration.empty()) {
+    auto d = parse_duration_s(a.duration);
+    if (!d) return usage_error("--duration: " + d.error().message);
+    duration = *d;
+  }
+
+  std::unique_ptr<ledger::LedgerWriter> out;
+  if (!a.output.empty()) {
+    out = std::make_unique<ledger::LedgerWriter>(ledger::LedgerWriter::Options{a.output, ledger::FsyncPolicy::kInterval});
+    if (auto st = out->open(); !st) {
+      std::cerr << "modelperfobs scrape: --output: " << st.error().message << "\n";
+      return 1;
+    }
+  }
+  std::vector<scrape::Snapshot> snaps;
+  auto keep = [&](scrape::Snapshot&& s) {
+    if (out) out->submit(scrape::snapshot_json_line(s));
+    if (!a.quiet) {
+      std::cerr << fmt::format("scrape {}: {} {}{}\n", s.seq, scrape::to_string(s.status),
+                               scrape::has_signals(s.status)
+                                   ? fmt::format("{} {}, {} bytes, {:.1f} ms", promtext::engine_name(s.signals.engine),
+                                                 promtext::engine_generation(s.signals.engine), s.bytes,
+                                                 static_cast<double>(s.ended_at_us - s.started_at_us) / 1e3)
+                                   : s.error,
+                               s.problems.empty() ? "" : fmt::format(" ({} histogram problem(s))", s.problems.size()));
+    }
+    snaps.push_back(std::move(s));
+  };
+
+  if (!a.files.empty()) {
+    for (std::size_t i = 0; i < a.files.size(); ++i) keep(snapshot_of_file(a.files[i], i + 1));
+  } else {
+    auto url = scrape::parse_metrics_url(a.url);
+    if (!url) return usage_error("--url: " + url.error().message);
+    scrape::Fetcher fetcher(*url, scrape::FetchOptions{*timeout, a.ca});
+    scrape::ScheduleOptions schedule{*interval, a.count, duration};
+    if (schedule.count == 0 && schedule.duration_s == 0) schedule.count = 1;
+    scrape::run_scrapes(fetcher, schedule, keep);
+  }
+  if (out) out->close();
+
+  const scrape::FactsReport report = scrape::build_facts_report(snaps);
+  if (a.format == "md") std::cout << scrape::facts_markdown(report);
+  else if (a.format == "json") std::cout << scrape::facts_json(report, MPO_VERSION) << "\n";
+  if (!report.last) {
+    std::cerr << "modelperfobs scrape: no successful scrape; check the URL (a bare origin gets /metrics) and that the "
+                 "engine serves metrics\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> setup_scrape(CLI::App& app) {
+  auto a = std::make_shared<ScrapeArgs>();
+  app.add_option("--url", a->url, "the engine's metrics URL, e.g. http://127.0.0.1:8000/metrics (a bare origin gets /metrics)");
+  app.add_option("--file", a->files, "a saved exposition instead of --url; give two for an interval (before, after)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--interval", a->interval, "time between scrapes (500ms, 1s, 1m)")->capture_default_str();
+  app.add_option("--count", a->count, "number of scrapes (default 1 unless --duration is given)");
+  app.add_option("--duration", a->duration, "keep scraping this long (10s, 5m)");
+  app.add_option("--timeout", a->timeout, "deadline for one scrape")->capture_default_str();
+  app.add_option("--ca", a->ca, "PEM file of CAs for an https metrics URL (default: the system's)")->check(CLI::ExistingFile);
+  app.add_option("--output", a->output, "append modelperfobs.scrape.v1 snapshots (JSONL) to this file");
+  app.add_option("--format", a->format, "print the engine's facts: md, json, or none")
+      ->check(CLI::IsMember({"md", "json", "none"}))->capture_default_str();
+  app.add_flag("--quiet", a->quiet, "no progress lines on stderr");
+  return [a] { return run(*a); };
+}
+
+}  // namespace mpo::cli

@@ -1,0 +1,196 @@
+// The catalog table. Order matters within a signal: the first entry whose family is present wins.
+// Sources: vLLM 0.29.0 (V1) and the V0 capture (tests/fixtures/vllm), vLLM's docs/design/metrics.md
+// for renamed V1 counters (gpu_prefix_cache_* before 0.10), SGLang 0.5.10 and the older docs
+// example, llama.cpp server (May 2026), TGI router. Each entry is checked against a capture where
+// one exists (tests/promtext/catalog_test.cpp).
+#include "promtext/catalog.hpp"
+
+#include <array>
+
+namespace mpo::promtext {
+namespace {
+
+constexpr std::uint32_t kV0 = engine_bit(Engine::kVllmV0);
+constexpr std::uint32_t kV1 = engine_bit(Engine::kVllmV1);
+constexpr std::uint32_t kSg = engine_bit(Engine::kSglang);
+constexpr std::uint32_t kLl = engine_bit(Engine::kLlamaCpp);
+constexpr std::uint32_t kTg = engine_bit(Engine::kTgi);
+
+using S = Signal;
+
+constexpr CatalogEntry kCatalog[] = {
+    // --- vLLM (V1 names first; V0 names where they differ) ---
+    {kAnyVllm, S::kRunning, "vllm:num_requests_running"},
+    {kAnyVllm, S::kWaiting, "vllm:num_requests_waiting"},
+    {kV1, S::kWaitingCapacity, "vllm:num_requests_waiting_by_reason", "reason", "capacity",
+     Read::kValue, "waiting for scheduling capacity: the KV pool or the batch is full"},
+    {kV1, S::kWaitingDeferred, "vllm:num_requests_waiting_by_reason", "reason", "deferred",
+     Read::kValue, "deferred by transient constraints (LoRA budget, KV transfer, blocked status)"},
+    {kV0, S::kSwapped, "vllm:num_requests_swapped"},
+    {kV0, S::kKvUsage, "vllm:gpu_cache_usage_perc", {}, {}, Read::kValue, "V0 name: fraction of GPU KV blocks in use, 0..1"},
+    {kAnyVllm, S::kKvUsage, "vllm:kv_cache_usage_perc", {}, {}, Read::kValue, "fraction of the KV pool in use, 0..1"},
+    {kAnyVllm, S::kPrefixCacheQueries, "vllm:prefix_cache_queries_total", {}, {}, Read::kValue, "queried prompt tokens"},
+    {kAnyVllm, S::kPrefixCacheQueries, "vllm:gpu_prefix_cache_queries_total", {}, {}, Read::kValue,
+     "early V1 name (before 0.10): queried prompt tokens"},
+    {kAnyVllm, S::kPrefixCacheHits, "vllm:prefix_cache_hits_total", {}, {}, Read::kValue, "prompt tokens found in the cache"},
+    {kAnyVllm, S::kPrefixCacheHits, "vllm:gpu_prefix_cache_hits_total", {}, {}, Read::kValue,
+     "early V1 name (before 0.10): prompt tokens found in the cache"},
+    {kV0, S::kPrefixCacheHitRate, "vllm:gpu_prefix_cache_hit_rate", {}, {}, Read::kValue,
+     "V0 gauge: hit rate over the engine's own recent window, as V0 computes it"},
+    {kAnyVllm, S::kPreemptions, "vllm:num_preemptions_total"},
+    {kAnyVllm, S::kPromptTokens, "vllm:prompt_tokens_total", {}, {}, Read::kValue, "prompt tokens, cached ones included"},
+    {kAnyVllm, S::kGenerationTokens, "vllm:generation_tokens_total"},
+    {kAnyVllm, S::kCachedPromptTokens, "vllm:prompt_tokens_cached_total", {}, {}, Read::kValue, "local + external cache hits"},
+    {kAnyVllm, S::kCachedPromptTokens, "vllm:prompt_tokens_by_source_total", "source", "local_cache_hit"},
+    {kAnyVllm, S::kComputedPromptTokens, "vllm:prompt_tokens_by_source_total", "source", "local_compute"},
+    {kAnyVllm, S::kRequestsFinished, "vllm:request_success_total", {}, {}, Read::kValue,
+     "every finished request, whatever finished_reason (stop, length, abort, error, repetition)"},
+    {kAnyVllm, S::kRequestsErrored, "vllm:request_success_total", "finished_reason", "error"},
+    {kAnyVllm, S::kRequestsAborted, "vllm:request_success_total", "finished_reason", "abort"},
+    {kAnyVllm, S::kEstimatedFlops, "vllm:estimated_flops_per_gpu_total"},
+    {kAnyVllm, S::kEstimatedReadBytes, "vllm:estimated_read_bytes_per_gpu_total"},
+    {kAnyVllm, S::kEstimatedWriteBytes, "vllm:estimated_write_bytes_per_gpu_total"},
+    {kAnyVllm, S::kTtft, "vllm:time_to_first_token_seconds"},
+    {kV0, S::kItl, "vllm:time_per_output_token_seconds", {}, {}, Read::kValue,
+     "V0 name: the gap between consecutive tokens (what V1 calls inter-token latency)"},
+    {kAnyVllm, S::kItl, "vllm:inter_token_latency_seconds"},
+    {kAnyVllm, S::kTpot, "vllm:request_time_per_output_token_seconds", {}, {}, Read::kValue,
+     "per request: decode time / (output tokens - 1)"},
+    {kAnyVllm, S::kE2e, "vllm:e2e_request_latency_seconds"},
+    {kAnyVllm, S::kQueueTime, "vllm:request_queue_time_seconds", {}, {}, Read::kValue, "time in WAITING"},
+    {kAnyVllm, S::kPrefillTime, "vllm:request_prefill_time_seconds", {}, {}, Read::kValue,
+     "scheduled to first token, per request (spans of concurrent requests overlap)"},
+    {kAnyVllm, S::kDecodeTime, "vllm:request_decode_time_seconds"},
+    {kAnyVllm, S::kInferenceTime, "vllm:request_inference_time_seconds", {}, {}, Read::kValue, "time in RUNNING"},
+    {kAnyVllm, S::kPrefillKvComputedTokens, "vllm:request_prefill_kv_computed_tokens", {}, {}, Read::kValue,
+     "prompt tokens actually computed in prefill (cache hits excluded)"},
+    {kAnyVllm, S::kPromptTokensPerRequest, "vllm:request_prompt_tokens"},
+    {kAnyVllm, S::kGenerationTokensPerRequest, "vllm:request_generation_tokens"},
+    {kAnyVllm, S::kCacheConfigInfo, "vllm:cache_config_info", {}, {}, Read::kValue,
+     "labels: block_size, num_gpu_blocks, enable_prefix_caching, kv_cache_size_tokens"},
+
+    // --- SGLang ---
+    {kSg, S::kRunning, "sglang:num_running_reqs"},
+    {kSg, S::kWaiting, "sglang:num_queue_reqs"},
+    {kSg, S::kKvUsage, "sglang:token_usage", {}, {}, Read::kValue, "fraction of the token pool in use, 0..1"},
+    {kSg, S::kKvPoolTokens, "sglang:max_total_num_tokens", {}, {}, Read::kValue, "size of the KV token pool"},
+    {kSg, S::kPrefixCacheHitRate, "sglang:cache_hit_rate", {}, {}, Read::kValue,
+     "gauge: the radix cache hit rate as SGLang computes it"},
+    {kSg, S::kPromptTokens, "sglang:prompt_tokens_total"},
+    {kSg, S::kGenerationTokens, "sglang:generation_tokens_total"},
+    {kSg, S::kCachedPromptTokens, "sglang:cached_tokens_total"},
+    {kSg, S::kRequestsTotal, "sglang:num_requests_total"},
+    {kSg, S::kTtft, "sglang:time_to_first_token_seconds"},
+    {kSg, S::kItl, "sglang:inter_token_latency_seconds"},
+    {kSg, S::kItl, "sglang:time_per_output_token_seconds", {}, {}, Read::kValue, "older name for the per-token gap"},
+    {kSg, S::kE2e, "sglang:e2e_request_latency_seconds"},
+    {kSg, S::kQueueTime, "sglang:queue_time_seconds"},
+    {kSg, S::kPromptTokensPerRequest, "sglang:prompt_tokens_histogram"},
+    {kSg, S::kGenerationTokensPerRequest, "sglang:generation_tokens_histogram"},
+
+    // --- llama.cpp server (--metrics) ---
+    {kLl, S::kRunning, "llamacpp:requests_processing"},
+    {kLl, S::kWaiting, "llamacpp:requests_deferred", {}, {}, Read::kValue,
+     "requests deferred because no slot was free (the split by reason is not published)"},
+    {kLl, S::kKvUsage, "llamacpp:kv_cache_usage_ratio", {}, {}, Read::kValue, "removed upstream in 2025 (PR #13660)"},
+    {kLl, S::kPromptTokens, "llamacpp:prompt_tokens_total"},
+    {kLl, S::kGenerationTokens, "llamacpp:tokens_predicted_total"},
+    {kLl, S::kPromptSecondsWall, "llamacpp:prompt_seconds_total", {}, {}, Read::kValue,
+     "wall time the server spent in prompt processing; not a per-stream prefill time"},
+    {kLl, S::kGenerationSecondsWall, "llamacpp:tokens_predicted_seconds_total", {}, {}, Read::kValue,
+     "wall time the server spent generating"},
+
+    // --- Hugging Face TGI (router) ---
+    {kTg, S::kRunning, "tgi_batch_current_size"},
+    {kTg, S::kWaiting, "tgi_queue_size"},
+    {kTg, S::kRequestsTotal, "tgi_request_count"},
+    {kTg, S::kRequestsFinished, "tgi_request_success"},
+    {kTg, S::kRequestsFailed, "tgi_request_failure", {}, {}, Read::kValue, "summed over the err label"},
+    {kTg, S::kPromptTokens, "tgi_request_input_length", {}, {}, Read::kHistogramSum, "the _sum of the input-length histogram"},
+    {kTg, S::kGenerationTokens, "tgi_request_generated_tokens", {}, {}, Read::kHistogramSum,
+     "the _sum of the generated-tokens histogram"},
+    {kTg, S::kE2e, "tgi_request_duration"},
+    {kTg, S::kQueueTime, "tgi_request_queue_duration"},
+    {kTg, S::kInferenceTime, "tgi_request_inference_duration"},
+    {kTg, S::kTpot, "tgi_request_mean_time_per_token_duration"},
+    {kTg, S::kPromptTokensPerRequest, "tgi_request_input_length"},
+    {kTg, S::kGenerationTokensPerRequest, "tgi_request_generated_tokens"},
+
+    // --- any engine that runs a prometheus_client (Python) exporter ---
+    {kAnyEngine, S::kProcessStartTime, "process_start_time_seconds"},
+};
+
+constexpr std::array<std::string_view, static_cast<std::size_t>(Signal::kCount)> kSignalNames = {
+    "running", "waiting", "waiting_capacity", "waiting_deferred", "swapped", "kv_usage", "kv_pool_tokens",
+    "prefix_cache_queries", "prefix_cache_hits", "prefix_cache_hit_rate", "preemptions", "prompt_tokens",
+    "generation_tokens", "cached_prompt_tokens", "computed_prompt_tokens", "requests_finished",
+    "requests_errored", "requests_aborted", "requests_failed", "requests_total", "prompt_seconds_wall",
+    "generation_seconds_wall", "estimated_flops", "estimated_read_bytes", "estimated_write_bytes",
+    "process_start_time", "ttft_seconds", "itl_seconds", "tpot_seconds", "e2e_seconds", "queue_seconds",
+    "prefill_seconds", "decode_seconds", "inference_seconds", "prefill_kv_computed_tokens",
+    "prompt_tokens_per_request", "generation_tokens_per_request", "cache_config_info",
+};
+
+}  // namespace
+
+std::span<const CatalogEntry> catalog() { return kCatalog; }
+
+std::string_view signal_name(Signal s) {
+  const auto i = static_cast<std::size_t>(s);
+  return i < kSignalNames.size() ? kSignalNames[i] : "unknown";
+}
+
+SignalKind signal_kind(Signal s) {
+  switch (s) {
+    case S::kRunning:
+    case S::kWaiting:
+    case S::kWaitingCapacity:
+    case S::kWaitingDeferred:
+    case S::kSwapped:
+    case S::kKvUsage:
+    case S::kKvPoolTokens:
+    case S::kPrefixCacheHitRate:
+    case S::kProcessStartTime:
+      return SignalKind::kGauge;
+    case S::kTtft:
+    case S::kItl:
+    case S::kTpot:
+    case S::kE2e:
+    case S::kQueueTime:
+    case S::kPrefillTime:
+    case S::kDecodeTime:
+    case S::kInferenceTime:
+    case S::kPrefillKvComputedTokens:
+    case S::kPromptTokensPerRequest:
+    case S::kGenerationTokensPerRequest:
+      return SignalKind::kHistogram;
+    case S::kCacheConfigInfo:
+      return SignalKind::kInfo;
+    default:
+      return SignalKind::kCounter;
+  }
+}
+
+bool signal_takes_max(Signal s) {
+  return s == S::kKvUsage || s == S::kPrefixCacheHitRate || s == S::kProcessStartTime;
+}
+
+std::string_view engine_name(Engine e) {
+  switch (e) {
+    case Engine::kVllmV0:
+    case Engine::kVllmV1: return "vllm";
+    case Engine::kSglang: return "sglang";
+    case Engine::kLlamaCpp: return "llama.cpp";
+    case Engine::kTgi: return "tgi";
+    case Engine::kUnknown: break;
+  }
+  return "unknown";
+}
+
+std::string_view engine_generation(Engine e) {
+  if (e == Engine::kVllmV0) return "v0";
+  if (e == Engine::kVllmV1) return "v1";
+  return "";
+}
+
+}  // namespace mpo::promtext

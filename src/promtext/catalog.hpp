@@ -1,0 +1,89 @@
+// Engine metric catalogs: which series of which engine carries which canonical signal. Data, not
+// branches: one table (catalog.cpp), read in order; for each signal the first entry whose series the
+// exposition has wins, and its name is kept as the signal's source. docs/METRICS.md lists it.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace mpo::promtext {
+
+enum class Engine : std::uint8_t { kUnknown, kVllmV0, kVllmV1, kSglang, kLlamaCpp, kTgi };
+
+std::string_view engine_name(Engine e);        // "vllm", "sglang", "llama.cpp", "tgi", "unknown"
+std::string_view engine_generation(Engine e);  // "v0", "v1", or ""
+
+enum class Signal : std::uint8_t {
+  kRunning,
+  kWaiting,
+  kWaitingCapacity,
+  kWaitingDeferred,
+  kSwapped,
+  kKvUsage,
+  kKvPoolTokens,
+  kPrefixCacheQueries,
+  kPrefixCacheHits,
+  kPrefixCacheHitRate,  // a gauge the engine computes itself (V0, SGLang)
+  kPreemptions,
+  kPromptTokens,
+  kGenerationTokens,
+  kCachedPromptTokens,
+  kComputedPromptTokens,
+  kRequestsFinished,
+  kRequestsErrored,
+  kRequestsAborted,
+  kRequestsFailed,
+  kRequestsTotal,
+  kPromptSecondsWall,      // llama.cpp: wall time spent processing prompts
+  kGenerationSecondsWall,  // llama.cpp: wall time spent generating
+  kEstimatedFlops,
+  kEstimatedReadBytes,
+  kEstimatedWriteBytes,
+  kProcessStartTime,
+  kTtft,
+  kItl,
+  kTpot,
+  kE2e,
+  kQueueTime,
+  kPrefillTime,
+  kDecodeTime,
+  kInferenceTime,
+  kPrefillKvComputedTokens,
+  kPromptTokensPerRequest,
+  kGenerationTokensPerRequest,
+  kCacheConfigInfo,
+  kCount,
+};
+
+std::string_view signal_name(Signal s);  // snake_case, as written in snapshots: "waiting_capacity"
+
+enum class SignalKind : std::uint8_t { kGauge, kCounter, kHistogram, kInfo };
+SignalKind signal_kind(Signal s);
+// How series of one signal add up across label sets (engines, data-parallel ranks): ratios take
+// the largest (the fullest pool decides saturation), everything else is summed.
+bool signal_takes_max(Signal s);
+
+// Engine masks for entries shared by several engines.
+inline constexpr std::uint32_t engine_bit(Engine e) { return 1u << static_cast<unsigned>(e); }
+inline constexpr std::uint32_t kAnyVllm = engine_bit(Engine::kVllmV0) | engine_bit(Engine::kVllmV1);
+inline constexpr std::uint32_t kAnyEngine = 0xFFFFFFFEu;  // every known engine
+
+enum class Read : std::uint8_t {
+  kValue,         // the samples of the family (a counter, gauge or histogram as declared)
+  kHistogramSum,  // a histogram's _sum read as a counter (TGI's token totals)
+};
+
+struct CatalogEntry {
+  std::uint32_t engines;       // engine_bit mask
+  Signal signal;
+  std::string_view family;     // as exposed in format 0.0.4 ("vllm:prompt_tokens_total")
+  std::string_view label = {};  // only samples whose `label` equals `value`
+  std::string_view value = {};
+  Read read = Read::kValue;
+  std::string_view meaning = {};  // what the number means where it is not obvious
+};
+
+std::span<const CatalogEntry> catalog();
+
+}  // namespace mpo::promtext

@@ -1,0 +1,77 @@
+#include "promtext/delta.hpp"
+
+#include <fmt/format.h>
+
+#include "promtext/number.hpp"
+
+namespace mpo::promtext {
+
+Result<EngineSignals> delta_signals(const EngineSignals& before, const EngineSignals& after) {
+  if (before.engine != after.engine || before.prefix != after.prefix) {
+    return make_error("scrape.identity", fmt::format("the engine changed between scrapes ({} -> {}); no delta",
+                                                     engine_name(before.engine), engine_name(after.engine)));
+  }
+  const auto start_before = before.value(Signal::kProcessStartTime);
+  const auto start_after = after.value(Signal::kProcessStartTime);
+  if (start_before && start_after && *start_before != *start_after) {
+    return make_error("scrape.reset", fmt::format("process_start_time_seconds changed from {} to {}: the server "
+                                                  "restarted between scrapes, so its counters restarted; no delta",
+                                                  format_number(*start_before), format_number(*start_after)));
+  }
+  EngineSignals d = after;
+  for (std::size_t i = 0; i < kSignalCount; ++i) {
+    const auto s = static_cast<Signal>(i);
+    if (signal_kind(s) == SignalKind::kCounter && d.scalars[i]) {
+      if (!before.scalars[i]) {
+        d.notes.push_back(fmt::format("{} appeared after the first scrape; no increase is claimed", d.scalars[i]->source));
+        d.scalars[i].reset();
+        continue;
+      }
+      const double a = before.scalars[i]->value;
+      const double b = d.scalars[i]->value;
+      if (b < a) {
+        return make_error("scrape.reset", fmt::format("{} went down from {} to {}: a counter reset (a restart or a "
+                                                      "re-created exporter); no delta",
+                                                      d.scalars[i]->source, format_number(a), format_number(b)));
+      }
+      d.scalars[i]->value = b - a;
+    }
+    if (d.histograms[i]) {
+      const HistogramSignal* prev = before.histogram(s);
+      HistogramSeries& h = d.histograms[i]->merged;
+      if (!prev || prev->merged.buckets.size() != h.buckets.size()) {
+        d.notes.push_back(fmt::format("{}: no matching histogram in the first scrape; no increase is claimed",
+                                      d.histograms[i]->source));
+        d.histograms[i].reset();
+        continue;
+      }
+      const HistogramSeries& p = prev->merged;
+      for (std::size_t k = 0; k < h.buckets.size(); ++k) {
+        if (h.buckets[k].upper != p.buckets[k].upper) {
+          return make_error("scrape.reset", fmt::format("{}: bucket bounds changed between scrapes; no delta",
+                                                        d.histograms[i]->source));
+        }
+        if (h.buckets[k].cumulative < p.buckets[k].cumulative) {
+          return make_error("scrape.reset", fmt::format("{}: bucket le=\"{}\" went down from {} to {}: a reset; no delta",
+                                                        d.histograms[i]->source, format_number(h.buckets[k].upper),
+                                                        format_number(p.buckets[k].cumulative),
+                                                        format_number(h.buckets[k].cumulative)));
+        }
+        h.buckets[k].cumulative -= p.buckets[k].cumulative;
+      }
+      if (h.count && p.count) {
+        if (*h.count < *p.count) {
+          return make_error("scrape.reset", fmt::format("{}_count went down: a reset; no delta", d.histograms[i]->source));
+        }
+        *h.count -= *p.count;
+      } else {
+        h.count.reset();
+      }
+      if (h.sum && p.sum) *h.sum -= *p.sum;
+      else h.sum.reset();
+    }
+  }
+  return d;
+}
+
+}  // namespace mpo::promtext

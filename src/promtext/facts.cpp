@@ -1,0 +1,408 @@
+#include "promtext/facts.hpp"
+
+#include <charconv>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "promtext/number.hpp"
+
+namespace mpo::promtext {
+namespace {
+
+using S = Signal;
+
+std::string num(double v) {
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15) return fmt::format("{}", static_cast<long long>(v));
+  return fmt::format("{:.4g}", v);
+}
+
+std::optional<double> label_number(const EngineSignals& s, std::string_view name) {
+  const std::string* v = s.config(name);
+  if (!v) return std::nullopt;
+  double d = 0;
+  const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), d);
+  if (ec != std::errc{} || end != v->data() + v->size()) return std::nullopt;
+  return d;
+}
+
+std::string source_of(const EngineSignals& s, Signal sig) {
+  if (sig == S::kCacheConfigInfo && !s.cache_config_source.empty()) return s.cache_config_source;
+  if (const ScalarSignal* v = s.scalar(sig)) return v->source;
+  if (const HistogramSignal* h = s.histogram(sig)) return h->source;
+  return std::string(signal_name(sig));
+}
+
+Fact unavailable(std::string id, std::string reason) {
+  Fact f;
+  f.id = std::move(id);
+  f.status = FactStatus::kUnavailable;
+  f.reason = std::move(reason);
+  return f;
+}
+
+// Adds each present scalar as a stated value; returns how many were present.
+int add_stated(Fact& f, const EngineSignals& s, std::initializer_list<std::pair<Signal, std::string_view>> signals) {
+  int n = 0;
+  for (const auto& [sig, unit] : signals) {
+    if (const ScalarSignal* v = s.scalar(sig)) {
+      f.values.push_back(FactValue{std::string(signal_name(sig)), v->value, std::string(unit), false});
+      f.sources.push_back(v->source);
+      ++n;
+    }
+  }
+  return n;
+}
+
+Fact queueing_reason(const EngineSignals& s) {
+  const ScalarSignal* waiting = s.scalar(S::kWaiting);
+  const ScalarSignal* capacity = s.scalar(S::kWaitingCapacity);
+  const ScalarSignal* deferred = s.scalar(S::kWaitingDeferred);
+  if (!waiting && !capacity) return unavailable("queueing_reason", "the engine publishes no waiting-request gauge");
+  Fact f;
+  f.id = "queueing_reason";
+  if (!capacity || !deferred) {
+    add_stated(f, s, {{S::kWaiting, "requests"}});
+    f.status = FactStatus::kUnavailable;
+    f.reason = "the engine does not split waiting requests by reason (vLLM V1's num_requests_waiting_by_reason)";
+    f.statement = fmt::format("{} request(s) waiting; why (a full pool or a transient deferral) is not stated", num(waiting->value));
+    return f;
+  }
+  f.status = FactStatus::kStated;
+  add_stated(f, s, {{S::kWaiting, "requests"}, {S::kWaitingCapacity, "requests"}, {S::kWaitingDeferred, "requests"}});
+  const double c = capacity->value;
+  const double d = deferred->value;
+  if (c == 0 && d == 0) {
+    f.statement = "No request is waiting.";
+  } else if (c > 0) {
+    f.statement = fmt::format("{} of {} waiting request(s) wait for capacity: the KV pool or the batch is full, so added "
+                              "load becomes queue, not throughput{}.", num(c), num(c + d),
+                              d > 0 ? fmt::format("; {} deferred by transient constraints", num(d)) : "");
+  } else {
+    f.statement = fmt::format("{} waiting request(s), all deferred by transient constraints (LoRA budget, KV transfer, "
+                              "blocked status), none for capacity: the pool is not the limit.", num(d));
+  }
+  return f;
+}
+
+Fact load(const EngineSignals& s) {
+  Fact f;
+  f.id = "load";
+  if (add_stated(f, s, {{S::kRunning, "requests"}, {S::kKvUsage, "fraction"}, {S::kSwapped, "requests"}}) == 0) {
+    return unavailable("load", "no running-request or KV-usage gauge is published");
+  }
+  f.status = FactStatus::kStated;
+  std::string text;
+  if (auto r = s.value(S::kRunning)) text += fmt::format("{} running", num(*r));
+  if (auto k = s.value(S::kKvUsage)) text += fmt::format("{}KV pool {:.1f}% used", text.empty() ? "" : ", ", *k * 100);
+  f.statement = text + ".";
+  return f;
+}
+
+Fact kv_pool(const EngineSignals& s) {
+  const auto blocks = label_number(s, "num_gpu_blocks");
+  const auto block_size = label_number(s, "block_size");
+  if (blocks && block_size) {
+    Fact f;
+    f.id = "kv_pool_tokens";
+    f.status = FactStatus::kDerived;
+    const double tokens = *blocks * *block_size;
+    f.values = {{"kv_pool_tokens", tokens, "tokens", false},
+                {"num_gpu_blocks", *blocks, "blocks", false},
+                {"block_size", *block_size, "tokens", false}};
+    f.sources = {source_of(s, S::kCacheConfigInfo) + "{num_gpu_blocks,block_size}"};
+    f.statement = fmt::format("KV pool: {} blocks x {} tokens = {} tokens", num(*blocks), num(*block_size), num(tokens));
+    if (const auto stated = label_number(s, "kv_cache_size_tokens")) {
+      f.values.push_back({"kv_cache_size_tokens", *stated, "tokens", false});
+      f.sources.push_back(source_of(s, S::kCacheConfigInfo) + "{kv_cache_size_tokens}");
+      f.statement += *stated == tokens ? fmt::format(", equal to the stated kv_cache_size_tokens.")
+                                       : fmt::format("; the engine also states kv_cache_size_tokens={}, which differs.", num(*stated));
+    } else {
+      f.statement += ".";
+    }
+    return f;
+  }
+  Fact f;
+  f.id = "kv_pool_tokens";
+  if (add_stated(f, s, {{S::kKvPoolTokens, "tokens"}}) == 1) {
+    f.values[0].name = "kv_pool_tokens";
+    f.status = FactStatus::kStated;
+    f.statement = fmt::format("KV pool: {} tokens.", num(f.values[0].value));
+    return f;
+  }
+  return unavailable("kv_pool_tokens", "neither cache_config_info (num_gpu_blocks, block_size) nor a pool size is published");
+}
+
+// nullopt: unknown; true/false: stated by cache_config_info.
+std::optional<bool> prefix_caching_enabled(const EngineSignals& s) {
+  const std::string* v = s.config("enable_prefix_caching");
+  if (!v) return std::nullopt;
+  if (*v == "True" || *v == "true") return true;
+  if (*v == "False" || *v == "false") return false;
+  return std::nullopt;
+}
+
+Fact prefix_caching(const EngineSignals& s) {
+  const auto enabled = prefix_caching_enabled(s);
+  if (!enabled) return unavailable("prefix_caching", "the engine does not state whether prefix caching is on");
+  Fact f;
+  f.id = "prefix_caching";
+  f.status = FactStatus::kStated;
+  f.values = {{"enabled", *enabled ? 1.0 : 0.0, "bool", false}};
+  f.sources = {source_of(s, S::kCacheConfigInfo) + "{enable_prefix_caching}"};
+  f.statement = *enabled ? "Prefix caching is on." : "Prefix caching is off: no prompt token can come from the cache.";
+  return f;
+}
+
+Fact cached_fraction(const EngineSignals& s) {
+  Fact f;
+  f.id = "cached_prompt_fraction";
+  const auto cached = s.value(S::kCachedPromptTokens);
+  const auto prompt = s.value(S::kPromptTokens);
+  if (prefix_caching_enabled(s) == false && cached && *cached > 0) {
+    return unavailable(f.id, fmt::format("the exposition contradicts itself: {} says prefix caching is off, yet {} "
+                                         "reads {}; no share is claimed", source_of(s, S::kCacheConfigInfo),
+                                         source_of(s, S::kCachedPromptTokens), num(*cached)));
+  }
+  if (prefix_caching_enabled(s) == false) {
+    f.status = FactStatus::kStated;
+    f.values = {{"cached_prompt_fraction", 0.0, "fraction", false}};
+    f.sources = {source_of(s, S::kCacheConfigInfo) + "{enable_prefix_caching=\"False\"}"};
+    f.statement = "Cached share of prompt tokens: exactly 0 (prefix caching is off).";
+    return f;
+  }
+  if (!cached || !prompt) return unavailable(f.id, "no cached-prompt-token counter is published");
+  if (*prompt <= 0) return unavailable(f.id, "no prompt tokens in the window");
+  f.status = FactStatus::kDerived;
+  f.values = {{"cached_prompt_fraction", *cached / *prompt, "fraction", false},
+              {"cached_prompt_tokens", *cached, "tokens", false},
+              {"prompt_tokens", *prompt, "tokens", false}};
+  f.sources = {source_of(s, S::kCachedPromptTokens), source_of(s, S::kPromptTokens)};
+  f.statement = fmt::format("Cached share of prompt tokens: {:.1f}% ({} of {}).", 100 * *cached / *prompt, num(*cached), num(*prompt));
+  return f;
+}
+
+Fact hit_rate(const EngineSignals& s) {
+  Fact f;
+  f.id = "prefix_cache_hit_rate";
+  const auto queries = s.value(S::kPrefixCacheQueries);
+  const auto hits = s.value(S::kPrefixCacheHits);
+  if (queries && hits) {
+    if (*queries <= 0) return unavailable(f.id, "no prefix-cache queries in the window");
+    f.status = FactStatus::kDerived;
+    f.values = {{"prefix_cache_hit_rate", *hits / *queries, "fraction", false},
+                {"prefix_cache_hits", *hits, "tokens", false},
+                {"prefix_cache_queries", *queries, "tokens", false}};
+    f.sources = {source_of(s, S::kPrefixCacheHits), source_of(s, S::kPrefixCacheQueries)};
+    f.statement = fmt::format("Prefix-cache hit rate: {:.1f}% of queried prompt tokens ({} of {}).", 100 * *hits / *queries,
+                              num(*hits), num(*queries));
+    if (prefix_caching_enabled(s) == false && *hits > 0) {
+      f.status = FactStatus::kUnavailable;
+      f.values.clear();
+      f.reason = fmt::format("the exposition contradicts itself: {} says prefix caching is off, yet {} reads {}; no rate is "
+                             "claimed", source_of(s, S::kCacheConfigInfo), source_of(s, S::kPrefixCacheHits), num(*hits));
+      f.statement.clear();
+    }
+    return f;
+  }
+  if (add_stated(f, s, {{S::kPrefixCacheHitRate, "fraction"}}) == 1) {
+    f.status = FactStatus::kStated;
+    f.statement = fmt::format("Prefix-cache hit rate {:.1f}%, as the engine states it (its own gauge over its own window, "
+                              "not this window).", 100 * f.values[0].value);
+    return f;
+  }
+  return unavailable(f.id, "no prefix-cache hit/query counters or hit-rate gauge are published");
+}
+
+Fact prefill_rate(const EngineSignals& s) {
+  Fact f;
+  f.id = "prefill_rate_per_stream";
+  const HistogramSignal* computed = s.histogram(S::kPrefillKvComputedTokens);
+  const HistogramSignal* time = s.histogram(S::kPrefillTime);
+  if (!computed || !time || !computed->merged.sum || !time->merged.sum) {
+    return unavailable(f.id, "needs request_prefill_kv_computed_tokens and request_prefill_time_seconds (vLLM V1)");
+  }
+  if (*time->merged.sum <= 0 || time->merged.count.value_or(0) <= 0) {
+    return unavailable(f.id, "no completed prefill in the window");
+  }
+  const double rate = *computed->merged.sum / *time->merged.sum;
+  f.status = FactStatus::kDerived;
+  f.values = {{"computed_prefill_tokens_per_s", rate, "tokens/s per prefilling stream", false},
+              {"computed_prefill_tokens", *computed->merged.sum, "tokens", false},
+              {"prefill_seconds", *time->merged.sum, "s (summed over requests)", false}};
+  f.sources = {computed->source + "_sum", time->source + "_sum"};
+  f.statement = fmt::format("Computed prefill: {:.1f} tokens/s per prefilling stream ({} computed tokens over {:.3f} s of "
+                            "per-request prefill time). Per stream, not aggregate: concurrent prefills overlap.",
+                            rate, num(*computed->merged.sum), *time->merged.sum);
+  if (const HistogramSignal* prompt = s.histogram(S::kPromptTokensPerRequest); prompt && prompt->merged.sum) {
+    const double nominal = *prompt->merged.sum / *time->merged.sum;
+    if (prefix_caching_enabled(s) == false) {
+      f.values.push_back({"nominal_prefill_tokens_per_s", rate, "tokens/s per prefilling stream", false});
+      f.statement += " Prefix caching is off, so the nominal rate is the computed one.";
+    } else {
+      f.values.push_back({"nominal_prefill_tokens_per_s", nominal, "tokens/s per prefilling stream", false});
+      f.sources.push_back(prompt->source + "_sum");
+      f.statement += fmt::format(" Nominal (cache hits counted as prefilled): {:.1f} tokens/s.", nominal);
+    }
+  }
+  return f;
+}
+
+Fact llamacpp_wall_rates(const EngineSignals& s) {
+  Fact f;
+  f.id = "llamacpp_wall_throughput";
+  const auto pt = s.value(S::kPromptTokens);
+  const auto ps = s.value(S::kPromptSecondsWall);
+  const auto gt = s.value(S::kGenerationTokens);
+  const auto gs = s.value(S::kGenerationSecondsWall);
+  if (!ps && !gs) return unavailable(f.id, "not a llama.cpp server");
+  f.status = FactStatus::kDerived;
+  std::string text;
+  if (pt && ps && *ps > 0) {
+    f.values.push_back({"prompt_tokens_per_wall_s", *pt / *ps, "tokens/s of prompt-processing wall time", false});
+    f.sources.push_back(source_of(s, S::kPromptTokens));
+    f.sources.push_back(source_of(s, S::kPromptSecondsWall));
+    text = fmt::format("Prompt processing: {:.1f} tokens per second of the server's prompt wall time", *pt / *ps);
+  }
+  if (gt && gs && *gs > 0) {
+    f.values.push_back({"generated_tokens_per_wall_s", *gt / *gs, "tokens/s of generation wall time", false});
+    f.sources.push_back(source_of(s, S::kGenerationTokens));
+    f.sources.push_back(source_of(s, S::kGenerationSecondsWall));
+    text += fmt::format("{}generation: {:.1f} tokens per second of generation wall time", text.empty() ? "" : "; ", *gt / *gs);
+  }
+  if (f.values.empty()) return unavailable(f.id, "no prompt or generation time in the window");
+  f.statement = text + ". Wall time of all slots together, under llama.cpp's own meaning: not vLLM's per-stream prefill rate.";
+  return f;
+}
+
+Fact estimate(const EngineSignals& s, Signal sig, std::string_view what) {
+  const std::string id(signal_name(sig));
+  const ScalarSignal* v = s.scalar(sig);
+  if (!v) return unavailable(id, fmt::format("the engine publishes no {} estimate", what));
+  const auto generated = s.value(S::kGenerationTokens);
+  Fact f;
+  f.id = id;
+  f.sources = {v->source};
+  if (v->value > 0) {
+    f.status = FactStatus::kStated;
+    f.values = {{id, v->value, std::string(what), false}};
+    f.statement = fmt::format("The engine estimates {} {} per GPU.", num(v->value), what);
+    return f;
+  }
+  if (generated && *generated > 0) {
+    f.status = FactStatus::kUnimplemented;
+    f.sources.push_back(source_of(s, S::kGenerationTokens));
+    f.reason = fmt::format("{} stays at 0 while {} tokens were generated: published but not implemented in this build",
+                           v->source, num(*generated));
+    f.statement = fmt::format("The {} estimate is unimplemented (0 while tokens were generated); it is withheld from every "
+                              "efficiency figure.", what);
+    return f;
+  }
+  return unavailable(id, "0 with no tokens generated: nothing to judge the counter by yet");
+}
+
+Fact counters(const EngineSignals& s, std::string id, std::initializer_list<std::pair<Signal, std::string_view>> signals,
+              std::optional<double> seconds) {
+  Fact f;
+  f.id = std::move(id);
+  if (add_stated(f, s, signals) == 0) return unavailable(f.id, "none of its counters are published");
+  f.status = FactStatus::kStated;
+  std::string text;
+  const std::size_t n = f.values.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    text += fmt::format("{}{} {}", i ? ", " : "", num(f.values[i].value), f.values[i].name);
+    if (seconds && *seconds > 0) {
+      f.values.push_back({f.values[i].name + "_per_s", f.values[i].value / *seconds, f.values[i].unit + "/s", false});
+    }
+  }
+  f.statement = fmt::format("{} ({}).", text, seconds ? fmt::format("over {:.1f} s", *seconds) : "since the process started");
+  return f;
+}
+
+Fact latency(const EngineSignals& s, Signal sig, std::string_view label) {
+  const std::string id(signal_name(sig));
+  const HistogramSignal* h = s.histogram(sig);
+  if (!h) return unavailable(id, fmt::format("no {} histogram is published", label));
+  if (!h->merged.valid()) return unavailable(id, fmt::format("{} is inconsistent: {}", h->source, h->merged.problems[0].message));
+  const double count = h->merged.count.value_or(h->merged.buckets.empty() ? 0 : h->merged.buckets.back().cumulative);
+  if (count <= 0) return unavailable(id, "no observations in the window");
+  Fact f;
+  f.id = id;
+  f.status = FactStatus::kDerived;
+  f.sources = {h->source};
+  f.values.push_back({"count", count, "observations", false});
+  std::string text = fmt::format("{}: ", label);
+  if (h->merged.sum) {
+    f.values.push_back({"mean", *h->merged.sum / count, "s", false});
+    text += fmt::format("mean {:.4g} s", *h->merged.sum / count);
+  }
+  const bool has_buckets = h->merged.buckets.size() >= 2;
+  for (const auto& [q, name] : {std::pair{0.5, "p50"}, std::pair{0.9, "p90"}, std::pair{0.99, "p99"}}) {
+    if (!has_buckets) break;
+    const double v = histogram_quantile(q, h->merged.buckets);
+    const auto bucket = quantile_bucket(q, h->merged.buckets);
+    if (std::isnan(v) || !bucket) continue;
+    f.values.push_back({name, v, "s", true, bucket});
+    if (std::isinf(bucket->second)) text += fmt::format(", {} >{:.4g} s (above the highest bucket)", name, bucket->first);
+    else text += fmt::format(", {} ~{:.4g} s (bucket {:.4g}-{:.4g})", name, v, bucket->first, bucket->second);
+  }
+  f.statement = text + fmt::format(" over {} observations{}.", num(count),
+                                   has_buckets ? "; percentiles are estimates interpolated inside a bucket, as PromQL's "
+                                                 "histogram_quantile computes them" : "");
+  return f;
+}
+
+}  // namespace
+
+std::string_view to_string(FactStatus s) {
+  switch (s) {
+    case FactStatus::kStated: return "stated";
+    case FactStatus::kDerived: return "derived";
+    case FactStatus::kUnimplemented: return "unimplemented";
+    case FactStatus::kUnavailable: break;
+  }
+  return "unavailable";
+}
+
+const Fact* find_fact(const std::vector<Fact>& facts, std::string_view id) {
+  for (const Fact& f : facts) {
+    if (f.id == id) return &f;
+  }
+  return nullptr;
+}
+
+std::vector<Fact> derive_facts(const EngineSignals& s, std::optional<double> seconds) {
+  std::vector<Fact> out;
+  if (s.engine == Engine::kUnknown) return out;
+  out.push_back(queueing_reason(s));
+  out.push_back(load(s));
+  out.push_back(kv_pool(s));
+  out.push_back(prefix_caching(s));
+  out.push_back(cached_fraction(s));
+  out.push_back(hit_rate(s));
+  if (s.engine == Engine::kLlamaCpp) out.push_back(llamacpp_wall_rates(s));
+  else out.push_back(prefill_rate(s));
+  out.push_back(estimate(s, S::kEstimatedFlops, "floating-point operations"));
+  out.push_back(estimate(s, S::kEstimatedReadBytes, "bytes read"));
+  out.push_back(estimate(s, S::kEstimatedWriteBytes, "bytes written"));
+  out.push_back(counters(s, "tokens",
+                         {{S::kPromptTokens, "tokens"}, {S::kGenerationTokens, "tokens"},
+                          {S::kCachedPromptTokens, "tokens"}, {S::kComputedPromptTokens, "tokens"}},
+                         seconds));
+  out.push_back(counters(s, "requests",
+                         {{S::kRequestsFinished, "requests"}, {S::kRequestsErrored, "requests"},
+                          {S::kRequestsAborted, "requests"}, {S::kRequestsFailed, "requests"},
+                          {S::kRequestsTotal, "requests"}},
+                         seconds));
+  out.push_back(counters(s, "preemptions", {{S::kPreemptions, "preemptions"}}, seconds));
+  out.push_back(latency(s, S::kTtft, "Time to first token"));
+  out.push_back(latency(s, S::kItl, "Inter-token latency"));
+  out.push_back(latency(s, S::kTpot, "Time per output token"));
+  out.push_back(latency(s, S::kE2e, "End-to-end latency"));
+  out.push_back(latency(s, S::kQueueTime, "Queue time"));
+  out.push_back(latency(s, S::kPrefillTime, "Prefill time"));
+  out.push_back(latency(s, S::kDecodeTime, "Decode time"));
+  return out;
+}
+
+}  // namespace mpo::promtext

@@ -1,0 +1,127 @@
+#include "promtext/signals.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace mpo::promtext {
+namespace {
+
+bool starts_with_any(const Exposition& e, std::string_view prefix) {
+  return std::any_of(e.families.begin(), e.families.end(),
+                     [&](const MetricFamily& f) { return std::string_view(f.name).starts_with(prefix); });
+}
+
+// The family named `name` in this exposition, after the ray_vllm: rewrite; in OpenMetrics a
+// counter's family has no _total, so that is tried too.
+const MetricFamily* find_family(const Exposition& e, const std::string& name) {
+  if (const MetricFamily* f = e.family(name)) return f;
+  if (name.ends_with("_total")) return e.family(std::string_view(name).substr(0, name.size() - 6));
+  return nullptr;
+}
+
+bool matches(const Sample& s, const CatalogEntry& c) {
+  if (c.label.empty()) return true;
+  const std::string* v = find_label(s.labels, c.label);
+  return v && *v == c.value;
+}
+
+std::string source_text(const std::string& family, const CatalogEntry& c) {
+  if (c.label.empty()) return family;
+  return fmt::format("{}{{{}=\"{}\"}}", family, c.label, c.value);
+}
+
+}  // namespace
+
+Engine detect_engine(const Exposition& e, std::string* prefix) {
+  auto set = [&](std::string_view p) {
+    if (prefix) *prefix = std::string(p);
+  };
+  for (std::string_view p : {"vllm:", "ray_vllm:"}) {
+    if (!starts_with_any(e, p)) continue;
+    set(p);
+    const std::string base(p);
+    const bool v0 = e.family(base + "gpu_cache_usage_perc") || e.family(base + "num_requests_swapped") ||
+                    e.family(base + "cpu_cache_usage_perc");
+    return v0 ? Engine::kVllmV0 : Engine::kVllmV1;
+  }
+  if (starts_with_any(e, "sglang:")) return set("sglang:"), Engine::kSglang;
+  if (starts_with_any(e, "llamacpp:")) return set("llamacpp:"), Engine::kLlamaCpp;
+  if (starts_with_any(e, "tgi_")) return set("tgi_"), Engine::kTgi;
+  set("");
+  return Engine::kUnknown;
+}
+
+EngineSignals extract_signals(const Exposition& e) {
+  EngineSignals out;
+  out.engine = detect_engine(e, &out.prefix);
+  if (out.engine == Engine::kUnknown) {
+    out.notes.push_back("no known engine's metric names (vllm:, sglang:, llamacpp:, tgi_): nothing is derived");
+    return out;
+  }
+  const std::uint32_t bit = engine_bit(out.engine);
+  for (const CatalogEntry& c : catalog()) {
+    if (!(c.engines & bit)) continue;
+    const auto idx = static_cast<std::size_t>(c.signal);
+    const SignalKind kind = signal_kind(c.signal);
+    if (kind == SignalKind::kHistogram ? out.histograms[idx].has_value()
+                                       : out.scalars[idx].has_value() || (kind == SignalKind::kInfo && !out.cache_config.empty())) {
+      continue;  // an earlier entry already supplied this signal
+    }
+    std::string name(c.family);
+    if (out.prefix == "ray_vllm:" && name.starts_with("vllm:")) name = "ray_" + name;
+    const MetricFamily* f = find_family(e, name);
+    if (!f) continue;
+    if (kind == SignalKind::kInfo) {
+      for (const Sample& s : f->samples) {
+        out.cache_config = s.labels;
+        out.cache_config_source = name;
+        break;
+      }
+      continue;
+    }
+    if (kind == SignalKind::kHistogram || c.read == Read::kHistogramSum) {
+      if (f->type != MetricType::kHistogram) continue;
+      std::vector<HistogramSeries> picked;
+      for (HistogramSeries& h : assemble_histograms(*f)) {
+        Sample probe;
+        probe.labels = h.labels;
+        if (matches(probe, c)) picked.push_back(std::move(h));
+      }
+      if (picked.empty()) continue;
+      if (c.read == Read::kHistogramSum) {
+        ScalarSignal v{0, fmt::format("{}_sum", name), static_cast<int>(picked.size())};
+        for (const HistogramSeries& h : picked) v.value += h.sum.value_or(0);
+        out.scalars[idx] = std::move(v);
+        continue;
+      }
+      auto merged = merge_histograms(picked);
+      if (!merged) {
+        out.notes.push_back(fmt::format("{}: series have different bucket bounds; not merged", name));
+        continue;
+      }
+      out.histograms[idx] = HistogramSignal{std::move(*merged), name, static_cast<int>(picked.size())};
+      continue;
+    }
+    ScalarSignal v{0, source_text(name, c), 0};
+    for (const Sample& s : f->samples) {
+      if (s.name != name || !matches(s, c)) continue;
+      v.value = v.series == 0 ? s.value : signal_takes_max(c.signal) ? std::max(v.value, s.value) : v.value + s.value;
+      ++v.series;
+    }
+    if (v.series > 0) out.scalars[idx] = std::move(v);
+  }
+  for (const MetricFamily& f : e.families) {
+    if (!std::string_view(f.name).starts_with(out.prefix)) continue;
+    for (const Sample& s : f.samples) {
+      const std::string* m = find_label(s.labels, "model_name");
+      if (m && std::find(out.models.begin(), out.models.end(), *m) == out.models.end()) out.models.push_back(*m);
+    }
+  }
+  if (out.engine == Engine::kVllmV0 && (out.scalar(Signal::kPrefixCacheQueries) || out.histogram(Signal::kPrefillTime))) {
+    out.notes.push_back("V0 metric names with V1-era families beside them (a composite or a transitional build)");
+  }
+  return out;
+}
+
+}  // namespace mpo::promtext

@@ -1,0 +1,147 @@
+#include "scrape/snapshot.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/json.hpp"
+#include "core/time.hpp"
+#include "promtext/number.hpp"
+
+namespace mpo::scrape {
+namespace {
+
+using promtext::Signal;
+using promtext::SignalKind;
+
+std::string buckets_json(const promtext::HistogramSeries& h) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < h.buckets.size(); ++i) {
+    if (i) out += ',';
+    out += '[';
+    if (std::isinf(h.buckets[i].upper)) out += "\"+Inf\"";
+    else append_json_number(out, h.buckets[i].upper);
+    out += ',';
+    append_json_number(out, h.buckets[i].cumulative);
+    out += ']';
+  }
+  return out + "]";
+}
+
+std::string signals_json(const promtext::EngineSignals& s) {
+  JsonObjectWriter w;
+  for (std::size_t i = 0; i < promtext::kSignalCount; ++i) {
+    const auto sig = static_cast<Signal>(i);
+    if (const promtext::ScalarSignal* v = s.scalar(sig)) {
+      JsonObjectWriter o;
+      o.field("value", v->value).field("source", v->source).field("series", v->series);
+      w.raw_field(promtext::signal_name(sig), std::move(o).finish());
+    } else if (const promtext::HistogramSignal* h = s.histogram(sig)) {
+      JsonObjectWriter o;
+      o.field("source", h->source).field("series", h->series);
+      if (h->merged.count) o.field("count", *h->merged.count);
+      if (h->merged.sum) o.field("sum", *h->merged.sum);
+      o.raw_field("buckets", buckets_json(h->merged));
+      if (!h->merged.valid()) o.field("invalid", h->merged.problems.front().message);
+      w.raw_field(promtext::signal_name(sig), std::move(o).finish());
+    }
+  }
+  return std::move(w).finish();
+}
+
+}  // namespace
+
+std::string_view to_string(ScrapeStatus s) {
+  switch (s) {
+    case ScrapeStatus::kOk: return "ok";
+    case ScrapeStatus::kStale: return "stale";
+    case ScrapeStatus::kHttpError: return "http_error";
+    case ScrapeStatus::kUnreachable: return "unreachable";
+    case ScrapeStatus::kTimeout: return "timeout";
+    case ScrapeStatus::kParseError: return "parse_error";
+  }
+  return "unknown";
+}
+
+bool has_signals(ScrapeStatus s) { return s == ScrapeStatus::kOk || s == ScrapeStatus::kStale; }
+
+void absorb_body(Snapshot& s, std::string_view body) {
+  s.bytes = body.size();
+  auto e = promtext::parse_exposition(body);
+  if (!e) {
+    s.status = ScrapeStatus::kParseError;
+    s.error = e.error().message;
+    return;
+  }
+  s.format = e->format;
+  s.problems = std::move(e->problems);
+  s.signals = promtext::extract_signals(*e);
+}
+
+std::string server_instance_id(const Snapshot& s) {
+  std::string engine(promtext::engine_name(s.signals.engine));
+  if (const auto g = promtext::engine_generation(s.signals.engine); !g.empty()) engine = fmt::format("{}-{}", engine, g);
+  std::string models;
+  for (const std::string& m : s.signals.models) models += (models.empty() ? "" : ",") + m;
+  const auto start = s.signals.value(Signal::kProcessStartTime);
+  return fmt::format("{}|{}|{}|{}", s.source, engine, models, start ? promtext::format_number(*start) : "no-start-time");
+}
+
+std::string snapshot_json_line(const Snapshot& s) {
+  JsonObjectWriter w;
+  w.field("schema", "modelperfobs.scrape.v1")
+      .field("seq", s.seq)
+      .field("source", s.source)
+      .field("scheduled_at", format_rfc3339_us(s.scheduled_at_us))
+      .field("scrape_started_at", format_rfc3339_us(s.started_at_us))
+      .field("scrape_ended_at", format_rfc3339_us(s.ended_at_us))
+      .field("status", to_string(s.status));
+  if (s.http_status) w.field("http_status", *s.http_status);
+  if (!s.error.empty()) w.field("error", s.error);
+  w.field("bytes", s.bytes);
+  if (s.format) w.field("format", *s.format == promtext::Format::kOpenMetrics ? "openmetrics-1.0" : "text-0.0.4");
+  if (has_signals(s.status)) {
+    JsonObjectWriter server;
+    server.field("instance_id", server_instance_id(s))
+        .field("engine", promtext::engine_name(s.signals.engine))
+        .field("generation", promtext::engine_generation(s.signals.engine));
+    std::string models = "[";
+    for (std::size_t i = 0; i < s.signals.models.size(); ++i) {
+      if (i) models += ',';
+      append_json_string(models, s.signals.models[i]);
+    }
+    server.raw_field("models", models + "]");
+    if (auto start = s.signals.value(Signal::kProcessStartTime)) server.field("process_start_time_s", *start);
+    w.raw_field("server", std::move(server).finish());
+    if (!s.problems.empty()) {
+      std::string problems = "[";
+      for (std::size_t i = 0; i < s.problems.size(); ++i) {
+        if (i) problems += ',';
+        JsonObjectWriter p;
+        p.field("line", static_cast<std::uint64_t>(s.problems[i].line))
+            .field("column", static_cast<std::uint64_t>(s.problems[i].column))
+            .field("family", s.problems[i].family)
+            .field("message", s.problems[i].message);
+        problems += std::move(p).finish();
+      }
+      w.raw_field("parse_problems", problems + "]");
+    }
+    w.raw_field("signals", signals_json(s.signals));
+    if (!s.signals.cache_config.empty()) {
+      JsonObjectWriter cc;
+      for (const promtext::Label& l : s.signals.cache_config) cc.field(l.name, l.value);
+      w.raw_field("cache_config", std::move(cc).finish());
+    }
+    if (!s.signals.notes.empty()) {
+      std::string notes = "[";
+      for (std::size_t i = 0; i < s.signals.notes.size(); ++i) {
+        if (i) notes += ',';
+        append_json_string(notes, s.signals.notes[i]);
+      }
+      w.raw_field("notes", notes + "]");
+    }
+  }
+  return std::move(w).finish();
+}
+
+}  // namespace mpo::scrape

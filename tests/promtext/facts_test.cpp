@@ -1,0 +1,233 @@
+// Catalogs and facts on the real captures: what each engine states, and what is withheld.
+#include <cmath>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "promtext/delta.hpp"
+#include "promtext/facts.hpp"
+#include "support/fixtures.hpp"
+
+namespace mpo::promtext {
+namespace {
+
+constexpr const char* kVllmV1 = "vllm/vllm-v1_0.29.0_qwen2.5-1.5b_t4_after-load.prom";
+constexpr const char* kVllmV0 = "vllm/vllm-v0-plus-v1-appended_datadog-composite_opt-125m.prom";
+constexpr const char* kSglang = "sglang/sglang_v0.5.10.post1_datadog-fixture_opt-125m.prom";
+constexpr const char* kSglangOld = "sglang/sglang_docs-example_llama-3.1-8b_multiproc-order.prom";
+constexpr const char* kLlama = "llamacpp/llamacpp_server-cuda_2026-05_lfm2.5-8b_rtx4080.prom";
+constexpr const char* kTgi = "tgi/tgi_datadog-fixture_payload.prom";
+constexpr const char* kDcgm = "dcgm/dcgm-exporter_datadog-fixture_t4-mixed.prom";
+
+EngineSignals signals_of(const char* file) {
+  auto e = parse_exposition(test::read_fixture(file));
+  EXPECT_TRUE(e.ok());
+  return extract_signals(*e);
+}
+
+const Fact& fact(const std::vector<Fact>& facts, std::string_view id) {
+  const Fact* f = find_fact(facts, id);
+  if (!f) throw std::runtime_error("no fact " + std::string(id));
+  return *f;
+}
+
+TEST(Catalog, DetectsEachEngineFromTheNamesPresent) {
+  EXPECT_EQ(signals_of(kVllmV1).engine, Engine::kVllmV1);
+  EXPECT_EQ(signals_of(kVllmV0).engine, Engine::kVllmV0);
+  EXPECT_EQ(signals_of(kSglang).engine, Engine::kSglang);
+  EXPECT_EQ(signals_of(kSglangOld).engine, Engine::kSglang);
+  EXPECT_EQ(signals_of(kLlama).engine, Engine::kLlamaCpp);
+  EXPECT_EQ(signals_of(kTgi).engine, Engine::kTgi);
+  const EngineSignals dcgm = signals_of(kDcgm);
+  EXPECT_EQ(dcgm.engine, Engine::kUnknown);
+  EXPECT_TRUE(derive_facts(dcgm, std::nullopt).empty());  // parsed, nothing claimed
+}
+
+TEST(Catalog, RayVllmPrefixIsTheSameCatalog) {
+  auto e = parse_exposition(
+      "# TYPE ray_vllm:num_requests_waiting gauge\n"
+      "ray_vllm:num_requests_waiting{model_name=\"m\",WorkerId=\"a\"} 3\n"
+      "ray_vllm:num_requests_waiting{model_name=\"m\",WorkerId=\"b\"} 4\n"
+      "# TYPE ray_vllm:gpu_cache_usage_perc gauge\n"
+      "ray_vllm:gpu_cache_usage_perc{model_name=\"m\",WorkerId=\"a\"} 0.5\n"
+      "ray_vllm:gpu_cache_usage_perc{model_name=\"m\",WorkerId=\"b\"} 0.9\n");
+  ASSERT_TRUE(e.ok());
+  const EngineSignals s = extract_signals(*e);
+  EXPECT_EQ(s.engine, Engine::kVllmV0);
+  EXPECT_EQ(s.prefix, "ray_vllm:");
+  EXPECT_EQ(*s.value(Signal::kWaiting), 7.0);  // summed over workers
+  EXPECT_EQ(*s.value(Signal::kKvUsage), 0.9);  // the fullest pool
+  EXPECT_EQ(s.scalar(Signal::kKvUsage)->source, "ray_vllm:gpu_cache_usage_perc");
+  EXPECT_EQ(s.models, std::vector<std::string>{"m"});
+}
+
+TEST(Facts, Vllm0290KvPoolFlopsPrefillAndCache) {
+  const EngineSignals s = signals_of(kVllmV1);
+  EXPECT_EQ(s.models, std::vector<std::string>{"qwen2.5-1.5b"});
+  EXPECT_EQ(*s.value(Signal::kProcessStartTime), 1.78990180866e+09);
+  const auto facts = derive_facts(s, std::nullopt);
+  ASSERT_FALSE(facts.empty());
+  EXPECT_EQ(facts.front().id, "queueing_reason");  // printed above the numbers
+
+  const Fact& pool = fact(facts, "kv_pool_tokens");
+  EXPECT_EQ(pool.status, FactStatus::kDerived);
+  EXPECT_EQ(pool.value("kv_pool_tokens")->value, 20184.0 * 16.0);
+  EXPECT_EQ(pool.value("kv_cache_size_tokens")->value, 322944.0);
+  EXPECT_NE(pool.statement.find("equal to the stated kv_cache_size_tokens"), std::string::npos);
+
+  // The FLOPs and byte estimates are 0 after 584 generated tokens: published, not implemented.
+  for (const char* id : {"estimated_flops", "estimated_read_bytes", "estimated_write_bytes"}) {
+    const Fact& f = fact(facts, id);
+    EXPECT_EQ(f.status, FactStatus::kUnimplemented) << id;
+    EXPECT_TRUE(f.values.empty()) << id;  // withheld: no number
+    EXPECT_NE(f.reason.find("584"), std::string::npos) << f.reason;
+  }
+
+  const Fact& q = fact(facts, "queueing_reason");
+  EXPECT_EQ(q.status, FactStatus::kStated);
+  EXPECT_EQ(q.value("waiting_capacity")->value, 0.0);
+  EXPECT_EQ(q.statement, "No request is waiting.");
+
+  const Fact& prefill = fact(facts, "prefill_rate_per_stream");
+  EXPECT_EQ(prefill.status, FactStatus::kDerived);
+  EXPECT_DOUBLE_EQ(prefill.value("computed_prefill_tokens_per_s")->value, 98.0 / 1.1926902269998436);
+  EXPECT_DOUBLE_EQ(prefill.value("nominal_prefill_tokens_per_s")->value, 530.0 / 1.1926902269998436);
+
+  EXPECT_EQ(fact(facts, "prefix_caching").value("enabled")->value, 1.0);
+  const Fact& hits = fact(facts, "prefix_cache_hit_rate");
+  EXPECT_EQ(hits.status, FactStatus::kDerived);
+  EXPECT_DOUBLE_EQ(hits.value("prefix_cache_hit_rate")->value, 432.0 / 530.0);
+  EXPECT_DOUBLE_EQ(fact(facts, "cached_prompt_fraction").value("cached_prompt_fraction")->value, 432.0 / 530.0);
+
+  const Fact& ttft = fact(facts, "ttft_seconds");
+  EXPECT_EQ(ttft.status, FactStatus::kDerived);
+  EXPECT_DOUBLE_EQ(ttft.value("mean")->value, 1.4721317291259766 / 10.0);
+  EXPECT_TRUE(ttft.value("p50")->estimate);
+  EXPECT_EQ(fact(facts, "requests").value("requests_finished")->value, 10.0);
+}
+
+// The real V0 scrape is the head of the composite file, before Datadog appended V1-era families.
+std::string v0_head() {
+  const std::string text = test::read_fixture(kVllmV0);
+  return text.substr(0, text.find("# HELP vllm:kv_cache_usage_perc"));
+}
+
+TEST(Facts, V0PrefixCachingOffMakesCachedShareExactlyZero) {
+  auto e = parse_exposition(v0_head());
+  ASSERT_TRUE(e.ok());
+  const EngineSignals s = extract_signals(*e);
+  EXPECT_EQ(s.engine, Engine::kVllmV0);
+  const auto facts = derive_facts(s, std::nullopt);
+  const Fact& on = fact(facts, "prefix_caching");
+  EXPECT_EQ(on.status, FactStatus::kStated);
+  EXPECT_EQ(on.value("enabled")->value, 0.0);
+  const Fact& cached = fact(facts, "cached_prompt_fraction");
+  EXPECT_EQ(cached.status, FactStatus::kStated);  // not "unknown"
+  EXPECT_EQ(cached.value("cached_prompt_fraction")->value, 0.0);
+  EXPECT_EQ(cached.sources[0], "vllm:cache_config_info{enable_prefix_caching=\"False\"}");
+  // V0 names for V0 signals.
+  EXPECT_EQ(s.scalar(Signal::kKvUsage)->source, "vllm:gpu_cache_usage_perc");
+  EXPECT_EQ(s.histogram(Signal::kItl)->source, "vllm:time_per_output_token_seconds");
+  EXPECT_EQ(fact(facts, "kv_pool_tokens").value("kv_pool_tokens")->value, 7281.0 * 16.0);
+  EXPECT_EQ(fact(facts, "queueing_reason").status, FactStatus::kUnavailable);  // V0 has no split
+}
+
+TEST(Facts, CompositeThatContradictsItselfClaimsNoCacheFigures) {
+  const EngineSignals s = signals_of(kVllmV0);
+  EXPECT_FALSE(s.notes.empty());  // V1-era families beside V0 names
+  const auto facts = derive_facts(s, std::nullopt);
+  // cache_config_info says off; the appended counters say 64 cached tokens: no number either way.
+  for (const char* id : {"cached_prompt_fraction", "prefix_cache_hit_rate"}) {
+    const Fact& f = fact(facts, id);
+    EXPECT_EQ(f.status, FactStatus::kUnavailable) << id;
+    EXPECT_TRUE(f.values.empty()) << id;
+    EXPECT_NE(f.reason.find("contradicts itself"), std::string::npos) << f.reason;
+  }
+}
+
+TEST(Facts, QuantilesCarryTheirBucketAndSayWhenAboveTheHighest) {
+  const auto facts = derive_facts(signals_of(kSglangOld), std::nullopt);
+  const Fact& ttft = fact(facts, "ttft_seconds");
+  const FactValue* p50 = ttft.value("p50");
+  ASSERT_NE(p50, nullptr);
+  // 2513 of 11008 observations are <= 30 s: the median is above the highest finite bound.
+  EXPECT_EQ(p50->value, 30.0);
+  EXPECT_TRUE(std::isinf(p50->bucket->second));
+  EXPECT_NE(ttft.statement.find("p50 >30 s (above the highest bucket)"), std::string::npos) << ttft.statement;
+}
+
+TEST(Facts, SglangStatesPoolAndHitRateGauge) {
+  const auto facts = derive_facts(signals_of(kSglang), std::nullopt);
+  const Fact& pool = fact(facts, "kv_pool_tokens");
+  EXPECT_EQ(pool.status, FactStatus::kStated);
+  EXPECT_EQ(pool.value("kv_pool_tokens")->value, 430839.0);
+  const Fact& hit = fact(facts, "prefix_cache_hit_rate");
+  EXPECT_EQ(hit.status, FactStatus::kStated);
+  EXPECT_EQ(hit.values[0].value, 0.2);
+  EXPECT_DOUBLE_EQ(fact(facts, "cached_prompt_fraction").value("cached_prompt_fraction")->value, 1.0 / 5.0);
+  EXPECT_EQ(fact(facts, "prefill_rate_per_stream").status, FactStatus::kUnavailable);
+  EXPECT_EQ(fact(facts, "estimated_flops").status, FactStatus::kUnavailable);
+}
+
+TEST(Facts, LlamaCppWallTimeIsNotAliasedOntoPrefillRate) {
+  const auto facts = derive_facts(signals_of(kLlama), std::nullopt);
+  EXPECT_EQ(find_fact(facts, "prefill_rate_per_stream"), nullptr);
+  const Fact& wall = fact(facts, "llamacpp_wall_throughput");
+  EXPECT_EQ(wall.status, FactStatus::kDerived);
+  EXPECT_DOUBLE_EQ(wall.value("prompt_tokens_per_wall_s")->value, 26129.0 / 32.378);
+  EXPECT_DOUBLE_EQ(wall.value("generated_tokens_per_wall_s")->value, 10911.0 / 469.376);
+  EXPECT_NE(wall.statement.find("not vLLM's per-stream prefill rate"), std::string::npos);
+}
+
+TEST(Facts, TgiTokenTotalsFromHistogramSums) {
+  const EngineSignals s = signals_of(kTgi);
+  EXPECT_EQ(*s.value(Signal::kPromptTokens), 662.0);
+  EXPECT_EQ(s.scalar(Signal::kPromptTokens)->source, "tgi_request_input_length_sum");
+  EXPECT_EQ(*s.value(Signal::kRequestsFailed), 2.0);
+  EXPECT_EQ(*s.value(Signal::kRequestsTotal), 111.0);
+  const auto facts = derive_facts(s, std::nullopt);
+  EXPECT_EQ(fact(facts, "ttft_seconds").status, FactStatus::kUnavailable);  // TGI publishes none
+  EXPECT_EQ(fact(facts, "e2e_seconds").status, FactStatus::kDerived);
+}
+
+EngineSignals with_counter(const char* start, double generated) {
+  auto e = parse_exposition(fmt::format(
+      "process_start_time_seconds {}\n"
+      "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{{model_name=\"m\"}} {}\n"
+      "# TYPE vllm:time_to_first_token_seconds histogram\n"
+      "vllm:time_to_first_token_seconds_bucket{{le=\"0.1\",model_name=\"m\"}} {}\n"
+      "vllm:time_to_first_token_seconds_bucket{{le=\"+Inf\",model_name=\"m\"}} {}\n"
+      "vllm:time_to_first_token_seconds_count{{model_name=\"m\"}} {}\n"
+      "vllm:time_to_first_token_seconds_sum{{model_name=\"m\"}} {}\n",
+      start, generated, generated / 2, generated, generated, generated / 10));
+  EXPECT_TRUE(e.ok()) << e.error().message;
+  return extract_signals(*e);
+}
+
+TEST(Delta, CountersAndHistogramsBecomeIncreases) {
+  auto d = delta_signals(with_counter("100", 10), with_counter("100", 30));
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(*d->value(Signal::kGenerationTokens), 20.0);
+  const HistogramSignal* ttft = d->histogram(Signal::kTtft);
+  ASSERT_NE(ttft, nullptr);
+  EXPECT_EQ(*ttft->merged.count, 20.0);
+  EXPECT_EQ(ttft->merged.buckets[0].cumulative, 10.0);
+  EXPECT_DOUBLE_EQ(*ttft->merged.sum, 2.0);
+  const auto facts = derive_facts(*d, 4.0);
+  EXPECT_EQ(fact(facts, "tokens").value("generation_tokens_per_s")->value, 5.0);
+}
+
+TEST(Delta, RestartOrDecreaseIsAResetWithNoDelta) {
+  auto restarted = delta_signals(with_counter("100", 10), with_counter("200", 30));
+  ASSERT_FALSE(restarted.ok());
+  EXPECT_EQ(restarted.error().code, "scrape.reset");
+  EXPECT_NE(restarted.error().message.find("restarted"), std::string::npos);
+  auto went_down = delta_signals(with_counter("100", 30), with_counter("100", 10));
+  ASSERT_FALSE(went_down.ok());
+  EXPECT_EQ(went_down.error().code, "scrape.reset");
+  EXPECT_NE(went_down.error().message.find("vllm:generation_tokens_total went down from 30 to 10"), std::string::npos)
+      << went_down.error().message;
+}
+
+}  // namespace
+}  // namespace mpo::promtext
