@@ -1,6 +1,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "core/duration.hpp"
 #include "core/host_port.hpp"
 #include "ledger/writer.hpp"
 #include "proxy/server.hpp"
@@ -16,6 +17,7 @@ struct ProxyArgs {
   std::string usage = "passthrough";
   std::string itl = "summary";
   std::string max_body = "33554432";
+  std::string scrape_interval = "1s";
 };
 
 int run(ProxyArgs& a) {
@@ -43,6 +45,13 @@ int run(ProxyArgs& a) {
   a.opts.fsync = *fsync;
   a.opts.usage = a.usage == "inject" ? proxy::UsageMode::kInject : proxy::UsageMode::kPassthrough;
   a.opts.itl_full = a.itl == "full";
+  auto interval = parse_duration_s(a.scrape_interval);
+  if (!interval || *interval <= 0) {
+    std::cerr << "modelperfobs proxy: --scrape-interval: "
+              << (interval ? std::string("must be above 0") : interval.error().message) << "\n";
+    return 2;
+  }
+  a.opts.scrape_interval_s = *interval;
   return proxy::run_proxy(a.opts);
 }
 
@@ -75,6 +84,11 @@ std::function<int()> setup_proxy(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--id-header", a->opts.id_header, "correlation header name")->capture_default_str();
   app.add_option("--instance", a->opts.instance, "proxy_instance written in every line (default HOST:PID)");
+  app.add_option("--scrape", a->opts.scrape_url,
+                 "engine metrics URL (e.g. http://127.0.0.1:8000/metrics) to snapshot beside the ledger");
+  app.add_option("--scrape-interval", a->scrape_interval, "time between engine snapshots")->capture_default_str();
+  app.add_option("--scrape-output", a->opts.scrape_output,
+                 "snapshots file (modelperfobs.scrape.v1 JSONL; default: the ledger's name with .scrape.jsonl)");
   return [a] { return run(*a); };
 }
 

@@ -85,7 +85,7 @@ int run(const ScrapeArgs& a) {
   }
   std::vector<scrape::Snapshot> snaps;
   auto keep = [&](scrape::Snapshot&& s) {
-    if (out) out->submit(scrape::snapshot_json_line(s));
+    if (out) out->submit(scrape::snapshot_json_line(s) + "\n");
     if (!a.quiet) {
       std::cerr << fmt::format("scrape {}: {} {}{}\n", s.seq, scrape::to_string(s.status),
                                scrape::has_signals(s.status)

@@ -25,6 +25,7 @@
 #include "openai/stream_tap.hpp"
 #include "proxy/correlation.hpp"
 #include "proxy/proxy_metrics.hpp"
+#include "scrape/recorder.hpp"
 #include "proxy/usage_injection.hpp"
 
 namespace mpo::proxy {
@@ -94,6 +95,12 @@ class Proxy {
         admin_acceptor_(io),
         resolver_(io),
         ledger_({opts_.ledger_path, opts_.fsync, 1.0, 65536}) {
+    if (!opts_.scrape_url.empty()) {
+      if (opts_.scrape_output.empty()) opts_.scrape_output = scrape::snapshots_path_for(opts_.ledger_path);
+      scraper_ = std::make_unique<scrape::Recorder>(scrape::Recorder::Options{
+          opts_.scrape_url, opts_.scrape_interval_s, std::min(5.0, std::max(0.5, opts_.scrape_interval_s)),
+          opts_.scrape_output, opts_.fsync});
+    }
     if (opts_.instance.empty()) {
       char host[256] = {};
       gethostname(host, sizeof host - 1);
@@ -118,6 +125,9 @@ class Proxy {
       }
     }
     if (auto st = ledger_.open(); !st) return st;
+    if (scraper_) {
+      if (auto st = scraper_->open(); !st) return st;
+    }
     if (auto st = listen(acceptor_, opts_.listen, "--listen"); !st) return st;
     if (opts_.admin_enabled) {
       if (auto st = listen(admin_acceptor_, opts_.admin_listen, "--admin-listen"); !st) return st;
@@ -136,6 +146,13 @@ class Proxy {
   void start() {
     asio::co_spawn(io_, accept_loop(acceptor_, false), asio::detached);
     if (opts_.admin_enabled) asio::co_spawn(io_, accept_loop(admin_acceptor_, true), asio::detached);
+    if (scraper_) scraper_->start(io_);
+  }
+
+  // "ledger L" or "ledger L, engine snapshots S": what the startup line names.
+  std::string outputs() const {
+    return scraper_ ? fmt::format("ledger {}, engine snapshots {}", opts_.ledger_path, scraper_->output())
+                    : fmt::format("ledger {}", opts_.ledger_path);
   }
 
   void begin_shutdown() {
@@ -146,7 +163,10 @@ class Proxy {
     asio::co_spawn(io_, drain(), asio::detached);
   }
 
-  void reopen_ledger() { ledger_.request_reopen(); }
+  void reopen_ledger() {
+    ledger_.request_reopen();
+    if (scraper_) scraper_->request_reopen();
+  }
 
  private:
   Status listen(tcp::acceptor& a, const HostPort& hp, std::string_view flag) {
@@ -173,6 +193,7 @@ class Proxy {
       co_await t.async_wait(kNoThrow);
     }
     ledger_.close();
+    if (scraper_) scraper_->stop();
     io_.stop();
   }
 
@@ -690,6 +711,7 @@ class Proxy {
   std::vector<tcp::resolver::results_type::value_type> endpoints_;
   std::vector<std::shared_ptr<Upstream>> pool_;
   ledger::LedgerWriter ledger_;
+  std::unique_ptr<scrape::Recorder> scraper_;
   std::optional<asio::ssl::context> tls_;
   ProxyMetrics metrics_;
   Uuid7Generator ids_;
@@ -724,8 +746,8 @@ int run_proxy(const ProxyOptions& options) {
   };
   hup.async_wait(on_hup);
   proxy.start();
-  std::cout << fmt::format("modelperfobs proxy: listening on {} -> {} (ledger {}, admin {})", proxy.listen_address(),
-                           backend->origin + backend->base_path, options.ledger_path, proxy.admin_address())
+  std::cout << fmt::format("modelperfobs proxy: listening on {} -> {} ({}, admin {})", proxy.listen_address(),
+                           backend->origin + backend->base_path, proxy.outputs(), proxy.admin_address())
             << std::endl;
   io.run();
   return 0;

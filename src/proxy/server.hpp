@@ -33,6 +33,9 @@ struct ProxyOptions {
   bool itl_full = false;
   std::string id_header = "X-Fak-Observation-ID";
   std::string instance;                  // proxy_instance; default host:pid
+  std::string scrape_url;                // engine /metrics to snapshot beside the ledger; "" = off
+  double scrape_interval_s = 1.0;
+  std::string scrape_output;             // default: the ledger's path with .scrape.jsonl
 };
 
 // Runs until SIGTERM/SIGINT (drains, flushes, exits 0). Prints the listening addresses on stdout.

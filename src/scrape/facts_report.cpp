@@ -15,6 +15,13 @@ namespace {
 using promtext::Fact;
 using promtext::FactStatus;
 
+// One server answered both: the same engine and models, and the same URL (saved files may come
+// from one server under different names). A restart of that server is a reset, found by the delta.
+bool same_server(const Snapshot& a, const Snapshot& b) {
+  const bool files = a.source.starts_with("file:") && b.source.starts_with("file:");
+  return (files || a.source == b.source) && a.signals.engine == b.signals.engine && a.signals.models == b.signals.models;
+}
+
 }  // namespace
 
 FactsReport build_facts_report(std::span<const Snapshot> snaps) {
@@ -34,7 +41,7 @@ FactsReport build_facts_report(std::span<const Snapshot> snaps) {
   const promtext::EngineSignals* window = &r.last->signals;
   std::optional<promtext::EngineSignals> delta;
   if (r.first != r.last) {
-    if (server_instance_id(*r.first) != server_instance_id(*r.last)) {
+    if (!same_server(*r.first, *r.last)) {
       r.reset = fmt::format("another server instance answered ({} -> {}); no interval is formed",
                             server_instance_id(*r.first), server_instance_id(*r.last));
     } else if (auto d = promtext::delta_signals(r.first->signals, r.last->signals); d) {

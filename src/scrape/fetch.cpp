@@ -46,11 +46,18 @@ Fetcher::Fetcher(net::BackendUrl url, FetchOptions opts) : url_(std::move(url)),
 
 Fetcher::~Fetcher() = default;
 
-std::string Fetcher::source() const { return url_.origin + url_.target_for(""); }
+std::string Fetcher::source() const { return url_.origin + target(); }
+
+std::string Fetcher::target() const { return url_.base_path.empty() ? "/" : url_.base_path; }
 
 Result<net::BackendUrl> parse_metrics_url(std::string_view text) {
   auto u = net::parse_backend_url(text);
-  if (!u) return u;
+  if (!u) {
+    std::string message = u.error().message;
+    if (auto at = message.find("--backend"); at != std::string::npos) message.replace(at, 9, "metrics URL");
+    if (auto at = message.find("http://127.0.0.1:8000"); at != std::string::npos) message.insert(at + 21, "/metrics");
+    return make_error(u.error().code, message);
+  }
   if (u->base_path.empty()) u->base_path = "/metrics";
   return u;
 }
@@ -79,7 +86,7 @@ asio::awaitable<Snapshot> Fetcher::scrape(std::uint64_t seq, std::int64_t schedu
   auto ex = co_await asio::this_coro::executor;
   const auto deadline = std::chrono::milliseconds(static_cast<std::int64_t>(opts_.timeout_s * 1000));
 
-  http::request<http::empty_body> req{http::verb::get, url_.target_for(""), 11};
+  http::request<http::empty_body> req{http::verb::get, target(), 11};
   req.set(http::field::host, url_.host_header);
   req.set(http::field::user_agent, "modelperfobs-scrape");
   req.set(http::field::accept, "text/plain;version=0.0.4;q=1,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1");

@@ -32,7 +32,8 @@ class Fetcher {
   // One scrape: fills started/ended times, http status, status and error, and the parsed body.
   boost::asio::awaitable<Snapshot> scrape(std::uint64_t seq, std::int64_t scheduled_at_us);
   const net::BackendUrl& url() const { return url_; }
-  std::string source() const;
+  std::string source() const;  // the full URL scraped
+  std::string target() const;  // the request target: the URL's path
 
  private:
   struct Tls;

@@ -30,23 +30,9 @@ void concurrently(std::uint16_t port, int n, int max_tokens, const std::string& 
   for (auto& f : fs) f.get();
 }
 
-struct ReportRun {
-  int exit_code = 0;
-  std::string out;
-};
-
-ReportRun run_report(const std::vector<std::string>& args) {
-  std::vector<std::string> argv{binary_path(), "report"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  ChildProcess p(argv);
-  ReportRun r;
-  try {
-    for (;;) r.out += p.read_line(60000) + "\n";
-  } catch (const std::exception&) {
-    // stdout closed: the report is complete
-  }
-  r.exit_code = p.wait();
-  return r;
+CliRun run_report(std::vector<std::string> args) {
+  args.insert(args.begin(), "report");
+  return run_cli(args);
 }
 
 // The ranking of the only group of a ledger, best first.

@@ -1,25 +1,11 @@
+// The test view of an exposition, built on the product's parser (src/promtext).
 #include "support/metric_families.hpp"
 
-#include <cmath>
-#include <cstdlib>
 #include <stdexcept>
 
+#include "promtext/exposition.hpp"
+
 namespace mpo::test {
-namespace {
-
-std::string family_of(const std::map<std::string, Family>& fams, const std::string& name) {
-  for (const char* suffix : {"_bucket", "_sum", "_count"}) {
-    const std::string_view s(suffix);
-    if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0) {
-      const std::string base = name.substr(0, name.size() - s.size());
-      auto it = fams.find(base);
-      if (it != fams.end() && (it->second.type == "histogram" || it->second.type == "summary")) return base;
-    }
-  }
-  return name;
-}
-
-}  // namespace
 
 std::optional<double> Exposition::find(std::string_view name, std::initializer_list<std::string_view> needles) const {
   std::optional<double> found;
@@ -36,44 +22,32 @@ std::optional<double> Exposition::find(std::string_view name, std::initializer_l
 }
 
 Exposition read_exposition(std::string_view text) {
+  auto parsed = promtext::parse_exposition(text);
+  if (!parsed) throw std::runtime_error("exposition does not parse: " + parsed.error().message);
   Exposition e;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    auto end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string line(text.substr(pos, end - pos));
-    pos = end + 1;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    if (line.rfind("# TYPE ", 0) == 0 || line.rfind("# HELP ", 0) == 0) {
-      const auto sp = line.find(' ', 7);
-      const std::string name = line.substr(7, sp - 7);
-      const std::string rest = sp == std::string::npos ? "" : line.substr(sp + 1);
-      (line[2] == 'T' ? e.families[name].type : e.families[name].help) = rest;
-      continue;
-    }
-    if (line[0] == '#') continue;
-    const auto brace = line.find('{');
-    const auto space = line.rfind(' ');
-    std::string name = line.substr(0, std::min(brace, line.find(' ')));
-    std::string series = line.substr(0, space);
-    Family& f = e.families[family_of(e.families, name)];
-    ++f.samples;
-    if (brace != std::string::npos && brace < space) {
-      const auto close = line.rfind('}', space);
-      std::string_view labels(line.data() + brace + 1, close - brace - 1);
-      std::size_t i = 0;
-      while (i < labels.size()) {
-        const auto eq = labels.find('=', i);
-        if (eq == std::string_view::npos) break;
-        f.label_names.emplace(labels.substr(i, eq - i));
-        std::size_t j = eq + 2;  // past '="'
-        while (j < labels.size() && labels[j] != '"') j += labels[j] == '\\' ? 2 : 1;
-        i = j + 2;  // past '",'
+  for (const promtext::MetricFamily& pf : parsed->families) {
+    Family& f = e.families[pf.name];
+    f.type = std::string(promtext::to_string(pf.type));
+    f.help = pf.help.value_or("");
+    for (const promtext::Sample& s : pf.samples) {
+      ++f.samples;
+      std::string series = s.name;
+      if (!s.labels.empty()) {
+        series += '{';
+        for (std::size_t i = 0; i < s.labels.size(); ++i) {
+          f.label_names.insert(s.labels[i].name);
+          series += (i ? ",": "") + s.labels[i].name + "=\"";
+          for (char c : s.labels[i].value) {
+            if (c == '\\' || c == '"') series += '\\';
+            if (c == '\n') series += "\\n";
+            else series += c;
+          }
+          series += '"';
+        }
+        series += '}';
       }
+      e.values[series] = s.value;
     }
-    const std::string value = line.substr(space + 1);
-    e.values[series] = value == "+Inf" ? HUGE_VAL : value == "-Inf" ? -HUGE_VAL : std::strtod(value.c_str(), nullptr);
   }
   return e;
 }

@@ -1,6 +1,6 @@
-// A deliberately small reader of Prometheus text exposition for tests: the family of each sample
+// A test view of a Prometheus text exposition (parsed by src/promtext): the family of each sample
 // (histogram _bucket/_sum/_count folded into their family), its TYPE, the label names seen, and
-// sample values by exact series text. The product's full parser is src/promtext (issue 5).
+// sample values by series text (labels in the order written).
 #pragma once
 
 #include <map>

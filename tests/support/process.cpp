@@ -130,6 +130,20 @@ Proxy::Proxy(const std::string& backend, const std::string& ledger, std::vector<
   admin_port = port_after("admin ");
 }
 
+CliRun run_cli(const std::vector<std::string>& args, int timeout_ms) {
+  std::vector<std::string> argv{binary_path()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ChildProcess p(argv);
+  CliRun r;
+  try {
+    for (;;) r.out += p.read_line(timeout_ms) + "\n";
+  } catch (const std::exception&) {
+    // stdout closed: the command finished writing
+  }
+  r.exit_code = p.wait();
+  return r;
+}
+
 std::vector<std::string> read_lines(const std::string& path) {
   const std::string text = read_file(path);
   std::vector<std::string> lines;

@@ -49,6 +49,13 @@ struct Proxy {
 };
 
 // Ledger lines of a file (a torn last line is left out).
+// Runs `modelperfobs ARGS...` to completion: its exit code and its stdout (stderr is inherited).
+struct CliRun {
+  int exit_code = 0;
+  std::string out;
+};
+CliRun run_cli(const std::vector<std::string>& args, int timeout_ms = 60000);
+
 std::vector<std::string> read_lines(const std::string& path);
 
 std::string binary_path();
