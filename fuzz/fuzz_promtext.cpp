@@ -1,10 +1,13 @@
 // Fuzz target: the exposition parser never crashes; whatever it accepts, the writer writes in a
-// form it accepts again with the same content; histogram assembly and quantiles never crash.
+// form it accepts again with the same content; histogram assembly, quantiles, signals, deltas and
+// facts never crash.
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
 #include "promtext/exposition.hpp"
+#include "promtext/delta.hpp"
+#include "promtext/facts.hpp"
 #include "promtext/histogram.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -16,6 +19,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       (void)mpo::promtext::histogram_quantile(0.95, h.buckets);
     }
   }
+  // Catalog lookup, deltas and facts never crash on whatever parsed.
+  const auto signals = mpo::promtext::extract_signals(*e);
+  (void)mpo::promtext::derive_facts(signals, std::nullopt);
+  if (auto d = mpo::promtext::delta_signals(signals, signals)) (void)mpo::promtext::derive_facts(*d, 1.0);
   const std::string written = mpo::promtext::write_exposition(*e);
   auto again = mpo::promtext::parse_exposition(written);
   if (!again || !mpo::promtext::same_content(*e, *again)) std::abort();

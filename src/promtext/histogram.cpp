@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -36,14 +38,23 @@ std::vector<HistogramSeries> assemble_histograms(const MetricFamily& f) {
     h.problems.push_back(Problem{w.line, w.column, f.name, std::move(message)});
   };
   const bool gauge = f.type == MetricType::kGaugeHistogram;
+  std::unordered_map<std::string, std::size_t> index;  // label set (without le) -> series
+  std::string key_text;
   for (const Sample& s : f.samples) {
     Labels key = without_le(s.labels);
-    auto it = std::find_if(out.begin(), out.end(), [&](const HistogramSeries& h) { return h.labels == key; });
-    if (it == out.end()) {
+    key_text.clear();
+    for (const Label& l : key) {
+      key_text += l.name;
+      key_text += '\0';
+      key_text += l.value;
+      key_text += '\0';
+    }
+    auto [slot, fresh] = index.try_emplace(key_text, out.size());
+    if (fresh) {
       out.push_back(HistogramSeries{std::move(key), {}, {}, {}, {}, s.line, {}});
       bucket_where.emplace_back();
-      it = out.end() - 1;
     }
+    const auto it = out.begin() + static_cast<std::ptrdiff_t>(slot->second);
     HistogramSeries& h = *it;
     const Where w{s.line, s.value_column};
     if (ends_with(s.name, "_bucket")) {

@@ -212,6 +212,11 @@ class Parser {
       ++i;
       std::string value;
       while (true) {
+        // Copy the run up to the next quote or backslash at once.
+        std::size_t run = i;
+        while (run < line_.size() && line_[run] != '"' && line_[run] != '\\') ++run;
+        value.append(line_.data() + i, run - i);
+        i = run;
         if (i >= line_.size()) return fail(i, fmt::format("label {}'s value is not closed with '\"'", lname));
         const char c = line_[i];
         if (c == '"') { ++i; break; }

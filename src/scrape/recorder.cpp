@@ -8,14 +8,6 @@
 
 namespace mpo::scrape {
 
-std::string snapshots_path_for(const std::string& ledger_path) {
-  constexpr std::string_view kExt = ".jsonl";
-  if (ledger_path.size() > kExt.size() && ledger_path.ends_with(kExt)) {
-    return ledger_path.substr(0, ledger_path.size() - kExt.size()) + ".scrape.jsonl";
-  }
-  return ledger_path + ".scrape.jsonl";
-}
-
 Recorder::Recorder(Options opts)
     : opts_(std::move(opts)),
       writer_({opts_.output, opts_.fsync, 1.0, 4096}),

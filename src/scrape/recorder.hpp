@@ -8,6 +8,7 @@
 
 #include "core/result.hpp"
 #include "ledger/writer.hpp"
+#include "scrape/snapshot.hpp"
 
 namespace boost::asio {
 class io_context;
@@ -16,10 +17,6 @@ class io_context;
 namespace mpo::scrape {
 
 class Fetcher;
-
-// The snapshots file that goes with a ledger: "runs/m/model-perf.jsonl" ->
-// "runs/m/model-perf.scrape.jsonl".
-std::string snapshots_path_for(const std::string& ledger_path);
 
 class Recorder {
  public:

@@ -144,4 +144,12 @@ std::string snapshot_json_line(const Snapshot& s) {
   return std::move(w).finish();
 }
 
+std::string snapshots_path_for(const std::string& ledger_path) {
+  constexpr std::string_view kExt = ".jsonl";
+  if (ledger_path.size() > kExt.size() && ledger_path.ends_with(kExt)) {
+    return ledger_path.substr(0, ledger_path.size() - kExt.size()) + ".scrape.jsonl";
+  }
+  return ledger_path + ".scrape.jsonl";
+}
+
 }  // namespace mpo::scrape

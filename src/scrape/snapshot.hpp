@@ -49,4 +49,8 @@ std::string server_instance_id(const Snapshot& s);
 
 std::string snapshot_json_line(const Snapshot& s);  // one line, no trailing newline
 
+// The snapshots file that goes with a ledger (`proxy --scrape`): "runs/m/model-perf.jsonl" ->
+// "runs/m/model-perf.scrape.jsonl".
+std::string snapshots_path_for(const std::string& ledger_path);
+
 }  // namespace mpo::scrape

@@ -1,0 +1,119 @@
+// Snapshot records and the facts report, without sockets: bodies from the real captures.
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include "scrape/facts_report.hpp"
+#include "scrape/snapshot.hpp"
+#include "support/fixtures.hpp"
+
+namespace mpo::scrape {
+namespace {
+
+namespace json = boost::json;
+
+Snapshot snapshot(std::uint64_t seq, std::string_view body, std::int64_t at_us, std::string source = "http://e:8000/metrics") {
+  Snapshot s;
+  s.seq = seq;
+  s.source = std::move(source);
+  s.scheduled_at_us = s.started_at_us = at_us;
+  s.ended_at_us = at_us + 1500;
+  s.http_status = 200;
+  absorb_body(s, body);
+  return s;
+}
+
+TEST(Snapshot, JsonLineCarriesIdentityAndSignals) {
+  const std::string body = test::read_fixture("vllm/vllm-v1_0.29.0_qwen2.5-1.5b_t4_after-load.prom");
+  const Snapshot s = snapshot(1, body, 1'767'225'600'000'000);
+  const auto doc = json::parse(snapshot_json_line(s)).as_object();
+  EXPECT_EQ(doc.at("schema"), "modelperfobs.scrape.v1");
+  EXPECT_EQ(doc.at("status"), "ok");
+  EXPECT_EQ(doc.at("scrape_started_at"), "2026-01-01T00:00:00.000000Z");
+  EXPECT_EQ(doc.at("scrape_ended_at"), "2026-01-01T00:00:00.001500Z");
+  EXPECT_EQ(doc.at("bytes").to_number<std::uint64_t>(), body.size());
+  EXPECT_EQ(doc.at("format"), "text-0.0.4");
+  const auto& server = doc.at("server").as_object();
+  EXPECT_EQ(server.at("engine"), "vllm");
+  EXPECT_EQ(server.at("generation"), "v1");
+  EXPECT_EQ(server.at("models").as_array().at(0), "qwen2.5-1.5b");
+  EXPECT_EQ(server.at("process_start_time_s").to_number<double>(), 1.78990180866e+09);
+  EXPECT_EQ(server.at("instance_id"), "http://e:8000/metrics|vllm-v1|qwen2.5-1.5b|1789901808.66");
+  const auto& signals = doc.at("signals").as_object();
+  EXPECT_EQ(signals.at("waiting_capacity").as_object().at("source"),
+            "vllm:num_requests_waiting_by_reason{reason=\"capacity\"}");
+  const auto& ttft = signals.at("ttft_seconds").as_object();
+  EXPECT_EQ(ttft.at("count").to_number<double>(), 10.0);
+  EXPECT_EQ(ttft.at("buckets").as_array().back().as_array().at(0), "+Inf");
+  EXPECT_EQ(doc.at("cache_config").as_object().at("num_gpu_blocks"), "20184");
+}
+
+TEST(Snapshot, AParseErrorIsRecordedWithItsPosition) {
+  const Snapshot s = snapshot(1, "vllm:num_requests_waiting{x=\"1\" 3\n", 0);
+  EXPECT_EQ(s.status, ScrapeStatus::kParseError);
+  const auto doc = json::parse(snapshot_json_line(s)).as_object();
+  EXPECT_EQ(doc.at("status"), "parse_error");
+  EXPECT_EQ(std::string(doc.at("error").as_string()).rfind("line 1, column", 0), 0u);
+  EXPECT_FALSE(doc.contains("signals"));
+}
+
+TEST(Snapshot, HistogramProblemsTravelWithTheSnapshot) {
+  const Snapshot s = snapshot(1,
+                              "# TYPE vllm:time_to_first_token_seconds histogram\n"
+                              "vllm:time_to_first_token_seconds_bucket{le=\"1\"} 5\n"
+                              "vllm:time_to_first_token_seconds_bucket{le=\"+Inf\"} 4\n"
+                              "vllm:time_to_first_token_seconds_count 4\n",
+                              0);
+  EXPECT_EQ(s.status, ScrapeStatus::kOk);
+  const auto doc = json::parse(snapshot_json_line(s)).as_object();
+  const auto& problem = doc.at("parse_problems").as_array().at(0).as_object();
+  EXPECT_EQ(problem.at("line").to_number<int>(), 3);
+  EXPECT_TRUE(doc.at("signals").as_object().at("ttft_seconds").as_object().contains("invalid"));
+  const FactsReport r = build_facts_report(std::vector<Snapshot>{s});
+  const promtext::Fact* ttft = promtext::find_fact(r.facts, "ttft_seconds");
+  ASSERT_NE(ttft, nullptr);
+  EXPECT_EQ(ttft->status, promtext::FactStatus::kUnavailable);  // an inconsistent histogram gives no number
+}
+
+TEST(FactsReport, FailedAndStaleScrapesAreCountedAndTheWindowSpansTheGoodOnes) {
+  const std::string body = test::read_fixture("vllm/vllm-v1_0.29.0_qwen2.5-1.5b_t4_after-load.prom");
+  std::vector<Snapshot> snaps;
+  snaps.push_back(snapshot(1, body, 1'000'000));
+  Snapshot failed;
+  failed.seq = 2;
+  failed.status = ScrapeStatus::kTimeout;
+  failed.error = "no answer within 5 s";
+  snaps.push_back(failed);
+  snaps.push_back(snapshot(3, body, 5'000'000));
+  snaps.back().status = ScrapeStatus::kStale;
+  const FactsReport r = build_facts_report(snaps);
+  EXPECT_EQ(r.failed, 1u);
+  EXPECT_EQ(r.stale, 1u);
+  ASSERT_TRUE(r.window_seconds.has_value());
+  EXPECT_EQ(*r.window_seconds, 4.0);
+  EXPECT_EQ(r.window, "4.0 s between scrapes 1 and 3");
+  // Identical bodies: nothing happened in the window.
+  EXPECT_EQ(promtext::find_fact(r.facts, "tokens")->value("generation_tokens")->value, 0.0);
+  const std::string md = facts_markdown(r);
+  EXPECT_NE(md.find("scrape 2: timeout: no answer within 5 s"), std::string::npos) << md;
+  const auto doc = json::parse(facts_json(r, "test")).as_object();
+  EXPECT_TRUE(doc.at("validity").as_object().at("valid").as_bool());
+}
+
+TEST(FactsReport, AnotherServerIsNotAnInterval) {
+  const std::string v1 = test::read_fixture("vllm/vllm-v1_0.29.0_qwen2.5-1.5b_t4_after-load.prom");
+  const std::string sg = test::read_fixture("sglang/sglang_v0.5.10.post1_datadog-fixture_opt-125m.prom");
+  std::vector<Snapshot> snaps{snapshot(1, v1, 0), snapshot(2, sg, 1'000'000)};
+  const FactsReport r = build_facts_report(snaps);
+  EXPECT_NE(r.reset.find("another server instance"), std::string::npos);
+  EXPECT_FALSE(r.window_seconds.has_value());
+  const auto doc = json::parse(facts_json(r, "test")).as_object();
+  EXPECT_FALSE(doc.at("validity").as_object().at("valid").as_bool());
+}
+
+TEST(Snapshot, SnapshotsFileSitsBesideTheLedger) {
+  EXPECT_EQ(snapshots_path_for("runs/qwen/model-perf.jsonl"), "runs/qwen/model-perf.scrape.jsonl");
+  EXPECT_EQ(snapshots_path_for("ledger.log"), "ledger.log.scrape.jsonl");
+}
+
+}  // namespace
+}  // namespace mpo::scrape
