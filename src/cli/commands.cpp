@@ -5,7 +5,9 @@
 namespace mpo::cli {
 
 std::span<const Command> commands() {
-  static const std::array<Command, 5> kCommands = {{
+  static const std::array<Command, 6> kCommands = {{
+      {"bandwidth", "HBM bandwidth receipts from Nsight Compute CSVs; host-memory roofline; verify a receipt",
+       setup_bandwidth},
       {"demo", "simulator + proxy + a short workload + report, in one command (files in ./modelperfobs-demo)",
        setup_demo},
       {"proxy", "observation proxy in front of an OpenAI-compatible backend: one ledger line per request",

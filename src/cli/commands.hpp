@@ -26,5 +26,6 @@ std::function<int()> setup_proxy(CLI::App& app);
 std::function<int()> setup_report(CLI::App& app);
 std::function<int()> setup_demo(CLI::App& app);
 std::function<int()> setup_scrape(CLI::App& app);
+std::function<int()> setup_bandwidth(CLI::App& app);
 
 }  // namespace mpo::cli

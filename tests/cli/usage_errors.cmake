@@ -20,3 +20,27 @@ expect("" 2 "" "Usage: modelperfobs")
 expect("no-such-command" 2 "" "unknown subcommand 'no-such-command'.*Usage")
 expect("simulate;--no-such-flag" 2 "" "--no-such-flag.*Usage: .*simulate")
 expect("simulate;--listen;nonsense" 2 "" "invalid address 'nonsense'")
+
+# bandwidth: refused flags say why (exit 2); a failing import exits 1 with the reason; verify
+# accepts what collect wrote and says INVALID (exit 1) for anything else.
+set(FIX ${CMAKE_CURRENT_LIST_DIR}/../fixtures/ncu)
+set(WINDOW "--device;NVIDIA H100 80GB HBM3 (0);--capture-start;2026-08-27T10:00:00Z;--capture-end;2026-08-27T10:01:00Z")
+expect("bandwidth;collect;--nvidia-ncu-csv;${FIX}/SYNTHETIC_fak_nvidia-hbm-ncu_details-longform.csv;${WINDOW};--measured-gb-s;20"
+       2 "" "--measured-gb-s cannot be combined with --nvidia-ncu-csv: a host-memory figure must never become an HBM")
+expect("bandwidth;collect;--nvidia-ncu-csv;${FIX}/SYNTHETIC_fak_nvidia-hbm-ncu_details-longform.csv;${WINDOW};--latency-ms;5"
+       2 "" "--latency-ms is not accepted by `bandwidth collect`")
+expect("bandwidth;collect;--nvidia-ncu-csv;${FIX}/SYNTHETIC_fak_nvidia-hbm-ncu_details-longform.csv;${WINDOW};--interval;1s"
+       2 "" "--interval is not accepted")
+expect("bandwidth;collect;--nvidia-ncu-csv;${FIX}/SYNTHETIC_fak_nvidia-hbm-ncu_details-longform.csv;--device;x;--capture-start;2026-08-27T10:00:00Z"
+       2 "" "--capture-start and --capture-end are required")
+expect("bandwidth;collect;--nvidia-ncu-csv;${FIX}/SYNTHETIC_fak_nvidia-hbm-ncu_details-longform.csv;${WINDOW};--theoretical-gb-s;0"
+       2 "" "--theoretical-gb-s must be a number above 0")
+expect("bandwidth;collect;--measured-gb-s;20;--device;x;--capture-start;2026-08-27T10:00:00Z;--capture-end;2026-08-27T10:01:00Z"
+       2 "" "--device requires --nvidia-ncu-csv")
+expect("bandwidth;collect;--nvidia-ncu-csv;${FIX}/ncu-2020_details-page_kerneltime-col_hotspot1024_v100.csv;${WINDOW}"
+       1 "" "none of the required metrics")
+expect("bandwidth;collect;--nvidia-ncu-csv;${FIX}/SYNTHETIC_raw-page_same-capture-as-fak-details.csv;${WINDOW};--device-roofline-gb-s;1250;--output;${OUT_DIR}/r.json"
+       0 "" "raw layout.*1000.0 GB/s")
+expect("bandwidth;verify;${OUT_DIR}/r.json" 0 "^OK .*hbm-profiled-kernel-active-time.*1000.0 GB/s" "")
+expect("bandwidth;verify;${FIX}/SYNTHETIC_fak_nvidia-hbm-ncu_details-longform.csv" 1 "^INVALID .*not one JSON document" "")
+expect("bandwidth" 2 "" "subcommand")
