@@ -12,26 +12,6 @@ namespace {
 
 constexpr std::string_view kAggregation = "sum-cumulative-bytes-over-sum-profiled-kernel-active-nanoseconds";
 
-std::string string_array(std::initializer_list<std::string_view> items) {
-  std::string out = "[";
-  bool first = true;
-  for (std::string_view s : items) {
-    if (!first) out += ',';
-    first = false;
-    append_json_string(out, s);
-  }
-  return out + "]";
-}
-
-std::string string_array(const std::vector<std::string>& items) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i) out += ',';
-    append_json_string(out, items[i]);
-  }
-  return out + "]";
-}
-
 void tool_and_time(JsonObjectWriter& w, std::string_view schema, std::int64_t created_at_us, std::string_view version) {
   w.field("schema", schema).field("created_at", format_rfc3339_us(created_at_us));
   JsonObjectWriter tool;
@@ -141,7 +121,7 @@ std::string ncu_receipt_json(const NcuImport& im, const CaptureContext& c, std::
   const Rates rates = compute_rates(im.read_bytes, im.write_bytes, im.duration_ns, c.theoretical_gb_s, c.device_roofline_gb_s);
   JsonObjectWriter r;
   r.field("kind", "hbm-profiled-kernel-active-time")
-      .raw_field("counter_source", string_array({kReadMetric, kWriteMetric, kDurationMetric}))
+      .raw_field("counter_source", json_string_array({kReadMetric, kWriteMetric, kDurationMetric}))
       .field("process_id", im.process_id)
       .field("process", im.process_name)
       .field("launch_count", im.launch_count);
@@ -153,7 +133,7 @@ std::string ncu_receipt_json(const NcuImport& im, const CaptureContext& c, std::
       .field("capture_host_evidence", im.host_column ? "single-host-nsight-csv-value-scrubbed" : "unavailable")
       .field("profiled_kernel_active_time", true)
       .field("uninstrumented_run_required", true);
-  if (!im.unavailable.empty()) r.raw_field("unavailable", string_array(im.unavailable));
+  if (!im.unavailable.empty()) r.raw_field("unavailable", json_string_array(im.unavailable));
   std::string kernels = "[";
   for (std::size_t i = 0; i < im.kernels.size(); ++i) {
     const KernelTotals& k = im.kernels[i];
@@ -165,7 +145,7 @@ std::string ncu_receipt_json(const NcuImport& im, const CaptureContext& c, std::
     kernels += (i ? "," : "") + std::move(o).finish();
   }
   r.raw_field("kernels", kernels + "]");
-  r.raw_field("statements", string_array({
+  r.raw_field("statements", json_string_array({
       "Profiled-kernel active-time bandwidth: the bytes the profiled kernels moved divided by the time they ran "
       "under the profiler. Not request wall-time throughput.",
       "Nsight Compute serialises and replays kernels: pair this receipt with an uninstrumented latency/throughput run "
@@ -180,7 +160,7 @@ std::string ncu_receipt_json(const NcuImport& im, const CaptureContext& c, std::
   if (!rates.write_gb_s) reasons.push_back("write bandwidth unavailable: a launch reported no dram__bytes_write.sum value");
   if (!im.duration_ns) reasons.push_back("duration unavailable: a launch reported no gpu__time_duration.sum value");
   JsonObjectWriter v;
-  v.field("valid", rates.total_gb_s.has_value()).raw_field("reasons", string_array(reasons));
+  v.field("valid", rates.total_gb_s.has_value()).raw_field("reasons", json_string_array(reasons));
   w.raw_field("validity", std::move(v).finish());
   return std::move(w).finish();
 }
@@ -222,7 +202,7 @@ std::string host_sample_receipt_json(const HostSample& s, std::int64_t created_a
       .field("seconds", s.seconds)
       .field("host_gb_s", gb_s)
       .field("utilization_of_measured_host_roofline", gb_s / s.measured_roofline_gb_s)
-      .raw_field("statements", string_array({
+      .raw_field("statements", json_string_array({
           "Host-memory evidence: the operator's byte figure over wall time against a host copy roofline. It is not HBM "
           "evidence and no HBM utilisation can be read from it.",
       }));

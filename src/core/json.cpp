@@ -87,6 +87,26 @@ std::string json_quote(std::string_view s) {
   return out;
 }
 
+std::string json_string_array(std::span<const std::string> items) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i) out += ',';
+    append_json_string(out, items[i]);
+  }
+  return out + "]";
+}
+
+std::string json_string_array(std::initializer_list<std::string_view> items) {
+  std::string out = "[";
+  bool first = true;
+  for (std::string_view s : items) {
+    if (!first) out += ',';
+    first = false;
+    append_json_string(out, s);
+  }
+  return out + "]";
+}
+
 void JsonObjectWriter::key(std::string_view k) {
   if (!first_) out_.push_back(',');
   first_ = false;

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -20,6 +22,9 @@ void append_json_string(std::string& out, std::string_view s);
 // Shortest round-trip representation, C locale; NaN and infinities become null.
 void append_json_number(std::string& out, double v);
 std::string json_quote(std::string_view s);
+// ["a","b"]: a JSON array of strings.
+std::string json_string_array(std::span<const std::string> items);
+std::string json_string_array(std::initializer_list<std::string_view> items);
 
 // Writes one JSON object with keys in the order they are added.
 class JsonObjectWriter {

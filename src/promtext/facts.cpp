@@ -133,6 +133,13 @@ Fact kv_pool(const EngineSignals& s) {
   return unavailable("kv_pool_tokens", "neither cache_config_info (num_gpu_blocks, block_size) nor a pool size is published");
 }
 
+// A cache figure the page contradicts (caching stated off, yet a cache counter moved): no number.
+Fact contradicted(std::string id, const EngineSignals& s, Signal counter, double value, std::string_view what) {
+  return unavailable(std::move(id), fmt::format("the exposition contradicts itself: {} says prefix caching is off, yet {} "
+                                                "reads {}; no {} is claimed", source_of(s, S::kCacheConfigInfo),
+                                                source_of(s, counter), num(value), what));
+}
+
 // nullopt: unknown; true/false: stated by cache_config_info.
 std::optional<bool> prefix_caching_enabled(const EngineSignals& s) {
   const std::string* v = s.config("enable_prefix_caching");
@@ -160,9 +167,7 @@ Fact cached_fraction(const EngineSignals& s) {
   const auto cached = s.value(S::kCachedPromptTokens);
   const auto prompt = s.value(S::kPromptTokens);
   if (prefix_caching_enabled(s) == false && cached && *cached > 0) {
-    return unavailable(f.id, fmt::format("the exposition contradicts itself: {} says prefix caching is off, yet {} "
-                                         "reads {}; no share is claimed", source_of(s, S::kCacheConfigInfo),
-                                         source_of(s, S::kCachedPromptTokens), num(*cached)));
+    return contradicted(f.id, s, S::kCachedPromptTokens, *cached, "share");
   }
   if (prefix_caching_enabled(s) == false) {
     f.status = FactStatus::kStated;
@@ -196,14 +201,7 @@ Fact hit_rate(const EngineSignals& s) {
     f.sources = {source_of(s, S::kPrefixCacheHits), source_of(s, S::kPrefixCacheQueries)};
     f.statement = fmt::format("Prefix-cache hit rate: {:.1f}% of queried prompt tokens ({} of {}).", 100 * *hits / *queries,
                               num(*hits), num(*queries));
-    if (prefix_caching_enabled(s) == false && *hits > 0) {
-      f.status = FactStatus::kUnavailable;
-      f.values.clear();
-      f.reason = fmt::format("the exposition contradicts itself: {} says prefix caching is off, yet {} reads {}; no rate is "
-                             "claimed", source_of(s, S::kCacheConfigInfo), source_of(s, S::kPrefixCacheHits), num(*hits));
-      f.statement.clear();
-    }
-    return f;
+    return prefix_caching_enabled(s) == false && *hits > 0 ? contradicted(f.id, s, S::kPrefixCacheHits, *hits, "rate") : f;
   }
   if (add_stated(f, s, {{S::kPrefixCacheHitRate, "fraction"}}) == 1) {
     f.status = FactStatus::kStated;

@@ -141,12 +141,7 @@ std::string facts_json(const FactsReport& r, std::string_view tool_version) {
       values += ':' + std::move(v).finish();
     }
     o.raw_field("values", values + "}");
-    std::string sources = "[";
-    for (std::size_t k = 0; k < f.sources.size(); ++k) {
-      if (k) sources += ',';
-      append_json_string(sources, f.sources[k]);
-    }
-    o.raw_field("sources", sources + "]");
+    o.raw_field("sources", json_string_array(f.sources));
     facts += std::move(o).finish();
   }
   result.raw_field("facts", facts + "]");

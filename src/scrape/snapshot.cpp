@@ -105,12 +105,7 @@ std::string snapshot_json_line(const Snapshot& s) {
     server.field("instance_id", server_instance_id(s))
         .field("engine", promtext::engine_name(s.signals.engine))
         .field("generation", promtext::engine_generation(s.signals.engine));
-    std::string models = "[";
-    for (std::size_t i = 0; i < s.signals.models.size(); ++i) {
-      if (i) models += ',';
-      append_json_string(models, s.signals.models[i]);
-    }
-    server.raw_field("models", models + "]");
+    server.raw_field("models", json_string_array(s.signals.models));
     if (auto start = s.signals.value(Signal::kProcessStartTime)) server.field("process_start_time_s", *start);
     w.raw_field("server", std::move(server).finish());
     if (!s.problems.empty()) {
@@ -132,14 +127,7 @@ std::string snapshot_json_line(const Snapshot& s) {
       for (const promtext::Label& l : s.signals.cache_config) cc.field(l.name, l.value);
       w.raw_field("cache_config", std::move(cc).finish());
     }
-    if (!s.signals.notes.empty()) {
-      std::string notes = "[";
-      for (std::size_t i = 0; i < s.signals.notes.size(); ++i) {
-        if (i) notes += ',';
-        append_json_string(notes, s.signals.notes[i]);
-      }
-      w.raw_field("notes", notes + "]");
-    }
+    if (!s.signals.notes.empty()) w.raw_field("notes", json_string_array(s.signals.notes));
   }
   return std::move(w).finish();
 }
