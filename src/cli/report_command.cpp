@@ -4,6 +4,7 @@
 #include <iostream>
 #include <iterator>
 #include <sstream>
+#include <thread>
 
 #include "cli/commands.hpp"
 #include "core/clock.hpp"
@@ -75,42 +76,40 @@ int run(const ReportArgs& a) {
     std::cerr << "modelperfobs report: no input: pass --input FILE (globs and - for stdin accepted)\n";
     return 2;
   }
+  // Each file is read by up to `threads` threads; each keeps its part's rows in its own table, and
+  // the tables join in file order, so rows keep the ledger's order.
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  in.table = report::RowTable(in.options.by);
   for (const auto& f : files) {
-    std::string text;
+    ledger::LedgerRead read;
+    ledger::FileReadOptions opts{threads};
+    std::vector<report::RowTable> parts;
+    for (unsigned k = 0; k < threads * opts.parts_per_thread; ++k) parts.emplace_back(in.options.by);
     if (f == "-") {
-      text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+      const std::string text{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+      read = ledger::read_ledger(text);
+      for (const auto& r : read.records) parts[0].add(r);
+      read.records.clear();
     } else {
-      std::ifstream is(f, std::ios::binary | std::ios::ate);
-      if (!is) {
-        std::cerr << "modelperfobs report: cannot read '" << f << "'\n";
+      opts.sink = [&parts](unsigned part, ledger::LedgerRecord&& r) { parts[part].add(r); };
+      auto r = ledger::read_ledger_file(f, opts);
+      if (!r) {
+        std::cerr << "modelperfobs report: " << r.error().message << "\n";
         return 1;
       }
-      text.resize(static_cast<std::size_t>(is.tellg()));  // one allocation, one read
-      is.seekg(0);
-      is.read(text.data(), static_cast<std::streamsize>(text.size()));
+      read = std::move(*r);
     }
-    auto read = ledger::read_ledger(text);
     for (const auto& p : read.problems) std::cerr << "modelperfobs report: warning: " << f << ":" << p.line << ": " << p.reason << "\n";
     in.sources.push_back(f);
-    in.read.lines += read.lines;
-    in.read.fak_lines += read.fak_lines;
-    in.read.gap_lines += read.gap_lines;
-    in.read.dropped_lines += read.dropped_lines;
-    in.read.invalid_lines += read.invalid_lines;
-    in.read.foreign_lines += read.foreign_lines;
-    in.read.torn_last_line = in.read.torn_last_line || read.torn_last_line;
-    if (in.read.records.empty()) {
-      in.read.records = std::move(read.records);
-    } else {
-      in.read.records.reserve(in.read.records.size() + read.records.size());
-      for (auto& r : read.records) in.read.records.push_back(std::move(r));
-    }
+    read.problems.clear();  // printed above, with the file's name
+    ledger::merge_into(in.read, std::move(read), 0);
+    for (auto& part : parts) in.table.append(std::move(part));
   }
-  if (in.read.records.empty()) {
+  if (in.table.size() == 0) {
     std::cerr << "modelperfobs report: no observations in " << files.size() << " input(s)\n";
     return 1;
   }
-  in.groups = report::analyse(in.read.records, in.options);
+  in.groups = report::analyse(in.table, in.options);
   if (in.groups.empty()) {
     std::cerr << "modelperfobs report: no observations inside --since/--until\n";
     return 1;

@@ -1,6 +1,7 @@
 #include "ledger/reader.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include <simdjson.h>
 
@@ -53,44 +54,132 @@ std::optional<double> fak_num(element o, std::string_view key) {
   return v && *v > 0 ? v : std::nullopt;
 }
 
-Result<LedgerRecord> from_ours(element o) {
+enum class Field : std::uint8_t {
+  kObservationId, kStartedAt, kEndedAt, kModel, kResponseModel, kBackend, kPath, kOperation, kStream,
+  kHttpStatus, kOutcome, kErrorType, kErrorMessage, kTtfb, kTtft, kE2e, kTpot, kItlP50, kItlP95, kItlMax,
+  kOutputTps, kE2eOutputTps, kPromptTokens, kCompletionTokens, kTotalTokens, kCachedPromptTokens,
+  kTokenSource, kInFlight, kOther,
+};
+
+constexpr std::pair<std::string_view, Field> kFields[] = {
+    {"observation_id", Field::kObservationId}, {"started_at", Field::kStartedAt}, {"ended_at", Field::kEndedAt},
+    {"model", Field::kModel}, {"response_model", Field::kResponseModel}, {"backend", Field::kBackend},
+    {"path", Field::kPath}, {"operation", Field::kOperation}, {"stream", Field::kStream},
+    {"http_status", Field::kHttpStatus}, {"outcome", Field::kOutcome}, {"error_type", Field::kErrorType},
+    {"error_message", Field::kErrorMessage}, {"ttfb_ms", Field::kTtfb}, {"ttft_ms", Field::kTtft},
+    {"e2e_ms", Field::kE2e}, {"tpot_ms", Field::kTpot}, {"itl_p50_ms", Field::kItlP50}, {"itl_p95_ms", Field::kItlP95},
+    {"itl_max_ms", Field::kItlMax}, {"output_tokens_per_second", Field::kOutputTps},
+    {"e2e_output_tokens_per_second", Field::kE2eOutputTps}, {"prompt_tokens", Field::kPromptTokens},
+    {"completion_tokens", Field::kCompletionTokens}, {"total_tokens", Field::kTotalTokens},
+    {"cached_prompt_tokens", Field::kCachedPromptTokens}, {"token_source", Field::kTokenSource},
+    {"in_flight_at_start", Field::kInFlight},
+};
+
+// By length first (one integer compare rejects most entries), then the bytes.
+Field field_of(std::string_view key) {
+  for (const auto& [name, f] : kFields) {
+    if (name.size() == key.size() && name.front() == key.front() && std::memcmp(name.data(), key.data(), key.size()) == 0) {
+      return f;
+    }
+  }
+  return Field::kOther;
+}
+
+std::optional<std::string> str_of(element v) {
+  std::string_view s;
+  if (v.get_string().get(s) != simdjson::SUCCESS) return std::nullopt;
+  return std::string(s);
+}
+
+std::optional<double> num_of(element v) {
+  double d = 0;
+  if (v.get_double().get(d) == simdjson::SUCCESS) return d;
+  std::int64_t i = 0;
+  if (v.get_int64().get(i) == simdjson::SUCCESS) return static_cast<double>(i);
+  std::uint64_t u = 0;
+  if (v.get_uint64().get(u) == simdjson::SUCCESS) return static_cast<double>(u);
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> int_of(element v) {
+  std::int64_t i = 0;
+  if (v.get_int64().get(i) == simdjson::SUCCESS) return i;
+  double d = 0;
+  if (v.get_double().get(d) == simdjson::SUCCESS && d == static_cast<double>(static_cast<std::int64_t>(d))) {
+    return static_cast<std::int64_t>(d);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> time_of(element v) {
+  std::string_view s;
+  if (v.get_string().get(s) != simdjson::SUCCESS) return std::nullopt;
+  auto t = parse_rfc3339(s);
+  return t ? std::optional<std::int64_t>(*t) : std::nullopt;
+}
+
+// One pass over the line's fields (a ledger line has about 35): each key is looked up once, the
+// first occurrence of a key wins, as a lookup by key would find it.
+Result<LedgerRecord> from_ours(simdjson::dom::object o) {
   LedgerRecord r;
   r.source_schema = kObservationSchema;
-  auto id = opt_str(o, "observation_id");
-  auto started = opt_time(o, "started_at");
-  auto outcome = opt_str(o, "outcome");
-  if (!id || !started || !outcome) {
+  bool seen[static_cast<std::size_t>(Field::kOther)] = {};
+  bool has_id = false, has_started = false, has_outcome = false;
+  for (auto [key, v] : o) {
+    const Field f = field_of(key);
+    if (f == Field::kOther) continue;
+    bool& once = seen[static_cast<std::size_t>(f)];
+    if (once) continue;
+    once = true;
+    switch (f) {
+      case Field::kObservationId:
+        if (auto s = str_of(v)) r.observation_id = std::move(*s), has_id = true;
+        break;
+      case Field::kStartedAt:
+        if (auto t = time_of(v)) r.started_at_us = *t, has_started = true;
+        break;
+      case Field::kEndedAt: r.ended_at_us = time_of(v); break;
+      case Field::kModel: r.model = str_of(v); break;
+      case Field::kResponseModel: r.response_model = str_of(v); break;
+      case Field::kBackend: r.backend = str_of(v); break;
+      case Field::kPath: r.path = str_of(v); break;
+      case Field::kOperation: r.operation = str_of(v); break;
+      case Field::kStream: {
+        bool b = false;
+        if (v.get_bool().get(b) == simdjson::SUCCESS) r.stream = b;
+        break;
+      }
+      case Field::kHttpStatus:
+        if (auto i = int_of(v)) r.http_status = static_cast<int>(*i);
+        break;
+      case Field::kOutcome:
+        if (auto s = str_of(v)) r.outcome = std::move(*s), has_outcome = true;
+        break;
+      case Field::kErrorType: r.error_type = str_of(v); break;
+      case Field::kErrorMessage: r.error_message = str_of(v); break;
+      case Field::kTtfb: r.ttfb_ms = num_of(v); break;
+      case Field::kTtft: r.ttft_ms = num_of(v); break;
+      case Field::kE2e: r.e2e_ms = num_of(v); break;
+      case Field::kTpot: r.tpot_ms = num_of(v); break;
+      case Field::kItlP50: r.itl_p50_ms = num_of(v); break;
+      case Field::kItlP95: r.itl_p95_ms = num_of(v); break;
+      case Field::kItlMax: r.itl_max_ms = num_of(v); break;
+      case Field::kOutputTps: r.output_tokens_per_second = num_of(v); break;
+      case Field::kE2eOutputTps: r.e2e_output_tokens_per_second = num_of(v); break;
+      case Field::kPromptTokens: r.prompt_tokens = int_of(v); break;
+      case Field::kCompletionTokens: r.completion_tokens = int_of(v); break;
+      case Field::kTotalTokens: r.total_tokens = int_of(v); break;
+      case Field::kCachedPromptTokens: r.cached_prompt_tokens = int_of(v); break;
+      case Field::kTokenSource:
+        if (auto s = str_of(v)) r.token_source = std::move(*s);
+        break;
+      case Field::kInFlight: r.in_flight_at_start = int_of(v); break;
+      case Field::kOther: break;
+    }
+  }
+  if (!has_id || !has_started || !has_outcome) {
     return make_error("ledger.fields", "observation line without observation_id, started_at or outcome");
   }
-  r.observation_id = *id;
-  r.started_at_us = *started;
-  r.ended_at_us = opt_time(o, "ended_at");
-  r.model = opt_str(o, "model");
-  r.response_model = opt_str(o, "response_model");
-  r.backend = opt_str(o, "backend");
-  r.path = opt_str(o, "path");
-  r.operation = opt_str(o, "operation");
-  bool b = false;
-  if (o["stream"].get_bool().get(b) == simdjson::SUCCESS) r.stream = b;
-  if (auto s = opt_int(o, "http_status")) r.http_status = static_cast<int>(*s);
-  r.outcome = *outcome;
-  r.error_type = opt_str(o, "error_type");
-  r.error_message = opt_str(o, "error_message");
-  r.ttfb_ms = opt_num(o, "ttfb_ms");
-  r.ttft_ms = opt_num(o, "ttft_ms");
-  r.e2e_ms = opt_num(o, "e2e_ms");
-  r.tpot_ms = opt_num(o, "tpot_ms");
-  r.itl_p50_ms = opt_num(o, "itl_p50_ms");
-  r.itl_p95_ms = opt_num(o, "itl_p95_ms");
-  r.itl_max_ms = opt_num(o, "itl_max_ms");
-  r.output_tokens_per_second = opt_num(o, "output_tokens_per_second");
-  r.e2e_output_tokens_per_second = opt_num(o, "e2e_output_tokens_per_second");
-  r.prompt_tokens = opt_int(o, "prompt_tokens");
-  r.completion_tokens = opt_int(o, "completion_tokens");
-  r.total_tokens = opt_int(o, "total_tokens");
-  r.cached_prompt_tokens = opt_int(o, "cached_prompt_tokens");
-  r.token_source = opt_str(o, "token_source").value_or("none");
-  r.in_flight_at_start = opt_int(o, "in_flight_at_start");
   return r;
 }
 
@@ -139,60 +228,96 @@ Result<LedgerRecord> from_fak(element o) {
 
 }  // namespace
 
-LedgerRead read_ledger(std::string_view text) {
-  LedgerRead out;
-  out.records.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
-  simdjson::dom::parser parser;
-  std::uint64_t line_no = 0;
+LineDecoder::LineDecoder() : parser_(std::make_unique<simdjson::dom::parser>()) {}
+LineDecoder::~LineDecoder() = default;
+LineDecoder::LineDecoder(LineDecoder&&) noexcept = default;
+
+void LineDecoder::note(std::uint64_t line_no, std::string reason) {
+  if (out_.problems.size() < 20) out_.problems.push_back({line_no, std::move(reason)});
+}
+
+void LineDecoder::line(std::string_view line, std::uint64_t line_no, bool last_unterminated) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (line.find_first_not_of(" \t") == std::string_view::npos) return;
+  ++out_.lines;
+  element doc;
+  if (parser_->parse(line.data(), line.size()).get(doc) != simdjson::SUCCESS || !doc.is_object()) {
+    if (last_unterminated) {
+      out_.torn_last_line = true;  // a write cut short: everything before it stands
+      note(line_no, "torn last line (no newline, not JSON): skipped");
+      return;
+    }
+    ++out_.invalid_lines;
+    note(line_no, "not a JSON object");
+    return;
+  }
+  std::string_view schema;
+  if (doc["schema"].get_string().get(schema) != simdjson::SUCCESS) schema = {};
+  Result<LedgerRecord> rec = make_error("ledger.schema", "");
+  if (schema == kObservationSchema) {
+    rec = from_ours(doc.get_object().value_unsafe());
+  } else if (schema == "fak-model-perf/1") {
+    rec = from_fak(doc);
+    if (rec) ++out_.fak_lines;
+  } else if (schema == kGapSchema) {
+    ++out_.gap_lines;
+    out_.dropped_lines += static_cast<std::uint64_t>(opt_int(doc, "dropped_lines").value_or(0));
+    return;
+  } else {
+    ++out_.foreign_lines;
+    note(line_no, fmt::format("unknown schema '{}': skipped", schema.substr(0, 64)));
+    return;
+  }
+  if (!rec) {
+    ++out_.invalid_lines;
+    note(line_no, rec.error().message);
+    return;
+  }
+  if (sink_) {
+    sink_(std::move(rec).value());
+  } else {
+    out_.records.push_back(std::move(rec).value());
+  }
+}
+
+std::uint64_t LineDecoder::text(std::string_view text, std::uint64_t first_line_no, bool is_end) {
+  std::uint64_t line_no = first_line_no;
   std::size_t pos = 0;
-  auto problem = [&](std::string reason) {
-    ++out.invalid_lines;
-    if (out.problems.size() < 20) out.problems.push_back({line_no, std::move(reason)});
-  };
   while (pos < text.size()) {
     const auto nl = text.find('\n', pos);
-    const bool last_unterminated = nl == std::string_view::npos;
-    std::string_view line = text.substr(pos, last_unterminated ? std::string_view::npos : nl - pos);
-    pos = last_unterminated ? text.size() : nl + 1;
+    const bool unterminated = nl == std::string_view::npos;
+    line(text.substr(pos, unterminated ? std::string_view::npos : nl - pos), line_no, unterminated && is_end);
+    pos = unterminated ? text.size() : nl + 1;
     ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
-    ++out.lines;
-    element doc;
-    if (parser.parse(line.data(), line.size()).get(doc) != simdjson::SUCCESS || !doc.is_object()) {
-      if (last_unterminated) {
-        out.torn_last_line = true;  // a write cut short: everything before it stands
-        if (out.problems.size() < 20) out.problems.push_back({line_no, "torn last line (no newline, not JSON): skipped"});
-        continue;
-      }
-      problem("not a JSON object");
-      continue;
-    }
-    const std::string schema = opt_str(doc, "schema").value_or("");
-    Result<LedgerRecord> rec = make_error("ledger.schema", "");
-    if (schema == kObservationSchema) {
-      rec = from_ours(doc);
-    } else if (schema == "fak-model-perf/1") {
-      rec = from_fak(doc);
-      if (rec) ++out.fak_lines;
-    } else if (schema == kGapSchema) {
-      ++out.gap_lines;
-      out.dropped_lines += static_cast<std::uint64_t>(opt_int(doc, "dropped_lines").value_or(0));
-      continue;
-    } else {
-      ++out.foreign_lines;
-      if (out.problems.size() < 20) {
-        out.problems.push_back({line_no, fmt::format("unknown schema '{}': skipped", schema.substr(0, 64))});
-      }
-      continue;
-    }
-    if (!rec) {
-      problem(rec.error().message);
-      continue;
-    }
-    out.records.push_back(std::move(*rec));
   }
-  return out;
+  return line_no - first_line_no;
+}
+
+void merge_into(LedgerRead& into, LedgerRead&& from, std::uint64_t line_offset) {
+  into.lines += from.lines;
+  into.fak_lines += from.fak_lines;
+  into.gap_lines += from.gap_lines;
+  into.dropped_lines += from.dropped_lines;
+  into.invalid_lines += from.invalid_lines;
+  into.foreign_lines += from.foreign_lines;
+  into.torn_last_line = into.torn_last_line || from.torn_last_line;
+  for (LineProblem& p : from.problems) {
+    if (into.problems.size() >= 20) break;
+    into.problems.push_back({p.line + line_offset, std::move(p.reason)});
+  }
+  if (into.records.empty() && into.records.capacity() < from.records.size()) {
+    into.records = std::move(from.records);
+  } else {
+    into.records.reserve(into.records.size() + from.records.size());
+    std::move(from.records.begin(), from.records.end(), std::back_inserter(into.records));
+  }
+}
+
+LedgerRead read_ledger(std::string_view text) {
+  LineDecoder d;
+  d.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
+  d.text(text, 1, true);
+  return std::move(d).take();
 }
 
 }  // namespace mpo::ledger

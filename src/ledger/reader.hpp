@@ -4,15 +4,23 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <memory>
 #include <vector>
+
+#include "core/result.hpp"
+
+namespace simdjson::dom {
+class parser;
+}
 
 namespace mpo::ledger {
 
 struct LedgerRecord {
-  std::string source_schema;       // which schema the line carried
+  std::string_view source_schema;  // which schema the line carried (a static string)
   std::string observation_id;
   std::int64_t started_at_us = 0;
   std::optional<std::int64_t> ended_at_us;
@@ -47,5 +55,46 @@ struct LedgerRead {
 
 // Reads a whole ledger text (lines numbered from 1).
 LedgerRead read_ledger(std::string_view text);
+
+// The same, piece by piece: feed whole lines (or a text of whole lines), take the result. One
+// decoder per thread; their results merge in order with merge_into.
+class LineDecoder {
+ public:
+  LineDecoder();
+  ~LineDecoder();
+  LineDecoder(LineDecoder&&) noexcept;
+  // One line without its newline; `last_unterminated`: the file ended inside it (a torn write).
+  void line(std::string_view line, std::uint64_t line_no, bool last_unterminated);
+  // Lines of `text` numbered from first_line_no; its last line is torn only when is_end. Returns
+  // how many lines it held (a final newline does not start another).
+  std::uint64_t text(std::string_view text, std::uint64_t first_line_no, bool is_end);
+  void reserve(std::size_t records) { out_.records.reserve(records); }
+  // Hands each record to `sink` instead of keeping it (the counts are kept either way).
+  void set_sink(std::function<void(LedgerRecord&&)> sink) { sink_ = std::move(sink); }
+  LedgerRead take() && { return std::move(out_); }
+
+ private:
+  void note(std::uint64_t line_no, std::string reason);
+  std::unique_ptr<simdjson::dom::parser> parser_;
+  std::function<void(LedgerRecord&&)> sink_;
+  LedgerRead out_;
+};
+
+// Appends `from` (whose line numbers start after line_offset lines of `into`'s input) to `into`.
+void merge_into(LedgerRead& into, LedgerRead&& from, std::uint64_t line_offset);
+
+// Reads a ledger file in chunks (never the whole file in memory), on up to `threads` threads that
+// each take a range of whole lines; the result is what read_ledger gives for the same bytes.
+// Errors: the file cannot be opened or read.
+struct FileReadOptions {
+  unsigned threads = 1;
+  unsigned parts_per_thread = 4;                   // ranges per thread, taken in turn: no thread idles
+  std::uint64_t min_bytes_per_thread = 16u << 20;  // smaller files are read as one range
+  std::size_t chunk_bytes = 8u << 20;              // grows for a line longer than this
+  // When set, records go here instead of into the result: `part` (< threads * parts_per_thread)
+  // is the range, in file order; calls for one part come from one thread, in line order.
+  std::function<void(unsigned part, LedgerRecord&&)> sink;
+};
+Result<LedgerRead> read_ledger_file(const std::string& path, const FileReadOptions& opts);
 
 }  // namespace mpo::ledger

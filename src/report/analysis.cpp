@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <atomic>
 #include <numeric>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -22,21 +24,8 @@ constexpr double kBusyShareThreshold = 0.5;        // workload: the proxy saw re
 
 double median(std::vector<double> v) { return v.empty() ? 0 : *quantile_cont(std::move(v), 0.5); }
 
-std::string key_of_impl(const ledger::LedgerRecord& r, GroupBy by) {
-  switch (by) {
-    case GroupBy::kModel: return r.model.value_or(r.response_model.value_or("(unknown model)"));
-    case GroupBy::kBackend: return r.backend.value_or("(unknown backend)");
-    case GroupBy::kOperation: return r.operation.value_or("(unknown operation)");
-    case GroupBy::kPath: {
-      std::string p = r.path.value_or("(unknown path)");
-      return p.substr(0, p.find('?'));
-    }
-  }
-  return "";
-}
-
-std::optional<Summary> summary_of(const std::vector<const ledger::LedgerRecord*>& rs,
-                                  std::optional<double> ledger::LedgerRecord::*field) {
+std::optional<Summary> summary_of(const std::vector<const Row*>& rs,
+                                  Maybe<double> Row::*field) {
   std::vector<double> v;
   for (const auto* r : rs) {
     if (r->*field) v.push_back(*(r->*field));
@@ -48,7 +37,7 @@ bool varies(const std::vector<double>& v) {
   return v.size() >= 2 && *std::max_element(v.begin(), v.end()) > *std::min_element(v.begin(), v.end());
 }
 
-std::optional<TtftFit> fit_ttft(const std::vector<const ledger::LedgerRecord*>& rs) {
+std::optional<TtftFit> fit_ttft(const std::vector<const Row*>& rs) {
   std::vector<double> y, prompt, inflight;
   for (const auto* r : rs) {
     if (r->outcome != "ok" || !r->ttft_ms || !r->prompt_tokens || !r->in_flight_at_start) continue;
@@ -86,7 +75,7 @@ std::optional<TtftFit> fit_ttft(const std::vector<const ledger::LedgerRecord*>& 
   return f;
 }
 
-double busy_share(const std::vector<const ledger::LedgerRecord*>& rs, std::int64_t start, std::int64_t end) {
+double busy_share(const std::vector<const Row*>& rs, std::int64_t start, std::int64_t end) {
   std::vector<std::pair<std::int64_t, std::int64_t>> iv;
   for (const auto* r : rs) iv.emplace_back(r->started_at_us, r->ended_at_us.value_or(r->started_at_us));
   std::sort(iv.begin(), iv.end());
@@ -104,7 +93,7 @@ double busy_share(const std::vector<const ledger::LedgerRecord*>& rs, std::int64
   return end > start ? static_cast<double>(busy) / static_cast<double>(end - start) : 1.0;
 }
 
-std::vector<Candidate> rank(const GroupStats& g, const std::vector<const ledger::LedgerRecord*>& rs) {
+std::vector<Candidate> rank(const GroupStats& g, const std::vector<const Row*>& rs) {
   std::vector<Candidate> out;
   // Errors and reliability.
   {
@@ -201,9 +190,7 @@ std::vector<Candidate> rank(const GroupStats& g, const std::vector<const ledger:
 
 }  // namespace
 
-std::string group_key(const ledger::LedgerRecord& r, GroupBy by) { return key_of_impl(r, by); }
-
-bool in_window(const ledger::LedgerRecord& r, const Options& opts) {
+bool in_window(const Row& r, const Options& opts) {
   if (opts.since_us && r.started_at_us < *opts.since_us) return false;
   if (opts.until_us && r.started_at_us >= *opts.until_us) return false;
   return true;
@@ -246,14 +233,27 @@ std::optional<std::vector<double>> least_squares(const std::vector<std::vector<d
 }
 
 std::vector<GroupStats> analyse(const std::vector<ledger::LedgerRecord>& records, const Options& opts) {
-  std::map<std::string, std::vector<const ledger::LedgerRecord*>> groups;
-  for (const auto& r : records) {
-    if (in_window(r, opts)) groups[group_key(r, opts.by)].push_back(&r);
+  return analyse(rows_from(records, opts.by), opts);
+}
+
+std::map<std::string_view, std::vector<const Row*>> rows_by_group(const RowTable& table, const Options& opts) {
+  if (!opts.since_us && !opts.until_us) return table.groups();
+  std::map<std::string_view, std::vector<const Row*>> groups;
+  for (const auto& [key, rows] : table.groups()) {
+    std::vector<const Row*> kept;
+    for (const Row* r : rows) {
+      if (in_window(*r, opts)) kept.push_back(r);
+    }
+    if (!kept.empty()) groups.emplace(key, std::move(kept));
   }
-  std::vector<GroupStats> out;
-  for (const auto& [key, rs] : groups) {
+  return groups;
+}
+
+namespace {
+
+GroupStats analyse_group(std::string_view key, const std::vector<const Row*>& rs) {
     GroupStats g;
-    g.key = key;
+    g.key = std::string(key);
     g.requests = rs.size();
     g.window_start_us = rs.front()->started_at_us;
     g.window_end_us = rs.front()->ended_at_us.value_or(rs.front()->started_at_us);
@@ -261,8 +261,8 @@ std::vector<GroupStats> analyse(const std::vector<ledger::LedgerRecord>& records
     bool cached_known = false;
     std::int64_t cached_prompt_base = 0;
     for (const auto* r : rs) {
-      ++g.outcomes[r->outcome];
-      ++g.token_sources[r->token_source];
+      ++g.outcomes[std::string(r->outcome)];
+      ++g.token_sources[std::string(r->token_source)];
       g.window_start_us = std::min(g.window_start_us, r->started_at_us);
       g.window_end_us = std::max(g.window_end_us, r->ended_at_us.value_or(r->started_at_us));
       if (r->outcome != "ok") ++errors;
@@ -284,11 +284,11 @@ std::vector<GroupStats> analyse(const std::vector<ledger::LedgerRecord>& records
       g.cached_share = static_cast<double>(g.cached_prompt_tokens_total) / static_cast<double>(cached_prompt_base);
     }
     g.error_rate = static_cast<double>(errors) / static_cast<double>(g.requests);
-    g.ttft_ms = summary_of(rs, &ledger::LedgerRecord::ttft_ms);
-    g.tpot_ms = summary_of(rs, &ledger::LedgerRecord::tpot_ms);
-    g.itl_p95_ms = summary_of(rs, &ledger::LedgerRecord::itl_p95_ms);
-    g.e2e_ms = summary_of(rs, &ledger::LedgerRecord::e2e_ms);
-    g.ttfb_ms = summary_of(rs, &ledger::LedgerRecord::ttfb_ms);
+    g.ttft_ms = summary_of(rs, &Row::ttft_ms);
+    g.tpot_ms = summary_of(rs, &Row::tpot_ms);
+    g.itl_p95_ms = summary_of(rs, &Row::itl_p95_ms);
+    g.e2e_ms = summary_of(rs, &Row::e2e_ms);
+    g.ttfb_ms = summary_of(rs, &Row::ttfb_ms);
     std::vector<double> prompts, inflight, tpot_x, tpot_y;
     for (const auto* r : rs) {
       if (r->prompt_tokens) prompts.push_back(static_cast<double>(*r->prompt_tokens));
@@ -308,8 +308,27 @@ std::vector<GroupStats> analyse(const std::vector<ledger::LedgerRecord>& records
     }
     g.busy_share = busy_share(rs, g.window_start_us, g.window_end_us);
     g.ranking = rank(g, rs);
-    out.push_back(std::move(g));
-  }
+    return g;
+}
+
+}  // namespace
+
+// Groups are independent: they are analysed on up to as many threads as the machine has cores,
+// each result in its group's slot, so the output does not depend on scheduling.
+std::vector<GroupStats> analyse(const RowTable& table, const Options& opts) {
+  const auto groups = rows_by_group(table, opts);
+  std::vector<std::pair<std::string_view, const std::vector<const Row*>*>> work;
+  for (const auto& [key, rs] : groups) work.emplace_back(key, &rs);
+  std::vector<GroupStats> out(work.size());
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i = next++; i < work.size(); i = next++) out[i] = analyse_group(work[i].first, *work[i].second);
+  };
+  const unsigned threads = std::min<std::size_t>(work.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
   return out;
 }
 

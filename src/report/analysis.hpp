@@ -12,10 +12,10 @@
 #include "core/result.hpp"
 #include "core/stats.hpp"
 #include "ledger/reader.hpp"
+#include "report/rows.hpp"
 
 namespace mpo::report {
 
-enum class GroupBy { kModel, kBackend, kOperation, kPath };
 Result<GroupBy> parse_group_by(std::string_view s);
 
 // TTFT ~ a + b * prompt_tokens + c * in_flight_at_start, least squares over streamed ok requests.
@@ -57,10 +57,12 @@ struct Options {
   std::optional<std::int64_t> since_us, until_us;
 };
 
+// The table's GroupBy must be opts.by (the key is taken when rows are made).
+std::vector<GroupStats> analyse(const RowTable& table, const Options& opts);
 std::vector<GroupStats> analyse(const std::vector<ledger::LedgerRecord>& records, const Options& opts);
-// The group a record belongs to under `by` (as analyse() groups them).
-std::string group_key(const ledger::LedgerRecord& r, GroupBy by);
-bool in_window(const ledger::LedgerRecord& r, const Options& opts);
+bool in_window(const Row& r, const Options& opts);
+// The rows inside the window, by group key, in row order (what analyse() groups).
+std::map<std::string_view, std::vector<const Row*>> rows_by_group(const RowTable& table, const Options& opts);
 
 // Ordinary least squares y ~ x * beta (x rows include the intercept column). Pure and small:
 // solves the normal equations with partial pivoting; nullopt when singular.

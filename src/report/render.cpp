@@ -64,7 +64,7 @@ const char* by_name(GroupBy b) {
 
 std::string render_markdown(const ReportInput& in) {
   std::string o = "# modelperfobs report\n\n";
-  fmt::format_to(std::back_inserter(o), "{} observations from {} ({} fak lines); grouped by {}.\n", in.read.records.size(),
+  fmt::format_to(std::back_inserter(o), "{} observations from {} ({} fak lines); grouped by {}.\n", in.table.size(),
                  fmt::join(in.sources, ", "), in.read.fak_lines, by_name(in.options.by));
   if (in.read.invalid_lines > 0 || in.read.torn_last_line || in.read.foreign_lines > 0 || in.read.dropped_lines > 0) {
     fmt::format_to(std::back_inserter(o),
@@ -202,7 +202,7 @@ std::string render_json(const ReportInput& in) {
                                          .raw_field("sources", sources)
                                          .field("by", by_name(in.options.by))
                                          .field("lines", in.read.lines)
-                                         .field("observations", static_cast<std::uint64_t>(in.read.records.size()))
+                                         .field("observations", static_cast<std::uint64_t>(in.table.size()))
                                          .field("fak_lines", in.read.fak_lines)
                                          .field("invalid_lines", in.read.invalid_lines)
                                          .field("foreign_lines", in.read.foreign_lines)

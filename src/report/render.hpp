@@ -12,7 +12,8 @@ namespace mpo::report {
 
 struct ReportInput {
   std::vector<std::string> sources;  // file names as given
-  ledger::LedgerRead read;           // counts of lines read, and the records (charts plot them)
+  ledger::LedgerRead read;           // counts of lines read (its records are not kept)
+  RowTable table;                    // what the report keeps of every record (charts plot it)
   Options options;
   std::vector<GroupStats> groups;
   std::vector<SloResult> slos;

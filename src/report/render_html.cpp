@@ -100,7 +100,7 @@ std::vector<std::pair<double, double>> cdf(std::vector<double> v) {
   return out;
 }
 
-std::string charts_for(const GroupStats& g, const std::vector<const ledger::LedgerRecord*>& rs) {
+std::string charts_for(const GroupStats& g, const std::vector<const Row*>& rs) {
   std::vector<double> ttft, tpot;
   std::vector<std::pair<double, double>> scatter, e2e_t;
   std::vector<std::pair<std::int64_t, int>> edges;  // concurrency steps
@@ -159,10 +159,7 @@ std::string charts_for(const GroupStats& g, const std::vector<const ledger::Ledg
 }  // namespace
 
 std::string render_html(const ReportInput& in) {
-  std::map<std::string, std::vector<const ledger::LedgerRecord*>> by_group;
-  for (const auto& r : in.read.records) {
-    if (in_window(r, in.options)) by_group[group_key(r, in.options.by)].push_back(&r);
-  }
+  const auto by_group = rows_by_group(in.table, in.options);
   std::string o = R"x(<!doctype html><html lang="en"><head><meta charset="utf-8"><title>modelperfobs report</title><style>
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1120px;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:14px}
@@ -171,7 +168,7 @@ figure{display:inline-block;margin:8px}figcaption{font-size:13px;font-weight:600
 .verdict{font-size:18px;margin:.5em 0}
 </style></head><body><h1>modelperfobs report</h1>)x";
   static constexpr const char* kBy[] = {"model", "backend", "operation", "path"};
-  o += fmt::format("<p>{} observations from {}; grouped by {}.</p>", in.read.records.size(),
+  o += fmt::format("<p>{} observations from {}; grouped by {}.</p>", in.table.size(),
                    esc(fmt::format("{}", fmt::join(in.sources, ", "))), kBy[static_cast<int>(in.options.by)]);
   for (const auto& g : in.groups) {
     o += fmt::format("<section class=\"group\"><h2>{}</h2>", esc(g.key));
@@ -185,7 +182,8 @@ figure{display:inline-block;margin:8px}figcaption{font-size:13px;font-weight:600
                        esc(fmt::format("{}", fmt::join(c.evidence, "; "))));
     }
     o += "</table>";
-    o += charts_for(g, by_group[g.key]);
+    const auto rows = by_group.find(g.key);
+    o += charts_for(g, rows == by_group.end() ? std::vector<const Row*>{} : rows->second);
     o += "</section>";
   }
   return o + "</body></html>\n";

@@ -1,7 +1,9 @@
 #include "core/stats.hpp"
 
 #include <cmath>
+#include <algorithm>
 #include <limits>
+#include <random>
 
 #include <gtest/gtest.h>
 #include <simdjson.h>
@@ -53,6 +55,32 @@ TEST(Summarize, ReportsExactPercentilesOfFiniteValues) {
   EXPECT_EQ(s->max, 5.0);
   EXPECT_EQ(s->mean, 3.0);
   EXPECT_FALSE(summarize({}).has_value());
+}
+
+}  // namespace
+}  // namespace mpo
+
+namespace mpo {
+namespace {
+
+// summarize places order statistics without a full sort; its quantiles must equal the sorted ones
+// bit for bit, on every size (positions collide for small n).
+TEST(Summarize, EqualsQuantilesOfTheSortedValues) {
+  std::mt19937_64 rng(11);
+  std::lognormal_distribution<double> dist(3, 1);
+  for (std::size_t n : {1u, 2u, 3u, 5u, 10u, 101u, 1000u, 4097u}) {
+    std::vector<double> v(n);
+    for (double& x : v) x = std::round(dist(rng) * 10) / 10;  // ties too
+    auto s = summarize(v);
+    ASSERT_TRUE(s.has_value());
+    std::sort(v.begin(), v.end());
+    EXPECT_EQ(s->min, v.front());
+    EXPECT_EQ(s->max, v.back());
+    EXPECT_EQ(s->p50, *quantile_cont_sorted(v, 0.50)) << n;
+    EXPECT_EQ(s->p90, *quantile_cont_sorted(v, 0.90)) << n;
+    EXPECT_EQ(s->p95, *quantile_cont_sorted(v, 0.95)) << n;
+    EXPECT_EQ(s->p99, *quantile_cont_sorted(v, 0.99)) << n;
+  }
 }
 
 }  // namespace

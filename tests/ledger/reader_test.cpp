@@ -1,5 +1,9 @@
 #include "ledger/reader.hpp"
 
+#include <unistd.h>
+
+#include <cstdlib>
+
 #include <gtest/gtest.h>
 
 #include "ledger/observation.hpp"
@@ -99,6 +103,61 @@ TEST(ReadLedger, CrlfLinesAndAnEmptyText) {
   const std::string line = lf.substr(0, lf.size() - 1) + "\r\n";
   EXPECT_EQ(read_ledger(line).records.size(), 1u);
   EXPECT_EQ(read_ledger("").records.size(), 0u);
+}
+
+}  // namespace
+}  // namespace mpo::ledger
+
+namespace mpo::ledger {
+namespace {
+
+// The chunked, threaded file reader gives exactly what read_ledger gives on the same bytes: every
+// record in order, every count, problems with their global line numbers, the torn last line.
+TEST(ReadLedgerFile, ChunksAndThreadsChangeNothing) {
+  std::string text;
+  for (int i = 0; i < 400; ++i) {
+    text += our_line("id-" + std::to_string(i), 100 + i) + "\n";
+    if (i % 37 == 0) text += "\n";                                   // blank lines still count for numbering
+    if (i % 53 == 0) text += "{not json\n";                          // invalid
+    if (i % 71 == 0) text += std::string(kFakLine) + "\r\n";        // fak, CRLF
+    if (i % 97 == 0) text += R"({"schema":"other.v1"})" "\n";       // foreign
+    if (i % 89 == 0) text += R"({"schema":"modelperfobs.ledger-gap.v1","dropped_lines":3})" "\n";
+  }
+  text += R"({"schema":"modelperfobs.observation.v1","observation_id":"torn)";  // no newline
+  char path[] = "/tmp/mpo-ledger-XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  ::close(fd);
+  const LedgerRead whole = read_ledger(text);
+  for (unsigned threads : {1u, 2u, 3u, 7u}) {
+    for (std::size_t chunk : {std::size_t{64}, std::size_t{1000}, std::size_t{8} << 20}) {
+      auto r = read_ledger_file(path, FileReadOptions{threads, 0, chunk});
+      ASSERT_TRUE(r.ok()) << r.error().message;
+      SCOPED_TRACE(testing::Message() << threads << " threads, chunk " << chunk);
+      ASSERT_EQ(r->records.size(), whole.records.size());
+      for (std::size_t i = 0; i < whole.records.size(); ++i) {
+        ASSERT_EQ(r->records[i].observation_id, whole.records[i].observation_id);
+        ASSERT_EQ(r->records[i].ttft_ms, whole.records[i].ttft_ms);
+      }
+      EXPECT_EQ(r->lines, whole.lines);
+      EXPECT_EQ(r->fak_lines, whole.fak_lines);
+      EXPECT_EQ(r->gap_lines, whole.gap_lines);
+      EXPECT_EQ(r->dropped_lines, whole.dropped_lines);
+      EXPECT_EQ(r->invalid_lines, whole.invalid_lines);
+      EXPECT_EQ(r->foreign_lines, whole.foreign_lines);
+      EXPECT_TRUE(r->torn_last_line);
+      ASSERT_EQ(r->problems.size(), whole.problems.size());
+      for (std::size_t i = 0; i < whole.problems.size(); ++i) {
+        EXPECT_EQ(r->problems[i].line, whole.problems[i].line);
+        EXPECT_EQ(r->problems[i].reason, whole.problems[i].reason);
+      }
+    }
+  }
+  EXPECT_GT(whole.invalid_lines, 0u);
+  EXPECT_GT(whole.foreign_lines, 0u);
+  ::unlink(path);
+  EXPECT_FALSE(read_ledger_file(path, FileReadOptions{}).ok());  // gone: a clear error
 }
 
 }  // namespace

@@ -1,0 +1,113 @@
+#include "report/rows.hpp"
+
+#include <sys/mman.h>
+
+namespace mpo::report {
+
+std::string_view group_key(const ledger::LedgerRecord& r, GroupBy by) {
+  switch (by) {
+    case GroupBy::kModel:
+      return r.model ? std::string_view(*r.model) : r.response_model ? std::string_view(*r.response_model) : "(unknown model)";
+    case GroupBy::kBackend: return r.backend ? std::string_view(*r.backend) : "(unknown backend)";
+    case GroupBy::kOperation: return r.operation ? std::string_view(*r.operation) : "(unknown operation)";
+    case GroupBy::kPath: {
+      const std::string_view p = r.path ? std::string_view(*r.path) : "(unknown path)";
+      return p.substr(0, p.find('?'));
+    }
+  }
+  return "";
+}
+
+// Rows go into segments of a fixed capacity: a full segment is never copied to grow.
+template <typename T>
+T* HugePageAllocator<T>::allocate(std::size_t n) {
+  constexpr std::size_t kHuge = 2u << 20;
+  const std::size_t bytes = n * sizeof(T);
+  if (bytes < kHuge) {
+    if (void* p = std::malloc(bytes)) return static_cast<T*>(p);
+    throw std::bad_alloc();
+  }
+  void* p = std::aligned_alloc(kHuge, (bytes + kHuge - 1) / kHuge * kHuge);
+  if (!p) throw std::bad_alloc();
+  ::madvise(p, bytes, MADV_HUGEPAGE);  // advice only: without THP it is plain memory
+  return static_cast<T*>(p);
+}
+template struct HugePageAllocator<Row>;
+
+RowTable::Segment& RowTable::current() {
+  constexpr std::size_t kSegmentRows = 1u << 16;
+  if (segments_.empty() || segments_.back().size() == segments_.back().capacity()) {
+    segments_.emplace_back();
+    segments_.back().reserve(kSegmentRows);
+  }
+  return segments_.back();
+}
+
+std::size_t RowTable::size() const {
+  std::size_t n = 0;
+  for (const auto& seg : segments_) n += seg.size();
+  return n;
+}
+
+std::string_view RowTable::intern(std::string_view s, std::string_view& last) {
+  if (!last.empty() && s == last) return last;
+  if (auto it = interned_.find(s); it != interned_.end()) return last = *it;
+  if (storage_.empty()) storage_.push_back(std::make_unique<std::deque<std::string>>());
+  const std::string& kept = storage_.back()->emplace_back(s);
+  return last = *interned_.insert(std::string_view(kept)).first;
+}
+
+void RowTable::add(const ledger::LedgerRecord& r) {
+  Row row;
+  row.group = intern(group_key(r, by_), last_group_);
+  row.outcome = intern(r.outcome, last_outcome_);
+  row.token_source = intern(r.token_source, last_source_);
+  row.stream = r.stream;
+  row.started_at_us = r.started_at_us;
+  row.ended_at_us = r.ended_at_us;
+  row.ttft_ms = r.ttft_ms;
+  row.tpot_ms = r.tpot_ms;
+  row.itl_p95_ms = r.itl_p95_ms;
+  row.e2e_ms = r.e2e_ms;
+  row.ttfb_ms = r.ttfb_ms;
+  row.prompt_tokens = r.prompt_tokens;
+  row.completion_tokens = r.completion_tokens;
+  row.cached_prompt_tokens = r.cached_prompt_tokens;
+  row.in_flight_at_start = r.in_flight_at_start;
+  Segment& seg = current();
+  seg.push_back(row);  // within capacity: no row ever moves
+  const Row* added = &seg.back();
+  if (!last_bucket_ || added->group.data() != last_group_key_) {
+    last_bucket_ = &groups_[added->group];
+    last_group_key_ = added->group.data();
+  }
+  last_bucket_->push_back(added);
+}
+
+void RowTable::append(RowTable&& other) {
+  for (auto& seg : other.segments_) {
+    if (!seg.empty()) segments_.push_back(std::move(seg));  // moves the buffer: row addresses stay
+  }
+  for (auto& [key, rows] : other.groups_) {
+    auto& mine = groups_[key];
+    if (mine.empty()) mine = std::move(rows);
+    else mine.insert(mine.end(), rows.begin(), rows.end());
+  }
+  other.groups_.clear();
+  last_bucket_ = nullptr;
+  for (auto& s : other.storage_) storage_.push_back(std::move(s));
+  // Rows of `other` point into its storage (now ours); later add() calls intern into a fresh deque
+  // and start a fresh segment, so row order stays the order added.
+  interned_.clear();
+  storage_.push_back(std::make_unique<std::deque<std::string>>());
+  last_group_ = last_outcome_ = last_source_ = {};
+  other.segments_.clear();
+}
+
+RowTable rows_from(const std::vector<ledger::LedgerRecord>& records, GroupBy by) {
+  RowTable t(by);
+  for (const auto& r : records) t.add(r);
+  return t;
+}
+
+}  // namespace mpo::report

@@ -1,0 +1,116 @@
+// What the report keeps of each ledger record: the group it falls in (under --by), its outcome and
+// token source (interned), and the numbers the statistics, the fit, the ranking and the charts
+// read. About a third of a LedgerRecord, so a million lines stay in memory cheaply.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <cstdlib>
+#include <new>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "ledger/reader.hpp"
+
+namespace mpo::report {
+
+enum class GroupBy { kModel, kBackend, kOperation, kPath };
+
+// An optional number in the space of the number: a reserved value (NaN, INT64_MIN) means "absent",
+// with std::optional's reading interface. Rows are a million strong; this halves them.
+template <typename T>
+class Maybe {
+ public:
+  Maybe() = default;
+  Maybe(const std::optional<T>& v) : v_(v ? *v : none()) {}  // NOLINT(google-explicit-constructor)
+  explicit operator bool() const { return has_value(); }
+  bool has_value() const {
+    if constexpr (std::is_floating_point_v<T>) return v_ == v_;  // NaN is absent
+    else return v_ != none();
+  }
+  T operator*() const { return v_; }
+  T value_or(T fallback) const { return has_value() ? v_ : fallback; }
+
+ private:
+  static constexpr T none() {
+    if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::quiet_NaN();
+    else return std::numeric_limits<T>::min();
+  }
+  T v_ = none();
+};
+
+struct Row {
+  std::string_view group;         // the key under the table's GroupBy
+  std::string_view outcome;       // "ok", "http_error", ...
+  std::string_view token_source;  // "usage", "estimated", "none", ...
+  bool stream = false;
+  std::int64_t started_at_us = 0;
+  Maybe<std::int64_t> ended_at_us;
+  Maybe<double> ttft_ms, tpot_ms, itl_p95_ms, e2e_ms, ttfb_ms;
+  Maybe<std::int64_t> prompt_tokens, completion_tokens, cached_prompt_tokens, in_flight_at_start;
+};
+
+// The group a record belongs to under `by` (a view into the record).
+std::string_view group_key(const ledger::LedgerRecord& r, GroupBy by);
+
+// Allocates large row segments on 2 MiB-aligned memory marked for transparent huge pages (where
+// the kernel offers them only on request): a million rows then fault in ~100 pages, not ~55,000.
+template <typename T>
+struct HugePageAllocator {
+  using value_type = T;
+  HugePageAllocator() = default;
+  template <typename U>
+  HugePageAllocator(const HugePageAllocator<U>&) {}  // NOLINT(google-explicit-constructor)
+  T* allocate(std::size_t n);
+  void deallocate(T* p, std::size_t) { std::free(p); }
+  template <typename U>
+  bool operator==(const HugePageAllocator<U>&) const { return true; }
+};
+
+class RowTable {
+ public:
+  explicit RowTable(GroupBy by = GroupBy::kModel) : by_(by) {}
+  RowTable(RowTable&&) noexcept = default;
+  RowTable& operator=(RowTable&&) noexcept = default;
+
+  void add(const ledger::LedgerRecord& r);
+  // Appends `other`'s rows (same GroupBy) without copying them: its segments and the strings its
+  // rows point at move along.
+  void append(RowTable&& other);
+  std::size_t size() const;
+  GroupBy by() const { return by_; }
+  // Every row's address by group, in the order added (rows never move once added).
+  const std::map<std::string_view, std::vector<const Row*>>& groups() const { return groups_; }
+  // Every row, in the order added.
+  template <typename F>
+  void for_each(F&& f) const {
+    for (const auto& seg : segments_) {
+      for (const Row& r : seg) f(r);
+    }
+  }
+
+ private:
+  using Segment = std::vector<Row, HugePageAllocator<Row>>;
+  Segment& current();
+  std::string_view intern(std::string_view s, std::string_view& last);
+  GroupBy by_;
+  std::vector<Segment> segments_;
+  std::map<std::string_view, std::vector<const Row*>> groups_;
+  std::vector<const Row*>* last_bucket_ = nullptr;
+  const char* last_group_key_ = nullptr;  // interned: equal keys share one address
+  std::string_view last_group_, last_outcome_, last_source_;  // most rows repeat the previous ones
+  // Interned strings; a deque never moves its elements, and the unique_ptr keeps it in place.
+  std::vector<std::unique_ptr<std::deque<std::string>>> storage_;
+  std::unordered_set<std::string_view> interned_;
+};
+
+RowTable rows_from(const std::vector<ledger::LedgerRecord>& records, GroupBy by);
+
+}  // namespace mpo::report
