@@ -12,6 +12,7 @@
 #include "ledger/writer.hpp"
 #include "scrape/facts_report.hpp"
 #include "scrape/fetch.hpp"
+#include "scrape/snapshot_reader.hpp"
 
 #ifndef MPO_VERSION
 #define MPO_VERSION "0.0.0"
@@ -23,6 +24,7 @@ namespace {
 struct ScrapeArgs {
   std::string url;
   std::vector<std::string> files;
+  std::vector<std::string> snapshots;
   std::string interval = "1s";
   std::uint64_t count = 0;
   std::string duration;
@@ -62,7 +64,9 @@ scrape::Snapshot snapshot_of_file(const std::string& path, std::uint64_t seq) {
 }
 
 int run(const ScrapeArgs& a) {
-  if (a.url.empty() == a.files.empty()) return usage_error("give either --url URL or --file FILE (one or more)");
+  if (!a.url.empty() + !a.files.empty() + !a.snapshots.empty() != 1) {
+    return usage_error("give one of --url URL, --file FILE (saved pages) or --snapshots FILE (recorded snapshots)");
+  }
   auto interval = parse_duration_s(a.interval);
   if (!interval) return usage_error("--interval: " + interval.error().message);
   if (*interval <= 0) return usage_error("--interval must be above 0");
@@ -98,7 +102,20 @@ int run(const ScrapeArgs& a) {
     snaps.push_back(std::move(s));
   };
 
-  if (!a.files.empty()) {
+  if (!a.snapshots.empty()) {
+    for (const std::string& f : a.snapshots) {
+      std::ifstream in(f, std::ios::binary);
+      if (!in) {
+        std::cerr << "modelperfobs scrape: cannot read " << f << "\n";
+        return 1;
+      }
+      std::stringstream ss;
+      ss << in.rdbuf();
+      scrape::SnapshotsRead read = scrape::read_snapshots(ss.str());
+      for (const std::string& p : read.problems) std::cerr << "modelperfobs scrape: warning: " << f << ": " << p << "\n";
+      for (auto& snap : read.snapshots) snaps.push_back(std::move(snap));
+    }
+  } else if (!a.files.empty()) {
     for (std::size_t i = 0; i < a.files.size(); ++i) keep(snapshot_of_file(a.files[i], i + 1));
   } else {
     auto url = scrape::parse_metrics_url(a.url);
@@ -127,6 +144,9 @@ std::function<int()> setup_scrape(CLI::App& app) {
   auto a = std::make_shared<ScrapeArgs>();
   app.add_option("--url", a->url, "the engine's metrics URL, e.g. http://127.0.0.1:8000/metrics (a bare origin gets /metrics)");
   app.add_option("--file", a->files, "a saved exposition instead of --url; give two for an interval (before, after)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--snapshots", a->snapshots,
+                 "recorded modelperfobs.scrape.v1 lines (proxy --scrape, scrape --output): facts over that run")
       ->check(CLI::ExistingFile);
   app.add_option("--interval", a->interval, "time between scrapes (500ms, 1s, 1m)")->capture_default_str();
   app.add_option("--count", a->count, "number of scrapes (default 1 unless --duration is given)");

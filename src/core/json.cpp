@@ -78,7 +78,9 @@ void append_json_number(std::string& out, double v) {
     out += "null";
     return;
   }
-  fmt::format_to(std::back_inserter(out), "{}", v);
+  // -0 is written as 0: a reader that stores "-0" as an integer would lose the sign anyway, and
+  // no measurement here means anything by it.
+  fmt::format_to(std::back_inserter(out), "{}", v == 0 ? 0.0 : v);
 }
 
 std::string json_quote(std::string_view s) {

@@ -104,7 +104,8 @@ std::string snapshot_json_line(const Snapshot& s) {
     JsonObjectWriter server;
     server.field("instance_id", server_instance_id(s))
         .field("engine", promtext::engine_name(s.signals.engine))
-        .field("generation", promtext::engine_generation(s.signals.engine));
+        .field("generation", promtext::engine_generation(s.signals.engine))
+        .field("prefix", s.signals.prefix);
     server.raw_field("models", json_string_array(s.signals.models));
     if (auto start = s.signals.value(Signal::kProcessStartTime)) server.field("process_start_time_s", *start);
     w.raw_field("server", std::move(server).finish());

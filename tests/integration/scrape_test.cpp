@@ -177,10 +177,11 @@ TEST(Scrape, ProxyRecordsEngineSnapshotsBesideItsLedger) {
   Simulator sim;
   const std::string ledger = dir + "/run/model-perf.jsonl";
   std::size_t snapshots = 0;
+  Served served;
   {
     Proxy proxy(fmt::format("http://127.0.0.1:{}", sim.port), ledger,
                 {"--scrape", fmt::format("http://127.0.0.1:{}/metrics", sim.port), "--scrape-interval", "50ms"});
-    const Served served = serve(proxy.port, 3, "through the proxy");
+    served = serve(proxy.port, 3, "through the proxy");
     // Wait (bounded) until a snapshot shows what was served: evidence, not a sleep.
     bool seen = false;
     for (int i = 0; i < 400 && !seen; ++i) {
@@ -208,6 +209,15 @@ TEST(Scrape, ProxyRecordsEngineSnapshotsBesideItsLedger) {
     last_seq = snap.at("seq").to_number<std::uint64_t>();
   }
   EXPECT_EQ(read_lines(ledger).size(), 3u);
+
+  // The recorded snapshots give the engine's facts over the run.
+  const auto first = json::parse(lines.front()).as_object();
+  const json::object facts = facts_of(run_cli({"scrape", "--snapshots", dir + "/run/model-perf.scrape.jsonl",
+                                               "--format", "json", "--quiet"}));
+  EXPECT_TRUE(facts.at("_validity").as_object().at("valid").as_bool());
+  if (first.at("signals").as_object().at("requests_finished").as_object().at("value").to_number<double>() == 0) {
+    EXPECT_EQ(value(facts, "requests", "requests_finished"), 3.0);  // the first snapshot came before them
+  }
 }
 
 TEST(Scrape, UsageErrorsExitTwo) {

@@ -117,3 +117,60 @@ TEST(Snapshot, SnapshotsFileSitsBesideTheLedger) {
 
 }  // namespace
 }  // namespace mpo::scrape
+
+#include "scrape/snapshot_reader.hpp"
+
+namespace mpo::scrape {
+namespace {
+
+// What is written reads back to the same record: the JSON of a read line equals the line.
+TEST(SnapshotReader, EveryCaptureRoundTrips) {
+  for (const char* f : {"vllm/vllm-v1_0.29.0_qwen2.5-1.5b_t4_after-load.prom",
+                        "vllm/vllm-v0-plus-v1-appended_datadog-composite_opt-125m.prom",
+                        "sglang/sglang_docs-example_llama-3.1-8b_multiproc-order.prom",
+                        "llamacpp/llamacpp_server-cuda_2026-05_lfm2.5-8b_rtx4080.prom",
+                        "tgi/tgi_datadog-fixture_payload.prom", "dcgm/dcgm-exporter_datadog-fixture_t4-mixed.prom"}) {
+    const std::string line = snapshot_json_line(snapshot(3, test::read_fixture(f), 1'767'225'600'000'000));
+    auto back = parse_snapshot_line(line);
+    ASSERT_TRUE(back.ok()) << f << ": " << back.error().message;
+    EXPECT_EQ(snapshot_json_line(*back), line) << f;
+  }
+  Snapshot failed;
+  failed.seq = 4;
+  failed.source = "http://e/metrics";
+  failed.status = ScrapeStatus::kTimeout;
+  failed.error = "no answer";
+  const std::string line = snapshot_json_line(failed);
+  auto back = parse_snapshot_line(line);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(snapshot_json_line(*back), line);
+}
+
+TEST(SnapshotReader, RecordedRunGivesTheSameFactsAsTheLiveOne) {
+  const std::string body = test::read_fixture("vllm/vllm-v1_0.29.0_qwen2.5-1.5b_t4_after-load.prom");
+  std::vector<Snapshot> live{snapshot(1, body, 1'000'000), snapshot(2, body, 3'000'000)};
+  const std::string recorded = snapshot_json_line(live[0]) + "\n" + "{torn\n" + snapshot_json_line(live[1]) + "\n";
+  const SnapshotsRead read = read_snapshots(recorded);
+  ASSERT_EQ(read.snapshots.size(), 2u);
+  EXPECT_EQ(read.invalid_lines, 1u);
+  EXPECT_EQ(read.problems[0].rfind("line 2:", 0), 0u);
+  auto without_time = [](const std::string& doc) {
+    auto o = json::parse(doc).as_object();
+    o.erase("created_at");
+    return json::serialize(o);
+  };
+  EXPECT_EQ(without_time(facts_json(build_facts_report(read.snapshots), "t")),
+            without_time(facts_json(build_facts_report(live), "t")));
+}
+
+TEST(SnapshotReader, RejectsWhatIsNotASnapshot) {
+  for (const char* line : {"", "[]", R"({"schema":"other"})", R"({"schema":"modelperfobs.scrape.v1"})",
+                           R"({"schema":"modelperfobs.scrape.v1","seq":1,"source":"s","status":"weird",)"
+                           R"("scheduled_at":"2026-01-01T00:00:00Z","scrape_started_at":"2026-01-01T00:00:00Z",)"
+                           R"("scrape_ended_at":"2026-01-01T00:00:00Z"})"}) {
+    EXPECT_FALSE(parse_snapshot_line(line).ok()) << line;
+  }
+}
+
+}  // namespace
+}  // namespace mpo::scrape

@@ -1,0 +1,213 @@
+#include "scrape/snapshot_reader.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include "core/time.hpp"
+
+namespace mpo::scrape {
+namespace {
+
+using simdjson::dom::array;
+using simdjson::dom::element;
+using simdjson::dom::object;
+
+Error bad(std::string m) { return make_error("scrape.line", std::move(m)); }
+
+std::optional<double> number(element e) {
+  double d = 0;
+  if (!e.get_double().get(d)) return d;
+  std::int64_t i = 0;
+  if (!e.get_int64().get(i)) return static_cast<double>(i);
+  std::uint64_t u = 0;
+  if (!e.get_uint64().get(u)) return static_cast<double>(u);
+  return std::nullopt;
+}
+
+std::optional<double> number(object o, std::string_view key) {
+  element e;
+  if (o[key].get(e)) return std::nullopt;
+  return number(e);
+}
+
+std::optional<std::string_view> text(object o, std::string_view key) {
+  std::string_view s;
+  if (o[key].get_string().get(s)) return std::nullopt;
+  return s;
+}
+
+std::optional<std::int64_t> time_field(object o, std::string_view key) {
+  auto s = text(o, key);
+  if (!s) return std::nullopt;
+  auto t = parse_rfc3339(*s);
+  return t ? std::optional<std::int64_t>(*t) : std::nullopt;
+}
+
+std::optional<ScrapeStatus> status_of(std::string_view s) {
+  for (ScrapeStatus st : {ScrapeStatus::kOk, ScrapeStatus::kStale, ScrapeStatus::kHttpError, ScrapeStatus::kUnreachable,
+                          ScrapeStatus::kTimeout, ScrapeStatus::kParseError}) {
+    if (to_string(st) == s) return st;
+  }
+  return std::nullopt;
+}
+
+std::optional<promtext::Engine> engine_of(std::string_view name, std::string_view generation) {
+  for (promtext::Engine e : {promtext::Engine::kUnknown, promtext::Engine::kVllmV0, promtext::Engine::kVllmV1,
+                             promtext::Engine::kSglang, promtext::Engine::kLlamaCpp, promtext::Engine::kTgi}) {
+    if (promtext::engine_name(e) == name && promtext::engine_generation(e) == generation) return e;
+  }
+  return std::nullopt;
+}
+
+std::optional<promtext::Signal> signal_of(std::string_view name) {
+  for (std::size_t i = 0; i < promtext::kSignalCount; ++i) {
+    const auto s = static_cast<promtext::Signal>(i);
+    if (promtext::signal_name(s) == name) return s;
+  }
+  return std::nullopt;
+}
+
+Status read_signal(promtext::EngineSignals& out, std::string_view name, element e) {
+  const auto sig = signal_of(name);
+  object o;
+  if (!sig || e.get(o)) return bad(fmt::format("signals.{} is not a known signal object", name));
+  const auto source = text(o, "source");
+  const auto series = number(o, "series");
+  if (!source || !series) return bad(fmt::format("signals.{} needs source and series", name));
+  const auto i = static_cast<std::size_t>(*sig);
+  if (promtext::signal_kind(*sig) == promtext::SignalKind::kHistogram) {
+    promtext::HistogramSignal h;
+    h.source = std::string(*source);
+    h.series = static_cast<int>(*series);
+    h.merged.count = number(o, "count");
+    h.merged.sum = number(o, "sum");
+    array buckets;
+    if (o["buckets"].get(buckets)) return bad(fmt::format("signals.{} has no buckets", name));
+    for (element b : buckets) {
+      array pair;
+      if (b.get(pair) || pair.size() != 2) return bad(fmt::format("signals.{}.buckets holds [upper, count] pairs", name));
+      std::string_view inf;
+      const auto upper = pair.at(0).get_string().get(inf) == simdjson::SUCCESS && inf == "+Inf"
+                             ? std::optional<double>(std::numeric_limits<double>::infinity())
+                             : number(pair.at(0).value_unsafe());
+      const auto count = number(pair.at(1).value_unsafe());
+      if (!upper || !count) return bad(fmt::format("signals.{}.buckets holds [upper, count] pairs", name));
+      h.merged.buckets.push_back({*upper, *count});
+    }
+    if (auto invalid = text(o, "invalid")) h.merged.problems.push_back({0, 0, h.source, std::string(*invalid)});
+    out.histograms[i] = std::move(h);
+    return Ok{};
+  }
+  const auto value = number(o, "value");
+  if (!value) return bad(fmt::format("signals.{} has no value", name));
+  out.scalars[i] = promtext::ScalarSignal{*value, std::string(*source), static_cast<int>(*series)};
+  return Ok{};
+}
+
+}  // namespace
+
+Result<Snapshot> parse_snapshot_line(std::string_view line) {
+  simdjson::dom::parser parser;
+  element root;
+  if (parser.parse(line.data(), line.size()).get(root)) return bad("not JSON");
+  object o;
+  if (root.get(o)) return bad("not a JSON object");
+  if (text(o, "schema") != std::optional<std::string_view>("modelperfobs.scrape.v1")) {
+    return bad("not a modelperfobs.scrape.v1 line");
+  }
+  Snapshot s;
+  const auto seq = number(o, "seq");
+  const auto source = text(o, "source");
+  const auto status = text(o, "status");
+  const auto scheduled = time_field(o, "scheduled_at");
+  const auto started = time_field(o, "scrape_started_at");
+  const auto ended = time_field(o, "scrape_ended_at");
+  if (!seq || !source || !status || !scheduled || !started || !ended) {
+    return bad("needs seq, source, status, scheduled_at, scrape_started_at and scrape_ended_at");
+  }
+  const auto st = status_of(*status);
+  if (!st) return bad(fmt::format("unknown status '{}'", *status));
+  s.seq = static_cast<std::uint64_t>(*seq);
+  s.source = std::string(*source);
+  s.status = *st;
+  s.scheduled_at_us = *scheduled;
+  s.started_at_us = *started;
+  s.ended_at_us = *ended;
+  if (auto h = number(o, "http_status")) s.http_status = static_cast<int>(*h);
+  if (auto e = text(o, "error")) s.error = std::string(*e);
+  s.bytes = static_cast<std::uint64_t>(number(o, "bytes").value_or(0));
+  if (auto f = text(o, "format")) {
+    s.format = *f == "openmetrics-1.0" ? promtext::Format::kOpenMetrics : promtext::Format::kText004;
+  }
+  if (!has_signals(s.status)) return s;
+  object server;
+  if (o["server"].get(server)) return bad("an ok or stale snapshot needs server");
+  const auto engine = engine_of(text(server, "engine").value_or(""), text(server, "generation").value_or(""));
+  if (!engine) return bad("server names an unknown engine");
+  s.signals.engine = *engine;
+  s.signals.prefix = std::string(text(server, "prefix").value_or(""));
+  array models;
+  if (!server["models"].get(models)) {
+    for (element m : models) {
+      std::string_view name;
+      if (!m.get(name)) s.signals.models.emplace_back(name);
+    }
+  }
+  object signals;
+  if (o["signals"].get(signals)) return bad("an ok or stale snapshot needs signals");
+  for (auto [name, value] : signals) {
+    if (auto r = read_signal(s.signals, name, value); !r) return r.error();
+  }
+  object cache;
+  if (!o["cache_config"].get(cache)) {
+    for (auto [k, v] : cache) {
+      std::string_view val;
+      if (!v.get(val)) s.signals.cache_config.push_back({std::string(k), std::string(val)});
+    }
+    s.signals.cache_config_source = s.signals.prefix + "cache_config_info";
+  }
+  array notes;
+  if (!o["notes"].get(notes)) {
+    for (element n : notes) {
+      std::string_view t;
+      if (!n.get(t)) s.signals.notes.emplace_back(t);
+    }
+  }
+  array problems;
+  if (!o["parse_problems"].get(problems)) {
+    for (element p : problems) {
+      object po;
+      if (p.get(po)) continue;
+      s.problems.push_back({static_cast<std::uint32_t>(number(po, "line").value_or(0)),
+                            static_cast<std::uint32_t>(number(po, "column").value_or(0)),
+                            std::string(text(po, "family").value_or("")), std::string(text(po, "message").value_or(""))});
+    }
+  }
+  return s;
+}
+
+SnapshotsRead read_snapshots(std::string_view text) {
+  SnapshotsRead out;
+  std::size_t pos = 0;
+  std::uint64_t line_no = 0;
+  while (pos < text.size()) {
+    const auto nl = text.find('\n', pos);
+    std::string_view line = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    pos = nl == std::string_view::npos ? text.size() : nl + 1;
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    auto s = parse_snapshot_line(line);
+    if (!s) {
+      ++out.invalid_lines;
+      if (out.problems.size() < 10) out.problems.push_back(fmt::format("line {}: {}", line_no, s.error().message));
+      continue;
+    }
+    out.snapshots.push_back(std::move(*s));
+  }
+  return out;
+}
+
+}  // namespace mpo::scrape
