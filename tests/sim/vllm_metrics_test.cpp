@@ -68,3 +68,39 @@ TEST(PromNumber, WritesPythonStyleFloats) {
 
 }  // namespace
 }  // namespace mpo::sim
+
+#include "promtext/exposition.hpp"
+#include "promtext/facts.hpp"
+
+namespace mpo::sim {
+namespace {
+
+// Golden check on the simulator's own exposition: it parses with no problem (every histogram
+// cumulative, +Inf equal to _count), round-trips through the writer, and its facts agree with the
+// engine's configuration and with what it served.
+TEST(VllmMetrics, ExpositionParsesRoundTripsAndStatesTheConfiguration) {
+  EngineConfig c;
+  c.num_gpu_blocks = 640;
+  c.block_size = 16;
+  c.enable_prefix_caching = false;
+  Engine e(c);
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(e.add_request(test::spec_with_prompt(40 + i, 5, i), 0).ok());
+  auto run = test::run_until_idle(e);
+  const std::string text = render_vllm_metrics(e, {"m", run.end_s, 1.7e9, 1.7e9});
+  auto parsed = promtext::parse_exposition(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_TRUE(parsed->problems.empty());
+  auto again = promtext::parse_exposition(promtext::write_exposition(*parsed));
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(promtext::same_content(*parsed, *again));
+  const auto signals = promtext::extract_signals(*parsed);
+  EXPECT_EQ(signals.engine, promtext::Engine::kVllmV1);
+  const auto facts = promtext::derive_facts(signals, std::nullopt);
+  EXPECT_EQ(promtext::find_fact(facts, "kv_pool_tokens")->value("kv_pool_tokens")->value, 640.0 * 16.0);
+  EXPECT_EQ(promtext::find_fact(facts, "cached_prompt_fraction")->value("cached_prompt_fraction")->value, 0.0);
+  EXPECT_EQ(promtext::find_fact(facts, "requests")->value("requests_finished")->value, 8.0);
+  EXPECT_EQ(promtext::find_fact(facts, "estimated_flops")->status, promtext::FactStatus::kUnimplemented);
+}
+
+}  // namespace
+}  // namespace mpo::sim
