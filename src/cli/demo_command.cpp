@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/report_input.hpp"
 #include "core/clock.hpp"
 #include "ledger/reader.hpp"
 #include "report/analysis.hpp"
@@ -180,17 +181,16 @@ int run_demo(const std::string& out_dir) {
   proxy.stop();  // drains and flushes the ledger
   sim.stop();
 
-  std::ifstream in(ledger, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
   report::ReportInput rep;
-  rep.sources = {ledger};
-  rep.read = ledger::read_ledger(ss.str());
-  if (rep.read.records.empty()) {
+  if (auto st = load_ledgers({ledger}, rep); !st) {
+    std::cerr << "modelperfobs demo: " << st.error().message << "\n";
+    return 1;
+  }
+  if (rep.table.size() == 0) {
     std::cerr << "modelperfobs demo: the proxy wrote no ledger lines (see " << dir << "/proxy.log)\n";
     return 1;
   }
-  rep.groups = report::analyse(rep.read.records, rep.options);
+  rep.groups = report::analyse(rep.table, rep.options);
   rep.created_at_us = SystemClock::instance().wall_us();
   rep.tool_version = MPO_VERSION;
   std::ofstream(dir + "/report.html") << report::render_html(rep);

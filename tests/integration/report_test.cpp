@@ -183,7 +183,10 @@ TEST(Demo, RunsTheWholeChainAndLeavesItsFiles) {
   EXPECT_EQ(ledger.size(), 4u + 6 + 12 + 16 + 48);
   for (const auto& l : ledger) EXPECT_EQ(json::parse(l).as_object().at("outcome"), "ok");
   EXPECT_GE(read_lines(dir + "/truth.jsonl").size(), ledger.size());
-  EXPECT_EQ(json::parse(read_file(dir + "/report.json")).as_object().at("schema"), "modelperfobs.report.v1");
+  const auto report = json::parse(read_file(dir + "/report.json")).as_object();
+  EXPECT_EQ(report.at("schema"), "modelperfobs.report.v1");
+  // Every ledger line is an observation of the report (not just the file's existence).
+  EXPECT_EQ(report.at("inputs").as_object().at("observations").to_number<std::size_t>(), ledger.size());
   const std::string html = read_file(dir + "/report.html");
   std::size_t charts = 0;
   for (auto p = html.find("<svg class=\"chart\""); p != std::string::npos; p = html.find("<svg class=\"chart\"", p + 1)) ++charts;
