@@ -39,6 +39,18 @@ std::optional<std::string_view> text(object o, std::string_view key) {
   return s;
 }
 
+// The strings of an array field (other elements skipped); empty when absent.
+std::vector<std::string> strings(object o, std::string_view key) {
+  std::vector<std::string> out;
+  array a;
+  if (o[key].get(a)) return out;
+  for (element e : a) {
+    std::string_view v;
+    if (!e.get(v)) out.emplace_back(v);
+  }
+  return out;
+}
+
 std::optional<std::int64_t> time_field(object o, std::string_view key) {
   auto s = text(o, key);
   if (!s) return std::nullopt;
@@ -149,13 +161,7 @@ Result<Snapshot> parse_snapshot_line(std::string_view line) {
   if (!engine) return bad("server names an unknown engine");
   s.signals.engine = *engine;
   s.signals.prefix = std::string(text(server, "prefix").value_or(""));
-  array models;
-  if (!server["models"].get(models)) {
-    for (element m : models) {
-      std::string_view name;
-      if (!m.get(name)) s.signals.models.emplace_back(name);
-    }
-  }
+  s.signals.models = strings(server, "models");
   object signals;
   if (o["signals"].get(signals)) return bad("an ok or stale snapshot needs signals");
   for (auto [name, value] : signals) {
@@ -169,13 +175,7 @@ Result<Snapshot> parse_snapshot_line(std::string_view line) {
     }
     s.signals.cache_config_source = s.signals.prefix + "cache_config_info";
   }
-  array notes;
-  if (!o["notes"].get(notes)) {
-    for (element n : notes) {
-      std::string_view t;
-      if (!n.get(t)) s.signals.notes.emplace_back(t);
-    }
-  }
+  s.signals.notes = strings(o, "notes");
   array problems;
   if (!o["parse_problems"].get(problems)) {
     for (element p : problems) {
