@@ -179,9 +179,8 @@ std::string host_roofline_receipt_json(const RooflineOptions& o, const std::vect
   if (a.knee_threads) r.field("knee_threads", *a.knee_threads);
   w.raw_field("result", std::move(r).finish());
   JsonObjectWriter v;
-  std::string reasons = "[";
-  if (!a.reason.empty()) append_json_string(reasons, a.reason);
-  v.field("valid", a.sustainable_gb_s.has_value()).raw_field("reasons", reasons + "]");
+  const std::vector<std::string> reasons = a.reason.empty() ? std::vector<std::string>{} : std::vector<std::string>{a.reason};
+  v.field("valid", a.sustainable_gb_s.has_value()).raw_field("reasons", json_string_array(reasons));
   w.raw_field("validity", std::move(v).finish());
   return std::move(w).finish();
 }

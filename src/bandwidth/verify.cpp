@@ -8,6 +8,7 @@
 
 #include "bandwidth/host_roofline.hpp"
 #include "bandwidth/receipt.hpp"
+#include "core/simdjson_values.hpp"
 #include "core/time.hpp"
 
 namespace mpo::bandwidth {
@@ -36,14 +37,7 @@ std::optional<std::string> find_null(element e, const std::string& path) {
   return std::nullopt;
 }
 
-std::optional<double> number(object o, std::string_view key) {
-  element e;
-  if (o[key].get(e)) return std::nullopt;
-  if (e.is_double()) return e.get_double().value_unsafe();
-  if (e.is_int64()) return static_cast<double>(e.get_int64().value_unsafe());
-  if (e.is_uint64()) return static_cast<double>(e.get_uint64().value_unsafe());
-  return std::nullopt;
-}
+std::optional<double> number(object o, std::string_view key) { return sj::number_field(o, key); }
 
 std::optional<std::uint64_t> count(object o, std::string_view key) {
   element e;
@@ -53,16 +47,9 @@ std::optional<std::uint64_t> count(object o, std::string_view key) {
   return std::nullopt;
 }
 
-std::optional<std::string_view> text(object o, std::string_view key) {
-  std::string_view s;
-  if (o[key].get(s)) return std::nullopt;
-  return s;
-}
+std::optional<std::string_view> text(object o, std::string_view key) { return sj::string_field(o, key); }
 
-bool has(object o, std::string_view key) {
-  element e;
-  return !o[key].get(e);
-}
+bool has(object o, std::string_view key) { return sj::field(o, key).has_value(); }
 
 Status only_keys(object o, std::initializer_list<std::string_view> allowed, std::string_view where) {
   const std::set<std::string_view> ok(allowed);

@@ -1,7 +1,6 @@
 // `modelperfobs bandwidth collect | measure-host | verify`.
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -9,6 +8,7 @@
 #include "bandwidth/ncu_import.hpp"
 #include "bandwidth/receipt.hpp"
 #include "cli/commands.hpp"
+#include "cli/files.hpp"
 #include "core/clock.hpp"
 #include "core/duration.hpp"
 #include "core/time.hpp"
@@ -42,15 +42,6 @@ int usage(const std::string& m) {
   return 2;
 }
 
-bool read_file(const std::string& path, std::string& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
-  return true;
-}
-
 int write_receipt(const std::string& output, const std::string& json) {
   if (output.empty() || output == "-") {
     std::cout << json << "\n";
@@ -67,8 +58,9 @@ int write_receipt(const std::string& output, const std::string& json) {
 }
 
 std::string host_cpu() {
-  std::string text;
-  if (!read_file("/proc/cpuinfo", text)) return "unknown";
+  const auto cpuinfo = read_text_file("/proc/cpuinfo");
+  if (!cpuinfo) return "unknown";
+  const std::string& text = *cpuinfo;
   const auto at = text.find("model name");
   if (at == std::string::npos) return "unknown";
   const auto colon = text.find(':', at);
@@ -128,12 +120,12 @@ int run_collect(CLI::App& app, const CollectArgs& a) {
     if (given("--theoretical-gb-s")) c.theoretical_gb_s = a.theoretical;
     if (given("--device-roofline-gb-s")) c.device_roofline_gb_s = a.device_roofline;
     if (auto st = bandwidth::check_context(c); !st) return usage(st.error().message);
-    std::string text;
-    if (!read_file(a.ncu_csv, text)) {
+    const auto text = read_text_file(a.ncu_csv);
+    if (!text) {
       std::cerr << "modelperfobs bandwidth: cannot read " << a.ncu_csv << "\n";
       return 1;
     }
-    auto im = bandwidth::import_ncu_csv(text);
+    auto im = bandwidth::import_ncu_csv(*text);
     if (!im) {
       std::cerr << "modelperfobs bandwidth: " << a.ncu_csv << ": " << im.error().message << "\n";
       return 1;
@@ -191,12 +183,12 @@ int run_measure(const MeasureArgs& a) {
 }
 
 int run_verify(const std::string& file) {
-  std::string text;
-  if (!read_file(file, text)) {
+  const auto text = read_text_file(file);
+  if (!text) {
     std::cerr << "modelperfobs bandwidth verify: cannot read " << file << "\n";
     return 1;
   }
-  auto v = bandwidth::verify_receipt(text);
+  auto v = bandwidth::verify_receipt(*text);
   if (!v) {
     std::cout << fmt::format("INVALID {}: {}\n", file, v.error().message);
     return 1;

@@ -1,12 +1,11 @@
 #include <sys/stat.h>
 
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/files.hpp"
 #include "core/clock.hpp"
 #include "core/duration.hpp"
 #include "ledger/writer.hpp"
@@ -51,15 +50,13 @@ scrape::Snapshot snapshot_of_file(const std::string& path, std::uint64_t seq) {
                         ? static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000 + st.st_mtim.tv_nsec / 1000
                         : now;
   s.scheduled_at_us = s.ended_at_us = s.started_at_us;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  const auto body = read_text_file(path);
+  if (!body) {
     s.status = scrape::ScrapeStatus::kUnreachable;
     s.error = fmt::format("cannot read {}", path);
     return s;
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  scrape::absorb_body(s, ss.str());
+  scrape::absorb_body(s, *body);
   return s;
 }
 
@@ -104,14 +101,12 @@ int run(const ScrapeArgs& a) {
 
   if (!a.snapshots.empty()) {
     for (const std::string& f : a.snapshots) {
-      std::ifstream in(f, std::ios::binary);
-      if (!in) {
+      const auto text = read_text_file(f);
+      if (!text) {
         std::cerr << "modelperfobs scrape: cannot read " << f << "\n";
         return 1;
       }
-      std::stringstream ss;
-      ss << in.rdbuf();
-      scrape::SnapshotsRead read = scrape::read_snapshots(ss.str());
+      scrape::SnapshotsRead read = scrape::read_snapshots(*text);
       for (const std::string& p : read.problems) std::cerr << "modelperfobs scrape: warning: " << f << ": " << p << "\n";
       for (auto& snap : read.snapshots) snaps.push_back(std::move(snap));
     }

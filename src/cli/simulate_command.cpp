@@ -1,8 +1,7 @@
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "cli/commands.hpp"
+#include "cli/files.hpp"
 #include "core/host_port.hpp"
 #include "sim/config.hpp"
 #include "sim/server.hpp"
@@ -28,14 +27,12 @@ int run_simulate(const SimulateArgs& a) {
   }
   sim::Profile profile;
   if (!a.profile_path.empty()) {
-    std::ifstream in(a.profile_path, std::ios::binary);
-    if (!in) {
+    const auto text = read_text_file(a.profile_path);
+    if (!text) {
       std::cerr << "modelperfobs simulate: cannot read profile '" << a.profile_path << "'\n";
       return 2;
     }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    auto parsed = sim::parse_profile(ss.str());
+    auto parsed = sim::parse_profile(*text);
     if (!parsed) {
       std::cerr << "modelperfobs simulate: " << a.profile_path << ": " << parsed.error().message << "\n";
       return 2;

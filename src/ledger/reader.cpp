@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/simdjson_values.hpp"
 #include "core/time.hpp"
 #include "ledger/observation.hpp"
 
@@ -15,37 +16,31 @@ namespace {
 
 using simdjson::dom::element;
 
-std::optional<std::string> opt_str(element o, std::string_view key) {
-  std::string_view v;
-  if (o[key].get_string().get(v) != simdjson::SUCCESS) return std::nullopt;
-  return std::string(v);
+std::optional<std::string> str_of(element v) {
+  auto s = sj::string_of(v);
+  return s ? std::optional<std::string>(*s) : std::nullopt;
 }
 
-std::optional<double> opt_num(element o, std::string_view key) {
-  double d = 0;
-  if (o[key].get_double().get(d) == simdjson::SUCCESS) return d;
-  std::int64_t i = 0;
-  if (o[key].get_int64().get(i) == simdjson::SUCCESS) return static_cast<double>(i);
-  std::uint64_t u = 0;
-  if (o[key].get_uint64().get(u) == simdjson::SUCCESS) return static_cast<double>(u);
-  return std::nullopt;
-}
-
-std::optional<std::int64_t> opt_int(element o, std::string_view key) {
-  std::int64_t i = 0;
-  if (o[key].get_int64().get(i) == simdjson::SUCCESS) return i;
-  double d = 0;
-  if (o[key].get_double().get(d) == simdjson::SUCCESS && d == static_cast<double>(static_cast<std::int64_t>(d))) {
-    return static_cast<std::int64_t>(d);
-  }
-  return std::nullopt;
-}
-
-std::optional<std::int64_t> opt_time(element o, std::string_view key) {
-  auto s = opt_str(o, key);
+std::optional<std::int64_t> time_of(element v) {
+  auto s = sj::string_of(v);
   if (!s) return std::nullopt;
   auto t = parse_rfc3339(*s);
   return t ? std::optional<std::int64_t>(*t) : std::nullopt;
+}
+
+// By key, for fak's lines (ours are read in one pass over their fields, below).
+std::optional<std::string> opt_str(element o, std::string_view key) {
+  auto v = sj::field(o, key);
+  return v ? str_of(*v) : std::nullopt;
+}
+std::optional<double> opt_num(element o, std::string_view key) { return sj::number_field(o, key); }
+std::optional<std::int64_t> opt_int(element o, std::string_view key) {
+  auto v = sj::field(o, key);
+  return v ? sj::integer_of(*v) : std::nullopt;
+}
+std::optional<std::int64_t> opt_time(element o, std::string_view key) {
+  auto v = sj::field(o, key);
+  return v ? time_of(*v) : std::nullopt;
 }
 
 // A positive number, or nullopt: fak omits unknown values and writes no zero it did not measure.
@@ -85,39 +80,6 @@ Field field_of(std::string_view key) {
   return Field::kOther;
 }
 
-std::optional<std::string> str_of(element v) {
-  std::string_view s;
-  if (v.get_string().get(s) != simdjson::SUCCESS) return std::nullopt;
-  return std::string(s);
-}
-
-std::optional<double> num_of(element v) {
-  double d = 0;
-  if (v.get_double().get(d) == simdjson::SUCCESS) return d;
-  std::int64_t i = 0;
-  if (v.get_int64().get(i) == simdjson::SUCCESS) return static_cast<double>(i);
-  std::uint64_t u = 0;
-  if (v.get_uint64().get(u) == simdjson::SUCCESS) return static_cast<double>(u);
-  return std::nullopt;
-}
-
-std::optional<std::int64_t> int_of(element v) {
-  std::int64_t i = 0;
-  if (v.get_int64().get(i) == simdjson::SUCCESS) return i;
-  double d = 0;
-  if (v.get_double().get(d) == simdjson::SUCCESS && d == static_cast<double>(static_cast<std::int64_t>(d))) {
-    return static_cast<std::int64_t>(d);
-  }
-  return std::nullopt;
-}
-
-std::optional<std::int64_t> time_of(element v) {
-  std::string_view s;
-  if (v.get_string().get(s) != simdjson::SUCCESS) return std::nullopt;
-  auto t = parse_rfc3339(s);
-  return t ? std::optional<std::int64_t>(*t) : std::nullopt;
-}
-
 // One pass over the line's fields (a ledger line has about 35): each key is looked up once, the
 // first occurrence of a key wins, as a lookup by key would find it.
 Result<LedgerRecord> from_ours(simdjson::dom::object o) {
@@ -150,30 +112,30 @@ Result<LedgerRecord> from_ours(simdjson::dom::object o) {
         break;
       }
       case Field::kHttpStatus:
-        if (auto i = int_of(v)) r.http_status = static_cast<int>(*i);
+        if (auto i = sj::integer_of(v)) r.http_status = static_cast<int>(*i);
         break;
       case Field::kOutcome:
         if (auto s = str_of(v)) r.outcome = std::move(*s), has_outcome = true;
         break;
       case Field::kErrorType: r.error_type = str_of(v); break;
       case Field::kErrorMessage: r.error_message = str_of(v); break;
-      case Field::kTtfb: r.ttfb_ms = num_of(v); break;
-      case Field::kTtft: r.ttft_ms = num_of(v); break;
-      case Field::kE2e: r.e2e_ms = num_of(v); break;
-      case Field::kTpot: r.tpot_ms = num_of(v); break;
-      case Field::kItlP50: r.itl_p50_ms = num_of(v); break;
-      case Field::kItlP95: r.itl_p95_ms = num_of(v); break;
-      case Field::kItlMax: r.itl_max_ms = num_of(v); break;
-      case Field::kOutputTps: r.output_tokens_per_second = num_of(v); break;
-      case Field::kE2eOutputTps: r.e2e_output_tokens_per_second = num_of(v); break;
-      case Field::kPromptTokens: r.prompt_tokens = int_of(v); break;
-      case Field::kCompletionTokens: r.completion_tokens = int_of(v); break;
-      case Field::kTotalTokens: r.total_tokens = int_of(v); break;
-      case Field::kCachedPromptTokens: r.cached_prompt_tokens = int_of(v); break;
+      case Field::kTtfb: r.ttfb_ms = sj::number_of(v); break;
+      case Field::kTtft: r.ttft_ms = sj::number_of(v); break;
+      case Field::kE2e: r.e2e_ms = sj::number_of(v); break;
+      case Field::kTpot: r.tpot_ms = sj::number_of(v); break;
+      case Field::kItlP50: r.itl_p50_ms = sj::number_of(v); break;
+      case Field::kItlP95: r.itl_p95_ms = sj::number_of(v); break;
+      case Field::kItlMax: r.itl_max_ms = sj::number_of(v); break;
+      case Field::kOutputTps: r.output_tokens_per_second = sj::number_of(v); break;
+      case Field::kE2eOutputTps: r.e2e_output_tokens_per_second = sj::number_of(v); break;
+      case Field::kPromptTokens: r.prompt_tokens = sj::integer_of(v); break;
+      case Field::kCompletionTokens: r.completion_tokens = sj::integer_of(v); break;
+      case Field::kTotalTokens: r.total_tokens = sj::integer_of(v); break;
+      case Field::kCachedPromptTokens: r.cached_prompt_tokens = sj::integer_of(v); break;
       case Field::kTokenSource:
         if (auto s = str_of(v)) r.token_source = std::move(*s);
         break;
-      case Field::kInFlight: r.in_flight_at_start = int_of(v); break;
+      case Field::kInFlight: r.in_flight_at_start = sj::integer_of(v); break;
       case Field::kOther: break;
     }
   }

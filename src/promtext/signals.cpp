@@ -20,9 +20,9 @@ const MetricFamily* find_family(const Exposition& e, const std::string& name) {
   return nullptr;
 }
 
-bool matches(const Sample& s, const CatalogEntry& c) {
+bool matches(const Labels& labels, const CatalogEntry& c) {
   if (c.label.empty()) return true;
-  const std::string* v = find_label(s.labels, c.label);
+  const std::string* v = find_label(labels, c.label);
   return v && *v == c.value;
 }
 
@@ -84,9 +84,7 @@ EngineSignals extract_signals(const Exposition& e) {
       if (f->type != MetricType::kHistogram) continue;
       std::vector<HistogramSeries> picked;
       for (HistogramSeries& h : assemble_histograms(*f)) {
-        Sample probe;
-        probe.labels = h.labels;
-        if (matches(probe, c)) picked.push_back(std::move(h));
+        if (matches(h.labels, c)) picked.push_back(std::move(h));
       }
       if (picked.empty()) continue;
       if (c.read == Read::kHistogramSum) {
@@ -105,7 +103,7 @@ EngineSignals extract_signals(const Exposition& e) {
     }
     ScalarSignal v{0, source_text(name, c), 0};
     for (const Sample& s : f->samples) {
-      if (s.name != name || !matches(s, c)) continue;
+      if (s.name != name || !matches(s.labels, c)) continue;
       v.value = v.series == 0 ? s.value : signal_takes_max(c.signal) ? std::max(v.value, s.value) : v.value + s.value;
       ++v.series;
     }

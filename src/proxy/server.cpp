@@ -25,8 +25,8 @@
 #include "openai/stream_tap.hpp"
 #include "proxy/correlation.hpp"
 #include "proxy/proxy_metrics.hpp"
-#include "scrape/recorder.hpp"
 #include "proxy/usage_injection.hpp"
+#include "scrape/recorder.hpp"
 
 namespace mpo::proxy {
 namespace {

@@ -147,18 +147,12 @@ std::string facts_json(const FactsReport& r, std::string_view tool_version) {
   result.raw_field("facts", facts + "]");
   w.raw_field("result", std::move(result).finish());
 
+  std::vector<std::string> reasons;
+  if (!r.last) reasons.emplace_back("no successful scrape");
+  if (!r.reset.empty()) reasons.push_back(r.reset);
+  if (r.last && r.last->signals.engine == promtext::Engine::kUnknown) reasons.emplace_back("unknown engine: no facts claimed");
   JsonObjectWriter validity;
-  std::string reasons = "[";
-  bool first_reason = true;
-  auto reason = [&](const std::string& text) {
-    if (!first_reason) reasons += ',';
-    first_reason = false;
-    append_json_string(reasons, text);
-  };
-  if (!r.last) reason("no successful scrape");
-  if (!r.reset.empty()) reason(r.reset);
-  if (r.last && r.last->signals.engine == promtext::Engine::kUnknown) reason("unknown engine: no facts claimed");
-  validity.field("valid", r.last != nullptr && r.reset.empty()).raw_field("reasons", reasons + "]");
+  validity.field("valid", r.last != nullptr && r.reset.empty()).raw_field("reasons", json_string_array(reasons));
   w.raw_field("validity", std::move(validity).finish());
   return std::move(w).finish();
 }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "core/simdjson_values.hpp"
 #include "core/time.hpp"
 
 namespace mpo::scrape {
@@ -17,27 +18,9 @@ using simdjson::dom::object;
 
 Error bad(std::string m) { return make_error("scrape.line", std::move(m)); }
 
-std::optional<double> number(element e) {
-  double d = 0;
-  if (!e.get_double().get(d)) return d;
-  std::int64_t i = 0;
-  if (!e.get_int64().get(i)) return static_cast<double>(i);
-  std::uint64_t u = 0;
-  if (!e.get_uint64().get(u)) return static_cast<double>(u);
-  return std::nullopt;
-}
-
-std::optional<double> number(object o, std::string_view key) {
-  element e;
-  if (o[key].get(e)) return std::nullopt;
-  return number(e);
-}
-
-std::optional<std::string_view> text(object o, std::string_view key) {
-  std::string_view s;
-  if (o[key].get_string().get(s)) return std::nullopt;
-  return s;
-}
+std::optional<double> number(element e) { return sj::number_of(e); }
+std::optional<double> number(object o, std::string_view key) { return sj::number_field(o, key); }
+std::optional<std::string_view> text(object o, std::string_view key) { return sj::string_field(o, key); }
 
 // The strings of an array field (other elements skipped); empty when absent.
 std::vector<std::string> strings(object o, std::string_view key) {
@@ -119,10 +102,7 @@ Status read_signal(promtext::EngineSignals& out, std::string_view name, element 
   return Ok{};
 }
 
-}  // namespace
-
-Result<Snapshot> parse_snapshot_line(std::string_view line) {
-  simdjson::dom::parser parser;
+Result<Snapshot> parse_line(std::string_view line, simdjson::dom::parser& parser) {
   element root;
   if (parser.parse(line.data(), line.size()).get(root)) return bad("not JSON");
   object o;
@@ -189,7 +169,15 @@ Result<Snapshot> parse_snapshot_line(std::string_view line) {
   return s;
 }
 
+}  // namespace
+
+Result<Snapshot> parse_snapshot_line(std::string_view line) {
+  simdjson::dom::parser parser;
+  return parse_line(line, parser);
+}
+
 SnapshotsRead read_snapshots(std::string_view text) {
+  simdjson::dom::parser parser;  // one for the whole file: its buffers are reused line after line
   SnapshotsRead out;
   std::size_t pos = 0;
   std::uint64_t line_no = 0;
@@ -199,7 +187,7 @@ SnapshotsRead read_snapshots(std::string_view text) {
     pos = nl == std::string_view::npos ? text.size() : nl + 1;
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    auto s = parse_snapshot_line(line);
+    auto s = parse_line(line, parser);
     if (!s) {
       ++out.invalid_lines;
       if (out.problems.size() < 10) out.problems.push_back(fmt::format("line {}: {}", line_no, s.error().message));
