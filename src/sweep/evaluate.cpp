@@ -1,0 +1,535 @@
+#include "sweep/evaluate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/json.hpp"
+#include "sweep/go_json.hpp"
+
+namespace mpo::sweep {
+namespace {
+
+std::optional<double> num(const boost::json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  if (v == nullptr) return std::nullopt;
+  if (v->is_double()) return v->get_double();
+  if (v->is_int64()) return static_cast<double>(v->get_int64());
+  if (v->is_uint64()) return static_cast<double>(v->get_uint64());
+  return std::nullopt;
+}
+
+const boost::json::object* obj(const boost::json::object& o, std::string_view key) {
+  return json_object(o, key);
+}
+
+bool measured(const boost::json::object& metric) {
+  return json_string(metric, "status").value_or("") == "measured";
+}
+
+std::optional<double> scalar(const boost::json::object& stats, std::string_view key) {
+  const auto* m = obj(stats, key);
+  if (m == nullptr || !measured(*m)) return std::nullopt;
+  return num(*m, "value");
+}
+
+std::optional<double> p99(const boost::json::object& stats, std::string_view key) {
+  const auto* m = obj(stats, key);
+  if (m == nullptr || !measured(*m)) return std::nullopt;
+  return num(*m, "p99");
+}
+
+std::optional<double> evidence_number(const TrackPoint& tp, std::string_view block, std::string_view key) {
+  const auto* b = obj(tp.evidence, block);
+  return b ? num(*b, key) : std::nullopt;
+}
+
+std::string format_number(double v) {
+  std::string s;
+  append_go_float(s, v);
+  return s;
+}
+
+void set(TrackPoint& tp, std::string status, std::string code, std::string reason) {
+  tp.status = std::move(status);
+  tp.reason_code = std::move(code);
+  tp.reason = std::move(reason);
+}
+
+void evaluate_point(const SweepReport& r, const Point& p, TrackPoint& tp, const Contract* c) {
+  const std::string coord = format_number(p.coordinate);
+  if (c == nullptr) return set(tp, "invalid", "contract_missing", "no contract declared for track " + tp.track);
+  if (p.workload_digest != r.workload_digest) {
+    return set(tp, "invalid", "workload_identity_mismatch", "point workload digest differs from the report's");
+  }
+  if (tp.model != c->model) {
+    return set(tp, "invalid", "model_identity_mismatch",
+               fmt::format("point model '{}' differs from the contract's '{}'", tp.model, c->model));
+  }
+  for (const auto& s : tp.samples) {
+    if (s.ok && !s.response_model.empty() && s.response_model != c->model) {
+      return set(tp, "invalid", "model_identity_mismatch",
+                 fmt::format("the server answered request {} as model '{}', not '{}'", s.id,
+                             s.response_model, c->model));
+    }
+  }
+  if (c->engine.empty() || !is_sha256_digest(c->engine_receipt_digest)) {
+    return set(tp, "invalid", "engine_identity_unknown",
+               "the contract's engine is blank or its engine receipt is not sha256:<64 hex>");
+  }
+  if (tp.engine != c->engine || tp.engine_receipt_digest != c->engine_receipt_digest) {
+    return set(tp, "invalid", "engine_identity_mismatch", "point engine or engine receipt differs from the contract's");
+  }
+  if (c->batch_capacity <= 0 || c->capacity_source.empty()) {
+    return set(tp, "invalid", "capacity_unknown",
+               "batch capacity or its source is not declared (--batch-capacity N --capacity-source LABEL)");
+  }
+  if (tp.batch_capacity != c->batch_capacity || tp.capacity_source != c->capacity_source) {
+    return set(tp, "invalid", "capacity_identity_mismatch", "point capacity or capacity source differs from the contract's");
+  }
+  if (r.mode == LoadMode::kConcurrency && p.coordinate > static_cast<double>(c->batch_capacity)) {
+    return set(tp, "invalid", "capacity_exceeded",
+               fmt::format("concurrency {} is above the declared batch capacity {}", coord, c->batch_capacity));
+  }
+  if (r.mode == LoadMode::kRate) {
+    const auto in_flight = json_int(tp.stats, "observed_max_in_flight");
+    if (in_flight && *in_flight > c->batch_capacity) {
+      return set(tp, "invalid", "capacity_exceeded",
+                 fmt::format("{} requests were in flight at once at {} req/s, above the declared batch capacity {}",
+                             *in_flight, coord, c->batch_capacity));
+    }
+  }
+  if (const auto* server = obj(tp.evidence, "server")) {
+    if (json_bool(*server, "restarted").value_or(false)) {
+      return set(tp, "invalid", "engine_restarted",
+                 "the engine restarted or its counters reset during the point: " +
+                     std::string(json_string(*server, "reset_reason").value_or("counters went down")));
+    }
+    const auto delta = num(*server, "requests_delta");
+    const auto sent = num(*server, "requests_sent");
+    if (delta && sent && *delta > *sent) {
+      return set(tp, "invalid", "foreign_traffic",
+                 fmt::format("the server finished {} requests during the point, this sweep sent {}",
+                             format_number(*delta), format_number(*sent)));
+    }
+  }
+  const auto lateness = evidence_number(tp, "generator", "send_lateness_p99_ms");
+  const auto bound = evidence_number(tp, "generator", "lateness_bound_ms");
+  if (lateness && bound && *bound > 0 && *lateness > *bound) {
+    return set(tp, "invalid", "client_saturated",
+               fmt::format("the load generator sent late: p99 send lateness {} ms is over its bound {} ms",
+                           format_number(*lateness), format_number(*bound)));
+  }
+  const auto failed = json_int(tp.stats, "failed").value_or(0);
+  const auto ok = json_int(tp.stats, "ok").value_or(0);
+  if (tp.measurement_status == "measured" && failed > 0) {
+    return set(tp, "invalid", "measurement_incomplete", fmt::format("{} of the point's requests failed", failed));
+  }
+  if (tp.measurement_status != "measured" || ok <= 0) {
+    return set(tp, "not_measured", "measurement_missing",
+               tp.reason.empty() || tp.status == "valid" ? "the point has no successful measurement" : tp.reason);
+  }
+  const auto thr = scalar(tp.stats, "throughput_tok_s");
+  if (!thr || *thr <= 0) return set(tp, "not_measured", "throughput_missing", "token throughput was not measured");
+  set(tp, "valid", "", "");
+}
+
+Selection selection_of(const Point& p, const TrackPoint& tp) {
+  Selection s;
+  s.coordinate = p.coordinate;
+  s.throughput_tok_s = scalar(tp.stats, "throughput_tok_s").value_or(0);
+  s.goodput_rps = scalar(tp.stats, "goodput_rps");
+  s.ttft_p99_ms = p99(tp.stats, "ttft_ms");
+  s.itl_p99_ms = p99(tp.stats, "itl_ms");
+  s.e2e_p99_ms = p99(tp.stats, "end_to_end_ms");
+  return s;
+}
+
+// Which budgets a point meets; nullopt when a constrained metric is missing.
+std::optional<bool> meets(const SlaBudgets& b, const TrackPoint& tp) {
+  bool ok = true;
+  auto check = [&](double budget, std::string_view key) -> bool {
+    if (budget <= 0) return true;
+    const auto v = p99(tp.stats, key);
+    if (!v) return false;
+    ok = ok && *v <= budget;
+    return true;
+  };
+  if (!check(b.ttft_p99_ms, "ttft_ms") || !check(b.itl_p99_ms, "itl_ms") || !check(b.e2e_p99_ms, "end_to_end_ms")) {
+    return std::nullopt;
+  }
+  return ok;
+}
+
+std::string censoring(const SweepReport& r, const Contract& c, double coordinate) {
+  const bool lower_closed = r.mode == LoadMode::kConcurrency && r.coordinates.front() == 1;
+  const bool upper_closed =
+      r.mode == LoadMode::kConcurrency && r.coordinates.back() == static_cast<double>(c.batch_capacity);
+  if (coordinate == r.coordinates.front() && !lower_closed) return "left_censored";
+  if (coordinate == r.coordinates.back() && !upper_closed) return "right_censored";
+  return "measured";
+}
+
+// Latency facts stay comparable on a point that is only invalid for capacity reasons.
+bool latency_comparable(const TrackPoint& tp) {
+  return tp.status == "valid" || tp.reason_code == "capacity_exceeded" || tp.reason_code == "capacity_unknown";
+}
+
+boost::json::object p99_boundary(const SweepReport& r, const std::vector<std::pair<const Point*, const TrackPoint*>>& pts) {
+  boost::json::object o;
+  if (!r.sla.any()) {
+    o["status"] = "not_configured";
+    o["reason"] = "no p99 latency budget configured";
+    return o;
+  }
+  o["rule"] = "the largest coordinate meeting every configured p99 budget before the first one that does "
+              "not; latency-comparable points only (valid, or invalid for capacity alone)";
+  std::optional<double> last_pass, first_fail;
+  bool robust = true, reentry = false;
+  std::string missing;
+  for (const auto& [p, tp] : pts) {
+    if (!latency_comparable(*tp)) continue;
+    const auto m = meets(r.sla, *tp);
+    if (!m) {
+      if (missing.empty()) missing = format_number(p->coordinate);
+      continue;
+    }
+    if (first_fail) {
+      if (*m) reentry = true;
+      continue;
+    }
+    if (!*m) {
+      first_fail = p->coordinate;
+      continue;
+    }
+    last_pass = p->coordinate;
+    // Robust when the upper end of each bootstrap interval is within its budget too.
+    robust = true;
+    const auto* conf = obj(tp->evidence, "confidence");
+    auto high = [&](std::string_view key) -> std::optional<double> {
+      const auto* ci = conf ? obj(*conf, key) : nullptr;
+      return ci ? num(*ci, "high") : std::nullopt;
+    };
+    auto check = [&](double budget, std::string_view key) {
+      if (budget <= 0) return;
+      const auto h = high(key);
+      if (!h || *h > budget) robust = false;
+    };
+    check(r.sla.ttft_p99_ms, "ttft_p99_ms");
+    check(r.sla.itl_p99_ms, "itl_p99_ms");
+    check(r.sla.e2e_p99_ms, "end_to_end_p99_ms");
+  }
+  if (!missing.empty() && !last_pass && !first_fail) {
+    o["status"] = "not_identifiable";
+    o["reason"] = "a constrained p99 is missing at " + missing;
+    return o;
+  }
+  if (!last_pass) {
+    o["status"] = "not_identifiable";
+    o["reason"] = first_fail ? "the lowest comparable point already misses a budget; test lower load"
+                             : "no latency-comparable point";
+    if (first_fail) o["first_failing"] = *first_fail;
+    return o;
+  }
+  o["status"] = first_fail ? "measured" : "right_censored";
+  o["coordinate"] = *last_pass;
+  o["last_passing"] = *last_pass;
+  if (first_fail) o["first_failing"] = *first_fail;
+  else o["reason"] = "every tested point meets the budgets; the boundary lies above the highest one";
+  o["confidence"] = robust ? "robust" : "marginal";
+  if (reentry) o["note"] = "a point above the first failing one meets the budgets again; the curve is not monotone";
+  return o;
+}
+
+boost::json::object saturation(const SweepReport& r, const std::vector<std::pair<const Point*, const TrackPoint*>>& pts) {
+  boost::json::array signals;
+  std::optional<double> saturated_at, knee;
+  const Point* prev = nullptr;
+  const TrackPoint* prev_tp = nullptr;
+  std::optional<double> prev_waiting;
+  for (const auto& [p, tp] : pts) {
+    if (!latency_comparable(*tp)) continue;
+    const auto thr = scalar(tp->stats, "throughput_tok_s");
+    if (!thr) continue;
+    auto fire = [&](std::string_view name, std::string detail) {
+      boost::json::object s;
+      s["signal"] = name;
+      s["at"] = p->coordinate;
+      s["detail"] = std::move(detail);
+      signals.push_back(std::move(s));
+      if (!saturated_at) {
+        saturated_at = p->coordinate;
+        if (prev) knee = prev->coordinate;
+      }
+    };
+    if (prev_tp) {
+      const auto prev_thr = scalar(prev_tp->stats, "throughput_tok_s");
+      const auto t0 = p99(prev_tp->stats, "ttft_ms"), t1 = p99(tp->stats, "ttft_ms");
+      if (prev_thr && *prev_thr > 0 && t0 && t1) {
+        const double gain = (*thr - *prev_thr) / *prev_thr;
+        if (gain < kPlateauGain && *t1 > *t0) {
+          fire("throughput_plateau",
+               fmt::format("throughput gain {:.1f}% from {} (below {:.0f}%) while TTFT p99 rose from {} to {} ms",
+                           gain * 100, format_number(prev->coordinate), kPlateauGain * 100,
+                           format_number(*t0), format_number(*t1)));
+        }
+      }
+    }
+    if (r.mode == LoadMode::kRate) {
+      const auto offered = evidence_number(*tp, "load", "offered_rate_rps");
+      const auto achieved = evidence_number(*tp, "load", "achieved_rate_rps");
+      if (offered && achieved && *offered > 0 && *achieved / *offered < kRateShortfall) {
+        fire("rate_shortfall", fmt::format("achieved {:.3f} of the offered {} req/s ({:.1f}%)", *achieved,
+                                           format_number(*offered), *achieved / *offered * 100));
+      }
+    }
+    const auto waiting = evidence_number(*tp, "server", "waiting_capacity_max");
+    if (waiting && *waiting > 0 && (!prev_waiting || *waiting > *prev_waiting)) {
+      fire("server_queue_capacity",
+           fmt::format("the server held up to {} requests waiting for capacity", format_number(*waiting)));
+    }
+    if (waiting) prev_waiting = *waiting;
+    prev = p;
+    prev_tp = tp;
+  }
+  boost::json::object o;
+  o["rule"] = fmt::format(
+      "saturated at the first point where throughput gains less than {:.0f}% over the previous point while "
+      "TTFT p99 rises, the achieved rate falls below {:.0f}% of the offered one (open loop), or the server's "
+      "queue for capacity grows; the knee is the point before it",
+      kPlateauGain * 100, kRateShortfall * 100);
+  if (!saturated_at) {
+    o["status"] = "not_observed";
+    o["reason"] = "no saturation signal fired over the tested points";
+  } else {
+    o["status"] = knee ? "measured" : "left_censored";
+    if (knee) o["knee"] = *knee;
+    o["saturated_at"] = *saturated_at;
+  }
+  o["signals"] = std::move(signals);
+  return o;
+}
+
+TrackSummary summarize(const SweepReport& r, const Contract& c) {
+  TrackSummary s;
+  s.track = c.track;
+  s.envelope_digest = envelope_digest(r, c);
+  std::vector<std::pair<const Point*, const TrackPoint*>> pts;
+  for (const auto& p : r.points) {
+    for (const auto& tp : p.tracks) {
+      if (tp.track == c.track) pts.emplace_back(&p, &tp);
+    }
+  }
+  const TrackPoint* hard = nullptr;
+  const TrackPoint* first_bad = nullptr;
+  for (const auto& [p, tp] : pts) {
+    if (tp->status == "valid") ++s.valid_points;
+    else if (!first_bad) first_bad = tp;
+    if (tp->status == "invalid" && is_hard_code(tp->reason_code) && !hard) hard = tp;
+  }
+  s.p99_boundary = p99_boundary(r, pts);
+  s.saturation = saturation(r, pts);
+  if (hard) {
+    s.status = "invalid";
+    s.reason = hard->reason_code + ": " + hard->reason;
+    s.peak_status = "invalid";
+    s.peak_reason = s.reason;
+    s.sla_status = "invalid";
+    s.sla_reason = "identity, capacity, or measurement invalidity prevents a sweep claim";
+    return s;
+  }
+  if (s.valid_points < 2) {
+    s.status = "not_measured";
+    s.reason = "fewer than two comparable valid points";
+    if (first_bad) s.reason += ": " + first_bad->reason;
+    s.peak_status = "not_identifiable";
+    s.peak_reason = s.reason;
+    if (r.sla.any()) {
+      s.sla_status = "not_identifiable";
+      s.sla_reason = s.reason;
+    } else {
+      s.sla_status = "not_configured";
+      s.sla_reason = "no p99 latency budget configured; no SLA knee claimed";
+    }
+    return s;
+  }
+  s.status = "measured";
+  // Peak.
+  const bool all_declared_measured =
+      pts.size() == r.coordinates.size() &&
+      std::all_of(pts.begin(), pts.end(), [](const auto& pt) { return pt.second->status == "valid"; });
+  if (!all_declared_measured) {
+    s.peak_status = "not_identifiable";
+    s.peak_reason = "a declared point was not measured; the peak cannot be located";
+  } else {
+    const std::pair<const Point*, const TrackPoint*>* best = nullptr;
+    for (const auto& pt : pts) {
+      const double v = scalar(pt.second->stats, "throughput_tok_s").value_or(0);
+      if (!best || v > scalar(best->second->stats, "throughput_tok_s").value_or(0)) best = &pt;
+    }
+    s.peak = selection_of(*best->first, *best->second);
+    s.peak_status = censoring(r, c, best->first->coordinate);
+    if (s.peak_status == "right_censored") {
+      s.peak_reason = "throughput is highest at the largest tested point, below the declared capacity; "
+                      "test up to the declared capacity to locate the peak";
+    } else if (s.peak_status == "left_censored") {
+      s.peak_reason = "throughput is highest at the lowest tested point and the axis does not start at 1";
+    }
+  }
+  // SLA knee.
+  if (!r.sla.any()) {
+    s.sla_status = "not_configured";
+    s.sla_reason = "no p99 latency budget configured; no SLA knee claimed";
+    return s;
+  }
+  const std::pair<const Point*, const TrackPoint*>* knee = nullptr;
+  for (const auto& pt : pts) {
+    const auto m = meets(r.sla, *pt.second);
+    if (!m) {
+      s.sla_status = "not_identifiable";
+      s.sla_reason = "a point lacks a constrained p99 metric at " + format_number(pt.first->coordinate);
+      return s;
+    }
+    if (!*m || pt.second->status != "valid") continue;
+    const double v = scalar(pt.second->stats, "throughput_tok_s").value_or(0);
+    if (!knee || v > scalar(knee->second->stats, "throughput_tok_s").value_or(0)) knee = &pt;
+  }
+  if (!knee) {
+    s.sla_status = "not_identifiable";
+    s.sla_reason = "no measured point satisfies every declared constraint";
+    return s;
+  }
+  s.sla_knee = selection_of(*knee->first, *knee->second);
+  s.sla_status = censoring(r, c, knee->first->coordinate);
+  if (s.sla_status == "right_censored") {
+    s.sla_reason = "the knee is at the largest tested point, below the declared capacity";
+  } else if (s.sla_status == "left_censored") {
+    s.sla_reason = "the knee is at the lowest tested point and the axis does not start at 1";
+  }
+  return s;
+}
+
+}  // namespace
+
+bool is_hard_code(std::string_view code) {
+  static const std::set<std::string_view> hard = {
+      "contract_missing", "workload_identity_mismatch", "model_identity_mismatch",
+      "engine_identity_unknown", "engine_identity_mismatch", "capacity_unknown",
+      "capacity_identity_mismatch", "capacity_exceeded", "measurement_incomplete",
+      "engine_restarted", "foreign_traffic", "client_saturated"};
+  return hard.count(code) != 0;
+}
+
+const char* axis_name(LoadMode m) { return m == LoadMode::kConcurrency ? "serving_concurrency" : "serving_rate"; }
+const char* axis_unit(LoadMode m) { return m == LoadMode::kConcurrency ? "requests" : "requests/s"; }
+const char* point_key(LoadMode m) { return m == LoadMode::kConcurrency ? "concurrency" : "rate_rps"; }
+
+std::string envelope_digest(const SweepReport& r, const Contract& c) {
+  auto or_missing = [](const std::string& v) { return v.empty() ? std::string("<missing>") : v; };
+  std::string configuration = "track=" + c.track + ";ttft=" + format_number(r.sla.ttft_p99_ms) +
+                              ";itl=" + format_number(r.sla.itl_p99_ms);
+  if (r.sla.e2e_p99_ms > 0) configuration += ";e2e=" + format_number(r.sla.e2e_p99_ms);
+  std::map<std::string, std::string> bindings = {
+      {"model", or_missing(c.model)},
+      {"workload", or_missing(r.workload_digest)},
+      {"engine", or_missing(c.engine) + "/" + or_missing(c.engine_receipt_digest)},
+      {"configuration", configuration},
+      {"capacity", std::to_string(c.batch_capacity) + "/" + or_missing(c.capacity_source)},
+      {"reset_order", "ascending-concurrency;declared-track-order;no-reset"},
+      {"environment", or_missing(r.machine_id)},
+  };
+  boost::json::array coords;
+  for (double v : r.coordinates) coords.push_back(v);
+  boost::json::object axis;
+  axis["name"] = axis_name(r.mode);
+  axis["unit"] = axis_unit(r.mode);
+  axis["coordinates"] = std::move(coords);
+  axis["lower_closed"] = r.mode == LoadMode::kConcurrency && !r.coordinates.empty() && r.coordinates.front() == 1;
+  axis["upper_closed"] = r.mode == LoadMode::kConcurrency && !r.coordinates.empty() &&
+                         r.coordinates.back() == static_cast<double>(c.batch_capacity);
+  boost::json::array b;
+  for (const auto& [name, value] : bindings) {
+    boost::json::object o;
+    o["name"] = name;
+    o["value"] = value;
+    b.push_back(std::move(o));
+  }
+  boost::json::object env;
+  env["schema"] = kEnvelopeSchema;
+  env["axis"] = std::move(axis);
+  env["bindings"] = std::move(b);
+  return sha256_digest(go_marshal(env));
+}
+
+Status evaluate_sweep(SweepReport& r) {
+  if (r.schema.empty()) r.schema = kSweepSchema;
+  if (r.schema != kSweepSchema) {
+    return make_error("sweep.schema", fmt::format("schema is '{}', not {}", r.schema, kSweepSchema));
+  }
+  std::set<std::string> tracks;
+  for (const auto& c : r.contracts) {
+    if (!tracks.insert(c.track).second) {
+      return make_error("sweep.contract", "duplicate contract for track " + c.track);
+    }
+  }
+  std::set<double> coords;
+  for (const auto& p : r.points) {
+    if (!(p.coordinate > 0) || !std::isfinite(p.coordinate)) {
+      return make_error("sweep.point", fmt::format("point {} is not a positive {}", format_number(p.coordinate),
+                                                   point_key(r.mode)));
+    }
+    if (!coords.insert(p.coordinate).second) {
+      return make_error("sweep.point", fmt::format("duplicate point {}", format_number(p.coordinate)));
+    }
+  }
+  r.coordinates.assign(coords.begin(), coords.end());
+  std::sort(r.points.begin(), r.points.end(),
+            [](const Point& a, const Point& b) { return a.coordinate < b.coordinate; });
+  for (auto& p : r.points) {
+    for (auto& tp : p.tracks) {
+      const auto it = std::find_if(r.contracts.begin(), r.contracts.end(),
+                                   [&](const Contract& c) { return c.track == tp.track; });
+      evaluate_point(r, p, tp, it == r.contracts.end() ? nullptr : &*it);
+    }
+  }
+  r.tracks.clear();
+  if (r.coordinates.size() < 2) {
+    // fak needs two points for any finding; say so rather than summarise nothing.
+  }
+  for (const auto& c : r.contracts) {
+    if (r.coordinates.empty()) break;
+    r.tracks.push_back(summarize(r, c));
+  }
+  r.validity_reasons.clear();
+  r.warnings.clear();
+  std::set<std::string> seen;
+  for (const auto& p : r.points) {
+    for (const auto& tp : p.tracks) {
+      if (tp.status != "valid" && !tp.reason_code.empty() &&
+          seen.insert(tp.track + ":" + tp.reason_code).second) {
+        r.validity_reasons.push_back(fmt::format("{} at {} {}: {}", tp.reason_code, point_key(r.mode),
+                                                 format_number(p.coordinate), tp.reason));
+      }
+      const auto basis = json_string(tp.stats, "token_count_basis").value_or("");
+      if (!basis.empty() && basis != "usage.completion_tokens" &&
+          seen.insert(tp.track + ":basis").second) {
+        r.warnings.push_back(fmt::format(
+            "track {}: token counts are estimated ({}), not reported by the server; throughput is not "
+            "comparable with exact runs",
+            tp.track, basis));
+      }
+    }
+  }
+  r.valid = r.validity_reasons.empty() && !r.tracks.empty() &&
+            std::all_of(r.tracks.begin(), r.tracks.end(), [](const TrackSummary& t) { return t.status == "measured"; });
+  if (r.coordinates.size() < 2) {
+    r.validity_reasons.push_back("fewer than two points: a sweep needs at least two distinct coordinates");
+    r.valid = false;
+  }
+  return Ok{};
+}
+
+}  // namespace mpo::sweep

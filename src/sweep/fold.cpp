@@ -1,0 +1,264 @@
+#include "sweep/fold.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace mpo::sweep {
+namespace {
+
+std::vector<const Sample*> measured(std::span<const Sample> samples) {
+  std::vector<const Sample*> out;
+  for (const auto& s : samples) {
+    if (!s.warmup) out.push_back(&s);
+  }
+  return out;
+}
+
+boost::json::object quantile_metric(std::vector<double> values, std::string_view reason) {
+  boost::json::object o;
+  if (values.empty()) {
+    o["status"] = "not_measured";
+    o["reason"] = reason;
+    return o;
+  }
+  std::sort(values.begin(), values.end());
+  o["status"] = "measured";
+  o["unit"] = "ms";
+  o["p50"] = nearest_rank(values, 0.50);
+  o["p90"] = nearest_rank(values, 0.90);
+  o["p95"] = nearest_rank(values, 0.95);
+  o["p99"] = nearest_rank(values, 0.99);
+  return o;
+}
+
+boost::json::object scalar_measured(double value, std::string_view unit) {
+  boost::json::object o;
+  o["status"] = "measured";
+  o["unit"] = unit;
+  o["value"] = value;
+  return o;
+}
+
+boost::json::object scalar_missing(std::string_view reason) {
+  boost::json::object o;
+  o["status"] = "not_measured";
+  o["reason"] = reason;
+  return o;
+}
+
+}  // namespace
+
+double nearest_rank(std::span<const double> sorted, double q) {
+  if (sorted.empty()) return 0;
+  auto idx = static_cast<std::int64_t>(std::ceil(q * static_cast<double>(sorted.size()))) - 1;
+  idx = std::clamp<std::int64_t>(idx, 0, static_cast<std::int64_t>(sorted.size()) - 1);
+  return round_ms(sorted[static_cast<std::size_t>(idx)]);
+}
+
+std::vector<double> ttft_values(std::span<const Sample> samples) {
+  std::vector<double> v;
+  for (const auto* s : measured(samples)) {
+    if (s->ok && s->ttft_ms) v.push_back(*s->ttft_ms);
+  }
+  return v;
+}
+
+std::vector<double> itl_values(std::span<const Sample> samples) {
+  std::vector<double> v;
+  for (const auto* s : measured(samples)) {
+    if (s->ok) v.insert(v.end(), s->itl_ms.begin(), s->itl_ms.end());
+  }
+  return v;
+}
+
+std::vector<double> e2e_values(std::span<const Sample> samples) {
+  std::vector<double> v;
+  for (const auto* s : measured(samples)) {
+    if (s->ok) v.push_back(s->end_to_end_ms);
+  }
+  return v;
+}
+
+boost::json::object fold_samples(std::span<const Sample> samples, const FoldOptions& opts) {
+  const auto m = measured(samples);
+  std::int64_t ok = 0, failed = 0;
+  std::vector<double> tpot;
+  double first_send = std::numeric_limits<double>::infinity();
+  double last_end = -std::numeric_limits<double>::infinity();
+  std::string basis;
+  bool mixed = false;
+  std::int64_t tokens = 0;
+  bool all_exact = true;
+  std::int64_t exact_sum = 0, slo_exact_sum = 0, within_slo = 0;
+  for (const auto* s : m) {
+    first_send = std::min(first_send, s->sent_offset_ms);
+    last_end = std::max(last_end, s->sent_offset_ms + s->end_to_end_ms);
+    if (!s->ok) {
+      ++failed;
+      continue;
+    }
+    ++ok;
+    if (s->tpot_ms) tpot.push_back(*s->tpot_ms);
+    if (basis.empty()) basis = s->output_token_count_basis;
+    else if (basis != s->output_token_count_basis) mixed = true;
+    tokens += s->output_token_estimate;
+    const bool in_slo = opts.slo_ms > 0 && s->end_to_end_ms <= opts.slo_ms;
+    if (in_slo) ++within_slo;
+    if (s->output_tokens_exact) {
+      exact_sum += *s->output_tokens_exact;
+      if (in_slo) slo_exact_sum += *s->output_tokens_exact;
+    } else {
+      all_exact = false;
+    }
+  }
+  const double wall_s = m.empty() ? 0 : (last_end - first_send) / 1000.0;
+  const std::string token_basis = ok == 0 ? "stream_content_events" : mixed ? "mixed" : basis;
+
+  boost::json::object o;
+  o["requests"] = static_cast<std::int64_t>(m.size());
+  o["ok"] = ok;
+  o["failed"] = failed;
+  o["ttft_ms"] = quantile_metric(ttft_values(samples), "no streaming first-token measurements");
+  o["itl_ms"] = quantile_metric(itl_values(samples), "no inter-token measurements");
+  o["tpot_ms"] = quantile_metric(std::move(tpot), "no TPOT measurements");
+  o["end_to_end_ms"] = quantile_metric(e2e_values(samples), "no successful request latencies");
+  if (tokens > 0 && wall_s > 0) {
+    o["throughput_tok_s"] = scalar_measured(static_cast<double>(tokens) / wall_s,
+                                            (mixed ? std::string("output_token_estimate") : token_basis) + "/s");
+  } else {
+    o["throughput_tok_s"] = scalar_missing("no output tokens measured");
+  }
+  if (opts.slo_ms <= 0) {
+    o["goodput_rps"] = scalar_missing("no positive end-to-end SLO configured");
+    o["goodput_tok_s"] = scalar_missing("no positive end-to-end SLO configured");
+  } else if (ok == 0 || wall_s <= 0) {
+    o["goodput_rps"] = scalar_missing("no successful requests");
+    o["goodput_tok_s"] = scalar_missing("no successful requests");
+  } else {
+    o["goodput_rps"] = scalar_measured(static_cast<double>(within_slo) / wall_s, "requests/s");
+    o["goodput_tok_s"] =
+        all_exact ? scalar_measured(static_cast<double>(slo_exact_sum) / wall_s, "usage.completion_tokens/s")
+                  : scalar_missing("successful requests lack exact output token counts");
+  }
+  o["prefix_cache_hit_rate"] = opts.prefix_cache_hit_rate.is_object()
+                                   ? opts.prefix_cache_hit_rate
+                                   : boost::json::value(scalar_missing("no prefix-cache counters scraped"));
+  o["token_count_basis"] = token_basis;
+  if (wall_s > 0) o["wall_seconds"] = wall_s;
+  if (opts.slo_ms > 0) o["goodput_slo_seconds"] = opts.slo_ms / 1000.0;
+  if (ok > 0 && all_exact) {
+    o["successful_output_tokens_exact"] = exact_sum;
+    if (opts.slo_ms > 0) o["slo_successful_output_tokens_exact"] = slo_exact_sum;
+  }
+  const std::int64_t in_flight = max_in_flight(samples);
+  if (in_flight > 0) {
+    o["observed_max_in_flight"] = in_flight;
+    o["observed_in_flight_basis"] = "client_http";
+  }
+  return o;
+}
+
+std::int64_t max_in_flight(std::span<const Sample> samples) {
+  // Ends sort before starts at the same instant: a request that finished as another was sent was
+  // not in flight with it.
+  std::vector<std::pair<double, int>> events;
+  events.reserve(samples.size() * 2);
+  for (const auto& s : samples) {
+    events.emplace_back(s.sent_offset_ms, +1);
+    events.emplace_back(s.sent_offset_ms + s.end_to_end_ms, -1);
+  }
+  std::sort(events.begin(), events.end());
+  std::int64_t now = 0, peak = 0;
+  for (const auto& [t, d] : events) {
+    now += d;
+    peak = std::max(peak, now);
+  }
+  return peak;
+}
+
+std::optional<Interval> bootstrap_p99(std::span<const double> values, std::uint64_t seed,
+                                      int resamples, double level) {
+  if (values.size() < 2 || resamples < 10) return std::nullopt;
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<std::size_t> pick(0, values.size() - 1);
+  std::vector<double> draw(values.size()), p99s;
+  p99s.reserve(static_cast<std::size_t>(resamples));
+  const auto k = static_cast<std::size_t>(std::clamp<std::int64_t>(
+      static_cast<std::int64_t>(std::ceil(0.99 * static_cast<double>(values.size()))) - 1, 0,
+      static_cast<std::int64_t>(values.size()) - 1));
+  for (int r = 0; r < resamples; ++r) {
+    for (auto& d : draw) d = values[pick(rng)];
+    std::nth_element(draw.begin(), draw.begin() + static_cast<std::ptrdiff_t>(k), draw.end());
+    p99s.push_back(draw[k]);
+  }
+  std::sort(p99s.begin(), p99s.end());
+  return Interval{nearest_rank(p99s, (1 - level) / 2), nearest_rank(p99s, (1 + level) / 2)};
+}
+
+boost::json::object generator_evidence(std::span<const Sample> samples, const GeneratorFigures& g) {
+  std::vector<double> lateness;
+  for (const auto& s : samples) lateness.push_back(send_lateness_ms(s));
+  std::sort(lateness.begin(), lateness.end());
+  boost::json::object o;
+  o["lateness_bound_ms"] = g.lateness_bound_ms;
+  if (!lateness.empty()) {
+    o["send_lateness_p50_ms"] = nearest_rank(lateness, 0.50);
+    o["send_lateness_p99_ms"] = nearest_rank(lateness, 0.99);
+    o["send_lateness_max_ms"] = round_ms(lateness.back());
+  }
+  o["cpu_seconds"] = std::round(g.cpu_seconds * 1e6) / 1e6;
+  o["wall_seconds"] = std::round(g.wall_seconds * 1e6) / 1e6;
+  if (g.wall_seconds > 0) o["cpu_share"] = std::round(g.cpu_seconds / g.wall_seconds * 1e4) / 1e4;
+  return o;
+}
+
+boost::json::object confidence_evidence(std::span<const Sample> samples, std::uint64_t seed) {
+  boost::json::object o;
+  o["method"] = "percentile-bootstrap-of-nearest-rank-p99";
+  o["resamples"] = 1000;
+  o["level"] = 0.95;
+  o["seed"] = seed;
+  auto put = [&](std::string_view key, const std::vector<double>& v, std::uint64_t salt) {
+    if (auto ci = bootstrap_p99(v, seed ^ salt)) {
+      boost::json::object c;
+      c["low"] = ci->low;
+      c["high"] = ci->high;
+      o[key] = std::move(c);
+    }
+  };
+  put("ttft_p99_ms", ttft_values(samples), 1);
+  put("itl_p99_ms", itl_values(samples), 2);
+  put("end_to_end_p99_ms", e2e_values(samples), 3);
+  return o;
+}
+
+boost::json::object errors_by_class(std::span<const Sample> samples) {
+  std::map<std::string, std::int64_t> counts;
+  for (const auto& s : samples) {
+    if (!s.warmup && !s.ok) ++counts[s.error_class.empty() ? "unknown" : s.error_class];
+  }
+  boost::json::object o;
+  for (const auto& [k, v] : counts) o[k] = v;
+  return o;
+}
+
+}  // namespace mpo::sweep
+
+namespace mpo::sweep {
+boost::json::value prefix_hit_rate_metric(const boost::json::object& server) {
+  const auto* q = server.if_contains("prefix_cache_queries_delta");
+  const auto* h = server.if_contains("prefix_cache_hits_delta");
+  if (q == nullptr || h == nullptr || !q->is_number() || !h->is_number()) return nullptr;
+  const double queries = q->to_number<double>(), hits = h->to_number<double>();
+  if (queries <= 0) return nullptr;
+  boost::json::object o;
+  o["status"] = "measured";
+  o["unit"] = "ratio";
+  o["value"] = hits / queries;
+  const auto* src = server.if_contains("prefix_cache_source");
+  o["source"] = src && src->is_string() ? src->get_string() : boost::json::string("prefix-cache counter deltas");
+  return o;
+}
+}  // namespace mpo::sweep

@@ -1,0 +1,66 @@
+// Folding a point's samples into fak's ServingStats (fak-formats.md 6.4), and the evidence this
+// project adds beside them: the generator's own lateness, bootstrap confidence intervals on the
+// p99s, errors by class, achieved rate. Pure and deterministic, so `sweep verify` recomputes a
+// receipt's figures from its samples and gets the same bytes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <boost/json/value.hpp>
+
+#include "sweep/sample.hpp"
+
+namespace mpo::sweep {
+
+// Nearest rank, index ceil(q * n) - 1 clamped, on ascending values; rounded to 3 decimals.
+double nearest_rank(std::span<const double> sorted, double q);
+
+struct FoldOptions {
+  double slo_ms = 2000;  // goodput: end-to-end within this (<= 0: not configured)
+  // The server's prefix-cache hit rate over the point (a counter delta), already built as a
+  // ScalarMetric object; null: not measured.
+  boost::json::value prefix_cache_hit_rate;
+};
+
+// ServingStats over the measured (non-warm-up) samples. The wall time runs from the first
+// measured send to the last measured completion.
+boost::json::object fold_samples(std::span<const Sample> samples, const FoldOptions& opts);
+
+// The largest number of requests in flight at once, over every sample (warm-up included).
+std::int64_t max_in_flight(std::span<const Sample> samples);
+
+struct Interval {
+  double low = 0, high = 0;
+};
+// Percentile bootstrap of the nearest-rank p99: `resamples` draws with replacement, seeded, the
+// (1-level)/2 and (1+level)/2 quantiles of the replicated p99s. nullopt for fewer than 2 values.
+std::optional<Interval> bootstrap_p99(std::span<const double> values, std::uint64_t seed,
+                                      int resamples = 1000, double level = 0.95);
+
+// The measured samples' values of one latency, in sample order (itl pooled).
+std::vector<double> ttft_values(std::span<const Sample> samples);
+std::vector<double> itl_values(std::span<const Sample> samples);
+std::vector<double> e2e_values(std::span<const Sample> samples);
+
+// The "generator", "confidence" and "errors_by_class" members of a point's evidence block.
+struct GeneratorFigures {
+  double lateness_bound_ms = 1.0;
+  double cpu_seconds = 0;     // the generator's CPU time over the point (measured by the driver)
+  double wall_seconds = 0;    // the point's whole duration, warm-up included
+};
+boost::json::object generator_evidence(std::span<const Sample> samples, const GeneratorFigures& g);
+boost::json::object confidence_evidence(std::span<const Sample> samples, std::uint64_t seed);
+boost::json::object errors_by_class(std::span<const Sample> samples);
+
+}  // namespace mpo::sweep
+
+namespace mpo::sweep {
+// The prefix-cache hit rate of a point as a ScalarMetric, from the server evidence block's
+// counter deltas (hits / queries over the point, every series summed); null when not measured.
+boost::json::value prefix_hit_rate_metric(const boost::json::object& server_evidence);
+}  // namespace mpo::sweep

@@ -1,0 +1,246 @@
+#include "sweep/go_json.hpp"
+
+#include <openssl/evp.h>
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+#include <simdjson.h>
+
+namespace mpo::sweep {
+namespace {
+
+constexpr char kHex[] = "0123456789abcdef";
+
+void append_u_escape(std::string& out, unsigned code) {
+  out += "\\u";
+  for (int shift = 12; shift >= 0; shift -= 4) out.push_back(kHex[(code >> shift) & 0xF]);
+}
+
+// Length of the valid UTF-8 sequence at s[i], or 0 when it is invalid.
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  auto cont = [&](std::size_t k) {
+    return i + k < s.size() && (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+  };
+  if (b0 < 0x80) return 1;
+  if (b0 >= 0xC2 && b0 <= 0xDF) return cont(1) ? 2 : 0;
+  if (b0 >= 0xE0 && b0 <= 0xEF) {
+    if (!cont(1) || !cont(2)) return 0;
+    const auto b1 = static_cast<unsigned char>(s[i + 1]);
+    if (b0 == 0xE0 && b1 < 0xA0) return 0;  // overlong
+    if (b0 == 0xED && b1 >= 0xA0) return 0;  // surrogate
+    return 3;
+  }
+  if (b0 >= 0xF0 && b0 <= 0xF4) {
+    if (!cont(1) || !cont(2) || !cont(3)) return 0;
+    const auto b1 = static_cast<unsigned char>(s[i + 1]);
+    if (b0 == 0xF0 && b1 < 0x90) return 0;
+    if (b0 == 0xF4 && b1 >= 0x90) return 0;
+    return 4;
+  }
+  return 0;
+}
+
+void write_value(std::string& out, const boost::json::value& v, int indent, bool pretty) {
+  auto newline = [&](int level) {
+    if (!pretty) return;
+    out.push_back('\n');
+    out.append(static_cast<std::size_t>(level) * 2, ' ');
+  };
+  switch (v.kind()) {
+    case boost::json::kind::null: out += "null"; break;
+    case boost::json::kind::bool_: out += v.get_bool() ? "true" : "false"; break;
+    case boost::json::kind::int64: out += std::to_string(v.get_int64()); break;
+    case boost::json::kind::uint64: out += std::to_string(v.get_uint64()); break;
+    case boost::json::kind::double_: append_go_float(out, v.get_double()); break;
+    case boost::json::kind::string: append_go_string(out, v.get_string()); break;
+    case boost::json::kind::array: {
+      const auto& a = v.get_array();
+      if (a.empty()) { out += "[]"; break; }
+      out.push_back('[');
+      bool first = true;
+      for (const auto& item : a) {
+        if (!first) out.push_back(',');
+        first = false;
+        newline(indent + 1);
+        write_value(out, item, indent + 1, pretty);
+      }
+      newline(indent);
+      out.push_back(']');
+      break;
+    }
+    case boost::json::kind::object: {
+      const auto& o = v.get_object();
+      if (o.empty()) { out += "{}"; break; }
+      out.push_back('{');
+      bool first = true;
+      for (const auto& kv : o) {
+        if (!first) out.push_back(',');
+        first = false;
+        newline(indent + 1);
+        append_go_string(out, kv.key());
+        out += pretty ? ": " : ":";
+        write_value(out, kv.value(), indent + 1, pretty);
+      }
+      newline(indent);
+      out.push_back('}');
+      break;
+    }
+  }
+}
+
+boost::json::value convert(simdjson::dom::element e) {
+  using T = simdjson::dom::element_type;
+  switch (e.type()) {
+    case T::ARRAY: {
+      simdjson::dom::array arr;
+      boost::json::array a;
+      if (e.get(arr) != simdjson::SUCCESS) return a;
+      for (simdjson::dom::element item : arr) a.push_back(convert(item));
+      return a;
+    }
+    case T::OBJECT: {
+      simdjson::dom::object obj;
+      boost::json::object o;
+      if (e.get(obj) != simdjson::SUCCESS) return o;
+      for (simdjson::dom::key_value_pair field : obj) o[field.key] = convert(field.value);
+      return o;
+    }
+    case T::INT64: {
+      std::int64_t v = 0;
+      if (e.get(v) != simdjson::SUCCESS) return nullptr;
+      return v;
+    }
+    case T::UINT64: {
+      std::uint64_t v = 0;
+      if (e.get(v) != simdjson::SUCCESS) return nullptr;
+      return v;
+    }
+    case T::DOUBLE: {
+      double v = 0;
+      if (e.get(v) != simdjson::SUCCESS) return nullptr;
+      return v;
+    }
+    case T::STRING: {
+      std::string_view v;
+      if (e.get(v) != simdjson::SUCCESS) return nullptr;
+      return boost::json::string(v);
+    }
+    case T::BOOL: {
+      bool v = false;
+      if (e.get(v) != simdjson::SUCCESS) return nullptr;
+      return v;
+    }
+    case T::NULL_VALUE: return nullptr;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void append_go_string(std::string& out, std::string_view s) {
+  out.push_back('"');
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        case '\b': out += "\\b"; break;
+        case '\f': out += "\\f"; break;
+        case '<': case '>': case '&': append_u_escape(out, c); break;
+        default:
+          if (c < 0x20) append_u_escape(out, c);
+          else out.push_back(static_cast<char>(c));
+      }
+      ++i;
+      continue;
+    }
+    const std::size_t n = utf8_length(s, i);
+    if (n == 0) {
+      out += "\\ufffd";
+      ++i;
+      continue;
+    }
+    if (n == 3 && c == 0xE2 && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
+        (static_cast<unsigned char>(s[i + 2]) == 0xA8 || static_cast<unsigned char>(s[i + 2]) == 0xA9)) {
+      append_u_escape(out, static_cast<unsigned char>(s[i + 2]) == 0xA8 ? 0x2028 : 0x2029);
+    } else {
+      out.append(s.substr(i, n));
+    }
+    i += n;
+  }
+  out.push_back('"');
+}
+
+void append_go_float(std::string& out, double v) {
+  if (!std::isfinite(v)) {  // Go refuses these; a receipt never carries them
+    out += "null";
+    return;
+  }
+  if (v == 0) v = 0;  // -0 is written as 0 (Go writes "-0"; our receipts never hold it)
+  char buf[64];
+  const double a = std::fabs(v);
+  const bool exp_form = a != 0 && (a < 1e-6 || a >= 1e21);
+  auto r = std::to_chars(buf, buf + sizeof buf, v,
+                         exp_form ? std::chars_format::scientific : std::chars_format::fixed);
+  std::string s(buf, r.ptr);
+  if (exp_form) {
+    // C++ writes e-07 / e+100 like Go's strconv; encoding/json then turns e-07 into e-7.
+    const std::size_t n = s.size();
+    if (n >= 4 && s[n - 4] == 'e' && s[n - 3] == '-' && s[n - 2] == '0') s.erase(n - 2, 1);
+  }
+  out += s;
+}
+
+std::string go_marshal(const boost::json::value& v) {
+  std::string out;
+  write_value(out, v, 0, false);
+  return out;
+}
+
+std::string go_marshal_indent(const boost::json::value& v) {
+  std::string out;
+  write_value(out, v, 0, true);
+  out.push_back('\n');
+  return out;
+}
+
+Result<boost::json::value> parse_exact_json(std::string_view text) {
+  simdjson::dom::parser parser;
+  simdjson::padded_string padded(text);
+  simdjson::dom::element root;
+  if (auto err = parser.parse(padded).get(root); err) {
+    return make_error("json.parse", std::string("not valid JSON: ") + simdjson::error_message(err));
+  }
+  return convert(root);
+}
+
+std::string sha256_digest(std::string_view bytes) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr);
+  std::string out = "sha256:";
+  for (unsigned i = 0; i < len; ++i) {
+    out.push_back(kHex[md[i] >> 4]);
+    out.push_back(kHex[md[i] & 0xF]);
+  }
+  return out;
+}
+
+bool is_sha256_digest(std::string_view s) {
+  if (s.size() != 71 || s.substr(0, 7) != "sha256:") return false;
+  for (char c : s.substr(7)) {
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+}  // namespace mpo::sweep

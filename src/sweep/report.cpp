@@ -1,0 +1,282 @@
+#include "sweep/report.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/json.hpp"
+#include "sweep/evaluate.hpp"
+#include "sweep/go_json.hpp"
+
+namespace mpo::sweep {
+namespace {
+
+boost::json::value coordinate_json(LoadMode m, double v) {
+  if (m == LoadMode::kConcurrency && v == std::floor(v) && std::fabs(v) < 9e15) {
+    return static_cast<std::int64_t>(v);
+  }
+  return v;
+}
+
+std::optional<double> num(const boost::json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  if (v == nullptr) return std::nullopt;
+  if (v->is_double()) return v->get_double();
+  if (v->is_int64()) return static_cast<double>(v->get_int64());
+  if (v->is_uint64()) return static_cast<double>(v->get_uint64());
+  return std::nullopt;
+}
+
+std::string str(const boost::json::object& o, std::string_view key) {
+  return std::string(json_string(o, key).value_or(""));
+}
+
+void put_if(boost::json::object& o, std::string_view key, const std::string& v) {
+  if (!v.empty()) o[key] = v;
+}
+
+boost::json::object selection_json(LoadMode m, const Selection& s) {
+  boost::json::object o;
+  o[point_key(m)] = coordinate_json(m, s.coordinate);
+  o["throughput_tok_s"] = s.throughput_tok_s;
+  if (s.goodput_rps) o["goodput_rps"] = *s.goodput_rps;
+  if (s.ttft_p99_ms) o["ttft_p99_ms"] = *s.ttft_p99_ms;
+  if (s.itl_p99_ms) o["itl_p99_ms"] = *s.itl_p99_ms;
+  if (s.e2e_p99_ms) o["end_to_end_p99_ms"] = *s.e2e_p99_ms;
+  return o;
+}
+
+Selection selection_from(LoadMode m, const boost::json::object& o) {
+  Selection s;
+  s.coordinate = num(o, point_key(m)).value_or(0);
+  s.throughput_tok_s = num(o, "throughput_tok_s").value_or(0);
+  s.goodput_rps = num(o, "goodput_rps");
+  s.ttft_p99_ms = num(o, "ttft_p99_ms");
+  s.itl_p99_ms = num(o, "itl_p99_ms");
+  s.e2e_p99_ms = num(o, "end_to_end_p99_ms");
+  return s;
+}
+
+boost::json::object contract_json(const Contract& c) {
+  boost::json::object o;
+  o["track"] = c.track;
+  o["model"] = c.model;
+  o["engine"] = c.engine;
+  o["engine_receipt_digest"] = c.engine_receipt_digest;
+  o["batch_capacity"] = c.batch_capacity;
+  o["capacity_source"] = c.capacity_source;
+  return o;
+}
+
+}  // namespace
+
+boost::json::value report_json(const SweepReport& r) {
+  boost::json::object o;
+  o["schema"] = r.schema;
+  o["generated_at"] = r.generated_at;
+  o["machine_id"] = r.machine_id;
+  o["model"] = r.model;
+  boost::json::object workload;
+  workload["digest"] = r.workload_digest;
+  workload["requests"] = r.workload_requests;
+  boost::json::array coords;
+  for (double v : r.coordinates) coords.push_back(coordinate_json(r.mode, v));
+  workload[r.mode == LoadMode::kConcurrency ? "concurrencies" : "rates"] = std::move(coords);
+  o["workload"] = std::move(workload);
+  boost::json::array contracts;
+  for (const auto& c : r.contracts) contracts.push_back(contract_json(c));
+  o["contracts"] = std::move(contracts);
+  boost::json::object sla;
+  if (r.sla.ttft_p99_ms > 0) sla["ttft_p99_ms"] = r.sla.ttft_p99_ms;
+  if (r.sla.itl_p99_ms > 0) sla["itl_p99_ms"] = r.sla.itl_p99_ms;
+  if (r.sla.e2e_p99_ms > 0) sla["e2e_p99_ms"] = r.sla.e2e_p99_ms;
+  o["sla"] = std::move(sla);
+  boost::json::array points;
+  for (const auto& p : r.points) {
+    boost::json::object po;
+    po[point_key(r.mode)] = coordinate_json(r.mode, p.coordinate);
+    po["workload_digest"] = p.workload_digest;
+    boost::json::array tracks;
+    for (const auto& tp : p.tracks) {
+      boost::json::object t;
+      t["track"] = tp.track;
+      t["status"] = tp.status;
+      put_if(t, "reason_code", tp.reason_code);
+      put_if(t, "reason", tp.reason);
+      put_if(t, "measurement_status", tp.measurement_status);
+      t["model"] = tp.model;
+      t["engine"] = tp.engine;
+      t["engine_receipt_digest"] = tp.engine_receipt_digest;
+      t["batch_capacity"] = tp.batch_capacity;
+      t["capacity_source"] = tp.capacity_source;
+      t["stats"] = tp.stats;
+      t["evidence"] = tp.evidence;
+      boost::json::array samples;
+      for (const auto& s : tp.samples) samples.push_back(sample_json(s));
+      t["samples"] = std::move(samples);
+      tracks.push_back(std::move(t));
+    }
+    po["tracks"] = std::move(tracks);
+    points.push_back(std::move(po));
+  }
+  o["points"] = std::move(points);
+  boost::json::array summaries;
+  for (const auto& s : r.tracks) {
+    boost::json::object t;
+    t["track"] = s.track;
+    t["status"] = s.status;
+    put_if(t, "reason", s.reason);
+    t["valid_points"] = s.valid_points;
+    put_if(t, "envelope_digest", s.envelope_digest);
+    put_if(t, "peak_status", s.peak_status);
+    put_if(t, "peak_reason", s.peak_reason);
+    if (s.peak) t["peak"] = selection_json(r.mode, *s.peak);
+    t["sla_status"] = s.sla_status;
+    put_if(t, "sla_reason", s.sla_reason);
+    if (s.sla_knee) t["sla_knee"] = selection_json(r.mode, *s.sla_knee);
+    t["p99_boundary"] = s.p99_boundary;
+    t["saturation"] = s.saturation;
+    summaries.push_back(std::move(t));
+  }
+  o["tracks"] = std::move(summaries);
+  boost::json::object honesty;
+  honesty["comparable_point_rule"] = kComparablePointRule;
+  honesty["capacity_rule"] = kCapacityRule;
+  honesty["peak_rule"] = kPeakRule;
+  honesty["sla_knee_rule"] = kSlaKneeRule;
+  honesty["unknown_rule"] = kUnknownRule;
+  o["honesty"] = std::move(honesty);
+  put_if(o, "artifact", r.artifact);
+  boost::json::object tool;
+  tool["name"] = "modelperfobs";
+  tool["version"] = r.tool_version;
+  o["tool"] = std::move(tool);
+  o["load"] = r.load;
+  boost::json::object validity;
+  validity["valid"] = r.valid;
+  boost::json::array reasons, warnings;
+  for (const auto& v : r.validity_reasons) reasons.push_back(boost::json::string(v));
+  for (const auto& v : r.warnings) warnings.push_back(boost::json::string(v));
+  validity["reasons"] = std::move(reasons);
+  validity["warnings"] = std::move(warnings);
+  o["validity"] = std::move(validity);
+  return o;
+}
+
+std::string report_text(const SweepReport& r) { return go_marshal_indent(report_json(r)); }
+
+Result<SweepReport> parse_sweep_report(std::string_view text) {
+  auto doc = parse_exact_json(text);
+  if (!doc) return doc.error();
+  if (!doc->is_object()) return make_error("sweep.json", "a sweep receipt is a JSON object");
+  const auto& o = doc->as_object();
+  SweepReport r;
+  r.schema = str(o, "schema");
+  r.generated_at = str(o, "generated_at");
+  r.machine_id = str(o, "machine_id");
+  r.model = str(o, "model");
+  if (const auto* w = json_object(o, "workload")) {
+    r.workload_digest = str(*w, "digest");
+    r.workload_requests = json_int(*w, "requests").value_or(0);
+    const auto* rates = json_array(*w, "rates");
+    r.mode = rates ? LoadMode::kRate : LoadMode::kConcurrency;
+    const auto* coords = rates ? rates : json_array(*w, "concurrencies");
+    if (coords) {
+      for (const auto& v : *coords) {
+        if (v.is_int64()) r.coordinates.push_back(static_cast<double>(v.get_int64()));
+        else if (v.is_double()) r.coordinates.push_back(v.get_double());
+        else return make_error("sweep.json", "workload coordinates must be numbers");
+      }
+    }
+  }
+  if (const auto* cs = json_array(o, "contracts")) {
+    for (const auto& v : *cs) {
+      if (!v.is_object()) return make_error("sweep.json", "a contract is not an object");
+      const auto& c = v.as_object();
+      r.contracts.push_back(Contract{str(c, "track"), str(c, "model"), str(c, "engine"),
+                                     str(c, "engine_receipt_digest"), json_int(c, "batch_capacity").value_or(0),
+                                     str(c, "capacity_source")});
+    }
+  }
+  if (const auto* sla = json_object(o, "sla")) {
+    r.sla.ttft_p99_ms = num(*sla, "ttft_p99_ms").value_or(0);
+    r.sla.itl_p99_ms = num(*sla, "itl_p99_ms").value_or(0);
+    r.sla.e2e_p99_ms = num(*sla, "e2e_p99_ms").value_or(0);
+  }
+  if (const auto* ps = json_array(o, "points")) {
+    for (const auto& v : *ps) {
+      if (!v.is_object()) return make_error("sweep.json", "a point is not an object");
+      const auto& po = v.as_object();
+      Point p;
+      const auto c = num(po, point_key(r.mode));
+      if (!c) return make_error("sweep.json", fmt::format("a point has no \"{}\"", point_key(r.mode)));
+      p.coordinate = *c;
+      p.workload_digest = str(po, "workload_digest");
+      if (const auto* ts = json_array(po, "tracks")) {
+        for (const auto& tv : *ts) {
+          if (!tv.is_object()) return make_error("sweep.json", "a track point is not an object");
+          const auto& t = tv.as_object();
+          TrackPoint tp;
+          tp.track = str(t, "track");
+          tp.status = str(t, "status");
+          tp.reason_code = str(t, "reason_code");
+          tp.reason = str(t, "reason");
+          tp.measurement_status = str(t, "measurement_status");
+          tp.model = str(t, "model");
+          tp.engine = str(t, "engine");
+          tp.engine_receipt_digest = str(t, "engine_receipt_digest");
+          tp.batch_capacity = json_int(t, "batch_capacity").value_or(0);
+          tp.capacity_source = str(t, "capacity_source");
+          if (const auto* s = json_object(t, "stats")) tp.stats = *s;
+          if (const auto* e = json_object(t, "evidence")) tp.evidence = *e;
+          if (const auto* ss = json_array(t, "samples")) {
+            for (const auto& sv : *ss) {
+              if (!sv.is_object()) return make_error("sweep.json", "a sample is not an object");
+              auto s = sample_from_json(sv.as_object());
+              if (!s) return s.error();
+              tp.samples.push_back(std::move(*s));
+            }
+          }
+          p.tracks.push_back(std::move(tp));
+        }
+      }
+      r.points.push_back(std::move(p));
+    }
+  }
+  if (const auto* ts = json_array(o, "tracks")) {
+    for (const auto& v : *ts) {
+      if (!v.is_object()) continue;
+      const auto& t = v.as_object();
+      TrackSummary s;
+      s.track = str(t, "track");
+      s.status = str(t, "status");
+      s.reason = str(t, "reason");
+      s.valid_points = json_int(t, "valid_points").value_or(0);
+      s.envelope_digest = str(t, "envelope_digest");
+      s.peak_status = str(t, "peak_status");
+      s.peak_reason = str(t, "peak_reason");
+      if (const auto* p = json_object(t, "peak")) s.peak = selection_from(r.mode, *p);
+      s.sla_status = str(t, "sla_status");
+      s.sla_reason = str(t, "sla_reason");
+      if (const auto* k = json_object(t, "sla_knee")) s.sla_knee = selection_from(r.mode, *k);
+      if (const auto* b = json_object(t, "p99_boundary")) s.p99_boundary = *b;
+      if (const auto* sat = json_object(t, "saturation")) s.saturation = *sat;
+      r.tracks.push_back(std::move(s));
+    }
+  }
+  r.artifact = str(o, "artifact");
+  if (const auto* tool = json_object(o, "tool")) r.tool_version = str(*tool, "version");
+  if (const auto* load = json_object(o, "load")) r.load = *load;
+  if (const auto* v = json_object(o, "validity")) {
+    r.valid = json_bool(*v, "valid").value_or(false);
+    if (const auto* a = json_array(*v, "reasons")) {
+      for (const auto& x : *a) if (x.is_string()) r.validity_reasons.emplace_back(x.get_string());
+    }
+    if (const auto* a = json_array(*v, "warnings")) {
+      for (const auto& x : *a) if (x.is_string()) r.warnings.emplace_back(x.get_string());
+    }
+  }
+  return r;
+}
+
+}  // namespace mpo::sweep

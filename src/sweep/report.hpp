@@ -1,0 +1,99 @@
+// The sweep receipt `fak.serving-sweep.v1` as data (fak-formats.md 6.6, field order kept), with
+// what this project adds: rate (open-loop) sweeps, per-point samples and evidence (generator
+// lateness, server counters, energy, confidence intervals), an e2e budget, the p99 SLA boundary,
+// the saturation finding, and a validity block. Pure.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/json/value.hpp>
+
+#include "core/result.hpp"
+#include "sweep/sample.hpp"
+
+namespace mpo::sweep {
+
+inline constexpr const char* kSweepSchema = "fak.serving-sweep.v1";
+inline constexpr const char* kEnvelopeSchema = "fak.sweep-envelope.v1";
+
+enum class LoadMode { kConcurrency, kRate };
+
+struct Contract {
+  std::string track, model, engine, engine_receipt_digest;
+  std::int64_t batch_capacity = 0;
+  std::string capacity_source;
+};
+
+struct TrackPoint {
+  std::string track, status, reason_code, reason, measurement_status;
+  std::string model, engine, engine_receipt_digest;
+  std::int64_t batch_capacity = 0;
+  std::string capacity_source;
+  boost::json::object stats;     // fak's ServingStats
+  boost::json::object evidence;  // ours: load, generator, confidence, errors_by_class, server, energy
+  std::vector<Sample> samples;   // ours: every request of the point, warm-up included
+};
+
+struct Point {
+  double coordinate = 0;  // concurrency (closed loop) or offered rate in requests/s (open loop)
+  std::string workload_digest;
+  std::vector<TrackPoint> tracks;
+};
+
+struct Selection {
+  double coordinate = 0;
+  double throughput_tok_s = 0;
+  std::optional<double> goodput_rps, ttft_p99_ms, itl_p99_ms, e2e_p99_ms;
+};
+
+struct TrackSummary {
+  std::string track, status, reason;
+  std::int64_t valid_points = 0;
+  std::string envelope_digest;
+  std::string peak_status, peak_reason;
+  std::optional<Selection> peak;
+  std::string sla_status, sla_reason;
+  std::optional<Selection> sla_knee;
+  boost::json::object p99_boundary;  // ours
+  boost::json::object saturation;    // ours
+};
+
+struct SlaBudgets {
+  double ttft_p99_ms = 0, itl_p99_ms = 0, e2e_p99_ms = 0;  // 0: none
+  bool any() const { return ttft_p99_ms > 0 || itl_p99_ms > 0 || e2e_p99_ms > 0; }
+};
+
+struct SweepReport {
+  std::string schema = kSweepSchema;
+  std::string generated_at;  // RFC 3339, seconds
+  std::string machine_id = "unknown";
+  std::string model;
+  LoadMode mode = LoadMode::kConcurrency;
+  std::string workload_digest;
+  std::int64_t workload_requests = 0;
+  std::vector<double> coordinates;  // concurrencies or rates, ascending
+  std::vector<Contract> contracts;
+  SlaBudgets sla;
+  std::vector<Point> points;
+  std::vector<TrackSummary> tracks;
+  std::string artifact;
+  // Ours.
+  std::string tool_version;
+  boost::json::object load;      // how points were driven: mode, arrivals, warm-up, slo, bounds
+  bool valid = false;
+  std::vector<std::string> validity_reasons, warnings;
+};
+
+const char* axis_name(LoadMode m);
+const char* axis_unit(LoadMode m);
+const char* point_key(LoadMode m);  // "concurrency" | "rate_rps"
+
+boost::json::value report_json(const SweepReport& r);
+std::string report_text(const SweepReport& r);  // pretty Go JSON, one trailing newline
+// Reads a receipt. Unknown fields are ignored (fak readers do the same); numbers are exact.
+Result<SweepReport> parse_sweep_report(std::string_view text);
+
+}  // namespace mpo::sweep

@@ -1,0 +1,110 @@
+#include "sweep/sample.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/json.hpp"
+
+namespace mpo::sweep {
+namespace {
+
+std::optional<double> number(const boost::json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  if (v == nullptr) return std::nullopt;
+  if (v->is_double()) return v->get_double();
+  if (v->is_int64()) return static_cast<double>(v->get_int64());
+  if (v->is_uint64()) return static_cast<double>(v->get_uint64());
+  return std::nullopt;
+}
+
+boost::json::value optional_int(const std::optional<std::int64_t>& v) {
+  return v ? boost::json::value(*v) : boost::json::value(nullptr);
+}
+
+}  // namespace
+
+double round_ms(double ms) { return std::round(ms * 1000.0) / 1000.0; }
+
+boost::json::object sample_json(const Sample& s) {
+  boost::json::object o;
+  o["id"] = s.id;
+  o["status"] = s.ok ? "ok" : "fail";
+  if (!s.error.empty()) o["error"] = s.error;
+  if (!s.error_class.empty()) o["error_class"] = s.error_class;
+  if (s.http_status && *s.http_status != 0) o["http_status"] = *s.http_status;
+  if (!s.stream_mode.empty()) o["stream_mode"] = s.stream_mode;
+  if (s.ttft_ms) o["ttft_ms"] = *s.ttft_ms;
+  if (!s.itl_ms.empty()) {
+    boost::json::array a;
+    for (double v : s.itl_ms) a.push_back(v);
+    o["itl_ms"] = std::move(a);
+  }
+  if (s.tpot_ms) o["tpot_ms"] = *s.tpot_ms;
+  o["end_to_end_ms"] = s.end_to_end_ms;
+  o["output_events"] = s.output_events;
+  o["output_token_estimate"] = s.output_token_estimate;
+  if (s.output_tokens_exact) o["output_tokens_exact"] = *s.output_tokens_exact;
+  if (!s.output_token_count_basis.empty()) o["output_token_count_basis"] = s.output_token_count_basis;
+  o["prompt_tokens_estimate"] = s.prompt_tokens_estimate;
+  if (s.usage) {
+    boost::json::object u;
+    u["prompt_tokens"] = optional_int(s.usage->prompt_tokens);
+    u["completion_tokens"] = optional_int(s.usage->completion_tokens);
+    u["total_tokens"] = optional_int(s.usage->total_tokens);
+    u["cached_tokens"] = optional_int(s.usage->cached_tokens);
+    o["usage"] = std::move(u);
+  } else {
+    o["usage"] = nullptr;
+  }
+  if (!s.observation_id.empty()) o["observation_id"] = s.observation_id;
+  o["scheduled_offset_ms"] = s.scheduled_offset_ms;
+  o["sent_offset_ms"] = s.sent_offset_ms;
+  if (s.warmup) o["warmup"] = true;
+  if (!s.response_model.empty()) o["response_model"] = s.response_model;
+  return o;
+}
+
+Result<Sample> sample_from_json(const boost::json::object& o) {
+  Sample s;
+  auto bad = [&](std::string_view what) {
+    return make_error("sweep.sample", fmt::format("sample '{}': {}", s.id, what));
+  };
+  s.id = std::string(json_string(o, "id").value_or(""));
+  const auto status = json_string(o, "status");
+  if (!status || (*status != "ok" && *status != "fail")) return bad("status is not \"ok\" or \"fail\"");
+  s.ok = *status == "ok";
+  s.error = std::string(json_string(o, "error").value_or(""));
+  s.error_class = std::string(json_string(o, "error_class").value_or(""));
+  if (auto v = json_int(o, "http_status")) s.http_status = static_cast<int>(*v);
+  s.stream_mode = std::string(json_string(o, "stream_mode").value_or(""));
+  s.ttft_ms = number(o, "ttft_ms");
+  if (const auto* a = json_array(o, "itl_ms")) {
+    for (const auto& v : *a) {
+      if (v.is_double()) s.itl_ms.push_back(v.get_double());
+      else if (v.is_int64()) s.itl_ms.push_back(static_cast<double>(v.get_int64()));
+      else return bad("itl_ms holds a value that is not a number");
+    }
+  }
+  s.tpot_ms = number(o, "tpot_ms");
+  const auto e2e = number(o, "end_to_end_ms");
+  if (!e2e) return bad("end_to_end_ms is missing");
+  s.end_to_end_ms = *e2e;
+  s.output_events = json_int(o, "output_events").value_or(0);
+  s.output_token_estimate = json_int(o, "output_token_estimate").value_or(0);
+  s.output_tokens_exact = json_int(o, "output_tokens_exact");
+  s.output_token_count_basis = std::string(json_string(o, "output_token_count_basis").value_or(""));
+  s.prompt_tokens_estimate = json_int(o, "prompt_tokens_estimate").value_or(0);
+  if (const auto* u = json_object(o, "usage")) {
+    s.usage = SampleUsage{json_int(*u, "prompt_tokens"), json_int(*u, "completion_tokens"),
+                          json_int(*u, "total_tokens"), json_int(*u, "cached_tokens")};
+  }
+  s.observation_id = std::string(json_string(o, "observation_id").value_or(""));
+  s.scheduled_offset_ms = number(o, "scheduled_offset_ms").value_or(0);
+  s.sent_offset_ms = number(o, "sent_offset_ms").value_or(0);
+  s.warmup = json_bool(o, "warmup").value_or(false);
+  s.response_model = std::string(json_string(o, "response_model").value_or(""));
+  return s;
+}
+
+}  // namespace mpo::sweep

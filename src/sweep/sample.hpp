@@ -1,0 +1,55 @@
+// One measured request of a sweep or parity run (fak-formats.md 6.3: the fields of fak's
+// `MeasureSSERequest` sample, in its order), plus what this project adds so that a receipt can be
+// re-verified from its own contents: when the request was due and when it was sent (offsets from
+// the start of the point, so lateness is visible), whether it was a warm-up request, and its
+// correlation ID (the ledger line of the same request carries it).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/json/value.hpp>
+
+#include "core/result.hpp"
+
+namespace mpo::sweep {
+
+struct SampleUsage {
+  std::optional<std::int64_t> prompt_tokens, completion_tokens, total_tokens, cached_tokens;
+};
+
+struct Sample {
+  std::string id;
+  bool ok = false;                       // "ok" | "fail"
+  std::string error;
+  std::string error_class;               // request_encode|request_build|timeout|transport|http_status|stream_read
+  std::optional<int> http_status;
+  std::string stream_mode;               // "sse" | "non_sse" | ""
+  std::optional<double> ttft_ms;
+  std::vector<double> itl_ms;
+  std::optional<double> tpot_ms;
+  double end_to_end_ms = 0;
+  std::int64_t output_events = 0;
+  std::int64_t output_token_estimate = 0;
+  std::optional<std::int64_t> output_tokens_exact;
+  std::string output_token_count_basis;  // usage.completion_tokens | stream_content_events | estimated_content_tokens
+  std::int64_t prompt_tokens_estimate = 0;
+  std::optional<SampleUsage> usage;      // null: no usage object was seen
+  // Ours.
+  std::string observation_id;
+  double scheduled_offset_ms = 0;        // when the request was due, from the start of the point
+  double sent_offset_ms = 0;             // when its first byte was written
+  bool warmup = false;                   // excluded from statistics
+  std::string response_model;            // the `model` the server answered with
+};
+
+// Rounds to 3 decimals of a millisecond, as fak does for every time it writes.
+double round_ms(double ms);
+inline double send_lateness_ms(const Sample& s) { return round_ms(s.sent_offset_ms - s.scheduled_offset_ms); }
+
+boost::json::object sample_json(const Sample& s);
+Result<Sample> sample_from_json(const boost::json::object& o);
+
+}  // namespace mpo::sweep

@@ -1,0 +1,29 @@
+// `sweep verify`: re-derives a receipt from its own contents. Every point's statistics and
+// evidence figures are recomputed from its samples, every point and track is re-evaluated, and for
+// a receipt this tool wrote the whole document must come out byte for byte as written; any
+// difference is named. `sweep gate`: refuses claims the receipt cannot carry (fak's claim kinds).
+// Pure.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mpo::sweep {
+
+struct VerifyOutcome {
+  bool holds = false;
+  std::vector<std::string> problems;  // why it does not hold (empty when it does)
+  std::vector<std::string> notes;     // e.g. a fak receipt without samples: stats taken as written
+  std::string summary;                // one line
+};
+VerifyOutcome verify_sweep(std::string_view text);
+
+struct GateOutcome {
+  bool allowed = false;
+  std::string message;  // "serving claim gate: OK" or the refusal
+};
+// fak's claim gate over a sweep or parity receipt (fak-formats.md 6.5, 6.9).
+GateOutcome gate_claim(std::string_view claim, std::string_view artifact_text);
+
+}  // namespace mpo::sweep

@@ -1,0 +1,101 @@
+// The requests a sweep sends, and their digest. Pure: built from text the caller read.
+//
+// A workload is an ordered list of chat requests. fak's digest rule applies unchanged
+// (fak-formats.md 6.6): "sha256:" + SHA-256 of the Go JSON of the list, keys id, messages (role,
+// content), max_output_tokens, prompt_tokens_estimate. A replayed ledger adds arrival offsets,
+// which are part of how the workload is sent, not of what it is, so they are not in the digest.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/json/value.hpp>
+
+#include "core/result.hpp"
+#include "ledger/reader.hpp"
+
+namespace mpo::sweep {
+
+struct Message {
+  std::string role;
+  std::string content;
+};
+
+struct ServingRequest {
+  std::string id;
+  std::vector<Message> messages;
+  std::int64_t max_output_tokens = 64;
+  std::int64_t prompt_tokens_estimate = 0;
+  std::optional<double> arrival_offset_s;  // replay: when to send, from the start of the point
+};
+
+inline constexpr const char* kDefaultSharedPrefix =
+    "Shared browser-agent serving prefix: answer each task concisely. This prefix is "
+    "intentionally identical across requests so vLLM, SGLang, and fak-fronted fleet runs exercise "
+    "the same cacheable prompt prefix.";
+
+// fak's web-task dataset (a JSON array or JSONL of {id, description, instructions}), expanded to
+// `agents` requests (tasks repeat as "<id>#agent-NNN" when agents > tasks; 0: one per task).
+struct WebTaskOptions {
+  std::size_t agents = 0;
+  std::int64_t max_output_tokens = 64;
+  std::string shared_prefix = kDefaultSharedPrefix;
+};
+Result<std::vector<ServingRequest>> parse_web_tasks(std::string_view text, const WebTaskOptions& opts);
+
+// A ShareGPT-style conversations file (JSON array or JSONL of {id, conversations: [{from, value}]}):
+// one request per conversation whose first turn is a human one; the prompt is that turn, and the
+// output length is the following gpt turn's length estimate (bytes / 4, at least 1) unless
+// `max_output_tokens` > 0 fixes it. Conversations without a human first turn are skipped.
+struct ShareGptOptions {
+  std::size_t limit = 0;                // 0: all
+  std::int64_t max_output_tokens = 0;   // 0: from the reply
+  std::int64_t output_cap = 4096;
+};
+Result<std::vector<ServingRequest>> parse_sharegpt(std::string_view text, const ShareGptOptions& opts);
+
+// Token-length distributions: "N" (constant), "uniform:A,B", "normal:MEAN,SD", "exp:MEAN"; draws
+// are rounded and clamped to at least 1.
+struct LengthDistribution {
+  enum class Kind { kConstant, kUniform, kNormal, kExponential } kind = Kind::kConstant;
+  double a = 1, b = 0;
+};
+Result<LengthDistribution> parse_length_distribution(std::string_view text);
+std::string to_string(const LengthDistribution& d);
+
+struct SyntheticOptions {
+  std::size_t count = 64;
+  LengthDistribution input{LengthDistribution::Kind::kConstant, 128, 0};
+  LengthDistribution output{LengthDistribution::Kind::kConstant, 64, 0};
+  std::int64_t shared_prefix_tokens = 0;  // the same leading words in every prompt (cache-aware runs)
+  std::uint64_t seed = 1;
+};
+// Prompts are words of four letters (about one token each in common tokenizers and exactly one in
+// `simulate`), seeded: the same options always give the same workload.
+std::vector<ServingRequest> synthetic_workload(const SyntheticOptions& opts);
+// `tokens` words of synthetic text drawn with `seed` (the replay and synthetic prompts).
+std::string synthetic_words(std::int64_t tokens, std::uint64_t seed);
+
+// Replays a ledger: requests in order of started_at, arrival offsets from the first, prompt and
+// output lengths from the recorded token counts (no content is in a ledger: prompts are
+// synthesised to the recorded lengths). Records without a prompt or completion count are skipped
+// and counted in `skipped`.
+struct Replay {
+  std::vector<ServingRequest> requests;
+  std::size_t skipped = 0;
+};
+Replay replay_ledger(std::vector<ledger::LedgerRecord> records, std::uint64_t seed);
+
+// Repeats or truncates `base` to exactly `n` requests (ids of repeats get "#agent-NNN").
+std::vector<ServingRequest> take_requests(const std::vector<ServingRequest>& base, std::size_t n);
+
+boost::json::value workload_json(const std::vector<ServingRequest>& requests);
+std::string workload_digest(const std::vector<ServingRequest>& requests);
+
+// fak's estimate: bytes / 4 (integer).
+std::int64_t estimate_tokens(std::string_view text);
+
+}  // namespace mpo::sweep

@@ -1,0 +1,287 @@
+// Sweep evaluation, findings, verification and the claim gate, on constructed receipts (invented
+// figures chosen so every rule has one clear outcome).
+#include "sweep/evaluate.hpp"
+
+#include <gtest/gtest.h>
+
+#include "sweep/fold.hpp"
+#include "sweep/go_json.hpp"
+#include "sweep/verify.hpp"
+
+namespace mpo::sweep {
+namespace {
+
+const std::string kReceipt = sha256_digest("engine identity");
+
+// `n` requests sent together at the start of the point, each taking `e2e_ms`, first token after
+// `ttft_ms`, `tokens` output tokens (exact usage) with evenly spaced gaps.
+std::vector<Sample> samples(int n, double ttft_ms, double e2e_ms, std::int64_t tokens) {
+  std::vector<Sample> out;
+  for (int i = 0; i < n; ++i) {
+    Sample s;
+    s.id = "r" + std::to_string(i);
+    s.ok = true;
+    s.stream_mode = "sse";
+    s.ttft_ms = ttft_ms;
+    for (std::int64_t k = 1; k < tokens; ++k) s.itl_ms.push_back(round_ms((e2e_ms - ttft_ms) / static_cast<double>(tokens - 1)));
+    if (tokens > 1) s.tpot_ms = round_ms((e2e_ms - ttft_ms) / static_cast<double>(tokens - 1));
+    s.end_to_end_ms = e2e_ms;
+    s.output_events = tokens;
+    s.output_token_estimate = tokens;
+    s.output_tokens_exact = tokens;
+    s.output_token_count_basis = "usage.completion_tokens";
+    s.usage = SampleUsage{10, tokens, 10 + tokens, 0};
+    s.response_model = "m";
+    out.push_back(s);
+  }
+  return out;
+}
+
+void add_point(SweepReport& r, double c, double ttft_ms, double e2e_ms, std::int64_t tokens = 100) {
+  Point p;
+  p.coordinate = c;
+  p.workload_digest = r.workload_digest;
+  TrackPoint tp;
+  tp.track = "ours";
+  tp.measurement_status = "measured";
+  tp.model = "m";
+  tp.engine = "vllm";
+  tp.engine_receipt_digest = kReceipt;
+  tp.batch_capacity = r.contracts[0].batch_capacity;
+  tp.capacity_source = r.contracts[0].capacity_source;
+  tp.samples = samples(static_cast<int>(c), ttft_ms, e2e_ms, tokens);
+  FoldOptions fo;
+  fo.slo_ms = 2000;
+  tp.stats = fold_samples(tp.samples, fo);
+  tp.evidence["generator"] = generator_evidence(tp.samples, GeneratorFigures{1.0, 0.01, e2e_ms / 1000});
+  tp.evidence["confidence"] = confidence_evidence(tp.samples, 42);
+  tp.evidence["errors_by_class"] = errors_by_class(tp.samples);
+  p.tracks.push_back(std::move(tp));
+  r.points.push_back(std::move(p));
+}
+
+SweepReport base(std::int64_t capacity) {
+  SweepReport r;
+  r.generated_at = "2026-11-29T12:00:00Z";
+  r.machine_id = "test-machine";
+  r.model = "m";
+  r.workload_digest = sha256_digest("workload");
+  r.workload_requests = 8;
+  r.contracts.push_back(Contract{"ours", "m", "vllm", kReceipt, capacity, "test-profile"});
+  r.tool_version = "test";
+  r.load["mode"] = "concurrency";
+  r.load["slo_ms"] = 2000;
+  return r;
+}
+
+// Throughput = c * 100 tokens / e2e. Up to 8 it scales; past it, e2e doubles with c.
+SweepReport scaling_sweep(std::int64_t capacity, std::vector<double> coords) {
+  SweepReport r = base(capacity);
+  for (double c : coords) {
+    const double e2e = c <= 8 ? 1000 + 20 * c : 1160 * (c / 8);
+    const double ttft = c <= 8 ? 50 + c : 50 + 600 * (c / 8 - 1) + 8;
+    add_point(r, c, ttft, e2e);
+  }
+  return r;
+}
+
+const TrackPoint& at(const SweepReport& r, double c) {
+  for (const auto& p : r.points) if (p.coordinate == c) return p.tracks[0];
+  throw std::runtime_error("no point");
+}
+
+TEST(SweepEvaluate, PeakAtDeclaredCapacityIsMeasured) {
+  auto r = scaling_sweep(8, {1, 2, 4, 8});
+  ASSERT_TRUE(evaluate_sweep(r).ok());
+  ASSERT_EQ(r.tracks.size(), 1u);
+  const auto& t = r.tracks[0];
+  EXPECT_EQ(t.status, "measured");
+  EXPECT_EQ(t.valid_points, 4);
+  ASSERT_TRUE(t.peak);
+  EXPECT_EQ(t.peak->coordinate, 8);
+  EXPECT_EQ(t.peak_status, "measured");  // 8 == capacity: the axis is upper-closed
+  EXPECT_EQ(t.sla_status, "not_configured");
+  EXPECT_TRUE(r.valid);
+  EXPECT_TRUE(is_sha256_digest(t.envelope_digest));
+}
+
+TEST(SweepEvaluate, PeakBelowCapacityIsRightCensoredAndTheGateSaysWhy) {
+  auto r = scaling_sweep(16, {1, 2, 4, 8});
+  ASSERT_TRUE(evaluate_sweep(r).ok());
+  EXPECT_EQ(r.tracks[0].peak_status, "right_censored");
+  const auto gate = gate_claim("ours reaches a capacity-valid peak", report_text(r));
+  EXPECT_FALSE(gate.allowed);
+  EXPECT_NE(gate.message.find("right_censored"), std::string::npos) << gate.message;
+  EXPECT_NE(gate.message.find("declared batch capacity"), std::string::npos) << gate.message;
+}
+
+TEST(SweepEvaluate, PointsAboveCapacityAreInvalidButSaturationIsStillNamed) {
+  auto r = scaling_sweep(8, {1, 2, 4, 8, 16});
+  ASSERT_TRUE(evaluate_sweep(r).ok());
+  EXPECT_EQ(at(r, 16).status, "invalid");
+  EXPECT_EQ(at(r, 16).reason_code, "capacity_exceeded");
+  EXPECT_EQ(at(r, 8).status, "valid");
+  const auto& t = r.tracks[0];
+  EXPECT_EQ(t.status, "invalid");
+  EXPECT_EQ(t.peak_status, "invalid");
+  EXPECT_EQ(t.sla_reason, "identity, capacity, or measurement invalidity prevents a sweep claim");
+  EXPECT_FALSE(r.valid);
+  EXPECT_EQ(t.saturation.at("status").as_string(), "measured");
+  EXPECT_EQ(t.saturation.at("knee").as_double(), 8);
+  EXPECT_EQ(t.saturation.at("saturated_at").as_double(), 16);
+  EXPECT_EQ(t.saturation.at("signals").as_array()[0].as_object().at("signal").as_string(), "throughput_plateau");
+}
+
+TEST(SweepEvaluate, SlaKneeAndP99Boundary) {
+  auto r = scaling_sweep(8, {1, 2, 4, 8});
+  r.sla.ttft_p99_ms = 55;  // 51, 52, 54 pass; 58 fails
+  ASSERT_TRUE(evaluate_sweep(r).ok());
+  const auto& t = r.tracks[0];
+  ASSERT_TRUE(t.sla_knee);
+  EXPECT_EQ(t.sla_knee->coordinate, 4);
+  EXPECT_EQ(t.sla_status, "measured");
+  EXPECT_EQ(t.p99_boundary.at("status").as_string(), "measured");
+  EXPECT_EQ(t.p99_boundary.at("coordinate").as_double(), 4);
+  EXPECT_EQ(t.p99_boundary.at("first_failing").as_double(), 8);
+  EXPECT_EQ(t.p99_boundary.at("confidence").as_string(), "robust");  // identical samples: a zero-width interval
+
+  r.sla.ttft_p99_ms = 10;  // nothing passes
+  ASSERT_TRUE(evaluate_sweep(r).ok());
+  EXPECT_EQ(r.tracks[0].sla_status, "not_identifiable");
+  EXPECT_EQ(r.tracks[0].sla_reason, "no measured point satisfies every declared constraint");
+  EXPECT_EQ(r.tracks[0].p99_boundary.at("status").as_string(), "not_identifiable");
+  const auto gate = gate_claim("ours SLA knee at 4", report_text(r));
+  EXPECT_FALSE(gate.allowed);
+  EXPECT_NE(gate.message.find("SLA-knee claim for ours refused"), std::string::npos) << gate.message;
+}
+
+struct CodeCase {
+  const char* code;
+  const char* status;
+  std::function<void(SweepReport&)> spoil;
+};
+
+TEST(SweepEvaluate, EveryInvalidationCodeFiresOnItsCause) {
+  const std::vector<CodeCase> cases = {
+      {"contract_missing", "invalid", [](SweepReport& r) { r.points[1].tracks[0].track = "vllm"; }},
+      {"workload_identity_mismatch", "invalid", [](SweepReport& r) { r.points[1].workload_digest = sha256_digest("x"); }},
+      {"model_identity_mismatch", "invalid", [](SweepReport& r) { r.points[1].tracks[0].model = "other"; }},
+      {"model_identity_mismatch", "invalid", [](SweepReport& r) { r.points[1].tracks[0].samples[0].response_model = "served-alias"; }},
+      {"engine_identity_unknown", "invalid", [](SweepReport& r) { r.contracts[0].engine_receipt_digest = "rcpt_c3b5dc1b4e0f"; }},
+      {"engine_identity_mismatch", "invalid", [](SweepReport& r) { r.points[1].tracks[0].engine = "sglang"; }},
+      {"capacity_unknown", "invalid", [](SweepReport& r) { r.contracts[0].capacity_source.clear(); }},
+      {"capacity_identity_mismatch", "invalid", [](SweepReport& r) { r.points[1].tracks[0].batch_capacity = 9; }},
+      {"engine_restarted", "invalid", [](SweepReport& r) {
+         r.points[1].tracks[0].evidence["server"] = boost::json::object{{"restarted", true}, {"reset_reason", "process start time changed"}};
+       }},
+      {"foreign_traffic", "invalid", [](SweepReport& r) {
+         r.points[1].tracks[0].evidence["server"] = boost::json::object{{"requests_delta", 5}, {"requests_sent", 2}};
+       }},
+      {"client_saturated", "invalid", [](SweepReport& r) {
+         r.points[1].tracks[0].evidence["generator"].as_object()["send_lateness_p99_ms"] = 3.5;
+       }},
+      {"measurement_incomplete", "invalid", [](SweepReport& r) { r.points[1].tracks[0].stats["failed"] = 1; }},
+      {"measurement_missing", "not_measured", [](SweepReport& r) { r.points[1].tracks[0].measurement_status = "failed"; }},
+      {"throughput_missing", "not_measured", [](SweepReport& r) {
+         r.points[1].tracks[0].stats["throughput_tok_s"] = boost::json::object{{"status", "not_measured"}};
+       }},
+  };
+  for (const auto& c : cases) {
+    auto r = scaling_sweep(8, {1, 2, 4, 8});
+    c.spoil(r);
+    ASSERT_TRUE(evaluate_sweep(r).ok()) << c.code;
+    const auto& tp = r.points[1].tracks[0];
+    EXPECT_EQ(tp.reason_code, c.code) << tp.reason;
+    EXPECT_EQ(tp.status, c.status) << c.code;
+    EXPECT_FALSE(tp.reason.empty());
+    if (std::string(c.code) == "contract_missing") {
+      EXPECT_EQ(r.tracks[0].peak_status, "not_identifiable");  // ours lost a declared point
+    } else if (std::string(c.status) == "invalid") {
+      EXPECT_EQ(r.tracks[0].status, "invalid") << c.code;
+    } else {
+      EXPECT_EQ(r.tracks[0].peak_status, "not_identifiable") << c.code;  // a declared point is missing
+    }
+    EXPECT_FALSE(r.valid) << c.code;
+  }
+}
+
+TEST(SweepEvaluate, ReportLevelErrors) {
+  auto r = scaling_sweep(8, {1, 2});
+  r.points[1].coordinate = 1;
+  EXPECT_FALSE(evaluate_sweep(r).ok());
+  r = scaling_sweep(8, {1, 2});
+  r.contracts.push_back(r.contracts[0]);
+  EXPECT_FALSE(evaluate_sweep(r).ok());
+  r = scaling_sweep(8, {1, 2});
+  r.schema = "fak.serving-parity.v1";
+  EXPECT_FALSE(evaluate_sweep(r).ok());
+}
+
+TEST(SweepEvaluate, FewerThanTwoValidPointsIsNotMeasured) {
+  auto r = scaling_sweep(8, {1, 2});
+  r.points[1].tracks[0].measurement_status = "failed";
+  ASSERT_TRUE(evaluate_sweep(r).ok());
+  EXPECT_EQ(r.tracks[0].status, "not_measured");
+  EXPECT_EQ(r.tracks[0].reason.rfind("fewer than two comparable valid points: ", 0), 0u) << r.tracks[0].reason;
+  EXPECT_EQ(r.tracks[0].peak_status, "not_identifiable");
+}
+
+TEST(SweepVerify, AReceiptReDerivesByteForByte) {
+  auto r = scaling_sweep(8, {1, 2, 4, 8});
+  r.sla.ttft_p99_ms = 55;
+  ASSERT_TRUE(evaluate_sweep(r).ok());
+  const std::string text = report_text(r);
+  const auto v = verify_sweep(text);
+  EXPECT_TRUE(v.holds) << v.summary;
+  EXPECT_NE(v.summary.find("sweep verify: OK"), std::string::npos);
+  // Parsing and writing again is the identity.
+  auto back = parse_sweep_report(text);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(report_text(*back), text);
+  const auto gate = gate_claim("ours: capacity-valid peak at 8", text);
+  EXPECT_TRUE(gate.allowed) << gate.message;
+  EXPECT_TRUE(gate_claim("ours SLA knee", text).allowed);
+}
+
+TEST(SweepVerify, TamperingIsNamed) {
+  auto r = scaling_sweep(8, {1, 2, 4, 8});
+  ASSERT_TRUE(evaluate_sweep(r).ok());
+  const std::string text = report_text(r);
+  auto replace_first = [&](std::string from, std::string to) {
+    std::string t = text;
+    const auto pos = t.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    t.replace(pos, from.size(), to);
+    return t;
+  };
+  // A sample made faster: the stats no longer follow from the samples.
+  auto v = verify_sweep(replace_first("\"end_to_end_ms\": 1020", "\"end_to_end_ms\": 900"));
+  EXPECT_FALSE(v.holds);
+  EXPECT_NE(v.summary.find("stats differ"), std::string::npos) << v.summary;
+  // A status flipped.
+  auto t2 = r;
+  t2.points[3].tracks[0].status = "invalid";
+  t2.points[3].tracks[0].reason_code = "capacity_exceeded";
+  v = verify_sweep(report_text(t2));
+  EXPECT_FALSE(v.holds);
+  EXPECT_NE(v.summary.find("re-evaluates to valid"), std::string::npos) << v.summary;
+  // A figure in the summary edited.
+  v = verify_sweep(replace_first("\"valid_points\": 4", "\"valid_points\": 5"));
+  EXPECT_FALSE(v.holds);
+  EXPECT_FALSE(gate_claim("ours serving peak", replace_first("\"valid_points\": 4", "\"valid_points\": 5")).allowed);
+  // Not JSON at all.
+  EXPECT_FALSE(verify_sweep("{").holds);
+}
+
+TEST(SweepGate, ParityClaimsNeedTheThreeTracks) {
+  const std::string parity = R"({"schema":"fak.serving-parity.v1","tracks":[
+    {"track":"vllm","status":"measured","stats":{"ok":3}},
+    {"track":"sglang","status":"not_measured","stats":{"ok":0}}]})";
+  const auto g = gate_claim("We reach parity with vLLM", parity);
+  EXPECT_FALSE(g.allowed);
+  EXPECT_NE(g.message.find("sglang"), std::string::npos);
+  EXPECT_TRUE(gate_claim("nothing to see", parity).allowed);
+}
+
+}  // namespace
+}  // namespace mpo::sweep
