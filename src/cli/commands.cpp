@@ -5,7 +5,7 @@
 namespace mpo::cli {
 
 std::span<const Command> commands() {
-  static const std::array<Command, 6> kCommands = {{
+  static const std::array<Command, 7> kCommands = {{
       {"bandwidth", "HBM bandwidth receipts from Nsight Compute CSVs; host-memory roofline; verify a receipt",
        setup_bandwidth},
       {"demo", "simulator + proxy + a short workload + report, in one command (files in ./modelperfobs-demo)",
@@ -17,6 +17,8 @@ std::span<const Command> commands() {
        setup_scrape},
       {"simulate", "vLLM-compatible engine simulator: OpenAI API, SSE streams, real vLLM /metrics",
        setup_simulate},
+      {"sweep", "load sweep: throughput, p99s, knee and SLA boundary per point; receipts you can verify and gate",
+       setup_sweep},
   }};
   return kCommands;
 }

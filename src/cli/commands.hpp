@@ -27,5 +27,6 @@ std::function<int()> setup_report(CLI::App& app);
 std::function<int()> setup_demo(CLI::App& app);
 std::function<int()> setup_scrape(CLI::App& app);
 std::function<int()> setup_bandwidth(CLI::App& app);
+std::function<int()> setup_sweep(CLI::App& app);
 
 }  // namespace mpo::cli

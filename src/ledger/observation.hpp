@@ -40,6 +40,11 @@ struct Observation {
   std::uint64_t response_bytes = 0;
   std::int64_t in_flight_at_start = 0;
   std::string server_timings;      // raw JSON, "" when none
+  // Written only by `sweep` (absent from proxy lines): when the request was due, how late the
+  // generator sent it, and which point of the sweep it belongs to.
+  std::optional<std::int64_t> scheduled_at_us;
+  std::optional<double> send_lateness_ms;
+  std::string sweep_point;
 };
 
 // Derived fields, as DESIGN.md defines them; nullopt where they do not apply.

@@ -76,15 +76,11 @@ asio::awaitable<boost::system::error_code> exchange(Stream& stream, const http::
 
 }  // namespace
 
-asio::awaitable<Snapshot> Fetcher::scrape(std::uint64_t seq, std::int64_t scheduled_at_us) {
-  const Clock& clock = SystemClock::instance();
-  Snapshot s;
-  s.seq = seq;
-  s.source = source();
-  s.scheduled_at_us = scheduled_at_us;
-  s.started_at_us = clock.wall_us();
+asio::awaitable<Fetcher::Fetched> Fetcher::fetch() {
+  Fetched f;
   auto ex = co_await asio::this_coro::executor;
   const auto deadline = std::chrono::milliseconds(static_cast<std::int64_t>(opts_.timeout_s * 1000));
+  const std::string src = source();
 
   http::request<http::empty_body> req{http::verb::get, target(), 11};
   req.set(http::field::host, url_.host_header);
@@ -95,16 +91,15 @@ asio::awaitable<Snapshot> Fetcher::scrape(std::uint64_t seq, std::int64_t schedu
   parser.body_limit(opts_.max_body_bytes);
 
   auto fail = [&](ScrapeStatus status, std::string message) {
-    s.status = status;
-    s.error = std::move(message);
-    s.ended_at_us = clock.wall_us();
+    f.status = status;
+    f.error = std::move(message);
   };
 
   tcp::resolver resolver(ex);
   auto [rec, endpoints] = co_await resolver.async_resolve(url_.host, std::to_string(url_.port), kNoThrow);
   if (rec) {
     fail(ScrapeStatus::kUnreachable, fmt::format("cannot resolve {}: {}", url_.host, rec.message()));
-    co_return s;
+    co_return f;
   }
   beast::tcp_stream plain(ex);
   plain.expires_after(deadline);
@@ -112,7 +107,7 @@ asio::awaitable<Snapshot> Fetcher::scrape(std::uint64_t seq, std::int64_t schedu
   if (cec) {
     if (cec == beast::error::timeout) fail(ScrapeStatus::kTimeout, fmt::format("no connection to {} within {} s", url_.origin, opts_.timeout_s));
     else fail(ScrapeStatus::kUnreachable, fmt::format("cannot connect to {}: {}", url_.origin, cec.message()));
-    co_return s;
+    co_return f;
   }
   plain.socket().set_option(tcp::no_delay(true));
   boost::system::error_code ec;
@@ -120,35 +115,51 @@ asio::awaitable<Snapshot> Fetcher::scrape(std::uint64_t seq, std::int64_t schedu
     beast::ssl_stream<beast::tcp_stream> tls(std::move(plain), tls_->ctx);
     if (!SSL_set_tlsext_host_name(tls.native_handle(), url_.host.c_str())) {
       fail(ScrapeStatus::kUnreachable, "cannot set TLS SNI");
-      co_return s;
+      co_return f;
     }
     tls.set_verify_callback(asio::ssl::host_name_verification(url_.host));
     auto [hec] = co_await tls.async_handshake(asio::ssl::stream_base::client, kNoThrow);
     if (hec) {
       fail(hec == beast::error::timeout ? ScrapeStatus::kTimeout : ScrapeStatus::kUnreachable,
            fmt::format("TLS handshake with {} failed: {} (pass --ca FILE for a private CA)", url_.origin, hec.message()));
-      co_return s;
+      co_return f;
     }
     ec = co_await exchange(tls, req, parser);
   } else {
     ec = co_await exchange(plain, req, parser);
   }
   if (ec) {
-    if (ec == beast::error::timeout) fail(ScrapeStatus::kTimeout, fmt::format("{} did not answer within {} s", s.source, opts_.timeout_s));
-    else if (ec == http::error::body_limit) fail(ScrapeStatus::kUnreachable, fmt::format("{} sent more than {} bytes", s.source, opts_.max_body_bytes));
-    else fail(ScrapeStatus::kUnreachable, fmt::format("reading {} failed: {}", s.source, ec.message()));
-    co_return s;
+    if (ec == beast::error::timeout) fail(ScrapeStatus::kTimeout, fmt::format("{} did not answer within {} s", src, opts_.timeout_s));
+    else if (ec == http::error::body_limit) fail(ScrapeStatus::kUnreachable, fmt::format("{} sent more than {} bytes", src, opts_.max_body_bytes));
+    else fail(ScrapeStatus::kUnreachable, fmt::format("reading {} failed: {}", src, ec.message()));
+    co_return f;
   }
-  s.ended_at_us = clock.wall_us();
-  const auto& res = parser.get();
-  s.http_status = static_cast<int>(res.result_int());
+  auto& res = parser.get();
+  f.http_status = static_cast<int>(res.result_int());
+  f.body = std::move(res.body());
   if (res.result_int() < 200 || res.result_int() > 299) {
-    s.status = ScrapeStatus::kHttpError;
-    s.error = fmt::format("{} answered HTTP {}", s.source, res.result_int());
-    s.bytes = res.body().size();
+    fail(ScrapeStatus::kHttpError, fmt::format("{} answered HTTP {}", src, res.result_int()));
+  }
+  co_return f;
+}
+
+asio::awaitable<Snapshot> Fetcher::scrape(std::uint64_t seq, std::int64_t scheduled_at_us) {
+  const Clock& clock = SystemClock::instance();
+  Snapshot s;
+  s.seq = seq;
+  s.source = source();
+  s.scheduled_at_us = scheduled_at_us;
+  s.started_at_us = clock.wall_us();
+  Fetched f = co_await fetch();
+  s.ended_at_us = clock.wall_us();
+  s.http_status = f.http_status;
+  if (f.status != ScrapeStatus::kOk) {
+    s.status = f.status;
+    s.error = std::move(f.error);
+    if (f.status == ScrapeStatus::kHttpError) s.bytes = f.body.size();
     co_return s;
   }
-  absorb_body(s, res.body());
+  absorb_body(s, f.body);
   co_return s;
 }
 

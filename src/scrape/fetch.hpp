@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <boost/asio/awaitable.hpp>
@@ -31,6 +32,14 @@ class Fetcher {
 
   // One scrape: fills started/ended times, http status, status and error, and the parsed body.
   boost::asio::awaitable<Snapshot> scrape(std::uint64_t seq, std::int64_t scheduled_at_us);
+  // One GET, the body unparsed (an exporter page read for one family, such as DCGM's energy).
+  struct Fetched {
+    ScrapeStatus status = ScrapeStatus::kOk;  // kOk, kHttpError, kUnreachable or kTimeout
+    std::optional<int> http_status;
+    std::string body;
+    std::string error;
+  };
+  boost::asio::awaitable<Fetched> fetch();
   const net::BackendUrl& url() const { return url_; }
   std::string source() const;  // the full URL scraped
   std::string target() const;  // the request target: the URL's path

@@ -208,9 +208,11 @@ boost::json::object generator_evidence(std::span<const Sample> samples, const Ge
     o["send_lateness_p99_ms"] = nearest_rank(lateness, 0.99);
     o["send_lateness_max_ms"] = round_ms(lateness.back());
   }
-  o["cpu_seconds"] = std::round(g.cpu_seconds * 1e6) / 1e6;
-  o["wall_seconds"] = std::round(g.wall_seconds * 1e6) / 1e6;
-  if (g.wall_seconds > 0) o["cpu_share"] = std::round(g.cpu_seconds / g.wall_seconds * 1e4) / 1e4;
+  // Rounded first, so that a verifier reading them back derives the same share.
+  const double cpu = std::round(g.cpu_seconds * 1e6) / 1e6, wall = std::round(g.wall_seconds * 1e6) / 1e6;
+  o["cpu_seconds"] = cpu;
+  o["wall_seconds"] = wall;
+  if (wall > 0) o["cpu_share"] = std::round(cpu / wall * 1e4) / 1e4;
   return o;
 }
 

@@ -1,0 +1,348 @@
+// `modelperfobs sweep` (run a serving sweep), `sweep verify FILE`, `sweep gate --claim --artifact`.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "cli/files.hpp"
+#include "core/duration.hpp"
+#include "ledger/reader.hpp"
+#include "ledger/writer.hpp"
+#include "net/backend_url.hpp"
+#include "sweep/render.hpp"
+#include "sweep/runner.hpp"
+#include "sweep/verify.hpp"
+
+#ifndef MPO_VERSION
+#define MPO_VERSION "0.0.0"
+#endif
+
+namespace mpo::cli {
+namespace {
+
+struct SweepArgs {
+  std::string url, model, api_key_env = "OPENAI_API_KEY", ca;
+  std::vector<double> concurrencies, rates, replay_speeds;
+  std::string arrival = "poisson";
+  double burstiness = 1;
+  std::size_t requests = 64;
+  std::string duration;
+  long warmup = -1;
+  std::string dataset, dataset_format = "auto", replay;
+  std::int64_t max_output_tokens = 64;
+  std::string input_tokens = "128", output_tokens = "64";
+  std::int64_t shared_prefix_tokens = 0;
+  std::uint64_t seed = 1;
+  bool ignore_eos = false;
+  std::string timeout = "60s";
+  std::string slo = "2s";
+  double ttft_budget = 0, itl_budget = 0, e2e_budget = 0;
+  bool refine = false;
+  double lateness_bound_ms = 1.0;
+  std::string metrics_url, metrics_interval = "250ms", power;
+  std::string track = "ours", engine, engine_receipt, capacity_source, machine;
+  std::int64_t batch_capacity = 0;
+  std::string output = "sweep.json", ledger, markdown, html;
+  bool quiet = false;
+};
+
+int usage_error(const std::string& message) {
+  std::cerr << "modelperfobs sweep: " << message << "\n";
+  return 2;
+}
+
+std::string stem_of(const std::string& output) {
+  const auto slash = output.find_last_of('/');
+  const auto dot = output.find_last_of('.');
+  return dot != std::string::npos && (slash == std::string::npos || dot > slash) ? output.substr(0, dot) : output;
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.flush();
+  if (!out) {
+    std::cerr << "modelperfobs sweep: cannot write " << path << " (check the folder exists and the disk has room)\n";
+    return false;
+  }
+  return true;
+}
+
+std::string hostname() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  return host;
+}
+
+Result<std::vector<sweep::ServingRequest>> build_workload(const SweepArgs& a, std::string& source) {
+  if (!a.replay.empty()) {
+    ledger::FileReadOptions fo;
+    auto read = ledger::read_ledger_file(a.replay, fo);
+    if (!read) return read.error();
+    auto replay = sweep::replay_ledger(std::move(read->records), a.seed);
+    if (replay.requests.empty()) {
+      return make_error("sweep.replay", fmt::format("{} holds no request with prompt and completion token counts to replay", a.replay));
+    }
+    source = fmt::format("replay {} ({} requests, {} skipped without token counts)", a.replay, replay.requests.size(), replay.skipped);
+    return std::move(replay.requests);
+  }
+  if (!a.dataset.empty()) {
+    const auto text = read_text_file(a.dataset);
+    if (!text) return make_error("sweep.dataset", "cannot read " + a.dataset);
+    std::string format = a.dataset_format;
+    if (format == "auto") format = text->find("\"conversations\"") != std::string::npos ? "sharegpt" : "web-tasks";
+    source = fmt::format("{} {}", format, a.dataset);
+    if (format == "sharegpt") {
+      sweep::ShareGptOptions o;
+      o.max_output_tokens = a.max_output_tokens;
+      return sweep::parse_sharegpt(*text, o);
+    }
+    if (format != "web-tasks") return make_error("sweep.dataset", "--dataset-format is auto, sharegpt or web-tasks");
+    sweep::WebTaskOptions o;
+    o.max_output_tokens = a.max_output_tokens;
+    return sweep::parse_web_tasks(*text, o);
+  }
+  sweep::SyntheticOptions o;
+  o.count = a.requests;
+  auto in = sweep::parse_length_distribution(a.input_tokens);
+  if (!in) return in.error();
+  auto out = sweep::parse_length_distribution(a.output_tokens);
+  if (!out) return out.error();
+  o.input = *in;
+  o.output = *out;
+  o.shared_prefix_tokens = a.shared_prefix_tokens;
+  o.seed = a.seed;
+  source = fmt::format("synthetic input={} output={} shared_prefix={} seed={}", a.input_tokens, a.output_tokens,
+                       a.shared_prefix_tokens, a.seed);
+  return sweep::synthetic_workload(o);
+}
+
+int run_sweep_command(const SweepArgs& a) {
+  if (a.url.empty()) return usage_error("--url is required (the OpenAI base URL, e.g. http://127.0.0.1:8000/v1)");
+  if (a.model.empty() || a.model == "unknown") return usage_error("serving sweep requires an exact --model identity");
+  const int modes = (a.concurrencies.empty() ? 0 : 1) + (a.rates.empty() ? 0 : 1) + (a.replay_speeds.empty() ? 0 : 1);
+  if (modes != 1) return usage_error("give exactly one of --concurrencies, --rates or --replay-speeds");
+  if (!a.replay_speeds.empty() && a.replay.empty()) return usage_error("--replay-speeds needs --replay LEDGER");
+  std::vector<double> coords = !a.concurrencies.empty() ? a.concurrencies : !a.rates.empty() ? a.rates : a.replay_speeds;
+  std::set<double> distinct;
+  for (double c : coords) {
+    if (!(c > 0) || !std::isfinite(c)) return usage_error(fmt::format("{} is not a positive load point", c));
+    if (!a.concurrencies.empty() && c != std::floor(c)) return usage_error(fmt::format("concurrency {} is not a whole number", c));
+    distinct.insert(c);
+  }
+  coords.assign(distinct.begin(), distinct.end());
+
+  sweep::SweepOptions o;
+  auto url = net::parse_backend_url(a.url);
+  if (!url) return usage_error(url.error().message);
+  o.target.url = *url;
+  o.target.model = a.model;
+  if (const char* key = std::getenv(a.api_key_env.c_str())) o.target.api_key = key;
+  o.target.ca_file = a.ca;
+  auto timeout = parse_duration_s(a.timeout);
+  if (!timeout) return usage_error("--timeout: " + timeout.error().message);
+  o.target.timeout_s = *timeout;
+  o.target.ignore_eos = a.ignore_eos;
+  o.target.run_id = fmt::format("{}-{}", hostname(), getpid());
+  o.mode = a.concurrencies.empty() ? sweep::LoadMode::kRate : sweep::LoadMode::kConcurrency;
+  o.coordinates = coords;
+  if (!a.replay_speeds.empty()) {
+    o.arrival = sweep::Arrival::kRecorded;
+  } else if (a.arrival == "poisson") {
+    o.arrival = sweep::Arrival::kPoisson;
+  } else if (a.arrival == "gamma") {
+    o.arrival = sweep::Arrival::kGamma;
+  } else if (a.arrival == "constant") {
+    o.arrival = sweep::Arrival::kConstant;
+  } else {
+    return usage_error("--arrival is poisson, gamma or constant");
+  }
+  if (!(a.burstiness > 0)) return usage_error("--burstiness must be > 0");
+  o.burstiness = a.burstiness;
+  std::string source;
+  auto workload = build_workload(a, source);
+  if (!workload) return usage_error(workload.error().message);
+  o.workload = std::move(*workload);
+  o.workload_source = source;
+  o.requests = !a.replay.empty() && a.requests == 64 ? o.workload.size() : a.requests;
+  if (o.requests == 0) return usage_error("--requests must be at least 1");
+  if (!a.duration.empty()) {
+    auto d = parse_duration_s(a.duration);
+    if (!d || *d <= 0) return usage_error("--duration: give a positive duration such as 30s");
+    o.duration_s = *d;
+  }
+  o.warmup = a.warmup;
+  o.seed = a.seed;
+  auto slo = parse_duration_s(a.slo);
+  if (!slo) return usage_error("--slo: " + slo.error().message);
+  o.slo_ms = *slo * 1000;
+  o.sla = sweep::SlaBudgets{a.ttft_budget, a.itl_budget, a.e2e_budget};
+  o.refine = a.refine;
+  if (a.refine && !o.sla.any()) return usage_error("--refine needs a p99 budget (--ttft-p99-budget-ms, --itl-p99-budget-ms or --e2e-p99-budget-ms)");
+  o.lateness_bound_ms = a.lateness_bound_ms;
+  o.metrics_url = a.metrics_url;
+  auto interval = parse_duration_s(a.metrics_interval);
+  if (!interval) return usage_error("--metrics-interval: " + interval.error().message);
+  o.metrics_interval_s = *interval;
+  if (a.power == "nvidia-smi") o.power = a.power;
+  else if (a.power.rfind("http", 0) == 0) o.dcgm_url = a.power;
+  else if (!a.power.empty()) return usage_error("--power is nvidia-smi or a DCGM exporter URL (http://host:9400/metrics)");
+  o.track = a.track;
+  o.engine = a.engine;
+  o.engine_receipt = a.engine_receipt;
+  o.batch_capacity = a.batch_capacity;
+  o.capacity_source = a.capacity_source;
+  if (a.batch_capacity > 0 && a.capacity_source.empty()) o.capacity_source = "operator-declared";
+  o.machine_id = a.machine.empty() ? hostname() : a.machine;
+  o.tool_version = MPO_VERSION;
+
+  const std::string stem = stem_of(a.output);
+  const std::string ledger_path = a.ledger.empty() ? stem + ".ledger.jsonl" : a.ledger;
+  ledger::LedgerWriter writer({ledger_path});
+  if (auto st = writer.open(); !st) {
+    std::cerr << "modelperfobs sweep: " << st.error().message << "\n";
+    return 1;
+  }
+  const bool tty = isatty(STDERR_FILENO) && !a.quiet;
+  sweep::SweepCallbacks cb;
+  cb.on_observation = [&](const ledger::Observation& obs) { writer.submit(ledger::render_observation(obs)); };
+  cb.on_progress = [&](const std::string& label, std::size_t done, std::size_t total) {
+    if (!tty || total == 0) return;
+    const int width = 30;
+    const int filled = static_cast<int>(static_cast<double>(done) / static_cast<double>(total) * width);
+    std::cerr << fmt::format("\r{:<18} [{}{}] {}/{}", label, std::string(filled, '#'), std::string(width - filled, '.'), done, total)
+              << std::flush;
+  };
+  cb.on_note = [&](const std::string& line) {
+    if (a.quiet && line.rfind("warning", 0) != 0) return;
+    std::cerr << (tty ? "\r\033[K" : "") << line << "\n";
+  };
+  if (!a.quiet) {
+    std::cerr << fmt::format("sweep: {} points x {} requests against {} (model {}); ledger {}\n", coords.size(), o.requests,
+                             a.url, a.model, ledger_path);
+  }
+  auto report = sweep::run_sweep(o, cb);
+  writer.close();
+  if (!report) {
+    std::cerr << "modelperfobs sweep: " << report.error().message << "\n";
+    return 1;
+  }
+  report->artifact = a.output;
+  const std::string md = sweep::sweep_markdown(*report);
+  if (!write_file(a.output, sweep::report_text(*report))) return 1;
+  if (!write_file(a.markdown.empty() ? stem + ".md" : a.markdown, md)) return 1;
+  if (!write_file(a.html.empty() ? stem + ".html" : a.html, sweep::sweep_html(*report))) return 1;
+  std::cout << md;
+  if (!a.quiet) {
+    for (const auto& t : report->tracks) {
+      std::cerr << fmt::format("{} {} valid={} peak={} sla-knee={}\n", t.track, t.status, t.valid_points,
+                               t.peak ? fmt::format("{}/{:.1f} tok/s", t.peak->coordinate, t.peak->throughput_tok_s) : t.peak_status,
+                               t.sla_knee ? fmt::format("{}", t.sla_knee->coordinate) : t.sla_status);
+    }
+    std::cerr << fmt::format("receipt {} ({}), ledger {} ({} lines)\n", a.output, report->valid ? "valid" : "not valid for claims",
+                             ledger_path, writer.lines_written());
+  }
+  return 0;
+}
+
+int run_verify(const std::string& file) {
+  const auto text = read_text_file(file);
+  if (!text) {
+    std::cerr << "modelperfobs sweep verify: cannot read " << file << "\n";
+    return 1;
+  }
+  const auto v = sweep::verify_sweep(*text);
+  std::cout << v.summary << "\n";
+  for (const auto& p : v.problems) std::cout << "  " << p << "\n";
+  for (const auto& n : v.notes) std::cout << "  note: " << n << "\n";
+  return v.holds ? 0 : 1;
+}
+
+int run_gate(const std::string& claim, const std::string& claim_file, const std::string& artifact) {
+  std::string text = claim;
+  if (!claim_file.empty()) {
+    const auto t = read_text_file(claim_file);
+    if (!t) return usage_error("cannot read " + claim_file);
+    text = *t;
+  }
+  if (text.empty()) return usage_error("gate: give --claim TEXT or --claim-file FILE");
+  const auto art = read_text_file(artifact);
+  if (!art) {
+    std::cerr << "modelperfobs sweep gate: cannot read " << artifact << "\n";
+    return 1;
+  }
+  const auto g = sweep::gate_claim(text, *art);
+  std::cerr << g.message << "\n";
+  return g.allowed ? 0 : 1;
+}
+
+}  // namespace
+
+std::function<int()> setup_sweep(CLI::App& app) {
+  auto a = std::make_shared<SweepArgs>();
+  app.require_subcommand(0, 1);
+  app.add_option("--url", a->url, "OpenAI base URL of the server under test (http://host:port/v1)");
+  app.add_option("--model", a->model, "the exact model to request (required)");
+  app.add_option("--concurrencies", a->concurrencies, "closed loop: in-flight requests per point, e.g. 1,2,4,8,16")->delimiter(',');
+  app.add_option("--rates", a->rates, "open loop: offered requests/s per point, e.g. 2,4,8")->delimiter(',');
+  app.add_option("--arrival", a->arrival, "open loop arrivals: poisson, gamma (with --burstiness) or constant")->capture_default_str();
+  app.add_option("--burstiness", a->burstiness, "gamma shape: < 1 burstier than Poisson, > 1 smoother")->capture_default_str();
+  app.add_option("--requests", a->requests, "measured requests per point (warm-up excluded)")->capture_default_str();
+  app.add_option("--duration", a->duration, "run each point this long instead (e.g. 60s; the workload cycles)");
+  app.add_option("--warmup", a->warmup, "warm-up requests per point, excluded from statistics (default: one per worker, or one second of arrivals)");
+  app.add_option("--dataset", a->dataset, "JSONL or JSON dataset: ShareGPT conversations or fak web tasks")->check(CLI::ExistingFile);
+  app.add_option("--dataset-format", a->dataset_format, "auto, sharegpt or web-tasks")->capture_default_str();
+  app.add_option("--replay", a->replay, "replay a ledger: its arrival times and token lengths (prompts synthesised)")->check(CLI::ExistingFile);
+  app.add_option("--replay-speeds", a->replay_speeds, "with --replay: points played this many times faster, e.g. 1,2,4")->delimiter(',');
+  app.add_option("--max-output-tokens", a->max_output_tokens, "web tasks: max_tokens per request (ShareGPT: the reply's length unless set)")->capture_default_str();
+  app.add_option("--input-tokens", a->input_tokens, "synthetic prompt length: N, uniform:A,B, normal:MEAN,SD or exp:MEAN")->capture_default_str();
+  app.add_option("--output-tokens", a->output_tokens, "synthetic output length (max_tokens), same forms")->capture_default_str();
+  app.add_option("--shared-prefix-tokens", a->shared_prefix_tokens, "synthetic: the same leading words in every prompt (cache-aware runs)");
+  app.add_option("--seed", a->seed, "seed of the workload and arrivals")->capture_default_str();
+  app.add_flag("--ignore-eos", a->ignore_eos, "ask the server to generate exactly max_tokens (vLLM/SGLang extension)");
+  app.add_option("--api-key-env", a->api_key_env, "environment variable holding the API key")->capture_default_str();
+  app.add_option("--ca", a->ca, "extra CA file for an https server")->check(CLI::ExistingFile);
+  app.add_option("--timeout", a->timeout, "per-request timeout")->capture_default_str();
+  app.add_option("--slo", a->slo, "goodput: requests finished within this end-to-end time")->capture_default_str();
+  app.add_option("--ttft-p99-budget-ms", a->ttft_budget, "p99 TTFT budget (ms) for the SLA knee and boundary");
+  app.add_option("--itl-p99-budget-ms", a->itl_budget, "p99 inter-token latency budget (ms)");
+  app.add_option("--e2e-p99-budget-ms", a->e2e_budget, "p99 end-to-end budget (ms)");
+  app.add_flag("--refine", a->refine, "bisect between the last point inside the budgets and the first outside");
+  app.add_option("--lateness-bound-ms", a->lateness_bound_ms, "a point whose p99 send lateness exceeds this is client_saturated")->capture_default_str();
+  app.add_option("--metrics-url", a->metrics_url, "the engine's /metrics: scraped before, during and after each point");
+  app.add_option("--metrics-interval", a->metrics_interval, "sampling interval during a point")->capture_default_str();
+  app.add_option("--power", a->power, "energy source: nvidia-smi, or a DCGM exporter URL");
+  app.add_option("--track", a->track, "track name in the receipt (ours, vllm, sglang, fak-fronts-fleet)")->capture_default_str();
+  app.add_option("--engine", a->engine, "engine name for the contract (default: detected from /metrics or /models)");
+  app.add_option("--engine-receipt", a->engine_receipt, "sha256:<64 hex> engine receipt (default: digest of the identity observed)");
+  app.add_option("--batch-capacity", a->batch_capacity, "the engine's declared batch capacity (e.g. vLLM --max-num-seqs)");
+  app.add_option("--capacity-source", a->capacity_source, "where that capacity comes from (e.g. 'vllm --max-num-seqs 8')");
+  app.add_option("--machine", a->machine, "machine id in the receipt (default: hostname)");
+  app.add_option("--output", a->output, "receipt (fak.serving-sweep.v1)")->capture_default_str();
+  app.add_option("--ledger", a->ledger, "ledger of every request (default: <output stem>.ledger.jsonl)");
+  app.add_option("--markdown", a->markdown, "summary (default: <output stem>.md; also printed)");
+  app.add_option("--html", a->html, "page with charts (default: <output stem>.html)");
+  app.add_flag("--quiet", a->quiet, "no progress on stderr");
+
+  auto* verify = app.add_subcommand("verify", "re-derive a sweep receipt from its own samples; exit 1 if it does not hold");
+  auto file = std::make_shared<std::string>();
+  verify->add_option("FILE", *file, "the receipt")->required();
+  auto* gate = app.add_subcommand("gate", "refuse a claim the receipt cannot carry (peak, capacity-valid peak, SLA knee, parity)");
+  auto claim = std::make_shared<std::string>(), claim_file = std::make_shared<std::string>(), artifact = std::make_shared<std::string>();
+  gate->add_option("--claim", *claim, "the claim text");
+  gate->add_option("--claim-file", *claim_file, "a file holding the claim text")->check(CLI::ExistingFile);
+  gate->add_option("--artifact", *artifact, "the receipt")->required();
+  return [a, verify, gate, file, claim, claim_file, artifact] {
+    if (verify->parsed()) return run_verify(*file);
+    if (gate->parsed()) return run_gate(*claim, *claim_file, *artifact);
+    return run_sweep_command(*a);
+  };
+}
+
+}  // namespace mpo::cli

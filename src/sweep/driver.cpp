@@ -1,0 +1,576 @@
+#include "sweep/driver.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <random>
+#include <variant>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <fmt/format.h>
+
+#include "core/clock.hpp"
+#include "core/json.hpp"
+#include "core/uuid.hpp"
+#include "openai/stream_tap.hpp"
+#include "sweep/wait_group.hpp"
+
+namespace mpo::sweep {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using asio::ip::tcp;
+
+namespace {
+
+constexpr auto kNoThrow = asio::as_tuple(asio::use_awaitable);
+
+double thread_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_THREAD, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+struct Connection {
+  std::variant<std::monostate, beast::tcp_stream, TlsStream> stream;
+  beast::flat_buffer buffer;
+  bool open() const { return stream.index() != 0; }
+  beast::tcp_stream& tcp() {
+    if (auto* p = std::get_if<beast::tcp_stream>(&stream)) return *p;
+    return beast::get_lowest_layer(std::get<TlsStream>(stream));
+  }
+  void close() {
+    if (!open()) return;
+    boost::system::error_code ec;
+    tcp().socket().close(ec);
+    stream.emplace<std::monostate>();
+    buffer.clear();
+  }
+};
+
+struct Attempt {
+  boost::system::error_code ec;
+  std::string stage;  // connect, tls, write, header, body
+};
+
+}  // namespace
+
+std::string request_body(const ServingRequest& r, const std::string& model, bool ignore_eos) {
+  std::string messages = "[";
+  for (std::size_t i = 0; i < r.messages.size(); ++i) {
+    if (i) messages.push_back(',');
+    JsonObjectWriter m;
+    m.field("role", r.messages[i].role).field("content", r.messages[i].content);
+    messages += std::move(m).finish();
+  }
+  messages.push_back(']');
+  JsonObjectWriter w;
+  if (ignore_eos) w.field("ignore_eos", true);
+  w.field("max_tokens", r.max_output_tokens)
+      .raw_field("messages", messages)
+      .field("model", model)
+      .field("stream", true)
+      .raw_field("stream_options", R"({"include_usage":true})")
+      .field("temperature", 0.0);
+  return std::move(w).finish();
+}
+
+std::vector<double> arrival_offsets(const PointPlan& plan) {
+  std::vector<double> out;
+  out.reserve(plan.requests.size());
+  if (plan.arrival == Arrival::kRecorded) {
+    const double speed = plan.speed > 0 ? plan.speed : 1;
+    for (const auto& r : plan.requests) out.push_back(r.arrival_offset_s.value_or(0) / speed);
+    return out;
+  }
+  std::mt19937_64 rng(plan.seed);
+  const double rate = plan.coordinate;
+  double t = 0;
+  for (std::size_t i = 0; i < plan.requests.size(); ++i) {
+    out.push_back(t);
+    switch (plan.arrival) {
+      case Arrival::kConstant: t += 1.0 / rate; break;
+      case Arrival::kPoisson: t += std::exponential_distribution<double>(rate)(rng); break;
+      case Arrival::kGamma: {
+        const double shape = plan.burstiness > 0 ? plan.burstiness : 1;
+        t += std::gamma_distribution<double>(shape, 1.0 / (rate * shape))(rng);
+        break;
+      }
+      case Arrival::kRecorded: break;
+    }
+  }
+  return out;
+}
+
+struct Driver::Impl {
+  Target target;
+  std::function<void(const ledger::Observation&)> on_observation;
+  std::function<void(std::size_t, std::size_t)> on_progress;
+  std::optional<asio::ssl::context> tls;
+  std::vector<tcp::endpoint> endpoints;
+  Uuid7Generator ids;
+  std::vector<std::unique_ptr<Connection>> idle;  // open-loop pool
+  std::int64_t in_flight = 0;
+
+  // Per point.
+  std::int64_t point_start_us = 0;
+  std::size_t done = 0, total = 0;
+  std::string label;
+
+  Impl(Target t, std::function<void(const ledger::Observation&)> obs, std::function<void(std::size_t, std::size_t)> prog)
+      : target(std::move(t)), on_observation(std::move(obs)), on_progress(std::move(prog)) {
+    if (target.url.scheme == "https") {
+      tls.emplace(asio::ssl::context::tls_client);
+      tls->set_verify_mode(asio::ssl::verify_peer);
+      boost::system::error_code ec;
+      tls->set_default_verify_paths(ec);
+      if (!target.ca_file.empty()) tls->load_verify_file(target.ca_file, ec);
+    }
+  }
+
+  std::string path(std::string_view suffix) const { return target.url.base_path + std::string(suffix); }
+
+  asio::awaitable<Attempt> connect(Connection& c, std::chrono::steady_clock::time_point deadline) {
+    auto ex = co_await asio::this_coro::executor;
+    if (endpoints.empty()) {
+      tcp::resolver resolver(ex);
+      auto [rec, results] = co_await resolver.async_resolve(target.url.host, std::to_string(target.url.port), kNoThrow);
+      if (rec) co_return Attempt{rec, "resolve"};
+      for (const auto& e : results) endpoints.push_back(e.endpoint());
+    }
+    beast::tcp_stream plain(ex);
+    plain.expires_at(deadline);
+    auto [cec, ep] = co_await plain.async_connect(endpoints, kNoThrow);
+    if (cec) co_return Attempt{cec, "connect"};
+    plain.socket().set_option(tcp::no_delay(true));
+    if (!tls) {
+      c.stream.emplace<beast::tcp_stream>(std::move(plain));
+      co_return Attempt{};
+    }
+    auto& s = c.stream.emplace<TlsStream>(std::move(plain), *tls);
+    SSL_set_tlsext_host_name(s.native_handle(), target.url.host.c_str());
+    s.set_verify_callback(asio::ssl::host_name_verification(target.url.host));
+    auto [hec] = co_await s.async_handshake(asio::ssl::stream_base::client, kNoThrow);
+    if (hec) {
+      c.close();
+      co_return Attempt{hec, "tls"};
+    }
+    co_return Attempt{};
+  }
+
+  // One request, measured. `scheduled_us`: the steady time it was due.
+  asio::awaitable<Sample> measure(Connection& conn, const ServingRequest& r, bool warmup, std::int64_t scheduled_us) {
+    const Clock& clock = SystemClock::instance();
+    const std::int64_t sent_us = clock.steady_us();
+    const std::int64_t wall_start = clock.wall_us();
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::microseconds(static_cast<std::int64_t>(target.timeout_s * 1e6));
+    Sample s;
+    s.id = r.id;
+    s.warmup = warmup;
+    s.prompt_tokens_estimate = r.prompt_tokens_estimate;
+    s.scheduled_offset_ms = round_ms(static_cast<double>(scheduled_us - point_start_us) / 1000.0);
+    s.sent_offset_ms = round_ms(static_cast<double>(sent_us - point_start_us) / 1000.0);
+    s.observation_id = ids.next(wall_start / 1000);
+
+    ledger::Observation o;
+    o.observation_id = s.observation_id;
+    o.started_at_us = wall_start;
+    o.proxy_instance = "sweep:" + target.run_id;
+    o.backend = target.url.origin;
+    o.method = "POST";
+    o.path = path("/chat/completions");
+    o.operation = "chat";
+    o.model = target.model;
+    o.stream = true;
+    o.usage_requested = true;
+    o.in_flight_at_start = in_flight;
+    o.scheduled_at_us = wall_start - (sent_us - scheduled_us);
+    o.send_lateness_ms = round_ms(static_cast<double>(sent_us - scheduled_us) / 1000.0);
+    o.sweep_point = label;
+    ++in_flight;
+
+    const std::string body = request_body(r, target.model, target.ignore_eos);
+    http::request<http::string_body> req{http::verb::post, o.path, 11};
+    req.set(http::field::host, target.url.host_header);
+    req.set(http::field::user_agent, "modelperfobs-sweep");
+    req.set(http::field::content_type, "application/json");
+    req.set(http::field::accept, "text/event-stream");
+    req.set("X-Fak-Observation-ID", s.observation_id);
+    if (!target.api_key.empty()) req.set(http::field::authorization, "Bearer " + target.api_key);
+    req.keep_alive(true);
+    req.body() = body;
+    req.prepare_payload();
+    o.request_bytes = body.size();
+
+    std::optional<http::response_parser<http::buffer_body>> parser_slot;
+    parser_slot.emplace();
+    parser_slot->body_limit(boost::none);
+    Attempt failure;
+    // A pooled connection the server closed while idle fails at write or header: retry once on a
+    // fresh one (nothing of this request reached the engine).
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      const bool reused = conn.open();
+      if (!conn.open()) {
+        failure = co_await connect(conn, deadline);
+        if (failure.ec) break;
+      }
+      conn.tcp().expires_at(deadline);
+      auto [wec, wn] = co_await std::visit(
+          [&](auto& st) -> asio::awaitable<std::tuple<boost::system::error_code, std::size_t>> {
+            if constexpr (std::is_same_v<std::decay_t<decltype(st)>, std::monostate>) {
+              co_return std::tuple<boost::system::error_code, std::size_t>{asio::error::not_connected, 0};
+            } else {
+              co_return co_await http::async_write(st, req, kNoThrow);
+            }
+          },
+          conn.stream);
+      if (wec) {
+        failure = {wec, "write"};
+        conn.close();
+        if (reused) continue;
+        break;
+      }
+      auto [hec, hn] = co_await std::visit(
+          [&](auto& st) -> asio::awaitable<std::tuple<boost::system::error_code, std::size_t>> {
+            if constexpr (std::is_same_v<std::decay_t<decltype(st)>, std::monostate>) {
+              co_return std::tuple<boost::system::error_code, std::size_t>{asio::error::not_connected, 0};
+            } else {
+              co_return co_await http::async_read_header(st, conn.buffer, *parser_slot, kNoThrow);
+            }
+          },
+          conn.stream);
+      if (hec) {
+        failure = {hec, "header"};
+        conn.close();
+        if (reused && (hec == http::error::end_of_stream || hec == asio::error::connection_reset)) {
+          parser_slot.emplace();
+          parser_slot->body_limit(boost::none);
+          continue;
+        }
+        break;
+      }
+      failure = {};
+      break;
+    }
+    auto finish = [&](Sample& sm) {
+      --in_flight;
+      const std::int64_t end_us = clock.steady_us();
+      sm.end_to_end_ms = round_ms(static_cast<double>(end_us - sent_us) / 1000.0);
+      o.ended_at_us = clock.wall_us();
+      o.e2e_ms = static_cast<double>(end_us - sent_us) / 1000.0;
+      if (on_observation) on_observation(o);
+      ++done;
+      if (on_progress) on_progress(done, total);
+    };
+    if (failure.ec) {
+      const bool timeout = failure.ec == beast::error::timeout;
+      s.ok = false;
+      s.error_class = timeout ? "timeout" : "transport";
+      s.error = fmt::format("{} failed: {}", failure.stage, failure.ec.message());
+      o.outcome = timeout ? "upstream_timeout"
+                          : (failure.stage == "header" ? "upstream_reset" : "upstream_unreachable");
+      o.error_type = o.outcome;
+      o.error_message = s.error;
+      finish(s);
+      co_return s;
+    }
+    auto& parser = *parser_slot;
+    const auto& head = parser.get();
+    const int status = static_cast<int>(head.result_int());
+    s.http_status = status;
+    o.http_status = status;
+    o.ttfb_ms = static_cast<double>(clock.steady_us() - sent_us) / 1000.0;
+    if (auto it = head.find("X-Request-Id"); it != head.end()) o.upstream_request_id = std::string(it->value());
+    const auto ctype = head.find(http::field::content_type);
+    const bool sse = ctype != head.end() && ctype->value().find("text/event-stream") != std::string_view::npos;
+    openai::StreamTap tap(sse);
+    std::string error_body;
+    std::vector<char> buf(16 * 1024);
+    boost::system::error_code body_ec;
+    while (!parser.is_done()) {
+      parser.get().body().data = buf.data();
+      parser.get().body().size = buf.size();
+      auto [rec, rn] = co_await std::visit(
+          [&](auto& st) -> asio::awaitable<std::tuple<boost::system::error_code, std::size_t>> {
+            if constexpr (std::is_same_v<std::decay_t<decltype(st)>, std::monostate>) {
+              co_return std::tuple<boost::system::error_code, std::size_t>{asio::error::not_connected, 0};
+            } else {
+              co_return co_await http::async_read_some(st, conn.buffer, parser, kNoThrow);
+            }
+          },
+          conn.stream);
+      if (rec == http::error::need_buffer) rec = {};
+      const std::size_t got = buf.size() - parser.get().body().size;
+      if (got > 0) {
+        const std::string_view piece(buf.data(), got);
+        o.response_bytes += got;
+        tap.feed(piece, clock.steady_us());
+        if (status >= 300 && error_body.size() < 4096) error_body.append(piece.substr(0, 4096 - error_body.size()));
+      }
+      if (rec) {
+        body_ec = rec;
+        break;
+      }
+    }
+    tap.finish(parser.is_done());
+    const std::int64_t end_us = clock.steady_us();
+    if (!parser.is_done() || !parser.keep_alive()) conn.close();
+
+    // The sample, as fak measures it; TTFT at the first generated content of any kind.
+    s.stream_mode = sse ? "sse" : "non_sse";
+    if (tap.first_content_us()) s.ttft_ms = round_ms(static_cast<double>(*tap.first_content_us() - sent_us) / 1000.0);
+    for (double g : tap.gaps_ms()) s.itl_ms.push_back(round_ms(g));
+    s.output_events = tap.content_events();
+    if (const auto& u = tap.usage()) {
+      s.usage = SampleUsage{u->prompt_tokens, u->completion_tokens, u->total_tokens, u->cached_prompt_tokens};
+      if (u->completion_tokens) s.output_tokens_exact = *u->completion_tokens;
+    }
+    if (s.output_tokens_exact) {
+      s.output_token_estimate = *s.output_tokens_exact;
+      s.output_token_count_basis = "usage.completion_tokens";
+    } else if (s.output_events > 0) {
+      s.output_token_estimate = s.output_events;
+      s.output_token_count_basis = "stream_content_events";
+    } else {
+      s.output_token_estimate = static_cast<std::int64_t>(tap.bytes() / 4);
+      s.output_token_count_basis = "estimated_content_tokens";
+    }
+    if (tap.first_content_us()) {
+      const double span = static_cast<double>(end_us - *tap.first_content_us()) / 1000.0;
+      const std::int64_t units = s.output_tokens_exact ? *s.output_tokens_exact : s.output_events;
+      if (units > 1) s.tpot_ms = round_ms(span / static_cast<double>(units - 1));
+    }
+    s.response_model = tap.model();
+
+    o.response_model = tap.model().empty() ? std::nullopt : std::optional<std::string>(tap.model());
+    if (!tap.id().empty()) o.response_id = tap.id();
+    if (!tap.finish_reason().empty()) o.finish_reason = tap.finish_reason();
+    if (tap.choices() > 0) o.choices = tap.choices();
+    if (!tap.error_type().empty()) o.error_type = tap.error_type();
+    if (!tap.error_message().empty()) o.error_message = tap.error_message();
+    o.server_timings = tap.server_timings();
+    if (sse) {
+      if (tap.first_content_us()) o.ttft_ms = static_cast<double>(*tap.first_content_us() - sent_us) / 1000.0;
+      o.content_events = tap.content_events();
+      o.itl_ms = tap.gaps_ms();
+    }
+    o.token_source = std::string(openai::to_string(tap.token_source()));
+    o.completion_tokens = tap.completion_tokens();
+    o.prompt_tokens = tap.prompt_tokens();
+    if (const auto& u = tap.usage()) {
+      o.total_tokens = u->total_tokens;
+      o.cached_prompt_tokens = u->cached_prompt_tokens;
+      o.reasoning_tokens = u->reasoning_tokens;
+    }
+
+    if (body_ec) {
+      const bool timeout = body_ec == beast::error::timeout;
+      s.ok = false;
+      s.error_class = timeout ? "timeout" : "stream_read";
+      s.error = fmt::format("the response ended early: {}", body_ec.message());
+      o.outcome = timeout ? "upstream_timeout" : body_ec == asio::error::connection_reset ? "upstream_reset" : "stream_truncated";
+      o.error_type = o.outcome;
+      o.error_message = s.error;
+    } else if (status < 200 || status > 299) {
+      s.ok = false;
+      s.error_class = "http_status";
+      std::string trimmed = error_body;
+      while (!trimmed.empty() && std::isspace(static_cast<unsigned char>(trimmed.back()))) trimmed.pop_back();
+      s.error = trimmed.empty() ? fmt::format("HTTP {}", status) : trimmed;
+      o.outcome = "http_error";
+    } else if (sse && (tap.malformed() || (!tap.saw_done() && tap.partial_event()))) {
+      s.ok = true;  // fak counts what it could read; the ledger says the stream was malformed
+      o.outcome = "malformed_stream";
+    } else {
+      s.ok = true;
+      o.outcome = "ok";
+    }
+    finish(s);
+    co_return s;
+  }
+
+  asio::awaitable<PointRun> run_closed(const PointPlan& plan) {
+    auto ex = co_await asio::this_coro::executor;
+    const auto n = plan.requests.size();
+    const std::size_t measured = n - std::min(n, plan.warmup);
+    std::vector<std::optional<Sample>> samples(n);
+    std::size_t next = 0;
+    std::optional<std::int64_t> measured_start;
+    const auto limit_us = static_cast<std::int64_t>(plan.duration_s * 1e6);
+    WaitGroup wg(ex);
+    const int workers = std::max(1, static_cast<int>(plan.coordinate));
+    for (int w = 0; w < workers; ++w) {
+      wg.add();
+      asio::co_spawn(
+          ex,
+          [&]() -> asio::awaitable<void> {
+            Connection conn;
+            std::int64_t ready = point_start_us;
+            while (true) {
+              const std::size_t i = next;
+              const std::int64_t now = SystemClock::instance().steady_us();
+              if (limit_us > 0 && measured > 0) {
+                if (measured_start && now - *measured_start >= limit_us) break;
+              } else if (i >= n) {
+                break;
+              }
+              ++next;
+              if (i >= plan.warmup && !measured_start) measured_start = now;
+              const ServingRequest& req = i < n ? plan.requests[i] : plan.requests[plan.warmup + (i - plan.warmup) % measured];
+              if (i >= samples.size()) samples.resize(i + 1);
+              Sample s = co_await measure(conn, req, i < plan.warmup, ready);
+              const bool refused = !s.ok && s.error_class == "transport" && !s.http_status;
+              samples[i] = std::move(s);
+              if (refused) {
+                // A server that refuses connections is not hammered in a tight loop.
+                asio::steady_timer pause(co_await asio::this_coro::executor);
+                pause.expires_after(std::chrono::milliseconds(50));
+                co_await pause.async_wait(kNoThrow);
+              }
+              ready = SystemClock::instance().steady_us();
+            }
+            conn.close();
+          },
+          [&](std::exception_ptr) { wg.done(); });
+    }
+    co_await wg.wait();
+    PointRun run;
+    for (auto& s : samples) {
+      if (s) run.samples.push_back(std::move(*s));
+    }
+    co_return run;
+  }
+
+  asio::awaitable<PointRun> run_open(const PointPlan& plan) {
+    auto ex = co_await asio::this_coro::executor;
+    const auto offsets = arrival_offsets(plan);
+    const auto n = plan.requests.size();
+    std::vector<Sample> samples(n);
+    WaitGroup wg(ex);
+    asio::steady_timer timer(ex);
+    const auto start = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto due = start + std::chrono::microseconds(static_cast<std::int64_t>(offsets[i] * 1e6));
+      timer.expires_at(due);
+      co_await timer.async_wait(kNoThrow);
+      const std::int64_t due_us = point_start_us + static_cast<std::int64_t>(offsets[i] * 1e6);
+      wg.add();
+      asio::co_spawn(
+          ex,
+          [&, i, due_us]() -> asio::awaitable<void> {
+            std::unique_ptr<Connection> conn;
+            if (!idle.empty()) {
+              conn = std::move(idle.back());
+              idle.pop_back();
+            } else {
+              conn = std::make_unique<Connection>();
+            }
+            Sample s = co_await measure(*conn, plan.requests[i], i < plan.warmup, due_us);
+            samples[i] = std::move(s);
+            if (conn->open()) idle.push_back(std::move(conn));
+          },
+          [&](std::exception_ptr) { wg.done(); });
+    }
+    co_await wg.wait();
+    for (auto& c : idle) c->close();
+    idle.clear();
+    PointRun run;
+    run.samples = std::move(samples);
+    if (plan.requests.size() > plan.warmup + 1) {
+      const double span = offsets.back() - offsets[plan.warmup];
+      const double measured = static_cast<double>(plan.requests.size() - plan.warmup);
+      if (span > 0) run.offered_rate_rps = (measured - 1) / span;
+    }
+    co_return run;
+  }
+};
+
+Driver::Driver(Target target, std::function<void(const ledger::Observation&)> on_observation,
+               std::function<void(std::size_t, std::size_t)> on_progress)
+    : impl_(std::make_unique<Impl>(std::move(target), std::move(on_observation), std::move(on_progress))) {}
+
+Driver::~Driver() = default;
+
+asio::awaitable<PointRun> Driver::run_point(const PointPlan& plan) {
+  const Clock& clock = SystemClock::instance();
+  impl_->point_start_us = clock.steady_us();
+  impl_->done = 0;
+  impl_->total = plan.requests.size();
+  impl_->label = plan.label;
+  const std::int64_t wall0 = clock.wall_us();
+  const double cpu0 = thread_cpu_seconds();
+  // Not a conditional expression: GCC 12 destroys a co_await temporary from one twice.
+  PointRun run;
+  if (plan.mode == LoadMode::kConcurrency) {
+    run = co_await impl_->run_closed(plan);
+  } else {
+    run = co_await impl_->run_open(plan);
+  }
+  run.cpu_seconds = thread_cpu_seconds() - cpu0;
+  run.started_at_us = wall0;
+  run.ended_at_us = clock.wall_us();
+  run.started_steady_us = impl_->point_start_us;
+  run.wall_seconds = static_cast<double>(clock.steady_us() - impl_->point_start_us) / 1e6;
+  // Achieved rate: measured requests that completed, over the measured window.
+  double first = 0, last = 0;
+  std::size_t completed = 0;
+  bool any = false;
+  for (const auto& s : run.samples) {
+    if (s.warmup) continue;
+    const double end = s.sent_offset_ms + s.end_to_end_ms;
+    if (!any) first = s.sent_offset_ms, last = end, any = true;
+    first = std::min(first, s.sent_offset_ms);
+    last = std::max(last, end);
+    ++completed;
+  }
+  if (any && last > first && completed > 1) run.achieved_rate_rps = static_cast<double>(completed - 1) / ((last - first) / 1000.0);
+  co_return run;
+}
+
+asio::awaitable<std::pair<int, std::string>> Driver::get(std::string suffix) {
+  Connection conn;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  Attempt a = co_await impl_->connect(conn, deadline);
+  if (a.ec) co_return std::pair<int, std::string>{0, a.stage + ": " + a.ec.message()};
+  http::request<http::empty_body> req{http::verb::get, impl_->path(suffix), 11};
+  req.set(http::field::host, impl_->target.url.host_header);
+  req.set(http::field::user_agent, "modelperfobs-sweep");
+  if (!impl_->target.api_key.empty()) req.set(http::field::authorization, "Bearer " + impl_->target.api_key);
+  req.keep_alive(false);
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(8u << 20);
+  conn.tcp().expires_at(deadline);
+  auto [ec, n] = co_await std::visit(
+      [&](auto& st) -> asio::awaitable<std::tuple<boost::system::error_code, std::size_t>> {
+        if constexpr (std::is_same_v<std::decay_t<decltype(st)>, std::monostate>) {
+          co_return std::tuple<boost::system::error_code, std::size_t>{asio::error::not_connected, 0};
+        } else {
+          auto [wec, wn] = co_await http::async_write(st, req, kNoThrow);
+          if (wec) co_return std::tuple<boost::system::error_code, std::size_t>{wec, 0};
+          co_return co_await http::async_read(st, conn.buffer, parser, kNoThrow);
+        }
+      },
+      conn.stream);
+  conn.close();
+  if (ec) co_return std::pair<int, std::string>{0, ec.message()};
+  co_return std::pair<int, std::string>{static_cast<int>(parser.get().result_int()), parser.get().body()};
+}
+
+}  // namespace mpo::sweep

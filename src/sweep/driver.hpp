@@ -1,0 +1,85 @@
+// The load generator (edge: Asio, one thread). Sends a point's requests to an OpenAI-compatible
+// chat/completions endpoint, closed loop (N workers, each sends its next request when the last one
+// ends) or open loop (arrivals on a schedule: Poisson, gamma with burstiness, constant, or the
+// recorded times of a replayed ledger), and measures each one as fak's sample (fak-formats.md 6.3,
+// with TTFT at the first generated-content event of any kind) and as a ledger line. It measures
+// itself too: when each request was due and when it was sent, and its own CPU time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+
+#include "ledger/observation.hpp"
+#include "net/backend_url.hpp"
+#include "sweep/report.hpp"
+#include "sweep/sample.hpp"
+#include "sweep/workload.hpp"
+
+namespace mpo::sweep {
+
+struct Target {
+  net::BackendUrl url;        // the OpenAI base URL, e.g. http://127.0.0.1:8000/v1
+  std::string model;
+  std::string api_key;        // sent as Authorization: Bearer when not empty
+  std::string ca_file;        // extra CAs for https
+  double timeout_s = 60;      // per request
+  bool ignore_eos = false;    // ask for exactly max_tokens (vLLM/SGLang extension)
+  std::string run_id;         // written as the ledger lines' proxy_instance ("sweep:<id>")
+};
+
+enum class Arrival { kPoisson, kGamma, kConstant, kRecorded };
+
+struct PointPlan {
+  LoadMode mode = LoadMode::kConcurrency;
+  double coordinate = 1;             // concurrency, or offered rate (req/s)
+  Arrival arrival = Arrival::kPoisson;
+  double burstiness = 1;             // gamma shape; 1 is Poisson
+  double speed = 1;                  // recorded arrivals: played this many times faster
+  std::uint64_t seed = 1;
+  std::vector<ServingRequest> requests;  // warm-up requests first
+  std::size_t warmup = 0;
+  double duration_s = 0;             // closed loop: > 0 sends the measured requests in a cycle
+                                     // until this long after the first measured one was sent
+  std::string label;                 // "concurrency=8": the ledger lines' sweep_point
+};
+
+struct PointRun {
+  std::vector<Sample> samples;       // in the order requests were due
+  double cpu_seconds = 0;            // the generator thread's CPU time over the point
+  double wall_seconds = 0;
+  std::int64_t started_at_us = 0, ended_at_us = 0;  // wall clock
+  std::int64_t started_steady_us = 0;
+  double offered_rate_rps = 0;       // open loop: measured requests / their scheduled span
+  double achieved_rate_rps = 0;      // measured requests completed / the measured window
+};
+
+class Driver {
+ public:
+  // `on_observation` gets each request's ledger line as it ends; `on_progress` (done, total).
+  Driver(Target target, std::function<void(const ledger::Observation&)> on_observation,
+         std::function<void(std::size_t, std::size_t)> on_progress);
+  ~Driver();
+  Driver(const Driver&) = delete;
+  Driver& operator=(const Driver&) = delete;
+
+  boost::asio::awaitable<PointRun> run_point(const PointPlan& plan);
+  // GET base + path (e.g. "/models"): the status and body, for the engine identity.
+  boost::asio::awaitable<std::pair<int, std::string>> get(std::string path);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Arrival offsets in seconds from the start of an open-loop point (pure; seeded).
+std::vector<double> arrival_offsets(const PointPlan& plan);
+
+// The chat/completions body fak sends (keys in sorted order), with ignore_eos when asked.
+std::string request_body(const ServingRequest& r, const std::string& model, bool ignore_eos);
+
+}  // namespace mpo::sweep

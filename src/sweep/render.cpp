@@ -1,0 +1,183 @@
+#include "sweep/render.hpp"
+
+#include <fmt/format.h>
+
+#include "core/json.hpp"
+#include "report/svg_chart.hpp"
+#include "sweep/go_json.hpp"
+
+namespace mpo::sweep {
+namespace {
+
+std::string num(double v) {
+  std::string s;
+  append_go_float(s, v);
+  return s;
+}
+
+std::string fixed(std::optional<double> v, int digits = 1) {
+  return v ? fmt::format("{:.{}f}", *v, digits) : "n/a";
+}
+
+std::optional<double> metric(const boost::json::object& stats, std::string_view key, std::string_view field) {
+  const auto* m = json_object(stats, key);
+  if (!m || json_string(*m, "status").value_or("") != "measured") return std::nullopt;
+  return json_double(*m, field);
+}
+
+std::optional<double> evidence(const TrackPoint& tp, std::string_view block, std::string_view key) {
+  const auto* b = json_object(tp.evidence, block);
+  return b ? json_double(*b, key) : std::nullopt;
+}
+
+std::string axis_title(LoadMode m) { return m == LoadMode::kConcurrency ? "concurrency" : "offered rate (req/s)"; }
+
+std::string finding(const TrackSummary& t, LoadMode m) {
+  std::string out;
+  out += fmt::format("- **status**: {}{}\n", t.status, t.reason.empty() ? "" : " — " + t.reason);
+  if (t.peak) {
+    out += fmt::format("- **peak**: {} tok/s at {} {} ({})\n", fixed(t.peak->throughput_tok_s), axis_title(m),
+                       num(t.peak->coordinate), t.peak_status);
+  } else {
+    out += fmt::format("- **peak**: {}{}\n", t.peak_status, t.peak_reason.empty() ? "" : " — " + t.peak_reason);
+  }
+  if (t.sla_knee) {
+    out += fmt::format("- **SLA knee**: {} tok/s at {} {} ({})\n", fixed(t.sla_knee->throughput_tok_s), axis_title(m),
+                       num(t.sla_knee->coordinate), t.sla_status);
+  } else {
+    out += fmt::format("- **SLA knee**: {}{}\n", t.sla_status, t.sla_reason.empty() ? "" : " — " + t.sla_reason);
+  }
+  const auto& b = t.p99_boundary;
+  const std::string bs(json_string(b, "status").value_or(""));
+  if (auto c = json_double(b, "coordinate")) {
+    out += fmt::format("- **p99 SLA boundary**: {} {} ({}, {}{})\n", axis_title(m), num(*c), bs,
+                       json_string(b, "confidence").value_or(""),
+                       json_double(b, "first_failing") ? ", first failing " + num(*json_double(b, "first_failing")) : "");
+  } else {
+    out += fmt::format("- **p99 SLA boundary**: {}{}\n", bs, json_string(b, "reason") ? " — " + std::string(*json_string(b, "reason")) : "");
+  }
+  const auto& s = t.saturation;
+  if (auto knee = json_double(s, "knee")) {
+    out += fmt::format("- **saturation**: knee at {}, saturated at {}\n", num(*knee), num(*json_double(s, "saturated_at")));
+  } else {
+    out += fmt::format("- **saturation**: {}\n", json_string(s, "status").value_or(""));
+  }
+  if (const auto* sig = json_array(s, "signals")) {
+    for (const auto& v : *sig) {
+      if (!v.is_object()) continue;
+      out += fmt::format("  - `{}` at {}: {}\n", json_string(v.as_object(), "signal").value_or(""),
+                         num(json_double(v.as_object(), "at").value_or(0)), json_string(v.as_object(), "detail").value_or(""));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string sweep_markdown(const SweepReport& r) {
+  std::string out = fmt::format("# Serving sweep: {}\n\n", r.model);
+  out += fmt::format("{} points of {} requests, workload {}, generated {} on {}.\n\n", r.points.size(),
+                     r.workload_requests, r.workload_digest.substr(0, 19), r.generated_at, r.machine_id);
+  out += fmt::format("**Verdict: {}**\n\n", r.valid ? "valid" : "not valid for claims");
+  for (const auto& why : r.validity_reasons) out += fmt::format("- {}\n", why);
+  for (const auto& w : r.warnings) out += fmt::format("- warning: {}\n", w);
+  if (!r.validity_reasons.empty() || !r.warnings.empty()) out += "\n";
+  out += fmt::format("| {} | status | ok | failed | tok/s | goodput req/s | TTFT p50 | TTFT p99 | ITL p99 | e2e p99 | max in flight | lateness p99 ms | KV peak | waiting (capacity) max |\n",
+                     axis_title(r.mode));
+  out += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& p : r.points) {
+    for (const auto& tp : p.tracks) {
+      const auto& s = tp.stats;
+      out += fmt::format("| {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", num(p.coordinate),
+                         tp.status, tp.reason_code.empty() ? "" : " `" + tp.reason_code + "`",
+                         json_int(s, "ok").value_or(0), json_int(s, "failed").value_or(0),
+                         fixed(metric(s, "throughput_tok_s", "value")), fixed(metric(s, "goodput_rps", "value"), 2),
+                         fixed(metric(s, "ttft_ms", "p50")), fixed(metric(s, "ttft_ms", "p99")),
+                         fixed(metric(s, "itl_ms", "p99")), fixed(metric(s, "end_to_end_ms", "p99")),
+                         json_int(s, "observed_max_in_flight") ? std::to_string(*json_int(s, "observed_max_in_flight")) : "n/a",
+                         fixed(evidence(tp, "generator", "send_lateness_p99_ms"), 3),
+                         fixed(evidence(tp, "server", "kv_usage_peak"), 2),
+                         fixed(evidence(tp, "server", "waiting_capacity_max"), 0));
+    }
+  }
+  out += "\nTimes in ms. p99s are nearest-rank over the point's requests (warm-up excluded); the receipt holds a "
+         "bootstrap interval for each.\n";
+  for (const auto& t : r.tracks) {
+    out += fmt::format("\n## Track {}\n\n", t.track);
+    out += finding(t, r.mode);
+  }
+  bool energy = false;
+  for (const auto& p : r.points) {
+    for (const auto& tp : p.tracks) energy = energy || json_object(tp.evidence, "energy") != nullptr;
+  }
+  if (energy) {
+    out += fmt::format("\n## Energy\n\n| {} | joules | output tokens / J | source |\n|---|---|---|---|\n", axis_title(r.mode));
+    for (const auto& p : r.points) {
+      for (const auto& tp : p.tracks) {
+        const auto* e = json_object(tp.evidence, "energy");
+        if (!e) continue;
+        out += fmt::format("| {} | {} | {} | {} |\n", num(p.coordinate), fixed(json_double(*e, "joules"), 1),
+                           fixed(json_double(*e, "output_tokens_per_joule"), 3),
+                           json_string(*e, "status").value_or("") == "measured"
+                               ? std::string(json_string(*e, "source").value_or(""))
+                               : "not measured: " + std::string(json_string(*e, "reason").value_or("")));
+      }
+    }
+  }
+  return out;
+}
+
+std::string sweep_html(const SweepReport& r) {
+  using report::Chart;
+  using report::esc;
+  std::string body;
+  const std::string x = axis_title(r.mode);
+  for (const auto& t : r.tracks) {
+    std::vector<std::pair<double, double>> thr, ttft, itl, valid;
+    double x0 = 0, x1 = 0;
+    for (const auto& p : r.points) {
+      for (const auto& tp : p.tracks) {
+        if (tp.track != t.track) continue;
+        if (x0 == 0 || p.coordinate < x0) x0 = p.coordinate;
+        x1 = std::max(x1, p.coordinate);
+        if (auto v = metric(tp.stats, "throughput_tok_s", "value")) {
+          thr.emplace_back(p.coordinate, *v);
+          if (tp.status == "valid") valid.emplace_back(p.coordinate, *v);
+        }
+        if (auto v = metric(tp.stats, "ttft_ms", "p99")) ttft.emplace_back(p.coordinate, *v);
+        if (auto v = metric(tp.stats, "itl_ms", "p99")) itl.emplace_back(p.coordinate, *v);
+      }
+    }
+    Chart throughput(fmt::format("Track {}: output token throughput", t.track), x, "tok/s");
+    throughput.line(thr, "#1f77b4", "throughput");
+    throughput.dots(valid, "#2ca02c", "valid points");
+    auto mark = [&](Chart& c, std::optional<double> at, const std::vector<std::pair<double, double>>& series,
+                    const std::string& name, const char* color) {
+      if (!at) return;
+      for (const auto& [px, py] : series) {
+        if (px == *at) c.dots({{px, py}}, color, name);
+      }
+    };
+    mark(throughput, json_double(t.saturation, "knee"), thr, "saturation knee", "#d62728");
+    if (t.peak) mark(throughput, t.peak->coordinate, thr, "peak", "#9467bd");
+    Chart latency(fmt::format("Track {}: p99 TTFT and ITL", t.track), x, "ms");
+    latency.line(ttft, "#ff7f0e", "TTFT p99");
+    latency.line(itl, "#17becf", "ITL p99");
+    if (r.sla.ttft_p99_ms > 0) latency.line({{x0, r.sla.ttft_p99_ms}, {x1, r.sla.ttft_p99_ms}}, "#ff7f0e", "TTFT budget");
+    if (r.sla.itl_p99_ms > 0) latency.line({{x0, r.sla.itl_p99_ms}, {x1, r.sla.itl_p99_ms}}, "#17becf", "ITL budget");
+    mark(latency, json_double(t.p99_boundary, "coordinate"), ttft, "p99 SLA boundary", "#d62728");
+    if (t.sla_knee) mark(latency, t.sla_knee->coordinate, ttft, "SLA knee", "#9467bd");
+    body += throughput.svg() + latency.svg();
+  }
+  std::string md = sweep_markdown(r);
+  return fmt::format(R"(<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Serving sweep: {}</title>
+<style>body{{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}}
+.chart{{background:#fafafa;border:1px solid #ddd}} .axis{{stroke:#555}} .tick,.label,.legend{{font-size:11px}}
+figure{{display:inline-block;margin:0.5em}} pre{{white-space:pre-wrap;background:#f4f4f4;padding:1em}}</style></head>
+<body><h1>Serving sweep: {}</h1><p>Verdict: <strong>{}</strong></p>{}<h2>Summary</h2><pre>{}</pre></body></html>
+)",
+                     esc(r.model), esc(r.model), r.valid ? "valid" : "not valid for claims", body, esc(md));
+}
+
+}  // namespace mpo::sweep

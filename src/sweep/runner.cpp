@@ -1,0 +1,448 @@
+#include "sweep/runner.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <fmt/format.h>
+
+#include "core/clock.hpp"
+#include "core/json.hpp"
+#include "core/time.hpp"
+#include "scrape/fetch.hpp"
+#include "sweep/evaluate.hpp"
+#include "sweep/evidence.hpp"
+#include "sweep/fold.hpp"
+#include "sweep/go_json.hpp"
+#include "sweep/wait_group.hpp"
+
+namespace mpo::sweep {
+
+namespace asio = boost::asio;
+
+namespace {
+
+constexpr auto kNoThrow = asio::as_tuple(asio::use_awaitable);
+
+std::string coordinate_label(LoadMode m, double c) {
+  std::string v;
+  append_go_float(v, c);
+  return std::string(m == LoadMode::kConcurrency ? "concurrency=" : "rate=") + v;
+}
+
+const char* arrival_name(Arrival a) {
+  switch (a) {
+    case Arrival::kPoisson: return "poisson";
+    case Arrival::kGamma: return "gamma";
+    case Arrival::kConstant: return "constant";
+    case Arrival::kRecorded: return "recorded";
+  }
+  return "";
+}
+
+// Samples nvidia-smi's power.draw on its own thread (the tool blocks for tens of milliseconds),
+// so the load generator's loop is never held up by it.
+class PowerSampler {
+ public:
+  void start() {
+    thread_ = std::thread([this] { run(); });
+  }
+  ~PowerSampler() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  std::vector<PowerSample> samples() {
+    std::lock_guard lock(mu_);
+    return samples_;
+  }
+  std::string error() {
+    std::lock_guard lock(mu_);
+    return error_;
+  }
+
+ private:
+  void run() {
+    std::unique_lock lock(mu_);
+    while (!stop_) {
+      lock.unlock();
+      std::string out;
+      if (FILE* p = popen("nvidia-smi --query-gpu=power.draw --format=csv,noheader,nounits 2>/dev/null", "r")) {
+        char buf[512];
+        std::size_t n;
+        while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+        pclose(p);
+      }
+      const auto watts = parse_power_draw(out);
+      const std::int64_t now = SystemClock::instance().steady_us();
+      lock.lock();
+      if (watts) samples_.push_back({now, *watts});
+      else if (error_.empty()) error_ = out.empty() ? "nvidia-smi gave no output (is it on PATH?)" : "nvidia-smi printed no power.draw number: " + out.substr(0, 80);
+      cv_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stop_; });
+    }
+  }
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::vector<PowerSample> samples_;
+  std::string error_;
+};
+
+struct Identity {
+  std::vector<std::string> models;
+  std::string owned_by;
+  std::string engine;
+  std::string instance;
+};
+
+Identity read_identity(int status, const std::string& body) {
+  Identity id;
+  if (status != 200) return id;
+  auto doc = parse_exact_json(body);
+  if (!doc || !doc->is_object()) return id;
+  if (const auto* data = json_array(doc->as_object(), "data")) {
+    for (const auto& m : *data) {
+      if (!m.is_object()) continue;
+      if (auto v = json_string(m.as_object(), "id")) id.models.emplace_back(*v);
+      if (auto v = json_string(m.as_object(), "owned_by"); v && id.owned_by.empty()) id.owned_by = std::string(*v);
+    }
+  }
+  std::sort(id.models.begin(), id.models.end());
+  return id;
+}
+
+class SweepRun {
+ public:
+  SweepRun(const SweepOptions& o, const SweepCallbacks& cb, std::atomic<bool>& stop)
+      : o_(o), cb_(cb), stop_(stop),
+        driver_(o.target, cb.on_observation, [this](std::size_t d, std::size_t t) {
+          if (cb_.on_progress) cb_.on_progress(label_, d, t);
+        }) {}
+
+  // Result<T> has no empty state, which co_spawn's completion needs: wrap it.
+  asio::awaitable<std::optional<Result<SweepReport>>> run() { co_return co_await run_inner(); }
+
+  asio::awaitable<Result<SweepReport>> run_inner() {
+    const Clock& clock = SystemClock::instance();
+    if (!o_.metrics_url.empty()) {
+      auto u = scrape::parse_metrics_url(o_.metrics_url);
+      if (!u) co_return u.error();
+      metrics_ = std::make_unique<scrape::Fetcher>(*u, scrape::FetchOptions{});
+    }
+    if (!o_.dcgm_url.empty()) {
+      auto u = scrape::parse_metrics_url(o_.dcgm_url);
+      if (!u) co_return u.error();
+      dcgm_ = std::make_unique<scrape::Fetcher>(*u, scrape::FetchOptions{});
+    }
+    if (o_.power == "nvidia-smi") {
+      power_ = std::make_unique<PowerSampler>();
+      power_->start();
+    }
+    // Identity: what the server says it serves, and what its metrics say it is.
+    auto [status, body] = co_await driver_.get("/models");
+    if (status == 0) {
+      co_return make_error("sweep.unreachable", fmt::format("cannot reach {}{}/models: {} (is the server up? "
+                                                            "--url is the OpenAI base URL, e.g. http://127.0.0.1:8000/v1)",
+                                                            o_.target.url.origin, o_.target.url.base_path, body));
+    }
+    Identity id = read_identity(status, body);
+    if (status != 200) note(fmt::format("warning: GET {}/models answered HTTP {}; the model list is not part of the engine identity", o_.target.url.base_path, status));
+    else if (std::find(id.models.begin(), id.models.end(), o_.target.model) == id.models.end()) {
+      note(fmt::format("warning: the server does not list model '{}' (it lists: {})", o_.target.model,
+                       id.models.empty() ? "none" : fmt::format("{}", fmt::join(id.models, ", "))));
+    }
+    if (metrics_) {
+      scrape::Snapshot first = co_await metrics_->scrape(++seq_, clock.wall_us());
+      if (scrape::has_signals(first.status)) {
+        id.engine = std::string(promtext::engine_name(first.signals.engine));
+        id.instance = scrape::server_instance_id(first);
+      } else {
+        note("warning: the first scrape of " + first.source + " failed: " + first.error);
+      }
+    }
+    boost::json::object identity;
+    boost::json::array models;
+    for (const auto& m : id.models) models.push_back(boost::json::string(m));
+    identity["models"] = std::move(models);
+    identity["owned_by"] = id.owned_by;
+    identity["metrics_engine"] = id.engine;
+    identity["server_instance"] = id.instance;
+    const std::string observed_receipt = sha256_digest(go_marshal(identity));
+    std::string engine = o_.engine;
+    if (engine.empty()) engine = !id.engine.empty() && id.engine != "unknown" ? id.engine : id.owned_by;
+    if (engine.empty()) engine = "unidentified";
+
+    r_.generated_at = format_rfc3339_us(clock.wall_us() / 1'000'000 * 1'000'000);
+    if (auto dot = r_.generated_at.find('.'); dot != std::string::npos) r_.generated_at = r_.generated_at.substr(0, dot) + "Z";
+    r_.machine_id = o_.machine_id.empty() ? "unknown" : o_.machine_id;
+    r_.model = o_.target.model;
+    r_.mode = o_.mode;
+    measured_ = take_requests(o_.workload, o_.requests);
+    r_.workload_digest = workload_digest(measured_);
+    r_.workload_requests = static_cast<std::int64_t>(measured_.size());
+    contract_ = Contract{o_.track, o_.target.model, engine,
+                         o_.engine_receipt.empty() ? observed_receipt : o_.engine_receipt, o_.batch_capacity,
+                         o_.capacity_source};
+    r_.contracts = {contract_};
+    r_.sla = o_.sla;
+    r_.tool_version = o_.tool_version;
+    boost::json::object load;
+    load["mode"] = o_.mode == LoadMode::kConcurrency ? "closed-loop" : "open-loop";
+    if (o_.mode == LoadMode::kRate) {
+      load["arrival"] = arrival_name(o_.arrival);
+      if (o_.arrival == Arrival::kGamma) load["burstiness"] = o_.burstiness;
+    }
+    load["url"] = o_.target.url.origin + o_.target.url.base_path;
+    load["workload_source"] = o_.workload_source;
+    load["requests_per_point"] = static_cast<std::int64_t>(o_.requests);
+    load["warmup_rule"] = o_.warmup >= 0 ? fmt::format("{} requests", o_.warmup)
+                                         : std::string("one per worker (closed loop) or one second of arrivals (open loop)");
+    load["seed"] = o_.seed;
+    load["slo_ms"] = o_.slo_ms;
+    load["lateness_bound_ms"] = o_.lateness_bound_ms;
+    load["ignore_eos"] = o_.target.ignore_eos;
+    load["timeout_s"] = o_.target.timeout_s;
+    if (!o_.metrics_url.empty()) load["metrics_url"] = o_.metrics_url;
+    if (!o_.power.empty()) load["power"] = o_.power;
+    if (!o_.dcgm_url.empty()) load["dcgm_url"] = o_.dcgm_url;
+    load["observed_engine_identity"] = identity;
+    load["observed_engine_receipt_digest"] = observed_receipt;
+    r_.load = std::move(load);
+
+    for (double c : o_.coordinates) {
+      if (stop_.load()) break;
+      co_await run_point(c);
+    }
+    if (o_.refine && o_.sla.any()) co_await refine();
+    if (stop_.load()) r_.warnings.push_back("the sweep was interrupted; points not run are missing");
+    if (auto st = evaluate_sweep(r_); !st) co_return st.error();
+    if (stop_.load()) r_.warnings.push_back("the sweep was interrupted; points not run are missing");
+    co_return r_;
+  }
+
+ private:
+  void note(std::string line) {
+    if (cb_.on_note) cb_.on_note(line);
+  }
+
+  std::size_t warmup_for(double c) const {
+    if (o_.warmup >= 0) return static_cast<std::size_t>(o_.warmup);
+    if (o_.mode == LoadMode::kConcurrency) return static_cast<std::size_t>(c);
+    if (o_.arrival == Arrival::kRecorded) return 0;
+    return static_cast<std::size_t>(std::ceil(c));
+  }
+
+  asio::awaitable<void> run_point(double c) {
+    const Clock& clock = SystemClock::instance();
+    auto ex = co_await asio::this_coro::executor;
+    PointPlan plan;
+    plan.mode = o_.mode;
+    plan.coordinate = c;
+    plan.arrival = o_.arrival;
+    plan.burstiness = o_.burstiness;
+    plan.seed = o_.seed * 1000003u + static_cast<std::uint64_t>(c * 1000);
+    plan.label = label_ = coordinate_label(o_.mode, c);
+    plan.warmup = warmup_for(c);
+    for (std::size_t i = 0; i < plan.warmup; ++i) {
+      ServingRequest w = o_.workload[i % o_.workload.size()];
+      w.id += fmt::format("#warmup-{:03}", i + 1);
+      w.arrival_offset_s.reset();
+      plan.requests.push_back(std::move(w));
+    }
+    const double replay_shift = plan.warmup > 0 ? 1.0 : 0.0;
+    if (o_.duration_s > 0 && o_.mode == LoadMode::kConcurrency) {
+      plan.duration_s = o_.duration_s;
+    }
+    const auto sent = o_.duration_s > 0 && o_.mode == LoadMode::kRate && o_.arrival != Arrival::kRecorded
+                          ? take_requests(measured_, static_cast<std::size_t>(std::ceil(c * o_.duration_s)))
+                          : measured_;
+    for (auto r : sent) {
+      if (r.arrival_offset_s) r.arrival_offset_s = *r.arrival_offset_s + replay_shift;
+      plan.requests.push_back(std::move(r));
+    }
+    if (o_.arrival == Arrival::kRecorded) {
+      plan.speed = c;
+      for (std::size_t i = 0; i < plan.warmup; ++i) plan.requests[i].arrival_offset_s = static_cast<double>(i) / plan.warmup;
+    }
+
+    std::optional<scrape::Snapshot> before, after;
+    std::vector<scrape::Snapshot> during;
+    std::optional<double> dcgm_before, dcgm_after;
+    if (metrics_) before = co_await metrics_->scrape(++seq_, clock.wall_us());
+    if (dcgm_) {
+      auto f = co_await dcgm_->fetch();
+      if (f.status == scrape::ScrapeStatus::kOk) dcgm_before = parse_dcgm_energy_mj(f.body);
+    }
+    // Gauges sampled during the point, on a timer the end of the point cancels.
+    WaitGroup sampler_done(ex);
+    asio::steady_timer tick(ex);
+    bool point_over = false;
+    if (metrics_ && o_.metrics_interval_s > 0) {
+      sampler_done.add();
+      asio::co_spawn(
+          ex,
+          [&]() -> asio::awaitable<void> {
+            while (!point_over) {
+              tick.expires_after(std::chrono::microseconds(static_cast<std::int64_t>(o_.metrics_interval_s * 1e6)));
+              co_await tick.async_wait(kNoThrow);
+              if (point_over) break;
+              scrape::Snapshot s = co_await metrics_->scrape(++seq_, clock.wall_us());
+              during.push_back(std::move(s));
+            }
+          },
+          [&](std::exception_ptr) { sampler_done.done(); });
+    }
+    PointRun run = co_await driver_.run_point(plan);
+    point_over = true;
+    tick.cancel();
+    co_await sampler_done.wait();
+    if (metrics_) after = co_await metrics_->scrape(++seq_, clock.wall_us());
+    if (dcgm_) {
+      auto f = co_await dcgm_->fetch();
+      if (f.status == scrape::ScrapeStatus::kOk) dcgm_after = parse_dcgm_energy_mj(f.body);
+    }
+
+    TrackPoint tp;
+    tp.track = contract_.track;
+    tp.measurement_status = run.samples.empty() ? "not_measured" : "measured";
+    if (run.samples.empty()) tp.reason = "no request was sent";
+    tp.model = contract_.model;
+    tp.engine = contract_.engine;
+    tp.engine_receipt_digest = contract_.engine_receipt_digest;
+    tp.batch_capacity = contract_.batch_capacity;
+    tp.capacity_source = contract_.capacity_source;
+    std::int64_t tokens = 0;
+    for (const auto& s : run.samples) {
+      if (s.ok && !s.warmup) tokens += s.output_token_estimate;
+    }
+    boost::json::object load;
+    load[point_key(o_.mode)] = o_.mode == LoadMode::kConcurrency ? boost::json::value(static_cast<std::int64_t>(c)) : boost::json::value(c);
+    load["warmup_requests"] = static_cast<std::int64_t>(plan.warmup);
+    std::int64_t measured_count = 0;
+    for (const auto& s : run.samples) measured_count += s.warmup ? 0 : 1;
+    load["measured_requests"] = measured_count;
+    if (o_.duration_s > 0) load["duration_s"] = o_.duration_s;
+    if (o_.mode == LoadMode::kRate && run.offered_rate_rps > 0) load["offered_rate_rps"] = run.offered_rate_rps;
+    if (run.achieved_rate_rps > 0) load["achieved_rate_rps"] = run.achieved_rate_rps;
+    load["started_at"] = format_rfc3339_us(run.started_at_us);
+    load["ended_at"] = format_rfc3339_us(run.ended_at_us);
+    tp.evidence["load"] = std::move(load);
+    tp.evidence["generator"] = generator_evidence(run.samples, GeneratorFigures{o_.lateness_bound_ms, run.cpu_seconds, run.wall_seconds});
+    tp.evidence["confidence"] = confidence_evidence(run.samples, plan.seed);
+    tp.evidence["errors_by_class"] = errors_by_class(run.samples);
+    if (before && after) {
+      tp.evidence["server"] = server_evidence(previous_after_ ? &*previous_after_ : nullptr, *before, during, *after,
+                                              requests_reaching_server(run.samples));
+      previous_after_ = after;
+    }
+    if (power_) {
+      const std::int64_t end_steady = run.started_steady_us + static_cast<std::int64_t>(run.wall_seconds * 1e6);
+      auto e = energy_from_power(power_->samples(), run.started_steady_us, end_steady, tokens);
+      if (e.at("status").as_string() != "measured" && !power_->error().empty()) e["reason"] = power_->error();
+      tp.evidence["energy"] = std::move(e);
+    } else if (dcgm_) {
+      tp.evidence["energy"] = energy_from_dcgm(dcgm_before, dcgm_after, tokens, o_.dcgm_url);
+    }
+    FoldOptions fo;
+    fo.slo_ms = o_.slo_ms;
+    if (const auto* server = json_object(tp.evidence, "server")) fo.prefix_cache_hit_rate = prefix_hit_rate_metric(*server);
+    tp.stats = fold_samples(run.samples, fo);
+    tp.samples = std::move(run.samples);
+    note(point_line(c, tp));
+
+    Point p;
+    p.coordinate = c;
+    p.workload_digest = r_.workload_digest;
+    p.tracks.push_back(std::move(tp));
+    r_.points.push_back(std::move(p));
+  }
+
+  std::string point_line(double c, const TrackPoint& tp) const {
+    auto metric = [&](std::string_view key, std::string_view field) -> std::string {
+      const auto* m = json_object(tp.stats, key);
+      if (!m || json_string(*m, "status").value_or("") != "measured") return "n/a";
+      const auto* v = m->if_contains(field);
+      return v && v->is_number() ? fmt::format("{:.1f}", v->to_number<double>()) : "n/a";
+    };
+    const auto* gen = json_object(tp.evidence, "generator");
+    const auto late = gen ? json_double(*gen, "send_lateness_p99_ms") : std::nullopt;
+    return fmt::format("{}: {} ok, {} failed, {} tok/s, TTFT p99 {} ms, ITL p99 {} ms, e2e p99 {} ms, send lateness p99 {} ms",
+                       coordinate_label(o_.mode, c), json_int(tp.stats, "ok").value_or(0),
+                       json_int(tp.stats, "failed").value_or(0), metric("throughput_tok_s", "value"),
+                       metric("ttft_ms", "p99"), metric("itl_ms", "p99"), metric("end_to_end_ms", "p99"),
+                       late ? fmt::format("{:.3f}", *late) : "n/a");
+  }
+
+  // Bisection between the last point inside every budget and the first outside.
+  asio::awaitable<void> refine() {
+    for (int step = 0; step < 8 && !stop_.load(); ++step) {
+      SweepReport probe = r_;
+      if (!evaluate_sweep(probe) || probe.tracks.empty()) co_return;
+      const auto& b = probe.tracks[0].p99_boundary;
+      if (json_string(b, "status").value_or("") != "measured") co_return;
+      const double lo = json_double(b, "last_passing").value_or(0), hi = json_double(b, "first_failing").value_or(0);
+      double mid;
+      if (o_.mode == LoadMode::kConcurrency) {
+        if (hi - lo <= 1) co_return;
+        mid = std::floor((lo + hi) / 2);
+      } else {
+        if ((hi - lo) / lo <= 0.1) co_return;
+        mid = std::round((lo + hi) / 2 * 1000) / 1000;
+      }
+      note(fmt::format("refining the p99 boundary between {} and {}: trying {}", lo, hi, mid));
+      co_await run_point(mid);
+    }
+  }
+
+  const SweepOptions& o_;
+  const SweepCallbacks& cb_;
+  std::atomic<bool>& stop_;
+  Driver driver_;
+  std::unique_ptr<scrape::Fetcher> metrics_, dcgm_;
+  std::unique_ptr<PowerSampler> power_;
+  std::uint64_t seq_ = 0;
+  std::optional<scrape::Snapshot> previous_after_;
+  std::vector<ServingRequest> measured_;
+  Contract contract_;
+  SweepReport r_;
+  std::string label_;
+};
+
+}  // namespace
+
+Result<SweepReport> run_sweep(const SweepOptions& opts, const SweepCallbacks& cb) {
+  if (opts.workload.empty()) return make_error("sweep.workload", "the workload is empty");
+  asio::io_context io;
+  std::atomic<bool> stop{false};
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int) {
+    if (ec) return;
+    stop.store(true);
+    if (cb.on_note) cb.on_note("stopping after the point in progress (signal received)");
+  });
+  SweepRun run(opts, cb, stop);
+  std::optional<Result<SweepReport>> result;
+  std::exception_ptr failure;
+  asio::co_spawn(io, run.run(), [&](std::exception_ptr e, std::optional<Result<SweepReport>> r) {
+    if (e) failure = e;
+    else result = std::move(r);
+    signals.cancel();
+  });
+  io.run();
+  if (failure) std::rethrow_exception(failure);
+  return std::move(*result);
+}
+
+}  // namespace mpo::sweep

@@ -1,0 +1,57 @@
+// Runs a whole sweep (edge): the engine identity, then each point in ascending order (scrape
+// before, gauges sampled during, the point's requests, scrape after, energy), optional bisection
+// between the last point inside the p99 budgets and the first outside, and the evaluated receipt.
+// SIGINT/SIGTERM stop it after the point in progress; the receipt then holds what was measured.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ledger/observation.hpp"
+#include "sweep/driver.hpp"
+#include "sweep/report.hpp"
+#include "sweep/workload.hpp"
+
+namespace mpo::sweep {
+
+struct SweepOptions {
+  Target target;
+  LoadMode mode = LoadMode::kConcurrency;
+  std::vector<double> coordinates;         // concurrencies or rates
+  Arrival arrival = Arrival::kPoisson;
+  double burstiness = 1;
+  std::vector<ServingRequest> workload;    // the base list; each point sends `requests` of it
+  std::string workload_source;             // "synthetic ...", "web-tasks FILE", "replay FILE"
+  std::size_t requests = 64;               // measured requests per point
+  double duration_s = 0;                   // > 0: each point runs this long instead (the requests cycle)
+  long warmup = -1;                        // -1: one per worker (closed) or one second of arrivals (open)
+  std::uint64_t seed = 1;
+  double slo_ms = 2000;
+  SlaBudgets sla;
+  bool refine = false;
+  double lateness_bound_ms = 1.0;
+  std::string metrics_url;
+  double metrics_interval_s = 0.25;
+  std::string power;                       // "", "nvidia-smi"
+  std::string dcgm_url;
+  std::string track = "ours";
+  std::string engine;                      // "" : detected
+  std::string engine_receipt;              // "" : the digest of the identity observed at the start
+  std::int64_t batch_capacity = 0;
+  std::string capacity_source;
+  std::string machine_id;
+  std::string tool_version;
+};
+
+struct SweepCallbacks {
+  std::function<void(const ledger::Observation&)> on_observation;
+  std::function<void(const std::string& label, std::size_t done, std::size_t total)> on_progress;
+  std::function<void(const std::string& line)> on_note;  // one line per finished point, warnings
+};
+
+// Errors only for what stops a sweep before it starts (no identity can be taken, bad options).
+Result<SweepReport> run_sweep(const SweepOptions& opts, const SweepCallbacks& cb);
+
+}  // namespace mpo::sweep
