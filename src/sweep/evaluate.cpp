@@ -244,14 +244,20 @@ boost::json::object p99_boundary(const SweepReport& r, const std::vector<std::pa
   return o;
 }
 
-boost::json::object saturation(const SweepReport& r, const std::vector<std::pair<const Point*, const TrackPoint*>>& pts) {
+// Saturation is a fact about the server: other clients' traffic (foreign_traffic) does not hide it.
+bool saturation_comparable(const TrackPoint& tp) {
+  return latency_comparable(tp) || tp.reason_code == "foreign_traffic";
+}
+
+boost::json::object saturation(const SweepReport& r, const Contract& c,
+                               const std::vector<std::pair<const Point*, const TrackPoint*>>& pts) {
   boost::json::array signals;
   std::optional<double> saturated_at, knee;
   const Point* prev = nullptr;
   const TrackPoint* prev_tp = nullptr;
   std::optional<double> prev_waiting;
   for (const auto& [p, tp] : pts) {
-    if (!latency_comparable(*tp)) continue;
+    if (!saturation_comparable(*tp)) continue;
     const auto thr = scalar(tp->stats, "throughput_tok_s");
     if (!thr) continue;
     auto fire = [&](std::string_view name, std::string detail) {
@@ -286,10 +292,19 @@ boost::json::object saturation(const SweepReport& r, const std::vector<std::pair
                                            format_number(*offered), *achieved / *offered * 100));
       }
     }
-    const auto waiting = evidence_number(*tp, "server", "waiting_capacity_max");
-    if (waiting && *waiting > 0 && (!prev_waiting || *waiting > *prev_waiting)) {
+    // A request waits for one scheduler step on arrival even on an idle server: only a queue that
+    // averages at least one request over the point's samples, grew since the last point, and (when
+    // the server publishes it and a capacity is declared) stands while the batch is full counts.
+    const auto waiting = evidence_number(*tp, "server", "waiting_capacity_mean");
+    const auto running = evidence_number(*tp, "server", "running_max");
+    const auto kv = evidence_number(*tp, "server", "kv_usage_peak");
+    // Full: as many sequences running as the declared batch capacity, or the KV cache exhausted.
+    const bool full = c.batch_capacity <= 0 || !running || *running >= static_cast<double>(c.batch_capacity) ||
+                      (kv && *kv >= 0.95);
+    if (waiting && *waiting >= 1 && full && (!prev_waiting || *waiting > *prev_waiting)) {
       fire("server_queue_capacity",
-           fmt::format("the server held up to {} requests waiting for capacity", format_number(*waiting)));
+           fmt::format("on average {:.1f} requests waited for capacity at the server (up to {})", *waiting,
+                       format_number(evidence_number(*tp, "server", "waiting_capacity_max").value_or(*waiting))));
     }
     if (waiting) prev_waiting = *waiting;
     prev = p;
@@ -299,7 +314,8 @@ boost::json::object saturation(const SweepReport& r, const std::vector<std::pair
   o["rule"] = fmt::format(
       "saturated at the first point where throughput gains less than {:.0f}% over the previous point while "
       "TTFT p99 rises, the achieved rate falls below {:.0f}% of the offered one (open loop), or the server's "
-      "queue for capacity grows; the knee is the point before it",
+      "queue for capacity averages at least one request, grows, and stands while the batch is full (running at the "
+      "declared capacity, or KV cache usage at 95% or more); the knee is the point before it",
       kPlateauGain * 100, kRateShortfall * 100);
   if (!saturated_at) {
     o["status"] = "not_observed";
@@ -331,7 +347,7 @@ TrackSummary summarize(const SweepReport& r, const Contract& c) {
     if (tp->status == "invalid" && is_hard_code(tp->reason_code) && !hard) hard = tp;
   }
   s.p99_boundary = p99_boundary(r, pts);
-  s.saturation = saturation(r, pts);
+  s.saturation = saturation(r, c, pts);
   if (hard) {
     s.status = "invalid";
     s.reason = hard->reason_code + ": " + hard->reason;

@@ -106,12 +106,21 @@ boost::json::object server_evidence(const scrape::Snapshot* previous_after, cons
     peak(kv, s.signals.value(Signal::kKvUsage));
   };
   absorb(before);
-  for (const auto& s : during) absorb(s);
+  double capacity_sum = 0;
+  std::int64_t capacity_n = 0;
+  for (const auto& s : during) {
+    absorb(s);
+    if (s.status != scrape::ScrapeStatus::kOk) continue;
+    auto v = s.signals.value(Signal::kWaitingCapacity);
+    if (!v) v = s.signals.value(Signal::kWaiting);
+    if (v) capacity_sum += *v, ++capacity_n;
+  }
   absorb(after);
   // Without a reason breakdown every waiting request is counted as waiting for capacity.
   if (!waiting_capacity && waiting) waiting_capacity = waiting;
   if (waiting) o["waiting_max"] = *waiting;
   if (waiting_capacity) o["waiting_capacity_max"] = *waiting_capacity;
+  if (capacity_n > 0) o["waiting_capacity_mean"] = capacity_sum / static_cast<double>(capacity_n);
   if (waiting_deferred) o["waiting_deferred_max"] = *waiting_deferred;
   if (running) o["running_max"] = *running;
   if (kv) o["kv_usage_peak"] = *kv;

@@ -132,6 +132,29 @@ TEST(SweepEvaluate, PointsAboveCapacityAreInvalidButSaturationIsStillNamed) {
   EXPECT_EQ(t.saturation.at("signals").as_array()[0].as_object().at("signal").as_string(), "throughput_plateau");
 }
 
+TEST(SweepEvaluate, AGrowingServerQueueNamesSaturationButAOneStepWaitDoesNot) {
+  auto r = scaling_sweep(16, {1, 2, 4, 8});
+  r.contracts[0].batch_capacity = 4;
+  for (auto& p : r.points) p.tracks[0].batch_capacity = 4;
+  auto server = [](double mean, double max, double running) {
+    return boost::json::object{{"waiting_capacity_mean", mean}, {"waiting_capacity_max", max}, {"running_max", running}};
+  };
+  r.points[0].tracks[0].evidence["server"] = server(0, 0, 1);
+  r.points[1].tracks[0].evidence["server"] = server(1.5, 2, 2);  // arrivals waiting for a step, batch not full
+  r.points[1].tracks[0].evidence["server"].as_object()["kv_usage_peak"] = 0.5;
+  r.points[2].tracks[0].evidence["server"] = server(3.5, 6, 4);
+  r.points[3].tracks[0].evidence["server"] = server(7, 9, 4);
+  ASSERT_TRUE(evaluate_sweep(r).ok());
+  const auto& sat = r.tracks[0].saturation;
+  EXPECT_EQ(sat.at("knee").as_double(), 2);
+  EXPECT_EQ(sat.at("saturated_at").as_double(), 4);
+  EXPECT_EQ(sat.at("signals").as_array()[0].as_object().at("signal").as_string(), "server_queue_capacity");
+  // A KV cache at its limit is a full batch too, whatever the running count.
+  r.points[1].tracks[0].evidence["server"].as_object()["kv_usage_peak"] = 1.0;
+  ASSERT_TRUE(evaluate_sweep(r).ok());
+  EXPECT_EQ(r.tracks[0].saturation.at("saturated_at").as_double(), 2);
+}
+
 TEST(SweepEvaluate, SlaKneeAndP99Boundary) {
   auto r = scaling_sweep(8, {1, 2, 4, 8});
   r.sla.ttft_p99_ms = 55;  // 51, 52, 54 pass; 58 fails

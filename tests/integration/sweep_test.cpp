@@ -1,0 +1,225 @@
+// `modelperfobs sweep` against the simulator: the knee at a known capacity, capacity_exceeded above
+// it, queueing for capacity and foreign traffic under the saturation scenario, a restart mid-sweep
+// invalidating its point, open-loop arrivals, energy from a fake nvidia-smi, replay of a ledger,
+// and receipts that `sweep verify` re-derives and `sweep gate` judges.
+#include <cstdlib>
+#include <thread>
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "support/http_client.hpp"
+#include "support/process.hpp"
+
+namespace mpo::test {
+namespace {
+
+namespace json = boost::json;
+
+// Fast steps so a point takes about a second: capacity 8 sequences.
+constexpr const char* kProfile =
+    R"({"engine":{"max_num_seqs":8,"step_base_s":0.004,"step_per_prefill_token_s":0.00002,"step_per_decode_seq_s":0.0002}})";
+
+struct SweepRun {
+  CliRun cli;
+  json::object receipt;
+  std::string path;
+};
+
+SweepRun sweep(const std::string& dir, std::uint16_t port, std::vector<std::string> extra, const std::string& name = "sweep") {
+  std::vector<std::string> args = {"sweep", "--url", fmt::format("http://127.0.0.1:{}/v1", port), "--model", "sim-model",
+                                   "--input-tokens", "48", "--output-tokens", "24", "--ignore-eos", "--quiet",
+                                   "--metrics-url", fmt::format("http://127.0.0.1:{}/metrics", port),
+                                   "--output", dir + "/" + name + ".json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  SweepRun r;
+  r.path = dir + "/" + name + ".json";
+  r.cli = run_cli(args, 180000);
+  EXPECT_EQ(r.cli.exit_code, 0) << r.cli.out;
+  r.receipt = json::parse(read_file(r.path)).as_object();
+  return r;
+}
+
+const json::object& track_point(const json::object& receipt, double coordinate) {
+  const char* key = receipt.at("workload").as_object().contains("rates") ? "rate_rps" : "concurrency";
+  for (const auto& p : receipt.at("points").as_array()) {
+    if (p.as_object().at(key).to_number<double>() == coordinate) return p.as_object().at("tracks").as_array()[0].as_object();
+  }
+  throw std::runtime_error("no such point");
+}
+
+double throughput(const json::object& tp) {
+  return tp.at("stats").as_object().at("throughput_tok_s").as_object().at("value").to_number<double>();
+}
+
+double p99(const json::object& tp, const char* metric) {
+  return tp.at("stats").as_object().at(metric).as_object().at("p99").to_number<double>();
+}
+
+const json::object& summary(const json::object& receipt) { return receipt.at("tracks").as_array()[0].as_object(); }
+
+TEST(Sweep, TheKneeIsAtTheDeclaredCapacityAndPointsAboveItAreInvalid) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json", kProfile);
+  Simulator sim({"--profile", dir + "/p.json"});
+  auto run = sweep(dir, sim.port, {"--concurrencies", "1,2,4,8,16", "--requests", "24", "--batch-capacity", "8",
+                                   "--capacity-source", "simulate --profile max_num_seqs 8", "--ttft-p99-budget-ms", "1000"});
+  const auto& r = run.receipt;
+  EXPECT_EQ(r.at("schema"), "fak.serving-sweep.v1");
+  for (double c : {1.0, 2.0, 4.0, 8.0}) EXPECT_EQ(track_point(r, c).at("status"), "valid") << c;
+  EXPECT_EQ(track_point(r, 16).at("status"), "invalid");
+  EXPECT_EQ(track_point(r, 16).at("reason_code"), "capacity_exceeded");
+  // Throughput grows up to the capacity and flattens after it, while TTFT turns into queueing.
+  EXPECT_GT(throughput(track_point(r, 8)), 3 * throughput(track_point(r, 1)));
+  EXPECT_LT(throughput(track_point(r, 16)), 1.10 * throughput(track_point(r, 8)));
+  EXPECT_GT(p99(track_point(r, 16), "ttft_ms"), 2 * p99(track_point(r, 8), "ttft_ms"));
+  const auto& sat = summary(r).at("saturation").as_object();
+  EXPECT_EQ(sat.at("status"), "measured");
+  EXPECT_EQ(sat.at("knee").to_number<double>(), 8);
+  EXPECT_EQ(sat.at("saturated_at").to_number<double>(), 16);
+  // One hard invalidity anywhere: the track carries no peak or knee claim (fak's rule).
+  EXPECT_EQ(summary(r).at("status"), "invalid");
+  EXPECT_EQ(r.at("validity").as_object().at("valid"), false);
+  // Every request is a ledger line that `report` reads unchanged, and a sample in the receipt.
+  std::size_t samples = 0;
+  for (const auto& p : r.at("points").as_array()) samples += p.as_object().at("tracks").as_array()[0].as_object().at("samples").as_array().size();
+  const auto lines = read_lines(dir + "/sweep.ledger.jsonl");
+  EXPECT_EQ(lines.size(), samples);
+  EXPECT_NE(lines[0].find("\"scheduled_at\""), std::string::npos);
+  EXPECT_NE(lines[0].find("\"sweep_point\":\"concurrency=1\""), std::string::npos);
+  auto report = run_cli({"report", dir + "/sweep.ledger.jsonl", "--format", "json"});
+  EXPECT_EQ(report.exit_code, 0);
+  EXPECT_NE(report.out.find(fmt::format("\"requests\":{}", samples)), std::string::npos);
+  // The receipt re-derives from its samples; the gate refuses a peak claim on an invalid track.
+  EXPECT_EQ(run_cli({"sweep", "verify", run.path}).exit_code, 0);
+  EXPECT_EQ(run_cli({"sweep", "gate", "--claim", "ours: capacity-valid peak", "--artifact", run.path}).exit_code, 1);
+  // The markdown summary names the knee; the page has its charts.
+  EXPECT_NE(run.cli.out.find("knee at 8, saturated at 16"), std::string::npos) << run.cli.out;
+  EXPECT_NE(read_file(dir + "/sweep.html").find("<svg"), std::string::npos);
+}
+
+TEST(Sweep, InsideCapacityThePeakIsMeasuredAndTheGateAcceptsItButNotAnEditedReceipt) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json", kProfile);
+  Simulator sim({"--profile", dir + "/p.json"});
+  auto run = sweep(dir, sim.port, {"--concurrencies", "1,4,8", "--requests", "16", "--batch-capacity", "8"});
+  const auto& s = summary(run.receipt);
+  EXPECT_EQ(s.at("status"), "measured");
+  EXPECT_EQ(s.at("peak_status"), "measured");
+  EXPECT_EQ(s.at("peak").as_object().at("concurrency").to_number<double>(), 8);
+  EXPECT_EQ(run_cli({"sweep", "verify", run.path}).exit_code, 0);
+  EXPECT_EQ(run_cli({"sweep", "gate", "--claim", "ours: capacity-valid peak at 8", "--artifact", run.path}).exit_code, 0);
+  // Edit one sample's latency: verify names the difference and the gate refuses.
+  std::string text = read_file(run.path);
+  auto at = text.find("\"end_to_end_ms\": ");
+  while (at != std::string::npos && !std::isdigit(static_cast<unsigned char>(text[at + 17]))) {
+    at = text.find("\"end_to_end_ms\": ", at + 1);  // a sample's number, not the stats object
+  }
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at + 17, "1");
+  write_file(dir + "/edited.json", text);
+  auto v = run_cli({"sweep", "verify", dir + "/edited.json"});
+  EXPECT_EQ(v.exit_code, 1);
+  EXPECT_NE(v.out.find("FAILED"), std::string::npos) << v.out;
+  EXPECT_EQ(run_cli({"sweep", "gate", "--claim", "ours: capacity-valid peak", "--artifact", dir + "/edited.json"}).exit_code, 1);
+}
+
+TEST(Sweep, SaturationScenarioShowsQueueingForCapacityAndForeignTraffic) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json", R"({"engine":{"step_base_s":0.002,"step_per_prefill_token_s":0.00001,"step_per_decode_seq_s":0.00005}})");
+  Simulator sim({"--profile", dir + "/p.json"});
+  ASSERT_EQ(http_post(sim.port, "/scenario?name=saturation", "", {}).status, 200);
+  auto run = sweep(dir, sim.port, {"--concurrencies", "1,2", "--requests", "4", "--warmup", "0", "--batch-capacity", "32"});
+  const auto& tp = track_point(run.receipt, 1);
+  const auto& server = tp.at("evidence").as_object().at("server").as_object();
+  EXPECT_GT(server.at("waiting_capacity_max").to_number<double>(), 0);
+  EXPECT_GT(server.at("requests_delta").to_number<double>(), server.at("requests_sent").to_number<double>());
+  EXPECT_EQ(tp.at("reason_code"), "foreign_traffic");
+  bool queue_signal = false;
+  for (const auto& s : summary(run.receipt).at("saturation").as_object().at("signals").as_array()) {
+    queue_signal = queue_signal || s.as_object().at("signal") == "server_queue_capacity";
+  }
+  EXPECT_TRUE(queue_signal);
+}
+
+TEST(Sweep, ARestartMidSweepInvalidatesItsPoint) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json", kProfile);
+  const std::uint16_t port = free_loopback_port();
+  const std::vector<std::string> sim_args = {binary_path(), "simulate", "--listen", fmt::format("127.0.0.1:{}", port),
+                                             "--profile", dir + "/p.json"};
+  auto sim = std::make_unique<ChildProcess>(sim_args);
+  sim->read_line();
+  ChildProcess sweeper({binary_path(), "sweep", "--url", fmt::format("http://127.0.0.1:{}/v1", port), "--model", "sim-model",
+                        "--concurrencies", "1,2", "--duration", "2s", "--warmup", "0", "--output-tokens", "16",
+                        "--ignore-eos", "--quiet", "--batch-capacity", "8", "--metrics-url",
+                        fmt::format("http://127.0.0.1:{}/metrics", port), "--output", dir + "/sweep.json"});
+  // Restart the simulator once the first point is under way.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (read_lines(dir + "/sweep.ledger.jsonl").size() < 3 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(sim->terminate(), 0);
+  sim = std::make_unique<ChildProcess>(sim_args);
+  sim->read_line();
+  ASSERT_EQ(sweeper.wait(), 0);
+  const auto receipt = json::parse(read_file(dir + "/sweep.json")).as_object();
+  EXPECT_EQ(track_point(receipt, 1).at("status"), "invalid");
+  EXPECT_EQ(track_point(receipt, 1).at("reason_code"), "engine_restarted");
+  EXPECT_EQ(track_point(receipt, 2).at("status"), "valid");
+  EXPECT_EQ(summary(receipt).at("status"), "invalid");
+  EXPECT_EQ(run_cli({"sweep", "verify", dir + "/sweep.json"}).exit_code, 0);
+}
+
+TEST(Sweep, OpenLoopSendsOnScheduleAndMeasuresItself) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json", kProfile);
+  Simulator sim({"--profile", dir + "/p.json"});
+  auto run = sweep(dir, sim.port, {"--rates", "20,40", "--arrival", "constant", "--requests", "20", "--batch-capacity", "8"});
+  ASSERT_TRUE(run.receipt.at("workload").as_object().contains("rates"));
+  for (double rate : {20.0, 40.0}) {
+    const auto& tp = track_point(run.receipt, rate);
+    const auto& load = tp.at("evidence").as_object().at("load").as_object();
+    EXPECT_NEAR(load.at("offered_rate_rps").to_number<double>(), rate, 1e-6);
+    const auto& samples = tp.at("samples").as_array();
+    // Constant arrivals: each measured request was due 1000/rate ms after the previous one.
+    double prev = -1;
+    for (const auto& s : samples) {
+      const double due = s.as_object().at("scheduled_offset_ms").to_number<double>();
+      if (prev >= 0) EXPECT_NEAR(due - prev, 1000.0 / rate, 0.002);
+      prev = due;
+      EXPECT_GE(s.as_object().at("sent_offset_ms").to_number<double>(), due);
+    }
+    EXPECT_TRUE(tp.at("evidence").as_object().at("generator").as_object().contains("send_lateness_p99_ms"));
+  }
+  EXPECT_EQ(run_cli({"sweep", "verify", run.path}).exit_code, 0);
+  // The sweep's own ledger replayed at two speeds.
+  auto replay = sweep(dir, sim.port, {"--replay", dir + "/sweep.ledger.jsonl", "--replay-speeds", "1,2", "--batch-capacity", "8"}, "replay");
+  EXPECT_EQ(replay.receipt.at("points").as_array().size(), 2u);
+  EXPECT_EQ(replay.receipt.at("workload").as_object().at("requests").to_number<double>(), read_lines(dir + "/sweep.ledger.jsonl").size());
+}
+
+TEST(Sweep, EnergyFromSampledPowerDraw) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json", kProfile);
+  // A fake nvidia-smi: two GPUs drawing 150.5 W and 49.5 W.
+  write_file(dir + "/nvidia-smi", "#!/bin/sh\necho 150.50\necho 49.50\n");
+  ASSERT_EQ(std::system(("chmod +x " + dir + "/nvidia-smi").c_str()), 0);
+  const std::string old_path = std::getenv("PATH");
+  setenv("PATH", (dir + ":" + old_path).c_str(), 1);
+  Simulator sim({"--profile", dir + "/p.json"});
+  auto run = sweep(dir, sim.port, {"--concurrencies", "1,2", "--duration", "1s", "--power", "nvidia-smi", "--batch-capacity", "8"});
+  setenv("PATH", old_path.c_str(), 1);
+  for (double c : {1.0, 2.0}) {
+    const auto& ev = track_point(run.receipt, c).at("evidence").as_object();
+    const auto& energy = ev.at("energy").as_object();
+    ASSERT_EQ(energy.at("status"), "measured") << json::serialize(energy);
+    const double wall = ev.at("generator").as_object().at("wall_seconds").to_number<double>();
+    EXPECT_NEAR(energy.at("joules").to_number<double>() / wall, 200.0, 0.01);
+    EXPECT_GT(energy.at("output_tokens_per_joule").to_number<double>(), 0);
+  }
+}
+
+}  // namespace
+}  // namespace mpo::test
