@@ -15,6 +15,7 @@
 #include "ledger/reader.hpp"
 #include "ledger/writer.hpp"
 #include "net/backend_url.hpp"
+#include "sweep/go_json.hpp"
 #include "sweep/render.hpp"
 #include "sweep/runner.hpp"
 #include "sweep/verify.hpp"
@@ -46,7 +47,9 @@ struct SweepArgs {
   bool refine = false;
   double lateness_bound_ms = 1.0;
   std::string metrics_url, metrics_interval = "250ms", power;
-  std::string track = "ours", engine, engine_receipt, capacity_source, machine;
+  std::vector<std::string> tracks;
+  std::int64_t concurrency = 16;
+  std::string engine, engine_receipt, capacity_source, machine;
   std::int64_t batch_capacity = 0;
   std::string output = "sweep.json", ledger, markdown, html;
   bool quiet = false;
@@ -123,9 +126,114 @@ Result<std::vector<sweep::ServingRequest>> build_workload(const SweepArgs& a, st
   return sweep::synthetic_workload(o);
 }
 
-int run_sweep_command(const SweepArgs& a) {
-  if (a.url.empty()) return usage_error("--url is required (the OpenAI base URL, e.g. http://127.0.0.1:8000/v1)");
+// What sweeps and parity runs share: the target, the workload, requests, warm-up, SLO, machine.
+// Returns 0 when every flag is usable, else the exit code (a message was printed).
+int common_options(const SweepArgs& a, sweep::SweepOptions& o) {
   if (a.model.empty() || a.model == "unknown") return usage_error("serving sweep requires an exact --model identity");
+  o.target.model = a.model;
+  if (const char* key = std::getenv(a.api_key_env.c_str())) o.target.api_key = key;
+  o.target.ca_file = a.ca;
+  auto timeout = parse_duration_s(a.timeout);
+  if (!timeout) return usage_error("--timeout: " + timeout.error().message);
+  o.target.timeout_s = *timeout;
+  o.target.ignore_eos = a.ignore_eos;
+  o.target.run_id = fmt::format("{}-{}", hostname(), getpid());
+  std::string source;
+  auto workload = build_workload(a, source);
+  if (!workload) return usage_error(workload.error().message);
+  o.workload = std::move(*workload);
+  o.workload_source = source;
+  o.requests = !a.replay.empty() && a.requests == 64 ? o.workload.size() : a.requests;
+  if (o.requests == 0) return usage_error("--requests must be at least 1");
+  o.warmup = a.warmup;
+  o.seed = a.seed;
+  auto slo = parse_duration_s(a.slo);
+  if (!slo) return usage_error("--slo: " + slo.error().message);
+  o.slo_ms = *slo * 1000;
+  o.machine_id = a.machine.empty() ? hostname() : a.machine;
+  o.tool_version = MPO_VERSION;
+  return 0;
+}
+
+// The ledger of every request, and progress on stderr (a bar on a terminal, lines otherwise).
+class RunOutput {
+ public:
+  RunOutput(const SweepArgs& a, std::string ledger_path)
+      : a_(a), ledger_path_(std::move(ledger_path)), writer_({ledger_path_}), tty_(isatty(STDERR_FILENO) && !a.quiet) {}
+  bool open() {
+    if (auto st = writer_.open(); !st) {
+      std::cerr << "modelperfobs sweep: " << st.error().message << "\n";
+      return false;
+    }
+    return true;
+  }
+  sweep::SweepCallbacks callbacks() {
+    sweep::SweepCallbacks cb;
+    cb.on_observation = [this](const ledger::Observation& obs) { writer_.submit(ledger::render_observation(obs)); };
+    cb.on_progress = [this](const std::string& label, std::size_t done, std::size_t total) {
+      if (!tty_ || total == 0) return;
+      const int width = 30;
+      const int filled = static_cast<int>(static_cast<double>(done) / static_cast<double>(total) * width);
+      std::cerr << fmt::format("\r{:<18} [{}{}] {}/{}", label, std::string(filled, '#'), std::string(width - filled, '.'),
+                               done, total)
+                << std::flush;
+    };
+    cb.on_note = [this](const std::string& line) {
+      if (a_.quiet && line.rfind("warning", 0) != 0) return;
+      std::cerr << (tty_ ? "\r\033[K" : "") << line << "\n";
+    };
+    return cb;
+  }
+  void close() { writer_.close(); }
+  const std::string& ledger_path() const { return ledger_path_; }
+  std::uint64_t lines() const { return writer_.lines_written(); }
+
+ private:
+  const SweepArgs& a_;
+  std::string ledger_path_;
+  ledger::LedgerWriter writer_;
+  bool tty_;
+};
+
+int run_parity_command(const SweepArgs& a) {
+  sweep::SweepOptions o;
+  if (int rc = common_options(a, o)) return rc;
+  std::vector<sweep::ParityTrackUrl> tracks;
+  std::set<std::string> seen;
+  for (const auto& t : a.tracks) {
+    const auto eq = t.find('=');
+    if (eq == std::string::npos) return usage_error("parity runs take every --track as NAME=URL; '" + t + "' has no URL");
+    auto name = sweep::canonical_track(t.substr(0, eq));
+    if (!name) return usage_error(name.error().message);
+    if (!seen.insert(*name).second) return usage_error("track " + *name + " is given twice");
+    auto url = net::parse_backend_url(t.substr(eq + 1));
+    if (!url) return usage_error("--track " + *name + ": " + url.error().message);
+    tracks.push_back({*name, *url});
+  }
+  if (a.concurrency < 1) return usage_error("--concurrency must be at least 1");
+  const std::string output = a.output == "sweep.json" ? "parity.json" : a.output;
+  RunOutput out(a, a.ledger.empty() ? stem_of(output) + ".ledger.jsonl" : a.ledger);
+  if (!out.open()) return 1;
+  auto report = sweep::run_parity(o, tracks, a.concurrency, out.callbacks());
+  out.close();
+  if (!report) {
+    std::cerr << "modelperfobs sweep: " << report.error().message << "\n";
+    return 1;
+  }
+  report->artifact = output;
+  if (!write_file(output, sweep::go_marshal_indent(sweep::parity_json(*report)))) return 1;
+  if (!a.quiet) {
+    std::cerr << fmt::format("parity receipt {}, ledger {} ({} lines)\n", output, out.ledger_path(), out.lines());
+  }
+  return 0;
+}
+
+int run_sweep_command(const SweepArgs& a) {
+  for (const auto& t : a.tracks) {
+    if (t.find('=') != std::string::npos) return run_parity_command(a);
+  }
+  if (a.tracks.size() > 1) return usage_error("a sweep has one track; give NAME=URL tracks for a parity run");
+  if (a.url.empty()) return usage_error("--url is required (the OpenAI base URL, e.g. http://127.0.0.1:8000/v1)");
   const int modes = (a.concurrencies.empty() ? 0 : 1) + (a.rates.empty() ? 0 : 1) + (a.replay_speeds.empty() ? 0 : 1);
   if (modes != 1) return usage_error("give exactly one of --concurrencies, --rates or --replay-speeds");
   if (!a.replay_speeds.empty() && a.replay.empty()) return usage_error("--replay-speeds needs --replay LEDGER");
@@ -142,14 +250,7 @@ int run_sweep_command(const SweepArgs& a) {
   auto url = net::parse_backend_url(a.url);
   if (!url) return usage_error(url.error().message);
   o.target.url = *url;
-  o.target.model = a.model;
-  if (const char* key = std::getenv(a.api_key_env.c_str())) o.target.api_key = key;
-  o.target.ca_file = a.ca;
-  auto timeout = parse_duration_s(a.timeout);
-  if (!timeout) return usage_error("--timeout: " + timeout.error().message);
-  o.target.timeout_s = *timeout;
-  o.target.ignore_eos = a.ignore_eos;
-  o.target.run_id = fmt::format("{}-{}", hostname(), getpid());
+  if (int rc = common_options(a, o)) return rc;
   o.mode = a.concurrencies.empty() ? sweep::LoadMode::kRate : sweep::LoadMode::kConcurrency;
   o.coordinates = coords;
   if (!a.replay_speeds.empty()) {
@@ -165,23 +266,11 @@ int run_sweep_command(const SweepArgs& a) {
   }
   if (!(a.burstiness > 0)) return usage_error("--burstiness must be > 0");
   o.burstiness = a.burstiness;
-  std::string source;
-  auto workload = build_workload(a, source);
-  if (!workload) return usage_error(workload.error().message);
-  o.workload = std::move(*workload);
-  o.workload_source = source;
-  o.requests = !a.replay.empty() && a.requests == 64 ? o.workload.size() : a.requests;
-  if (o.requests == 0) return usage_error("--requests must be at least 1");
   if (!a.duration.empty()) {
     auto d = parse_duration_s(a.duration);
     if (!d || *d <= 0) return usage_error("--duration: give a positive duration such as 30s");
     o.duration_s = *d;
   }
-  o.warmup = a.warmup;
-  o.seed = a.seed;
-  auto slo = parse_duration_s(a.slo);
-  if (!slo) return usage_error("--slo: " + slo.error().message);
-  o.slo_ms = *slo * 1000;
   o.sla = sweep::SlaBudgets{a.ttft_budget, a.itl_budget, a.e2e_budget};
   o.refine = a.refine;
   if (a.refine && !o.sla.any()) return usage_error("--refine needs a p99 budget (--ttft-p99-budget-ms, --itl-p99-budget-ms or --e2e-p99-budget-ms)");
@@ -193,42 +282,26 @@ int run_sweep_command(const SweepArgs& a) {
   if (a.power == "nvidia-smi") o.power = a.power;
   else if (a.power.rfind("http", 0) == 0) o.dcgm_url = a.power;
   else if (!a.power.empty()) return usage_error("--power is nvidia-smi or a DCGM exporter URL (http://host:9400/metrics)");
-  o.track = a.track;
+  if (!a.tracks.empty()) {
+    auto t = sweep::canonical_track(a.tracks[0]);
+    if (!t) return usage_error(t.error().message);
+    o.track = *t;
+  }
   o.engine = a.engine;
   o.engine_receipt = a.engine_receipt;
   o.batch_capacity = a.batch_capacity;
   o.capacity_source = a.capacity_source;
   if (a.batch_capacity > 0 && a.capacity_source.empty()) o.capacity_source = "operator-declared";
-  o.machine_id = a.machine.empty() ? hostname() : a.machine;
-  o.tool_version = MPO_VERSION;
 
   const std::string stem = stem_of(a.output);
-  const std::string ledger_path = a.ledger.empty() ? stem + ".ledger.jsonl" : a.ledger;
-  ledger::LedgerWriter writer({ledger_path});
-  if (auto st = writer.open(); !st) {
-    std::cerr << "modelperfobs sweep: " << st.error().message << "\n";
-    return 1;
-  }
-  const bool tty = isatty(STDERR_FILENO) && !a.quiet;
-  sweep::SweepCallbacks cb;
-  cb.on_observation = [&](const ledger::Observation& obs) { writer.submit(ledger::render_observation(obs)); };
-  cb.on_progress = [&](const std::string& label, std::size_t done, std::size_t total) {
-    if (!tty || total == 0) return;
-    const int width = 30;
-    const int filled = static_cast<int>(static_cast<double>(done) / static_cast<double>(total) * width);
-    std::cerr << fmt::format("\r{:<18} [{}{}] {}/{}", label, std::string(filled, '#'), std::string(width - filled, '.'), done, total)
-              << std::flush;
-  };
-  cb.on_note = [&](const std::string& line) {
-    if (a.quiet && line.rfind("warning", 0) != 0) return;
-    std::cerr << (tty ? "\r\033[K" : "") << line << "\n";
-  };
+  RunOutput out(a, a.ledger.empty() ? stem + ".ledger.jsonl" : a.ledger);
+  if (!out.open()) return 1;
   if (!a.quiet) {
     std::cerr << fmt::format("sweep: {} points x {} requests against {} (model {}); ledger {}\n", coords.size(), o.requests,
-                             a.url, a.model, ledger_path);
+                             a.url, a.model, out.ledger_path());
   }
-  auto report = sweep::run_sweep(o, cb);
-  writer.close();
+  auto report = sweep::run_sweep(o, out.callbacks());
+  out.close();
   if (!report) {
     std::cerr << "modelperfobs sweep: " << report.error().message << "\n";
     return 1;
@@ -246,7 +319,7 @@ int run_sweep_command(const SweepArgs& a) {
                                t.sla_knee ? fmt::format("{}", t.sla_knee->coordinate) : t.sla_status);
     }
     std::cerr << fmt::format("receipt {} ({}), ledger {} ({} lines)\n", a.output, report->valid ? "valid" : "not valid for claims",
-                             ledger_path, writer.lines_written());
+                             out.ledger_path(), out.lines());
   }
   return 0;
 }
@@ -318,7 +391,10 @@ std::function<int()> setup_sweep(CLI::App& app) {
   app.add_option("--metrics-url", a->metrics_url, "the engine's /metrics: scraped before, during and after each point");
   app.add_option("--metrics-interval", a->metrics_interval, "sampling interval during a point")->capture_default_str();
   app.add_option("--power", a->power, "energy source: nvidia-smi, or a DCGM exporter URL");
-  app.add_option("--track", a->track, "track name in the receipt (ours, vllm, sglang, fak-fronts-fleet)")->capture_default_str();
+  app.add_option("--track", a->tracks,
+                 "track name of a sweep (ours, vllm, sglang, fak-fronts-fleet; default ours), or NAME=URL, repeated: "
+                 "a single-point parity run against each (fak.serving-parity.v1)");
+  app.add_option("--concurrency", a->concurrency, "parity runs: requests in flight (capped at --requests)")->capture_default_str();
   app.add_option("--engine", a->engine, "engine name for the contract (default: detected from /metrics or /models)");
   app.add_option("--engine-receipt", a->engine_receipt, "sha256:<64 hex> engine receipt (default: digest of the identity observed)");
   app.add_option("--batch-capacity", a->batch_capacity, "the engine's declared batch capacity (e.g. vLLM --max-num-seqs)");

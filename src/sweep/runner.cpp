@@ -445,4 +445,67 @@ Result<SweepReport> run_sweep(const SweepOptions& opts, const SweepCallbacks& cb
   return std::move(*result);
 }
 
+Result<ParityReport> run_parity(const SweepOptions& opts, const std::vector<ParityTrackUrl>& tracks,
+                                std::int64_t concurrency, const SweepCallbacks& cb) {
+  if (opts.workload.empty()) return make_error("sweep.workload", "the workload is empty");
+  const Clock& clock = SystemClock::instance();
+  ParityReport r;
+  r.generated_at = format_rfc3339_us(clock.wall_us());
+  if (auto dot = r.generated_at.find('.'); dot != std::string::npos) r.generated_at = r.generated_at.substr(0, dot) + "Z";
+  r.machine_id = opts.machine_id.empty() ? "unknown" : opts.machine_id;
+  r.model = opts.target.model;
+  const auto measured = take_requests(opts.workload, opts.requests);
+  r.requests = static_cast<std::int64_t>(measured.size());
+  r.concurrency = std::min<std::int64_t>(concurrency, r.requests);  // capped at the request count, as fak
+  r.slo_ms = opts.slo_ms;
+  r.workload_digest = workload_digest(measured);
+  r.tool_version = opts.tool_version;
+  asio::io_context io;
+  std::exception_ptr failure;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        for (const char* name : kParityTracks) {
+          auto it = std::find_if(tracks.begin(), tracks.end(), [&](const ParityTrackUrl& t) { return t.track == name; });
+          if (it == tracks.end()) continue;
+          Target target = opts.target;
+          target.url = it->url;
+          const std::string label = std::string("track ") + name;
+          Driver driver(target, cb.on_observation, [&](std::size_t d, std::size_t t) {
+            if (cb.on_progress) cb.on_progress(label, d, t);
+          });
+          PointPlan plan;
+          plan.mode = LoadMode::kConcurrency;
+          plan.coordinate = static_cast<double>(r.concurrency);
+          plan.label = label;
+          plan.warmup = opts.warmup >= 0 ? static_cast<std::size_t>(opts.warmup) : static_cast<std::size_t>(r.concurrency);
+          for (std::size_t i = 0; i < plan.warmup; ++i) {
+            ServingRequest w = opts.workload[i % opts.workload.size()];
+            w.id += fmt::format("#warmup-{:03}", i + 1);
+            plan.requests.push_back(std::move(w));
+          }
+          plan.requests.insert(plan.requests.end(), measured.begin(), measured.end());
+          PointRun run = co_await driver.run_point(plan);
+          ParityTrack t;
+          t.track = name;
+          t.base_url = it->url.origin + it->url.base_path;
+          t.measured = !run.samples.empty();
+          if (!t.measured) t.reason = "no request was sent";
+          FoldOptions fo;
+          fo.slo_ms = opts.slo_ms;
+          t.stats = fold_samples(run.samples, fo);
+          t.samples = std::move(run.samples);
+          if (cb.on_note) {
+            cb.on_note(fmt::format("{}: {} ok, {} failed", label, json_int(t.stats, "ok").value_or(0),
+                                   json_int(t.stats, "failed").value_or(0)));
+          }
+          r.tracks.push_back(std::move(t));
+        }
+      },
+      [&](std::exception_ptr e) { failure = e; });
+  io.run();
+  if (failure) std::rethrow_exception(failure);
+  return r;
+}
+
 }  // namespace mpo::sweep

@@ -11,6 +11,7 @@
 
 #include "ledger/observation.hpp"
 #include "sweep/driver.hpp"
+#include "sweep/parity.hpp"
 #include "sweep/report.hpp"
 #include "sweep/workload.hpp"
 
@@ -53,5 +54,15 @@ struct SweepCallbacks {
 
 // Errors only for what stops a sweep before it starts (no identity can be taken, bad options).
 Result<SweepReport> run_sweep(const SweepOptions& opts, const SweepCallbacks& cb);
+
+// One point (closed loop at `concurrency`, the same requests) against each track's server, in
+// fak's track order: `fak.serving-parity.v1`. Uses opts' target (model, key, timeout), workload,
+// requests, warm-up, SLO, seed and machine; the URL of each track replaces the target's.
+struct ParityTrackUrl {
+  std::string track;
+  net::BackendUrl url;
+};
+Result<ParityReport> run_parity(const SweepOptions& opts, const std::vector<ParityTrackUrl>& tracks,
+                                std::int64_t concurrency, const SweepCallbacks& cb);
 
 }  // namespace mpo::sweep

@@ -223,3 +223,52 @@ TEST(Sweep, EnergyFromSampledPowerDraw) {
 
 }  // namespace
 }  // namespace mpo::test
+
+namespace mpo::test {
+namespace {
+
+TEST(Sweep, RefineBisectsToTheP99Boundary) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json", kProfile);
+  Simulator sim({"--profile", dir + "/p.json"});
+  // Up to 8 in flight nothing queues (TTFT about 10 ms); above 8 requests wait a whole generation.
+  auto run = sweep(dir, sim.port, {"--concurrencies", "1,16", "--requests", "16", "--batch-capacity", "8",
+                                   "--ttft-p99-budget-ms", "50", "--refine"});
+  const auto& b = summary(run.receipt).at("p99_boundary").as_object();
+  EXPECT_EQ(b.at("status"), "measured");
+  EXPECT_EQ(b.at("coordinate").to_number<double>(), 8);
+  EXPECT_EQ(b.at("first_failing").to_number<double>(), 9);
+  EXPECT_EQ(run.receipt.at("workload").as_object().at("concurrencies").as_array().size(), 6u);  // 1, 8, 9, 10, 12, 16
+  EXPECT_EQ(run_cli({"sweep", "verify", run.path}).exit_code, 0);
+}
+
+TEST(Sweep, ParityRunsOnePointPerTrackAndTheGateWantsAllThree) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json", kProfile);
+  Simulator ours({"--profile", dir + "/p.json"});
+  Simulator raw({"--profile", dir + "/p.json"});
+  auto cli = run_cli({"sweep", "--model", "sim-model", "--requests", "8", "--concurrency", "4", "--output-tokens", "8",
+                      "--ignore-eos", "--quiet", "--output", dir + "/parity.json",
+                      "--track", fmt::format("ours=http://127.0.0.1:{}/v1", ours.port),
+                      "--track", fmt::format("SGLang=http://127.0.0.1:{}/v1", raw.port)});
+  ASSERT_EQ(cli.exit_code, 0);
+  const auto doc = json::parse(read_file(dir + "/parity.json")).as_object();
+  EXPECT_EQ(doc.at("schema"), "fak.serving-parity.v1");
+  const auto& tracks = doc.at("tracks").as_array();
+  ASSERT_EQ(tracks.size(), 4u);  // fak's order; the ones not given are not_measured
+  EXPECT_EQ(tracks[0].as_object().at("track"), "ours");
+  EXPECT_EQ(tracks[0].as_object().at("status"), "measured");
+  EXPECT_EQ(tracks[0].as_object().at("stats").as_object().at("ok").to_number<double>(), 8);
+  EXPECT_EQ(tracks[1].as_object().at("track"), "sglang");
+  EXPECT_EQ(tracks[1].as_object().at("status"), "measured");
+  EXPECT_EQ(tracks[2].as_object().at("status"), "not_measured");
+  EXPECT_EQ(tracks[2].as_object().at("reason"), "no base URL configured for this track");
+  const auto& tax = doc.at("ours_vs_sglang_tax").as_object();
+  EXPECT_EQ(tax.at("status"), "measured");
+  EXPECT_TRUE(tax.at("metrics").as_object().at("ttft_ms").as_object().contains("ours_div_raw"));
+  EXPECT_EQ(read_lines(dir + "/parity.ledger.jsonl").size(), 2u * (8 + 4));  // measured + warm-up, both tracks
+  EXPECT_EQ(run_cli({"sweep", "gate", "--claim", "parity with vLLM", "--artifact", dir + "/parity.json"}).exit_code, 1);
+}
+
+}  // namespace
+}  // namespace mpo::test

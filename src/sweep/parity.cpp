@@ -1,0 +1,144 @@
+#include "sweep/parity.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/format.h>
+
+#include "core/json.hpp"
+#include "sweep/fold.hpp"
+
+namespace mpo::sweep {
+namespace {
+
+std::optional<double> measured_field(const boost::json::object& stats, std::string_view key, std::string_view field) {
+  const auto* m = json_object(stats, key);
+  if (!m || json_string(*m, "status").value_or("") != "measured") return std::nullopt;
+  return json_double(*m, field);
+}
+
+std::string unit_of(const boost::json::object& stats, std::string_view key) {
+  const auto* m = json_object(stats, key);
+  return m ? std::string(json_string(*m, "unit").value_or("")) : "";
+}
+
+boost::json::object tax(const ParityTrack* ours, const ParityTrack* raw) {
+  boost::json::object o;
+  o["status"] = "not_measured";
+  o["ours_track"] = "ours";
+  o["raw_track"] = "sglang";
+  o["source_quantile"] = "p50";
+  if (!ours || !ours->measured) {
+    o["reason"] = "ours track missing";
+    return o;
+  }
+  if (!raw || !raw->measured) {
+    o["reason"] = "sglang raw track missing";
+    return o;
+  }
+  boost::json::object metrics;
+  bool any = false;
+  auto put = [&](std::string_view key, std::string_view field) {
+    boost::json::object m;
+    const auto a = measured_field(ours->stats, key, field), b = measured_field(raw->stats, key, field);
+    if (!a || !b) {
+      m["status"] = "not_measured";
+      m["reason"] = fmt::format("{} not measured on {}", key, !a ? "ours" : "sglang");
+    } else {
+      any = true;
+      m["status"] = "measured";
+      if (auto u = unit_of(ours->stats, key); !u.empty()) m["unit"] = u;
+      m["ours"] = *a;
+      m["raw"] = *b;
+      m["ours_minus_raw"] = *a - *b;
+      if (*b != 0) m["ours_div_raw"] = *a / *b;
+    }
+    metrics[key] = std::move(m);
+  };
+  put("ttft_ms", "p50");
+  put("itl_ms", "p50");
+  put("tpot_ms", "p50");
+  put("end_to_end_ms", "p50");
+  put("throughput_tok_s", "value");
+  put("goodput_rps", "value");
+  if (any) o["status"] = "measured";
+  else o["reason"] = "no shared measured metrics";
+  o["metrics"] = std::move(metrics);
+  return o;
+}
+
+}  // namespace
+
+Result<std::string> canonical_track(std::string_view name) {
+  std::string t(name);
+  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return c == '_' ? '-' : std::tolower(c); });
+  for (const char* k : kParityTracks) {
+    if (t == k) return t;
+  }
+  return make_error("parity.track", fmt::format("'{}' is not a track: use ours, sglang, vllm or fak-fronts-fleet", name));
+}
+
+boost::json::value parity_json(const ParityReport& r) {
+  std::vector<ParityTrack> tracks;
+  for (const char* name : kParityTracks) {
+    auto it = std::find_if(r.tracks.begin(), r.tracks.end(), [&](const ParityTrack& t) { return t.track == name; });
+    if (it != r.tracks.end()) {
+      tracks.push_back(*it);
+    } else {
+      ParityTrack t;
+      t.track = name;
+      t.reason = "no base URL configured for this track";
+      tracks.push_back(std::move(t));
+    }
+  }
+  boost::json::object o;
+  o["schema"] = kParitySchema;
+  o["generated_at"] = r.generated_at;
+  o["machine_id"] = r.machine_id;
+  o["model"] = r.model;
+  boost::json::object workload;
+  workload["requests"] = r.requests;
+  workload["concurrency"] = r.concurrency;
+  workload["slo_ms"] = r.slo_ms;
+  workload["token_count_basis"] = "sample.output_token_count_basis";
+  workload["digest"] = r.workload_digest;
+  o["workload"] = std::move(workload);
+  boost::json::array ts;
+  const ParityTrack* ours = nullptr;
+  const ParityTrack* raw = nullptr;
+  for (const auto& t : tracks) {
+    if (t.track == "ours") ours = &t;
+    if (t.track == "sglang") raw = &t;
+    boost::json::object j;
+    j["track"] = t.track;
+    j["status"] = t.measured ? "measured" : "not_measured";
+    if (!t.reason.empty()) j["reason"] = t.reason;
+    if (!t.base_url.empty()) j["base_url"] = t.base_url;
+    if (!t.samples.empty()) {
+      boost::json::array samples;
+      for (const auto& s : t.samples) samples.push_back(sample_json(s));
+      j["samples"] = std::move(samples);
+    }
+    FoldOptions none;
+    none.slo_ms = r.slo_ms;
+    j["stats"] = t.stats.empty() ? fold_samples({}, none) : t.stats;
+    ts.push_back(std::move(j));
+  }
+  o["tracks"] = std::move(ts);
+  o["ours_vs_sglang_tax"] = tax(ours, raw);
+  boost::json::object honesty;
+  honesty["identical_workload"] = true;
+  honesty["absent_as"] = "not_measured";
+  honesty["required_tracks"] = boost::json::array{"vllm", "sglang", "fak-fronts-fleet"};
+  honesty["parity_claim_gate"] =
+      "A parity-or-better claim requires a serving parity artifact with measured vllm, sglang, and fak-fronts-fleet tracks.";
+  o["honesty"] = std::move(honesty);
+  if (!r.artifact.empty()) o["artifact"] = r.artifact;
+  boost::json::object tool;
+  tool["name"] = "modelperfobs";
+  tool["version"] = r.tool_version;
+  o["tool"] = std::move(tool);
+  return o;
+}
+
+}  // namespace mpo::sweep
