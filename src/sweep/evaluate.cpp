@@ -256,7 +256,9 @@ boost::json::object saturation(const SweepReport& r, const Contract& c,
   const Point* prev = nullptr;
   const TrackPoint* prev_tp = nullptr;
   std::optional<double> prev_waiting;
-  for (const auto& [p, tp] : pts) {
+  for (const auto& pt : pts) {
+    const Point* p = pt.first;  // not a structured binding: clang 14 cannot capture those
+    const TrackPoint* tp = pt.second;
     if (!saturation_comparable(*tp)) continue;
     const auto thr = scalar(tp->stats, "throughput_tok_s");
     if (!thr) continue;

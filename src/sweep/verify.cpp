@@ -45,7 +45,9 @@ std::optional<double> num(const boost::json::object& o, std::string_view key) {
 }
 
 // Recomputes a track point's stats and evidence figures from its samples; names what differs.
-void recompute(const SweepReport& r, const Point& p, TrackPoint& tp, VerifyOutcome& out) {
+void recompute(const SweepReport& r, const Point& p, TrackPoint& tp, VerifyOutcome* outp) {
+  VerifyOutcome scratch;
+  VerifyOutcome& out = outp ? *outp : scratch;
   const std::string where = fmt::format("track {} at {}", tp.track, coordinate_text(r, p.coordinate));
   if (tp.samples.empty()) {
     out.notes.push_back(where + ": no samples; its stats are taken as written");
@@ -93,9 +95,7 @@ VerifyOutcome verify_sweep(std::string_view text) {
     return out;
   }
   SweepReport r = *parsed;
-  for (auto& p : r.points) {
-    for (auto& tp : p.tracks) recompute(r, p, tp, out);
-  }
+  rederive_from_samples(r, &out);
   const SweepReport before = r;
   if (auto st = evaluate_sweep(r); !st) out.problems.push_back(st.error().message);
   // Statuses and findings, for any receipt (fak's included).
@@ -149,6 +149,12 @@ VerifyOutcome verify_sweep(std::string_view text) {
                               out.problems.size() > 1 ? fmt::format(" (and {} more)", out.problems.size() - 1) : "");
   }
   return out;
+}
+
+void rederive_from_samples(SweepReport& r, VerifyOutcome* out) {
+  for (auto& p : r.points) {
+    for (auto& tp : p.tracks) recompute(r, p, tp, out);
+  }
 }
 
 GateOutcome gate_claim(std::string_view claim, std::string_view artifact_text) {

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "sweep/report.hpp"
+
 namespace mpo::sweep {
 
 struct VerifyOutcome {
@@ -18,6 +20,11 @@ struct VerifyOutcome {
   std::string summary;                // one line
 };
 VerifyOutcome verify_sweep(std::string_view text);
+
+// A report with every point's stats and evidence figures recomputed from its samples (points
+// without samples keep theirs), before evaluation: what the runner writes and verify expects.
+// Differences from what was written are appended to `out` when given.
+void rederive_from_samples(SweepReport& r, VerifyOutcome* out = nullptr);
 
 struct GateOutcome {
   bool allowed = false;
