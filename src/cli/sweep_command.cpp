@@ -1,4 +1,5 @@
 // `modelperfobs sweep` (run a serving sweep), `sweep verify FILE`, `sweep gate --claim --artifact`.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -293,6 +294,11 @@ int run_sweep_command(const SweepArgs& a) {
   o.capacity_source = a.capacity_source;
   if (a.batch_capacity > 0 && a.capacity_source.empty()) o.capacity_source = "operator-declared";
 
+  // One socket per request in flight: hundreds of streams need more than the default 1024 files.
+  if (rlimit lim{}; getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &lim);
+  }
   const std::string stem = stem_of(a.output);
   RunOutput out(a, a.ledger.empty() ? stem + ".ledger.jsonl" : a.ledger);
   if (!out.open()) return 1;

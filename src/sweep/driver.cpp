@@ -465,12 +465,12 @@ struct Driver::Impl {
     std::vector<Sample> samples(n);
     WaitGroup wg(ex);
     asio::steady_timer timer(ex);
-    const auto start = std::chrono::steady_clock::now();
+    // The schedule and the lateness measured against it share one origin.
+    const std::int64_t start_us = SystemClock::instance().steady_us();
     for (std::size_t i = 0; i < n; ++i) {
-      const auto due = start + std::chrono::microseconds(static_cast<std::int64_t>(offsets[i] * 1e6));
-      timer.expires_at(due);
+      const std::int64_t due_us = start_us + static_cast<std::int64_t>(offsets[i] * 1e6);
+      timer.expires_at(std::chrono::steady_clock::time_point(std::chrono::microseconds(due_us)));
       co_await timer.async_wait(kNoThrow);
-      const std::int64_t due_us = point_start_us + static_cast<std::int64_t>(offsets[i] * 1e6);
       wg.add();
       asio::co_spawn(
           ex,

@@ -47,7 +47,8 @@ std::vector<double> ttft_values(std::span<const Sample> samples);
 std::vector<double> itl_values(std::span<const Sample> samples);
 std::vector<double> e2e_values(std::span<const Sample> samples);
 
-// The "generator", "confidence" and "errors_by_class" members of a point's evidence block.
+// The "generator", "confidence" and "errors_by_class" members of a point's evidence block (send
+// lateness over the measured requests; warm-up excluded like everywhere else).
 struct GeneratorFigures {
   double lateness_bound_ms = 1.0;
   double cpu_seconds = 0;     // the generator's CPU time over the point (measured by the driver)
