@@ -265,7 +265,11 @@ Result<SweepReport> parse_sweep_report(std::string_view text) {
     }
   }
   r.artifact = str(o, "artifact");
-  if (const auto* tool = json_object(o, "tool")) r.tool_version = str(*tool, "version");
+  r.tool_name.clear();
+  if (const auto* tool = json_object(o, "tool")) {
+    r.tool_name = str(*tool, "name");
+    r.tool_version = str(*tool, "version");
+  }
   if (const auto* load = json_object(o, "load")) r.load = *load;
   if (const auto* v = json_object(o, "validity")) {
     r.valid = json_bool(*v, "valid").value_or(false);

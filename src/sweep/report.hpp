@@ -81,6 +81,7 @@ struct SweepReport {
   std::vector<TrackSummary> tracks;
   std::string artifact;
   // Ours.
+  std::string tool_name = "modelperfobs";  // "" when read from a receipt without a tool block (fak's)
   std::string tool_version;
   boost::json::object load;      // how points were driven: mode, arrivals, warm-up, slo, bounds
   bool valid = false;

@@ -111,7 +111,7 @@ VerifyOutcome verify_sweep(std::string_view text) {
       }
     }
   }
-  const bool ours = text.find("\"name\": \"modelperfobs\"") != std::string_view::npos;
+  const bool ours = parsed->tool_name == "modelperfobs";
   if (ours) {
     const std::string again = report_text(r);
     if (again != text) {

@@ -187,7 +187,9 @@ TEST(Sweep, OpenLoopSendsOnScheduleAndMeasuresItself) {
     double prev = -1;
     for (const auto& s : samples) {
       const double due = s.as_object().at("scheduled_offset_ms").to_number<double>();
-      if (prev >= 0) EXPECT_NEAR(due - prev, 1000.0 / rate, 0.002);
+      if (prev >= 0) {
+        EXPECT_NEAR(due - prev, 1000.0 / rate, 0.002);
+      }
       prev = due;
       EXPECT_GE(s.as_object().at("sent_offset_ms").to_number<double>(), due);
     }

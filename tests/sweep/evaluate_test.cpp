@@ -296,6 +296,34 @@ TEST(SweepVerify, TamperingIsNamed) {
   EXPECT_FALSE(verify_sweep("{").holds);
 }
 
+TEST(SweepVerify, AFakStyleReceiptWithoutSamplesReEvaluatesFromItsStats) {
+  // fak's writer has no samples, evidence or our summary blocks (invented from ours by removal).
+  auto r = scaling_sweep(8, {1, 2, 4, 8});
+  ASSERT_TRUE(evaluate_sweep(r).ok());
+  auto doc = report_json(r).as_object();
+  for (const char* k : {"tool", "load", "validity"}) doc.erase(k);
+  for (auto& p : doc["points"].as_array()) {
+    for (auto& t : p.as_object()["tracks"].as_array()) {
+      t.as_object().erase("evidence");
+      t.as_object().erase("samples");
+    }
+  }
+  for (auto& t : doc["tracks"].as_array()) {
+    t.as_object().erase("p99_boundary");
+    t.as_object().erase("saturation");
+  }
+  const std::string fak_text = go_marshal_indent(doc);
+  auto v = verify_sweep(fak_text);
+  EXPECT_TRUE(v.holds) << v.summary;
+  EXPECT_EQ(v.notes.size(), 4u);  // each point: stats taken as written
+  EXPECT_TRUE(gate_claim("ours capacity-valid peak", fak_text).allowed);
+  // A fak receipt whose written summary disagrees with its points is refused.
+  std::string bad = fak_text;
+  const std::string from = "\"peak_status\": \"measured\"";
+  bad.replace(bad.find(from), from.size(), "\"peak_status\": \"invalid\"");
+  EXPECT_FALSE(verify_sweep(bad).holds);
+}
+
 TEST(SweepGate, ParityClaimsNeedTheThreeTracks) {
   const std::string parity = R"({"schema":"fak.serving-parity.v1","tracks":[
     {"track":"vllm","status":"measured","stats":{"ok":3}},
