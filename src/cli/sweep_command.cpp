@@ -16,7 +16,7 @@
 #include "ledger/reader.hpp"
 #include "ledger/writer.hpp"
 #include "net/backend_url.hpp"
-#include "sweep/go_json.hpp"
+#include "core/go_json.hpp"
 #include "sweep/render.hpp"
 #include "sweep/runner.hpp"
 #include "sweep/verify.hpp"
@@ -222,7 +222,7 @@ int run_parity_command(const SweepArgs& a) {
     return 1;
   }
   report->artifact = output;
-  if (!write_file(output, sweep::go_marshal_indent(sweep::parity_json(*report)))) return 1;
+  if (!write_file(output, go_marshal_indent(sweep::parity_json(*report)))) return 1;
   if (!a.quiet) {
     std::cerr << fmt::format("parity receipt {}, ledger {} ({} lines)\n", output, out.ledger_path(), out.lines());
   }

@@ -34,6 +34,7 @@ struct LedgerRecord {
   std::optional<std::int64_t> prompt_tokens, completion_tokens, total_tokens, cached_prompt_tokens;
   std::string token_source = "none";
   std::optional<std::int64_t> in_flight_at_start;
+  std::optional<std::string> server_timings;  // raw JSON object the server returned, minified
 };
 
 struct LineProblem {

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/json.hpp"
-#include "sweep/go_json.hpp"
+#include "core/go_json.hpp"
 
 namespace mpo::sweep {
 namespace {

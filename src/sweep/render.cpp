@@ -4,7 +4,7 @@
 
 #include "core/json.hpp"
 #include "report/svg_chart.hpp"
-#include "sweep/go_json.hpp"
+#include "core/go_json.hpp"
 
 namespace mpo::sweep {
 namespace {

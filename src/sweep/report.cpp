@@ -6,7 +6,7 @@
 
 #include "core/json.hpp"
 #include "sweep/evaluate.hpp"
-#include "sweep/go_json.hpp"
+#include "core/go_json.hpp"
 
 namespace mpo::sweep {
 namespace {

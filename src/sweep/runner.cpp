@@ -21,7 +21,7 @@
 #include "sweep/evaluate.hpp"
 #include "sweep/evidence.hpp"
 #include "sweep/fold.hpp"
-#include "sweep/go_json.hpp"
+#include "core/go_json.hpp"
 #include "sweep/wait_group.hpp"
 
 namespace mpo::sweep {

@@ -9,7 +9,7 @@
 #include "core/json.hpp"
 #include "sweep/evaluate.hpp"
 #include "sweep/fold.hpp"
-#include "sweep/go_json.hpp"
+#include "core/go_json.hpp"
 #include "sweep/report.hpp"
 
 namespace mpo::sweep {

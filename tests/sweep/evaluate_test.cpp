@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "sweep/fold.hpp"
-#include "sweep/go_json.hpp"
+#include "core/go_json.hpp"
 #include "sweep/verify.hpp"
 
 namespace mpo::sweep {

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "sweep/go_json.hpp"
+#include "core/go_json.hpp"
 
 namespace mpo::sweep {
 namespace {

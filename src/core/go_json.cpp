@@ -1,4 +1,4 @@
-#include "sweep/go_json.hpp"
+#include "core/go_json.hpp"
 
 #include <openssl/evp.h>
 
@@ -9,7 +9,7 @@
 
 #include <simdjson.h>
 
-namespace mpo::sweep {
+namespace mpo {
 namespace {
 
 constexpr char kHex[] = "0123456789abcdef";
@@ -243,4 +243,4 @@ bool is_sha256_digest(std::string_view s) {
   return true;
 }
 
-}  // namespace mpo::sweep
+}  // namespace mpo

@@ -1,7 +1,8 @@
-// JSON text exactly as Go's encoding/json writes it (fak-formats.md section 0), for receipts that
-// keep fak's schema names and for the digests taken over them: keys in insertion order, `<`, `>`,
-// `&`, U+2028 and U+2029 escaped, invalid UTF-8 as \ufffd, floats in Go's shortest form (plain
-// decimal unless the exponent is < -6 or >= 21; integral floats without a decimal point).
+// JSON text exactly as Go's encoding/json writes it (fak-formats.md section 0), for documents that
+// keep fak's schema names (sweep and parity receipts, attribution) and the digests taken over
+// them: keys in insertion order, `<`, `>`, `&`, U+2028 and U+2029 escaped, invalid UTF-8 as
+// \ufffd, floats in Go's shortest form (plain decimal unless the exponent is < -6 or >= 21;
+// integral floats without a decimal point).
 // Documents are built as boost::json values (objects keep insertion order); reading goes through
 // simdjson so that every number comes back bit for bit.
 #pragma once
@@ -13,7 +14,7 @@
 
 #include "core/result.hpp"
 
-namespace mpo::sweep {
+namespace mpo {
 
 // json.Marshal: compact, no trailing newline.
 std::string go_marshal(const boost::json::value& v);
@@ -31,4 +32,4 @@ std::string sha256_digest(std::string_view bytes);
 // True for "sha256:" followed by 64 lowercase or uppercase hex digits.
 bool is_sha256_digest(std::string_view s);
 
-}  // namespace mpo::sweep
+}  // namespace mpo

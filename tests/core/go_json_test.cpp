@@ -1,9 +1,9 @@
 // Go encoding/json compatibility: the bytes fak's digests are taken over.
-#include "sweep/go_json.hpp"
+#include "core/go_json.hpp"
 
 #include <gtest/gtest.h>
 
-namespace mpo::sweep {
+namespace mpo {
 namespace {
 
 std::string go_float(double v) {
@@ -69,4 +69,4 @@ TEST(GoJson, Sha256DigestsAreStandard) {
 }
 
 }  // namespace
-}  // namespace mpo::sweep
+}  // namespace mpo

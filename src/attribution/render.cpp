@@ -1,0 +1,245 @@
+#include "attribution/render.hpp"
+
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "core/go_json.hpp"
+#include "core/time.hpp"
+
+namespace mpo::attribution {
+namespace {
+
+boost::json::value number(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 9e15) return static_cast<std::int64_t>(v);
+  return v;
+}
+
+boost::json::array strings(const std::vector<std::string>& v) {
+  boost::json::array a;
+  for (const auto& s : v) a.push_back(boost::json::string(s));
+  return a;
+}
+
+boost::json::object counters_json(const std::map<std::string, CounterDelta>& counters, bool fak) {
+  boost::json::object o;
+  for (const auto& [name, d] : counters) {
+    if (fak) {
+      bool known = false;
+      for (const char* k : kFakCounters) known = known || name == k;
+      if (!known) continue;
+    }
+    boost::json::object c;
+    if (d.usable() && (!fak || d.value != 0)) c["value"] = number(d.value);
+    c["state"] = to_string(d.state);
+    o[name] = std::move(c);
+  }
+  return o;
+}
+
+boost::json::object magnitudes_json(const std::map<std::string, double>& m) {
+  boost::json::object o;
+  for (const auto& [k, v] : m) o[k] = number(v);
+  return o;
+}
+
+const MetricsSnapshot& after_of(const AttributionRun& run, const GradedWindow& w) { return run.snapshots[w.window.after]; }
+
+}  // namespace
+
+std::string go_time(std::int64_t unix_us) {
+  std::string t = format_rfc3339_us(unix_us);  // ...SS.ffffffZ
+  const auto dot = t.find('.');
+  if (dot == std::string::npos) return t;
+  std::size_t end = t.size() - 1;  // the 'Z'
+  std::size_t last = end;
+  while (last > dot + 1 && t[last - 1] == '0') --last;
+  if (last == dot + 1) return t.substr(0, dot) + "Z";
+  return t.substr(0, last) + "Z";
+}
+
+std::string fak_json_lines(const AttributionRun& run) {
+  std::string out;
+  for (const auto& w : run.windows) {
+    const auto& r = w.result;
+    const auto& d = r.delta;
+    boost::json::object delta;
+    if (!d.server_instance_id.empty()) delta["server_instance_id"] = d.server_instance_id;
+    delta["scrape_started_at"] = d.scrape_started_at_us ? go_time(d.scrape_started_at_us) : "0001-01-01T00:00:00Z";
+    delta["scrape_ended_at"] = d.scrape_ended_at_us ? go_time(d.scrape_ended_at_us) : "0001-01-01T00:00:00Z";
+    auto counters = counters_json(d.counters, true);
+    if (!counters.empty()) delta["counters"] = std::move(counters);
+    boost::json::object rc;
+    for (const auto& [id, entry] : d.request_counters) {
+      if (entry.first != "request-label" && entry.first != "trace" && !entry.first.empty()) continue;  // fak's sources only
+      boost::json::object e;
+      if (!entry.first.empty()) e["source"] = entry.first;
+      e["counters"] = counters_json(entry.second, true);
+      rc[id] = std::move(e);
+    }
+    if (!rc.empty()) delta["request_counters"] = std::move(rc);
+    if (!d.overlapping_request_ids.empty()) delta["overlapping_request_ids"] = strings(d.overlapping_request_ids);
+    delta["overlapping_observed_requests"] = d.overlapping_observed_requests;
+    if (d.background_unobserved_requests) delta["background_unobserved_requests"] = number(*d.background_unobserved_requests);
+    if (!d.counter_resets.empty()) delta["counter_resets"] = strings(d.counter_resets);
+    if (!d.counter_wraps.empty()) delta["counter_wraps"] = strings(d.counter_wraps);
+    delta["grade"] = d.grade;
+    delta["reason"] = d.reason;
+    boost::json::object o;
+    o["schema"] = kFakSchema;
+    o["delta"] = std::move(delta);
+    if (r.requests.empty()) {
+      o["requests"] = nullptr;
+    } else {
+      boost::json::array rows;
+      for (const auto& q : r.requests) {
+        // fak knows its own sources only: evidence from the response is ours, and shows as such.
+        const bool fak_source = q.correlation_source == "request-label" || q.correlation_source == "trace";
+        boost::json::object row;
+        row["request_id"] = q.request_id;
+        row["grade"] = q.grade == "request-correlated" && !fak_source ? d.grade : q.grade;
+        const auto& causes = q.grade == "request-correlated" && !fak_source
+                                 ? (d.grade == "isolated-window" ? r.shared_causes : std::vector<std::string>{})
+                                 : q.causes;
+        if (!causes.empty()) row["causes"] = strings(causes);
+        if (fak_source && !q.correlation_source.empty()) row["correlation_source"] = q.correlation_source;
+        if (!d.server_instance_id.empty()) row["server_instance_id"] = d.server_instance_id;
+        row["scrape_started_at"] = delta["scrape_started_at"];
+        row["scrape_ended_at"] = delta["scrape_ended_at"];
+        row["reason"] = q.grade == "request-correlated" && !fak_source ? d.reason : q.reason;
+        rows.push_back(std::move(row));
+      }
+      o["requests"] = std::move(rows);
+    }
+    if (r.cohort) {
+      boost::json::object c;
+      if (!r.cohort->request_ids.empty()) c["request_ids"] = strings(r.cohort->request_ids);
+      c["grade"] = r.cohort->grade;
+      if (!r.cohort->causes.empty()) c["causes"] = strings(r.cohort->causes);
+      if (!d.server_instance_id.empty()) c["server_instance_id"] = d.server_instance_id;
+      c["scrape_started_at"] = delta["scrape_started_at"];
+      c["scrape_ended_at"] = delta["scrape_ended_at"];
+      c["reason"] = r.cohort->reason;
+      o["cohort"] = std::move(c);
+    }
+    out += go_marshal(o) + "\n";
+  }
+  return out;
+}
+
+std::string attribution_json(const AttributionRun& run, const RunInputs& in) {
+  boost::json::object o;
+  o["schema"] = kSchema;
+  o["created_at"] = format_rfc3339_us(in.created_at_us);
+  o["tool"] = boost::json::object{{"name", "modelperfobs"}, {"version", in.tool_version}};
+  boost::json::object inputs;
+  if (!in.ledger.empty()) inputs["ledger"] = in.ledger;
+  if (!in.scrapes.empty()) inputs["scrapes"] = in.scrapes;
+  if (!in.probe.empty()) inputs["probe"] = in.probe;
+  inputs["window"] = in.window;
+  if (in.max_scrape_age_s > 0) inputs["max_scrape_age_s"] = in.max_scrape_age_s;
+  inputs["requests"] = static_cast<std::int64_t>(run.requests.size());
+  inputs["snapshots"] = static_cast<std::int64_t>(run.snapshots.size());
+  o["inputs"] = std::move(inputs);
+  boost::json::array windows;
+  std::map<std::string, std::int64_t> by_grade;
+  std::vector<std::string> reasons;
+  for (const auto& w : run.windows) {
+    const auto& r = w.result;
+    const auto& d = r.delta;
+    const auto& a = after_of(run, w);
+    ++by_grade[d.grade];
+    boost::json::object j;
+    boost::json::object server;
+    server["instance_id"] = d.server_instance_id;
+    server["source"] = a.source;
+    server["engine"] = a.engine;
+    server["models"] = strings(a.models);
+    if (a.process_start_time_s) server["process_start_time_s"] = *a.process_start_time_s;
+    j["server"] = std::move(server);
+    j["scrape_started_at"] = format_rfc3339_us(d.scrape_started_at_us);
+    j["scrape_ended_at"] = format_rfc3339_us(d.scrape_ended_at_us);
+    j["grade"] = d.grade;
+    j["reason"] = d.reason;
+    if (!d.notes.empty()) j["notes"] = strings(d.notes);
+    j["counters"] = counters_json(d.counters, false);
+    j["overlapping_request_ids"] = strings(d.overlapping_request_ids);
+    j["overlapping_observed_requests"] = d.overlapping_observed_requests;
+    // Unknown is not zero: absent when the server's request counter is not usable.
+    if (d.background_unobserved_requests) j["background_unobserved_requests"] = number(*d.background_unobserved_requests);
+    j["counter_resets"] = strings(d.counter_resets);
+    j["counter_wraps"] = strings(d.counter_wraps);
+    if (!w.window.for_requests.empty()) j["enclosing_window_of"] = strings(w.window.for_requests);
+    if (r.cohort) {
+      boost::json::object c;
+      c["request_ids"] = strings(r.cohort->request_ids);
+      c["grade"] = r.cohort->grade;
+      c["causes"] = strings(r.cohort->causes);
+      c["magnitudes"] = magnitudes_json(r.cohort->magnitudes);
+      c["reason"] = r.cohort->reason;
+      j["cohort"] = std::move(c);
+    }
+    boost::json::array rows;
+    for (const auto& q : r.requests) {
+      boost::json::object row;
+      row["request_id"] = q.request_id;
+      row["grade"] = q.grade;
+      row["causes"] = strings(q.causes);
+      row["magnitudes"] = magnitudes_json(q.magnitudes);
+      if (!q.correlation_source.empty()) row["correlation_source"] = q.correlation_source;
+      boost::json::object states;
+      for (const auto& [k, v] : q.cause_counters) states[k] = to_string(v);
+      row["cause_counters"] = std::move(states);
+      row["reason"] = q.reason;
+      rows.push_back(std::move(row));
+    }
+    j["requests"] = std::move(rows);
+    if ((d.grade == "unavailable" || d.grade == "stale") &&
+        std::find(reasons.begin(), reasons.end(), d.grade + ": " + d.reason) == reasons.end()) {
+      reasons.push_back(d.grade + ": " + d.reason);
+    }
+    windows.push_back(std::move(j));
+  }
+  boost::json::object grades;
+  for (const auto& [g, n] : by_grade) grades[g] = n;
+  o["result"] = boost::json::object{{"windows", std::move(windows)}, {"windows_by_grade", std::move(grades)}};
+  if (run.windows.empty()) reasons.push_back("no window: fewer than two snapshots cover the requests");
+  o["validity"] = boost::json::object{{"valid", reasons.empty()}, {"reasons", strings(reasons)}};
+  return go_marshal_indent(o);
+}
+
+std::string attribution_markdown(const AttributionRun& run, const RunInputs& in) {
+  std::string out = "# Attribution of server counters to requests\n\n";
+  out += fmt::format("{} requests, {} snapshots, window `{}`{}.\n\n", run.requests.size(), run.snapshots.size(), in.window,
+                     in.probe.empty() ? "" : ", probe of " + in.probe);
+  if (run.windows.empty()) return out + "No window: fewer than two snapshots cover the requests.\n";
+  out += "| from | to | grade | observed | background | causes | reason |\n|---|---|---|---|---|---|---|\n";
+  for (const auto& w : run.windows) {
+    const auto& d = w.result.delta;
+    std::string causes;
+    for (const auto& c : w.result.shared_causes) causes += (causes.empty() ? "" : ", ") + c;
+    out += fmt::format("| {} | {} | **{}** | {} | {} | {} | {} |\n", format_rfc3339_us(d.scrape_started_at_us).substr(11),
+                       format_rfc3339_us(d.scrape_ended_at_us).substr(11), d.grade, d.overlapping_observed_requests,
+                       d.background_unobserved_requests ? fmt::format("{}", *d.background_unobserved_requests) : "unknown",
+                       causes.empty() ? "-" : causes, d.reason);
+  }
+  std::string per;
+  for (const auto& w : run.windows) {
+    for (const auto& q : w.result.requests) {
+      if (q.causes.empty()) continue;
+      std::string causes;
+      for (const auto& c : q.causes) causes += (causes.empty() ? "" : ", ") + c;
+      std::string mags;
+      for (const auto& [k, v] : q.magnitudes) mags += fmt::format("{}{} {}", mags.empty() ? "" : ", ", k, v);
+      per += fmt::format("- `{}`: **{}**: {} ({}){}\n", q.request_id, q.grade, causes, mags,
+                         q.correlation_source.empty() ? "" : "; source " + q.correlation_source);
+    }
+  }
+  if (!per.empty()) out += "\n## Causes that reach a request\n\n" + per;
+  out += "\nShared counter deltas reach one request only in an isolated window or through evidence the server tied "
+         "to it; everything else stays with the cohort (docs/ATTRIBUTION.md).\n";
+  return out;
+}
+
+}  // namespace mpo::attribution

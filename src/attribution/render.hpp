@@ -1,0 +1,29 @@
+// Attribution output: ours (`modelperfobs.attribution.v1`, one document), fak's
+// (`fak-model-perf-attribution/1`, one document per window, as JSON lines), and markdown. Pure.
+#pragma once
+
+#include <string>
+
+#include "attribution/adapter.hpp"
+
+namespace mpo::attribution {
+
+inline constexpr const char* kSchema = "modelperfobs.attribution.v1";
+inline constexpr const char* kFakSchema = "fak-model-perf-attribution/1";
+
+struct RunInputs {
+  std::string ledger, scrapes, window = "auto";
+  double max_scrape_age_s = 0;
+  std::string probe;  // the probed URL, for `attribute --probe`
+  std::string tool_version;
+  std::int64_t created_at_us = 0;
+};
+
+std::string attribution_json(const AttributionRun& run, const RunInputs& inputs);  // pretty, one newline
+std::string fak_json_lines(const AttributionRun& run);                              // one line per window
+std::string attribution_markdown(const AttributionRun& run, const RunInputs& inputs);
+
+// Go's time.Time text: RFC 3339 UTC with the fraction's trailing zeros removed.
+std::string go_time(std::int64_t unix_us);
+
+}  // namespace mpo::attribution

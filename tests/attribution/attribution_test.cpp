@@ -1,0 +1,241 @@
+// Every grade and every fail-closed path of the attribution, from constructed snapshots (invented
+// counter values chosen so each rule has one outcome), and determinism under reordered input.
+#include "attribution/attribution.hpp"
+
+#include <algorithm>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "attribution/adapter.hpp"
+#include "attribution/render.hpp"
+
+namespace mpo::attribution {
+namespace {
+
+constexpr std::int64_t kS = 1'000'000;
+
+MetricsSnapshot snap(std::int64_t at_s, double requests, double hits = 0, double preemptions = 0, std::string id = "srv-1") {
+  MetricsSnapshot m;
+  m.server_instance_id = std::move(id);
+  m.started_at_us = at_s * kS - 1000;
+  m.scraped_at_us = at_s * kS;
+  m.counters["requests"] = {requests, std::nullopt};
+  m.counters["prefix_cache_hits"] = {hits, std::nullopt};
+  m.counters["preemptions"] = {preemptions, std::nullopt};
+  return m;
+}
+
+RequestWindow req(std::string id, std::int64_t from_s, std::int64_t to_s) {
+  return RequestWindow{std::move(id), from_s * kS + 100, to_s * kS - 2000, std::nullopt};  // ends before the scrape at to_s starts
+}
+
+AttributionResult run(MetricsSnapshot before, MetricsSnapshot after, std::vector<RequestWindow> requests) {
+  AttributionInput in;
+  in.before = std::move(before);
+  in.after = std::move(after);
+  in.requests = std::move(requests);
+  return attribute(in);
+}
+
+TEST(Attribution, OneRequestThatAccountsForTheWholeDeltaIsAnIsolatedWindowWithItsCauses) {
+  auto r = run(snap(10, 5, 100, 0), snap(12, 6, 164, 1), {req("a", 10, 12)});
+  EXPECT_EQ(r.delta.grade, "isolated-window");
+  EXPECT_EQ(r.delta.reason, "one observed request accounts for the complete server request delta");
+  ASSERT_EQ(r.requests.size(), 1u);
+  EXPECT_EQ(r.requests[0].causes, (std::vector<std::string>{"prefix-cache-hit", "preemption"}));
+  EXPECT_EQ(r.requests[0].magnitudes.at("prefix_cache_hits"), 64);
+  EXPECT_FALSE(r.cohort.has_value());
+  EXPECT_EQ(*r.delta.background_unobserved_requests, 0);
+}
+
+TEST(Attribution, OverlappingRequestsShareTheDeltaAsACohortOnly) {
+  auto r = run(snap(10, 5, 100), snap(12, 7, 164), {req("b", 10, 12), req("a", 10, 11)});
+  EXPECT_EQ(r.delta.grade, "cohort-only");
+  EXPECT_NE(r.delta.reason.find("multiple observed requests overlap"), std::string::npos);
+  ASSERT_TRUE(r.cohort.has_value());
+  EXPECT_EQ(r.cohort->causes, (std::vector<std::string>{"prefix-cache-hit"}));
+  for (const auto& q : r.requests) EXPECT_TRUE(q.causes.empty()) << "a shared delta is never copied into each request";
+  EXPECT_EQ(r.delta.overlapping_request_ids, (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(Attribution, UnobservedRequestsProvenByTheCounterContaminateTheWindow) {
+  auto r = run(snap(10, 5, 100), snap(12, 9, 164), {req("a", 10, 12)});
+  EXPECT_EQ(r.delta.grade, "contaminated");
+  EXPECT_EQ(*r.delta.background_unobserved_requests, 3);
+  EXPECT_NE(r.delta.reason.find("proves 3 unobserved request(s)"), std::string::npos);
+  EXPECT_TRUE(r.requests[0].causes.empty());
+}
+
+TEST(Attribution, WithoutARequestCounterBackgroundIsUnknownNotZero) {
+  auto before = snap(10, 5), after = snap(12, 6);
+  before.counters.erase("requests");
+  after.counters.erase("requests");
+  auto r = run(before, after, {req("a", 10, 12)});
+  EXPECT_EQ(r.delta.grade, "cohort-only");
+  EXPECT_FALSE(r.delta.background_unobserved_requests.has_value());
+  EXPECT_NE(r.delta.reason.find("without a usable server request counter"), std::string::npos);
+}
+
+TEST(Attribution, FailClosed) {
+  // A failed scrape.
+  AttributionInput in;
+  in.scrape_failure = "connection refused";
+  auto r = attribute(in);
+  EXPECT_EQ(r.delta.grade, "unavailable");
+  EXPECT_NE(r.delta.reason.find("metrics scrape failed: connection refused"), std::string::npos);
+  // A missing snapshot.
+  in = {};
+  in.before = snap(10, 1);
+  EXPECT_EQ(attribute(in).delta.grade, "unavailable");
+  // Bounds backwards.
+  r = run(snap(12, 1), snap(10, 2), {req("a", 10, 12)});
+  EXPECT_EQ(r.delta.grade, "unavailable");
+  EXPECT_NE(r.delta.reason.find("scrape bounds are invalid"), std::string::npos);
+  // A restart: another server instance after.
+  r = run(snap(10, 5, 100), snap(12, 1, 10, 0, "srv-2"), {req("a", 10, 12)});
+  EXPECT_EQ(r.delta.grade, "unavailable");
+  EXPECT_EQ(r.delta.server_instance_id, "srv-1->srv-2");
+  EXPECT_TRUE(r.shared_causes.empty());
+  EXPECT_TRUE(r.requests[0].causes.empty());
+  // No identity.
+  r = run(snap(10, 5, 100, 0, ""), snap(12, 6, 164, 0, ""), {req("a", 10, 12)});
+  EXPECT_EQ(r.delta.grade, "unavailable");
+  // Stale: the window's request was observed long after the after scrape.
+  in = {};
+  in.before = snap(10, 5, 100);
+  in.after = snap(12, 6, 164);
+  in.requests = {req("a", 10, 12)};
+  in.observed_at_us = 60 * kS;
+  in.max_scrape_age_us = 30 * kS;
+  r = attribute(in);
+  EXPECT_EQ(r.delta.grade, "stale");
+  EXPECT_EQ(r.delta.reason.rfind("latest scrape is older than 30s", 0), 0u);
+  EXPECT_TRUE(r.shared_causes.empty());
+  // A scrape marked stale when taken.
+  auto late = snap(12, 6, 164);
+  late.stale = true;
+  EXPECT_EQ(run(snap(10, 5, 100), late, {req("a", 10, 12)}).delta.grade, "stale");
+  // Duplicate request IDs.
+  r = run(snap(10, 5, 100), snap(12, 6, 164), {req("a", 10, 11), req("a", 11, 12)});
+  EXPECT_EQ(r.delta.grade, "cohort-only");
+  EXPECT_NE(r.delta.reason.find("duplicate request IDs"), std::string::npos);
+}
+
+TEST(Attribution, ACounterResetDropsThatCauseOnlyAndSaysSo) {
+  auto r = run(snap(10, 5, 100, 4), snap(12, 6, 50, 5), {req("a", 10, 12)});
+  EXPECT_EQ(r.delta.grade, "isolated-window");
+  EXPECT_EQ(r.delta.counter_resets, (std::vector<std::string>{"prefix_cache_hits"}));
+  EXPECT_EQ(r.requests[0].causes, (std::vector<std::string>{"preemption"}));
+  EXPECT_EQ(r.requests[0].cause_counters.at("prefix_cache_hits"), CounterState::kReset);
+  EXPECT_NE(r.delta.reason.find("prefix_cache_hits reset, so no request cause is emitted"), std::string::npos);
+}
+
+TEST(Attribution, ADeclaredModulusWrapsInsteadOfResetting) {
+  auto before = snap(10, 5, 65530), after = snap(12, 6, 10);
+  before.counters["prefix_cache_hits"].wrap_at = 65536;
+  after.counters["prefix_cache_hits"].wrap_at = 65536;
+  auto r = run(before, after, {req("a", 10, 12)});
+  EXPECT_EQ(r.delta.counter_wraps, (std::vector<std::string>{"prefix_cache_hits"}));
+  EXPECT_EQ(r.delta.counters.at("prefix_cache_hits").value, 16);
+  EXPECT_EQ(r.requests[0].causes, (std::vector<std::string>{"prefix-cache-hit"}));
+}
+
+TEST(Attribution, EvidenceTheServerReturnedCorrelatesEvenInACrowd) {
+  auto a = req("a", 10, 12);
+  a.returned = CorrelatedCounters{"response-usage", {{"prefix_cache_hits", {48, std::nullopt}}}};
+  auto r = run(snap(10, 5, 100), snap(12, 9, 164), {a, req("b", 10, 12)});
+  EXPECT_EQ(r.delta.grade, "contaminated");
+  const auto& row = r.requests[0];
+  EXPECT_EQ(row.request_id, "a");
+  EXPECT_EQ(row.grade, "request-correlated");
+  EXPECT_EQ(row.correlation_source, "response-usage");
+  EXPECT_EQ(row.magnitudes.at("prefix_cache_hits"), 48);
+  EXPECT_EQ(r.requests[1].grade, "contaminated");
+  // Untrusted correlation is ignored and said to be.
+  auto before = snap(10, 5, 100), after = snap(12, 6, 164);
+  after.request_counters["a"] = {"log-scrape", {{"prefix_cache_hits", {9, std::nullopt}}}};
+  r = run(before, after, {req("a", 10, 12)});
+  EXPECT_NE(r.delta.reason.find("untrusted correlation evidence is ignored"), std::string::npos);
+  EXPECT_EQ(r.requests[0].grade, "isolated-window");
+}
+
+TEST(Attribution, FewerServerRequestsThanObservedIsNoted) {
+  auto r = run(snap(10, 5), snap(12, 5), {req("a", 10, 12)});
+  EXPECT_EQ(r.delta.grade, "cohort-only");
+  ASSERT_EQ(r.delta.notes.size(), 1u);
+  EXPECT_NE(r.delta.notes[0].find("counted 0 finished request(s)"), std::string::npos);
+}
+
+TEST(Attribution, TheSameInputInAnyOrderGivesTheSameDocuments) {
+  std::vector<scrape::Snapshot> snaps;
+  for (int i = 0; i < 5; ++i) {
+    scrape::Snapshot s;
+    s.source = "http://x/metrics";
+    s.started_at_us = (10 + i) * kS - 500;
+    s.ended_at_us = (10 + i) * kS;
+    s.signals.engine = promtext::Engine::kVllmV1;
+    s.signals.scalars[static_cast<std::size_t>(promtext::Signal::kRequestsFinished)] = promtext::ScalarSignal{double(i), "r", 1};
+    s.signals.scalars[static_cast<std::size_t>(promtext::Signal::kProcessStartTime)] = promtext::ScalarSignal{1.0, "p", 1};
+    snaps.push_back(s);
+  }
+  std::vector<ledger::LedgerRecord> recs(4);
+  for (int i = 0; i < 4; ++i) {
+    recs[i].observation_id = "req-" + std::to_string(i);
+    recs[i].started_at_us = (10 + i) * kS + 200;
+    recs[i].ended_at_us = (11 + i) * kS - 200;
+  }
+  RunInputs in;
+  const auto reference = attribution_json(attribute_run(snaps, recs, {}, 0), in);
+  std::mt19937 rng(7);
+  for (int k = 0; k < 20; ++k) {
+    std::shuffle(snaps.begin(), snaps.end(), rng);
+    std::shuffle(recs.begin(), recs.end(), rng);
+    EXPECT_EQ(attribution_json(attribute_run(snaps, recs, {}, 0), in), reference);
+  }
+  EXPECT_NE(reference.find("\"isolated-window\""), std::string::npos);
+}
+
+TEST(Attribution, WindowsPerRequestEncloseEachRequest) {
+  std::vector<MetricsSnapshot> s = {snap(10, 0), snap(11, 0), snap(12, 1), snap(13, 1), snap(14, 2)};
+  std::vector<RequestWindow> r = {req("a", 11, 12), req("b", 12, 14)};
+  auto w = choose_windows(s, r, WindowChoice{WindowMode::kPerRequest, 0, 0});
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[0].before, 1u);
+  EXPECT_EQ(w[0].after, 2u);
+  EXPECT_EQ(w[1].before, 2u);
+  EXPECT_EQ(w[1].after, 4u);
+  EXPECT_EQ(choose_windows(s, r, {}).size(), 4u);
+  auto choice = parse_window("1970-01-01T00:00:11Z,1970-01-01T00:00:13Z");
+  ASSERT_TRUE(choice.ok());
+  auto e = choose_windows(s, r, *choice);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].before, 1u);
+  EXPECT_EQ(e[0].after, 4u);  // the scrape at 13 s began 1 ms before TO: the first one begun after it
+  EXPECT_FALSE(parse_window("yesterday").ok());
+  EXPECT_FALSE(parse_window("1970-01-01T00:00:13Z,1970-01-01T00:00:11Z").ok());
+}
+
+TEST(Attribution, FakFormatKeepsFaksShape) {
+  std::vector<scrape::Snapshot> snaps(2);
+  for (int i = 0; i < 2; ++i) {
+    snaps[i].source = "http://x/metrics";
+    snaps[i].started_at_us = (10 + 2 * i) * kS - 500;
+    snaps[i].ended_at_us = (10 + 2 * i) * kS + 123400;
+    snaps[i].signals.engine = promtext::Engine::kVllmV1;
+    snaps[i].signals.scalars[static_cast<std::size_t>(promtext::Signal::kRequestsFinished)] = promtext::ScalarSignal{double(5 + i), "r", 1};
+  }
+  std::vector<ledger::LedgerRecord> recs(1);
+  recs[0].observation_id = "a";
+  recs[0].started_at_us = 10 * kS + 500000;
+  recs[0].ended_at_us = 11 * kS;
+  const auto line = fak_json_lines(attribute_run(snaps, recs, {}, 0));
+  EXPECT_EQ(line.find("{\"schema\":\"fak-model-perf-attribution/1\",\"delta\":{\"server_instance_id\":"), 0u) << line;
+  EXPECT_NE(line.find("\"scrape_started_at\":\"1970-01-01T00:00:10.1234Z\""), std::string::npos) << line;
+  EXPECT_NE(line.find("\"counters\":{\"requests\":{\"value\":1,\"state\":\"ok\"}}"), std::string::npos) << line;
+  EXPECT_NE(line.find("\"grade\":\"isolated-window\""), std::string::npos);
+  EXPECT_EQ(go_time(10 * kS), "1970-01-01T00:00:10Z");
+}
+
+}  // namespace
+}  // namespace mpo::attribution
