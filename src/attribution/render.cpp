@@ -64,10 +64,12 @@ std::string fak_json_lines(const AttributionRun& run) {
   for (const auto& w : run.windows) {
     const auto& r = w.result;
     const auto& d = r.delta;
+    const std::string started = d.scrape_started_at_us ? go_time(d.scrape_started_at_us) : "0001-01-01T00:00:00Z";
+    const std::string ended = d.scrape_ended_at_us ? go_time(d.scrape_ended_at_us) : "0001-01-01T00:00:00Z";
     boost::json::object delta;
     if (!d.server_instance_id.empty()) delta["server_instance_id"] = d.server_instance_id;
-    delta["scrape_started_at"] = d.scrape_started_at_us ? go_time(d.scrape_started_at_us) : "0001-01-01T00:00:00Z";
-    delta["scrape_ended_at"] = d.scrape_ended_at_us ? go_time(d.scrape_ended_at_us) : "0001-01-01T00:00:00Z";
+    delta["scrape_started_at"] = started;
+    delta["scrape_ended_at"] = ended;
     auto counters = counters_json(d.counters, true);
     if (!counters.empty()) delta["counters"] = std::move(counters);
     boost::json::object rc;
@@ -105,8 +107,8 @@ std::string fak_json_lines(const AttributionRun& run) {
         if (!causes.empty()) row["causes"] = strings(causes);
         if (fak_source && !q.correlation_source.empty()) row["correlation_source"] = q.correlation_source;
         if (!d.server_instance_id.empty()) row["server_instance_id"] = d.server_instance_id;
-        row["scrape_started_at"] = delta["scrape_started_at"];
-        row["scrape_ended_at"] = delta["scrape_ended_at"];
+        row["scrape_started_at"] = started;
+        row["scrape_ended_at"] = ended;
         row["reason"] = q.grade == "request-correlated" && !fak_source ? d.reason : q.reason;
         rows.push_back(std::move(row));
       }
@@ -118,8 +120,8 @@ std::string fak_json_lines(const AttributionRun& run) {
       c["grade"] = r.cohort->grade;
       if (!r.cohort->causes.empty()) c["causes"] = strings(r.cohort->causes);
       if (!d.server_instance_id.empty()) c["server_instance_id"] = d.server_instance_id;
-      c["scrape_started_at"] = delta["scrape_started_at"];
-      c["scrape_ended_at"] = delta["scrape_ended_at"];
+      c["scrape_started_at"] = started;
+      c["scrape_ended_at"] = ended;
       c["reason"] = r.cohort->reason;
       o["cohort"] = std::move(c);
     }

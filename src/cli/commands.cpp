@@ -5,7 +5,9 @@
 namespace mpo::cli {
 
 std::span<const Command> commands() {
-  static const std::array<Command, 7> kCommands = {{
+  static const std::array<Command, 8> kCommands = {{
+      {"attribute", "server counter deltas joined to a ledger's requests, graded by what the evidence proves",
+       setup_attribute},
       {"bandwidth", "HBM bandwidth receipts from Nsight Compute CSVs; host-memory roofline; verify a receipt",
        setup_bandwidth},
       {"demo", "simulator + proxy + a short workload + report, in one command (files in ./modelperfobs-demo)",

@@ -28,5 +28,6 @@ std::function<int()> setup_demo(CLI::App& app);
 std::function<int()> setup_scrape(CLI::App& app);
 std::function<int()> setup_bandwidth(CLI::App& app);
 std::function<int()> setup_sweep(CLI::App& app);
+std::function<int()> setup_attribute(CLI::App& app);
 
 }  // namespace mpo::cli

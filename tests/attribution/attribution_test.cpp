@@ -234,6 +234,7 @@ TEST(Attribution, FakFormatKeepsFaksShape) {
   EXPECT_NE(line.find("\"scrape_started_at\":\"1970-01-01T00:00:10.1234Z\""), std::string::npos) << line;
   EXPECT_NE(line.find("\"counters\":{\"requests\":{\"value\":1,\"state\":\"ok\"}}"), std::string::npos) << line;
   EXPECT_NE(line.find("\"grade\":\"isolated-window\""), std::string::npos);
+  EXPECT_EQ(line.find("null,"), std::string::npos) << "every row carries the window's times: " << line;
   EXPECT_EQ(go_time(10 * kS), "1970-01-01T00:00:10Z");
 }
 

@@ -1,0 +1,189 @@
+// `modelperfobs attribute`: server counter deltas joined to the requests of a ledger, graded by
+// what the evidence proves; `--probe` makes its own clean windows (scrape, one request, scrape).
+#include <iostream>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <fmt/format.h>
+
+#include "attribution/adapter.hpp"
+#include "attribution/render.hpp"
+#include "cli/commands.hpp"
+#include "cli/files.hpp"
+#include "core/clock.hpp"
+#include "core/duration.hpp"
+#include "ledger/reader.hpp"
+#include "net/backend_url.hpp"
+#include "scrape/fetch.hpp"
+#include "scrape/snapshot_reader.hpp"
+#include "sweep/driver.hpp"
+#include "sweep/workload.hpp"
+
+#ifndef MPO_VERSION
+#define MPO_VERSION "0.0.0"
+#endif
+
+namespace mpo::cli {
+namespace {
+
+struct AttributeArgs {
+  std::vector<std::string> ledgers;
+  std::vector<std::string> scrapes;
+  std::string window = "auto", max_scrape_age = "0s", format = "md", output;
+  std::string probe, metrics_url, model = "", prompt;
+  int repeat = 2;
+  std::int64_t max_tokens = 16;
+};
+
+int usage_error(const std::string& m) {
+  std::cerr << "modelperfobs attribute: " << m << "\n";
+  return 2;
+}
+
+ledger::LedgerRecord record_of(const ledger::Observation& o) {
+  ledger::LedgerRecord r;
+  r.observation_id = o.observation_id;
+  r.started_at_us = o.started_at_us;
+  r.ended_at_us = o.ended_at_us;
+  r.outcome = o.outcome;
+  r.cached_prompt_tokens = o.cached_prompt_tokens;
+  if (!o.server_timings.empty()) r.server_timings = o.server_timings;
+  r.prompt_tokens = o.prompt_tokens;
+  r.completion_tokens = o.completion_tokens;
+  return r;
+}
+
+// Scrape, send one request, scrape; `repeat` times with the same prompt, one after another.
+int run_probe(const AttributeArgs& a, std::vector<scrape::Snapshot>& snaps, std::vector<ledger::LedgerRecord>& records) {
+  auto base = net::parse_backend_url(a.probe);
+  if (!base) return usage_error("--probe: " + base.error().message);
+  if (a.model.empty()) return usage_error("--probe needs --model (the model to request)");
+  std::string metrics = a.metrics_url.empty() ? base->origin + "/metrics" : a.metrics_url;
+  auto murl = scrape::parse_metrics_url(metrics);
+  if (!murl) return usage_error("--metrics-url: " + murl.error().message);
+  scrape::Fetcher fetcher(*murl, scrape::FetchOptions{});
+  sweep::Target target;
+  target.url = *base;
+  target.model = a.model;
+  target.run_id = "attribute-probe";
+  target.ignore_eos = true;
+  sweep::Driver driver(target, [&](const ledger::Observation& o) { records.push_back(record_of(o)); }, nullptr);
+  sweep::ServingRequest req;
+  req.id = "probe";
+  req.messages = {{"user", a.prompt.empty() ? sweep::synthetic_words(64, 7) : a.prompt}};
+  req.max_output_tokens = a.max_tokens;
+  boost::asio::io_context io;
+  std::exception_ptr failure;
+  boost::asio::co_spawn(
+      io,
+      [&]() -> boost::asio::awaitable<void> {
+        std::uint64_t seq = 0;
+        for (int i = 0; i < a.repeat; ++i) {
+          if (i == 0) snaps.push_back(co_await fetcher.scrape(++seq, SystemClock::instance().wall_us()));
+          sweep::PointPlan plan;
+          plan.coordinate = 1;
+          plan.requests = {req};
+          plan.label = fmt::format("probe {}", i + 1);
+          co_await driver.run_point(plan);
+          snaps.push_back(co_await fetcher.scrape(++seq, SystemClock::instance().wall_us()));
+        }
+      },
+      [&](std::exception_ptr e) { failure = e; });
+  io.run();
+  if (failure) std::rethrow_exception(failure);
+  return 0;
+}
+
+int run(const AttributeArgs& a) {
+  if (a.probe.empty() == a.ledgers.empty()) return usage_error("give --ledger FILE (with its snapshots) or --probe URL");
+  auto choice = attribution::parse_window(a.window);
+  if (!choice) return usage_error(choice.error().message);
+  auto age = parse_duration_s(a.max_scrape_age);
+  if (!age || *age < 0) return usage_error("--max-scrape-age: give a duration such as 30s");
+  if (a.repeat < 1) return usage_error("--repeat must be at least 1");
+  std::vector<scrape::Snapshot> snaps;
+  std::vector<ledger::LedgerRecord> records;
+  attribution::RunInputs inputs;
+  if (!a.probe.empty()) {
+    if (int rc = run_probe(a, snaps, records)) return rc;
+    inputs.probe = a.probe;
+  } else {
+    for (const auto& path : a.ledgers) {
+      auto read = ledger::read_ledger_file(path, {});
+      if (!read) {
+        std::cerr << "modelperfobs attribute: " << read.error().message << "\n";
+        return 1;
+      }
+      if (read->invalid_lines) std::cerr << fmt::format("modelperfobs attribute: warning: {}: {} invalid line(s) skipped\n", path, read->invalid_lines);
+      for (auto& r : read->records) records.push_back(std::move(r));
+    }
+    std::vector<std::string> scrape_files = a.scrapes;
+    if (scrape_files.empty()) {
+      for (const auto& l : a.ledgers) scrape_files.push_back(scrape::snapshots_path_for(l));
+    }
+    for (const auto& f : scrape_files) {
+      const auto text = read_text_file(f);
+      if (!text) {
+        std::cerr << "modelperfobs attribute: cannot read snapshots " << f
+                  << " (record them with `proxy --scrape URL`, or give --scrapes FILE)\n";
+        return 1;
+      }
+      auto read = scrape::read_snapshots(*text);
+      for (const auto& p : read.problems) std::cerr << "modelperfobs attribute: warning: " << f << ": " << p << "\n";
+      for (auto& s : read.snapshots) snaps.push_back(std::move(s));
+    }
+    inputs.ledger = fmt::format("{}", fmt::join(a.ledgers, ","));
+    inputs.scrapes = fmt::format("{}", fmt::join(scrape_files, ","));
+  }
+  inputs.window = a.window;
+  inputs.max_scrape_age_s = *age;
+  inputs.tool_version = MPO_VERSION;
+  inputs.created_at_us = SystemClock::instance().wall_us();
+  const auto run = attribution::attribute_run(std::move(snaps), records, *choice, static_cast<std::int64_t>(*age * 1e6));
+  std::string text;
+  if (a.format == "json") text = attribution::attribution_json(run, inputs);
+  else if (a.format == "fak") text = attribution::fak_json_lines(run);
+  else text = attribution::attribution_markdown(run, inputs);
+  if (a.output.empty() || a.output == "-") {
+    std::cout << text;
+  } else {
+    std::ofstream out(a.output, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) {
+      std::cerr << "modelperfobs attribute: cannot write " << a.output << "\n";
+      return 1;
+    }
+  }
+  if (run.windows.empty()) {
+    std::cerr << "modelperfobs attribute: no window to grade: fewer than two snapshots around the requests\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> setup_attribute(CLI::App& app) {
+  auto a = std::make_shared<AttributeArgs>();
+  app.add_option("--ledger", a->ledgers, "ledger(s) of the requests (proxy --ledger, sweep)")->check(CLI::ExistingFile);
+  app.add_option("--scrapes", a->scrapes, "modelperfobs.scrape.v1 snapshots (default: <ledger>.scrape.jsonl from proxy --scrape)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--window", a->window, "auto (consecutive snapshots), per-request (each request's enclosing snapshots), or FROM,TO")
+      ->capture_default_str();
+  app.add_option("--max-scrape-age", a->max_scrape_age, "a window whose requests were observed longer than this after its last scrape is stale (0: no check)")
+      ->capture_default_str();
+  app.add_option("--format", a->format, "md, json (modelperfobs.attribution.v1) or fak (fak-model-perf-attribution/1, one line per window)")
+      ->check(CLI::IsMember({"md", "json", "fak"}))->capture_default_str();
+  app.add_option("--output", a->output, "write here instead of stdout");
+  app.add_option("--probe", a->probe, "make clean windows: scrape, one request to this OpenAI base URL, scrape (http://host:port/v1)");
+  app.add_option("--metrics-url", a->metrics_url, "--probe: the engine's metrics (default: the probe origin's /metrics)");
+  app.add_option("--model", a->model, "--probe: the model to request");
+  app.add_option("--prompt", a->prompt, "--probe: the prompt (default: 64 fixed words)");
+  app.add_option("--repeat", a->repeat, "--probe: requests, one after another, each in its own window (the same prompt: the second shows a prefix-cache hit)")
+      ->capture_default_str();
+  app.add_option("--max-tokens", a->max_tokens, "--probe: output tokens per request")->capture_default_str();
+  return [a] { return run(*a); };
+}
+
+}  // namespace mpo::cli

@@ -1,0 +1,203 @@
+// `modelperfobs attribute` against the simulator: a repeated prompt in its own window is an
+// isolated window with a prefix-cache hit; overlapping requests are a cohort; preemption under KV
+// pressure stays with the cohort; the ramp scenario's background traffic contaminates; a restart
+// makes the window unavailable.
+#include <thread>
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "support/http_client.hpp"
+#include "support/process.hpp"
+
+namespace mpo::test {
+namespace {
+
+namespace json = boost::json;
+
+constexpr const char* kFast =
+    R"({"engine":{"step_base_s":0.002,"step_per_prefill_token_s":0.00001,"step_per_decode_seq_s":0.00005}})";
+
+json::object attribute_json(std::vector<std::string> args) {
+  args.insert(args.begin(), "attribute");
+  args.insert(args.end(), {"--format", "json"});
+  auto run = run_cli(args);
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  auto doc = json::parse(run.out).as_object();
+  EXPECT_EQ(doc.at("schema"), "modelperfobs.attribution.v1");
+  return doc;
+}
+
+const json::array& windows(const json::object& doc) { return doc.at("result").as_object().at("windows").as_array(); }
+
+std::string chat(std::uint16_t port, const std::string& prompt, int max_tokens) {
+  return http_post(port, "/v1/chat/completions",
+                   json::serialize(json::object{{"model", "sim-model"}, {"max_tokens", max_tokens}, {"ignore_eos", true},
+                                                {"messages", json::array{json::object{{"role", "user"}, {"content", prompt}}}}}),
+                   {{"content-type", "application/json"}})
+      .body;
+}
+
+// Waits (bounded) until the proxy has recorded `n` more snapshots: the next request starts in a new window.
+void wait_snapshots(std::uint16_t sim_port, const std::string& file, std::size_t more) {
+  const std::size_t target = read_lines(file).size() + more;
+  for (int i = 0; i < 2000 && read_lines(file).size() < target; ++i) http_get(sim_port, "/v1/models");
+}
+
+bool contains(const json::value& array, const char* s) {
+  for (const auto& v : array.as_array()) {
+    if (v.as_string() == s) return true;
+  }
+  return false;
+}
+
+TEST(Attribute, AProbeOfARepeatedPromptIsolatesAPrefixCacheHit) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json", kFast);
+  Simulator sim({"--profile", dir + "/p.json"});
+  const auto doc = attribute_json({"--probe", fmt::format("http://127.0.0.1:{}/v1", sim.port), "--model", "sim-model"});
+  ASSERT_EQ(windows(doc).size(), 2u);
+  const auto& first = windows(doc)[0].as_object();
+  const auto& second = windows(doc)[1].as_object();
+  EXPECT_EQ(first.at("grade"), "isolated-window");
+  EXPECT_EQ(second.at("grade"), "isolated-window");
+  EXPECT_EQ(first.at("background_unobserved_requests").to_number<double>(), 0);
+  EXPECT_EQ(first.at("counters").as_object().at("prefix_cache_hits").as_object().at("value").to_number<double>(), 0);
+  const auto& row = second.at("requests").as_array()[0].as_object();
+  EXPECT_TRUE(contains(row.at("causes"), "prefix-cache-hit"));
+  EXPECT_GT(row.at("magnitudes").as_object().at("prefix_cache_hits").to_number<double>(), 0);
+  EXPECT_EQ(doc.at("validity").as_object().at("valid"), true);
+  EXPECT_EQ(second.at("server").as_object().at("engine"), "vllm");
+}
+
+TEST(Attribute, SequentialRequestsAreIsolatedOverlappingOnesAreACohort) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json", kFast);
+  Simulator sim({"--profile", dir + "/p.json"});
+  const std::string ledger = dir + "/model-perf.jsonl";
+  const std::string snaps = dir + "/model-perf.scrape.jsonl";
+  {
+    Proxy proxy(fmt::format("http://127.0.0.1:{}", sim.port), ledger,
+                {"--scrape", fmt::format("http://127.0.0.1:{}/metrics", sim.port), "--scrape-interval", "50ms"});
+    wait_snapshots(sim.port, snaps, 1);
+    for (int i = 0; i < 3; ++i) {
+      chat(proxy.port, fmt::format("sequential request number {}", i), 8);
+      wait_snapshots(sim.port, snaps, 2);
+    }
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 4; ++i) threads.emplace_back([&, i] { chat(proxy.port, fmt::format("overlapping {}", i), 40); });
+    for (auto& t : threads) t.join();
+    wait_snapshots(sim.port, snaps, 2);
+    EXPECT_EQ(proxy.process.terminate(), 0);
+  }
+  const auto doc = attribute_json({"--ledger", ledger, "--window", "per-request"});
+  int isolated = 0, cohort = 0;
+  for (const auto& w : windows(doc)) {
+    const auto& o = w.as_object();
+    const auto observed = o.at("overlapping_observed_requests").to_number<double>();
+    if (o.at("grade") == "isolated-window") {
+      ++isolated;
+      EXPECT_EQ(observed, 1);
+    }
+    if (o.at("grade") == "cohort-only") {
+      ++cohort;
+      EXPECT_GT(observed, 1);
+      EXPECT_TRUE(o.contains("cohort"));
+    }
+  }
+  EXPECT_EQ(isolated, 3) << json::serialize(doc);
+  EXPECT_GE(cohort, 1);
+  // fak's format: one line per window.
+  auto fak = run_cli({"attribute", "--ledger", ledger, "--window", "per-request", "--format", "fak"});
+  EXPECT_EQ(fak.exit_code, 0);
+  EXPECT_EQ(read_lines(ledger).size(), 7u);
+  EXPECT_NE(fak.out.find("\"schema\":\"fak-model-perf-attribution/1\""), std::string::npos);
+}
+
+TEST(Attribute, PreemptionUnderKvPressureStaysWithTheCohort) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json",
+             R"({"engine":{"num_gpu_blocks":16,"block_size":16,"max_model_len":256,"enable_prefix_caching":false,)"
+             R"("step_base_s":0.002,"step_per_prefill_token_s":0.00001,"step_per_decode_seq_s":0.00005}})");
+  Simulator sim({"--profile", dir + "/p.json"});
+  const std::string ledger = dir + "/model-perf.jsonl";
+  {
+    Proxy proxy(fmt::format("http://127.0.0.1:{}", sim.port), ledger,
+                {"--scrape", fmt::format("http://127.0.0.1:{}/metrics", sim.port), "--scrape-interval", "50ms"});
+    wait_snapshots(sim.port, dir + "/model-perf.scrape.jsonl", 1);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 3; ++i) {
+      threads.emplace_back([&, i] { chat(proxy.port, fmt::format("long request {} with a prompt of some words", i), 100); });
+    }
+    for (auto& t : threads) t.join();
+    wait_snapshots(sim.port, dir + "/model-perf.scrape.jsonl", 2);
+    EXPECT_EQ(proxy.process.terminate(), 0);
+  }
+  // One window around everything.
+  const auto doc = attribute_json({"--ledger", ledger, "--window", "per-request"});
+  bool preemption_in_cohort = false;
+  for (const auto& w : windows(doc)) {
+    const auto& o = w.as_object();
+    if (o.contains("cohort") && contains(o.at("cohort").as_object().at("causes"), "preemption")) preemption_in_cohort = true;
+    for (const auto& r : o.at("requests").as_array()) {
+      EXPECT_FALSE(contains(r.as_object().at("causes"), "preemption")) << "a shared preemption is never a request's";
+    }
+  }
+  EXPECT_TRUE(preemption_in_cohort) << json::serialize(doc);
+}
+
+TEST(Attribute, TheRampScenariosBackgroundTrafficContaminates) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json",
+             R"({"engine":{"step_base_s":0.002,"step_per_prefill_token_s":0.00001,"step_per_decode_seq_s":0.00005},)"
+             R"("scenarios":{"ramp":{"duration_s":0.5,"background_requests":32,"background_prompt_tokens":32,"background_output_tokens":8}}})");
+  Simulator sim({"--profile", dir + "/p.json"});
+  ASSERT_EQ(http_post(sim.port, "/scenario?name=ramp", "", {}).status, 200);
+  const auto doc = attribute_json({"--probe", fmt::format("http://127.0.0.1:{}/v1", sim.port), "--model", "sim-model",
+                                   "--repeat", "1", "--max-tokens", "64"});
+  ASSERT_EQ(windows(doc).size(), 1u);
+  const auto& w = windows(doc)[0].as_object();
+  EXPECT_EQ(w.at("grade"), "contaminated");
+  EXPECT_GT(w.at("background_unobserved_requests").to_number<double>(), 0);
+  EXPECT_TRUE(w.at("requests").as_array()[0].as_object().at("causes").as_array().empty());
+}
+
+TEST(Attribute, ARestartBetweenScrapesMakesTheWindowUnavailable) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json", kFast);
+  const std::uint16_t port = free_loopback_port();
+  const std::vector<std::string> sim_args = {binary_path(), "simulate", "--listen", fmt::format("127.0.0.1:{}", port),
+                                             "--profile", dir + "/p.json"};
+  auto sim = std::make_unique<ChildProcess>(sim_args);
+  sim->read_line();
+  const std::string ledger = dir + "/model-perf.jsonl";
+  const std::string snaps = dir + "/snaps.jsonl";
+  const std::string metrics = fmt::format("http://127.0.0.1:{}/metrics", port);
+  {
+    Proxy proxy(fmt::format("http://127.0.0.1:{}", port), ledger);
+    ASSERT_EQ(run_cli({"scrape", "--url", metrics, "--output", snaps, "--format", "none", "--quiet"}).exit_code, 0);
+    chat(proxy.port, "before the restart", 8);
+    ASSERT_EQ(sim->terminate(), 0);
+    sim = std::make_unique<ChildProcess>(sim_args);
+    sim->read_line();
+    ASSERT_EQ(run_cli({"scrape", "--url", metrics, "--output", snaps, "--format", "none", "--quiet"}).exit_code, 0);
+    EXPECT_EQ(proxy.process.terminate(), 0);
+  }
+  const auto doc = attribute_json({"--ledger", ledger, "--scrapes", snaps});
+  ASSERT_EQ(windows(doc).size(), 1u);
+  const auto& w = windows(doc)[0].as_object();
+  EXPECT_EQ(w.at("grade"), "unavailable");
+  EXPECT_NE(std::string(w.at("reason").as_string()).find("server instance changed"), std::string::npos);
+  EXPECT_EQ(w.at("overlapping_observed_requests").to_number<double>(), 1);
+  EXPECT_EQ(doc.at("validity").as_object().at("valid"), false);
+  // A scrape that failed is unavailable too, and says why.
+  ASSERT_EQ(sim->terminate(), 0);
+  EXPECT_EQ(run_cli({"scrape", "--url", metrics, "--output", snaps, "--format", "none", "--quiet"}).exit_code, 1);
+  const auto failed = attribute_json({"--ledger", ledger, "--scrapes", snaps});
+  ASSERT_EQ(windows(failed).size(), 2u);
+  EXPECT_NE(std::string(windows(failed)[1].as_object().at("reason").as_string()).find("metrics scrape failed"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mpo::test
