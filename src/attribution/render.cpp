@@ -48,24 +48,13 @@ const MetricsSnapshot& after_of(const AttributionRun& run, const GradedWindow& w
 
 }  // namespace
 
-std::string go_time(std::int64_t unix_us) {
-  std::string t = format_rfc3339_us(unix_us);  // ...SS.ffffffZ
-  const auto dot = t.find('.');
-  if (dot == std::string::npos) return t;
-  std::size_t end = t.size() - 1;  // the 'Z'
-  std::size_t last = end;
-  while (last > dot + 1 && t[last - 1] == '0') --last;
-  if (last == dot + 1) return t.substr(0, dot) + "Z";
-  return t.substr(0, last) + "Z";
-}
-
 std::string fak_json_lines(const AttributionRun& run) {
   std::string out;
   for (const auto& w : run.windows) {
     const auto& r = w.result;
     const auto& d = r.delta;
-    const std::string started = d.scrape_started_at_us ? go_time(d.scrape_started_at_us) : "0001-01-01T00:00:00Z";
-    const std::string ended = d.scrape_ended_at_us ? go_time(d.scrape_ended_at_us) : "0001-01-01T00:00:00Z";
+    const std::string started = go_time(d.scrape_started_at_us);
+    const std::string ended = go_time(d.scrape_ended_at_us);
     boost::json::object delta;
     if (!d.server_instance_id.empty()) delta["server_instance_id"] = d.server_instance_id;
     delta["scrape_started_at"] = started;

@@ -23,7 +23,4 @@ std::string attribution_json(const AttributionRun& run, const RunInputs& inputs)
 std::string fak_json_lines(const AttributionRun& run);                              // one line per window
 std::string attribution_markdown(const AttributionRun& run, const RunInputs& inputs);
 
-// Go's time.Time text: RFC 3339 UTC with the fraction's trailing zeros removed.
-std::string go_time(std::int64_t unix_us);
-
 }  // namespace mpo::attribution

@@ -9,6 +9,8 @@
 
 #include <simdjson.h>
 
+#include "core/time.hpp"
+
 namespace mpo {
 namespace {
 
@@ -221,6 +223,17 @@ Result<boost::json::value> parse_exact_json(std::string_view text) {
     return make_error("json.parse", std::string("not valid JSON: ") + simdjson::error_message(err));
   }
   return convert(root);
+}
+
+std::string go_time(std::int64_t unix_us) {
+  if (unix_us == 0) return "0001-01-01T00:00:00Z";
+  std::string t = format_rfc3339_us(unix_us);  // ...SS.ffffffZ
+  const auto dot = t.find('.');
+  if (dot == std::string::npos) return t;
+  std::size_t last = t.size() - 1;  // the 'Z'
+  while (last > dot + 1 && t[last - 1] == '0') --last;
+  if (last == dot + 1) return t.substr(0, dot) + "Z";
+  return t.substr(0, last) + "Z";
 }
 
 std::string sha256_digest(std::string_view bytes) {

@@ -7,6 +7,7 @@
 // simdjson so that every number comes back bit for bit.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -26,6 +27,10 @@ void append_go_float(std::string& out, double v);
 
 // Parses one JSON document exactly (numbers through simdjson); trailing data is an error.
 Result<boost::json::value> parse_exact_json(std::string_view text);
+
+// Go's time.Time text: RFC 3339 UTC with the fraction's trailing zeros removed
+// ("2026-08-22T07:16:05.1021Z", "2026-08-22T07:16:05Z"); 0 is Go's zero time.
+std::string go_time(std::int64_t unix_us);
 
 // "sha256:" + lowercase hex of SHA-256 over `bytes`.
 std::string sha256_digest(std::string_view bytes);

@@ -9,6 +9,7 @@
 
 #include "attribution/adapter.hpp"
 #include "attribution/render.hpp"
+#include "core/go_json.hpp"
 
 namespace mpo::attribution {
 namespace {

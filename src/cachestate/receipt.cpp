@@ -1,0 +1,447 @@
+#include "cachestate/receipt.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include "core/go_json.hpp"
+#include "core/time.hpp"
+
+namespace mpo::cachestate {
+namespace {
+
+// ---- writing ----
+
+boost::json::value opt_u64(const std::optional<std::uint64_t>& v) {
+  return v ? boost::json::value(*v) : boost::json::value(nullptr);
+}
+
+boost::json::object identity_json(const BackendIdentity& b) {
+  return boost::json::object{{"name", b.name}, {"instance", b.instance}, {"revision", b.revision}};
+}
+
+boost::json::object snapshot_json(const MetricSnapshot& m) {
+  boost::json::object o;
+  o["captured_at"] = go_time(m.captured_at_us);
+  o["sample_sequence"] = m.sample_sequence;
+  o["source"] = m.source;
+  o["counter_epoch"] = m.counter_epoch;
+  o["requests"] = opt_u64(m.requests);
+  o["reuse_hits"] = opt_u64(m.reuse_hits);
+  o["reused_tokens"] = opt_u64(m.reused_tokens);
+  o["entries"] = opt_u64(m.entries);
+  o["invalidations"] = opt_u64(m.invalidations);
+  o["expirations"] = opt_u64(m.expirations);
+  o["evictions"] = opt_u64(m.evictions);
+  return o;
+}
+
+boost::json::object probe_json(const ProbeObservation& p) {
+  boost::json::object o;
+  o["started_at"] = go_time(p.started_at_us);
+  o["completed_at"] = go_time(p.completed_at_us);
+  o["token_prefix_digest"] = p.token_prefix_digest;
+  o["prompt_tokens"] = p.prompt_tokens;
+  o["reused"] = p.reused;
+  o["reused_tokens"] = p.reused_tokens;
+  o["concurrent_requests"] = p.concurrent_requests;
+  return o;
+}
+
+boost::json::object receipt_json(const TransitionReceipt& r) {
+  boost::json::object o;
+  o["schema"] = r.schema;
+  o["backend_before"] = identity_json(r.backend_before);
+  o["backend_after"] = identity_json(r.backend_after);
+  o["layer"] = r.layer;
+  o["transition"] = r.transition;
+  boost::json::object m;
+  m["name"] = r.mechanism.name;
+  m["exit_ok"] = r.mechanism.exit_ok;
+  if (!r.mechanism.detail.empty()) m["detail"] = r.mechanism.detail;
+  m["requests_sent"] = r.mechanism.requests_sent;
+  m["reused_tokens"] = r.mechanism.reused_tokens;
+  o["mechanism"] = std::move(m);
+  o["started_at"] = go_time(r.started_at_us);
+  o["ended_at"] = go_time(r.ended_at_us);
+  o["result"] = r.result;
+  if (!r.reason.empty()) o["reason"] = r.reason;
+  if (r.pre_metrics) o["pre_metrics"] = snapshot_json(*r.pre_metrics);
+  if (r.post_metrics) o["post_metrics"] = snapshot_json(*r.post_metrics);
+  if (!r.probes.empty()) {
+    boost::json::array a;
+    for (const auto& p : r.probes) a.push_back(probe_json(p));
+    o["probes"] = std::move(a);
+  }
+  o["pinned_prefix_digest"] = r.pinned_prefix_digest;
+  o["pinned_prefix_tokens"] = r.pinned_prefix_tokens;
+  if (r.precondition) o["precondition"] = probe_json(*r.precondition);
+  return o;
+}
+
+// ---- strict reading ----
+
+using simdjson::dom::element;
+
+class Reader {
+ public:
+  Reader(element e, std::string where, std::initializer_list<std::string_view> allowed, std::string& err)
+      : where_(std::move(where)), err_(err) {
+    if (e.get_object().get(obj_) != simdjson::SUCCESS) {
+      fail("is not an object");
+      return;
+    }
+    for (auto field : obj_) {
+      if (std::find(allowed.begin(), allowed.end(), field.key) == allowed.end()) {
+        fail(fmt::format("has an unknown field \"{}\"", field.key));
+        return;
+      }
+    }
+  }
+  bool has(std::string_view key) {
+    element v;
+    return ok() && obj_[key].get(v) == simdjson::SUCCESS && !v.is_null();
+  }
+  std::optional<element> get(std::string_view key, bool required = true) {
+    element v;
+    if (!ok()) return std::nullopt;
+    if (obj_[key].get(v) != simdjson::SUCCESS) {
+      if (required) fail(fmt::format("lacks \"{}\"", key));
+      return std::nullopt;
+    }
+    return v;
+  }
+  std::string str(std::string_view key, bool required = true) {
+    auto v = get(key, required);
+    std::string_view s;
+    if (!v) return {};
+    if (v->get_string().get(s) != simdjson::SUCCESS) fail(fmt::format("\"{}\" is not a string", key));
+    return std::string(s);
+  }
+  bool boolean(std::string_view key) {
+    auto v = get(key);
+    bool b = false;
+    if (v && v->get_bool().get(b) != simdjson::SUCCESS) fail(fmt::format("\"{}\" is not a boolean", key));
+    return b;
+  }
+  std::uint64_t u64(std::string_view key, bool required = true) {
+    auto v = get(key, required);
+    std::uint64_t u = 0;
+    if (v && v->get_uint64().get(u) != simdjson::SUCCESS) fail(fmt::format("\"{}\" is not a non-negative integer", key));
+    return u;
+  }
+  std::optional<std::uint64_t> opt_u64(std::string_view key) {
+    auto v = get(key);
+    if (!v || v->is_null()) return std::nullopt;
+    std::uint64_t u = 0;
+    if (v->get_uint64().get(u) != simdjson::SUCCESS) {
+      fail(fmt::format("\"{}\" is not a non-negative integer or null", key));
+      return std::nullopt;
+    }
+    return u;
+  }
+  std::int64_t time(std::string_view key) {
+    const std::string s = str(key);
+    if (!ok()) return 0;
+    if (s == "0001-01-01T00:00:00Z") return 0;
+    auto t = parse_rfc3339(s);
+    if (!t) fail(fmt::format("\"{}\" is not an RFC 3339 time", key));
+    return t ? *t : 0;
+  }
+  bool ok() const { return err_.empty(); }
+  const std::string& where() const { return where_; }
+  void fail(const std::string& what) {
+    if (err_.empty()) err_ = where_ + " " + what;
+  }
+
+ private:
+  std::string where_;
+  std::string& err_;
+  simdjson::dom::object obj_;
+};
+
+BackendIdentity read_identity(element e, const std::string& where, std::string& err) {
+  Reader r(e, where, {"name", "instance", "revision"}, err);
+  return {r.str("name"), r.str("instance"), r.str("revision")};
+}
+
+MetricSnapshot read_snapshot(element e, const std::string& where, std::string& err) {
+  Reader r(e, where,
+           {"captured_at", "sample_sequence", "source", "counter_epoch", "requests", "reuse_hits", "reused_tokens",
+            "entries", "invalidations", "expirations", "evictions"},
+           err);
+  MetricSnapshot m;
+  m.captured_at_us = r.time("captured_at");
+  m.sample_sequence = r.u64("sample_sequence");
+  m.source = r.str("source");
+  m.counter_epoch = r.str("counter_epoch");
+  m.requests = r.opt_u64("requests");
+  m.reuse_hits = r.opt_u64("reuse_hits");
+  m.reused_tokens = r.opt_u64("reused_tokens");
+  m.entries = r.opt_u64("entries");
+  m.invalidations = r.opt_u64("invalidations");
+  m.expirations = r.opt_u64("expirations");
+  m.evictions = r.opt_u64("evictions");
+  return m;
+}
+
+ProbeObservation read_probe(element e, const std::string& where, std::string& err) {
+  Reader r(e, where,
+           {"started_at", "completed_at", "token_prefix_digest", "prompt_tokens", "reused", "reused_tokens",
+            "concurrent_requests"},
+           err);
+  ProbeObservation p;
+  p.started_at_us = r.time("started_at");
+  p.completed_at_us = r.time("completed_at");
+  p.token_prefix_digest = r.str("token_prefix_digest");
+  p.prompt_tokens = r.u64("prompt_tokens");
+  p.reused = r.boolean("reused");
+  p.reused_tokens = r.u64("reused_tokens");
+  p.concurrent_requests = r.u64("concurrent_requests");
+  return p;
+}
+
+TransitionReceipt read_receipt(element e, const std::string& where, std::string& err) {
+  Reader r(e, where,
+           {"schema", "backend_before", "backend_after", "layer", "transition", "mechanism", "started_at", "ended_at",
+            "result", "reason", "pre_metrics", "post_metrics", "probes", "pinned_prefix_digest",
+            "pinned_prefix_tokens", "precondition"},
+           err);
+  TransitionReceipt t;
+  t.schema = r.str("schema");
+  if (auto v = r.get("backend_before")) t.backend_before = read_identity(*v, where + ".backend_before", err);
+  if (auto v = r.get("backend_after")) t.backend_after = read_identity(*v, where + ".backend_after", err);
+  t.layer = r.str("layer");
+  t.transition = r.str("transition");
+  if (auto v = r.get("mechanism")) {
+    Reader m(*v, where + ".mechanism", {"name", "exit_ok", "detail", "requests_sent", "reused_tokens"}, err);
+    t.mechanism.name = m.str("name");
+    t.mechanism.exit_ok = m.boolean("exit_ok");
+    t.mechanism.detail = m.str("detail", false);
+    t.mechanism.requests_sent = m.u64("requests_sent");
+    t.mechanism.reused_tokens = m.u64("reused_tokens");
+  }
+  t.started_at_us = r.time("started_at");
+  t.ended_at_us = r.time("ended_at");
+  t.result = r.str("result");
+  t.reason = r.str("reason", false);
+  if (r.has("pre_metrics")) t.pre_metrics = read_snapshot(*r.get("pre_metrics"), where + ".pre_metrics", err);
+  if (r.has("post_metrics")) t.post_metrics = read_snapshot(*r.get("post_metrics"), where + ".post_metrics", err);
+  if (auto v = r.get("probes", false)) {
+    simdjson::dom::array a;
+    if (v->get_array().get(a) != simdjson::SUCCESS) r.fail("\"probes\" is not an array");
+    else {
+      std::size_t i = 0;
+      for (element p : a) t.probes.push_back(read_probe(p, fmt::format("{}.probes[{}]", where, i++), err));
+    }
+  }
+  t.pinned_prefix_digest = r.str("pinned_prefix_digest");
+  t.pinned_prefix_tokens = r.u64("pinned_prefix_tokens");
+  if (r.has("precondition")) t.precondition = read_probe(*r.get("precondition"), where + ".precondition", err);
+  return t;
+}
+
+bool decreased(const std::optional<std::uint64_t>& a, const std::optional<std::uint64_t>& b) { return a && b && *b < *a; }
+
+std::optional<std::uint64_t> delta(const std::optional<std::uint64_t>& a, const std::optional<std::uint64_t>& b) {
+  if (!a || !b || *b < *a) return std::nullopt;
+  return *b - *a;
+}
+
+}  // namespace
+
+std::string verify_receipt(const TransitionReceipt& r) {
+  if (!r.pre_metrics || !r.post_metrics) return "metrics_missing";
+  const auto& pre = *r.pre_metrics;
+  const auto& post = *r.post_metrics;
+  if (!(r.backend_before == r.backend_after)) return "backend_identity_changed";
+  if (pre.captured_at_us < r.started_at_us || post.captured_at_us < pre.captured_at_us ||
+      post.captured_at_us > r.ended_at_us || pre.sample_sequence == 0 || post.sample_sequence <= pre.sample_sequence) {
+    return "stale_metrics";
+  }
+  if (pre.counter_epoch.empty() || post.counter_epoch != pre.counter_epoch || decreased(pre.requests, post.requests) ||
+      decreased(pre.reuse_hits, post.reuse_hits) || decreased(pre.reused_tokens, post.reused_tokens) ||
+      decreased(pre.invalidations, post.invalidations) || decreased(pre.expirations, post.expirations) ||
+      decreased(pre.evictions, post.evictions)) {
+    return "counter_reset";
+  }
+  if (r.probes.empty()) return "probe_missing";
+  for (const auto& p : r.probes) {
+    // Ours: a probe must carry the pinned prefix, and lie inside the snapshot window.
+    if (p.token_prefix_digest.empty() || p.prompt_tokens == 0 || p.token_prefix_digest != r.pinned_prefix_digest) {
+      return "probe_prefix_unpinned";
+    }
+    if (p.concurrent_requests != 0) return "concurrent_traffic_contamination";
+    if (p.started_at_us < pre.captured_at_us || p.completed_at_us > post.captured_at_us || p.completed_at_us < p.started_at_us) {
+      return "probe_outside_window";
+    }
+  }
+  if (r.precondition && r.precondition->completed_at_us > pre.captured_at_us) return "precondition_after_pre_metrics";
+  const auto requests = delta(pre.requests, post.requests);
+  if (!requests) return "metrics_missing";  // without a request count concurrent traffic cannot be excluded
+  if (*requests != r.probes.size() + r.mechanism.requests_sent) return "concurrent_traffic_contamination";
+  std::uint64_t hits = 0, tokens = r.mechanism.reused_tokens;
+  for (const auto& p : r.probes) {
+    if (p.reused) ++hits, tokens += p.reused_tokens;
+  }
+  if (auto d = delta(pre.reuse_hits, post.reuse_hits); d && *d != hits) return "probe_metric_mismatch";
+  if (auto d = delta(pre.reused_tokens, post.reused_tokens); d && *d != tokens) return "probe_metric_mismatch";
+  const auto& last = r.probes.back();
+  // A counter the backend publishes must move; one it does not is left to the probe (and said so
+  // by its absence in the receipt).
+  auto moved = [&](const std::optional<std::uint64_t>& a, const std::optional<std::uint64_t>& b) {
+    if (!a || !b) return true;
+    return *b > *a;
+  };
+  if (r.transition == "cold_start") {
+    if (last.reused) return "reuse_observed_after_cold";
+  } else if (r.transition == "warm_admit") {
+    // Ours: admission proved, not just a repeat hit: the first probe misses, the second reuses it.
+    if (r.probes.size() != 2 || r.probes.front().token_prefix_digest != last.token_prefix_digest || !last.reused ||
+        last.reused_tokens == 0 || r.probes.front().reused) {
+      return "warm_probe_not_reused";
+    }
+  } else if (r.transition == "explicit_invalidate") {
+    if (!moved(pre.invalidations, post.invalidations) || last.reused) return "invalidation_postcondition_failed";
+  } else if (r.transition == "natural_expiry") {
+    if (!pre.expirations || !post.expirations || *post.expirations <= *pre.expirations || last.reused) {
+      return "expiry_postcondition_failed";
+    }
+  } else if (r.transition == "pressure_evict") {
+    if (!moved(pre.evictions, post.evictions) || last.reused) return "eviction_postcondition_failed";
+  } else {
+    return "unknown_transition";
+  }
+  return "";
+}
+
+std::string verdict_of(const std::vector<Arm>& arms) {
+  bool any_proved = false;
+  for (const auto& a : arms) {
+    if (a.receipt.result == "proved") any_proved = true;
+    else if (a.receipt.result != "unsupported") return "invalid_arms";
+  }
+  return any_proved ? "admitted" : "invalid_arms";
+}
+
+std::vector<std::string> validate_report(const Report& r) {
+  std::vector<std::string> out;
+  if (r.schema != kReportSchema) out.push_back(fmt::format("schema is '{}', not {}", r.schema, kReportSchema));
+  if (r.provenance.evidence_kind != "observed" && r.provenance.evidence_kind != "simulated") {
+    out.push_back("provenance.evidence_kind is neither observed nor simulated");
+  }
+  if (r.provenance.scope.empty() || r.provenance.command.empty() || r.provenance.note.empty() ||
+      r.provenance.code_state.empty() || r.provenance.captured_at_us == 0) {
+    out.push_back("provenance lacks scope, command, code_state, note or captured_at");
+  }
+  if (r.provenance.scope.rfind("in_process", 0) == 0 && r.provenance.external_backend_claims) {
+    out.push_back("an in-process scope cannot claim external backend behaviour");
+  }
+  if (r.arms.empty()) out.push_back("no arm");
+  std::set<std::string> seen;
+  for (const auto& a : r.arms) {
+    const auto& t = a.receipt;
+    const std::string where = fmt::format("arm {}", a.label.empty() ? "(unlabelled)" : a.label);
+    if (a.label.empty()) out.push_back(where + ": no label");
+    if (!seen.insert(t.transition).second) out.push_back(where + ": transition " + t.transition + " appears twice");
+    if (t.schema != kReceiptSchema) out.push_back(where + ": receipt schema is not " + std::string(kReceiptSchema));
+    if (std::find(std::begin(kLayers), std::end(kLayers), t.layer) == std::end(kLayers)) out.push_back(where + ": unknown layer " + t.layer);
+    if (std::find(std::begin(kTransitions), std::end(kTransitions), t.transition) == std::end(kTransitions)) {
+      out.push_back(where + ": unknown transition " + t.transition);
+    }
+    if (t.started_at_us == 0 || t.ended_at_us < t.started_at_us) out.push_back(where + ": times are missing or backwards");
+    if (a.measurement_included != (t.result == "proved")) out.push_back(where + ": measurement_included disagrees with the result");
+    if (t.result == "unsupported") continue;  // an honest unsupported arm needs no mechanism (fak 8.4 #27)
+    if (t.mechanism.name.empty() || t.backend_before.name.empty()) out.push_back(where + ": no mechanism or backend name");
+    const std::string again = verify_receipt(t);
+    if (t.result == "proved" && !again.empty()) out.push_back(where + ": written as proved, re-verifies as " + again);
+    if (t.result == "transition_unproved" && (again.empty() || again != t.reason)) {
+      out.push_back(where + ": written as transition_unproved (" + t.reason + "), re-verifies as " +
+                    (again.empty() ? std::string("proved") : again));
+    }
+  }
+  if (verdict_of(r.arms) != r.verdict) out.push_back("verdict '" + r.verdict + "' does not follow from the arms");
+  return out;
+}
+
+std::string report_text(const Report& r) {
+  boost::json::object o;
+  o["schema"] = r.schema;
+  o["created_at"] = go_time(r.created_at_us);
+  o["verdict"] = r.verdict;
+  boost::json::object p;
+  p["evidence_kind"] = r.provenance.evidence_kind;
+  p["scope"] = r.provenance.scope;
+  p["external_backend_claims"] = r.provenance.external_backend_claims;
+  p["command"] = r.provenance.command;
+  p["tool_version"] = r.provenance.tool_version;
+  p["code_state"] = r.provenance.code_state;
+  p["captured_at"] = go_time(r.provenance.captured_at_us);
+  p["note"] = r.provenance.note;
+  o["provenance"] = std::move(p);
+  o["pinned_prefix_digest"] = r.pinned_prefix_digest;
+  boost::json::array arms;
+  for (const auto& a : r.arms) {
+    boost::json::object j;
+    j["label"] = a.label;
+    j["measurement_included"] = a.measurement_included;
+    if (!a.invalid_reason.empty()) j["invalid_reason"] = a.invalid_reason;
+    j["transition_receipt"] = receipt_json(a.receipt);
+    arms.push_back(std::move(j));
+  }
+  o["arms"] = std::move(arms);
+  return go_marshal_indent(o);
+}
+
+Result<Report> parse_report(std::string_view text) {
+  simdjson::dom::parser parser;
+  simdjson::padded_string padded(text);
+  element root;
+  if (auto e = parser.parse(padded).get(root); e) {
+    return make_error("cache_state.json", std::string("not one JSON document: ") + simdjson::error_message(e));
+  }
+  std::string err;
+  Reader r(root, "the report", {"schema", "created_at", "verdict", "provenance", "pinned_prefix_digest", "arms"}, err);
+  Report out;
+  out.schema = r.str("schema");
+  out.created_at_us = r.time("created_at");
+  out.verdict = r.str("verdict");
+  if (auto v = r.get("provenance")) {
+    Reader p(*v, "provenance",
+             {"evidence_kind", "scope", "external_backend_claims", "command", "tool_version", "code_state", "captured_at",
+              "note"},
+             err);
+    out.provenance.evidence_kind = p.str("evidence_kind");
+    out.provenance.scope = p.str("scope");
+    out.provenance.external_backend_claims = p.boolean("external_backend_claims");
+    out.provenance.command = p.str("command");
+    out.provenance.tool_version = p.str("tool_version");
+    out.provenance.code_state = p.str("code_state");
+    out.provenance.captured_at_us = p.time("captured_at");
+    out.provenance.note = p.str("note");
+  }
+  out.pinned_prefix_digest = r.str("pinned_prefix_digest");
+  if (auto v = r.get("arms")) {
+    simdjson::dom::array a;
+    if (v->get_array().get(a) != simdjson::SUCCESS) r.fail("\"arms\" is not an array");
+    else {
+      std::size_t i = 0;
+      for (element e : a) {
+        const std::string where = fmt::format("arms[{}]", i++);
+        Reader ar(e, where, {"label", "measurement_included", "invalid_reason", "transition_receipt"}, err);
+        Arm arm;
+        arm.label = ar.str("label");
+        arm.measurement_included = ar.boolean("measurement_included");
+        arm.invalid_reason = ar.str("invalid_reason", false);
+        if (auto t = ar.get("transition_receipt")) arm.receipt = read_receipt(*t, where + ".transition_receipt", err);
+        out.arms.push_back(std::move(arm));
+      }
+    }
+  }
+  if (!err.empty()) return make_error("cache_state.field", err);
+  return out;
+}
+
+}  // namespace mpo::cachestate
