@@ -5,11 +5,13 @@
 namespace mpo::cli {
 
 std::span<const Command> commands() {
-  static const std::array<Command, 8> kCommands = {{
+  static const std::array<Command, 9> kCommands = {{
       {"attribute", "server counter deltas joined to a ledger's requests, graded by what the evidence proves",
        setup_attribute},
       {"bandwidth", "HBM bandwidth receipts from Nsight Compute CSVs; host-memory roofline; verify a receipt",
        setup_bandwidth},
+      {"cache-state-bench", "prove cache-state transitions (cold, warm, invalidate, evict, expiry) with receipts; verify them",
+       setup_cache_state},
       {"demo", "simulator + proxy + a short workload + report, in one command (files in ./modelperfobs-demo)",
        setup_demo},
       {"proxy", "observation proxy in front of an OpenAI-compatible backend: one ledger line per request",

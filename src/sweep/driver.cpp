@@ -545,12 +545,23 @@ asio::awaitable<PointRun> Driver::run_point(const PointPlan& plan) {
 }
 
 asio::awaitable<std::pair<int, std::string>> Driver::get(std::string suffix) {
+  auto r = co_await simple(false, std::move(suffix));
+  co_return r;
+}
+
+asio::awaitable<std::pair<int, std::string>> Driver::post(std::string suffix) {
+  auto r = co_await simple(true, std::move(suffix));
+  co_return r;
+}
+
+asio::awaitable<std::pair<int, std::string>> Driver::simple(bool post, std::string suffix) {
   Connection conn;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   Attempt a = co_await impl_->connect(conn, deadline);
   if (a.ec) co_return std::pair<int, std::string>{0, a.stage + ": " + a.ec.message()};
-  http::request<http::empty_body> req{http::verb::get, impl_->path(suffix), 11};
+  http::request<http::string_body> req{post ? http::verb::post : http::verb::get, impl_->path(suffix), 11};
   req.set(http::field::host, impl_->target.url.host_header);
+  if (post) req.prepare_payload();
   req.set(http::field::user_agent, "modelperfobs-sweep");
   if (!impl_->target.api_key.empty()) req.set(http::field::authorization, "Bearer " + impl_->target.api_key);
   req.keep_alive(false);

@@ -70,9 +70,12 @@ class Driver {
   boost::asio::awaitable<PointRun> run_point(const PointPlan& plan);
   // GET base + path (e.g. "/models"): the status and body, for the engine identity.
   boost::asio::awaitable<std::pair<int, std::string>> get(std::string path);
+  // POST base + path with an empty body (an admin route such as /reset_prefix_cache).
+  boost::asio::awaitable<std::pair<int, std::string>> post(std::string path);
 
  private:
   struct Impl;
+  boost::asio::awaitable<std::pair<int, std::string>> simple(bool post, std::string path);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,0 +1,172 @@
+// `modelperfobs cache-state-bench`: proved cache-state transitions, hermetic (this project's
+// in-process prefix cache) or against a vLLM-compatible engine; `--verify FILE` re-checks a report.
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "cachestate/engine_backend.hpp"
+#include "cachestate/receipt.hpp"
+#include "cachestate/runner.hpp"
+#include "cli/commands.hpp"
+#include "cli/files.hpp"
+#include "core/clock.hpp"
+#include "core/duration.hpp"
+#include "scrape/fetch.hpp"
+
+#ifndef MPO_VERSION
+#define MPO_VERSION "0.0.0"
+#endif
+
+namespace mpo::cli {
+namespace {
+
+struct CacheStateArgs {
+  std::string output, verify, backend = "in-process", url, metrics_url, model, layer;
+  std::vector<std::string> transitions;
+  std::size_t prefix_tokens = 64, capacity = 4;
+  std::string ttl = "60s";
+};
+
+int usage_error(const std::string& m) {
+  std::cerr << "modelperfobs cache-state-bench: " << m << "\n";
+  return 2;
+}
+
+std::string summary(const cachestate::Report& r) {
+  int proved = 0, unsupported = 0;
+  for (const auto& a : r.arms) {
+    proved += a.receipt.result == "proved";
+    unsupported += a.receipt.result == "unsupported";
+  }
+  return fmt::format("arms={} proved={} unsupported={} provenance={} scope={} verdict={}", r.arms.size(), proved,
+                     unsupported, r.provenance.evidence_kind, r.provenance.scope, r.verdict);
+}
+
+int run_verify(const std::string& path) {
+  const auto text = read_text_file(path);
+  if (!text) {
+    std::cerr << "modelperfobs cache-state-bench: cannot read " << path << "\n";
+    return 1;
+  }
+  auto r = cachestate::parse_report(*text);
+  if (!r) {
+    std::cout << "STATE_TRANSITION_WITNESS_INVALID " << r.error().message << "\n";
+    return 1;
+  }
+  const auto problems = cachestate::validate_report(*r);
+  if (!problems.empty()) {
+    std::cout << "STATE_TRANSITION_WITNESS_INVALID " << problems.front()
+              << (problems.size() > 1 ? fmt::format(" (and {} more)", problems.size() - 1) : "") << "\n";
+    return 1;
+  }
+  if (r->verdict != "admitted") {
+    std::string excluded;
+    for (const auto& a : r->arms) {
+      if (!a.measurement_included && a.receipt.result != "unsupported") excluded += " " + a.label + "=" + a.invalid_reason;
+    }
+    std::cout << "STATE_TRANSITION_WITNESS_EXCLUDED " << summary(*r) << excluded << "\n";
+    return 1;
+  }
+  std::cout << "STATE_TRANSITION_WITNESS_OK " << summary(*r) << "\n";
+  return 0;
+}
+
+int run(const CacheStateArgs& a) {
+  if (!a.verify.empty()) return run_verify(a.verify);
+  std::vector<std::string> transitions = a.transitions;
+  if (transitions.empty()) transitions = {"cold_start", "warm_admit", "explicit_invalidate", "pressure_evict", "natural_expiry"};
+  for (const auto& t : transitions) {
+    if (std::find(std::begin(cachestate::kTransitions), std::end(cachestate::kTransitions), t) == std::end(cachestate::kTransitions)) {
+      return usage_error("unknown transition '" + t + "': cold_start, warm_admit, explicit_invalidate, natural_expiry, pressure_evict");
+    }
+  }
+  cachestate::Provenance prov;
+  prov.evidence_kind = "observed";
+  prov.tool_version = MPO_VERSION;
+  std::ostringstream cmd;
+  cmd << "modelperfobs cache-state-bench --backend " << a.backend;
+  if (!a.url.empty()) cmd << " --url " << a.url;
+  prov.command = cmd.str();
+  std::unique_ptr<cachestate::Backend> backend;
+  std::string layer = a.layer;
+  std::vector<std::int64_t> pinned;
+  if (a.backend == "in-process") {
+    auto ttl = parse_duration_s(a.ttl);
+    if (!ttl || *ttl < 0) return usage_error("--ttl: give a duration such as 60s (0: no expiry)");
+    if (a.capacity < 1) return usage_error("--capacity must be at least 1");
+    backend = std::make_unique<cachestate::InProcessBackend>(
+        cachestate::InProcessBackend::Options{a.capacity, static_cast<std::int64_t>(*ttl * 1e6)}, SystemClock::instance());
+    if (layer.empty()) layer = "fak_workflow_cache";
+    pinned = cachestate::kPinnedPrefix;
+    prov.scope = "in_process_prefix_cache";
+    prov.external_backend_claims = false;
+    prov.note = "Observed from this project's in-process token-prefix cache (LRU, TTL on an injected clock); it does "
+                "not claim external KV or provider-cache behavior.";
+  } else if (a.backend == "vllm") {
+    if (a.url.empty() || a.model.empty()) return usage_error("--backend vllm needs --url (the OpenAI base URL) and --model");
+    auto api = net::parse_backend_url(a.url);
+    if (!api) return usage_error("--url: " + api.error().message);
+    auto metrics = scrape::parse_metrics_url(a.metrics_url.empty() ? api->origin : a.metrics_url);
+    if (!metrics) return usage_error("--metrics-url: " + metrics.error().message);
+    backend = std::make_unique<cachestate::EngineBackend>(cachestate::EngineBackendOptions{*api, *metrics, a.model, 60});
+    if (layer.empty()) layer = "process_local_kv";
+    if (a.prefix_tokens < 32) return usage_error("--prefix-tokens must be at least 32 (engines cache whole blocks)");
+    pinned = cachestate::engine_prefix(a.prefix_tokens);
+    prov.scope = "engine_process_local_kv";
+    prov.external_backend_claims = true;
+    prov.note = fmt::format("Observed from {} through its /metrics and the usage of pinned-prefix probes; counters "
+                            "the engine does not publish are absent, not zero.", a.url);
+  } else {
+    return usage_error("--backend is in-process or vllm");
+  }
+  if (std::find(std::begin(cachestate::kLayers), std::end(cachestate::kLayers), layer) == std::end(cachestate::kLayers)) {
+    return usage_error("unknown layer '" + layer + "': process_local_kv, external_shared_kv, provider_prompt_cache, fak_workflow_cache");
+  }
+  const auto report = cachestate::run_campaign(*backend, layer, pinned, transitions, prov, SystemClock::instance());
+  const auto problems = cachestate::validate_report(report);
+  if (!problems.empty()) {
+    std::cerr << "modelperfobs cache-state-bench: the report does not validate: " << problems.front() << "\n";
+    return 1;
+  }
+  const std::string text = cachestate::report_text(report);
+  if (a.output.empty() || a.output == "-") {
+    std::cout << text;
+  } else {
+    std::ofstream out(a.output, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) {
+      std::cerr << "modelperfobs cache-state-bench: cannot write " << a.output << "\n";
+      return 1;
+    }
+    std::cerr << "STATE_TRANSITION_WITNESS_WRITTEN path=" << a.output << " " << summary(report) << "\n";
+  }
+  for (const auto& arm : report.arms) {
+    std::cerr << fmt::format("  {:<20} {}{}\n", arm.label, arm.receipt.result,
+                             arm.receipt.reason.empty() ? "" : " (" + arm.receipt.reason + ")");
+  }
+  return report.verdict == "admitted" ? 0 : 1;
+}
+
+}  // namespace
+
+std::function<int()> setup_cache_state(CLI::App& app) {
+  auto a = std::make_shared<CacheStateArgs>();
+  app.add_option("--output", a->output, "report file (modelperfobs.cache-state.v1; default stdout)");
+  app.add_option("--verify", a->verify, "re-check a report strictly; one line; exit 1 when it does not hold")
+      ->check(CLI::ExistingFile);
+  app.add_option("--backend", a->backend, "in-process (hermetic: no model, network or GPU) or vllm")->capture_default_str();
+  app.add_option("--url", a->url, "vllm: the OpenAI base URL (http://host:port/v1)");
+  app.add_option("--metrics-url", a->metrics_url, "vllm: its metrics (default: the URL's origin /metrics)");
+  app.add_option("--model", a->model, "vllm: the model to probe");
+  app.add_option("--layer", a->layer, "cache layer (default: fak_workflow_cache in process, process_local_kv for vllm)");
+  app.add_option("--transitions", a->transitions, "transitions to prove (default: all five)")->delimiter(',');
+  app.add_option("--prefix-tokens", a->prefix_tokens, "vllm: pinned prefix length in words")->capture_default_str();
+  app.add_option("--capacity", a->capacity, "in-process: cache capacity in entries")->capture_default_str();
+  app.add_option("--ttl", a->ttl, "in-process: entry time-to-live (0: none; natural_expiry is then unsupported)")->capture_default_str();
+  return [a] { return run(*a); };
+}
+
+}  // namespace mpo::cli
