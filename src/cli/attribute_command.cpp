@@ -144,17 +144,7 @@ int run(const AttributeArgs& a) {
   if (a.format == "json") text = attribution::attribution_json(run, inputs);
   else if (a.format == "fak") text = attribution::fak_json_lines(run);
   else text = attribution::attribution_markdown(run, inputs);
-  if (a.output.empty() || a.output == "-") {
-    std::cout << text;
-  } else {
-    std::ofstream out(a.output, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) {
-      std::cerr << "modelperfobs attribute: cannot write " << a.output << "\n";
-      return 1;
-    }
-  }
+  if (!write_output(a.output, text, "attribute")) return 1;
   if (run.windows.empty()) {
     std::cerr << "modelperfobs attribute: no window to grade: fewer than two snapshots around the requests\n";
     return 1;

@@ -131,16 +131,8 @@ int run(const CacheStateArgs& a) {
     return 1;
   }
   const std::string text = cachestate::report_text(report);
-  if (a.output.empty() || a.output == "-") {
-    std::cout << text;
-  } else {
-    std::ofstream out(a.output, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) {
-      std::cerr << "modelperfobs cache-state-bench: cannot write " << a.output << "\n";
-      return 1;
-    }
+  if (!write_output(a.output, text, "cache-state-bench")) return 1;
+  if (!a.output.empty() && a.output != "-") {
     std::cerr << "STATE_TRANSITION_WITNESS_WRITTEN path=" << a.output << " " << summary(report) << "\n";
   }
   for (const auto& arm : report.arms) {

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <fstream>
+#include <iostream>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 namespace mpo::cli {
 
@@ -16,6 +18,24 @@ inline std::optional<std::string> read_text_file(const std::string& path) {
   ss << in.rdbuf();
   if (in.bad()) return std::nullopt;
   return ss.str();
+}
+
+// Writes `text` to `path`, or to stdout when `path` is empty or "-". On failure says so on stderr,
+// as `modelperfobs <command>: ...`, and returns false.
+inline bool write_output(const std::string& path, const std::string& text, std::string_view command) {
+  if (path.empty() || path == "-") {
+    std::cout << text;
+    return true;
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.flush();
+  if (!out) {
+    std::cerr << "modelperfobs " << command << ": cannot write " << path
+              << " (check the folder exists and the disk has room)\n";
+    return false;
+  }
+  return true;
 }
 
 }  // namespace mpo::cli

@@ -67,16 +67,7 @@ std::string stem_of(const std::string& output) {
   return dot != std::string::npos && (slash == std::string::npos || dot > slash) ? output.substr(0, dot) : output;
 }
 
-bool write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.flush();
-  if (!out) {
-    std::cerr << "modelperfobs sweep: cannot write " << path << " (check the folder exists and the disk has room)\n";
-    return false;
-  }
-  return true;
-}
+bool write_file(const std::string& path, const std::string& text) { return write_output(path, text, "sweep"); }
 
 std::string hostname() {
   char host[256] = {};

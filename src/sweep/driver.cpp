@@ -24,6 +24,7 @@
 #include "core/clock.hpp"
 #include "core/json.hpp"
 #include "core/uuid.hpp"
+#include "ledger/from_tap.hpp"
 #include "openai/stream_tap.hpp"
 #include "sweep/wait_group.hpp"
 
@@ -359,26 +360,7 @@ struct Driver::Impl {
     }
     s.response_model = tap.model();
 
-    o.response_model = tap.model().empty() ? std::nullopt : std::optional<std::string>(tap.model());
-    if (!tap.id().empty()) o.response_id = tap.id();
-    if (!tap.finish_reason().empty()) o.finish_reason = tap.finish_reason();
-    if (tap.choices() > 0) o.choices = tap.choices();
-    if (!tap.error_type().empty()) o.error_type = tap.error_type();
-    if (!tap.error_message().empty()) o.error_message = tap.error_message();
-    o.server_timings = tap.server_timings();
-    if (sse) {
-      if (tap.first_content_us()) o.ttft_ms = static_cast<double>(*tap.first_content_us() - sent_us) / 1000.0;
-      o.content_events = tap.content_events();
-      o.itl_ms = tap.gaps_ms();
-    }
-    o.token_source = std::string(openai::to_string(tap.token_source()));
-    o.completion_tokens = tap.completion_tokens();
-    o.prompt_tokens = tap.prompt_tokens();
-    if (const auto& u = tap.usage()) {
-      o.total_tokens = u->total_tokens;
-      o.cached_prompt_tokens = u->cached_prompt_tokens;
-      o.reasoning_tokens = u->reasoning_tokens;
-    }
+    ledger::fill_from_tap(o, tap, sent_us, false);
 
     if (body_ec) {
       const bool timeout = body_ec == beast::error::timeout;

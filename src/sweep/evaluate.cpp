@@ -13,15 +13,6 @@
 namespace mpo::sweep {
 namespace {
 
-std::optional<double> num(const boost::json::object& o, std::string_view key) {
-  const auto* v = o.if_contains(key);
-  if (v == nullptr) return std::nullopt;
-  if (v->is_double()) return v->get_double();
-  if (v->is_int64()) return static_cast<double>(v->get_int64());
-  if (v->is_uint64()) return static_cast<double>(v->get_uint64());
-  return std::nullopt;
-}
-
 const boost::json::object* obj(const boost::json::object& o, std::string_view key) {
   return json_object(o, key);
 }
@@ -33,18 +24,18 @@ bool measured(const boost::json::object& metric) {
 std::optional<double> scalar(const boost::json::object& stats, std::string_view key) {
   const auto* m = obj(stats, key);
   if (m == nullptr || !measured(*m)) return std::nullopt;
-  return num(*m, "value");
+  return json_double(*m, "value");
 }
 
 std::optional<double> p99(const boost::json::object& stats, std::string_view key) {
   const auto* m = obj(stats, key);
   if (m == nullptr || !measured(*m)) return std::nullopt;
-  return num(*m, "p99");
+  return json_double(*m, "p99");
 }
 
 std::optional<double> evidence_number(const TrackPoint& tp, std::string_view block, std::string_view key) {
   const auto* b = obj(tp.evidence, block);
-  return b ? num(*b, key) : std::nullopt;
+  return b ? json_double(*b, key) : std::nullopt;
 }
 
 std::string format_number(double v) {
@@ -108,8 +99,8 @@ void evaluate_point(const SweepReport& r, const Point& p, TrackPoint& tp, const 
                  "the engine restarted or its counters reset during the point: " +
                      std::string(json_string(*server, "reset_reason").value_or("counters went down")));
     }
-    const auto delta = num(*server, "requests_delta");
-    const auto sent = num(*server, "requests_sent");
+    const auto delta = json_double(*server, "requests_delta");
+    const auto sent = json_double(*server, "requests_sent");
     if (delta && sent && *delta > *sent) {
       return set(tp, "invalid", "foreign_traffic",
                  fmt::format("the server finished {} requests during the point, this sweep sent {}",
@@ -211,7 +202,7 @@ boost::json::object p99_boundary(const SweepReport& r, const std::vector<std::pa
     const auto* conf = obj(tp->evidence, "confidence");
     auto high = [&](std::string_view key) -> std::optional<double> {
       const auto* ci = conf ? obj(*conf, key) : nullptr;
-      return ci ? num(*ci, "high") : std::nullopt;
+      return ci ? json_double(*ci, "high") : std::nullopt;
     };
     auto check = [&](double budget, std::string_view key) {
       if (budget <= 0) return;

@@ -18,15 +18,6 @@ boost::json::value coordinate_json(LoadMode m, double v) {
   return v;
 }
 
-std::optional<double> num(const boost::json::object& o, std::string_view key) {
-  const auto* v = o.if_contains(key);
-  if (v == nullptr) return std::nullopt;
-  if (v->is_double()) return v->get_double();
-  if (v->is_int64()) return static_cast<double>(v->get_int64());
-  if (v->is_uint64()) return static_cast<double>(v->get_uint64());
-  return std::nullopt;
-}
-
 std::string str(const boost::json::object& o, std::string_view key) {
   return std::string(json_string(o, key).value_or(""));
 }
@@ -48,12 +39,12 @@ boost::json::object selection_json(LoadMode m, const Selection& s) {
 
 Selection selection_from(LoadMode m, const boost::json::object& o) {
   Selection s;
-  s.coordinate = num(o, point_key(m)).value_or(0);
-  s.throughput_tok_s = num(o, "throughput_tok_s").value_or(0);
-  s.goodput_rps = num(o, "goodput_rps");
-  s.ttft_p99_ms = num(o, "ttft_p99_ms");
-  s.itl_p99_ms = num(o, "itl_p99_ms");
-  s.e2e_p99_ms = num(o, "end_to_end_p99_ms");
+  s.coordinate = json_double(o, point_key(m)).value_or(0);
+  s.throughput_tok_s = json_double(o, "throughput_tok_s").value_or(0);
+  s.goodput_rps = json_double(o, "goodput_rps");
+  s.ttft_p99_ms = json_double(o, "ttft_p99_ms");
+  s.itl_p99_ms = json_double(o, "itl_p99_ms");
+  s.e2e_p99_ms = json_double(o, "end_to_end_p99_ms");
   return s;
 }
 
@@ -199,16 +190,16 @@ Result<SweepReport> parse_sweep_report(std::string_view text) {
     }
   }
   if (const auto* sla = json_object(o, "sla")) {
-    r.sla.ttft_p99_ms = num(*sla, "ttft_p99_ms").value_or(0);
-    r.sla.itl_p99_ms = num(*sla, "itl_p99_ms").value_or(0);
-    r.sla.e2e_p99_ms = num(*sla, "e2e_p99_ms").value_or(0);
+    r.sla.ttft_p99_ms = json_double(*sla, "ttft_p99_ms").value_or(0);
+    r.sla.itl_p99_ms = json_double(*sla, "itl_p99_ms").value_or(0);
+    r.sla.e2e_p99_ms = json_double(*sla, "e2e_p99_ms").value_or(0);
   }
   if (const auto* ps = json_array(o, "points")) {
     for (const auto& v : *ps) {
       if (!v.is_object()) return make_error("sweep.json", "a point is not an object");
       const auto& po = v.as_object();
       Point p;
-      const auto c = num(po, point_key(r.mode));
+      const auto c = json_double(po, point_key(r.mode));
       if (!c) return make_error("sweep.json", fmt::format("a point has no \"{}\"", point_key(r.mode)));
       p.coordinate = *c;
       p.workload_digest = str(po, "workload_digest");

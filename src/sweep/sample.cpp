@@ -9,15 +9,6 @@
 namespace mpo::sweep {
 namespace {
 
-std::optional<double> number(const boost::json::object& o, std::string_view key) {
-  const auto* v = o.if_contains(key);
-  if (v == nullptr) return std::nullopt;
-  if (v->is_double()) return v->get_double();
-  if (v->is_int64()) return static_cast<double>(v->get_int64());
-  if (v->is_uint64()) return static_cast<double>(v->get_uint64());
-  return std::nullopt;
-}
-
 boost::json::value optional_int(const std::optional<std::int64_t>& v) {
   return v ? boost::json::value(*v) : boost::json::value(nullptr);
 }
@@ -78,7 +69,7 @@ Result<Sample> sample_from_json(const boost::json::object& o) {
   s.error_class = std::string(json_string(o, "error_class").value_or(""));
   if (auto v = json_int(o, "http_status")) s.http_status = static_cast<int>(*v);
   s.stream_mode = std::string(json_string(o, "stream_mode").value_or(""));
-  s.ttft_ms = number(o, "ttft_ms");
+  s.ttft_ms = json_double(o, "ttft_ms");
   if (const auto* a = json_array(o, "itl_ms")) {
     for (const auto& v : *a) {
       if (v.is_double()) s.itl_ms.push_back(v.get_double());
@@ -86,8 +77,8 @@ Result<Sample> sample_from_json(const boost::json::object& o) {
       else return bad("itl_ms holds a value that is not a number");
     }
   }
-  s.tpot_ms = number(o, "tpot_ms");
-  const auto e2e = number(o, "end_to_end_ms");
+  s.tpot_ms = json_double(o, "tpot_ms");
+  const auto e2e = json_double(o, "end_to_end_ms");
   if (!e2e) return bad("end_to_end_ms is missing");
   s.end_to_end_ms = *e2e;
   s.output_events = json_int(o, "output_events").value_or(0);
@@ -100,8 +91,8 @@ Result<Sample> sample_from_json(const boost::json::object& o) {
                           json_int(*u, "total_tokens"), json_int(*u, "cached_tokens")};
   }
   s.observation_id = std::string(json_string(o, "observation_id").value_or(""));
-  s.scheduled_offset_ms = number(o, "scheduled_offset_ms").value_or(0);
-  s.sent_offset_ms = number(o, "sent_offset_ms").value_or(0);
+  s.scheduled_offset_ms = json_double(o, "scheduled_offset_ms").value_or(0);
+  s.sent_offset_ms = json_double(o, "sent_offset_ms").value_or(0);
   s.warmup = json_bool(o, "warmup").value_or(false);
   s.response_model = std::string(json_string(o, "response_model").value_or(""));
   return s;

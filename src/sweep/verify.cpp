@@ -39,11 +39,6 @@ std::string first_difference(const boost::json::object& a, const boost::json::ob
   return "(none)";
 }
 
-std::optional<double> num(const boost::json::object& o, std::string_view key) {
-  const auto* v = o.if_contains(key);
-  return v && v->is_number() ? std::optional<double>(v->to_number<double>()) : std::nullopt;
-}
-
 // Recomputes a track point's stats and evidence figures from its samples; names what differs.
 void recompute(const SweepReport& r, const Point& p, TrackPoint& tp, VerifyOutcome* outp) {
   VerifyOutcome scratch;
@@ -54,7 +49,7 @@ void recompute(const SweepReport& r, const Point& p, TrackPoint& tp, VerifyOutco
     return;
   }
   FoldOptions fo;
-  fo.slo_ms = num(r.load, "slo_ms").value_or(0);
+  fo.slo_ms = json_double(r.load, "slo_ms").value_or(0);
   const auto* server = json_object(tp.evidence, "server");
   fo.prefix_cache_hit_rate = server ? prefix_hit_rate_metric(*server) : boost::json::value(nullptr);
   auto stats = fold_samples(tp.samples, fo);
@@ -73,9 +68,9 @@ void recompute(const SweepReport& r, const Point& p, TrackPoint& tp, VerifyOutco
   };
   if (const auto* g = json_object(tp.evidence, "generator")) {
     GeneratorFigures fig;
-    fig.lateness_bound_ms = num(*g, "lateness_bound_ms").value_or(0);
-    fig.cpu_seconds = num(*g, "cpu_seconds").value_or(0);
-    fig.wall_seconds = num(*g, "wall_seconds").value_or(0);
+    fig.lateness_bound_ms = json_double(*g, "lateness_bound_ms").value_or(0);
+    fig.cpu_seconds = json_double(*g, "cpu_seconds").value_or(0);
+    fig.wall_seconds = json_double(*g, "wall_seconds").value_or(0);
     check_block("generator", generator_evidence(tp.samples, fig));
   }
   if (const auto* c = json_object(tp.evidence, "confidence")) {
