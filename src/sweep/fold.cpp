@@ -240,6 +240,42 @@ boost::json::object confidence_evidence(std::span<const Sample> samples, std::ui
   return o;
 }
 
+boost::json::object steady_state_evidence(std::span<const Sample> samples) {
+  const auto m = measured(samples);
+  boost::json::object o;
+  o["rule"] = "output tokens of measured requests completing between the first and the last measured send, over that span";
+  if (m.empty()) {
+    o["status"] = "not_measured";
+    o["reason"] = "no measured request";
+    return o;
+  }
+  double from = m.front()->sent_offset_ms, to = m.front()->sent_offset_ms;
+  for (const auto* s : m) {
+    from = std::min(from, s->sent_offset_ms);
+    to = std::max(to, s->sent_offset_ms);
+  }
+  std::int64_t completed = 0, tokens = 0;
+  for (const auto* s : m) {
+    const double end = s->sent_offset_ms + s->end_to_end_ms;
+    if (s->ok && end >= from && end <= to) {
+      ++completed;
+      tokens += s->output_token_estimate;
+    }
+  }
+  o["window_start_offset_ms"] = from;
+  o["window_end_offset_ms"] = to;
+  o["completed_requests"] = completed;
+  o["output_tokens"] = tokens;
+  if (to <= from || completed == 0) {
+    o["status"] = "not_measured";
+    o["reason"] = "no measured request completed while the load was still being applied";
+    return o;
+  }
+  o["status"] = "measured";
+  o["throughput_tok_s"] = static_cast<double>(tokens) / ((to - from) / 1000.0);
+  return o;
+}
+
 boost::json::object errors_by_class(std::span<const Sample> samples) {
   std::map<std::string, std::int64_t> counts;
   for (const auto& s : samples) {

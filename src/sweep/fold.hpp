@@ -58,6 +58,12 @@ boost::json::object generator_evidence(std::span<const Sample> samples, const Ge
 boost::json::object confidence_evidence(std::span<const Sample> samples, std::uint64_t seed);
 boost::json::object errors_by_class(std::span<const Sample> samples);
 
+// The steady-state window: from the first measured send to the last measured send (after it the
+// load only drains: fewer requests in flight than the point asks for), and the output tokens of
+// the measured requests that completed inside it, over its length. Not measured when the window is
+// empty or nothing completed in it.
+boost::json::object steady_state_evidence(std::span<const Sample> samples);
+
 }  // namespace mpo::sweep
 
 namespace mpo::sweep {

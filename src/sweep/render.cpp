@@ -82,16 +82,17 @@ std::string sweep_markdown(const SweepReport& r) {
   for (const auto& why : r.validity_reasons) out += fmt::format("- {}\n", why);
   for (const auto& w : r.warnings) out += fmt::format("- warning: {}\n", w);
   if (!r.validity_reasons.empty() || !r.warnings.empty()) out += "\n";
-  out += fmt::format("| {} | status | ok | failed | tok/s | goodput req/s | TTFT p50 | TTFT p99 | ITL p99 | e2e p99 | max in flight | lateness p99 ms | KV peak | waiting (capacity) max |\n",
+  out += fmt::format("| {} | status | ok | failed | tok/s | steady tok/s | goodput req/s | TTFT p50 | TTFT p99 | ITL p99 | e2e p99 | max in flight | lateness p99 ms | KV peak | waiting (capacity) max |\n",
                      axis_title(r.mode));
-  out += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  out += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& p : r.points) {
     for (const auto& tp : p.tracks) {
       const auto& s = tp.stats;
-      out += fmt::format("| {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", num(p.coordinate),
+      out += fmt::format("| {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", num(p.coordinate),
                          tp.status, tp.reason_code.empty() ? "" : " `" + tp.reason_code + "`",
                          json_int(s, "ok").value_or(0), json_int(s, "failed").value_or(0),
-                         fixed(metric(s, "throughput_tok_s", "value")), fixed(metric(s, "goodput_rps", "value"), 2),
+                         fixed(metric(s, "throughput_tok_s", "value")), fixed(evidence(tp, "steady_state", "throughput_tok_s")),
+                         fixed(metric(s, "goodput_rps", "value"), 2),
                          fixed(metric(s, "ttft_ms", "p50")), fixed(metric(s, "ttft_ms", "p99")),
                          fixed(metric(s, "itl_ms", "p99")), fixed(metric(s, "end_to_end_ms", "p99")),
                          json_int(s, "observed_max_in_flight") ? std::to_string(*json_int(s, "observed_max_in_flight")) : "n/a",

@@ -342,6 +342,7 @@ class SweepRun {
     tp.evidence["generator"] = generator_evidence(run.samples, GeneratorFigures{o_.lateness_bound_ms, run.cpu_seconds, run.wall_seconds});
     tp.evidence["confidence"] = confidence_evidence(run.samples, plan.seed);
     tp.evidence["errors_by_class"] = errors_by_class(run.samples);
+    tp.evidence["steady_state"] = steady_state_evidence(run.samples);
     if (before && after) {
       tp.evidence["server"] = server_evidence(previous_after_ ? &*previous_after_ : nullptr, *before, during, *after,
                                               requests_reaching_server(run.samples));

@@ -77,6 +77,7 @@ void recompute(const SweepReport& r, const Point& p, TrackPoint& tp, VerifyOutco
     check_block("confidence", confidence_evidence(tp.samples, static_cast<std::uint64_t>(json_int(*c, "seed").value_or(0))));
   }
   check_block("errors_by_class", errors_by_class(tp.samples));
+  if (json_object(tp.evidence, "steady_state")) check_block("steady_state", steady_state_evidence(tp.samples));
 }
 
 }  // namespace

@@ -161,6 +161,28 @@ TEST(Attribution, EvidenceTheServerReturnedCorrelatesEvenInACrowd) {
   EXPECT_EQ(r.requests[0].grade, "isolated-window");
 }
 
+TEST(Attribution, WhatTheServerReturnedForARequestBecomesItsOwnEvidence) {
+  ledger::LedgerRecord llama;
+  llama.observation_id = "l";
+  llama.started_at_us = 1;
+  llama.server_timings = R"({"cache_n":12,"prompt_n":3,"predicted_n":8})";  // llama.cpp timings
+  auto w = request_window(llama);
+  ASSERT_TRUE(w.returned.has_value());
+  EXPECT_EQ(w.returned->source, "server-timings");
+  EXPECT_EQ(w.returned->counters.at("prefix_cache_hits").value, 12);
+  ledger::LedgerRecord vllm;
+  vllm.observation_id = "v";
+  vllm.started_at_us = 1;
+  vllm.cached_prompt_tokens = 32;  // usage.prompt_tokens_details.cached_tokens
+  w = request_window(vllm);
+  ASSERT_TRUE(w.returned.has_value());
+  EXPECT_EQ(w.returned->source, "response-usage");
+  EXPECT_EQ(w.returned->counters.at("prefix_cache_hits").value, 32);
+  ledger::LedgerRecord none;
+  none.observation_id = "n";
+  EXPECT_FALSE(request_window(none).returned.has_value());
+}
+
 TEST(Attribution, FewerServerRequestsThanObservedIsNoted) {
   auto r = run(snap(10, 5), snap(12, 5), {req("a", 10, 12)});
   EXPECT_EQ(r.delta.grade, "cohort-only");

@@ -56,6 +56,7 @@ void add_point(SweepReport& r, double c, double ttft_ms, double e2e_ms, std::int
   tp.evidence["generator"] = generator_evidence(tp.samples, GeneratorFigures{1.0, 0.01, e2e_ms / 1000});
   tp.evidence["confidence"] = confidence_evidence(tp.samples, 42);
   tp.evidence["errors_by_class"] = errors_by_class(tp.samples);
+  tp.evidence["steady_state"] = steady_state_evidence(tp.samples);
   p.tracks.push_back(std::move(tp));
   r.points.push_back(std::move(p));
 }
@@ -322,6 +323,19 @@ TEST(SweepVerify, AFakStyleReceiptWithoutSamplesReEvaluatesFromItsStats) {
   const std::string from = "\"peak_status\": \"measured\"";
   bad.replace(bad.find(from), from.size(), "\"peak_status\": \"invalid\"");
   EXPECT_FALSE(verify_sweep(bad).holds);
+}
+
+TEST(SweepFold, SteadyStateCountsOnlyWhatCompletesWhileLoadIsApplied) {
+  // Four requests sent at 0, 100, 200, 300 ms, each taking 150 ms with 10 tokens: inside [0, 300]
+  // complete the first two (150, 250); the last two finish while the load drains.
+  std::vector<Sample> s = samples(4, 10, 150, 10);
+  for (int i = 0; i < 4; ++i) s[i].sent_offset_ms = s[i].scheduled_offset_ms = 100.0 * i;
+  const auto o = steady_state_evidence(s);
+  EXPECT_EQ(o.at("status").as_string(), "measured");
+  EXPECT_EQ(o.at("completed_requests").as_int64(), 2);
+  EXPECT_DOUBLE_EQ(o.at("throughput_tok_s").as_double(), 20 / 0.3);
+  // One request: no window.
+  EXPECT_EQ(steady_state_evidence(samples(1, 10, 150, 10)).at("status").as_string(), "not_measured");
 }
 
 TEST(SweepGate, ParityClaimsNeedTheThreeTracks) {
