@@ -136,21 +136,9 @@ TEST(ReportHtml, HeadlessChromiumDrawsEveryChart) {
   ASSERT_EQ(run_report({"--input", s.ledger_path(), "--format", "html", "--output", html}).exit_code, 0);
   const std::string text = read_file(html);
   EXPECT_EQ(text.find("<script"), std::string::npos);  // self-contained, nothing to run
-  ChildProcess chromium({"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                         "--user-data-dir=" + s.dir + "/chromium", "--dump-dom", "file://" + html});
-  std::string dom;
-  try {
-    for (;;) dom += chromium.read_line(60000) + "\n";
-  } catch (const std::exception&) {
-    // Chromium closed stdout: the DOM is complete
-  }
-  EXPECT_EQ(chromium.wait(), 0);
-  auto count = [&](const std::string& needle) {
-    std::size_t n = 0;
-    for (auto p = dom.find(needle); p != std::string::npos; p = dom.find(needle, p + 1)) ++n;
-    return n;
-  };
+  const Dom dom = dump_dom(html, s.dir + "/chromium");
+  EXPECT_EQ(dom.exit_code, 0);
+  auto count = [&](const std::string& needle) { return dom.count(needle); };
   EXPECT_EQ(count("<svg class=\"chart\""), 4u);  // CDFs, TTFT vs prompt, latency/concurrency, tok/s
   for (const char* series : {"data-name=\"TTFT\"", "data-name=\"TPOT\"", "data-name=\"requests\"", "data-name=\"fit (R",
                              "data-name=\"e2e ms\"", "data-name=\"in flight\"", "data-name=\"output tok/s\""}) {

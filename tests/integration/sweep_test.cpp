@@ -96,7 +96,15 @@ TEST(Sweep, TheKneeIsAtTheDeclaredCapacityAndPointsAboveItAreInvalid) {
   EXPECT_EQ(run_cli({"sweep", "gate", "--claim", "ours: capacity-valid peak", "--artifact", run.path}).exit_code, 1);
   // The markdown summary names the knee; the page has its charts.
   EXPECT_NE(run.cli.out.find("knee at 8, saturated at 16"), std::string::npos) << run.cli.out;
-  EXPECT_NE(read_file(dir + "/sweep.html").find("<svg"), std::string::npos);
+  // The page as a browser builds it: two charts, every series, the budget line, knee and boundary marked.
+  const Dom dom = dump_dom(dir + "/sweep.html", dir + "/chromium");
+  EXPECT_EQ(dom.exit_code, 0);
+  EXPECT_EQ(dom.count("<svg class=\"chart\""), 2u);
+  for (const char* series : {"data-name=\"throughput\"", "data-name=\"TTFT p99\"", "data-name=\"ITL p99\"",
+                             "data-name=\"TTFT budget\"", "data-name=\"saturation knee\"", "data-name=\"p99 SLA boundary\""}) {
+    EXPECT_EQ(dom.count(series), 1u) << series;
+  }
+  EXPECT_EQ(dom.text.find("<script"), std::string::npos);
 }
 
 TEST(Sweep, InsideCapacityThePeakIsMeasuredAndTheGateAcceptsItButNotAnEditedReceipt) {

@@ -144,6 +144,26 @@ CliRun run_cli(const std::vector<std::string>& args, int timeout_ms) {
   return r;
 }
 
+Dom dump_dom(const std::string& html_path, const std::string& profile_dir) {
+  ChildProcess chromium({"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                         "--user-data-dir=" + profile_dir, "--dump-dom", "file://" + html_path});
+  Dom dom;
+  try {
+    for (;;) dom.text += chromium.read_line(60000) + "\n";
+  } catch (const std::exception&) {
+    // Chromium closed stdout: the DOM is complete
+  }
+  dom.exit_code = chromium.wait();
+  return dom;
+}
+
+std::size_t Dom::count(const std::string& needle) const {
+  std::size_t n = 0;
+  for (auto p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
 std::vector<std::string> read_lines(const std::string& path) {
   const std::string text = read_file(path);
   std::vector<std::string> lines;

@@ -58,6 +58,15 @@ CliRun run_cli(const std::vector<std::string>& args, int timeout_ms = 60000);
 
 std::vector<std::string> read_lines(const std::string& path);
 
+// The DOM headless Chromium builds from a local HTML file (what a browser would show), and its exit
+// code; `profile_dir` holds Chromium's throwaway profile.
+struct Dom {
+  std::string text;
+  int exit_code = 0;
+  std::size_t count(const std::string& needle) const;
+};
+Dom dump_dom(const std::string& html_path, const std::string& profile_dir);
+
 std::string binary_path();
 // A loopback port that was free a moment ago (bound, read, closed): for a peer that cannot be
 // told to use port 0, or for a port nobody listens on.
