@@ -44,3 +44,22 @@ expect("bandwidth;collect;--nvidia-ncu-csv;${FIX}/SYNTHETIC_raw-page_same-captur
 expect("bandwidth;verify;${OUT_DIR}/r.json" 0 "^OK .*hbm-profiled-kernel-active-time.*1000.0 GB/s" "")
 expect("bandwidth;verify;${FIX}/SYNTHETIC_fak_nvidia-hbm-ncu_details-longform.csv" 1 "^INVALID .*not one JSON document" "")
 expect("bandwidth" 2 "" "subcommand")
+
+# sweep, attribute, cache-state-bench: what a user gets wrong says how to fix it (exit 2); a dead
+# server is a runtime error (exit 1).
+expect("sweep;--help" 0 "--concurrencies" "")
+expect("sweep;--url;http://127.0.0.1:9/v1;--concurrencies;1,2" 2 "" "serving sweep requires an exact --model identity")
+expect("sweep;--url;http://127.0.0.1:9/v1;--model;m" 2 "" "give exactly one of --concurrencies, --rates or --replay-speeds")
+expect("sweep;--url;http://127.0.0.1:9/v1;--model;m;--concurrencies;1,2.5" 2 "" "concurrency 2.5 is not a whole number")
+expect("sweep;--url;http://127.0.0.1:9/v1;--model;m;--rates;2;--arrival;zipf" 2 "" "--arrival is poisson, gamma or constant")
+expect("sweep;--url;http://127.0.0.1:9/v1;--model;m;--concurrencies;1;--input-tokens;uniform:9,3" 2 "" "is not a length distribution")
+expect("sweep;--url;http://127.0.0.1:9/v1;--model;m;--concurrencies;1;--refine" 2 "" "--refine needs a p99 budget")
+expect("sweep;--model;m;--track;ours=http://127.0.0.1:9/v1;--track;bogus=http://127.0.0.1:9/v1" 2 "" "'bogus' is not a track")
+expect("sweep;--url;http://127.0.0.1:9/v1;--model;m;--concurrencies;1;--ledger;${OUT_DIR}/dead.ledger.jsonl;--output;${OUT_DIR}/dead.json;--quiet"
+       1 "" "cannot reach http://127.0.0.1:9/v1/models")
+expect("sweep;gate;--artifact;${CMAKE_CURRENT_LIST_DIR}/usage_errors.cmake" 2 "" "give --claim TEXT or --claim-file FILE")
+expect("attribute" 2 "" "give --ledger FILE \\(with its snapshots\\) or --probe URL")
+expect("attribute;--probe;http://127.0.0.1:9/v1;--window;sometimes" 2 "" "use auto, per-request or FROM,TO")
+expect("cache-state-bench;--backend;tgi" 2 "" "--backend is in-process or vllm")
+expect("cache-state-bench;--transitions;warm_boot" 2 "" "unknown transition 'warm_boot'")
+expect("cache-state-bench;--backend;vllm" 2 "" "--backend vllm needs --url")
