@@ -505,9 +505,6 @@ Status evaluate_sweep(SweepReport& r) {
     }
   }
   r.tracks.clear();
-  if (r.coordinates.size() < 2) {
-    // fak needs two points for any finding; say so rather than summarise nothing.
-  }
   for (const auto& c : r.contracts) {
     if (r.coordinates.empty()) break;
     r.tracks.push_back(summarize(r, c));
