@@ -123,8 +123,8 @@ int run(const ReportArgs& a) {
 std::function<int()> setup_report(CLI::App& app) {
   auto a = std::make_shared<ReportArgs>();
   app.add_option("--input,input", a->inputs, "ledger files or globs (ours or fak's lines); - for stdin")->required();
-  app.add_option("--by", a->by, "group by model, backend, operation or path")
-      ->check(CLI::IsMember({"model", "backend", "operation", "path"}))->capture_default_str();
+  app.add_option("--by", a->by, "group by model, backend, operation, path or sweep_point (sweep ledgers: one group per load point)")
+      ->check(CLI::IsMember({"model", "backend", "operation", "path", "sweep_point"}))->capture_default_str();
   app.add_option("--since", a->since, "only requests started at or after this RFC 3339 time");
   app.add_option("--until", a->until, "only requests started before this RFC 3339 time");
   app.add_option("--format", a->format, "md, json (modelperfobs.report.v1), csv, or html (self-contained, SVG charts)")

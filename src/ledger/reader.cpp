@@ -53,7 +53,7 @@ enum class Field : std::uint8_t {
   kObservationId, kStartedAt, kEndedAt, kModel, kResponseModel, kBackend, kPath, kOperation, kStream,
   kHttpStatus, kOutcome, kErrorType, kErrorMessage, kTtfb, kTtft, kE2e, kTpot, kItlP50, kItlP95, kItlMax,
   kOutputTps, kE2eOutputTps, kPromptTokens, kCompletionTokens, kTotalTokens, kCachedPromptTokens,
-  kTokenSource, kInFlight, kServerTimings, kOther,
+  kTokenSource, kInFlight, kServerTimings, kSweepPoint, kOther,
 };
 
 constexpr std::pair<std::string_view, Field> kFields[] = {
@@ -68,6 +68,7 @@ constexpr std::pair<std::string_view, Field> kFields[] = {
     {"completion_tokens", Field::kCompletionTokens}, {"total_tokens", Field::kTotalTokens},
     {"cached_prompt_tokens", Field::kCachedPromptTokens}, {"token_source", Field::kTokenSource},
     {"in_flight_at_start", Field::kInFlight}, {"server_timings", Field::kServerTimings},
+    {"sweep_point", Field::kSweepPoint},
 };
 
 // By length first (one integer compare rejects most entries), then the bytes.
@@ -136,6 +137,7 @@ Result<LedgerRecord> from_ours(simdjson::dom::object o) {
         if (auto s = str_of(v)) r.token_source = std::move(*s);
         break;
       case Field::kInFlight: r.in_flight_at_start = sj::integer_of(v); break;
+      case Field::kSweepPoint: r.sweep_point = str_of(v); break;
       case Field::kServerTimings:
         if (v.is_object()) r.server_timings = simdjson::minify(v);
         break;

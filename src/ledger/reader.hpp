@@ -35,6 +35,7 @@ struct LedgerRecord {
   std::string token_source = "none";
   std::optional<std::int64_t> in_flight_at_start;
   std::optional<std::string> server_timings;  // raw JSON object the server returned, minified
+  std::optional<std::string> sweep_point;     // `sweep` lines: the load point ("concurrency=8")
 };
 
 struct LineProblem {

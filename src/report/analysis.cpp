@@ -201,7 +201,8 @@ Result<GroupBy> parse_group_by(std::string_view s) {
   if (s == "backend") return GroupBy::kBackend;
   if (s == "operation") return GroupBy::kOperation;
   if (s == "path") return GroupBy::kPath;
-  return make_error("report.by", fmt::format("--by {}: use model, backend, operation or path", s));
+  if (s == "sweep_point") return GroupBy::kSweepPoint;
+  return make_error("report.by", fmt::format("--by {}: use model, backend, operation, path or sweep_point", s));
 }
 
 std::optional<std::vector<double>> least_squares(const std::vector<std::vector<double>>& x, const std::vector<double>& y) {

@@ -56,6 +56,7 @@ const char* by_name(GroupBy b) {
     case GroupBy::kBackend: return "backend";
     case GroupBy::kOperation: return "operation";
     case GroupBy::kPath: return "path";
+    case GroupBy::kSweepPoint: return "sweep_point";
   }
   return "model";
 }

@@ -14,6 +14,7 @@ std::string_view group_key(const ledger::LedgerRecord& r, GroupBy by) {
       const std::string_view p = r.path ? std::string_view(*r.path) : "(unknown path)";
       return p.substr(0, p.find('?'));
     }
+    case GroupBy::kSweepPoint: return r.sweep_point ? std::string_view(*r.sweep_point) : "(not a sweep)";
   }
   return "";
 }

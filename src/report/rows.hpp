@@ -21,7 +21,7 @@
 
 namespace mpo::report {
 
-enum class GroupBy { kModel, kBackend, kOperation, kPath };
+enum class GroupBy { kModel, kBackend, kOperation, kPath, kSweepPoint };
 
 // An optional number in the space of the number: a reserved value (NaN, INT64_MIN) means "absent",
 // with std::optional's reading interface. Rows are a million strong; this halves them.

@@ -91,6 +91,12 @@ TEST(Sweep, TheKneeIsAtTheDeclaredCapacityAndPointsAboveItAreInvalid) {
   auto report = run_cli({"report", dir + "/sweep.ledger.jsonl", "--format", "json"});
   EXPECT_EQ(report.exit_code, 0);
   EXPECT_NE(report.out.find(fmt::format("\"requests\":{}", samples)), std::string::npos);
+  // One report group per load point.
+  auto by_point = run_cli({"report", dir + "/sweep.ledger.jsonl", "--by", "sweep_point"});
+  EXPECT_EQ(by_point.exit_code, 0);
+  for (const char* point : {"## concurrency=1\n", "## concurrency=8\n", "## concurrency=16\n"}) {
+    EXPECT_NE(by_point.out.find(point), std::string::npos) << point;
+  }
   // The receipt re-derives from its samples; the gate refuses a peak claim on an invalid track.
   EXPECT_EQ(run_cli({"sweep", "verify", run.path}).exit_code, 0);
   EXPECT_EQ(run_cli({"sweep", "gate", "--claim", "ours: capacity-valid peak", "--artifact", run.path}).exit_code, 1);
