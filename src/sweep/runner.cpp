@@ -153,9 +153,11 @@ class SweepRun {
     // Identity: what the server says it serves, and what its metrics say it is.
     auto [status, body] = co_await driver_.get("/models");
     if (status == 0) {
-      co_return make_error("sweep.unreachable", fmt::format("cannot reach {}{}/models: {} (is the server up? "
-                                                            "--url is the OpenAI base URL, e.g. http://127.0.0.1:8000/v1)",
-                                                            o_.target.url.origin, o_.target.url.base_path, body));
+      const std::string hint = body.rfind("tls", 0) == 0 ? "pass --ca FILE for a private CA"
+                                                         : "is the server up? --url is the OpenAI base URL, e.g. "
+                                                           "http://127.0.0.1:8000/v1";
+      co_return make_error("sweep.unreachable", fmt::format("cannot reach {}{}/models: {} ({})", o_.target.url.origin,
+                                                            o_.target.url.base_path, body, hint));
     }
     Identity id = read_identity(status, body);
     if (status != 200) note(fmt::format("warning: GET {}/models answered HTTP {}; the model list is not part of the engine identity", o_.target.url.base_path, status));

@@ -92,5 +92,25 @@ TEST(ProxyTls, RefusesABackendWhoseCertificateItCannotVerify) {
   EXPECT_EQ(json::parse(lines[0]).as_object()["outcome"], "upstream_unreachable");
 }
 
+// The load generator over https: verified with --ca, refused without.
+TEST(SweepTls, SweepsAnHttpsServerItCanVerify) {
+  Simulator sim;
+  TlsFrontend tls(sim.port);
+  const std::string url = "https://localhost:" + std::to_string(tls.port) + "/v1";
+  auto run = run_cli({"sweep", "--url", url, "--model", "sim-model", "--concurrencies", "1,2", "--requests", "4",
+                      "--output-tokens", "4", "--ignore-eos", "--quiet", "--ca", tls.dir + "/cert.pem",
+                      "--output", tls.dir + "/sweep.json"});
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  const auto receipt = json::parse(read_file(tls.dir + "/sweep.json")).as_object();
+  for (const auto& p : receipt.at("points").as_array()) {
+    const auto& stats = p.as_object().at("tracks").as_array()[0].as_object().at("stats").as_object();
+    EXPECT_EQ(stats.at("ok").to_number<double>(), 4);
+    EXPECT_EQ(stats.at("failed").to_number<double>(), 0);
+  }
+  auto refused = run_cli({"sweep", "--url", url, "--model", "sim-model", "--concurrencies", "1,2", "--quiet",
+                          "--output", tls.dir + "/refused.json"});
+  EXPECT_EQ(refused.exit_code, 1);  // stderr: "tls: certificate verify failed ... (pass --ca FILE for a private CA)"
+}
+
 }  // namespace
 }  // namespace mpo::test
