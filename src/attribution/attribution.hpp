@@ -17,11 +17,10 @@
 
 namespace mpo::attribution {
 
-// fak's closed list, then ours (token-level magnitudes and the queue histogram's sum).
+// fak's closed list of counter names (the adapter adds ours: prefix_cache_queries,
+// queue_time_seconds, prompt_tokens, generation_tokens).
 inline constexpr const char* kFakCounters[] = {"requests", "prefix_cache_hits", "cache_evictions", "queue_events",
                                                "preemptions"};
-inline constexpr const char* kOurCounters[] = {"prefix_cache_queries", "queue_time_seconds", "prompt_tokens",
-                                               "generation_tokens"};
 
 struct Counter {
   double value = 0;

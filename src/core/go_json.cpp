@@ -202,6 +202,12 @@ void append_go_float(std::string& out, double v) {
   out += s;
 }
 
+std::string go_float_text(double v) {
+  std::string s;
+  append_go_float(s, v);
+  return s;
+}
+
 std::string go_marshal(const boost::json::value& v) {
   std::string out;
   write_value(out, v, 0, false);

@@ -24,6 +24,8 @@ std::string go_marshal_indent(const boost::json::value& v);
 
 void append_go_string(std::string& out, std::string_view s);
 void append_go_float(std::string& out, double v);
+// The same as a string (labels and messages that show a number the way the receipt writes it).
+std::string go_float_text(double v);
 
 // Parses one JSON document exactly (numbers through simdjson); trailing data is an error.
 Result<boost::json::value> parse_exact_json(std::string_view text);

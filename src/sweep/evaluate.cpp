@@ -38,12 +38,6 @@ std::optional<double> evidence_number(const TrackPoint& tp, std::string_view blo
   return b ? json_double(*b, key) : std::nullopt;
 }
 
-std::string format_number(double v) {
-  std::string s;
-  append_go_float(s, v);
-  return s;
-}
-
 void set(TrackPoint& tp, std::string status, std::string code, std::string reason) {
   tp.status = std::move(status);
   tp.reason_code = std::move(code);
@@ -51,7 +45,7 @@ void set(TrackPoint& tp, std::string status, std::string code, std::string reaso
 }
 
 void evaluate_point(const SweepReport& r, const Point& p, TrackPoint& tp, const Contract* c) {
-  const std::string coord = format_number(p.coordinate);
+  const std::string coord = go_float_text(p.coordinate);
   if (c == nullptr) return set(tp, "invalid", "contract_missing", "no contract declared for track " + tp.track);
   if (p.workload_digest != r.workload_digest) {
     return set(tp, "invalid", "workload_identity_mismatch", "point workload digest differs from the report's");
@@ -104,7 +98,7 @@ void evaluate_point(const SweepReport& r, const Point& p, TrackPoint& tp, const 
     if (delta && sent && *delta > *sent) {
       return set(tp, "invalid", "foreign_traffic",
                  fmt::format("the server finished {} requests during the point, this sweep sent {}",
-                             format_number(*delta), format_number(*sent)));
+                             go_float_text(*delta), go_float_text(*sent)));
     }
   }
   const auto lateness = evidence_number(tp, "generator", "send_lateness_p99_ms");
@@ -112,7 +106,7 @@ void evaluate_point(const SweepReport& r, const Point& p, TrackPoint& tp, const 
   if (lateness && bound && *bound > 0 && *lateness > *bound) {
     return set(tp, "invalid", "client_saturated",
                fmt::format("the load generator sent late: p99 send lateness {} ms is over its bound {} ms",
-                           format_number(*lateness), format_number(*bound)));
+                           go_float_text(*lateness), go_float_text(*bound)));
   }
   const auto failed = json_int(tp.stats, "failed").value_or(0);
   const auto ok = json_int(tp.stats, "ok").value_or(0);
@@ -185,7 +179,7 @@ boost::json::object p99_boundary(const SweepReport& r, const std::vector<std::pa
     if (!latency_comparable(*tp)) continue;
     const auto m = meets(r.sla, *tp);
     if (!m) {
-      if (missing.empty()) missing = format_number(p->coordinate);
+      if (missing.empty()) missing = go_float_text(p->coordinate);
       continue;
     }
     if (first_fail) {
@@ -272,8 +266,8 @@ boost::json::object saturation(const SweepReport& r, const Contract& c,
         if (gain < kPlateauGain && *t1 > *t0) {
           fire("throughput_plateau",
                fmt::format("throughput gain {:.1f}% from {} (below {:.0f}%) while TTFT p99 rose from {} to {} ms",
-                           gain * 100, format_number(prev->coordinate), kPlateauGain * 100,
-                           format_number(*t0), format_number(*t1)));
+                           gain * 100, go_float_text(prev->coordinate), kPlateauGain * 100,
+                           go_float_text(*t0), go_float_text(*t1)));
         }
       }
     }
@@ -282,7 +276,7 @@ boost::json::object saturation(const SweepReport& r, const Contract& c,
       const auto achieved = evidence_number(*tp, "load", "achieved_rate_rps");
       if (offered && achieved && *offered > 0 && *achieved / *offered < kRateShortfall) {
         fire("rate_shortfall", fmt::format("achieved {:.3f} of the offered {} req/s ({:.1f}%)", *achieved,
-                                           format_number(*offered), *achieved / *offered * 100));
+                                           go_float_text(*offered), *achieved / *offered * 100));
       }
     }
     // A request waits for one scheduler step on arrival even on an idle server: only a queue that
@@ -297,7 +291,7 @@ boost::json::object saturation(const SweepReport& r, const Contract& c,
     if (waiting && *waiting >= 1 && full && (!prev_waiting || *waiting > *prev_waiting)) {
       fire("server_queue_capacity",
            fmt::format("on average {:.1f} requests waited for capacity at the server (up to {})", *waiting,
-                       format_number(evidence_number(*tp, "server", "waiting_capacity_max").value_or(*waiting))));
+                       go_float_text(evidence_number(*tp, "server", "waiting_capacity_max").value_or(*waiting))));
     }
     if (waiting) prev_waiting = *waiting;
     prev = p;
@@ -399,7 +393,7 @@ TrackSummary summarize(const SweepReport& r, const Contract& c) {
     const auto m = meets(r.sla, *pt.second);
     if (!m) {
       s.sla_status = "not_identifiable";
-      s.sla_reason = "a point lacks a constrained p99 metric at " + format_number(pt.first->coordinate);
+      s.sla_reason = "a point lacks a constrained p99 metric at " + go_float_text(pt.first->coordinate);
       return s;
     }
     if (!*m || pt.second->status != "valid") continue;
@@ -438,9 +432,9 @@ const char* point_key(LoadMode m) { return m == LoadMode::kConcurrency ? "concur
 
 std::string envelope_digest(const SweepReport& r, const Contract& c) {
   auto or_missing = [](const std::string& v) { return v.empty() ? std::string("<missing>") : v; };
-  std::string configuration = "track=" + c.track + ";ttft=" + format_number(r.sla.ttft_p99_ms) +
-                              ";itl=" + format_number(r.sla.itl_p99_ms);
-  if (r.sla.e2e_p99_ms > 0) configuration += ";e2e=" + format_number(r.sla.e2e_p99_ms);
+  std::string configuration = "track=" + c.track + ";ttft=" + go_float_text(r.sla.ttft_p99_ms) +
+                              ";itl=" + go_float_text(r.sla.itl_p99_ms);
+  if (r.sla.e2e_p99_ms > 0) configuration += ";e2e=" + go_float_text(r.sla.e2e_p99_ms);
   std::map<std::string, std::string> bindings = {
       {"model", or_missing(c.model)},
       {"workload", or_missing(r.workload_digest)},
@@ -487,11 +481,11 @@ Status evaluate_sweep(SweepReport& r) {
   std::set<double> coords;
   for (const auto& p : r.points) {
     if (!(p.coordinate > 0) || !std::isfinite(p.coordinate)) {
-      return make_error("sweep.point", fmt::format("point {} is not a positive {}", format_number(p.coordinate),
+      return make_error("sweep.point", fmt::format("point {} is not a positive {}", go_float_text(p.coordinate),
                                                    point_key(r.mode)));
     }
     if (!coords.insert(p.coordinate).second) {
-      return make_error("sweep.point", fmt::format("duplicate point {}", format_number(p.coordinate)));
+      return make_error("sweep.point", fmt::format("duplicate point {}", go_float_text(p.coordinate)));
     }
   }
   r.coordinates.assign(coords.begin(), coords.end());
@@ -517,7 +511,7 @@ Status evaluate_sweep(SweepReport& r) {
       if (tp.status != "valid" && !tp.reason_code.empty() &&
           seen.insert(tp.track + ":" + tp.reason_code).second) {
         r.validity_reasons.push_back(fmt::format("{} at {} {}: {}", tp.reason_code, point_key(r.mode),
-                                                 format_number(p.coordinate), tp.reason));
+                                                 go_float_text(p.coordinate), tp.reason));
       }
       const auto basis = json_string(tp.stats, "token_count_basis").value_or("");
       if (!basis.empty() && basis != "usage.completion_tokens" &&

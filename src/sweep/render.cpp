@@ -9,12 +9,6 @@
 namespace mpo::sweep {
 namespace {
 
-std::string num(double v) {
-  std::string s;
-  append_go_float(s, v);
-  return s;
-}
-
 std::string fixed(std::optional<double> v, int digits = 1) {
   return v ? fmt::format("{:.{}f}", *v, digits) : "n/a";
 }
@@ -37,28 +31,28 @@ std::string finding(const TrackSummary& t, LoadMode m) {
   out += fmt::format("- **status**: {}{}\n", t.status, t.reason.empty() ? "" : " — " + t.reason);
   if (t.peak) {
     out += fmt::format("- **peak**: {} tok/s at {} {} ({})\n", fixed(t.peak->throughput_tok_s), axis_title(m),
-                       num(t.peak->coordinate), t.peak_status);
+                       go_float_text(t.peak->coordinate), t.peak_status);
   } else {
     out += fmt::format("- **peak**: {}{}\n", t.peak_status, t.peak_reason.empty() ? "" : " — " + t.peak_reason);
   }
   if (t.sla_knee) {
     out += fmt::format("- **SLA knee**: {} tok/s at {} {} ({})\n", fixed(t.sla_knee->throughput_tok_s), axis_title(m),
-                       num(t.sla_knee->coordinate), t.sla_status);
+                       go_float_text(t.sla_knee->coordinate), t.sla_status);
   } else {
     out += fmt::format("- **SLA knee**: {}{}\n", t.sla_status, t.sla_reason.empty() ? "" : " — " + t.sla_reason);
   }
   const auto& b = t.p99_boundary;
   const std::string bs(json_string(b, "status").value_or(""));
   if (auto c = json_double(b, "coordinate")) {
-    out += fmt::format("- **p99 SLA boundary**: {} {} ({}, {}{})\n", axis_title(m), num(*c), bs,
+    out += fmt::format("- **p99 SLA boundary**: {} {} ({}, {}{})\n", axis_title(m), go_float_text(*c), bs,
                        json_string(b, "confidence").value_or(""),
-                       json_double(b, "first_failing") ? ", first failing " + num(*json_double(b, "first_failing")) : "");
+                       json_double(b, "first_failing") ? ", first failing " + go_float_text(*json_double(b, "first_failing")) : "");
   } else {
     out += fmt::format("- **p99 SLA boundary**: {}{}\n", bs, json_string(b, "reason") ? " — " + std::string(*json_string(b, "reason")) : "");
   }
   const auto& s = t.saturation;
   if (auto knee = json_double(s, "knee")) {
-    out += fmt::format("- **saturation**: knee at {}, saturated at {}\n", num(*knee), num(*json_double(s, "saturated_at")));
+    out += fmt::format("- **saturation**: knee at {}, saturated at {}\n", go_float_text(*knee), go_float_text(*json_double(s, "saturated_at")));
   } else {
     out += fmt::format("- **saturation**: {}\n", json_string(s, "status").value_or(""));
   }
@@ -66,7 +60,7 @@ std::string finding(const TrackSummary& t, LoadMode m) {
     for (const auto& v : *sig) {
       if (!v.is_object()) continue;
       out += fmt::format("  - `{}` at {}: {}\n", json_string(v.as_object(), "signal").value_or(""),
-                         num(json_double(v.as_object(), "at").value_or(0)), json_string(v.as_object(), "detail").value_or(""));
+                         go_float_text(json_double(v.as_object(), "at").value_or(0)), json_string(v.as_object(), "detail").value_or(""));
     }
   }
   return out;
@@ -88,7 +82,7 @@ std::string sweep_markdown(const SweepReport& r) {
   for (const auto& p : r.points) {
     for (const auto& tp : p.tracks) {
       const auto& s = tp.stats;
-      out += fmt::format("| {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", num(p.coordinate),
+      out += fmt::format("| {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", go_float_text(p.coordinate),
                          tp.status, tp.reason_code.empty() ? "" : " `" + tp.reason_code + "`",
                          json_int(s, "ok").value_or(0), json_int(s, "failed").value_or(0),
                          fixed(metric(s, "throughput_tok_s", "value")), fixed(evidence(tp, "steady_state", "throughput_tok_s")),
@@ -117,7 +111,7 @@ std::string sweep_markdown(const SweepReport& r) {
       for (const auto& tp : p.tracks) {
         const auto* e = json_object(tp.evidence, "energy");
         if (!e) continue;
-        out += fmt::format("| {} | {} | {} | {} |\n", num(p.coordinate), fixed(json_double(*e, "joules"), 1),
+        out += fmt::format("| {} | {} | {} | {} |\n", go_float_text(p.coordinate), fixed(json_double(*e, "joules"), 1),
                            fixed(json_double(*e, "output_tokens_per_joule"), 3),
                            json_string(*e, "status").value_or("") == "measured"
                                ? std::string(json_string(*e, "source").value_or(""))

@@ -33,9 +33,7 @@ namespace {
 constexpr auto kNoThrow = asio::as_tuple(asio::use_awaitable);
 
 std::string coordinate_label(LoadMode m, double c) {
-  std::string v;
-  append_go_float(v, c);
-  return std::string(m == LoadMode::kConcurrency ? "concurrency=" : "rate=") + v;
+  return std::string(m == LoadMode::kConcurrency ? "concurrency=" : "rate=") + go_float_text(c);
 }
 
 const char* arrival_name(Arrival a) {

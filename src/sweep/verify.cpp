@@ -22,9 +22,7 @@ std::string lower(std::string_view s) {
 }
 
 std::string coordinate_text(const SweepReport& r, double v) {
-  std::string s;
-  append_go_float(s, v);
-  return fmt::format("{} {}", point_key(r.mode), s);
+  return fmt::format("{} {}", point_key(r.mode), go_float_text(v));
 }
 
 // The first top-level key whose value differs, for a message.
