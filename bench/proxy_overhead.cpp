@@ -2,7 +2,7 @@
 // nginx (proxy_buffering off) as the reference proxy. Tokens are paced at 20 ms by the simulator
 // profile, so latency added by a proxy shows up directly.
 //
-//   proxy_overhead [--quick]
+//   proxy_overhead [--quick] [--latency-only] [--rounds N]
 //
 // Prints: added TTFT at concurrency 1 (p50/p99 of paired differences), added inter-token gap,
 // streamed chunks/s and requests/s at 64 and 1,000 connections, RSS per in-flight stream at 1,000
@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <numeric>
 
 #include <boost/json.hpp>
@@ -46,7 +47,20 @@ struct Target {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  bool quick = false, latency_only = false;
+  int rounds_flag = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) {
+      quick = true;
+    } else if (std::strcmp(argv[i], "--latency-only") == 0) {
+      latency_only = true;
+    } else if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
+      rounds_flag = std::atoi(argv[++i]);
+    } else {
+      fmt::print(stderr, "usage: proxy_overhead [--quick] [--latency-only] [--rounds N]\n");
+      return 2;
+    }
+  }
   bench::raise_fd_limit();
   const std::string dir = test::make_temp_dir();
   test::write_file(dir + "/profile.json",
@@ -83,40 +97,65 @@ http {{
   test::ChildProcess nginx({"/usr/sbin/nginx", "-p", dir, "-c", dir + "/nginx.conf", "-g", "daemon off;"});
   while (!test::is_listening(nginx_port)) usleep(10'000);  // a benchmark may wait; tests may not
 
+  // The floor: a byte relay (no HTTP, no timers, no ledger) shows what one more process hop costs.
+  test::ChildProcess relay({MPO_TCP_RELAY, std::to_string(sim.port)});
+  const std::string relay_line = relay.read_line();
+  const auto relay_port = static_cast<std::uint16_t>(std::stoi(relay_line.substr(relay_line.rfind(' ') + 1)));
+
   const std::vector<Target> targets = {{"direct", sim.port, sim.process.pid()},
+                                       {"relay", relay_port, relay.pid()},
                                        {"proxy", proxy.port, proxy.process.pid()},
                                        {"nginx", nginx_port, nginx.pid()}};
   fmt::print("proxy_overhead: simulate paced at 20 ms/token; direct vs modelperfobs proxy vs nginx {}\n\n",
              "(proxy_buffering off)");
 
-  // 1. Concurrency 1: TTFT and inter-token gaps, requests interleaved across targets.
-  const int rounds = quick ? 20 : 100;
-  std::map<std::string, std::vector<double>> ttft, gap;
-  for (int i = 0; i < rounds; ++i) {
-    for (const auto& t : targets) {
-      auto r = drive_streams(t.port, 1, body(8), {}, t.name == "proxy" ? fmt::format("c1-{}-", i) : "");
-      const auto& s = r.streams[0];
-      ttft[t.name].push_back(static_cast<double>(s.first_content_us - s.sent_us) / 1000.0);
-      for (std::size_t k = 1; k < s.content_us.size(); ++k) {
-        gap[t.name].push_back(static_cast<double>(s.content_us[k] - s.content_us[k - 1]) / 1000.0);
+  // 1. Concurrency 1: TTFT and inter-token gaps, requests interleaved across targets; once with a
+  // new connection per request, once over one keep-alive connection per target (as SDK clients do).
+  const int rounds = rounds_flag > 0 ? rounds_flag : quick ? 20 : 100;
+  for (const bool keep_alive : {false, true}) {
+    std::map<std::string, std::vector<double>> ttft, gap;
+    std::map<std::string, std::unique_ptr<bench::KeepAliveClient>> clients;
+    if (keep_alive) {
+      for (const auto& t : targets) clients[t.name] = std::make_unique<bench::KeepAliveClient>(t.port);
+    }
+    for (int i = 0; i < rounds; ++i) {
+      for (const auto& t : targets) {
+        const std::string id = t.name != "proxy" ? "" : fmt::format("{}-{}", keep_alive ? "k1" : "c1", i);
+        const bench::StreamRecord s = keep_alive ? clients[t.name]->stream(body(8), id)
+                                                 : drive_streams(t.port, 1, body(8), {}, id.empty() ? "" : id + "-").streams[0];
+        ttft[t.name].push_back(static_cast<double>(s.first_content_us - s.sent_us) / 1000.0);
+        for (std::size_t k = 1; k < s.content_us.size(); ++k) {
+          gap[t.name].push_back(static_cast<double>(s.content_us[k] - s.content_us[k - 1]) / 1000.0);
+        }
       }
     }
+    fmt::print("concurrency 1, {} streams of 8 tokens each per target, {}\n", rounds,
+               keep_alive ? "one keep-alive client connection per target (as SDK clients)"
+                          : "a new client connection per request");
+    fmt::print("  {:<7} {:>12} {:>12} {:>16} {:>16} {:>14}\n", "target", "TTFT p50 ms", "TTFT p99 ms", "added p50 us",
+               "added p99 us", "ITL mean ms");
+    for (const auto& t : targets) {
+      std::vector<double> added;
+      for (std::size_t i = 0; i < ttft[t.name].size(); ++i) added.push_back((ttft[t.name][i] - ttft["direct"][i]) * 1000.0);
+      const auto& g = gap[t.name];
+      fmt::print("  {:<7} {:>12.3f} {:>12.3f} {:>16.0f} {:>16.0f} {:>14.3f}\n", t.name, q(ttft[t.name], 0.5),
+                 q(ttft[t.name], 0.99), q(added, 0.5), q(added, 0.99),
+                 std::accumulate(g.begin(), g.end(), 0.0) / static_cast<double>(std::max<std::size_t>(1, g.size())));
+    }
+    fmt::print("\n");
   }
-  fmt::print("concurrency 1, {} streams of 8 tokens each per target\n", rounds);
-  fmt::print("  {:<7} {:>12} {:>12} {:>16} {:>16} {:>14}\n", "target", "TTFT p50 ms", "TTFT p99 ms", "added p50 us", "added p99 us",
-             "ITL mean ms");
-  for (const auto& t : targets) {
-    std::vector<double> added;
-    for (std::size_t i = 0; i < ttft[t.name].size(); ++i) added.push_back((ttft[t.name][i] - ttft["direct"][i]) * 1000.0);
-    const auto& g = gap[t.name];
-    fmt::print("  {:<7} {:>12.3f} {:>12.3f} {:>16.0f} {:>16.0f} {:>14.3f}\n", t.name, q(ttft[t.name], 0.5),
-               q(ttft[t.name], 0.99), q(added, 0.5), q(added, 0.99),
-               std::accumulate(g.begin(), g.end(), 0.0) / static_cast<double>(std::max<std::size_t>(1, g.size())));
+
+  if (latency_only) {
+    nginx.terminate();
+    relay.terminate();
+    return 0;
   }
 
   // 2. Throughput at 64 and 1,000 connections.
-  fmt::print("\nthroughput (streams of 50 tokens; one-token requests for req/s)\n");
-  fmt::print("  {:<7} {:>6} {:>14} {:>10} {:>12} {:>10}\n", "target", "conns", "chunks/s", "vs direct", "requests/s", "vs direct");
+  fmt::print("throughput (streams of 50 tokens; one-token requests for req/s; CPU of the target's own\n"
+             "process(es) and of the simulator per one-token request)\n");
+  fmt::print("  {:<7} {:>6} {:>12} {:>10} {:>12} {:>10} {:>14} {:>14}\n", "target", "conns", "chunks/s", "vs direct",
+             "requests/s", "vs direct", "own CPU us/req", "sim CPU us/req");
   for (int conns : {64, 1000}) {
     double direct_chunks = 0, direct_reqs = 0;
     for (const auto& t : targets) {
@@ -124,18 +163,22 @@ http {{
       const double chunks = static_cast<double>(r.events) / r.wall_s;
       long total = 0;
       double wall = 0;
+      const double own0 = bench::cpu_seconds_of(t.pid), sim0 = bench::cpu_seconds_of(sim.process.pid());
       for (int k = 0; k < (quick ? 2 : 5); ++k) {
         auto one = drive_streams(t.port, conns, body(1));
         total += one.completed;
         wall += one.wall_s;
       }
+      const double own_us = (bench::cpu_seconds_of(t.pid) - own0) * 1e6 / static_cast<double>(std::max(1L, total));
+      const double sim_us = (bench::cpu_seconds_of(sim.process.pid()) - sim0) * 1e6 / static_cast<double>(std::max(1L, total));
       const double reqs = static_cast<double>(total) / wall;
       if (t.name == "direct") {
         direct_chunks = chunks;
         direct_reqs = reqs;
       }
-      fmt::print("  {:<7} {:>6} {:>14.0f} {:>10.2f} {:>12.0f} {:>10.2f}\n", t.name, conns, chunks, chunks / direct_chunks, reqs,
-                 reqs / direct_reqs);
+      fmt::print("  {:<7} {:>6} {:>12.0f} {:>10.2f} {:>12.0f} {:>10.2f} {:>14} {:>14.0f}\n", t.name, conns, chunks,
+                 chunks / direct_chunks, reqs, reqs / direct_reqs, t.name == "direct" ? "-" : fmt::format("{:.0f}", own_us),
+                 sim_us);
     }
   }
 
@@ -143,7 +186,7 @@ http {{
   fmt::print("\nRSS per in-flight stream (measured while every stream is between tokens)\n");
   for (int n : quick ? std::vector<int>{1000} : std::vector<int>{1000, 8000}) {
     for (const auto& t : targets) {
-      if (t.name == "direct") continue;
+      if (t.name == "direct" || t.name == "relay") continue;
       const long idle = bench::rss_of(t.pid).current_kib;
       long at = 0;
       auto r = drive_streams(t.port, n, body(120), [&] { at = bench::rss_of(t.pid).current_kib; },
@@ -180,5 +223,6 @@ http {{
                q(v, 0.5), q(v, 0.99));
   }
   nginx.terminate();
+  relay.terminate();
   return 0;
 }

@@ -23,34 +23,105 @@ std::int64_t now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+namespace {
+
+std::string request_text(const std::string& body, const std::string& observation_id, bool keep_alive) {
+  const std::string id = observation_id.empty() ? "" : fmt::format("X-Fak-Observation-ID: {}\r\n", observation_id);
+  return fmt::format(
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "{}Content-Length: {}\r\nConnection: {}\r\n\r\n{}",
+      id, body.size(), keep_alive ? "keep-alive" : "close", body);
+}
+
+int connect_loopback(std::uint16_t port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("socket() failed: raise the open-file limit");
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("connect failed");
+  return fd;
+}
+
+// One streamed response read incrementally: head, chunked framing (a proxy may cut an SSE event
+// across chunks: it forwards reads as they come), SSE events.
+struct ResponseReader {
+  std::string raw;   // bytes not yet de-chunked
+  std::string held;  // de-chunked body not yet parsed
+  std::size_t chunk_left = 0;
+  bool head_done = false;
+  bool body_done = false;  // the last (zero) chunk arrived
+
+  // Returns true when this read brought the stream's first content event.
+  bool feed(const char* data, std::size_t n, std::int64_t t, StreamRecord& rec, DriveResult& r) {
+    raw.append(data, n);
+    if (!head_done) {
+      const auto end = raw.find("\r\n\r\n");
+      if (end == std::string::npos) return false;
+      const auto id = raw.find("X-Fak-Observation-ID: ");
+      if (id != std::string::npos && id < end) {
+        const auto eol = raw.find("\r\n", id);
+        rec.observation_id = raw.substr(id + 22, eol - id - 22);
+      }
+      raw.erase(0, end + 4);
+      head_done = true;
+    }
+    while (!body_done) {
+      if (chunk_left > 0) {
+        const std::size_t take = std::min(chunk_left, raw.size());
+        held.append(raw, 0, take);
+        raw.erase(0, take);
+        chunk_left -= take;
+        if (chunk_left > 0) break;
+        continue;
+      }
+      const auto eol = raw.find("\r\n");
+      if (eol == std::string::npos) break;
+      if (eol == 0) {  // the CRLF that ends a chunk's data
+        raw.erase(0, 2);
+        continue;
+      }
+      chunk_left = std::stoul(raw.substr(0, eol), nullptr, 16);
+      raw.erase(0, eol + 2);
+      if (chunk_left == 0) body_done = true;  // last chunk (its final CRLF may follow)
+    }
+    bool first = false;
+    std::size_t done_upto = 0;
+    for (std::size_t e; (e = held.find("\n\n", done_upto)) != std::string::npos; done_upto = e + 2) {
+      const auto at = held.find("data: ", done_upto);
+      if (at == std::string::npos || at > e) continue;
+      ++r.events;
+      if (held.compare(at, 12, "data: [DONE]") == 0) {
+        rec.done = true;
+        ++r.completed;
+      } else if (held.find("\"delta\":{\"content\":", at) < e) {
+        if (rec.first_content_us < 0) {
+          rec.first_content_us = t;
+          first = true;
+        }
+        rec.content_us.push_back(t);
+      }
+    }
+    held.erase(0, done_upto);
+    return first;
+  }
+};
+
+}  // namespace
+
 DriveResult drive_streams(std::uint16_t port, int n, const std::string& body, const std::function<void()>& on_all_started,
                           const std::string& id_prefix, int timeout_s) {
-  auto request_for = [&](int i) {
-    const std::string id = id_prefix.empty() ? "" : fmt::format("X-Fak-Observation-ID: {}{}\r\n", id_prefix, i);
-    return fmt::format(
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-        "{}Content-Length: {}\r\nConnection: close\r\n\r\n{}",
-        id, body.size(), body);
-  };
   DriveResult r;
   r.streams.resize(static_cast<std::size_t>(n));
   std::vector<pollfd> fds;
-  std::vector<std::string> held(static_cast<std::size_t>(n));   // de-chunked body not yet parsed
-  std::vector<std::string> raw(static_cast<std::size_t>(n));    // bytes not yet de-chunked
-  std::vector<std::size_t> chunk_left(static_cast<std::size_t>(n), 0);
-  std::vector<bool> head_done(static_cast<std::size_t>(n), false);
+  std::vector<ResponseReader> readers(static_cast<std::size_t>(n));
   const auto start = now_us();
   for (int i = 0; i < n; ++i) {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) throw std::runtime_error("socket() failed: raise the open-file limit");
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("connect failed");
-    const std::string req = request_for(i);
+    const int fd = connect_loopback(port);
+    const std::string req = request_text(body, id_prefix.empty() ? "" : fmt::format("{}{}", id_prefix, i), false);
     r.streams[static_cast<std::size_t>(i)].sent_us = now_us();
     if (send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) throw std::runtime_error("send failed");
     fds.push_back({fd, POLLIN, 0});
@@ -72,58 +143,7 @@ DriveResult drive_streams(std::uint16_t port, int n, const std::string& body, co
         --open;
         continue;
       }
-      auto& rec = r.streams[i];
-      std::string& h = held[i];
-      std::string& w = raw[i];
-      w.append(buf.data(), static_cast<std::size_t>(got));
-      if (!head_done[i]) {
-        const auto end = w.find("\r\n\r\n");
-        if (end == std::string::npos) continue;
-        const auto id = w.find("X-Fak-Observation-ID: ");
-        if (id != std::string::npos && id < end) {
-          const auto eol = w.find("\r\n", id);
-          rec.observation_id = w.substr(id + 22, eol - id - 22);
-        }
-        w.erase(0, end + 4);
-        head_done[i] = true;
-      }
-      // De-chunk: a proxy may cut an SSE event across chunks (it forwards reads as they come).
-      for (;;) {
-        if (chunk_left[i] > 0) {
-          const std::size_t take = std::min(chunk_left[i], w.size());
-          h.append(w, 0, take);
-          w.erase(0, take);
-          chunk_left[i] -= take;
-          if (chunk_left[i] > 0) break;
-          continue;
-        }
-        const auto eol = w.find("\r\n");
-        if (eol == std::string::npos) break;
-        if (eol == 0) {  // the CRLF that ends a chunk's data
-          w.erase(0, 2);
-          continue;
-        }
-        chunk_left[i] = std::stoul(w.substr(0, eol), nullptr, 16);
-        w.erase(0, eol + 2);
-        if (chunk_left[i] == 0) break;  // last chunk
-      }
-      std::size_t done_upto = 0;
-      for (std::size_t e; (e = h.find("\n\n", done_upto)) != std::string::npos; done_upto = e + 2) {
-        const auto data = h.find("data: ", done_upto);
-        if (data == std::string::npos || data > e) continue;
-        ++r.events;
-        if (h.compare(data, 12, "data: [DONE]") == 0) {
-          rec.done = true;
-          ++r.completed;
-        } else if (h.find("\"delta\":{\"content\":", data) < e) {
-          if (rec.first_content_us < 0) {
-            rec.first_content_us = t;
-            ++started;
-          }
-          rec.content_us.push_back(t);
-        }
-      }
-      h.erase(0, done_upto);
+      if (readers[i].feed(buf.data(), static_cast<std::size_t>(got), t, r.streams[i], r)) ++started;
       if (!announced && started == n && on_all_started) {
         announced = true;
         on_all_started();
@@ -135,6 +155,37 @@ DriveResult drive_streams(std::uint16_t port, int n, const std::string& body, co
   }
   r.wall_s = static_cast<double>(now_us() - start) / 1e6;
   return r;
+}
+
+KeepAliveClient::KeepAliveClient(std::uint16_t port) : fd_(connect_loopback(port)) {}
+
+KeepAliveClient::~KeepAliveClient() {
+  if (fd_ >= 0) close(fd_);
+}
+
+StreamRecord KeepAliveClient::stream(const std::string& body, const std::string& observation_id) {
+  const std::string req = request_text(body, observation_id, true);
+  DriveResult r;
+  r.streams.resize(1);
+  StreamRecord& rec = r.streams[0];
+  ResponseReader reader;
+  rec.sent_us = now_us();
+  if (send(fd_, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) throw std::runtime_error("send failed");
+  std::vector<char> buf(65536);
+  while (!reader.body_done) {
+    const ssize_t got = recv(fd_, buf.data(), buf.size(), 0);
+    const std::int64_t t = now_us();
+    if (got <= 0) throw std::runtime_error("the server closed a keep-alive connection mid-response");
+    reader.feed(buf.data(), static_cast<std::size_t>(got), t, rec, r);
+  }
+  // The chunked body's final CRLF may come in a read of its own: take it so the next response
+  // starts clean.
+  while (reader.raw.size() < 2) {
+    const ssize_t got = recv(fd_, buf.data(), buf.size(), 0);
+    if (got <= 0) throw std::runtime_error("the server closed a keep-alive connection mid-response");
+    reader.raw.append(buf.data(), static_cast<std::size_t>(got));
+  }
+  return rec;
 }
 
 namespace {
@@ -150,37 +201,55 @@ Rss rss_of_one(int pid) {
   return r;
 }
 
-}  // namespace
+// The fields of /proc/PID/stat after the command name.
+std::vector<std::string> stat_fields(const std::filesystem::path& stat_path) {
+  std::ifstream stat(stat_path);
+  std::string content((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  std::vector<std::string> v;
+  const auto close = content.rfind(')');
+  if (close == std::string::npos || close + 2 > content.size()) return v;
+  std::istringstream fields(content.substr(close + 2));
+  for (std::string f; fields >> f;) v.push_back(f);
+  return v;
+}
 
-Rss rss_of(int pid) {
-  // The process and its direct children (nginx's workers are children of its master).
-  Rss total = rss_of_one(pid);
+// The process and its direct children (nginx's workers are children of its master).
+std::vector<int> process_and_children(int pid) {
+  std::vector<int> pids{pid};
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(entry.path() / "stat");
-    std::string content((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-    const auto close = content.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream fields(content.substr(close + 2));
-    std::string state;
-    int ppid = 0;
-    fields >> state >> ppid;
-    if (ppid != pid) continue;
-    const Rss child = rss_of_one(std::stoi(name));
-    total.current_kib += child.current_kib;
-    total.peak_kib += child.peak_kib;
+    const auto f = stat_fields(entry.path() / "stat");
+    if (f.size() > 1 && std::stoi(f[1]) == pid) pids.push_back(std::stoi(name));
+  }
+  return pids;
+}
+
+}  // namespace
+
+Rss rss_of(int pid) {
+  Rss total;
+  for (int p : process_and_children(pid)) {
+    const Rss one = rss_of_one(p);
+    total.current_kib += one.current_kib;
+    total.peak_kib += one.peak_kib;
   }
   return total;
 }
 
 double cpu_seconds_of(int pid) {
-  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
-  std::string content((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  std::istringstream fields(content.substr(content.rfind(')') + 2));
-  std::vector<std::string> v;
-  for (std::string f; fields >> f;) v.push_back(f);
-  return (std::stod(v[11]) + std::stod(v[12])) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  // schedstat's first field: nanoseconds on a CPU, per thread (clock ticks are too coarse for
+  // short runs).
+  double ns = 0;
+  for (int p : process_and_children(pid)) {
+    std::error_code ec;
+    for (const auto& task : std::filesystem::directory_iterator(fmt::format("/proc/{}/task", p), ec)) {
+      std::ifstream schedstat(task.path() / "schedstat");
+      double on_cpu = 0;
+      if (schedstat >> on_cpu) ns += on_cpu;
+    }
+  }
+  return ns / 1e9;
 }
 
 void raise_fd_limit() {

@@ -32,12 +32,26 @@ DriveResult drive_streams(std::uint16_t port, int n, const std::string& json_bod
                           const std::function<void()>& on_all_started = {}, const std::string& id_prefix = "",
                           int timeout_s = 300);
 
-// Resident set (current) and its peak, KiB, of a process.
+// One persistent (keep-alive) connection, as an SDK client keeps: streams one request at a time.
+class KeepAliveClient {
+ public:
+  explicit KeepAliveClient(std::uint16_t port);
+  ~KeepAliveClient();
+  KeepAliveClient(const KeepAliveClient&) = delete;
+  KeepAliveClient& operator=(const KeepAliveClient&) = delete;
+  StreamRecord stream(const std::string& json_body, const std::string& observation_id = "");
+
+ private:
+  int fd_ = -1;
+};
+
+// Resident set (current) and its peak, KiB, of a process and its direct children.
 struct Rss {
   long current_kib = 0;
   long peak_kib = 0;
 };
 Rss rss_of(int pid);
+// CPU seconds of a process and its direct children (live threads, from schedstat).
 double cpu_seconds_of(int pid);
 
 // Raises this process's open-file limit to its hard limit (children inherit it).

@@ -390,6 +390,49 @@ TEST(ProxyAgainstMisbehavingBackends, ResetMidStreamEndsTheClientStreamAndIsUpst
   EXPECT_EQ(l["token_source"], "estimated");
 }
 
+// Which read of the client's brought the byte at `at` of the raw response.
+std::size_t arrival_index(const HttpResponse& r, std::size_t at) {
+  for (std::size_t i = 0; i < r.arrivals.size(); ++i) {
+    if (r.arrivals[i].second > at) return i;
+  }
+  return r.arrivals.size();
+}
+
+TEST(ProxyHttpDetails, TheHeadIsNotHeldBackWhenOnlyChunkFramingCameWithIt) {
+  // The backend sends its head and a chunk-size line, then thinks for a while before the data:
+  // the client must have the head (status, headers) before the data comes, not with it.
+  const std::string event = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n";
+  const std::string sized = chunk(event);
+  const auto size_line_end = sized.find("\r\n") + 2;
+  CannedBackend backend({write_step(kSseHead + sized.substr(0, size_line_end)), pause_step(300),
+                         write_step(sized.substr(size_line_end) + "0\r\n\r\n")});
+  HttpResponse client;
+  auto l = through(backend, &client);
+  EXPECT_EQ(client.status, 200);
+  EXPECT_TRUE(client.complete);
+  EXPECT_EQ(client.body, event);
+  const auto head_end = client.raw.find("\r\n\r\n");
+  const auto data_at = client.raw.find("data:");
+  ASSERT_NE(data_at, std::string::npos);
+  EXPECT_LT(arrival_index(client, head_end), arrival_index(client, data_at));
+  EXPECT_EQ(l["outcome"], "ok");
+}
+
+TEST(ProxyHttpDetails, AHeadWithItsFirstBytesAndALastChunkWithItsDataArriveWhole) {
+  // Engines often flush the head with the first event, and the last event with the final chunk:
+  // the proxy forwards each such read in one write, and the client gets the same bytes.
+  const std::string first = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n";
+  const std::string last = "data: [DONE]\n\n";
+  CannedBackend backend({write_step(kSseHead + chunk(first)), pause_step(50), write_step(chunk(last) + "0\r\n\r\n")});
+  HttpResponse client;
+  auto l = through(backend, &client);
+  EXPECT_TRUE(client.complete);
+  EXPECT_EQ(client.body, first + last);
+  EXPECT_EQ(arrival_index(client, client.raw.find("\r\n\r\n")), arrival_index(client, client.raw.find("data:")));
+  EXPECT_EQ(l["outcome"], "ok");
+  EXPECT_EQ(l["content_events"], 1);
+}
+
 TEST(ProxyAgainstMisbehavingBackends, CloseBeforeTheResponseHeadIsA502UpstreamReset) {
   CannedBackend backend({close_step()});
   HttpResponse client;
