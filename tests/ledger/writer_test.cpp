@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -38,6 +39,34 @@ TEST(LedgerWriter, CreatesFoldersAndAppendsEveryAcceptedLine) {
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 100);
   EXPECT_EQ(text.substr(0, 8), "{\"n\":0}\n");
   EXPECT_EQ(w.lines_written(), 100u);
+}
+
+TEST(LedgerWriter, LinesAcrossBurstsNapsAndSleepsAreAllWrittenInOrder) {
+  // Bursts (the writer naps between batches and is not woken) alternate with quiet spells (it
+  // goes to sleep and the next line must wake it); every line lands once, in order, before close.
+  const std::string path = temp_dir() + "/bursts.jsonl";
+  LedgerWriter w({path, FsyncPolicy::kNever, 1.0, 65536});
+  ASSERT_TRUE(w.open().ok());
+  int n = 0;
+  for (int burst = 0; burst < 20; ++burst) {
+    for (int i = 0; i < 1 + burst * 50; ++i) ASSERT_TRUE(w.submit("{\"n\":" + std::to_string(n++) + "}\n"));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (w.lines_written() < static_cast<std::uint64_t>(n) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // polls for the outcome
+    }
+    ASSERT_EQ(w.lines_written(), static_cast<std::uint64_t>(n)) << "burst " << burst << " was not written before close";
+    // Every other spell outlasts the writer's batch window, so it is asleep when the next burst comes.
+    if (burst % 2 == 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  w.close();
+  const std::string text = slurp(path);
+  std::size_t pos = 0;
+  for (int i = 0; i < n; ++i) {
+    const std::string want = "{\"n\":" + std::to_string(i) + "}\n";
+    ASSERT_EQ(text.compare(pos, want.size(), want), 0) << "line " << i;
+    pos += want.size();
+  }
+  EXPECT_EQ(pos, text.size());
 }
 
 TEST(LedgerWriter, AStalledDiskDropsAndCountsThenAGapLineFollowsWhenWritingResumes) {
