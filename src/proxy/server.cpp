@@ -625,9 +625,6 @@ class Proxy {
     constexpr std::size_t kBufSize = 16 * 1024;
     const auto buf = std::make_unique_for_overwrite<char[]>(kBufSize);
     boost::system::error_code upstream_ec;
-    // Each read parses all it can (chunk framing and data together), so that a read's bytes
-    // leave in one write.
-    parser.eager(true);
     while (!client_failed && !parser.is_done()) {
       parser.get().body().data = buf.get();
       parser.get().body().size = kBufSize;
@@ -635,6 +632,17 @@ class Proxy {
       auto [rec, rn] = co_await std::visit(
           [&](auto& s) { return http::async_read_some(s, up->buffer, parser, kNoThrow); }, up->stream);
       if (rec == http::error::need_buffer) rec = {};
+      // The parser stops after each element (chunk size line, chunk data): parse what this read
+      // already brought, never waiting on the socket, so that the read leaves in one write (and
+      // the final chunk rides with the last data). Waiting here would coalesce events.
+      while (!rec && !parser.is_done() && up->buffer.size() > 0 && parser.get().body().size > 0) {
+        boost::system::error_code pec;
+        const std::size_t used = parser.put(up->buffer.data(), pec);
+        up->buffer.consume(used);
+        if (pec == http::error::need_more || pec == http::error::need_buffer) break;
+        if (pec) rec = pec;
+        if (used == 0) break;
+      }
       const std::size_t got = kBufSize - parser.get().body().size;
       const std::int64_t now = SystemClock::instance().steady_us();
       const bool last = parser.is_done() && !rec;

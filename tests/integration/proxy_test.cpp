@@ -418,19 +418,27 @@ TEST(ProxyHttpDetails, TheHeadIsNotHeldBackWhenOnlyChunkFramingCameWithIt) {
   EXPECT_EQ(l["outcome"], "ok");
 }
 
-TEST(ProxyHttpDetails, AHeadWithItsFirstBytesAndALastChunkWithItsDataArriveWhole) {
-  // Engines often flush the head with the first event, and the last event with the final chunk:
-  // the proxy forwards each such read in one write, and the client gets the same bytes.
-  const std::string first = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n";
-  const std::string last = "data: [DONE]\n\n";
-  CannedBackend backend({write_step(kSseHead + chunk(first)), pause_step(50), write_step(chunk(last) + "0\r\n\r\n")});
+TEST(ProxyHttpDetails, EventsLeaveAsTheyComeNeverHeldForLaterOnes) {
+  // Three events with pauses between them: each reaches the client before the backend sends the
+  // next (never buffered or coalesced). Engines often flush the head with the first event and the
+  // last event with the final chunk: such a read leaves in one write, the same bytes arriving.
+  const std::string e1 = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n";
+  const std::string e2 = "data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\n";
+  const std::string e3 = "data: [DONE]\n\n";
+  CannedBackend backend({write_step(kSseHead + chunk(e1)), pause_step(200), write_step(chunk(e2)), pause_step(200),
+                         write_step(chunk(e3) + "0\r\n\r\n")});
   HttpResponse client;
   auto l = through(backend, &client);
   EXPECT_TRUE(client.complete);
-  EXPECT_EQ(client.body, first + last);
-  EXPECT_EQ(arrival_index(client, client.raw.find("\r\n\r\n")), arrival_index(client, client.raw.find("data:")));
+  EXPECT_EQ(client.body, e1 + e2 + e3);
+  const auto at = [&](const std::string& needle) { return arrival_index(client, client.raw.find(needle)); };
+  EXPECT_LT(at("\"a\""), at("\"b\""));
+  EXPECT_LT(at("\"b\""), at("[DONE]"));
+  EXPECT_EQ(at("\r\n\r\n"), at("\"a\""));
+  EXPECT_EQ(at("[DONE]"), at("\r\n0\r\n\r\n"));
   EXPECT_EQ(l["outcome"], "ok");
-  EXPECT_EQ(l["content_events"], 1);
+  EXPECT_EQ(l["content_events"], 2);
+  EXPECT_GE(num(l["itl_p50_ms"]), 150);  // the proxy's own clock saw the pause too
 }
 
 TEST(ProxyAgainstMisbehavingBackends, CloseBeforeTheResponseHeadIsA502UpstreamReset) {
