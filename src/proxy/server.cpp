@@ -611,8 +611,8 @@ class Proxy {
     http::response_serializer<http::buffer_body> sr(res);
     client.expires_after(std::chrono::seconds(60));
     // The head goes out at once when no body byte came with it (the client learns the status
-    // while the engine works); when body bytes came in the same read, which engines usually do,
-    // head and body leave in one write. Likewise the last body bytes carry the final chunk.
+    // while the engine works); when body bytes came in the same read, head and body leave in one
+    // write. Likewise the last body bytes carry the final chunk when they came together.
     bool head_written = false, final_written = false, client_failed = false;
     if (up->buffer.size() == 0 && !parser.is_done()) {
       auto [hec, hn] = co_await http::async_write_header(client, sr, kNoThrow);
