@@ -418,6 +418,19 @@ TEST(ProxyHttpDetails, TheHeadIsNotHeldBackWhenOnlyChunkFramingCameWithIt) {
   EXPECT_EQ(l["outcome"], "ok");
 }
 
+TEST(ProxyAgainstMisbehavingBackends, AResetAfterTheHeadAndAChunkSizeLineStillGivesTheClientTheHead) {
+  // Only framing came with the head, then the backend reset: the client gets the head and a
+  // response that ends as the backend's did, and the line says so.
+  CannedBackend backend({write_step(std::string(kSseHead) + "40\r\n"), pause_step(50), reset_step()});
+  HttpResponse client;
+  auto l = through(backend, &client);
+  EXPECT_EQ(client.status, 200);
+  EXPECT_FALSE(client.complete);
+  EXPECT_EQ(l["outcome"], "upstream_reset");
+  EXPECT_EQ(l["http_status"], 200);
+  EXPECT_EQ(l["content_events"], 0);
+}
+
 TEST(ProxyHttpDetails, EventsLeaveAsTheyComeNeverHeldForLaterOnes) {
   // Three events with pauses between them: each reaches the client before the backend sends the
   // next (never buffered or coalesced). Engines often flush the head with the first event and the
