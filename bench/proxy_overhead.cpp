@@ -1,12 +1,15 @@
-// What the proxy costs, measured against `modelperfobs simulate` in one run: direct vs proxied vs
-// nginx (proxy_buffering off) as the reference proxy. Tokens are paced at 20 ms by the simulator
-// profile, so latency added by a proxy shows up directly.
+// What the proxy costs, measured against `modelperfobs simulate` in one run: direct vs a byte relay
+// (bench/tcp_relay: the floor, what one more process hop costs here) vs the proxy vs nginx
+// (proxy_buffering off) as the reference proxy. Tokens are paced at 20 ms by the simulator profile,
+// so latency added by a proxy shows up directly.
 //
 //   proxy_overhead [--quick] [--latency-only] [--rounds N]
 //
-// Prints: added TTFT at concurrency 1 (p50/p99 of paired differences), added inter-token gap,
-// streamed chunks/s and requests/s at 64 and 1,000 connections, RSS per in-flight stream at 1,000
-// and 8,000 streams, and the proxy's TTFT offset against the simulator's truth at 1/100/1000 streams.
+// Prints: added TTFT at concurrency 1 (p50/p99 of paired differences; a new client connection per
+// request, then one keep-alive connection per target), added inter-token gap, streamed chunks/s and
+// requests/s at 64 and 1,000 connections with each target's CPU per request, RSS per in-flight
+// stream at 1,000 and 8,000 streams, and the proxy's TTFT offset against the simulator's truth at
+// 1/100/1000/8000 streams. --latency-only stops after the concurrency-1 tables.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -106,8 +109,8 @@ http {{
                                        {"relay", relay_port, relay.pid()},
                                        {"proxy", proxy.port, proxy.process.pid()},
                                        {"nginx", nginx_port, nginx.pid()}};
-  fmt::print("proxy_overhead: simulate paced at 20 ms/token; direct vs modelperfobs proxy vs nginx {}\n\n",
-             "(proxy_buffering off)");
+  fmt::print("proxy_overhead: simulate paced at 20 ms/token; direct vs byte relay (the floor) vs modelperfobs proxy "
+             "vs nginx (proxy_buffering off)\n\n");
 
   // 1. Concurrency 1: TTFT and inter-token gaps, requests interleaved across targets; once with a
   // new connection per request, once over one keep-alive connection per target (as SDK clients do).
@@ -145,15 +148,15 @@ http {{
     fmt::print("\n");
   }
 
-  // 100 concurrent streams through the proxy, for the accuracy table (run here, before the
-  // throughput and memory phases leave the simulator with thousands of connections to serve).
-  drive_streams(proxy.port, 100, body(8), {}, "c100-");
-
   if (latency_only) {
     nginx.terminate();
     relay.terminate();
     return 0;
   }
+
+  // 100 concurrent streams through the proxy, for the accuracy table (run here, before the
+  // throughput and memory phases leave the simulator with thousands of connections to serve).
+  drive_streams(proxy.port, 100, body(8), {}, "c100-");
 
   // 2. Throughput at 64 and 1,000 connections.
   fmt::print("throughput (streams of 50 tokens; one-token requests for req/s; CPU of the target's own\n"
