@@ -172,14 +172,13 @@ AttributionRun attribute_run(std::vector<scrape::Snapshot> snapshots, const std:
     else if (!a.failure.empty()) in.scrape_failure = a.failure;
     in.before = b;
     in.after = a;
-    // Only the requests that can overlap the window (the same widened bounds attribute() uses): a
-    // long run has many windows and many requests.
-    const std::int64_t lo = std::min(b.started_at_us ? b.started_at_us : b.scraped_at_us, b.scraped_at_us);
-    const std::int64_t hi = a.scraped_at_us;
-    const auto last = std::lower_bound(run.requests.begin(), run.requests.end(), hi,
+    // Only the requests that overlap the window (attribute() grades those): a long run has many
+    // windows and many requests; they are sorted by start, so the scan stops at the upper bound.
+    const WindowBounds bounds = window_bounds(b, a);
+    const auto last = std::lower_bound(run.requests.begin(), run.requests.end(), bounds.hi,
                                        [](const RequestWindow& r, std::int64_t t) { return r.started_at_us < t; });
     for (auto it = run.requests.begin(); it != last; ++it) {
-      if ((it->ended_at_us == 0 ? hi : it->ended_at_us) > lo) in.requests.push_back(*it);
+      if (bounds.overlaps(*it)) in.requests.push_back(*it);
     }
     if (max_scrape_age_us > 0) {
       // Staleness against when the window's own requests were last observed.

@@ -91,6 +91,11 @@ bool trusted_source(std::string_view s) {
 
 static AttributionResult& finish(AttributionResult& out, const std::vector<std::string>& ids);
 
+WindowBounds window_bounds(const MetricsSnapshot& before, const MetricsSnapshot& after) {
+  return {std::min(before.started_at_us ? before.started_at_us : before.scraped_at_us, before.scraped_at_us),
+          after.scraped_at_us};
+}
+
 AttributionResult attribute(const AttributionInput& in) {
   AttributionResult out;
   MetricsDelta& d = out.delta;
@@ -112,16 +117,13 @@ AttributionResult attribute(const AttributionInput& in) {
     d.reason = "scrape bounds are invalid; capture an after scrape timestamp later than the before scrape";
     return out;
   }
-  // Overlap, widened to the whole of both scrapes: a request that touches either counts.
-  const std::int64_t lo = std::min(before.started_at_us ? before.started_at_us : before.scraped_at_us, before.scraped_at_us);
-  const std::int64_t hi = after.scraped_at_us;
+  const WindowBounds bounds = window_bounds(before, after);
   std::vector<std::string> ids;
   std::map<std::string, const RequestWindow*> by_id;
   bool duplicate = false;
   for (const auto& r : in.requests) {
     if (r.request_id.empty() || r.started_at_us == 0) continue;
-    const std::int64_t end = r.ended_at_us == 0 ? hi : r.ended_at_us;
-    if (r.started_at_us < hi && end > lo) {
+    if (bounds.overlaps(r)) {
       if (by_id.count(r.request_id)) duplicate = true;
       else ids.push_back(r.request_id);
       by_id[r.request_id] = &r;

@@ -56,6 +56,14 @@ struct RequestWindow {
   std::optional<CorrelatedCounters> returned;
 };
 
+// A window's bounds, widened to the whole of both scrapes (a request that touches either counts),
+// and whether a request overlaps them (a running one, ended_at_us 0, runs to the upper bound).
+struct WindowBounds {
+  std::int64_t lo = 0, hi = 0;
+  bool overlaps(const RequestWindow& r) const { return r.started_at_us < hi && (r.ended_at_us == 0 ? hi : r.ended_at_us) > lo; }
+};
+WindowBounds window_bounds(const MetricsSnapshot& before, const MetricsSnapshot& after);
+
 struct AttributionInput {
   std::optional<MetricsSnapshot> before, after;
   std::vector<RequestWindow> requests;

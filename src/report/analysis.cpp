@@ -197,11 +197,9 @@ bool in_window(const Row& r, const Options& opts) {
 }
 
 Result<GroupBy> parse_group_by(std::string_view s) {
-  if (s == "model") return GroupBy::kModel;
-  if (s == "backend") return GroupBy::kBackend;
-  if (s == "operation") return GroupBy::kOperation;
-  if (s == "path") return GroupBy::kPath;
-  if (s == "sweep_point") return GroupBy::kSweepPoint;
+  for (std::size_t i = 0; i < std::size(kGroupByNames); ++i) {
+    if (s == kGroupByNames[i]) return static_cast<GroupBy>(i);
+  }
   return make_error("report.by", fmt::format("--by {}: use model, backend, operation, path or sweep_point", s));
 }
 

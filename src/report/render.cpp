@@ -50,23 +50,12 @@ std::string json_array(const std::vector<std::string>& items, bool quote) {
   return out;
 }
 
-const char* by_name(GroupBy b) {
-  switch (b) {
-    case GroupBy::kModel: return "model";
-    case GroupBy::kBackend: return "backend";
-    case GroupBy::kOperation: return "operation";
-    case GroupBy::kPath: return "path";
-    case GroupBy::kSweepPoint: return "sweep_point";
-  }
-  return "model";
-}
-
 }  // namespace
 
 std::string render_markdown(const ReportInput& in) {
   std::string o = "# modelperfobs report\n\n";
   fmt::format_to(std::back_inserter(o), "{} observations from {} ({} fak lines); grouped by {}.\n", in.table.size(),
-                 fmt::join(in.sources, ", "), in.read.fak_lines, by_name(in.options.by));
+                 fmt::join(in.sources, ", "), in.read.fak_lines, group_by_name(in.options.by));
   if (in.read.invalid_lines > 0 || in.read.torn_last_line || in.read.foreign_lines > 0 || in.read.dropped_lines > 0) {
     fmt::format_to(std::back_inserter(o),
                    "\n> Input problems: {} invalid line(s), {} of another schema, torn last line: {}, {} line(s) "
@@ -201,7 +190,7 @@ std::string render_json(const ReportInput& in) {
       .raw_field("tool", std::move(JsonObjectWriter().field("name", "modelperfobs").field("version", in.tool_version)).finish())
       .raw_field("inputs", std::move(JsonObjectWriter()
                                          .raw_field("sources", sources)
-                                         .field("by", by_name(in.options.by))
+                                         .field("by", group_by_name(in.options.by))
                                          .field("lines", in.read.lines)
                                          .field("observations", static_cast<std::uint64_t>(in.table.size()))
                                          .field("fak_lines", in.read.fak_lines)

@@ -87,9 +87,8 @@ figure{display:inline-block;margin:8px}figcaption{font-size:13px;font-weight:600
 .axis{stroke:#444;stroke-width:1}.tick,.legend{font-size:11px}.label{font-size:12px;fill:#444}
 .verdict{font-size:18px;margin:.5em 0}
 </style></head><body><h1>modelperfobs report</h1>)x";
-  static constexpr const char* kBy[] = {"model", "backend", "operation", "path", "sweep_point"};
   o += fmt::format("<p>{} observations from {}; grouped by {}.</p>", in.table.size(),
-                   esc(fmt::format("{}", fmt::join(in.sources, ", "))), kBy[static_cast<int>(in.options.by)]);
+                   esc(fmt::format("{}", fmt::join(in.sources, ", "))), group_by_name(in.options.by));
   for (const auto& g : in.groups) {
     o += fmt::format("<section class=\"group\"><h2>{}</h2>", esc(g.key));
     const auto& top = g.ranking.front();

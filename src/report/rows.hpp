@@ -22,6 +22,10 @@
 namespace mpo::report {
 
 enum class GroupBy { kModel, kBackend, kOperation, kPath, kSweepPoint };
+// The --by names, in the enum's order (parse, text and HTML all read this one table).
+inline constexpr const char* kGroupByNames[] = {"model", "backend", "operation", "path", "sweep_point"};
+static_assert(sizeof(kGroupByNames) / sizeof(kGroupByNames[0]) == static_cast<int>(GroupBy::kSweepPoint) + 1);
+inline const char* group_by_name(GroupBy b) { return kGroupByNames[static_cast<int>(b)]; }
 
 // An optional number in the space of the number: a reserved value (NaN, INT64_MIN) means "absent",
 // with std::optional's reading interface. Rows are a million strong; this halves them.
