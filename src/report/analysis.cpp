@@ -50,14 +50,24 @@ std::optional<TtftFit> fit_ttft(const std::vector<const Row*>& rs) {
   f.n = y.size();
   f.prompt_varies = varies(prompt);
   f.in_flight_varies = varies(inflight);
-  std::vector<std::vector<double>> x;
-  for (std::size_t i = 0; i < y.size(); ++i) {
-    std::vector<double> row{1.0};
-    if (f.prompt_varies) row.push_back(prompt[i]);
-    if (f.in_flight_varies) row.push_back(inflight[i]);
-    x.push_back(std::move(row));
-  }
+  auto design = [&] {
+    std::vector<std::vector<double>> x;
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      std::vector<double> row{1.0};
+      if (f.prompt_varies) row.push_back(prompt[i]);
+      if (f.in_flight_varies) row.push_back(inflight[i]);
+      x.push_back(std::move(row));
+    }
+    return x;
+  };
+  auto x = design();
   auto beta = least_squares(x, y);
+  if (!beta && f.prompt_varies && f.in_flight_varies) {
+    f.collinear = true;
+    f.in_flight_varies = false;
+    x = design();
+    beta = least_squares(x, y);
+  }
   if (!beta) return std::nullopt;
   std::size_t k = 0;
   f.a_ms = (*beta)[k++];
@@ -125,6 +135,9 @@ std::vector<Candidate> rank(const GroupStats& g, const std::vector<const Row*>& 
       if (g.in_flight && g.fit->r2 >= 0.5 && g.fit->c_ms_per_in_flight > 0) {
         c.score = std::max(c.score, g.fit->c_ms_per_in_flight * g.in_flight->p90 / kQueueExcessThresholdMs);
       }
+    } else if (g.fit && g.fit->collinear) {
+      c.evidence.push_back("prompt length and in-flight count rose together: the fit cannot tell queueing from prefill, "
+                           "so it uses prompt tokens only and queueing is read from TTFT alone");
     } else {
       c.evidence.push_back("concurrency at this proxy did not vary: queueing behind other clients is read from TTFT alone");
     }
@@ -213,12 +226,16 @@ std::optional<std::vector<double>> least_squares(const std::vector<std::vector<d
       a[r][k] += x[i][r] * y[i];
     }
   }
+  // A column whose part not explained by the columns before it is below 1e-9 of its own sum of
+  // squares is (up to rounding) a linear combination of them: the system is singular, not solvable.
+  std::vector<double> scale(k);
+  for (std::size_t c = 0; c < k; ++c) scale[c] = a[c][c];
   for (std::size_t col = 0; col < k; ++col) {
     std::size_t piv = col;
     for (std::size_t r = col + 1; r < k; ++r) {
       if (std::fabs(a[r][col]) > std::fabs(a[piv][col])) piv = r;
     }
-    if (std::fabs(a[piv][col]) < 1e-12) return std::nullopt;
+    if (std::fabs(a[piv][col]) <= 1e-9 * scale[col]) return std::nullopt;
     std::swap(a[piv], a[col]);
     for (std::size_t r = 0; r < k; ++r) {
       if (r == col) continue;

@@ -24,6 +24,9 @@ struct TtftFit {
   double a_ms = 0, b_ms_per_token = 0, c_ms_per_in_flight = 0, r2 = 0;
   bool in_flight_varies = false;  // c is identifiable only when concurrency varied
   bool prompt_varies = false;
+  // Prompt length and in-flight count moved together (each a linear function of the other, as in a
+  // ramp that grows both): the fit cannot split them, so it uses prompt tokens only and c is 0.
+  bool collinear = false;
 };
 
 struct Candidate {

@@ -98,9 +98,12 @@ std::string render_markdown(const ReportInput& in) {
     row("e2e", g.e2e_ms);
     row("TTFB", g.ttfb_ms);
     if (g.fit) {
-      fmt::format_to(std::back_inserter(o),
-                     "\nTTFT fit: {:.1f} ms + {:.3f} ms/prompt token + {:.1f} ms/request in flight (R² {:.2f}, n {})\n",
-                     g.fit->a_ms, g.fit->b_ms_per_token, g.fit->c_ms_per_in_flight, g.fit->r2, g.fit->n);
+      const auto& f = *g.fit;
+      fmt::format_to(std::back_inserter(o), "\nTTFT fit: {:.1f} ms", f.a_ms);
+      if (f.prompt_varies) fmt::format_to(std::back_inserter(o), " + {:.3f} ms/prompt token", f.b_ms_per_token);
+      if (f.in_flight_varies) fmt::format_to(std::back_inserter(o), " + {:.1f} ms/request in flight", f.c_ms_per_in_flight);
+      fmt::format_to(std::back_inserter(o), " (R² {:.2f}, n {}){}\n", f.r2, f.n,
+                     f.collinear ? "; in-flight count rose with prompt length, so the two cannot be split" : "");
     }
     o += "\n| rank | candidate | score | evidence |\n|---|---|---|---|\n";
     int rank = 0;
@@ -152,13 +155,22 @@ std::string render_json(const ReportInput& in) {
         .field("error_rate", g.error_rate)
         .field("busy_share", g.busy_share);
     if (g.fit) {
-      w.raw_field("ttft_fit", std::move(JsonObjectWriter()
-                                            .field("n", static_cast<std::uint64_t>(g.fit->n))
-                                            .field("a_ms", g.fit->a_ms)
-                                            .field("b_ms_per_prompt_token", g.fit->b_ms_per_token)
-                                            .field("c_ms_per_in_flight", g.fit->c_ms_per_in_flight)
-                                            .field("r2", g.fit->r2))
-                                  .finish());
+      const auto& f = *g.fit;
+      JsonObjectWriter fit;
+      fit.field("n", static_cast<std::uint64_t>(f.n)).field("a_ms", f.a_ms);
+      // A term not in the model is null, never a fitted 0.
+      if (f.prompt_varies) {
+        fit.field("b_ms_per_prompt_token", f.b_ms_per_token);
+      } else {
+        fit.null_field("b_ms_per_prompt_token");
+      }
+      if (f.in_flight_varies) {
+        fit.field("c_ms_per_in_flight", f.c_ms_per_in_flight);
+      } else {
+        fit.null_field("c_ms_per_in_flight");
+      }
+      fit.field("r2", f.r2).field("collinear", f.collinear);
+      w.raw_field("ttft_fit", std::move(fit).finish());
     } else {
       w.null_field("ttft_fit");
     }

@@ -39,6 +39,38 @@ TEST(LeastSquares, RecoversExactCoefficients) {
   EXPECT_NEAR((*beta)[1], 0.25, 1e-12);
   EXPECT_NEAR((*beta)[2], 30, 1e-9);
   EXPECT_FALSE(least_squares({{1, 2}, {2, 4}}, {1, 2}).has_value());  // collinear: no answer
+  // Collinear up to rounding, at the scale of real prompts (prompt = 150.3 * (in flight + 1) + 0.7):
+  // the elimination leaves a last pivot of rounding noise (5e-12 here, above an absolute 1e-12),
+  // which must read as singular, not as a coefficient.
+  std::vector<std::vector<double>> ramp;
+  std::vector<double> ry;
+  for (int c = 0; c < 48; ++c) {
+    ramp.push_back({1.0, 150.3 * (c + 1) + 0.7, static_cast<double>(c)});
+    ry.push_back(20 + 0.3 * ramp.back()[1]);
+  }
+  EXPECT_FALSE(least_squares(ramp, ry).has_value());
+}
+
+TEST(Analyse, WhenPromptAndConcurrencyRiseTogetherTheFitUsesPromptOnlyAndSaysSo) {
+  // A ramp: the i-th request of each wave has a prompt of 100 * (i + 1) tokens and i requests in
+  // flight before it. The two columns are one: least squares cannot split them.
+  std::vector<ledger::LedgerRecord> rs;
+  int t = 0;
+  for (int wave = 1; wave <= 3; ++wave) {
+    for (int i = 0; i < 2 * wave; ++i) rs.push_back(rec(t += 10, 500, 15 + 0.2 * 100 * (i + 1), 100 * (i + 1), i));
+  }
+  const auto g = analyse(rs, {}).at(0);
+  ASSERT_TRUE(g.fit.has_value());
+  EXPECT_TRUE(g.fit->collinear);
+  EXPECT_FALSE(g.fit->in_flight_varies);
+  EXPECT_NEAR(g.fit->b_ms_per_token, 0.2, 1e-9);
+  EXPECT_EQ(g.fit->c_ms_per_in_flight, 0);
+  EXPECT_NEAR(g.fit->r2, 1.0, 1e-9);
+  bool said = false;
+  for (const auto& c : g.ranking) {
+    for (const auto& e : c.evidence) said = said || e.find("rose together") != std::string::npos;
+  }
+  EXPECT_TRUE(said);
 }
 
 TEST(Analyse, FitsTtftAgainstPromptAndConcurrencyWithR2) {
