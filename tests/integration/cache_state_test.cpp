@@ -1,5 +1,8 @@
 // `modelperfobs cache-state-bench`: the hermetic run and its strict verification, and the engine
 // adapter proved end to end against the simulator (and refusing to prove under foreign traffic).
+#include <chrono>
+#include <string>
+
 #include <boost/json.hpp>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -83,6 +86,17 @@ TEST(CacheStateBench, ForeignTrafficExcludesTheArms) {
                               R"("scenarios":{"ramp":{"duration_s":0.2,"background_requests":8,"background_prompt_tokens":16,"background_output_tokens":64}}})");
   Simulator sim({"--profile", dir + "/p.json"});
   ASSERT_EQ(http_post(sim.port, "/scenario?name=ramp", "", {}).status, 200);
+  // The ramp adds its first background requests at the engine's next scenario tick (up to 100 ms
+  // later): wait until the engine runs them, or a quick first arm would see no foreign traffic.
+  auto running = [&] {
+    const std::string text = http_get(sim.port, "/metrics").body;
+    const auto at = text.find("\nvllm:num_requests_running{");
+    return at == std::string::npos ? 0.0 : std::stod(text.substr(text.find("} ", at) + 2));
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (running() == 0 && std::chrono::steady_clock::now() < deadline) {
+  }
+  ASSERT_GT(running(), 0);
   const std::string report = dir + "/engine.json";
   const auto run = run_cli({"cache-state-bench", "--backend", "vllm", "--url", fmt::format("http://127.0.0.1:{}/v1", sim.port),
                             "--model", "sim-model", "--transitions", "cold_start,warm_admit", "--output", report});
