@@ -26,6 +26,7 @@
 #include <fmt/format.h>
 
 #include "core/stats.hpp"
+#include "core/time.hpp"
 #include "stream_driver.hpp"
 #include "support/process.hpp"
 
@@ -207,26 +208,50 @@ http {{
   // (c1/k1 and c100 above, c1000/c8000 from the memory runs).
   proxy.process.terminate();
   sim.process.terminate();
-  std::map<std::string, double> truth_ttft;
+  // The offset splits into three legs: request (proxy receipt -> engine arrival), the simulator's
+  // own write lateness (step end -> first token's bytes written) and response (bytes written ->
+  // proxy saw them). Only the first and last are the proxy's; the middle one is the simulator
+  // falling behind its step clock with thousands of streams.
+  struct Truth {
+    double ttft_ms;
+    std::int64_t arrival_us, first_token_us, sent_us;
+  };
+  std::map<std::string, Truth> truth;
   for (const auto& line : test::read_lines(dir + "/truth.jsonl")) {
     auto v = boost::json::parse(line).as_object();
-    if (v["observation_id"].is_string() && v["ttft_ms"].is_number()) {
-      truth_ttft[std::string(v["observation_id"].as_string())] = v["ttft_ms"].to_number<double>();
-    }
+    if (!v["observation_id"].is_string() || !v["ttft_ms"].is_number() || !v["first_token_sent_at"].is_string()) continue;
+    truth[std::string(v["observation_id"].as_string())] =
+        Truth{v["ttft_ms"].to_number<double>(), *parse_rfc3339(v["arrival_at"].as_string()),
+              *parse_rfc3339(v["first_token_at"].as_string()), *parse_rfc3339(v["first_token_sent_at"].as_string())};
   }
-  std::map<std::string, std::vector<double>> offsets;
+  struct Legs {
+    std::vector<double> total, request, simulator, response;
+  };
+  std::map<std::string, Legs> legs;
   for (const auto& line : test::read_lines(dir + "/ledger.jsonl")) {
     auto v = boost::json::parse(line).as_object();
     const std::string id(v["observation_id"].as_string());
-    auto it = truth_ttft.find(id);
-    if (it == truth_ttft.end() || !v["ttft_ms"].is_number()) continue;
-    const std::string phase = id.substr(0, id.find('-'));
-    offsets[phase].push_back((v["ttft_ms"].to_number<double>() - it->second) * 1000.0);
+    auto it = truth.find(id);
+    if (it == truth.end() || !v["ttft_ms"].is_number()) continue;
+    const Truth& t = it->second;
+    const double ttft_us = v["ttft_ms"].to_number<double>() * 1000.0;
+    const auto started_us = *parse_rfc3339(v["started_at"].as_string());
+    Legs& l = legs[id.substr(0, id.find('-'))];
+    l.total.push_back(ttft_us - t.ttft_ms * 1000.0);
+    l.request.push_back(static_cast<double>(t.arrival_us - started_us));
+    l.simulator.push_back(static_cast<double>(t.sent_us - t.first_token_us));
+    l.response.push_back(static_cast<double>(started_us - t.sent_us) + ttft_us);
   }
-  fmt::print("\nproxy TTFT minus engine truth TTFT (us; >= 0 means never earlier than truth)\n");
-  for (const auto& [phase, v] : offsets) {
-    fmt::print("  {:<6} n={:<5} min {:>8.0f}  p50 {:>8.0f}  p99 {:>8.0f}\n", phase, v.size(), *std::min_element(v.begin(), v.end()),
-               q(v, 0.5), q(v, 0.99));
+  fmt::print("\nproxy TTFT minus engine truth TTFT (us; >= 0 means never earlier than truth), and its legs (p50 / p99):\n"
+             "request = proxy receipt -> engine arrival; simulator = step end -> first token written (the\n"
+             "simulator's lateness, not the proxy's); response = written -> proxy saw it\n");
+  fmt::print("  {:<6} {:>5} {:>9} {:>19} {:>19} {:>19} {:>19}\n", "phase", "n", "min", "total", "request", "simulator",
+             "response");
+  auto pair = [](const std::vector<double>& v) { return fmt::format("{:.0f} / {:.0f}", q(v, 0.5), q(v, 0.99)); };
+  for (const auto& [phase, l] : legs) {
+    fmt::print("  {:<6} {:>5} {:>9.0f} {:>19} {:>19} {:>19} {:>19}\n", phase, l.total.size(),
+               *std::min_element(l.total.begin(), l.total.end()), pair(l.total), pair(l.request), pair(l.simulator),
+               pair(l.response));
   }
   nginx.terminate();
   relay.terminate();

@@ -44,6 +44,10 @@ struct Sink {
   std::optional<FinishedRequest> finished;
   asio::steady_timer notify;
   TruthContext truth;
+  // A streamed response's truth line waits until its tokens are written (first_token_sent_at),
+  // and is written before the last chunk, so a client that saw [DONE] finds its line.
+  bool defer_truth = false;
+  bool truth_pending = false;
   void wake() { notify.cancel(); }
 };
 
@@ -174,7 +178,23 @@ class Simulator {
     if (sink != nullptr) {
       sink->finished = f;
       sink->wake();
+      if (sink->defer_truth) {
+        sink->truth_pending = true;
+        return;
+      }
     }
+    write_truth(f, sink);
+  }
+
+  // The deferred truth line of a streamed response, once (before the last chunk or as the
+  // connection ends, whichever comes first).
+  void flush_truth(Sink& sink) {
+    if (!sink.truth_pending) return;
+    sink.truth_pending = false;
+    write_truth(*sink.finished, &sink);
+  }
+
+  void write_truth(const FinishedRequest& f, const Sink* sink) {
     if (truth_ == nullptr) return;
     TruthContext ctx = sink != nullptr ? sink->truth : TruthContext{};
     ctx.wall_origin_us = wall_origin_us_;
@@ -371,6 +391,7 @@ class Simulator {
     wake_engine();
 
     Sink sink(io_.get_executor());
+    sink.defer_truth = creq.stream;
     if (auto it = req.find("X-Request-Id"); it != req.end()) sink.truth.x_request_id = std::string(it->value());
     if (auto it = req.find("X-Fak-Observation-ID"); it != req.end()) sink.truth.observation_id = std::string(it->value());
     ResponseBuilder::Options ro;
@@ -385,9 +406,13 @@ class Simulator {
     sinks_.emplace(*id, &sink);
     struct Unregister {
       Simulator* self;
+      Sink& sink;
       RequestId id;
-      ~Unregister() { self->sinks_.erase(id); }
-    } unregister{this, *id};
+      ~Unregister() {
+        self->flush_truth(sink);
+        self->sinks_.erase(id);
+      }
+    } unregister{this, sink, *id};
     ResponseBuilder builder(creq, ro, prompt_len);
     bool watch_client = true;
     auto abort_request = [&] {
@@ -442,6 +467,7 @@ class Simulator {
           abort_request();
           co_return false;
         }
+        if (written == 0) sink.truth.first_token_sent_s = now_s();
         written += static_cast<int>(n);
         if (truncate_after > 0 && written >= truncate_after && !sink.finished) {
           abort_request();  // the engine side of a cut stream: the request is aborted
@@ -454,6 +480,7 @@ class Simulator {
         co_return false;
       }
     }
+    flush_truth(sink);
     if (!co_await send(builder.stream_end(sink.finished->cached_prompt_tokens))) co_return false;
     stream.expires_after(std::chrono::seconds(60));
     auto [ec, n] = co_await asio::async_write(stream, http::make_chunk_last(), kNoThrow);

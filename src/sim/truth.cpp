@@ -34,6 +34,7 @@ std::string render_truth_line(const FinishedRequest& f, const TruthContext& ctx)
   w.field("arrival_at", format_rfc3339_us(wall(f.arrival_s)));
   opt_time(w, "scheduled_at", f.scheduled_s);
   opt_time(w, "first_token_at", f.first_token_s);
+  opt_time(w, "first_token_sent_at", ctx.first_token_sent_s);
   opt_time(w, "last_token_at", f.last_token_s);
   w.field("finished_at", format_rfc3339_us(wall(f.finished_s)));
   w.field("finish_reason", to_string(f.reason))

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "core/stats.hpp"
+#include "core/time.hpp"
 #include "support/fixtures.hpp"
 #include "support/http_client.hpp"
 #include "support/metric_families.hpp"
@@ -197,6 +198,11 @@ TEST(Simulate, TruthFileMatchesWhatTheClientReceived) {
                                   chat_body(3 + i, true, R"(,"stream_options":{"include_usage":true})"),
                                   {{"X-Request-Id", "req-" + std::to_string(i)}, {"X-Fak-Observation-ID", "obs-" + std::to_string(i)}}));
   }
+  // A streamed response's line is written before its last chunk: every client that saw [DONE]
+  // finds its line while the simulator still runs.
+  EXPECT_EQ(read_lines(truth).size(), 5u);
+  // Not streamed: the line comes when the engine finishes, with no first_token_sent_at.
+  http_post(sim.port, "/v1/chat/completions", chat_body(2, false), {{"X-Request-Id", "plain"}});
   EXPECT_EQ(sim.process.terminate(), 0);  // flushes and closes the truth file
   const std::string text = read_file(truth);
   std::map<std::string, json::object> by_id;
@@ -207,7 +213,9 @@ TEST(Simulate, TruthFileMatchesWhatTheClientReceived) {
     by_id[std::string(line["x_request_id"].as_string())] = line;
     pos = nl + 1;
   }
-  ASSERT_EQ(by_id.size(), 5u);
+  ASSERT_EQ(by_id.size(), 6u);
+  EXPECT_TRUE(by_id.at("plain")["first_token_sent_at"].is_null());
+  EXPECT_TRUE(by_id.at("plain")["first_token_at"].is_string());
   for (int i = 0; i < 5; ++i) {
     auto& t = by_id.at("req-" + std::to_string(i));
     const auto ev = responses[static_cast<std::size_t>(i)].sse_data();
@@ -221,6 +229,10 @@ TEST(Simulate, TruthFileMatchesWhatTheClientReceived) {
     const double client_ttft_ms = responses[static_cast<std::size_t>(i)].us_until(R"("delta":{"content":)") / 1000.0;
     EXPECT_GT(t["ttft_ms"].to_number<double>(), 0);
     EXPECT_LE(t["ttft_ms"].to_number<double>(), client_ttft_ms);
+    // The first token's bytes left after the step that made it ended, and before the client had them.
+    const auto at = [&](const char* key) { return *mpo::parse_rfc3339(t[key].as_string()); };
+    EXPECT_GE(at("first_token_sent_at"), at("first_token_at"));
+    EXPECT_LE(at("first_token_sent_at") - at("arrival_at"), static_cast<std::int64_t>(client_ttft_ms * 1000) + 1);
   }
 }
 
@@ -241,7 +253,8 @@ TEST(Simulate, RepeatedPromptIsCachedUntilResetPrefixCache) {
 }
 
 TEST(Simulate, ClientDisconnectAbortsTheRequestInTheEngine) {
-  Simulator sim;
+  const std::string dir = make_temp_dir();
+  Simulator sim({"--truth", dir + "/truth.jsonl"});
   HttpRequest req;
   req.method = "POST";
   req.path = "/v1/chat/completions";
@@ -254,6 +267,10 @@ TEST(Simulate, ClientDisconnectAbortsTheRequestInTheEngine) {
   EXPECT_EQ(x.find("vllm:request_success_total", {"abort"}), 1);
   EXPECT_EQ(x.find("vllm:num_requests_running"), 0);
   EXPECT_EQ(x.find("vllm:kv_cache_usage_perc"), 0);
+  // The aborted stream's truth line is there as soon as the engine counts the abort.
+  const auto lines = read_lines(dir + "/truth.jsonl");
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(obj(lines[0])["finish_reason"], "abort");
 }
 
 // p95 of the client-measured TTFT of `n` concurrent short streams, in ms.
