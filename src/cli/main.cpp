@@ -1,5 +1,6 @@
 // modelperfobs: one binary, one table of subcommands (cli/commands.cpp).
 #include <algorithm>
+#include <csignal>
 #include <exception>
 #include <iostream>
 
@@ -12,6 +13,9 @@
 #endif
 
 int main(int argc, char** argv) {
+  // A file-size limit (ulimit -f) must fail a write (EFBIG), which every writer handles as it
+  // handles a full disk, not kill the process and the requests it carries.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"modelperfobs: request-level, queryable evidence from any OpenAI-compatible model server",
                "modelperfobs"};
   app.set_version_flag("--version", std::string("modelperfobs ") + MPO_VERSION);

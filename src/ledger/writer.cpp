@@ -1,6 +1,7 @@
 #include "ledger/writer.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -81,6 +82,15 @@ bool LedgerWriter::write_line(const std::string& line) {
     const ssize_t n = ::write(fd_, line.data() + off, line.size() - off);
     if (n < 0) {
       if (errno == EINTR) continue;
+      last_errno_.store(errno);
+      // A line is in the ledger whole or not at all: cut the part that got in (a full disk
+      // takes part of a write), so that the retry, or whatever comes next, starts a line.
+      if (off > 0) {
+        struct stat st {};
+        if (::fstat(fd_, &st) == 0 && st.st_size >= static_cast<off_t>(off)) {
+          (void)::ftruncate(fd_, st.st_size - static_cast<off_t>(off));
+        }
+      }
       return false;
     }
     off += static_cast<std::size_t>(n);
@@ -128,7 +138,10 @@ void LedgerWriter::run() {
         lock.unlock();
         ok = write_line(line);
       }
-      if (!ok) continue;
+      if (!ok) {
+        lost_.fetch_add(1);  // stopping while the disk still refuses: this line cannot be kept
+        continue;
+      }
       written_.fetch_add(1);
       dirty = true;
       if (opts_.fsync == FsyncPolicy::kAlways) ::fdatasync(fd_);

@@ -53,6 +53,10 @@ class LedgerWriter {
   std::uint64_t lines_written() const { return written_.load(); }
   std::uint64_t lines_dropped() const { return dropped_.load(); }
   std::uint64_t write_errors() const { return write_errors_.load(); }
+  // Accepted lines that could not be written before close() (the disk still refused them).
+  std::uint64_t lines_lost() const { return lost_.load(); }
+  // errno of the last failed write (0: none), for the message that says why.
+  int last_write_errno() const { return last_errno_.load(); }
 
  private:
   void run();
@@ -68,7 +72,8 @@ class LedgerWriter {
   bool asleep_ = false;  // the writer waits for a notification (else it naps and looks by itself)
   std::thread thread_;
   std::atomic<bool> reopen_{false};
-  std::atomic<std::uint64_t> written_{0}, dropped_{0}, write_errors_{0};
+  std::atomic<std::uint64_t> written_{0}, dropped_{0}, write_errors_{0}, lost_{0};
+  std::atomic<int> last_errno_{0};
   std::uint64_t gap_reported_ = 0;  // dropped count already written as a gap line
 };
 

@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -187,6 +188,20 @@ class Proxy {
     return Ok{};
   }
 
+  // Said once at exit, so that lines the ledger could not keep are never lost silently.
+  void report_ledger_losses() const {
+    if (const auto lost = ledger_.lines_lost(); lost > 0) {
+      std::cerr << fmt::format("modelperfobs proxy: {} ledger line(s) could not be written to '{}' before exit ({}); "
+                               "the lines before them are whole\n",
+                               lost, opts_.ledger_path, std::strerror(ledger_.last_write_errno()));
+    }
+    if (const auto dropped = ledger_.lines_dropped(); dropped > 0) {
+      std::cerr << fmt::format("modelperfobs proxy: {} ledger line(s) were dropped (the disk was slower than the "
+                               "requests, or they came while stopping); the ledger's gap lines count those it could record\n",
+                               dropped);
+    }
+  }
+
   awaitable<void> drain() {
     asio::steady_timer t(io_);
     const auto deadline = std::chrono::steady_clock::now() + seconds(opts_.drain_timeout_s);
@@ -195,6 +210,7 @@ class Proxy {
       co_await t.async_wait(kNoThrow);
     }
     ledger_.close();
+    report_ledger_losses();
     if (scraper_) scraper_->stop();
     io_.stop();
   }

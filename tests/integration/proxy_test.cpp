@@ -11,6 +11,7 @@
 #include <thread>
 
 #include <boost/json.hpp>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "core/uuid.hpp"
@@ -154,6 +155,36 @@ TEST(Proxy, UsageInjectionAsksForUsageAndHidesItFromClientsThatDidNot) {
   EXPECT_EQ(lines[0]["prompt_tokens"], 11);
   EXPECT_EQ(lines[1]["usage_injected"], false);
   EXPECT_EQ(lines[1]["token_source"], "usage");
+}
+
+TEST(Proxy, AFullDiskKeepsTheLedgerToWholeLinesAndTheExitSaysHowManyWereLost) {
+  // The ledger's file may not grow past 2,000 bytes (prlimit --fsize): room for one or two lines,
+  // then every write fails as on a full disk. The proxy keeps serving, keeps the ledger to whole
+  // lines, and says at exit how many it could not keep.
+  const std::string dir = make_temp_dir();
+  const std::string ledger = dir + "/ledger.jsonl", err = dir + "/stderr.txt";
+  const std::string backend = "http://127.0.0.1:" + std::to_string(free_loopback_port());
+  ChildProcess proxy({"/bin/sh", "-c",
+                      "exec prlimit --fsize=2000 -- \"$0\" proxy --backend \"$1\" --listen 127.0.0.1:0 "
+                      "--admin-listen 127.0.0.1:0 --ledger \"$2\" 2>\"$3\"",
+                      binary_path(), backend, ledger, err});
+  const std::string first = proxy.read_line();
+  const auto at = first.find("listening on ");
+  ASSERT_NE(at, std::string::npos) << first;
+  const auto port = static_cast<std::uint16_t>(std::stoi(first.substr(first.find(':', first.find("127.0.0.1", at)) + 1)));
+  constexpr int kRequests = 6;
+  for (int i = 0; i < kRequests; ++i) EXPECT_EQ(http_post(port, "/v1/chat/completions", chat(3)).status, 502);
+  EXPECT_EQ(proxy.terminate(), 0);  // not killed by SIGXFSZ
+  const std::string text = read_file(ledger);
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text.back(), '\n');  // no fragment of a line at the end
+  const auto lines = read_lines(ledger);
+  for (const auto& l : lines) EXPECT_EQ(obj(l)["outcome"], "upstream_unreachable");
+  ASSERT_GE(lines.size(), 1u);
+  ASSERT_LT(lines.size(), static_cast<std::size_t>(kRequests));
+  EXPECT_NE(read_file(err).find(fmt::format("{} ledger line(s) could not be written", kRequests - lines.size())),
+            std::string::npos)
+      << read_file(err);
 }
 
 TEST(Proxy, UnreachableBackendIsA502WithTheIdAndALedgerLine) {

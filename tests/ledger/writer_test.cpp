@@ -1,10 +1,12 @@
 #include "ledger/writer.hpp"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -108,6 +110,69 @@ TEST(LedgerWriter, AStalledDiskDropsAndCountsThenAGapLineFollowsWhenWritingResum
   EXPECT_EQ(in_gaps, w.lines_dropped());
   EXPECT_GE(w.lines_dropped(), dropped);
   EXPECT_NE(seen.find("{\"after\":1}"), std::string::npos);
+}
+
+// A disk that fills up: the process may not grow a file past `bytes` (RLIMIT_FSIZE; writes past it
+// fail with EFBIG, the way a full disk takes part of a write and refuses the rest). Restored after.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    getrlimit(RLIMIT_FSIZE, &saved_);
+    old_handler_ = std::signal(SIGXFSZ, SIG_IGN);
+    set(bytes);
+  }
+  ~FileSizeLimit() {
+    setrlimit(RLIMIT_FSIZE, &saved_);
+    std::signal(SIGXFSZ, old_handler_);
+  }
+  void set(rlim_t bytes) {
+    rlimit r = saved_;
+    r.rlim_cur = std::min(bytes, saved_.rlim_max);
+    setrlimit(RLIMIT_FSIZE, &r);
+  }
+  void lift() { setrlimit(RLIMIT_FSIZE, &saved_); }
+
+ private:
+  rlimit saved_{};
+  void (*old_handler_)(int) = SIG_DFL;
+};
+
+template <typename Pred>
+bool wait_for(Pred pred) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!pred() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  return pred();
+}
+
+std::string line_of(char c) { return std::string(999, c) + "\n"; }
+
+TEST(LedgerWriter, AFullDiskThatTookPartOfALineLeavesNoFragmentAndTheRetryWritesItWhole) {
+  const std::string path = temp_dir() + "/full.jsonl";
+  LedgerWriter w({path, FsyncPolicy::kNever, 1.0, 64});
+  ASSERT_TRUE(w.open().ok());
+  FileSizeLimit limit(2500);  // room for two lines and half of the third
+  for (char c : {'a', 'b', 'c'}) ASSERT_TRUE(w.submit(line_of(c)));
+  ASSERT_TRUE(wait_for([&] { return w.write_errors() > 0; }));
+  limit.lift();  // space freed: the retry must write the third line once, whole
+  ASSERT_TRUE(wait_for([&] { return w.lines_written() == 3; }));
+  w.close();
+  EXPECT_EQ(slurp(path), line_of('a') + line_of('b') + line_of('c'));
+  EXPECT_EQ(w.lines_lost(), 0u);
+}
+
+TEST(LedgerWriter, StoppingWhileTheDiskRefusesCountsTheLostLinesAndKeepsOnlyWholeOnes) {
+  const std::string path = temp_dir() + "/full.jsonl";
+  LedgerWriter w({path, FsyncPolicy::kNever, 1.0, 64});
+  ASSERT_TRUE(w.open().ok());
+  FileSizeLimit limit(2500);
+  for (char c : {'a', 'b', 'c', 'd'}) ASSERT_TRUE(w.submit(line_of(c)));
+  ASSERT_TRUE(wait_for([&] { return w.write_errors() > 0; }));
+  w.close();
+  limit.lift();
+  EXPECT_EQ(slurp(path), line_of('a') + line_of('b'));  // no half of 'c'
+  EXPECT_EQ(w.lines_written(), 2u);
+  EXPECT_EQ(w.lines_lost(), 2u);
+  EXPECT_EQ(w.last_write_errno(), EFBIG);
 }
 
 TEST(LedgerWriter, UnwritablePathIsAClearErrorAtOpen) {
