@@ -209,7 +209,7 @@ http {{
   proxy.process.terminate();
   sim.process.terminate();
   // The offset splits into three legs: request (proxy receipt -> engine arrival), the simulator's
-  // own write lateness (step end -> first token's bytes written) and response (bytes written ->
+  // own write lateness (step end -> the first token's write starting) and response (bytes sent ->
   // proxy saw them). Only the first and last are the proxy's; the middle one is the simulator
   // falling behind its step clock with thousands of streams.
   struct Truth {
@@ -243,7 +243,7 @@ http {{
     l.response.push_back(static_cast<double>(started_us - t.sent_us) + ttft_us);
   }
   fmt::print("\nproxy TTFT minus engine truth TTFT (us; >= 0 means never earlier than truth), and its legs (p50 / p99):\n"
-             "request = proxy receipt -> engine arrival; simulator = step end -> first token written (the\n"
+             "request = proxy receipt -> engine arrival; simulator = step end -> first token's write started (the\n"
              "simulator's lateness, not the proxy's); response = written -> proxy saw it\n");
   fmt::print("  {:<6} {:>5} {:>9} {:>19} {:>19} {:>19} {:>19}\n", "phase", "n", "min", "total", "request", "simulator",
              "response");

@@ -463,11 +463,14 @@ class Simulator {
         std::vector<Emission> group(std::make_move_iterator(sink.pending.begin()),
                                     std::make_move_iterator(sink.pending.begin() + static_cast<std::ptrdiff_t>(n)));
         sink.pending.erase(sink.pending.begin(), sink.pending.begin() + static_cast<std::ptrdiff_t>(n));
+        // Taken as the write starts: Asio sends at once inside the call (unless the socket buffer
+        // is full), while the coroutine may resume well after the send when the loop is busy.
+        const double write_start_s = now_s();
         if (!co_await send(builder.stream_tokens(group))) {
           abort_request();
           co_return false;
         }
-        if (written == 0) sink.truth.first_token_sent_s = now_s();
+        if (written == 0) sink.truth.first_token_sent_s = write_start_s;
         written += static_cast<int>(n);
         if (truncate_after > 0 && written >= truncate_after && !sink.finished) {
           abort_request();  // the engine side of a cut stream: the request is aborted

@@ -16,8 +16,9 @@ struct TruthContext {
   std::string x_request_id;         // as the client sent them; empty when absent
   std::string observation_id;
   std::string response_id;          // the id the simulator answered with ("" for background)
-  // Engine seconds when the write carrying a streamed response's first token completed (the bytes
-  // were with the kernel); unset when not streamed or never written.
+  // Engine seconds when the write carrying a streamed response's first token started (the send
+  // happens inside that call unless the socket buffer is full); unset when not streamed or when
+  // that write failed.
   std::optional<double> first_token_sent_s;
 };
 
