@@ -244,7 +244,7 @@ http {{
   }
   fmt::print("\nproxy TTFT minus engine truth TTFT (us; >= 0 means never earlier than truth), and its legs (p50 / p99):\n"
              "request = proxy receipt -> engine arrival; simulator = step end -> first token's write started (the\n"
-             "simulator's lateness, not the proxy's); response = written -> proxy saw it\n");
+             "simulator's lateness, not the proxy's); response = sent -> proxy saw it\n");
   fmt::print("  {:<6} {:>5} {:>9} {:>19} {:>19} {:>19} {:>19}\n", "phase", "n", "min", "total", "request", "simulator",
              "response");
   auto pair = [](const std::vector<double>& v) { return fmt::format("{:.0f} / {:.0f}", q(v, 0.5), q(v, 0.99)); };
