@@ -43,18 +43,7 @@ int usage(const std::string& m) {
 }
 
 int write_receipt(const std::string& output, const std::string& json) {
-  if (output.empty() || output == "-") {
-    std::cout << json << "\n";
-    return 0;
-  }
-  std::ofstream out(output, std::ios::binary | std::ios::trunc);
-  out << json << "\n";
-  out.flush();
-  if (!out) {
-    std::cerr << "modelperfobs bandwidth: cannot write " << output << " (check the folder exists and the disk has room)\n";
-    return 1;
-  }
-  return 0;
+  return write_output(output, json + "\n", "bandwidth") ? 0 : 1;
 }
 
 std::string host_cpu() {

@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/files.hpp"
 #include "cli/report_input.hpp"
 #include "core/clock.hpp"
 #include "ledger/reader.hpp"
@@ -192,8 +193,10 @@ int run_demo(const std::string& out_dir) {
   rep.groups = report::analyse(rep.table, rep.options);
   rep.created_at_us = SystemClock::instance().wall_us();
   rep.tool_version = MPO_VERSION;
-  std::ofstream(dir + "/report.html") << report::render_html(rep);
-  std::ofstream(dir + "/report.json") << report::render_json(rep);
+  if (!write_output(dir + "/report.html", report::render_html(rep), "demo") ||
+      !write_output(dir + "/report.json", report::render_json(rep), "demo")) {
+    return 1;
+  }
   std::cout << "\n" << report::render_markdown(rep) << "\n";
   std::cout << fmt::format(
                    "modelperfobs demo: {} requests sent, {} ok. Files in {}:\n"

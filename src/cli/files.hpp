@@ -20,22 +20,10 @@ inline std::optional<std::string> read_text_file(const std::string& path) {
   return ss.str();
 }
 
-// Writes `text` to `path`, or to stdout when `path` is empty or "-". On failure says so on stderr,
-// as `modelperfobs <command>: ...`, and returns false.
-inline bool write_output(const std::string& path, const std::string& text, std::string_view command) {
-  if (path.empty() || path == "-") {
-    std::cout << text;
-    return true;
-  }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.flush();
-  if (!out) {
-    std::cerr << "modelperfobs " << command << ": cannot write " << path
-              << " (check the folder exists and the disk has room)\n";
-    return false;
-  }
-  return true;
-}
+// Writes `text` to `path`, or to stdout when `path` is empty or "-". The file is written beside
+// `path` under a temporary name, flushed to disk and renamed over it: a reader never sees half a
+// file, and a failed write (a full disk) leaves an existing `path` as it was. On failure says why
+// on stderr, as `modelperfobs <command>: ...`, and returns false.
+bool write_output(const std::string& path, const std::string& text, std::string_view command);
 
 }  // namespace mpo::cli

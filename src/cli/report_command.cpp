@@ -1,11 +1,11 @@
 #include <glob.h>
 
-#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <thread>
 
 #include "cli/commands.hpp"
+#include "cli/files.hpp"
 #include "cli/report_input.hpp"
 #include "core/clock.hpp"
 #include "core/time.hpp"
@@ -102,16 +102,7 @@ int run(const ReportArgs& a) {
   } else {
     text = report::render_html(in);
   }
-  if (a.output.empty()) {
-    std::cout << text;
-  } else {
-    std::ofstream os(a.output, std::ios::binary);
-    os << text;
-    if (!os) {
-      std::cerr << "modelperfobs report: cannot write '" << a.output << "'\n";
-      return 1;
-    }
-  }
+  if (!write_output(a.output, text, "report")) return 1;
   bool violated = false;
   for (const auto& s : in.slos) violated = violated || s.violated;
   if (violated) std::cerr << "modelperfobs report: SLO violated (exit 3)\n";

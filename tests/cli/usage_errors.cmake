@@ -43,6 +43,23 @@ expect("bandwidth;collect;--nvidia-ncu-csv;${FIX}/SYNTHETIC_raw-page_same-captur
        0 "" "raw layout.*1000.0 GB/s")
 expect("bandwidth;verify;${OUT_DIR}/r.json" 0 "^OK .*hbm-profiled-kernel-active-time.*1000.0 GB/s" "")
 expect("bandwidth;verify;${FIX}/SYNTHETIC_fak_nvidia-hbm-ncu_details-longform.csv" 1 "^INVALID .*not one JSON document" "")
+
+# A write that fails (a file-size limit here, as a full disk) exits 1 saying why, leaves the
+# existing output as it was, and leaves no temporary file behind.
+file(WRITE ${OUT_DIR}/kept.json "previous receipt\n")
+file(GLOB stale ${OUT_DIR}/kept.json.tmp-*)
+if(stale)
+  file(REMOVE ${stale})
+endif()
+execute_process(COMMAND prlimit --fsize=64 -- ${BIN} bandwidth collect --nvidia-ncu-csv
+                        ${FIX}/SYNTHETIC_raw-page_same-capture-as-fak-details.csv ${WINDOW} --output ${OUT_DIR}/kept.json
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+file(READ ${OUT_DIR}/kept.json kept)
+file(GLOB left ${OUT_DIR}/kept.json.tmp-*)
+if(NOT rc EQUAL 1 OR NOT err MATCHES "cannot write .*kept.json: File too large; free some space" OR
+   NOT kept STREQUAL "previous receipt\n" OR left)
+  message(FATAL_ERROR "a failed receipt write: exit ${rc}, stderr: ${err}\nfile now: ${kept}\ntemporaries left: ${left}")
+endif()
 expect("bandwidth" 2 "" "subcommand")
 
 # sweep, attribute, cache-state-bench: what a user gets wrong says how to fix it (exit 2); a dead
