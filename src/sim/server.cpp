@@ -509,8 +509,15 @@ class Simulator {
 
 }  // namespace
 
+// An io_context whose suspended sessions can be destroyed while the Simulator they refer to
+// still exists (a plain io_context destroys them in its destructor, after the Simulator).
+struct ServerIo : asio::io_context {
+  using asio::io_context::io_context;
+  using asio::execution_context::shutdown;
+};
+
 int run_simulator(const Profile& profile, const ServerOptions& options) {
-  asio::io_context io(1);
+  ServerIo io(1);
   Simulator sim(io, profile, options);
   std::string error;
   if (!sim.open(error)) {
@@ -526,6 +533,9 @@ int run_simulator(const Profile& profile, const ServerOptions& options) {
                            sim.port(), profile.model)
             << std::endl;
   io.run();
+  // Sessions still open after the grace period end here, writing any truth line they hold,
+  // before `sim` and its truth file go away.
+  io.shutdown();
   return 0;
 }
 
