@@ -25,6 +25,7 @@
 #include <boost/json.hpp>
 #include <fmt/format.h>
 
+#include "core/clock.hpp"
 #include "core/stats.hpp"
 #include "core/time.hpp"
 #include "stream_driver.hpp"
@@ -192,9 +193,20 @@ http {{
 
   // 3. Memory per in-flight stream (two sockets per stream in a proxy).
   fmt::print("\nRSS per in-flight stream (measured while every stream is between tokens)\n");
+  // The same streams direct (no RSS: the engine itself) give the simulator-only legs at that load,
+  // to tell the proxy's part of the request leg from the engine's listen backlog.
+  std::map<std::string, bench::StreamRecord> direct_streams;
+  const std::int64_t wall_minus_steady_us = SystemClock::instance().wall_us() - bench::now_us();
   for (int n : quick ? std::vector<int>{1000} : std::vector<int>{1000, 8000}) {
     for (const auto& t : targets) {
-      if (t.name == "direct" || t.name == "relay") continue;
+      if (t.name == "relay") continue;
+      if (t.name == "direct") {
+        const std::string prefix = fmt::format("d{}-", n);
+        auto r = drive_streams(t.port, n, body(120), {}, prefix);
+        for (std::size_t i = 0; i < r.streams.size(); ++i) direct_streams[fmt::format("{}{}", prefix, i)] = r.streams[i];
+        fmt::print("  {:<7} {:>5} streams: ({} completed; legs in the accuracy table)\n", t.name, n, r.completed);
+        continue;
+      }
       const long idle = bench::rss_of(t.pid).current_kib;
       long at = 0;
       auto r = drive_streams(t.port, n, body(120), [&] { at = bench::rss_of(t.pid).current_kib; },
@@ -242,9 +254,24 @@ http {{
     l.simulator.push_back(static_cast<double>(t.sent_us - t.first_token_us));
     l.response.push_back(static_cast<double>(started_us - t.sent_us) + ttft_us);
   }
+  // Direct streams (d1000, d8000): the client's send and first content event stand in for the
+  // proxy's receipt and observation, on the wall clock through one offset taken at the start.
+  for (const auto& [id, rec] : direct_streams) {
+    auto it = truth.find(id);
+    if (it == truth.end() || rec.first_content_us < 0) continue;
+    const Truth& t = it->second;
+    const double sent_wall = static_cast<double>(rec.sent_us + wall_minus_steady_us);
+    const double seen_wall = static_cast<double>(rec.first_content_us + wall_minus_steady_us);
+    Legs& l = legs[id.substr(0, id.find('-'))];
+    l.total.push_back(seen_wall - sent_wall - t.ttft_ms * 1000.0);
+    l.request.push_back(static_cast<double>(t.arrival_us) - sent_wall);
+    l.simulator.push_back(static_cast<double>(t.sent_us - t.first_token_us));
+    l.response.push_back(seen_wall - static_cast<double>(t.sent_us));
+  }
   fmt::print("\nproxy TTFT minus engine truth TTFT (us; >= 0 means never earlier than truth), and its legs (p50 / p99):\n"
              "request = proxy receipt -> engine arrival; simulator = step end -> first token's write started (the\n"
-             "simulator's lateness, not the proxy's); response = sent -> proxy saw it\n");
+             "simulator's lateness, not the proxy's); response = sent -> proxy saw it.\n"
+             "d1000/d8000: the same streams direct, the client in the proxy's place (its send, its first event)\n");
   fmt::print("  {:<6} {:>5} {:>9} {:>19} {:>19} {:>19} {:>19}\n", "phase", "n", "min", "total", "request", "simulator",
              "response");
   auto pair = [](const std::vector<double>& v) { return fmt::format("{:.0f} / {:.0f}", q(v, 0.5), q(v, 0.99)); };
