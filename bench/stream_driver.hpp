@@ -1,4 +1,4 @@
-// Drives many HTTP streams from one thread with poll(2), for benchmarks: opens N connections at
+// Drives many HTTP streams from one thread with epoll(7), for benchmarks: opens N connections at
 // once, sends one request on each, and records when each stream's events arrive.
 #pragma once
 
