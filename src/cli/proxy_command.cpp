@@ -18,6 +18,7 @@ struct ProxyArgs {
   std::string itl = "summary";
   std::string max_body = "33554432";
   std::string scrape_interval = "1s";
+  std::string retry_stale = "on";
 };
 
 int run(ProxyArgs& a) {
@@ -45,6 +46,7 @@ int run(ProxyArgs& a) {
   a.opts.fsync = *fsync;
   a.opts.usage = a.usage == "inject" ? proxy::UsageMode::kInject : proxy::UsageMode::kPassthrough;
   a.opts.itl_full = a.itl == "full";
+  a.opts.retry_stale = a.retry_stale == "on";
   auto interval = parse_duration_s(a.scrape_interval);
   if (!interval || *interval <= 0) {
     std::cerr << "modelperfobs proxy: --scrape-interval: "
@@ -78,6 +80,11 @@ std::function<int()> setup_proxy(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--stream-idle-timeout", a->opts.stream_idle_timeout_s, "longest silence inside a response body, seconds")
       ->capture_default_str();
+  app.add_option("--retry-stale", a->retry_stale,
+                 "on: a request whose pooled backend connection turns out closed (EOF or reset before any response "
+                 "byte) is sent once more on a fresh connection (docs/PROXY.md); off: answer 502 instead, for "
+                 "backends where a replayed POST could do harm")
+      ->check(CLI::IsMember({"on", "off"}))->capture_default_str();
   app.add_option("--drain-timeout", a->opts.drain_timeout_s, "on SIGTERM, seconds to let in-flight requests finish")
       ->capture_default_str();
   app.add_option("--max-connections", a->opts.max_connections, "client connections held at once; more are refused")

@@ -17,6 +17,7 @@ struct SimulateArgs {
   std::string truth_path;
   int tokens_per_chunk = 0;
   bool reasoning = false;
+  std::string stream_end = "vllm";
 };
 
 int run_simulate(const SimulateArgs& a) {
@@ -47,6 +48,7 @@ int run_simulate(const SimulateArgs& a) {
   opts.port = addr->port;
   opts.seed = a.seed;
   opts.truth_path = a.truth_path;
+  opts.llamacpp_stream_end = a.stream_end == "llamacpp";
   return sim::run_simulator(profile, opts);
 }
 
@@ -64,6 +66,11 @@ std::function<int()> setup_simulate(CLI::App& app) {
   app.add_option("--tokens-per-chunk", args->tokens_per_chunk, "tokens per SSE event (imitates servers that coalesce)")
       ->check(CLI::Range(1, 4096));
   app.add_flag("--reasoning", args->reasoning, "stream delta.reasoning_content before content (a reasoning model)");
+  app.add_option("--stream-end", args->stream_end,
+                 "how a streamed response ends: vllm (last events and the chunked terminator together, connection "
+                 "kept); llamacpp (as llama.cpp b10309: the terminator in a later write, 5 ms after [DONE], then the "
+                 "connection closed 2 ms later although the head offers 'Keep-Alive: timeout=5, max=100')")
+      ->check(CLI::IsMember({"vllm", "llamacpp"}))->capture_default_str();
   return [args] { return run_simulate(*args); };
 }
 

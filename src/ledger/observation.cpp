@@ -80,7 +80,8 @@ std::string render_observation(const Observation& o) {
       .optional_field("e2e_output_tokens_per_second", e2e_output_tokens_per_second(o))
       .field("request_bytes", o.request_bytes)
       .field("response_bytes", o.response_bytes)
-      .field("in_flight_at_start", o.in_flight_at_start);
+      .field("in_flight_at_start", o.in_flight_at_start)
+      .optional_field("upstream_retries", o.upstream_retries);
   if (o.server_timings.empty()) {
     w.null_field("server_timings");
   } else {

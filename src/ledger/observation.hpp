@@ -39,6 +39,9 @@ struct Observation {
   std::uint64_t request_bytes = 0;
   std::uint64_t response_bytes = 0;
   std::int64_t in_flight_at_start = 0;
+  // Proxy lines: 1 when the request was sent again on a fresh connection because the pooled one
+  // was found closed before any response byte (docs/PROXY.md), else 0. Absent from sweep lines.
+  std::optional<int> upstream_retries;
   std::string server_timings;      // raw JSON, "" when none
   // Written only by `sweep` (absent from proxy lines): when the request was due, how late the
   // generator sent it, and which point of the sweep it belongs to.

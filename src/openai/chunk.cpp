@@ -77,6 +77,9 @@ PayloadInfo read_payload(std::string_view text) {
     info.kind = ChunkKind::kUnparsable;
     return info;
   }
+  const std::string_view type = str(root, "type");
+  info.terminal = type == "response.completed" || type == "response.incomplete" || type == "response.failed" ||
+                  type == "message_stop";
   info.model = std::string(str(root, "model"));
   info.id = std::string(str(root, "id"));
   info.usage = read_usage(root);

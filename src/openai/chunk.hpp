@@ -47,6 +47,10 @@ struct PayloadInfo {
   std::string error_type;
   std::string error_message;
   std::string server_timings;  // raw JSON of llama.cpp `timings` / vLLM `metrics`, "" when absent
+  // The event that ends a stream of the Responses API (`response.completed`, `response.incomplete`,
+  // `response.failed`) or of Anthropic Messages (`message_stop`), by its payload's `type`.
+  // ("[DONE]" of chat and completions streams is kind kDone.)
+  bool terminal = false;
 };
 
 // One SSE data payload of a streamed response.

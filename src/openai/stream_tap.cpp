@@ -43,6 +43,7 @@ void StreamTap::on_payload(const PayloadInfo& p, std::int64_t steady_us, bool st
     malformed_ = streamed || malformed_;
     return;
   }
+  if (p.terminal && streamed) saw_terminal_event_ = true;
   if (!p.model.empty()) model_ = p.model;
   if (!p.id.empty() && id_.empty()) id_ = p.id;
   if (!p.finish_reason.empty()) finish_reason_ = p.finish_reason;

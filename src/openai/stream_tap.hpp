@@ -47,6 +47,9 @@ class StreamTap {
   const std::string& error_message() const { return error_message_; }
   const std::string& server_timings() const { return server_timings_; }
   bool saw_done() const { return saw_done_; }
+  // The stream's terminal event was seen: "[DONE]", or the last event of a Responses API or
+  // Anthropic Messages stream. A client that leaves after it has the whole answer.
+  bool saw_terminal() const { return saw_done_ || saw_terminal_event_; }
   // Unparsable events, garbage lines, or a partial event at the end of a stream that said it ended.
   bool malformed() const { return malformed_; }
   bool partial_event() const { return partial_event_; }
@@ -68,6 +71,7 @@ class StreamTap {
   std::string model_, id_, finish_reason_, error_type_, error_message_, server_timings_;
   int choices_ = 0;
   bool saw_done_ = false;
+  bool saw_terminal_event_ = false;
   bool malformed_ = false;
   bool partial_event_ = false;
 };

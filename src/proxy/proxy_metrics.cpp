@@ -67,6 +67,12 @@ std::string ProxyMetrics::render(const LedgerCounts& ledger) const {
   counter(out, "modelperfobs_ledger_lines_dropped_total", "Ledger lines dropped because the writer queue was full.", ledger.dropped);
   counter(out, "modelperfobs_ledger_write_errors_total", "Failed ledger writes (retried).", ledger.write_errors);
   counter(out, "modelperfobs_upstream_connect_errors_total", "Connections to the backend that could not be made.", upstream_connect_errors_);
+  out += "# HELP modelperfobs_upstream_retries_total Requests sent again on a fresh backend connection because the pooled "
+         "one was closed before any response byte, by how it failed.\n"
+         "# TYPE modelperfobs_upstream_retries_total counter\n";
+  for (const auto& [cause, n] : retries_) {
+    fmt::format_to(std::back_inserter(out), "modelperfobs_upstream_retries_total{{cause=\"{}\"}} {}\n", cause, n);
+  }
   return out;
 }
 

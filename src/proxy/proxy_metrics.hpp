@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <tuple>
 
 #include "core/histogram.hpp"
@@ -18,6 +19,9 @@ class ProxyMetrics {
   void record(const ledger::Observation& o);
   void set_in_flight(std::int64_t n) { in_flight_ = n; }
   void count_connect_error() { ++upstream_connect_errors_; }
+  // A request sent again on a fresh connection; `cause`: how the pooled one failed (eof, reset,
+  // broken_pipe).
+  void count_retry(std::string_view cause) { ++retries_[std::string(cause)]; }
 
   struct LedgerCounts {
     std::uint64_t written = 0;
@@ -30,6 +34,7 @@ class ProxyMetrics {
   std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t> requests_;  // model, outcome, code
   std::int64_t in_flight_ = 0;
   std::uint64_t upstream_connect_errors_ = 0;
+  std::map<std::string, std::uint64_t> retries_{{"eof", 0}, {"reset", 0}, {"broken_pipe", 0}};
   std::uint64_t prompt_tokens_ = 0;
   std::uint64_t generation_tokens_ = 0;
   Histogram ttft_, tpot_, itl_, e2e_, ttfb_;

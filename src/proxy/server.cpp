@@ -26,7 +26,9 @@
 #include "ledger/from_tap.hpp"
 #include "openai/stream_tap.hpp"
 #include "proxy/correlation.hpp"
+#include "proxy/outcome.hpp"
 #include "proxy/proxy_metrics.hpp"
+#include "proxy/upstream_policy.hpp"
 #include "proxy/usage_injection.hpp"
 #include "scrape/recorder.hpp"
 
@@ -75,6 +77,8 @@ struct Upstream {
   std::variant<PlainStream, TlsStream> stream;
   beast::flat_buffer buffer;
   std::chrono::steady_clock::time_point idle_since;
+  double idle_limit_s = 0;    // how long it may wait in the pool (the backend's Keep-Alive timeout)
+  bool after_stream = false;  // its last response was an event stream
   beast::tcp_stream& tcp() {
     if (auto* p = std::get_if<PlainStream>(&stream)) return *p;
     return std::get<TlsStream>(stream).next_layer();
@@ -336,6 +340,7 @@ class Proxy {
     o.usage_requested = info.usage_requested;
     o.request_bytes = req.body().size();
     o.in_flight_at_start = in_flight_;
+    o.upstream_retries = 0;
     ++in_flight_;
     return x;
   }
@@ -431,15 +436,34 @@ class Proxy {
     while (!pool_.empty()) {
       auto u = std::move(pool_.back());
       pool_.pop_back();
-      if (now - u->idle_since < seconds(opts_.pool_idle_s) && !is_stale(*u)) return u;
+      if (now - u->idle_since >= seconds(u->idle_limit_s)) continue;  // retired before the backend closes it
+      if (!is_stale(*u)) return u;
+      learner_.closed_before_reuse(u->after_stream);
     }
     return nullptr;
   }
 
-  void give_back(std::shared_ptr<Upstream> u) {
+  // After a complete response the backend offered to keep open: pooled for as long as its
+  // Keep-Alive header allows, unless it takes no more requests or is known to close after this
+  // kind of response (upstream_policy.hpp).
+  void give_back(std::shared_ptr<Upstream> u, const KeepAliveHint& hint, bool after_stream) {
+    const auto admission = admit_to_pool(hint, opts_.pool_idle_s);
+    if (!admission.pool || !learner_.should_pool(after_stream)) return;
     u->idle_since = std::chrono::steady_clock::now();
+    u->idle_limit_s = admission.idle_limit_s;
+    u->after_stream = after_stream;
     u->buffer.clear();
     pool_.push_back(std::move(u));
+  }
+
+  static UpstreamFailure failure_of(const boost::system::error_code& ec) {
+    if (ec == beast::error::timeout) return UpstreamFailure::kTimeout;
+    if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::ssl::error::stream_truncated) {
+      return UpstreamFailure::kClosed;
+    }
+    if (ec == asio::error::connection_reset) return UpstreamFailure::kReset;
+    if (ec == asio::error::broken_pipe) return UpstreamFailure::kBrokenPipe;
+    return UpstreamFailure::kOther;
   }
 
   awaitable<std::pair<std::shared_ptr<Upstream>, boost::system::error_code>> connect() {
@@ -514,11 +538,20 @@ class Proxy {
     auto watch = std::make_shared<ClientWatch>();
     arm_client_watch(client, watch);
 
+    http::response_parser<http::buffer_body> parser;
+    parser.header_limit(64 * 1024);
+    parser.body_limit(boost::none);
+    parser.skip(req.method() == http::verb::head);  // a HEAD response has no body, whatever its length says
+
+    // Send the request and read the response head. A pooled connection that the backend closed
+    // while the request was on its way (EOF or reset before any response byte) is replaced by a
+    // fresh one, once (upstream_policy.hpp: should_retry).
     std::shared_ptr<Upstream> up = take_pooled();
-    const bool reused = up != nullptr;
+    bool pooled = up != nullptr;
     boost::system::error_code ec;
-    for (int attempt = 0; attempt < 2; ++attempt) {
+    for (;;) {
       if (!up) {
+        pooled = false;
         auto [fresh, cec] = co_await connect();
         if (cec) {
           metrics_.count_connect_error();
@@ -533,23 +566,32 @@ class Proxy {
       auto [wec, written] =
           co_await std::visit([&](auto& s) { return http::async_write(s, up_req, kNoThrow); }, up->stream);
       ec = wec;
-      // A stale pooled connection is retried once, only if no byte of the request went out.
-      if (ec && reused && attempt == 0 && written == 0 && !watch->client_gone) {
-        up.reset();
-        continue;
+      if (!ec) {
+        up->tcp().expires_after(seconds(opts_.response_timeout_s));
+        auto [hec, hn] = co_await std::visit(
+            [&](auto& s) { return http::async_read_header(s, up->buffer, parser, kNoThrow); }, up->stream);
+        ec = hec;
       }
-      break;
-    }
-
-    http::response_parser<http::buffer_body> parser;
-    parser.header_limit(64 * 1024);
-    parser.body_limit(boost::none);
-    parser.skip(req.method() == http::verb::head);  // a HEAD response has no body, whatever its length says
-    if (!ec) {
-      up->tcp().expires_after(seconds(opts_.response_timeout_s));
-      auto [hec, hn] = co_await std::visit(
-          [&](auto& s) { return http::async_read_header(s, up->buffer, parser, kNoThrow); }, up->stream);
-      ec = hec;
+      if (!ec) {
+        if (pooled) learner_.reused(up->after_stream);
+        break;
+      }
+      RetryContext retry;
+      retry.retry_stale = opts_.retry_stale;
+      retry.pooled_connection = pooled;
+      retry.retries_so_far = o.upstream_retries.value_or(0);
+      retry.failure = failure_of(ec);
+      retry.response_bytes_seen = parser.got_some() || up->buffer.size() > 0;
+      retry.client_gone = watch->client_gone;
+      const bool closed_by_backend = retry.failure == UpstreamFailure::kClosed ||
+                                     retry.failure == UpstreamFailure::kReset ||
+                                     retry.failure == UpstreamFailure::kBrokenPipe;
+      if (pooled && closed_by_backend && !retry.response_bytes_seen) learner_.closed_before_reuse(up->after_stream);
+      if (!should_retry(retry)) break;
+      metrics_.count_retry(to_string(retry.failure));
+      o.upstream_retries = retry.retries_so_far + 1;
+      watch->upstream = nullptr;
+      up.reset();
     }
     if (ec) {
       disarm_client_watch(client, watch);
@@ -601,6 +643,9 @@ class Proxy {
     const auto ctype = head.find(http::field::content_type);
     const bool sse = ctype != head.end() && ctype->value().find("text/event-stream") != std::string_view::npos;
     const bool encoded = head.find(http::field::content_encoding) != head.end();
+    const auto keep_alive_field = head.find(http::field::keep_alive);
+    const KeepAliveHint keep_alive_hint =
+        keep_alive_field == head.end() ? KeepAliveHint{} : parse_keep_alive(keep_alive_field->value());
     openai::StreamTap tap(sse);
     UsageStripper stripper;
     strip_usage = strip_usage && sse;
@@ -630,6 +675,8 @@ class Proxy {
     // while the engine works); when body bytes came in the same read, head and body leave in one
     // write. Likewise the last body bytes carry the final chunk when they came together.
     bool head_written = false, final_written = false, client_failed = false;
+    // The stream's terminal event ([DONE], response.completed, message_stop) reached the client.
+    bool terminal_forwarded = false;
     if (up->buffer.size() == 0 && !parser.is_done()) {
       auto [hec, hn] = co_await http::async_write_header(client, sr, kNoThrow);
       client_failed = static_cast<bool>(hec);
@@ -687,6 +734,7 @@ class Proxy {
       if (got > 0) {
         o.response_bytes += got;
         if (!encoded) tap.feed(piece, now);  // after forwarding: parsing never delays the client
+        if (!client_failed && tap.saw_terminal()) terminal_forwarded = true;
       }
       if (rec) {
         upstream_ec = rec;
@@ -719,23 +767,23 @@ class Proxy {
     tap.finish(parser.is_done());
     ledger::fill_from_tap(o, tap, x.t0_us, opts_.itl_full);
 
-    if (client_failed || watch->client_gone) {
-      o.outcome = "client_disconnected";
-    } else if (upstream_ec) {
-      o.outcome = upstream_ec == beast::error::timeout ? "upstream_timeout"
-                  : (upstream_ec == asio::error::connection_reset) ? "upstream_reset"
-                                                                     : "stream_truncated";
+    RelayEnd end;
+    end.client_left = client_failed || watch->client_gone;
+    end.terminal_forwarded = terminal_forwarded;
+    end.upstream = !upstream_ec                                       ? UpstreamEnd::kComplete
+                   : upstream_ec == beast::error::timeout             ? UpstreamEnd::kTimeout
+                   : upstream_ec == asio::error::connection_reset     ? UpstreamEnd::kReset
+                                                                      : UpstreamEnd::kTruncated;
+    end.http_status = *o.http_status;
+    end.sse = sse;
+    end.malformed = tap.malformed();
+    o.outcome = std::string(relay_outcome(end));
+    if (is_upstream_failure(o.outcome)) {
       o.error_type = o.outcome;
       o.error_message = fmt::format("backend ended the response early: {}", upstream_ec.message());
-    } else if (*o.http_status >= 400) {
-      o.outcome = "http_error";
-    } else if (sse && tap.malformed()) {
-      o.outcome = "malformed_stream";
-    } else {
-      o.outcome = "ok";
     }
     const bool reusable = complete && parser.keep_alive() && !upstream_ec;
-    if (reusable) give_back(std::move(up));
+    if (reusable) give_back(std::move(up), keep_alive_hint, sse);
     finish(x);
     co_return complete && req.keep_alive();
   }
@@ -752,6 +800,7 @@ class Proxy {
   std::unique_ptr<scrape::Recorder> scraper_;
   std::optional<asio::ssl::context> tls_;
   ProxyMetrics metrics_;
+  CloseAfterResponseLearner learner_;
   Uuid7Generator ids_;
   std::int64_t in_flight_ = 0;
   int connections_ = 0;

@@ -28,6 +28,7 @@ struct ProxyOptions {
   double client_idle_timeout_s = 120;    // keep-alive wait for the next request
   double drain_timeout_s = 30;
   double pool_idle_s = 4;                // shorter than uvicorn's 5 s keep-alive
+  bool retry_stale = true;               // resend once on a fresh connection when a pooled one was closed
   int max_connections = 10000;
   UsageMode usage = UsageMode::kPassthrough;
   bool itl_full = false;

@@ -36,6 +36,9 @@ using asio::use_awaitable;
 using namespace asio::experimental::awaitable_operators;
 constexpr auto kNoThrow = asio::as_tuple(asio::use_awaitable);
 using Clock = std::chrono::steady_clock;
+// --stream-end llamacpp: how far apart [DONE], the chunked terminator and the close come.
+constexpr auto kLlamaCppTerminatorGap = std::chrono::milliseconds(5);
+constexpr auto kLlamaCppCloseDelay = std::chrono::milliseconds(2);
 
 // Where the engine's output for one client request waits for its connection to write it.
 struct Sink {
@@ -439,6 +442,7 @@ class Simulator {
     if (auto it = req.find("X-Request-Id"); it != req.end()) head.set("X-Request-Id", it->value());
     head.chunked(true);
     head.keep_alive(req.keep_alive());
+    if (opts_.llamacpp_stream_end) head.set(http::field::keep_alive, "timeout=5, max=100");
     http::response_serializer<http::empty_body> sr(head);
     stream.expires_after(std::chrono::seconds(60));
     if (auto [ec, n] = co_await http::async_write_header(stream, sr, kNoThrow); ec) {
@@ -485,8 +489,17 @@ class Simulator {
     }
     flush_truth(sink);
     if (!co_await send(builder.stream_end(sink.finished->cached_prompt_tokens))) co_return false;
+    if (opts_.llamacpp_stream_end) {
+      asio::steady_timer gap(stream.get_executor(), kLlamaCppTerminatorGap);
+      co_await gap.async_wait(kNoThrow);
+    }
     stream.expires_after(std::chrono::seconds(60));
     auto [ec, n] = co_await asio::async_write(stream, http::make_chunk_last(), kNoThrow);
+    if (opts_.llamacpp_stream_end) {
+      asio::steady_timer later(stream.get_executor(), kLlamaCppCloseDelay);
+      co_await later.async_wait(kNoThrow);
+      co_return false;  // the session closes the connection
+    }
     co_return !ec && req.keep_alive();
   }
 

@@ -17,6 +17,10 @@ struct ServerOptions {
   std::uint64_t seed = 0;
   std::string truth_path;           // "" = no truth file
   double shutdown_grace_s = 10;     // SIGTERM: finish in-flight requests for at most this long
+  // End streams as llama.cpp b10309 does: `[DONE]` and the chunked terminator in separate writes
+  // (kLlamaCppTerminatorGap apart), then the connection closed (kLlamaCppCloseDelay later)
+  // although the response head offers `Keep-Alive: timeout=5, max=100`.
+  bool llamacpp_stream_end = false;
 };
 
 // Runs until SIGTERM/SIGINT. Prints "listening on http://HOST:PORT" on stdout once bound.

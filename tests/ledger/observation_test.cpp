@@ -52,7 +52,7 @@ TEST(Observation, LineHasEveryFieldInContractOrderWithNullForUnknown) {
                          "itl_p95_ms", "itl_max_ms", "content_events", "prompt_tokens", "completion_tokens",
                          "total_tokens", "cached_prompt_tokens", "reasoning_tokens", "token_source",
                          "output_tokens_per_second", "e2e_output_tokens_per_second", "request_bytes",
-                         "response_bytes", "in_flight_at_start", "server_timings"};
+                         "response_bytes", "in_flight_at_start", "upstream_retries", "server_timings"};
   std::size_t i = 0;
   for (const auto& kv : v) {
     ASSERT_LT(i, std::size(order));

@@ -1,6 +1,9 @@
 #include "openai/stream_tap.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include "support/fixtures.hpp"
 
 namespace mpo::openai {
 namespace {
@@ -70,6 +73,59 @@ TEST(StreamTap, LlamaCppTimingsAreATokenSourceWhenThereIsNoUsage) {
   EXPECT_EQ(tap.token_source(), TokenSource::kServerTimings);
   EXPECT_EQ(tap.completion_tokens(), 7);
   EXPECT_EQ(tap.prompt_tokens(), 3);
+}
+
+}  // namespace
+}  // namespace mpo::openai
+
+namespace mpo::openai {
+namespace {
+
+// The body of a `curl -si` capture: what follows the blank line after the headers.
+std::string capture_body(const std::string& name) {
+  const std::string raw = test::read_fixture(name);
+  const auto at = raw.find("\r\n\r\n");
+  return at == std::string::npos ? std::string() : raw.substr(at + 4);
+}
+
+std::string without_last_event(std::string body) {
+  body.pop_back();  // the blank line that ends the last event
+  const auto at = body.rfind("\n\n");
+  return body.substr(0, at + 2);
+}
+
+// Real llama.cpp b10309 captures of each API's stream: the terminal event is seen, and a stream
+// cut before it is not terminated.
+TEST(StreamTap, TheTerminalEventOfEachApisStreamIsSeenInRealCaptures) {
+  for (const char* name : {"llamacpp/llamacpp_b10309_chat_stream.http", "llamacpp/llamacpp_b10309_responses_stream.http",
+                           "llamacpp/llamacpp_b10309_messages_stream.http"}) {
+    const std::string body = capture_body(name);
+    ASSERT_FALSE(body.empty()) << name;
+    StreamTap whole(true);
+    whole.feed(body, 1000);
+    whole.finish(true);
+    EXPECT_TRUE(whole.saw_terminal()) << name;
+    EXPECT_FALSE(whole.malformed()) << name;
+
+    StreamTap cut(true);
+    cut.feed(without_last_event(body), 1000);
+    cut.finish(false);
+    EXPECT_FALSE(cut.saw_terminal()) << name;
+  }
+}
+
+TEST(StreamTap, OnlyTheLastEventOfAResponsesStreamIsTerminal) {
+  for (const char* type : {"response.completed", "response.incomplete", "response.failed"}) {
+    StreamTap tap(true);
+    tap.feed(fmt::format("event: response.in_progress\ndata: {{\"type\":\"response.in_progress\"}}\n\n"), 1);
+    EXPECT_FALSE(tap.saw_terminal());
+    tap.feed(fmt::format("event: {0}\ndata: {{\"type\":\"{0}\",\"response\":{{}}}}\n\n", type), 2);
+    EXPECT_TRUE(tap.saw_terminal()) << type;
+  }
+  StreamTap body(false);  // a non-streamed body is never "terminal" by its type
+  body.feed(R"({"type":"message_stop"})", 1);
+  body.finish(true);
+  EXPECT_FALSE(body.saw_terminal());
 }
 
 }  // namespace

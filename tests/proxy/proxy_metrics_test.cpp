@@ -37,5 +37,20 @@ TEST(ProxyMetrics, CountsOutcomesAndObservesLatencies) {
   EXPECT_EQ(x.find("modelperfobs_generation_tokens_total"), 5);
 }
 
+TEST(ProxyMetrics, RetriesAreCountedByCauseAndEveryCauseIsExposedFromTheStart) {
+  ProxyMetrics m;
+  auto before = mpo::test::read_exposition(m.render({}));
+  for (const char* cause : {"eof", "reset", "broken_pipe"}) {
+    EXPECT_EQ(before.find("modelperfobs_upstream_retries_total", {std::string("cause=\"") + cause + "\""}), 0) << cause;
+  }
+  m.count_retry("eof");
+  m.count_retry("eof");
+  m.count_retry("reset");
+  auto after = mpo::test::read_exposition(m.render({}));
+  EXPECT_EQ(after.find("modelperfobs_upstream_retries_total", {"cause=\"eof\""}), 2);
+  EXPECT_EQ(after.find("modelperfobs_upstream_retries_total", {"cause=\"reset\""}), 1);
+  EXPECT_EQ(after.find("modelperfobs_upstream_retries_total", {"cause=\"broken_pipe\""}), 0);
+}
+
 }  // namespace
 }  // namespace mpo::proxy

@@ -113,6 +113,10 @@ HttpResponse http(std::uint16_t port, const HttpRequest& req, int timeout_ms) {
         res.raw.size() - body_start >= req.disconnect_after_body_bytes) {
       break;
     }
+    if (!req.disconnect_after_text.empty() && body_start != std::string::npos &&
+        res.raw.find(req.disconnect_after_text, body_start) != std::string::npos) {
+      break;
+    }
   }
   close(fd);
   if (body_start == std::string::npos) return res;
@@ -134,7 +138,8 @@ HttpResponse http(std::uint16_t port, const HttpRequest& req, int timeout_ms) {
     const auto colon = line.find(':');
     std::string name = line.substr(0, colon);
     std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-    res.headers[name] = line.substr(line.find_first_not_of(' ', colon + 1));
+    const auto value = line.find_first_not_of(' ', colon + 1);  // llama.cpp sends empty values
+    res.headers[name] = value == std::string::npos ? std::string() : line.substr(value);
     pos = eol + 2;
   }
   const std::string payload = res.raw.substr(body_start);

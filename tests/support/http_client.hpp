@@ -32,6 +32,9 @@ struct HttpRequest {
   std::map<std::string, std::string> headers;
   // Close the connection after this many body bytes arrived (simulates a client that leaves).
   std::size_t disconnect_after_body_bytes = 0;
+  // Close the connection as soon as the bytes received contain this text (a client that stops
+  // reading at `data: [DONE]`, as many SSE clients do); "" = read to the end.
+  std::string disconnect_after_text;
 };
 
 HttpResponse http(std::uint16_t port, const HttpRequest& req, int timeout_ms = 60000);

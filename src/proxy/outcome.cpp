@@ -1,0 +1,24 @@
+#include "proxy/outcome.hpp"
+
+namespace mpo::proxy {
+
+std::string_view relay_outcome(const RelayEnd& e) {
+  if (e.client_left && !e.terminal_forwarded) return "client_disconnected";
+  if (!e.client_left) {
+    switch (e.upstream) {
+      case UpstreamEnd::kTimeout: return "upstream_timeout";
+      case UpstreamEnd::kReset: return "upstream_reset";
+      case UpstreamEnd::kTruncated: return "stream_truncated";
+      case UpstreamEnd::kComplete: break;
+    }
+  }
+  if (e.http_status >= 400) return "http_error";
+  if (e.sse && e.malformed) return "malformed_stream";
+  return "ok";
+}
+
+bool is_upstream_failure(std::string_view outcome) {
+  return outcome == "upstream_timeout" || outcome == "upstream_reset" || outcome == "stream_truncated";
+}
+
+}  // namespace mpo::proxy

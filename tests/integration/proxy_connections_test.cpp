@@ -1,0 +1,191 @@
+// Issue 17: the proxy in front of backends that close keep-alive connections at their own times
+// (llama.cpp closes after every streamed response while offering keep-alive), and clients that
+// leave as soon as they have read a stream's terminal event. Real processes over loopback: the
+// proxy, `simulate --stream-end llamacpp`, and a scripted backend that closes at the worst moment.
+#include <iostream>
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "support/canned_backend.hpp"
+#include "support/http_client.hpp"
+#include "support/keep_alive_backend.hpp"
+#include "support/metric_families.hpp"
+#include "support/process.hpp"
+#include "support/stack.hpp"
+
+namespace mpo::test {
+namespace {
+
+namespace json = boost::json;
+
+const std::string kStreamed =
+    R"({"messages":[{"role":"user","content":"Hello"}],"max_tokens":4,"stream":true})";
+const std::string kNotStreamed = R"({"messages":[{"role":"user","content":"Hello"}],"max_tokens":4})";
+// For the simulator: two tokens keep each exchange short (its engine steps take milliseconds).
+const std::string kShortStreamed =
+    R"({"messages":[{"role":"user","content":"Hello"}],"max_tokens":2,"stream":true})";
+const std::string kShortNotStreamed = R"({"messages":[{"role":"user","content":"Hello"}],"max_tokens":2})";
+
+struct Ledger {
+  std::vector<json::object> lines;
+  std::map<std::string, int> outcomes;
+  std::int64_t retries = 0;
+};
+
+Ledger read_ledger(const std::string& path) {
+  Ledger l;
+  for (const auto& text : read_lines(path)) {
+    auto o = json::parse(text).as_object();
+    ++l.outcomes[std::string(o.at("outcome").as_string())];
+    l.retries += o.at("upstream_retries").as_int64();
+    l.lines.push_back(std::move(o));
+  }
+  return l;
+}
+
+std::string outcomes_text(const Ledger& l) {
+  std::string s;
+  for (const auto& [k, n] : l.outcomes) s += fmt::format("{}={} ", k, n);
+  return s;
+}
+
+double retries_metric(const Proxy& proxy, const char* cause) {
+  const auto x = read_exposition(http_get(proxy.admin_port, "/metrics").body);
+  return x.find("modelperfobs_upstream_retries_total", {fmt::format("cause=\"{}\"", cause)}).value_or(-1);
+}
+
+// A streamed then a non-streamed chat request, each on a new client connection; returns how many
+// of the pair failed (a status other than 200, or a stream without its end).
+int send_pair(std::uint16_t port, const std::string& streamed = kStreamed, const std::string& not_streamed = kNotStreamed) {
+  int failed = 0;
+  const auto s = http_post(port, "/v1/chat/completions", streamed);
+  if (s.status != 200 || !s.complete || s.body.find("[DONE]") == std::string::npos) ++failed;
+  const auto n = http_post(port, "/v1/chat/completions", not_streamed);
+  if (n.status != 200) ++failed;
+  return failed;
+}
+
+TEST(ProxyUpstreamConnections, ABackendClosingAfterEveryStreamAtTheWorstMomentCostsNoRequest) {
+  KeepAliveBackend backend(KeepAliveBackend::Close::kFin);
+  const std::string dir = make_temp_dir();
+  Proxy proxy(fmt::format("http://127.0.0.1:{}", backend.port()), dir + "/ledger.jsonl");
+  int failed = 0;
+  for (int i = 0; i < 1000; ++i) failed += send_pair(proxy.port);
+  EXPECT_EQ(failed, 0);
+  const double metric = retries_metric(proxy, "eof");
+  EXPECT_EQ(retries_metric(proxy, "reset"), 0);
+  EXPECT_EQ(proxy.process.terminate(), 0);
+  const auto l = read_ledger(dir + "/ledger.jsonl");
+  ASSERT_EQ(l.lines.size(), 2000u);
+  EXPECT_EQ(l.outcomes.at("ok"), 2000) << outcomes_text(l);
+  // Every request the backend dropped unanswered was sent again, and said so.
+  EXPECT_GE(backend.dropped(), 1);
+  EXPECT_EQ(l.retries, backend.dropped());
+  EXPECT_EQ(metric, static_cast<double>(l.retries));
+  // The proxy learns that this backend closes after streams and stops pooling those connections
+  // (a probe every 32nd): far fewer retries than pairs.
+  EXPECT_LT(l.retries, 100) << "the close-after-stream learning did not take";
+}
+
+TEST(ProxyUpstreamConnections, AResetAtTheWorstMomentIsRetriedAndCountedAsAReset) {
+  KeepAliveBackend backend(KeepAliveBackend::Close::kReset, /*close_after_every_response=*/true);
+  const std::string dir = make_temp_dir();
+  Proxy proxy(fmt::format("http://127.0.0.1:{}", backend.port()), dir + "/ledger.jsonl");
+  int failed = 0;
+  for (int i = 0; i < 100; ++i) failed += send_pair(proxy.port);
+  EXPECT_EQ(failed, 0);
+  const double metric = retries_metric(proxy, "reset") + retries_metric(proxy, "broken_pipe");
+  EXPECT_EQ(proxy.process.terminate(), 0);
+  const auto l = read_ledger(dir + "/ledger.jsonl");
+  EXPECT_EQ(l.outcomes.at("ok"), 200) << outcomes_text(l);
+  EXPECT_GE(l.retries, 1);
+  EXPECT_EQ(l.retries, backend.dropped());
+  EXPECT_EQ(metric, static_cast<double>(l.retries));
+}
+
+TEST(ProxyUpstreamConnections, WithRetryStaleOffTheSameRaceIsA502) {
+  KeepAliveBackend backend(KeepAliveBackend::Close::kFin);
+  const std::string dir = make_temp_dir();
+  Proxy proxy(fmt::format("http://127.0.0.1:{}", backend.port()), dir + "/ledger.jsonl", {"--retry-stale", "off"});
+  const auto s = http_post(proxy.port, "/v1/chat/completions", kStreamed);
+  EXPECT_EQ(s.status, 200);
+  const auto n = http_post(proxy.port, "/v1/chat/completions", kNotStreamed);  // on the pooled, doomed connection
+  EXPECT_EQ(n.status, 502);
+  EXPECT_EQ(retries_metric(proxy, "eof"), 0);
+  EXPECT_EQ(proxy.process.terminate(), 0);
+  const auto l = read_ledger(dir + "/ledger.jsonl");
+  ASSERT_EQ(l.lines.size(), 2u);
+  EXPECT_EQ(l.lines[1].at("outcome"), "upstream_reset");
+  EXPECT_EQ(l.lines[1].at("upstream_retries"), 0);
+  EXPECT_EQ(backend.dropped(), 1);
+}
+
+TEST(ProxyUpstreamConnections, AResetOnAFreshConnectionIsNeverRetried) {
+  CannedBackend backend({reset_step()});  // reads the request, then resets
+  const std::string dir = make_temp_dir();
+  Proxy proxy(fmt::format("http://127.0.0.1:{}", backend.port()), dir + "/ledger.jsonl");
+  const auto r = http_post(proxy.port, "/v1/chat/completions", kNotStreamed);
+  EXPECT_EQ(r.status, 502);
+  EXPECT_EQ(proxy.process.terminate(), 0);
+  const auto l = read_ledger(dir + "/ledger.jsonl");
+  ASSERT_EQ(l.lines.size(), 1u);
+  EXPECT_EQ(l.lines[0].at("outcome"), "upstream_reset");
+  EXPECT_EQ(l.lines[0].at("upstream_retries"), 0);
+  EXPECT_EQ(backend.connections(), 1);
+}
+
+// `simulate --stream-end llamacpp` sends the chunked terminator 5 ms after [DONE]: a client that
+// stops at [DONE] has closed by then.
+TEST(ProxyStreamEndings, ClientsThatLeaveRightAfterDoneAreOkInFrontOfALlamaCppStyleEnding) {
+  Stack s({"--stream-end", "llamacpp"});
+  int done = 0;
+  for (int i = 0; i < 100; ++i) {
+    HttpRequest req;
+    req.method = "POST";
+    req.path = "/v1/chat/completions";
+    req.body = kShortStreamed;
+    req.disconnect_after_text = "data: [DONE]";
+    const auto r = http(s.proxy.port, req);
+    if (r.raw.find("data: [DONE]") != std::string::npos && !r.complete) ++done;  // left before the terminator
+  }
+  EXPECT_EQ(done, 100);
+  (void)s.stop_proxy();
+  const auto all = read_ledger(s.ledger_path());
+  ASSERT_EQ(all.lines.size(), 100u);
+  EXPECT_EQ(all.outcomes.count("client_disconnected"), 0u) << outcomes_text(all);
+  EXPECT_EQ(all.outcomes.at("ok"), 100);
+  for (const auto& line : all.lines) EXPECT_FALSE(line.at("ttft_ms").is_null());
+}
+
+TEST(ProxyStreamEndings, AClientThatLeavesBeforeDoneIsStillADisconnect) {
+  Stack s({"--stream-end", "llamacpp"});
+  HttpRequest req;
+  req.method = "POST";
+  req.path = "/v1/chat/completions";
+  req.body = R"({"messages":[{"role":"user","content":"Hello"}],"max_tokens":400,"ignore_eos":true,"stream":true})";
+  req.disconnect_after_text = "\"content\":";  // the first generated token
+  http(s.proxy.port, req);
+  const auto lines = s.stop_proxy();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(json::parse(lines[0]).at("outcome"), "client_disconnected");
+}
+
+TEST(ProxyStreamEndings, PairsAgainstASimulatorThatClosesAfterStreamsAreAllOkAndRetriesAreCountedAlike) {
+  Stack s({"--stream-end", "llamacpp"});
+  int failed = 0;
+  for (int i = 0; i < 100; ++i) failed += send_pair(s.proxy.port, kShortStreamed, kShortNotStreamed);
+  EXPECT_EQ(failed, 0);
+  const double metric = retries_metric(s.proxy, "eof") + retries_metric(s.proxy, "reset") +
+                        retries_metric(s.proxy, "broken_pipe");
+  (void)s.stop_proxy();
+  const auto l = read_ledger(s.ledger_path());
+  ASSERT_EQ(l.lines.size(), 200u);
+  EXPECT_EQ(l.outcomes.at("ok"), 200) << outcomes_text(l);
+  EXPECT_EQ(metric, static_cast<double>(l.retries));
+  std::cout << "requests sent again on a fresh connection: " << l.retries << " of 200\n";
+}
+
+}  // namespace
+}  // namespace mpo::test

@@ -1,0 +1,31 @@
+// The real llama.cpp server (`llama-server`, build b10309) with a tiny random-weight model, for
+// tests against a real engine. Found through MPO_LLAMA_SERVER and MPO_LLAMA_MODEL, which `.ci/run`
+// sets when ../shared/engines/llamacpp has them; tests skip with a message where they are unset,
+// so a user's clone needs nothing from outside it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "support/process.hpp"
+
+namespace mpo::test {
+
+class LlamaServer {
+ public:
+  // Why the server cannot be started here (variables unset, files missing), or nullopt.
+  static std::optional<std::string> unavailable();
+
+  // Starts it on a free loopback port with 4 slots and /metrics, serving the model as
+  // `real-llama`; returns once GET /health answers 200. Its log goes to `log_path`.
+  explicit LlamaServer(const std::string& log_path);
+  std::uint16_t port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  std::uint16_t port_;
+  ChildProcess process_;
+};
+
+}  // namespace mpo::test
