@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
+#include <type_traits>
 
 namespace mpo::proxy {
 namespace {
@@ -25,7 +27,10 @@ std::optional<T> number(std::string_view v) {
   if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
   T out{};
   const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  if (ec != std::errc() || end != v.data() + v.size() || v.empty() || out < 0) return std::nullopt;
+  if (ec != std::errc() || end != v.data() + v.size() || v.empty() || !(out >= 0)) return std::nullopt;
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!std::isfinite(out)) return std::nullopt;
+  }
   return out;
 }
 

@@ -16,6 +16,8 @@ TEST(KeepAliveHeader, TimeoutAndMaxAsServersWriteThem) {
   EXPECT_FALSE(bad.timeout_s);
   EXPECT_FALSE(bad.max);
   EXPECT_FALSE(parse_keep_alive("").timeout_s);
+  EXPECT_FALSE(parse_keep_alive("timeout=nan").timeout_s);  // from_chars reads these; a header must not
+  EXPECT_FALSE(parse_keep_alive("timeout=inf").timeout_s);
   EXPECT_EQ(parse_keep_alive("timeout=0.5").timeout_s, 0.5);
 }
 
