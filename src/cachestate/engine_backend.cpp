@@ -9,6 +9,7 @@
 #include "core/clock.hpp"
 #include "promtext/signals.hpp"
 #include "scrape/fetch.hpp"
+#include "net/client.hpp"
 #include "sweep/driver.hpp"
 
 namespace mpo::cachestate {
@@ -97,14 +98,13 @@ struct EngineBackend::Impl {
 
   Result<int> post(const std::string& path) {
     // POST with an empty body on the server's origin (vLLM's admin routes are not under /v1).
-    sweep::Target t;
-    t.url = opts.api;
-    t.url.base_path.clear();
-    t.model = opts.model;
-    sweep::Driver driver(t, nullptr, nullptr);
-    auto [status, body] = run_sync<std::pair<int, std::string>>([&]() { return driver.post(path); });
-    if (status == 0) return make_error("cache_state.mechanism", fmt::format("POST {}: {}", path, body));
-    return status;
+    net::ExchangeOptions req;
+    req.method = net::http::verb::post;
+    req.target = path;
+    req.user_agent = "modelperfobs-cache-state-bench";
+    const auto x = net::exchange_blocking(opts.api, {}, std::move(req), opts.timeout_s);
+    if (x.failure) return make_error("cache_state.mechanism", fmt::format("POST {}: {}", path, x.failure->message));
+    return x.status;
   }
 };
 

@@ -2,14 +2,10 @@
 // free loopback ports, drives a short workload through the proxy (rising concurrency, then a burst
 // past the simulated engine's capacity), and writes the ledger, the simulator's truth and the
 // report (md on stdout, html and json in the folder).
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +23,7 @@
 #include "cli/report_input.hpp"
 #include "core/clock.hpp"
 #include "ledger/reader.hpp"
+#include "net/client.hpp"
 #include "report/analysis.hpp"
 #include "report/render.hpp"
 
@@ -89,29 +86,17 @@ std::uint16_t port_in(const std::string& line) {
   return static_cast<std::uint16_t>(std::stoi(line.substr(colon + 1)));
 }
 
-// One streamed chat request over a fresh loopback connection, read to the end. True on a 200.
-bool stream_one(std::uint16_t port, const std::string& body) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    close(fd);
-    return false;
-  }
-  const std::string req = fmt::format(
-      "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-      "Content-Length: {}\r\nConnection: close\r\n\r\n{}",
-      body.size(), body);
-  send(fd, req.data(), req.size(), MSG_NOSIGNAL);
-  std::string head;
-  char buf[8192];
-  for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) {
-    if (head.size() < 16) head.append(buf, static_cast<std::size_t>(n));
-  }
-  close(fd);
-  return head.rfind("HTTP/1.1 200", 0) == 0;
+// One streamed chat request over a fresh connection (net::Client), read to the end. True on a 200.
+bool stream_one(const net::BackendUrl& proxy, const std::string& body) {
+  net::ExchangeOptions req;
+  req.method = net::http::verb::post;
+  req.target = "/v1/chat/completions";
+  req.body = body;
+  req.headers = {{"Content-Type", "application/json"}};
+  req.user_agent = "modelperfobs-demo";
+  req.max_body = 64ull << 20;
+  const auto x = net::exchange_blocking(proxy, {}, std::move(req), 120);
+  return !x.failure && x.status == 200;
 }
 
 std::string prompt_for(int phase, int worker, int i) {
@@ -146,6 +131,7 @@ int run_demo(const std::string& out_dir) {
               dir + "/proxy.log");
   const std::uint16_t proxy_port = port_in(proxy.first_line());
   std::cout << fmt::format("  simulate http://127.0.0.1:{}  <-  proxy http://127.0.0.1:{}", sim_port, proxy_port) << std::endl;
+  const auto proxy_url = net::parse_backend_url(fmt::format("http://127.0.0.1:{}", proxy_port));
 
   struct Phase {
     int concurrency;
@@ -164,7 +150,7 @@ int run_demo(const std::string& out_dir) {
           const std::string body = fmt::format(
               R"({{"model":"demo-model","stream":true,"stream_options":{{"include_usage":true}},"max_tokens":{},"messages":[{{"role":"user","content":"{}"}}]}})",
               16 + 8 * ((w + i) % 4), prompt_for(phase_no, w, i));
-          if (stream_one(proxy_port, body)) ++good;
+          if (stream_one(*proxy_url, body)) ++good;
         }
       });
     }

@@ -1,6 +1,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "net/ca_rule.hpp"
 #include "core/duration.hpp"
 #include "core/host_port.hpp"
 #include "ledger/writer.hpp"
@@ -62,7 +63,7 @@ int run(ProxyArgs& a) {
 std::function<int()> setup_proxy(CLI::App& app) {
   auto a = std::make_shared<ProxyArgs>();
   app.add_option("--backend", a->opts.backend, "backend base URL, e.g. http://127.0.0.1:8000 (a base path is kept)")->required();
-  app.add_option("--backend-ca", a->opts.backend_ca, "PEM file of CAs that sign an https backend's certificate (default: the system's)")
+  app.add_option("--backend-ca", a->opts.backend_ca, net::kCaFileHelp)
       ->check(CLI::ExistingFile);
   app.add_option("--listen", a->listen, "HOST:PORT for clients; port 0 picks a free port (printed)")->capture_default_str();
   app.add_option("--ledger", a->opts.ledger_path, "JSONL ledger to append one line per request to (folders are created)")

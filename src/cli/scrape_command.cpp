@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "net/ca_rule.hpp"
 #include "cli/files.hpp"
 #include "core/clock.hpp"
 #include "core/duration.hpp"
@@ -147,7 +148,7 @@ std::function<int()> setup_scrape(CLI::App& app) {
   app.add_option("--count", a->count, "number of scrapes (default 1 unless --duration is given)");
   app.add_option("--duration", a->duration, "keep scraping this long (10s, 5m)");
   app.add_option("--timeout", a->timeout, "deadline for one scrape")->capture_default_str();
-  app.add_option("--ca", a->ca, "PEM file of CAs for an https metrics URL (default: the system's)")->check(CLI::ExistingFile);
+  app.add_option("--ca", a->ca, net::kCaFileHelp)->check(CLI::ExistingFile);
   app.add_option("--output", a->output, "append modelperfobs.scrape.v1 snapshots (JSONL) to this file");
   app.add_option("--format", a->format, "print the engine's facts: md, json, or none")
       ->check(CLI::IsMember({"md", "json", "none"}))->capture_default_str();

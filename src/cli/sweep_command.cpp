@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "net/ca_rule.hpp"
 #include "cli/files.hpp"
 #include "core/duration.hpp"
 #include "ledger/reader.hpp"
@@ -377,7 +378,7 @@ std::function<int()> setup_sweep(CLI::App& app) {
   app.add_option("--seed", a->seed, "seed of the workload and arrivals")->capture_default_str();
   app.add_flag("--ignore-eos", a->ignore_eos, "ask the server to generate exactly max_tokens (vLLM/SGLang extension)");
   app.add_option("--api-key-env", a->api_key_env, "environment variable holding the API key")->capture_default_str();
-  app.add_option("--ca", a->ca, "extra CA file for an https server")->check(CLI::ExistingFile);
+  app.add_option("--ca", a->ca, net::kCaFileHelp)->check(CLI::ExistingFile);
   app.add_option("--timeout", a->timeout, "per-request timeout")->capture_default_str();
   app.add_option("--slo", a->slo, "goodput: requests finished within this end-to-end time")->capture_default_str();
   app.add_option("--ttft-p99-budget-ms", a->ttft_budget, "p99 TTFT budget (ms) for the SLA knee and boundary");

@@ -13,8 +13,6 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <boost/asio/ssl/host_name_verification.hpp>
-#include <boost/beast/ssl.hpp>
 #include <fmt/format.h>
 
 #include "core/clock.hpp"
@@ -22,6 +20,7 @@
 #include "core/uuid.hpp"
 #include "ledger/observation.hpp"
 #include "net/backend_url.hpp"
+#include "net/client.hpp"
 #include "openai/chunk.hpp"
 #include "ledger/from_tap.hpp"
 #include "openai/stream_tap.hpp"
@@ -66,23 +65,14 @@ std::string connection_tokens(const Fields& f) {
   return it == f.end() ? std::string() : std::string(it->value());
 }
 
-using PlainStream = beast::tcp_stream;
-using TlsStream = beast::ssl_stream<beast::tcp_stream>;
-
-// One connection to the backend, plain or TLS. Operations are visited: each alternative's
-// awaitable has the same type, so `co_await std::visit(...)` works for both.
+// One pooled connection to the backend (net::Connection: plain or TLS) and what the pool knows of it.
 struct Upstream {
-  explicit Upstream(asio::any_io_executor ex) : stream(std::in_place_type<PlainStream>, ex) {}
-  Upstream(asio::any_io_executor ex, asio::ssl::context& ctx) : stream(std::in_place_type<TlsStream>, ex, ctx) {}
-  std::variant<PlainStream, TlsStream> stream;
-  beast::flat_buffer buffer;
+  std::shared_ptr<net::Connection> conn;
   std::chrono::steady_clock::time_point idle_since;
   double idle_limit_s = 0;    // how long it may wait in the pool (the backend's Keep-Alive timeout)
   bool after_stream = false;  // its last response was an event stream
-  beast::tcp_stream& tcp() {
-    if (auto* p = std::get_if<PlainStream>(&stream)) return *p;
-    return std::get<TlsStream>(stream).next_layer();
-  }
+  beast::tcp_stream& tcp() { return conn->tcp(); }
+  beast::flat_buffer& buffer() { return conn->buffer(); }
 };
 
 // What a finished exchange left behind, for the ledger line.
@@ -99,7 +89,6 @@ class Proxy {
         backend_(std::move(backend)),
         acceptor_(io),
         admin_acceptor_(io),
-        resolver_(io),
         ledger_({opts_.ledger_path, opts_.fsync, 1.0, 65536}) {
     if (!opts_.scrape_url.empty()) {
       if (opts_.scrape_output.empty()) opts_.scrape_output = scrape::snapshots_path_for(opts_.ledger_path);
@@ -115,21 +104,9 @@ class Proxy {
   }
 
   Status open() {
-    if (backend_.scheme == "https") {
-      tls_.emplace(asio::ssl::context::tls_client);
-      tls_->set_verify_mode(asio::ssl::verify_peer);
-      boost::system::error_code ec;
-      if (opts_.backend_ca.empty()) {
-        tls_->set_default_verify_paths(ec);
-      } else {
-        tls_->load_verify_file(opts_.backend_ca, ec);
-      }
-      if (ec) {
-        return make_error("proxy.tls", fmt::format("cannot load CA certificates{}: {}",
-                                                   opts_.backend_ca.empty() ? "" : " from " + opts_.backend_ca,
-                                                   ec.message()));
-      }
-    }
+    auto client = net::Client::make(io_.get_executor(), backend_, opts_.backend_ca, "--backend-ca");
+    if (!client) return make_error("proxy.tls", client.error().message);
+    client_ = std::move(*client);
     if (auto st = ledger_.open(); !st) return st;
     if (scraper_) {
       if (auto st = scraper_->open(); !st) return st;
@@ -428,7 +405,7 @@ class Proxy {
     const ssize_t n = ::recv(u.tcp().socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n < 0) return !(errno == EAGAIN || errno == EWOULDBLOCK);
     if (n == 0) return true;
-    return std::holds_alternative<PlainStream>(u.stream);
+    return !u.conn->tls();
   }
 
   std::shared_ptr<Upstream> take_pooled() {
@@ -452,43 +429,25 @@ class Proxy {
     u->idle_since = std::chrono::steady_clock::now();
     u->idle_limit_s = admission.idle_limit_s;
     u->after_stream = after_stream;
-    u->buffer.clear();
+    u->buffer().clear();
     pool_.push_back(std::move(u));
   }
 
   static UpstreamFailure failure_of(const boost::system::error_code& ec) {
-    if (ec == beast::error::timeout) return UpstreamFailure::kTimeout;
-    if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::ssl::error::stream_truncated) {
-      return UpstreamFailure::kClosed;
+    switch (net::classify(ec)) {
+      case net::FailureKind::kClosed: return UpstreamFailure::kClosed;
+      case net::FailureKind::kReset:
+        return ec == asio::error::broken_pipe ? UpstreamFailure::kBrokenPipe : UpstreamFailure::kReset;
+      case net::FailureKind::kTimeout: return UpstreamFailure::kTimeout;
+      default: return UpstreamFailure::kOther;
     }
-    if (ec == asio::error::connection_reset) return UpstreamFailure::kReset;
-    if (ec == asio::error::broken_pipe) return UpstreamFailure::kBrokenPipe;
-    return UpstreamFailure::kOther;
   }
 
   awaitable<std::pair<std::shared_ptr<Upstream>, boost::system::error_code>> connect() {
-    auto u = tls_ ? std::make_shared<Upstream>(io_.get_executor(), *tls_) : std::make_shared<Upstream>(io_.get_executor());
-    if (endpoints_.empty()) {
-      auto [rec, results] = co_await resolver_.async_resolve(backend_.host, std::to_string(backend_.port), kNoThrow);
-      if (rec) co_return std::make_pair(nullptr, rec);
-      endpoints_.assign(results.begin(), results.end());
-    }
-    u->tcp().expires_after(seconds(opts_.connect_timeout_s));
-    std::vector<tcp::endpoint> eps;
-    for (const auto& e : endpoints_) eps.push_back(e.endpoint());
-    auto [ec, ep] = co_await u->tcp().async_connect(eps, kNoThrow);
-    if (ec) co_return std::make_pair(nullptr, ec);
-    u->tcp().socket().set_option(tcp::no_delay(true), ec);
-    if (auto* tls = std::get_if<TlsStream>(&u->stream)) {
-      // SNI and hostname verification against the --backend host.
-      if (!SSL_set_tlsext_host_name(tls->native_handle(), backend_.host.c_str())) {
-        co_return std::make_pair(nullptr, boost::system::error_code(static_cast<int>(::ERR_get_error()),
-                                                                      asio::error::get_ssl_category()));
-      }
-      tls->set_verify_callback(asio::ssl::host_name_verification(backend_.host));
-      auto [hec] = co_await tls->async_handshake(asio::ssl::stream_base::client, kNoThrow);
-      if (hec) co_return std::make_pair(nullptr, hec);
-    }
+    auto [conn, failure] = co_await client_->connect(net::deadline_after(opts_.connect_timeout_s));
+    if (failure) co_return std::make_pair(nullptr, failure->ec);
+    auto u = std::make_shared<Upstream>();
+    u->conn = std::move(conn);
     co_return std::make_pair(u, boost::system::error_code{});
   }
 
@@ -563,13 +522,11 @@ class Proxy {
       }
       watch->upstream = up;
       up->tcp().expires_after(seconds(opts_.response_timeout_s));
-      auto [wec, written] =
-          co_await std::visit([&](auto& s) { return http::async_write(s, up_req, kNoThrow); }, up->stream);
+      auto [wec, written] = co_await up->conn->write(up_req);
       ec = wec;
       if (!ec) {
         up->tcp().expires_after(seconds(opts_.response_timeout_s));
-        auto [hec, hn] = co_await std::visit(
-            [&](auto& s) { return http::async_read_header(s, up->buffer, parser, kNoThrow); }, up->stream);
+        auto [hec, hn] = co_await up->conn->read_header(parser);
         ec = hec;
       }
       if (!ec) {
@@ -581,7 +538,7 @@ class Proxy {
       retry.pooled_connection = pooled;
       retry.retries_so_far = o.upstream_retries.value_or(0);
       retry.failure = failure_of(ec);
-      retry.response_bytes_seen = parser.got_some() || up->buffer.size() > 0;
+      retry.response_bytes_seen = parser.got_some() || up->buffer().size() > 0;
       retry.client_gone = watch->client_gone;
       const bool closed_by_backend = retry.failure == UpstreamFailure::kClosed ||
                                      retry.failure == UpstreamFailure::kReset ||
@@ -677,7 +634,7 @@ class Proxy {
     bool head_written = false, final_written = false, client_failed = false;
     // The stream's terminal event ([DONE], response.completed, message_stop) reached the client.
     bool terminal_forwarded = false;
-    if (up->buffer.size() == 0 && !parser.is_done()) {
+    if (up->buffer().size() == 0 && !parser.is_done()) {
       auto [hec, hn] = co_await http::async_write_header(client, sr, kNoThrow);
       client_failed = static_cast<bool>(hec);
       head_written = true;
@@ -692,16 +649,15 @@ class Proxy {
       parser.get().body().data = buf.get();
       parser.get().body().size = kBufSize;
       up->tcp().expires_after(seconds(opts_.stream_idle_timeout_s));
-      auto [rec, rn] = co_await std::visit(
-          [&](auto& s) { return http::async_read_some(s, up->buffer, parser, kNoThrow); }, up->stream);
+      auto [rec, rn] = co_await up->conn->read_some(parser);
       if (rec == http::error::need_buffer) rec = {};
       // The parser stops after each element (chunk size line, chunk data): parse what this read
       // already brought, never waiting on the socket, so that the read leaves in one write (and
       // the final chunk rides with the last data). Waiting here would coalesce events.
-      while (!rec && !parser.is_done() && up->buffer.size() > 0 && parser.get().body().size > 0) {
+      while (!rec && !parser.is_done() && up->buffer().size() > 0 && parser.get().body().size > 0) {
         boost::system::error_code pec;
-        const std::size_t used = parser.put(up->buffer.data(), pec);
-        up->buffer.consume(used);
+        const std::size_t used = parser.put(up->buffer().data(), pec);
+        up->buffer().consume(used);
         if (pec == http::error::need_more || pec == http::error::need_buffer) break;
         if (pec) rec = pec;
         if (used == 0) break;
@@ -793,12 +749,10 @@ class Proxy {
   net::BackendUrl backend_;
   tcp::acceptor acceptor_;
   tcp::acceptor admin_acceptor_;
-  tcp::resolver resolver_;
-  std::vector<tcp::resolver::results_type::value_type> endpoints_;
   std::vector<std::shared_ptr<Upstream>> pool_;
   ledger::LedgerWriter ledger_;
   std::unique_ptr<scrape::Recorder> scraper_;
-  std::optional<asio::ssl::context> tls_;
+  std::unique_ptr<net::Client> client_;
   ProxyMetrics metrics_;
   CloseAfterResponseLearner learner_;
   Uuid7Generator ids_;

@@ -5,44 +5,23 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/connect.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
 #include <fmt/format.h>
 
 #include "core/clock.hpp"
+#include "net/client.hpp"
 
 namespace mpo::scrape {
 
 namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using asio::ip::tcp;
-
 constexpr auto kNoThrow = asio::as_tuple(asio::use_awaitable);
 
-struct Fetcher::Tls {
-  asio::ssl::context ctx{asio::ssl::context::tls_client};
-};
-
-Fetcher::Fetcher(net::BackendUrl url, FetchOptions opts) : url_(std::move(url)), opts_(std::move(opts)) {
-  if (url_.scheme == "https") {
-    tls_ = std::make_unique<Tls>();
-    tls_->ctx.set_verify_mode(asio::ssl::verify_peer);
-    boost::system::error_code ec;
-    tls_->ctx.set_default_verify_paths(ec);
-    if (!opts_.ca_file.empty()) tls_->ctx.load_verify_file(opts_.ca_file, ec);
-  }
-}
+Fetcher::Fetcher(net::BackendUrl url, FetchOptions opts) : url_(std::move(url)), opts_(std::move(opts)) {}
 
 Fetcher::~Fetcher() = default;
 
@@ -62,83 +41,36 @@ Result<net::BackendUrl> parse_metrics_url(std::string_view text) {
   return u;
 }
 
-namespace {
-
-template <typename Stream>
-asio::awaitable<boost::system::error_code> exchange(Stream& stream, const http::request<http::empty_body>& req,
-                                                    http::response_parser<http::string_body>& parser) {
-  auto [wec, wn] = co_await http::async_write(stream, req, kNoThrow);
-  if (wec) co_return wec;
-  beast::flat_buffer buf;
-  auto [rec, rn] = co_await http::async_read(stream, buf, parser, kNoThrow);
-  co_return rec;
-}
-
-}  // namespace
-
 asio::awaitable<Fetcher::Fetched> Fetcher::fetch() {
   Fetched f;
   auto ex = co_await asio::this_coro::executor;
-  const auto deadline = std::chrono::milliseconds(static_cast<std::int64_t>(opts_.timeout_s * 1000));
-  const std::string src = source();
-
-  http::request<http::empty_body> req{http::verb::get, target(), 11};
-  req.set(http::field::host, url_.host_header);
-  req.set(http::field::user_agent, "modelperfobs-scrape");
-  req.set(http::field::accept, "text/plain;version=0.0.4;q=1,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1");
-  req.set(http::field::connection, "close");
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(opts_.max_body_bytes);
-
-  auto fail = [&](ScrapeStatus status, std::string message) {
-    f.status = status;
-    f.error = std::move(message);
-  };
-
-  tcp::resolver resolver(ex);
-  auto [rec, endpoints] = co_await resolver.async_resolve(url_.host, std::to_string(url_.port), kNoThrow);
-  if (rec) {
-    fail(ScrapeStatus::kUnreachable, fmt::format("cannot resolve {}: {}", url_.host, rec.message()));
-    co_return f;
-  }
-  beast::tcp_stream plain(ex);
-  plain.expires_after(deadline);
-  auto [cec, ep] = co_await plain.async_connect(endpoints, kNoThrow);
-  if (cec) {
-    if (cec == beast::error::timeout) fail(ScrapeStatus::kTimeout, fmt::format("no connection to {} within {} s", url_.origin, opts_.timeout_s));
-    else fail(ScrapeStatus::kUnreachable, fmt::format("cannot connect to {}: {}", url_.origin, cec.message()));
-    co_return f;
-  }
-  plain.socket().set_option(tcp::no_delay(true));
-  boost::system::error_code ec;
-  if (tls_) {
-    beast::ssl_stream<beast::tcp_stream> tls(std::move(plain), tls_->ctx);
-    if (!SSL_set_tlsext_host_name(tls.native_handle(), url_.host.c_str())) {
-      fail(ScrapeStatus::kUnreachable, "cannot set TLS SNI");
+  if (!client_ || client_executor_ != ex) {  // one client per event loop the fetcher runs on
+    auto made = net::Client::make(ex, url_, opts_.ca_file);
+    if (!made) {
+      f.status = ScrapeStatus::kUnreachable;
+      f.error = made.error().message;
       co_return f;
     }
-    tls.set_verify_callback(asio::ssl::host_name_verification(url_.host));
-    auto [hec] = co_await tls.async_handshake(asio::ssl::stream_base::client, kNoThrow);
-    if (hec) {
-      fail(hec == beast::error::timeout ? ScrapeStatus::kTimeout : ScrapeStatus::kUnreachable,
-           fmt::format("TLS handshake with {} failed: {} (pass --ca FILE for a private CA)", url_.origin, hec.message()));
-      co_return f;
-    }
-    ec = co_await exchange(tls, req, parser);
-  } else {
-    ec = co_await exchange(plain, req, parser);
+    client_ = std::move(*made);
+    client_executor_ = ex;
   }
-  if (ec) {
-    if (ec == beast::error::timeout) fail(ScrapeStatus::kTimeout, fmt::format("{} did not answer within {} s", src, opts_.timeout_s));
-    else if (ec == http::error::body_limit) fail(ScrapeStatus::kUnreachable, fmt::format("{} sent more than {} bytes", src, opts_.max_body_bytes));
-    else fail(ScrapeStatus::kUnreachable, fmt::format("reading {} failed: {}", src, ec.message()));
+  net::ExchangeOptions req;
+  req.target = target();
+  req.user_agent = "modelperfobs-scrape";
+  req.headers = {{"Accept", "text/plain;version=0.0.4;q=1,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1"}};
+  req.max_body = opts_.max_body_bytes;
+  auto x = co_await net::exchange(*client_, std::move(req), net::deadline_after(opts_.timeout_s));
+  if (x.failure) {
+    const bool timed_out = x.failure->kind == net::FailureKind::kTimeout;
+    f.status = timed_out ? ScrapeStatus::kTimeout : ScrapeStatus::kUnreachable;
+    f.error = timed_out ? fmt::format("{} did not answer within {} s", source(), opts_.timeout_s) : x.failure->message;
     co_return f;
   }
-  auto& res = parser.get();
-  f.http_status = static_cast<int>(res.result_int());
-  f.body = std::move(res.body());
-  if (res.result_int() < 200 || res.result_int() > 299) {
-    fail(ScrapeStatus::kHttpError, fmt::format("{} answered HTTP {}", src, res.result_int()));
+  f.http_status = x.status;
+  f.body = std::move(x.body);
+  if (x.status < 200 || x.status > 299) {
+    f.status = ScrapeStatus::kHttpError;
+    f.error = fmt::format("{} answered HTTP {}", source(), x.status);
   }
   co_return f;
 }

@@ -1,5 +1,5 @@
-// GET an engine's /metrics over http or https (verified TLS, SNI), with one deadline for the whole
-// exchange. The edge of the scrape module: the only file here that includes Asio/Beast.
+// GET an engine's /metrics over http or https (net::Client: verified TLS, SNI), with one deadline
+// for the whole exchange. The edge of the scrape module: the only file here that includes Asio/Beast.
 #pragma once
 
 #include <atomic>
@@ -13,13 +13,17 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include "net/backend_url.hpp"
+
+namespace mpo::net {
+class Client;
+}
 #include "scrape/snapshot.hpp"
 
 namespace mpo::scrape {
 
 struct FetchOptions {
   double timeout_s = 5.0;
-  std::string ca_file;                          // extra CAs for https (default: the system's)
+  std::string ca_file;                          // CAs for https instead of the system's (net/client.hpp)
   std::uint64_t max_body_bytes = 64ull << 20;  // a larger /metrics is refused
 };
 
@@ -45,10 +49,10 @@ class Fetcher {
   std::string target() const;  // the request target: the URL's path
 
  private:
-  struct Tls;
   net::BackendUrl url_;
   FetchOptions opts_;
-  std::unique_ptr<Tls> tls_;
+  std::unique_ptr<net::Client> client_;
+  boost::asio::any_io_executor client_executor_;
 };
 
 struct ScheduleOptions {

@@ -12,19 +12,18 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
 #include <fmt/format.h>
 
 #include "core/clock.hpp"
 #include "core/json.hpp"
 #include "core/uuid.hpp"
 #include "ledger/from_tap.hpp"
+#include "net/client.hpp"
 #include "openai/stream_tap.hpp"
 #include "sweep/wait_group.hpp"
 
@@ -46,28 +45,18 @@ double thread_cpu_seconds() {
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
-using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+// A worker's connection: null until connected, and again after the server closed it.
+using ConnectionSlot = std::shared_ptr<net::Connection>;
 
-struct Connection {
-  std::variant<std::monostate, beast::tcp_stream, TlsStream> stream;
-  beast::flat_buffer buffer;
-  bool open() const { return stream.index() != 0; }
-  beast::tcp_stream& tcp() {
-    if (auto* p = std::get_if<beast::tcp_stream>(&stream)) return *p;
-    return beast::get_lowest_layer(std::get<TlsStream>(stream));
-  }
-  void close() {
-    if (!open()) return;
-    boost::system::error_code ec;
-    tcp().socket().close(ec);
-    stream.emplace<std::monostate>();
-    buffer.clear();
-  }
-};
+void close_slot(ConnectionSlot& c) {
+  if (c) c->close();
+  c.reset();
+}
 
 struct Attempt {
   boost::system::error_code ec;
-  std::string stage;  // connect, tls, write, header, body
+  std::string stage;    // connect, tls, write, header, body
+  std::string message;  // net::Client's description, when it made one
 };
 
 }  // namespace
@@ -123,10 +112,9 @@ struct Driver::Impl {
   Target target;
   std::function<void(const ledger::Observation&)> on_observation;
   std::function<void(std::size_t, std::size_t)> on_progress;
-  std::optional<asio::ssl::context> tls;
-  std::vector<tcp::endpoint> endpoints;
+  std::unique_ptr<net::Client> client;  // made on the first connect, on the loop that runs the driver
   Uuid7Generator ids;
-  std::vector<std::unique_ptr<Connection>> idle;  // open-loop pool
+  std::vector<ConnectionSlot> idle;  // open-loop pool
   std::int64_t in_flight = 0;
 
   // Per point.
@@ -135,48 +123,29 @@ struct Driver::Impl {
   std::string label;
 
   Impl(Target t, std::function<void(const ledger::Observation&)> obs, std::function<void(std::size_t, std::size_t)> prog)
-      : target(std::move(t)), on_observation(std::move(obs)), on_progress(std::move(prog)) {
-    if (target.url.scheme == "https") {
-      tls.emplace(asio::ssl::context::tls_client);
-      tls->set_verify_mode(asio::ssl::verify_peer);
-      boost::system::error_code ec;
-      tls->set_default_verify_paths(ec);
-      if (!target.ca_file.empty()) tls->load_verify_file(target.ca_file, ec);
-    }
-  }
+      : target(std::move(t)), on_observation(std::move(obs)), on_progress(std::move(prog)) {}
 
   std::string path(std::string_view suffix) const { return target.url.base_path + std::string(suffix); }
 
-  asio::awaitable<Attempt> connect(Connection& c, std::chrono::steady_clock::time_point deadline) {
-    auto ex = co_await asio::this_coro::executor;
-    if (endpoints.empty()) {
-      tcp::resolver resolver(ex);
-      auto [rec, results] = co_await resolver.async_resolve(target.url.host, std::to_string(target.url.port), kNoThrow);
-      if (rec) co_return Attempt{rec, "resolve"};
-      for (const auto& e : results) endpoints.push_back(e.endpoint());
+  asio::awaitable<Attempt> connect(ConnectionSlot& c, std::chrono::steady_clock::time_point deadline) {
+    if (!client) {
+      auto made = net::Client::make(co_await asio::this_coro::executor, target.url, target.ca_file);
+      if (!made) co_return Attempt{asio::error::invalid_argument, "tls", made.error().message};
+      client = std::move(*made);
     }
-    beast::tcp_stream plain(ex);
-    plain.expires_at(deadline);
-    auto [cec, ep] = co_await plain.async_connect(endpoints, kNoThrow);
-    if (cec) co_return Attempt{cec, "connect"};
-    plain.socket().set_option(tcp::no_delay(true));
-    if (!tls) {
-      c.stream.emplace<beast::tcp_stream>(std::move(plain));
-      co_return Attempt{};
+    auto [conn, failure] = co_await client->connect(deadline);
+    if (failure) {
+      const char* stage = failure->kind == net::FailureKind::kResolve ? "resolve"
+                          : failure->kind == net::FailureKind::kTls    ? "tls"
+                                                                       : "connect";
+      co_return Attempt{failure->ec, stage, failure->message};
     }
-    auto& s = c.stream.emplace<TlsStream>(std::move(plain), *tls);
-    SSL_set_tlsext_host_name(s.native_handle(), target.url.host.c_str());
-    s.set_verify_callback(asio::ssl::host_name_verification(target.url.host));
-    auto [hec] = co_await s.async_handshake(asio::ssl::stream_base::client, kNoThrow);
-    if (hec) {
-      c.close();
-      co_return Attempt{hec, "tls"};
-    }
+    c = std::move(conn);
     co_return Attempt{};
   }
 
   // One request, measured. `scheduled_us`: the steady time it was due.
-  asio::awaitable<Sample> measure(Connection& conn, const ServingRequest& r, bool warmup, std::int64_t scheduled_us) {
+  asio::awaitable<Sample> measure(ConnectionSlot& conn, const ServingRequest& r, bool warmup, std::int64_t scheduled_us) {
     const Clock& clock = SystemClock::instance();
     const std::int64_t sent_us = clock.steady_us();
     const std::int64_t wall_start = clock.wall_us();
@@ -227,40 +196,25 @@ struct Driver::Impl {
     // A pooled connection the server closed while idle fails at write or header: retry once on a
     // fresh one (nothing of this request reached the engine).
     for (int attempt = 0; attempt < 2; ++attempt) {
-      const bool reused = conn.open();
-      if (!conn.open()) {
+      const bool reused = conn != nullptr;
+      if (!conn) {
         failure = co_await connect(conn, deadline);
         if (failure.ec) break;
       }
-      conn.tcp().expires_at(deadline);
-      auto [wec, wn] = co_await std::visit(
-          [&](auto& st) -> asio::awaitable<std::tuple<boost::system::error_code, std::size_t>> {
-            if constexpr (std::is_same_v<std::decay_t<decltype(st)>, std::monostate>) {
-              co_return std::tuple<boost::system::error_code, std::size_t>{asio::error::not_connected, 0};
-            } else {
-              co_return co_await http::async_write(st, req, kNoThrow);
-            }
-          },
-          conn.stream);
+      conn->expires_at(deadline);
+      auto [wec, wn] = co_await conn->write(req);
       if (wec) {
-        failure = {wec, "write"};
-        conn.close();
+        failure = {wec, "write", {}};
+        close_slot(conn);
         if (reused) continue;
         break;
       }
-      auto [hec, hn] = co_await std::visit(
-          [&](auto& st) -> asio::awaitable<std::tuple<boost::system::error_code, std::size_t>> {
-            if constexpr (std::is_same_v<std::decay_t<decltype(st)>, std::monostate>) {
-              co_return std::tuple<boost::system::error_code, std::size_t>{asio::error::not_connected, 0};
-            } else {
-              co_return co_await http::async_read_header(st, conn.buffer, *parser_slot, kNoThrow);
-            }
-          },
-          conn.stream);
+      auto [hec, hn] = co_await conn->read_header(*parser_slot);
       if (hec) {
-        failure = {hec, "header"};
-        conn.close();
-        if (reused && (hec == http::error::end_of_stream || hec == asio::error::connection_reset)) {
+        failure = {hec, "header", {}};
+        close_slot(conn);
+        const auto kind = net::classify(hec);
+        if (reused && (kind == net::FailureKind::kClosed || kind == net::FailureKind::kReset)) {
           parser_slot.emplace();
           parser_slot->body_limit(boost::none);
           continue;
@@ -284,7 +238,8 @@ struct Driver::Impl {
       const bool timeout = failure.ec == beast::error::timeout;
       s.ok = false;
       s.error_class = timeout ? "timeout" : "transport";
-      s.error = fmt::format("{} failed: {}", failure.stage, failure.ec.message());
+      s.error = failure.message.empty() ? fmt::format("{} failed: {}", failure.stage, failure.ec.message())
+                                        : fmt::format("{}: {}", failure.stage, failure.message);
       o.outcome = timeout ? "upstream_timeout"
                           : (failure.stage == "header" ? "upstream_reset" : "upstream_unreachable");
       o.error_type = o.outcome;
@@ -308,15 +263,7 @@ struct Driver::Impl {
     while (!parser.is_done()) {
       parser.get().body().data = buf.data();
       parser.get().body().size = buf.size();
-      auto [rec, rn] = co_await std::visit(
-          [&](auto& st) -> asio::awaitable<std::tuple<boost::system::error_code, std::size_t>> {
-            if constexpr (std::is_same_v<std::decay_t<decltype(st)>, std::monostate>) {
-              co_return std::tuple<boost::system::error_code, std::size_t>{asio::error::not_connected, 0};
-            } else {
-              co_return co_await http::async_read_some(st, conn.buffer, parser, kNoThrow);
-            }
-          },
-          conn.stream);
+      auto [rec, rn] = co_await conn->read_some(parser);
       if (rec == http::error::need_buffer) rec = {};
       const std::size_t got = buf.size() - parser.get().body().size;
       if (got > 0) {
@@ -332,7 +279,7 @@ struct Driver::Impl {
     }
     tap.finish(parser.is_done());
     const std::int64_t end_us = clock.steady_us();
-    if (!parser.is_done() || !parser.keep_alive()) conn.close();
+    if (!parser.is_done() || !parser.keep_alive()) close_slot(conn);
 
     // The sample, as fak measures it; TTFT at the first generated content of any kind.
     s.stream_mode = sse ? "sse" : "non_sse";
@@ -403,7 +350,7 @@ struct Driver::Impl {
       asio::co_spawn(
           ex,
           [&]() -> asio::awaitable<void> {
-            Connection conn;
+            ConnectionSlot conn;
             std::int64_t ready = point_start_us;
             while (true) {
               const std::size_t i = next;
@@ -428,7 +375,7 @@ struct Driver::Impl {
               }
               ready = SystemClock::instance().steady_us();
             }
-            conn.close();
+            close_slot(conn);
           },
           [&](std::exception_ptr) { wg.done(); });
     }
@@ -457,21 +404,19 @@ struct Driver::Impl {
       asio::co_spawn(
           ex,
           [&, i, due_us]() -> asio::awaitable<void> {
-            std::unique_ptr<Connection> conn;
+            ConnectionSlot conn;
             if (!idle.empty()) {
               conn = std::move(idle.back());
               idle.pop_back();
-            } else {
-              conn = std::make_unique<Connection>();
             }
-            Sample s = co_await measure(*conn, plan.requests[i], i < plan.warmup, due_us);
+            Sample s = co_await measure(conn, plan.requests[i], i < plan.warmup, due_us);
             samples[i] = std::move(s);
-            if (conn->open()) idle.push_back(std::move(conn));
+            if (conn) idle.push_back(std::move(conn));
           },
           [&](std::exception_ptr) { wg.done(); });
     }
     co_await wg.wait();
-    for (auto& c : idle) c->close();
+    for (auto& c : idle) close_slot(c);
     idle.clear();
     PointRun run;
     run.samples = std::move(samples);
@@ -537,33 +482,19 @@ asio::awaitable<std::pair<int, std::string>> Driver::post(std::string suffix) {
 }
 
 asio::awaitable<std::pair<int, std::string>> Driver::simple(bool post, std::string suffix) {
-  Connection conn;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  Attempt a = co_await impl_->connect(conn, deadline);
-  if (a.ec) co_return std::pair<int, std::string>{0, a.stage + ": " + a.ec.message()};
-  http::request<http::string_body> req{post ? http::verb::post : http::verb::get, impl_->path(suffix), 11};
-  req.set(http::field::host, impl_->target.url.host_header);
-  if (post) req.prepare_payload();
-  req.set(http::field::user_agent, "modelperfobs-sweep");
-  if (!impl_->target.api_key.empty()) req.set(http::field::authorization, "Bearer " + impl_->target.api_key);
-  req.keep_alive(false);
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(8u << 20);
-  conn.tcp().expires_at(deadline);
-  auto [ec, n] = co_await std::visit(
-      [&](auto& st) -> asio::awaitable<std::tuple<boost::system::error_code, std::size_t>> {
-        if constexpr (std::is_same_v<std::decay_t<decltype(st)>, std::monostate>) {
-          co_return std::tuple<boost::system::error_code, std::size_t>{asio::error::not_connected, 0};
-        } else {
-          auto [wec, wn] = co_await http::async_write(st, req, kNoThrow);
-          if (wec) co_return std::tuple<boost::system::error_code, std::size_t>{wec, 0};
-          co_return co_await http::async_read(st, conn.buffer, parser, kNoThrow);
-        }
-      },
-      conn.stream);
-  conn.close();
-  if (ec) co_return std::pair<int, std::string>{0, ec.message()};
-  co_return std::pair<int, std::string>{static_cast<int>(parser.get().result_int()), parser.get().body()};
+  if (!impl_->client) {
+    auto made = net::Client::make(co_await asio::this_coro::executor, impl_->target.url, impl_->target.ca_file);
+    if (!made) co_return std::pair<int, std::string>{0, made.error().message};
+    impl_->client = std::move(*made);
+  }
+  net::ExchangeOptions req;
+  req.method = post ? http::verb::post : http::verb::get;
+  req.target = impl_->path(suffix);
+  req.user_agent = "modelperfobs-sweep";
+  if (!impl_->target.api_key.empty()) req.headers.emplace_back("Authorization", "Bearer " + impl_->target.api_key);
+  auto x = co_await net::exchange(*impl_->client, std::move(req), net::deadline_after(10));
+  if (x.failure) co_return std::pair<int, std::string>{0, x.failure->message};
+  co_return std::pair<int, std::string>{x.status, std::move(x.body)};
 }
 
 }  // namespace mpo::sweep
