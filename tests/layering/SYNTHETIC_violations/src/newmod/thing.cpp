@@ -1,0 +1,2 @@
+// SYNTHETIC: a module the graph does not name.
+#include "core/result.hpp"
