@@ -1,5 +1,6 @@
 // A Prometheus-style histogram (fixed upper bounds, non-cumulative counts, sum, count) and the
-// bucket bounds vLLM 0.29.0 publishes, shared by the simulator and the proxy's own metrics.
+// bucket bounds vLLM 0.29.0 publishes, shared by the simulator and the proxy's own metrics. Written
+// out by promtext::TextWriter (the project's one exposition writer).
 #pragma once
 
 #include <cstdint>
@@ -27,11 +28,6 @@ class Histogram {
   double sum_ = 0;
   std::uint64_t count_ = 0;
 };
-
-// Python's float repr as prometheus_client writes it: "10.0", "0.25", "1.789901808e+09", "+Inf".
-std::string prom_number(double v);
-// A label value escaped for the text format (backslash, double quote, newline).
-std::string prom_escape_label(std::string_view v);
 
 // Bucket bounds of vLLM 0.29.0 (tests/fixtures/vllm/vllm-v1_0.29.0_*.prom).
 namespace vllm_buckets {

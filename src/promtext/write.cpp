@@ -1,45 +1,15 @@
-// The writer and the helpers of exposition.hpp. Every family gets its TYPE line (untyped ones too),
-// so a re-parse resolves each sample to the same family.
+// The round-trip writer and the helpers of exposition.hpp. Every family gets its TYPE line
+// (untyped ones too), so a re-parse resolves each sample to the same family; the text itself is
+// laid out by TextWriter, the project's one exposition writer.
 #include <cmath>
 
 #include <fmt/format.h>
 
 #include "promtext/exposition.hpp"
-#include "promtext/number.hpp"
+#include "promtext/text_writer.hpp"
 
 namespace mpo::promtext {
 namespace {
-
-void append_label_value(std::string& out, std::string_view v) {
-  for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
-  }
-}
-
-void append_labels(std::string& out, const Labels& labels) {
-  if (labels.empty()) return;
-  out += '{';
-  for (std::size_t i = 0; i < labels.size(); ++i) {
-    if (i) out += ',';
-    out += labels[i].name;
-    out += "=\"";
-    append_label_value(out, labels[i].value);
-    out += '"';
-  }
-  out += '}';
-}
-
-void append_help(std::string& out, std::string_view help, Format format) {
-  for (char c : help) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else if (c == '"' && format == Format::kOpenMetrics) out += "\\\"";
-    else out += c;
-  }
-}
 
 bool same_number(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
 bool same_optional(const std::optional<double>& a, const std::optional<double>& b) {
@@ -77,42 +47,15 @@ const MetricFamily* Exposition::family(std::string_view name) const {
 }
 
 std::string write_exposition(const Exposition& e) {
-  std::string out;
-  const bool om = e.format == Format::kOpenMetrics;
+  TextWriter w(e.format, NumberStyle::kShortest);
   for (const MetricFamily& f : e.families) {
-    if (f.help) {
-      fmt::format_to(std::back_inserter(out), "# HELP {} ", f.name);
-      append_help(out, *f.help, e.format);
-      out += '\n';
-    }
-    const std::string_view type = f.type == MetricType::kUntyped && om ? "unknown" : to_string(f.type);
-    fmt::format_to(std::back_inserter(out), "# TYPE {} {}\n", f.name, type);
-    if (f.unit) fmt::format_to(std::back_inserter(out), "# UNIT {} {}\n", f.name, *f.unit);
+    w.family(f.name, f.type, f.help ? std::optional<std::string_view>(*f.help) : std::nullopt);
+    if (f.unit) w.unit(f.name, *f.unit);
     for (const Sample& s : f.samples) {
-      out += s.name;
-      append_labels(out, s.labels);
-      out += ' ';
-      out += format_number(s.value);
-      if (s.timestamp) {
-        out += ' ';
-        out += format_number(*s.timestamp);
-      }
-      if (s.exemplar) {
-        out += " # ";
-        if (s.exemplar->labels.empty()) out += "{}";
-        append_labels(out, s.exemplar->labels);
-        out += ' ';
-        out += format_number(s.exemplar->value);
-        if (s.exemplar->timestamp) {
-          out += ' ';
-          out += format_number(*s.exemplar->timestamp);
-        }
-      }
-      out += '\n';
+      w.sample(s.name, s.labels, s.value, s.timestamp, s.exemplar ? &*s.exemplar : nullptr);
     }
   }
-  if (om) out += "# EOF\n";
-  return out;
+  return std::move(w).take();
 }
 
 bool same_content(const Exposition& a, const Exposition& b) {

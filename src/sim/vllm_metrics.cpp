@@ -4,75 +4,62 @@
 
 #include <fmt/format.h>
 
+#include "promtext/text_writer.hpp"
+
 namespace mpo::sim {
 namespace {
 
+using promtext::LabelView;
+using promtext::MetricType;
+
+// vLLM's page through the project's one exposition writer: every series carries engine="0" and
+// model_name, as vLLM 0.29.0's do; numbers as prometheus_client writes them ("10.0").
 class Writer {
  public:
-  explicit Writer(std::string labels) : labels_(std::move(labels)) {}
+  explicit Writer(std::string model) : model_(std::move(model)) {}
 
-  void family(std::string_view name, std::string_view type, std::string_view help) {
-    fmt::format_to(std::back_inserter(out_), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
-  }
-  void sample(std::string_view name, double v, std::string_view extra = {}) {
-    fmt::format_to(std::back_inserter(out_), "{}{{{}{}}} {}\n", name, labels_, extra, prom_number(v));
+  void family(std::string_view name, MetricType type, std::string_view help) { w_.family(name, type, help); }
+  void sample(std::string_view name, double v) { w_.sample(name, {{"engine", "0"}, {"model_name", model_}}, v); }
+  // With one more label after model_name (the order vLLM's label names are declared in).
+  void sample(std::string_view name, double v, LabelView extra) {
+    w_.sample(name, {{"engine", "0"}, {"model_name", model_}, extra}, v);
   }
   void gauge(std::string_view name, std::string_view help, double v) {
-    family(name, "gauge", help);
+    family(name, MetricType::kGauge, help);
     sample(name, v);
   }
   // A counter with its _created companion, as prometheus_client exposes them.
   void counter(std::string_view base, std::string_view help, double v, double created) {
     const std::string total = fmt::format("{}_total", base);
-    family(total, "counter", help);
+    family(total, MetricType::kCounter, help);
     sample(total, v);
-    const std::string c = fmt::format("{}_created", base);
-    family(c, "gauge", help);
-    sample(c, created);
+    gauge(fmt::format("{}_created", base), help, created);
   }
   void histogram(std::string_view name, std::string_view help, const Histogram& h, double created) {
-    family(name, "histogram", help);
-    std::uint64_t cumulative = 0;
-    const std::string bucket = fmt::format("{}_bucket", name);
-    for (std::size_t i = 0; i < h.bounds().size(); ++i) {
-      cumulative += h.counts()[i];
-      // prometheus_client orders labels alphabetically: engine, le, model_name.
-      bucket_sample(bucket, prom_number(h.bounds()[i]), static_cast<double>(cumulative));
-    }
-    cumulative += h.counts().back();
-    bucket_sample(bucket, "+Inf", static_cast<double>(cumulative));
-    sample(fmt::format("{}_count", name), static_cast<double>(h.count()));
-    sample(fmt::format("{}_sum", name), h.sum());
-    const std::string c = fmt::format("{}_created", name);
-    family(c, "gauge", help);
-    sample(c, created);
+    family(name, MetricType::kHistogram, help);
+    // prometheus_client orders the bucket labels by name: engine, le, model_name.
+    w_.histogram_samples(name, {{"engine", "0"}, {"model_name", model_}}, h.bounds(), h.counts(), h.sum());
+    gauge(fmt::format("{}_created", name), help, created);
   }
-  void raw(std::string_view s) { out_ += s; }
-  std::string take() && { return std::move(out_); }
+  promtext::TextWriter& text() { return w_; }
+  const std::string& model() const { return model_; }
+  std::string take() && { return std::move(w_).take(); }
 
  private:
-  void bucket_sample(std::string_view name, std::string_view le, double v) {
-    // labels_ is 'engine="0",model_name="m"': insert le between them.
-    const auto comma = labels_.find(',');
-    fmt::format_to(std::back_inserter(out_), "{}{{{},le=\"{}\"{}}} {}\n", name,
-                   labels_.substr(0, comma), le, labels_.substr(comma), prom_number(v));
-  }
-  std::string labels_;
-  std::string out_;
+  std::string model_;
+  promtext::TextWriter w_{promtext::Format::kText004, promtext::NumberStyle::kPython};
 };
-
 
 }  // namespace
 
 std::string render_vllm_metrics(const Engine& engine, const MetricsContext& ctx) {
-  const std::string model = prom_escape_label(ctx.model_name);
-  Writer w(fmt::format("engine=\"0\",model_name=\"{}\"", model));
+  Writer w(ctx.model_name);
   const EngineStats& s = engine.stats();
   const EngineConfig& cfg = engine.config();
   const double created = ctx.created_time_s;
 
-  w.family("process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.");
-  w.raw(fmt::format("process_start_time_seconds {}\n", prom_number(ctx.process_start_time_s)));
+  w.family("process_start_time_seconds", MetricType::kGauge, "Start time of the process since unix epoch in seconds.");
+  w.text().sample("process_start_time_seconds", {}, ctx.process_start_time_s);
 
   constexpr std::string_view kFlopsHelp =
       "(for Model Flops Utilization calculations).";
@@ -88,18 +75,18 @@ std::string render_vllm_metrics(const Engine& engine, const MetricsContext& ctx)
   const int deferred = engine.num_waiting_deferred(ctx.now_s);
   w.gauge("vllm:num_requests_running", "Number of requests in model execution batches.", engine.num_running());
   w.gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", waiting);
-  w.family("vllm:num_requests_waiting_by_reason", "gauge",
+  w.family("vllm:num_requests_waiting_by_reason", MetricType::kGauge,
            "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling "
            "capacity; 'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked "
            "status). Sum of all reasons equals vllm:num_requests_waiting.");
-  w.sample("vllm:num_requests_waiting_by_reason", waiting - deferred, ",reason=\"capacity\"");
-  w.sample("vllm:num_requests_waiting_by_reason", deferred, ",reason=\"deferred\"");
-  w.family("vllm:engine_sleep_state", "gauge",
+  w.sample("vllm:num_requests_waiting_by_reason", waiting - deferred, {"reason", "capacity"});
+  w.sample("vllm:num_requests_waiting_by_reason", deferred, {"reason", "deferred"});
+  w.family("vllm:engine_sleep_state", MetricType::kGauge,
            "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; "
            "weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.");
-  w.sample("vllm:engine_sleep_state", 1, ",sleep_state=\"awake\"");
-  w.sample("vllm:engine_sleep_state", 0, ",sleep_state=\"weights_offloaded\"");
-  w.sample("vllm:engine_sleep_state", 0, ",sleep_state=\"discard_all\"");
+  w.sample("vllm:engine_sleep_state", 1, {"sleep_state", "awake"});
+  w.sample("vllm:engine_sleep_state", 0, {"sleep_state", "weights_offloaded"});
+  w.sample("vllm:engine_sleep_state", 0, {"sleep_state", "discard_all"});
   w.gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", engine.kv_cache_usage());
 
   w.counter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.",
@@ -117,22 +104,23 @@ std::string render_vllm_metrics(const Engine& engine, const MetricsContext& ctx)
   w.counter("vllm:prompt_tokens", "Number of prefill tokens processed.",
             static_cast<double>(s.prompt_tokens), created);
 
-  w.family("vllm:prompt_tokens_by_source_total", "counter", "Number of prompt tokens by source.");
+  w.family("vllm:prompt_tokens_by_source_total", MetricType::kCounter, "Number of prompt tokens by source.");
   w.sample("vllm:prompt_tokens_by_source_total", static_cast<double>(s.prompt_tokens_computed),
-           ",source=\"local_compute\"");
+           {"source", "local_compute"});
   w.sample("vllm:prompt_tokens_by_source_total", static_cast<double>(s.prompt_tokens_cached),
-           ",source=\"local_cache_hit\"");
-  w.sample("vllm:prompt_tokens_by_source_total", 0, ",source=\"external_kv_transfer\"");
+           {"source", "local_cache_hit"});
+  w.sample("vllm:prompt_tokens_by_source_total", 0, {"source", "external_kv_transfer"});
   w.counter("vllm:prompt_tokens_cached", "Number of cached prompt tokens (local + external).",
             static_cast<double>(s.prompt_tokens_cached), created);
   w.counter("vllm:generation_tokens", "Number of generation tokens processed.",
             static_cast<double>(s.generation_tokens), created);
 
-  w.family("vllm:request_success_total", "counter", "Count of successfully processed requests.");
+  w.family("vllm:request_success_total", MetricType::kCounter, "Count of successfully processed requests.");
   for (FinishReason r : kAllFinishReasons) {
     // Label order as prometheus_client sorts them: engine, finished_reason, model_name.
-    w.raw(fmt::format("vllm:request_success_total{{engine=\"0\",finished_reason=\"{}\",model_name=\"{}\"}} {}\n",
-                      to_string(r), model, prom_number(static_cast<double>(s.finished[static_cast<std::size_t>(r)]))));
+    w.text().sample("vllm:request_success_total",
+                    {{"engine", "0"}, {"finished_reason", to_string(r)}, {"model_name", w.model()}},
+                    static_cast<double>(s.finished[static_cast<std::size_t>(r)]));
   }
 
   w.histogram("vllm:request_prompt_tokens", "Number of prefill tokens processed.", s.request_prompt_tokens, created);
@@ -167,22 +155,27 @@ std::string render_vllm_metrics(const Engine& engine, const MetricsContext& ctx)
               "Histogram of new KV tokens computed during prefill (excluding cached tokens).",
               s.request_prefill_kv_computed_tokens, created);
 
-  w.family("vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig");
+  w.family("vllm:cache_config_info", MetricType::kGauge, "Information of the LLMEngine CacheConfig");
   const int tokens = cfg.num_gpu_blocks * cfg.block_size;
-  w.raw(fmt::format(
-      "vllm:cache_config_info{{_block_size_resolved=\"True\",block_size=\"{}\",cache_dtype=\"auto\","
-      "enable_prefix_caching=\"{}\",engine=\"0\",gpu_memory_utilization=\"0.9\",is_attention_free=\"False\","
-      "kv_cache_dtype_skip_layers=\"[]\",kv_cache_layout=\"None\",kv_cache_max_concurrency=\"{}\","
-      "kv_cache_memory_bytes=\"None\",kv_cache_size_tokens=\"{}\",kv_offloading_backend=\"native\","
-      "kv_offloading_size=\"None\",kv_sharing_fast_prefill=\"False\",mamba_block_size=\"None\","
-      "mamba_cache_dtype=\"auto\",mamba_cache_mode=\"none\",mamba_page_size_padded=\"None\","
-      "mamba_ssm_cache_dtype=\"auto\",num_cpu_blocks=\"None\",num_gpu_blocks=\"{}\","
-      "num_gpu_blocks_override=\"None\",prefix_cache_retention_interval=\"0\","
-      "prefix_caching_hash_algo=\"sha256\",prefix_match_unit=\"None\",replayssm_buffer_len=\"16\","
-      "skip_page_size_padded=\"None\",sliding_window=\"None\",use_kda_recoverssm=\"False\","
-      "use_replayssm=\"False\",user_specified_block_size=\"False\",user_specified_mamba_block_size=\"False\"}} 1.0\n",
-      cfg.block_size, cfg.enable_prefix_caching ? "True" : "False",
-      prom_number(static_cast<double>(tokens) / cfg.max_model_len), tokens, cfg.num_gpu_blocks));
+  const std::string block_size = std::to_string(cfg.block_size), size_tokens = std::to_string(tokens),
+                    gpu_blocks = std::to_string(cfg.num_gpu_blocks),
+                    max_concurrency = promtext::format_number(static_cast<double>(tokens) / cfg.max_model_len,
+                                                              promtext::NumberStyle::kPython);
+  w.text().sample(
+      "vllm:cache_config_info",
+      {{"_block_size_resolved", "True"}, {"block_size", block_size}, {"cache_dtype", "auto"},
+       {"enable_prefix_caching", cfg.enable_prefix_caching ? "True" : "False"}, {"engine", "0"},
+       {"gpu_memory_utilization", "0.9"}, {"is_attention_free", "False"}, {"kv_cache_dtype_skip_layers", "[]"},
+       {"kv_cache_layout", "None"}, {"kv_cache_max_concurrency", max_concurrency}, {"kv_cache_memory_bytes", "None"},
+       {"kv_cache_size_tokens", size_tokens}, {"kv_offloading_backend", "native"}, {"kv_offloading_size", "None"},
+       {"kv_sharing_fast_prefill", "False"}, {"mamba_block_size", "None"}, {"mamba_cache_dtype", "auto"},
+       {"mamba_cache_mode", "none"}, {"mamba_page_size_padded", "None"}, {"mamba_ssm_cache_dtype", "auto"},
+       {"num_cpu_blocks", "None"}, {"num_gpu_blocks", gpu_blocks}, {"num_gpu_blocks_override", "None"},
+       {"prefix_cache_retention_interval", "0"}, {"prefix_caching_hash_algo", "sha256"}, {"prefix_match_unit", "None"},
+       {"replayssm_buffer_len", "16"}, {"skip_page_size_padded", "None"}, {"sliding_window", "None"},
+       {"use_kda_recoverssm", "False"}, {"use_replayssm", "False"}, {"user_specified_block_size", "False"},
+       {"user_specified_mamba_block_size", "False"}},
+      1.0);
   return std::move(w).take();
 }
 

@@ -17,6 +17,4 @@ struct MetricsContext {
 
 std::string render_vllm_metrics(const Engine& engine, const MetricsContext& ctx);
 
-using mpo::prom_number;
-
 }  // namespace mpo::sim

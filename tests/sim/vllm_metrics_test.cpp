@@ -60,12 +60,6 @@ TEST(VllmMetrics, WaitingSplitsIntoCapacityAndDeferred) {
   EXPECT_EQ(x.find("vllm:num_requests_waiting_by_reason", {"deferred"}), 1);
 }
 
-TEST(PromNumber, WritesPythonStyleFloats) {
-  EXPECT_EQ(prom_number(10), "10.0");
-  EXPECT_EQ(prom_number(0.25), "0.25");
-  EXPECT_EQ(prom_number(1.0 / 0.0), "+Inf");
-}
-
 }  // namespace
 }  // namespace mpo::sim
 

@@ -1,0 +1,142 @@
+#include "promtext/text_writer.hpp"
+
+#include <cmath>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "promtext/number.hpp"
+
+namespace mpo::promtext {
+namespace {
+
+void append_escaped(std::string& out, std::string_view v, bool quote) {
+  for (char c : v) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '\n') out += "\\n";
+    else if (c == '"' && quote) out += "\\\"";
+    else out += c;
+  }
+}
+
+const std::string_view& label_name(const LabelView& l) { return l.first; }
+const std::string_view& label_value(const LabelView& l) { return l.second; }
+const std::string& label_name(const Label& l) { return l.name; }
+const std::string& label_value(const Label& l) { return l.value; }
+
+}  // namespace
+
+std::string format_number(double v, NumberStyle style) {
+  if (style == NumberStyle::kShortest || std::isnan(v) || std::isinf(v)) return format_number(v);
+  if (v == std::floor(v) && std::fabs(v) < 1e16) return fmt::format("{:.1f}", v);
+  return fmt::format("{}", v);
+}
+
+std::string escape_label_value(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  append_escaped(out, v, true);
+  return out;
+}
+
+TextWriter& TextWriter::family(std::string_view name, MetricType type, std::optional<std::string_view> help) {
+  if (help) {
+    out_ += "# HELP ";
+    out_ += name;
+    out_ += ' ';
+    // Text 0.0.4 escapes only backslash and newline in HELP; OpenMetrics also the double quote.
+    append_escaped(out_, *help, format_ == Format::kOpenMetrics);
+    out_ += '\n';
+  }
+  const std::string_view t = type == MetricType::kUntyped && format_ == Format::kOpenMetrics ? "unknown" : to_string(type);
+  fmt::format_to(std::back_inserter(out_), "# TYPE {} {}\n", name, t);
+  return *this;
+}
+
+TextWriter& TextWriter::unit(std::string_view name, std::string_view unit) {
+  fmt::format_to(std::back_inserter(out_), "# UNIT {} {}\n", name, unit);
+  return *this;
+}
+
+template <class Range>
+void TextWriter::labels(const Range& ls) {
+  if (std::empty(ls)) return;
+  out_ += '{';
+  bool first = true;
+  for (const auto& l : ls) {
+    if (!first) out_ += ',';
+    first = false;
+    out_ += label_name(l);
+    out_ += "=\"";
+    append_escaped(out_, label_value(l), true);
+    out_ += '"';
+  }
+  out_ += '}';
+}
+
+void TextWriter::number(double v) { out_ += format_number(v, numbers_); }
+
+TextWriter& TextWriter::sample(std::string_view name, std::initializer_list<LabelView> ls, double value) {
+  out_ += name;
+  labels(ls);
+  out_ += ' ';
+  number(value);
+  out_ += '\n';
+  return *this;
+}
+
+TextWriter& TextWriter::sample(std::string_view name, const Labels& ls, double value, std::optional<double> timestamp,
+                               const Exemplar* exemplar) {
+  out_ += name;
+  labels(ls);
+  out_ += ' ';
+  number(value);
+  if (timestamp) {
+    out_ += ' ';
+    number(*timestamp);
+  }
+  if (exemplar) {
+    out_ += " # ";
+    if (exemplar->labels.empty()) out_ += "{}";
+    labels(exemplar->labels);
+    out_ += ' ';
+    number(exemplar->value);
+    if (exemplar->timestamp) {
+      out_ += ' ';
+      number(*exemplar->timestamp);
+    }
+  }
+  out_ += '\n';
+  return *this;
+}
+
+TextWriter& TextWriter::histogram_samples(std::string_view name, std::initializer_list<LabelView> ls,
+                                          std::span<const double> upper_bounds, std::span<const std::uint64_t> counts,
+                                          double sum) {
+  const std::string bucket = fmt::format("{}_bucket", name);
+  std::vector<LabelView> with_le(ls.begin(), ls.end());
+  std::size_t le_at = 0;
+  while (le_at < with_le.size() && with_le[le_at].first < "le") ++le_at;
+  with_le.insert(with_le.begin() + static_cast<std::ptrdiff_t>(le_at), LabelView{"le", ""});
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i <= upper_bounds.size(); ++i) {
+    cumulative += i < counts.size() ? counts[i] : 0;
+    const std::string le = i < upper_bounds.size() ? format_number(upper_bounds[i], numbers_) : "+Inf";
+    with_le[le_at].second = le;
+    out_ += bucket;
+    labels(with_le);
+    out_ += ' ';
+    number(static_cast<double>(cumulative));
+    out_ += '\n';
+  }
+  sample(fmt::format("{}_count", name), ls, static_cast<double>(cumulative));
+  sample(fmt::format("{}_sum", name), ls, sum);
+  return *this;
+}
+
+std::string TextWriter::take() && {
+  if (format_ == Format::kOpenMetrics) out_ += "# EOF\n";
+  return std::move(out_);
+}
+
+}  // namespace mpo::promtext
