@@ -22,9 +22,9 @@
 #include "core/clock.hpp"
 #include "core/json.hpp"
 #include "core/uuid.hpp"
-#include "ledger/from_tap.hpp"
 #include "net/client.hpp"
 #include "openai/stream_tap.hpp"
+#include "sweep/measure.hpp"
 #include "sweep/wait_group.hpp"
 
 namespace mpo::sweep {
@@ -235,23 +235,14 @@ struct Driver::Impl {
       if (on_progress) on_progress(done, total);
     };
     if (failure.ec) {
-      const bool timeout = failure.ec == beast::error::timeout;
-      s.ok = false;
-      s.error_class = timeout ? "timeout" : "transport";
-      s.error = failure.message.empty() ? fmt::format("{} failed: {}", failure.stage, failure.ec.message())
-                                        : fmt::format("{}: {}", failure.stage, failure.message);
-      o.outcome = timeout ? "upstream_timeout"
-                          : (failure.stage == "header" ? "upstream_reset" : "upstream_unreachable");
-      o.error_type = o.outcome;
-      o.error_message = s.error;
+      record_failure(s, o, RequestFailure{failure.stage, net::classify(failure.ec) == net::FailureKind::kTimeout,
+                                          failure.message.empty() ? failure.ec.message() : failure.message});
       finish(s);
       co_return s;
     }
     auto& parser = *parser_slot;
     const auto& head = parser.get();
     const int status = static_cast<int>(head.result_int());
-    s.http_status = status;
-    o.http_status = status;
     o.ttfb_ms = static_cast<double>(clock.steady_us() - sent_us) / 1000.0;
     if (auto it = head.find("X-Request-Id"); it != head.end()) o.upstream_request_id = std::string(it->value());
     const auto ctype = head.find(http::field::content_type);
@@ -278,59 +269,21 @@ struct Driver::Impl {
       }
     }
     tap.finish(parser.is_done());
-    const std::int64_t end_us = clock.steady_us();
-    if (!parser.is_done() || !parser.keep_alive()) close_slot(conn);
-
-    // The sample, as fak measures it; TTFT at the first generated content of any kind.
-    s.stream_mode = sse ? "sse" : "non_sse";
-    if (tap.first_content_us()) s.ttft_ms = round_ms(static_cast<double>(*tap.first_content_us() - sent_us) / 1000.0);
-    for (double g : tap.gaps_ms()) s.itl_ms.push_back(round_ms(g));
-    s.output_events = tap.content_events();
-    if (const auto& u = tap.usage()) {
-      s.usage = SampleUsage{u->prompt_tokens, u->completion_tokens, u->total_tokens, u->cached_prompt_tokens};
-      if (u->completion_tokens) s.output_tokens_exact = *u->completion_tokens;
-    }
-    if (s.output_tokens_exact) {
-      s.output_token_estimate = *s.output_tokens_exact;
-      s.output_token_count_basis = "usage.completion_tokens";
-    } else if (s.output_events > 0) {
-      s.output_token_estimate = s.output_events;
-      s.output_token_count_basis = "stream_content_events";
-    } else {
-      s.output_token_estimate = static_cast<std::int64_t>(tap.bytes() / 4);
-      s.output_token_count_basis = "estimated_content_tokens";
-    }
-    if (tap.first_content_us()) {
-      const double span = static_cast<double>(end_us - *tap.first_content_us()) / 1000.0;
-      const std::int64_t units = s.output_tokens_exact ? *s.output_tokens_exact : s.output_events;
-      if (units > 1) s.tpot_ms = round_ms(span / static_cast<double>(units - 1));
-    }
-    s.response_model = tap.model();
-
-    ledger::fill_from_tap(o, tap, sent_us, false);
-
+    Response response;
+    response.sent_us = sent_us;
+    response.end_us = clock.steady_us();
+    response.http_status = status;
+    response.sse = sse;
+    response.error_body = std::move(error_body);
     if (body_ec) {
-      const bool timeout = body_ec == beast::error::timeout;
-      s.ok = false;
-      s.error_class = timeout ? "timeout" : "stream_read";
-      s.error = fmt::format("the response ended early: {}", body_ec.message());
-      o.outcome = timeout ? "upstream_timeout" : body_ec == asio::error::connection_reset ? "upstream_reset" : "stream_truncated";
-      o.error_type = o.outcome;
-      o.error_message = s.error;
-    } else if (status < 200 || status > 299) {
-      s.ok = false;
-      s.error_class = "http_status";
-      std::string trimmed = error_body;
-      while (!trimmed.empty() && std::isspace(static_cast<unsigned char>(trimmed.back()))) trimmed.pop_back();
-      s.error = trimmed.empty() ? fmt::format("HTTP {}", status) : trimmed;
-      o.outcome = "http_error";
-    } else if (sse && (tap.malformed() || (!tap.saw_done() && tap.partial_event()))) {
-      s.ok = true;  // fak counts what it could read; the ledger says the stream was malformed
-      o.outcome = "malformed_stream";
-    } else {
-      s.ok = true;
-      o.outcome = "ok";
+      const auto kind = net::classify(body_ec);
+      response.body_end = kind == net::FailureKind::kTimeout ? BodyEnd::kTimeout
+                          : body_ec == asio::error::connection_reset ? BodyEnd::kReset
+                                                                     : BodyEnd::kTruncated;
+      response.body_error = body_ec.message();
     }
+    if (!parser.is_done() || !parser.keep_alive()) close_slot(conn);
+    record_response(s, o, tap, response);
     finish(s);
     co_return s;
   }
