@@ -20,6 +20,7 @@
 #include "core/uuid.hpp"
 #include "sim/engine.hpp"
 #include "sim/openai_api.hpp"
+#include "sim/request_plan.hpp"
 #include "sim/scenario.hpp"
 #include "sim/truth.hpp"
 #include "sim/vllm_metrics.hpp"
@@ -374,22 +375,10 @@ class Simulator {
     }
 
     const int prompt_len = static_cast<int>(creq.prompt.size());
-    std::uint64_t prompt_hash = 0x9e37ULL;
-    for (TokenId t : creq.prompt) prompt_hash = mix64(prompt_hash ^ t);
-    RequestSpec spec;
-    spec.prompt = creq.prompt;
-    spec.max_tokens = creq.max_tokens;
-    spec.ignore_eos = creq.ignore_eos;
-    spec.stop = creq.stop;
-    spec.seed = mix64(opts_.seed ^ prompt_hash ^ (creq.seed ? mix64(*creq.seed + 1) : 0));
-    spec.natural_tokens = natural_length(profile_.output, spec.seed);
-    if (fault == Fault::kStall) spec.defer_s = profile_.faults.stall_s;
-    const int room = profile_.engine.max_model_len - prompt_len;
-    const int expected = spec.ignore_eos ? std::min(creq.max_tokens.value_or(room), room)
-                                         : std::min({spec.natural_tokens, creq.max_tokens.value_or(room), room});
-    const int truncate_after = fault == Fault::kTruncate ? std::max(1, expected / 2) : -1;
+    RequestPlan plan = plan_request(creq, profile_, fault, opts_.seed);
+    const int truncate_after = plan.truncate_after;
 
-    auto id = engine_.add_request(std::move(spec), now_s());
+    auto id = engine_.add_request(std::move(plan.spec), now_s());
     if (!id) co_return co_await write(stream, error_response(req, http::status::bad_request, "BadRequestError", id.error().message, endpoint == Endpoint::kChat ? "messages" : "prompt"));
     wake_engine();
 
@@ -402,9 +391,7 @@ class Simulator {
     ro.id = fmt::format("{}-{}", endpoint == Endpoint::kChat ? "chatcmpl" : "cmpl", hex);
     ro.created = SystemClock::instance().wall_us() / 1'000'000;
     ro.model = profile_.model;
-    if (profile_.output.reasoning && endpoint == Endpoint::kChat && !creq.tool_name) {
-      ro.reasoning_tokens = static_cast<int>(profile_.output.reasoning_share * expected);
-    }
+    ro.reasoning_tokens = plan.reasoning_tokens;
     sink.truth.response_id = ro.id;
     sinks_.emplace(*id, &sink);
     struct Unregister {
