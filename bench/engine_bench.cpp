@@ -50,10 +50,10 @@ void BM_Simulate10kRequests(benchmark::State& state) {
     benchmark::DoNotOptimize(tokens);
     simulated = now;
   }
-  state.counters["requests_per_s"] = benchmark::Counter(static_cast<double>(n) * state.iterations(), benchmark::Counter::kIsRate);
+  state.counters["requests_per_s"] =
+      benchmark::Counter(static_cast<double>(n) * state.iterations(), benchmark::Counter::kIsRate);
   state.counters["simulated_s"] = simulated;
-  state.counters["virtual_over_wall"] =
-      benchmark::Counter(simulated * state.iterations(), benchmark::Counter::kIsRate);
+  state.counters["virtual_over_wall"] = benchmark::Counter(simulated * state.iterations(), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_Simulate10kRequests)->Arg(2)->Arg(100)->Unit(benchmark::kMillisecond);
 

@@ -7,6 +7,7 @@
 //
 // The page is the real vLLM 0.29.0 capture with every sample repeated for N model names
 // (model_name="m0".."mN-1"), keeping each family's samples together.
+#include <fmt/format.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -17,8 +18,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "promtext/exposition.hpp"
 #include "promtext/signals.hpp"
@@ -80,8 +79,9 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--models") == 0) models = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::atoi(argv[i + 1]);
   }
-  const std::string page =
-      replicate(read(std::string(MPO_SOURCE_DIR) + "/tests/fixtures/vllm/vllm-v1_0.29.0_qwen2.5-1.5b_t4_after-load.prom"), models);
+  const std::string page = replicate(
+      read(std::string(MPO_SOURCE_DIR) + "/tests/fixtures/vllm/vllm-v1_0.29.0_qwen2.5-1.5b_t4_after-load.prom"),
+      models);
   const double mb = static_cast<double>(page.size()) / 1e6;
   std::size_t samples = 0;
   {
@@ -92,13 +92,14 @@ int main(int argc, char** argv) {
     }
     for (const auto& f : e->families) samples += f.samples.size();
   }
-  fmt::print("page: {:.1f} MB, {} samples ({} models x the vLLM 0.29.0 capture), best of {}\n", mb, samples, models, rounds);
+  fmt::print("page: {:.1f} MB, {} samples ({} models x the vLLM 0.29.0 capture), best of {}\n", mb, samples, models,
+             rounds);
 
   volatile std::size_t lines = 0;
   const double t_lines = best_seconds(rounds, [&] {
     std::size_t n = 0;
-    for (const char* p = page.data(); (p = static_cast<const char*>(std::memchr(p, '\n', page.data() + page.size() - p)));
-         ++p) {
+    for (const char* p = page.data();
+         (p = static_cast<const char*>(std::memchr(p, '\n', page.data() + page.size() - p))); ++p) {
       ++n;
     }
     lines = n;

@@ -11,19 +11,18 @@
 // stream at 1,000 and 8,000 streams, and the proxy's TTFT offset against the simulator's truth at
 // 1/100/1000/8000 streams. --latency-only stops after the concurrency-1 tables.
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/json.hpp>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <numeric>
-
-#include <boost/json.hpp>
-#include <fmt/format.h>
 
 #include "core/clock.hpp"
 #include "core/stats.hpp"
@@ -37,8 +36,9 @@ using namespace mpo;
 using bench::drive_streams;
 
 std::string body(int max_tokens, const std::string& text = "bench") {
-  return fmt::format(R"({{"messages":[{{"role":"user","content":"{}"}}],"max_tokens":{},"ignore_eos":true,"stream":true}})",
-                     text, max_tokens);
+  return fmt::format(
+      R"({{"messages":[{{"role":"user","content":"{}"}}],"max_tokens":{},"ignore_eos":true,"stream":true}})", text,
+      max_tokens);
 }
 
 double q(std::vector<double> v, double p) { return v.empty() ? 0 : *quantile_cont(std::move(v), p); }
@@ -98,7 +98,8 @@ http {{
     }}
   }}
 }}
-)", dir, sim.port, nginx_port));
+)",
+                                                    dir, sim.port, nginx_port));
   test::ChildProcess nginx({"/usr/sbin/nginx", "-p", dir, "-c", dir + "/nginx.conf", "-g", "daemon off;"});
   while (!test::is_listening(nginx_port)) usleep(10'000);  // a benchmark may wait; tests may not
 
@@ -111,8 +112,9 @@ http {{
                                        {"relay", relay_port, relay.pid()},
                                        {"proxy", proxy.port, proxy.process.pid()},
                                        {"nginx", nginx_port, nginx.pid()}};
-  fmt::print("proxy_overhead: simulate paced at 20 ms/token; direct vs byte relay (the floor) vs modelperfobs proxy "
-             "vs nginx (proxy_buffering off)\n\n");
+  fmt::print(
+      "proxy_overhead: simulate paced at 20 ms/token; direct vs byte relay (the floor) vs modelperfobs proxy "
+      "vs nginx (proxy_buffering off)\n\n");
 
   // 1. Concurrency 1: TTFT and inter-token gaps, requests interleaved across targets; once with a
   // new connection per request, once over one keep-alive connection per target (as SDK clients do).
@@ -126,8 +128,9 @@ http {{
     for (int i = 0; i < rounds; ++i) {
       for (const auto& t : targets) {
         const std::string id = t.name != "proxy" ? "" : fmt::format("{}-{}", keep_alive ? "k1" : "c1", i);
-        const bench::StreamRecord s = keep_alive ? clients[t.name]->stream(body(8), id)
-                                                 : drive_streams(t.port, 1, body(8), {}, id.empty() ? "" : id + "-").streams[0];
+        const bench::StreamRecord s =
+            keep_alive ? clients[t.name]->stream(body(8), id)
+                       : drive_streams(t.port, 1, body(8), {}, id.empty() ? "" : id + "-").streams[0];
         ttft[t.name].push_back(static_cast<double>(s.first_content_us - s.sent_us) / 1000.0);
         for (std::size_t k = 1; k < s.content_us.size(); ++k) {
           gap[t.name].push_back(static_cast<double>(s.content_us[k] - s.content_us[k - 1]) / 1000.0);
@@ -141,7 +144,8 @@ http {{
                "added p99 us", "ITL mean ms");
     for (const auto& t : targets) {
       std::vector<double> added;
-      for (std::size_t i = 0; i < ttft[t.name].size(); ++i) added.push_back((ttft[t.name][i] - ttft["direct"][i]) * 1000.0);
+      for (std::size_t i = 0; i < ttft[t.name].size(); ++i)
+        added.push_back((ttft[t.name][i] - ttft["direct"][i]) * 1000.0);
       const auto& g = gap[t.name];
       fmt::print("  {:<7} {:>12.3f} {:>12.3f} {:>16.0f} {:>16.0f} {:>14.3f}\n", t.name, q(ttft[t.name], 0.5),
                  q(ttft[t.name], 0.99), q(added, 0.5), q(added, 0.99),
@@ -161,8 +165,9 @@ http {{
   drive_streams(proxy.port, 100, body(8), {}, "c100-");
 
   // 2. Throughput at 64 and 1,000 connections.
-  fmt::print("throughput (streams of 50 tokens; one-token requests for req/s; CPU of the target's own\n"
-             "process(es) and of the simulator per one-token request)\n");
+  fmt::print(
+      "throughput (streams of 50 tokens; one-token requests for req/s; CPU of the target's own\n"
+      "process(es) and of the simulator per one-token request)\n");
   fmt::print("  {:<7} {:>6} {:>12} {:>10} {:>12} {:>10} {:>14} {:>14}\n", "target", "conns", "chunks/s", "vs direct",
              "requests/s", "vs direct", "own CPU us/req", "sim CPU us/req");
   for (int conns : {64, 1000}) {
@@ -179,15 +184,16 @@ http {{
         wall += one.wall_s;
       }
       const double own_us = (bench::cpu_seconds_of(t.pid) - own0) * 1e6 / static_cast<double>(std::max(1L, total));
-      const double sim_us = (bench::cpu_seconds_of(sim.process.pid()) - sim0) * 1e6 / static_cast<double>(std::max(1L, total));
+      const double sim_us =
+          (bench::cpu_seconds_of(sim.process.pid()) - sim0) * 1e6 / static_cast<double>(std::max(1L, total));
       const double reqs = static_cast<double>(total) / wall;
       if (t.name == "direct") {
         direct_chunks = chunks;
         direct_reqs = reqs;
       }
       fmt::print("  {:<7} {:>6} {:>12.0f} {:>10.2f} {:>12.0f} {:>10.2f} {:>14} {:>14.0f}\n", t.name, conns, chunks,
-                 chunks / direct_chunks, reqs, reqs / direct_reqs, t.name == "direct" ? "-" : fmt::format("{:.0f}", own_us),
-                 sim_us);
+                 chunks / direct_chunks, reqs, reqs / direct_reqs,
+                 t.name == "direct" ? "-" : fmt::format("{:.0f}", own_us), sim_us);
     }
   }
 
@@ -203,16 +209,18 @@ http {{
       if (t.name == "direct") {
         const std::string prefix = fmt::format("d{}-", n);
         auto r = drive_streams(t.port, n, body(120), {}, prefix);
-        for (std::size_t i = 0; i < r.streams.size(); ++i) direct_streams[fmt::format("{}{}", prefix, i)] = r.streams[i];
+        for (std::size_t i = 0; i < r.streams.size(); ++i)
+          direct_streams[fmt::format("{}{}", prefix, i)] = r.streams[i];
         fmt::print("  {:<7} {:>5} streams: ({} completed; legs in the accuracy table)\n", t.name, n, r.completed);
         continue;
       }
       const long idle = bench::rss_of(t.pid).current_kib;
       long at = 0;
-      auto r = drive_streams(t.port, n, body(120), [&] { at = bench::rss_of(t.pid).current_kib; },
-                             t.name == "proxy" ? fmt::format("c{}-", n) : "");
-      fmt::print("  {:<7} {:>5} streams: RSS {} KiB idle -> {} KiB in flight = {:.1f} KiB per stream ({} completed)\n", t.name,
-                 n, idle, at, static_cast<double>(at - idle) / n, r.completed);
+      auto r = drive_streams(
+          t.port, n, body(120), [&] { at = bench::rss_of(t.pid).current_kib; },
+          t.name == "proxy" ? fmt::format("c{}-", n) : "");
+      fmt::print("  {:<7} {:>5} streams: RSS {} KiB idle -> {} KiB in flight = {:.1f} KiB per stream ({} completed)\n",
+                 t.name, n, idle, at, static_cast<double>(at - idle) / n, r.completed);
     }
   }
 
@@ -231,7 +239,8 @@ http {{
   std::map<std::string, Truth> truth;
   for (const auto& line : test::read_lines(dir + "/truth.jsonl")) {
     auto v = boost::json::parse(line).as_object();
-    if (!v["observation_id"].is_string() || !v["ttft_ms"].is_number() || !v["first_token_sent_at"].is_string()) continue;
+    if (!v["observation_id"].is_string() || !v["ttft_ms"].is_number() || !v["first_token_sent_at"].is_string())
+      continue;
     truth[std::string(v["observation_id"].as_string())] =
         Truth{v["ttft_ms"].to_number<double>(), *parse_rfc3339(v["arrival_at"].as_string()),
               *parse_rfc3339(v["first_token_at"].as_string()), *parse_rfc3339(v["first_token_sent_at"].as_string())};
@@ -268,10 +277,11 @@ http {{
     l.simulator.push_back(static_cast<double>(t.sent_us - t.first_token_us));
     l.response.push_back(seen_wall - static_cast<double>(t.sent_us));
   }
-  fmt::print("\nproxy TTFT minus engine truth TTFT (us; >= 0 means never earlier than truth), and its legs (p50 / p99):\n"
-             "request = proxy receipt -> engine arrival; simulator = step end -> first token's write started (the\n"
-             "simulator's lateness, not the proxy's); response = sent -> proxy saw it.\n"
-             "d1000/d8000: the same streams direct, the client in the proxy's place (its send, its first event)\n");
+  fmt::print(
+      "\nproxy TTFT minus engine truth TTFT (us; >= 0 means never earlier than truth), and its legs (p50 / p99):\n"
+      "request = proxy receipt -> engine arrival; simulator = step end -> first token's write started (the\n"
+      "simulator's lateness, not the proxy's); response = sent -> proxy saw it.\n"
+      "d1000/d8000: the same streams direct, the client in the proxy's place (its send, its first event)\n");
   fmt::print("  {:<6} {:>5} {:>9} {:>19} {:>19} {:>19} {:>19}\n", "phase", "n", "min", "total", "request", "simulator",
              "response");
   auto pair = [](const std::vector<double>& v) { return fmt::format("{:.0f} / {:.0f}", q(v, 0.5), q(v, 0.99)); };

@@ -3,6 +3,7 @@
 // DESIGN.md's query, which computes fewer statistics than the report does).
 //
 //   report_vs_duckdb [--lines 1000000]
+#include <fmt/format.h>
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -16,8 +17,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "ledger/observation.hpp"
 #include "support/process.hpp"
@@ -100,12 +99,13 @@ int main(int argc, char** argv) {
 
   // Three rounds, alternating, so neither side always runs on a colder cache or a busier machine;
   // the median of each side is compared.
-  const std::vector<std::string> ours_argv{mpo::test::binary_path(), "report", "--input", ledger, "--format", "json",
-                                           "--output", dir + "/report.json"};
+  const std::vector<std::string> ours_argv{
+      mpo::test::binary_path(), "report", "--input", ledger, "--format", "json", "--output", dir + "/report.json"};
   const std::string js = fmt::format(
       "const {{DuckDBInstance}} = require('@duckdb/node-api');"
       "(async () => {{ const db = await DuckDBInstance.create(':memory:'); const c = await db.connect();"
-      "const r = await c.runAndReadAll(`SELECT model, count(*) AS requests, quantile_cont(ttft_ms, 0.95) AS ttft_p95_ms,"
+      "const r = await c.runAndReadAll(`SELECT model, count(*) AS requests, quantile_cont(ttft_ms, 0.95) AS "
+      "ttft_p95_ms,"
       " quantile_cont(tpot_ms, 0.95) AS tpot_p95_ms, quantile_cont(output_tokens_per_second, 0.5) AS output_tok_s_p50"
       " FROM read_json_auto('{}') GROUP BY model`); console.log(JSON.stringify(r.getRowObjectsJson())); }})();",
       ledger);
@@ -121,13 +121,19 @@ int main(int argc, char** argv) {
   const Run ours = median_run(ours_runs);
   const Run duck = median_run(duck_runs);
   for (int round = 0; round < 3; ++round) {
-    fmt::print("round {}: report {:.2f} s, DuckDB {:.2f} s\n", round + 1, ours_runs[round].wall_s, duck_runs[round].wall_s);
+    fmt::print("round {}: report {:.2f} s, DuckDB {:.2f} s\n", round + 1, ours_runs[round].wall_s,
+               duck_runs[round].wall_s);
   }
-  fmt::print("modelperfobs report (json, all statistics, fit, ranking): {:.2f} s wall (median of 3), peak RSS {} MiB, exit {}\n",
-             ours.wall_s, ours.max_rss_kib / 1024, ours.exit_code);
-  fmt::print("DuckDB (node, DESIGN.md query):                          {:.2f} s wall (median of 3), peak RSS {} MiB, exit {}\n",
-             duck.wall_s, duck.max_rss_kib / 1024, duck.exit_code);
+  fmt::print(
+      "modelperfobs report (json, all statistics, fit, ranking): {:.2f} s wall (median of 3), peak RSS {} MiB, exit "
+      "{}\n",
+      ours.wall_s, ours.max_rss_kib / 1024, ours.exit_code);
+  fmt::print(
+      "DuckDB (node, DESIGN.md query):                          {:.2f} s wall (median of 3), peak RSS {} MiB, exit "
+      "{}\n",
+      duck.wall_s, duck.max_rss_kib / 1024, duck.exit_code);
   fmt::print("ratio report / DuckDB: {:.2f} (target <= 1.00); report memory per million lines: {:.0f} MiB\n",
-             ours.wall_s / duck.wall_s, static_cast<double>(ours.max_rss_kib) / 1024 / (static_cast<double>(lines) / 1e6));
+             ours.wall_s / duck.wall_s,
+             static_cast<double>(ours.max_rss_kib) / 1024 / (static_cast<double>(lines) / 1e6));
   return ours.exit_code == 0 && duck.exit_code == 0 ? 0 : 1;
 }

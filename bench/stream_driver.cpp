@@ -1,6 +1,7 @@
 #include "stream_driver.hpp"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
@@ -15,12 +16,11 @@
 #include <sstream>
 #include <stdexcept>
 
-#include <fmt/format.h>
-
 namespace mpo::bench {
 
 std::int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 namespace {
@@ -112,8 +112,8 @@ struct ResponseReader {
 
 }  // namespace
 
-DriveResult drive_streams(std::uint16_t port, int n, const std::string& body, const std::function<void()>& on_all_started,
-                          const std::string& id_prefix, int timeout_s) {
+DriveResult drive_streams(std::uint16_t port, int n, const std::string& body,
+                          const std::function<void()>& on_all_started, const std::string& id_prefix, int timeout_s) {
   DriveResult r;
   r.streams.resize(static_cast<std::size_t>(n));
   // epoll, not poll: with 8,000 streams a poll(2) loop spends its time scanning idle sockets and
@@ -127,7 +127,8 @@ DriveResult drive_streams(std::uint16_t port, int n, const std::string& body, co
     const int fd = connect_loopback(port);
     const std::string req = request_text(body, id_prefix.empty() ? "" : fmt::format("{}{}", id_prefix, i), false);
     r.streams[static_cast<std::size_t>(i)].sent_us = now_us();
-    if (send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) throw std::runtime_error("send failed");
+    if (send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size()))
+      throw std::runtime_error("send failed");
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = static_cast<std::uint64_t>(i);
@@ -181,7 +182,8 @@ StreamRecord KeepAliveClient::stream(const std::string& body, const std::string&
   StreamRecord& rec = r.streams[0];
   ResponseReader reader;
   rec.sent_us = now_us();
-  if (send(fd_, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) throw std::runtime_error("send failed");
+  if (send(fd_, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size()))
+    throw std::runtime_error("send failed");
   std::vector<char> buf(65536);
   while (!reader.body_done) {
     const ssize_t got = recv(fd_, buf.data(), buf.size(), 0);

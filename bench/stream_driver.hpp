@@ -11,10 +11,10 @@ namespace mpo::bench {
 
 struct StreamRecord {
   std::int64_t sent_us = 0;
-  std::int64_t first_content_us = -1;   // first event carrying "delta":{"content":
-  std::vector<std::int64_t> content_us; // every content event's arrival
-  bool done = false;                    // saw data: [DONE]
-  std::string observation_id;           // from the X-Fak-Observation-ID response header, if any
+  std::int64_t first_content_us = -1;    // first event carrying "delta":{"content":
+  std::vector<std::int64_t> content_us;  // every content event's arrival
+  bool done = false;                     // saw data: [DONE]
+  std::string observation_id;            // from the X-Fak-Observation-ID response header, if any
 };
 
 struct DriveResult {

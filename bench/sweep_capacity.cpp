@@ -6,15 +6,15 @@
 // simulator's own first-token times (its truth file) in the same run: the skew a generator adds.
 //
 //   sweep_capacity [--rates 100,200,...] [--streams 64,128,...] [--requests 2000]
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
 #include <chrono>
 #include <cstring>
-#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
-
-#include <boost/json.hpp>
-#include <fmt/format.h>
 
 #include "stream_driver.hpp"
 #include "support/process.hpp"
@@ -43,7 +43,8 @@ std::map<std::string, double> ttft_skew_ms(const std::string& ledger, const std:
   for (const auto& line : mpo::test::read_lines(ledger)) {
     auto o = json::parse(line).as_object();
     if (o.at("ttft_ms").is_number()) {
-      client[std::string(o.at("observation_id").as_string())] = {std::string(o.at("sweep_point").as_string()), num(o.at("ttft_ms"))};
+      client[std::string(o.at("observation_id").as_string())] = {std::string(o.at("sweep_point").as_string()),
+                                                                 num(o.at("ttft_ms"))};
     }
   }
   std::map<std::string, std::vector<double>> skew;
@@ -85,21 +86,37 @@ int main(int argc, char** argv) {
   const auto colon = first.rfind(':', first.find(" (model"));
   const int port = std::stoi(first.substr(colon + 1));
   auto run = [&](const std::string& name, std::vector<std::string> load) {
-    std::vector<std::string> args = {"/usr/bin/taskset", "-c", "0", bin, "sweep", "--url", fmt::format("http://127.0.0.1:{}/v1", port),
-                                     "--model", "sim-model", "--input-tokens", "16", "--ignore-eos", "--quiet",
-                                     "--output", dir + "/" + name + ".json"};
+    std::vector<std::string> args = {"/usr/bin/taskset",
+                                     "-c",
+                                     "0",
+                                     bin,
+                                     "sweep",
+                                     "--url",
+                                     fmt::format("http://127.0.0.1:{}/v1", port),
+                                     "--model",
+                                     "sim-model",
+                                     "--input-tokens",
+                                     "16",
+                                     "--ignore-eos",
+                                     "--quiet",
+                                     "--output",
+                                     dir + "/" + name + ".json"};
     args.insert(args.end(), load.begin(), load.end());
     const double sim_cpu0 = mpo::bench::cpu_seconds_of(sim.pid());
     const auto t0 = std::chrono::steady_clock::now();
     mpo::test::ChildProcess p(args);
     if (p.wait() != 0) fmt::print("{} exited non-zero\n", name);
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    fmt::print("(simulator on CPU 1: {:.0f}% of its core over the {} run)\n\n", 100 * (mpo::bench::cpu_seconds_of(sim.pid()) - sim_cpu0) / wall, name);
+    fmt::print("(simulator on CPU 1: {:.0f}% of its core over the {} run)\n\n",
+               100 * (mpo::bench::cpu_seconds_of(sim.pid()) - sim_cpu0) / wall, name);
     return json::parse(mpo::test::read_file(dir + "/" + name + ".json")).as_object();
   };
   auto table = [&](const json::object& r, const char* key, const char* label) {
     double best = 0;
-    fmt::print("| {} | p50 lateness ms | p99 lateness ms | generator CPU share | achieved req/s | TTFT p50 ms |\n|---|---|---|---|---|---|\n", label);
+    fmt::print(
+        "| {} | p50 lateness ms | p99 lateness ms | generator CPU share | achieved req/s | TTFT p50 ms "
+        "|\n|---|---|---|---|---|---|\n",
+        label);
     for (const auto& p : r.at("points").as_array()) {
       const auto& tp = p.as_object().at("tracks").as_array()[0].as_object();
       const auto& ev = tp.at("evidence").as_object();
@@ -120,10 +137,12 @@ int main(int argc, char** argv) {
   const auto open = run("open", {"--rates", rates, "--requests", std::to_string(requests), "--output-tokens", "4",
                                  "--arrival", "poisson"});
   const double best_rate = table(open, "rate_rps", "offered req/s");
-  fmt::print("\n## closed loop: concurrent streams of 64 output tokens, 4 measured requests per stream after one warm-up round\n\n");
+  fmt::print(
+      "\n## closed loop: concurrent streams of 64 output tokens, 4 measured requests per stream after one warm-up "
+      "round\n\n");
   std::vector<std::string> stream_list = split(streams);
-  const auto closed = run("closed", {"--concurrencies", streams, "--requests", std::to_string(4 * std::stoi(stream_list.back())),
-                                     "--output-tokens", "64"});
+  const auto closed = run("closed", {"--concurrencies", streams, "--requests",
+                                     std::to_string(4 * std::stoi(stream_list.back())), "--output-tokens", "64"});
   const double best_streams = table(closed, "concurrency", "streams");
   fmt::print("\nhighest offered rate with p99 send lateness <= 1 ms: {} req/s\n", best_rate);
   fmt::print("highest concurrent streams with p99 send lateness <= 1 ms: {}\n", best_streams);

@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "promtext/exposition.hpp"
 #include "promtext/delta.hpp"
+#include "promtext/exposition.hpp"
 #include "promtext/facts.hpp"
 #include "promtext/histogram.hpp"
 

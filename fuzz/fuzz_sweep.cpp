@@ -22,7 +22,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!r) return 0;
   // Bounded work per input: the bootstrap resamples every point.
   std::size_t samples = 0;
-  for (const auto& p : r->points) for (const auto& tp : p.tracks) samples += tp.samples.size();
+  for (const auto& p : r->points)
+    for (const auto& tp : p.tracks) samples += tp.samples.size();
   if (samples > 2000 || r->points.size() > 64) return 0;
   const std::string once = report_text(*r);
   auto again = parse_sweep_report(once);

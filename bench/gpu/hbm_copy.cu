@@ -2,19 +2,19 @@
 // buffer of --mib MiB into another, --launches times, so each launch reads and writes about that
 // many bytes of HBM. Without a profiler it prints its own event-timed bandwidth per launch: the
 // uninstrumented run a profiled-kernel receipt is paired with (docs/BANDWIDTH.md).
+#include <cuda_runtime.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
-#include <cuda_runtime.h>
-
-#define CHECK(call)                                                                   \
-  do {                                                                                \
-    cudaError_t e = (call);                                                           \
-    if (e != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "hbm_copy: %s: %s\n", #call, cudaGetErrorString(e));       \
-      return 1;                                                                       \
-    }                                                                                 \
+#define CHECK(call)                                                             \
+  do {                                                                          \
+    cudaError_t e = (call);                                                     \
+    if (e != cudaSuccess) {                                                     \
+      std::fprintf(stderr, "hbm_copy: %s: %s\n", #call, cudaGetErrorString(e)); \
+      return 1;                                                                 \
+    }                                                                           \
   } while (0)
 
 __global__ void hbm_copy(const float4* __restrict__ in, float4* __restrict__ out, size_t n) {

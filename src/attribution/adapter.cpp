@@ -1,9 +1,9 @@
 #include "attribution/adapter.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "core/simdjson_values.hpp"
 #include "core/time.hpp"
@@ -89,11 +89,13 @@ Result<WindowChoice> parse_window(std::string_view text) {
   }
   const auto comma = text.find(',');
   if (comma == std::string_view::npos) {
-    return make_error("attribute.window", fmt::format("--window '{}': use auto, per-request or FROM,TO (RFC 3339)", text));
+    return make_error("attribute.window",
+                      fmt::format("--window '{}': use auto, per-request or FROM,TO (RFC 3339)", text));
   }
   auto from = parse_rfc3339(text.substr(0, comma));
   auto to = parse_rfc3339(text.substr(comma + 1));
-  if (!from || !to) return make_error("attribute.window", fmt::format("--window '{}': FROM and TO must be RFC 3339 times", text));
+  if (!from || !to)
+    return make_error("attribute.window", fmt::format("--window '{}': FROM and TO must be RFC 3339 times", text));
   if (!(*to > *from)) return make_error("attribute.window", "--window: TO must be after FROM");
   c.mode = WindowMode::kExplicit;
   c.from_us = *from;
@@ -108,8 +110,8 @@ void sort_snapshots(std::vector<MetricsSnapshot>& s) {
   });
 }
 
-std::vector<Window> choose_windows(const std::vector<MetricsSnapshot>& snaps, const std::vector<RequestWindow>& requests,
-                                   const WindowChoice& choice) {
+std::vector<Window> choose_windows(const std::vector<MetricsSnapshot>& snaps,
+                                   const std::vector<RequestWindow>& requests, const WindowChoice& choice) {
   std::vector<Window> out;
   if (snaps.size() < 2) return out;
   // The last snapshot that ended at or before t, and the first that started at or after t.
@@ -168,8 +170,10 @@ AttributionRun attribute_run(std::vector<scrape::Snapshot> snapshots, const std:
     AttributionInput in;
     const auto& b = run.snapshots[w.before];
     const auto& a = run.snapshots[w.after];
-    if (!b.failure.empty()) in.scrape_failure = b.failure;
-    else if (!a.failure.empty()) in.scrape_failure = a.failure;
+    if (!b.failure.empty())
+      in.scrape_failure = b.failure;
+    else if (!a.failure.empty())
+      in.scrape_failure = a.failure;
     in.before = b;
     in.after = a;
     // Only the requests that overlap the window (attribute() grades those): a long run has many

@@ -37,7 +37,7 @@ struct WindowChoice {
 Result<WindowChoice> parse_window(std::string_view text);
 
 struct Window {
-  std::size_t before = 0, after = 0;  // indexes into the snapshots, ordered by time
+  std::size_t before = 0, after = 0;      // indexes into the snapshots, ordered by time
   std::vector<std::string> for_requests;  // per-request mode: whose enclosing window this is
 };
 // The snapshot pairs to grade, in time order, de-duplicated. `snapshots` must be sorted by

@@ -1,9 +1,9 @@
 #include "attribution/attribution.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <set>
-
-#include <fmt/format.h>
 
 namespace mpo::attribution {
 namespace {
@@ -124,8 +124,10 @@ AttributionResult attribute(const AttributionInput& in) {
   for (const auto& r : in.requests) {
     if (r.request_id.empty() || r.started_at_us == 0) continue;
     if (bounds.overlaps(r)) {
-      if (by_id.count(r.request_id)) duplicate = true;
-      else ids.push_back(r.request_id);
+      if (by_id.count(r.request_id))
+        duplicate = true;
+      else
+        ids.push_back(r.request_id);
       by_id[r.request_id] = &r;
     }
   }
@@ -133,7 +135,8 @@ AttributionResult attribute(const AttributionInput& in) {
   d.overlapping_request_ids = ids;
   d.overlapping_observed_requests = static_cast<std::int64_t>(ids.size());
   if (before.server_instance_id.empty() || after.server_instance_id.empty()) {
-    d.reason = "server-instance identity is unavailable; record the same non-empty server instance ID in both snapshots";
+    d.reason =
+        "server-instance identity is unavailable; record the same non-empty server instance ID in both snapshots";
     return finish(out, ids);
   }
   if (before.server_instance_id != after.server_instance_id) {
@@ -158,7 +161,8 @@ AttributionResult attribute(const AttributionInput& in) {
       d.request_counters[id] = {a->second.source, subtract_sets(zero, a->second.counters, nullptr, nullptr)};
     } else if (a != after.request_counters.end() && b != before.request_counters.end() && !a->second.source.empty() &&
                a->second.source == b->second.source) {
-      d.request_counters[id] = {a->second.source, subtract_sets(b->second.counters, a->second.counters, nullptr, nullptr)};
+      d.request_counters[id] = {a->second.source,
+                                subtract_sets(b->second.counters, a->second.counters, nullptr, nullptr)};
     } else {
       d.request_counters[id] = {"", {}};
     }
@@ -176,7 +180,8 @@ AttributionResult attribute(const AttributionInput& in) {
     std::string s;
     for (const auto& name : d.counter_resets) {
       if (cause_of(name)) {
-        s += fmt::format("; {} reset, so no request cause is emitted; capture a fresh monotonic {} counter pair", name, name);
+        s += fmt::format("; {} reset, so no request cause is emitted; capture a fresh monotonic {} counter pair", name,
+                         name);
       }
     }
     if (untrusted) s += "; untrusted correlation evidence is ignored; use request-label or trace correlation";
@@ -199,24 +204,31 @@ AttributionResult attribute(const AttributionInput& in) {
                        in.observed_at_us - after.scraped_at_us > in.max_scrape_age_us;
   if (stale_flag || too_old) {
     d.grade = "stale";
-    d.reason = too_old ? fmt::format("latest scrape is older than {}; refresh the after scrape within the configured maximum age",
-                                     format_duration(in.max_scrape_age_us))
-                       : std::string("a scrape of the window ended after the next one was due (marked stale); scrape "
-                                     "less often or with a longer timeout");
+    d.reason =
+        too_old
+            ? fmt::format("latest scrape is older than {}; refresh the after scrape within the configured maximum age",
+                          format_duration(in.max_scrape_age_us))
+            : std::string(
+                  "a scrape of the window ended after the next one was due (marked stale); scrape "
+                  "less often or with a longer timeout");
     d.reason += suffixes();
   } else if (duplicate) {
     d.grade = "cohort-only";
-    d.reason = "duplicate request IDs make the shared counter window ambiguous; use unique request IDs or trusted "
-               "request-label or trace correlation" + suffixes();
+    d.reason =
+        "duplicate request IDs make the shared counter window ambiguous; use unique request IDs or trusted "
+        "request-label or trace correlation" +
+        suffixes();
   } else {
     if (requests_usable) {
       const double background = std::max(0.0, R - static_cast<double>(ids.size()));
       d.background_unobserved_requests = background;
       if (background > 0) {
         d.grade = "contaminated";
-        d.reason = fmt::format("server request counter proves {} unobserved request(s) in the scrape window; isolate "
-                               "observed traffic or use request-label or trace correlation",
-                               background) + suffixes();
+        d.reason = fmt::format(
+                       "server request counter proves {} unobserved request(s) in the scrape window; isolate "
+                       "observed traffic or use request-label or trace correlation",
+                       background) +
+                   suffixes();
       } else if (ids.size() == 1 && R == 1) {
         d.grade = "isolated-window";
         d.reason = "one observed request accounts for the complete server request delta" + suffixes();
@@ -225,14 +237,17 @@ AttributionResult attribute(const AttributionInput& in) {
     if (d.grade == "unavailable") {
       d.grade = "cohort-only";
       if (ids.size() > 1) {
-        d.reason = "multiple observed requests overlap the shared counter window; use request-label or trace correlation "
-                   "for per-request attribution";
+        d.reason =
+            "multiple observed requests overlap the shared counter window; use request-label or trace correlation "
+            "for per-request attribution";
       } else if (!requests_usable) {
-        d.reason = "background traffic cannot be excluded without a usable server request counter; capture a monotonic "
-                   "server request counter in both snapshots or use request-label or trace correlation";
+        d.reason =
+            "background traffic cannot be excluded without a usable server request counter; capture a monotonic "
+            "server request counter in both snapshots or use request-label or trace correlation";
       } else {
-        d.reason = "the server request counter does not prove an isolated request window; capture a window where one "
-                   "observed request matches one server request delta or use request-label or trace correlation";
+        d.reason =
+            "the server request counter does not prove an isolated request window; capture a window where one "
+            "observed request matches one server request delta or use request-label or trace correlation";
       }
       d.reason += suffixes();
     }

@@ -40,8 +40,8 @@ struct MetricsSnapshot {
   std::int64_t scraped_at_us = 0;  // its answer was read
   CounterSet counters;
   std::map<std::string, CorrelatedCounters> request_counters;
-  bool stale = false;              // the scrape ended after the next one was due
-  std::string failure;             // non-empty: the scrape failed (unreachable, timeout, parse...)
+  bool stale = false;   // the scrape ended after the next one was due
+  std::string failure;  // non-empty: the scrape failed (unreachable, timeout, parse...)
   // For the output: who answered.
   std::string source, engine;
   std::vector<std::string> models;
@@ -60,7 +60,9 @@ struct RequestWindow {
 // and whether a request overlaps them (a running one, ended_at_us 0, runs to the upper bound).
 struct WindowBounds {
   std::int64_t lo = 0, hi = 0;
-  bool overlaps(const RequestWindow& r) const { return r.started_at_us < hi && (r.ended_at_us == 0 ? hi : r.ended_at_us) > lo; }
+  bool overlaps(const RequestWindow& r) const {
+    return r.started_at_us < hi && (r.ended_at_us == 0 ? hi : r.ended_at_us) > lo;
+  }
 };
 WindowBounds window_bounds(const MetricsSnapshot& before, const MetricsSnapshot& after);
 

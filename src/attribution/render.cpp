@@ -1,9 +1,9 @@
 #include "attribution/render.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "core/go_json.hpp"
 #include "core/time.hpp"
@@ -44,7 +44,9 @@ boost::json::object magnitudes_json(const std::map<std::string, double>& m) {
   return o;
 }
 
-const MetricsSnapshot& after_of(const AttributionRun& run, const GradedWindow& w) { return run.snapshots[w.window.after]; }
+const MetricsSnapshot& after_of(const AttributionRun& run, const GradedWindow& w) {
+  return run.snapshots[w.window.after];
+}
 
 }  // namespace
 
@@ -63,7 +65,8 @@ std::string fak_json_lines(const AttributionRun& run) {
     if (!counters.empty()) delta["counters"] = std::move(counters);
     boost::json::object rc;
     for (const auto& [id, entry] : d.request_counters) {
-      if (entry.first != "request-label" && entry.first != "trace" && !entry.first.empty()) continue;  // fak's sources only
+      if (entry.first != "request-label" && entry.first != "trace" && !entry.first.empty())
+        continue;  // fak's sources only
       boost::json::object e;
       if (!entry.first.empty()) e["source"] = entry.first;
       e["counters"] = counters_json(entry.second, true);
@@ -72,7 +75,8 @@ std::string fak_json_lines(const AttributionRun& run) {
     if (!rc.empty()) delta["request_counters"] = std::move(rc);
     if (!d.overlapping_request_ids.empty()) delta["overlapping_request_ids"] = strings(d.overlapping_request_ids);
     delta["overlapping_observed_requests"] = d.overlapping_observed_requests;
-    if (d.background_unobserved_requests) delta["background_unobserved_requests"] = number(*d.background_unobserved_requests);
+    if (d.background_unobserved_requests)
+      delta["background_unobserved_requests"] = number(*d.background_unobserved_requests);
     if (!d.counter_resets.empty()) delta["counter_resets"] = strings(d.counter_resets);
     if (!d.counter_wraps.empty()) delta["counter_wraps"] = strings(d.counter_wraps);
     delta["grade"] = d.grade;
@@ -158,7 +162,8 @@ std::string attribution_json(const AttributionRun& run, const RunInputs& in) {
     j["overlapping_request_ids"] = strings(d.overlapping_request_ids);
     j["overlapping_observed_requests"] = d.overlapping_observed_requests;
     // Unknown is not zero: absent when the server's request counter is not usable.
-    if (d.background_unobserved_requests) j["background_unobserved_requests"] = number(*d.background_unobserved_requests);
+    if (d.background_unobserved_requests)
+      j["background_unobserved_requests"] = number(*d.background_unobserved_requests);
     j["counter_resets"] = strings(d.counter_resets);
     j["counter_wraps"] = strings(d.counter_wraps);
     if (!w.window.for_requests.empty()) j["enclosing_window_of"] = strings(w.window.for_requests);
@@ -202,18 +207,19 @@ std::string attribution_json(const AttributionRun& run, const RunInputs& in) {
 
 std::string attribution_markdown(const AttributionRun& run, const RunInputs& in) {
   std::string out = "# Attribution of server counters to requests\n\n";
-  out += fmt::format("{} requests, {} snapshots, window `{}`{}.\n\n", run.requests.size(), run.snapshots.size(), in.window,
-                     in.probe.empty() ? "" : ", probe of " + in.probe);
+  out += fmt::format("{} requests, {} snapshots, window `{}`{}.\n\n", run.requests.size(), run.snapshots.size(),
+                     in.window, in.probe.empty() ? "" : ", probe of " + in.probe);
   if (run.windows.empty()) return out + "No window: fewer than two snapshots cover the requests.\n";
   out += "| from | to | grade | observed | background | causes | reason |\n|---|---|---|---|---|---|---|\n";
   for (const auto& w : run.windows) {
     const auto& d = w.result.delta;
     std::string causes;
     for (const auto& c : w.result.shared_causes) causes += (causes.empty() ? "" : ", ") + c;
-    out += fmt::format("| {} | {} | **{}** | {} | {} | {} | {} |\n", format_rfc3339_us(d.scrape_started_at_us).substr(11),
-                       format_rfc3339_us(d.scrape_ended_at_us).substr(11), d.grade, d.overlapping_observed_requests,
-                       d.background_unobserved_requests ? fmt::format("{}", *d.background_unobserved_requests) : "unknown",
-                       causes.empty() ? "-" : causes, d.reason);
+    out +=
+        fmt::format("| {} | {} | **{}** | {} | {} | {} | {} |\n", format_rfc3339_us(d.scrape_started_at_us).substr(11),
+                    format_rfc3339_us(d.scrape_ended_at_us).substr(11), d.grade, d.overlapping_observed_requests,
+                    d.background_unobserved_requests ? fmt::format("{}", *d.background_unobserved_requests) : "unknown",
+                    causes.empty() ? "-" : causes, d.reason);
   }
   std::string per;
   for (const auto& w : run.windows) {
@@ -228,8 +234,9 @@ std::string attribution_markdown(const AttributionRun& run, const RunInputs& in)
     }
   }
   if (!per.empty()) out += "\n## Causes that reach a request\n\n" + per;
-  out += "\nShared counter deltas reach one request only in an isolated window or through evidence the server tied "
-         "to it; everything else stays with the cohort (docs/ATTRIBUTION.md).\n";
+  out +=
+      "\nShared counter deltas reach one request only in an isolated window or through evidence the server tied "
+      "to it; everything else stays with the cohort (docs/ATTRIBUTION.md).\n";
   return out;
 }
 

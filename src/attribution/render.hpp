@@ -20,7 +20,7 @@ struct RunInputs {
 };
 
 std::string attribution_json(const AttributionRun& run, const RunInputs& inputs);  // pretty, one newline
-std::string fak_json_lines(const AttributionRun& run);                              // one line per window
+std::string fak_json_lines(const AttributionRun& run);                             // one line per window
 std::string attribution_markdown(const AttributionRun& run, const RunInputs& inputs);
 
 }  // namespace mpo::attribution

@@ -8,8 +8,8 @@ Result<CsvRecord> read_csv_record(std::string_view text, std::size_t& pos, std::
   CsvRecord r;
   r.line = ++line;
   std::string field;
-  bool quoted = false;       // inside quotes
-  bool was_quoted = false;   // this field began with a quote
+  bool quoted = false;      // inside quotes
+  bool was_quoted = false;  // this field began with a quote
   std::size_t i = pos;
   auto end_field = [&] {
     if (!was_quoted) {
@@ -62,7 +62,8 @@ Result<CsvRecord> read_csv_record(std::string_view text, std::size_t& pos, std::
     ++i;
   }
   if (quoted) {
-    return make_error("ncu.csv", fmt::format("line {}: a quoted field is not closed before the end of the file", r.line));
+    return make_error("ncu.csv",
+                      fmt::format("line {}: a quoted field is not closed before the end of the file", r.line));
   }
   end_field();
   pos = i;

@@ -1,5 +1,7 @@
 #include "bandwidth/host_roofline.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -7,8 +9,6 @@
 #include <cstring>
 #include <memory>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "core/json.hpp"
 #include "core/time.hpp"
@@ -100,7 +100,8 @@ RooflineAnalysis analyse_roofline(const std::vector<RooflinePoint>& points, doub
   return a;
 }
 
-std::vector<RooflinePoint> measure_host_roofline(const RooflineOptions& o, const std::function<void(const std::string&)>& progress) {
+std::vector<RooflinePoint> measure_host_roofline(const RooflineOptions& o,
+                                                 const std::function<void(const std::string&)>& progress) {
   const std::vector<int> threads = o.threads.empty() ? default_threads() : o.threads;
   const std::uint64_t bytes = o.working_set_bytes;
   std::unique_ptr<char[]> src(new char[bytes]);
@@ -123,7 +124,8 @@ std::vector<RooflinePoint> measure_host_roofline(const RooflineOptions& o, const
       const double t = timed_copy(dst.get(), src.get(), bytes, n, iterations);
       if (t >= o.target_trial_s * 0.9) break;
       const double scale = t > 0 ? o.target_trial_s / t * 1.05 : 2.0;
-      iterations = std::max<std::uint64_t>(iterations + 1, static_cast<std::uint64_t>(std::ceil(static_cast<double>(iterations) * scale)));
+      iterations = std::max<std::uint64_t>(
+          iterations + 1, static_cast<std::uint64_t>(std::ceil(static_cast<double>(iterations) * scale)));
     }
     p.calibration_s = std::chrono::duration<double>(Clock::now() - c0).count();
     p.iterations = iterations;
@@ -179,7 +181,8 @@ std::string host_roofline_receipt_json(const RooflineOptions& o, const std::vect
   if (a.knee_threads) r.field("knee_threads", *a.knee_threads);
   w.raw_field("result", std::move(r).finish());
   JsonObjectWriter v;
-  const std::vector<std::string> reasons = a.reason.empty() ? std::vector<std::string>{} : std::vector<std::string>{a.reason};
+  const std::vector<std::string> reasons =
+      a.reason.empty() ? std::vector<std::string>{} : std::vector<std::string>{a.reason};
   v.field("valid", a.sustainable_gb_s.has_value()).raw_field("reasons", json_string_array(reasons));
   w.raw_field("validity", std::move(v).finish());
   return std::move(w).finish();

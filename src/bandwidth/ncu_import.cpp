@@ -1,10 +1,10 @@
 #include "bandwidth/ncu_import.hpp"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cmath>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "bandwidth/csv.hpp"
 
@@ -57,18 +57,30 @@ std::optional<Columns> header_columns(const CsvRecord& r) {
   for (std::size_t i = 0; i < r.fields.size(); ++i) {
     const std::string n = normalize_column(r.fields[i]);
     const int k = static_cast<int>(i);
-    if (n == "id") c.id = k;
-    else if (n == "process id") c.pid = k;
-    else if (n == "process name") c.pname = k;
-    else if (n == "host name") c.host = k;
-    else if ((n == "device" || n == "device name" || n == "device id") && c.device < 0) c.device = k;
-    else if (n == "kernel name") c.kernel = k;
-    else if (n == "metric name") c.metric_name = k;
-    else if (n == "metric unit") c.metric_unit = k;
-    else if (n == "metric value") c.metric_value = k;
-    else if (n == kReadMetric) c.read = k;
-    else if (n == kWriteMetric) c.write = k;
-    else if (n == kDurationMetric) c.duration = k;
+    if (n == "id")
+      c.id = k;
+    else if (n == "process id")
+      c.pid = k;
+    else if (n == "process name")
+      c.pname = k;
+    else if (n == "host name")
+      c.host = k;
+    else if ((n == "device" || n == "device name" || n == "device id") && c.device < 0)
+      c.device = k;
+    else if (n == "kernel name")
+      c.kernel = k;
+    else if (n == "metric name")
+      c.metric_name = k;
+    else if (n == "metric unit")
+      c.metric_unit = k;
+    else if (n == "metric value")
+      c.metric_value = k;
+    else if (n == kReadMetric)
+      c.read = k;
+    else if (n == kWriteMetric)
+      c.write = k;
+    else if (n == kDurationMetric)
+      c.duration = k;
   }
   if (c.id < 0 || c.pid < 0 || c.pname < 0) return std::nullopt;
   return c;
@@ -146,14 +158,15 @@ Result<NcuImport> import_ncu_csv(std::string_view text) {
   }
   if (!cols) {
     return make_error("ncu.header", fmt::format("Nsight Compute CSV header not found: no row names the columns \"ID\", "
-                                                "\"Process ID\" and \"Process Name\"; {}", kCapture));
+                                                "\"Process ID\" and \"Process Name\"; {}",
+                                                kCapture));
   }
   NcuImport out;
   out.layout = is_details(*cols) ? NcuLayout::kDetails : NcuLayout::kRaw;
   out.host_column = cols->host >= 0;
   if (out.layout == NcuLayout::kRaw && cols->read < 0 && cols->write < 0 && cols->duration < 0) {
-    return make_error("ncu.metric", fmt::format("the --page raw table has none of the columns {}, {}, {}; {}", kReadMetric,
-                                                kWriteMetric, kDurationMetric, kCapture));
+    return make_error("ncu.metric", fmt::format("the --page raw table has none of the columns {}, {}, {}; {}",
+                                                kReadMetric, kWriteMetric, kDurationMetric, kCapture));
   }
 
   // 2. The records after it, as observations.
@@ -166,7 +179,8 @@ Result<NcuImport> import_ncu_csv(std::string_view text) {
     if (skippable(*rec)) continue;
     if (header_columns(*rec)) {
       return make_error("ncu.header", fmt::format("line {}: a second header block; one capture per file (ncu appends "
-                                                  "when --log-file names an existing file)", rec->line));
+                                                  "when --log-file names an existing file)",
+                                                  rec->line));
     }
     if (!units_read) {
       // --page raw: the row after the header gives each metric column's unit; identity cells are empty.
@@ -188,8 +202,9 @@ Result<NcuImport> import_ncu_csv(std::string_view text) {
     base.line = rec->line;
     if (out.layout == NcuLayout::kDetails) {
       if (static_cast<int>(rec->fields.size()) <= cols->metric_value) {
-        return make_error("ncu.csv", fmt::format("line {}: a row with {} fields, fewer than the header's Metric Value column",
-                                                 rec->line, rec->fields.size()));
+        return make_error("ncu.csv",
+                          fmt::format("line {}: a row with {} fields, fewer than the header's Metric Value column",
+                                      rec->line, rec->fields.size()));
       }
       const std::string& metric = at(*rec, cols->metric_name);
       if (metric != kReadMetric && metric != kWriteMetric && metric != kDurationMetric) continue;
@@ -212,8 +227,9 @@ Result<NcuImport> import_ncu_csv(std::string_view text) {
     }
   }
   if (obs.empty()) {
-    return make_error("ncu.metric", fmt::format("the CSV has none of the required metrics {}, {}, {} ({} layout); {}",
-                                                kReadMetric, kWriteMetric, kDurationMetric, to_string(out.layout), kCapture));
+    return make_error("ncu.metric",
+                      fmt::format("the CSV has none of the required metrics {}, {}, {} ({} layout); {}", kReadMetric,
+                                  kWriteMetric, kDurationMetric, to_string(out.layout), kCapture));
   }
 
   // 3. Identity checks and grouping by (process, launch).
@@ -222,16 +238,22 @@ Result<NcuImport> import_ncu_csv(std::string_view text) {
   const Observation& first = obs.front();
   for (const Observation& o : obs) {
     if (o.id.empty() || o.pid.empty() || o.pname.empty()) {
-      return make_error("ncu.csv", fmt::format("line {}: metric {} has an incomplete launch identity (ID, Process ID and "
-                                               "Process Name must be set)", o.line, o.metric));
+      return make_error("ncu.csv",
+                        fmt::format("line {}: metric {} has an incomplete launch identity (ID, Process ID and "
+                                    "Process Name must be set)",
+                                    o.line, o.metric));
     }
     if (o.pid != first.pid || o.pname != first.pname) {
-      return make_error("ncu.mixed", fmt::format("mixed-process capture: {}/{} and {}/{} (line {}); profile one process "
-                                                 "per file", first.pid, first.pname, o.pid, o.pname, o.line));
+      return make_error("ncu.mixed",
+                        fmt::format("mixed-process capture: {}/{} and {}/{} (line {}); profile one process "
+                                    "per file",
+                                    first.pid, first.pname, o.pid, o.pname, o.line));
     }
     if (out.host_column && o.host != first.host) {
-      return make_error("ncu.mixed", fmt::format("mixed-host capture: launch {} (line {}) names another host than launch "
-                                                 "{}; profile one host per file", o.id, o.line, first.id));
+      return make_error("ncu.mixed",
+                        fmt::format("mixed-host capture: launch {} (line {}) names another host than launch "
+                                    "{}; profile one host per file",
+                                    o.id, o.line, first.id));
     }
     if (cols->device >= 0) {
       if (o.device.empty()) {
@@ -239,8 +261,8 @@ Result<NcuImport> import_ncu_csv(std::string_view text) {
       }
       if (o.device != first.device) {
         return make_error("ncu.mixed", fmt::format("mixed-device capture: \"{}\" and \"{}\" (launch {}, line {}); "
-                                                   "profile one device with --devices N", first.device, o.device, o.id,
-                                                   o.line));
+                                                   "profile one device with --devices N",
+                                                   first.device, o.device, o.id, o.line));
       }
     }
     const std::string key = o.pid + "/" + o.id;
@@ -281,15 +303,19 @@ Result<NcuImport> import_ncu_csv(std::string_view text) {
       const Observation& o = it->second;
       if (is_unavailable(o.value)) {
         out.unavailable.push_back(fmt::format("{} of launch {} is \"{}\" (line {})", metric, l.id, o.value, o.line));
-        if (metric == kReadMetric) read_ok = false, kt.read_bytes.reset();
-        else if (metric == kWriteMetric) write_ok = false, kt.write_bytes.reset();
-        else dur_ok = false, kt.duration_ns.reset();
+        if (metric == kReadMetric)
+          read_ok = false, kt.read_bytes.reset();
+        else if (metric == kWriteMetric)
+          write_ok = false, kt.write_bytes.reset();
+        else
+          dur_ok = false, kt.duration_ns.reset();
         continue;
       }
       if (!base_unit_ok(metric, o.unit)) {
-        return make_error("ncu.unit", fmt::format("{} of launch {} must use a base unit ({}), got \"{}\" (line {}); pass "
-                                                  "--print-units base to ncu", metric, l.id,
-                                                  metric == kDurationMetric ? "nsecond" : "byte", o.unit, o.line));
+        return make_error("ncu.unit",
+                          fmt::format("{} of launch {} must use a base unit ({}), got \"{}\" (line {}); pass "
+                                      "--print-units base to ncu",
+                                      metric, l.id, metric == kDurationMetric ? "nsecond" : "byte", o.unit, o.line));
       }
       if (metric == kDurationMetric) {
         const std::string v = strip_commas(o.value);
@@ -297,7 +323,8 @@ Result<NcuImport> import_ncu_csv(std::string_view text) {
         const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
         if (ec != std::errc{} || end != v.data() + v.size() || !std::isfinite(d) || d < 0) {
           return make_error("ncu.value", fmt::format("{} of launch {} is \"{}\", not a finite non-negative number of "
-                                                     "nanoseconds (line {})", metric, l.id, o.value, o.line));
+                                                     "nanoseconds (line {})",
+                                                     metric, l.id, o.value, o.line));
         }
         dur_sum += d;
         if (kt.duration_ns) *kt.duration_ns += d;
@@ -306,7 +333,8 @@ Result<NcuImport> import_ncu_csv(std::string_view text) {
       const auto bytes = parse_byte_count(o.value);
       if (!bytes) {
         return make_error("ncu.value", fmt::format("{} of launch {} is \"{}\", not a non-negative integer byte count "
-                                                   "(line {})", metric, l.id, o.value, o.line));
+                                                   "(line {})",
+                                                   metric, l.id, o.value, o.line));
       }
       std::uint64_t& sum = metric == kReadMetric ? read_sum : write_sum;
       std::optional<std::uint64_t>& ksum = metric == kReadMetric ? kt.read_bytes : kt.write_bytes;
@@ -320,11 +348,12 @@ Result<NcuImport> import_ncu_csv(std::string_view text) {
   if (read_ok) out.read_bytes = read_sum;
   if (write_ok) out.write_bytes = write_sum;
   if (dur_ok) out.duration_ns = dur_sum;
-  if (out.duration_ns && *out.duration_ns == 0 && ((out.read_bytes && *out.read_bytes > 0) ||
-                                                   (out.write_bytes && *out.write_bytes > 0))) {
-    return make_error("ncu.duration", fmt::format("the cumulative profiled kernel duration of {} launch(es) is zero while "
-                                                  "bytes were counted; the capture cannot give a bandwidth",
-                                                  out.launch_count));
+  if (out.duration_ns && *out.duration_ns == 0 &&
+      ((out.read_bytes && *out.read_bytes > 0) || (out.write_bytes && *out.write_bytes > 0))) {
+    return make_error("ncu.duration",
+                      fmt::format("the cumulative profiled kernel duration of {} launch(es) is zero while "
+                                  "bytes were counted; the capture cannot give a bandwidth",
+                                  out.launch_count));
   }
   return out;
 }

@@ -32,14 +32,14 @@ struct NcuImport {
   NcuLayout layout = NcuLayout::kDetails;
   std::string process_id;
   std::string process_name;
-  bool host_column = false;                     // a Host Name column existed (and every row agreed)
-  std::optional<std::string> profiler_device;   // the CSV's Device column, when it has one
+  bool host_column = false;                    // a Host Name column existed (and every row agreed)
+  std::optional<std::string> profiler_device;  // the CSV's Device column, when it has one
   std::uint64_t launch_count = 0;
-  std::optional<std::uint64_t> read_bytes;      // absent: some launch reported it unavailable
+  std::optional<std::uint64_t> read_bytes;  // absent: some launch reported it unavailable
   std::optional<std::uint64_t> write_bytes;
   std::optional<double> duration_ns;
-  std::vector<std::string> unavailable;         // which launch made a direction unavailable, and why
-  std::vector<KernelTotals> kernels;            // per kernel name, in order of first launch
+  std::vector<std::string> unavailable;  // which launch made a direction unavailable, and why
+  std::vector<KernelTotals> kernels;     // per kernel name, in order of first launch
 };
 
 // Error codes: "ncu.header", "ncu.metric", "ncu.unit", "ncu.value", "ncu.mixed", "ncu.duration",

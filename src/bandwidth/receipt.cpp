@@ -1,8 +1,8 @@
 #include "bandwidth/receipt.hpp"
 
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "core/json.hpp"
 #include "core/time.hpp"
@@ -24,7 +24,8 @@ void rates_fields(JsonObjectWriter& r, const Rates& rates) {
   if (rates.write_gb_s) r.field("write_gb_s", *rates.write_gb_s);
   if (rates.total_gb_s) r.field("total_gb_s", *rates.total_gb_s);
   if (rates.utilization_of_theoretical) r.field("utilization_of_theoretical", *rates.utilization_of_theoretical);
-  if (rates.utilization_of_device_roofline) r.field("utilization_of_device_roofline", *rates.utilization_of_device_roofline);
+  if (rates.utilization_of_device_roofline)
+    r.field("utilization_of_device_roofline", *rates.utilization_of_device_roofline);
 }
 
 }  // namespace
@@ -65,11 +66,13 @@ std::string_view to_string(Shape s) {
 
 Status check_context(const CaptureContext& c) {
   if (c.device.find_first_not_of(" \t") == std::string::npos) {
-    return make_error("bandwidth.device", "--device is required: the label of the device the capture ran on, e.g. "
-                                          "\"NVIDIA H100 80GB HBM3 (0)\"");
+    return make_error("bandwidth.device",
+                      "--device is required: the label of the device the capture ran on, e.g. "
+                      "\"NVIDIA H100 80GB HBM3 (0)\"");
   }
   if (c.capture_end_us <= c.capture_start_us) {
-    return make_error("bandwidth.window", "--capture-end must be after --capture-start (the window the capture ran in)");
+    return make_error("bandwidth.window",
+                      "--capture-end must be after --capture-start (the window the capture ran in)");
   }
   for (const auto& [flag, v] : {std::pair{"--theoretical-gb-s", c.theoretical_gb_s},
                                 std::pair{"--device-roofline-gb-s", c.device_roofline_gb_s}}) {
@@ -118,7 +121,8 @@ std::string ncu_receipt_json(const NcuImport& im, const CaptureContext& c, std::
   }
   w.raw_field("inputs", std::move(in).finish());
 
-  const Rates rates = compute_rates(im.read_bytes, im.write_bytes, im.duration_ns, c.theoretical_gb_s, c.device_roofline_gb_s);
+  const Rates rates =
+      compute_rates(im.read_bytes, im.write_bytes, im.duration_ns, c.theoretical_gb_s, c.device_roofline_gb_s);
   JsonObjectWriter r;
   r.field("kind", "hbm-profiled-kernel-active-time")
       .raw_field("counter_source", json_string_array({kReadMetric, kWriteMetric, kDurationMetric}))
@@ -145,19 +149,24 @@ std::string ncu_receipt_json(const NcuImport& im, const CaptureContext& c, std::
     kernels += (i ? "," : "") + std::move(o).finish();
   }
   r.raw_field("kernels", kernels + "]");
-  r.raw_field("statements", json_string_array({
-      "Profiled-kernel active-time bandwidth: the bytes the profiled kernels moved divided by the time they ran "
-      "under the profiler. Not request wall-time throughput.",
-      "Nsight Compute serialises and replays kernels: pair this receipt with an uninstrumented latency/throughput run "
-      "of the same workload before drawing conclusions about serving.",
-      "The device label, engine and rooflines are the operator's statements; the CSV proves the process, the "
-      "launches, the counters and (when it has the column) the profiler's device ID.",
-  }));
+  r.raw_field(
+      "statements",
+      json_string_array({
+          "Profiled-kernel active-time bandwidth: the bytes the profiled kernels moved divided by the time they ran "
+          "under the profiler. Not request wall-time throughput.",
+          "Nsight Compute serialises and replays kernels: pair this receipt with an uninstrumented latency/throughput "
+          "run "
+          "of the same workload before drawing conclusions about serving.",
+          "The device label, engine and rooflines are the operator's statements; the CSV proves the process, the "
+          "launches, the counters and (when it has the column) the profiler's device ID.",
+      }));
   w.raw_field("result", std::move(r).finish());
 
   std::vector<std::string> reasons;
-  if (!rates.read_gb_s) reasons.push_back("read bandwidth unavailable: a launch reported no dram__bytes_read.sum value");
-  if (!rates.write_gb_s) reasons.push_back("write bandwidth unavailable: a launch reported no dram__bytes_write.sum value");
+  if (!rates.read_gb_s)
+    reasons.push_back("read bandwidth unavailable: a launch reported no dram__bytes_read.sum value");
+  if (!rates.write_gb_s)
+    reasons.push_back("write bandwidth unavailable: a launch reported no dram__bytes_write.sum value");
   if (!im.duration_ns) reasons.push_back("duration unavailable: a launch reported no gpu__time_duration.sum value");
   JsonObjectWriter v;
   v.field("valid", rates.total_gb_s.has_value()).raw_field("reasons", json_string_array(reasons));
@@ -167,7 +176,8 @@ std::string ncu_receipt_json(const NcuImport& im, const CaptureContext& c, std::
 
 Status check_host_sample(const HostSample& s) {
   if (!(std::isfinite(s.measured_roofline_gb_s) && s.measured_roofline_gb_s > 0)) {
-    return make_error("bandwidth.roofline", "--measured-gb-s must be a number above 0 (from `modelperfobs bandwidth measure-host`)");
+    return make_error("bandwidth.roofline",
+                      "--measured-gb-s must be a number above 0 (from `modelperfobs bandwidth measure-host`)");
   }
   if (!(std::isfinite(s.seconds) && s.seconds > 0)) {
     return make_error("bandwidth.host", "--seconds must be above 0: the wall time the --bytes were moved in");
@@ -176,8 +186,9 @@ Status check_host_sample(const HostSample& s) {
     return make_error("bandwidth.window", "--capture-end must be after --capture-start");
   }
   if (s.bytes_evidence.find_first_not_of(" \t") == std::string::npos) {
-    return make_error("bandwidth.host", "--bytes-evidence is required: say what the --bytes figure rests on (e.g. "
-                                        "\"weights 4.1 GB x 52 decode steps\")");
+    return make_error("bandwidth.host",
+                      "--bytes-evidence is required: say what the --bytes figure rests on (e.g. "
+                      "\"weights 4.1 GB x 52 decode steps\")");
   }
   return Ok{};
 }
@@ -203,9 +214,10 @@ std::string host_sample_receipt_json(const HostSample& s, std::int64_t created_a
       .field("host_gb_s", gb_s)
       .field("utilization_of_measured_host_roofline", gb_s / s.measured_roofline_gb_s)
       .raw_field("statements", json_string_array({
-          "Host-memory evidence: the operator's byte figure over wall time against a host copy roofline. It is not HBM "
-          "evidence and no HBM utilisation can be read from it.",
-      }));
+                                   "Host-memory evidence: the operator's byte figure over wall time against a host "
+                                   "copy roofline. It is not HBM "
+                                   "evidence and no HBM utilisation can be read from it.",
+                               }));
   w.raw_field("result", std::move(r).finish());
   JsonObjectWriter v;
   v.field("valid", true).raw_field("reasons", "[]");

@@ -1,10 +1,10 @@
 // `bandwidth verify`: re-checks a receipt as a stranger would. Numbers are read exactly (simdjson)
 // and every derived figure is recomputed the way the writer computed it, so equality is exact.
-#include <cmath>
-#include <set>
-
 #include <fmt/format.h>
 #include <simdjson.h>
+
+#include <cmath>
+#include <set>
 
 #include "bandwidth/host_roofline.hpp"
 #include "bandwidth/receipt.hpp"
@@ -43,7 +43,8 @@ std::optional<std::uint64_t> count(object o, std::string_view key) {
   element e;
   if (o[key].get(e)) return std::nullopt;
   if (e.is_uint64()) return e.get_uint64().value_unsafe();
-  if (e.is_int64() && e.get_int64().value_unsafe() >= 0) return static_cast<std::uint64_t>(e.get_int64().value_unsafe());
+  if (e.is_int64() && e.get_int64().value_unsafe() >= 0)
+    return static_cast<std::uint64_t>(e.get_int64().value_unsafe());
   return std::nullopt;
 }
 
@@ -88,17 +89,34 @@ Result<Verdict> verify_hbm(object in, object r, object validity) {
   if (text(in, "device_evidence") != std::optional<std::string_view>("operator-declared-capture-device")) {
     return bad("inputs.device_evidence must say the device is operator-declared");
   }
-  if (has(in, "engine") && text(in, "engine_evidence") != std::optional<std::string_view>("operator-asserted-not-proven-by-csv")) {
+  if (has(in, "engine") &&
+      text(in, "engine_evidence") != std::optional<std::string_view>("operator-asserted-not-proven-by-csv")) {
     return bad("inputs.engine must be marked operator-asserted");
   }
   for (std::string_view k : {"theoretical_gb_s", "device_roofline_gb_s"}) {
     if (auto v = number(in, k); v && !(*v > 0)) return bad(fmt::format("inputs.{} must be above 0", k));
   }
-  if (auto st = only_keys(r, {"kind", "counter_source", "process_id", "process", "launch_count", "cumulative_read_bytes",
-                               "cumulative_write_bytes", "cumulative_duration_ns", "read_gb_s", "write_gb_s", "total_gb_s",
-                               "utilization_of_theoretical", "utilization_of_device_roofline", "aggregation_scope",
-                               "capture_host_evidence", "profiled_kernel_active_time", "uninstrumented_run_required",
-                               "unavailable", "kernels", "statements"},
+  if (auto st = only_keys(r,
+                          {"kind",
+                           "counter_source",
+                           "process_id",
+                           "process",
+                           "launch_count",
+                           "cumulative_read_bytes",
+                           "cumulative_write_bytes",
+                           "cumulative_duration_ns",
+                           "read_gb_s",
+                           "write_gb_s",
+                           "total_gb_s",
+                           "utilization_of_theoretical",
+                           "utilization_of_device_roofline",
+                           "aggregation_scope",
+                           "capture_host_evidence",
+                           "profiled_kernel_active_time",
+                           "uninstrumented_run_required",
+                           "unavailable",
+                           "kernels",
+                           "statements"},
                           "result");
       !st) {
     return st.error();
@@ -112,13 +130,20 @@ Result<Verdict> verify_hbm(object in, object r, object validity) {
   const auto read = count(r, "cumulative_read_bytes");
   const auto write = count(r, "cumulative_write_bytes");
   const auto dur = number(r, "cumulative_duration_ns");
-  if (has(r, "cumulative_read_bytes") && !read) return bad("result.cumulative_read_bytes must be a non-negative integer");
-  if (has(r, "cumulative_write_bytes") && !write) return bad("result.cumulative_write_bytes must be a non-negative integer");
-  const Rates rates = compute_rates(read, write, dur, number(in, "theoretical_gb_s"), number(in, "device_roofline_gb_s"));
-  if (auto st = same(r, "read_gb_s", rates.read_gb_s, "cumulative_read_bytes / cumulative_duration_ns"); !st) return st.error();
-  if (auto st = same(r, "write_gb_s", rates.write_gb_s, "cumulative_write_bytes / cumulative_duration_ns"); !st) return st.error();
+  if (has(r, "cumulative_read_bytes") && !read)
+    return bad("result.cumulative_read_bytes must be a non-negative integer");
+  if (has(r, "cumulative_write_bytes") && !write)
+    return bad("result.cumulative_write_bytes must be a non-negative integer");
+  const Rates rates =
+      compute_rates(read, write, dur, number(in, "theoretical_gb_s"), number(in, "device_roofline_gb_s"));
+  if (auto st = same(r, "read_gb_s", rates.read_gb_s, "cumulative_read_bytes / cumulative_duration_ns"); !st)
+    return st.error();
+  if (auto st = same(r, "write_gb_s", rates.write_gb_s, "cumulative_write_bytes / cumulative_duration_ns"); !st)
+    return st.error();
   if (auto st = same(r, "total_gb_s", rates.total_gb_s, "read_gb_s + write_gb_s"); !st) return st.error();
-  if (auto st = same(r, "utilization_of_theoretical", rates.utilization_of_theoretical, "total_gb_s / theoretical_gb_s"); !st) {
+  if (auto st =
+          same(r, "utilization_of_theoretical", rates.utilization_of_theoretical, "total_gb_s / theoretical_gb_s");
+      !st) {
     return st.error();
   }
   if (auto st = same(r, "utilization_of_device_roofline", rates.utilization_of_device_roofline,
@@ -134,21 +159,26 @@ Result<Verdict> verify_hbm(object in, object r, object validity) {
       if (k.get(ko)) return bad("result.kernels must hold objects");
       sum += count(ko, "launches").value_or(0);
     }
-    if (sum != *launches) return bad(fmt::format("result.kernels add up to {} launches, not launch_count {}", sum, *launches));
+    if (sum != *launches)
+      return bad(fmt::format("result.kernels add up to {} launches, not launch_count {}", sum, *launches));
   }
   bool valid = false;
   if (validity["valid"].get(valid)) return bad("validity.valid is missing");
-  if (valid != rates.total_gb_s.has_value()) return bad("validity.valid must be true exactly when a total bandwidth exists");
+  if (valid != rates.total_gb_s.has_value())
+    return bad("validity.valid must be true exactly when a total bandwidth exists");
   std::string summary = fmt::format("{} launches", *launches);
-  if (rates.total_gb_s) summary += fmt::format(", {:.1f} GB/s total over profiled kernel time", *rates.total_gb_s);
-  else summary += ", total bandwidth unavailable";
+  if (rates.total_gb_s)
+    summary += fmt::format(", {:.1f} GB/s total over profiled kernel time", *rates.total_gb_s);
+  else
+    summary += ", total bandwidth unavailable";
   return Verdict{"hbm-profiled-kernel-active-time", summary};
 }
 
 Result<Verdict> verify_host_sample(object in, object r) {
   if (auto st = check_window(in); !st) return st.error();
-  if (auto st = only_keys(r, {"kind", "bytes", "seconds", "host_gb_s", "utilization_of_measured_host_roofline", "statements"},
-                          "result");
+  if (auto st =
+          only_keys(r, {"kind", "bytes", "seconds", "host_gb_s", "utilization_of_measured_host_roofline", "statements"},
+                    "result");
       !st) {
     return st.error();  // no HBM field can appear in a host sample
   }
@@ -160,11 +190,13 @@ Result<Verdict> verify_host_sample(object in, object r) {
   }
   const double gb_s = static_cast<double>(*bytes) / *seconds / 1e9;
   if (auto st = same(r, "host_gb_s", gb_s, "bytes / seconds / 1e9"); !st) return st.error();
-  if (auto st = same(r, "utilization_of_measured_host_roofline", gb_s / *roof, "host_gb_s / measured_roofline_gb_s"); !st) {
+  if (auto st = same(r, "utilization_of_measured_host_roofline", gb_s / *roof, "host_gb_s / measured_roofline_gb_s");
+      !st) {
     return st.error();
   }
   return Verdict{"host-memory-sample", fmt::format("{:.2f} GB/s host memory, {:.0f}% of the measured host roofline "
-                                                   "(not HBM evidence)", gb_s, 100 * gb_s / *roof)};
+                                                   "(not HBM evidence)",
+                                                   gb_s, 100 * gb_s / *roof)};
 }
 
 Result<Verdict> verify_roofline(object in, object r) {
@@ -192,14 +224,15 @@ Result<Verdict> verify_roofline(object in, object r) {
   const auto threshold = number(in, "knee_threshold");
   if (!threshold) return bad("inputs.knee_threshold is missing");
   const RooflineAnalysis a = analyse_roofline(points, *threshold);
-  if (auto st = same(r, "sustainable_gb_s", a.sustainable_gb_s, "the largest min of adjacent medians"); !st) return st.error();
+  if (auto st = same(r, "sustainable_gb_s", a.sustainable_gb_s, "the largest min of adjacent medians"); !st)
+    return st.error();
   const auto knee = count(r, "knee_threads");
   if (knee.has_value() != a.knee_threads.has_value() || (knee && static_cast<int>(*knee) != *a.knee_threads)) {
     return bad("result.knee_threads does not follow from the medians and the threshold");
   }
-  return Verdict{"host-roofline", a.sustainable_gb_s ? fmt::format("sustainable {:.2f} GB/s host copy bandwidth",
-                                                                   *a.sustainable_gb_s)
-                                                     : "no sustainable figure"};
+  return Verdict{"host-roofline", a.sustainable_gb_s
+                                      ? fmt::format("sustainable {:.2f} GB/s host copy bandwidth", *a.sustainable_gb_s)
+                                      : "no sustainable figure"};
 }
 
 }  // namespace
@@ -213,7 +246,8 @@ Result<Verdict> verify_receipt(std::string_view json) {
   }
   object top;
   if (root.get(top)) return bad("a receipt is a JSON object");
-  if (auto p = find_null(root, "$")) return bad(fmt::format("{} is null: an unavailable value is omitted, never null", *p));
+  if (auto p = find_null(root, "$"))
+    return bad(fmt::format("{} is null: an unavailable value is omitted, never null", *p));
   if (auto st = only_keys(top, {"schema", "created_at", "tool", "inputs", "result", "validity"}, "the receipt"); !st) {
     return st.error();
   }

@@ -1,15 +1,15 @@
 #include "cachestate/engine_backend.hpp"
 
-#include <optional>
+#include <fmt/format.h>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
-#include <fmt/format.h>
+#include <optional>
 
 #include "core/clock.hpp"
+#include "net/client.hpp"
 #include "promtext/signals.hpp"
 #include "scrape/fetch.hpp"
-#include "net/client.hpp"
 #include "sweep/driver.hpp"
 
 namespace mpo::cachestate {
@@ -26,8 +26,10 @@ T run_sync(std::function<asio::awaitable<T>()> make) {
   std::optional<T> out;
   std::exception_ptr failure;
   asio::co_spawn(io, make(), [&](std::exception_ptr e, T v) {
-    if (e) failure = e;
-    else out.emplace(std::move(v));
+    if (e)
+      failure = e;
+    else
+      out.emplace(std::move(v));
   });
   io.run();
   if (failure) std::rethrow_exception(failure);
@@ -65,9 +67,12 @@ struct EngineBackend::Impl {
   explicit Impl(EngineBackendOptions o) : opts(std::move(o)), fetcher(opts.metrics, scrape::FetchOptions{}) {}
 
   Result<scrape::Snapshot> scrape_now() {
-    auto s = run_sync<scrape::Snapshot>([&]() { return fetcher.scrape(++scrape_seq, SystemClock::instance().wall_us()); });
+    auto s =
+        run_sync<scrape::Snapshot>([&]() { return fetcher.scrape(++scrape_seq, SystemClock::instance().wall_us()); });
     if (s.status != scrape::ScrapeStatus::kOk) {
-      return make_error("cache_state.scrape", fmt::format("{}: {}", fetcher.source(), s.error.empty() ? std::string(scrape::to_string(s.status)) : s.error));
+      return make_error("cache_state.scrape",
+                        fmt::format("{}: {}", fetcher.source(),
+                                    s.error.empty() ? std::string(scrape::to_string(s.status)) : s.error));
     }
     return s;
   }
@@ -80,7 +85,8 @@ struct EngineBackend::Impl {
     t.timeout_s = opts.timeout_s;
     t.run_id = "cache-state-bench";
     std::optional<ledger::Observation> seen;
-    sweep::Driver driver(t, [&](const ledger::Observation& o) { seen = o; }, nullptr);
+    sweep::Driver driver(
+        t, [&](const ledger::Observation& o) { seen = o; }, nullptr);
     sweep::PointPlan plan;
     plan.coordinate = 1;
     sweep::ServingRequest r;
@@ -91,7 +97,8 @@ struct EngineBackend::Impl {
     run_sync<sweep::PointRun>([&]() { return driver.run_point(plan); });
     if (!seen) return make_error("cache_state.request", "the request produced no observation");
     if (seen->outcome != "ok") {
-      return make_error("cache_state.request", fmt::format("the request failed: {} {}", seen->outcome, seen->error_message.value_or("")));
+      return make_error("cache_state.request",
+                        fmt::format("the request failed: {} {}", seen->outcome, seen->error_message.value_or("")));
     }
     return *seen;
   }
@@ -175,7 +182,8 @@ Result<MechanismReceipt> EngineBackend::apply(std::string_view, std::string_view
       admitted += static_cast<double>(o->prompt_tokens.value_or(static_cast<std::int64_t>(each)));
     }
     m.exit_ok = true;
-    m.detail = fmt::format("admitted {} competing prompts ({} tokens) into a {}-token KV pool", m.requests_sent, admitted, pool);
+    m.detail = fmt::format("admitted {} competing prompts ({} tokens) into a {}-token KV pool", m.requests_sent,
+                           admitted, pool);
     return m;
   }
   (void)pinned;
@@ -203,8 +211,9 @@ Result<ProbeObservation> EngineBackend::probe(std::string_view, const std::vecto
   p.reused = p.reused_tokens > 0;
   p.concurrent_requests = static_cast<std::uint64_t>(busy);
   if (!o->cached_prompt_tokens) {
-    return make_error("cache_state.probe", "the server's usage carries no prompt_tokens_details.cached_tokens (vLLM: "
-                                           "--enable-prompt-tokens-details); reuse cannot be observed per probe");
+    return make_error("cache_state.probe",
+                      "the server's usage carries no prompt_tokens_details.cached_tokens (vLLM: "
+                      "--enable-prompt-tokens-details); reuse cannot be observed per probe");
   }
   return p;
 }

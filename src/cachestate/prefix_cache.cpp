@@ -68,8 +68,10 @@ Lookup PrefixCache::request(std::span<const std::int64_t> tokens) {
 
 std::string PrefixCache::admit(std::span<const std::int64_t> tokens) {
   const std::string key = prefix_key(tokens);
-  if (entries_.count(key)) touch(key);
-  else insert(key, tokens.size());
+  if (entries_.count(key))
+    touch(key);
+  else
+    insert(key, tokens.size());
   return key;
 }
 
@@ -87,7 +89,9 @@ void PrefixCache::clear() {
   lru_.clear();
 }
 
-bool PrefixCache::contains(std::span<const std::int64_t> tokens) const { return entries_.count(prefix_key(tokens)) != 0; }
+bool PrefixCache::contains(std::span<const std::int64_t> tokens) const {
+  return entries_.count(prefix_key(tokens)) != 0;
+}
 
 CacheCounters PrefixCache::counters() const {
   CacheCounters c = counters_;

@@ -1,10 +1,10 @@
 #include "cachestate/receipt.hpp"
 
-#include <algorithm>
-#include <set>
-
 #include <fmt/format.h>
 #include <simdjson.h>
+
+#include <algorithm>
+#include <set>
 
 #include "core/go_json.hpp"
 #include "core/time.hpp"
@@ -129,7 +129,8 @@ class Reader {
   std::uint64_t u64(std::string_view key, bool required = true) {
     auto v = get(key, required);
     std::uint64_t u = 0;
-    if (v && v->get_uint64().get(u) != simdjson::SUCCESS) fail(fmt::format("\"{}\" is not a non-negative integer", key));
+    if (v && v->get_uint64().get(u) != simdjson::SUCCESS)
+      fail(fmt::format("\"{}\" is not a non-negative integer", key));
     return u;
   }
   std::optional<std::uint64_t> opt_u64(std::string_view key) {
@@ -206,8 +207,8 @@ ProbeObservation read_probe(element e, const std::string& where, std::string& er
 TransitionReceipt read_receipt(element e, const std::string& where, std::string& err) {
   Reader r(e, where,
            {"schema", "backend_before", "backend_after", "layer", "transition", "mechanism", "started_at", "ended_at",
-            "result", "reason", "pre_metrics", "post_metrics", "probes", "pinned_prefix_digest",
-            "pinned_prefix_tokens", "precondition"},
+            "result", "reason", "pre_metrics", "post_metrics", "probes", "pinned_prefix_digest", "pinned_prefix_tokens",
+            "precondition"},
            err);
   TransitionReceipt t;
   t.schema = r.str("schema");
@@ -231,7 +232,8 @@ TransitionReceipt read_receipt(element e, const std::string& where, std::string&
   if (r.has("post_metrics")) t.post_metrics = read_snapshot(*r.get("post_metrics"), where + ".post_metrics", err);
   if (auto v = r.get("probes", false)) {
     simdjson::dom::array a;
-    if (v->get_array().get(a) != simdjson::SUCCESS) r.fail("\"probes\" is not an array");
+    if (v->get_array().get(a) != simdjson::SUCCESS)
+      r.fail("\"probes\" is not an array");
     else {
       std::size_t i = 0;
       for (element p : a) t.probes.push_back(read_probe(p, fmt::format("{}.probes[{}]", where, i++), err));
@@ -243,7 +245,9 @@ TransitionReceipt read_receipt(element e, const std::string& where, std::string&
   return t;
 }
 
-bool decreased(const std::optional<std::uint64_t>& a, const std::optional<std::uint64_t>& b) { return a && b && *b < *a; }
+bool decreased(const std::optional<std::uint64_t>& a, const std::optional<std::uint64_t>& b) {
+  return a && b && *b < *a;
+}
 
 std::optional<std::uint64_t> delta(const std::optional<std::uint64_t>& a, const std::optional<std::uint64_t>& b) {
   if (!a || !b || *b < *a) return std::nullopt;
@@ -274,7 +278,8 @@ std::string verify_receipt(const TransitionReceipt& r) {
       return "probe_prefix_unpinned";
     }
     if (p.concurrent_requests != 0) return "concurrent_traffic_contamination";
-    if (p.started_at_us < pre.captured_at_us || p.completed_at_us > post.captured_at_us || p.completed_at_us < p.started_at_us) {
+    if (p.started_at_us < pre.captured_at_us || p.completed_at_us > post.captured_at_us ||
+        p.completed_at_us < p.started_at_us) {
       return "probe_outside_window";
     }
   }
@@ -320,8 +325,10 @@ std::string verify_receipt(const TransitionReceipt& r) {
 std::string verdict_of(const std::vector<Arm>& arms) {
   bool any_proved = false;
   for (const auto& a : arms) {
-    if (a.receipt.result == "proved") any_proved = true;
-    else if (a.receipt.result != "unsupported") return "invalid_arms";
+    if (a.receipt.result == "proved")
+      any_proved = true;
+    else if (a.receipt.result != "unsupported")
+      return "invalid_arms";
   }
   return any_proved ? "admitted" : "invalid_arms";
 }
@@ -347,14 +354,18 @@ std::vector<std::string> validate_report(const Report& r) {
     if (a.label.empty()) out.push_back(where + ": no label");
     if (!seen.insert(t.transition).second) out.push_back(where + ": transition " + t.transition + " appears twice");
     if (t.schema != kReceiptSchema) out.push_back(where + ": receipt schema is not " + std::string(kReceiptSchema));
-    if (std::find(std::begin(kLayers), std::end(kLayers), t.layer) == std::end(kLayers)) out.push_back(where + ": unknown layer " + t.layer);
+    if (std::find(std::begin(kLayers), std::end(kLayers), t.layer) == std::end(kLayers))
+      out.push_back(where + ": unknown layer " + t.layer);
     if (std::find(std::begin(kTransitions), std::end(kTransitions), t.transition) == std::end(kTransitions)) {
       out.push_back(where + ": unknown transition " + t.transition);
     }
-    if (t.started_at_us == 0 || t.ended_at_us < t.started_at_us) out.push_back(where + ": times are missing or backwards");
-    if (a.measurement_included != (t.result == "proved")) out.push_back(where + ": measurement_included disagrees with the result");
+    if (t.started_at_us == 0 || t.ended_at_us < t.started_at_us)
+      out.push_back(where + ": times are missing or backwards");
+    if (a.measurement_included != (t.result == "proved"))
+      out.push_back(where + ": measurement_included disagrees with the result");
     if (t.result == "unsupported") continue;  // an honest unsupported arm needs no mechanism (fak 8.4 #27)
-    if (t.mechanism.name.empty() || t.backend_before.name.empty()) out.push_back(where + ": no mechanism or backend name");
+    if (t.mechanism.name.empty() || t.backend_before.name.empty())
+      out.push_back(where + ": no mechanism or backend name");
     const std::string again = verify_receipt(t);
     if (t.result == "proved" && !again.empty()) out.push_back(where + ": written as proved, re-verifies as " + again);
     if (t.result == "transition_unproved" && (again.empty() || again != t.reason)) {
@@ -410,8 +421,8 @@ Result<Report> parse_report(std::string_view text) {
   out.verdict = r.str("verdict");
   if (auto v = r.get("provenance")) {
     Reader p(*v, "provenance",
-             {"evidence_kind", "scope", "external_backend_claims", "command", "tool_version", "code_state", "captured_at",
-              "note"},
+             {"evidence_kind", "scope", "external_backend_claims", "command", "tool_version", "code_state",
+              "captured_at", "note"},
              err);
     out.provenance.evidence_kind = p.str("evidence_kind");
     out.provenance.scope = p.str("scope");
@@ -425,7 +436,8 @@ Result<Report> parse_report(std::string_view text) {
   out.pinned_prefix_digest = r.str("pinned_prefix_digest");
   if (auto v = r.get("arms")) {
     simdjson::dom::array a;
-    if (v->get_array().get(a) != simdjson::SUCCESS) r.fail("\"arms\" is not an array");
+    if (v->get_array().get(a) != simdjson::SUCCESS)
+      r.fail("\"arms\" is not an array");
     else {
       std::size_t i = 0;
       for (element e : a) {

@@ -75,7 +75,8 @@ Report run_campaign(Backend& b, std::string_view layer, const std::vector<std::i
     arm.receipt = run_transition(b, layer, t, pinned, clock);
     arm.measurement_included = arm.receipt.result == "proved";
     if (!arm.measurement_included) {
-      arm.invalid_reason = arm.receipt.reason.empty() ? arm.receipt.result : arm.receipt.result + ":" + arm.receipt.reason;
+      arm.invalid_reason =
+          arm.receipt.reason.empty() ? arm.receipt.result : arm.receipt.result + ":" + arm.receipt.reason;
     }
     rep.arms.push_back(std::move(arm));
   }
@@ -102,7 +103,8 @@ std::optional<std::string> InProcessBackend::supports(std::string_view layer, st
 }
 
 Result<MetricSnapshot> InProcessBackend::snapshot(std::string_view layer) {
-  if (layer != "fak_workflow_cache") return make_error("cache_state.layer", "the in-process cache has no layer " + std::string(layer));
+  if (layer != "fak_workflow_cache")
+    return make_error("cache_state.layer", "the in-process cache has no layer " + std::string(layer));
   const CacheCounters c = cache_.counters();
   MetricSnapshot m;
   m.captured_at_us = wall_.wall_us();
@@ -137,7 +139,8 @@ Result<MechanismReceipt> InProcessBackend::apply(std::string_view, std::string_v
       competing.push_back(-8426 - static_cast<std::int64_t>(i));
       cache_.admit(competing);
     }
-    m.detail = fmt::format("admitted {} competing prefixes into a {}-entry cache", cache_.capacity(), cache_.capacity());
+    m.detail =
+        fmt::format("admitted {} competing prefixes into a {}-entry cache", cache_.capacity(), cache_.capacity());
   } else if (transition == "natural_expiry") {
     m.name = "advance-cache-clock-past-ttl";
     cache_clock_.advance_us(cache_.ttl_us());

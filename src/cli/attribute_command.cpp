@@ -1,10 +1,10 @@
 // `modelperfobs attribute`: server counter deltas joined to the requests of a ledger, graded by
 // what the evidence proves; `--probe` makes its own clean windows (scrape, one request, scrape).
-#include <iostream>
+#include <fmt/format.h>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
-#include <fmt/format.h>
+#include <iostream>
 
 #include "attribution/adapter.hpp"
 #include "attribution/render.hpp"
@@ -54,7 +54,8 @@ ledger::LedgerRecord record_of(const ledger::Observation& o) {
 }
 
 // Scrape, send one request, scrape; `repeat` times with the same prompt, one after another.
-int run_probe(const AttributeArgs& a, std::vector<scrape::Snapshot>& snaps, std::vector<ledger::LedgerRecord>& records) {
+int run_probe(const AttributeArgs& a, std::vector<scrape::Snapshot>& snaps,
+              std::vector<ledger::LedgerRecord>& records) {
   auto base = net::parse_backend_url(a.probe);
   if (!base) return usage_error("--probe: " + base.error().message);
   if (a.model.empty()) return usage_error("--probe needs --model (the model to request)");
@@ -67,7 +68,8 @@ int run_probe(const AttributeArgs& a, std::vector<scrape::Snapshot>& snaps, std:
   target.model = a.model;
   target.run_id = "attribute-probe";
   target.ignore_eos = true;
-  sweep::Driver driver(target, [&](const ledger::Observation& o) { records.push_back(record_of(o)); }, nullptr);
+  sweep::Driver driver(
+      target, [&](const ledger::Observation& o) { records.push_back(record_of(o)); }, nullptr);
   sweep::ServingRequest req;
   req.id = "probe";
   req.messages = {{"user", a.prompt.empty() ? sweep::synthetic_words(64, 7) : a.prompt}};
@@ -95,7 +97,8 @@ int run_probe(const AttributeArgs& a, std::vector<scrape::Snapshot>& snaps, std:
 }
 
 int run(const AttributeArgs& a) {
-  if (a.probe.empty() == a.ledgers.empty()) return usage_error("give --ledger FILE (with its snapshots) or --probe URL");
+  if (a.probe.empty() == a.ledgers.empty())
+    return usage_error("give --ledger FILE (with its snapshots) or --probe URL");
   auto choice = attribution::parse_window(a.window);
   if (!choice) return usage_error(choice.error().message);
   auto age = parse_duration_s(a.max_scrape_age);
@@ -114,7 +117,9 @@ int run(const AttributeArgs& a) {
         std::cerr << "modelperfobs attribute: " << read.error().message << "\n";
         return 1;
       }
-      if (read->invalid_lines) std::cerr << fmt::format("modelperfobs attribute: warning: {}: {} invalid line(s) skipped\n", path, read->invalid_lines);
+      if (read->invalid_lines)
+        std::cerr << fmt::format("modelperfobs attribute: warning: {}: {} invalid line(s) skipped\n", path,
+                                 read->invalid_lines);
       for (auto& r : read->records) records.push_back(std::move(r));
     }
     std::vector<std::string> scrape_files = a.scrapes;
@@ -139,11 +144,15 @@ int run(const AttributeArgs& a) {
   inputs.max_scrape_age_s = *age;
   inputs.tool_version = MPO_VERSION;
   inputs.created_at_us = SystemClock::instance().wall_us();
-  const auto run = attribution::attribute_run(std::move(snaps), records, *choice, static_cast<std::int64_t>(*age * 1e6));
+  const auto run =
+      attribution::attribute_run(std::move(snaps), records, *choice, static_cast<std::int64_t>(*age * 1e6));
   std::string text;
-  if (a.format == "json") text = attribution::attribution_json(run, inputs);
-  else if (a.format == "fak") text = attribution::fak_json_lines(run);
-  else text = attribution::attribution_markdown(run, inputs);
+  if (a.format == "json")
+    text = attribution::attribution_json(run, inputs);
+  else if (a.format == "fak")
+    text = attribution::fak_json_lines(run);
+  else
+    text = attribution::attribution_markdown(run, inputs);
   if (!write_output(a.output, text, "attribute")) return 1;
   if (run.windows.empty()) {
     std::cerr << "modelperfobs attribute: no window to grade: fewer than two snapshots around the requests\n";
@@ -157,20 +166,29 @@ int run(const AttributeArgs& a) {
 std::function<int()> setup_attribute(CLI::App& app) {
   auto a = std::make_shared<AttributeArgs>();
   app.add_option("--ledger", a->ledgers, "ledger(s) of the requests (proxy --ledger, sweep)")->check(CLI::ExistingFile);
-  app.add_option("--scrapes", a->scrapes, "modelperfobs.scrape.v1 snapshots (default: <ledger>.scrape.jsonl from proxy --scrape)")
+  app.add_option("--scrapes", a->scrapes,
+                 "modelperfobs.scrape.v1 snapshots (default: <ledger>.scrape.jsonl from proxy --scrape)")
       ->check(CLI::ExistingFile);
-  app.add_option("--window", a->window, "auto (consecutive snapshots), per-request (each request's enclosing snapshots), or FROM,TO")
+  app.add_option("--window", a->window,
+                 "auto (consecutive snapshots), per-request (each request's enclosing snapshots), or FROM,TO")
       ->capture_default_str();
-  app.add_option("--max-scrape-age", a->max_scrape_age, "a window whose requests were observed longer than this after its last scrape is stale (0: no check)")
+  app.add_option("--max-scrape-age", a->max_scrape_age,
+                 "a window whose requests were observed longer than this after its last scrape is stale (0: no check)")
       ->capture_default_str();
-  app.add_option("--format", a->format, "md, json (modelperfobs.attribution.v1) or fak (fak-model-perf-attribution/1, one line per window)")
-      ->check(CLI::IsMember({"md", "json", "fak"}))->capture_default_str();
+  app.add_option("--format", a->format,
+                 "md, json (modelperfobs.attribution.v1) or fak (fak-model-perf-attribution/1, one line per window)")
+      ->check(CLI::IsMember({"md", "json", "fak"}))
+      ->capture_default_str();
   app.add_option("--output", a->output, "write here instead of stdout");
-  app.add_option("--probe", a->probe, "make clean windows: scrape, one request to this OpenAI base URL, scrape (http://host:port/v1)");
-  app.add_option("--metrics-url", a->metrics_url, "--probe: the engine's metrics (default: the probe origin's /metrics)");
+  app.add_option("--probe", a->probe,
+                 "make clean windows: scrape, one request to this OpenAI base URL, scrape (http://host:port/v1)");
+  app.add_option("--metrics-url", a->metrics_url,
+                 "--probe: the engine's metrics (default: the probe origin's /metrics)");
   app.add_option("--model", a->model, "--probe: the model to request");
   app.add_option("--prompt", a->prompt, "--probe: the prompt (default: 64 fixed words)");
-  app.add_option("--repeat", a->repeat, "--probe: requests, one after another, each in its own window (the same prompt: the second shows a prefix-cache hit)")
+  app.add_option("--repeat", a->repeat,
+                 "--probe: requests, one after another, each in its own window (the same prompt: the second shows a "
+                 "prefix-cache hit)")
       ->capture_default_str();
   app.add_option("--max-tokens", a->max_tokens, "--probe: output tokens per request")->capture_default_str();
   return [a] { return run(*a); };

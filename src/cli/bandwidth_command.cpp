@@ -1,8 +1,8 @@
 // `modelperfobs bandwidth collect | measure-host | verify`.
+#include <fmt/format.h>
+
 #include <fstream>
 #include <iostream>
-
-#include <fmt/format.h>
 
 #include "bandwidth/host_roofline.hpp"
 #include "bandwidth/ncu_import.hpp"
@@ -59,24 +59,35 @@ std::string host_cpu() {
 
 // Flags fak's collect had for host sampling, tokens, latency, software bytes and intervals: they
 // exist here only to be refused with a reason, never silently ignored.
-constexpr const char* kRefused[] = {"--count",         "--interval",           "--latency-ms",
-                                    "--prompt-tokens", "--completion-tokens",  "--logical-bytes",
-                                    "--physical-read-bytes", "--physical-write-bytes", "--nvidia-device",
-                                    "--amd-device",    "--host-counter-import", "--measure-host-roofline"};
+constexpr const char* kRefused[] = {"--count",
+                                    "--interval",
+                                    "--latency-ms",
+                                    "--prompt-tokens",
+                                    "--completion-tokens",
+                                    "--logical-bytes",
+                                    "--physical-read-bytes",
+                                    "--physical-write-bytes",
+                                    "--nvidia-device",
+                                    "--amd-device",
+                                    "--host-counter-import",
+                                    "--measure-host-roofline"};
 
 int run_collect(CLI::App& app, const CollectArgs& a) {
   auto given = [&](const char* flag) { return app.count(flag) > 0; };
   for (const char* flag : kRefused) {
     if (given(flag)) {
-      return usage(fmt::format("{} is not accepted by `bandwidth collect`: this command records one profile import or "
-                               "one host-memory sample; host sampling, token, latency, software-byte and interval "
-                               "figures are not bandwidth evidence here", flag));
+      return usage(
+          fmt::format("{} is not accepted by `bandwidth collect`: this command records one profile import or "
+                      "one host-memory sample; host sampling, token, latency, software-byte and interval "
+                      "figures are not bandwidth evidence here",
+                      flag));
     }
   }
   auto window = [&](std::int64_t& start, std::int64_t& end) -> int {
     if (a.capture_start.empty() || a.capture_end.empty()) {
-      return usage("--capture-start and --capture-end are required (RFC 3339): the window the capture ran in, not "
-                   "the time of this import");
+      return usage(
+          "--capture-start and --capture-end are required (RFC 3339): the window the capture ran in, not "
+          "the time of this import");
     }
     auto s = parse_rfc3339(a.capture_start);
     if (!s) return usage("--capture-start: " + s.error().message);
@@ -95,8 +106,10 @@ int run_collect(CLI::App& app, const CollectArgs& a) {
   if (!a.ncu_csv.empty()) {
     for (const char* flag : {"--measured-gb-s", "--bytes", "--seconds", "--bytes-evidence"}) {
       if (given(flag)) {
-        return usage(fmt::format("{} cannot be combined with --nvidia-ncu-csv: a host-memory figure must never become "
-                                 "an HBM utilisation denominator", flag));
+        return usage(
+            fmt::format("{} cannot be combined with --nvidia-ncu-csv: a host-memory figure must never become "
+                        "an HBM utilisation denominator",
+                        flag));
       }
     }
     bandwidth::CaptureContext c;
@@ -133,8 +146,9 @@ int run_collect(CLI::App& app, const CollectArgs& a) {
     if (given(flag)) return usage(fmt::format("{} requires --nvidia-ncu-csv (it describes an HBM profile)", flag));
   }
   if (!given("--measured-gb-s")) {
-    return usage("give --nvidia-ncu-csv FILE (an Nsight Compute profile), or --measured-gb-s with --bytes, --seconds "
-                 "and --bytes-evidence (a host-memory sample); see docs/BANDWIDTH.md");
+    return usage(
+        "give --nvidia-ncu-csv FILE (an Nsight Compute profile), or --measured-gb-s with --bytes, --seconds "
+        "and --bytes-evidence (a host-memory sample); see docs/BANDWIDTH.md");
   }
   bandwidth::HostSample s;
   s.measured_roofline_gb_s = a.measured;
@@ -159,9 +173,8 @@ int run_measure(const MeasureArgs& a) {
   o.threads = a.threads;
   o.knee_threshold = a.knee;
   if (auto st = bandwidth::check_roofline_options(o); !st) return usage(st.error().message);
-  const auto points = bandwidth::measure_host_roofline(o, [](const std::string& line) {
-    std::cerr << "modelperfobs bandwidth measure-host: " << line << "\n";
-  });
+  const auto points = bandwidth::measure_host_roofline(
+      o, [](const std::string& line) { std::cerr << "modelperfobs bandwidth measure-host: " << line << "\n"; });
   const auto analysis = bandwidth::analyse_roofline(points, o.knee_threshold);
   if (analysis.sustainable_gb_s) {
     std::cerr << fmt::format("modelperfobs bandwidth measure-host: sustainable {:.2f} GB/s, knee at {} thread(s)\n",
@@ -190,19 +203,23 @@ int run_verify(const std::string& file) {
 
 std::function<int()> setup_bandwidth(CLI::App& app) {
   app.require_subcommand(1);
-  auto* collect = app.add_subcommand("collect", "an HBM bandwidth receipt from an Nsight Compute CSV, or a host-memory sample");
+  auto* collect =
+      app.add_subcommand("collect", "an HBM bandwidth receipt from an Nsight Compute CSV, or a host-memory sample");
   auto c = std::make_shared<CollectArgs>();
   collect->add_option("--nvidia-ncu-csv", c->ncu_csv, "Nsight Compute CSV (--page raw or details; --print-units base)")
       ->check(CLI::ExistingFile);
-  collect->add_option("--device", c->device, "the device the capture ran on, as you name it (kept apart from the CSV's device ID)");
+  collect->add_option("--device", c->device,
+                      "the device the capture ran on, as you name it (kept apart from the CSV's device ID)");
   collect->add_option("--capture-start", c->capture_start, "RFC 3339 start of the capture window");
   collect->add_option("--capture-end", c->capture_end, "RFC 3339 end of the capture window");
   collect->add_option("--phase", c->phase, "prefill, decode, transfer or other")->capture_default_str();
   collect->add_option("--shape", c->shape, "small, medium or large")->capture_default_str();
   collect->add_option("--engine", c->engine, "the serving engine profiled (recorded as your assertion)");
   collect->add_option("--theoretical-gb-s", c->theoretical, "the card's datasheet memory bandwidth, GB/s");
-  collect->add_option("--device-roofline-gb-s", c->device_roofline, "a measured roofline of the same device and envelope, GB/s");
-  collect->add_option("--measured-gb-s", c->measured, "host mode: the host roofline from `bandwidth measure-host`, GB/s");
+  collect->add_option("--device-roofline-gb-s", c->device_roofline,
+                      "a measured roofline of the same device and envelope, GB/s");
+  collect->add_option("--measured-gb-s", c->measured,
+                      "host mode: the host roofline from `bandwidth measure-host`, GB/s");
   collect->add_option("--bytes", c->bytes, "host mode: bytes the workload moved");
   collect->add_option("--seconds", c->seconds, "host mode: the wall time those bytes were moved in");
   collect->add_option("--bytes-evidence", c->bytes_evidence, "host mode: what the --bytes figure rests on");
@@ -210,12 +227,14 @@ std::function<int()> setup_bandwidth(CLI::App& app) {
   for (const char* flag : kRefused) {
     collect->add_option(flag, c->refused_value, "refused here (fak compatibility): says why")->group("Refused");
   }
-  auto* measure = app.add_subcommand("measure-host", "measure this machine's host-memory copy roofline (under a minute)");
+  auto* measure =
+      app.add_subcommand("measure-host", "measure this machine's host-memory copy roofline (under a minute)");
   auto m = std::make_shared<MeasureArgs>();
   measure->add_option("--working-set-mib", m->working_set_mib, "MiB copied per iteration")->capture_default_str();
   measure->add_option("--trials", m->trials, "trials per thread count (median kept)")->capture_default_str();
   measure->add_option("--trial-time", m->trial_time, "target time of one trial")->capture_default_str();
-  measure->add_option("--threads", m->threads, "thread counts to sweep (default 1,2,4,... up to the cores)")->delimiter(',');
+  measure->add_option("--threads", m->threads, "thread counts to sweep (default 1,2,4,... up to the cores)")
+      ->delimiter(',');
   measure->add_option("--knee-threshold", m->knee, "the knee: first point from which all are >= this x sustainable")
       ->capture_default_str();
   measure->add_option("--output", m->output, "receipt file (default: stdout)");

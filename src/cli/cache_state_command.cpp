@@ -1,10 +1,10 @@
 // `modelperfobs cache-state-bench`: proved cache-state transitions, hermetic (this project's
 // in-process prefix cache) or against a vLLM-compatible engine; `--verify FILE` re-checks a report.
+#include <fmt/format.h>
+
 #include <fstream>
 #include <iostream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "cachestate/engine_backend.hpp"
 #include "cachestate/receipt.hpp"
@@ -64,7 +64,8 @@ int run_verify(const std::string& path) {
   if (r->verdict != "admitted") {
     std::string excluded;
     for (const auto& a : r->arms) {
-      if (!a.measurement_included && a.receipt.result != "unsupported") excluded += " " + a.label + "=" + a.invalid_reason;
+      if (!a.measurement_included && a.receipt.result != "unsupported")
+        excluded += " " + a.label + "=" + a.invalid_reason;
     }
     std::cout << "STATE_TRANSITION_WITNESS_EXCLUDED " << summary(*r) << excluded << "\n";
     return 1;
@@ -76,10 +77,13 @@ int run_verify(const std::string& path) {
 int run(const CacheStateArgs& a) {
   if (!a.verify.empty()) return run_verify(a.verify);
   std::vector<std::string> transitions = a.transitions;
-  if (transitions.empty()) transitions = {"cold_start", "warm_admit", "explicit_invalidate", "pressure_evict", "natural_expiry"};
+  if (transitions.empty())
+    transitions = {"cold_start", "warm_admit", "explicit_invalidate", "pressure_evict", "natural_expiry"};
   for (const auto& t : transitions) {
-    if (std::find(std::begin(cachestate::kTransitions), std::end(cachestate::kTransitions), t) == std::end(cachestate::kTransitions)) {
-      return usage_error("unknown transition '" + t + "': cold_start, warm_admit, explicit_invalidate, natural_expiry, pressure_evict");
+    if (std::find(std::begin(cachestate::kTransitions), std::end(cachestate::kTransitions), t) ==
+        std::end(cachestate::kTransitions)) {
+      return usage_error("unknown transition '" + t +
+                         "': cold_start, warm_admit, explicit_invalidate, natural_expiry, pressure_evict");
     }
   }
   cachestate::Provenance prov;
@@ -97,32 +101,40 @@ int run(const CacheStateArgs& a) {
     if (!ttl || *ttl < 0) return usage_error("--ttl: give a duration such as 60s (0: no expiry)");
     if (a.capacity < 1) return usage_error("--capacity must be at least 1");
     backend = std::make_unique<cachestate::InProcessBackend>(
-        cachestate::InProcessBackend::Options{a.capacity, static_cast<std::int64_t>(*ttl * 1e6)}, SystemClock::instance());
+        cachestate::InProcessBackend::Options{a.capacity, static_cast<std::int64_t>(*ttl * 1e6)},
+        SystemClock::instance());
     if (layer.empty()) layer = "fak_workflow_cache";
     pinned = cachestate::kPinnedPrefix;
     prov.scope = "in_process_prefix_cache";
     prov.external_backend_claims = false;
-    prov.note = "Observed from this project's in-process token-prefix cache (LRU, TTL on an injected clock); it does "
-                "not claim external KV or provider-cache behavior.";
+    prov.note =
+        "Observed from this project's in-process token-prefix cache (LRU, TTL on an injected clock); it does "
+        "not claim external KV or provider-cache behavior.";
   } else if (a.backend == "vllm") {
-    if (a.url.empty() || a.model.empty()) return usage_error("--backend vllm needs --url (the OpenAI base URL) and --model");
+    if (a.url.empty() || a.model.empty())
+      return usage_error("--backend vllm needs --url (the OpenAI base URL) and --model");
     auto api = net::parse_backend_url(a.url);
     if (!api) return usage_error("--url: " + api.error().message);
     auto metrics = scrape::parse_metrics_url(a.metrics_url.empty() ? api->origin : a.metrics_url);
     if (!metrics) return usage_error("--metrics-url: " + metrics.error().message);
-    backend = std::make_unique<cachestate::EngineBackend>(cachestate::EngineBackendOptions{*api, *metrics, a.model, 60});
+    backend =
+        std::make_unique<cachestate::EngineBackend>(cachestate::EngineBackendOptions{*api, *metrics, a.model, 60});
     if (layer.empty()) layer = "process_local_kv";
     if (a.prefix_tokens < 32) return usage_error("--prefix-tokens must be at least 32 (engines cache whole blocks)");
     pinned = cachestate::engine_prefix(a.prefix_tokens);
     prov.scope = "engine_process_local_kv";
     prov.external_backend_claims = true;
-    prov.note = fmt::format("Observed from {} through its /metrics and the usage of pinned-prefix probes; counters "
-                            "the engine does not publish are absent, not zero.", a.url);
+    prov.note = fmt::format(
+        "Observed from {} through its /metrics and the usage of pinned-prefix probes; counters "
+        "the engine does not publish are absent, not zero.",
+        a.url);
   } else {
     return usage_error("--backend is in-process or vllm");
   }
-  if (std::find(std::begin(cachestate::kLayers), std::end(cachestate::kLayers), layer) == std::end(cachestate::kLayers)) {
-    return usage_error("unknown layer '" + layer + "': process_local_kv, external_shared_kv, provider_prompt_cache, fak_workflow_cache");
+  if (std::find(std::begin(cachestate::kLayers), std::end(cachestate::kLayers), layer) ==
+      std::end(cachestate::kLayers)) {
+    return usage_error("unknown layer '" + layer +
+                       "': process_local_kv, external_shared_kv, provider_prompt_cache, fak_workflow_cache");
   }
   const auto report = cachestate::run_campaign(*backend, layer, pinned, transitions, prov, SystemClock::instance());
   const auto problems = cachestate::validate_report(report);
@@ -149,15 +161,18 @@ std::function<int()> setup_cache_state(CLI::App& app) {
   app.add_option("--output", a->output, "report file (modelperfobs.cache-state.v1; default stdout)");
   app.add_option("--verify", a->verify, "re-check a report strictly; one line; exit 1 when it does not hold")
       ->check(CLI::ExistingFile);
-  app.add_option("--backend", a->backend, "in-process (hermetic: no model, network or GPU) or vllm")->capture_default_str();
+  app.add_option("--backend", a->backend, "in-process (hermetic: no model, network or GPU) or vllm")
+      ->capture_default_str();
   app.add_option("--url", a->url, "vllm: the OpenAI base URL (http://host:port/v1)");
   app.add_option("--metrics-url", a->metrics_url, "vllm: its metrics (default: the URL's origin /metrics)");
   app.add_option("--model", a->model, "vllm: the model to probe");
-  app.add_option("--layer", a->layer, "cache layer (default: fak_workflow_cache in process, process_local_kv for vllm)");
+  app.add_option("--layer", a->layer,
+                 "cache layer (default: fak_workflow_cache in process, process_local_kv for vllm)");
   app.add_option("--transitions", a->transitions, "transitions to prove (default: all five)")->delimiter(',');
   app.add_option("--prefix-tokens", a->prefix_tokens, "vllm: pinned prefix length in words")->capture_default_str();
   app.add_option("--capacity", a->capacity, "in-process: cache capacity in entries")->capture_default_str();
-  app.add_option("--ttl", a->ttl, "in-process: entry time-to-live (0: none; natural_expiry is then unsupported)")->capture_default_str();
+  app.add_option("--ttl", a->ttl, "in-process: entry time-to-live (0: none; natural_expiry is then unsupported)")
+      ->capture_default_str();
   return [a] { return run(*a); };
 }
 

@@ -2,12 +2,11 @@
 // dispatch come from the same rows, so they cannot drift apart.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <memory>
 #include <span>
 #include <string_view>
-
-#include <CLI/CLI.hpp>
 
 namespace mpo::cli {
 

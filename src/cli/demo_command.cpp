@@ -3,6 +3,7 @@
 // past the simulated engine's capacity), and writes the ledger, the simulator's truth and the
 // report (md on stdout, html and json in the folder).
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -15,8 +16,6 @@
 #include <fstream>
 #include <iostream>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "cli/commands.hpp"
 #include "cli/files.hpp"
@@ -120,17 +119,20 @@ int run_demo(const std::string& out_dir) {
   // A small engine: 16 slots, so the last phase's burst of 48 streams queues.
   {
     std::ofstream profile(dir + "/simulator-profile.json");
-    profile << R"({"model":"demo-model","engine":{"max_num_seqs":16,"num_gpu_blocks":2048}})" << "\n";
+    profile << R"({"model":"demo-model","engine":{"max_num_seqs":16,"num_gpu_blocks":2048}})"
+            << "\n";
   }
   std::cout << "modelperfobs demo: starting the simulator and the proxy (logs in " << dir << ")" << std::endl;
-  Child sim({"simulate", "--listen", "127.0.0.1:0", "--profile", dir + "/simulator-profile.json", "--truth", dir + "/truth.jsonl"},
+  Child sim({"simulate", "--listen", "127.0.0.1:0", "--profile", dir + "/simulator-profile.json", "--truth",
+             dir + "/truth.jsonl"},
             dir + "/simulate.log");
   const std::uint16_t sim_port = port_in(sim.first_line());
-  Child proxy({"proxy", "--backend", fmt::format("http://127.0.0.1:{}", sim_port), "--listen", "127.0.0.1:0", "--admin-listen",
-               "off", "--ledger", ledger},
+  Child proxy({"proxy", "--backend", fmt::format("http://127.0.0.1:{}", sim_port), "--listen", "127.0.0.1:0",
+               "--admin-listen", "off", "--ledger", ledger},
               dir + "/proxy.log");
   const std::uint16_t proxy_port = port_in(proxy.first_line());
-  std::cout << fmt::format("  simulate http://127.0.0.1:{}  <-  proxy http://127.0.0.1:{}", sim_port, proxy_port) << std::endl;
+  std::cout << fmt::format("  simulate http://127.0.0.1:{}  <-  proxy http://127.0.0.1:{}", sim_port, proxy_port)
+            << std::endl;
   const auto proxy_url = net::parse_backend_url(fmt::format("http://127.0.0.1:{}", proxy_port));
 
   struct Phase {
@@ -158,8 +160,8 @@ int run_demo(const std::string& out_dir) {
     const int n = ph.concurrency * ph.per_worker;
     sent += n;
     ok += good.load();
-    std::cout << fmt::format("  phase {}/{}: {} concurrent stream(s), {} requests, {} ok, {:.1f} s{}", phase_no, std::size(phases),
-                             ph.concurrency, n, good.load(),
+    std::cout << fmt::format("  phase {}/{}: {} concurrent stream(s), {} requests, {} ok, {:.1f} s{}", phase_no,
+                             std::size(phases), ph.concurrency, n, good.load(),
                              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
                              ph.concurrency > 16 ? "  (past the engine's 16 slots: requests queue)" : "")
               << std::endl;

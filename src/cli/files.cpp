@@ -1,13 +1,12 @@
 #include "cli/files.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-
-#include <fmt/format.h>
 
 namespace mpo::cli {
 

@@ -1,10 +1,10 @@
 // modelperfobs: one binary, one table of subcommands (cli/commands.cpp).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <csignal>
 #include <exception>
 #include <iostream>
-
-#include <fmt/format.h>
 
 #include "cli/commands.hpp"
 
@@ -38,9 +38,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // Usage errors exit 2 with the relevant usage on stderr.
     const auto& table = mpo::cli::commands();
-    const bool known = argc > 1 && std::any_of(table.begin(), table.end(), [&](const auto& c) {
-      return c.name == argv[1];
-    });
+    const bool known =
+        argc > 1 && std::any_of(table.begin(), table.end(), [&](const auto& c) { return c.name == argv[1]; });
     if (argc > 1 && argv[1][0] != '-' && !known) {
       std::cerr << "modelperfobs: unknown subcommand '" << argv[1] << "'\n\n" << app.help();
       return 2;

@@ -1,10 +1,10 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
-#include "net/ca_rule.hpp"
 #include "core/duration.hpp"
 #include "core/host_port.hpp"
 #include "ledger/writer.hpp"
+#include "net/ca_rule.hpp"
 #include "proxy/server.hpp"
 
 namespace mpo::cli {
@@ -62,30 +62,42 @@ int run(ProxyArgs& a) {
 
 std::function<int()> setup_proxy(CLI::App& app) {
   auto a = std::make_shared<ProxyArgs>();
-  app.add_option("--backend", a->opts.backend, "backend base URL, e.g. http://127.0.0.1:8000 (a base path is kept)")->required();
-  app.add_option("--backend-ca", a->opts.backend_ca, net::kCaFileHelp)
-      ->check(CLI::ExistingFile);
-  app.add_option("--listen", a->listen, "HOST:PORT for clients; port 0 picks a free port (printed)")->capture_default_str();
-  app.add_option("--ledger", a->opts.ledger_path, "JSONL ledger to append one line per request to (folders are created)")
+  app.add_option("--backend", a->opts.backend, "backend base URL, e.g. http://127.0.0.1:8000 (a base path is kept)")
+      ->required();
+  app.add_option("--backend-ca", a->opts.backend_ca, net::kCaFileHelp)->check(CLI::ExistingFile);
+  app.add_option("--listen", a->listen, "HOST:PORT for clients; port 0 picks a free port (printed)")
       ->capture_default_str();
-  app.add_option("--admin-listen", a->admin_listen, "HOST:PORT for GET /metrics and /healthz, or 'off'")->capture_default_str();
+  app.add_option("--ledger", a->opts.ledger_path,
+                 "JSONL ledger to append one line per request to (folders are created)")
+      ->capture_default_str();
+  app.add_option("--admin-listen", a->admin_listen, "HOST:PORT for GET /metrics and /healthz, or 'off'")
+      ->capture_default_str();
   app.add_option("--fsync", a->fsync, "ledger durability: interval (every 1 s), always, never")
-      ->check(CLI::IsMember({"interval", "always", "never"}))->capture_default_str();
-  app.add_option("--usage", a->usage, "inject: ask streamed chat/completions for usage and hide it from clients that did not")
-      ->check(CLI::IsMember({"passthrough", "inject"}))->capture_default_str();
-  app.add_option("--itl", a->itl, "summary: ITL p50/p95/max per line; full: also the whole itl_ms list")
-      ->check(CLI::IsMember({"summary", "full"}))->capture_default_str();
-  app.add_option("--max-body", a->opts.max_body, "largest request body in bytes; larger gets 413")->capture_default_str();
-  app.add_option("--connect-timeout", a->opts.connect_timeout_s, "seconds to connect to the backend (then 504)")->capture_default_str();
-  app.add_option("--response-timeout", a->opts.response_timeout_s, "seconds from request sent to response head (then 504)")
+      ->check(CLI::IsMember({"interval", "always", "never"}))
       ->capture_default_str();
-  app.add_option("--stream-idle-timeout", a->opts.stream_idle_timeout_s, "longest silence inside a response body, seconds")
+  app.add_option("--usage", a->usage,
+                 "inject: ask streamed chat/completions for usage and hide it from clients that did not")
+      ->check(CLI::IsMember({"passthrough", "inject"}))
+      ->capture_default_str();
+  app.add_option("--itl", a->itl, "summary: ITL p50/p95/max per line; full: also the whole itl_ms list")
+      ->check(CLI::IsMember({"summary", "full"}))
+      ->capture_default_str();
+  app.add_option("--max-body", a->opts.max_body, "largest request body in bytes; larger gets 413")
+      ->capture_default_str();
+  app.add_option("--connect-timeout", a->opts.connect_timeout_s, "seconds to connect to the backend (then 504)")
+      ->capture_default_str();
+  app.add_option("--response-timeout", a->opts.response_timeout_s,
+                 "seconds from request sent to response head (then 504)")
+      ->capture_default_str();
+  app.add_option("--stream-idle-timeout", a->opts.stream_idle_timeout_s,
+                 "longest silence inside a response body, seconds")
       ->capture_default_str();
   app.add_option("--retry-stale", a->retry_stale,
                  "on: a request whose pooled backend connection turns out closed (EOF or reset before any response "
                  "byte) is sent once more on a fresh connection (docs/PROXY.md); off: answer 502 instead, for "
                  "backends where a replayed POST could do harm")
-      ->check(CLI::IsMember({"on", "off"}))->capture_default_str();
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   app.add_option("--drain-timeout", a->opts.drain_timeout_s, "on SIGTERM, seconds to let in-flight requests finish")
       ->capture_default_str();
   app.add_option("--max-connections", a->opts.max_connections, "client connections held at once; more are refused")

@@ -52,8 +52,8 @@ int run(const ReportArgs& a) {
   }
   report::ReportInput in;
   in.options.by = *by;
-  for (const auto& [flag, text, field] : {std::tuple{"--since", a.since, &in.options.since_us},
-                                          std::tuple{"--until", a.until, &in.options.until_us}}) {
+  for (const auto& [flag, text, field] :
+       {std::tuple{"--since", a.since, &in.options.since_us}, std::tuple{"--until", a.until, &in.options.until_us}}) {
     if (text.empty()) continue;
     auto t = parse_rfc3339(text);
     if (!t) {
@@ -114,12 +114,15 @@ int run(const ReportArgs& a) {
 std::function<int()> setup_report(CLI::App& app) {
   auto a = std::make_shared<ReportArgs>();
   app.add_option("--input,input", a->inputs, "ledger files or globs (ours or fak's lines); - for stdin")->required();
-  app.add_option("--by", a->by, "group by model, backend, operation, path or sweep_point (sweep ledgers: one group per load point)")
-      ->check(CLI::IsMember({"model", "backend", "operation", "path", "sweep_point"}))->capture_default_str();
+  app.add_option("--by", a->by,
+                 "group by model, backend, operation, path or sweep_point (sweep ledgers: one group per load point)")
+      ->check(CLI::IsMember({"model", "backend", "operation", "path", "sweep_point"}))
+      ->capture_default_str();
   app.add_option("--since", a->since, "only requests started at or after this RFC 3339 time");
   app.add_option("--until", a->until, "only requests started before this RFC 3339 time");
   app.add_option("--format", a->format, "md, json (modelperfobs.report.v1), csv, or html (self-contained, SVG charts)")
-      ->check(CLI::IsMember({"md", "json", "csv", "html"}))->capture_default_str();
+      ->check(CLI::IsMember({"md", "json", "csv", "html"}))
+      ->capture_default_str();
   app.add_option("--output", a->output, "write here instead of stdout");
   app.add_option("--slo", a->slo, "e.g. ttft_p95_ms=1000,tpot_p95_ms=100,error_rate=0.01; exit 3 when violated");
   return [a] { return run(*a); };

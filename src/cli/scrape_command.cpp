@@ -1,15 +1,14 @@
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <iostream>
 
-#include <fmt/format.h>
-
 #include "cli/commands.hpp"
-#include "net/ca_rule.hpp"
 #include "cli/files.hpp"
 #include "core/clock.hpp"
 #include "core/duration.hpp"
 #include "ledger/writer.hpp"
+#include "net/ca_rule.hpp"
 #include "scrape/facts_report.hpp"
 #include "scrape/fetch.hpp"
 #include "scrape/snapshot_reader.hpp"
@@ -79,7 +78,8 @@ int run(const ScrapeArgs& a) {
 
   std::unique_ptr<ledger::LedgerWriter> out;
   if (!a.output.empty()) {
-    out = std::make_unique<ledger::LedgerWriter>(ledger::LedgerWriter::Options{a.output, ledger::FsyncPolicy::kInterval});
+    out =
+        std::make_unique<ledger::LedgerWriter>(ledger::LedgerWriter::Options{a.output, ledger::FsyncPolicy::kInterval});
     if (auto st = out->open(); !st) {
       std::cerr << "modelperfobs scrape: --output: " << st.error().message << "\n";
       return 1;
@@ -108,7 +108,8 @@ int run(const ScrapeArgs& a) {
         return 1;
       }
       scrape::SnapshotsRead read = scrape::read_snapshots(*text);
-      for (const std::string& p : read.problems) std::cerr << "modelperfobs scrape: warning: " << f << ": " << p << "\n";
+      for (const std::string& p : read.problems)
+        std::cerr << "modelperfobs scrape: warning: " << f << ": " << p << "\n";
       for (auto& snap : read.snapshots) snaps.push_back(std::move(snap));
     }
   } else if (!a.files.empty()) {
@@ -124,8 +125,10 @@ int run(const ScrapeArgs& a) {
   if (out) out->close();
 
   const scrape::FactsReport report = scrape::build_facts_report(snaps);
-  if (a.format == "md") std::cout << scrape::facts_markdown(report);
-  else if (a.format == "json") std::cout << scrape::facts_json(report, MPO_VERSION) << "\n";
+  if (a.format == "md")
+    std::cout << scrape::facts_markdown(report);
+  else if (a.format == "json")
+    std::cout << scrape::facts_json(report, MPO_VERSION) << "\n";
   if (!report.last) {
     std::cerr << "modelperfobs scrape: no successful scrape; check the URL (a bare origin gets /metrics) and that the "
                  "engine serves metrics\n";
@@ -138,7 +141,8 @@ int run(const ScrapeArgs& a) {
 
 std::function<int()> setup_scrape(CLI::App& app) {
   auto a = std::make_shared<ScrapeArgs>();
-  app.add_option("--url", a->url, "the engine's metrics URL, e.g. http://127.0.0.1:8000/metrics (a bare origin gets /metrics)");
+  app.add_option("--url", a->url,
+                 "the engine's metrics URL, e.g. http://127.0.0.1:8000/metrics (a bare origin gets /metrics)");
   app.add_option("--file", a->files, "a saved exposition instead of --url; give two for an interval (before, after)")
       ->check(CLI::ExistingFile);
   app.add_option("--snapshots", a->snapshots,
@@ -151,7 +155,8 @@ std::function<int()> setup_scrape(CLI::App& app) {
   app.add_option("--ca", a->ca, net::kCaFileHelp)->check(CLI::ExistingFile);
   app.add_option("--output", a->output, "append modelperfobs.scrape.v1 snapshots (JSONL) to this file");
   app.add_option("--format", a->format, "print the engine's facts: md, json, or none")
-      ->check(CLI::IsMember({"md", "json", "none"}))->capture_default_str();
+      ->check(CLI::IsMember({"md", "json", "none"}))
+      ->capture_default_str();
   app.add_flag("--quiet", a->quiet, "no progress lines on stderr");
   return [a] { return run(*a); };
 }

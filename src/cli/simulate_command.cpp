@@ -59,7 +59,8 @@ std::function<int()> setup_simulate(CLI::App& app) {
   app.add_option("--listen", args->listen, "HOST:PORT to listen on; port 0 picks a free port (printed)")
       ->capture_default_str();
   app.add_option("--model", args->model, "served model name (default: the profile's, else sim-model)");
-  app.add_option("--profile", args->profile_path, "JSON profile: engine, output and scenario parameters (docs/SIMULATOR.md)")
+  app.add_option("--profile", args->profile_path,
+                 "JSON profile: engine, output and scenario parameters (docs/SIMULATOR.md)")
       ->check(CLI::ExistingFile);
   app.add_option("--seed", args->seed, "seed of every random choice; same seed, same outputs")->capture_default_str();
   app.add_option("--truth", args->truth_path, "append one JSONL line of engine truth per finished request");
@@ -70,7 +71,8 @@ std::function<int()> setup_simulate(CLI::App& app) {
                  "how a streamed response ends: vllm (last events and the chunked terminator together, connection "
                  "kept); llamacpp (as llama.cpp b10309: the terminator in a later write, 5 ms after [DONE], then the "
                  "connection closed 2 ms later although the head offers 'Keep-Alive: timeout=5, max=100')")
-      ->check(CLI::IsMember({"vllm", "llamacpp"}))->capture_default_str();
+      ->check(CLI::IsMember({"vllm", "llamacpp"}))
+      ->capture_default_str();
   return [args] { return run_simulate(*args); };
 }
 

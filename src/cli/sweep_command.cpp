@@ -1,4 +1,5 @@
 // `modelperfobs sweep` (run a serving sweep), `sweep verify FILE`, `sweep gate --claim --artifact`.
+#include <fmt/format.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -8,16 +9,14 @@
 #include <iostream>
 #include <set>
 
-#include <fmt/format.h>
-
 #include "cli/commands.hpp"
-#include "net/ca_rule.hpp"
 #include "cli/files.hpp"
 #include "core/duration.hpp"
+#include "core/go_json.hpp"
 #include "ledger/reader.hpp"
 #include "ledger/writer.hpp"
 #include "net/backend_url.hpp"
-#include "core/go_json.hpp"
+#include "net/ca_rule.hpp"
 #include "sweep/render.hpp"
 #include "sweep/runner.hpp"
 #include "sweep/verify.hpp"
@@ -83,9 +82,11 @@ Result<std::vector<sweep::ServingRequest>> build_workload(const SweepArgs& a, st
     if (!read) return read.error();
     auto replay = sweep::replay_ledger(std::move(read->records), a.seed);
     if (replay.requests.empty()) {
-      return make_error("sweep.replay", fmt::format("{} holds no request with prompt and completion token counts to replay", a.replay));
+      return make_error("sweep.replay",
+                        fmt::format("{} holds no request with prompt and completion token counts to replay", a.replay));
     }
-    source = fmt::format("replay {} ({} requests, {} skipped without token counts)", a.replay, replay.requests.size(), replay.skipped);
+    source = fmt::format("replay {} ({} requests, {} skipped without token counts)", a.replay, replay.requests.size(),
+                         replay.skipped);
     return std::move(replay.requests);
   }
   if (!a.dataset.empty()) {
@@ -167,8 +168,8 @@ class RunOutput {
       if (!tty_ || total == 0) return;
       const int width = 30;
       const int filled = static_cast<int>(static_cast<double>(done) / static_cast<double>(total) * width);
-      std::cerr << fmt::format("\r{:<18} [{}{}] {}/{}", label, std::string(filled, '#'), std::string(width - filled, '.'),
-                               done, total)
+      std::cerr << fmt::format("\r{:<18} [{}{}] {}/{}", label, std::string(filled, '#'),
+                               std::string(width - filled, '.'), done, total)
                 << std::flush;
     };
     cb.on_note = [this](const std::string& line) {
@@ -195,7 +196,8 @@ int run_parity_command(const SweepArgs& a) {
   std::set<std::string> seen;
   for (const auto& t : a.tracks) {
     const auto eq = t.find('=');
-    if (eq == std::string::npos) return usage_error("parity runs take every --track as NAME=URL; '" + t + "' has no URL");
+    if (eq == std::string::npos)
+      return usage_error("parity runs take every --track as NAME=URL; '" + t + "' has no URL");
     auto name = sweep::canonical_track(t.substr(0, eq));
     if (!name) return usage_error(name.error().message);
     if (!seen.insert(*name).second) return usage_error("track " + *name + " is given twice");
@@ -230,11 +232,14 @@ int run_sweep_command(const SweepArgs& a) {
   const int modes = (a.concurrencies.empty() ? 0 : 1) + (a.rates.empty() ? 0 : 1) + (a.replay_speeds.empty() ? 0 : 1);
   if (modes != 1) return usage_error("give exactly one of --concurrencies, --rates or --replay-speeds");
   if (!a.replay_speeds.empty() && a.replay.empty()) return usage_error("--replay-speeds needs --replay LEDGER");
-  std::vector<double> coords = !a.concurrencies.empty() ? a.concurrencies : !a.rates.empty() ? a.rates : a.replay_speeds;
+  std::vector<double> coords = !a.concurrencies.empty() ? a.concurrencies
+                               : !a.rates.empty()       ? a.rates
+                                                        : a.replay_speeds;
   std::set<double> distinct;
   for (double c : coords) {
     if (!(c > 0) || !std::isfinite(c)) return usage_error(fmt::format("{} is not a positive load point", c));
-    if (!a.concurrencies.empty() && c != std::floor(c)) return usage_error(fmt::format("concurrency {} is not a whole number", c));
+    if (!a.concurrencies.empty() && c != std::floor(c))
+      return usage_error(fmt::format("concurrency {} is not a whole number", c));
     distinct.insert(c);
   }
   coords.assign(distinct.begin(), distinct.end());
@@ -266,15 +271,20 @@ int run_sweep_command(const SweepArgs& a) {
   }
   o.sla = sweep::SlaBudgets{a.ttft_budget, a.itl_budget, a.e2e_budget};
   o.refine = a.refine;
-  if (a.refine && !o.sla.any()) return usage_error("--refine needs a p99 budget (--ttft-p99-budget-ms, --itl-p99-budget-ms or --e2e-p99-budget-ms)");
+  if (a.refine && !o.sla.any())
+    return usage_error(
+        "--refine needs a p99 budget (--ttft-p99-budget-ms, --itl-p99-budget-ms or --e2e-p99-budget-ms)");
   o.lateness_bound_ms = a.lateness_bound_ms;
   o.metrics_url = a.metrics_url;
   auto interval = parse_duration_s(a.metrics_interval);
   if (!interval) return usage_error("--metrics-interval: " + interval.error().message);
   o.metrics_interval_s = *interval;
-  if (a.power == "nvidia-smi") o.power = a.power;
-  else if (a.power.rfind("http", 0) == 0) o.dcgm_url = a.power;
-  else if (!a.power.empty()) return usage_error("--power is nvidia-smi or a DCGM exporter URL (http://host:9400/metrics)");
+  if (a.power == "nvidia-smi")
+    o.power = a.power;
+  else if (a.power.rfind("http", 0) == 0)
+    o.dcgm_url = a.power;
+  else if (!a.power.empty())
+    return usage_error("--power is nvidia-smi or a DCGM exporter URL (http://host:9400/metrics)");
   if (!a.tracks.empty()) {
     auto t = sweep::canonical_track(a.tracks[0]);
     if (!t) return usage_error(t.error().message);
@@ -295,8 +305,8 @@ int run_sweep_command(const SweepArgs& a) {
   RunOutput out(a, a.ledger.empty() ? stem + ".ledger.jsonl" : a.ledger);
   if (!out.open()) return 1;
   if (!a.quiet) {
-    std::cerr << fmt::format("sweep: {} points x {} requests against {} (model {}); ledger {}\n", coords.size(), o.requests,
-                             a.url, a.model, out.ledger_path());
+    std::cerr << fmt::format("sweep: {} points x {} requests against {} (model {}); ledger {}\n", coords.size(),
+                             o.requests, a.url, a.model, out.ledger_path());
   }
   auto report = sweep::run_sweep(o, out.callbacks());
   out.close();
@@ -312,12 +322,13 @@ int run_sweep_command(const SweepArgs& a) {
   std::cout << md;
   if (!a.quiet) {
     for (const auto& t : report->tracks) {
-      std::cerr << fmt::format("{} {} valid={} peak={} sla-knee={}\n", t.track, t.status, t.valid_points,
-                               t.peak ? fmt::format("{}/{:.1f} tok/s", t.peak->coordinate, t.peak->throughput_tok_s) : t.peak_status,
-                               t.sla_knee ? fmt::format("{}", t.sla_knee->coordinate) : t.sla_status);
+      std::cerr << fmt::format(
+          "{} {} valid={} peak={} sla-knee={}\n", t.track, t.status, t.valid_points,
+          t.peak ? fmt::format("{}/{:.1f} tok/s", t.peak->coordinate, t.peak->throughput_tok_s) : t.peak_status,
+          t.sla_knee ? fmt::format("{}", t.sla_knee->coordinate) : t.sla_status);
     }
-    std::cerr << fmt::format("receipt {} ({}), ledger {} ({} lines)\n", a.output, report->valid ? "valid" : "not valid for claims",
-                             out.ledger_path(), out.lines());
+    std::cerr << fmt::format("receipt {} ({}), ledger {} ({} lines)\n", a.output,
+                             report->valid ? "valid" : "not valid for claims", out.ledger_path(), out.lines());
   }
   return 0;
 }
@@ -360,21 +371,35 @@ std::function<int()> setup_sweep(CLI::App& app) {
   app.require_subcommand(0, 1);
   app.add_option("--url", a->url, "OpenAI base URL of the server under test (http://host:port/v1)");
   app.add_option("--model", a->model, "the exact model to request (required)");
-  app.add_option("--concurrencies", a->concurrencies, "closed loop: in-flight requests per point, e.g. 1,2,4,8,16")->delimiter(',');
+  app.add_option("--concurrencies", a->concurrencies, "closed loop: in-flight requests per point, e.g. 1,2,4,8,16")
+      ->delimiter(',');
   app.add_option("--rates", a->rates, "open loop: offered requests/s per point, e.g. 2,4,8")->delimiter(',');
-  app.add_option("--arrival", a->arrival, "open loop arrivals: poisson, gamma (with --burstiness) or constant")->capture_default_str();
-  app.add_option("--burstiness", a->burstiness, "gamma shape: < 1 burstier than Poisson, > 1 smoother")->capture_default_str();
+  app.add_option("--arrival", a->arrival, "open loop arrivals: poisson, gamma (with --burstiness) or constant")
+      ->capture_default_str();
+  app.add_option("--burstiness", a->burstiness, "gamma shape: < 1 burstier than Poisson, > 1 smoother")
+      ->capture_default_str();
   app.add_option("--requests", a->requests, "measured requests per point (warm-up excluded)")->capture_default_str();
   app.add_option("--duration", a->duration, "run each point this long instead (e.g. 60s; the workload cycles)");
-  app.add_option("--warmup", a->warmup, "warm-up requests per point, excluded from statistics (default: one per worker, or one second of arrivals)");
-  app.add_option("--dataset", a->dataset, "JSONL or JSON dataset: ShareGPT conversations or fak web tasks")->check(CLI::ExistingFile);
+  app.add_option(
+      "--warmup", a->warmup,
+      "warm-up requests per point, excluded from statistics (default: one per worker, or one second of arrivals)");
+  app.add_option("--dataset", a->dataset, "JSONL or JSON dataset: ShareGPT conversations or fak web tasks")
+      ->check(CLI::ExistingFile);
   app.add_option("--dataset-format", a->dataset_format, "auto, sharegpt or web-tasks")->capture_default_str();
-  app.add_option("--replay", a->replay, "replay a ledger: its arrival times and token lengths (prompts synthesised)")->check(CLI::ExistingFile);
-  app.add_option("--replay-speeds", a->replay_speeds, "with --replay: points played this many times faster, e.g. 1,2,4")->delimiter(',');
-  app.add_option("--max-output-tokens", a->max_output_tokens, "web tasks: max_tokens per request (ShareGPT: the reply's length unless set)")->capture_default_str();
-  app.add_option("--input-tokens", a->input_tokens, "synthetic prompt length: N, uniform:A,B, normal:MEAN,SD or exp:MEAN")->capture_default_str();
-  app.add_option("--output-tokens", a->output_tokens, "synthetic output length (max_tokens), same forms")->capture_default_str();
-  app.add_option("--shared-prefix-tokens", a->shared_prefix_tokens, "synthetic: the same leading words in every prompt (cache-aware runs)");
+  app.add_option("--replay", a->replay, "replay a ledger: its arrival times and token lengths (prompts synthesised)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--replay-speeds", a->replay_speeds, "with --replay: points played this many times faster, e.g. 1,2,4")
+      ->delimiter(',');
+  app.add_option("--max-output-tokens", a->max_output_tokens,
+                 "web tasks: max_tokens per request (ShareGPT: the reply's length unless set)")
+      ->capture_default_str();
+  app.add_option("--input-tokens", a->input_tokens,
+                 "synthetic prompt length: N, uniform:A,B, normal:MEAN,SD or exp:MEAN")
+      ->capture_default_str();
+  app.add_option("--output-tokens", a->output_tokens, "synthetic output length (max_tokens), same forms")
+      ->capture_default_str();
+  app.add_option("--shared-prefix-tokens", a->shared_prefix_tokens,
+                 "synthetic: the same leading words in every prompt (cache-aware runs)");
   app.add_option("--seed", a->seed, "seed of the workload and arrivals")->capture_default_str();
   app.add_flag("--ignore-eos", a->ignore_eos, "ask the server to generate exactly max_tokens (vLLM/SGLang extension)");
   app.add_option("--api-key-env", a->api_key_env, "environment variable holding the API key")->capture_default_str();
@@ -385,18 +410,24 @@ std::function<int()> setup_sweep(CLI::App& app) {
   app.add_option("--itl-p99-budget-ms", a->itl_budget, "p99 inter-token latency budget (ms)");
   app.add_option("--e2e-p99-budget-ms", a->e2e_budget, "p99 end-to-end budget (ms)");
   app.add_flag("--refine", a->refine, "bisect between the last point inside the budgets and the first outside");
-  app.add_option("--lateness-bound-ms", a->lateness_bound_ms, "a point whose p99 send lateness exceeds this is client_saturated")->capture_default_str();
+  app.add_option("--lateness-bound-ms", a->lateness_bound_ms,
+                 "a point whose p99 send lateness exceeds this is client_saturated")
+      ->capture_default_str();
   app.add_option("--metrics-url", a->metrics_url, "the engine's /metrics: scraped before, during and after each point");
   app.add_option("--metrics-interval", a->metrics_interval, "sampling interval during a point")->capture_default_str();
   app.add_option("--power", a->power, "energy source: nvidia-smi, or a DCGM exporter URL");
   app.add_option("--track", a->tracks,
                  "track name of a sweep (ours, vllm, sglang, fak-fronts-fleet; default ours), or NAME=URL, repeated: "
                  "a single-point parity run against each (fak.serving-parity.v1)");
-  app.add_option("--concurrency", a->concurrency, "parity runs: requests in flight (capped at --requests)")->capture_default_str();
+  app.add_option("--concurrency", a->concurrency, "parity runs: requests in flight (capped at --requests)")
+      ->capture_default_str();
   app.add_option("--engine", a->engine, "engine name for the contract (default: detected from /metrics or /models)");
-  app.add_option("--engine-receipt", a->engine_receipt, "sha256:<64 hex> engine receipt (default: digest of the identity observed)");
-  app.add_option("--batch-capacity", a->batch_capacity, "the engine's declared batch capacity (e.g. vLLM --max-num-seqs)");
-  app.add_option("--capacity-source", a->capacity_source, "where that capacity comes from (e.g. 'vllm --max-num-seqs 8')");
+  app.add_option("--engine-receipt", a->engine_receipt,
+                 "sha256:<64 hex> engine receipt (default: digest of the identity observed)");
+  app.add_option("--batch-capacity", a->batch_capacity,
+                 "the engine's declared batch capacity (e.g. vLLM --max-num-seqs)");
+  app.add_option("--capacity-source", a->capacity_source,
+                 "where that capacity comes from (e.g. 'vllm --max-num-seqs 8')");
   app.add_option("--machine", a->machine, "machine id in the receipt (default: hostname)");
   app.add_option("--output", a->output, "receipt (fak.serving-sweep.v1)")->capture_default_str();
   app.add_option("--ledger", a->ledger, "ledger of every request (default: <output stem>.ledger.jsonl)");
@@ -404,11 +435,14 @@ std::function<int()> setup_sweep(CLI::App& app) {
   app.add_option("--html", a->html, "page with charts (default: <output stem>.html)");
   app.add_flag("--quiet", a->quiet, "no progress on stderr");
 
-  auto* verify = app.add_subcommand("verify", "re-derive a sweep receipt from its own samples; exit 1 if it does not hold");
+  auto* verify =
+      app.add_subcommand("verify", "re-derive a sweep receipt from its own samples; exit 1 if it does not hold");
   auto file = std::make_shared<std::string>();
   verify->add_option("FILE", *file, "the receipt")->required();
-  auto* gate = app.add_subcommand("gate", "refuse a claim the receipt cannot carry (peak, capacity-valid peak, SLA knee, parity)");
-  auto claim = std::make_shared<std::string>(), claim_file = std::make_shared<std::string>(), artifact = std::make_shared<std::string>();
+  auto* gate = app.add_subcommand(
+      "gate", "refuse a claim the receipt cannot carry (peak, capacity-valid peak, SLA knee, parity)");
+  auto claim = std::make_shared<std::string>(), claim_file = std::make_shared<std::string>(),
+       artifact = std::make_shared<std::string>();
   gate->add_option("--claim", *claim, "the claim text");
   gate->add_option("--claim-file", *claim_file, "a file holding the claim text")->check(CLI::ExistingFile);
   gate->add_option("--artifact", *artifact, "the receipt")->required();

@@ -1,13 +1,12 @@
 #include "core/go_json.hpp"
 
 #include <openssl/evp.h>
+#include <simdjson.h>
 
 #include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
-
-#include <simdjson.h>
 
 #include "core/time.hpp"
 
@@ -24,15 +23,13 @@ void append_u_escape(std::string& out, unsigned code) {
 // Length of the valid UTF-8 sequence at s[i], or 0 when it is invalid.
 std::size_t utf8_length(std::string_view s, std::size_t i) {
   const auto b0 = static_cast<unsigned char>(s[i]);
-  auto cont = [&](std::size_t k) {
-    return i + k < s.size() && (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
-  };
+  auto cont = [&](std::size_t k) { return i + k < s.size() && (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80; };
   if (b0 < 0x80) return 1;
   if (b0 >= 0xC2 && b0 <= 0xDF) return cont(1) ? 2 : 0;
   if (b0 >= 0xE0 && b0 <= 0xEF) {
     if (!cont(1) || !cont(2)) return 0;
     const auto b1 = static_cast<unsigned char>(s[i + 1]);
-    if (b0 == 0xE0 && b1 < 0xA0) return 0;  // overlong
+    if (b0 == 0xE0 && b1 < 0xA0) return 0;   // overlong
     if (b0 == 0xED && b1 >= 0xA0) return 0;  // surrogate
     return 3;
   }
@@ -61,7 +58,10 @@ void write_value(std::string& out, const boost::json::value& v, int indent, bool
     case boost::json::kind::string: append_go_string(out, v.get_string()); break;
     case boost::json::kind::array: {
       const auto& a = v.get_array();
-      if (a.empty()) { out += "[]"; break; }
+      if (a.empty()) {
+        out += "[]";
+        break;
+      }
       out.push_back('[');
       bool first = true;
       for (const auto& item : a) {
@@ -76,7 +76,10 @@ void write_value(std::string& out, const boost::json::value& v, int indent, bool
     }
     case boost::json::kind::object: {
       const auto& o = v.get_object();
-      if (o.empty()) { out += "{}"; break; }
+      if (o.empty()) {
+        out += "{}";
+        break;
+      }
       out.push_back('{');
       bool first = true;
       for (const auto& kv : o) {
@@ -157,10 +160,14 @@ void append_go_string(std::string& out, std::string_view s) {
         case '\t': out += "\\t"; break;
         case '\b': out += "\\b"; break;
         case '\f': out += "\\f"; break;
-        case '<': case '>': case '&': append_u_escape(out, c); break;
+        case '<':
+        case '>':
+        case '&': append_u_escape(out, c); break;
         default:
-          if (c < 0x20) append_u_escape(out, c);
-          else out.push_back(static_cast<char>(c));
+          if (c < 0x20)
+            append_u_escape(out, c);
+          else
+            out.push_back(static_cast<char>(c));
       }
       ++i;
       continue;
@@ -191,8 +198,7 @@ void append_go_float(std::string& out, double v) {
   char buf[64];
   const double a = std::fabs(v);
   const bool exp_form = a != 0 && (a < 1e-6 || a >= 1e21);
-  auto r = std::to_chars(buf, buf + sizeof buf, v,
-                         exp_form ? std::chars_format::scientific : std::chars_format::fixed);
+  auto r = std::to_chars(buf, buf + sizeof buf, v, exp_form ? std::chars_format::scientific : std::chars_format::fixed);
   std::string s(buf, r.ptr);
   if (exp_form) {
     // C++ writes e-07 / e+100 like Go's strconv; encoding/json then turns e-07 into e-7.

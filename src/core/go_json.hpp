@@ -7,11 +7,10 @@
 // simdjson so that every number comes back bit for bit.
 #pragma once
 
+#include <boost/json/value.hpp>
 #include <cstdint>
 #include <string>
 #include <string_view>
-
-#include <boost/json/value.hpp>
 
 #include "core/result.hpp"
 

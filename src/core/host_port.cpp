@@ -1,8 +1,8 @@
 #include "core/host_port.hpp"
 
-#include <charconv>
-
 #include <fmt/format.h>
+
+#include <charconv>
 
 namespace mpo {
 

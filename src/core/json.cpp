@@ -1,9 +1,9 @@
 #include "core/json.hpp"
 
-#include <cmath>
+#include <fmt/format.h>
 
 #include <boost/json/parse.hpp>
-#include <fmt/format.h>
+#include <cmath>
 
 namespace mpo {
 namespace {
@@ -32,8 +32,8 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
     if ((cc & 0xc0) != 0x80) return 0;
     cp = (cp << 6) | (cc & 0x3f);
   }
-  if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-      cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+  if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
+      (cp >= 0xd800 && cp <= 0xdfff)) {
     return 0;
   }
   return n;
@@ -46,13 +46,34 @@ void append_json_string(std::string& out, std::string_view s) {
   for (std::size_t i = 0; i < s.size();) {
     const char c = s[i];
     switch (c) {
-      case '"': out += "\\\""; ++i; continue;
-      case '\\': out += "\\\\"; ++i; continue;
-      case '\n': out += "\\n"; ++i; continue;
-      case '\r': out += "\\r"; ++i; continue;
-      case '\t': out += "\\t"; ++i; continue;
-      case '\b': out += "\\b"; ++i; continue;
-      case '\f': out += "\\f"; ++i; continue;
+      case '"':
+        out += "\\\"";
+        ++i;
+        continue;
+      case '\\':
+        out += "\\\\";
+        ++i;
+        continue;
+      case '\n':
+        out += "\\n";
+        ++i;
+        continue;
+      case '\r':
+        out += "\\r";
+        ++i;
+        continue;
+      case '\t':
+        out += "\\t";
+        ++i;
+        continue;
+      case '\b':
+        out += "\\b";
+        ++i;
+        continue;
+      case '\f':
+        out += "\\f";
+        ++i;
+        continue;
       default: break;
     }
     const auto uc = static_cast<unsigned char>(c);

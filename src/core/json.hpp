@@ -3,14 +3,13 @@
 // lookups that say what was wrong.
 #pragma once
 
+#include <boost/json/value.hpp>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-
-#include <boost/json/value.hpp>
 
 #include "core/result.hpp"
 
@@ -31,17 +30,11 @@ class JsonObjectWriter {
  public:
   JsonObjectWriter() { out_.push_back('{'); }
   JsonObjectWriter& field(std::string_view key, std::string_view v);
-  JsonObjectWriter& field(std::string_view key, const char* v) {
-    return field(key, std::string_view(v));
-  }
-  JsonObjectWriter& field(std::string_view key, const std::string& v) {
-    return field(key, std::string_view(v));
-  }
+  JsonObjectWriter& field(std::string_view key, const char* v) { return field(key, std::string_view(v)); }
+  JsonObjectWriter& field(std::string_view key, const std::string& v) { return field(key, std::string_view(v)); }
   JsonObjectWriter& field(std::string_view key, double v);
   JsonObjectWriter& field(std::string_view key, std::int64_t v);
-  JsonObjectWriter& field(std::string_view key, int v) {
-    return field(key, static_cast<std::int64_t>(v));
-  }
+  JsonObjectWriter& field(std::string_view key, int v) { return field(key, static_cast<std::int64_t>(v)); }
   JsonObjectWriter& field(std::string_view key, std::uint64_t v);
   JsonObjectWriter& field(std::string_view key, bool v);
   JsonObjectWriter& null_field(std::string_view key);

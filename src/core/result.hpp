@@ -17,8 +17,8 @@ struct Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}            // NOLINT(google-explicit-constructor)
-  Result(Error error) : v_(std::move(error)) {}        // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
+  Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
@@ -46,8 +46,6 @@ class [[nodiscard]] Result {
 struct Ok {};
 using Status = Result<Ok>;
 
-inline Error make_error(std::string code, std::string message) {
-  return Error{std::move(code), std::move(message)};
-}
+inline Error make_error(std::string code, std::string message) { return Error{std::move(code), std::move(message)}; }
 
 }  // namespace mpo

@@ -3,11 +3,11 @@
 // already link simdjson include it (ledger, scrape, bandwidth).
 #pragma once
 
+#include <simdjson.h>
+
 #include <cstdint>
 #include <optional>
 #include <string_view>
-
-#include <simdjson.h>
 
 namespace mpo::sj {
 

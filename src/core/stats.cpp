@@ -1,10 +1,10 @@
 #include "core/stats.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-
-#include <fmt/format.h>
 
 namespace mpo {
 

@@ -64,10 +64,9 @@ std::string format_rfc3339_us(std::int64_t unix_us) {
 
 Result<std::int64_t> parse_rfc3339(std::string_view t) {
   auto bad = [&](std::string_view why) {
-    return make_error("rfc3339.syntax",
-                      fmt::format("invalid RFC 3339 timestamp '{}': {} (expected e.g. "
-                                  "2026-08-27T10:00:00Z)",
-                                  t.substr(0, 64), why));
+    return make_error("rfc3339.syntax", fmt::format("invalid RFC 3339 timestamp '{}': {} (expected e.g. "
+                                                    "2026-08-27T10:00:00Z)",
+                                                    t.substr(0, 64), why));
   };
   std::size_t i = 0;
   auto digits = [&](std::size_t n, int& out) -> bool {
@@ -119,8 +118,7 @@ Result<std::int64_t> parse_rfc3339(std::string_view t) {
     const int sign = t[i] == '-' ? -1 : 1;
     ++i;
     int oh = 0, om = 0;
-    if (!digits(2, oh) || !expect([](char c) { return c == ':'; }) || !digits(2, om) || oh > 23 ||
-        om > 59) {
+    if (!digits(2, oh) || !expect([](char c) { return c == ':'; }) || !digits(2, om) || oh > 23 || om > 59) {
       return bad("offset");
     }
     offset_s = sign * (oh * 3600 + om * 60);
@@ -129,13 +127,12 @@ Result<std::int64_t> parse_rfc3339(std::string_view t) {
   }
   if (i != t.size()) return bad("trailing characters");
   if (year < 1 || month < 1 || month > 12 || day < 1 ||
-      static_cast<unsigned>(day) > days_in_month(year, static_cast<unsigned>(month)) || hour > 23 ||
-      minute > 59 || second > 60) {
+      static_cast<unsigned>(day) > days_in_month(year, static_cast<unsigned>(month)) || hour > 23 || minute > 59 ||
+      second > 60) {
     return make_error("rfc3339.range", fmt::format("timestamp '{}' is out of range", t));
   }
   if (second == 60) second = 59;  // leap second: clamp, Unix time has none
-  const std::int64_t days =
-      days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
+  const std::int64_t days = days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
   const std::int64_t secs = days * 86400 + hour * 3600 + minute * 60 + second - offset_s;
   return secs * 1'000'000 + frac_us;
 }

@@ -5,8 +5,7 @@
 namespace mpo {
 
 Uuid7Generator::Uuid7Generator(std::uint64_t seed)
-    : rng_(seed != 0 ? seed : (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^
-                                  std::random_device{}()) {}
+    : rng_(seed != 0 ? seed : (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}()) {}
 
 std::string Uuid7Generator::next(std::int64_t unix_ms) {
   if (unix_ms <= last_ms_) {

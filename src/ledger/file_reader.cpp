@@ -1,6 +1,7 @@
 // read_ledger_file: a ledger read in 8 MiB chunks by a few threads, each owning a range of whole
 // lines, merged in order. Memory is the records plus one chunk per thread, not the file.
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,8 +10,6 @@
 #include <cerrno>
 #include <cstring>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "ledger/reader.hpp"
 
@@ -109,7 +108,8 @@ Result<LedgerRead> read_ledger_file(const std::string& path, const FileReadOptio
   Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (f.fd < 0) return make_error("ledger.open", fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
   struct stat st {};
-  if (::fstat(f.fd, &st) != 0) return make_error("ledger.open", fmt::format("cannot stat '{}': {}", path, std::strerror(errno)));
+  if (::fstat(f.fd, &st) != 0)
+    return make_error("ledger.open", fmt::format("cannot stat '{}': {}", path, std::strerror(errno)));
   const auto size = static_cast<std::uint64_t>(st.st_size);
   // Ranges of at least min_bytes_per_thread, up to threads x parts_per_thread of them; the threads
   // take them in turn, so one slow range does not leave the other threads idle.
@@ -125,7 +125,7 @@ Result<LedgerRead> read_ledger_file(const std::string& path, const FileReadOptio
   }
   bounds.push_back(size);
   std::vector<RangeResult> parts(n);
-  std::vector<std::function<void(LedgerRecord&&)>> sinks(n);
+  std::vector<std::function<void(LedgerRecord &&)>> sinks(n);
   if (opts.sink) {
     for (unsigned k = 0; k < n; ++k) sinks[k] = [&opts, k](LedgerRecord&& r) { opts.sink(k, std::move(r)); };
   }

@@ -20,21 +20,20 @@ struct Observation {
   std::string backend;
   std::string method;
   std::string path;
-  std::string operation;           // chat, text_completion, embeddings, responses, models, other
+  std::string operation;  // chat, text_completion, embeddings, responses, models, other
   std::optional<std::string> model, response_model, response_id, upstream_request_id;
   bool stream = false;
   bool usage_requested = false;
   bool usage_injected = false;
   std::optional<int> http_status;
-  std::string outcome;             // ok, http_error, upstream_unreachable, ...
+  std::string outcome;  // ok, http_error, upstream_unreachable, ...
   std::optional<std::string> error_type, error_message, finish_reason;
   std::optional<int> choices;
   std::optional<double> ttfb_ms, ttft_ms, e2e_ms;
   std::optional<std::int64_t> content_events;
-  std::vector<double> itl_ms;      // gaps between content events
-  bool itl_full = false;           // write the whole itl_ms list
-  std::optional<std::int64_t> prompt_tokens, completion_tokens, total_tokens, cached_prompt_tokens,
-      reasoning_tokens;
+  std::vector<double> itl_ms;  // gaps between content events
+  bool itl_full = false;       // write the whole itl_ms list
+  std::optional<std::int64_t> prompt_tokens, completion_tokens, total_tokens, cached_prompt_tokens, reasoning_tokens;
   std::string token_source = "none";
   std::uint64_t request_bytes = 0;
   std::uint64_t response_bytes = 0;
@@ -42,7 +41,7 @@ struct Observation {
   // Proxy lines: 1 when the request was sent again on a fresh connection because the pooled one
   // was found closed before any response byte (docs/PROXY.md), else 0. Absent from sweep lines.
   std::optional<int> upstream_retries;
-  std::string server_timings;      // raw JSON, "" when none
+  std::string server_timings;  // raw JSON, "" when none
   // Written only by `sweep` (absent from proxy lines): when the request was due, how late the
   // generator sent it, and which point of the sweep it belongs to.
   std::optional<std::int64_t> scheduled_at_us;

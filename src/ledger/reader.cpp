@@ -1,11 +1,10 @@
 #include "ledger/reader.hpp"
 
-#include <algorithm>
-#include <cstring>
-
+#include <fmt/format.h>
 #include <simdjson.h>
 
-#include <fmt/format.h>
+#include <algorithm>
+#include <cstring>
 
 #include "core/simdjson_values.hpp"
 #include "core/time.hpp"
@@ -50,31 +49,77 @@ std::optional<double> fak_num(element o, std::string_view key) {
 }
 
 enum class Field : std::uint8_t {
-  kObservationId, kStartedAt, kEndedAt, kModel, kResponseModel, kBackend, kPath, kOperation, kStream,
-  kHttpStatus, kOutcome, kErrorType, kErrorMessage, kTtfb, kTtft, kE2e, kTpot, kItlP50, kItlP95, kItlMax,
-  kOutputTps, kE2eOutputTps, kPromptTokens, kCompletionTokens, kTotalTokens, kCachedPromptTokens,
-  kTokenSource, kInFlight, kServerTimings, kSweepPoint, kOther,
+  kObservationId,
+  kStartedAt,
+  kEndedAt,
+  kModel,
+  kResponseModel,
+  kBackend,
+  kPath,
+  kOperation,
+  kStream,
+  kHttpStatus,
+  kOutcome,
+  kErrorType,
+  kErrorMessage,
+  kTtfb,
+  kTtft,
+  kE2e,
+  kTpot,
+  kItlP50,
+  kItlP95,
+  kItlMax,
+  kOutputTps,
+  kE2eOutputTps,
+  kPromptTokens,
+  kCompletionTokens,
+  kTotalTokens,
+  kCachedPromptTokens,
+  kTokenSource,
+  kInFlight,
+  kServerTimings,
+  kSweepPoint,
+  kOther,
 };
 
 constexpr std::pair<std::string_view, Field> kFields[] = {
-    {"observation_id", Field::kObservationId}, {"started_at", Field::kStartedAt}, {"ended_at", Field::kEndedAt},
-    {"model", Field::kModel}, {"response_model", Field::kResponseModel}, {"backend", Field::kBackend},
-    {"path", Field::kPath}, {"operation", Field::kOperation}, {"stream", Field::kStream},
-    {"http_status", Field::kHttpStatus}, {"outcome", Field::kOutcome}, {"error_type", Field::kErrorType},
-    {"error_message", Field::kErrorMessage}, {"ttfb_ms", Field::kTtfb}, {"ttft_ms", Field::kTtft},
-    {"e2e_ms", Field::kE2e}, {"tpot_ms", Field::kTpot}, {"itl_p50_ms", Field::kItlP50}, {"itl_p95_ms", Field::kItlP95},
-    {"itl_max_ms", Field::kItlMax}, {"output_tokens_per_second", Field::kOutputTps},
-    {"e2e_output_tokens_per_second", Field::kE2eOutputTps}, {"prompt_tokens", Field::kPromptTokens},
-    {"completion_tokens", Field::kCompletionTokens}, {"total_tokens", Field::kTotalTokens},
-    {"cached_prompt_tokens", Field::kCachedPromptTokens}, {"token_source", Field::kTokenSource},
-    {"in_flight_at_start", Field::kInFlight}, {"server_timings", Field::kServerTimings},
+    {"observation_id", Field::kObservationId},
+    {"started_at", Field::kStartedAt},
+    {"ended_at", Field::kEndedAt},
+    {"model", Field::kModel},
+    {"response_model", Field::kResponseModel},
+    {"backend", Field::kBackend},
+    {"path", Field::kPath},
+    {"operation", Field::kOperation},
+    {"stream", Field::kStream},
+    {"http_status", Field::kHttpStatus},
+    {"outcome", Field::kOutcome},
+    {"error_type", Field::kErrorType},
+    {"error_message", Field::kErrorMessage},
+    {"ttfb_ms", Field::kTtfb},
+    {"ttft_ms", Field::kTtft},
+    {"e2e_ms", Field::kE2e},
+    {"tpot_ms", Field::kTpot},
+    {"itl_p50_ms", Field::kItlP50},
+    {"itl_p95_ms", Field::kItlP95},
+    {"itl_max_ms", Field::kItlMax},
+    {"output_tokens_per_second", Field::kOutputTps},
+    {"e2e_output_tokens_per_second", Field::kE2eOutputTps},
+    {"prompt_tokens", Field::kPromptTokens},
+    {"completion_tokens", Field::kCompletionTokens},
+    {"total_tokens", Field::kTotalTokens},
+    {"cached_prompt_tokens", Field::kCachedPromptTokens},
+    {"token_source", Field::kTokenSource},
+    {"in_flight_at_start", Field::kInFlight},
+    {"server_timings", Field::kServerTimings},
     {"sweep_point", Field::kSweepPoint},
 };
 
 // By length first (one integer compare rejects most entries), then the bytes.
 Field field_of(std::string_view key) {
   for (const auto& [name, f] : kFields) {
-    if (name.size() == key.size() && name.front() == key.front() && std::memcmp(name.data(), key.data(), key.size()) == 0) {
+    if (name.size() == key.size() && name.front() == key.front() &&
+        std::memcmp(name.data(), key.data(), key.size()) == 0) {
       return f;
     }
   }

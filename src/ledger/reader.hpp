@@ -5,10 +5,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <memory>
 #include <vector>
 
 #include "core/result.hpp"
@@ -45,14 +45,14 @@ struct LineProblem {
 
 struct LedgerRead {
   std::vector<LedgerRecord> records;
-  std::uint64_t lines = 0;           // non-empty lines seen
-  std::uint64_t fak_lines = 0;       // records from fak-model-perf/1
-  std::uint64_t gap_lines = 0;       // modelperfobs.ledger-gap.v1 lines
-  std::uint64_t dropped_lines = 0;   // sum of the gap lines' counts: lines the writer lost
-  std::uint64_t invalid_lines = 0;   // not JSON, not an object, or missing required fields
-  std::uint64_t foreign_lines = 0;   // JSON objects of another schema
-  bool torn_last_line = false;       // the text did not end with a newline and its last line is invalid
-  std::vector<LineProblem> problems; // the first 20 problems, for messages
+  std::uint64_t lines = 0;            // non-empty lines seen
+  std::uint64_t fak_lines = 0;        // records from fak-model-perf/1
+  std::uint64_t gap_lines = 0;        // modelperfobs.ledger-gap.v1 lines
+  std::uint64_t dropped_lines = 0;    // sum of the gap lines' counts: lines the writer lost
+  std::uint64_t invalid_lines = 0;    // not JSON, not an object, or missing required fields
+  std::uint64_t foreign_lines = 0;    // JSON objects of another schema
+  bool torn_last_line = false;        // the text did not end with a newline and its last line is invalid
+  std::vector<LineProblem> problems;  // the first 20 problems, for messages
 };
 
 // Reads a whole ledger text (lines numbered from 1).

@@ -1,6 +1,7 @@
 #include "ledger/writer.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -9,8 +10,6 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "core/clock.hpp"
 #include "ledger/observation.hpp"
@@ -31,8 +30,8 @@ LedgerWriter::~LedgerWriter() { close(); }
 Status LedgerWriter::open_fd() {
   const int fd = ::open(opts_.path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {
-    return make_error("ledger.open", fmt::format("cannot open ledger '{}' for appending: {}", opts_.path,
-                                                 std::strerror(errno)));
+    return make_error("ledger.open",
+                      fmt::format("cannot open ledger '{}' for appending: {}", opts_.path, std::strerror(errno)));
   }
   if (fd_ >= 0) ::close(fd_);
   fd_ = fd;

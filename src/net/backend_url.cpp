@@ -1,7 +1,8 @@
 #include "net/backend_url.hpp"
 
-#include <boost/url/parse.hpp>
 #include <fmt/format.h>
+
+#include <boost/url/parse.hpp>
 
 namespace mpo::net {
 
@@ -12,7 +13,8 @@ std::string BackendUrl::target_for(std::string_view client_target) const {
 
 Result<BackendUrl> parse_backend_url(std::string_view text) {
   auto bad = [&](std::string_view why) {
-    return make_error("backend.url", fmt::format("invalid --backend '{}': {} (expected e.g. http://127.0.0.1:8000)", text, why));
+    return make_error("backend.url",
+                      fmt::format("invalid --backend '{}': {} (expected e.g. http://127.0.0.1:8000)", text, why));
   };
   auto u = boost::urls::parse_absolute_uri(text);
   if (!u) return bad(u.error().message());

@@ -1,11 +1,12 @@
 #include "net/client.hpp"
 
+#include <fmt/format.h>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/asio/this_coro.hpp>
-#include <fmt/format.h>
 
 namespace mpo::net {
 
@@ -30,7 +31,8 @@ FailureKind classify(const boost::system::error_code& ec) {
   }
   if (ec == asio::error::connection_reset || ec == asio::error::broken_pipe) return FailureKind::kReset;
   if (ec == asio::error::connection_refused) return FailureKind::kRefused;
-  if (ec == asio::error::host_unreachable || ec == asio::error::network_unreachable || ec == asio::error::network_down) {
+  if (ec == asio::error::host_unreachable || ec == asio::error::network_unreachable ||
+      ec == asio::error::network_down) {
     return FailureKind::kUnreachable;
   }
   if (ec.category() == asio::error::get_ssl_category()) return FailureKind::kTls;
@@ -77,7 +79,8 @@ std::string Client::describe(const boost::system::error_code& ec, std::string_vi
   }
 }
 
-asio::awaitable<std::pair<std::shared_ptr<Connection>, std::optional<Failure>>> Client::connect(Clock::time_point deadline) {
+asio::awaitable<std::pair<std::shared_ptr<Connection>, std::optional<Failure>>> Client::connect(
+    Clock::time_point deadline) {
   using Out = std::pair<std::shared_ptr<Connection>, std::optional<Failure>>;
   auto fail = [&](const boost::system::error_code& ec, FailureKind kind, std::string message) {
     return Out{nullptr, Failure{kind, ec, std::move(message)}};
@@ -92,12 +95,12 @@ asio::awaitable<std::pair<std::shared_ptr<Connection>, std::optional<Failure>>> 
   plain.expires_at(deadline);
   auto [cec, ep] = co_await plain.async_connect(endpoints_, kNoThrow);
   if (cec) {
-    const auto kind = classify(cec) == FailureKind::kTimeout ? FailureKind::kTimeout
+    const auto kind = classify(cec) == FailureKind::kTimeout   ? FailureKind::kTimeout
                       : cec == asio::error::connection_refused ? FailureKind::kRefused
-                                                                : FailureKind::kUnreachable;
-    co_return fail(cec, kind, kind == FailureKind::kTimeout
-                                  ? fmt::format("no connection to {} in time", url_.origin)
-                                  : fmt::format("cannot connect to {}: {}", url_.origin, cec.message()));
+                                                               : FailureKind::kUnreachable;
+    co_return fail(cec, kind,
+                   kind == FailureKind::kTimeout ? fmt::format("no connection to {} in time", url_.origin)
+                                                 : fmt::format("cannot connect to {}: {}", url_.origin, cec.message()));
   }
   boost::system::error_code nec;
   plain.socket().set_option(asio::ip::tcp::no_delay(true), nec);
@@ -108,7 +111,8 @@ asio::awaitable<std::pair<std::shared_ptr<Connection>, std::optional<Failure>>> 
   // SNI and host-name verification against the URL's host.
   if (!SSL_set_tlsext_host_name(tls.native_handle(), url_.host.c_str())) {
     const boost::system::error_code sni(static_cast<int>(::ERR_get_error()), asio::error::get_ssl_category());
-    co_return fail(sni, FailureKind::kTls, fmt::format("cannot send the TLS server name {}: {}", url_.host, sni.message()));
+    co_return fail(sni, FailureKind::kTls,
+                   fmt::format("cannot send the TLS server name {}: {}", url_.host, sni.message()));
   }
   tls.set_verify_callback(asio::ssl::host_name_verification(url_.host));
   auto [hec] = co_await tls.async_handshake(asio::ssl::stream_base::client, kNoThrow);
@@ -147,8 +151,8 @@ asio::awaitable<Exchange> exchange(Client& client, ExchangeOptions opts, Clock::
   conn->close();
   if (ec) {
     out.body_too_large = ec == http::error::body_limit;
-    const std::string what = out.body_too_large ? fmt::format("sent more than {} bytes", opts.max_body)
-                                                : client.describe(ec, "exchange");
+    const std::string what =
+        out.body_too_large ? fmt::format("sent more than {} bytes", opts.max_body) : client.describe(ec, "exchange");
     out.failure = Failure{classify(ec), ec,
                           out.body_too_large ? fmt::format("{}{} {}", client.url().origin, opts.target, what) : what};
     co_return out;
@@ -167,7 +171,8 @@ Exchange exchange_blocking(const BackendUrl& url, const std::string& ca_file, Ex
     return out;
   }
   asio::co_spawn(
-      io, [&]() -> asio::awaitable<void> { out = co_await exchange(**client, std::move(opts), deadline_after(timeout_s)); },
+      io,
+      [&]() -> asio::awaitable<void> { out = co_await exchange(**client, std::move(opts), deadline_after(timeout_s)); },
       [](std::exception_ptr) {});
   io.run();
   return out;

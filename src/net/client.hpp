@@ -10,6 +10,14 @@
 //     with a message that names the origin and, for TLS, what to do.
 #pragma once
 
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -19,15 +27,6 @@
 #include <tuple>
 #include <variant>
 #include <vector>
-
-#include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/awaitable.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
 
 #include "core/result.hpp"
 #include "net/backend_url.hpp"
@@ -143,7 +142,7 @@ struct Exchange {
 struct ExchangeOptions {
   http::verb method = http::verb::get;
   std::string target;
-  std::string body;                                      // sent with Content-Length when method is POST
+  std::string body;  // sent with Content-Length when method is POST
   std::vector<std::pair<std::string, std::string>> headers;
   std::string user_agent = "modelperfobs";
   std::uint64_t max_body = 8ull << 20;

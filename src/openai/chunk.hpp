@@ -43,7 +43,7 @@ struct PayloadInfo {
   std::optional<Usage> usage;
   std::string model;
   std::string id;
-  std::string finish_reason;   // first choice's, "" when absent
+  std::string finish_reason;  // first choice's, "" when absent
   std::string error_type;
   std::string error_message;
   std::string server_timings;  // raw JSON of llama.cpp `timings` / vLLM `metrics`, "" when absent

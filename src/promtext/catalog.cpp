@@ -18,6 +18,8 @@ constexpr std::uint32_t kTg = engine_bit(Engine::kTgi);
 
 using S = Signal;
 
+// A table: one entry per line (or two), kept as written.
+// clang-format off
 constexpr CatalogEntry kCatalog[] = {
     // --- vLLM (V1 names first; V0 names where they differ) ---
     {kAnyVllm, S::kRunning, "vllm:num_requests_running"},
@@ -119,16 +121,47 @@ constexpr CatalogEntry kCatalog[] = {
     // --- any engine that runs a prometheus_client (Python) exporter ---
     {kAnyEngine, S::kProcessStartTime, "process_start_time_seconds"},
 };
+// clang-format on
 
 constexpr std::array<std::string_view, static_cast<std::size_t>(Signal::kCount)> kSignalNames = {
-    "running", "waiting", "waiting_capacity", "waiting_deferred", "swapped", "kv_usage", "kv_pool_tokens",
-    "prefix_cache_queries", "prefix_cache_hits", "prefix_cache_hit_rate", "preemptions", "prompt_tokens",
-    "generation_tokens", "cached_prompt_tokens", "computed_prompt_tokens", "requests_finished",
-    "requests_errored", "requests_aborted", "requests_failed", "requests_total", "prompt_seconds_wall",
-    "generation_seconds_wall", "estimated_flops", "estimated_read_bytes", "estimated_write_bytes",
-    "process_start_time", "ttft_seconds", "itl_seconds", "tpot_seconds", "e2e_seconds", "queue_seconds",
-    "prefill_seconds", "decode_seconds", "inference_seconds", "prefill_kv_computed_tokens",
-    "prompt_tokens_per_request", "generation_tokens_per_request", "cache_config_info",
+    "running",
+    "waiting",
+    "waiting_capacity",
+    "waiting_deferred",
+    "swapped",
+    "kv_usage",
+    "kv_pool_tokens",
+    "prefix_cache_queries",
+    "prefix_cache_hits",
+    "prefix_cache_hit_rate",
+    "preemptions",
+    "prompt_tokens",
+    "generation_tokens",
+    "cached_prompt_tokens",
+    "computed_prompt_tokens",
+    "requests_finished",
+    "requests_errored",
+    "requests_aborted",
+    "requests_failed",
+    "requests_total",
+    "prompt_seconds_wall",
+    "generation_seconds_wall",
+    "estimated_flops",
+    "estimated_read_bytes",
+    "estimated_write_bytes",
+    "process_start_time",
+    "ttft_seconds",
+    "itl_seconds",
+    "tpot_seconds",
+    "e2e_seconds",
+    "queue_seconds",
+    "prefill_seconds",
+    "decode_seconds",
+    "inference_seconds",
+    "prefill_kv_computed_tokens",
+    "prompt_tokens_per_request",
+    "generation_tokens_per_request",
+    "cache_config_info",
 };
 
 }  // namespace
@@ -150,8 +183,7 @@ SignalKind signal_kind(Signal s) {
     case S::kKvUsage:
     case S::kKvPoolTokens:
     case S::kPrefixCacheHitRate:
-    case S::kProcessStartTime:
-      return SignalKind::kGauge;
+    case S::kProcessStartTime: return SignalKind::kGauge;
     case S::kTtft:
     case S::kItl:
     case S::kTpot:
@@ -162,18 +194,13 @@ SignalKind signal_kind(Signal s) {
     case S::kInferenceTime:
     case S::kPrefillKvComputedTokens:
     case S::kPromptTokensPerRequest:
-    case S::kGenerationTokensPerRequest:
-      return SignalKind::kHistogram;
-    case S::kCacheConfigInfo:
-      return SignalKind::kInfo;
-    default:
-      return SignalKind::kCounter;
+    case S::kGenerationTokensPerRequest: return SignalKind::kHistogram;
+    case S::kCacheConfigInfo: return SignalKind::kInfo;
+    default: return SignalKind::kCounter;
   }
 }
 
-bool signal_takes_max(Signal s) {
-  return s == S::kKvUsage || s == S::kPrefixCacheHitRate || s == S::kProcessStartTime;
-}
+bool signal_takes_max(Signal s) { return s == S::kKvUsage || s == S::kPrefixCacheHitRate || s == S::kProcessStartTime; }
 
 std::string_view engine_name(Engine e) {
   switch (e) {

@@ -75,9 +75,9 @@ enum class Read : std::uint8_t {
 };
 
 struct CatalogEntry {
-  std::uint32_t engines;       // engine_bit mask
+  std::uint32_t engines;  // engine_bit mask
   Signal signal;
-  std::string_view family;     // as exposed in format 0.0.4 ("vllm:prompt_tokens_total")
+  std::string_view family;      // as exposed in format 0.0.4 ("vllm:prompt_tokens_total")
   std::string_view label = {};  // only samples whose `label` equals `value`
   std::string_view value = {};
   Read read = Read::kValue;

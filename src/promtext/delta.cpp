@@ -23,7 +23,8 @@ Result<EngineSignals> delta_signals(const EngineSignals& before, const EngineSig
     const auto s = static_cast<Signal>(i);
     if (signal_kind(s) == SignalKind::kCounter && d.scalars[i]) {
       if (!before.scalars[i]) {
-        d.notes.push_back(fmt::format("{} appeared after the first scrape; no increase is claimed", d.scalars[i]->source));
+        d.notes.push_back(
+            fmt::format("{} appeared after the first scrape; no increase is claimed", d.scalars[i]->source));
         d.scalars[i].reset();
         continue;
       }
@@ -52,23 +53,27 @@ Result<EngineSignals> delta_signals(const EngineSignals& before, const EngineSig
                                                         d.histograms[i]->source));
         }
         if (h.buckets[k].cumulative < p.buckets[k].cumulative) {
-          return make_error("scrape.reset", fmt::format("{}: bucket le=\"{}\" went down from {} to {}: a reset; no delta",
-                                                        d.histograms[i]->source, format_number(h.buckets[k].upper),
-                                                        format_number(p.buckets[k].cumulative),
-                                                        format_number(h.buckets[k].cumulative)));
+          return make_error(
+              "scrape.reset",
+              fmt::format("{}: bucket le=\"{}\" went down from {} to {}: a reset; no delta", d.histograms[i]->source,
+                          format_number(h.buckets[k].upper), format_number(p.buckets[k].cumulative),
+                          format_number(h.buckets[k].cumulative)));
         }
         h.buckets[k].cumulative -= p.buckets[k].cumulative;
       }
       if (h.count && p.count) {
         if (*h.count < *p.count) {
-          return make_error("scrape.reset", fmt::format("{}_count went down: a reset; no delta", d.histograms[i]->source));
+          return make_error("scrape.reset",
+                            fmt::format("{}_count went down: a reset; no delta", d.histograms[i]->source));
         }
         *h.count -= *p.count;
       } else {
         h.count.reset();
       }
-      if (h.sum && p.sum) *h.sum -= *p.sum;
-      else h.sum.reset();
+      if (h.sum && p.sum)
+        *h.sum -= *p.sum;
+      else
+        h.sum.reset();
     }
   }
   return d;

@@ -1,9 +1,9 @@
 #include "promtext/facts.hpp"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "promtext/number.hpp"
 
@@ -13,7 +13,8 @@ namespace {
 using S = Signal;
 
 std::string num(double v) {
-  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15) return fmt::format("{}", static_cast<long long>(v));
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15)
+    return fmt::format("{}", static_cast<long long>(v));
   return fmt::format("{:.4g}", v);
 }
 
@@ -65,7 +66,8 @@ Fact queueing_reason(const EngineSignals& s) {
     add_stated(f, s, {{S::kWaiting, "requests"}});
     f.status = FactStatus::kUnavailable;
     f.reason = "the engine does not split waiting requests by reason (vLLM V1's num_requests_waiting_by_reason)";
-    f.statement = fmt::format("{} request(s) waiting; why (a full pool or a transient deferral) is not stated", num(waiting->value));
+    f.statement = fmt::format("{} request(s) waiting; why (a full pool or a transient deferral) is not stated",
+                              num(waiting->value));
     return f;
   }
   f.status = FactStatus::kStated;
@@ -75,12 +77,15 @@ Fact queueing_reason(const EngineSignals& s) {
   if (c == 0 && d == 0) {
     f.statement = "No request is waiting.";
   } else if (c > 0) {
-    f.statement = fmt::format("{} of {} waiting request(s) wait for capacity: the KV pool or the batch is full, so added "
-                              "load becomes queue, not throughput{}.", num(c), num(c + d),
-                              d > 0 ? fmt::format("; {} deferred by transient constraints", num(d)) : "");
+    f.statement = fmt::format(
+        "{} of {} waiting request(s) wait for capacity: the KV pool or the batch is full, so added "
+        "load becomes queue, not throughput{}.",
+        num(c), num(c + d), d > 0 ? fmt::format("; {} deferred by transient constraints", num(d)) : "");
   } else {
-    f.statement = fmt::format("{} waiting request(s), all deferred by transient constraints (LoRA budget, KV transfer, "
-                              "blocked status), none for capacity: the pool is not the limit.", num(d));
+    f.statement = fmt::format(
+        "{} waiting request(s), all deferred by transient constraints (LoRA budget, KV transfer, "
+        "blocked status), none for capacity: the pool is not the limit.",
+        num(d));
   }
   return f;
 }
@@ -111,12 +116,14 @@ Fact kv_pool(const EngineSignals& s) {
                 {"num_gpu_blocks", *blocks, "blocks", false},
                 {"block_size", *block_size, "tokens", false}};
     f.sources = {source_of(s, S::kCacheConfigInfo) + "{num_gpu_blocks,block_size}"};
-    f.statement = fmt::format("KV pool: {} blocks x {} tokens = {} tokens", num(*blocks), num(*block_size), num(tokens));
+    f.statement =
+        fmt::format("KV pool: {} blocks x {} tokens = {} tokens", num(*blocks), num(*block_size), num(tokens));
     if (const auto stated = label_number(s, "kv_cache_size_tokens")) {
       f.values.push_back({"kv_cache_size_tokens", *stated, "tokens", false});
       f.sources.push_back(source_of(s, S::kCacheConfigInfo) + "{kv_cache_size_tokens}");
       f.statement += *stated == tokens ? fmt::format(", equal to the stated kv_cache_size_tokens.")
-                                       : fmt::format("; the engine also states kv_cache_size_tokens={}, which differs.", num(*stated));
+                                       : fmt::format("; the engine also states kv_cache_size_tokens={}, which differs.",
+                                                     num(*stated));
     } else {
       f.statement += ".";
     }
@@ -130,14 +137,16 @@ Fact kv_pool(const EngineSignals& s) {
     f.statement = fmt::format("KV pool: {} tokens.", num(f.values[0].value));
     return f;
   }
-  return unavailable("kv_pool_tokens", "neither cache_config_info (num_gpu_blocks, block_size) nor a pool size is published");
+  return unavailable("kv_pool_tokens",
+                     "neither cache_config_info (num_gpu_blocks, block_size) nor a pool size is published");
 }
 
 // A cache figure the page contradicts (caching stated off, yet a cache counter moved): no number.
 Fact contradicted(std::string id, const EngineSignals& s, Signal counter, double value, std::string_view what) {
-  return unavailable(std::move(id), fmt::format("the exposition contradicts itself: {} says prefix caching is off, yet {} "
-                                                "reads {}; no {} is claimed", source_of(s, S::kCacheConfigInfo),
-                                                source_of(s, counter), num(value), what));
+  return unavailable(std::move(id),
+                     fmt::format("the exposition contradicts itself: {} says prefix caching is off, yet {} "
+                                 "reads {}; no {} is claimed",
+                                 source_of(s, S::kCacheConfigInfo), source_of(s, counter), num(value), what));
 }
 
 // nullopt: unknown; true/false: stated by cache_config_info.
@@ -183,7 +192,8 @@ Fact cached_fraction(const EngineSignals& s) {
               {"cached_prompt_tokens", *cached, "tokens", false},
               {"prompt_tokens", *prompt, "tokens", false}};
   f.sources = {source_of(s, S::kCachedPromptTokens), source_of(s, S::kPromptTokens)};
-  f.statement = fmt::format("Cached share of prompt tokens: {:.1f}% ({} of {}).", 100 * *cached / *prompt, num(*cached), num(*prompt));
+  f.statement = fmt::format("Cached share of prompt tokens: {:.1f}% ({} of {}).", 100 * *cached / *prompt, num(*cached),
+                            num(*prompt));
   return f;
 }
 
@@ -199,14 +209,17 @@ Fact hit_rate(const EngineSignals& s) {
                 {"prefix_cache_hits", *hits, "tokens", false},
                 {"prefix_cache_queries", *queries, "tokens", false}};
     f.sources = {source_of(s, S::kPrefixCacheHits), source_of(s, S::kPrefixCacheQueries)};
-    f.statement = fmt::format("Prefix-cache hit rate: {:.1f}% of queried prompt tokens ({} of {}).", 100 * *hits / *queries,
-                              num(*hits), num(*queries));
-    return prefix_caching_enabled(s) == false && *hits > 0 ? contradicted(f.id, s, S::kPrefixCacheHits, *hits, "rate") : f;
+    f.statement = fmt::format("Prefix-cache hit rate: {:.1f}% of queried prompt tokens ({} of {}).",
+                              100 * *hits / *queries, num(*hits), num(*queries));
+    return prefix_caching_enabled(s) == false && *hits > 0 ? contradicted(f.id, s, S::kPrefixCacheHits, *hits, "rate")
+                                                           : f;
   }
   if (add_stated(f, s, {{S::kPrefixCacheHitRate, "fraction"}}) == 1) {
     f.status = FactStatus::kStated;
-    f.statement = fmt::format("Prefix-cache hit rate {:.1f}%, as the engine states it (its own gauge over its own window, "
-                              "not this window).", 100 * f.values[0].value);
+    f.statement = fmt::format(
+        "Prefix-cache hit rate {:.1f}%, as the engine states it (its own gauge over its own window, "
+        "not this window).",
+        100 * f.values[0].value);
     return f;
   }
   return unavailable(f.id, "no prefix-cache hit/query counters or hit-rate gauge are published");
@@ -229,9 +242,10 @@ Fact prefill_rate(const EngineSignals& s) {
               {"computed_prefill_tokens", *computed->merged.sum, "tokens", false},
               {"prefill_seconds", *time->merged.sum, "s (summed over requests)", false}};
   f.sources = {computed->source + "_sum", time->source + "_sum"};
-  f.statement = fmt::format("Computed prefill: {:.1f} tokens/s per prefilling stream ({} computed tokens over {:.3f} s of "
-                            "per-request prefill time). Per stream, not aggregate: concurrent prefills overlap.",
-                            rate, num(*computed->merged.sum), *time->merged.sum);
+  f.statement = fmt::format(
+      "Computed prefill: {:.1f} tokens/s per prefilling stream ({} computed tokens over {:.3f} s of "
+      "per-request prefill time). Per stream, not aggregate: concurrent prefills overlap.",
+      rate, num(*computed->merged.sum), *time->merged.sum);
   if (const HistogramSignal* prompt = s.histogram(S::kPromptTokensPerRequest); prompt && prompt->merged.sum) {
     const double nominal = *prompt->merged.sum / *time->merged.sum;
     if (prefix_caching_enabled(s) == false) {
@@ -266,10 +280,12 @@ Fact llamacpp_wall_rates(const EngineSignals& s) {
     f.values.push_back({"generated_tokens_per_wall_s", *gt / *gs, "tokens/s of generation wall time", false});
     f.sources.push_back(source_of(s, S::kGenerationTokens));
     f.sources.push_back(source_of(s, S::kGenerationSecondsWall));
-    text += fmt::format("{}generation: {:.1f} tokens per second of generation wall time", text.empty() ? "" : "; ", *gt / *gs);
+    text += fmt::format("{}generation: {:.1f} tokens per second of generation wall time", text.empty() ? "" : "; ",
+                        *gt / *gs);
   }
   if (f.values.empty()) return unavailable(f.id, "no prompt or generation time in the window");
-  f.statement = text + ". Wall time of all slots together, under llama.cpp's own meaning: not vLLM's per-stream prefill rate.";
+  f.statement =
+      text + ". Wall time of all slots together, under llama.cpp's own meaning: not vLLM's per-stream prefill rate.";
   return f;
 }
 
@@ -292,15 +308,17 @@ Fact estimate(const EngineSignals& s, Signal sig, std::string_view what) {
     f.sources.push_back(source_of(s, S::kGenerationTokens));
     f.reason = fmt::format("{} stays at 0 while {} tokens were generated: published but not implemented in this build",
                            v->source, num(*generated));
-    f.statement = fmt::format("The {} estimate is unimplemented (0 while tokens were generated); it is withheld from every "
-                              "efficiency figure.", what);
+    f.statement = fmt::format(
+        "The {} estimate is unimplemented (0 while tokens were generated); it is withheld from every "
+        "efficiency figure.",
+        what);
     return f;
   }
   return unavailable(id, "0 with no tokens generated: nothing to judge the counter by yet");
 }
 
-Fact counters(const EngineSignals& s, std::string id, std::initializer_list<std::pair<Signal, std::string_view>> signals,
-              std::optional<double> seconds) {
+Fact counters(const EngineSignals& s, std::string id,
+              std::initializer_list<std::pair<Signal, std::string_view>> signals, std::optional<double> seconds) {
   Fact f;
   f.id = std::move(id);
   if (add_stated(f, s, signals) == 0) return unavailable(f.id, "none of its counters are published");
@@ -313,7 +331,8 @@ Fact counters(const EngineSignals& s, std::string id, std::initializer_list<std:
       f.values.push_back({f.values[i].name + "_per_s", f.values[i].value / *seconds, f.values[i].unit + "/s", false});
     }
   }
-  f.statement = fmt::format("{} ({}).", text, seconds ? fmt::format("over {:.1f} s", *seconds) : "since the process started");
+  f.statement =
+      fmt::format("{} ({}).", text, seconds ? fmt::format("over {:.1f} s", *seconds) : "since the process started");
   return f;
 }
 
@@ -321,7 +340,8 @@ Fact latency(const EngineSignals& s, Signal sig, std::string_view label) {
   const std::string id(signal_name(sig));
   const HistogramSignal* h = s.histogram(sig);
   if (!h) return unavailable(id, fmt::format("no {} histogram is published", label));
-  if (!h->merged.valid()) return unavailable(id, fmt::format("{} is inconsistent: {}", h->source, h->merged.problems[0].message));
+  if (!h->merged.valid())
+    return unavailable(id, fmt::format("{} is inconsistent: {}", h->source, h->merged.problems[0].message));
   const double count = h->merged.count.value_or(h->merged.buckets.empty() ? 0 : h->merged.buckets.back().cumulative);
   if (count <= 0) return unavailable(id, "no observations in the window");
   Fact f;
@@ -341,12 +361,16 @@ Fact latency(const EngineSignals& s, Signal sig, std::string_view label) {
     const auto bucket = quantile_bucket(q, h->merged.buckets);
     if (std::isnan(v) || !bucket) continue;
     f.values.push_back({name, v, "s", true, bucket});
-    if (std::isinf(bucket->second)) text += fmt::format(", {} >{:.4g} s (above the highest bucket)", name, bucket->first);
-    else text += fmt::format(", {} ~{:.4g} s (bucket {:.4g}-{:.4g})", name, v, bucket->first, bucket->second);
+    if (std::isinf(bucket->second))
+      text += fmt::format(", {} >{:.4g} s (above the highest bucket)", name, bucket->first);
+    else
+      text += fmt::format(", {} ~{:.4g} s (bucket {:.4g}-{:.4g})", name, v, bucket->first, bucket->second);
   }
-  f.statement = text + fmt::format(" over {} observations{}.", num(count),
-                                   has_buckets ? "; percentiles are estimates interpolated inside a bucket, as PromQL's "
-                                                 "histogram_quantile computes them" : "");
+  f.statement =
+      text + fmt::format(" over {} observations{}.", num(count),
+                         has_buckets ? "; percentiles are estimates interpolated inside a bucket, as PromQL's "
+                                       "histogram_quantile computes them"
+                                     : "");
   return f;
 }
 
@@ -378,18 +402,24 @@ std::vector<Fact> derive_facts(const EngineSignals& s, std::optional<double> sec
   out.push_back(prefix_caching(s));
   out.push_back(cached_fraction(s));
   out.push_back(hit_rate(s));
-  if (s.engine == Engine::kLlamaCpp) out.push_back(llamacpp_wall_rates(s));
-  else out.push_back(prefill_rate(s));
+  if (s.engine == Engine::kLlamaCpp)
+    out.push_back(llamacpp_wall_rates(s));
+  else
+    out.push_back(prefill_rate(s));
   out.push_back(estimate(s, S::kEstimatedFlops, "floating-point operations"));
   out.push_back(estimate(s, S::kEstimatedReadBytes, "bytes read"));
   out.push_back(estimate(s, S::kEstimatedWriteBytes, "bytes written"));
   out.push_back(counters(s, "tokens",
-                         {{S::kPromptTokens, "tokens"}, {S::kGenerationTokens, "tokens"},
-                          {S::kCachedPromptTokens, "tokens"}, {S::kComputedPromptTokens, "tokens"}},
+                         {{S::kPromptTokens, "tokens"},
+                          {S::kGenerationTokens, "tokens"},
+                          {S::kCachedPromptTokens, "tokens"},
+                          {S::kComputedPromptTokens, "tokens"}},
                          seconds));
   out.push_back(counters(s, "requests",
-                         {{S::kRequestsFinished, "requests"}, {S::kRequestsErrored, "requests"},
-                          {S::kRequestsAborted, "requests"}, {S::kRequestsFailed, "requests"},
+                         {{S::kRequestsFinished, "requests"},
+                          {S::kRequestsErrored, "requests"},
+                          {S::kRequestsAborted, "requests"},
+                          {S::kRequestsFailed, "requests"},
                           {S::kRequestsTotal, "requests"}},
                          seconds));
   out.push_back(counters(s, "preemptions", {{S::kPreemptions, "preemptions"}}, seconds));

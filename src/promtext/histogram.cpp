@@ -1,12 +1,12 @@
 #include "promtext/histogram.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "promtext/number.hpp"
 
@@ -61,8 +61,9 @@ std::vector<HistogramSeries> assemble_histograms(const MetricFamily& f) {
       const std::string* le = find_label(s.labels, "le");
       const auto upper = le ? parse_number(*le) : std::nullopt;
       if (!upper || std::isnan(*upper)) {
-        problem(h, {s.line, 1}, le ? fmt::format("bucket bound le=\"{}\" is not a number", *le)
-                                   : std::string("a _bucket sample has no le label"));
+        problem(h, {s.line, 1},
+                le ? fmt::format("bucket bound le=\"{}\" is not a number", *le)
+                   : std::string("a _bucket sample has no le label"));
         continue;
       }
       if (std::any_of(h.buckets.begin(), h.buckets.end(), [&](const Bucket& b) { return b.upper == *upper; })) {
@@ -83,7 +84,8 @@ std::vector<HistogramSeries> assemble_histograms(const MetricFamily& f) {
     HistogramSeries& h = out[k];
     std::vector<std::size_t> order(h.buckets.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return h.buckets[a].upper < h.buckets[b].upper; });
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t a, std::size_t b) { return h.buckets[a].upper < h.buckets[b].upper; });
     std::vector<Bucket> sorted;
     std::vector<Where> where;
     for (std::size_t i : order) {
@@ -93,9 +95,10 @@ std::vector<HistogramSeries> assemble_histograms(const MetricFamily& f) {
     h.buckets = std::move(sorted);
     for (std::size_t i = 1; i < h.buckets.size(); ++i) {
       if (h.buckets[i].cumulative < h.buckets[i - 1].cumulative) {
-        problem(h, where[i], fmt::format("bucket le=\"{}\" holds {} but le=\"{}\" already holds {}: buckets must be cumulative",
-                                         format_number(h.buckets[i].upper), format_number(h.buckets[i].cumulative),
-                                         format_number(h.buckets[i - 1].upper), format_number(h.buckets[i - 1].cumulative)));
+        problem(h, where[i],
+                fmt::format("bucket le=\"{}\" holds {} but le=\"{}\" already holds {}: buckets must be cumulative",
+                            format_number(h.buckets[i].upper), format_number(h.buckets[i].cumulative),
+                            format_number(h.buckets[i - 1].upper), format_number(h.buckets[i - 1].cumulative)));
       }
     }
     if (h.buckets.empty()) continue;
@@ -103,8 +106,9 @@ std::vector<HistogramSeries> assemble_histograms(const MetricFamily& f) {
     if (!std::isinf(last.upper)) {
       problem(h, where.back(), "the histogram has no le=\"+Inf\" bucket");
     } else if (h.count && *h.count != last.cumulative) {
-      problem(h, where.back(), fmt::format("the +Inf bucket holds {} but _count is {}", format_number(last.cumulative),
-                                           format_number(*h.count)));
+      problem(h, where.back(),
+              fmt::format("the +Inf bucket holds {} but _count is {}", format_number(last.cumulative),
+                          format_number(*h.count)));
     }
   }
   return out;
@@ -120,8 +124,10 @@ std::vector<Bucket> prepared(std::span<const Bucket> in) {
   if (b.empty() || !std::isinf(b.back().upper) || b.back().upper < 0) return {};
   std::vector<Bucket> c;
   for (const Bucket& x : b) {
-    if (!c.empty() && c.back().upper == x.upper) c.back().cumulative += x.cumulative;
-    else c.push_back(x);
+    if (!c.empty() && c.back().upper == x.upper)
+      c.back().cumulative += x.cumulative;
+    else
+      c.push_back(x);
   }
   for (std::size_t i = 1; i < c.size(); ++i) c[i].cumulative = std::max(c[i].cumulative, c[i - 1].cumulative);
   if (c.size() < 2 || c.back().cumulative == 0) return {};

@@ -22,7 +22,7 @@ struct HistogramSeries {
   std::optional<double> sum;
   std::optional<double> count;
   std::optional<double> created;
-  std::uint32_t line = 0;        // first sample's line
+  std::uint32_t line = 0;         // first sample's line
   std::vector<Problem> problems;  // empty when the series is consistent
   bool valid() const { return problems.empty(); }
 };

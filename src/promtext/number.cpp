@@ -1,10 +1,10 @@
 #include "promtext/number.hpp"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cmath>
 #include <limits>
-
-#include <fmt/format.h>
 
 namespace mpo::promtext {
 
@@ -20,8 +20,8 @@ std::optional<double> parse_number(std::string_view s) {
   if (end != s.data() + s.size()) return std::nullopt;
   if (ec == std::errc::result_out_of_range) {
     // Go's ParseFloat rounds overflow to ±Inf and underflow to 0; from_chars reports both.
-    const bool tiny = s.find_first_of("eE") != std::string_view::npos &&
-                      s.find('-', s.find_first_of("eE")) != std::string_view::npos;
+    const bool tiny =
+        s.find_first_of("eE") != std::string_view::npos && s.find('-', s.find_first_of("eE")) != std::string_view::npos;
     v = tiny ? 0.0 : std::numeric_limits<double>::infinity();
   } else if (ec != std::errc{}) {
     return std::nullopt;

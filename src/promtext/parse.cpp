@@ -3,11 +3,11 @@
 // histogram validation at the end. Lenient where real exporters differ from the letter of the
 // formats (families split across the input, `_sum` before buckets, comments that are not HELP or
 // TYPE, a missing final newline); strict where a mistake would change a value.
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cmath>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "promtext/exposition.hpp"
 #include "promtext/histogram.hpp"
@@ -52,7 +52,8 @@ bool owns_suffix(MetricType t, std::string_view suffix) {
   }
 }
 
-constexpr std::string_view kSuffixes[] = {"_bucket", "_count", "_sum", "_created", "_total", "_gcount", "_gsum", "_info"};
+constexpr std::string_view kSuffixes[] = {"_bucket", "_count",  "_sum",  "_created",
+                                          "_total",  "_gcount", "_gsum", "_info"};
 
 // HELP text unescaping: \\ and \n (and \" in OpenMetrics); any other backslash is kept as written.
 std::string unescape_help(std::string_view s) {
@@ -61,8 +62,16 @@ std::string unescape_help(std::string_view s) {
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '\\' && i + 1 < s.size()) {
       const char n = s[i + 1];
-      if (n == '\\' || n == '"') { out += n; ++i; continue; }
-      if (n == 'n') { out += '\n'; ++i; continue; }
+      if (n == '\\' || n == '"') {
+        out += n;
+        ++i;
+        continue;
+      }
+      if (n == 'n') {
+        out += '\n';
+        ++i;
+        continue;
+      }
     }
     out += s[i];
   }
@@ -90,8 +99,7 @@ class Parser {
 
  private:
   Error fail(std::size_t column0, std::string_view message) const {
-    return make_error("promtext.syntax",
-                      fmt::format("line {}, column {}: {}", line_no_, column0 + 1, message));
+    return make_error("promtext.syntax", fmt::format("line {}, column {}: {}", line_no_, column0 + 1, message));
   }
 
   Status parse_line() {
@@ -105,7 +113,8 @@ class Parser {
 
   // Reads a metric name at `i`; returns its end or npos.
   std::size_t name_end(std::size_t i, bool label) const {
-    if (i >= line_.size() || !(label ? is_label_start(line_[i]) : is_name_start(line_[i]))) return std::string_view::npos;
+    if (i >= line_.size() || !(label ? is_label_start(line_[i]) : is_name_start(line_[i])))
+      return std::string_view::npos;
     ++i;
     while (i < line_.size() && (label ? is_label_char(line_[i]) : is_name_char(line_[i]))) ++i;
     return i;
@@ -154,7 +163,8 @@ class Parser {
     const auto type = parse_type(rest);
     if (!type) {
       return fail(ne + 1, fmt::format("unknown metric type '{}' for {} (counter, gauge, histogram, summary, "
-                                      "untyped, gaugehistogram, info, stateset)", rest, name));
+                                      "untyped, gaugehistogram, info, stateset)",
+                                      rest, name));
     }
     if (typed_[&f - out_.families.data()]) return fail(i, fmt::format("second TYPE line for {}", name));
     if (!f.samples.empty()) return fail(i, fmt::format("TYPE line for {} comes after its samples", name));
@@ -219,13 +229,19 @@ class Parser {
         i = run;
         if (i >= line_.size()) return fail(i, fmt::format("label {}'s value is not closed with '\"'", lname));
         const char c = line_[i];
-        if (c == '"') { ++i; break; }
+        if (c == '"') {
+          ++i;
+          break;
+        }
         if (c == '\\') {
           if (i + 1 >= line_.size()) return fail(i, "a backslash ends the line inside a label value");
           const char n = line_[i + 1];
-          if (n == '\\' || n == '"') value += n;
-          else if (n == 'n') value += '\n';
-          else return fail(i, fmt::format("invalid escape '\\{}' in a label value (\\\\, \\\", \\n are valid)", n));
+          if (n == '\\' || n == '"')
+            value += n;
+          else if (n == 'n')
+            value += '\n';
+          else
+            return fail(i, fmt::format("invalid escape '\\{}' in a label value (\\\\, \\\", \\n are valid)", n));
           i += 2;
           continue;
         }

@@ -1,8 +1,8 @@
 #include "promtext/signals.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace mpo::promtext {
 namespace {
@@ -64,8 +64,9 @@ EngineSignals extract_signals(const Exposition& e) {
     if (!(c.engines & bit)) continue;
     const auto idx = static_cast<std::size_t>(c.signal);
     const SignalKind kind = signal_kind(c.signal);
-    if (kind == SignalKind::kHistogram ? out.histograms[idx].has_value()
-                                       : out.scalars[idx].has_value() || (kind == SignalKind::kInfo && !out.cache_config.empty())) {
+    if (kind == SignalKind::kHistogram
+            ? out.histograms[idx].has_value()
+            : out.scalars[idx].has_value() || (kind == SignalKind::kInfo && !out.cache_config.empty())) {
       continue;  // an earlier entry already supplied this signal
     }
     std::string name(c.family);
@@ -116,7 +117,8 @@ EngineSignals extract_signals(const Exposition& e) {
       if (m && std::find(out.models.begin(), out.models.end(), *m) == out.models.end()) out.models.push_back(*m);
     }
   }
-  if (out.engine == Engine::kVllmV0 && (out.scalar(Signal::kPrefixCacheQueries) || out.histogram(Signal::kPrefillTime))) {
+  if (out.engine == Engine::kVllmV0 &&
+      (out.scalar(Signal::kPrefixCacheQueries) || out.histogram(Signal::kPrefillTime))) {
     out.notes.push_back("V0 metric names with V1-era families beside them (a composite or a transitional build)");
   }
   return out;

@@ -1,9 +1,9 @@
 #include "promtext/text_writer.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "promtext/number.hpp"
 
@@ -12,10 +12,14 @@ namespace {
 
 void append_escaped(std::string& out, std::string_view v, bool quote) {
   for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else if (c == '"' && quote) out += "\\\"";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else if (c == '"' && quote)
+      out += "\\\"";
+    else
+      out += c;
   }
 }
 
@@ -48,7 +52,8 @@ TextWriter& TextWriter::family(std::string_view name, MetricType type, std::opti
     append_escaped(out_, *help, format_ == Format::kOpenMetrics);
     out_ += '\n';
   }
-  const std::string_view t = type == MetricType::kUntyped && format_ == Format::kOpenMetrics ? "unknown" : to_string(type);
+  const std::string_view t =
+      type == MetricType::kUntyped && format_ == Format::kOpenMetrics ? "unknown" : to_string(type);
   fmt::format_to(std::back_inserter(out_), "# TYPE {} {}\n", name, t);
   return *this;
 }

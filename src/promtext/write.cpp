@@ -1,9 +1,9 @@
 // The round-trip writer and the helpers of exposition.hpp. Every family gets its TYPE line
 // (untyped ones too), so a re-parse resolves each sample to the same family; the text itself is
 // laid out by TextWriter, the project's one exposition writer.
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "promtext/exposition.hpp"
 #include "promtext/text_writer.hpp"
@@ -74,8 +74,9 @@ bool same_content(const Exposition& a, const Exposition& b) {
           !same_optional(s.timestamp, t.timestamp) || s.exemplar.has_value() != t.exemplar.has_value()) {
         return false;
       }
-      if (s.exemplar && (s.exemplar->labels != t.exemplar->labels || !same_number(s.exemplar->value, t.exemplar->value) ||
-                         !same_optional(s.exemplar->timestamp, t.exemplar->timestamp))) {
+      if (s.exemplar &&
+          (s.exemplar->labels != t.exemplar->labels || !same_number(s.exemplar->value, t.exemplar->value) ||
+           !same_optional(s.exemplar->timestamp, t.exemplar->timestamp))) {
         return false;
       }
     }

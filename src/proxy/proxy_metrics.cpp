@@ -50,17 +50,22 @@ std::string ProxyMetrics::render(const LedgerCounts& ledger) const {
   }
   w.family("modelperfobs_requests_in_flight", MetricType::kGauge, "Requests in flight at the proxy.")
       .sample("modelperfobs_requests_in_flight", {}, static_cast<double>(in_flight_));
-  histogram(w, "modelperfobs_time_to_first_token_seconds", "Client-side time to the first generated-content event.", ttft_);
-  histogram(w, "modelperfobs_time_per_output_token_seconds", "Client-side (e2e - ttft) / (completion_tokens - 1).", tpot_);
+  histogram(w, "modelperfobs_time_to_first_token_seconds", "Client-side time to the first generated-content event.",
+            ttft_);
+  histogram(w, "modelperfobs_time_per_output_token_seconds", "Client-side (e2e - ttft) / (completion_tokens - 1).",
+            tpot_);
   histogram(w, "modelperfobs_inter_token_latency_seconds", "Gaps between consecutive content events.", itl_);
   histogram(w, "modelperfobs_e2e_request_latency_seconds", "Request head received to last byte forwarded.", e2e_);
   histogram(w, "modelperfobs_time_to_first_byte_seconds", "Request head received to upstream response head.", ttfb_);
   counter(w, "modelperfobs_prompt_tokens_total", "Prompt tokens reported by the backend.", prompt_tokens_);
-  counter(w, "modelperfobs_generation_tokens_total", "Completion tokens reported (or estimated) for the backend.", generation_tokens_);
+  counter(w, "modelperfobs_generation_tokens_total", "Completion tokens reported (or estimated) for the backend.",
+          generation_tokens_);
   counter(w, "modelperfobs_ledger_lines_written_total", "Ledger lines written.", ledger.written);
-  counter(w, "modelperfobs_ledger_lines_dropped_total", "Ledger lines dropped because the writer queue was full.", ledger.dropped);
+  counter(w, "modelperfobs_ledger_lines_dropped_total", "Ledger lines dropped because the writer queue was full.",
+          ledger.dropped);
   counter(w, "modelperfobs_ledger_write_errors_total", "Failed ledger writes (retried).", ledger.write_errors);
-  counter(w, "modelperfobs_upstream_connect_errors_total", "Connections to the backend that could not be made.", upstream_connect_errors_);
+  counter(w, "modelperfobs_upstream_connect_errors_total", "Connections to the backend that could not be made.",
+          upstream_connect_errors_);
   w.family("modelperfobs_upstream_retries_total", MetricType::kCounter,
            "Requests sent again on a fresh backend connection because the pooled one was closed before any "
            "response byte, by how it failed.");

@@ -1,8 +1,12 @@
 #include "proxy/server.hpp"
 
+#include <fmt/format.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -10,19 +14,14 @@
 #include <variant>
 #include <vector>
 
-#include <boost/asio.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <fmt/format.h>
-
 #include "core/clock.hpp"
 #include "core/json.hpp"
 #include "core/uuid.hpp"
+#include "ledger/from_tap.hpp"
 #include "ledger/observation.hpp"
 #include "net/backend_url.hpp"
 #include "net/client.hpp"
 #include "openai/chunk.hpp"
-#include "ledger/from_tap.hpp"
 #include "openai/stream_tap.hpp"
 #include "proxy/correlation.hpp"
 #include "proxy/outcome.hpp"
@@ -47,9 +46,9 @@ std::chrono::steady_clock::duration seconds(double s) {
 
 // RFC 9110 7.6.1: connection-specific fields, never forwarded.
 bool is_hop_by_hop(std::string_view name, std::string_view connection_tokens) {
-  static constexpr std::string_view kFields[] = {"connection", "keep-alive", "proxy-connection", "te",
-                                                 "trailer", "transfer-encoding", "upgrade", "proxy-authenticate",
-                                                 "proxy-authorization"};
+  static constexpr std::string_view kFields[] = {
+      "connection", "keep-alive",         "proxy-connection",   "te", "trailer", "transfer-encoding",
+      "upgrade",    "proxy-authenticate", "proxy-authorization"};
   for (auto f : kFields) {
     if (beast::iequals(name, f)) return true;
   }
@@ -172,14 +171,16 @@ class Proxy {
   // Said once at exit, so that lines the ledger could not keep are never lost silently.
   void report_ledger_losses() const {
     if (const auto lost = ledger_.lines_lost(); lost > 0) {
-      std::cerr << fmt::format("modelperfobs proxy: {} ledger line(s) could not be written to '{}' before exit ({}); "
-                               "the lines before them are whole\n",
-                               lost, opts_.ledger_path, std::strerror(ledger_.last_write_errno()));
+      std::cerr << fmt::format(
+          "modelperfobs proxy: {} ledger line(s) could not be written to '{}' before exit ({}); "
+          "the lines before them are whole\n",
+          lost, opts_.ledger_path, std::strerror(ledger_.last_write_errno()));
     }
     if (const auto dropped = ledger_.lines_dropped(); dropped > 0) {
-      std::cerr << fmt::format("modelperfobs proxy: {} ledger line(s) were dropped (the disk was slower than the "
-                               "requests, or they came while stopping); the ledger's gap lines count those it could record\n",
-                               dropped);
+      std::cerr << fmt::format(
+          "modelperfobs proxy: {} ledger line(s) were dropped (the disk was slower than the "
+          "requests, or they came while stopping); the ledger's gap lines count those it could record\n",
+          dropped);
     }
   }
 
@@ -308,8 +309,7 @@ class Proxy {
     o.path = std::string(req.target());
     auto id_it = req.find(opts_.id_header);
     const std::string_view client_id = id_it == req.end() ? std::string_view() : std::string_view(id_it->value());
-    o.observation_id = adopt_or_new_id(client_id, ids_,
-                                       o.started_at_us / 1000);
+    o.observation_id = adopt_or_new_id(client_id, ids_, o.started_at_us / 1000);
     const auto info = openai::inspect_request(req.target(), req.body());
     o.operation = std::string(openai::to_string(info.operation));
     o.model = info.model;
@@ -369,7 +369,8 @@ class Proxy {
     co_return co_await answer_error(client, x, version, keep_alive, status, type, std::move(message));
   }
 
-  awaitable<void> refuse(beast::tcp_stream& client, const http::request<http::string_body>& partial, http::status status) {
+  awaitable<void> refuse(beast::tcp_stream& client, const http::request<http::string_body>& partial,
+                         http::status status) {
     Exchange x = begin(partial);
     // Arguments are built before co_await: GCC 12 destroys temporaries of a co_await expression
     // twice when they come from a conditional (a double free seen here).
@@ -726,10 +727,10 @@ class Proxy {
     RelayEnd end;
     end.client_left = client_failed || watch->client_gone;
     end.terminal_forwarded = terminal_forwarded;
-    end.upstream = !upstream_ec                                       ? UpstreamEnd::kComplete
-                   : upstream_ec == beast::error::timeout             ? UpstreamEnd::kTimeout
-                   : upstream_ec == asio::error::connection_reset     ? UpstreamEnd::kReset
-                                                                      : UpstreamEnd::kTruncated;
+    end.upstream = !upstream_ec                                   ? UpstreamEnd::kComplete
+                   : upstream_ec == beast::error::timeout         ? UpstreamEnd::kTimeout
+                   : upstream_ec == asio::error::connection_reset ? UpstreamEnd::kReset
+                                                                  : UpstreamEnd::kTruncated;
     end.http_status = *o.http_status;
     end.sse = sse;
     end.malformed = tap.malformed();
@@ -741,7 +742,7 @@ class Proxy {
     const bool reusable = complete && parser.keep_alive() && !upstream_ec;
     if (reusable) give_back(std::move(up), keep_alive_hint, sse);
     finish(x);
-    co_return complete && req.keep_alive();
+    co_return complete&& req.keep_alive();
   }
 
   asio::io_context& io_;

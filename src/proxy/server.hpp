@@ -14,8 +14,8 @@ namespace mpo::proxy {
 enum class UsageMode { kPassthrough, kInject };
 
 struct ProxyOptions {
-  std::string backend;                   // http(s)://host:port[/base]
-  std::string backend_ca;                // PEM CA file for an https backend; "" = the system's
+  std::string backend;     // http(s)://host:port[/base]
+  std::string backend_ca;  // PEM CA file for an https backend; "" = the system's
   HostPort listen{"127.0.0.1", 8091};
   HostPort admin_listen{"127.0.0.1", 9464};
   bool admin_enabled = true;
@@ -23,20 +23,20 @@ struct ProxyOptions {
   ledger::FsyncPolicy fsync = ledger::FsyncPolicy::kInterval;
   std::uint64_t max_body = 32ull * 1024 * 1024;
   double connect_timeout_s = 5;
-  double response_timeout_s = 300;       // request sent -> response head
-  double stream_idle_timeout_s = 300;    // longest silence inside a response body
-  double client_idle_timeout_s = 120;    // keep-alive wait for the next request
+  double response_timeout_s = 300;     // request sent -> response head
+  double stream_idle_timeout_s = 300;  // longest silence inside a response body
+  double client_idle_timeout_s = 120;  // keep-alive wait for the next request
   double drain_timeout_s = 30;
-  double pool_idle_s = 4;                // shorter than uvicorn's 5 s keep-alive
-  bool retry_stale = true;               // resend once on a fresh connection when a pooled one was closed
+  double pool_idle_s = 4;   // shorter than uvicorn's 5 s keep-alive
+  bool retry_stale = true;  // resend once on a fresh connection when a pooled one was closed
   int max_connections = 10000;
   UsageMode usage = UsageMode::kPassthrough;
   bool itl_full = false;
   std::string id_header = "X-Fak-Observation-ID";
-  std::string instance;                  // proxy_instance; default host:pid
-  std::string scrape_url;                // engine /metrics to snapshot beside the ledger; "" = off
+  std::string instance;    // proxy_instance; default host:pid
+  std::string scrape_url;  // engine /metrics to snapshot beside the ledger; "" = off
   double scrape_interval_s = 1.0;
-  std::string scrape_output;             // default: the ledger's path with .scrape.jsonl
+  std::string scrape_output;  // default: the ledger's path with .scrape.jsonl
 };
 
 // Runs until SIGTERM/SIGINT (drains, flushes, exits 0). Prints the listening addresses on stdout.

@@ -40,8 +40,8 @@ enum class UpstreamFailure {
 std::string_view to_string(UpstreamFailure f);  // "eof", "reset", "broken_pipe", "timeout", "other"
 
 struct RetryContext {
-  bool retry_stale = true;           // --retry-stale on
-  bool pooled_connection = false;    // the connection came from the pool (never a fresh one)
+  bool retry_stale = true;         // --retry-stale on
+  bool pooled_connection = false;  // the connection came from the pool (never a fresh one)
   int retries_so_far = 0;
   UpstreamFailure failure = UpstreamFailure::kOther;
   bool response_bytes_seen = false;  // any byte of a response arrived

@@ -1,31 +1,30 @@
 #include "report/analysis.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
-#include <cmath>
 #include <atomic>
+#include <cmath>
 #include <numeric>
 #include <thread>
-
-#include <fmt/format.h>
 
 namespace mpo::report {
 namespace {
 
 // Thresholds of the ranking (docs/REPORT.md explains each).
-constexpr double kErrorRateThreshold = 0.01;       // errors: 1% of requests
-constexpr double kStepAllowanceMs = 50;            // one engine step + overheads before a first token
-constexpr double kSlowPrefillMsPerToken = 1.0;     // 1,000 prompt tok/s: slower than any real accelerator
-constexpr double kQueueExcessThresholdMs = 500;    // queueing: median TTFT beyond plausible prefill
-constexpr double kPrefillThresholdMs = 500;        // prefill: median TTFT explained by prompt length
-constexpr double kTpotThresholdMs = 100;           // decode: 10 tokens/s per stream
-constexpr double kTransportMinTtfbMs = 200;        // transport: headers held back this long ...
-constexpr double kTransportShare = 0.9;            // ... and arriving with the first token
-constexpr double kBusyShareThreshold = 0.5;        // workload: the proxy saw requests less than half the time
+constexpr double kErrorRateThreshold = 0.01;     // errors: 1% of requests
+constexpr double kStepAllowanceMs = 50;          // one engine step + overheads before a first token
+constexpr double kSlowPrefillMsPerToken = 1.0;   // 1,000 prompt tok/s: slower than any real accelerator
+constexpr double kQueueExcessThresholdMs = 500;  // queueing: median TTFT beyond plausible prefill
+constexpr double kPrefillThresholdMs = 500;      // prefill: median TTFT explained by prompt length
+constexpr double kTpotThresholdMs = 100;         // decode: 10 tokens/s per stream
+constexpr double kTransportMinTtfbMs = 200;      // transport: headers held back this long ...
+constexpr double kTransportShare = 0.9;          // ... and arriving with the first token
+constexpr double kBusyShareThreshold = 0.5;      // workload: the proxy saw requests less than half the time
 
 double median(std::vector<double> v) { return v.empty() ? 0 : *quantile_cont(std::move(v), 0.5); }
 
-std::optional<Summary> summary_of(const std::vector<const Row*>& rs,
-                                  Maybe<double> Row::*field) {
+std::optional<Summary> summary_of(const std::vector<const Row*>& rs, Maybe<double> Row::*field) {
   std::vector<double> v;
   for (const auto* r : rs) {
     if (r->*field) v.push_back(*(r->*field));
@@ -111,14 +110,16 @@ std::vector<Candidate> rank(const GroupStats& g, const std::vector<const Row*>& 
     for (const auto& [outcome, n] : g.outcomes) {
       if (outcome != "ok") c.evidence.push_back(fmt::format("{} of {} requests ended {}", n, g.requests, outcome));
     }
-    c.evidence.push_back(fmt::format("error rate {:.1f}% (threshold {:.0f}%)", 100 * g.error_rate, 100 * kErrorRateThreshold));
+    c.evidence.push_back(
+        fmt::format("error rate {:.1f}% (threshold {:.0f}%)", 100 * g.error_rate, 100 * kErrorRateThreshold));
     out.push_back(std::move(c));
   }
   // Queueing and prefill, from TTFT against what the prompt length could explain.
   std::vector<double> excess, explained;
   for (const auto* r : rs) {
     if (r->outcome != "ok" || !r->ttft_ms) continue;
-    const double allowance = kStepAllowanceMs + kSlowPrefillMsPerToken * static_cast<double>(r->prompt_tokens.value_or(0));
+    const double allowance =
+        kStepAllowanceMs + kSlowPrefillMsPerToken * static_cast<double>(r->prompt_tokens.value_or(0));
     excess.push_back(*r->ttft_ms - allowance);
     explained.push_back(std::min(*r->ttft_ms, allowance));
   }
@@ -136,33 +137,39 @@ std::vector<Candidate> rank(const GroupStats& g, const std::vector<const Row*>& 
         c.score = std::max(c.score, g.fit->c_ms_per_in_flight * g.in_flight->p90 / kQueueExcessThresholdMs);
       }
     } else if (g.fit && g.fit->collinear) {
-      c.evidence.push_back("prompt length and in-flight count rose together: the fit cannot tell queueing from prefill, "
-                           "so it uses prompt tokens only and queueing is read from TTFT alone");
+      c.evidence.push_back(
+          "prompt length and in-flight count rose together: the fit cannot tell queueing from prefill, "
+          "so it uses prompt tokens only and queueing is read from TTFT alone");
     } else {
-      c.evidence.push_back("concurrency at this proxy did not vary: queueing behind other clients is read from TTFT alone");
+      c.evidence.push_back(
+          "concurrency at this proxy did not vary: queueing behind other clients is read from TTFT alone");
     }
     out.push_back(std::move(c));
   }
   {
     Candidate c{"prefill", median(explained) / kPrefillThresholdMs, {}};
     if (!explained.empty() && g.prompt_tokens) {
-      c.evidence.push_back(fmt::format("median TTFT explainable by prompt length: {:.0f} ms for prompts of median {:.0f} tokens",
-                                       median(explained), g.prompt_tokens->p50));
+      c.evidence.push_back(
+          fmt::format("median TTFT explainable by prompt length: {:.0f} ms for prompts of median {:.0f} tokens",
+                      median(explained), g.prompt_tokens->p50));
     }
     if (g.fit && g.fit->prompt_varies && g.fit->b_ms_per_token > 0) {
-      c.evidence.push_back(fmt::format("fit: {:.3f} ms per prompt token, an implied prefill rate of {:.0f} tok/s (R² {:.2f})",
-                                       g.fit->b_ms_per_token, 1000.0 / g.fit->b_ms_per_token, g.fit->r2));
+      c.evidence.push_back(
+          fmt::format("fit: {:.3f} ms per prompt token, an implied prefill rate of {:.0f} tok/s (R² {:.2f})",
+                      g.fit->b_ms_per_token, 1000.0 / g.fit->b_ms_per_token, g.fit->r2));
     }
     out.push_back(std::move(c));
   }
   {
     Candidate c{"decode", g.tpot_ms ? g.tpot_ms->p50 / kTpotThresholdMs : 0.0, {}};
     if (g.tpot_ms) {
-      c.evidence.push_back(fmt::format("TPOT p50 {:.1f} ms ({:.1f} tok/s per stream), p95 {:.1f} ms; threshold {:.0f} ms",
-                                       g.tpot_ms->p50, 1000.0 / g.tpot_ms->p50, g.tpot_ms->p95, kTpotThresholdMs));
+      c.evidence.push_back(
+          fmt::format("TPOT p50 {:.1f} ms ({:.1f} tok/s per stream), p95 {:.1f} ms; threshold {:.0f} ms",
+                      g.tpot_ms->p50, 1000.0 / g.tpot_ms->p50, g.tpot_ms->p95, kTpotThresholdMs));
     }
     if (g.tpot_in_flight_slope_ms) {
-      c.evidence.push_back(fmt::format("TPOT changes {:+.2f} ms per request in flight (batching cost)", *g.tpot_in_flight_slope_ms));
+      c.evidence.push_back(
+          fmt::format("TPOT changes {:+.2f} ms per request in flight (batching cost)", *g.tpot_in_flight_slope_ms));
     }
     out.push_back(std::move(c));
   }
@@ -178,9 +185,10 @@ std::vector<Candidate> rank(const GroupStats& g, const std::vector<const Row*>& 
   }
   {
     Candidate c{"workload", (1.0 - g.busy_share) / kBusyShareThreshold, {}};
-    c.evidence.push_back(fmt::format("requests were in flight {:.0f}% of the {:.1f} s window: the client left the engine idle "
-                                     "{:.0f}% of the time",
-                                     100 * g.busy_share, g.window_s, 100 * (1 - g.busy_share)));
+    c.evidence.push_back(
+        fmt::format("requests were in flight {:.0f}% of the {:.1f} s window: the client left the engine idle "
+                    "{:.0f}% of the time",
+                    100 * g.busy_share, g.window_s, 100 * (1 - g.busy_share)));
     if (c.score < 1) c.score *= 0.5;  // below its threshold, idle time says little
     out.push_back(std::move(c));
   }
@@ -193,7 +201,8 @@ std::vector<Candidate> rank(const GroupStats& g, const std::vector<const Row*>& 
     const std::size_t none = g.token_sources.count("none") ? g.token_sources.at("none") : 0;
     if (g.requests > 0 && none * 2 > g.requests) {
       c.score = std::max(c.score, 0.9);
-      c.evidence.push_back(fmt::format("{} of {} requests have no token counts; ask for usage (proxy --usage inject)", none, g.requests));
+      c.evidence.push_back(fmt::format("{} of {} requests have no token counts; ask for usage (proxy --usage inject)",
+                                       none, g.requests));
     }
     out.push_back(std::move(c));
   }
@@ -216,7 +225,8 @@ Result<GroupBy> parse_group_by(std::string_view s) {
   return make_error("report.by", fmt::format("--by {}: use model, backend, operation, path or sweep_point", s));
 }
 
-std::optional<std::vector<double>> least_squares(const std::vector<std::vector<double>>& x, const std::vector<double>& y) {
+std::optional<std::vector<double>> least_squares(const std::vector<std::vector<double>>& x,
+                                                 const std::vector<double>& y) {
   if (x.empty()) return std::nullopt;
   const std::size_t k = x[0].size();
   std::vector<std::vector<double>> a(k, std::vector<double>(k + 1, 0.0));  // [X'X | X'y]
@@ -268,63 +278,63 @@ std::map<std::string_view, std::vector<const Row*>> rows_by_group(const RowTable
 namespace {
 
 GroupStats analyse_group(std::string_view key, const std::vector<const Row*>& rs) {
-    GroupStats g;
-    g.key = std::string(key);
-    g.requests = rs.size();
-    g.window_start_us = rs.front()->started_at_us;
-    g.window_end_us = rs.front()->ended_at_us.value_or(rs.front()->started_at_us);
-    std::size_t errors = 0;
-    bool cached_known = false;
-    std::int64_t cached_prompt_base = 0;
-    for (const auto* r : rs) {
-      ++g.outcomes[std::string(r->outcome)];
-      ++g.token_sources[std::string(r->token_source)];
-      g.window_start_us = std::min(g.window_start_us, r->started_at_us);
-      g.window_end_us = std::max(g.window_end_us, r->ended_at_us.value_or(r->started_at_us));
-      if (r->outcome != "ok") ++errors;
-      (r->stream ? g.streamed : g.non_streamed)++;
-      g.prompt_tokens_total += r->prompt_tokens.value_or(0);
-      g.completion_tokens_total += r->completion_tokens.value_or(0);
-      if (r->cached_prompt_tokens && r->prompt_tokens) {
-        cached_known = true;
-        g.cached_prompt_tokens_total += *r->cached_prompt_tokens;
-        cached_prompt_base += *r->prompt_tokens;
-      }
+  GroupStats g;
+  g.key = std::string(key);
+  g.requests = rs.size();
+  g.window_start_us = rs.front()->started_at_us;
+  g.window_end_us = rs.front()->ended_at_us.value_or(rs.front()->started_at_us);
+  std::size_t errors = 0;
+  bool cached_known = false;
+  std::int64_t cached_prompt_base = 0;
+  for (const auto* r : rs) {
+    ++g.outcomes[std::string(r->outcome)];
+    ++g.token_sources[std::string(r->token_source)];
+    g.window_start_us = std::min(g.window_start_us, r->started_at_us);
+    g.window_end_us = std::max(g.window_end_us, r->ended_at_us.value_or(r->started_at_us));
+    if (r->outcome != "ok") ++errors;
+    (r->stream ? g.streamed : g.non_streamed)++;
+    g.prompt_tokens_total += r->prompt_tokens.value_or(0);
+    g.completion_tokens_total += r->completion_tokens.value_or(0);
+    if (r->cached_prompt_tokens && r->prompt_tokens) {
+      cached_known = true;
+      g.cached_prompt_tokens_total += *r->cached_prompt_tokens;
+      cached_prompt_base += *r->prompt_tokens;
     }
-    g.window_s = static_cast<double>(g.window_end_us - g.window_start_us) / 1e6;
-    g.requests_per_s = g.window_s > 0 ? static_cast<double>(g.requests) / g.window_s : 0;
-    if (g.window_s > 0 && g.completion_tokens_total > 0) {
-      g.output_tokens_per_s = static_cast<double>(g.completion_tokens_total) / g.window_s;
+  }
+  g.window_s = static_cast<double>(g.window_end_us - g.window_start_us) / 1e6;
+  g.requests_per_s = g.window_s > 0 ? static_cast<double>(g.requests) / g.window_s : 0;
+  if (g.window_s > 0 && g.completion_tokens_total > 0) {
+    g.output_tokens_per_s = static_cast<double>(g.completion_tokens_total) / g.window_s;
+  }
+  if (cached_known && cached_prompt_base > 0) {
+    g.cached_share = static_cast<double>(g.cached_prompt_tokens_total) / static_cast<double>(cached_prompt_base);
+  }
+  g.error_rate = static_cast<double>(errors) / static_cast<double>(g.requests);
+  g.ttft_ms = summary_of(rs, &Row::ttft_ms);
+  g.tpot_ms = summary_of(rs, &Row::tpot_ms);
+  g.itl_p95_ms = summary_of(rs, &Row::itl_p95_ms);
+  g.e2e_ms = summary_of(rs, &Row::e2e_ms);
+  g.ttfb_ms = summary_of(rs, &Row::ttfb_ms);
+  std::vector<double> prompts, inflight, tpot_x, tpot_y;
+  for (const auto* r : rs) {
+    if (r->prompt_tokens) prompts.push_back(static_cast<double>(*r->prompt_tokens));
+    if (r->in_flight_at_start) inflight.push_back(static_cast<double>(*r->in_flight_at_start));
+    if (r->tpot_ms && r->in_flight_at_start) {
+      tpot_x.push_back(static_cast<double>(*r->in_flight_at_start));
+      tpot_y.push_back(*r->tpot_ms);
     }
-    if (cached_known && cached_prompt_base > 0) {
-      g.cached_share = static_cast<double>(g.cached_prompt_tokens_total) / static_cast<double>(cached_prompt_base);
-    }
-    g.error_rate = static_cast<double>(errors) / static_cast<double>(g.requests);
-    g.ttft_ms = summary_of(rs, &Row::ttft_ms);
-    g.tpot_ms = summary_of(rs, &Row::tpot_ms);
-    g.itl_p95_ms = summary_of(rs, &Row::itl_p95_ms);
-    g.e2e_ms = summary_of(rs, &Row::e2e_ms);
-    g.ttfb_ms = summary_of(rs, &Row::ttfb_ms);
-    std::vector<double> prompts, inflight, tpot_x, tpot_y;
-    for (const auto* r : rs) {
-      if (r->prompt_tokens) prompts.push_back(static_cast<double>(*r->prompt_tokens));
-      if (r->in_flight_at_start) inflight.push_back(static_cast<double>(*r->in_flight_at_start));
-      if (r->tpot_ms && r->in_flight_at_start) {
-        tpot_x.push_back(static_cast<double>(*r->in_flight_at_start));
-        tpot_y.push_back(*r->tpot_ms);
-      }
-    }
-    g.prompt_tokens = summarize(prompts);
-    g.in_flight = summarize(inflight);
-    g.fit = fit_ttft(rs);
-    if (varies(tpot_x)) {
-      std::vector<std::vector<double>> x;
-      for (double v : tpot_x) x.push_back({1.0, v});
-      if (auto beta = least_squares(x, tpot_y)) g.tpot_in_flight_slope_ms = (*beta)[1];
-    }
-    g.busy_share = busy_share(rs, g.window_start_us, g.window_end_us);
-    g.ranking = rank(g, rs);
-    return g;
+  }
+  g.prompt_tokens = summarize(prompts);
+  g.in_flight = summarize(inflight);
+  g.fit = fit_ttft(rs);
+  if (varies(tpot_x)) {
+    std::vector<std::vector<double>> x;
+    for (double v : tpot_x) x.push_back({1.0, v});
+    if (auto beta = least_squares(x, tpot_y)) g.tpot_in_flight_slope_ms = (*beta)[1];
+  }
+  g.busy_share = busy_share(rs, g.window_start_us, g.window_end_us);
+  g.ranking = rank(g, rs);
+  return g;
 }
 
 }  // namespace
@@ -350,20 +360,23 @@ std::vector<GroupStats> analyse(const RowTable& table, const Options& opts) {
 
 Result<std::vector<Slo>> parse_slos(std::string_view text) {
   static const char* kKnown[] = {"ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p95_ms",
-                                 "tpot_p99_ms", "e2e_p95_ms", "e2e_p99_ms", "error_rate"};
+                                 "tpot_p99_ms", "e2e_p95_ms",  "e2e_p99_ms",  "error_rate"};
   std::vector<Slo> out;
   std::size_t pos = 0;
   while (pos <= text.size()) {
     const auto comma = text.find(',', pos);
-    const std::string_view item = text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
+    const std::string_view item =
+        text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
     pos = comma == std::string_view::npos ? text.size() + 1 : comma + 1;
     if (item.empty()) continue;
     const auto eq = item.find('=');
-    if (eq == std::string_view::npos) return make_error("report.slo", fmt::format("--slo item '{}' needs NAME=LIMIT", item));
+    if (eq == std::string_view::npos)
+      return make_error("report.slo", fmt::format("--slo item '{}' needs NAME=LIMIT", item));
     const std::string name(item.substr(0, eq));
     if (std::find(std::begin(kKnown), std::end(kKnown), name) == std::end(kKnown)) {
       return make_error("report.slo", fmt::format("unknown SLO '{}': use ttft_p50/p95/p99_ms, tpot_p50/p95/p99_ms, "
-                                                  "e2e_p95/p99_ms or error_rate", name));
+                                                  "e2e_p95/p99_ms or error_rate",
+                                                  name));
     }
     char* end = nullptr;
     const std::string value(item.substr(eq + 1));

@@ -30,8 +30,8 @@ struct TtftFit {
 };
 
 struct Candidate {
-  std::string name;       // errors, queueing, prefill, decode, transport, workload, not_enough_evidence
-  double score = 0;       // >= 1: the evidence crosses this candidate's threshold
+  std::string name;  // errors, queueing, prefill, decode, transport, workload, not_enough_evidence
+  double score = 0;  // >= 1: the evidence crosses this candidate's threshold
   std::vector<std::string> evidence;
 };
 
@@ -49,10 +49,10 @@ struct GroupStats {
   std::optional<double> cached_share;  // of prompt tokens, where cached counts are known
   std::size_t streamed = 0, non_streamed = 0;
   double error_rate = 0;
-  double busy_share = 0;               // union of request intervals / window
+  double busy_share = 0;  // union of request intervals / window
   std::optional<TtftFit> fit;
   std::optional<double> tpot_in_flight_slope_ms;  // d(TPOT)/d(in_flight), when in_flight varies
-  std::vector<Candidate> ranking;      // best first
+  std::vector<Candidate> ranking;                 // best first
 };
 
 struct Options {
@@ -69,7 +69,8 @@ std::map<std::string_view, std::vector<const Row*>> rows_by_group(const RowTable
 
 // Ordinary least squares y ~ x * beta (x rows include the intercept column). Pure and small:
 // solves the normal equations with partial pivoting; nullopt when singular.
-std::optional<std::vector<double>> least_squares(const std::vector<std::vector<double>>& x, const std::vector<double>& y);
+std::optional<std::vector<double>> least_squares(const std::vector<std::vector<double>>& x,
+                                                 const std::vector<double>& y);
 
 // --slo "ttft_p95_ms=1000,tpot_p95_ms=100,error_rate=0.01"
 struct Slo {

@@ -83,10 +83,11 @@ std::string render_markdown(const ReportInput& in) {
                    (g.token_sources.count("estimated") || g.token_sources.count("none"))
                        ? " (**warning**: some counts are estimated or missing)"
                        : "");
-    fmt::format_to(std::back_inserter(o), "- tokens: {} prompt, {} completion{}{}\n", g.prompt_tokens_total,
-                   g.completion_tokens_total,
-                   g.output_tokens_per_s ? fmt::format(" ({:.1f} output tok/s over the window)", *g.output_tokens_per_s) : "",
-                   g.cached_share ? fmt::format("; {:.1f}% of prompt tokens cached", 100 * *g.cached_share) : "");
+    fmt::format_to(
+        std::back_inserter(o), "- tokens: {} prompt, {} completion{}{}\n", g.prompt_tokens_total,
+        g.completion_tokens_total,
+        g.output_tokens_per_s ? fmt::format(" ({:.1f} output tok/s over the window)", *g.output_tokens_per_s) : "",
+        g.cached_share ? fmt::format("; {:.1f}% of prompt tokens cached", 100 * *g.cached_share) : "");
     o += "\n| ms | p50 | p90 | p95 | p99 | max |\n|---|---|---|---|---|---|\n";
     auto row = [&](const char* name, const std::optional<Summary>& s) {
       fmt::format_to(std::back_inserter(o), "| {} | {} | {} | {} | {} | {} |\n", name, ms(s, &Summary::p50),
@@ -101,14 +102,16 @@ std::string render_markdown(const ReportInput& in) {
       const auto& f = *g.fit;
       fmt::format_to(std::back_inserter(o), "\nTTFT fit: {:.1f} ms", f.a_ms);
       if (f.prompt_varies) fmt::format_to(std::back_inserter(o), " + {:.3f} ms/prompt token", f.b_ms_per_token);
-      if (f.in_flight_varies) fmt::format_to(std::back_inserter(o), " + {:.1f} ms/request in flight", f.c_ms_per_in_flight);
+      if (f.in_flight_varies)
+        fmt::format_to(std::back_inserter(o), " + {:.1f} ms/request in flight", f.c_ms_per_in_flight);
       fmt::format_to(std::back_inserter(o), " (R² {:.2f}, n {}){}\n", f.r2, f.n,
                      f.collinear ? "; in-flight count rose with prompt length, so the two cannot be split" : "");
     }
     o += "\n| rank | candidate | score | evidence |\n|---|---|---|---|\n";
     int rank = 0;
     for (const auto& c : g.ranking) {
-      fmt::format_to(std::back_inserter(o), "| {} | {} | {:.2f} | {} |\n", ++rank, c.name, c.score, fmt::join(c.evidence, "; "));
+      fmt::format_to(std::back_inserter(o), "| {} | {} | {:.2f} | {} |\n", ++rank, c.name, c.score,
+                     fmt::join(c.evidence, "; "));
     }
   }
   if (!in.slos.empty()) {
@@ -194,12 +197,14 @@ std::string render_json(const ReportInput& in) {
   std::vector<std::string> why;
   if (in.read.invalid_lines) why.push_back(fmt::format("{} invalid ledger lines skipped", in.read.invalid_lines));
   if (in.read.torn_last_line) why.emplace_back("torn last line skipped");
-  if (in.read.dropped_lines) why.push_back(fmt::format("{} lines dropped by the proxy (ledger gap)", in.read.dropped_lines));
+  if (in.read.dropped_lines)
+    why.push_back(fmt::format("{} lines dropped by the proxy (ledger gap)", in.read.dropped_lines));
   const std::string reasons = json_array(why, true);
   JsonObjectWriter doc;
   doc.field("schema", "modelperfobs.report.v1")
       .field("created_at", format_rfc3339_us(in.created_at_us))
-      .raw_field("tool", std::move(JsonObjectWriter().field("name", "modelperfobs").field("version", in.tool_version)).finish())
+      .raw_field("tool",
+                 std::move(JsonObjectWriter().field("name", "modelperfobs").field("version", in.tool_version)).finish())
       .raw_field("inputs", std::move(JsonObjectWriter()
                                          .raw_field("sources", sources)
                                          .field("by", group_by_name(in.options.by))
@@ -212,14 +217,18 @@ std::string render_json(const ReportInput& in) {
                                          .field("dropped_lines", in.read.dropped_lines))
                                .finish())
       .raw_field("result", std::move(JsonObjectWriter().raw_field("groups", groups).raw_field("slos", slos)).finish())
-      .raw_field("validity", std::move(JsonObjectWriter().field("valid", valid).raw_field("reasons", reasons)).finish());
+      .raw_field("validity",
+                 std::move(JsonObjectWriter().field("valid", valid).raw_field("reasons", reasons)).finish());
   return std::move(doc).finish() + "\n";
 }
 
 std::string render_csv(const ReportInput& in) {
-  std::string o = "group,requests,error_rate,ttft_p50_ms,ttft_p95_ms,ttft_p99_ms,tpot_p50_ms,tpot_p95_ms,e2e_p95_ms,"
-                  "output_tokens_per_second,bottleneck,score\n";
-  auto q = [](const std::optional<Summary>& s, double Summary::*f) { return s ? fmt::format("{}", (*s).*f) : std::string(); };
+  std::string o =
+      "group,requests,error_rate,ttft_p50_ms,ttft_p95_ms,ttft_p99_ms,tpot_p50_ms,tpot_p95_ms,e2e_p95_ms,"
+      "output_tokens_per_second,bottleneck,score\n";
+  auto q = [](const std::optional<Summary>& s, double Summary::*f) {
+    return s ? fmt::format("{}", (*s).*f) : std::string();
+  };
   for (const auto& g : in.groups) {
     std::string key = g.key;
     if (key.find_first_of(",\"\n") != std::string::npos) {

@@ -1,11 +1,11 @@
 // `report --format html`: one self-contained file (no scripts, no network) with inline SVG charts
 // per group: TTFT and TPOT CDFs, TTFT against prompt tokens with the fitted line, latency and
 // in-flight concurrency over time, output tokens/s over time.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "report/render.hpp"
 #include "report/svg_chart.hpp"
@@ -16,7 +16,8 @@ namespace {
 std::vector<std::pair<double, double>> cdf(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   std::vector<std::pair<double, double>> out;
-  for (std::size_t i = 0; i < v.size(); ++i) out.emplace_back(v[i], static_cast<double>(i + 1) / static_cast<double>(v.size()));
+  for (std::size_t i = 0; i < v.size(); ++i)
+    out.emplace_back(v[i], static_cast<double>(i + 1) / static_cast<double>(v.size()));
   return out;
 }
 
@@ -53,7 +54,8 @@ std::string charts_for(const GroupStats& g, const std::vector<const Row*>& rs) {
   const double width_s = std::max(g.window_s / kBins, 1e-6);
   for (const auto* r : rs) {
     if (!r->completion_tokens || !r->ended_at_us) continue;
-    const auto b = std::min<std::size_t>(kBins - 1, static_cast<std::size_t>(static_cast<double>(*r->ended_at_us - g.window_start_us) / 1e6 / width_s));
+    const auto b = std::min<std::size_t>(
+        kBins - 1, static_cast<std::size_t>(static_cast<double>(*r->ended_at_us - g.window_start_us) / 1e6 / width_s));
     bins[b] += static_cast<double>(*r->completion_tokens) / width_s;
   }
   std::vector<std::pair<double, double>> rate;
@@ -65,7 +67,9 @@ std::string charts_for(const GroupStats& g, const std::vector<const Row*>& rs) {
   Chart c2("TTFT against prompt tokens, with the fitted line", "prompt tokens", "TTFT ms");
   c2.dots(scatter, "#1f77b4", "requests");
   if (g.fit) {
-    auto at = [&](double p) { return g.fit->a_ms + g.fit->b_ms_per_token * p + g.fit->c_ms_per_in_flight * mean_inflight; };
+    auto at = [&](double p) {
+      return g.fit->a_ms + g.fit->b_ms_per_token * p + g.fit->c_ms_per_in_flight * mean_inflight;
+    };
     c2.line({{0, at(0)}, {max_prompt, at(max_prompt)}}, "#ff7f0e", fmt::format("fit (R² {:.2f})", g.fit->r2));
   }
   Chart c3("Latency and concurrency over time", "seconds since window start", "e2e ms / requests in flight");
@@ -80,7 +84,8 @@ std::string charts_for(const GroupStats& g, const std::vector<const Row*>& rs) {
 
 std::string render_html(const ReportInput& in) {
   const auto by_group = rows_by_group(in.table, in.options);
-  std::string o = R"x(<!doctype html><html lang="en"><head><meta charset="utf-8"><title>modelperfobs report</title><style>
+  std::string o =
+      R"x(<!doctype html><html lang="en"><head><meta charset="utf-8"><title>modelperfobs report</title><style>
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1120px;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:14px}
 figure{display:inline-block;margin:8px}figcaption{font-size:13px;font-weight:600}
@@ -92,7 +97,8 @@ figure{display:inline-block;margin:8px}figcaption{font-size:13px;font-weight:600
   for (const auto& g : in.groups) {
     o += fmt::format("<section class=\"group\"><h2>{}</h2>", esc(g.key));
     const auto& top = g.ranking.front();
-    o += top.score >= 1 ? fmt::format("<p class=\"verdict\">Likely bottleneck: <b>{}</b> (score {:.1f})</p>", esc(top.name), top.score)
+    o += top.score >= 1 ? fmt::format("<p class=\"verdict\">Likely bottleneck: <b>{}</b> (score {:.1f})</p>",
+                                      esc(top.name), top.score)
                         : std::string("<p class=\"verdict\">No candidate crosses its threshold.</p>");
     o += "<table><tr><th>rank</th><th>candidate</th><th>score</th><th>evidence</th></tr>";
     int rank = 0;

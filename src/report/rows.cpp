@@ -7,7 +7,9 @@ namespace mpo::report {
 std::string_view group_key(const ledger::LedgerRecord& r, GroupBy by) {
   switch (by) {
     case GroupBy::kModel:
-      return r.model ? std::string_view(*r.model) : r.response_model ? std::string_view(*r.response_model) : "(unknown model)";
+      return r.model            ? std::string_view(*r.model)
+             : r.response_model ? std::string_view(*r.response_model)
+                                : "(unknown model)";
     case GroupBy::kBackend: return r.backend ? std::string_view(*r.backend) : "(unknown backend)";
     case GroupBy::kOperation: return r.operation ? std::string_view(*r.operation) : "(unknown operation)";
     case GroupBy::kPath: {
@@ -91,8 +93,10 @@ void RowTable::append(RowTable&& other) {
   }
   for (auto& [key, rows] : other.groups_) {
     auto& mine = groups_[key];
-    if (mine.empty()) mine = std::move(rows);
-    else mine.insert(mine.end(), rows.begin(), rows.end());
+    if (mine.empty())
+      mine = std::move(rows);
+    else
+      mine.insert(mine.end(), rows.begin(), rows.end());
   }
   other.groups_.clear();
   last_bucket_ = nullptr;

@@ -4,16 +4,16 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
-#include <type_traits>
 #include <cstdlib>
-#include <new>
 #include <deque>
+#include <limits>
 #include <map>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_set>
 #include <vector>
 
@@ -36,16 +36,20 @@ class Maybe {
   Maybe(const std::optional<T>& v) : v_(v ? *v : none()) {}  // NOLINT(google-explicit-constructor)
   explicit operator bool() const { return has_value(); }
   bool has_value() const {
-    if constexpr (std::is_floating_point_v<T>) return v_ == v_;  // NaN is absent
-    else return v_ != none();
+    if constexpr (std::is_floating_point_v<T>)
+      return v_ == v_;  // NaN is absent
+    else
+      return v_ != none();
   }
   T operator*() const { return v_; }
   T value_or(T fallback) const { return has_value() ? v_ : fallback; }
 
  private:
   static constexpr T none() {
-    if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::quiet_NaN();
-    else return std::numeric_limits<T>::min();
+    if constexpr (std::is_floating_point_v<T>)
+      return std::numeric_limits<T>::quiet_NaN();
+    else
+      return std::numeric_limits<T>::min();
   }
   T v_ = none();
 };
@@ -75,7 +79,9 @@ struct HugePageAllocator {
   T* allocate(std::size_t n);
   void deallocate(T* p, std::size_t) { std::free(p); }
   template <typename U>
-  bool operator==(const HugePageAllocator<U>&) const { return true; }
+  bool operator==(const HugePageAllocator<U>&) const {
+    return true;
+  }
 };
 
 class RowTable {
@@ -108,7 +114,7 @@ class RowTable {
   std::vector<Segment> segments_;
   std::map<std::string_view, std::vector<const Row*>> groups_;
   std::vector<const Row*>* last_bucket_ = nullptr;
-  const char* last_group_key_ = nullptr;  // interned: equal keys share one address
+  const char* last_group_key_ = nullptr;                      // interned: equal keys share one address
   std::string_view last_group_, last_outcome_, last_source_;  // most rows repeat the previous ones
   // Interned strings; a deque never moves its elements, and the unique_ptr keeps it in place.
   std::vector<std::unique_ptr<std::deque<std::string>>> storage_;

@@ -2,14 +2,14 @@
 // report page and the sweep page.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
 
 namespace mpo::report {
 
@@ -48,37 +48,46 @@ class Chart {
         y0 = std::min(y0, y);
       }
     }
-    std::string o = fmt::format(R"x(<figure><figcaption>{}</figcaption><svg class="chart" viewBox="0 0 {} {}" width="{}" height="{}" role="img" aria-label="{}">)x",
-                                esc(title_), kW, kH, kW, kH, esc(title_));
+    std::string o = fmt::format(
+        R"x(<figure><figcaption>{}</figcaption><svg class="chart" viewBox="0 0 {} {}" width="{}" height="{}" role="img" aria-label="{}">)x",
+        esc(title_), kW, kH, kW, kH, esc(title_));
     if (!std::isfinite(x0) || x1 <= x0) x1 = x0 + 1;
     if (!std::isfinite(x0)) x0 = 0, x1 = 1;
     if (!(y1 > y0)) y1 = y0 + 1;
     auto px = [&](double x) { return kL + (x - x0) / (x1 - x0) * (kW - kL - kR); };
     auto py = [&](double y) { return kH - kB - (y - y0) / (y1 - y0) * (kH - kT - kB); };
-    o += fmt::format(R"x(<line class="axis" x1="{}" y1="{}" x2="{}" y2="{}"/><line class="axis" x1="{}" y1="{}" x2="{}" y2="{}"/>)x",
-                     kL, kH - kB, kW - kR, kH - kB, kL, kT, kL, kH - kB);
-    o += fmt::format(R"x(<text x="{}" y="{}" class="tick">{:.4g}</text><text x="{}" y="{}" class="tick" text-anchor="end">{:.4g}</text>)x",
-                     kL, kH - kB + 14, x0, kW - kR, kH - kB + 14, x1);
-    o += fmt::format(R"x(<text x="{}" y="{}" class="tick" text-anchor="end">{:.4g}</text><text x="{}" y="{}" class="tick" text-anchor="end">{:.4g}</text>)x",
-                     kL - 4, kH - kB, y0, kL - 4, kT + 8, y1);
-    o += fmt::format(R"x(<text x="{}" y="{}" class="label" text-anchor="middle">{}</text>)x", (kL + kW - kR) / 2, kH - 4, esc(x_label_));
-    o += fmt::format(R"x(<text x="12" y="{}" class="label" transform="rotate(-90 12 {})" text-anchor="middle">{}</text>)x",
-                     (kT + kH - kB) / 2, (kT + kH - kB) / 2, esc(y_label_));
+    o += fmt::format(
+        R"x(<line class="axis" x1="{}" y1="{}" x2="{}" y2="{}"/><line class="axis" x1="{}" y1="{}" x2="{}" y2="{}"/>)x",
+        kL, kH - kB, kW - kR, kH - kB, kL, kT, kL, kH - kB);
+    o += fmt::format(
+        R"x(<text x="{}" y="{}" class="tick">{:.4g}</text><text x="{}" y="{}" class="tick" text-anchor="end">{:.4g}</text>)x",
+        kL, kH - kB + 14, x0, kW - kR, kH - kB + 14, x1);
+    o += fmt::format(
+        R"x(<text x="{}" y="{}" class="tick" text-anchor="end">{:.4g}</text><text x="{}" y="{}" class="tick" text-anchor="end">{:.4g}</text>)x",
+        kL - 4, kH - kB, y0, kL - 4, kT + 8, y1);
+    o += fmt::format(R"x(<text x="{}" y="{}" class="label" text-anchor="middle">{}</text>)x", (kL + kW - kR) / 2,
+                     kH - 4, esc(x_label_));
+    o += fmt::format(
+        R"x(<text x="12" y="{}" class="label" transform="rotate(-90 12 {})" text-anchor="middle">{}</text>)x",
+        (kT + kH - kB) / 2, (kT + kH - kB) / 2, esc(y_label_));
     int legend = 0;
     for (const auto& s : series_) {
       if (s.pts.empty()) continue;
       if (s.dots) {
-        o += fmt::format(R"x(<g class="series" data-name="{}" data-points="{}" fill="{}">)x", esc(s.name), s.pts.size(), s.color);
-        for (const auto& [x, y] : s.pts) o += fmt::format(R"x(<circle cx="{:.1f}" cy="{:.1f}" r="2.5"/>)x", px(x), py(y));
+        o += fmt::format(R"x(<g class="series" data-name="{}" data-points="{}" fill="{}">)x", esc(s.name), s.pts.size(),
+                         s.color);
+        for (const auto& [x, y] : s.pts)
+          o += fmt::format(R"x(<circle cx="{:.1f}" cy="{:.1f}" r="2.5"/>)x", px(x), py(y));
         o += "</g>";
       } else {
         std::string pts;
         for (const auto& [x, y] : s.pts) pts += fmt::format("{:.1f},{:.1f} ", px(x), py(y));
-        o += fmt::format(R"x(<polyline class="series" data-name="{}" data-points="{}" fill="none" stroke="{}" stroke-width="2" points="{}"/>)x",
-                         esc(s.name), s.pts.size(), s.color, pts);
+        o += fmt::format(
+            R"x(<polyline class="series" data-name="{}" data-points="{}" fill="none" stroke="{}" stroke-width="2" points="{}"/>)x",
+            esc(s.name), s.pts.size(), s.color, pts);
       }
-      o += fmt::format(R"x(<text x="{}" y="{}" class="legend" fill="{}">{}</text>)x", kW - kR - 150, kT + 12 + 14 * legend++, s.color,
-                       esc(s.name));
+      o += fmt::format(R"x(<text x="{}" y="{}" class="legend" fill="{}">{}</text>)x", kW - kR - 150,
+                       kT + 12 + 14 * legend++, s.color, esc(s.name));
     }
     return o + "</svg></figure>";
   }

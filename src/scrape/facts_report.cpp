@@ -1,8 +1,8 @@
 #include "scrape/facts_report.hpp"
 
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "core/clock.hpp"
 #include "core/json.hpp"
@@ -19,7 +19,8 @@ using promtext::FactStatus;
 // from one server under different names). A restart of that server is a reset, found by the delta.
 bool same_server(const Snapshot& a, const Snapshot& b) {
   const bool files = a.source.starts_with("file:") && b.source.starts_with("file:");
-  return (files || a.source == b.source) && a.signals.engine == b.signals.engine && a.signals.models == b.signals.models;
+  return (files || a.source == b.source) && a.signals.engine == b.signals.engine &&
+         a.signals.models == b.signals.models;
 }
 
 }  // namespace
@@ -31,7 +32,8 @@ FactsReport build_facts_report(std::span<const Snapshot> snaps) {
     if (s.status == ScrapeStatus::kStale) ++r.stale;
     if (!has_signals(s.status)) {
       ++r.failed;
-      if (r.errors.size() < 5) r.errors.push_back(fmt::format("scrape {}: {}: {}", s.seq, to_string(s.status), s.error));
+      if (r.errors.size() < 5)
+        r.errors.push_back(fmt::format("scrape {}: {}: {}", s.seq, to_string(s.status), s.error));
       continue;
     }
     if (!r.first) r.first = &s;
@@ -75,7 +77,9 @@ std::string facts_markdown(const FactsReport& r) {
   out += fmt::format("- Source: {}\n- Engine: {}{}{}\n- Window: {}\n- Scrapes: {} ({} failed, {} stale)\n",
                      r.last->source, promtext::engine_name(s.engine), gen.empty() ? "" : fmt::format(" {}", gen),
                      models.empty() ? "" : fmt::format(", model {}", models), r.window, r.scrapes, r.failed, r.stale);
-  if (!r.reset.empty()) out += fmt::format("\n**Reset between scrapes:** {}. The facts below are since the latest process start.\n", r.reset);
+  if (!r.reset.empty())
+    out +=
+        fmt::format("\n**Reset between scrapes:** {}. The facts below are since the latest process start.\n", r.reset);
   for (const std::string& n : s.notes) out += fmt::format("- Note: {}\n", n);
   for (const std::string& e : r.errors) out += fmt::format("- Failed: {}\n", e);
   if (s.engine == promtext::Engine::kUnknown) {
@@ -95,7 +99,8 @@ std::string facts_markdown(const FactsReport& r) {
 
 std::string facts_json(const FactsReport& r, std::string_view tool_version) {
   JsonObjectWriter w;
-  w.field("schema", "modelperfobs.engine-facts.v1").field("created_at", format_rfc3339_us(SystemClock::instance().wall_us()));
+  w.field("schema", "modelperfobs.engine-facts.v1")
+      .field("created_at", format_rfc3339_us(SystemClock::instance().wall_us()));
   JsonObjectWriter tool;
   tool.field("name", "modelperfobs").field("version", tool_version);
   w.raw_field("tool", std::move(tool).finish());
@@ -134,8 +139,10 @@ std::string facts_json(const FactsReport& r, std::string_view tool_version) {
         std::string range = "[";
         append_json_number(range, b->first);
         range += ',';
-        if (std::isinf(b->second)) range += "\"+Inf\"";
-        else append_json_number(range, b->second);
+        if (std::isinf(b->second))
+          range += "\"+Inf\"";
+        else
+          append_json_number(range, b->second);
         v.raw_field("bucket", range + "]");
       }
       values += ':' + std::move(v).finish();
@@ -150,7 +157,8 @@ std::string facts_json(const FactsReport& r, std::string_view tool_version) {
   std::vector<std::string> reasons;
   if (!r.last) reasons.emplace_back("no successful scrape");
   if (!r.reset.empty()) reasons.push_back(r.reset);
-  if (r.last && r.last->signals.engine == promtext::Engine::kUnknown) reasons.emplace_back("unknown engine: no facts claimed");
+  if (r.last && r.last->signals.engine == promtext::Engine::kUnknown)
+    reasons.emplace_back("unknown engine: no facts claimed");
   JsonObjectWriter validity;
   validity.field("valid", r.last != nullptr && r.reset.empty()).raw_field("reasons", json_string_array(reasons));
   w.raw_field("validity", std::move(validity).finish());

@@ -1,7 +1,6 @@
 #include "scrape/fetch.hpp"
 
-#include <chrono>
-#include <optional>
+#include <fmt/format.h>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -11,7 +10,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <fmt/format.h>
+#include <chrono>
+#include <optional>
 
 #include "core/clock.hpp"
 #include "net/client.hpp"
@@ -96,7 +96,8 @@ asio::awaitable<Snapshot> Fetcher::scrape(std::uint64_t seq, std::int64_t schedu
 }
 
 asio::awaitable<void> scrape_on_schedule(Fetcher& fetcher, ScheduleOptions schedule,
-                                         std::function<void(Snapshot&&)> sink, std::shared_ptr<std::atomic<bool>> stop) {
+                                         std::function<void(Snapshot&&)> sink,
+                                         std::shared_ptr<std::atomic<bool>> stop) {
   const Clock& clock = SystemClock::instance();
   auto ex = co_await asio::this_coro::executor;
   asio::steady_timer timer(ex);
@@ -119,8 +120,10 @@ asio::awaitable<void> scrape_on_schedule(Fetcher& fetcher, ScheduleOptions sched
     const std::int64_t elapsed = clock.steady_us() - start_steady;
     if (s.status == ScrapeStatus::kOk && interval_us > 0 && elapsed > offset + interval_us) {
       s.status = ScrapeStatus::kStale;
-      s.error = fmt::format("the scrape ended {:.1f} ms after the next one was due; its values describe a later moment "
-                            "than scheduled", static_cast<double>(elapsed - offset - interval_us) / 1e3);
+      s.error = fmt::format(
+          "the scrape ended {:.1f} ms after the next one was due; its values describe a later moment "
+          "than scheduled",
+          static_cast<double>(elapsed - offset - interval_us) / 1e3);
     }
     sink(std::move(s));
     // The next slot that has not begun yet: a slow scrape skips slots instead of bunching them.

@@ -3,14 +3,13 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
-
-#include <boost/asio/awaitable.hpp>
-#include <boost/asio/any_io_executor.hpp>
 
 #include "net/backend_url.hpp"
 
@@ -23,7 +22,7 @@ namespace mpo::scrape {
 
 struct FetchOptions {
   double timeout_s = 5.0;
-  std::string ca_file;                          // CAs for https instead of the system's (net/client.hpp)
+  std::string ca_file;                         // CAs for https instead of the system's (net/client.hpp)
   std::uint64_t max_body_bytes = 64ull << 20;  // a larger /metrics is refused
 };
 

@@ -27,11 +27,12 @@ void Recorder::start(boost::asio::io_context& io) {
   if (!fetcher_) return;
   auto stop = stop_;
   boost::asio::co_spawn(io,
-                        scrape_on_schedule(*fetcher_, ScheduleOptions{opts_.interval_s, 0, 0},
-                                           [this, stop](Snapshot&& s) {
-                                             if (!stop->load()) writer_.submit(snapshot_json_line(s) + "\n");
-                                           },
-                                           stop),
+                        scrape_on_schedule(
+                            *fetcher_, ScheduleOptions{opts_.interval_s, 0, 0},
+                            [this, stop](Snapshot&& s) {
+                              if (!stop->load()) writer_.submit(snapshot_json_line(s) + "\n");
+                            },
+                            stop),
                         boost::asio::detached);
 }
 

@@ -1,8 +1,8 @@
 #include "scrape/snapshot.hpp"
 
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "core/json.hpp"
 #include "core/time.hpp"
@@ -19,8 +19,10 @@ std::string buckets_json(const promtext::HistogramSeries& h) {
   for (std::size_t i = 0; i < h.buckets.size(); ++i) {
     if (i) out += ',';
     out += '[';
-    if (std::isinf(h.buckets[i].upper)) out += "\"+Inf\"";
-    else append_json_number(out, h.buckets[i].upper);
+    if (std::isinf(h.buckets[i].upper))
+      out += "\"+Inf\"";
+    else
+      append_json_number(out, h.buckets[i].upper);
     out += ',';
     append_json_number(out, h.buckets[i].cumulative);
     out += ']';
@@ -80,11 +82,13 @@ void absorb_body(Snapshot& s, std::string_view body) {
 
 std::string server_instance_id(const Snapshot& s) {
   std::string engine(promtext::engine_name(s.signals.engine));
-  if (const auto g = promtext::engine_generation(s.signals.engine); !g.empty()) engine = fmt::format("{}-{}", engine, g);
+  if (const auto g = promtext::engine_generation(s.signals.engine); !g.empty())
+    engine = fmt::format("{}-{}", engine, g);
   std::string models;
   for (const std::string& m : s.signals.models) models += (models.empty() ? "" : ",") + m;
   const auto start = s.signals.value(Signal::kProcessStartTime);
-  return fmt::format("{}|{}|{}|{}", s.source, engine, models, start ? promtext::format_number(*start) : "no-start-time");
+  return fmt::format("{}|{}|{}|{}", s.source, engine, models,
+                     start ? promtext::format_number(*start) : "no-start-time");
 }
 
 std::string snapshot_json_line(const Snapshot& s) {

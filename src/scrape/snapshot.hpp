@@ -19,14 +19,14 @@ enum class ScrapeStatus {
   kHttpError,    // the server answered with a non-2xx status
   kUnreachable,  // connect or read failed
   kTimeout,
-  kParseError,   // the body is not a valid exposition
+  kParseError,  // the body is not a valid exposition
 };
 std::string_view to_string(ScrapeStatus s);
 bool has_signals(ScrapeStatus s);  // ok and stale carry signals
 
 struct Snapshot {
-  std::uint64_t seq = 0;          // 1, 2, ... within one run
-  std::string source;             // the URL, or "file:PATH"
+  std::uint64_t seq = 0;  // 1, 2, ... within one run
+  std::string source;     // the URL, or "file:PATH"
   std::int64_t scheduled_at_us = 0;
   std::int64_t started_at_us = 0;
   std::int64_t ended_at_us = 0;

@@ -1,10 +1,10 @@
 #include "scrape/snapshot_reader.hpp"
 
-#include <cmath>
-#include <limits>
-
 #include <fmt/format.h>
 #include <simdjson.h>
+
+#include <cmath>
+#include <limits>
 
 #include "core/simdjson_values.hpp"
 #include "core/time.hpp"
@@ -83,7 +83,8 @@ Status read_signal(promtext::EngineSignals& out, std::string_view name, element 
     if (o["buckets"].get(buckets)) return bad(fmt::format("signals.{} has no buckets", name));
     for (element b : buckets) {
       array pair;
-      if (b.get(pair) || pair.size() != 2) return bad(fmt::format("signals.{}.buckets holds [upper, count] pairs", name));
+      if (b.get(pair) || pair.size() != 2)
+        return bad(fmt::format("signals.{}.buckets holds [upper, count] pairs", name));
       std::string_view inf;
       const auto upper = pair.at(0).get_string().get(inf) == simdjson::SUCCESS && inf == "+Inf"
                              ? std::optional<double>(std::numeric_limits<double>::infinity())
@@ -163,7 +164,8 @@ Result<Snapshot> parse_line(std::string_view line, simdjson::dom::parser& parser
       if (p.get(po)) continue;
       s.problems.push_back({static_cast<std::uint32_t>(number(po, "line").value_or(0)),
                             static_cast<std::uint32_t>(number(po, "column").value_or(0)),
-                            std::string(text(po, "family").value_or("")), std::string(text(po, "message").value_or(""))});
+                            std::string(text(po, "family").value_or("")),
+                            std::string(text(po, "message").value_or(""))});
     }
   }
   return s;

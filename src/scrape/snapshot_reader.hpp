@@ -15,7 +15,7 @@ Result<Snapshot> parse_snapshot_line(std::string_view line);
 
 struct SnapshotsRead {
   std::vector<Snapshot> snapshots;
-  std::uint64_t invalid_lines = 0;  // not a snapshot line (another schema, torn, malformed)
+  std::uint64_t invalid_lines = 0;    // not a snapshot line (another schema, torn, malformed)
   std::vector<std::string> problems;  // the first few, with line numbers
 };
 SnapshotsRead read_snapshots(std::string_view text);

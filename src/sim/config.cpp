@@ -1,10 +1,10 @@
 #include "sim/config.hpp"
 
-#include <functional>
-#include <map>
+#include <fmt/format.h>
 
 #include <boost/json.hpp>
-#include <fmt/format.h>
+#include <functional>
+#include <map>
 
 #include "core/json.hpp"
 
@@ -21,10 +21,14 @@ template <typename T>
 Setter number_setter(T& field, std::string key, double lo, double hi) {
   return [&field, key = std::move(key), lo, hi](const json::value& v) -> Status {
     double d = 0;
-    if (v.is_int64()) d = static_cast<double>(v.get_int64());
-    else if (v.is_uint64()) d = static_cast<double>(v.get_uint64());
-    else if (v.is_double()) d = v.get_double();
-    else return make_error("profile.type", fmt::format("'{}' must be a number", key));
+    if (v.is_int64())
+      d = static_cast<double>(v.get_int64());
+    else if (v.is_uint64())
+      d = static_cast<double>(v.get_uint64());
+    else if (v.is_double())
+      d = v.get_double();
+    else
+      return make_error("profile.type", fmt::format("'{}' must be a number", key));
     if (!(d >= lo && d <= hi)) {
       return make_error("profile.range", fmt::format("'{}' = {} is outside [{}, {}]", key, d, lo, hi));
     }
@@ -51,9 +55,8 @@ Status apply(const json::value& v, const Section& section, std::string_view wher
   for (const auto& [k, val] : v.get_object()) {
     auto it = section.find(std::string_view(k.data(), k.size()));
     if (it == section.end()) {
-      return make_error("profile.unknown_key",
-                        fmt::format("unknown key '{}.{}' in profile (see docs/SIMULATOR.md)", where,
-                                    std::string_view(k.data(), k.size())));
+      return make_error("profile.unknown_key", fmt::format("unknown key '{}.{}' in profile (see docs/SIMULATOR.md)",
+                                                           where, std::string_view(k.data(), k.size())));
     }
     if (auto st = it->second(val); !st) return st;
   }
@@ -74,17 +77,14 @@ Result<Profile> parse_profile(std::string_view json_text) {
   auto& f = p.faults;
   const Section engine{
       {"max_num_seqs", number_setter(e.max_num_seqs, "engine.max_num_seqs", 1, 1e6)},
-      {"max_num_batched_tokens",
-       number_setter(e.max_num_batched_tokens, "engine.max_num_batched_tokens", 1, 1e7)},
+      {"max_num_batched_tokens", number_setter(e.max_num_batched_tokens, "engine.max_num_batched_tokens", 1, 1e7)},
       {"num_gpu_blocks", number_setter(e.num_gpu_blocks, "engine.num_gpu_blocks", 1, 1e8)},
       {"block_size", number_setter(e.block_size, "engine.block_size", 1, 1024)},
       {"max_model_len", number_setter(e.max_model_len, "engine.max_model_len", 2, 1e7)},
       {"enable_prefix_caching", bool_setter(e.enable_prefix_caching, "engine.enable_prefix_caching")},
       {"step_base_s", number_setter(e.step_base_s, "engine.step_base_s", 0, 60)},
-      {"step_per_prefill_token_s",
-       number_setter(e.step_per_prefill_token_s, "engine.step_per_prefill_token_s", 0, 1)},
-      {"step_per_decode_seq_s",
-       number_setter(e.step_per_decode_seq_s, "engine.step_per_decode_seq_s", 0, 1)},
+      {"step_per_prefill_token_s", number_setter(e.step_per_prefill_token_s, "engine.step_per_prefill_token_s", 0, 1)},
+      {"step_per_decode_seq_s", number_setter(e.step_per_decode_seq_s, "engine.step_per_decode_seq_s", 0, 1)},
   };
   const Section output{
       {"natural_min_tokens", number_setter(o.natural_min_tokens, "output.natural_min_tokens", 1, 1e7)},
@@ -96,8 +96,7 @@ Result<Profile> parse_profile(std::string_view json_text) {
   const Section saturation{
       {"max_num_seqs", number_setter(s.max_num_seqs, "saturation.max_num_seqs", 1, 1e6)},
       {"reserved_kv_share", number_setter(s.reserved_kv_share, "saturation.reserved_kv_share", 0, 0.99)},
-      {"background_requests",
-       number_setter(s.background_requests, "saturation.background_requests", 0, 1e5)},
+      {"background_requests", number_setter(s.background_requests, "saturation.background_requests", 0, 1e5)},
       {"background_prompt_tokens",
        number_setter(s.background_prompt_tokens, "saturation.background_prompt_tokens", 1, 1e6)},
       {"background_output_tokens",
@@ -106,10 +105,8 @@ Result<Profile> parse_profile(std::string_view json_text) {
   const Section ramp{
       {"duration_s", number_setter(r.duration_s, "ramp.duration_s", 0.001, 1e6)},
       {"background_requests", number_setter(r.background_requests, "ramp.background_requests", 0, 1e5)},
-      {"background_prompt_tokens",
-       number_setter(r.background_prompt_tokens, "ramp.background_prompt_tokens", 1, 1e6)},
-      {"background_output_tokens",
-       number_setter(r.background_output_tokens, "ramp.background_output_tokens", 1, 1e6)},
+      {"background_prompt_tokens", number_setter(r.background_prompt_tokens, "ramp.background_prompt_tokens", 1, 1e6)},
+      {"background_output_tokens", number_setter(r.background_output_tokens, "ramp.background_output_tokens", 1, 1e6)},
   };
   const Section faults{
       {"error_share", number_setter(f.error_share, "faults.error_share", 0, 1)},
@@ -146,8 +143,7 @@ Status validate(const Profile& p) {
     return make_error("profile.range", "engine.max_num_batched_tokens must be >= engine.block_size");
   }
   if (static_cast<long long>(e.num_gpu_blocks) * e.block_size < e.max_model_len) {
-    return make_error("profile.range",
-                      "engine.num_gpu_blocks * engine.block_size must hold one max_model_len request");
+    return make_error("profile.range", "engine.num_gpu_blocks * engine.block_size must hold one max_model_len request");
   }
   if (p.output.natural_min_tokens > p.output.natural_max_tokens) {
     return make_error("profile.range", "output.natural_min_tokens must be <= output.natural_max_tokens");

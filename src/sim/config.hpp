@@ -12,45 +12,45 @@
 namespace mpo::sim {
 
 struct EngineConfig {
-  int max_num_seqs = 128;              // concurrent running sequences (vLLM --max-num-seqs)
-  int max_num_batched_tokens = 2048;   // token budget of one step (chunked prefill)
-  int num_gpu_blocks = 4096;           // KV cache blocks
-  int block_size = 16;                 // tokens per KV block
-  int max_model_len = 8192;            // prompt + output limit
+  int max_num_seqs = 128;             // concurrent running sequences (vLLM --max-num-seqs)
+  int max_num_batched_tokens = 2048;  // token budget of one step (chunked prefill)
+  int num_gpu_blocks = 4096;          // KV cache blocks
+  int block_size = 16;                // tokens per KV block
+  int max_model_len = 8192;           // prompt + output limit
   bool enable_prefix_caching = true;
   // t_step = a + b * prefill_tokens_in_step + c * decode_seqs_in_step (seconds)
-  double step_base_s = 0.018;          // a: fixed cost of a forward pass
+  double step_base_s = 0.018;                 // a: fixed cost of a forward pass
   double step_per_prefill_token_s = 0.00025;  // b: 4,000 prefill tok/s
   double step_per_decode_seq_s = 0.0001;      // c: per sequence decoded in the step
 };
 
 struct OutputConfig {
-  int natural_min_tokens = 16;    // without ignore_eos, the "EOS" comes after a seeded length
-  int natural_max_tokens = 256;   // drawn uniformly from [min, max]
-  bool reasoning = false;         // reasoning profile: delta.reasoning_content before content
-  double reasoning_share = 0.4;   // share of output tokens spent reasoning
-  int tokens_per_chunk = 1;       // >1 imitates servers that coalesce tokens into one SSE event
+  int natural_min_tokens = 16;   // without ignore_eos, the "EOS" comes after a seeded length
+  int natural_max_tokens = 256;  // drawn uniformly from [min, max]
+  bool reasoning = false;        // reasoning profile: delta.reasoning_content before content
+  double reasoning_share = 0.4;  // share of output tokens spent reasoning
+  int tokens_per_chunk = 1;      // >1 imitates servers that coalesce tokens into one SSE event
 };
 
 struct SaturationConfig {
-  int max_num_seqs = 32;               // capacity cut
-  double reserved_kv_share = 0.8;      // share of KV blocks taken away (another tenant)
-  int background_requests = 56;        // background population kept in flight
+  int max_num_seqs = 32;           // capacity cut
+  double reserved_kv_share = 0.8;  // share of KV blocks taken away (another tenant)
+  int background_requests = 56;    // background population kept in flight
   int background_prompt_tokens = 512;
   int background_output_tokens = 128;
 };
 
 struct RampConfig {
-  double duration_s = 60;              // background population grows linearly over this time
-  int background_requests = 96;        // ... up to this many
+  double duration_s = 60;        // background population grows linearly over this time
+  int background_requests = 96;  // ... up to this many
   int background_prompt_tokens = 512;
   int background_output_tokens = 128;
 };
 
 struct FaultsConfig {
-  double error_share = 0.10;           // answered HTTP 500 at once
-  double truncate_share = 0.10;        // stream cut mid-way: connection closed, no [DONE]
-  double stall_share = 0.10;           // held in the waiting queue (reason "deferred")
+  double error_share = 0.10;     // answered HTTP 500 at once
+  double truncate_share = 0.10;  // stream cut mid-way: connection closed, no [DONE]
+  double stall_share = 0.10;     // held in the waiting queue (reason "deferred")
   double stall_s = 1.5;
 };
 

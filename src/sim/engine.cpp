@@ -1,28 +1,28 @@
 #include "sim/engine.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace mpo::sim {
 
 struct Engine::Request {
   RequestId id = 0;
   RequestSpec spec;
-  std::vector<TokenId> tokens;      // prompt, then generated tokens
+  std::vector<TokenId> tokens;  // prompt, then generated tokens
   int prompt_len = 0;
-  int target_out = 0;               // output length at which the request ends
+  int target_out = 0;  // output length at which the request ends
   FinishReason target_reason = FinishReason::kLength;
-  int num_computed = 0;             // tokens whose KV is computed
+  int num_computed = 0;  // tokens whose KV is computed
   std::vector<BlockId> blocks;
-  std::vector<BlockHash> hashes;    // chained hashes of the full blocks of `tokens`
-  int cached_tokens = -1;           // prefix-cache hit at first scheduling; -1 before
+  std::vector<BlockHash> hashes;  // chained hashes of the full blocks of `tokens`
+  int cached_tokens = -1;         // prefix-cache hit at first scheduling; -1 before
   int preemptions = 0;
   double arrival_s = 0;
   double deferred_until_s = 0;
   std::optional<double> scheduled_s, first_token_s, last_token_s;
-  std::string text;                 // generated text (only kept when stop strings are set)
-  std::size_t sent = 0;             // chars of `text` already emitted
+  std::string text;      // generated text (only kept when stop strings are set)
+  std::size_t sent = 0;  // chars of `text` already emitted
   std::size_t max_stop_len = 0;
 
   int num_tokens() const { return static_cast<int>(tokens.size()); }
@@ -35,9 +35,7 @@ int natural_length(const OutputConfig& c, std::uint64_t seed) {
 }
 
 Engine::Engine(EngineConfig config)
-    : config_(config),
-      pool_(config.num_gpu_blocks, config.enable_prefix_caching),
-      max_num_seqs_(config.max_num_seqs) {}
+    : config_(config), pool_(config.num_gpu_blocks, config.enable_prefix_caching), max_num_seqs_(config.max_num_seqs) {}
 
 Engine::~Engine() = default;
 
@@ -45,15 +43,13 @@ Result<RequestId> Engine::add_request(RequestSpec spec, double now_s) {
   const int prompt_len = static_cast<int>(spec.prompt.size());
   if (prompt_len == 0) return make_error("sim.empty_prompt", "The prompt must not be empty.");
   if (prompt_len >= config_.max_model_len) {
-    return make_error(
-        "sim.context_length",
-        fmt::format("This model's maximum context length is {} tokens. However, your request has "
-                    "{} input tokens. Please reduce the length of the input messages.",
-                    config_.max_model_len, prompt_len));
+    return make_error("sim.context_length",
+                      fmt::format("This model's maximum context length is {} tokens. However, your request has "
+                                  "{} input tokens. Please reduce the length of the input messages.",
+                                  config_.max_model_len, prompt_len));
   }
   if (spec.max_tokens && *spec.max_tokens < 1) {
-    return make_error("sim.max_tokens",
-                      fmt::format("max_tokens must be at least 1, got {}.", *spec.max_tokens));
+    return make_error("sim.max_tokens", fmt::format("max_tokens must be at least 1, got {}.", *spec.max_tokens));
   }
   auto r = std::make_unique<Request>();
   r->id = next_id_++;
@@ -116,9 +112,8 @@ std::optional<double> Engine::next_deferred_ready_s() const {
 }
 
 int Engine::num_waiting_deferred(double now_s) const {
-  return static_cast<int>(std::count_if(waiting_.begin(), waiting_.end(), [now_s](const Request* r) {
-    return r->deferred_until_s > now_s;
-  }));
+  return static_cast<int>(std::count_if(waiting_.begin(), waiting_.end(),
+                                        [now_s](const Request* r) { return r->deferred_until_s > now_s; }));
 }
 
 void Engine::set_reserved_blocks(int n) {
@@ -222,8 +217,7 @@ StepResult Engine::step(double now_s) {
 
   // 2. Waiting requests, FCFS, only if nothing was preempted in this step (as vLLM V1).
   if (!preempted_any) {
-    for (std::size_t i = 0; i < waiting_.size() && budget > 0 &&
-                            static_cast<int>(running_.size()) < max_num_seqs_;) {
+    for (std::size_t i = 0; i < waiting_.size() && budget > 0 && static_cast<int>(running_.size()) < max_num_seqs_;) {
       Request& r = *waiting_[i];
       if (r.deferred_until_s > now_s) {
         ++i;  // deferred: skipped, keeps its place
@@ -346,8 +340,7 @@ FinishedRequest Engine::finish(Request& r, FinishReason reason, double t) {
     stats_.request_generation_tokens.observe(f.completion_tokens);
     stats_.request_prefill_kv_computed_tokens.observe(r.prompt_len - f.cached_prompt_tokens);
     stats_.request_params_n.observe(1);
-    const double max_tokens =
-        r.spec.max_tokens ? *r.spec.max_tokens : config_.max_model_len - r.prompt_len;
+    const double max_tokens = r.spec.max_tokens ? *r.spec.max_tokens : config_.max_model_len - r.prompt_len;
     stats_.request_max_num_generation_tokens.observe(max_tokens);
     stats_.request_params_max_tokens.observe(max_tokens);
     if (f.completion_tokens > 1) {

@@ -25,21 +25,21 @@ using RequestId = std::uint64_t;
 
 struct RequestSpec {
   std::vector<TokenId> prompt;
-  std::optional<int> max_tokens;    // absent: until EOS or max_model_len
+  std::optional<int> max_tokens;  // absent: until EOS or max_model_len
   bool ignore_eos = false;
-  int natural_tokens = 64;          // where the model "samples EOS" (see natural_length())
-  std::vector<std::string> stop;    // stop strings, matched in the generated text
-  std::uint64_t seed = 0;           // output text seed
-  bool background = false;          // scenario traffic (counted like any client's)
-  double defer_s = 0;               // held in the waiting queue with reason "deferred"
+  int natural_tokens = 64;        // where the model "samples EOS" (see natural_length())
+  std::vector<std::string> stop;  // stop strings, matched in the generated text
+  std::uint64_t seed = 0;         // output text seed
+  bool background = false;        // scenario traffic (counted like any client's)
+  double defer_s = 0;             // held in the waiting queue with reason "deferred"
 };
 
 // One step's visible output for one request.
 struct Emission {
   RequestId id = 0;
-  int index = 0;                    // 0-based index of the generated token
+  int index = 0;  // 0-based index of the generated token
   TokenId token = 0;
-  std::string text;                 // text made visible by this token (stop strings held back)
+  std::string text;                    // text made visible by this token (stop strings held back)
   std::optional<FinishReason> finish;  // set on the request's last emission
 };
 
@@ -48,7 +48,7 @@ struct FinishedRequest {
   FinishReason reason = FinishReason::kStop;
   bool background = false;
   double arrival_s = 0;
-  std::optional<double> scheduled_s;    // first scheduled
+  std::optional<double> scheduled_s;  // first scheduled
   std::optional<double> first_token_s;
   std::optional<double> last_token_s;
   double finished_s = 0;
@@ -61,7 +61,7 @@ struct FinishedRequest {
 struct StepResult {
   double start_s = 0;
   double end_s = 0;
-  int scheduled_tokens = 0;   // 0: nothing could run; do not step again until something changes
+  int scheduled_tokens = 0;  // 0: nothing could run; do not step again until something changes
   int prefill_tokens = 0;
   int decode_seqs = 0;
   std::vector<Emission> emissions;

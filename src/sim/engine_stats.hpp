@@ -16,8 +16,7 @@ using mpo::Histogram;
 
 enum class FinishReason { kStop, kLength, kAbort, kError, kRepetition };
 constexpr std::array<FinishReason, 5> kAllFinishReasons = {
-    FinishReason::kStop, FinishReason::kLength, FinishReason::kAbort, FinishReason::kError,
-    FinishReason::kRepetition};
+    FinishReason::kStop, FinishReason::kLength, FinishReason::kAbort, FinishReason::kError, FinishReason::kRepetition};
 std::string_view to_string(FinishReason r);
 
 struct EngineStats {
@@ -25,7 +24,7 @@ struct EngineStats {
   std::uint64_t prefix_cache_queries = 0;  // tokens queried
   std::uint64_t prefix_cache_hits = 0;     // tokens found cached
   std::uint64_t preemptions = 0;
-  std::uint64_t prompt_tokens = 0;         // prompt tokens of requests that started prefill
+  std::uint64_t prompt_tokens = 0;           // prompt tokens of requests that started prefill
   std::uint64_t prompt_tokens_computed = 0;  // ... of which computed (source="local_compute")
   std::uint64_t prompt_tokens_cached = 0;    // ... of which from the prefix cache
   std::uint64_t generation_tokens = 0;

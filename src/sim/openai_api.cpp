@@ -1,7 +1,8 @@
 #include "sim/openai_api.hpp"
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
+
+#include <boost/json.hpp>
 
 #include "core/json.hpp"
 
@@ -10,9 +11,7 @@ namespace {
 
 namespace json = boost::json;
 
-Error bad(std::string_view param, std::string message) {
-  return make_error(std::string(param), std::move(message));
-}
+Error bad(std::string_view param, std::string message) { return make_error(std::string(param), std::move(message)); }
 
 Result<std::string> message_text(const json::value& content) {
   if (content.is_null()) return std::string();
@@ -105,8 +104,8 @@ Result<CompletionRequest> parse_completion_request(std::string_view body, Endpoi
 
     const auto* tools = json_array(o, "tools");
     const auto* choice = o.if_contains("tool_choice");
-    const bool required = choice != nullptr && ((choice->is_string() && choice->get_string() == "required") ||
-                                                choice->is_object());
+    const bool required =
+        choice != nullptr && ((choice->is_string() && choice->get_string() == "required") || choice->is_object());
     if (required) {
       if (tools == nullptr || tools->empty()) {
         return bad("tool_choice", "When using `tool_choice`, `tools` must be set.");
@@ -200,8 +199,8 @@ std::string ResponseBuilder::usage_json(int cached, bool with_details) const {
 
 std::string ResponseBuilder::stream_start() const {
   if (req_.endpoint != Endpoint::kChat) return {};
-  const std::string delta = req_.tool_name ? R"({"role":"assistant","content":null})"
-                                           : R"({"role":"assistant","content":""})";
+  const std::string delta =
+      req_.tool_name ? R"({"role":"assistant","content":null})" : R"({"role":"assistant","content":""})";
   return fmt::format(
       "data: {{\"id\":{},\"object\":\"chat.completion.chunk\",\"created\":{},\"model\":{},\"choices\":"
       "[{{\"index\":0,\"delta\":{},\"logprobs\":null,\"finish_reason\":null}}]{}}}\n\n",
@@ -270,9 +269,9 @@ std::string ResponseBuilder::stream_end(int cached) const {
   std::string out;
   if (req_.include_usage) {
     const char* object = req_.endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion";
-    out += fmt::format("data: {{\"id\":{},\"object\":\"{}\",\"created\":{},\"model\":{},\"choices\":[],\"usage\":{}}}\n\n",
-                       json_quote(opts_.id), object, opts_.created, json_quote(opts_.model),
-                       usage_json(cached, true));
+    out +=
+        fmt::format("data: {{\"id\":{},\"object\":\"{}\",\"created\":{},\"model\":{},\"choices\":[],\"usage\":{}}}\n\n",
+                    json_quote(opts_.id), object, opts_.created, json_quote(opts_.model), usage_json(cached, true));
   }
   out += "data: [DONE]\n\n";
   return out;
@@ -283,9 +282,10 @@ std::string ResponseBuilder::full_body(int cached) const {
   const std::string fin_json = fin ? json_quote(fin) : "null";
   std::string choice;
   if (req_.endpoint == Endpoint::kCompletions) {
-    choice = fmt::format("{{\"index\":0,\"text\":{},\"logprobs\":null,\"finish_reason\":{},\"stop_reason\":null,"
-                         "\"prompt_logprobs\":null}}",
-                         json_quote(content_), fin_json);
+    choice = fmt::format(
+        "{{\"index\":0,\"text\":{},\"logprobs\":null,\"finish_reason\":{},\"stop_reason\":null,"
+        "\"prompt_logprobs\":null}}",
+        json_quote(content_), fin_json);
   } else {
     std::string message;
     if (req_.tool_name) {
@@ -302,10 +302,10 @@ std::string ResponseBuilder::full_body(int cached) const {
                          message, fin_json);
   }
   const char* object = req_.endpoint == Endpoint::kChat ? "chat.completion" : "text_completion";
-  return fmt::format("{{\"id\":{},\"object\":\"{}\",\"created\":{},\"model\":{},\"choices\":[{}],\"usage\":{},"
-                     "\"prompt_logprobs\":null}}",
-                     json_quote(opts_.id), object, opts_.created, json_quote(opts_.model), choice,
-                     usage_json(cached, true));
+  return fmt::format(
+      "{{\"id\":{},\"object\":\"{}\",\"created\":{},\"model\":{},\"choices\":[{}],\"usage\":{},"
+      "\"prompt_logprobs\":null}}",
+      json_quote(opts_.id), object, opts_.created, json_quote(opts_.model), choice, usage_json(cached, true));
 }
 
 }  // namespace mpo::sim

@@ -18,11 +18,11 @@ enum class Endpoint { kChat, kCompletions };
 
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::kChat;
-  std::optional<std::string> model;     // absent: the served model
+  std::optional<std::string> model;  // absent: the served model
   bool stream = false;
-  bool include_usage = false;           // stream_options.include_usage
-  bool continuous_usage = false;        // stream_options.continuous_usage_stats
-  std::optional<int> max_tokens;        // max_completion_tokens or max_tokens
+  bool include_usage = false;     // stream_options.include_usage
+  bool continuous_usage = false;  // stream_options.continuous_usage_stats
+  std::optional<int> max_tokens;  // max_completion_tokens or max_tokens
   bool ignore_eos = false;
   std::vector<std::string> stop;
   std::optional<std::uint64_t> seed;
@@ -35,17 +35,16 @@ struct CompletionRequest {
 Result<CompletionRequest> parse_completion_request(std::string_view body, Endpoint endpoint);
 
 // {"error":{"message":..,"type":..,"param":..,"code":status}}
-std::string render_error(int status, std::string_view type, std::string_view message,
-                         std::string_view param = {});
+std::string render_error(int status, std::string_view type, std::string_view message, std::string_view param = {});
 
 // Builds the response of one request, streamed (SSE events) or whole.
 class ResponseBuilder {
  public:
   struct Options {
-    std::string id;              // "chatcmpl-..." / "cmpl-..."
-    std::int64_t created = 0;    // Unix seconds
+    std::string id;            // "chatcmpl-..." / "cmpl-..."
+    std::int64_t created = 0;  // Unix seconds
     std::string model;
-    int reasoning_tokens = 0;    // this many leading tokens are reasoning_content (chat only)
+    int reasoning_tokens = 0;  // this many leading tokens are reasoning_content (chat only)
   };
   ResponseBuilder(const CompletionRequest& req, Options opts, int prompt_tokens);
 
@@ -64,8 +63,7 @@ class ResponseBuilder {
  private:
   enum class Kind { kReasoning, kContent, kTool };
   Kind kind_of(int index) const;
-  std::string chunk(Kind kind, std::string_view text, bool first_tool, bool last_tool,
-                    const char* finish) const;
+  std::string chunk(Kind kind, std::string_view text, bool first_tool, bool last_tool, const char* finish) const;
   std::string usage_json(int cached_prompt_tokens, bool with_details) const;
   const char* finish_string() const;
 

@@ -1,9 +1,9 @@
 #include "sim/scenario.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
-
-#include <fmt/format.h>
 
 namespace mpo::sim {
 namespace {
@@ -54,14 +54,12 @@ std::vector<FinishedRequest> ScenarioController::set(Scenario s, double now_s, E
 
 int ScenarioController::target(double now_s) const {
   switch (current_) {
-    case Scenario::kSaturation:
-      return profile_.saturation.background_requests;
+    case Scenario::kSaturation: return profile_.saturation.background_requests;
     case Scenario::kRamp: {
       const double share = std::clamp((now_s - since_s_) / profile_.ramp.duration_s, 0.0, 1.0);
       return static_cast<int>(share * profile_.ramp.background_requests);
     }
-    default:
-      return 0;
+    default: return 0;
   }
 }
 

@@ -1,5 +1,12 @@
 #include "sim/server.hpp"
 
+#include <fmt/format.h>
+
+#include <boost/asio.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/url/parse.hpp>
 #include <chrono>
 #include <cstdio>
 #include <deque>
@@ -7,13 +14,6 @@
 #include <iostream>
 #include <optional>
 #include <unordered_map>
-
-#include <boost/asio.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/url/parse.hpp>
-#include <fmt/format.h>
 
 #include "core/clock.hpp"
 #include "core/json.hpp"
@@ -81,8 +81,7 @@ class Simulator {
       if (!parent.empty()) std::filesystem::create_directories(parent, mkdir_ec);
       truth_ = std::fopen(opts_.truth_path.c_str(), "a");
       if (truth_ == nullptr) {
-        error = fmt::format("cannot open truth file '{}' for appending: {}", opts_.truth_path,
-                            std::strerror(errno));
+        error = fmt::format("cannot open truth file '{}' for appending: {}", opts_.truth_path, std::strerror(errno));
         return false;
       }
     }
@@ -98,9 +97,10 @@ class Simulator {
     if (!ec) acceptor_.bind(ep, ec);
     if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) {
-      error = fmt::format("cannot listen on {}:{}: {} (is the port in use? pass --listen "
-                          "127.0.0.1:0 for any free port)",
-                          opts_.host, opts_.port, ec.message());
+      error = fmt::format(
+          "cannot listen on {}:{}: {} (is the port in use? pass --listen "
+          "127.0.0.1:0 for any free port)",
+          opts_.host, opts_.port, ec.message());
       return false;
     }
     return true;
@@ -240,8 +240,8 @@ class Simulator {
     return res;
   }
 
-  Response error_response(const Request& req, http::status status, std::string_view type,
-                          std::string_view message, std::string_view param = {}) {
+  Response error_response(const Request& req, http::status status, std::string_view type, std::string_view message,
+                          std::string_view param = {}) {
     return make_response(req, status, render_error(static_cast<int>(status), type, message, param));
   }
 
@@ -284,22 +284,29 @@ class Simulator {
   // Returns whether the connection may be kept open.
   awaitable<bool> handle(beast::tcp_stream& stream, Request& req) {
     const auto url = boost::urls::parse_origin_form(req.target());
-    if (!url) co_return co_await write(stream, error_response(req, http::status::bad_request, "BadRequestError", "invalid request target"));
+    if (!url)
+      co_return co_await write(
+          stream, error_response(req, http::status::bad_request, "BadRequestError", "invalid request target"));
     const std::string path(url->path());
     const bool get = req.method() == http::verb::get;
     const bool post = req.method() == http::verb::post;
 
     if (path == "/v1/chat/completions" || path == "/v1/completions") {
-      if (!post) co_return co_await write(stream, error_response(req, http::status::method_not_allowed, "MethodNotAllowed", "use POST"));
-      co_return co_await completion(stream, req, path == "/v1/chat/completions" ? Endpoint::kChat : Endpoint::kCompletions);
+      if (!post)
+        co_return co_await write(stream,
+                                 error_response(req, http::status::method_not_allowed, "MethodNotAllowed", "use POST"));
+      co_return co_await completion(stream, req,
+                                    path == "/v1/chat/completions" ? Endpoint::kChat : Endpoint::kCompletions);
     }
-    if (path == "/v1/models" && get) co_return co_await write(stream, make_response(req, http::status::ok, models_body()));
+    if (path == "/v1/models" && get)
+      co_return co_await write(stream, make_response(req, http::status::ok, models_body()));
     if (path == "/metrics" && get) {
       MetricsContext ctx{profile_.model, now_s(), wall_origin_us_ / 1e6, wall_origin_us_ / 1e6};
       co_return co_await write(stream, make_response(req, http::status::ok, render_vllm_metrics(engine_, ctx),
                                                      "text/plain; version=0.0.4; charset=utf-8"));
     }
-    if (path == "/health" && get) co_return co_await write(stream, make_response(req, http::status::ok, "", "text/plain"));
+    if (path == "/health" && get)
+      co_return co_await write(stream, make_response(req, http::status::ok, "", "text/plain"));
     if (path == "/reset_prefix_cache" && post) {
       engine_.reset_prefix_cache();
       co_return co_await write(stream, make_response(req, http::status::ok, "", "text/plain"));
@@ -309,7 +316,9 @@ class Simulator {
         std::string name;
         if (auto it = url->params().find("name"); it != url->params().end()) name = (*it).value;
         auto s = parse_scenario(name);
-        if (!s) co_return co_await write(stream, error_response(req, http::status::bad_request, "BadRequestError", s.error().message, "name"));
+        if (!s)
+          co_return co_await write(
+              stream, error_response(req, http::status::bad_request, "BadRequestError", s.error().message, "name"));
         for (const auto& f : scenario_.set(*s, now_s(), engine_)) record_finished(f, nullptr);
         wake_engine();
       }
@@ -322,7 +331,8 @@ class Simulator {
   std::string models_body() const {
     return fmt::format(
         R"({{"object":"list","data":[{{"id":{},"object":"model","created":{},"owned_by":"vllm","root":{},"parent":null,"max_model_len":{}}}]}})",
-        json_quote(profile_.model), wall_origin_us_ / 1'000'000, json_quote(profile_.model), profile_.engine.max_model_len);
+        json_quote(profile_.model), wall_origin_us_ / 1'000'000, json_quote(profile_.model),
+        profile_.engine.max_model_len);
   }
 
   std::string scenario_body() const {
@@ -332,7 +342,8 @@ class Simulator {
                          .field("background_in_flight", scenario_.background_in_flight())
                          .field("num_requests_running", engine_.num_running())
                          .field("num_requests_waiting", engine_.num_waiting()))
-        .finish() + "\n";
+               .finish() +
+           "\n";
   }
 
   // Waits for output, or notices a client that went away. Returns false on disconnect.
@@ -342,8 +353,8 @@ class Simulator {
       co_await sink.notify.async_wait(kNoThrow);
       co_return true;
     }
-    auto which = co_await (sink.notify.async_wait(kNoThrow) ||
-                           stream.socket().async_wait(tcp::socket::wait_read, kNoThrow));
+    auto which =
+        co_await (sink.notify.async_wait(kNoThrow) || stream.socket().async_wait(tcp::socket::wait_read, kNoThrow));
     if (which.index() == 1) {
       boost::system::error_code ec;
       const std::size_t avail = stream.socket().available(ec);
@@ -362,11 +373,14 @@ class Simulator {
 
   awaitable<bool> completion(beast::tcp_stream& stream, Request& req, Endpoint endpoint) {
     auto parsed = parse_completion_request(req.body(), endpoint);
-    if (!parsed) co_return co_await write(stream, error_response(req, http::status::bad_request, "BadRequestError", parsed.error().message, parsed.error().code));
+    if (!parsed)
+      co_return co_await write(stream, error_response(req, http::status::bad_request, "BadRequestError",
+                                                      parsed.error().message, parsed.error().code));
     CompletionRequest& creq = *parsed;
     if (creq.model && *creq.model != profile_.model) {
-      co_return co_await write(stream, error_response(req, http::status::not_found, "NotFoundError",
-                                                      fmt::format("The model `{}` does not exist.", *creq.model), "model"));
+      co_return co_await write(stream,
+                               error_response(req, http::status::not_found, "NotFoundError",
+                                              fmt::format("The model `{}` does not exist.", *creq.model), "model"));
     }
     const Fault fault = scenario_.draw_fault();
     if (fault == Fault::kError) {
@@ -379,13 +393,17 @@ class Simulator {
     const int truncate_after = plan.truncate_after;
 
     auto id = engine_.add_request(std::move(plan.spec), now_s());
-    if (!id) co_return co_await write(stream, error_response(req, http::status::bad_request, "BadRequestError", id.error().message, endpoint == Endpoint::kChat ? "messages" : "prompt"));
+    if (!id)
+      co_return co_await write(stream,
+                               error_response(req, http::status::bad_request, "BadRequestError", id.error().message,
+                                              endpoint == Endpoint::kChat ? "messages" : "prompt"));
     wake_engine();
 
     Sink sink(io_.get_executor());
     sink.defer_truth = creq.stream;
     if (auto it = req.find("X-Request-Id"); it != req.end()) sink.truth.x_request_id = std::string(it->value());
-    if (auto it = req.find("X-Fak-Observation-ID"); it != req.end()) sink.truth.observation_id = std::string(it->value());
+    if (auto it = req.find("X-Fak-Observation-ID"); it != req.end())
+      sink.truth.observation_id = std::string(it->value());
     ResponseBuilder::Options ro;
     const std::string hex = ids_.next(SystemClock::instance().wall_us() / 1000);
     ro.id = fmt::format("{}-{}", endpoint == Endpoint::kChat ? "chatcmpl" : "cmpl", hex);
@@ -419,7 +437,8 @@ class Simulator {
         take_all(sink, builder);  // accumulate the text
       }
       take_all(sink, builder);
-      co_return co_await write(stream, make_response(req, http::status::ok, builder.full_body(sink.finished->cached_prompt_tokens)));
+      co_return co_await write(
+          stream, make_response(req, http::status::ok, builder.full_body(sink.finished->cached_prompt_tokens)));
     }
 
     http::response<http::empty_body> head(http::status::ok, req.version());
@@ -512,8 +531,8 @@ class Simulator {
 // An io_context whose suspended sessions can be destroyed while the Simulator they refer to
 // still exists (a plain io_context destroys them in its destructor, after the Simulator).
 struct ServerIo : asio::io_context {
-  using asio::io_context::io_context;
   using asio::execution_context::shutdown;
+  using asio::io_context::io_context;
 };
 
 int run_simulator(const Profile& profile, const ServerOptions& options) {
@@ -529,8 +548,8 @@ int run_simulator(const Profile& profile, const ServerOptions& options) {
     if (!ec) sim.begin_shutdown();
   });
   sim.start();
-  std::cout << fmt::format("modelperfobs simulate: listening on http://{}:{} (model {})", options.host,
-                           sim.port(), profile.model)
+  std::cout << fmt::format("modelperfobs simulate: listening on http://{}:{} (model {})", options.host, sim.port(),
+                           profile.model)
             << std::endl;
   io.run();
   // Sessions still open after the grace period end here, writing any truth line they hold,

@@ -13,10 +13,10 @@ namespace mpo::sim {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  std::uint16_t port = 8000;        // 0: any free port (printed on stdout)
+  std::uint16_t port = 8000;  // 0: any free port (printed on stdout)
   std::uint64_t seed = 0;
-  std::string truth_path;           // "" = no truth file
-  double shutdown_grace_s = 10;     // SIGTERM: finish in-flight requests for at most this long
+  std::string truth_path;        // "" = no truth file
+  double shutdown_grace_s = 10;  // SIGTERM: finish in-flight requests for at most this long
   // End streams as llama.cpp b10309 does: `[DONE]` and the chunked terminator in separate writes
   // (kLlamaCppTerminatorGap apart), then the connection closed (kLlamaCppCloseDelay later)
   // although the response head offers `Keep-Alive: timeout=5, max=100`.

@@ -6,14 +6,14 @@ namespace mpo::sim {
 namespace {
 
 constexpr std::array<std::string_view, kVocabularySize> kWords = {
-    " the",     " engine", " serves",  " tokens", " quickly", " while",  " queues",   " grow",
-    " under",   " load",   " and",     " every",  " request", " keeps",  " its",      " own",
-    " cache",   " blocks", " prefill", " decode", " steps",   " batch",  " memory",   " bandwidth",
-    " limits",  " speed",  " so",      " we",     " measure", " each",   " stream",   " carefully",
-    " latency", " rises",  " when",    " slots",  " run",     " out",    " of",       " room",
-    " a",       " model",  " answers", " with",   " evidence", " not",   " guesses",  " first",
-    " token",   " time",   " matters", " most",   " for",     " agents", " waiting",  " on",
-    " tools",   " that",   " call",    " back",   " again",   " later",  " today",    ".",
+    " the",     " engine", " serves",  " tokens", " quickly",  " while",  " queues",  " grow",
+    " under",   " load",   " and",     " every",  " request",  " keeps",  " its",     " own",
+    " cache",   " blocks", " prefill", " decode", " steps",    " batch",  " memory",  " bandwidth",
+    " limits",  " speed",  " so",      " we",     " measure",  " each",   " stream",  " carefully",
+    " latency", " rises",  " when",    " slots",  " run",      " out",    " of",      " room",
+    " a",       " model",  " answers", " with",   " evidence", " not",    " guesses", " first",
+    " token",   " time",   " matters", " most",   " for",      " agents", " waiting", " on",
+    " tools",   " that",   " call",    " back",   " again",    " later",  " today",   ".",
 };
 
 constexpr TokenId kTemplateStart = 0xfffffff0U;

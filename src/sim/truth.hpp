@@ -13,9 +13,9 @@ namespace mpo::sim {
 struct TruthContext {
   std::int64_t wall_origin_us = 0;  // wall-clock microseconds at engine time 0
   std::string model;
-  std::string x_request_id;         // as the client sent them; empty when absent
+  std::string x_request_id;  // as the client sent them; empty when absent
   std::string observation_id;
-  std::string response_id;          // the id the simulator answered with ("" for background)
+  std::string response_id;  // the id the simulator answered with ("" for background)
   // Engine seconds when the write carrying a streamed response's first token started (the send
   // happens inside that call unless the socket buffer is full); unset when not streamed or when
   // that write failed.

@@ -1,8 +1,8 @@
 #include "sim/vllm_metrics.hpp"
 
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "promtext/text_writer.hpp"
 
@@ -61,8 +61,7 @@ std::string render_vllm_metrics(const Engine& engine, const MetricsContext& ctx)
   w.family("process_start_time_seconds", MetricType::kGauge, "Start time of the process since unix epoch in seconds.");
   w.text().sample("process_start_time_seconds", {}, ctx.process_start_time_s);
 
-  constexpr std::string_view kFlopsHelp =
-      "(for Model Flops Utilization calculations).";
+  constexpr std::string_view kFlopsHelp = "(for Model Flops Utilization calculations).";
   // Published and never moved, as some real deployments do: an unimplemented counter, not zero work.
   w.counter("vllm:estimated_flops_per_gpu",
             fmt::format("Estimated number of floating point operations per GPU {}", kFlopsHelp), 0, created);
@@ -95,14 +94,15 @@ std::string render_vllm_metrics(const Engine& engine, const MetricsContext& ctx)
             static_cast<double>(s.prefix_cache_hits), created);
   w.counter("vllm:external_prefix_cache_queries",
             "External prefix cache queries from KV connector cross-instance cache sharing, in terms of "
-            "number of queried tokens.", 0, created);
+            "number of queried tokens.",
+            0, created);
   w.counter("vllm:external_prefix_cache_hits",
             "External prefix cache hits from KV connector cross-instance cache sharing, in terms of "
-            "number of cached tokens.", 0, created);
+            "number of cached tokens.",
+            0, created);
   w.counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.",
             static_cast<double>(s.preemptions), created);
-  w.counter("vllm:prompt_tokens", "Number of prefill tokens processed.",
-            static_cast<double>(s.prompt_tokens), created);
+  w.counter("vllm:prompt_tokens", "Number of prefill tokens processed.", static_cast<double>(s.prompt_tokens), created);
 
   w.family("vllm:prompt_tokens_by_source_total", MetricType::kCounter, "Number of prompt tokens by source.");
   w.sample("vllm:prompt_tokens_by_source_total", static_cast<double>(s.prompt_tokens_computed),
@@ -124,29 +124,27 @@ std::string render_vllm_metrics(const Engine& engine, const MetricsContext& ctx)
   }
 
   w.histogram("vllm:request_prompt_tokens", "Number of prefill tokens processed.", s.request_prompt_tokens, created);
-  w.histogram("vllm:request_generation_tokens", "Number of generation tokens processed.",
-              s.request_generation_tokens, created);
-  w.histogram("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.",
-              s.iteration_tokens, created);
-  w.histogram("vllm:request_max_num_generation_tokens",
-              "Histogram of maximum number of requested generation tokens.",
+  w.histogram("vllm:request_generation_tokens", "Number of generation tokens processed.", s.request_generation_tokens,
+              created);
+  w.histogram("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", s.iteration_tokens,
+              created);
+  w.histogram("vllm:request_max_num_generation_tokens", "Histogram of maximum number of requested generation tokens.",
               s.request_max_num_generation_tokens, created);
   w.histogram("vllm:request_params_n", "Histogram of the n request parameter.", s.request_params_n, created);
   w.histogram("vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.",
               s.request_params_max_tokens, created);
-  w.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
-              s.time_to_first_token, created);
-  w.histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
-              s.inter_token_latency, created);
-  w.histogram("vllm:request_time_per_output_token_seconds",
-              "Histogram of time_per_output_token_seconds per request.",
+  w.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", s.time_to_first_token,
+              created);
+  w.histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", s.inter_token_latency,
+              created);
+  w.histogram("vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.",
               s.request_time_per_output_token, created);
-  w.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
-              s.e2e_request_latency, created);
+  w.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", s.e2e_request_latency,
+              created);
   w.histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.",
               s.request_queue_time, created);
-  w.histogram("vllm:request_inference_time_seconds",
-              "Histogram of time spent in RUNNING phase for request.", s.request_inference_time, created);
+  w.histogram("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.",
+              s.request_inference_time, created);
   w.histogram("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.",
               s.request_prefill_time, created);
   w.histogram("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.",
@@ -161,21 +159,41 @@ std::string render_vllm_metrics(const Engine& engine, const MetricsContext& ctx)
                     gpu_blocks = std::to_string(cfg.num_gpu_blocks),
                     max_concurrency = promtext::format_number(static_cast<double>(tokens) / cfg.max_model_len,
                                                               promtext::NumberStyle::kPython);
-  w.text().sample(
-      "vllm:cache_config_info",
-      {{"_block_size_resolved", "True"}, {"block_size", block_size}, {"cache_dtype", "auto"},
-       {"enable_prefix_caching", cfg.enable_prefix_caching ? "True" : "False"}, {"engine", "0"},
-       {"gpu_memory_utilization", "0.9"}, {"is_attention_free", "False"}, {"kv_cache_dtype_skip_layers", "[]"},
-       {"kv_cache_layout", "None"}, {"kv_cache_max_concurrency", max_concurrency}, {"kv_cache_memory_bytes", "None"},
-       {"kv_cache_size_tokens", size_tokens}, {"kv_offloading_backend", "native"}, {"kv_offloading_size", "None"},
-       {"kv_sharing_fast_prefill", "False"}, {"mamba_block_size", "None"}, {"mamba_cache_dtype", "auto"},
-       {"mamba_cache_mode", "none"}, {"mamba_page_size_padded", "None"}, {"mamba_ssm_cache_dtype", "auto"},
-       {"num_cpu_blocks", "None"}, {"num_gpu_blocks", gpu_blocks}, {"num_gpu_blocks_override", "None"},
-       {"prefix_cache_retention_interval", "0"}, {"prefix_caching_hash_algo", "sha256"}, {"prefix_match_unit", "None"},
-       {"replayssm_buffer_len", "16"}, {"skip_page_size_padded", "None"}, {"sliding_window", "None"},
-       {"use_kda_recoverssm", "False"}, {"use_replayssm", "False"}, {"user_specified_block_size", "False"},
-       {"user_specified_mamba_block_size", "False"}},
-      1.0);
+  w.text().sample("vllm:cache_config_info",
+                  {{"_block_size_resolved", "True"},
+                   {"block_size", block_size},
+                   {"cache_dtype", "auto"},
+                   {"enable_prefix_caching", cfg.enable_prefix_caching ? "True" : "False"},
+                   {"engine", "0"},
+                   {"gpu_memory_utilization", "0.9"},
+                   {"is_attention_free", "False"},
+                   {"kv_cache_dtype_skip_layers", "[]"},
+                   {"kv_cache_layout", "None"},
+                   {"kv_cache_max_concurrency", max_concurrency},
+                   {"kv_cache_memory_bytes", "None"},
+                   {"kv_cache_size_tokens", size_tokens},
+                   {"kv_offloading_backend", "native"},
+                   {"kv_offloading_size", "None"},
+                   {"kv_sharing_fast_prefill", "False"},
+                   {"mamba_block_size", "None"},
+                   {"mamba_cache_dtype", "auto"},
+                   {"mamba_cache_mode", "none"},
+                   {"mamba_page_size_padded", "None"},
+                   {"mamba_ssm_cache_dtype", "auto"},
+                   {"num_cpu_blocks", "None"},
+                   {"num_gpu_blocks", gpu_blocks},
+                   {"num_gpu_blocks_override", "None"},
+                   {"prefix_cache_retention_interval", "0"},
+                   {"prefix_caching_hash_algo", "sha256"},
+                   {"prefix_match_unit", "None"},
+                   {"replayssm_buffer_len", "16"},
+                   {"skip_page_size_padded", "None"},
+                   {"sliding_window", "None"},
+                   {"use_kda_recoverssm", "False"},
+                   {"use_replayssm", "False"},
+                   {"user_specified_block_size", "False"},
+                   {"user_specified_mamba_block_size", "False"}},
+                  1.0);
   return std::move(w).take();
 }
 

@@ -10,9 +10,9 @@ namespace mpo::sim {
 
 struct MetricsContext {
   std::string model_name;
-  double now_s = 0;                  // engine time, to tell deferred from capacity waiting
-  double process_start_time_s = 0;   // Unix seconds
-  double created_time_s = 0;         // Unix seconds when the counters were created
+  double now_s = 0;                 // engine time, to tell deferred from capacity waiting
+  double process_start_time_s = 0;  // Unix seconds
+  double created_time_s = 0;        // Unix seconds when the counters were created
 };
 
 std::string render_vllm_metrics(const Engine& engine, const MetricsContext& ctx);

@@ -1,13 +1,9 @@
 #include "sweep/driver.hpp"
 
+#include <fmt/format.h>
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <chrono>
-#include <optional>
-#include <random>
-#include <variant>
-
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -17,7 +13,10 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <fmt/format.h>
+#include <chrono>
+#include <optional>
+#include <random>
+#include <variant>
 
 #include "core/clock.hpp"
 #include "core/json.hpp"
@@ -122,7 +121,8 @@ struct Driver::Impl {
   std::size_t done = 0, total = 0;
   std::string label;
 
-  Impl(Target t, std::function<void(const ledger::Observation&)> obs, std::function<void(std::size_t, std::size_t)> prog)
+  Impl(Target t, std::function<void(const ledger::Observation&)> obs,
+       std::function<void(std::size_t, std::size_t)> prog)
       : target(std::move(t)), on_observation(std::move(obs)), on_progress(std::move(prog)) {}
 
   std::string path(std::string_view suffix) const { return target.url.base_path + std::string(suffix); }
@@ -136,8 +136,8 @@ struct Driver::Impl {
     auto [conn, failure] = co_await client->connect(deadline);
     if (failure) {
       const char* stage = failure->kind == net::FailureKind::kResolve ? "resolve"
-                          : failure->kind == net::FailureKind::kTls    ? "tls"
-                                                                       : "connect";
+                          : failure->kind == net::FailureKind::kTls   ? "tls"
+                                                                      : "connect";
       co_return Attempt{failure->ec, stage, failure->message};
     }
     c = std::move(conn);
@@ -145,12 +145,13 @@ struct Driver::Impl {
   }
 
   // One request, measured. `scheduled_us`: the steady time it was due.
-  asio::awaitable<Sample> measure(ConnectionSlot& conn, const ServingRequest& r, bool warmup, std::int64_t scheduled_us) {
+  asio::awaitable<Sample> measure(ConnectionSlot& conn, const ServingRequest& r, bool warmup,
+                                  std::int64_t scheduled_us) {
     const Clock& clock = SystemClock::instance();
     const std::int64_t sent_us = clock.steady_us();
     const std::int64_t wall_start = clock.wall_us();
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::chrono::microseconds(static_cast<std::int64_t>(target.timeout_s * 1e6));
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<std::int64_t>(target.timeout_s * 1e6));
     Sample s;
     s.id = r.id;
     s.warmup = warmup;
@@ -235,8 +236,9 @@ struct Driver::Impl {
       if (on_progress) on_progress(done, total);
     };
     if (failure.ec) {
-      record_failure(s, o, RequestFailure{failure.stage, net::classify(failure.ec) == net::FailureKind::kTimeout,
-                                          failure.message.empty() ? failure.ec.message() : failure.message});
+      record_failure(s, o,
+                     RequestFailure{failure.stage, net::classify(failure.ec) == net::FailureKind::kTimeout,
+                                    failure.message.empty() ? failure.ec.message() : failure.message});
       finish(s);
       co_return s;
     }
@@ -277,7 +279,7 @@ struct Driver::Impl {
     response.error_body = std::move(error_body);
     if (body_ec) {
       const auto kind = net::classify(body_ec);
-      response.body_end = kind == net::FailureKind::kTimeout ? BodyEnd::kTimeout
+      response.body_end = kind == net::FailureKind::kTimeout         ? BodyEnd::kTimeout
                           : body_ec == asio::error::connection_reset ? BodyEnd::kReset
                                                                      : BodyEnd::kTruncated;
       response.body_error = body_ec.message();
@@ -315,7 +317,8 @@ struct Driver::Impl {
               }
               ++next;
               if (i >= plan.warmup && !measured_start) measured_start = now;
-              const ServingRequest& req = i < n ? plan.requests[i] : plan.requests[plan.warmup + (i - plan.warmup) % measured];
+              const ServingRequest& req =
+                  i < n ? plan.requests[i] : plan.requests[plan.warmup + (i - plan.warmup) % measured];
               if (i >= samples.size()) samples.resize(i + 1);
               Sample s = co_await measure(conn, req, i < plan.warmup, ready);
               const bool refused = !s.ok && s.error_class == "transport" && !s.http_status;
@@ -420,7 +423,8 @@ asio::awaitable<PointRun> Driver::run_point(const PointPlan& plan) {
     last = std::max(last, end);
     ++completed;
   }
-  if (any && last > first && completed > 1) run.achieved_rate_rps = static_cast<double>(completed - 1) / ((last - first) / 1000.0);
+  if (any && last > first && completed > 1)
+    run.achieved_rate_rps = static_cast<double>(completed - 1) / ((last - first) / 1000.0);
   co_return run;
 }
 

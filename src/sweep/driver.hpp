@@ -6,13 +6,12 @@
 // itself too: when each request was due and when it was sent, and its own CPU time.
 #pragma once
 
+#include <boost/asio/awaitable.hpp>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <boost/asio/awaitable.hpp>
 
 #include "ledger/observation.hpp"
 #include "net/backend_url.hpp"
@@ -23,39 +22,39 @@
 namespace mpo::sweep {
 
 struct Target {
-  net::BackendUrl url;        // the OpenAI base URL, e.g. http://127.0.0.1:8000/v1
+  net::BackendUrl url;  // the OpenAI base URL, e.g. http://127.0.0.1:8000/v1
   std::string model;
-  std::string api_key;        // sent as Authorization: Bearer when not empty
-  std::string ca_file;        // extra CAs for https
-  double timeout_s = 60;      // per request
-  bool ignore_eos = false;    // ask for exactly max_tokens (vLLM/SGLang extension)
-  std::string run_id;         // written as the ledger lines' proxy_instance ("sweep:<id>")
+  std::string api_key;      // sent as Authorization: Bearer when not empty
+  std::string ca_file;      // extra CAs for https
+  double timeout_s = 60;    // per request
+  bool ignore_eos = false;  // ask for exactly max_tokens (vLLM/SGLang extension)
+  std::string run_id;       // written as the ledger lines' proxy_instance ("sweep:<id>")
 };
 
 enum class Arrival { kPoisson, kGamma, kConstant, kRecorded };
 
 struct PointPlan {
   LoadMode mode = LoadMode::kConcurrency;
-  double coordinate = 1;             // concurrency, or offered rate (req/s)
+  double coordinate = 1;  // concurrency, or offered rate (req/s)
   Arrival arrival = Arrival::kPoisson;
-  double burstiness = 1;             // gamma shape; 1 is Poisson
-  double speed = 1;                  // recorded arrivals: played this many times faster
+  double burstiness = 1;  // gamma shape; 1 is Poisson
+  double speed = 1;       // recorded arrivals: played this many times faster
   std::uint64_t seed = 1;
   std::vector<ServingRequest> requests;  // warm-up requests first
   std::size_t warmup = 0;
-  double duration_s = 0;             // closed loop: > 0 sends the measured requests in a cycle
-                                     // until this long after the first measured one was sent
-  std::string label;                 // "concurrency=8": the ledger lines' sweep_point
+  double duration_s = 0;  // closed loop: > 0 sends the measured requests in a cycle
+                          // until this long after the first measured one was sent
+  std::string label;      // "concurrency=8": the ledger lines' sweep_point
 };
 
 struct PointRun {
-  std::vector<Sample> samples;       // in the order requests were due
-  double cpu_seconds = 0;            // the generator thread's CPU time over the point
+  std::vector<Sample> samples;  // in the order requests were due
+  double cpu_seconds = 0;       // the generator thread's CPU time over the point
   double wall_seconds = 0;
   std::int64_t started_at_us = 0, ended_at_us = 0;  // wall clock
   std::int64_t started_steady_us = 0;
-  double offered_rate_rps = 0;       // open loop: measured requests / their scheduled span
-  double achieved_rate_rps = 0;      // measured requests completed / the measured window
+  double offered_rate_rps = 0;   // open loop: measured requests / their scheduled span
+  double achieved_rate_rps = 0;  // measured requests completed / the measured window
 };
 
 class Driver {

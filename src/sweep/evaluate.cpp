@@ -1,25 +1,21 @@
 #include "sweep/evaluate.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
 
-#include <fmt/format.h>
-
-#include "core/json.hpp"
 #include "core/go_json.hpp"
+#include "core/json.hpp"
 
 namespace mpo::sweep {
 namespace {
 
-const boost::json::object* obj(const boost::json::object& o, std::string_view key) {
-  return json_object(o, key);
-}
+const boost::json::object* obj(const boost::json::object& o, std::string_view key) { return json_object(o, key); }
 
-bool measured(const boost::json::object& metric) {
-  return json_string(metric, "status").value_or("") == "measured";
-}
+bool measured(const boost::json::object& metric) { return json_string(metric, "status").value_or("") == "measured"; }
 
 std::optional<double> scalar(const boost::json::object& stats, std::string_view key) {
   const auto* m = obj(stats, key);
@@ -56,9 +52,9 @@ void evaluate_point(const SweepReport& r, const Point& p, TrackPoint& tp, const 
   }
   for (const auto& s : tp.samples) {
     if (s.ok && !s.response_model.empty() && s.response_model != c->model) {
-      return set(tp, "invalid", "model_identity_mismatch",
-                 fmt::format("the server answered request {} as model '{}', not '{}'", s.id,
-                             s.response_model, c->model));
+      return set(
+          tp, "invalid", "model_identity_mismatch",
+          fmt::format("the server answered request {} as model '{}', not '{}'", s.id, s.response_model, c->model));
     }
   }
   if (c->engine.empty() || !is_sha256_digest(c->engine_receipt_digest)) {
@@ -73,7 +69,8 @@ void evaluate_point(const SweepReport& r, const Point& p, TrackPoint& tp, const 
                "batch capacity or its source is not declared (--batch-capacity N --capacity-source LABEL)");
   }
   if (tp.batch_capacity != c->batch_capacity || tp.capacity_source != c->capacity_source) {
-    return set(tp, "invalid", "capacity_identity_mismatch", "point capacity or capacity source differs from the contract's");
+    return set(tp, "invalid", "capacity_identity_mismatch",
+               "point capacity or capacity source differs from the contract's");
   }
   if (r.mode == LoadMode::kConcurrency && p.coordinate > static_cast<double>(c->batch_capacity)) {
     return set(tp, "invalid", "capacity_exceeded",
@@ -163,15 +160,17 @@ bool latency_comparable(const TrackPoint& tp) {
   return tp.status == "valid" || tp.reason_code == "capacity_exceeded" || tp.reason_code == "capacity_unknown";
 }
 
-boost::json::object p99_boundary(const SweepReport& r, const std::vector<std::pair<const Point*, const TrackPoint*>>& pts) {
+boost::json::object p99_boundary(const SweepReport& r,
+                                 const std::vector<std::pair<const Point*, const TrackPoint*>>& pts) {
   boost::json::object o;
   if (!r.sla.any()) {
     o["status"] = "not_configured";
     o["reason"] = "no p99 latency budget configured";
     return o;
   }
-  o["rule"] = "the largest coordinate meeting every configured p99 budget before the first one that does "
-              "not; latency-comparable points only (valid, or invalid for capacity alone)";
+  o["rule"] =
+      "the largest coordinate meeting every configured p99 budget before the first one that does "
+      "not; latency-comparable points only (valid, or invalid for capacity alone)";
   std::optional<double> last_pass, first_fail;
   bool robust = true, reentry = false;
   std::string missing;
@@ -222,8 +221,10 @@ boost::json::object p99_boundary(const SweepReport& r, const std::vector<std::pa
   o["status"] = first_fail ? "measured" : "right_censored";
   o["coordinate"] = *last_pass;
   o["last_passing"] = *last_pass;
-  if (first_fail) o["first_failing"] = *first_fail;
-  else o["reason"] = "every tested point meets the budgets; the boundary lies above the highest one";
+  if (first_fail)
+    o["first_failing"] = *first_fail;
+  else
+    o["reason"] = "every tested point meets the budgets; the boundary lies above the highest one";
   o["confidence"] = robust ? "robust" : "marginal";
   if (reentry) o["note"] = "a point above the first failing one meets the budgets again; the curve is not monotone";
   return o;
@@ -263,11 +264,11 @@ boost::json::object saturation(const SweepReport& r, const Contract& c,
       const auto t0 = p99(prev_tp->stats, "ttft_ms"), t1 = p99(tp->stats, "ttft_ms");
       if (prev_thr && *prev_thr > 0 && t0 && t1) {
         const double gain = (*thr - *prev_thr) / *prev_thr;
-        if (gain < kPlateauGain && *t1 > *t0) {
+        if (gain<kPlateauGain&& * t1> * t0) {
           fire("throughput_plateau",
                fmt::format("throughput gain {:.1f}% from {} (below {:.0f}%) while TTFT p99 rose from {} to {} ms",
-                           gain * 100, go_float_text(prev->coordinate), kPlateauGain * 100,
-                           go_float_text(*t0), go_float_text(*t1)));
+                           gain * 100, go_float_text(prev->coordinate), kPlateauGain * 100, go_float_text(*t0),
+                           go_float_text(*t1)));
         }
       }
     }
@@ -286,8 +287,8 @@ boost::json::object saturation(const SweepReport& r, const Contract& c,
     const auto running = evidence_number(*tp, "server", "running_max");
     const auto kv = evidence_number(*tp, "server", "kv_usage_peak");
     // Full: as many sequences running as the declared batch capacity, or the KV cache exhausted.
-    const bool full = c.batch_capacity <= 0 || !running || *running >= static_cast<double>(c.batch_capacity) ||
-                      (kv && *kv >= 0.95);
+    const bool full =
+        c.batch_capacity <= 0 || !running || *running >= static_cast<double>(c.batch_capacity) || (kv && *kv >= 0.95);
     if (waiting && *waiting >= 1 && full && (!prev_waiting || *waiting > *prev_waiting)) {
       fire("server_queue_capacity",
            fmt::format("on average {:.1f} requests waited for capacity at the server (up to {})", *waiting,
@@ -329,8 +330,10 @@ TrackSummary summarize(const SweepReport& r, const Contract& c) {
   const TrackPoint* hard = nullptr;
   const TrackPoint* first_bad = nullptr;
   for (const auto& [p, tp] : pts) {
-    if (tp->status == "valid") ++s.valid_points;
-    else if (!first_bad) first_bad = tp;
+    if (tp->status == "valid")
+      ++s.valid_points;
+    else if (!first_bad)
+      first_bad = tp;
     if (tp->status == "invalid" && is_hard_code(tp->reason_code) && !hard) hard = tp;
   }
   s.p99_boundary = p99_boundary(r, pts);
@@ -376,8 +379,9 @@ TrackSummary summarize(const SweepReport& r, const Contract& c) {
     s.peak = selection_of(*best->first, *best->second);
     s.peak_status = censoring(r, c, best->first->coordinate);
     if (s.peak_status == "right_censored") {
-      s.peak_reason = "throughput is highest at the largest tested point, below the declared capacity; "
-                      "test up to the declared capacity to locate the peak";
+      s.peak_reason =
+          "throughput is highest at the largest tested point, below the declared capacity; "
+          "test up to the declared capacity to locate the peak";
     } else if (s.peak_status == "left_censored") {
       s.peak_reason = "throughput is highest at the lowest tested point and the axis does not start at 1";
     }
@@ -418,11 +422,18 @@ TrackSummary summarize(const SweepReport& r, const Contract& c) {
 }  // namespace
 
 bool is_hard_code(std::string_view code) {
-  static const std::set<std::string_view> hard = {
-      "contract_missing", "workload_identity_mismatch", "model_identity_mismatch",
-      "engine_identity_unknown", "engine_identity_mismatch", "capacity_unknown",
-      "capacity_identity_mismatch", "capacity_exceeded", "measurement_incomplete",
-      "engine_restarted", "foreign_traffic", "client_saturated"};
+  static const std::set<std::string_view> hard = {"contract_missing",
+                                                  "workload_identity_mismatch",
+                                                  "model_identity_mismatch",
+                                                  "engine_identity_unknown",
+                                                  "engine_identity_mismatch",
+                                                  "capacity_unknown",
+                                                  "capacity_identity_mismatch",
+                                                  "capacity_exceeded",
+                                                  "measurement_incomplete",
+                                                  "engine_restarted",
+                                                  "foreign_traffic",
+                                                  "client_saturated"};
   return hard.count(code) != 0;
 }
 
@@ -432,8 +443,8 @@ const char* point_key(LoadMode m) { return m == LoadMode::kConcurrency ? "concur
 
 std::string envelope_digest(const SweepReport& r, const Contract& c) {
   auto or_missing = [](const std::string& v) { return v.empty() ? std::string("<missing>") : v; };
-  std::string configuration = "track=" + c.track + ";ttft=" + go_float_text(r.sla.ttft_p99_ms) +
-                              ";itl=" + go_float_text(r.sla.itl_p99_ms);
+  std::string configuration =
+      "track=" + c.track + ";ttft=" + go_float_text(r.sla.ttft_p99_ms) + ";itl=" + go_float_text(r.sla.itl_p99_ms);
   if (r.sla.e2e_p99_ms > 0) configuration += ";e2e=" + go_float_text(r.sla.e2e_p99_ms);
   std::map<std::string, std::string> bindings = {
       {"model", or_missing(c.model)},
@@ -481,8 +492,8 @@ Status evaluate_sweep(SweepReport& r) {
   std::set<double> coords;
   for (const auto& p : r.points) {
     if (!(p.coordinate > 0) || !std::isfinite(p.coordinate)) {
-      return make_error("sweep.point", fmt::format("point {} is not a positive {}", go_float_text(p.coordinate),
-                                                   point_key(r.mode)));
+      return make_error("sweep.point",
+                        fmt::format("point {} is not a positive {}", go_float_text(p.coordinate), point_key(r.mode)));
     }
     if (!coords.insert(p.coordinate).second) {
       return make_error("sweep.point", fmt::format("duplicate point {}", go_float_text(p.coordinate)));
@@ -493,8 +504,8 @@ Status evaluate_sweep(SweepReport& r) {
             [](const Point& a, const Point& b) { return a.coordinate < b.coordinate; });
   for (auto& p : r.points) {
     for (auto& tp : p.tracks) {
-      const auto it = std::find_if(r.contracts.begin(), r.contracts.end(),
-                                   [&](const Contract& c) { return c.track == tp.track; });
+      const auto it =
+          std::find_if(r.contracts.begin(), r.contracts.end(), [&](const Contract& c) { return c.track == tp.track; });
       evaluate_point(r, p, tp, it == r.contracts.end() ? nullptr : &*it);
     }
   }
@@ -508,18 +519,16 @@ Status evaluate_sweep(SweepReport& r) {
   std::set<std::string> seen;
   for (const auto& p : r.points) {
     for (const auto& tp : p.tracks) {
-      if (tp.status != "valid" && !tp.reason_code.empty() &&
-          seen.insert(tp.track + ":" + tp.reason_code).second) {
-        r.validity_reasons.push_back(fmt::format("{} at {} {}: {}", tp.reason_code, point_key(r.mode),
-                                                 go_float_text(p.coordinate), tp.reason));
+      if (tp.status != "valid" && !tp.reason_code.empty() && seen.insert(tp.track + ":" + tp.reason_code).second) {
+        r.validity_reasons.push_back(
+            fmt::format("{} at {} {}: {}", tp.reason_code, point_key(r.mode), go_float_text(p.coordinate), tp.reason));
       }
       const auto basis = json_string(tp.stats, "token_count_basis").value_or("");
-      if (!basis.empty() && basis != "usage.completion_tokens" &&
-          seen.insert(tp.track + ":basis").second) {
-        r.warnings.push_back(fmt::format(
-            "track {}: token counts are estimated ({}), not reported by the server; throughput is not "
-            "comparable with exact runs",
-            tp.track, basis));
+      if (!basis.empty() && basis != "usage.completion_tokens" && seen.insert(tp.track + ":basis").second) {
+        r.warnings.push_back(
+            fmt::format("track {}: token counts are estimated ({}), not reported by the server; throughput is not "
+                        "comparable with exact runs",
+                        tp.track, basis));
       }
     }
   }

@@ -1,9 +1,9 @@
 #include "sweep/evidence.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "promtext/delta.hpp"
 #include "promtext/exposition.hpp"
@@ -163,8 +163,8 @@ std::optional<double> parse_dcgm_energy_mj(std::string_view text) {
   return total;
 }
 
-boost::json::object energy_from_power(const std::vector<PowerSample>& samples, std::int64_t from_us,
-                                      std::int64_t to_us, std::int64_t output_tokens) {
+boost::json::object energy_from_power(const std::vector<PowerSample>& samples, std::int64_t from_us, std::int64_t to_us,
+                                      std::int64_t output_tokens) {
   std::vector<PowerSample> in;
   for (const auto& s : samples) {
     if (s.steady_us >= from_us && s.steady_us <= to_us) in.push_back(s);

@@ -4,12 +4,11 @@
 // DCGM energy counter.
 #pragma once
 
+#include <boost/json/value.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <boost/json/value.hpp>
 
 #include "scrape/snapshot.hpp"
 #include "sweep/sample.hpp"
@@ -37,8 +36,8 @@ std::optional<double> parse_dcgm_energy_mj(std::string_view exposition_text);
 
 // The "energy" member: joules over [from, to] by the trapezoid rule over the samples (which must
 // cover the window), and output tokens per joule.
-boost::json::object energy_from_power(const std::vector<PowerSample>& samples, std::int64_t from_us,
-                                      std::int64_t to_us, std::int64_t output_tokens);
+boost::json::object energy_from_power(const std::vector<PowerSample>& samples, std::int64_t from_us, std::int64_t to_us,
+                                      std::int64_t output_tokens);
 boost::json::object energy_from_dcgm(std::optional<double> before_mj, std::optional<double> after_mj,
                                      std::int64_t output_tokens, const std::string& source);
 

@@ -101,8 +101,10 @@ boost::json::object fold_samples(std::span<const Sample> samples, const FoldOpti
     }
     ++ok;
     if (s->tpot_ms) tpot.push_back(*s->tpot_ms);
-    if (basis.empty()) basis = s->output_token_count_basis;
-    else if (basis != s->output_token_count_basis) mixed = true;
+    if (basis.empty())
+      basis = s->output_token_count_basis;
+    else if (basis != s->output_token_count_basis)
+      mixed = true;
     tokens += s->output_token_estimate;
     const bool in_slo = opts.slo_ms > 0 && s->end_to_end_ms <= opts.slo_ms;
     if (in_slo) ++within_slo;
@@ -138,9 +140,9 @@ boost::json::object fold_samples(std::span<const Sample> samples, const FoldOpti
     o["goodput_tok_s"] = scalar_missing("no successful requests");
   } else {
     o["goodput_rps"] = scalar_measured(static_cast<double>(within_slo) / wall_s, "requests/s");
-    o["goodput_tok_s"] =
-        all_exact ? scalar_measured(static_cast<double>(slo_exact_sum) / wall_s, "usage.completion_tokens/s")
-                  : scalar_missing("successful requests lack exact output token counts");
+    o["goodput_tok_s"] = all_exact
+                             ? scalar_measured(static_cast<double>(slo_exact_sum) / wall_s, "usage.completion_tokens/s")
+                             : scalar_missing("successful requests lack exact output token counts");
   }
   o["prefix_cache_hit_rate"] = opts.prefix_cache_hit_rate.is_object()
                                    ? opts.prefix_cache_hit_rate
@@ -178,16 +180,15 @@ std::int64_t max_in_flight(std::span<const Sample> samples) {
   return peak;
 }
 
-std::optional<Interval> bootstrap_p99(std::span<const double> values, std::uint64_t seed,
-                                      int resamples, double level) {
+std::optional<Interval> bootstrap_p99(std::span<const double> values, std::uint64_t seed, int resamples, double level) {
   if (values.size() < 2 || resamples < 10) return std::nullopt;
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<std::size_t> pick(0, values.size() - 1);
   std::vector<double> draw(values.size()), p99s;
   p99s.reserve(static_cast<std::size_t>(resamples));
-  const auto k = static_cast<std::size_t>(std::clamp<std::int64_t>(
-      static_cast<std::int64_t>(std::ceil(0.99 * static_cast<double>(values.size()))) - 1, 0,
-      static_cast<std::int64_t>(values.size()) - 1));
+  const auto k = static_cast<std::size_t>(
+      std::clamp<std::int64_t>(static_cast<std::int64_t>(std::ceil(0.99 * static_cast<double>(values.size()))) - 1, 0,
+                               static_cast<std::int64_t>(values.size()) - 1));
   for (int r = 0; r < resamples; ++r) {
     for (auto& d : draw) d = values[pick(rng)];
     std::nth_element(draw.begin(), draw.begin() + static_cast<std::ptrdiff_t>(k), draw.end());
@@ -243,7 +244,8 @@ boost::json::object confidence_evidence(std::span<const Sample> samples, std::ui
 boost::json::object steady_state_evidence(std::span<const Sample> samples) {
   const auto m = measured(samples);
   boost::json::object o;
-  o["rule"] = "output tokens of measured requests completing between the first and the last measured send, over that span";
+  o["rule"] =
+      "output tokens of measured requests completing between the first and the last measured send, over that span";
   if (m.empty()) {
     o["status"] = "not_measured";
     o["reason"] = "no measured request";

@@ -4,14 +4,13 @@
 // receipt's figures from its samples and gets the same bytes.
 #pragma once
 
+#include <boost/json/value.hpp>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <boost/json/value.hpp>
 
 #include "sweep/sample.hpp"
 
@@ -39,8 +38,8 @@ struct Interval {
 };
 // Percentile bootstrap of the nearest-rank p99: `resamples` draws with replacement, seeded, the
 // (1-level)/2 and (1+level)/2 quantiles of the replicated p99s. nullopt for fewer than 2 values.
-std::optional<Interval> bootstrap_p99(std::span<const double> values, std::uint64_t seed,
-                                      int resamples = 1000, double level = 0.95);
+std::optional<Interval> bootstrap_p99(std::span<const double> values, std::uint64_t seed, int resamples = 1000,
+                                      double level = 0.95);
 
 // The measured samples' values of one latency, in sample order (itl pooled).
 std::vector<double> ttft_values(std::span<const Sample> samples);
@@ -51,8 +50,8 @@ std::vector<double> e2e_values(std::span<const Sample> samples);
 // lateness over the measured requests; warm-up excluded like everywhere else).
 struct GeneratorFigures {
   double lateness_bound_ms = 1.0;
-  double cpu_seconds = 0;     // the generator's CPU time over the point (measured by the driver)
-  double wall_seconds = 0;    // the point's whole duration, warm-up included
+  double cpu_seconds = 0;   // the generator's CPU time over the point (measured by the driver)
+  double wall_seconds = 0;  // the point's whole duration, warm-up included
 };
 boost::json::object generator_evidence(std::span<const Sample> samples, const GeneratorFigures& g);
 boost::json::object confidence_evidence(std::span<const Sample> samples, std::uint64_t seed);

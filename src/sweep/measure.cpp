@@ -1,8 +1,8 @@
 #include "sweep/measure.hpp"
 
-#include <cctype>
-
 #include <fmt/format.h>
+
+#include <cctype>
 
 #include "ledger/from_tap.hpp"
 

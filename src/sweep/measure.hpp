@@ -32,8 +32,8 @@ struct Response {
   int http_status = 0;
   bool sse = false;
   BodyEnd body_end = BodyEnd::kComplete;
-  std::string body_error;    // why the body ended early, when it did
-  std::string error_body;    // the first 4 KiB of a non-2xx body
+  std::string body_error;  // why the body ended early, when it did
+  std::string error_body;  // the first 4 KiB of a non-2xx body
 };
 // Fills TTFT (first generated content of any kind), ITL, TPOT, the output token count and its
 // basis (usage, else content events, else bytes / 4), usage, the served model, and the outcome:

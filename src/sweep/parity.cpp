@@ -1,9 +1,9 @@
 #include "sweep/parity.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
-
-#include <fmt/format.h>
 
 #include "core/json.hpp"
 #include "sweep/fold.hpp"
@@ -61,8 +61,10 @@ boost::json::object tax(const ParityTrack* ours, const ParityTrack* raw) {
   put("end_to_end_ms", "p50");
   put("throughput_tok_s", "value");
   put("goodput_rps", "value");
-  if (any) o["status"] = "measured";
-  else o["reason"] = "no shared measured metrics";
+  if (any)
+    o["status"] = "measured";
+  else
+    o["reason"] = "no shared measured metrics";
   o["metrics"] = std::move(metrics);
   return o;
 }
@@ -75,7 +77,8 @@ Result<std::string> canonical_track(std::string_view name) {
   for (const char* k : kParityTracks) {
     if (t == k) return t;
   }
-  return make_error("parity.track", fmt::format("'{}' is not a track: use ours, sglang, vllm or fak-fronts-fleet", name));
+  return make_error("parity.track",
+                    fmt::format("'{}' is not a track: use ours, sglang, vllm or fak-fronts-fleet", name));
 }
 
 boost::json::value parity_json(const ParityReport& r) {
@@ -131,7 +134,8 @@ boost::json::value parity_json(const ParityReport& r) {
   honesty["absent_as"] = "not_measured";
   honesty["required_tracks"] = boost::json::array{"vllm", "sglang", "fak-fronts-fleet"};
   honesty["parity_claim_gate"] =
-      "A parity-or-better claim requires a serving parity artifact with measured vllm, sglang, and fak-fronts-fleet tracks.";
+      "A parity-or-better claim requires a serving parity artifact with measured vllm, sglang, and fak-fronts-fleet "
+      "tracks.";
   o["honesty"] = std::move(honesty);
   if (!r.artifact.empty()) o["artifact"] = r.artifact;
   boost::json::object tool;

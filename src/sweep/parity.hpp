@@ -3,11 +3,10 @@
 // Pure: the runner measures, this builds the document.
 #pragma once
 
+#include <boost/json/value.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <boost/json/value.hpp>
 
 #include "core/result.hpp"
 #include "sweep/sample.hpp"
@@ -23,11 +22,11 @@ Result<std::string> canonical_track(std::string_view name);
 
 struct ParityTrack {
   std::string track;
-  bool measured = false;        // the track was run (it had a base URL)
-  std::string reason;           // why not, when not
+  bool measured = false;  // the track was run (it had a base URL)
+  std::string reason;     // why not, when not
   std::string base_url;
   std::vector<Sample> samples;
-  boost::json::object stats;    // fak's ServingStats
+  boost::json::object stats;  // fak's ServingStats
 };
 
 struct ParityReport {

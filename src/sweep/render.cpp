@@ -2,16 +2,14 @@
 
 #include <fmt/format.h>
 
+#include "core/go_json.hpp"
 #include "core/json.hpp"
 #include "report/svg_chart.hpp"
-#include "core/go_json.hpp"
 
 namespace mpo::sweep {
 namespace {
 
-std::string fixed(std::optional<double> v, int digits = 1) {
-  return v ? fmt::format("{:.{}f}", *v, digits) : "n/a";
-}
+std::string fixed(std::optional<double> v, int digits = 1) { return v ? fmt::format("{:.{}f}", *v, digits) : "n/a"; }
 
 std::optional<double> metric(const boost::json::object& stats, std::string_view key, std::string_view field) {
   const auto* m = json_object(stats, key);
@@ -44,15 +42,18 @@ std::string finding(const TrackSummary& t, LoadMode m) {
   const auto& b = t.p99_boundary;
   const std::string bs(json_string(b, "status").value_or(""));
   if (auto c = json_double(b, "coordinate")) {
-    out += fmt::format("- **p99 SLA boundary**: {} {} ({}, {}{})\n", axis_title(m), go_float_text(*c), bs,
-                       json_string(b, "confidence").value_or(""),
-                       json_double(b, "first_failing") ? ", first failing " + go_float_text(*json_double(b, "first_failing")) : "");
+    out += fmt::format(
+        "- **p99 SLA boundary**: {} {} ({}, {}{})\n", axis_title(m), go_float_text(*c), bs,
+        json_string(b, "confidence").value_or(""),
+        json_double(b, "first_failing") ? ", first failing " + go_float_text(*json_double(b, "first_failing")) : "");
   } else {
-    out += fmt::format("- **p99 SLA boundary**: {}{}\n", bs, json_string(b, "reason") ? " — " + std::string(*json_string(b, "reason")) : "");
+    out += fmt::format("- **p99 SLA boundary**: {}{}\n", bs,
+                       json_string(b, "reason") ? " — " + std::string(*json_string(b, "reason")) : "");
   }
   const auto& s = t.saturation;
   if (auto knee = json_double(s, "knee")) {
-    out += fmt::format("- **saturation**: knee at {}, saturated at {}\n", go_float_text(*knee), go_float_text(*json_double(s, "saturated_at")));
+    out += fmt::format("- **saturation**: knee at {}, saturated at {}\n", go_float_text(*knee),
+                       go_float_text(*json_double(s, "saturated_at")));
   } else {
     out += fmt::format("- **saturation**: {}\n", json_string(s, "status").value_or(""));
   }
@@ -60,7 +61,8 @@ std::string finding(const TrackSummary& t, LoadMode m) {
     for (const auto& v : *sig) {
       if (!v.is_object()) continue;
       out += fmt::format("  - `{}` at {}: {}\n", json_string(v.as_object(), "signal").value_or(""),
-                         go_float_text(json_double(v.as_object(), "at").value_or(0)), json_string(v.as_object(), "detail").value_or(""));
+                         go_float_text(json_double(v.as_object(), "at").value_or(0)),
+                         json_string(v.as_object(), "detail").value_or(""));
     }
   }
   return out;
@@ -76,27 +78,30 @@ std::string sweep_markdown(const SweepReport& r) {
   for (const auto& why : r.validity_reasons) out += fmt::format("- {}\n", why);
   for (const auto& w : r.warnings) out += fmt::format("- warning: {}\n", w);
   if (!r.validity_reasons.empty() || !r.warnings.empty()) out += "\n";
-  out += fmt::format("| {} | status | ok | failed | tok/s | steady tok/s | goodput req/s | TTFT p50 | TTFT p99 | ITL p99 | e2e p99 | max in flight | lateness p99 ms | KV peak | waiting (capacity) max |\n",
-                     axis_title(r.mode));
+  out += fmt::format(
+      "| {} | status | ok | failed | tok/s | steady tok/s | goodput req/s | TTFT p50 | TTFT p99 | ITL p99 | e2e p99 | "
+      "max in flight | lateness p99 ms | KV peak | waiting (capacity) max |\n",
+      axis_title(r.mode));
   out += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& p : r.points) {
     for (const auto& tp : p.tracks) {
       const auto& s = tp.stats;
-      out += fmt::format("| {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", go_float_text(p.coordinate),
-                         tp.status, tp.reason_code.empty() ? "" : " `" + tp.reason_code + "`",
-                         json_int(s, "ok").value_or(0), json_int(s, "failed").value_or(0),
-                         fixed(metric(s, "throughput_tok_s", "value")), fixed(evidence(tp, "steady_state", "throughput_tok_s")),
-                         fixed(metric(s, "goodput_rps", "value"), 2),
-                         fixed(metric(s, "ttft_ms", "p50")), fixed(metric(s, "ttft_ms", "p99")),
-                         fixed(metric(s, "itl_ms", "p99")), fixed(metric(s, "end_to_end_ms", "p99")),
-                         json_int(s, "observed_max_in_flight") ? std::to_string(*json_int(s, "observed_max_in_flight")) : "n/a",
-                         fixed(evidence(tp, "generator", "send_lateness_p99_ms"), 3),
-                         fixed(evidence(tp, "server", "kv_usage_peak"), 2),
-                         fixed(evidence(tp, "server", "waiting_capacity_max"), 0));
+      out += fmt::format(
+          "| {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+          go_float_text(p.coordinate), tp.status, tp.reason_code.empty() ? "" : " `" + tp.reason_code + "`",
+          json_int(s, "ok").value_or(0), json_int(s, "failed").value_or(0),
+          fixed(metric(s, "throughput_tok_s", "value")), fixed(evidence(tp, "steady_state", "throughput_tok_s")),
+          fixed(metric(s, "goodput_rps", "value"), 2), fixed(metric(s, "ttft_ms", "p50")),
+          fixed(metric(s, "ttft_ms", "p99")), fixed(metric(s, "itl_ms", "p99")),
+          fixed(metric(s, "end_to_end_ms", "p99")),
+          json_int(s, "observed_max_in_flight") ? std::to_string(*json_int(s, "observed_max_in_flight")) : "n/a",
+          fixed(evidence(tp, "generator", "send_lateness_p99_ms"), 3),
+          fixed(evidence(tp, "server", "kv_usage_peak"), 2), fixed(evidence(tp, "server", "waiting_capacity_max"), 0));
     }
   }
-  out += "\nTimes in ms. p99s are nearest-rank over the point's requests (warm-up excluded); the receipt holds a "
-         "bootstrap interval for each.\n";
+  out +=
+      "\nTimes in ms. p99s are nearest-rank over the point's requests (warm-up excluded); the receipt holds a "
+      "bootstrap interval for each.\n";
   for (const auto& t : r.tracks) {
     out += fmt::format("\n## Track {}\n\n", t.track);
     out += finding(t, r.mode);
@@ -106,7 +111,8 @@ std::string sweep_markdown(const SweepReport& r) {
     for (const auto& tp : p.tracks) energy = energy || json_object(tp.evidence, "energy") != nullptr;
   }
   if (energy) {
-    out += fmt::format("\n## Energy\n\n| {} | joules | output tokens / J | source |\n|---|---|---|---|\n", axis_title(r.mode));
+    out += fmt::format("\n## Energy\n\n| {} | joules | output tokens / J | source |\n|---|---|---|---|\n",
+                       axis_title(r.mode));
     for (const auto& p : r.points) {
       for (const auto& tp : p.tracks) {
         const auto* e = json_object(tp.evidence, "energy");
@@ -158,7 +164,8 @@ std::string sweep_html(const SweepReport& r) {
     Chart latency(fmt::format("Track {}: p99 TTFT and ITL", t.track), x, "ms");
     latency.line(ttft, "#ff7f0e", "TTFT p99");
     latency.line(itl, "#17becf", "ITL p99");
-    if (r.sla.ttft_p99_ms > 0) latency.line({{x0, r.sla.ttft_p99_ms}, {x1, r.sla.ttft_p99_ms}}, "#ff7f0e", "TTFT budget");
+    if (r.sla.ttft_p99_ms > 0)
+      latency.line({{x0, r.sla.ttft_p99_ms}, {x1, r.sla.ttft_p99_ms}}, "#ff7f0e", "TTFT budget");
     if (r.sla.itl_p99_ms > 0) latency.line({{x0, r.sla.itl_p99_ms}, {x1, r.sla.itl_p99_ms}}, "#17becf", "ITL budget");
     mark(latency, json_double(t.p99_boundary, "coordinate"), ttft, "p99 SLA boundary", "#d62728");
     if (t.sla_knee) mark(latency, t.sla_knee->coordinate, ttft, "SLA knee", "#9467bd");

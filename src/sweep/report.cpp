@@ -1,12 +1,12 @@
 #include "sweep/report.hpp"
 
-#include <cmath>
-
 #include <fmt/format.h>
 
+#include <cmath>
+
+#include "core/go_json.hpp"
 #include "core/json.hpp"
 #include "sweep/evaluate.hpp"
-#include "core/go_json.hpp"
 
 namespace mpo::sweep {
 namespace {
@@ -174,9 +174,12 @@ Result<SweepReport> parse_sweep_report(std::string_view text) {
     const auto* coords = rates ? rates : json_array(*w, "concurrencies");
     if (coords) {
       for (const auto& v : *coords) {
-        if (v.is_int64()) r.coordinates.push_back(static_cast<double>(v.get_int64()));
-        else if (v.is_double()) r.coordinates.push_back(v.get_double());
-        else return make_error("sweep.json", "workload coordinates must be numbers");
+        if (v.is_int64())
+          r.coordinates.push_back(static_cast<double>(v.get_int64()));
+        else if (v.is_double())
+          r.coordinates.push_back(v.get_double());
+        else
+          return make_error("sweep.json", "workload coordinates must be numbers");
       }
     }
   }
@@ -265,10 +268,12 @@ Result<SweepReport> parse_sweep_report(std::string_view text) {
   if (const auto* v = json_object(o, "validity")) {
     r.valid = json_bool(*v, "valid").value_or(false);
     if (const auto* a = json_array(*v, "reasons")) {
-      for (const auto& x : *a) if (x.is_string()) r.validity_reasons.emplace_back(x.get_string());
+      for (const auto& x : *a)
+        if (x.is_string()) r.validity_reasons.emplace_back(x.get_string());
     }
     if (const auto* a = json_array(*v, "warnings")) {
-      for (const auto& x : *a) if (x.is_string()) r.warnings.emplace_back(x.get_string());
+      for (const auto& x : *a)
+        if (x.is_string()) r.warnings.emplace_back(x.get_string());
     }
   }
   return r;

@@ -4,12 +4,11 @@
 // the saturation finding, and a validity block. Pure.
 #pragma once
 
+#include <boost/json/value.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <boost/json/value.hpp>
 
 #include "core/result.hpp"
 #include "sweep/sample.hpp"
@@ -83,7 +82,7 @@ struct SweepReport {
   // Ours.
   std::string tool_name = "modelperfobs";  // "" when read from a receipt without a tool block (fak's)
   std::string tool_version;
-  boost::json::object load;      // how points were driven: mode, arrivals, warm-up, slo, bounds
+  boost::json::object load;  // how points were driven: mode, arrivals, warm-up, slo, bounds
   bool valid = false;
   std::vector<std::string> validity_reasons, warnings;
 };

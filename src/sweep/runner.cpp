@@ -1,6 +1,12 @@
 #include "sweep/runner.hpp"
 
+#include <fmt/format.h>
+
 #include <atomic>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -8,20 +14,14 @@
 #include <mutex>
 #include <thread>
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <fmt/format.h>
-
 #include "core/clock.hpp"
+#include "core/go_json.hpp"
 #include "core/json.hpp"
 #include "core/time.hpp"
 #include "scrape/fetch.hpp"
 #include "sweep/evaluate.hpp"
 #include "sweep/evidence.hpp"
 #include "sweep/fold.hpp"
-#include "core/go_json.hpp"
 #include "sweep/wait_group.hpp"
 
 namespace mpo::sweep {
@@ -85,8 +85,11 @@ class PowerSampler {
       const auto watts = parse_power_draw(out);
       const std::int64_t now = SystemClock::instance().steady_us();
       lock.lock();
-      if (watts) samples_.push_back({now, *watts});
-      else if (error_.empty()) error_ = out.empty() ? "nvidia-smi gave no output (is it on PATH?)" : "nvidia-smi printed no power.draw number: " + out.substr(0, 80);
+      if (watts)
+        samples_.push_back({now, *watts});
+      else if (error_.empty())
+        error_ = out.empty() ? "nvidia-smi gave no output (is it on PATH?)"
+                             : "nvidia-smi printed no power.draw number: " + out.substr(0, 80);
       cv_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stop_; });
     }
   }
@@ -124,8 +127,7 @@ Identity read_identity(int status, const std::string& body) {
 class SweepRun {
  public:
   SweepRun(const SweepOptions& o, const SweepCallbacks& cb, std::atomic<bool>& stop)
-      : o_(o), cb_(cb), stop_(stop),
-        driver_(o.target, cb.on_observation, [this](std::size_t d, std::size_t t) {
+      : o_(o), cb_(cb), stop_(stop), driver_(o.target, cb.on_observation, [this](std::size_t d, std::size_t t) {
           if (cb_.on_progress) cb_.on_progress(label_, d, t);
         }) {}
 
@@ -158,7 +160,9 @@ class SweepRun {
                                                             o_.target.url.base_path, body, hint));
     }
     Identity id = read_identity(status, body);
-    if (status != 200) note(fmt::format("warning: GET {}/models answered HTTP {}; the model list is not part of the engine identity", o_.target.url.base_path, status));
+    if (status != 200)
+      note(fmt::format("warning: GET {}/models answered HTTP {}; the model list is not part of the engine identity",
+                       o_.target.url.base_path, status));
     else if (std::find(id.models.begin(), id.models.end(), o_.target.model) == id.models.end()) {
       note(fmt::format("warning: the server does not list model '{}' (it lists: {})", o_.target.model,
                        id.models.empty() ? "none" : fmt::format("{}", fmt::join(id.models, ", "))));
@@ -185,16 +189,17 @@ class SweepRun {
     if (engine.empty()) engine = "unidentified";
 
     r_.generated_at = format_rfc3339_us(clock.wall_us() / 1'000'000 * 1'000'000);
-    if (auto dot = r_.generated_at.find('.'); dot != std::string::npos) r_.generated_at = r_.generated_at.substr(0, dot) + "Z";
+    if (auto dot = r_.generated_at.find('.'); dot != std::string::npos)
+      r_.generated_at = r_.generated_at.substr(0, dot) + "Z";
     r_.machine_id = o_.machine_id.empty() ? "unknown" : o_.machine_id;
     r_.model = o_.target.model;
     r_.mode = o_.mode;
     measured_ = take_requests(o_.workload, o_.requests);
     r_.workload_digest = workload_digest(measured_);
     r_.workload_requests = static_cast<std::int64_t>(measured_.size());
-    contract_ = Contract{o_.track, o_.target.model, engine,
-                         o_.engine_receipt.empty() ? observed_receipt : o_.engine_receipt, o_.batch_capacity,
-                         o_.capacity_source};
+    contract_ = Contract{
+        o_.track,          o_.target.model,   engine, o_.engine_receipt.empty() ? observed_receipt : o_.engine_receipt,
+        o_.batch_capacity, o_.capacity_source};
     r_.contracts = {contract_};
     r_.sla = o_.sla;
     r_.tool_version = o_.tool_version;
@@ -207,8 +212,9 @@ class SweepRun {
     load["url"] = o_.target.url.origin + o_.target.url.base_path;
     load["workload_source"] = o_.workload_source;
     load["requests_per_point"] = static_cast<std::int64_t>(o_.requests);
-    load["warmup_rule"] = o_.warmup >= 0 ? fmt::format("{} requests", o_.warmup)
-                                         : std::string("one per worker (closed loop) or one second of arrivals (open loop)");
+    load["warmup_rule"] = o_.warmup >= 0
+                              ? fmt::format("{} requests", o_.warmup)
+                              : std::string("one per worker (closed loop) or one second of arrivals (open loop)");
     load["seed"] = o_.seed;
     load["slo_ms"] = o_.slo_ms;
     load["lateness_bound_ms"] = o_.lateness_bound_ms;
@@ -274,7 +280,8 @@ class SweepRun {
     }
     if (o_.arrival == Arrival::kRecorded) {
       plan.speed = c;
-      for (std::size_t i = 0; i < plan.warmup; ++i) plan.requests[i].arrival_offset_s = static_cast<double>(i) / plan.warmup;
+      for (std::size_t i = 0; i < plan.warmup; ++i)
+        plan.requests[i].arrival_offset_s = static_cast<double>(i) / plan.warmup;
     }
 
     std::optional<scrape::Snapshot> before, after;
@@ -328,7 +335,8 @@ class SweepRun {
       if (s.ok && !s.warmup) tokens += s.output_token_estimate;
     }
     boost::json::object load;
-    load[point_key(o_.mode)] = o_.mode == LoadMode::kConcurrency ? boost::json::value(static_cast<std::int64_t>(c)) : boost::json::value(c);
+    load[point_key(o_.mode)] =
+        o_.mode == LoadMode::kConcurrency ? boost::json::value(static_cast<std::int64_t>(c)) : boost::json::value(c);
     load["warmup_requests"] = static_cast<std::int64_t>(plan.warmup);
     std::int64_t measured_count = 0;
     for (const auto& s : run.samples) measured_count += s.warmup ? 0 : 1;
@@ -339,7 +347,8 @@ class SweepRun {
     load["started_at"] = format_rfc3339_us(run.started_at_us);
     load["ended_at"] = format_rfc3339_us(run.ended_at_us);
     tp.evidence["load"] = std::move(load);
-    tp.evidence["generator"] = generator_evidence(run.samples, GeneratorFigures{o_.lateness_bound_ms, run.cpu_seconds, run.wall_seconds});
+    tp.evidence["generator"] =
+        generator_evidence(run.samples, GeneratorFigures{o_.lateness_bound_ms, run.cpu_seconds, run.wall_seconds});
     tp.evidence["confidence"] = confidence_evidence(run.samples, plan.seed);
     tp.evidence["errors_by_class"] = errors_by_class(run.samples);
     tp.evidence["steady_state"] = steady_state_evidence(run.samples);
@@ -358,7 +367,8 @@ class SweepRun {
     }
     FoldOptions fo;
     fo.slo_ms = o_.slo_ms;
-    if (const auto* server = json_object(tp.evidence, "server")) fo.prefix_cache_hit_rate = prefix_hit_rate_metric(*server);
+    if (const auto* server = json_object(tp.evidence, "server"))
+      fo.prefix_cache_hit_rate = prefix_hit_rate_metric(*server);
     tp.stats = fold_samples(run.samples, fo);
     tp.samples = std::move(run.samples);
     note(point_line(c, tp));
@@ -379,11 +389,11 @@ class SweepRun {
     };
     const auto* gen = json_object(tp.evidence, "generator");
     const auto late = gen ? json_double(*gen, "send_lateness_p99_ms") : std::nullopt;
-    return fmt::format("{}: {} ok, {} failed, {} tok/s, TTFT p99 {} ms, ITL p99 {} ms, e2e p99 {} ms, send lateness p99 {} ms",
-                       coordinate_label(o_.mode, c), json_int(tp.stats, "ok").value_or(0),
-                       json_int(tp.stats, "failed").value_or(0), metric("throughput_tok_s", "value"),
-                       metric("ttft_ms", "p99"), metric("itl_ms", "p99"), metric("end_to_end_ms", "p99"),
-                       late ? fmt::format("{:.3f}", *late) : "n/a");
+    return fmt::format(
+        "{}: {} ok, {} failed, {} tok/s, TTFT p99 {} ms, ITL p99 {} ms, e2e p99 {} ms, send lateness p99 {} ms",
+        coordinate_label(o_.mode, c), json_int(tp.stats, "ok").value_or(0), json_int(tp.stats, "failed").value_or(0),
+        metric("throughput_tok_s", "value"), metric("ttft_ms", "p99"), metric("itl_ms", "p99"),
+        metric("end_to_end_ms", "p99"), late ? fmt::format("{:.3f}", *late) : "n/a");
   }
 
   // Bisection between the last point inside every budget and the first outside.
@@ -437,8 +447,10 @@ Result<SweepReport> run_sweep(const SweepOptions& opts, const SweepCallbacks& cb
   std::optional<Result<SweepReport>> result;
   std::exception_ptr failure;
   asio::co_spawn(io, run.run(), [&](std::exception_ptr e, std::optional<Result<SweepReport>> r) {
-    if (e) failure = e;
-    else result = std::move(r);
+    if (e)
+      failure = e;
+    else
+      result = std::move(r);
     signals.cancel();
   });
   io.run();
@@ -452,7 +464,8 @@ Result<ParityReport> run_parity(const SweepOptions& opts, const std::vector<Pari
   const Clock& clock = SystemClock::instance();
   ParityReport r;
   r.generated_at = format_rfc3339_us(clock.wall_us());
-  if (auto dot = r.generated_at.find('.'); dot != std::string::npos) r.generated_at = r.generated_at.substr(0, dot) + "Z";
+  if (auto dot = r.generated_at.find('.'); dot != std::string::npos)
+    r.generated_at = r.generated_at.substr(0, dot) + "Z";
   r.machine_id = opts.machine_id.empty() ? "unknown" : opts.machine_id;
   r.model = opts.target.model;
   const auto measured = take_requests(opts.workload, opts.requests);
@@ -467,7 +480,8 @@ Result<ParityReport> run_parity(const SweepOptions& opts, const std::vector<Pari
       io,
       [&]() -> asio::awaitable<void> {
         for (const char* name : kParityTracks) {
-          auto it = std::find_if(tracks.begin(), tracks.end(), [&](const ParityTrackUrl& t) { return t.track == name; });
+          auto it =
+              std::find_if(tracks.begin(), tracks.end(), [&](const ParityTrackUrl& t) { return t.track == name; });
           if (it == tracks.end()) continue;
           Target target = opts.target;
           target.url = it->url;
@@ -479,7 +493,8 @@ Result<ParityReport> run_parity(const SweepOptions& opts, const std::vector<Pari
           plan.mode = LoadMode::kConcurrency;
           plan.coordinate = static_cast<double>(r.concurrency);
           plan.label = label;
-          plan.warmup = opts.warmup >= 0 ? static_cast<std::size_t>(opts.warmup) : static_cast<std::size_t>(r.concurrency);
+          plan.warmup =
+              opts.warmup >= 0 ? static_cast<std::size_t>(opts.warmup) : static_cast<std::size_t>(r.concurrency);
           for (std::size_t i = 0; i < plan.warmup; ++i) {
             ServingRequest w = opts.workload[i % opts.workload.size()];
             w.id += fmt::format("#warmup-{:03}", i + 1);

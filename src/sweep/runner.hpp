@@ -20,14 +20,14 @@ namespace mpo::sweep {
 struct SweepOptions {
   Target target;
   LoadMode mode = LoadMode::kConcurrency;
-  std::vector<double> coordinates;         // concurrencies or rates
+  std::vector<double> coordinates;  // concurrencies or rates
   Arrival arrival = Arrival::kPoisson;
   double burstiness = 1;
-  std::vector<ServingRequest> workload;    // the base list; each point sends `requests` of it
-  std::string workload_source;             // "synthetic ...", "web-tasks FILE", "replay FILE"
-  std::size_t requests = 64;               // measured requests per point
-  double duration_s = 0;                   // > 0: each point runs this long instead (the requests cycle)
-  long warmup = -1;                        // -1: one per worker (closed) or one second of arrivals (open)
+  std::vector<ServingRequest> workload;  // the base list; each point sends `requests` of it
+  std::string workload_source;           // "synthetic ...", "web-tasks FILE", "replay FILE"
+  std::size_t requests = 64;             // measured requests per point
+  double duration_s = 0;                 // > 0: each point runs this long instead (the requests cycle)
+  long warmup = -1;                      // -1: one per worker (closed) or one second of arrivals (open)
   std::uint64_t seed = 1;
   double slo_ms = 2000;
   SlaBudgets sla;
@@ -35,11 +35,11 @@ struct SweepOptions {
   double lateness_bound_ms = 1.0;
   std::string metrics_url;
   double metrics_interval_s = 0.25;
-  std::string power;                       // "", "nvidia-smi"
+  std::string power;  // "", "nvidia-smi"
   std::string dcgm_url;
   std::string track = "ours";
-  std::string engine;                      // "" : detected
-  std::string engine_receipt;              // "" : the digest of the identity observed at the start
+  std::string engine;          // "" : detected
+  std::string engine_receipt;  // "" : the digest of the identity observed at the start
   std::int64_t batch_capacity = 0;
   std::string capacity_source;
   std::string machine_id;

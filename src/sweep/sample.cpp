@@ -1,8 +1,8 @@
 #include "sweep/sample.hpp"
 
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "core/json.hpp"
 
@@ -72,9 +72,12 @@ Result<Sample> sample_from_json(const boost::json::object& o) {
   s.ttft_ms = json_double(o, "ttft_ms");
   if (const auto* a = json_array(o, "itl_ms")) {
     for (const auto& v : *a) {
-      if (v.is_double()) s.itl_ms.push_back(v.get_double());
-      else if (v.is_int64()) s.itl_ms.push_back(static_cast<double>(v.get_int64()));
-      else return bad("itl_ms holds a value that is not a number");
+      if (v.is_double())
+        s.itl_ms.push_back(v.get_double());
+      else if (v.is_int64())
+        s.itl_ms.push_back(static_cast<double>(v.get_int64()));
+      else
+        return bad("itl_ms holds a value that is not a number");
     }
   }
   s.tpot_ms = json_double(o, "tpot_ms");

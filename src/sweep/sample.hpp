@@ -5,12 +5,11 @@
 // correlation ID (the ledger line of the same request carries it).
 #pragma once
 
+#include <boost/json/value.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <boost/json/value.hpp>
 
 #include "core/result.hpp"
 
@@ -22,11 +21,11 @@ struct SampleUsage {
 
 struct Sample {
   std::string id;
-  bool ok = false;                       // "ok" | "fail"
+  bool ok = false;  // "ok" | "fail"
   std::string error;
-  std::string error_class;               // request_encode|request_build|timeout|transport|http_status|stream_read
+  std::string error_class;  // request_encode|request_build|timeout|transport|http_status|stream_read
   std::optional<int> http_status;
-  std::string stream_mode;               // "sse" | "non_sse" | ""
+  std::string stream_mode;  // "sse" | "non_sse" | ""
   std::optional<double> ttft_ms;
   std::vector<double> itl_ms;
   std::optional<double> tpot_ms;
@@ -36,13 +35,13 @@ struct Sample {
   std::optional<std::int64_t> output_tokens_exact;
   std::string output_token_count_basis;  // usage.completion_tokens | stream_content_events | estimated_content_tokens
   std::int64_t prompt_tokens_estimate = 0;
-  std::optional<SampleUsage> usage;      // null: no usage object was seen
+  std::optional<SampleUsage> usage;  // null: no usage object was seen
   // Ours.
   std::string observation_id;
-  double scheduled_offset_ms = 0;        // when the request was due, from the start of the point
-  double sent_offset_ms = 0;             // when its first byte was written
-  bool warmup = false;                   // excluded from statistics
-  std::string response_model;            // the `model` the server answered with
+  double scheduled_offset_ms = 0;  // when the request was due, from the start of the point
+  double sent_offset_ms = 0;       // when its first byte was written
+  bool warmup = false;             // excluded from statistics
+  std::string response_model;      // the `model` the server answered with
 };
 
 // Rounds to 3 decimals of a millisecond, as fak does for every time it writes.

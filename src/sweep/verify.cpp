@@ -1,15 +1,15 @@
 #include "sweep/verify.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <regex>
 
-#include <fmt/format.h>
-
+#include "core/go_json.hpp"
 #include "core/json.hpp"
 #include "sweep/evaluate.hpp"
 #include "sweep/fold.hpp"
-#include "core/go_json.hpp"
 #include "sweep/report.hpp"
 
 namespace mpo::sweep {
@@ -72,7 +72,8 @@ void recompute(const SweepReport& r, const Point& p, TrackPoint& tp, VerifyOutco
     check_block("generator", generator_evidence(tp.samples, fig));
   }
   if (const auto* c = json_object(tp.evidence, "confidence")) {
-    check_block("confidence", confidence_evidence(tp.samples, static_cast<std::uint64_t>(json_int(*c, "seed").value_or(0))));
+    check_block("confidence",
+                confidence_evidence(tp.samples, static_cast<std::uint64_t>(json_int(*c, "seed").value_or(0))));
   }
   check_block("errors_by_class", errors_by_class(tp.samples));
   if (json_object(tp.evidence, "steady_state")) check_block("steady_state", steady_state_evidence(tp.samples));
@@ -129,7 +130,8 @@ VerifyOutcome verify_sweep(std::string_view text) {
   }
   out.holds = out.problems.empty();
   std::size_t samples = 0;
-  for (const auto& p : r.points) for (const auto& tp : p.tracks) samples += tp.samples.size();
+  for (const auto& p : r.points)
+    for (const auto& tp : p.tracks) samples += tp.samples.size();
   if (out.holds) {
     std::string tracks;
     for (const auto& t : r.tracks) {
@@ -137,7 +139,8 @@ VerifyOutcome verify_sweep(std::string_view text) {
       if (t.peak) tracks += fmt::format(" peak={}", t.peak->coordinate);
       if (t.sla_knee) tracks += fmt::format(" sla-knee={}", t.sla_knee->coordinate);
     }
-    out.summary = fmt::format("sweep verify: OK: {} points, {} samples re-derived;{}", r.points.size(), samples, tracks);
+    out.summary =
+        fmt::format("sweep verify: OK: {} points, {} samples re-derived;{}", r.points.size(), samples, tracks);
   } else {
     out.summary = fmt::format("sweep verify: FAILED: {}{}", out.problems.front(),
                               out.problems.size() > 1 ? fmt::format(" (and {} more)", out.problems.size() - 1) : "");
@@ -154,12 +157,14 @@ void rederive_from_samples(SweepReport& r, VerifyOutcome* out) {
 GateOutcome gate_claim(std::string_view claim, std::string_view artifact_text) {
   const std::string c = lower(claim);
   auto has = [&](std::initializer_list<std::string_view> phrases) {
-    return std::any_of(phrases.begin(), phrases.end(), [&](std::string_view p) { return c.find(p) != std::string::npos; });
+    return std::any_of(phrases.begin(), phrases.end(),
+                       [&](std::string_view p) { return c.find(p) != std::string::npos; });
   };
   auto doc = parse_exact_json(artifact_text);
   const boost::json::object* root = doc && doc->is_object() ? &doc->as_object() : nullptr;
   const std::string schema = root ? std::string(json_string(*root, "schema").value_or("")) : "";
-  if (has({"parity or better", "parity-or-better", "parity with vllm", "parity with sglang", "vllm/sglang/native parity"})) {
+  if (has({"parity or better", "parity-or-better", "parity with vllm", "parity with sglang",
+           "vllm/sglang/native parity"})) {
     if (schema != "fak.serving-parity.v1") {
       return {false, "parity claim refused: the artifact is not a fak.serving-parity.v1 receipt"};
     }
@@ -174,17 +179,21 @@ GateOutcome gate_claim(std::string_view claim, std::string_view artifact_text) {
         }
       }
       if (!ok) {
-        return {false, fmt::format("parity claim refused: track {} is not measured with successful requests; "
-                                   "a parity-or-better claim requires measured vllm, sglang, and fak-fronts-fleet tracks",
-                                   need)};
+        return {false,
+                fmt::format("parity claim refused: track {} is not measured with successful requests; "
+                            "a parity-or-better claim requires measured vllm, sglang, and fak-fronts-fleet tracks",
+                            need)};
       }
     }
     return {true, "serving claim gate: OK"};
   }
   enum class Kind { kNone, kPeak, kCapacityPeak, kSlaKnee } kind = Kind::kNone;
-  if (has({"sla knee", "sla-knee", "p99 knee"})) kind = Kind::kSlaKnee;
-  else if (has({"capacity-valid peak", "capacity valid peak"})) kind = Kind::kCapacityPeak;
-  else if (has({"serving peak", "peak serving", "peak throughput"})) kind = Kind::kPeak;
+  if (has({"sla knee", "sla-knee", "p99 knee"}))
+    kind = Kind::kSlaKnee;
+  else if (has({"capacity-valid peak", "capacity valid peak"}))
+    kind = Kind::kCapacityPeak;
+  else if (has({"serving peak", "peak serving", "peak throughput"}))
+    kind = Kind::kPeak;
   if (kind == Kind::kNone) return {true, "serving claim gate: OK (the text makes no parity or sweep claim)"};
   std::string track = "ours";
   static const std::regex word("[a-z0-9-]+");
@@ -197,16 +206,19 @@ GateOutcome gate_claim(std::string_view claim, std::string_view artifact_text) {
   }
   const auto refuse_peak = [&](const std::string& reason) {
     return GateOutcome{false, fmt::format("serving peak claim for {} refused: {}; rerun with at least two "
-                                          "in-capacity identity-stable points", track, reason)};
+                                          "in-capacity identity-stable points",
+                                          track, reason)};
   };
   if (schema != kSweepSchema) return refuse_peak("the artifact is not a fak.serving-sweep.v1 receipt");
   const auto v = verify_sweep(artifact_text);
   if (!v.holds) return refuse_peak("the receipt does not re-evaluate cleanly (" + v.problems.front() + ")");
   auto parsed = parse_sweep_report(artifact_text);
   const TrackSummary* s = nullptr;
-  for (const auto& t : parsed->tracks) if (t.track == track) s = &t;
+  for (const auto& t : parsed->tracks)
+    if (t.track == track) s = &t;
   if (s == nullptr) return refuse_peak("the receipt has no summary for this track");
-  if (s->status != "measured") return refuse_peak("track status is " + s->status + (s->reason.empty() ? "" : " (" + s->reason + ")"));
+  if (s->status != "measured")
+    return refuse_peak("track status is " + s->status + (s->reason.empty() ? "" : " (" + s->reason + ")"));
   if (s->valid_points < 2) return refuse_peak("fewer than two valid points");
   if (!s->peak || s->peak_status != "measured") {
     std::string why = "peak is " + (s->peak_status.empty() ? std::string("absent") : s->peak_status);

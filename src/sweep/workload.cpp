@@ -1,13 +1,13 @@
 #include "sweep/workload.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <random>
 
-#include <fmt/format.h>
-
-#include "core/json.hpp"
 #include "core/go_json.hpp"
+#include "core/json.hpp"
 
 namespace mpo::sweep {
 namespace {
@@ -49,9 +49,8 @@ Result<std::vector<boost::json::object>> parse_objects(std::string_view text, st
     if (line.empty()) continue;
     auto doc = parse_exact_json(line);
     if (!doc || !doc->is_object()) {
-      return make_error("workload.json",
-                        fmt::format("{} file, line {}: not a JSON object{}", what, line_no,
-                                    doc ? "" : " (" + doc.error().message + ")"));
+      return make_error("workload.json", fmt::format("{} file, line {}: not a JSON object{}", what, line_no,
+                                                     doc ? "" : " (" + doc.error().message + ")"));
     }
     out.push_back(std::move(doc->as_object()));
   }
@@ -68,22 +67,16 @@ std::int64_t draw(const LengthDistribution& d, std::mt19937_64& rng) {
   double v = d.a;
   switch (d.kind) {
     case LengthDistribution::Kind::kConstant: break;
-    case LengthDistribution::Kind::kUniform:
-      v = std::uniform_real_distribution<double>(d.a, d.b)(rng);
-      break;
+    case LengthDistribution::Kind::kUniform: v = std::uniform_real_distribution<double>(d.a, d.b)(rng); break;
     case LengthDistribution::Kind::kNormal: v = std::normal_distribution<double>(d.a, d.b)(rng); break;
-    case LengthDistribution::Kind::kExponential:
-      v = std::exponential_distribution<double>(1.0 / d.a)(rng);
-      break;
+    case LengthDistribution::Kind::kExponential: v = std::exponential_distribution<double>(1.0 / d.a)(rng); break;
   }
   return std::max<std::int64_t>(1, std::llround(v));
 }
 
 }  // namespace
 
-std::int64_t estimate_tokens(std::string_view text) {
-  return static_cast<std::int64_t>(text.size() / 4);
-}
+std::int64_t estimate_tokens(std::string_view text) { return static_cast<std::int64_t>(text.size() / 4); }
 
 Result<std::vector<ServingRequest>> parse_web_tasks(std::string_view text, const WebTaskOptions& opts) {
   auto objects = parse_objects(text, "web-task");
@@ -133,8 +126,7 @@ Result<std::vector<ServingRequest>> parse_sharegpt(std::string_view text, const 
     const auto& o = (*objects)[i];
     const auto* turns = json_array(o, "conversations");
     if (turns == nullptr) {
-      return make_error("workload.field",
-                        fmt::format("conversation {} has no \"conversations\" array", i + 1));
+      return make_error("workload.field", fmt::format("conversation {} has no \"conversations\" array", i + 1));
     }
     if (turns->empty() || !(*turns)[0].is_object()) continue;
     const auto& first = (*turns)[0].as_object();
@@ -150,23 +142,23 @@ Result<std::vector<ServingRequest>> parse_sharegpt(std::string_view text, const 
     if (turns->size() > 1 && (*turns)[1].is_object()) {
       reply = estimate_tokens(string_field((*turns)[1].as_object(), "value"));
     }
-    r.max_output_tokens = opts.max_output_tokens > 0
-                              ? opts.max_output_tokens
-                              : std::clamp<std::int64_t>(reply, 1, opts.output_cap);
+    r.max_output_tokens =
+        opts.max_output_tokens > 0 ? opts.max_output_tokens : std::clamp<std::int64_t>(reply, 1, opts.output_cap);
     out.push_back(std::move(r));
   }
   if (out.empty()) {
-    return make_error("workload.empty", "the conversations file holds no conversation that starts "
-                                        "with a human turn");
+    return make_error("workload.empty",
+                      "the conversations file holds no conversation that starts "
+                      "with a human turn");
   }
   return out;
 }
 
 Result<LengthDistribution> parse_length_distribution(std::string_view text) {
   auto bad = [&] {
-    return make_error("workload.distribution",
-                      fmt::format("'{}' is not a length distribution: use N, uniform:A,B, "
-                                  "normal:MEAN,SD or exp:MEAN (token counts)", text));
+    return make_error("workload.distribution", fmt::format("'{}' is not a length distribution: use N, uniform:A,B, "
+                                                           "normal:MEAN,SD or exp:MEAN (token counts)",
+                                                           text));
   };
   auto number = [](std::string_view s, double& out) {
     try {
@@ -255,8 +247,7 @@ Replay replay_ledger(std::vector<ledger::LedgerRecord> records, std::uint64_t se
   std::optional<std::int64_t> t0;
   std::mt19937_64 rng(seed);
   for (const auto& rec : records) {
-    if (!rec.prompt_tokens || !rec.completion_tokens || *rec.prompt_tokens < 1 ||
-        *rec.completion_tokens < 1) {
+    if (!rec.prompt_tokens || !rec.completion_tokens || *rec.prompt_tokens < 1 || *rec.completion_tokens < 1) {
       ++out.skipped;
       continue;
     }

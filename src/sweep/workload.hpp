@@ -6,13 +6,12 @@
 // which are part of how the workload is sent, not of what it is, so they are not in the digest.
 #pragma once
 
+#include <boost/json/value.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <boost/json/value.hpp>
 
 #include "core/result.hpp"
 #include "ledger/reader.hpp"
@@ -51,8 +50,8 @@ Result<std::vector<ServingRequest>> parse_web_tasks(std::string_view text, const
 // output length is the following gpt turn's length estimate (bytes / 4, at least 1) unless
 // `max_output_tokens` > 0 fixes it. Conversations without a human first turn are skipped.
 struct ShareGptOptions {
-  std::size_t limit = 0;                // 0: all
-  std::int64_t max_output_tokens = 0;   // 0: from the reply
+  std::size_t limit = 0;               // 0: all
+  std::int64_t max_output_tokens = 0;  // 0: from the reply
   std::int64_t output_cap = 4096;
 };
 Result<std::vector<ServingRequest>> parse_sharegpt(std::string_view text, const ShareGptOptions& opts);

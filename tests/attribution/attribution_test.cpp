@@ -2,10 +2,10 @@
 // counter values chosen so each rule has one outcome), and determinism under reordered input.
 #include "attribution/attribution.hpp"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <random>
-
-#include <gtest/gtest.h>
 
 #include "attribution/adapter.hpp"
 #include "attribution/render.hpp"
@@ -16,7 +16,8 @@ namespace {
 
 constexpr std::int64_t kS = 1'000'000;
 
-MetricsSnapshot snap(std::int64_t at_s, double requests, double hits = 0, double preemptions = 0, std::string id = "srv-1") {
+MetricsSnapshot snap(std::int64_t at_s, double requests, double hits = 0, double preemptions = 0,
+                     std::string id = "srv-1") {
   MetricsSnapshot m;
   m.server_instance_id = std::move(id);
   m.started_at_us = at_s * kS - 1000;
@@ -28,7 +29,8 @@ MetricsSnapshot snap(std::int64_t at_s, double requests, double hits = 0, double
 }
 
 RequestWindow req(std::string id, std::int64_t from_s, std::int64_t to_s) {
-  return RequestWindow{std::move(id), from_s * kS + 100, to_s * kS - 2000, std::nullopt};  // ends before the scrape at to_s starts
+  return RequestWindow{std::move(id), from_s * kS + 100, to_s * kS - 2000,
+                       std::nullopt};  // ends before the scrape at to_s starts
 }
 
 AttributionResult run(MetricsSnapshot before, MetricsSnapshot after, std::vector<RequestWindow> requests) {
@@ -198,8 +200,10 @@ TEST(Attribution, TheSameInputInAnyOrderGivesTheSameDocuments) {
     s.started_at_us = (10 + i) * kS - 500;
     s.ended_at_us = (10 + i) * kS;
     s.signals.engine = promtext::Engine::kVllmV1;
-    s.signals.scalars[static_cast<std::size_t>(promtext::Signal::kRequestsFinished)] = promtext::ScalarSignal{double(i), "r", 1};
-    s.signals.scalars[static_cast<std::size_t>(promtext::Signal::kProcessStartTime)] = promtext::ScalarSignal{1.0, "p", 1};
+    s.signals.scalars[static_cast<std::size_t>(promtext::Signal::kRequestsFinished)] =
+        promtext::ScalarSignal{double(i), "r", 1};
+    s.signals.scalars[static_cast<std::size_t>(promtext::Signal::kProcessStartTime)] =
+        promtext::ScalarSignal{1.0, "p", 1};
     snaps.push_back(s);
   }
   std::vector<ledger::LedgerRecord> recs(4);
@@ -246,7 +250,8 @@ TEST(Attribution, FakFormatKeepsFaksShape) {
     snaps[i].started_at_us = (10 + 2 * i) * kS - 500;
     snaps[i].ended_at_us = (10 + 2 * i) * kS + 123400;
     snaps[i].signals.engine = promtext::Engine::kVllmV1;
-    snaps[i].signals.scalars[static_cast<std::size_t>(promtext::Signal::kRequestsFinished)] = promtext::ScalarSignal{double(5 + i), "r", 1};
+    snaps[i].signals.scalars[static_cast<std::size_t>(promtext::Signal::kRequestsFinished)] =
+        promtext::ScalarSignal{double(5 + i), "r", 1};
   }
   std::vector<ledger::LedgerRecord> recs(1);
   recs[0].observation_id = "a";

@@ -1,6 +1,7 @@
+#include "bandwidth/host_roofline.hpp"
+
 #include <gtest/gtest.h>
 
-#include "bandwidth/host_roofline.hpp"
 #include "bandwidth/receipt.hpp"
 
 namespace mpo::bandwidth {

@@ -1,10 +1,11 @@
 // The Nsight Compute importer on real and synthetic captures, every fail-closed case with its
 // exact message, and the receipt it feeds.
+#include "bandwidth/ncu_import.hpp"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "bandwidth/csv.hpp"
-#include "bandwidth/ncu_import.hpp"
 #include "bandwidth/receipt.hpp"
 #include "support/fixtures.hpp"
 
@@ -97,8 +98,8 @@ constexpr const char* kHeader =
 
 std::string row(const char* id, const char* metric, const char* unit, const char* value, const char* pid = "7",
                 const char* host = "h", const char* device = "0") {
-  return fmt::format("\"{}\",\"{}\",\"app\",\"{}\",\"k\",\"{}\",\"{}\",\"{}\",\"{}\"\n", id, pid, host, device, metric, unit,
-                     value);
+  return fmt::format("\"{}\",\"{}\",\"app\",\"{}\",\"k\",\"{}\",\"{}\",\"{}\",\"{}\"\n", id, pid, host, device, metric,
+                     unit, value);
 }
 
 std::string launch(const char* id, const char* read = "100", const char* write = "50", const char* ns = "10") {
@@ -126,14 +127,16 @@ TEST(NcuImport, EveryFailClosedCaseNamesTheLaunchAndMetric) {
        "--print-metric-name name --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum"},
       {ok + row("1", "dram__bytes_read.sum", "byte", "100"), "ncu.metric",
        "launch 1 has duplicate metric dram__bytes_read.sum (lines 2 and 5)"},
-      {std::string(kHeader) + row("1", "dram__bytes_read.sum", "Kbyte", "100") + row("1", "dram__bytes_write.sum", "byte", "1") +
-           row("1", "gpu__time_duration.sum", "nsecond", "10"),
+      {std::string(kHeader) + row("1", "dram__bytes_read.sum", "Kbyte", "100") +
+           row("1", "dram__bytes_write.sum", "byte", "1") + row("1", "gpu__time_duration.sum", "nsecond", "10"),
        "ncu.unit",
-       "dram__bytes_read.sum of launch 1 must use a base unit (byte), got \"Kbyte\" (line 2); pass --print-units base to ncu"},
-      {std::string(kHeader) + row("1", "dram__bytes_read.sum", "byte", "1") + row("1", "dram__bytes_write.sum", "byte", "1") +
-           row("1", "gpu__time_duration.sum", "usecond", "10"),
+       "dram__bytes_read.sum of launch 1 must use a base unit (byte), got \"Kbyte\" (line 2); pass --print-units base "
+       "to ncu"},
+      {std::string(kHeader) + row("1", "dram__bytes_read.sum", "byte", "1") +
+           row("1", "dram__bytes_write.sum", "byte", "1") + row("1", "gpu__time_duration.sum", "usecond", "10"),
        "ncu.unit",
-       "gpu__time_duration.sum of launch 1 must use a base unit (nsecond), got \"usecond\" (line 4); pass --print-units "
+       "gpu__time_duration.sum of launch 1 must use a base unit (nsecond), got \"usecond\" (line 4); pass "
+       "--print-units "
        "base to ncu"},
       {std::string(kHeader) + launch("1", "100.5"), "ncu.value",
        "dram__bytes_read.sum of launch 1 is \"100.5\", not a non-negative integer byte count (line 2)"},
@@ -154,10 +157,11 @@ TEST(NcuImport, EveryFailClosedCaseNamesTheLaunchAndMetric) {
        "gpu__time_duration.sum of launch 1 is \"-3\", not a finite non-negative number of nanoseconds (line 4)"},
       {std::string(kHeader) + "\"1\",\"7\",\"app\",\"h\",\"k\",\"0\",\"dram__bytes_read.sum\"\n", "ncu.csv",
        "line 2: a row with 7 fields, fewer than the header's Metric Value column"},
-      {std::string(kHeader) + "\"1\",\"7\",\"app\",\"h\",\"k\",\"0\",\"dram__bytes_read.sum\",\"byte\",\"12\n", "ncu.csv",
-       "line 2: a quoted field is not closed before the end of the file"},
+      {std::string(kHeader) + "\"1\",\"7\",\"app\",\"h\",\"k\",\"0\",\"dram__bytes_read.sum\",\"byte\",\"12\n",
+       "ncu.csv", "line 2: a quoted field is not closed before the end of the file"},
       {"\"ID\",\"Process ID\",\"Process Name\",\"dram__bytes_read.sum\"\n\"1\",\"7\",\"app\",\"5\"\n", "ncu.unit",
-       "line 2: the --page raw table has no units row after its header; capture with: ncu --csv --page raw --print-units "
+       "line 2: the --page raw table has no units row after its header; capture with: ncu --csv --page raw "
+       "--print-units "
        "base --print-metric-name name --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum"},
   };
   for (const FailCase& c : cases) {
@@ -178,11 +182,12 @@ TEST(NcuImport, UnavailableSpellingsMakeOnlyThatDirectionUnavailable) {
 }
 
 TEST(NcuImport, QuotedNewlinesAndCrlfAreOneRecord) {
-  const std::string csv = "app output\r\n\"ID\",\"Process ID\",\"Process Name\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\","
-                          "\"Metric Value\"\r\n"
-                          "\"1\",\"7\",\"app\",\"k<\nmultiline>\",\"dram__bytes_read.sum\",\"byte\",\"5\"\r\n"
-                          "\"1\",\"7\",\"app\",\"k<\nmultiline>\",\"dram__bytes_write.sum\",\"byte\",\"5\"\r\n"
-                          "\"1\",\"7\",\"app\",\"k<\nmultiline>\",\"gpu__time_duration.sum\",\"ns\",\"5\"\r\n";
+  const std::string csv =
+      "app output\r\n\"ID\",\"Process ID\",\"Process Name\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\","
+      "\"Metric Value\"\r\n"
+      "\"1\",\"7\",\"app\",\"k<\nmultiline>\",\"dram__bytes_read.sum\",\"byte\",\"5\"\r\n"
+      "\"1\",\"7\",\"app\",\"k<\nmultiline>\",\"dram__bytes_write.sum\",\"byte\",\"5\"\r\n"
+      "\"1\",\"7\",\"app\",\"k<\nmultiline>\",\"gpu__time_duration.sum\",\"ns\",\"5\"\r\n";
   auto im = import_ncu_csv(csv);
   ASSERT_TRUE(im.ok()) << im.error().message;
   EXPECT_EQ(im->kernels[0].name, "k<\nmultiline>");
@@ -213,15 +218,18 @@ TEST(Receipt, VerifyCatchesTamperingAndNulls) {
     return s.replace(at, from.size(), to);
   };
   const std::pair<std::string, std::string> tampered[] = {
-      {replace("\"total_gb_s\":1000", "\"total_gb_s\":1100"), "result.total_gb_s is 1100 but read_gb_s + write_gb_s gives 1000"},
+      {replace("\"total_gb_s\":1000", "\"total_gb_s\":1100"),
+       "result.total_gb_s is 1100 but read_gb_s + write_gb_s gives 1000"},
       {replace("\"cumulative_write_bytes\":500000000,", ""), "result.write_gb_s is present but cannot be derived"},
       {replace("\"read_gb_s\":750,", "\"read_gb_s\":null,"), "$.result.read_gb_s is null"},
       {replace("\"capture_ended_at\":\"2026-08-27T10:01:00.000000Z\"", "\"capture_ended_at\":\"2026-08-27T09:00:00Z\""),
        "the capture window ends before it starts"},
-      {replace("\"kind\":\"hbm-profiled-kernel-active-time\"", "\"kind\":\"hbm-profiled-kernel-active-time\",\"extra\":1"),
+      {replace("\"kind\":\"hbm-profiled-kernel-active-time\"",
+               "\"kind\":\"hbm-profiled-kernel-active-time\",\"extra\":1"),
        "result has an unknown field \"extra\""},
       {good + "{}", "not one JSON document"},
-      {replace("\"valid\":true", "\"valid\":false"), "validity.valid must be true exactly when a total bandwidth exists"},
+      {replace("\"valid\":true", "\"valid\":false"),
+       "validity.valid must be true exactly when a total bandwidth exists"},
   };
   for (const auto& [json, why] : tampered) {
     auto v = verify_receipt(json);

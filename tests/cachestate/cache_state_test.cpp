@@ -9,7 +9,8 @@
 namespace mpo::cachestate {
 namespace {
 
-const std::vector<std::string> kAll = {"cold_start", "warm_admit", "explicit_invalidate", "pressure_evict", "natural_expiry"};
+const std::vector<std::string> kAll = {"cold_start", "warm_admit", "explicit_invalidate", "pressure_evict",
+                                       "natural_expiry"};
 
 Provenance hermetic() {
   Provenance p;
@@ -84,7 +85,9 @@ class Wrapped : public Backend {
   Result<MechanismReceipt> apply(std::string_view l, std::string_view t, const std::vector<std::int64_t>& p) override {
     return in_.apply(l, t, p);
   }
-  Result<ProbeObservation> probe(std::string_view l, const std::vector<std::int64_t>& p) override { return in_.probe(l, p); }
+  Result<ProbeObservation> probe(std::string_view l, const std::vector<std::int64_t>& p) override {
+    return in_.probe(l, p);
+  }
 
  protected:
   InProcessBackend& in_;
@@ -97,8 +100,10 @@ TransitionReceipt one(Backend& b, const char* transition) {
 TEST(CacheState, AResetThatIsANoOpIsExcluded) {
   struct NoOpReset : Wrapped {
     using Wrapped::Wrapped;
-    Result<MechanismReceipt> apply(std::string_view l, std::string_view t, const std::vector<std::int64_t>& p) override {
-      if (t == "cold_start" || t == "explicit_invalidate") return MechanismReceipt{std::string(*in_.supports(l, t)), true, "", 0, 0};
+    Result<MechanismReceipt> apply(std::string_view l, std::string_view t,
+                                   const std::vector<std::int64_t>& p) override {
+      if (t == "cold_start" || t == "explicit_invalidate")
+        return MechanismReceipt{std::string(*in_.supports(l, t)), true, "", 0, 0};
       return in_.apply(l, t, p);
     }
   };
@@ -109,7 +114,8 @@ TEST(CacheState, AResetThatIsANoOpIsExcluded) {
   EXPECT_EQ(cold.reason, "reuse_observed_after_cold");
   auto inv = one(b, "explicit_invalidate");
   EXPECT_EQ(inv.reason, "invalidation_postcondition_failed");
-  const Report r = run_campaign(b, "fak_workflow_cache", kPinnedPrefix, {"cold_start", "warm_admit"}, hermetic(), SystemClock::instance());
+  const Report r = run_campaign(b, "fak_workflow_cache", kPinnedPrefix, {"cold_start", "warm_admit"}, hermetic(),
+                                SystemClock::instance());
   EXPECT_EQ(r.verdict, "invalid_arms");
   EXPECT_FALSE(r.arms[0].measurement_included);
   EXPECT_EQ(r.arms[0].invalid_reason, "transition_unproved:reuse_observed_after_cold");
@@ -120,7 +126,8 @@ TEST(CacheState, AResetThatIsANoOpIsExcluded) {
 TEST(CacheState, ForeignTrafficIsCaught) {
   struct Foreign : Wrapped {
     using Wrapped::Wrapped;
-    Result<MechanismReceipt> apply(std::string_view l, std::string_view t, const std::vector<std::int64_t>& p) override {
+    Result<MechanismReceipt> apply(std::string_view l, std::string_view t,
+                                   const std::vector<std::int64_t>& p) override {
       in_.cache().request(std::vector<std::int64_t>{7, 7, 7});  // someone else's request meanwhile
       return in_.apply(l, t, p);
     }

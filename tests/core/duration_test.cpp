@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "core/duration.hpp"
+
+#include <gtest/gtest.h>
 
 namespace mpo {
 namespace {

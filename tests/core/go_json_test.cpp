@@ -47,7 +47,8 @@ TEST(GoJson, MarshalAndIndentKeepInsertionOrder) {
   o["e"] = boost::json::object{};
   o["n"] = nullptr;
   EXPECT_EQ(go_marshal(o), R"({"z":1,"a":[1.5,"x"],"e":{},"n":null})");
-  EXPECT_EQ(go_marshal_indent(o), "{\n  \"z\": 1,\n  \"a\": [\n    1.5,\n    \"x\"\n  ],\n  \"e\": {},\n  \"n\": null\n}\n");
+  EXPECT_EQ(go_marshal_indent(o),
+            "{\n  \"z\": 1,\n  \"a\": [\n    1.5,\n    \"x\"\n  ],\n  \"e\": {},\n  \"n\": null\n}\n");
 }
 
 TEST(GoJson, ExactParseKeepsEveryDoubleBitForBit) {

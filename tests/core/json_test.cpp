@@ -1,8 +1,8 @@
 #include "core/json.hpp"
 
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 namespace mpo {
 namespace {
@@ -25,7 +25,7 @@ TEST(JsonWriter, EscapesControlCharactersAndRepairsInvalidUtf8) {
   EXPECT_EQ(json_quote("caf\xc3\xa9"), "\"caf\xc3\xa9\"");
   EXPECT_EQ(json_quote("bad\xff"), R"("bad\ufffd")");
   EXPECT_EQ(json_quote("\xe2\x82"), R"("\ufffd\ufffd")");  // truncated sequence
-  auto parsed = parse_json(json_quote("x\xc0\xafy"));  // overlong encoding
+  auto parsed = parse_json(json_quote("x\xc0\xafy"));      // overlong encoding
   EXPECT_TRUE(parsed.ok());
 }
 

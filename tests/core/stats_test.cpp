@@ -1,12 +1,12 @@
 #include "core/stats.hpp"
 
-#include <cmath>
-#include <algorithm>
-#include <limits>
-#include <random>
-
 #include <gtest/gtest.h>
 #include <simdjson.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
 
 #include "support/fixtures.hpp"
 

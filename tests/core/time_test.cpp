@@ -26,9 +26,9 @@ TEST(Rfc3339, RoundTripsEveryFormattedValue) {
 }
 
 TEST(Rfc3339, RejectsMalformedAndOutOfRangeWithAMessage) {
-  for (const char* bad : {"", "2026-08-27", "2026-08-27T10:00:00", "2026-13-01T00:00:00Z",
-                          "2026-02-29T00:00:00Z", "2026-08-27T24:00:00Z", "2026-08-27T10:00:00.Z",
-                          "2026-08-27T10:00:00+0200", "2026-08-27T10:00:00Zjunk"}) {
+  for (const char* bad :
+       {"", "2026-08-27", "2026-08-27T10:00:00", "2026-13-01T00:00:00Z", "2026-02-29T00:00:00Z", "2026-08-27T24:00:00Z",
+        "2026-08-27T10:00:00.Z", "2026-08-27T10:00:00+0200", "2026-08-27T10:00:00Zjunk"}) {
     auto r = parse_rfc3339(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_FALSE(r.error().message.empty());

@@ -1,8 +1,8 @@
 #include "core/uuid.hpp"
 
-#include <set>
-
 #include <gtest/gtest.h>
+
+#include <set>
 
 namespace mpo {
 namespace {

@@ -2,11 +2,11 @@
 // isolated window with a prefix-cache hit; overlapping requests are a cohort; preemption under KV
 // pressure stays with the cohort; the ramp scenario's background traffic contaminates; a restart
 // makes the window unavailable.
-#include <thread>
-
-#include <boost/json.hpp>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <thread>
 
 #include "support/http_client.hpp"
 #include "support/process.hpp"
@@ -33,8 +33,11 @@ const json::array& windows(const json::object& doc) { return doc.at("result").as
 
 std::string chat(std::uint16_t port, const std::string& prompt, int max_tokens) {
   return http_post(port, "/v1/chat/completions",
-                   json::serialize(json::object{{"model", "sim-model"}, {"max_tokens", max_tokens}, {"ignore_eos", true},
-                                                {"messages", json::array{json::object{{"role", "user"}, {"content", prompt}}}}}),
+                   json::serialize(
+                       json::object{{"model", "sim-model"},
+                                    {"max_tokens", max_tokens},
+                                    {"ignore_eos", true},
+                                    {"messages", json::array{json::object{{"role", "user"}, {"content", prompt}}}}}),
                    {{"content-type", "application/json"}})
       .body;
 }
@@ -86,7 +89,8 @@ TEST(Attribute, SequentialRequestsAreIsolatedOverlappingOnesAreACohort) {
       wait_snapshots(sim.port, snaps, 2);
     }
     std::vector<std::thread> threads;
-    for (int i = 0; i < 4; ++i) threads.emplace_back([&, i] { chat(proxy.port, fmt::format("overlapping {}", i), 40); });
+    for (int i = 0; i < 4; ++i)
+      threads.emplace_back([&, i] { chat(proxy.port, fmt::format("overlapping {}", i), 40); });
     for (auto& t : threads) t.join();
     wait_snapshots(sim.port, snaps, 2);
     EXPECT_EQ(proxy.process.terminate(), 0);
@@ -128,7 +132,8 @@ TEST(Attribute, PreemptionUnderKvPressureStaysWithTheCohort) {
     wait_snapshots(sim.port, dir + "/model-perf.scrape.jsonl", 1);
     std::vector<std::thread> threads;
     for (int i = 0; i < 3; ++i) {
-      threads.emplace_back([&, i] { chat(proxy.port, fmt::format("long request {} with a prompt of some words", i), 100); });
+      threads.emplace_back(
+          [&, i] { chat(proxy.port, fmt::format("long request {} with a prompt of some words", i), 100); });
     }
     for (auto& t : threads) t.join();
     wait_snapshots(sim.port, dir + "/model-perf.scrape.jsonl", 2);
@@ -139,7 +144,8 @@ TEST(Attribute, PreemptionUnderKvPressureStaysWithTheCohort) {
   bool preemption_in_cohort = false;
   for (const auto& w : windows(doc)) {
     const auto& o = w.as_object();
-    if (o.contains("cohort") && contains(o.at("cohort").as_object().at("causes"), "preemption")) preemption_in_cohort = true;
+    if (o.contains("cohort") && contains(o.at("cohort").as_object().at("causes"), "preemption"))
+      preemption_in_cohort = true;
     for (const auto& r : o.at("requests").as_array()) {
       EXPECT_FALSE(contains(r.as_object().at("causes"), "preemption")) << "a shared preemption is never a request's";
     }
@@ -149,9 +155,10 @@ TEST(Attribute, PreemptionUnderKvPressureStaysWithTheCohort) {
 
 TEST(Attribute, TheRampScenariosBackgroundTrafficContaminates) {
   const std::string dir = make_temp_dir();
-  write_file(dir + "/p.json",
-             R"({"engine":{"step_base_s":0.002,"step_per_prefill_token_s":0.00001,"step_per_decode_seq_s":0.00005},)"
-             R"("scenarios":{"ramp":{"duration_s":0.5,"background_requests":32,"background_prompt_tokens":32,"background_output_tokens":8}}})");
+  write_file(
+      dir + "/p.json",
+      R"({"engine":{"step_base_s":0.002,"step_per_prefill_token_s":0.00001,"step_per_decode_seq_s":0.00005},)"
+      R"("scenarios":{"ramp":{"duration_s":0.5,"background_requests":32,"background_prompt_tokens":32,"background_output_tokens":8}}})");
   Simulator sim({"--profile", dir + "/p.json"});
   ASSERT_EQ(http_post(sim.port, "/scenario?name=ramp", "", {}).status, 200);
   const auto doc = attribute_json({"--probe", fmt::format("http://127.0.0.1:{}/v1", sim.port), "--model", "sim-model",
@@ -167,8 +174,8 @@ TEST(Attribute, ARestartBetweenScrapesMakesTheWindowUnavailable) {
   const std::string dir = make_temp_dir();
   write_file(dir + "/p.json", kFast);
   const std::uint16_t port = free_loopback_port();
-  const std::vector<std::string> sim_args = {binary_path(), "simulate", "--listen", fmt::format("127.0.0.1:{}", port),
-                                             "--profile", dir + "/p.json"};
+  const std::vector<std::string> sim_args = {
+      binary_path(), "simulate", "--listen", fmt::format("127.0.0.1:{}", port), "--profile", dir + "/p.json"};
   auto sim = std::make_unique<ChildProcess>(sim_args);
   sim->read_line();
   const std::string ledger = dir + "/model-perf.jsonl";
@@ -196,7 +203,8 @@ TEST(Attribute, ARestartBetweenScrapesMakesTheWindowUnavailable) {
   EXPECT_EQ(run_cli({"scrape", "--url", metrics, "--output", snaps, "--format", "none", "--quiet"}).exit_code, 1);
   const auto failed = attribute_json({"--ledger", ledger, "--scrapes", snaps});
   ASSERT_EQ(windows(failed).size(), 2u);
-  EXPECT_NE(std::string(windows(failed)[1].as_object().at("reason").as_string()).find("metrics scrape failed"), std::string::npos);
+  EXPECT_NE(std::string(windows(failed)[1].as_object().at("reason").as_string()).find("metrics scrape failed"),
+            std::string::npos);
 }
 
 }  // namespace

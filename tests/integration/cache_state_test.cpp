@@ -1,11 +1,11 @@
 // `modelperfobs cache-state-bench`: the hermetic run and its strict verification, and the engine
 // adapter proved end to end against the simulator (and refusing to prove under foreign traffic).
-#include <chrono>
-#include <string>
-
-#include <boost/json.hpp>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <chrono>
+#include <string>
 
 #include "support/http_client.hpp"
 #include "support/process.hpp"
@@ -56,8 +56,9 @@ TEST(CacheStateBench, EngineAdapterProvesTransitionsAgainstTheSimulator) {
   write_file(dir + "/p.json", kSmallKv);
   Simulator sim({"--profile", dir + "/p.json"});
   const std::string report = dir + "/engine.json";
-  const auto run = run_cli({"cache-state-bench", "--backend", "vllm", "--url", fmt::format("http://127.0.0.1:{}/v1", sim.port),
-                            "--model", "sim-model", "--output", report});
+  const auto run =
+      run_cli({"cache-state-bench", "--backend", "vllm", "--url", fmt::format("http://127.0.0.1:{}/v1", sim.port),
+               "--model", "sim-model", "--output", report});
   EXPECT_EQ(run.exit_code, 0);
   auto arms = arms_of(report);
   for (const char* t : {"cold_start", "warm_admit", "explicit_invalidate", "pressure_evict"}) {
@@ -73,17 +74,20 @@ TEST(CacheStateBench, EngineAdapterProvesTransitionsAgainstTheSimulator) {
   EXPECT_TRUE(arms["cold_start"].at("pre_metrics").as_object().at("evictions").is_null());
   EXPECT_EQ(run_cli({"cache-state-bench", "--verify", report}).exit_code, 0);
   // Layers with no safe mechanism are typed and reported unsupported.
-  const auto ext = run_cli({"cache-state-bench", "--backend", "vllm", "--url", fmt::format("http://127.0.0.1:{}/v1", sim.port),
-                            "--model", "sim-model", "--layer", "external_shared_kv", "--output", dir + "/ext.json"});
+  const auto ext =
+      run_cli({"cache-state-bench", "--backend", "vllm", "--url", fmt::format("http://127.0.0.1:{}/v1", sim.port),
+               "--model", "sim-model", "--layer", "external_shared_kv", "--output", dir + "/ext.json"});
   EXPECT_EQ(ext.exit_code, 1);
   for (const auto& [label, r] : arms_of(dir + "/ext.json")) EXPECT_EQ(r.at("result"), "unsupported") << label;
 }
 
 TEST(CacheStateBench, ForeignTrafficExcludesTheArms) {
   const std::string dir = make_temp_dir();
-  write_file(dir + "/p.json", R"({"engine":{"num_gpu_blocks":1024,"block_size":16,"step_base_s":0.002,)"
-                              R"("step_per_prefill_token_s":0.00001,"step_per_decode_seq_s":0.00005},)"
-                              R"("scenarios":{"ramp":{"duration_s":0.2,"background_requests":8,"background_prompt_tokens":16,"background_output_tokens":64}}})");
+  write_file(
+      dir + "/p.json",
+      R"({"engine":{"num_gpu_blocks":1024,"block_size":16,"step_base_s":0.002,)"
+      R"("step_per_prefill_token_s":0.00001,"step_per_decode_seq_s":0.00005},)"
+      R"("scenarios":{"ramp":{"duration_s":0.2,"background_requests":8,"background_prompt_tokens":16,"background_output_tokens":64}}})");
   Simulator sim({"--profile", dir + "/p.json"});
   ASSERT_EQ(http_post(sim.port, "/scenario?name=ramp", "", {}).status, 200);
   // The ramp adds its first background requests at the engine's next scenario tick (up to 100 ms
@@ -98,8 +102,9 @@ TEST(CacheStateBench, ForeignTrafficExcludesTheArms) {
   }
   ASSERT_GT(running(), 0);
   const std::string report = dir + "/engine.json";
-  const auto run = run_cli({"cache-state-bench", "--backend", "vllm", "--url", fmt::format("http://127.0.0.1:{}/v1", sim.port),
-                            "--model", "sim-model", "--transitions", "cold_start,warm_admit", "--output", report});
+  const auto run =
+      run_cli({"cache-state-bench", "--backend", "vllm", "--url", fmt::format("http://127.0.0.1:{}/v1", sim.port),
+               "--model", "sim-model", "--transitions", "cold_start,warm_admit", "--output", report});
   EXPECT_EQ(run.exit_code, 1);
   for (const auto& [label, r] : arms_of(report)) {
     EXPECT_EQ(r.at("result"), "transition_unproved") << label;

@@ -1,14 +1,13 @@
 // Every panel of deploy/grafana/modelperfobs-dashboard.json returns data from a real Prometheus
 // (the Debian package) that loads deploy/prometheus/modelperfobs-rules.yml unchanged and scrapes
 // `simulate` and `proxy` on loopback while requests flow.
-#include <poll.h>
-
-#include <chrono>
-#include <set>
-
-#include <boost/json.hpp>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+
+#include <boost/json.hpp>
+#include <chrono>
+#include <set>
 
 #include "support/http_client.hpp"
 #include "support/process.hpp"
@@ -21,8 +20,10 @@ namespace json = boost::json;
 std::string url_encode(std::string_view s) {
   std::string out;
   for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') out += static_cast<char>(c);
-    else out += fmt::format("%{:02X}", c);
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~')
+      out += static_cast<char>(c);
+    else
+      out += fmt::format("%{:02X}", c);
   }
   return out;
 }
@@ -58,8 +59,8 @@ TEST(Dashboard, EveryPanelQueryReturnsDataFromARealPrometheus) {
                          "  - job_name: modelperfobs-proxy\n    static_configs: [{{targets: [\"127.0.0.1:{}\"]}}]\n",
                          MPO_SOURCE_DIR, sim.port, proxy.admin_port));
   ChildProcess prometheus({"/usr/bin/prometheus", "--config.file=" + dir + "/prometheus.yml",
-                           "--storage.tsdb.path=" + dir + "/tsdb", fmt::format("--web.listen-address=127.0.0.1:{}", prom_port),
-                           "--log.level=warn"});
+                           "--storage.tsdb.path=" + dir + "/tsdb",
+                           fmt::format("--web.listen-address=127.0.0.1:{}", prom_port), "--log.level=warn"});
   // Prometheus has no readiness signal on stdout: poll /-/ready every 20 ms, at most 60 s.
   bool ready = false;
   for (int i = 0; i < 3000 && !ready; ++i) {
@@ -79,7 +80,8 @@ TEST(Dashboard, EveryPanelQueryReturnsDataFromARealPrometheus) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (answered.size() < queries.size() && std::chrono::steady_clock::now() < deadline) {
     for (int i = 0; i < 3; ++i) {
-      EXPECT_EQ(http_post(proxy.port, "/v1/chat/completions", body, {{"content-type", "application/json"}}).status, 200);
+      EXPECT_EQ(http_post(proxy.port, "/v1/chat/completions", body, {{"content-type", "application/json"}}).status,
+                200);
     }
     for (const std::string& q : queries) {
       if (!answered.count(q) && has_data(prom_port, q)) answered.insert(q);

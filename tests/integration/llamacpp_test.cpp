@@ -3,12 +3,12 @@
 // closes its connection after every stream although it offers keep-alive), clients that leave at
 // `data: [DONE]` (llama.cpp sends the chunked terminator in a later write), and a sweep at
 // concurrency 8. Skipped, with the reason, where MPO_LLAMA_SERVER / MPO_LLAMA_MODEL are unset.
-#include <iostream>
-#include <memory>
-
-#include <boost/json.hpp>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <iostream>
+#include <memory>
 
 #include "support/http_client.hpp"
 #include "support/llama_server.hpp"
@@ -97,9 +97,9 @@ TEST_F(RealLlamaCpp, ClientsThatLeaveAtDoneAreOk) {
 }
 
 TEST_F(RealLlamaCpp, ASweepAtConcurrency8ThroughTheProxyHasNoFailedRequest) {
-  const auto run = run_cli({"sweep", "--url", fmt::format("http://127.0.0.1:{}/v1", proxy_->port), "--model", "real-llama",
-                            "--concurrencies", "8", "--requests", "100", "--input-tokens", "16", "--output-tokens", "8",
-                            "--quiet", "--output", dir_ + "/sweep.json"},
+  const auto run = run_cli({"sweep", "--url", fmt::format("http://127.0.0.1:{}/v1", proxy_->port), "--model",
+                            "real-llama", "--concurrencies", "8", "--requests", "100", "--input-tokens", "16",
+                            "--output-tokens", "8", "--quiet", "--output", dir_ + "/sweep.json"},
                            180000);
   EXPECT_EQ(run.exit_code, 0) << run.out;
   int sweep_failed = 0, sweep_lines = 0;

@@ -2,11 +2,11 @@
 // (llama.cpp closes after every streamed response while offering keep-alive), and clients that
 // leave as soon as they have read a stream's terminal event. Real processes over loopback: the
 // proxy, `simulate --stream-end llamacpp`, and a scripted backend that closes at the worst moment.
-#include <iostream>
-
-#include <boost/json.hpp>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <iostream>
 
 #include "support/canned_backend.hpp"
 #include "support/http_client.hpp"
@@ -20,12 +20,10 @@ namespace {
 
 namespace json = boost::json;
 
-const std::string kStreamed =
-    R"({"messages":[{"role":"user","content":"Hello"}],"max_tokens":4,"stream":true})";
+const std::string kStreamed = R"({"messages":[{"role":"user","content":"Hello"}],"max_tokens":4,"stream":true})";
 const std::string kNotStreamed = R"({"messages":[{"role":"user","content":"Hello"}],"max_tokens":4})";
 // For the simulator: two tokens keep each exchange short (its engine steps take milliseconds).
-const std::string kShortStreamed =
-    R"({"messages":[{"role":"user","content":"Hello"}],"max_tokens":2,"stream":true})";
+const std::string kShortStreamed = R"({"messages":[{"role":"user","content":"Hello"}],"max_tokens":2,"stream":true})";
 const std::string kShortNotStreamed = R"({"messages":[{"role":"user","content":"Hello"}],"max_tokens":2})";
 
 struct Ledger {
@@ -58,7 +56,8 @@ double retries_metric(const Proxy& proxy, const char* cause) {
 
 // A streamed then a non-streamed chat request, each on a new client connection; returns how many
 // of the pair failed (a status other than 200, or a stream without its end).
-int send_pair(std::uint16_t port, const std::string& streamed = kStreamed, const std::string& not_streamed = kNotStreamed) {
+int send_pair(std::uint16_t port, const std::string& streamed = kStreamed,
+              const std::string& not_streamed = kNotStreamed) {
   int failed = 0;
   const auto s = http_post(port, "/v1/chat/completions", streamed);
   if (s.status != 200 || !s.complete || s.body.find("[DONE]") == std::string::npos) ++failed;
@@ -177,8 +176,8 @@ TEST(ProxyStreamEndings, PairsAgainstASimulatorThatClosesAfterStreamsAreAllOkAnd
   int failed = 0;
   for (int i = 0; i < 100; ++i) failed += send_pair(s.proxy.port, kShortStreamed, kShortNotStreamed);
   EXPECT_EQ(failed, 0);
-  const double metric = retries_metric(s.proxy, "eof") + retries_metric(s.proxy, "reset") +
-                        retries_metric(s.proxy, "broken_pipe");
+  const double metric =
+      retries_metric(s.proxy, "eof") + retries_metric(s.proxy, "reset") + retries_metric(s.proxy, "broken_pipe");
   (void)s.stop_proxy();
   const auto l = read_ledger(s.ledger_path());
   ASSERT_EQ(l.lines.size(), 200u);

@@ -1,18 +1,17 @@
 // `modelperfobs proxy` in front of `modelperfobs simulate`, both real processes over loopback:
 // forwarding, timing, token accounting, usage injection, every outcome, correlation, accuracy
 // against the simulator's truth, SIGTERM and kill -9.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
+#include <boost/json.hpp>
 #include <future>
 #include <regex>
 #include <thread>
-
-#include <boost/json.hpp>
-#include <fmt/format.h>
-#include <gtest/gtest.h>
 
 #include "core/uuid.hpp"
 #include "support/canned_backend.hpp"
@@ -171,7 +170,8 @@ TEST(Proxy, AFullDiskKeepsTheLedgerToWholeLinesAndTheExitSaysHowManyWereLost) {
   const std::string first = proxy.read_line();
   const auto at = first.find("listening on ");
   ASSERT_NE(at, std::string::npos) << first;
-  const auto port = static_cast<std::uint16_t>(std::stoi(first.substr(first.find(':', first.find("127.0.0.1", at)) + 1)));
+  const auto port =
+      static_cast<std::uint16_t>(std::stoi(first.substr(first.find(':', first.find("127.0.0.1", at)) + 1)));
   constexpr int kRequests = 6;
   for (int i = 0; i < kRequests; ++i) EXPECT_EQ(http_post(port, "/v1/chat/completions", chat(3)).status, 502);
   EXPECT_EQ(proxy.terminate(), 0);  // not killed by SIGXFSZ
@@ -208,7 +208,8 @@ TEST(Proxy, UnreachableBackendIsA502WithTheIdAndALedgerLine) {
 
 TEST(Proxy, BackendErrorsAreForwardedAndRecordedAsHttpError) {
   ProxyStack s;
-  auto r = http_post(s.proxy.port, "/v1/chat/completions", R"({"model":"nope","messages":[{"role":"user","content":"x"}]})");
+  auto r =
+      http_post(s.proxy.port, "/v1/chat/completions", R"({"model":"nope","messages":[{"role":"user","content":"x"}]})");
   EXPECT_EQ(r.status, 404);
   auto lines = s.ledger();
   ASSERT_EQ(lines.size(), 1u);
@@ -342,7 +343,8 @@ TEST(Proxy, SigtermDuring200InFlightStreamsWritesEveryLine) {
   std::vector<std::future<HttpResponse>> fs;
   for (int i = 0; i < 200; ++i) {
     fs.push_back(std::async(std::launch::async, [&, i] {
-      return http_post(s.proxy.port, "/v1/chat/completions", chat(20, R"(,"ignore_eos":true)", "drain " + std::to_string(i)));
+      return http_post(s.proxy.port, "/v1/chat/completions",
+                       chat(20, R"(,"ignore_eos":true)", "drain " + std::to_string(i)));
     }));
   }
   Exposition x;
@@ -401,7 +403,8 @@ json::object through(CannedBackend& backend, HttpResponse* client = nullptr, std
 }
 
 TEST(ProxyAgainstMisbehavingBackends, GarbageInAStreamIsForwardedUnchangedAndMarkedMalformed) {
-  const std::string garbage = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n<html>oops</html>\n\ndata: [DONE]\n\n";
+  const std::string garbage =
+      "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n<html>oops</html>\n\ndata: [DONE]\n\n";
   CannedBackend backend({write_step(kSseHead + chunk(garbage) + "0\r\n\r\n")});
   HttpResponse client;
   auto l = through(backend, &client);
@@ -503,8 +506,8 @@ TEST(ProxyAgainstMisbehavingBackends, NoResponseInTimeIsA504UpstreamTimeout) {
 }
 
 TEST(ProxyAgainstMisbehavingBackends, SilenceInsideAStreamOverTheIdleTimeoutIsUpstreamTimeout) {
-  CannedBackend backend({write_step(kSseHead + chunk("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n")),
-                         pause_step(3000)});
+  CannedBackend backend(
+      {write_step(kSseHead + chunk("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n")), pause_step(3000)});
   HttpResponse client;
   auto l = through(backend, &client, {"--stream-idle-timeout", "0.3"});
   EXPECT_FALSE(client.complete);
@@ -513,7 +516,8 @@ TEST(ProxyAgainstMisbehavingBackends, SilenceInsideAStreamOverTheIdleTimeoutIsUp
 }
 
 TEST(ProxyAgainstMisbehavingBackends, AnErrorEventInAStreamIsRecorded) {
-  const std::string body = "data: {\"error\":{\"message\":\"engine died\",\"type\":\"InternalServerError\",\"code\":500}}\n\n";
+  const std::string body =
+      "data: {\"error\":{\"message\":\"engine died\",\"type\":\"InternalServerError\",\"code\":500}}\n\n";
   CannedBackend backend({write_step(kSseHead + chunk(body) + "0\r\n\r\n")});
   auto l = through(backend);
   EXPECT_EQ(l["error_type"], "InternalServerError");
@@ -540,7 +544,8 @@ TEST(ProxyHttpDetails, HeadResponsesAreNotWaitedOnForABody) {
   CannedBackend backend({write_step("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 42\r\n\r\n"),
                          pause_step(3000)});
   const std::string dir = make_temp_dir();
-  Proxy proxy("http://127.0.0.1:" + std::to_string(backend.port()), dir + "/ledger.jsonl", {"--stream-idle-timeout", "2"});
+  Proxy proxy("http://127.0.0.1:" + std::to_string(backend.port()), dir + "/ledger.jsonl",
+              {"--stream-idle-timeout", "2"});
   HttpRequest head;
   head.method = "HEAD";
   head.path = "/v1/models";

@@ -1,13 +1,13 @@
 // An https backend: nginx terminates TLS (a certificate made for the test) in front of
 // `modelperfobs simulate`; the proxy verifies it with --backend-ca, and refuses it without.
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <boost/json.hpp>
-#include <gtest/gtest.h>
 
 #include "support/http_client.hpp"
 #include "support/process.hpp"
@@ -19,9 +19,9 @@ namespace json = boost::json;
 
 struct TlsFrontend {
   explicit TlsFrontend(std::uint16_t backend_port) : dir(make_temp_dir()), port(free_loopback_port()) {
-    ChildProcess openssl({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", dir + "/key.pem",
-                          "-out", dir + "/cert.pem", "-days", "2", "-subj", "/CN=localhost", "-addext",
-                          "subjectAltName=DNS:localhost,IP:127.0.0.1"});
+    ChildProcess openssl({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                          dir + "/key.pem", "-out", dir + "/cert.pem", "-days", "2", "-subj", "/CN=localhost",
+                          "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"});
     EXPECT_EQ(openssl.wait(), 0);
     write_file(dir + "/nginx.conf", R"(
 worker_processes 1;
@@ -30,14 +30,18 @@ pid )" + dir + R"(/nginx.pid;
 events { worker_connections 256; }
 http {
   access_log off;
-  client_body_temp_path )" + dir + R"(; proxy_temp_path )" + dir + R"(;
-  fastcgi_temp_path )" + dir + R"(; uwsgi_temp_path )" + dir + R"(; scgi_temp_path )" + dir + R"(;
+  client_body_temp_path )" + dir + R"(; proxy_temp_path )" +
+                                        dir + R"(;
+  fastcgi_temp_path )" + dir + R"(; uwsgi_temp_path )" +
+                                        dir + R"(; scgi_temp_path )" + dir + R"(;
   server {
-    listen 127.0.0.1:)" + std::to_string(port) + R"( ssl;
+    listen 127.0.0.1:)" + std::to_string(port) +
+                                        R"( ssl;
     ssl_certificate )" + dir + R"(/cert.pem;
     ssl_certificate_key )" + dir + R"(/key.pem;
     location / {
-      proxy_pass http://127.0.0.1:)" + std::to_string(backend_port) + R"(;
+      proxy_pass http://127.0.0.1:)" + std::to_string(backend_port) +
+                                        R"(;
       proxy_http_version 1.1;
       proxy_buffering off;
     }
@@ -98,8 +102,8 @@ TEST(SweepTls, SweepsAnHttpsServerItCanVerify) {
   TlsFrontend tls(sim.port);
   const std::string url = "https://localhost:" + std::to_string(tls.port) + "/v1";
   auto run = run_cli({"sweep", "--url", url, "--model", "sim-model", "--concurrencies", "1,2", "--requests", "4",
-                      "--output-tokens", "4", "--ignore-eos", "--quiet", "--ca", tls.dir + "/cert.pem",
-                      "--output", tls.dir + "/sweep.json"});
+                      "--output-tokens", "4", "--ignore-eos", "--quiet", "--ca", tls.dir + "/cert.pem", "--output",
+                      tls.dir + "/sweep.json"});
   EXPECT_EQ(run.exit_code, 0) << run.out;
   const auto receipt = json::parse(read_file(tls.dir + "/sweep.json")).as_object();
   for (const auto& p : receipt.at("points").as_array()) {

@@ -1,10 +1,10 @@
 // `modelperfobs report` ranks the bottleneck correctly on ledgers the proxy wrote in front of
 // `simulate`, one per situation, and its outputs and exit codes behave as documented.
-#include <future>
-#include <thread>
+#include <gtest/gtest.h>
 
 #include <boost/json.hpp>
-#include <gtest/gtest.h>
+#include <future>
+#include <thread>
 
 #include "support/http_client.hpp"
 #include "support/process.hpp"
@@ -127,7 +127,9 @@ TEST(ReportHtml, HeadlessChromiumDrawsEveryChart) {
         prompt += std::to_string(wave * 1000 + i * 100 + w);
         prompt += ' ';
       }
-      fs.push_back(std::async(std::launch::async, [&, prompt] { return http_post(s.proxy.port, "/v1/chat/completions", chat(4, prompt)); }));
+      fs.push_back(std::async(std::launch::async, [&, prompt] {
+        return http_post(s.proxy.port, "/v1/chat/completions", chat(4, prompt));
+      }));
     }
     for (auto& f : fs) f.get();
   }
@@ -177,7 +179,8 @@ TEST(Demo, RunsTheWholeChainAndLeavesItsFiles) {
   EXPECT_EQ(report.at("inputs").as_object().at("observations").to_number<std::size_t>(), ledger.size());
   const std::string html = read_file(dir + "/report.html");
   std::size_t charts = 0;
-  for (auto p = html.find("<svg class=\"chart\""); p != std::string::npos; p = html.find("<svg class=\"chart\"", p + 1)) ++charts;
+  for (auto p = html.find("<svg class=\"chart\""); p != std::string::npos; p = html.find("<svg class=\"chart\"", p + 1))
+    ++charts;
   EXPECT_EQ(charts, 4u);
 }
 

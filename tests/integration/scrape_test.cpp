@@ -1,8 +1,9 @@
 // `modelperfobs scrape` against the simulator: the facts agree with the simulator's configuration
 // and with what it served; snapshots are written as JSONL; a restart between two scrapes is a reset.
-#include <boost/json.hpp>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <boost/json.hpp>
 
 #include "support/http_client.hpp"
 #include "support/process.hpp"
@@ -21,10 +22,10 @@ struct Served {
 Served serve(std::uint16_t port, int n, const std::string& prompt) {
   Served s;
   for (int i = 0; i < n; ++i) {
-    const std::string body = json::serialize(json::object{
-        {"model", "sim-model"},
-        {"max_tokens", 8 + i},
-        {"messages", json::array{json::object{{"role", "user"}, {"content", prompt}}}}});
+    const std::string body =
+        json::serialize(json::object{{"model", "sim-model"},
+                                     {"max_tokens", 8 + i},
+                                     {"messages", json::array{json::object{{"role", "user"}, {"content", prompt}}}}});
     HttpResponse r = http_post(port, "/v1/chat/completions", body, {{"content-type", "application/json"}});
     EXPECT_EQ(r.status, 200) << r.body;
     auto usage = json::parse(r.body).as_object().at("usage").as_object();
@@ -87,8 +88,8 @@ TEST(Scrape, LiveScrapesWriteSnapshotsAndFactsAgreeWithTheSimulator) {
   // Three scrapes of the idle engine: the window is their interval, with nothing served in it, so
   // the FLOPs counter cannot be judged there.
   const std::string out = dir + "/snap.jsonl";
-  const json::object interval = facts_of(run_cli({"scrape", "--url", url, "--count", "3", "--interval", "50ms", "--output",
-                                                  out, "--format", "json", "--quiet"}));
+  const json::object interval = facts_of(run_cli(
+      {"scrape", "--url", url, "--count", "3", "--interval", "50ms", "--output", out, "--format", "json", "--quiet"}));
   EXPECT_TRUE(interval.at("_validity").as_object().at("valid").as_bool());
   EXPECT_GT(interval.at("_inputs").as_object().at("window_seconds").to_number<double>(), 0.05);
   EXPECT_EQ(value(interval, "tokens", "generation_tokens"), 0.0);
@@ -125,7 +126,8 @@ TEST(Scrape, AnIntervalCountsOnlyWhatWasServedInIt) {
   const std::string prompt(600, 'x');  // long and repeated: prefix-cache hits from the second on
   const Served served = serve(sim.port, 4, prompt);
   const std::string after = save_metrics(sim.port, dir + "/after.prom");
-  const json::object facts = facts_of(run_cli({"scrape", "--file", before, "--file", after, "--format", "json", "--quiet"}));
+  const json::object facts =
+      facts_of(run_cli({"scrape", "--file", before, "--file", after, "--format", "json", "--quiet"}));
   EXPECT_TRUE(facts.at("_validity").as_object().at("valid").as_bool());
   EXPECT_EQ(value(facts, "tokens", "generation_tokens"), served.completion_tokens);
   EXPECT_EQ(value(facts, "tokens", "prompt_tokens"), served.prompt_tokens);
@@ -212,8 +214,8 @@ TEST(Scrape, ProxyRecordsEngineSnapshotsBesideItsLedger) {
 
   // The recorded snapshots give the engine's facts over the run.
   const auto first = json::parse(lines.front()).as_object();
-  const json::object facts = facts_of(run_cli({"scrape", "--snapshots", dir + "/run/model-perf.scrape.jsonl",
-                                               "--format", "json", "--quiet"}));
+  const json::object facts =
+      facts_of(run_cli({"scrape", "--snapshots", dir + "/run/model-perf.scrape.jsonl", "--format", "json", "--quiet"}));
   EXPECT_TRUE(facts.at("_validity").as_object().at("valid").as_bool());
   if (first.at("signals").as_object().at("requests_finished").as_object().at("value").to_number<double>() == 0) {
     EXPECT_EQ(value(facts, "requests", "requests_finished"), 3.0);  // the first snapshot came before them

@@ -1,12 +1,12 @@
 // `modelperfobs simulate` as a real process over loopback: stream shapes, errors, /metrics against
 // the real vLLM 0.29.0 capture, the truth file, scenarios, disconnects, SIGTERM.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <atomic>
+#include <boost/json.hpp>
 #include <future>
 #include <thread>
-
-#include <boost/json.hpp>
-#include <gtest/gtest.h>
 
 #include "core/stats.hpp"
 #include "core/time.hpp"
@@ -20,7 +20,8 @@ namespace {
 
 namespace json = boost::json;
 
-std::string chat_body(int max_tokens, bool stream, const std::string& extra = "", const std::string& text = "Hello there") {
+std::string chat_body(int max_tokens, bool stream, const std::string& extra = "",
+                      const std::string& text = "Hello there") {
   return R"({"model":"sim-model","messages":[{"role":"user","content":")" + text + R"("}],"max_tokens":)" +
          std::to_string(max_tokens) + (stream ? R"(,"stream":true)" : "") + extra + "}";
 }
@@ -40,7 +41,8 @@ Exposition scrape_until(std::uint16_t port, Pred pred, int timeout_ms = 30000) {
 
 TEST(Simulate, ChatStreamFollowsTheVllmShape) {
   Simulator sim;
-  auto res = http_post(sim.port, "/v1/chat/completions", chat_body(6, true, R"(,"stream_options":{"include_usage":true})"));
+  auto res =
+      http_post(sim.port, "/v1/chat/completions", chat_body(6, true, R"(,"stream_options":{"include_usage":true})"));
   EXPECT_EQ(res.status, 200);
   EXPECT_EQ(res.headers["content-type"], "text/event-stream; charset=utf-8");
   EXPECT_EQ(res.headers["transfer-encoding"], "chunked");
@@ -82,7 +84,9 @@ TEST(Simulate, ReasoningProfileStreamsReasoningContentBeforeContent) {
   std::vector<std::string> kinds;
   for (std::size_t i = 1; i + 1 < ev.size(); ++i) {
     auto delta = obj(ev[i])["choices"].as_array()[0].as_object()["delta"].as_object();
-    kinds.push_back(delta.contains("reasoning_content") ? "reasoning" : delta.contains("content") ? "content" : "other");
+    kinds.push_back(delta.contains("reasoning_content") ? "reasoning"
+                    : delta.contains("content")         ? "content"
+                                                        : "other");
   }
   // 40% of the 10 tokens reason first, then content follows; nothing else.
   EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "reasoning"), 4);
@@ -93,8 +97,11 @@ TEST(Simulate, ReasoningProfileStreamsReasoningContentBeforeContent) {
 
 TEST(Simulate, RequiredToolChoiceStreamsOnlyToolCalls) {
   Simulator sim;
-  auto res = http_post(sim.port, "/v1/chat/completions",
-                       chat_body(5, true, R"(,"tool_choice":"required","tools":[{"type":"function","function":{"name":"lookup","parameters":{"type":"object"}}}])"));
+  auto res = http_post(
+      sim.port, "/v1/chat/completions",
+      chat_body(
+          5, true,
+          R"(,"tool_choice":"required","tools":[{"type":"function","function":{"name":"lookup","parameters":{"type":"object"}}}])"));
   const auto ev = res.sse_data();
   ASSERT_EQ(ev.size(), 1u + 5 + 1);
   std::string args;
@@ -152,17 +159,33 @@ TEST(Simulate, MetricsHaveTheFamiliesOfTheRealVllm0290Capture) {
   http_post(sim.port, "/v1/chat/completions", chat_body(3, false));
   const auto ours = scrape(sim.port);
   const auto real = read_exposition(read_fixture("vllm/vllm-v1_0.29.0_qwen2.5-1.5b_t4_after-load.prom"));
-  const char* listed[] = {
-      "vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:num_requests_waiting_by_reason",
-      "vllm:kv_cache_usage_perc", "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
-      "vllm:num_preemptions_total", "vllm:prompt_tokens_total", "vllm:generation_tokens_total",
-      "vllm:request_success_total", "vllm:time_to_first_token_seconds", "vllm:inter_token_latency_seconds",
-      "vllm:e2e_request_latency_seconds", "vllm:request_queue_time_seconds", "vllm:request_prefill_time_seconds",
-      "vllm:request_decode_time_seconds", "vllm:request_inference_time_seconds", "vllm:request_prompt_tokens",
-      "vllm:request_generation_tokens", "vllm:iteration_tokens_total", "vllm:request_prefill_kv_computed_tokens",
-      "vllm:cache_config_info", "vllm:estimated_flops_per_gpu_total", "process_start_time_seconds",
-      "vllm:request_time_per_output_token_seconds", "vllm:prompt_tokens_by_source_total",
-      "vllm:prompt_tokens_cached_total"};
+  const char* listed[] = {"vllm:num_requests_running",
+                          "vllm:num_requests_waiting",
+                          "vllm:num_requests_waiting_by_reason",
+                          "vllm:kv_cache_usage_perc",
+                          "vllm:prefix_cache_queries_total",
+                          "vllm:prefix_cache_hits_total",
+                          "vllm:num_preemptions_total",
+                          "vllm:prompt_tokens_total",
+                          "vllm:generation_tokens_total",
+                          "vllm:request_success_total",
+                          "vllm:time_to_first_token_seconds",
+                          "vllm:inter_token_latency_seconds",
+                          "vllm:e2e_request_latency_seconds",
+                          "vllm:request_queue_time_seconds",
+                          "vllm:request_prefill_time_seconds",
+                          "vllm:request_decode_time_seconds",
+                          "vllm:request_inference_time_seconds",
+                          "vllm:request_prompt_tokens",
+                          "vllm:request_generation_tokens",
+                          "vllm:iteration_tokens_total",
+                          "vllm:request_prefill_kv_computed_tokens",
+                          "vllm:cache_config_info",
+                          "vllm:estimated_flops_per_gpu_total",
+                          "process_start_time_seconds",
+                          "vllm:request_time_per_output_token_seconds",
+                          "vllm:prompt_tokens_by_source_total",
+                          "vllm:prompt_tokens_cached_total"};
   for (const char* name : listed) {
     SCOPED_TRACE(name);
     ASSERT_TRUE(real.families.count(name)) << "not in the real capture";
@@ -181,7 +204,8 @@ TEST(Simulate, MetricsHaveTheFamiliesOfTheRealVllm0290Capture) {
       const auto le = series.substr(series.find("le="));
       const auto le_value = le.substr(0, le.find(','));
       bool found = false;
-      for (const auto& [s2, v2] : ours.values) found = found || (s2.rfind(name + "_bucket{", 0) == 0 && s2.find(le_value) != std::string::npos);
+      for (const auto& [s2, v2] : ours.values)
+        found = found || (s2.rfind(name + "_bucket{", 0) == 0 && s2.find(le_value) != std::string::npos);
       EXPECT_TRUE(found) << name << " " << le_value;
     }
   }
@@ -194,9 +218,9 @@ TEST(Simulate, TruthFileMatchesWhatTheClientReceived) {
   Simulator sim({"--truth", truth});
   std::vector<HttpResponse> responses;
   for (int i = 0; i < 5; ++i) {
-    responses.push_back(http_post(sim.port, "/v1/chat/completions",
-                                  chat_body(3 + i, true, R"(,"stream_options":{"include_usage":true})"),
-                                  {{"X-Request-Id", "req-" + std::to_string(i)}, {"X-Fak-Observation-ID", "obs-" + std::to_string(i)}}));
+    responses.push_back(http_post(
+        sim.port, "/v1/chat/completions", chat_body(3 + i, true, R"(,"stream_options":{"include_usage":true})"),
+        {{"X-Request-Id", "req-" + std::to_string(i)}, {"X-Fak-Observation-ID", "obs-" + std::to_string(i)}}));
   }
   // Every client that saw [DONE] finds its line while the simulator still runs (not only at
   // shutdown). The line goes out before the last chunk; this check cannot see that ordering
@@ -241,8 +265,10 @@ TEST(Simulate, RepeatedPromptIsCachedUntilResetPrefixCache) {
   Simulator sim;
   const std::string body = chat_body(2, false, "", std::string(200, 'x') + " long shared system prompt");
   auto cached = [&] {
-    return obj(http_post(sim.port, "/v1/chat/completions", body).body)["usage"].as_object()["prompt_tokens_details"]
-        .as_object()["cached_tokens"].to_number<int>();
+    return obj(http_post(sim.port, "/v1/chat/completions", body).body)["usage"]
+        .as_object()["prompt_tokens_details"]
+        .as_object()["cached_tokens"]
+        .to_number<int>();
   };
   EXPECT_EQ(cached(), 0);
   EXPECT_GT(cached(), 0);
@@ -250,7 +276,10 @@ TEST(Simulate, RepeatedPromptIsCachedUntilResetPrefixCache) {
   EXPECT_EQ(cached(), 0);
   const auto x = scrape(sim.port);
   EXPECT_GT(*x.find("vllm:prefix_cache_hits_total"), 0);
-  EXPECT_EQ(*x.find("vllm:prefix_cache_queries_total"), 3 * obj(http_post(sim.port, "/v1/chat/completions", body).body)["usage"].as_object()["prompt_tokens"].to_number<double>());
+  EXPECT_EQ(*x.find("vllm:prefix_cache_queries_total"),
+            3 * obj(http_post(sim.port, "/v1/chat/completions", body).body)["usage"]
+                    .as_object()["prompt_tokens"]
+                    .to_number<double>());
 }
 
 TEST(Simulate, ClientDisconnectAbortsTheRequestInTheEngine) {
@@ -262,9 +291,8 @@ TEST(Simulate, ClientDisconnectAbortsTheRequestInTheEngine) {
   req.body = chat_body(2000, true, R"(,"ignore_eos":true)");
   req.disconnect_after_body_bytes = 1;
   http(sim.port, req);
-  const auto x = scrape_until(sim.port, [](const Exposition& e) {
-    return e.find("vllm:request_success_total", {"abort"}).value_or(0) == 1;
-  });
+  const auto x = scrape_until(
+      sim.port, [](const Exposition& e) { return e.find("vllm:request_success_total", {"abort"}).value_or(0) == 1; });
   EXPECT_EQ(x.find("vllm:request_success_total", {"abort"}), 1);
   EXPECT_EQ(x.find("vllm:num_requests_running"), 0);
   EXPECT_EQ(x.find("vllm:kv_cache_usage_perc"), 0);
@@ -296,9 +324,13 @@ TEST(Simulate, SaturationQueuesFillsKvPreemptsAndNormalRecovers) {
   ASSERT_EQ(set.status, 200);
   EXPECT_EQ(obj(set.body)["scenario"], "saturation");
   EXPECT_GT(client_ttft_p95_ms(sim.port, 6), 1000.0);
-  const auto x = scrape_until(sim.port, [](const Exposition& e) {
-    return e.find("vllm:num_preemptions_total").value_or(0) > 0 && e.find("vllm:kv_cache_usage_perc").value_or(0) > 0.9;
-  }, 60000);
+  const auto x = scrape_until(
+      sim.port,
+      [](const Exposition& e) {
+        return e.find("vllm:num_preemptions_total").value_or(0) > 0 &&
+               e.find("vllm:kv_cache_usage_perc").value_or(0) > 0.9;
+      },
+      60000);
   EXPECT_GT(*x.find("vllm:num_requests_waiting"), 20);
   EXPECT_GT(*x.find("vllm:num_requests_waiting_by_reason", {"capacity"}), 20);
   EXPECT_GT(*x.find("vllm:kv_cache_usage_perc"), 0.9);
@@ -340,7 +372,8 @@ TEST(Simulate, FaultsAnswer500CutStreamsAndStall) {
   {
     auto sim = with_faults("stall.json", R"({"error_share":0,"truncate_share":0,"stall_share":1.0,"stall_s":1.0})");
     http_post(sim->port, "/scenario?name=faults", "");
-    auto pending = std::async(std::launch::async, [&] { return http_post(sim->port, "/v1/chat/completions", chat_body(2, true)); });
+    auto pending = std::async(std::launch::async,
+                              [&] { return http_post(sim->port, "/v1/chat/completions", chat_body(2, true)); });
     const auto x = scrape_until(sim->port, [](const Exposition& e) {
       return e.find("vllm:num_requests_waiting_by_reason", {"deferred"}).value_or(0) == 1;
     });

@@ -2,12 +2,12 @@
 // it, queueing for capacity and foreign traffic under the saturation scenario, a restart mid-sweep
 // invalidating its point, open-loop arrivals, energy from a fake nvidia-smi, replay of a ledger,
 // and receipts that `sweep verify` re-derives and `sweep gate` judges.
-#include <cstdlib>
-#include <thread>
-
-#include <boost/json.hpp>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <cstdlib>
+#include <thread>
 
 #include "support/http_client.hpp"
 #include "support/process.hpp"
@@ -27,11 +27,23 @@ struct SweepRun {
   std::string path;
 };
 
-SweepRun sweep(const std::string& dir, std::uint16_t port, std::vector<std::string> extra, const std::string& name = "sweep") {
-  std::vector<std::string> args = {"sweep", "--url", fmt::format("http://127.0.0.1:{}/v1", port), "--model", "sim-model",
-                                   "--input-tokens", "48", "--output-tokens", "24", "--ignore-eos", "--quiet",
-                                   "--metrics-url", fmt::format("http://127.0.0.1:{}/metrics", port),
-                                   "--output", dir + "/" + name + ".json"};
+SweepRun sweep(const std::string& dir, std::uint16_t port, std::vector<std::string> extra,
+               const std::string& name = "sweep") {
+  std::vector<std::string> args = {"sweep",
+                                   "--url",
+                                   fmt::format("http://127.0.0.1:{}/v1", port),
+                                   "--model",
+                                   "sim-model",
+                                   "--input-tokens",
+                                   "48",
+                                   "--output-tokens",
+                                   "24",
+                                   "--ignore-eos",
+                                   "--quiet",
+                                   "--metrics-url",
+                                   fmt::format("http://127.0.0.1:{}/metrics", port),
+                                   "--output",
+                                   dir + "/" + name + ".json"};
   args.insert(args.end(), extra.begin(), extra.end());
   SweepRun r;
   r.path = dir + "/" + name + ".json";
@@ -44,7 +56,8 @@ SweepRun sweep(const std::string& dir, std::uint16_t port, std::vector<std::stri
 const json::object& track_point(const json::object& receipt, double coordinate) {
   const char* key = receipt.at("workload").as_object().contains("rates") ? "rate_rps" : "concurrency";
   for (const auto& p : receipt.at("points").as_array()) {
-    if (p.as_object().at(key).to_number<double>() == coordinate) return p.as_object().at("tracks").as_array()[0].as_object();
+    if (p.as_object().at(key).to_number<double>() == coordinate)
+      return p.as_object().at("tracks").as_array()[0].as_object();
   }
   throw std::runtime_error("no such point");
 }
@@ -63,8 +76,9 @@ TEST(Sweep, TheKneeIsAtTheDeclaredCapacityAndPointsAboveItAreInvalid) {
   const std::string dir = make_temp_dir();
   write_file(dir + "/p.json", kProfile);
   Simulator sim({"--profile", dir + "/p.json"});
-  auto run = sweep(dir, sim.port, {"--concurrencies", "1,2,4,8,16", "--requests", "24", "--batch-capacity", "8",
-                                   "--capacity-source", "simulate --profile max_num_seqs 8", "--ttft-p99-budget-ms", "1000"});
+  auto run = sweep(dir, sim.port,
+                   {"--concurrencies", "1,2,4,8,16", "--requests", "24", "--batch-capacity", "8", "--capacity-source",
+                    "simulate --profile max_num_seqs 8", "--ttft-p99-budget-ms", "1000"});
   const auto& r = run.receipt;
   EXPECT_EQ(r.at("schema"), "fak.serving-sweep.v1");
   for (double c : {1.0, 2.0, 4.0, 8.0}) EXPECT_EQ(track_point(r, c).at("status"), "valid") << c;
@@ -83,7 +97,8 @@ TEST(Sweep, TheKneeIsAtTheDeclaredCapacityAndPointsAboveItAreInvalid) {
   EXPECT_EQ(r.at("validity").as_object().at("valid"), false);
   // Every request is a ledger line that `report` reads unchanged, and a sample in the receipt.
   std::size_t samples = 0;
-  for (const auto& p : r.at("points").as_array()) samples += p.as_object().at("tracks").as_array()[0].as_object().at("samples").as_array().size();
+  for (const auto& p : r.at("points").as_array())
+    samples += p.as_object().at("tracks").as_array()[0].as_object().at("samples").as_array().size();
   const auto lines = read_lines(dir + "/sweep.ledger.jsonl");
   EXPECT_EQ(lines.size(), samples);
   EXPECT_NE(lines[0].find("\"scheduled_at\""), std::string::npos);
@@ -106,8 +121,9 @@ TEST(Sweep, TheKneeIsAtTheDeclaredCapacityAndPointsAboveItAreInvalid) {
   const Dom dom = dump_dom(dir + "/sweep.html", dir + "/chromium");
   EXPECT_EQ(dom.exit_code, 0);
   EXPECT_EQ(dom.count("<svg class=\"chart\""), 2u);
-  for (const char* series : {"data-name=\"throughput\"", "data-name=\"TTFT p99\"", "data-name=\"ITL p99\"",
-                             "data-name=\"TTFT budget\"", "data-name=\"saturation knee\"", "data-name=\"p99 SLA boundary\""}) {
+  for (const char* series :
+       {"data-name=\"throughput\"", "data-name=\"TTFT p99\"", "data-name=\"ITL p99\"", "data-name=\"TTFT budget\"",
+        "data-name=\"saturation knee\"", "data-name=\"p99 SLA boundary\""}) {
     EXPECT_EQ(dom.count(series), 1u) << series;
   }
   EXPECT_EQ(dom.text.find("<script"), std::string::npos);
@@ -123,7 +139,8 @@ TEST(Sweep, InsideCapacityThePeakIsMeasuredAndTheGateAcceptsItButNotAnEditedRece
   EXPECT_EQ(s.at("peak_status"), "measured");
   EXPECT_EQ(s.at("peak").as_object().at("concurrency").to_number<double>(), 8);
   EXPECT_EQ(run_cli({"sweep", "verify", run.path}).exit_code, 0);
-  EXPECT_EQ(run_cli({"sweep", "gate", "--claim", "ours: capacity-valid peak at 8", "--artifact", run.path}).exit_code, 0);
+  EXPECT_EQ(run_cli({"sweep", "gate", "--claim", "ours: capacity-valid peak at 8", "--artifact", run.path}).exit_code,
+            0);
   // Edit one sample's latency: verify names the difference and the gate refuses.
   std::string text = read_file(run.path);
   auto at = text.find("\"end_to_end_ms\": ");
@@ -136,15 +153,19 @@ TEST(Sweep, InsideCapacityThePeakIsMeasuredAndTheGateAcceptsItButNotAnEditedRece
   auto v = run_cli({"sweep", "verify", dir + "/edited.json"});
   EXPECT_EQ(v.exit_code, 1);
   EXPECT_NE(v.out.find("FAILED"), std::string::npos) << v.out;
-  EXPECT_EQ(run_cli({"sweep", "gate", "--claim", "ours: capacity-valid peak", "--artifact", dir + "/edited.json"}).exit_code, 1);
+  EXPECT_EQ(
+      run_cli({"sweep", "gate", "--claim", "ours: capacity-valid peak", "--artifact", dir + "/edited.json"}).exit_code,
+      1);
 }
 
 TEST(Sweep, SaturationScenarioShowsQueueingForCapacityAndForeignTraffic) {
   const std::string dir = make_temp_dir();
-  write_file(dir + "/p.json", R"({"engine":{"step_base_s":0.002,"step_per_prefill_token_s":0.00001,"step_per_decode_seq_s":0.00005}})");
+  write_file(dir + "/p.json",
+             R"({"engine":{"step_base_s":0.002,"step_per_prefill_token_s":0.00001,"step_per_decode_seq_s":0.00005}})");
   Simulator sim({"--profile", dir + "/p.json"});
   ASSERT_EQ(http_post(sim.port, "/scenario?name=saturation", "", {}).status, 200);
-  auto run = sweep(dir, sim.port, {"--concurrencies", "1,2", "--requests", "4", "--warmup", "0", "--batch-capacity", "32"});
+  auto run =
+      sweep(dir, sim.port, {"--concurrencies", "1,2", "--requests", "4", "--warmup", "0", "--batch-capacity", "32"});
   const auto& tp = track_point(run.receipt, 1);
   const auto& server = tp.at("evidence").as_object().at("server").as_object();
   EXPECT_GT(server.at("waiting_capacity_max").to_number<double>(), 0);
@@ -161,14 +182,32 @@ TEST(Sweep, ARestartMidSweepInvalidatesItsPoint) {
   const std::string dir = make_temp_dir();
   write_file(dir + "/p.json", kProfile);
   const std::uint16_t port = free_loopback_port();
-  const std::vector<std::string> sim_args = {binary_path(), "simulate", "--listen", fmt::format("127.0.0.1:{}", port),
-                                             "--profile", dir + "/p.json"};
+  const std::vector<std::string> sim_args = {
+      binary_path(), "simulate", "--listen", fmt::format("127.0.0.1:{}", port), "--profile", dir + "/p.json"};
   auto sim = std::make_unique<ChildProcess>(sim_args);
   sim->read_line();
-  ChildProcess sweeper({binary_path(), "sweep", "--url", fmt::format("http://127.0.0.1:{}/v1", port), "--model", "sim-model",
-                        "--concurrencies", "1,2", "--duration", "2s", "--warmup", "0", "--output-tokens", "16",
-                        "--ignore-eos", "--quiet", "--batch-capacity", "8", "--metrics-url",
-                        fmt::format("http://127.0.0.1:{}/metrics", port), "--output", dir + "/sweep.json"});
+  ChildProcess sweeper({binary_path(),
+                        "sweep",
+                        "--url",
+                        fmt::format("http://127.0.0.1:{}/v1", port),
+                        "--model",
+                        "sim-model",
+                        "--concurrencies",
+                        "1,2",
+                        "--duration",
+                        "2s",
+                        "--warmup",
+                        "0",
+                        "--output-tokens",
+                        "16",
+                        "--ignore-eos",
+                        "--quiet",
+                        "--batch-capacity",
+                        "8",
+                        "--metrics-url",
+                        fmt::format("http://127.0.0.1:{}/metrics", port),
+                        "--output",
+                        dir + "/sweep.json"});
   // Restart the simulator once the first point is under way.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (read_lines(dir + "/sweep.ledger.jsonl").size() < 3 && std::chrono::steady_clock::now() < deadline) {
@@ -190,7 +229,8 @@ TEST(Sweep, OpenLoopSendsOnScheduleAndMeasuresItself) {
   const std::string dir = make_temp_dir();
   write_file(dir + "/p.json", kProfile);
   Simulator sim({"--profile", dir + "/p.json"});
-  auto run = sweep(dir, sim.port, {"--rates", "20,40", "--arrival", "constant", "--requests", "20", "--batch-capacity", "8"});
+  auto run =
+      sweep(dir, sim.port, {"--rates", "20,40", "--arrival", "constant", "--requests", "20", "--batch-capacity", "8"});
   ASSERT_TRUE(run.receipt.at("workload").as_object().contains("rates"));
   for (double rate : {20.0, 40.0}) {
     const auto& tp = track_point(run.receipt, rate);
@@ -211,9 +251,12 @@ TEST(Sweep, OpenLoopSendsOnScheduleAndMeasuresItself) {
   }
   EXPECT_EQ(run_cli({"sweep", "verify", run.path}).exit_code, 0);
   // The sweep's own ledger replayed at two speeds.
-  auto replay = sweep(dir, sim.port, {"--replay", dir + "/sweep.ledger.jsonl", "--replay-speeds", "1,2", "--batch-capacity", "8"}, "replay");
+  auto replay =
+      sweep(dir, sim.port, {"--replay", dir + "/sweep.ledger.jsonl", "--replay-speeds", "1,2", "--batch-capacity", "8"},
+            "replay");
   EXPECT_EQ(replay.receipt.at("points").as_array().size(), 2u);
-  EXPECT_EQ(replay.receipt.at("workload").as_object().at("requests").to_number<double>(), read_lines(dir + "/sweep.ledger.jsonl").size());
+  EXPECT_EQ(replay.receipt.at("workload").as_object().at("requests").to_number<double>(),
+            read_lines(dir + "/sweep.ledger.jsonl").size());
 }
 
 TEST(Sweep, EnergyFromSampledPowerDraw) {
@@ -225,7 +268,8 @@ TEST(Sweep, EnergyFromSampledPowerDraw) {
   const std::string old_path = std::getenv("PATH");
   setenv("PATH", (dir + ":" + old_path).c_str(), 1);
   Simulator sim({"--profile", dir + "/p.json"});
-  auto run = sweep(dir, sim.port, {"--concurrencies", "1,2", "--duration", "1s", "--power", "nvidia-smi", "--batch-capacity", "8"});
+  auto run = sweep(dir, sim.port,
+                   {"--concurrencies", "1,2", "--duration", "1s", "--power", "nvidia-smi", "--batch-capacity", "8"});
   setenv("PATH", old_path.c_str(), 1);
   for (double c : {1.0, 2.0}) {
     const auto& ev = track_point(run.receipt, c).at("evidence").as_object();
@@ -248,8 +292,9 @@ TEST(Sweep, RefineBisectsToTheP99Boundary) {
   write_file(dir + "/p.json", kProfile);
   Simulator sim({"--profile", dir + "/p.json"});
   // Up to 8 in flight nothing queues (TTFT about 10 ms); above 8 requests wait a whole generation.
-  auto run = sweep(dir, sim.port, {"--concurrencies", "1,16", "--requests", "16", "--batch-capacity", "8",
-                                   "--ttft-p99-budget-ms", "50", "--refine"});
+  auto run = sweep(dir, sim.port,
+                   {"--concurrencies", "1,16", "--requests", "16", "--batch-capacity", "8", "--ttft-p99-budget-ms",
+                    "50", "--refine"});
   const auto& b = summary(run.receipt).at("p99_boundary").as_object();
   EXPECT_EQ(b.at("status"), "measured");
   EXPECT_EQ(b.at("coordinate").to_number<double>(), 8);
@@ -264,9 +309,9 @@ TEST(Sweep, ParityRunsOnePointPerTrackAndTheGateWantsAllThree) {
   Simulator ours({"--profile", dir + "/p.json"});
   Simulator raw({"--profile", dir + "/p.json"});
   auto cli = run_cli({"sweep", "--model", "sim-model", "--requests", "8", "--concurrency", "4", "--output-tokens", "8",
-                      "--ignore-eos", "--quiet", "--output", dir + "/parity.json",
-                      "--track", fmt::format("ours=http://127.0.0.1:{}/v1", ours.port),
-                      "--track", fmt::format("SGLang=http://127.0.0.1:{}/v1", raw.port)});
+                      "--ignore-eos", "--quiet", "--output", dir + "/parity.json", "--track",
+                      fmt::format("ours=http://127.0.0.1:{}/v1", ours.port), "--track",
+                      fmt::format("SGLang=http://127.0.0.1:{}/v1", raw.port)});
   ASSERT_EQ(cli.exit_code, 0);
   const auto doc = json::parse(read_file(dir + "/parity.json")).as_object();
   EXPECT_EQ(doc.at("schema"), "fak.serving-parity.v1");

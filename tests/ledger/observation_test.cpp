@@ -1,7 +1,8 @@
 #include "ledger/observation.hpp"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+
+#include <boost/json.hpp>
 
 namespace mpo::ledger {
 namespace {
@@ -28,9 +29,9 @@ Observation streamed() {
 
 TEST(Observation, DerivedFieldsFollowTheContract) {
   const Observation o = streamed();
-  EXPECT_DOUBLE_EQ(*tpot_ms(o), 50.0);                      // (250 - 50) / (5 - 1)
-  EXPECT_DOUBLE_EQ(*output_tokens_per_second(o), 25.0);     // 5 / 0.2 s
-  EXPECT_DOUBLE_EQ(*e2e_output_tokens_per_second(o), 20.0); // 5 / 0.25 s
+  EXPECT_DOUBLE_EQ(*tpot_ms(o), 50.0);                       // (250 - 50) / (5 - 1)
+  EXPECT_DOUBLE_EQ(*output_tokens_per_second(o), 25.0);      // 5 / 0.2 s
+  EXPECT_DOUBLE_EQ(*e2e_output_tokens_per_second(o), 20.0);  // 5 / 0.25 s
   Observation one = o;
   one.completion_tokens = 1;
   EXPECT_FALSE(tpot_ms(one).has_value());
@@ -45,14 +46,49 @@ TEST(Observation, LineHasEveryFieldInContractOrderWithNullForUnknown) {
   const std::string line = render_observation(streamed());
   ASSERT_EQ(line.back(), '\n');
   const auto v = boost::json::parse(line).as_object();
-  const char* order[] = {"schema", "observation_id", "started_at", "ended_at", "proxy_instance", "backend", "method",
-                         "path", "operation", "model", "response_model", "response_id", "upstream_request_id", "stream",
-                         "usage_requested", "usage_injected", "http_status", "outcome", "error_type", "error_message",
-                         "finish_reason", "choices", "ttfb_ms", "ttft_ms", "e2e_ms", "tpot_ms", "itl_p50_ms",
-                         "itl_p95_ms", "itl_max_ms", "content_events", "prompt_tokens", "completion_tokens",
-                         "total_tokens", "cached_prompt_tokens", "reasoning_tokens", "token_source",
-                         "output_tokens_per_second", "e2e_output_tokens_per_second", "request_bytes",
-                         "response_bytes", "in_flight_at_start", "upstream_retries", "server_timings"};
+  const char* order[] = {"schema",
+                         "observation_id",
+                         "started_at",
+                         "ended_at",
+                         "proxy_instance",
+                         "backend",
+                         "method",
+                         "path",
+                         "operation",
+                         "model",
+                         "response_model",
+                         "response_id",
+                         "upstream_request_id",
+                         "stream",
+                         "usage_requested",
+                         "usage_injected",
+                         "http_status",
+                         "outcome",
+                         "error_type",
+                         "error_message",
+                         "finish_reason",
+                         "choices",
+                         "ttfb_ms",
+                         "ttft_ms",
+                         "e2e_ms",
+                         "tpot_ms",
+                         "itl_p50_ms",
+                         "itl_p95_ms",
+                         "itl_max_ms",
+                         "content_events",
+                         "prompt_tokens",
+                         "completion_tokens",
+                         "total_tokens",
+                         "cached_prompt_tokens",
+                         "reasoning_tokens",
+                         "token_source",
+                         "output_tokens_per_second",
+                         "e2e_output_tokens_per_second",
+                         "request_bytes",
+                         "response_bytes",
+                         "in_flight_at_start",
+                         "upstream_retries",
+                         "server_timings"};
   std::size_t i = 0;
   for (const auto& kv : v) {
     ASSERT_LT(i, std::size(order));

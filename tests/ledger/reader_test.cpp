@@ -1,10 +1,9 @@
 #include "ledger/reader.hpp"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
-
-#include <gtest/gtest.h>
 
 #include "ledger/observation.hpp"
 
@@ -84,9 +83,13 @@ TEST(ReadLedger, ATornLastLineIsSkippedAndFlaggedEverythingBeforeStands) {
 }
 
 TEST(ReadLedger, InvalidForeignAndGapLinesAreCountedNotFatal) {
-  std::string text = our_line("a", 1) + "not json\n" + R"({"schema":"something-else/2"})" "\n" +
-                     R"({"schema":"modelperfobs.observation.v1"})" "\n" +
-                     R"({"schema":"modelperfobs.ledger-gap.v1","at":"2026-01-01T00:00:00Z","dropped_lines":7})" "\n\n" +
+  std::string text = our_line("a", 1) + "not json\n" +
+                     R"({"schema":"something-else/2"})"
+                     "\n" +
+                     R"({"schema":"modelperfobs.observation.v1"})"
+                     "\n" +
+                     R"({"schema":"modelperfobs.ledger-gap.v1","at":"2026-01-01T00:00:00Z","dropped_lines":7})"
+                     "\n\n" +
                      our_line("b", 2);
   const auto r = read_ledger(text);
   EXPECT_EQ(r.records.size(), 2u);
@@ -117,11 +120,15 @@ TEST(ReadLedgerFile, ChunksAndThreadsChangeNothing) {
   std::string text;
   for (int i = 0; i < 400; ++i) {
     text += our_line("id-" + std::to_string(i), 100 + i) + "\n";
-    if (i % 37 == 0) text += "\n";                                   // blank lines still count for numbering
-    if (i % 53 == 0) text += "{not json\n";                          // invalid
-    if (i % 71 == 0) text += std::string(kFakLine) + "\r\n";        // fak, CRLF
-    if (i % 97 == 0) text += R"({"schema":"other.v1"})" "\n";       // foreign
-    if (i % 89 == 0) text += R"({"schema":"modelperfobs.ledger-gap.v1","dropped_lines":3})" "\n";
+    if (i % 37 == 0) text += "\n";                            // blank lines still count for numbering
+    if (i % 53 == 0) text += "{not json\n";                   // invalid
+    if (i % 71 == 0) text += std::string(kFakLine) + "\r\n";  // fak, CRLF
+    if (i % 97 == 0)
+      text += R"({"schema":"other.v1"})"
+              "\n";  // foreign
+    if (i % 89 == 0)
+      text += R"({"schema":"modelperfobs.ledger-gap.v1","dropped_lines":3})"
+              "\n";
   }
   text += R"({"schema":"modelperfobs.observation.v1","observation_id":"torn)";  // no newline
   char path[] = "/tmp/mpo-ledger-XXXXXX";

@@ -6,32 +6,42 @@ namespace mpo::openai {
 namespace {
 
 TEST(ClassifyChunk, VllmChatStreamKinds) {
-  EXPECT_EQ(classify_chunk(R"({"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]})").kind,
-            ChunkKind::kRoleOnly);
+  EXPECT_EQ(
+      classify_chunk(
+          R"({"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]})")
+          .kind,
+      ChunkKind::kRoleOnly);
   EXPECT_EQ(classify_chunk(R"({"choices":[{"index":0,"delta":{"content":" hi"}}]})").kind, ChunkKind::kContent);
-  EXPECT_EQ(classify_chunk(R"({"choices":[{"index":0,"delta":{"reasoning_content":"think"}}]})").kind, ChunkKind::kReasoning);
+  EXPECT_EQ(classify_chunk(R"({"choices":[{"index":0,"delta":{"reasoning_content":"think"}}]})").kind,
+            ChunkKind::kReasoning);
   EXPECT_EQ(classify_chunk(R"({"choices":[{"index":0,"delta":{"reasoning":"think"}}]})").kind, ChunkKind::kReasoning);
-  EXPECT_EQ(classify_chunk(R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}}]})").kind,
-            ChunkKind::kToolCalls);
+  EXPECT_EQ(
+      classify_chunk(R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}}]})")
+          .kind,
+      ChunkKind::kToolCalls);
   EXPECT_EQ(classify_chunk(R"({"choices":[{"index":0,"delta":{"refusal":"no"}}]})").kind, ChunkKind::kRefusal);
-  EXPECT_EQ(classify_chunk(R"({"choices":[{"index":0,"delta":{"content":""},"finish_reason":"stop"}]})").kind, ChunkKind::kEmpty);
+  EXPECT_EQ(classify_chunk(R"({"choices":[{"index":0,"delta":{"content":""},"finish_reason":"stop"}]})").kind,
+            ChunkKind::kEmpty);
   EXPECT_EQ(classify_chunk("[DONE]").kind, ChunkKind::kDone);
   EXPECT_EQ(classify_chunk("{not json").kind, ChunkKind::kUnparsable);
 }
 
 TEST(ClassifyChunk, UsageOnlyChunkAndContinuousUsage) {
-  auto u = classify_chunk(R"({"id":"c","choices":[],"usage":{"prompt_tokens":16,"total_tokens":21,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":3}}})");
+  auto u = classify_chunk(
+      R"({"id":"c","choices":[],"usage":{"prompt_tokens":16,"total_tokens":21,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":3}}})");
   EXPECT_EQ(u.kind, ChunkKind::kUsageOnly);
   ASSERT_TRUE(u.usage.has_value());
   EXPECT_EQ(u.usage->completion_tokens, 5);
   EXPECT_EQ(u.usage->cached_prompt_tokens, 3);
-  auto c = classify_chunk(R"({"choices":[{"index":0,"delta":{"content":"x"}}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}})");
+  auto c = classify_chunk(
+      R"({"choices":[{"index":0,"delta":{"content":"x"}}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}})");
   EXPECT_EQ(c.kind, ChunkKind::kContent);
   EXPECT_EQ(c.usage->completion_tokens, 2);
 }
 
 TEST(ClassifyChunk, CompletionsTextAndFinishReason) {
-  auto c = classify_chunk(R"({"object":"text_completion","choices":[{"index":0,"text":" a","finish_reason":"length"}]})");
+  auto c =
+      classify_chunk(R"({"object":"text_completion","choices":[{"index":0,"text":" a","finish_reason":"length"}]})");
   EXPECT_EQ(c.kind, ChunkKind::kContent);
   EXPECT_EQ(c.finish_reason, "length");
 }
@@ -47,7 +57,8 @@ TEST(ClassifyChunk, ErrorEventsOldAndNewShape) {
 }
 
 TEST(ParseResponseBody, NonStreamedChatWithUsageAndLlamaCppTimings) {
-  auto r = parse_response_body(R"({"id":"chatcmpl-1","object":"chat.completion","model":"qwen","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":8,"completion_tokens":2,"total_tokens":10},"timings":{"prompt_n":8,"predicted_ms":40.5}})");
+  auto r = parse_response_body(
+      R"({"id":"chatcmpl-1","object":"chat.completion","model":"qwen","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":8,"completion_tokens":2,"total_tokens":10},"timings":{"prompt_n":8,"predicted_ms":40.5}})");
   EXPECT_EQ(r.kind, ChunkKind::kContent);
   EXPECT_EQ(r.model, "qwen");
   EXPECT_EQ(r.id, "chatcmpl-1");
@@ -57,7 +68,8 @@ TEST(ParseResponseBody, NonStreamedChatWithUsageAndLlamaCppTimings) {
 }
 
 TEST(InspectRequest, ReadsOperationModelStreamAndUsage) {
-  auto r = inspect_request("/v1/chat/completions", R"({"model":"m","stream":true,"stream_options":{"include_usage":true}})");
+  auto r =
+      inspect_request("/v1/chat/completions", R"({"model":"m","stream":true,"stream_options":{"include_usage":true}})");
   EXPECT_EQ(r.operation, Operation::kChat);
   EXPECT_EQ(r.model, "m");
   EXPECT_TRUE(r.stream);

@@ -1,9 +1,9 @@
 #include "openai/sse_framer.hpp"
 
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace mpo::openai {
 namespace {
@@ -38,7 +38,8 @@ TEST(SseFramer, SameEventsWhenSplitAtEveryByte) {
 TEST(SseFramer, CountsCommentsAndIgnoresIdRetryAndEventFields) {
   SseFramer f;
   std::vector<std::string> names;
-  f.feed(": ping\n\nevent: error\nid: 7\nretry: 10\ndata: x\n\n", [&](const SseEvent& e) { names.emplace_back(e.event); });
+  f.feed(": ping\n\nevent: error\nid: 7\nretry: 10\ndata: x\n\n",
+         [&](const SseEvent& e) { names.emplace_back(e.event); });
   EXPECT_EQ(names, std::vector<std::string>{"error"});
   EXPECT_EQ(f.comments(), 1u);
   EXPECT_EQ(f.unknown_lines(), 0u);

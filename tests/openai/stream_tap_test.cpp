@@ -9,7 +9,9 @@ namespace mpo::openai {
 namespace {
 
 const char* kStream =
-    "data: {\"id\":\"c1\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n"
+    "data: "
+    "{\"id\":\"c1\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}"
+    "\n\n"
     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" a\"}}]}\n\n"
     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" b\"},\"finish_reason\":\"length\"}]}\n\n"
     "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":2,\"total_tokens\":6}}\n\n"
@@ -20,7 +22,7 @@ TEST(StreamTap, FirstContentNotRolePreludeAndGapsBetweenContentEvents) {
   const std::string s = kStream;
   const auto e1 = s.find("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" a\"");
   const auto e2 = s.find("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" b\"");
-  tap.feed(s.substr(0, e1), 1000);       // role-only prelude at t=1 ms
+  tap.feed(s.substr(0, e1), 1000);        // role-only prelude at t=1 ms
   tap.feed(s.substr(e1, e2 - e1), 5000);  // first content at t=5 ms
   tap.feed(s.substr(e2), 9000);           // second at 9 ms, usage, [DONE]
   tap.finish(true);
@@ -39,7 +41,10 @@ TEST(StreamTap, FirstContentNotRolePreludeAndGapsBetweenContentEvents) {
 
 TEST(StreamTap, WithoutUsageCountsAreEstimatedFromContentEvents) {
   StreamTap tap(true);
-  tap.feed("data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"y\"}}]}\n\n", 1);
+  tap.feed(
+      "data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\ndata: "
+      "{\"choices\":[{\"delta\":{\"content\":\"y\"}}]}\n\n",
+      1);
   tap.finish(true);
   EXPECT_EQ(tap.token_source(), TokenSource::kEstimated);
   EXPECT_EQ(tap.completion_tokens(), 2);
@@ -56,7 +61,8 @@ TEST(StreamTap, GarbageInAStreamIsMalformed) {
 
 TEST(StreamTap, NonStreamedBodyIsParsedWholeAtTheEnd) {
   StreamTap tap(false);
-  const std::string body = R"({"id":"x","model":"m","choices":[{"message":{"content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4},"timings":{"predicted_n":1,"prompt_n":3}})";
+  const std::string body =
+      R"({"id":"x","model":"m","choices":[{"message":{"content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4},"timings":{"predicted_n":1,"prompt_n":3}})";
   tap.feed(body.substr(0, 10), 1);
   tap.feed(body.substr(10), 2);
   tap.finish(true);
@@ -97,8 +103,9 @@ std::string without_last_event(std::string body) {
 // Real llama.cpp b10309 captures of each API's stream: the terminal event is seen, and a stream
 // cut before it is not terminated.
 TEST(StreamTap, TheTerminalEventOfEachApisStreamIsSeenInRealCaptures) {
-  for (const char* name : {"llamacpp/llamacpp_b10309_chat_stream.http", "llamacpp/llamacpp_b10309_responses_stream.http",
-                           "llamacpp/llamacpp_b10309_messages_stream.http"}) {
+  for (const char* name :
+       {"llamacpp/llamacpp_b10309_chat_stream.http", "llamacpp/llamacpp_b10309_responses_stream.http",
+        "llamacpp/llamacpp_b10309_messages_stream.http"}) {
     const std::string body = capture_body(name);
     ASSERT_FALSE(body.empty()) << name;
     StreamTap whole(true);

@@ -1,8 +1,8 @@
 // docs/METRICS.md lists every catalog entry: a series added to the table without its row here fails.
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "promtext/catalog.hpp"
 

@@ -1,11 +1,12 @@
 // Catalogs and facts on the real captures: what each engine states, and what is withheld.
-#include <cmath>
+#include "promtext/facts.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "promtext/delta.hpp"
-#include "promtext/facts.hpp"
 #include "support/fixtures.hpp"
 
 namespace mpo::promtext {
@@ -191,15 +192,15 @@ TEST(Facts, TgiTokenTotalsFromHistogramSums) {
 }
 
 EngineSignals with_counter(const char* start, double generated) {
-  auto e = parse_exposition(fmt::format(
-      "process_start_time_seconds {}\n"
-      "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{{model_name=\"m\"}} {}\n"
-      "# TYPE vllm:time_to_first_token_seconds histogram\n"
-      "vllm:time_to_first_token_seconds_bucket{{le=\"0.1\",model_name=\"m\"}} {}\n"
-      "vllm:time_to_first_token_seconds_bucket{{le=\"+Inf\",model_name=\"m\"}} {}\n"
-      "vllm:time_to_first_token_seconds_count{{model_name=\"m\"}} {}\n"
-      "vllm:time_to_first_token_seconds_sum{{model_name=\"m\"}} {}\n",
-      start, generated, generated / 2, generated, generated, generated / 10));
+  auto e = parse_exposition(
+      fmt::format("process_start_time_seconds {}\n"
+                  "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{{model_name=\"m\"}} {}\n"
+                  "# TYPE vllm:time_to_first_token_seconds histogram\n"
+                  "vllm:time_to_first_token_seconds_bucket{{le=\"0.1\",model_name=\"m\"}} {}\n"
+                  "vllm:time_to_first_token_seconds_bucket{{le=\"+Inf\",model_name=\"m\"}} {}\n"
+                  "vllm:time_to_first_token_seconds_count{{model_name=\"m\"}} {}\n"
+                  "vllm:time_to_first_token_seconds_sum{{model_name=\"m\"}} {}\n",
+                  start, generated, generated / 2, generated, generated, generated / 10));
   EXPECT_TRUE(e.ok()) << e.error().message;
   return extract_signals(*e);
 }

@@ -1,8 +1,8 @@
 // The exposition parser on every real capture in tests/fixtures/ and on invented edge cases.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <limits>
-
-#include <gtest/gtest.h>
 
 #include "promtext/exposition.hpp"
 #include "promtext/histogram.hpp"
@@ -206,10 +206,10 @@ TEST(Parse, SyntaxErrorsNameLineAndColumn) {
     const char* starts;
   };
   const Case cases[] = {
-      {"a{b=\"x} 1\n", "line 1, column 10:"},  // an unclosed quote runs to the end of the line
-      {"ok 1\na{b=x} 1\n", "line 2, column 5:"},             // unquoted label value
-      {"a 1\nb{c=\"d\"} one\n", "line 2, column 10:"},       // value not a number
-      {"a{b=\"1\",b=\"2\"} 1\n", "line 1, column 14:"},      // duplicate label
+      {"a{b=\"x} 1\n", "line 1, column 10:"},            // an unclosed quote runs to the end of the line
+      {"ok 1\na{b=x} 1\n", "line 2, column 5:"},         // unquoted label value
+      {"a 1\nb{c=\"d\"} one\n", "line 2, column 10:"},   // value not a number
+      {"a{b=\"1\",b=\"2\"} 1\n", "line 1, column 14:"},  // duplicate label
       {"# TYPE a gauge\n# TYPE a counter\n", "line 2, column 1:"},
       {"# TYPE a flow\n", "line 1, column 10:"},
       {"a 1 2 3\n", "line 1, column 7:"},

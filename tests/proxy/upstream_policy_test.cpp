@@ -22,7 +22,7 @@ TEST(KeepAliveHeader, TimeoutAndMaxAsServersWriteThem) {
 }
 
 TEST(KeepAliveHeader, AConnectionIsRetiredBeforeTheServerWouldCloseIt) {
-  EXPECT_DOUBLE_EQ(admit_to_pool({5.0, 100}, 4).idle_limit_s, 4);   // our 4 s is shorter than 5 - 1
+  EXPECT_DOUBLE_EQ(admit_to_pool({5.0, 100}, 4).idle_limit_s, 4);           // our 4 s is shorter than 5 - 1
   EXPECT_DOUBLE_EQ(admit_to_pool({3.0, std::nullopt}, 4).idle_limit_s, 2);  // 1 s before the server's 3 s
   EXPECT_DOUBLE_EQ(admit_to_pool({1.0, std::nullopt}, 4).idle_limit_s, 0.5);
   EXPECT_TRUE(admit_to_pool({}, 4).pool);
@@ -82,7 +82,7 @@ TEST(CloseAfterResponse, ABackendThatClosesAfterStreamsIsLearnedAndProbedAgain) 
   int pooled = 0;
   for (int i = 0; i < 2 * CloseAfterResponseLearner::kProbeEvery; ++i) pooled += l.should_pool(true) ? 1 : 0;
   EXPECT_EQ(pooled, 2);  // one probe in every kProbeEvery
-  l.reused(true);       // a probe that was reused: the backend keeps them now
+  l.reused(true);        // a probe that was reused: the backend keeps them now
   EXPECT_FALSE(l.learned_close_after(true));
   EXPECT_TRUE(l.should_pool(true));
 }

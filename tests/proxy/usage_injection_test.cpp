@@ -1,7 +1,8 @@
 #include "proxy/usage_injection.hpp"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+
+#include <boost/json.hpp>
 
 #include "proxy/correlation.hpp"
 
@@ -12,18 +13,22 @@ TEST(InjectIncludeUsage, AddsStreamOptionsKeepingEveryOtherByte) {
   const std::string body = R"({"model":"m","temperature":0.7000000000000001,"stream":true,"messages":[]})";
   auto out = inject_include_usage(body);
   ASSERT_TRUE(out.has_value());
-  EXPECT_EQ(*out, R"({"stream_options":{"include_usage":true},"model":"m","temperature":0.7000000000000001,"stream":true,"messages":[]})");
+  EXPECT_EQ(
+      *out,
+      R"({"stream_options":{"include_usage":true},"model":"m","temperature":0.7000000000000001,"stream":true,"messages":[]})");
 }
 
 TEST(InjectIncludeUsage, AddsToAnExistingStreamOptionsObject) {
-  auto out = inject_include_usage(R"({"stream":true, "stream_options" : {"continuous_usage_stats":true},"x":"{\"stream_options\":{"})");
+  auto out = inject_include_usage(
+      R"({"stream":true, "stream_options" : {"continuous_usage_stats":true},"x":"{\"stream_options\":{"})");
   ASSERT_TRUE(out.has_value());
   auto v = boost::json::parse(*out).as_object();
   EXPECT_EQ(v["stream_options"].as_object()["include_usage"], true);
   EXPECT_EQ(v["stream_options"].as_object()["continuous_usage_stats"], true);
   EXPECT_EQ(v["x"], "{\"stream_options\":{");
   EXPECT_TRUE(inject_include_usage(R"({"stream_options":{}})").has_value());
-  EXPECT_EQ(boost::json::parse(*inject_include_usage("{}")).as_object()["stream_options"].as_object()["include_usage"], true);
+  EXPECT_EQ(boost::json::parse(*inject_include_usage("{}")).as_object()["stream_options"].as_object()["include_usage"],
+            true);
 }
 
 TEST(InjectIncludeUsage, LeavesAloneWhatAlreadyAsksOrIsNotAnObject) {
@@ -39,8 +44,7 @@ TEST(UsageStripper, DropsOnlyUsageOnlyEventsWhateverTheSplit) {
       "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\r\n\r\n"
       "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1,\"total_tokens\":2}}\r\n\r\n"
       "data: [DONE]\r\n\r\n";
-  const std::string expected =
-      "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\r\n\r\ndata: [DONE]\r\n\r\n";
+  const std::string expected = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\r\n\r\ndata: [DONE]\r\n\r\n";
   for (std::size_t cut = 0; cut <= stream.size(); ++cut) {
     UsageStripper s;
     std::string out = s.filter(std::string_view(stream).substr(0, cut), false);

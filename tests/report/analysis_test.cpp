@@ -89,7 +89,8 @@ TEST(Analyse, FitsTtftAgainstPromptAndConcurrencyWithR2) {
 
 TEST(Analyse, PercentilesAreExactAndErrorsCount) {
   std::vector<ledger::LedgerRecord> rs{rec(0, 100, 10, 5, 0), rec(10, 100, 20, 5, 0), rec(20, 100, 30, 5, 0),
-                                       rec(30, 100, 40, 5, 0), rec(40, 100, std::nullopt, 5, 0, "upstream_unreachable")};
+                                       rec(30, 100, 40, 5, 0),
+                                       rec(40, 100, std::nullopt, 5, 0, "upstream_unreachable")};
   const auto g = analyse(rs, {}).at(0);
   EXPECT_EQ(g.requests, 5u);
   EXPECT_EQ(g.ttft_ms->p50, 25.0);

@@ -1,9 +1,11 @@
 // Snapshot records and the facts report, without sockets: bodies from the real captures.
-#include <boost/json.hpp>
+#include "scrape/snapshot.hpp"
+
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
+
 #include "scrape/facts_report.hpp"
-#include "scrape/snapshot.hpp"
 #include "support/fixtures.hpp"
 
 namespace mpo::scrape {
@@ -11,7 +13,8 @@ namespace {
 
 namespace json = boost::json;
 
-Snapshot snapshot(std::uint64_t seq, std::string_view body, std::int64_t at_us, std::string source = "http://e:8000/metrics") {
+Snapshot snapshot(std::uint64_t seq, std::string_view body, std::int64_t at_us,
+                  std::string source = "http://e:8000/metrics") {
   Snapshot s;
   s.seq = seq;
   s.source = std::move(source);

@@ -38,8 +38,7 @@ TEST(Profile, ErrorsNameTheKey) {
                         Case{R"({"output":{"reasoning":"yes"}})", "output.reasoning"},
                         Case{R"({"engine":{"num_gpu_blocks":1}})", "num_gpu_blocks"},
                         Case{R"({"scenarios":{"faults":{"error_share":0.9,"stall_share":0.9}}})", "faults"},
-                        Case{R"([1,2])", "object"},
-                        Case{R"({"engine":)", "profile"}}) {
+                        Case{R"([1,2])", "object"}, Case{R"({"engine":)", "profile"}}) {
     auto p = parse_profile(c.json);
     ASSERT_FALSE(p.ok()) << c.json;
     EXPECT_NE(p.error().message.find(c.needle), std::string::npos) << p.error().message;

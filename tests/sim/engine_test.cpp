@@ -1,8 +1,8 @@
 #include "sim/engine.hpp"
 
-#include <numeric>
-
 #include <gtest/gtest.h>
+
+#include <numeric>
 
 #include "sim/engine_driver.hpp"
 
@@ -107,8 +107,9 @@ TEST(Engine, ConservesTokensAndBlocks) {
   }
   auto run = run_until_idle(e);
   ASSERT_EQ(run.finished.size(), 40u);
-  const auto generated = std::accumulate(run.finished.begin(), run.finished.end(), std::uint64_t{0},
-                                         [](std::uint64_t a, const FinishedRequest& f) { return a + f.completion_tokens; });
+  const auto generated =
+      std::accumulate(run.finished.begin(), run.finished.end(), std::uint64_t{0},
+                      [](std::uint64_t a, const FinishedRequest& f) { return a + f.completion_tokens; });
   EXPECT_EQ(e.stats().generation_tokens, generated);
   EXPECT_EQ(e.stats().prompt_tokens, sum_prompt);
   EXPECT_EQ(e.stats().time_to_first_token.count(), 40u);

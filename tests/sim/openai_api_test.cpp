@@ -1,7 +1,8 @@
 #include "sim/openai_api.hpp"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+
+#include <boost/json.hpp>
 
 #include "core/json.hpp"
 
@@ -56,18 +57,17 @@ TEST(ParseRequest, RejectsWhatVllmRejectsNamingTheParam) {
     Endpoint ep;
     const char* param;
   };
-  for (const Case& c : {Case{"{", Endpoint::kChat, ""},
-                        Case{"[]", Endpoint::kChat, ""},
-                        Case{R"({"model":"m"})", Endpoint::kChat, "messages"},
-                        Case{R"({"messages":[]})", Endpoint::kChat, "messages"},
-                        Case{R"({"messages":[{"content":"x"}]})", Endpoint::kChat, "messages"},
-                        Case{R"({"messages":[{"role":"user","content":"x"}],"max_tokens":0})", Endpoint::kChat, "max_tokens"},
-                        Case{R"({"messages":[{"role":"user","content":"x"}],"stream_options":{}})", Endpoint::kChat, "stream_options"},
-                        Case{R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"required"})", Endpoint::kChat, "tool_choice"},
-                        Case{R"({"messages":[{"role":"user","content":"x"}],"n":2})", Endpoint::kChat, "n"},
-                        Case{R"({"prompt":["a","b"]})", Endpoint::kCompletions, "prompt"},
-                        Case{R"({"prompt":{}})", Endpoint::kCompletions, "prompt"},
-                        Case{R"({})", Endpoint::kCompletions, "prompt"}}) {
+  for (const Case& c :
+       {Case{"{", Endpoint::kChat, ""}, Case{"[]", Endpoint::kChat, ""},
+        Case{R"({"model":"m"})", Endpoint::kChat, "messages"}, Case{R"({"messages":[]})", Endpoint::kChat, "messages"},
+        Case{R"({"messages":[{"content":"x"}]})", Endpoint::kChat, "messages"},
+        Case{R"({"messages":[{"role":"user","content":"x"}],"max_tokens":0})", Endpoint::kChat, "max_tokens"},
+        Case{R"({"messages":[{"role":"user","content":"x"}],"stream_options":{}})", Endpoint::kChat, "stream_options"},
+        Case{R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"required"})", Endpoint::kChat,
+             "tool_choice"},
+        Case{R"({"messages":[{"role":"user","content":"x"}],"n":2})", Endpoint::kChat, "n"},
+        Case{R"({"prompt":["a","b"]})", Endpoint::kCompletions, "prompt"},
+        Case{R"({"prompt":{}})", Endpoint::kCompletions, "prompt"}, Case{R"({})", Endpoint::kCompletions, "prompt"}}) {
     auto r = parse_completion_request(c.body, c.ep);
     ASSERT_FALSE(r.ok()) << c.body;
     EXPECT_EQ(r.error().code, c.param) << c.body;
@@ -111,11 +111,14 @@ TEST(ResponseBuilder, ContinuousUsageIsCumulativeOnEveryChunk) {
 }
 
 TEST(ResponseBuilder, ReasoningComesBeforeContent) {
-  auto req = *parse_completion_request(R"({"messages":[{"role":"user","content":"Hi"}],"stream":true})", Endpoint::kChat);
+  auto req =
+      *parse_completion_request(R"({"messages":[{"role":"user","content":"Hi"}],"stream":true})", Endpoint::kChat);
   ResponseBuilder b(req, {"chatcmpl-1", 100, "m", 2}, 8);
   const auto ev = events(b.stream_tokens(std::vector{em(0, " a"), em(1, " b"), em(2, " c", FinishReason::kStop)}));
   ASSERT_EQ(ev.size(), 2u);  // one event per kind of delta
-  EXPECT_EQ(json::parse(ev[0]).as_object()["choices"].as_array()[0].as_object()["delta"].as_object()["reasoning_content"], " a b");
+  EXPECT_EQ(
+      json::parse(ev[0]).as_object()["choices"].as_array()[0].as_object()["delta"].as_object()["reasoning_content"],
+      " a b");
   EXPECT_EQ(json::parse(ev[1]).as_object()["choices"].as_array()[0].as_object()["delta"].as_object()["content"], " c");
 }
 
@@ -136,8 +139,15 @@ TEST(ResponseBuilder, RequiredToolChoiceStreamsOnlyToolCallsWithValidArguments) 
     EXPECT_FALSE(delta.contains("content"));
     args += delta["tool_calls"].as_array()[0].as_object()["function"].as_object()["arguments"].as_string();
   }
-  EXPECT_EQ(json::parse(ev[0]).as_object()["choices"].as_array()[0].as_object()["delta"].as_object()["tool_calls"]
-                .as_array()[0].as_object()["function"].as_object()["name"], "search");
+  EXPECT_EQ(json::parse(ev[0])
+                .as_object()["choices"]
+                .as_array()[0]
+                .as_object()["delta"]
+                .as_object()["tool_calls"]
+                .as_array()[0]
+                .as_object()["function"]
+                .as_object()["name"],
+            "search");
   EXPECT_EQ(json::parse(args).as_object()["query"], " a b");
   EXPECT_EQ(json::parse(ev[1]).as_object()["choices"].as_array()[0].as_object()["finish_reason"], "tool_calls");
 }

@@ -15,8 +15,8 @@ TEST(Tokenize, FollowsTheDocumentedApproximation) {
   EXPECT_EQ(count(""), 0u);
   EXPECT_EQ(count("   "), 0u);
   EXPECT_EQ(count("Hi"), 1u);
-  EXPECT_EQ(count("Hello"), 2u);           // 5 chars: ceil(5/4)
-  EXPECT_EQ(count("Hello, world!"), 6u);   // "Hell" "o" "," "worl" "d" "!"
+  EXPECT_EQ(count("Hello"), 2u);          // 5 chars: ceil(5/4)
+  EXPECT_EQ(count("Hello, world!"), 6u);  // "Hell" "o" "," "worl" "d" "!"
 }
 
 TEST(Tokenize, SameTextSameIds) {

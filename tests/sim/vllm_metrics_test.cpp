@@ -38,9 +38,12 @@ TEST(VllmMetrics, BucketsAreCumulativeWithLeBetweenEngineAndModel) {
   ASSERT_TRUE(e.add_request(test::spec_with_prompt(8, 2), 0).ok());
   test::run_until_idle(e);
   const std::string text = render_vllm_metrics(e, {"m", 1, 0, 0});
-  EXPECT_NE(text.find("vllm:request_prompt_tokens_bucket{engine=\"0\",le=\"5.0\",model_name=\"m\"} 0.0\n"), std::string::npos);
-  EXPECT_NE(text.find("vllm:request_prompt_tokens_bucket{engine=\"0\",le=\"10.0\",model_name=\"m\"} 1.0\n"), std::string::npos);
-  EXPECT_NE(text.find("vllm:request_prompt_tokens_bucket{engine=\"0\",le=\"+Inf\",model_name=\"m\"} 1.0\n"), std::string::npos);
+  EXPECT_NE(text.find("vllm:request_prompt_tokens_bucket{engine=\"0\",le=\"5.0\",model_name=\"m\"} 0.0\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("vllm:request_prompt_tokens_bucket{engine=\"0\",le=\"10.0\",model_name=\"m\"} 1.0\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("vllm:request_prompt_tokens_bucket{engine=\"0\",le=\"+Inf\",model_name=\"m\"} 1.0\n"),
+            std::string::npos);
   EXPECT_NE(text.find("# TYPE vllm:request_prompt_tokens histogram\n"), std::string::npos);
 }
 

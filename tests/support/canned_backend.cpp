@@ -55,9 +55,7 @@ void CannedBackend::serve() {
     for (const auto& step : script_) {
       if (stop_) break;
       switch (step.kind) {
-        case CannedStep::Kind::kWrite:
-          send(fd, step.bytes.data(), step.bytes.size(), MSG_NOSIGNAL);
-          break;
+        case CannedStep::Kind::kWrite: send(fd, step.bytes.data(), step.bytes.size(), MSG_NOSIGNAL); break;
         case CannedStep::Kind::kPauseMs:
           for (int waited = 0; waited < step.ms && !stop_; waited += 10) {
             pollfd none{-1, 0, 0};

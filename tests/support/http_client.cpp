@@ -16,7 +16,8 @@ namespace mpo::test {
 namespace {
 
 std::int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 // Decodes a chunked body; returns whether the terminating zero-size chunk was seen.

@@ -12,13 +12,13 @@ namespace mpo::test {
 
 struct HttpResponse {
   int status = 0;
-  std::map<std::string, std::string> headers;  // lower-case names
-  std::string body;                            // de-chunked
-  std::string raw;                             // bytes as received
+  std::map<std::string, std::string> headers;                  // lower-case names
+  std::string body;                                            // de-chunked
+  std::string raw;                                             // bytes as received
   std::vector<std::pair<std::int64_t, std::size_t>> arrivals;  // (steady us, raw bytes so far)
-  std::int64_t sent_us = 0;                    // steady us when the request was written
-  bool complete = false;                       // chunked body ended with its last chunk
-  int interim_responses = 0;                   // 1xx responses before the final one
+  std::int64_t sent_us = 0;                                    // steady us when the request was written
+  bool complete = false;                                       // chunked body ended with its last chunk
+  int interim_responses = 0;                                   // 1xx responses before the final one
   // Microseconds from sending to the arrival of the first raw byte of `needle`; -1 if absent.
   std::int64_t us_until(const std::string& needle) const;
   // The JSON payloads of the body's SSE "data:" lines.

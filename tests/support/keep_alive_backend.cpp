@@ -48,12 +48,15 @@ std::string chunk(const std::string& data) {
 }
 
 std::string streamed_answer() {
-  std::string body = chunk(R"(data: {"id":"s1","model":"m","choices":[{"index":0,"delta":{"content":"hi"}}]})" "\n\n");
-  body += chunk(R"(data: {"id":"s1","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]})" "\n\n");
+  std::string body = chunk(R"(data: {"id":"s1","model":"m","choices":[{"index":0,"delta":{"content":"hi"}}]})"
+                           "\n\n");
+  body += chunk(R"(data: {"id":"s1","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]})"
+                "\n\n");
   body += chunk("data: [DONE]\n\n");
   body += "0\r\n\r\n";
   return "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
-         "Keep-Alive: timeout=5, max=100\r\n\r\n" + body;
+         "Keep-Alive: timeout=5, max=100\r\n\r\n" +
+         body;
 }
 
 std::string plain_answer() {

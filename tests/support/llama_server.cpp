@@ -18,9 +18,26 @@ std::string env(const char* name) {
 
 std::vector<std::string> command(std::uint16_t port, const std::string& log_path) {
   // Through sh only to send its output to a file: a pipe nobody reads would fill and stall it.
-  return {"/bin/sh", "-c", "exec \"$0\" \"$@\" >>'" + log_path + "' 2>&1", env("MPO_LLAMA_SERVER"),
-          "-m", env("MPO_LLAMA_MODEL"), "--host", "127.0.0.1", "--port", std::to_string(port),
-          "-c", "4096", "-np", "4", "-t", "1", "--metrics", "--alias", "real-llama", "--no-ui"};
+  return {"/bin/sh",
+          "-c",
+          "exec \"$0\" \"$@\" >>'" + log_path + "' 2>&1",
+          env("MPO_LLAMA_SERVER"),
+          "-m",
+          env("MPO_LLAMA_MODEL"),
+          "--host",
+          "127.0.0.1",
+          "--port",
+          std::to_string(port),
+          "-c",
+          "4096",
+          "-np",
+          "4",
+          "-t",
+          "1",
+          "--metrics",
+          "--alias",
+          "real-llama",
+          "--no-ui"};
 }
 
 }  // namespace
@@ -28,8 +45,9 @@ std::vector<std::string> command(std::uint16_t port, const std::string& log_path
 std::optional<std::string> LlamaServer::unavailable() {
   const std::string server = env("MPO_LLAMA_SERVER"), model = env("MPO_LLAMA_MODEL");
   if (server.empty() || model.empty()) {
-    return std::string("MPO_LLAMA_SERVER and MPO_LLAMA_MODEL are not set (.ci/run sets them when "
-                       "../shared/engines/llamacpp has llama-server and its model): skipped");
+    return std::string(
+        "MPO_LLAMA_SERVER and MPO_LLAMA_MODEL are not set (.ci/run sets them when "
+        "../shared/engines/llamacpp has llama-server and its model): skipped");
   }
   if (access(server.c_str(), X_OK) != 0) return "MPO_LLAMA_SERVER=" + server + " is not an executable file: skipped";
   if (access(model.c_str(), R_OK) != 0) return "MPO_LLAMA_MODEL=" + model + " is not a readable file: skipped";

@@ -36,11 +36,13 @@ Exposition read_exposition(std::string_view text) {
         series += '{';
         for (std::size_t i = 0; i < s.labels.size(); ++i) {
           f.label_names.insert(s.labels[i].name);
-          series += (i ? ",": "") + s.labels[i].name + "=\"";
+          series += (i ? "," : "") + s.labels[i].name + "=\"";
           for (char c : s.labels[i].value) {
             if (c == '\\' || c == '"') series += '\\';
-            if (c == '\n') series += "\\n";
-            else series += c;
+            if (c == '\n')
+              series += "\\n";
+            else
+              series += c;
           }
           series += '"';
         }

@@ -3,10 +3,10 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,7 +59,8 @@ std::string ChildProcess::read_line(int timeout_ms) {
       buffered_.erase(0, nl + 1);
       return line;
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
     if (left <= 0) throw std::runtime_error("child printed no line in time");
     pollfd p{out_fd_, POLLIN, 0};
     if (poll(&p, 1, static_cast<int>(left)) <= 0) continue;
@@ -114,8 +115,8 @@ Simulator::Simulator(std::vector<std::string> extra_args)
 
 Proxy::Proxy(const std::string& backend, const std::string& ledger, std::vector<std::string> extra_args)
     : process([&] {
-        std::vector<std::string> argv{binary_path(), "proxy", "--backend", backend, "--listen", "127.0.0.1:0",
-                                      "--admin-listen", "127.0.0.1:0", "--ledger", ledger};
+        std::vector<std::string> argv{binary_path(), "proxy",          "--backend",   backend,    "--listen",
+                                      "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--ledger", ledger};
         argv.insert(argv.end(), extra_args.begin(), extra_args.end());
         return argv;
       }()) {
@@ -145,9 +146,9 @@ CliRun run_cli(const std::vector<std::string>& args, int timeout_ms) {
 }
 
 Dom dump_dom(const std::string& html_path, const std::string& profile_dir) {
-  ChildProcess chromium({"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                         "--user-data-dir=" + profile_dir, "--dump-dom", "file://" + html_path});
+  ChildProcess chromium({"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                         "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                         "--disable-sync", "--user-data-dir=" + profile_dir, "--dump-dom", "file://" + html_path});
   Dom dom;
   try {
     for (;;) dom.text += chromium.read_line(60000) + "\n";
@@ -201,7 +202,8 @@ bool is_listening(std::uint16_t port) {
 }
 
 std::string make_temp_dir() {
-  std::string tmpl = (std::getenv("TMPDIR") ? std::string(std::getenv("TMPDIR")) : std::string("/tmp")) + "/mpo-test-XXXXXX";
+  std::string tmpl =
+      (std::getenv("TMPDIR") ? std::string(std::getenv("TMPDIR")) : std::string("/tmp")) + "/mpo-test-XXXXXX";
   if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   return tmpl;
 }

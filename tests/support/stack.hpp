@@ -1,10 +1,10 @@
 // A simulator with a proxy in front of it, both real processes, and the proxy's ledger.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "support/process.hpp"
 

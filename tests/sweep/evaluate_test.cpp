@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "sweep/fold.hpp"
 #include "core/go_json.hpp"
+#include "sweep/fold.hpp"
 #include "sweep/verify.hpp"
 
 namespace mpo::sweep {
@@ -23,7 +23,8 @@ std::vector<Sample> samples(int n, double ttft_ms, double e2e_ms, std::int64_t t
     s.ok = true;
     s.stream_mode = "sse";
     s.ttft_ms = ttft_ms;
-    for (std::int64_t k = 1; k < tokens; ++k) s.itl_ms.push_back(round_ms((e2e_ms - ttft_ms) / static_cast<double>(tokens - 1)));
+    for (std::int64_t k = 1; k < tokens; ++k)
+      s.itl_ms.push_back(round_ms((e2e_ms - ttft_ms) / static_cast<double>(tokens - 1)));
     if (tokens > 1) s.tpot_ms = round_ms((e2e_ms - ttft_ms) / static_cast<double>(tokens - 1));
     s.end_to_end_ms = e2e_ms;
     s.output_events = tokens;
@@ -87,7 +88,8 @@ SweepReport scaling_sweep(std::int64_t capacity, std::vector<double> coords) {
 }
 
 const TrackPoint& at(const SweepReport& r, double c) {
-  for (const auto& p : r.points) if (p.coordinate == c) return p.tracks[0];
+  for (const auto& p : r.points)
+    if (p.coordinate == c) return p.tracks[0];
   throw std::runtime_error("no point");
 }
 
@@ -138,7 +140,8 @@ TEST(SweepEvaluate, AGrowingServerQueueNamesSaturationButAOneStepWaitDoesNot) {
   r.contracts[0].batch_capacity = 4;
   for (auto& p : r.points) p.tracks[0].batch_capacity = 4;
   auto server = [](double mean, double max, double running) {
-    return boost::json::object{{"waiting_capacity_mean", mean}, {"waiting_capacity_max", max}, {"running_max", running}};
+    return boost::json::object{
+        {"waiting_capacity_mean", mean}, {"waiting_capacity_max", max}, {"running_max", running}};
   };
   r.points[0].tracks[0].evidence["server"] = server(0, 0, 1);
   r.points[1].tracks[0].evidence["server"] = server(1.5, 2, 2);  // arrivals waiting for a step, batch not full
@@ -188,25 +191,32 @@ struct CodeCase {
 TEST(SweepEvaluate, EveryInvalidationCodeFiresOnItsCause) {
   const std::vector<CodeCase> cases = {
       {"contract_missing", "invalid", [](SweepReport& r) { r.points[1].tracks[0].track = "vllm"; }},
-      {"workload_identity_mismatch", "invalid", [](SweepReport& r) { r.points[1].workload_digest = sha256_digest("x"); }},
+      {"workload_identity_mismatch", "invalid",
+       [](SweepReport& r) { r.points[1].workload_digest = sha256_digest("x"); }},
       {"model_identity_mismatch", "invalid", [](SweepReport& r) { r.points[1].tracks[0].model = "other"; }},
-      {"model_identity_mismatch", "invalid", [](SweepReport& r) { r.points[1].tracks[0].samples[0].response_model = "served-alias"; }},
-      {"engine_identity_unknown", "invalid", [](SweepReport& r) { r.contracts[0].engine_receipt_digest = "rcpt_c3b5dc1b4e0f"; }},
+      {"model_identity_mismatch", "invalid",
+       [](SweepReport& r) { r.points[1].tracks[0].samples[0].response_model = "served-alias"; }},
+      {"engine_identity_unknown", "invalid",
+       [](SweepReport& r) { r.contracts[0].engine_receipt_digest = "rcpt_c3b5dc1b4e0f"; }},
       {"engine_identity_mismatch", "invalid", [](SweepReport& r) { r.points[1].tracks[0].engine = "sglang"; }},
       {"capacity_unknown", "invalid", [](SweepReport& r) { r.contracts[0].capacity_source.clear(); }},
       {"capacity_identity_mismatch", "invalid", [](SweepReport& r) { r.points[1].tracks[0].batch_capacity = 9; }},
-      {"engine_restarted", "invalid", [](SweepReport& r) {
-         r.points[1].tracks[0].evidence["server"] = boost::json::object{{"restarted", true}, {"reset_reason", "process start time changed"}};
+      {"engine_restarted", "invalid",
+       [](SweepReport& r) {
+         r.points[1].tracks[0].evidence["server"] =
+             boost::json::object{{"restarted", true}, {"reset_reason", "process start time changed"}};
        }},
-      {"foreign_traffic", "invalid", [](SweepReport& r) {
+      {"foreign_traffic", "invalid",
+       [](SweepReport& r) {
          r.points[1].tracks[0].evidence["server"] = boost::json::object{{"requests_delta", 5}, {"requests_sent", 2}};
        }},
-      {"client_saturated", "invalid", [](SweepReport& r) {
-         r.points[1].tracks[0].evidence["generator"].as_object()["send_lateness_p99_ms"] = 3.5;
-       }},
+      {"client_saturated", "invalid",
+       [](SweepReport& r) { r.points[1].tracks[0].evidence["generator"].as_object()["send_lateness_p99_ms"] = 3.5; }},
       {"measurement_incomplete", "invalid", [](SweepReport& r) { r.points[1].tracks[0].stats["failed"] = 1; }},
-      {"measurement_missing", "not_measured", [](SweepReport& r) { r.points[1].tracks[0].measurement_status = "failed"; }},
-      {"throughput_missing", "not_measured", [](SweepReport& r) {
+      {"measurement_missing", "not_measured",
+       [](SweepReport& r) { r.points[1].tracks[0].measurement_status = "failed"; }},
+      {"throughput_missing", "not_measured",
+       [](SweepReport& r) {
          r.points[1].tracks[0].stats["throughput_tok_s"] = boost::json::object{{"status", "not_measured"}};
        }},
   };

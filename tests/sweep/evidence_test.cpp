@@ -1,10 +1,10 @@
 // Server and energy evidence of a sweep point, from constructed snapshots and the real DCGM capture.
 #include "sweep/evidence.hpp"
 
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "promtext/signals.hpp"
 
@@ -20,12 +20,15 @@ std::string read(const std::string& path) {
   return ss.str();
 }
 
-scrape::Snapshot snap(double start_time, double finished, double waiting_capacity, double queries = 100, double hits = 40) {
+scrape::Snapshot snap(double start_time, double finished, double waiting_capacity, double queries = 100,
+                      double hits = 40) {
   scrape::Snapshot s;
   s.source = "http://127.0.0.1:1/metrics";
   s.signals.engine = promtext::Engine::kVllmV1;
   s.signals.models = {"m"};
-  auto put = [&](Signal sig, double v) { s.signals.scalars[static_cast<std::size_t>(sig)] = promtext::ScalarSignal{v, "x", 1}; };
+  auto put = [&](Signal sig, double v) {
+    s.signals.scalars[static_cast<std::size_t>(sig)] = promtext::ScalarSignal{v, "x", 1};
+  };
   put(Signal::kProcessStartTime, start_time);
   put(Signal::kRequestsFinished, finished);
   put(Signal::kWaitingCapacity, waiting_capacity);
@@ -88,7 +91,8 @@ TEST(SweepEvidence, PowerDrawIsIntegratedOverThePoint) {
 }
 
 TEST(SweepEvidence, DcgmEnergyCounterFromTheRealCapture) {
-  const std::string page = read(std::string(MPO_SOURCE_DIR) + "/tests/fixtures/dcgm/dcgm-exporter_datadog-fixture_t4-mixed.prom");
+  const std::string page =
+      read(std::string(MPO_SOURCE_DIR) + "/tests/fixtures/dcgm/dcgm-exporter_datadog-fixture_t4-mixed.prom");
   const auto mj = parse_dcgm_energy_mj(page);
   ASSERT_TRUE(mj.has_value());
   EXPECT_EQ(*mj, 128996013.0);

@@ -13,7 +13,8 @@ const char* kEvents[] = {
     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" b\"}}]}\n\n",
     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" c\"},\"finish_reason\":\"length\"}]}\n\n",
 };
-const char* kUsage = "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":3,\"total_tokens\":7}}\n\n";
+const char* kUsage =
+    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":3,\"total_tokens\":7}}\n\n";
 
 // The role prelude at 1 ms, content at 10, 30 and 60 ms after a send at t = 1,000,000 us.
 openai::StreamTap streamed(bool usage, bool done = true) {
@@ -130,9 +131,10 @@ TEST(Measure, FailuresBeforeAResponseHead) {
     RequestFailure f;
     const char* error_class;
     const char* outcome;
-  } cases[] = {{{"connect", false, "cannot connect to http://h:1: Connection refused"}, "transport", "upstream_unreachable"},
-               {{"header", false, "end of stream"}, "transport", "upstream_reset"},
-               {{"header", true, "timed out"}, "timeout", "upstream_timeout"}};
+  } cases[] = {
+      {{"connect", false, "cannot connect to http://h:1: Connection refused"}, "transport", "upstream_unreachable"},
+      {{"header", false, "end of stream"}, "transport", "upstream_reset"},
+      {{"header", true, "timed out"}, "timeout", "upstream_timeout"}};
   for (const auto& c : cases) {
     Sample s;
     ledger::Observation o;
