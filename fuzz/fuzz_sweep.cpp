@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "sweep/evaluate.hpp"
-#include "sweep/report.hpp"
+#include "sweep/receipt.hpp"
 #include "sweep/verify.hpp"
 #include "sweep/workload.hpp"
 
@@ -18,19 +18,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)parse_length_distribution(text.substr(0, 64));
   (void)gate_claim("ours capacity-valid peak and sla knee", text);
   (void)verify_sweep(text);
-  auto r = parse_sweep_report(text);
+  auto r = parse_sweep_receipt(text);
   if (!r) return 0;
   // Bounded work per input: the bootstrap resamples every point.
   std::size_t samples = 0;
   for (const auto& p : r->points)
     for (const auto& tp : p.tracks) samples += tp.samples.size();
   if (samples > 2000 || r->points.size() > 64) return 0;
-  const std::string once = report_text(*r);
-  auto again = parse_sweep_report(once);
-  if (!again || report_text(*again) != once) std::abort();
+  const std::string once = receipt_text(*r);
+  auto again = parse_sweep_receipt(once);
+  if (!again || receipt_text(*again) != once) std::abort();
   rederive_from_samples(*r);
   if (!evaluate_sweep(*r).ok()) return 0;
-  const auto v = verify_sweep(report_text(*r));
+  const auto v = verify_sweep(receipt_text(*r));
   if (!v.holds) std::abort();
   return 0;
 }

@@ -316,7 +316,7 @@ int run_sweep_command(const SweepArgs& a) {
   }
   report->artifact = a.output;
   const std::string md = sweep::sweep_markdown(*report);
-  if (!write_file(a.output, sweep::report_text(*report))) return 1;
+  if (!write_file(a.output, sweep::receipt_text(*report))) return 1;
   if (!write_file(a.markdown.empty() ? stem + ".md" : a.markdown, md)) return 1;
   if (!write_file(a.html.empty() ? stem + ".html" : a.html, sweep::sweep_html(*report))) return 1;
   std::cout << md;

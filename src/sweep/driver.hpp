@@ -15,7 +15,7 @@
 
 #include "ledger/observation.hpp"
 #include "net/backend_url.hpp"
-#include "sweep/report.hpp"
+#include "sweep/receipt.hpp"
 #include "sweep/sample.hpp"
 #include "sweep/workload.hpp"
 

@@ -40,7 +40,7 @@ void set(TrackPoint& tp, std::string status, std::string code, std::string reaso
   tp.reason = std::move(reason);
 }
 
-void evaluate_point(const SweepReport& r, const Point& p, TrackPoint& tp, const Contract* c) {
+void evaluate_point(const SweepReceipt& r, const Point& p, TrackPoint& tp, const Contract* c) {
   const std::string coord = go_float_text(p.coordinate);
   if (c == nullptr) return set(tp, "invalid", "contract_missing", "no contract declared for track " + tp.track);
   if (p.workload_digest != r.workload_digest) {
@@ -146,7 +146,7 @@ std::optional<bool> meets(const SlaBudgets& b, const TrackPoint& tp) {
   return ok;
 }
 
-std::string censoring(const SweepReport& r, const Contract& c, double coordinate) {
+std::string censoring(const SweepReceipt& r, const Contract& c, double coordinate) {
   const bool lower_closed = r.mode == LoadMode::kConcurrency && r.coordinates.front() == 1;
   const bool upper_closed =
       r.mode == LoadMode::kConcurrency && r.coordinates.back() == static_cast<double>(c.batch_capacity);
@@ -160,7 +160,7 @@ bool latency_comparable(const TrackPoint& tp) {
   return tp.status == "valid" || tp.reason_code == "capacity_exceeded" || tp.reason_code == "capacity_unknown";
 }
 
-boost::json::object p99_boundary(const SweepReport& r,
+boost::json::object p99_boundary(const SweepReceipt& r,
                                  const std::vector<std::pair<const Point*, const TrackPoint*>>& pts) {
   boost::json::object o;
   if (!r.sla.any()) {
@@ -235,7 +235,7 @@ bool saturation_comparable(const TrackPoint& tp) {
   return latency_comparable(tp) || tp.reason_code == "foreign_traffic";
 }
 
-boost::json::object saturation(const SweepReport& r, const Contract& c,
+boost::json::object saturation(const SweepReceipt& r, const Contract& c,
                                const std::vector<std::pair<const Point*, const TrackPoint*>>& pts) {
   boost::json::array signals;
   std::optional<double> saturated_at, knee;
@@ -317,7 +317,7 @@ boost::json::object saturation(const SweepReport& r, const Contract& c,
   return o;
 }
 
-TrackSummary summarize(const SweepReport& r, const Contract& c) {
+TrackSummary summarize(const SweepReceipt& r, const Contract& c) {
   TrackSummary s;
   s.track = c.track;
   s.envelope_digest = envelope_digest(r, c);
@@ -441,7 +441,7 @@ const char* axis_name(LoadMode m) { return m == LoadMode::kConcurrency ? "servin
 const char* axis_unit(LoadMode m) { return m == LoadMode::kConcurrency ? "requests" : "requests/s"; }
 const char* point_key(LoadMode m) { return m == LoadMode::kConcurrency ? "concurrency" : "rate_rps"; }
 
-std::string envelope_digest(const SweepReport& r, const Contract& c) {
+std::string envelope_digest(const SweepReceipt& r, const Contract& c) {
   auto or_missing = [](const std::string& v) { return v.empty() ? std::string("<missing>") : v; };
   std::string configuration =
       "track=" + c.track + ";ttft=" + go_float_text(r.sla.ttft_p99_ms) + ";itl=" + go_float_text(r.sla.itl_p99_ms);
@@ -478,7 +478,7 @@ std::string envelope_digest(const SweepReport& r, const Contract& c) {
   return sha256_digest(go_marshal(env));
 }
 
-Status evaluate_sweep(SweepReport& r) {
+Status evaluate_sweep(SweepReceipt& r) {
   if (r.schema.empty()) r.schema = kSweepSchema;
   if (r.schema != kSweepSchema) {
     return make_error("sweep.schema", fmt::format("schema is '{}', not {}", r.schema, kSweepSchema));

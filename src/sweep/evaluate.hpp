@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "core/result.hpp"
-#include "sweep/report.hpp"
+#include "sweep/receipt.hpp"
 
 namespace mpo::sweep {
 
@@ -35,10 +35,10 @@ bool is_hard_code(std::string_view code);
 // Report-level errors (wrong schema, unknown or duplicate contract, bad or duplicate coordinate)
 // are returned; otherwise every point's status and every track summary is (re)computed, and the
 // validity block is filled.
-Status evaluate_sweep(SweepReport& r);
+Status evaluate_sweep(SweepReceipt& r);
 
 // fak's sweep envelope digest for one track.
-std::string envelope_digest(const SweepReport& r, const Contract& c);
+std::string envelope_digest(const SweepReceipt& r, const Contract& c);
 
 // The saturation finding's gain threshold (a point whose throughput gain over the previous one is
 // below this while its TTFT p99 rises is on the plateau).

@@ -70,7 +70,7 @@ std::string finding(const TrackSummary& t, LoadMode m) {
 
 }  // namespace
 
-std::string sweep_markdown(const SweepReport& r) {
+std::string sweep_markdown(const SweepReceipt& r) {
   std::string out = fmt::format("# Serving sweep: {}\n\n", r.model);
   out += fmt::format("{} points of {} requests, workload {}, generated {} on {}.\n\n", r.points.size(),
                      r.workload_requests, r.workload_digest.substr(0, 19), r.generated_at, r.machine_id);
@@ -128,7 +128,7 @@ std::string sweep_markdown(const SweepReport& r) {
   return out;
 }
 
-std::string sweep_html(const SweepReport& r) {
+std::string sweep_html(const SweepReceipt& r) {
   using report::Chart;
   using report::esc;
   std::string body;

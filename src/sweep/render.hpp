@@ -5,11 +5,11 @@
 
 #include <string>
 
-#include "sweep/report.hpp"
+#include "sweep/receipt.hpp"
 
 namespace mpo::sweep {
 
-std::string sweep_markdown(const SweepReport& r);
-std::string sweep_html(const SweepReport& r);
+std::string sweep_markdown(const SweepReceipt& r);
+std::string sweep_html(const SweepReceipt& r);
 
 }  // namespace mpo::sweep

@@ -132,9 +132,9 @@ class SweepRun {
         }) {}
 
   // Result<T> has no empty state, which co_spawn's completion needs: wrap it.
-  asio::awaitable<std::optional<Result<SweepReport>>> run() { co_return co_await run_inner(); }
+  asio::awaitable<std::optional<Result<SweepReceipt>>> run() { co_return co_await run_inner(); }
 
-  asio::awaitable<Result<SweepReport>> run_inner() {
+  asio::awaitable<Result<SweepReceipt>> run_inner() {
     const Clock& clock = SystemClock::instance();
     if (!o_.metrics_url.empty()) {
       auto u = scrape::parse_metrics_url(o_.metrics_url);
@@ -399,7 +399,7 @@ class SweepRun {
   // Bisection between the last point inside every budget and the first outside.
   asio::awaitable<void> refine() {
     for (int step = 0; step < 8 && !stop_.load(); ++step) {
-      SweepReport probe = r_;
+      SweepReceipt probe = r_;
       if (!evaluate_sweep(probe) || probe.tracks.empty()) co_return;
       const auto& b = probe.tracks[0].p99_boundary;
       if (json_string(b, "status").value_or("") != "measured") co_return;
@@ -427,13 +427,13 @@ class SweepRun {
   std::optional<scrape::Snapshot> previous_after_;
   std::vector<ServingRequest> measured_;
   Contract contract_;
-  SweepReport r_;
+  SweepReceipt r_;
   std::string label_;
 };
 
 }  // namespace
 
-Result<SweepReport> run_sweep(const SweepOptions& opts, const SweepCallbacks& cb) {
+Result<SweepReceipt> run_sweep(const SweepOptions& opts, const SweepCallbacks& cb) {
   if (opts.workload.empty()) return make_error("sweep.workload", "the workload is empty");
   asio::io_context io;
   std::atomic<bool> stop{false};
@@ -444,9 +444,9 @@ Result<SweepReport> run_sweep(const SweepOptions& opts, const SweepCallbacks& cb
     if (cb.on_note) cb.on_note("stopping after the point in progress (signal received)");
   });
   SweepRun run(opts, cb, stop);
-  std::optional<Result<SweepReport>> result;
+  std::optional<Result<SweepReceipt>> result;
   std::exception_ptr failure;
-  asio::co_spawn(io, run.run(), [&](std::exception_ptr e, std::optional<Result<SweepReport>> r) {
+  asio::co_spawn(io, run.run(), [&](std::exception_ptr e, std::optional<Result<SweepReceipt>> r) {
     if (e)
       failure = e;
     else

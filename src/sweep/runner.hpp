@@ -12,7 +12,7 @@
 #include "ledger/observation.hpp"
 #include "sweep/driver.hpp"
 #include "sweep/parity.hpp"
-#include "sweep/report.hpp"
+#include "sweep/receipt.hpp"
 #include "sweep/workload.hpp"
 
 namespace mpo::sweep {
@@ -53,7 +53,7 @@ struct SweepCallbacks {
 };
 
 // Errors only for what stops a sweep before it starts (no identity can be taken, bad options).
-Result<SweepReport> run_sweep(const SweepOptions& opts, const SweepCallbacks& cb);
+Result<SweepReceipt> run_sweep(const SweepOptions& opts, const SweepCallbacks& cb);
 
 // One point (closed loop at `concurrency`, the same requests) against each track's server, in
 // fak's track order: `fak.serving-parity.v1`. Uses opts' target (model, key, timeout), workload,

@@ -10,7 +10,7 @@
 #include "core/json.hpp"
 #include "sweep/evaluate.hpp"
 #include "sweep/fold.hpp"
-#include "sweep/report.hpp"
+#include "sweep/receipt.hpp"
 
 namespace mpo::sweep {
 namespace {
@@ -21,7 +21,7 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-std::string coordinate_text(const SweepReport& r, double v) {
+std::string coordinate_text(const SweepReceipt& r, double v) {
   return fmt::format("{} {}", point_key(r.mode), go_float_text(v));
 }
 
@@ -38,7 +38,7 @@ std::string first_difference(const boost::json::object& a, const boost::json::ob
 }
 
 // Recomputes a track point's stats and evidence figures from its samples; names what differs.
-void recompute(const SweepReport& r, const Point& p, TrackPoint& tp, VerifyOutcome* outp) {
+void recompute(const SweepReceipt& r, const Point& p, TrackPoint& tp, VerifyOutcome* outp) {
   VerifyOutcome scratch;
   VerifyOutcome& out = outp ? *outp : scratch;
   const std::string where = fmt::format("track {} at {}", tp.track, coordinate_text(r, p.coordinate));
@@ -83,15 +83,15 @@ void recompute(const SweepReport& r, const Point& p, TrackPoint& tp, VerifyOutco
 
 VerifyOutcome verify_sweep(std::string_view text) {
   VerifyOutcome out;
-  auto parsed = parse_sweep_report(text);
+  auto parsed = parse_sweep_receipt(text);
   if (!parsed) {
     out.problems.push_back(parsed.error().message);
     out.summary = "sweep verify: REFUSED: " + parsed.error().message;
     return out;
   }
-  SweepReport r = *parsed;
+  SweepReceipt r = *parsed;
   rederive_from_samples(r, &out);
-  const SweepReport before = r;
+  const SweepReceipt before = r;
   if (auto st = evaluate_sweep(r); !st) out.problems.push_back(st.error().message);
   // Statuses and findings, for any receipt (fak's included).
   for (std::size_t i = 0; i < r.points.size() && i < before.points.size(); ++i) {
@@ -108,7 +108,7 @@ VerifyOutcome verify_sweep(std::string_view text) {
   }
   const bool ours = parsed->tool_name == "modelperfobs";
   if (ours) {
-    const std::string again = report_text(r);
+    const std::string again = receipt_text(r);
     if (again != text) {
       // Name the first line that differs.
       std::size_t line = 1, i = 0;
@@ -148,7 +148,7 @@ VerifyOutcome verify_sweep(std::string_view text) {
   return out;
 }
 
-void rederive_from_samples(SweepReport& r, VerifyOutcome* out) {
+void rederive_from_samples(SweepReceipt& r, VerifyOutcome* out) {
   for (auto& p : r.points) {
     for (auto& tp : p.tracks) recompute(r, p, tp, out);
   }
@@ -212,7 +212,7 @@ GateOutcome gate_claim(std::string_view claim, std::string_view artifact_text) {
   if (schema != kSweepSchema) return refuse_peak("the artifact is not a fak.serving-sweep.v1 receipt");
   const auto v = verify_sweep(artifact_text);
   if (!v.holds) return refuse_peak("the receipt does not re-evaluate cleanly (" + v.problems.front() + ")");
-  auto parsed = parse_sweep_report(artifact_text);
+  auto parsed = parse_sweep_receipt(artifact_text);
   const TrackSummary* s = nullptr;
   for (const auto& t : parsed->tracks)
     if (t.track == track) s = &t;

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sweep/report.hpp"
+#include "sweep/receipt.hpp"
 
 namespace mpo::sweep {
 
@@ -24,7 +24,7 @@ VerifyOutcome verify_sweep(std::string_view text);
 // A report with every point's stats and evidence figures recomputed from its samples (points
 // without samples keep theirs), before evaluation: what the runner writes and verify expects.
 // Differences from what was written are appended to `out` when given.
-void rederive_from_samples(SweepReport& r, VerifyOutcome* out = nullptr);
+void rederive_from_samples(SweepReceipt& r, VerifyOutcome* out = nullptr);
 
 struct GateOutcome {
   bool allowed = false;

@@ -38,7 +38,7 @@ std::vector<Sample> samples(int n, double ttft_ms, double e2e_ms, std::int64_t t
   return out;
 }
 
-void add_point(SweepReport& r, double c, double ttft_ms, double e2e_ms, std::int64_t tokens = 100) {
+void add_point(SweepReceipt& r, double c, double ttft_ms, double e2e_ms, std::int64_t tokens = 100) {
   Point p;
   p.coordinate = c;
   p.workload_digest = r.workload_digest;
@@ -62,8 +62,8 @@ void add_point(SweepReport& r, double c, double ttft_ms, double e2e_ms, std::int
   r.points.push_back(std::move(p));
 }
 
-SweepReport base(std::int64_t capacity) {
-  SweepReport r;
+SweepReceipt base(std::int64_t capacity) {
+  SweepReceipt r;
   r.generated_at = "2026-11-29T12:00:00Z";
   r.machine_id = "test-machine";
   r.model = "m";
@@ -77,8 +77,8 @@ SweepReport base(std::int64_t capacity) {
 }
 
 // Throughput = c * 100 tokens / e2e. Up to 8 it scales; past it, e2e doubles with c.
-SweepReport scaling_sweep(std::int64_t capacity, std::vector<double> coords) {
-  SweepReport r = base(capacity);
+SweepReceipt scaling_sweep(std::int64_t capacity, std::vector<double> coords) {
+  SweepReceipt r = base(capacity);
   for (double c : coords) {
     const double e2e = c <= 8 ? 1000 + 20 * c : 1160 * (c / 8);
     const double ttft = c <= 8 ? 50 + c : 50 + 600 * (c / 8 - 1) + 8;
@@ -87,7 +87,7 @@ SweepReport scaling_sweep(std::int64_t capacity, std::vector<double> coords) {
   return r;
 }
 
-const TrackPoint& at(const SweepReport& r, double c) {
+const TrackPoint& at(const SweepReceipt& r, double c) {
   for (const auto& p : r.points)
     if (p.coordinate == c) return p.tracks[0];
   throw std::runtime_error("no point");
@@ -112,7 +112,7 @@ TEST(SweepEvaluate, PeakBelowCapacityIsRightCensoredAndTheGateSaysWhy) {
   auto r = scaling_sweep(16, {1, 2, 4, 8});
   ASSERT_TRUE(evaluate_sweep(r).ok());
   EXPECT_EQ(r.tracks[0].peak_status, "right_censored");
-  const auto gate = gate_claim("ours reaches a capacity-valid peak", report_text(r));
+  const auto gate = gate_claim("ours reaches a capacity-valid peak", receipt_text(r));
   EXPECT_FALSE(gate.allowed);
   EXPECT_NE(gate.message.find("right_censored"), std::string::npos) << gate.message;
   EXPECT_NE(gate.message.find("declared batch capacity"), std::string::npos) << gate.message;
@@ -177,7 +177,7 @@ TEST(SweepEvaluate, SlaKneeAndP99Boundary) {
   EXPECT_EQ(r.tracks[0].sla_status, "not_identifiable");
   EXPECT_EQ(r.tracks[0].sla_reason, "no measured point satisfies every declared constraint");
   EXPECT_EQ(r.tracks[0].p99_boundary.at("status").as_string(), "not_identifiable");
-  const auto gate = gate_claim("ours SLA knee at 4", report_text(r));
+  const auto gate = gate_claim("ours SLA knee at 4", receipt_text(r));
   EXPECT_FALSE(gate.allowed);
   EXPECT_NE(gate.message.find("SLA-knee claim for ours refused"), std::string::npos) << gate.message;
 }
@@ -185,38 +185,38 @@ TEST(SweepEvaluate, SlaKneeAndP99Boundary) {
 struct CodeCase {
   const char* code;
   const char* status;
-  std::function<void(SweepReport&)> spoil;
+  std::function<void(SweepReceipt&)> spoil;
 };
 
 TEST(SweepEvaluate, EveryInvalidationCodeFiresOnItsCause) {
   const std::vector<CodeCase> cases = {
-      {"contract_missing", "invalid", [](SweepReport& r) { r.points[1].tracks[0].track = "vllm"; }},
+      {"contract_missing", "invalid", [](SweepReceipt& r) { r.points[1].tracks[0].track = "vllm"; }},
       {"workload_identity_mismatch", "invalid",
-       [](SweepReport& r) { r.points[1].workload_digest = sha256_digest("x"); }},
-      {"model_identity_mismatch", "invalid", [](SweepReport& r) { r.points[1].tracks[0].model = "other"; }},
+       [](SweepReceipt& r) { r.points[1].workload_digest = sha256_digest("x"); }},
+      {"model_identity_mismatch", "invalid", [](SweepReceipt& r) { r.points[1].tracks[0].model = "other"; }},
       {"model_identity_mismatch", "invalid",
-       [](SweepReport& r) { r.points[1].tracks[0].samples[0].response_model = "served-alias"; }},
+       [](SweepReceipt& r) { r.points[1].tracks[0].samples[0].response_model = "served-alias"; }},
       {"engine_identity_unknown", "invalid",
-       [](SweepReport& r) { r.contracts[0].engine_receipt_digest = "rcpt_c3b5dc1b4e0f"; }},
-      {"engine_identity_mismatch", "invalid", [](SweepReport& r) { r.points[1].tracks[0].engine = "sglang"; }},
-      {"capacity_unknown", "invalid", [](SweepReport& r) { r.contracts[0].capacity_source.clear(); }},
-      {"capacity_identity_mismatch", "invalid", [](SweepReport& r) { r.points[1].tracks[0].batch_capacity = 9; }},
+       [](SweepReceipt& r) { r.contracts[0].engine_receipt_digest = "rcpt_c3b5dc1b4e0f"; }},
+      {"engine_identity_mismatch", "invalid", [](SweepReceipt& r) { r.points[1].tracks[0].engine = "sglang"; }},
+      {"capacity_unknown", "invalid", [](SweepReceipt& r) { r.contracts[0].capacity_source.clear(); }},
+      {"capacity_identity_mismatch", "invalid", [](SweepReceipt& r) { r.points[1].tracks[0].batch_capacity = 9; }},
       {"engine_restarted", "invalid",
-       [](SweepReport& r) {
+       [](SweepReceipt& r) {
          r.points[1].tracks[0].evidence["server"] =
              boost::json::object{{"restarted", true}, {"reset_reason", "process start time changed"}};
        }},
       {"foreign_traffic", "invalid",
-       [](SweepReport& r) {
+       [](SweepReceipt& r) {
          r.points[1].tracks[0].evidence["server"] = boost::json::object{{"requests_delta", 5}, {"requests_sent", 2}};
        }},
       {"client_saturated", "invalid",
-       [](SweepReport& r) { r.points[1].tracks[0].evidence["generator"].as_object()["send_lateness_p99_ms"] = 3.5; }},
-      {"measurement_incomplete", "invalid", [](SweepReport& r) { r.points[1].tracks[0].stats["failed"] = 1; }},
+       [](SweepReceipt& r) { r.points[1].tracks[0].evidence["generator"].as_object()["send_lateness_p99_ms"] = 3.5; }},
+      {"measurement_incomplete", "invalid", [](SweepReceipt& r) { r.points[1].tracks[0].stats["failed"] = 1; }},
       {"measurement_missing", "not_measured",
-       [](SweepReport& r) { r.points[1].tracks[0].measurement_status = "failed"; }},
+       [](SweepReceipt& r) { r.points[1].tracks[0].measurement_status = "failed"; }},
       {"throughput_missing", "not_measured",
-       [](SweepReport& r) {
+       [](SweepReceipt& r) {
          r.points[1].tracks[0].stats["throughput_tok_s"] = boost::json::object{{"status", "not_measured"}};
        }},
   };
@@ -264,14 +264,14 @@ TEST(SweepVerify, AReceiptReDerivesByteForByte) {
   auto r = scaling_sweep(8, {1, 2, 4, 8});
   r.sla.ttft_p99_ms = 55;
   ASSERT_TRUE(evaluate_sweep(r).ok());
-  const std::string text = report_text(r);
+  const std::string text = receipt_text(r);
   const auto v = verify_sweep(text);
   EXPECT_TRUE(v.holds) << v.summary;
   EXPECT_NE(v.summary.find("sweep verify: OK"), std::string::npos);
   // Parsing and writing again is the identity.
-  auto back = parse_sweep_report(text);
+  auto back = parse_sweep_receipt(text);
   ASSERT_TRUE(back.ok());
-  EXPECT_EQ(report_text(*back), text);
+  EXPECT_EQ(receipt_text(*back), text);
   const auto gate = gate_claim("ours: capacity-valid peak at 8", text);
   EXPECT_TRUE(gate.allowed) << gate.message;
   EXPECT_TRUE(gate_claim("ours SLA knee", text).allowed);
@@ -280,7 +280,7 @@ TEST(SweepVerify, AReceiptReDerivesByteForByte) {
 TEST(SweepVerify, TamperingIsNamed) {
   auto r = scaling_sweep(8, {1, 2, 4, 8});
   ASSERT_TRUE(evaluate_sweep(r).ok());
-  const std::string text = report_text(r);
+  const std::string text = receipt_text(r);
   auto replace_first = [&](std::string from, std::string to) {
     std::string t = text;
     const auto pos = t.find(from);
@@ -296,7 +296,7 @@ TEST(SweepVerify, TamperingIsNamed) {
   auto t2 = r;
   t2.points[3].tracks[0].status = "invalid";
   t2.points[3].tracks[0].reason_code = "capacity_exceeded";
-  v = verify_sweep(report_text(t2));
+  v = verify_sweep(receipt_text(t2));
   EXPECT_FALSE(v.holds);
   EXPECT_NE(v.summary.find("re-evaluates to valid"), std::string::npos) << v.summary;
   // A figure in the summary edited.
@@ -311,7 +311,7 @@ TEST(SweepVerify, AFakStyleReceiptWithoutSamplesReEvaluatesFromItsStats) {
   // fak's writer has no samples, evidence or our summary blocks (invented from ours by removal).
   auto r = scaling_sweep(8, {1, 2, 4, 8});
   ASSERT_TRUE(evaluate_sweep(r).ok());
-  auto doc = report_json(r).as_object();
+  auto doc = receipt_json(r).as_object();
   for (const char* k : {"tool", "load", "validity"}) doc.erase(k);
   for (auto& p : doc["points"].as_array()) {
     for (auto& t : p.as_object()["tracks"].as_array()) {

@@ -1,4 +1,4 @@
-#include "sweep/report.hpp"
+#include "sweep/receipt.hpp"
 
 #include <fmt/format.h>
 
@@ -61,7 +61,7 @@ boost::json::object contract_json(const Contract& c) {
 
 }  // namespace
 
-boost::json::value report_json(const SweepReport& r) {
+boost::json::value receipt_json(const SweepReceipt& r) {
   boost::json::object o;
   o["schema"] = r.schema;
   o["generated_at"] = r.generated_at;
@@ -154,14 +154,14 @@ boost::json::value report_json(const SweepReport& r) {
   return o;
 }
 
-std::string report_text(const SweepReport& r) { return go_marshal_indent(report_json(r)); }
+std::string receipt_text(const SweepReceipt& r) { return go_marshal_indent(receipt_json(r)); }
 
-Result<SweepReport> parse_sweep_report(std::string_view text) {
+Result<SweepReceipt> parse_sweep_receipt(std::string_view text) {
   auto doc = parse_exact_json(text);
   if (!doc) return doc.error();
   if (!doc->is_object()) return make_error("sweep.json", "a sweep receipt is a JSON object");
   const auto& o = doc->as_object();
-  SweepReport r;
+  SweepReceipt r;
   r.schema = str(o, "schema");
   r.generated_at = str(o, "generated_at");
   r.machine_id = str(o, "machine_id");

@@ -65,7 +65,7 @@ struct SlaBudgets {
   bool any() const { return ttft_p99_ms > 0 || itl_p99_ms > 0 || e2e_p99_ms > 0; }
 };
 
-struct SweepReport {
+struct SweepReceipt {
   std::string schema = kSweepSchema;
   std::string generated_at;  // RFC 3339, seconds
   std::string machine_id = "unknown";
@@ -91,9 +91,9 @@ const char* axis_name(LoadMode m);
 const char* axis_unit(LoadMode m);
 const char* point_key(LoadMode m);  // "concurrency" | "rate_rps"
 
-boost::json::value report_json(const SweepReport& r);
-std::string report_text(const SweepReport& r);  // pretty Go JSON, one trailing newline
+boost::json::value receipt_json(const SweepReceipt& r);
+std::string receipt_text(const SweepReceipt& r);  // pretty Go JSON, one trailing newline
 // Reads a receipt. Unknown fields are ignored (fak readers do the same); numbers are exact.
-Result<SweepReport> parse_sweep_report(std::string_view text);
+Result<SweepReceipt> parse_sweep_receipt(std::string_view text);
 
 }  // namespace mpo::sweep
