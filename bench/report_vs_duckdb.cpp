@@ -1,6 +1,6 @@
 // `modelperfobs report` against DuckDB on the same generated ledger, in the same run: wall time
 // and peak memory of each, as child processes (DuckDB through Node's @duckdb/node-api running
-// DESIGN.md's query, which computes fewer statistics than the report does).
+// the query of docs/FORMATS.md, which computes fewer statistics than the report does).
 //
 //   report_vs_duckdb [--lines 1000000]
 #include <fmt/format.h>
@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
       "{}\n",
       ours.wall_s, ours.max_rss_kib / 1024, ours.exit_code);
   fmt::print(
-      "DuckDB (node, DESIGN.md query):                          {:.2f} s wall (median of 3), peak RSS {} MiB, exit "
+      "DuckDB (node, docs/FORMATS.md query):                     {:.2f} s wall (median of 3), peak RSS {} MiB, exit "
       "{}\n",
       duck.wall_s, duck.max_rss_kib / 1024, duck.exit_code);
   fmt::print("ratio report / DuckDB: {:.2f} (target <= 1.00); report memory per million lines: {:.0f} MiB\n",

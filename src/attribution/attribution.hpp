@@ -1,4 +1,4 @@
-// Server counter deltas joined to requests, only as far as the evidence allows (fak-formats.md 3;
+// Server counter deltas joined to requests, only as far as the evidence allows (docs/FAK.md 3;
 // fak's grades, counters, causes and decision order, with the improvements of its section 8.3).
 // Pure: snapshots and request windows in, a graded attribution out.
 //

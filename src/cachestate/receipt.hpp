@@ -1,4 +1,4 @@
-// Cache-state transition receipts (fak-formats.md 4: vocabulary, fields, exclusion rules) and the
+// Cache-state transition receipts (docs/FAK.md 4: vocabulary, fields, exclusion rules) and the
 // report around them, `modelperfobs.cache-state.v1`; strict reading (unknown fields and trailing
 // data rejected) and verification. Pure.
 #pragma once

@@ -1,4 +1,4 @@
-// Running cache-state transitions against a backend (fak-formats.md 4.3, 4.5) and the hermetic
+// Running cache-state transitions against a backend (docs/FAK.md 4.3, 4.5) and the hermetic
 // in-process backend over this project's PrefixCache. Pure: a backend that does I/O lives at the
 // edge and implements the same interface.
 #pragma once

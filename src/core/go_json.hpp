@@ -1,4 +1,4 @@
-// JSON text exactly as Go's encoding/json writes it (fak-formats.md section 0), for documents that
+// JSON text exactly as Go's encoding/json writes it (docs/FAK.md section 0), for documents that
 // keep fak's schema names (sweep and parity receipts, attribution) and the digests taken over
 // them: keys in insertion order, `<`, `>`, `&`, U+2028 and U+2029 escaped, invalid UTF-8 as
 // \ufffd, floats in Go's shortest form (plain decimal unless the exponent is < -6 or >= 21;

@@ -1,4 +1,4 @@
-// The ledger line, schema `modelperfobs.observation.v1` (DESIGN.md contract 1; docs/FORMATS.md).
+// The ledger line, schema `modelperfobs.observation.v1` (contract 1: docs/ARCHITECTURE.md, docs/FORMATS.md).
 // One JSON object per line, fixed key order, C-locale numbers, null for unknown.
 #pragma once
 
@@ -49,7 +49,7 @@ struct Observation {
   std::string sweep_point;
 };
 
-// Derived fields, as DESIGN.md defines them; nullopt where they do not apply.
+// Derived fields, as docs/FORMATS.md defines them; nullopt where they do not apply.
 std::optional<double> tpot_ms(const Observation& o);
 std::optional<double> output_tokens_per_second(const Observation& o);
 std::optional<double> e2e_output_tokens_per_second(const Observation& o);

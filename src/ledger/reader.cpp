@@ -195,7 +195,7 @@ Result<LedgerRecord> from_ours(simdjson::dom::object o) {
   return r;
 }
 
-// fak-model-perf/1 (reference/fak-formats.md section 1), mapped onto our fields.
+// fak-model-perf/1 (docs/FAK.md section 1), mapped onto our fields.
 Result<LedgerRecord> from_fak(element o) {
   LedgerRecord r;
   r.source_schema = "fak-model-perf/1";

@@ -1,4 +1,4 @@
-// DESIGN.md contract 2: the correlation ID. A client's valid ID (1-128 of [A-Za-z0-9._:-]) is
+// Contract 2 (docs/ARCHITECTURE.md): the correlation ID. A client's valid ID (1-128 of [A-Za-z0-9._:-]) is
 // adopted; anything else is replaced by a fresh UUIDv7.
 #pragma once
 

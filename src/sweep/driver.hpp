@@ -1,7 +1,7 @@
 // The load generator (edge: Asio, one thread). Sends a point's requests to an OpenAI-compatible
 // chat/completions endpoint, closed loop (N workers, each sends its next request when the last one
 // ends) or open loop (arrivals on a schedule: Poisson, gamma with burstiness, constant, or the
-// recorded times of a replayed ledger), and measures each one as fak's sample (fak-formats.md 6.3,
+// recorded times of a replayed ledger), and measures each one as fak's sample (docs/FAK.md 6.3,
 // with TTFT at the first generated-content event of any kind) and as a ledger line. It measures
 // itself too: when each request was due and when it was sent, and its own CPU time.
 #pragma once

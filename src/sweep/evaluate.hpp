@@ -1,4 +1,4 @@
-// Judging a sweep from its own contents (fak-formats.md 6.7-6.8, and ours): each track point's
+// Judging a sweep from its own contents (docs/FAK.md 6.7-6.8, and ours): each track point's
 // validity (first failure wins), and per track the peak, the SLA knee, the p99 SLA boundary and
 // the saturation finding. Run when a sweep ends and again by `sweep verify` and `sweep gate`, so
 // the same receipt always gives the same verdict. Pure.

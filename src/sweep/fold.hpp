@@ -1,4 +1,4 @@
-// Folding a point's samples into fak's ServingStats (fak-formats.md 6.4), and the evidence this
+// Folding a point's samples into fak's ServingStats (docs/FAK.md 6.4), and the evidence this
 // project adds beside them: the generator's own lateness, bootstrap confidence intervals on the
 // p99s, errors by class, achieved rate. Pure and deterministic, so `sweep verify` recomputes a
 // receipt's figures from its samples and gets the same bytes.

@@ -1,4 +1,4 @@
-// The single-point, multi-track comparison `fak.serving-parity.v1` (fak-formats.md 6.5): the same
+// The single-point, multi-track comparison `fak.serving-parity.v1` (docs/FAK.md 6.5): the same
 // workload at the same concurrency against each track's server, with the ours-vs-SGLang "tax".
 // Pure: the runner measures, this builds the document.
 #pragma once

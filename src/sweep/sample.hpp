@@ -1,4 +1,4 @@
-// One measured request of a sweep or parity run (fak-formats.md 6.3: the fields of fak's
+// One measured request of a sweep or parity run (docs/FAK.md 6.3: the fields of fak's
 // `MeasureSSERequest` sample, in its order), plus what this project adds so that a receipt can be
 // re-verified from its own contents: when the request was due and when it was sent (offsets from
 // the start of the point, so lateness is visible), whether it was a warm-up request, and its

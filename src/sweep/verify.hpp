@@ -30,7 +30,7 @@ struct GateOutcome {
   bool allowed = false;
   std::string message;  // "serving claim gate: OK" or the refusal
 };
-// fak's claim gate over a sweep or parity receipt (fak-formats.md 6.5, 6.9).
+// fak's claim gate over a sweep or parity receipt (docs/FAK.md 6.5, 6.9).
 GateOutcome gate_claim(std::string_view claim, std::string_view artifact_text);
 
 }  // namespace mpo::sweep

@@ -1,7 +1,7 @@
 // The requests a sweep sends, and their digest. Pure: built from text the caller read.
 //
 // A workload is an ordered list of chat requests. fak's digest rule applies unchanged
-// (fak-formats.md 6.6): "sha256:" + SHA-256 of the Go JSON of the list, keys id, messages (role,
+// (docs/FAK.md 6.6): "sha256:" + SHA-256 of the Go JSON of the list, keys id, messages (role,
 // content), max_output_tokens, prompt_tokens_estimate. A replayed ledger adds arrival offsets,
 // which are part of how the workload is sent, not of what it is, so they are not in the digest.
 #pragma once

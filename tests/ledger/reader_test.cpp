@@ -29,7 +29,7 @@ std::string our_line(const std::string& id, double ttft) {
   return render_observation(o);
 }
 
-// As fak-formats.md section 1.1 describes it: omitted zeros, nanosecond times, no nulls.
+// As docs/FAK.md section 1.1 describes it: omitted zeros, nanosecond times, no nulls.
 const char* kFakLine =
     R"({"schema":"fak-model-perf/1","timestamp":"2026-08-22T07:16:05.1021861Z","completed_at":"2026-08-22T07:16:06.2021861Z",)"
     R"("request_id":"1787382965102186100-1","overlapping_observed_requests":0,"model":"qwen3","backend":"http://127.0.0.1:8000",)"

@@ -1,5 +1,5 @@
 // The official openai SDK through `modelperfobs proxy` (unmodified, same content as directly),
-// then DESIGN.md's DuckDB query on the ledger the proxy wrote.
+// then the DuckDB query of docs/FORMATS.md on the ledger the proxy wrote.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -67,7 +67,7 @@ test('the openai SDK streams through the proxy and gets the same content as dire
   }
 });
 
-test("DuckDB runs DESIGN.md's query on the proxy's ledger", async () => {
+test("DuckDB runs the query of docs/FORMATS.md on the proxy's ledger", async () => {
   await stop(proxy);  // flushes the ledger
   const lines = readFileSync(ledger, 'utf8').trim().split('\n');
   assert.equal(lines.length, 3);
