@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Instructions (valgrind callgrind) the proxy and the load generator spend on one fixed point:
+# 200 streamed requests of 50 tokens at concurrency 20 against `simulate`. Repeatable whatever
+# else the machine does, so two builds compare on a noisy machine.
+#   bench/instructions.sh BINARY [SIMULATOR_BINARY]
+# Prints "proxy: N instructions" and "sweep: N instructions". The simulator defaults to BINARY;
+# pass one simulator for both builds when comparing proxies.
+set -euo pipefail
+bin=$(realpath "$1")
+sim=$(realpath "${2:-$1}")
+dir=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$dir"' EXIT
+wait_line() {  # FILE PATTERN: the first line of FILE that matches, within 20 s
+  for _ in $(seq 200); do
+    if grep -q "$2" "$1" 2>/dev/null; then grep -m1 "$2" "$1"; return 0; fi
+    sleep 0.1
+  done
+  echo "instructions.sh: no '$2' in $1" >&2
+  return 1
+}
+port_of() { grep -o '127\.0\.0\.1:[0-9]*' | head -1 | cut -d: -f2; }
+point=(--model sim-model --concurrencies 20 --requests 200 --warmup 0 --input-tokens 32 --output-tokens 50 --ignore-eos --quiet)
+
+"$sim" simulate --listen 127.0.0.1:0 >"$dir/sim.out" 2>/dev/null &
+sim_port=$(wait_line "$dir/sim.out" listening | port_of)
+
+valgrind --tool=callgrind --callgrind-out-file="$dir/proxy.cg" "$bin" proxy --backend "http://127.0.0.1:$sim_port" \
+  --listen 127.0.0.1:0 --admin-listen off --ledger "$dir/ledger.jsonl" >"$dir/proxy.out" 2>"$dir/proxy.err" &
+proxy_pid=$!
+proxy_port=$(wait_line "$dir/proxy.out" listening | port_of)
+"$sim" sweep --url "http://127.0.0.1:$proxy_port/v1" "${point[@]}" --output "$dir/through-proxy.json" >/dev/null 2>&1
+kill -TERM "$proxy_pid"
+wait "$proxy_pid" || true
+echo "proxy: $(grep -m1 '^summary:' "$dir/proxy.cg" | cut -d' ' -f2) instructions ($(wc -l <"$dir/ledger.jsonl") ledger lines)"
+
+valgrind --tool=callgrind --callgrind-out-file="$dir/sweep.cg" "$bin" sweep --url "http://127.0.0.1:$sim_port/v1" \
+  "${point[@]}" --output "$dir/direct.json" >/dev/null 2>"$dir/sweep.err"
+echo "sweep: $(grep -m1 '^summary:' "$dir/sweep.cg" | cut -d' ' -f2) instructions"
