@@ -264,7 +264,8 @@ boost::json::object saturation(const SweepReceipt& r, const Contract& c,
       const auto t0 = p99(prev_tp->stats, "ttft_ms"), t1 = p99(tp->stats, "ttft_ms");
       if (prev_thr && *prev_thr > 0 && t0 && t1) {
         const double gain = (*thr - *prev_thr) / *prev_thr;
-        if (gain<kPlateauGain&& * t1> * t0) {
+        const bool plateau = gain < kPlateauGain;
+        if (plateau && *t1 > *t0) {
           fire("throughput_plateau",
                fmt::format("throughput gain {:.1f}% from {} (below {:.0f}%) while TTFT p99 rose from {} to {} ms",
                            gain * 100, go_float_text(prev->coordinate), kPlateauGain * 100, go_float_text(*t0),
