@@ -160,15 +160,14 @@ bool latency_comparable(const TrackPoint& tp) {
   return tp.status == "valid" || tp.reason_code == "capacity_exceeded" || tp.reason_code == "capacity_unknown";
 }
 
-boost::json::object p99_boundary(const SweepReceipt& r,
-                                 const std::vector<std::pair<const Point*, const TrackPoint*>>& pts) {
-  boost::json::object o;
+P99Boundary p99_boundary(const SweepReceipt& r, const std::vector<std::pair<const Point*, const TrackPoint*>>& pts) {
+  P99Boundary o;
   if (!r.sla.any()) {
-    o["status"] = "not_configured";
-    o["reason"] = "no p99 latency budget configured";
+    o.status = "not_configured";
+    o.reason = "no p99 latency budget configured";
     return o;
   }
-  o["rule"] =
+  o.rule =
       "the largest coordinate meeting every configured p99 budget before the first one that does "
       "not; latency-comparable points only (valid, or invalid for capacity alone)";
   std::optional<double> last_pass, first_fail;
@@ -207,26 +206,26 @@ boost::json::object p99_boundary(const SweepReceipt& r,
     check(r.sla.e2e_p99_ms, "end_to_end_p99_ms");
   }
   if (!missing.empty() && !last_pass && !first_fail) {
-    o["status"] = "not_identifiable";
-    o["reason"] = "a constrained p99 is missing at " + missing;
+    o.status = "not_identifiable";
+    o.reason = "a constrained p99 is missing at " + missing;
     return o;
   }
   if (!last_pass) {
-    o["status"] = "not_identifiable";
-    o["reason"] = first_fail ? "the lowest comparable point already misses a budget; test lower load"
-                             : "no latency-comparable point";
-    if (first_fail) o["first_failing"] = *first_fail;
+    o.status = "not_identifiable";
+    o.reason = first_fail ? "the lowest comparable point already misses a budget; test lower load"
+                          : "no latency-comparable point";
+    o.first_failing = first_fail;
     return o;
   }
-  o["status"] = first_fail ? "measured" : "right_censored";
-  o["coordinate"] = *last_pass;
-  o["last_passing"] = *last_pass;
+  o.status = first_fail ? "measured" : "right_censored";
+  o.coordinate = last_pass;
+  o.last_passing = last_pass;
   if (first_fail)
-    o["first_failing"] = *first_fail;
+    o.first_failing = first_fail;
   else
-    o["reason"] = "every tested point meets the budgets; the boundary lies above the highest one";
-  o["confidence"] = robust ? "robust" : "marginal";
-  if (reentry) o["note"] = "a point above the first failing one meets the budgets again; the curve is not monotone";
+    o.reason = "every tested point meets the budgets; the boundary lies above the highest one";
+  o.confidence = robust ? "robust" : "marginal";
+  if (reentry) o.note = "a point above the first failing one meets the budgets again; the curve is not monotone";
   return o;
 }
 
@@ -235,9 +234,9 @@ bool saturation_comparable(const TrackPoint& tp) {
   return latency_comparable(tp) || tp.reason_code == "foreign_traffic";
 }
 
-boost::json::object saturation(const SweepReceipt& r, const Contract& c,
-                               const std::vector<std::pair<const Point*, const TrackPoint*>>& pts) {
-  boost::json::array signals;
+Saturation saturation(const SweepReceipt& r, const Contract& c,
+                      const std::vector<std::pair<const Point*, const TrackPoint*>>& pts) {
+  std::vector<SaturationSignal> signals;
   std::optional<double> saturated_at, knee;
   const Point* prev = nullptr;
   const TrackPoint* prev_tp = nullptr;
@@ -249,11 +248,7 @@ boost::json::object saturation(const SweepReceipt& r, const Contract& c,
     const auto thr = scalar(tp->stats, "throughput_tok_s");
     if (!thr) continue;
     auto fire = [&](std::string_view name, std::string detail) {
-      boost::json::object s;
-      s["signal"] = name;
-      s["at"] = p->coordinate;
-      s["detail"] = std::move(detail);
-      signals.push_back(std::move(s));
+      signals.push_back({std::string(name), p->coordinate, std::move(detail)});
       if (!saturated_at) {
         saturated_at = p->coordinate;
         if (prev) knee = prev->coordinate;
@@ -299,22 +294,22 @@ boost::json::object saturation(const SweepReceipt& r, const Contract& c,
     prev = p;
     prev_tp = tp;
   }
-  boost::json::object o;
-  o["rule"] = fmt::format(
+  Saturation o;
+  o.rule = fmt::format(
       "saturated at the first point where throughput gains less than {:.0f}% over the previous point while "
       "TTFT p99 rises, the achieved rate falls below {:.0f}% of the offered one (open loop), or the server's "
       "queue for capacity averages at least one request, grows, and stands while the batch is full (running at the "
       "declared capacity, or KV cache usage at 95% or more); the knee is the point before it",
       kPlateauGain * 100, kRateShortfall * 100);
   if (!saturated_at) {
-    o["status"] = "not_observed";
-    o["reason"] = "no saturation signal fired over the tested points";
+    o.status = "not_observed";
+    o.reason = "no saturation signal fired over the tested points";
   } else {
-    o["status"] = knee ? "measured" : "left_censored";
-    if (knee) o["knee"] = *knee;
-    o["saturated_at"] = *saturated_at;
+    o.status = knee ? "measured" : "left_censored";
+    o.knee = knee;
+    o.saturated_at = saturated_at;
   }
-  o["signals"] = std::move(signals);
+  o.signals = std::move(signals);
   return o;
 }
 

@@ -59,6 +59,75 @@ boost::json::object contract_json(const Contract& c) {
   return o;
 }
 
+void put_if(boost::json::object& o, std::string_view key, const std::optional<double>& v) {
+  if (v) o[key] = *v;
+}
+
+// Keys in the order evaluate.cpp has always written them, so receipts stay byte for byte the same.
+boost::json::object p99_boundary_json(const P99Boundary& b) {
+  boost::json::object o;
+  put_if(o, "rule", b.rule);
+  put_if(o, "status", b.status);
+  put_if(o, "coordinate", b.coordinate);
+  put_if(o, "last_passing", b.last_passing);
+  put_if(o, "reason", b.reason);
+  put_if(o, "first_failing", b.first_failing);
+  put_if(o, "confidence", b.confidence);
+  put_if(o, "note", b.note);
+  return o;
+}
+
+P99Boundary p99_boundary_from(const boost::json::object& o) {
+  P99Boundary b;
+  b.rule = str(o, "rule");
+  b.status = str(o, "status");
+  b.coordinate = json_double(o, "coordinate");
+  b.last_passing = json_double(o, "last_passing");
+  b.reason = str(o, "reason");
+  b.first_failing = json_double(o, "first_failing");
+  b.confidence = str(o, "confidence");
+  b.note = str(o, "note");
+  return b;
+}
+
+boost::json::object saturation_json(const Saturation& s) {
+  boost::json::object o;
+  put_if(o, "rule", s.rule);
+  put_if(o, "status", s.status);
+  put_if(o, "reason", s.reason);
+  put_if(o, "knee", s.knee);
+  put_if(o, "saturated_at", s.saturated_at);
+  if (!s.rule.empty() || !s.signals.empty()) {  // a fak receipt has no saturation block at all
+    boost::json::array signals;
+    for (const auto& g : s.signals) {
+      boost::json::object x;
+      x["signal"] = g.signal;
+      x["at"] = g.at;
+      x["detail"] = g.detail;
+      signals.push_back(std::move(x));
+    }
+    o["signals"] = std::move(signals);
+  }
+  return o;
+}
+
+Saturation saturation_from(const boost::json::object& o) {
+  Saturation s;
+  s.rule = str(o, "rule");
+  s.status = str(o, "status");
+  s.reason = str(o, "reason");
+  s.knee = json_double(o, "knee");
+  s.saturated_at = json_double(o, "saturated_at");
+  if (const auto* signals = json_array(o, "signals")) {
+    for (const auto& v : *signals) {
+      if (!v.is_object()) continue;
+      const auto& x = v.as_object();
+      s.signals.push_back({str(x, "signal"), json_double(x, "at").value_or(0), str(x, "detail")});
+    }
+  }
+  return s;
+}
+
 }  // namespace
 
 boost::json::value receipt_json(const SweepReceipt& r) {
@@ -125,8 +194,8 @@ boost::json::value receipt_json(const SweepReceipt& r) {
     t["sla_status"] = s.sla_status;
     put_if(t, "sla_reason", s.sla_reason);
     if (s.sla_knee) t["sla_knee"] = selection_json(r.mode, *s.sla_knee);
-    t["p99_boundary"] = s.p99_boundary;
-    t["saturation"] = s.saturation;
+    t["p99_boundary"] = p99_boundary_json(s.p99_boundary);
+    t["saturation"] = saturation_json(s.saturation);
     summaries.push_back(std::move(t));
   }
   o["tracks"] = std::move(summaries);
@@ -253,8 +322,8 @@ Result<SweepReceipt> parse_sweep_receipt(std::string_view text) {
       s.sla_status = str(t, "sla_status");
       s.sla_reason = str(t, "sla_reason");
       if (const auto* k = json_object(t, "sla_knee")) s.sla_knee = selection_from(r.mode, *k);
-      if (const auto* b = json_object(t, "p99_boundary")) s.p99_boundary = *b;
-      if (const auto* sat = json_object(t, "saturation")) s.saturation = *sat;
+      if (const auto* b = json_object(t, "p99_boundary")) s.p99_boundary = p99_boundary_from(*b);
+      if (const auto* sat = json_object(t, "saturation")) s.saturation = saturation_from(*sat);
       r.tracks.push_back(std::move(s));
     }
   }

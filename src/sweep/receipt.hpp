@@ -48,6 +48,31 @@ struct Selection {
   std::optional<double> goodput_rps, ttft_p99_ms, itl_p99_ms, e2e_p99_ms;
 };
 
+// Ours: the largest coordinate meeting every configured p99 budget (evaluate.cpp decides it).
+struct P99Boundary {
+  std::string rule;    // "" when no budget is configured
+  std::string status;  // not_configured | not_identifiable | measured | right_censored
+  std::optional<double> coordinate, last_passing;
+  std::string reason;
+  std::optional<double> first_failing;
+  std::string confidence;  // robust | marginal
+  std::string note;        // the curve is not monotone
+};
+
+// Ours: where the server saturates, and the signals that said so.
+struct SaturationSignal {
+  std::string signal;  // throughput_plateau | rate_shortfall | server_queue_capacity
+  double at = 0;
+  std::string detail;
+};
+struct Saturation {
+  std::string rule;
+  std::string status;  // not_observed | measured | left_censored
+  std::string reason;
+  std::optional<double> knee, saturated_at;
+  std::vector<SaturationSignal> signals;
+};
+
 struct TrackSummary {
   std::string track, status, reason;
   std::int64_t valid_points = 0;
@@ -56,8 +81,8 @@ struct TrackSummary {
   std::optional<Selection> peak;
   std::string sla_status, sla_reason;
   std::optional<Selection> sla_knee;
-  boost::json::object p99_boundary;  // ours
-  boost::json::object saturation;    // ours
+  P99Boundary p99_boundary;  // ours
+  Saturation saturation;     // ours
 };
 
 struct SlaBudgets {

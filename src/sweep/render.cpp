@@ -40,30 +40,22 @@ std::string finding(const TrackSummary& t, LoadMode m) {
     out += fmt::format("- **SLA knee**: {}{}\n", t.sla_status, t.sla_reason.empty() ? "" : " — " + t.sla_reason);
   }
   const auto& b = t.p99_boundary;
-  const std::string bs(json_string(b, "status").value_or(""));
-  if (auto c = json_double(b, "coordinate")) {
-    out += fmt::format(
-        "- **p99 SLA boundary**: {} {} ({}, {}{})\n", axis_title(m), go_float_text(*c), bs,
-        json_string(b, "confidence").value_or(""),
-        json_double(b, "first_failing") ? ", first failing " + go_float_text(*json_double(b, "first_failing")) : "");
+  if (b.coordinate) {
+    out +=
+        fmt::format("- **p99 SLA boundary**: {} {} ({}, {}{})\n", axis_title(m), go_float_text(*b.coordinate), b.status,
+                    b.confidence, b.first_failing ? ", first failing " + go_float_text(*b.first_failing) : "");
   } else {
-    out += fmt::format("- **p99 SLA boundary**: {}{}\n", bs,
-                       json_string(b, "reason") ? " — " + std::string(*json_string(b, "reason")) : "");
+    out += fmt::format("- **p99 SLA boundary**: {}{}\n", b.status, b.reason.empty() ? "" : " — " + b.reason);
   }
   const auto& s = t.saturation;
-  if (auto knee = json_double(s, "knee")) {
-    out += fmt::format("- **saturation**: knee at {}, saturated at {}\n", go_float_text(*knee),
-                       go_float_text(*json_double(s, "saturated_at")));
+  if (s.knee) {
+    out += fmt::format("- **saturation**: knee at {}, saturated at {}\n", go_float_text(*s.knee),
+                       go_float_text(s.saturated_at.value_or(0)));
   } else {
-    out += fmt::format("- **saturation**: {}\n", json_string(s, "status").value_or(""));
+    out += fmt::format("- **saturation**: {}\n", s.status);
   }
-  if (const auto* sig = json_array(s, "signals")) {
-    for (const auto& v : *sig) {
-      if (!v.is_object()) continue;
-      out += fmt::format("  - `{}` at {}: {}\n", json_string(v.as_object(), "signal").value_or(""),
-                         go_float_text(json_double(v.as_object(), "at").value_or(0)),
-                         json_string(v.as_object(), "detail").value_or(""));
-    }
+  for (const auto& sig : s.signals) {
+    out += fmt::format("  - `{}` at {}: {}\n", sig.signal, go_float_text(sig.at), sig.detail);
   }
   return out;
 }
@@ -159,7 +151,7 @@ std::string sweep_html(const SweepReceipt& r) {
         if (px == *at) c.dots({{px, py}}, color, name);
       }
     };
-    mark(throughput, json_double(t.saturation, "knee"), thr, "saturation knee", "#d62728");
+    mark(throughput, t.saturation.knee, thr, "saturation knee", "#d62728");
     if (t.peak) mark(throughput, t.peak->coordinate, thr, "peak", "#9467bd");
     Chart latency(fmt::format("Track {}: p99 TTFT and ITL", t.track), x, "ms");
     latency.line(ttft, "#ff7f0e", "TTFT p99");
@@ -167,7 +159,7 @@ std::string sweep_html(const SweepReceipt& r) {
     if (r.sla.ttft_p99_ms > 0)
       latency.line({{x0, r.sla.ttft_p99_ms}, {x1, r.sla.ttft_p99_ms}}, "#ff7f0e", "TTFT budget");
     if (r.sla.itl_p99_ms > 0) latency.line({{x0, r.sla.itl_p99_ms}, {x1, r.sla.itl_p99_ms}}, "#17becf", "ITL budget");
-    mark(latency, json_double(t.p99_boundary, "coordinate"), ttft, "p99 SLA boundary", "#d62728");
+    mark(latency, t.p99_boundary.coordinate, ttft, "p99 SLA boundary", "#d62728");
     if (t.sla_knee) mark(latency, t.sla_knee->coordinate, ttft, "SLA knee", "#9467bd");
     body += throughput.svg() + latency.svg();
   }

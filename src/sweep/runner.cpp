@@ -402,8 +402,8 @@ class SweepRun {
       SweepReceipt probe = r_;
       if (!evaluate_sweep(probe) || probe.tracks.empty()) co_return;
       const auto& b = probe.tracks[0].p99_boundary;
-      if (json_string(b, "status").value_or("") != "measured") co_return;
-      const double lo = json_double(b, "last_passing").value_or(0), hi = json_double(b, "first_failing").value_or(0);
+      if (b.status != "measured") co_return;
+      const double lo = b.last_passing.value_or(0), hi = b.first_failing.value_or(0);
       double mid;
       if (o_.mode == LoadMode::kConcurrency) {
         if (hi - lo <= 1) co_return;

@@ -129,10 +129,10 @@ TEST(SweepEvaluate, PointsAboveCapacityAreInvalidButSaturationIsStillNamed) {
   EXPECT_EQ(t.peak_status, "invalid");
   EXPECT_EQ(t.sla_reason, "identity, capacity, or measurement invalidity prevents a sweep claim");
   EXPECT_FALSE(r.valid);
-  EXPECT_EQ(t.saturation.at("status").as_string(), "measured");
-  EXPECT_EQ(t.saturation.at("knee").as_double(), 8);
-  EXPECT_EQ(t.saturation.at("saturated_at").as_double(), 16);
-  EXPECT_EQ(t.saturation.at("signals").as_array()[0].as_object().at("signal").as_string(), "throughput_plateau");
+  EXPECT_EQ(t.saturation.status, "measured");
+  EXPECT_EQ(t.saturation.knee, 8);
+  EXPECT_EQ(t.saturation.saturated_at, 16);
+  EXPECT_EQ(t.saturation.signals.at(0).signal, "throughput_plateau");
 }
 
 TEST(SweepEvaluate, AGrowingServerQueueNamesSaturationButAOneStepWaitDoesNot) {
@@ -150,13 +150,13 @@ TEST(SweepEvaluate, AGrowingServerQueueNamesSaturationButAOneStepWaitDoesNot) {
   r.points[3].tracks[0].evidence["server"] = server(7, 9, 4);
   ASSERT_TRUE(evaluate_sweep(r).ok());
   const auto& sat = r.tracks[0].saturation;
-  EXPECT_EQ(sat.at("knee").as_double(), 2);
-  EXPECT_EQ(sat.at("saturated_at").as_double(), 4);
-  EXPECT_EQ(sat.at("signals").as_array()[0].as_object().at("signal").as_string(), "server_queue_capacity");
+  EXPECT_EQ(sat.knee, 2);
+  EXPECT_EQ(sat.saturated_at, 4);
+  EXPECT_EQ(sat.signals.at(0).signal, "server_queue_capacity");
   // A KV cache at its limit is a full batch too, whatever the running count.
   r.points[1].tracks[0].evidence["server"].as_object()["kv_usage_peak"] = 1.0;
   ASSERT_TRUE(evaluate_sweep(r).ok());
-  EXPECT_EQ(r.tracks[0].saturation.at("saturated_at").as_double(), 2);
+  EXPECT_EQ(r.tracks[0].saturation.saturated_at, 2);
 }
 
 TEST(SweepEvaluate, SlaKneeAndP99Boundary) {
@@ -167,16 +167,16 @@ TEST(SweepEvaluate, SlaKneeAndP99Boundary) {
   ASSERT_TRUE(t.sla_knee);
   EXPECT_EQ(t.sla_knee->coordinate, 4);
   EXPECT_EQ(t.sla_status, "measured");
-  EXPECT_EQ(t.p99_boundary.at("status").as_string(), "measured");
-  EXPECT_EQ(t.p99_boundary.at("coordinate").as_double(), 4);
-  EXPECT_EQ(t.p99_boundary.at("first_failing").as_double(), 8);
-  EXPECT_EQ(t.p99_boundary.at("confidence").as_string(), "robust");  // identical samples: a zero-width interval
+  EXPECT_EQ(t.p99_boundary.status, "measured");
+  EXPECT_EQ(t.p99_boundary.coordinate, 4);
+  EXPECT_EQ(t.p99_boundary.first_failing, 8);
+  EXPECT_EQ(t.p99_boundary.confidence, "robust");  // identical samples: a zero-width interval
 
   r.sla.ttft_p99_ms = 10;  // nothing passes
   ASSERT_TRUE(evaluate_sweep(r).ok());
   EXPECT_EQ(r.tracks[0].sla_status, "not_identifiable");
   EXPECT_EQ(r.tracks[0].sla_reason, "no measured point satisfies every declared constraint");
-  EXPECT_EQ(r.tracks[0].p99_boundary.at("status").as_string(), "not_identifiable");
+  EXPECT_EQ(r.tracks[0].p99_boundary.status, "not_identifiable");
   const auto gate = gate_claim("ours SLA knee at 4", receipt_text(r));
   EXPECT_FALSE(gate.allowed);
   EXPECT_NE(gate.message.find("SLA-knee claim for ours refused"), std::string::npos) << gate.message;
