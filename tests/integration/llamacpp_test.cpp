@@ -80,12 +80,7 @@ TEST_F(RealLlamaCpp, AlternatingStreamedAndNonStreamedRequestsThroughTheProxyNev
 TEST_F(RealLlamaCpp, ClientsThatLeaveAtDoneAreOk) {
   int before_terminator = 0;
   for (int i = 0; i < 100; ++i) {
-    HttpRequest req;
-    req.method = "POST";
-    req.path = "/v1/chat/completions";
-    req.body = kStreamed;
-    req.disconnect_after_text = "data: [DONE]";
-    const auto r = http(proxy_->port, req);
+    const auto r = chat_leaving_after(proxy_->port, kStreamed, "data: [DONE]");
     ASSERT_NE(r.raw.find("data: [DONE]"), std::string::npos);
     if (!r.complete) ++before_terminator;
   }

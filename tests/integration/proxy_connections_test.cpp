@@ -66,17 +66,29 @@ int send_pair(std::uint16_t port, const std::string& streamed = kStreamed,
   return failed;
 }
 
+// A proxy in front of a scripted backend on `port`, with its ledger in a fresh folder.
+struct Fronted {
+  Fronted(std::uint16_t port, std::vector<std::string> args = {})
+      : dir(make_temp_dir()), proxy(fmt::format("http://127.0.0.1:{}", port), dir + "/ledger.jsonl", std::move(args)) {}
+  // Stops the proxy (flushing the ledger) and reads its lines.
+  Ledger stop() {
+    EXPECT_EQ(proxy.process.terminate(), 0);
+    return read_ledger(dir + "/ledger.jsonl");
+  }
+  std::string dir;
+  Proxy proxy;
+};
+
 TEST(ProxyUpstreamConnections, ABackendClosingAfterEveryStreamAtTheWorstMomentCostsNoRequest) {
   KeepAliveBackend backend(KeepAliveBackend::Close::kFin);
-  const std::string dir = make_temp_dir();
-  Proxy proxy(fmt::format("http://127.0.0.1:{}", backend.port()), dir + "/ledger.jsonl");
+  Fronted f(backend.port());
+  auto& proxy = f.proxy;
   int failed = 0;
   for (int i = 0; i < 1000; ++i) failed += send_pair(proxy.port);
   EXPECT_EQ(failed, 0);
   const double metric = retries_metric(proxy, "eof");
   EXPECT_EQ(retries_metric(proxy, "reset"), 0);
-  EXPECT_EQ(proxy.process.terminate(), 0);
-  const auto l = read_ledger(dir + "/ledger.jsonl");
+  const auto l = f.stop();
   ASSERT_EQ(l.lines.size(), 2000u);
   EXPECT_EQ(l.outcomes.at("ok"), 2000) << outcomes_text(l);
   // Every request the backend dropped unanswered was sent again, and said so.
@@ -90,14 +102,13 @@ TEST(ProxyUpstreamConnections, ABackendClosingAfterEveryStreamAtTheWorstMomentCo
 
 TEST(ProxyUpstreamConnections, AResetAtTheWorstMomentIsRetriedAndCountedAsAReset) {
   KeepAliveBackend backend(KeepAliveBackend::Close::kReset, /*close_after_every_response=*/true);
-  const std::string dir = make_temp_dir();
-  Proxy proxy(fmt::format("http://127.0.0.1:{}", backend.port()), dir + "/ledger.jsonl");
+  Fronted f(backend.port());
+  auto& proxy = f.proxy;
   int failed = 0;
   for (int i = 0; i < 100; ++i) failed += send_pair(proxy.port);
   EXPECT_EQ(failed, 0);
   const double metric = retries_metric(proxy, "reset") + retries_metric(proxy, "broken_pipe");
-  EXPECT_EQ(proxy.process.terminate(), 0);
-  const auto l = read_ledger(dir + "/ledger.jsonl");
+  const auto l = f.stop();
   EXPECT_EQ(l.outcomes.at("ok"), 200) << outcomes_text(l);
   EXPECT_GE(l.retries, 1);
   EXPECT_EQ(l.retries, backend.dropped());
@@ -106,15 +117,14 @@ TEST(ProxyUpstreamConnections, AResetAtTheWorstMomentIsRetriedAndCountedAsAReset
 
 TEST(ProxyUpstreamConnections, WithRetryStaleOffTheSameRaceIsA502) {
   KeepAliveBackend backend(KeepAliveBackend::Close::kFin);
-  const std::string dir = make_temp_dir();
-  Proxy proxy(fmt::format("http://127.0.0.1:{}", backend.port()), dir + "/ledger.jsonl", {"--retry-stale", "off"});
+  Fronted f(backend.port(), {"--retry-stale", "off"});
+  auto& proxy = f.proxy;
   const auto s = http_post(proxy.port, "/v1/chat/completions", kStreamed);
   EXPECT_EQ(s.status, 200);
   const auto n = http_post(proxy.port, "/v1/chat/completions", kNotStreamed);  // on the pooled, doomed connection
   EXPECT_EQ(n.status, 502);
   EXPECT_EQ(retries_metric(proxy, "eof"), 0);
-  EXPECT_EQ(proxy.process.terminate(), 0);
-  const auto l = read_ledger(dir + "/ledger.jsonl");
+  const auto l = f.stop();
   ASSERT_EQ(l.lines.size(), 2u);
   EXPECT_EQ(l.lines[1].at("outcome"), "upstream_reset");
   EXPECT_EQ(l.lines[1].at("upstream_retries"), 0);
@@ -123,12 +133,11 @@ TEST(ProxyUpstreamConnections, WithRetryStaleOffTheSameRaceIsA502) {
 
 TEST(ProxyUpstreamConnections, AResetOnAFreshConnectionIsNeverRetried) {
   CannedBackend backend({reset_step()});  // reads the request, then resets
-  const std::string dir = make_temp_dir();
-  Proxy proxy(fmt::format("http://127.0.0.1:{}", backend.port()), dir + "/ledger.jsonl");
+  Fronted f(backend.port());
+  auto& proxy = f.proxy;
   const auto r = http_post(proxy.port, "/v1/chat/completions", kNotStreamed);
   EXPECT_EQ(r.status, 502);
-  EXPECT_EQ(proxy.process.terminate(), 0);
-  const auto l = read_ledger(dir + "/ledger.jsonl");
+  const auto l = f.stop();
   ASSERT_EQ(l.lines.size(), 1u);
   EXPECT_EQ(l.lines[0].at("outcome"), "upstream_reset");
   EXPECT_EQ(l.lines[0].at("upstream_retries"), 0);
@@ -141,12 +150,7 @@ TEST(ProxyStreamEndings, ClientsThatLeaveRightAfterDoneAreOkInFrontOfALlamaCppSt
   Stack s({"--stream-end", "llamacpp"});
   int done = 0;
   for (int i = 0; i < 100; ++i) {
-    HttpRequest req;
-    req.method = "POST";
-    req.path = "/v1/chat/completions";
-    req.body = kShortStreamed;
-    req.disconnect_after_text = "data: [DONE]";
-    const auto r = http(s.proxy.port, req);
+    const auto r = chat_leaving_after(s.proxy.port, kShortStreamed, "data: [DONE]");
     if (r.raw.find("data: [DONE]") != std::string::npos && !r.complete) ++done;  // left before the terminator
   }
   EXPECT_EQ(done, 100);
@@ -160,12 +164,10 @@ TEST(ProxyStreamEndings, ClientsThatLeaveRightAfterDoneAreOkInFrontOfALlamaCppSt
 
 TEST(ProxyStreamEndings, AClientThatLeavesBeforeDoneIsStillADisconnect) {
   Stack s({"--stream-end", "llamacpp"});
-  HttpRequest req;
-  req.method = "POST";
-  req.path = "/v1/chat/completions";
-  req.body = R"({"messages":[{"role":"user","content":"Hello"}],"max_tokens":400,"ignore_eos":true,"stream":true})";
-  req.disconnect_after_text = "\"content\":";  // the first generated token
-  http(s.proxy.port, req);
+  chat_leaving_after(
+      s.proxy.port,
+      R"({"messages":[{"role":"user","content":"Hello"}],"max_tokens":400,"ignore_eos":true,"stream":true})",
+      "\"content\":");  // leaves at the first generated token
   const auto lines = s.stop_proxy();
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(json::parse(lines[0]).at("outcome"), "client_disconnected");

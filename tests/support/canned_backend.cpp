@@ -15,17 +15,23 @@ CannedStep pause_step(int ms) { return {CannedStep::Kind::kPauseMs, {}, ms}; }
 CannedStep close_step() { return {CannedStep::Kind::kClose, {}, 0}; }
 CannedStep reset_step() { return {CannedStep::Kind::kReset, {}, 0}; }
 
-CannedBackend::CannedBackend(std::vector<CannedStep> script) : script_(std::move(script)) {
-  listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+int listen_on_loopback(int backlog, std::uint16_t& port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(listen_fd_, 64) != 0) {
-    throw std::runtime_error("canned backend: cannot listen");
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd, backlog) != 0) {
+    close(fd);
+    throw std::runtime_error("scripted backend: cannot listen on loopback");
   }
   socklen_t len = sizeof a;
-  getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
-  port_ = ntohs(a.sin_port);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  port = ntohs(a.sin_port);
+  return fd;
+}
+
+CannedBackend::CannedBackend(std::vector<CannedStep> script) : script_(std::move(script)) {
+  listen_fd_ = listen_on_loopback(64, port_);
   thread_ = std::thread([this] { serve(); });
 }
 

@@ -36,6 +36,10 @@ class CannedBackend {
   std::thread thread_;
 };
 
+// A listening socket on a free loopback port (the port is written to `port`); throws when it
+// cannot listen. For the scripted backends here.
+int listen_on_loopback(int backlog, std::uint16_t& port);
+
 CannedStep write_step(std::string bytes);
 CannedStep pause_step(int ms);
 CannedStep close_step();

@@ -169,4 +169,13 @@ HttpResponse http_post(std::uint16_t port, const std::string& path, const std::s
   return http(port, r);
 }
 
+HttpResponse chat_leaving_after(std::uint16_t port, const std::string& body, const std::string& leave_after) {
+  HttpRequest r;
+  r.method = "POST";
+  r.path = "/v1/chat/completions";
+  r.body = body;
+  r.disconnect_after_text = leave_after;
+  return http(port, r);
+}
+
 }  // namespace mpo::test

@@ -41,5 +41,8 @@ HttpResponse http(std::uint16_t port, const HttpRequest& req, int timeout_ms = 6
 HttpResponse http_get(std::uint16_t port, const std::string& path);
 HttpResponse http_post(std::uint16_t port, const std::string& path, const std::string& body,
                        std::map<std::string, std::string> headers = {});
+// POST /v1/chat/completions, closing the connection as soon as `leave_after` has arrived (a client
+// that stops reading at `data: [DONE]`, or one that leaves mid-stream).
+HttpResponse chat_leaving_after(std::uint16_t port, const std::string& body, const std::string& leave_after);
 
 }  // namespace mpo::test

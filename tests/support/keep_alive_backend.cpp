@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "support/canned_backend.hpp"
+
 namespace mpo::test {
 namespace {
 
@@ -71,16 +73,7 @@ std::string plain_answer() {
 
 KeepAliveBackend::KeepAliveBackend(Close how, bool close_after_every_response)
     : how_(how), close_after_every_response_(close_after_every_response) {
-  listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(listen_fd_, 256) != 0) {
-    throw std::runtime_error("keep-alive backend: cannot listen");
-  }
-  socklen_t len = sizeof a;
-  getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
-  port_ = ntohs(a.sin_port);
+  listen_fd_ = listen_on_loopback(256, port_);
   thread_ = std::thread([this] { serve(); });
 }
 
