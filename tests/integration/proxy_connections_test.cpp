@@ -145,15 +145,21 @@ TEST(ProxyUpstreamConnections, AResetOnAFreshConnectionIsNeverRetried) {
 }
 
 // `simulate --stream-end llamacpp` sends the chunked terminator 5 ms after [DONE]: a client that
-// stops at [DONE] has closed by then.
+// stops at [DONE] has usually closed by then (on a busy machine a slow client may read both
+// together, so only "at least once" is asserted of the timing; every line must be ok whatever it was).
 TEST(ProxyStreamEndings, ClientsThatLeaveRightAfterDoneAreOkInFrontOfALlamaCppStyleEnding) {
   Stack s({"--stream-end", "llamacpp"});
-  int done = 0;
+  int saw_done = 0, left_before_terminator = 0;
   for (int i = 0; i < 100; ++i) {
     const auto r = chat_leaving_after(s.proxy.port, kShortStreamed, "data: [DONE]");
-    if (r.raw.find("data: [DONE]") != std::string::npos && !r.complete) ++done;  // left before the terminator
+    if (r.raw.find("data: [DONE]") == std::string::npos) continue;
+    ++saw_done;
+    if (!r.complete) ++left_before_terminator;
   }
-  EXPECT_EQ(done, 100);
+  EXPECT_EQ(saw_done, 100);
+  EXPECT_GE(left_before_terminator, 1)
+      << "no client left between [DONE] and the terminator: the case was not exercised";
+  std::cout << "clients that left before the chunked terminator: " << left_before_terminator << " of 100\n";
   (void)s.stop_proxy();
   const auto all = read_ledger(s.ledger_path());
   ASSERT_EQ(all.lines.size(), 100u);
