@@ -150,11 +150,10 @@ asio::awaitable<Exchange> exchange(Client& client, ExchangeOptions opts, Clock::
   }
   conn->close();
   if (ec) {
-    out.body_too_large = ec == http::error::body_limit;
-    const std::string what =
-        out.body_too_large ? fmt::format("sent more than {} bytes", opts.max_body) : client.describe(ec, "exchange");
-    out.failure = Failure{classify(ec), ec,
-                          out.body_too_large ? fmt::format("{}{} {}", client.url().origin, opts.target, what) : what};
+    std::string message = ec == http::error::body_limit ? fmt::format("{}{} sent more than {} bytes",
+                                                                      client.url().origin, opts.target, opts.max_body)
+                                                        : client.describe(ec, "exchange");
+    out.failure = Failure{classify(ec), ec, std::move(message)};
     co_return out;
   }
   out.status = static_cast<int>(parser.get().result_int());

@@ -82,7 +82,6 @@ class Connection {
   Tls* tls_stream() { return std::get_if<Tls>(&stream_); }
   beast::flat_buffer& buffer() { return buffer_; }
   void expires_at(Clock::time_point t) { tcp().expires_at(t); }
-  void expires_after(Clock::duration d) { tcp().expires_after(d); }
   void close();
 
   template <class Message>
@@ -136,8 +135,7 @@ class Client {
 struct Exchange {
   int status = 0;
   std::string body;
-  std::optional<Failure> failure;  // set when no complete response arrived
-  bool body_too_large = false;     // the body passed `max_body` (then failure is set too)
+  std::optional<Failure> failure;  // set when no complete response arrived (also: a body over max_body)
 };
 struct ExchangeOptions {
   http::verb method = http::verb::get;

@@ -541,10 +541,9 @@ class Proxy {
       retry.failure = failure_of(ec);
       retry.response_bytes_seen = parser.got_some() || up->buffer().size() > 0;
       retry.client_gone = watch->client_gone;
-      const bool closed_by_backend = retry.failure == UpstreamFailure::kClosed ||
-                                     retry.failure == UpstreamFailure::kReset ||
-                                     retry.failure == UpstreamFailure::kBrokenPipe;
-      if (pooled && closed_by_backend && !retry.response_bytes_seen) learner_.closed_before_reuse(up->after_stream);
+      if (pooled && closed_by_server(retry.failure) && !retry.response_bytes_seen) {
+        learner_.closed_before_reuse(up->after_stream);
+      }
       if (!should_retry(retry)) break;
       metrics_.count_retry(to_string(retry.failure));
       o.upstream_retries = retry.retries_so_far + 1;

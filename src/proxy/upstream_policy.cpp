@@ -78,11 +78,13 @@ std::string_view to_string(UpstreamFailure f) {
   return "other";
 }
 
+bool closed_by_server(UpstreamFailure f) {
+  return f == UpstreamFailure::kClosed || f == UpstreamFailure::kReset || f == UpstreamFailure::kBrokenPipe;
+}
+
 bool should_retry(const RetryContext& c) {
-  const bool closed_by_server = c.failure == UpstreamFailure::kClosed || c.failure == UpstreamFailure::kReset ||
-                                c.failure == UpstreamFailure::kBrokenPipe;
-  return c.retry_stale && c.pooled_connection && c.retries_so_far == 0 && closed_by_server && !c.response_bytes_seen &&
-         !c.client_gone;
+  return c.retry_stale && c.pooled_connection && c.retries_so_far == 0 && closed_by_server(c.failure) &&
+         !c.response_bytes_seen && !c.client_gone;
 }
 
 }  // namespace mpo::proxy

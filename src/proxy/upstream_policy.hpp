@@ -47,6 +47,9 @@ struct RetryContext {
   bool response_bytes_seen = false;  // any byte of a response arrived
   bool client_gone = false;
 };
+// End of stream, a reset or a broken pipe: the server closed the connection (not a timeout).
+bool closed_by_server(UpstreamFailure f);
+
 // A request that failed on a pooled connection with a close or a reset before any byte of the
 // response arrived is retried once on a fresh connection: the server closed an idle connection
 // while the request was on its way, so it never processed it. Never a fresh connection, never a

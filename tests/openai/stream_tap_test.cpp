@@ -124,7 +124,7 @@ TEST(StreamTap, TheTerminalEventOfEachApisStreamIsSeenInRealCaptures) {
 TEST(StreamTap, OnlyTheLastEventOfAResponsesStreamIsTerminal) {
   for (const char* type : {"response.completed", "response.incomplete", "response.failed"}) {
     StreamTap tap(true);
-    tap.feed(fmt::format("event: response.in_progress\ndata: {{\"type\":\"response.in_progress\"}}\n\n"), 1);
+    tap.feed("event: response.in_progress\ndata: {\"type\":\"response.in_progress\"}\n\n", 1);
     EXPECT_FALSE(tap.saw_terminal());
     tap.feed(fmt::format("event: {0}\ndata: {{\"type\":\"{0}\",\"response\":{{}}}}\n\n", type), 2);
     EXPECT_TRUE(tap.saw_terminal()) << type;

@@ -124,7 +124,6 @@ void KeepAliveBackend::serve() {
         const bool streamed = c.in.substr(0, len).find("\"stream\":true") != std::string::npos;
         c.in.erase(0, len);
         send_all(fd, streamed ? streamed_answer() : plain_answer());
-        ++answered_;
         c.close_at_next_request = streamed || close_after_every_response_;
       }
     }

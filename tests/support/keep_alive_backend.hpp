@@ -24,7 +24,6 @@ class KeepAliveBackend {
 
   std::uint16_t port() const { return port_; }
   int connections() const { return connections_.load(); }
-  int answered() const { return answered_.load(); }
   // Requests that arrived on a connection marked for closing and were dropped unanswered.
   int dropped() const { return dropped_.load(); }
 
@@ -35,7 +34,7 @@ class KeepAliveBackend {
   int listen_fd_ = -1;
   std::uint16_t port_ = 0;
   std::atomic<bool> stop_{false};
-  std::atomic<int> connections_{0}, answered_{0}, dropped_{0};
+  std::atomic<int> connections_{0}, dropped_{0};
   std::thread thread_;
 };
 
