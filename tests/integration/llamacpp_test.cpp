@@ -25,6 +25,12 @@ const std::string kStreamed =
 const std::string kNotStreamed =
     R"({"model":"real-llama","messages":[{"role":"user","content":"Say hello"}],"max_tokens":6})";
 
+std::string outcomes_text(const std::map<std::string, int>& counts) {
+  std::string s = "outcomes:";
+  for (const auto& [k, n] : counts) s += fmt::format(" {}={}", k, n);
+  return s;
+}
+
 class RealLlamaCpp : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -72,8 +78,8 @@ TEST_F(RealLlamaCpp, AlternatingStreamedAndNonStreamedRequestsThroughTheProxyNev
   const double metric = retries_metric();
   std::int64_t retries = 0;
   const auto counts = outcomes(&retries);
-  EXPECT_EQ(counts.size(), 1u);
-  EXPECT_EQ(counts.count("ok") ? counts.at("ok") : 0, 200);
+  EXPECT_EQ(counts.size(), 1u) << outcomes_text(counts);
+  EXPECT_EQ(counts.count("ok") ? counts.at("ok") : 0, 200) << outcomes_text(counts);
   EXPECT_EQ(metric, static_cast<double>(retries));
 }
 
@@ -85,8 +91,8 @@ TEST_F(RealLlamaCpp, ClientsThatLeaveAtDoneAreOk) {
     if (!r.complete) ++before_terminator;
   }
   const auto counts = outcomes();
-  EXPECT_EQ(counts.count("client_disconnected"), 0u);
-  EXPECT_EQ(counts.count("ok") ? counts.at("ok") : 0, 100);
+  EXPECT_EQ(counts.count("client_disconnected"), 0u) << outcomes_text(counts);
+  EXPECT_EQ(counts.count("ok") ? counts.at("ok") : 0, 100) << outcomes_text(counts);
   // Not asserted (it depends on timing), but said: how often the client left before the terminator.
   std::cout << "clients that left before the chunked terminator: " << before_terminator << " of 100\n";
 }
@@ -105,7 +111,7 @@ TEST_F(RealLlamaCpp, ASweepAtConcurrency8ThroughTheProxyHasNoFailedRequest) {
   EXPECT_GE(sweep_lines, 100);
   EXPECT_EQ(sweep_failed, 0);
   const auto counts = outcomes();
-  EXPECT_EQ(counts.size(), 1u) << "every proxied request should be ok";
+  EXPECT_EQ(counts.size(), 1u) << "every proxied request should be ok: " << outcomes_text(counts);
   EXPECT_GE(counts.count("ok") ? counts.at("ok") : 0, 100);
 }
 

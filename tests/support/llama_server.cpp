@@ -54,16 +54,28 @@ std::optional<std::string> LlamaServer::unavailable() {
   return std::nullopt;
 }
 
-LlamaServer::LlamaServer(const std::string& log_path)
-    : port_(free_loopback_port()), process_(command(port_, log_path)) {
-  // llama-server prints no readiness line of its own on stdout: poll /health (200 once the model
-  // is loaded) every 20 ms, for at most 60 s.
-  for (int i = 0; i < 3000; ++i) {
-    if (is_listening(port_) && http_get(port_, "/health").status == 200) return;
-    pollfd none{-1, 0, 0};
-    poll(&none, 0, 20);
+LlamaServer::LlamaServer(const std::string& log_path) {
+  // The port was free a moment ago; in a parallel test run another server may take it first, so
+  // readiness means /health answering 200 *from llama.cpp* (its Server header), and a port lost to
+  // another process is given up for a new one. llama-server prints no readiness line on stdout:
+  // poll every 20 ms, at most 60 s per try.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    port_ = free_loopback_port();
+    process_ = std::make_unique<ChildProcess>(command(port_, log_path));
+    for (int i = 0; i < 3000; ++i) {
+      if (is_listening(port_)) {
+        const auto health = http_get(port_, "/health");
+        const auto server = health.headers.find("server");
+        const bool llama = server != health.headers.end() && server->second == "llama.cpp";
+        if (health.status != 0 && !llama) break;  // someone else answers on this port
+        if (health.status == 200) return;
+      }
+      pollfd none{-1, 0, 0};
+      poll(&none, 0, 20);
+    }
+    process_.reset();
   }
-  throw std::runtime_error("llama-server did not become ready within 60 s; its log: " + log_path);
+  throw std::runtime_error("llama-server did not become ready on a port of its own; its log: " + log_path);
 }
 
 }  // namespace mpo::test

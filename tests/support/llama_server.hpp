@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -24,8 +25,8 @@ class LlamaServer {
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
  private:
-  std::uint16_t port_;
-  ChildProcess process_;
+  std::uint16_t port_ = 0;
+  std::unique_ptr<ChildProcess> process_;
 };
 
 }  // namespace mpo::test
