@@ -2,25 +2,15 @@
 
 #include <simdjson.h>
 
+#include "openai/api_events.hpp"
+#include "openai/payload_fields.hpp"
+
 namespace mpo::openai {
 namespace {
 
-using simdjson::dom::element;
-using simdjson::dom::object;
-
-std::string_view str(element e, std::string_view key) {
-  std::string_view v;
-  if (e[key].get_string().get(v) != simdjson::SUCCESS) return {};
-  return v;
-}
-
-std::optional<std::int64_t> int_field(element e, std::string_view key) {
-  std::int64_t v = 0;
-  if (e[key].get_int64().get(v) == simdjson::SUCCESS) return v;
-  double d = 0;
-  if (e[key].get_double().get(d) == simdjson::SUCCESS && d >= 0 && d < 9e15) return static_cast<std::int64_t>(d);
-  return std::nullopt;
-}
+using detail::element;
+using detail::int_field;
+using detail::str;
 
 std::optional<Usage> read_usage(element root) {
   element u;
@@ -77,16 +67,36 @@ PayloadInfo read_payload(std::string_view text) {
     info.kind = ChunkKind::kUnparsable;
     return info;
   }
-  const std::string_view type = str(root, "type");
-  info.terminal = type == "response.completed" || type == "response.incomplete" || type == "response.failed" ||
-                  type == "message_stop";
-  info.model = std::string(str(root, "model"));
-  info.id = std::string(str(root, "id"));
-  info.usage = read_usage(root);
-  for (const char* key : {"timings", "metrics"}) {
+  for (const char* key : {"timings", "metrics"}) {  // llama.cpp puts them in every API's payloads
     element t;
     if (root[key].get(t) == simdjson::SUCCESS && t.is_object()) info.server_timings = simdjson::minify(t);
   }
+  // The Responses and Anthropic Messages APIs say what each payload is in `type`; chat and
+  // completions chunks have none.
+  const std::string_view type = str(root, "type");
+  if (type.starts_with("response.")) {
+    detail::read_responses_event(root, type, info);
+    return info;
+  }
+  if (detail::is_messages_event(type)) {
+    detail::read_messages_event(root, type, info);
+    return info;
+  }
+  if (type == "error") {
+    detail::read_error_event(root, info);
+    return info;
+  }
+  if (type == "message") {
+    detail::read_messages_body(root, info);
+    return info;
+  }
+  if (str(root, "object") == "response") {
+    detail::read_responses_body(root, info);
+    return info;
+  }
+  info.model = std::string(str(root, "model"));
+  info.id = std::string(str(root, "id"));
+  info.usage = read_usage(root);
   element err;
   if (root["error"].get(err) == simdjson::SUCCESS && !err.is_null()) {
     info.kind = ChunkKind::kError;
@@ -107,6 +117,8 @@ PayloadInfo read_payload(std::string_view text) {
   simdjson::dom::array choices;
   if (root["choices"].get_array().get(choices) != simdjson::SUCCESS || choices.size() == 0) {
     info.kind = info.usage ? ChunkKind::kUsageOnly : ChunkKind::kEmpty;
+    info.final_usage = info.usage.has_value();
+    info.unknown_event = !type.empty();  // a typed event of no API we know
     return info;
   }
   info.choices = static_cast<int>(choices.size());
@@ -157,6 +169,9 @@ std::string_view to_string(Operation op) {
     case Operation::kTextCompletion: return "text_completion";
     case Operation::kEmbeddings: return "embeddings";
     case Operation::kResponses: return "responses";
+    case Operation::kMessages: return "messages";
+    case Operation::kRerank: return "rerank";
+    case Operation::kScore: return "score";
     case Operation::kModels: return "models";
     case Operation::kOther: return "other";
   }
@@ -172,6 +187,9 @@ Operation operation_for_path(std::string_view path) {
   if (ends("/completions")) return Operation::kTextCompletion;
   if (ends("/embeddings")) return Operation::kEmbeddings;
   if (ends("/responses")) return Operation::kResponses;
+  if (ends("/messages")) return Operation::kMessages;
+  if (ends("/rerank")) return Operation::kRerank;
+  if (ends("/score")) return Operation::kScore;
   if (ends("/models")) return Operation::kModels;
   return Operation::kOther;
 }

@@ -51,14 +51,33 @@ struct PayloadInfo {
   // `response.failed`) or of Anthropic Messages (`message_stop`), by its payload's `type`.
   // ("[DONE]" of chat and completions streams is kind kDone.)
   bool terminal = false;
+  // An event of the Responses or Messages API (a `type` they define): such a stream must end with
+  // its terminal event, or it was cut short.
+  bool typed_event = false;
+  // A `type` no reader here knows (APIs add event types every few months): counted and ignored.
+  bool unknown_event = false;
+  // The usage the stream states once, for the whole response: chat's usage-only chunk, the
+  // Responses API's terminal event, Anthropic's message_delta (not vLLM's continuous usage).
+  bool final_usage = false;
 };
 
 // One SSE data payload of a streamed response.
 PayloadInfo classify_chunk(std::string_view data);
-// A complete non-streamed response body (chat, completions, or an error body).
+// A complete non-streamed response body (chat, completions, responses, messages, embeddings, or
+// an error body).
 PayloadInfo parse_response_body(std::string_view body);
 
-enum class Operation { kChat, kTextCompletion, kEmbeddings, kResponses, kModels, kOther };
+enum class Operation {
+  kChat,            // /chat/completions
+  kTextCompletion,  // /completions
+  kEmbeddings,      // /embeddings
+  kResponses,       // /responses (OpenAI Responses API)
+  kMessages,        // /messages (Anthropic Messages API)
+  kRerank,          // /rerank
+  kScore,           // /score
+  kModels,          // /models
+  kOther,
+};
 std::string_view to_string(Operation op);
 Operation operation_for_path(std::string_view path);
 

@@ -34,6 +34,26 @@ void StreamTap::finish(bool complete) {
   if (complete && partial_event_) malformed_ = true;
 }
 
+// Anthropic states a stream's usage in two events (input in message_start, output in message_delta):
+// each count a payload states replaces the one before, the others are kept.
+void StreamTap::merge_usage(const Usage& u) {
+  if (!usage_) {
+    usage_ = u;
+    return;
+  }
+  auto take = [](std::optional<std::int64_t>& to, const std::optional<std::int64_t>& from) {
+    if (from) to = from;
+  };
+  take(usage_->prompt_tokens, u.prompt_tokens);
+  take(usage_->completion_tokens, u.completion_tokens);
+  take(usage_->total_tokens, u.total_tokens);
+  take(usage_->cached_prompt_tokens, u.cached_prompt_tokens);
+  take(usage_->reasoning_tokens, u.reasoning_tokens);
+  if (!u.total_tokens && usage_->prompt_tokens && usage_->completion_tokens) {
+    usage_->total_tokens = *usage_->prompt_tokens + *usage_->completion_tokens;
+  }
+}
+
 void StreamTap::on_payload(const PayloadInfo& p, std::int64_t steady_us, bool streamed) {
   if (p.kind == ChunkKind::kDone) {
     saw_done_ = true;
@@ -43,7 +63,12 @@ void StreamTap::on_payload(const PayloadInfo& p, std::int64_t steady_us, bool st
     malformed_ = streamed || malformed_;
     return;
   }
-  if (p.terminal && streamed) saw_terminal_event_ = true;
+  if (streamed) {
+    if (p.terminal) saw_terminal_event_ = true;
+    if (p.typed_event) typed_events_ = true;
+    if (p.unknown_event) ++unknown_events_;
+    if (p.kind == ChunkKind::kError) error_event_ = true;
+  }
   if (!p.model.empty()) model_ = p.model;
   if (!p.id.empty() && id_.empty()) id_ = p.id;
   if (!p.finish_reason.empty()) finish_reason_ = p.finish_reason;
@@ -53,8 +78,8 @@ void StreamTap::on_payload(const PayloadInfo& p, std::int64_t steady_us, bool st
     error_message_ = p.error_message;
   }
   if (p.usage) {
-    usage_ = p.usage;
-    if (p.kind == ChunkKind::kUsageOnly) usage_only_chunk_ = true;
+    merge_usage(*p.usage);
+    if (p.final_usage) final_usage_ = true;
   }
   if (!p.server_timings.empty()) {
     server_timings_ = p.server_timings;
@@ -79,7 +104,7 @@ void StreamTap::on_payload(const PayloadInfo& p, std::int64_t steady_us, bool st
 
 TokenSource StreamTap::token_source() const {
   if (usage_ && usage_->completion_tokens) {
-    return (!sse_ || usage_only_chunk_) ? TokenSource::kUsage : TokenSource::kContinuousUsage;
+    return (!sse_ || final_usage_) ? TokenSource::kUsage : TokenSource::kContinuousUsage;
   }
   if (timings_predicted_n_) return TokenSource::kServerTimings;
   if (sse_ && content_events_ > 0) return TokenSource::kEstimated;

@@ -18,6 +18,11 @@ namespace mpo::openai {
 enum class TokenSource { kUsage, kContinuousUsage, kServerTimings, kEstimated, kNone };
 std::string_view to_string(TokenSource s);
 
+// What a ledger line's error_message says of a Responses or Messages stream that ended without its
+// terminal event.
+inline constexpr std::string_view kMissingTerminalEvent =
+    "the stream ended without its terminal event (response.completed / message_stop)";
+
 class StreamTap {
  public:
   // `sse`: parse as an event stream; otherwise the body is kept (up to kMaxBody) and parsed whole
@@ -50,6 +55,14 @@ class StreamTap {
   // The stream's terminal event was seen: "[DONE]", or the last event of a Responses API or
   // Anthropic Messages stream. A client that leaves after it has the whole answer.
   bool saw_terminal() const { return saw_done_ || saw_terminal_event_; }
+  // The stream spoke the Responses or Messages API, whose streams end with a terminal event: one
+  // that ended without it was cut short (stream_truncated), whatever its framing said.
+  bool requires_terminal_event() const { return typed_events_; }
+  // An error event arrived inside the stream (chat's `{"error":..}`, an `error` event,
+  // `response.failed` with an error).
+  bool error_event() const { return error_event_; }
+  // Events of a `type` no reader knows: ignored, and counted here.
+  int unknown_events() const { return unknown_events_; }
   // Unparsable events, garbage lines, or a partial event at the end of a stream that said it ended.
   bool malformed() const { return malformed_; }
   bool partial_event() const { return partial_event_; }
@@ -57,6 +70,7 @@ class StreamTap {
 
  private:
   void on_payload(const PayloadInfo& p, std::int64_t steady_us, bool streamed);
+  void merge_usage(const Usage& u);
 
   bool sse_;
   SseFramer framer_;
@@ -66,7 +80,10 @@ class StreamTap {
   int content_events_ = 0;
   std::vector<double> gaps_ms_;
   std::optional<Usage> usage_;
-  bool usage_only_chunk_ = false;
+  bool final_usage_ = false;
+  bool typed_events_ = false;
+  bool error_event_ = false;
+  int unknown_events_ = 0;
   std::optional<std::int64_t> timings_predicted_n_, timings_prompt_n_;
   std::string model_, id_, finish_reason_, error_type_, error_message_, server_timings_;
   int choices_ = 0;

@@ -13,6 +13,9 @@ std::string_view relay_outcome(const RelayEnd& e) {
     }
   }
   if (e.http_status >= 400) return "http_error";
+  // An error event ends an Anthropic or Responses stream without the usual terminal event.
+  if (e.sse && e.error_event) return "stream_error";
+  if (!e.client_left && missing_terminal_event(e)) return "stream_truncated";
   if (e.sse && e.malformed) return "malformed_stream";
   return "ok";
 }

@@ -23,15 +23,28 @@ struct RelayEnd {
   int http_status = 0;
   bool sse = false;
   bool malformed = false;  // the event stream had unparsable events or garbage lines
+  // The stream spoke an API whose streams end with a terminal event (Responses, Messages), and
+  // whether that event arrived.
+  bool terminal_required = false;
+  bool terminal_seen = false;
+  // The backend reported an error inside a 2xx event stream (an error event, response.failed).
+  bool error_event = false;
 };
 
-// "ok", "http_error", "malformed_stream", "client_disconnected", "upstream_timeout",
-// "upstream_reset" or "stream_truncated". A client that leaves after the terminal event is not a
-// disconnect, and what the backend's connection did after it (closed by the proxy because the
-// client left, or by the backend itself) is not an upstream failure: the exchange was complete.
+// "ok", "http_error", "stream_error", "malformed_stream", "client_disconnected",
+// "upstream_timeout", "upstream_reset" or "stream_truncated". A client that leaves after the
+// terminal event is not a disconnect, and what the backend's connection did after it (closed by
+// the proxy because the client left, or by the backend itself) is not an upstream failure: the
+// exchange was complete. A Responses or Messages stream whose body ended properly but without its
+// terminal event was cut short: stream_truncated.
 std::string_view relay_outcome(const RelayEnd& e);
 
 // True for the outcomes that describe a backend failure (they carry error_type/error_message).
 bool is_upstream_failure(std::string_view outcome);
+
+// The stream ended properly by its framing but lacked the terminal event its API requires.
+inline bool missing_terminal_event(const RelayEnd& e) {
+  return e.sse && e.terminal_required && !e.terminal_seen && e.upstream == UpstreamEnd::kComplete;
+}
 
 }  // namespace mpo::proxy

@@ -72,6 +72,11 @@ std::string ProxyMetrics::render(const LedgerCounts& ledger) const {
   for (const auto& [cause, n] : retries_) {
     w.sample("modelperfobs_upstream_retries_total", {{"cause", cause}}, static_cast<double>(n));
   }
+  w.family("modelperfobs_stream_unknown_events_total", MetricType::kCounter,
+           "Streamed events of a type the proxy does not know (ignored for timing and tokens), by operation.");
+  for (const auto& [operation, n] : unknown_events_) {
+    w.sample("modelperfobs_stream_unknown_events_total", {{"operation", operation}}, static_cast<double>(n));
+  }
   return std::move(w).take();
 }
 

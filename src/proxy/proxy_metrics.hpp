@@ -22,6 +22,10 @@ class ProxyMetrics {
   // A request sent again on a fresh connection; `cause`: how the pooled one failed (eof, reset,
   // broken_pipe).
   void count_retry(std::string_view cause) { ++retries_[std::string(cause)]; }
+  // Stream events of a type no reader knows (ignored), by the request's operation.
+  void count_unknown_events(std::string_view operation, int n) {
+    unknown_events_[std::string(operation)] += static_cast<std::uint64_t>(n);
+  }
 
   struct LedgerCounts {
     std::uint64_t written = 0;
@@ -35,6 +39,7 @@ class ProxyMetrics {
   std::int64_t in_flight_ = 0;
   std::uint64_t upstream_connect_errors_ = 0;
   std::map<std::string, std::uint64_t> retries_{{"eof", 0}, {"reset", 0}, {"broken_pipe", 0}};
+  std::map<std::string, std::uint64_t> unknown_events_;
   std::uint64_t prompt_tokens_ = 0;
   std::uint64_t generation_tokens_ = 0;
   Histogram ttft_, tpot_, itl_, e2e_, ttfb_;

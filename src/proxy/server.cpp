@@ -733,11 +733,16 @@ class Proxy {
     end.http_status = *o.http_status;
     end.sse = sse;
     end.malformed = tap.malformed();
+    end.terminal_required = tap.requires_terminal_event();
+    end.terminal_seen = tap.saw_terminal();
+    end.error_event = tap.error_event();
     o.outcome = std::string(relay_outcome(end));
     if (is_upstream_failure(o.outcome)) {
       o.error_type = o.outcome;
-      o.error_message = fmt::format("backend ended the response early: {}", upstream_ec.message());
+      o.error_message = upstream_ec ? fmt::format("backend ended the response early: {}", upstream_ec.message())
+                                    : std::string(openai::kMissingTerminalEvent);
     }
+    if (tap.unknown_events() > 0) metrics_.count_unknown_events(o.operation, tap.unknown_events());
     const bool reusable = complete && parser.keep_alive() && !upstream_ec;
     if (reusable) give_back(std::move(up), keep_alive_hint, sse);
     finish(x);

@@ -182,6 +182,12 @@ bool Engine::try_admit(Request& r, int& budget, std::vector<std::pair<Request*, 
   return true;
 }
 
+std::optional<int> Engine::cached_prompt_tokens(RequestId id) const {
+  const auto it = requests_.find(id);
+  if (it == requests_.end() || it->second->cached_tokens < 0) return std::nullopt;
+  return it->second->cached_tokens;
+}
+
 StepResult Engine::step(double now_s) {
   StepResult out;
   out.start_s = out.end_s = now_s;

@@ -104,6 +104,9 @@ class Engine {
   double kv_cache_usage() const { return pool_.usage(); }
   int num_free_blocks() const { return pool_.num_free(); }
   std::size_t num_active() const { return requests_.size(); }
+  // The prefix-cache hit of a request once it was first scheduled; nullopt before, or when it is
+  // not active.
+  std::optional<int> cached_prompt_tokens(RequestId id) const;
   const EngineStats& stats() const { return stats_; }
   const EngineConfig& config() const { return config_; }
 

@@ -28,6 +28,66 @@ Result<std::string> message_text(const json::value& content) {
   return out;
 }
 
+// A system prompt given as a string or as a list of text blocks (Anthropic's `system`, the
+// Responses API's `instructions`).
+Result<std::optional<ChatMessage>> system_message(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  if (v == nullptr || v->is_null()) return std::optional<ChatMessage>();
+  auto text = message_text(*v);
+  if (!text) return bad(key, fmt::format("'{}' must be a string or a list of text blocks.", key));
+  return std::optional<ChatMessage>(ChatMessage{"system", std::move(*text)});
+}
+
+// A list of {role, content} messages under `key`, each content a string or text parts.
+Result<std::vector<ChatMessage>> role_messages(const json::array& items, std::string_view key) {
+  std::vector<ChatMessage> out;
+  for (const auto& m : items) {
+    if (!m.is_object()) return bad(key, "Each message must be an object.");
+    const auto role = json_string(m.get_object(), "role");
+    if (!role) return bad(key, "Each message needs a string 'role'.");
+    const auto* content = m.get_object().if_contains("content");
+    auto text = content != nullptr ? message_text(*content) : Result<std::string>(std::string());
+    if (!text) return bad(key, text.error().message);
+    out.push_back({std::string(*role), std::move(*text)});
+  }
+  return out;
+}
+
+// Responses API: `input` is a string (one user message) or a list of messages; `instructions`
+// is a system message before them.
+Result<std::vector<ChatMessage>> responses_input(const json::object& o) {
+  auto system = system_message(o, "instructions");
+  if (!system) return system.error();
+  std::vector<ChatMessage> chat;
+  if (*system) chat.push_back(std::move(**system));
+  const auto* input = o.if_contains("input");
+  if (input == nullptr || input->is_null()) return bad("input", "Field required: 'input'.");
+  if (input->is_string()) {
+    chat.push_back({"user", std::string(input->get_string())});
+  } else if (input->is_array() && !input->get_array().empty()) {
+    auto more = role_messages(input->get_array(), "input");
+    if (!more) return more.error();
+    chat.insert(chat.end(), more->begin(), more->end());
+  } else {
+    return bad("input", "'input' must be a string or a non-empty list of messages.");
+  }
+  return chat;
+}
+
+// Anthropic Messages: `system` then `messages`.
+Result<std::vector<ChatMessage>> anthropic_messages(const json::object& o) {
+  auto system = system_message(o, "system");
+  if (!system) return system.error();
+  std::vector<ChatMessage> chat;
+  if (*system) chat.push_back(std::move(**system));
+  const auto* msgs = json_array(o, "messages");
+  if (msgs == nullptr || msgs->empty()) return bad("messages", "messages: Field required (a non-empty list).");
+  auto more = role_messages(*msgs, "messages");
+  if (!more) return more.error();
+  chat.insert(chat.end(), more->begin(), more->end());
+  return chat;
+}
+
 }  // namespace
 
 Result<CompletionRequest> parse_completion_request(std::string_view body, Endpoint endpoint) {
@@ -52,7 +112,12 @@ Result<CompletionRequest> parse_completion_request(std::string_view body, Endpoi
     r.include_usage = json_bool(so->get_object(), "include_usage").value_or(false);
     r.continuous_usage = json_bool(so->get_object(), "continuous_usage_stats").value_or(false);
   }
-  for (const char* key : {"max_completion_tokens", "max_tokens"}) {
+  const bool responses = endpoint == Endpoint::kResponses;
+  const bool messages = endpoint == Endpoint::kMessages;
+  const auto max_keys = responses  ? std::vector<const char*>{"max_output_tokens"}
+                        : messages ? std::vector<const char*>{"max_tokens"}
+                                   : std::vector<const char*>{"max_completion_tokens", "max_tokens"};
+  for (const char* key : max_keys) {
     const auto* v = o.if_contains(key);
     if (v == nullptr || v->is_null() || r.max_tokens) continue;
     const auto n = json_int(o, key);
@@ -60,6 +125,7 @@ Result<CompletionRequest> parse_completion_request(std::string_view body, Endpoi
     if (*n < 1 || *n > 100'000'000) return bad(key, fmt::format("{} must be at least 1, got {}.", key, *n));
     r.max_tokens = static_cast<int>(*n);
   }
+  if (messages && !r.max_tokens) return bad("max_tokens", "max_tokens: Field required");
   if (const auto* v = o.if_contains("n"); v != nullptr && !v->is_null()) {
     const auto n = json_int(o, "n");
     if (!n || *n != 1) return bad("n", "Only n=1 is supported by the simulator.");
@@ -73,7 +139,7 @@ Result<CompletionRequest> parse_completion_request(std::string_view body, Endpoi
     if (!n) return bad("seed", "'seed' must be an integer.");
     r.seed = static_cast<std::uint64_t>(*n);
   }
-  if (const auto* v = o.if_contains("stop"); v != nullptr && !v->is_null()) {
+  if (const auto* v = o.if_contains(messages ? "stop_sequences" : "stop"); v != nullptr && !v->is_null()) {
     if (v->is_string()) {
       r.stop.emplace_back(v->get_string());
     } else if (v->is_array()) {
@@ -86,7 +152,15 @@ Result<CompletionRequest> parse_completion_request(std::string_view body, Endpoi
     }
   }
 
-  if (endpoint == Endpoint::kChat) {
+  if (responses) {
+    auto chat = responses_input(o);
+    if (!chat) return chat.error();
+    r.prompt = tokenize_chat(*chat);
+  } else if (messages) {
+    auto chat = anthropic_messages(o);
+    if (!chat) return chat.error();
+    r.prompt = tokenize_chat(*chat);
+  } else if (endpoint == Endpoint::kChat) {
     const auto* msgs = json_array(o, "messages");
     if (msgs == nullptr) return bad("messages", "Field required: 'messages' must be an array of messages.");
     if (msgs->empty()) return bad("messages", "'messages' must not be empty.");
@@ -165,11 +239,19 @@ std::string render_error(int status, std::string_view type, std::string_view mes
 }
 
 ResponseBuilder::ResponseBuilder(const CompletionRequest& req, Options opts, int prompt_tokens)
-    : req_(req), opts_(std::move(opts)), prompt_tokens_(prompt_tokens) {}
+    : req_(req), opts_(std::move(opts)), prompt_tokens_(prompt_tokens) {
+  const ResponseIdentity identity{opts_.id, opts_.created, opts_.model};
+  if (req_.endpoint == Endpoint::kResponses) responses_.emplace(identity);
+  if (req_.endpoint == Endpoint::kMessages) messages_.emplace(identity);
+}
+
+ResponseTotals ResponseBuilder::totals(int cached) const {
+  return ResponseTotals{prompt_tokens_, cached, completion_tokens_, reasoning_count_, finish_};
+}
 
 ResponseBuilder::Kind ResponseBuilder::kind_of(int index) const {
   if (req_.tool_name) return Kind::kTool;
-  if (req_.endpoint == Endpoint::kChat && index < opts_.reasoning_tokens) return Kind::kReasoning;
+  if (req_.endpoint != Endpoint::kCompletions && index < opts_.reasoning_tokens) return Kind::kReasoning;
   return Kind::kContent;
 }
 
@@ -197,7 +279,8 @@ std::string ResponseBuilder::usage_json(int cached, bool with_details) const {
   return std::move(u).finish();
 }
 
-std::string ResponseBuilder::stream_start() const {
+std::string ResponseBuilder::stream_start() {
+  if (responses_) return responses_->start();
   if (req_.endpoint != Endpoint::kChat) return {};
   const std::string delta =
       req_.tool_name ? R"({"role":"assistant","content":null})" : R"({"role":"assistant","content":""})";
@@ -258,14 +341,23 @@ std::string ResponseBuilder::stream_tokens(std::span<const Emission> group) {
       if (group[j].finish) finish_ = group[j].finish;
     }
     (kind == Kind::kReasoning ? reasoning_ : kind == Kind::kTool ? tool_args_ : content_) += text;
+    if (kind == Kind::kReasoning) reasoning_count_ += static_cast<int>(j - i);
     const bool last = j == group.size() && finish_.has_value();
-    out += chunk(kind, text, first_tool, last && kind == Kind::kTool, last ? finish_string() : nullptr);
+    if (responses_) {
+      out += responses_->delta(kind, text);
+    } else if (messages_) {
+      out += messages_->delta(kind, text, prompt_tokens_, cached_prompt_tokens_);
+    } else {
+      out += chunk(kind, text, first_tool, last && kind == Kind::kTool, last ? finish_string() : nullptr);
+    }
     i = j;
   }
   return out;
 }
 
-std::string ResponseBuilder::stream_end(int cached) const {
+std::string ResponseBuilder::stream_end(int cached) {
+  if (responses_) return responses_->end(totals(cached));
+  if (messages_) return messages_->end(totals(cached));
   std::string out;
   if (req_.include_usage) {
     const char* object = req_.endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion";
@@ -277,7 +369,9 @@ std::string ResponseBuilder::stream_end(int cached) const {
   return out;
 }
 
-std::string ResponseBuilder::full_body(int cached) const {
+std::string ResponseBuilder::full_body(int cached) {
+  if (responses_) return responses_->body(totals(cached));
+  if (messages_) return messages_->body(totals(cached));
   const char* fin = finish_string();
   const std::string fin_json = fin ? json_quote(fin) : "null";
   std::string choice;

@@ -1,5 +1,6 @@
 // The simulator's OpenAI-compatible surface, pure: request bodies in, response bodies and SSE
-// events out, shaped as vLLM's OpenAI server shapes them.
+// events out, shaped as vLLM's OpenAI server shapes them (chat, completions); the Responses and
+// Anthropic Messages APIs are rendered by sim/event_apis.
 #pragma once
 
 #include <cstdint>
@@ -11,10 +12,11 @@
 
 #include "core/result.hpp"
 #include "sim/engine.hpp"
+#include "sim/event_apis.hpp"
 
 namespace mpo::sim {
 
-enum class Endpoint { kChat, kCompletions };
+enum class Endpoint { kChat, kCompletions, kResponses, kMessages };
 
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::kChat;
@@ -31,7 +33,9 @@ struct CompletionRequest {
 };
 
 // Parses and validates a request body. The error's `code` is the OpenAI `param` at fault (or
-// empty), its message what vLLM would say; every error here is an HTTP 400.
+// empty), its message what vLLM would say; every error here is an HTTP 400. Responses: `input`
+// (a string or a list of messages), `instructions`, `max_output_tokens`. Messages: `messages`,
+// `system`, `max_tokens` (required, as Anthropic's API requires it), `stop_sequences`.
 Result<CompletionRequest> parse_completion_request(std::string_view body, Endpoint endpoint);
 
 // {"error":{"message":..,"type":..,"param":..,"code":status}}
@@ -41,28 +45,34 @@ std::string render_error(int status, std::string_view type, std::string_view mes
 class ResponseBuilder {
  public:
   struct Options {
-    std::string id;            // "chatcmpl-..." / "cmpl-..."
+    std::string id;            // "chatcmpl-..." / "cmpl-..." / "resp_..." / "msg_..."
     std::int64_t created = 0;  // Unix seconds
     std::string model;
     int reasoning_tokens = 0;  // this many leading tokens are reasoning_content (chat only)
   };
   ResponseBuilder(const CompletionRequest& req, Options opts, int prompt_tokens);
 
-  // The role-only first event of a chat stream ("" for completions).
-  std::string stream_start() const;
+  // The first events: chat's role-only chunk, the Responses API's response.created and
+  // response.in_progress ("" for completions, and for Messages, whose message_start goes with the
+  // first tokens).
+  std::string stream_start();
+  // The prefix-cache hit, once the engine scheduled the request (Anthropic's message_start states it).
+  void set_cached_prompt_tokens(int n) { cached_prompt_tokens_ = n; }
   // SSE events for the next group of generated tokens (one event per kind of delta).
   std::string stream_tokens(std::span<const Emission> group);
-  // The usage-only event (when asked for) and "data: [DONE]".
-  std::string stream_end(int cached_prompt_tokens) const;
+  // The usage-only event (when asked for) and "data: [DONE]"; the terminal events of the
+  // Responses and Messages APIs.
+  std::string stream_end(int cached_prompt_tokens);
   // The whole JSON body of a non-streamed response, after the last emission.
-  std::string full_body(int cached_prompt_tokens) const;
+  std::string full_body(int cached_prompt_tokens);
 
   int completion_tokens() const { return completion_tokens_; }
   std::optional<FinishReason> finish() const { return finish_; }
 
  private:
-  enum class Kind { kReasoning, kContent, kTool };
+  using Kind = OutputKind;
   Kind kind_of(int index) const;
+  ResponseTotals totals(int cached_prompt_tokens) const;
   std::string chunk(Kind kind, std::string_view text, bool first_tool, bool last_tool, const char* finish) const;
   std::string usage_json(int cached_prompt_tokens, bool with_details) const;
   const char* finish_string() const;
@@ -71,7 +81,11 @@ class ResponseBuilder {
   Options opts_;
   int prompt_tokens_;
   int completion_tokens_ = 0;
+  int reasoning_count_ = 0;
+  int cached_prompt_tokens_ = 0;
   std::optional<FinishReason> finish_;
+  std::optional<ResponsesEvents> responses_;
+  std::optional<MessagesEvents> messages_;
   std::string reasoning_, content_, tool_args_;
 };
 

@@ -24,7 +24,7 @@ RequestPlan plan_request(const CompletionRequest& req, const Profile& profile, F
   p.expected_tokens = spec.ignore_eos ? std::min(req.max_tokens.value_or(room), room)
                                       : std::min({spec.natural_tokens, req.max_tokens.value_or(room), room});
   if (fault == Fault::kTruncate) p.truncate_after = std::max(1, p.expected_tokens / 2);
-  if (profile.output.reasoning && req.endpoint == Endpoint::kChat && !req.tool_name) {
+  if (profile.output.reasoning && req.endpoint != Endpoint::kCompletions && !req.tool_name) {
     p.reasoning_tokens = static_cast<int>(profile.output.reasoning_share * p.expected_tokens);
   }
   return p;

@@ -245,6 +245,16 @@ class Simulator {
     return make_response(req, status, render_error(static_cast<int>(status), type, message, param));
   }
 
+  // An error in the shape of the endpoint's API: Anthropic's for /v1/messages, OpenAI's otherwise.
+  Response api_error(const Request& req, Endpoint endpoint, http::status status, std::string_view type,
+                     std::string_view message, std::string_view param = {}) {
+    if (endpoint != Endpoint::kMessages) return error_response(req, status, type, message, param);
+    const std::string_view anthropic_type = status == http::status::not_found               ? "not_found_error"
+                                            : status == http::status::internal_server_error ? "api_error"
+                                                                                            : "invalid_request_error";
+    return make_response(req, status, render_messages_error(anthropic_type, message));
+  }
+
   awaitable<void> session(beast::tcp_stream stream) {
     beast::flat_buffer buffer;
     for (;;) {
@@ -291,12 +301,11 @@ class Simulator {
     const bool get = req.method() == http::verb::get;
     const bool post = req.method() == http::verb::post;
 
-    if (path == "/v1/chat/completions" || path == "/v1/completions") {
+    if (const auto endpoint = endpoint_for(path)) {
       if (!post)
         co_return co_await write(stream,
                                  error_response(req, http::status::method_not_allowed, "MethodNotAllowed", "use POST"));
-      co_return co_await completion(stream, req,
-                                    path == "/v1/chat/completions" ? Endpoint::kChat : Endpoint::kCompletions);
+      co_return co_await completion(stream, req, *endpoint);
     }
     if (path == "/v1/models" && get)
       co_return co_await write(stream, make_response(req, http::status::ok, models_body()));
@@ -371,21 +380,38 @@ class Simulator {
     builder.stream_tokens(all);
   }
 
+  static std::optional<Endpoint> endpoint_for(std::string_view path) {
+    if (path == "/v1/chat/completions") return Endpoint::kChat;
+    if (path == "/v1/completions") return Endpoint::kCompletions;
+    if (path == "/v1/responses") return Endpoint::kResponses;
+    if (path == "/v1/messages") return Endpoint::kMessages;
+    return std::nullopt;
+  }
+
+  static std::string_view id_prefix(Endpoint endpoint) {
+    switch (endpoint) {
+      case Endpoint::kChat: return "chatcmpl-";
+      case Endpoint::kCompletions: return "cmpl-";
+      case Endpoint::kResponses: return "resp_";
+      case Endpoint::kMessages: return "msg_";
+    }
+    return "cmpl-";
+  }
+
   awaitable<bool> completion(beast::tcp_stream& stream, Request& req, Endpoint endpoint) {
     auto parsed = parse_completion_request(req.body(), endpoint);
     if (!parsed)
-      co_return co_await write(stream, error_response(req, http::status::bad_request, "BadRequestError",
-                                                      parsed.error().message, parsed.error().code));
+      co_return co_await write(stream, api_error(req, endpoint, http::status::bad_request, "BadRequestError",
+                                                 parsed.error().message, parsed.error().code));
     CompletionRequest& creq = *parsed;
     if (creq.model && *creq.model != profile_.model) {
-      co_return co_await write(stream,
-                               error_response(req, http::status::not_found, "NotFoundError",
-                                              fmt::format("The model `{}` does not exist.", *creq.model), "model"));
+      co_return co_await write(stream, api_error(req, endpoint, http::status::not_found, "NotFoundError",
+                                                 fmt::format("The model `{}` does not exist.", *creq.model), "model"));
     }
     const Fault fault = scenario_.draw_fault();
     if (fault == Fault::kError) {
-      co_return co_await write(stream, error_response(req, http::status::internal_server_error, "InternalServerError",
-                                                      "simulated engine fault (scenario 'faults')"));
+      co_return co_await write(stream, api_error(req, endpoint, http::status::internal_server_error,
+                                                 "InternalServerError", "simulated engine fault (scenario 'faults')"));
     }
 
     const int prompt_len = static_cast<int>(creq.prompt.size());
@@ -394,9 +420,9 @@ class Simulator {
 
     auto id = engine_.add_request(std::move(plan.spec), now_s());
     if (!id)
-      co_return co_await write(stream,
-                               error_response(req, http::status::bad_request, "BadRequestError", id.error().message,
-                                              endpoint == Endpoint::kChat ? "messages" : "prompt"));
+      co_return co_await write(
+          stream, api_error(req, endpoint, http::status::bad_request, "BadRequestError", id.error().message,
+                            endpoint == Endpoint::kCompletions ? "prompt" : "messages"));
     wake_engine();
 
     Sink sink(io_.get_executor());
@@ -406,7 +432,7 @@ class Simulator {
       sink.truth.observation_id = std::string(it->value());
     ResponseBuilder::Options ro;
     const std::string hex = ids_.next(SystemClock::instance().wall_us() / 1000);
-    ro.id = fmt::format("{}-{}", endpoint == Endpoint::kChat ? "chatcmpl" : "cmpl", hex);
+    ro.id = fmt::format("{}{}", id_prefix(endpoint), hex);
     ro.created = SystemClock::instance().wall_us() / 1'000'000;
     ro.model = profile_.model;
     ro.reasoning_tokens = plan.reasoning_tokens;
@@ -476,6 +502,7 @@ class Simulator {
         // Taken as the write starts: Asio sends at once inside the call (unless the socket buffer
         // is full), while the coroutine may resume well after the send when the loop is busy.
         const double write_start_s = now_s();
+        if (written == 0) builder.set_cached_prompt_tokens(engine_.cached_prompt_tokens(*id).value_or(0));
         if (!co_await send(builder.stream_tokens(group))) {
           abort_request();
           co_return false;

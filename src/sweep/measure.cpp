@@ -62,6 +62,19 @@ void record_response(Sample& s, ledger::Observation& o, const openai::StreamTap&
     while (!trimmed.empty() && std::isspace(static_cast<unsigned char>(trimmed.back()))) trimmed.pop_back();
     s.error = trimmed.empty() ? fmt::format("HTTP {}", r.http_status) : trimmed;
     o.outcome = "http_error";
+  } else if (r.sse && tap.error_event()) {
+    s.ok = false;  // fak would count it ok; an error the backend states is not a success
+    s.error_class = "stream_read";
+    s.error = fmt::format("the backend reported an error in the stream: {}: {}", o.error_type.value_or(""),
+                          o.error_message.value_or(""));
+    o.outcome = "stream_error";
+  } else if (r.sse && tap.requires_terminal_event() && !tap.saw_terminal()) {
+    s.ok = false;
+    s.error_class = "stream_read";
+    s.error = openai::kMissingTerminalEvent;
+    o.outcome = "stream_truncated";
+    o.error_type = o.outcome;
+    o.error_message = s.error;
   } else if (r.sse && (tap.malformed() || (!tap.saw_done() && tap.partial_event()))) {
     s.ok = true;  // fak counts what it could read; the ledger says the stream was malformed
     o.outcome = "malformed_stream";

@@ -19,6 +19,7 @@
 #include "support/metric_families.hpp"
 #include "support/process.hpp"
 #include "support/stack.hpp"
+#include "support/through_proxy.hpp"
 
 namespace mpo::test {
 namespace {
@@ -382,23 +383,11 @@ TEST(Proxy, AfterKill9EveryLineWrittenBeforeIsReadable) {
 namespace mpo::test {
 namespace {
 
-const char* kSseHead = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
-
-std::string chunk(const std::string& s) {
-  char size[16];
-  std::snprintf(size, sizeof size, "%zx\r\n", s.size());
-  return size + s + "\r\n";
-}
+std::string chunk(const std::string& s) { return http_chunk(s); }
 
 // Runs one streamed request through a proxy in front of `backend`; returns the ledger line.
 json::object through(CannedBackend& backend, HttpResponse* client = nullptr, std::vector<std::string> args = {}) {
-  const std::string dir = make_temp_dir();
-  Proxy proxy("http://127.0.0.1:" + std::to_string(backend.port()), dir + "/ledger.jsonl", std::move(args));
-  auto r = http_post(proxy.port, "/v1/chat/completions", chat(3));
-  if (client) *client = r;
-  EXPECT_EQ(proxy.process.terminate(), 0);
-  const auto lines = read_lines(dir + "/ledger.jsonl");
-  EXPECT_EQ(lines.size(), 1u);
+  const auto lines = ledger_through(backend.port(), "/v1/chat/completions", chat(3), client, std::move(args));
   return lines.empty() ? json::object{} : obj(lines[0]);
 }
 
@@ -515,11 +504,12 @@ TEST(ProxyAgainstMisbehavingBackends, SilenceInsideAStreamOverTheIdleTimeoutIsUp
   EXPECT_GT(l["ttft_ms"].to_number<double>(), 0);
 }
 
-TEST(ProxyAgainstMisbehavingBackends, AnErrorEventInAStreamIsRecorded) {
+TEST(ProxyAgainstMisbehavingBackends, AnErrorEventInAStreamIsRecordedAsAStreamError) {
   const std::string body =
       "data: {\"error\":{\"message\":\"engine died\",\"type\":\"InternalServerError\",\"code\":500}}\n\n";
   CannedBackend backend({write_step(kSseHead + chunk(body) + "0\r\n\r\n")});
   auto l = through(backend);
+  EXPECT_EQ(l["outcome"], "stream_error");
   EXPECT_EQ(l["error_type"], "InternalServerError");
   EXPECT_EQ(l["error_message"], "engine died");
 }

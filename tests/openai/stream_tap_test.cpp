@@ -87,12 +87,7 @@ TEST(StreamTap, LlamaCppTimingsAreATokenSourceWhenThereIsNoUsage) {
 namespace mpo::openai {
 namespace {
 
-// The body of a `curl -si` capture: what follows the blank line after the headers.
-std::string capture_body(const std::string& name) {
-  const std::string raw = test::read_fixture(name);
-  const auto at = raw.find("\r\n\r\n");
-  return at == std::string::npos ? std::string() : raw.substr(at + 4);
-}
+using test::capture_body;
 
 std::string without_last_event(std::string body) {
   body.pop_back();  // the blank line that ends the last event

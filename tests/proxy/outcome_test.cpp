@@ -61,5 +61,35 @@ TEST(RelayOutcome, CompleteResponsesByStatusAndShape) {
   EXPECT_EQ(relay_outcome(e), "http_error");
 }
 
+TEST(RelayOutcome, AResponsesOrMessagesStreamWithoutItsTerminalEventWasCutShort) {
+  auto e = stream_end();
+  e.terminal_required = true;
+  EXPECT_EQ(relay_outcome(e), "stream_truncated");  // framing complete, response.completed missing
+  EXPECT_TRUE(missing_terminal_event(e));
+  e.terminal_seen = true;
+  EXPECT_EQ(relay_outcome(e), "ok");
+  e.terminal_seen = false;
+  e.terminal_required = false;  // chat: [DONE] is customary, not required
+  EXPECT_EQ(relay_outcome(e), "ok");
+  e.terminal_required = true;
+  e.client_left = true;  // the client left before the end: its doing, not the backend's
+  EXPECT_EQ(relay_outcome(e), "client_disconnected");
+}
+
+TEST(RelayOutcome, AnErrorEventInsideA2xxStreamIsAStreamError) {
+  auto e = stream_end();
+  e.error_event = true;
+  EXPECT_EQ(relay_outcome(e), "stream_error");
+  e.terminal_required = true;  // Anthropic's error event ends its stream without message_stop
+  EXPECT_EQ(relay_outcome(e), "stream_error");
+  e.terminal_seen = true;  // response.failed is terminal and carries the error
+  EXPECT_EQ(relay_outcome(e), "stream_error");
+  e.http_status = 500;
+  EXPECT_EQ(relay_outcome(e), "http_error");
+  e.http_status = 200;
+  e.upstream = UpstreamEnd::kReset;
+  EXPECT_EQ(relay_outcome(e), "upstream_reset");
+}
+
 }  // namespace
 }  // namespace mpo::proxy

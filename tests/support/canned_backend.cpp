@@ -57,6 +57,10 @@ void CannedBackend::serve() {
       if (n <= 0) break;
       head.append(buf, static_cast<std::size_t>(n));
     }
+    {
+      std::lock_guard lock(mutex_);
+      last_request_ = head;
+    }
     bool closed = false;
     for (const auto& step : script_) {
       if (stop_) break;

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,6 +26,11 @@ class CannedBackend {
   ~CannedBackend();
   std::uint16_t port() const { return port_; }
   int connections() const { return connections_.load(); }
+  // The head (and whatever body bytes came with it) of the last request read.
+  std::string last_request() const {
+    std::lock_guard lock(mutex_);
+    return last_request_;
+  }
 
  private:
   void serve();
@@ -33,6 +39,8 @@ class CannedBackend {
   std::uint16_t port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<int> connections_{0};
+  mutable std::mutex mutex_;
+  std::string last_request_;
   std::thread thread_;
 };
 

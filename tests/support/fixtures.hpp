@@ -20,4 +20,12 @@ inline std::string read_fixture(const std::string& name) {
   return ss.str();
 }
 
+// The body of a `curl -si` capture (tests/fixtures/llamacpp/*.http): what follows the blank line
+// after the headers, "" when there is none.
+inline std::string capture_body(const std::string& name) {
+  const std::string raw = read_fixture(name);
+  const auto at = raw.find("\r\n\r\n");
+  return at == std::string::npos ? std::string() : raw.substr(at + 4);
+}
+
 }  // namespace mpo::test

@@ -147,5 +147,41 @@ TEST(Measure, FailuresBeforeAResponseHead) {
   }
 }
 
+// A Messages stream (invented, shaped like llama.cpp's) cut after its deltas: the body's framing
+// ended properly, but message_stop never came.
+TEST(Measure, AMessagesStreamWithoutMessageStopIsTruncatedAndAnErrorEventIsAStreamError) {
+  openai::StreamTap cut(true);
+  cut.feed(
+      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m1\",\"model\":\"m\","
+      "\"usage\":{\"input_tokens\":4,\"output_tokens\":0}}}\n\n",
+      1'001'000);
+  cut.feed(
+      "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":"
+      "\"text_delta\",\"text\":\"hi\"}}\n\n",
+      1'010'000);
+  cut.finish(true);
+  Sample s;
+  ledger::Observation o;
+  record_response(s, o, cut, ok_response());
+  EXPECT_FALSE(s.ok);
+  EXPECT_EQ(s.error_class, "stream_read");
+  EXPECT_EQ(o.outcome, "stream_truncated");
+  EXPECT_EQ(s.ttft_ms, 10.0);
+  EXPECT_EQ(o.prompt_tokens, 4);
+
+  openai::StreamTap failed(true);
+  failed.feed(
+      "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\"}}\n\n",
+      1'001'000);
+  failed.finish(true);
+  Sample s2;
+  ledger::Observation o2;
+  record_response(s2, o2, failed, ok_response());
+  EXPECT_FALSE(s2.ok);
+  EXPECT_EQ(o2.outcome, "stream_error");
+  EXPECT_EQ(o2.error_type, "overloaded_error");
+  EXPECT_NE(s2.error.find("busy"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace mpo::sweep

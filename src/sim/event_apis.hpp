@@ -1,0 +1,89 @@
+// The simulator's Responses API (`/v1/responses`) and Anthropic Messages API (`/v1/messages`)
+// output, pure: streamed events and whole bodies, shaped like the captures of a real llama.cpp
+// b10309 server (tests/fixtures/llamacpp/*_b10309_*) and the public API references (event names,
+// field names, the order of events). Tool calls are not simulated on these two APIs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/engine.hpp"
+
+namespace mpo::sim {
+
+// What a stream of these APIs generates, in the order the engine emits it.
+enum class OutputKind { kReasoning, kContent, kTool };
+
+// What the end of a response states.
+struct ResponseTotals {
+  int prompt_tokens = 0;
+  int cached_prompt_tokens = 0;
+  int completion_tokens = 0;
+  int reasoning_tokens = 0;
+  std::optional<FinishReason> finish;
+};
+
+// One response's identity, as the builder was given it.
+struct ResponseIdentity {
+  std::string id;  // "resp_..." / "msg_..."
+  std::int64_t created = 0;
+  std::string model;
+};
+
+// Responses API: response.created and response.in_progress; for each run of output of one kind an
+// output item (a message with output_text, or a reasoning item with reasoning_text) opened,
+// streamed as deltas and closed; then response.completed, or response.incomplete
+// (incomplete_details.reason "max_output_tokens") when the length limit ended it.
+class ResponsesEvents {
+ public:
+  explicit ResponsesEvents(ResponseIdentity identity) : identity_(std::move(identity)) {}
+  std::string start();
+  std::string delta(OutputKind kind, std::string_view text);
+  std::string end(const ResponseTotals& totals);
+  // The whole response object (the body of a non-streamed request), after the last delta.
+  std::string body(const ResponseTotals& totals);
+
+ private:
+  std::string event(std::string_view type, std::string_view fields);
+  std::string open_item(OutputKind kind);
+  std::string close_item();
+  std::string response_object(std::string_view status, const ResponseTotals* totals) const;
+
+  ResponseIdentity identity_;
+  int sequence_ = 0;
+  std::optional<OutputKind> open_;
+  std::string item_id_, item_text_;
+  std::vector<std::string> output_;  // closed items, as JSON
+};
+
+// Anthropic Messages: message_start (input usage, with the prefix-cache hit as
+// cache_read_input_tokens), a ping, one content block per run of output of one kind (thinking,
+// text), message_delta (stop_reason, output usage), message_stop.
+class MessagesEvents {
+ public:
+  explicit MessagesEvents(ResponseIdentity identity) : identity_(std::move(identity)) {}
+  // message_start needs the prefix-cache hit, known once the request was scheduled: it is sent with
+  // the first delta (or at the end).
+  std::string delta(OutputKind kind, std::string_view text, int prompt_tokens, int cached_prompt_tokens);
+  std::string end(const ResponseTotals& totals);
+  std::string body(const ResponseTotals& totals);
+
+ private:
+  std::string start(int prompt_tokens, int cached_prompt_tokens);
+  std::string close_block();
+
+  ResponseIdentity identity_;
+  bool started_ = false;
+  std::optional<OutputKind> open_;
+  int index_ = -1;
+  std::string block_text_;
+  std::vector<std::string> content_;  // closed blocks, as JSON
+};
+
+// Anthropic's error body: {"type":"error","error":{"type":..,"message":..}}.
+std::string render_messages_error(std::string_view type, std::string_view message);
+
+}  // namespace mpo::sim

@@ -1,0 +1,313 @@
+// The Responses API and Anthropic Messages API through `modelperfobs proxy`, in front of
+// `modelperfobs simulate` (and, for the shapes the simulator never sends, a scripted backend):
+// what the client receives is what it receives directly, the ledger agrees with the simulator's
+// truth, and every outcome the chat tests check holds for the two event-typed APIs.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <future>
+#include <regex>
+
+#include "support/canned_backend.hpp"
+#include "support/http_client.hpp"
+#include "support/metric_families.hpp"
+#include "support/process.hpp"
+#include "support/stack.hpp"
+#include "support/through_proxy.hpp"
+
+namespace mpo::test {
+namespace {
+
+namespace json = boost::json;
+
+json::object obj(const std::string& s) { return json::parse(s).as_object(); }
+double num(const json::value& v) { return v.to_number<double>(); }
+
+struct Api {
+  std::string name;  // the ledger's operation
+  std::string path;
+  // A streamed (or not) request for `max_tokens` tokens.
+  std::string (*body)(int max_tokens, bool stream, const std::string& text, const std::string& extra);
+};
+
+std::string responses_body(int max_tokens, bool stream, const std::string& text, const std::string& extra) {
+  return fmt::format(R"({{"input":[{{"role":"user","content":"{}"}}],"max_output_tokens":{},"stream":{}{}}})", text,
+                     max_tokens, stream, extra);
+}
+std::string messages_body(int max_tokens, bool stream, const std::string& text, const std::string& extra) {
+  return fmt::format(R"({{"messages":[{{"role":"user","content":"{}"}}],"max_tokens":{},"stream":{}{}}})", text,
+                     max_tokens, stream, extra);
+}
+
+const Api kResponses{"responses", "/v1/responses", responses_body};
+const Api kMessages{"messages", "/v1/messages", messages_body};
+
+class ProxyApis : public ::testing::TestWithParam<Api> {};
+
+// Ids and creation times differ between two requests; nothing else may.
+std::string normalise(const std::string& body) {
+  static const std::regex ids(R"((resp|msg|rs)_[0-9a-f-]+(_[0-9]+)?|"created_at":[0-9]+)");
+  return std::regex_replace(body, ids, "ID");
+}
+
+TEST_P(ProxyApis, StreamedReachesTheClientUnchangedAndIsMeasuredLikeChat) {
+  const Api& api = GetParam();
+  Stack s({"--reasoning"});
+  const std::string body = api.body(8, true, "Hello proxy", "");
+  auto direct = http_post(s.sim.port, api.path, body);
+  auto proxied = http_post(s.proxy.port, api.path, body);
+  ASSERT_EQ(proxied.status, 200);
+  EXPECT_EQ(normalise(proxied.body), normalise(direct.body));
+  const auto lines = s.stop_proxy();
+  ASSERT_EQ(lines.size(), 1u);
+  auto l = obj(lines[0]);
+  EXPECT_EQ(l["operation"], api.name.c_str());
+  EXPECT_EQ(l["outcome"], "ok");
+  EXPECT_EQ(l["stream"], true);
+  EXPECT_EQ(l["token_source"], "usage");
+  EXPECT_EQ(l["completion_tokens"], 8);
+  EXPECT_EQ(l["prompt_tokens"], 11);  // the same prompt as chat's "Hello proxy" test
+  EXPECT_EQ(l["content_events"], 8);  // reasoning and text deltas, one token each
+  EXPECT_EQ(l["response_model"], "sim-model");
+  EXPECT_EQ(l["finish_reason"], api.name == "messages" ? "max_tokens" : "max_output_tokens");
+  EXPECT_GT(num(l["ttft_ms"]), 0);
+  EXPECT_GE(num(l["ttft_ms"]), num(l["ttfb_ms"]));
+  EXPECT_GT(num(l["e2e_ms"]), num(l["ttft_ms"]));
+  EXPECT_EQ(l["itl_p50_ms"].is_null(), false);
+  if (api.name == "responses") {
+    EXPECT_EQ(l["reasoning_tokens"], 3);  // the --reasoning share of 8
+  }
+  EXPECT_EQ(l["response_bytes"], proxied.body.size());
+}
+
+TEST_P(ProxyApis, NotStreamedIsRecordedWithUsageAndNoTtft) {
+  const Api& api = GetParam();
+  Stack s;
+  auto r = http_post(s.proxy.port, api.path, api.body(5, false, "Hi", ""));
+  ASSERT_EQ(r.status, 200);
+  auto l = obj(s.stop_proxy().at(0));
+  EXPECT_EQ(l["operation"], api.name.c_str());
+  EXPECT_EQ(l["stream"], false);
+  EXPECT_TRUE(l["ttft_ms"].is_null());
+  EXPECT_EQ(l["completion_tokens"], 5);
+  EXPECT_EQ(l["token_source"], "usage");
+  EXPECT_EQ(l["outcome"], "ok");
+}
+
+TEST_P(ProxyApis, LedgerAgreesWithTheSimulatorsTruthUnderConcurrency) {
+  const Api& api = GetParam();
+  Stack s;
+  std::vector<std::future<HttpResponse>> fs;
+  for (int i = 0; i < 16; ++i) {
+    fs.push_back(std::async(std::launch::async, [&, i] {
+      // Every fourth request repeats a long prompt, so some hit the prefix cache.
+      const std::string text = i % 4 == 0 ? std::string(300, 'a') : "accuracy " + std::to_string(i);
+      return http_post(s.proxy.port, api.path, api.body(3 + i % 5, true, text, ""));
+    }));
+  }
+  for (auto& f : fs) EXPECT_EQ(f.get().status, 200);
+  std::vector<json::object> lines;
+  for (const auto& l : s.stop_proxy()) lines.push_back(obj(l));
+  ASSERT_EQ(s.sim.process.terminate(), 0);
+  std::map<std::string, json::object> truth;
+  for (const auto& t : read_lines(s.dir + "/truth.jsonl")) {
+    auto o = obj(t);
+    truth[std::string(o["observation_id"].as_string())] = o;
+  }
+  ASSERT_EQ(lines.size(), 16u);
+  int cached = 0;
+  for (auto& l : lines) {
+    auto& t = truth.at(std::string(l["observation_id"].as_string()));
+    EXPECT_EQ(l["outcome"], "ok");
+    EXPECT_EQ(l["completion_tokens"], t["completion_tokens"]);
+    EXPECT_EQ(l["prompt_tokens"], t["prompt_tokens"]);
+    EXPECT_EQ(l["cached_prompt_tokens"], t["cached_prompt_tokens"]);
+    EXPECT_GE(num(l["ttft_ms"]), num(t["ttft_ms"]));
+    cached += static_cast<int>(num(t["cached_prompt_tokens"]));
+  }
+  EXPECT_GT(cached, 0) << "no request hit the prefix cache: the cached-token mapping was not exercised";
+}
+
+TEST_P(ProxyApis, ABackendCuttingTheStreamIsStreamTruncatedWithPartialTiming) {
+  const Api& api = GetParam();
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/cut.json", R"({"scenarios":{"faults":{"error_share":0,"truncate_share":1,"stall_share":0}}})");
+  Stack s({"--profile", dir + "/cut.json"});
+  http_post(s.sim.port, "/scenario?name=faults", "");
+  auto r = http_post(s.proxy.port, api.path, api.body(10, true, "cut", R"(,"ignore_eos":true)"));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_FALSE(r.complete);
+  auto l = obj(s.stop_proxy().at(0));
+  EXPECT_EQ(l["outcome"], "stream_truncated");
+  EXPECT_EQ(l["content_events"], 5);
+  EXPECT_EQ(l["token_source"], "estimated");
+  EXPECT_GT(num(l["ttft_ms"]), 0);
+}
+
+TEST_P(ProxyApis, An5xxFromTheBackendIsAnHttpErrorWithItsErrorType) {
+  const Api& api = GetParam();
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/err.json", R"({"scenarios":{"faults":{"error_share":1,"truncate_share":0,"stall_share":0}}})");
+  Stack s({"--profile", dir + "/err.json"});
+  http_post(s.sim.port, "/scenario?name=faults", "");
+  auto r = http_post(s.proxy.port, api.path, api.body(4, true, "boom", ""));
+  EXPECT_EQ(r.status, 500);
+  auto l = obj(s.stop_proxy().at(0));
+  EXPECT_EQ(l["outcome"], "http_error");
+  EXPECT_EQ(l["error_type"], api.name == "messages" ? "api_error" : "InternalServerError");
+}
+
+TEST_P(ProxyApis, AClientLeavingMidStreamIsADisconnectAndTheEngineAborts) {
+  const Api& api = GetParam();
+  Stack s;
+  HttpRequest req;
+  req.method = "POST";
+  req.path = api.path;
+  req.body = api.body(2000, true, "leave", R"(,"ignore_eos":true)");
+  req.disconnect_after_body_bytes = 1;
+  http(s.proxy.port, req);
+  Exposition x;
+  for (int i = 0; i < 2000; ++i) {
+    x = read_exposition(http_get(s.sim.port, "/metrics").body);
+    if (x.find("vllm:request_success_total", {"abort"}).value_or(0) == 1) break;
+  }
+  EXPECT_EQ(x.find("vllm:request_success_total", {"abort"}), 1);
+  auto l = obj(s.stop_proxy().at(0));
+  EXPECT_EQ(l["outcome"], "client_disconnected");
+}
+
+INSTANTIATE_TEST_SUITE_P(EventTypedApis, ProxyApis, ::testing::Values(kResponses, kMessages),
+                         [](const ::testing::TestParamInfo<Api>& p) { return p.param.name; });
+
+// ---- shapes the simulator never sends: a scripted backend ----
+
+const std::string kResponsesEvents =
+    "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_1\",\"model\":\"m\"}}"
+    "\n\nevent: response.output_text.delta\ndata: "
+    "{\"type\":\"response.output_text.delta\",\"item_id\":\"i\",\"delta\":\"a\"}\n\n";
+const std::string kMessagesEvents =
+    "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"m\","
+    "\"usage\":{\"input_tokens\":4,\"output_tokens\":0}}}\n\nevent: content_block_delta\ndata: "
+    "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"a\"}}\n\n";
+
+json::object one_line(CannedBackend& backend, const Api& api, HttpResponse* client = nullptr,
+                      std::map<std::string, std::string> headers = {}) {
+  const auto lines = ledger_through(backend.port(), api.path, api.body(3, true, "x", ""), client, {}, headers);
+  return lines.empty() ? json::object{} : obj(lines[0]);
+}
+
+TEST(ProxyApisAgainstScriptedBackends, ABodyThatEndsWithoutTheTerminalEventIsStreamTruncated) {
+  for (const auto& [api, events] : {std::pair{kResponses, kResponsesEvents}, std::pair{kMessages, kMessagesEvents}}) {
+    CannedBackend backend({write_step(kSseHead + http_chunk(events) + "0\r\n\r\n")});
+    HttpResponse client;
+    auto l = one_line(backend, api, &client);
+    EXPECT_TRUE(client.complete) << api.name;  // the framing was fine: the API's own end was missing
+    EXPECT_EQ(l["outcome"], "stream_truncated") << api.name;
+    EXPECT_EQ(l["error_type"], "stream_truncated") << api.name;
+    EXPECT_EQ(l["content_events"], 1) << api.name;
+    EXPECT_GT(num(l["ttft_ms"]), 0) << api.name;
+  }
+}
+
+TEST(ProxyApisAgainstScriptedBackends, AResetMidStreamIsUpstreamReset) {
+  for (const auto& [api, events] : {std::pair{kResponses, kResponsesEvents}, std::pair{kMessages, kMessagesEvents}}) {
+    CannedBackend backend({write_step(kSseHead + http_chunk(events)), pause_step(50), reset_step()});
+    auto l = one_line(backend, api);
+    EXPECT_EQ(l["outcome"], "upstream_reset") << api.name;
+    EXPECT_EQ(l["content_events"], 1) << api.name;
+  }
+}
+
+TEST(ProxyApisAgainstScriptedBackends, GarbageIsForwardedUnchangedAndMarkedMalformed) {
+  const std::string responses = kResponsesEvents + "<html>oops</html>\n\n" +
+                                "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{}}\n\n";
+  const std::string messages = kMessagesEvents + "<html>oops</html>\n\n" +
+                               "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+  for (const auto& [api, events] : {std::pair{kResponses, responses}, std::pair{kMessages, messages}}) {
+    CannedBackend backend({write_step(kSseHead + http_chunk(events) + "0\r\n\r\n")});
+    HttpResponse client;
+    auto l = one_line(backend, api, &client);
+    EXPECT_EQ(client.body, events) << api.name;
+    EXPECT_EQ(l["outcome"], "malformed_stream") << api.name;
+  }
+}
+
+TEST(ProxyApisAgainstScriptedBackends, ErrorEventsAreStreamErrorsWithTheirTypeAndMessage) {
+  const std::string anthropic =
+      kMessagesEvents + "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
+                        "\"message\":\"Overloaded\"}}\n\n";
+  const std::string failed = kResponsesEvents +
+                             "event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"id\":"
+                             "\"resp_1\",\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":"
+                             "\"engine died\"}}}\n\n";
+  for (const auto& [api, events, type, message] :
+       {std::tuple{kMessages, anthropic, "overloaded_error", "Overloaded"},
+        std::tuple{kResponses, failed, "server_error", "engine died"}}) {
+    CannedBackend backend({write_step(kSseHead + http_chunk(events) + "0\r\n\r\n")});
+    auto l = one_line(backend, api);
+    EXPECT_EQ(l["outcome"], "stream_error") << api.name;
+    EXPECT_EQ(l["error_type"], type) << api.name;
+    EXPECT_EQ(l["error_message"], message) << api.name;
+  }
+}
+
+TEST(ProxyApisAgainstScriptedBackends, AnthropicHeadersPassThroughUntouched) {
+  CannedBackend backend({write_step(kSseHead + http_chunk(kMessagesEvents +
+                                                          "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n") +
+                                    "0\r\n\r\n")});
+  auto l = one_line(backend, kMessages, nullptr,
+                    {{"anthropic-version", "2023-06-01"},
+                     {"x-api-key", "sk-ant-test-123"},
+                     {"anthropic-beta", "prompt-caching-2024-07-31"}});
+  const std::string head = backend.last_request();
+  EXPECT_NE(head.find("anthropic-version: 2023-06-01\r\n"), std::string::npos) << head;
+  EXPECT_NE(head.find("x-api-key: sk-ant-test-123\r\n"), std::string::npos) << head;
+  EXPECT_NE(head.find("anthropic-beta: prompt-caching-2024-07-31\r\n"), std::string::npos) << head;
+  EXPECT_EQ(l["outcome"], "ok");
+  EXPECT_EQ(l["operation"], "messages");
+}
+
+TEST(ProxyApisAgainstScriptedBackends, EmbeddingsRerankAndScoreAreRecordedWithPromptTokensAndNoTtft) {
+  const std::string body = R"({"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.1,0.2]}],)"
+                           R"("model":"e5","usage":{"prompt_tokens":7,"total_tokens":7}})";
+  const std::string response = fmt::format(
+      "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{}", body.size(), body);
+  for (const auto& [path, operation] :
+       {std::pair{"/v1/embeddings", "embeddings"}, std::pair{"/v1/rerank", "rerank"}, std::pair{"/score", "score"}}) {
+    CannedBackend backend({write_step(response)});
+    const auto lines = ledger_through(backend.port(), path, R"({"model":"e5","input":"hello"})");
+    ASSERT_EQ(lines.size(), 1u);
+    auto l = obj(lines[0]);
+    EXPECT_EQ(l["operation"], operation);
+    EXPECT_EQ(l["outcome"], "ok");
+    EXPECT_EQ(l["prompt_tokens"], 7);
+    EXPECT_TRUE(l["ttft_ms"].is_null());
+    EXPECT_TRUE(l["completion_tokens"].is_null());
+    EXPECT_EQ(l["response_model"], "e5");
+  }
+}
+
+TEST(ProxyApisAgainstScriptedBackends, UnknownEventTypesAreIgnoredAndCountedOnTheAdminMetrics) {
+  const std::string events = kResponsesEvents +
+                             "event: response.brand_new.delta\ndata: {\"type\":\"response.brand_new.delta\","
+                             "\"delta\":\"zzz\"}\n\n" +
+                             "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{}}\n\n";
+  CannedBackend backend({write_step(kSseHead + http_chunk(events) + "0\r\n\r\n")});
+  const std::string dir = make_temp_dir();
+  Proxy proxy("http://127.0.0.1:" + std::to_string(backend.port()), dir + "/ledger.jsonl");
+  auto r = http_post(proxy.port, "/v1/responses", responses_body(3, true, "x", ""));
+  EXPECT_EQ(r.body, events);
+  Exposition x;
+  for (int i = 0; i < 200 && !x.find("modelperfobs_stream_unknown_events_total", {"responses"}); ++i) {
+    x = read_exposition(http_get(proxy.admin_port, "/metrics").body);  // the line may be a moment behind
+  }
+  EXPECT_EQ(x.find("modelperfobs_stream_unknown_events_total", {"responses"}), 1);
+  EXPECT_EQ(proxy.process.terminate(), 0);
+  auto l = obj(read_lines(dir + "/ledger.jsonl").at(0));
+  EXPECT_EQ(l["outcome"], "ok");
+  EXPECT_EQ(l["content_events"], 1);
+}
+
+}  // namespace
+}  // namespace mpo::test
