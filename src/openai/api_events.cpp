@@ -16,8 +16,10 @@ std::optional<Usage> responses_usage(element response) {
   out.prompt_tokens = int_field(*u, "input_tokens");
   out.completion_tokens = int_field(*u, "output_tokens");
   out.total_tokens = int_field(*u, "total_tokens");
-  if (const auto d = object_field(*u, "input_tokens_details")) out.cached_prompt_tokens = int_field(*d, "cached_tokens");
-  if (const auto d = object_field(*u, "output_tokens_details")) out.reasoning_tokens = int_field(*d, "reasoning_tokens");
+  if (const auto d = object_field(*u, "input_tokens_details"))
+    out.cached_prompt_tokens = int_field(*d, "cached_tokens");
+  if (const auto d = object_field(*u, "output_tokens_details"))
+    out.reasoning_tokens = int_field(*d, "reasoning_tokens");
   return out;
 }
 

@@ -76,9 +76,9 @@ std::string ResponsesEvents::open_item(OutputKind kind) {
     part = R"({"type":"output_text","text":"","annotations":[]})";
   }
   std::string out = event("response.output_item.added", fmt::format("\"output_index\":{},\"item\":{}", n, item));
-  out += event("response.content_part.added",
-               fmt::format("\"item_id\":{},\"output_index\":{},\"content_index\":0,\"part\":{}", json_quote(item_id_),
-                           n, part));
+  out += event(
+      "response.content_part.added",
+      fmt::format("\"item_id\":{},\"output_index\":{},\"content_index\":0,\"part\":{}", json_quote(item_id_), n, part));
   return out;
 }
 
@@ -114,8 +114,8 @@ std::string ResponsesEvents::delta(OutputKind kind, std::string_view text) {
   }
   item_text_ += text;
   out += event(kind == OutputKind::kReasoning ? "response.reasoning_text.delta" : "response.output_text.delta",
-               fmt::format("\"item_id\":{},\"output_index\":{},\"content_index\":0,\"delta\":{}",
-                           json_quote(item_id_), output_.size(), json_quote(text)));
+               fmt::format("\"item_id\":{},\"output_index\":{},\"content_index\":0,\"delta\":{}", json_quote(item_id_),
+                           output_.size(), json_quote(text)));
   return out;
 }
 
@@ -165,16 +165,15 @@ std::string MessagesEvents::delta(OutputKind kind, std::string_view text, int pr
     open_ = kind;
     block_text_.clear();
     ++index_;
-    out += sse("content_block_start",
-               fmt::format(R"({{"type":"content_block_start","index":{},"content_block":{}}})", index_,
-                           thinking ? R"({"type":"thinking","thinking":"","signature":""})"
-                                    : R"({"type":"text","text":""})"));
+    out += sse(
+        "content_block_start",
+        fmt::format(R"({{"type":"content_block_start","index":{},"content_block":{}}})", index_,
+                    thinking ? R"({"type":"thinking","thinking":"","signature":""})" : R"({"type":"text","text":""})"));
   }
   block_text_ += text;
   out += sse("content_block_delta",
              fmt::format(R"({{"type":"content_block_delta","index":{},"delta":{{"type":"{}","{}":{}}}}})", index_,
-                         thinking ? "thinking_delta" : "text_delta", thinking ? "thinking" : "text",
-                         json_quote(text)));
+                         thinking ? "thinking_delta" : "text_delta", thinking ? "thinking" : "text", json_quote(text)));
   return out;
 }
 
@@ -198,8 +197,7 @@ std::string MessagesEvents::body(const ResponseTotals& t) {
 }
 
 std::string render_messages_error(std::string_view type, std::string_view message) {
-  return fmt::format(R"({{"type":"error","error":{{"type":{},"message":{}}}}})", json_quote(type),
-                     json_quote(message));
+  return fmt::format(R"({{"type":"error","error":{{"type":{},"message":{}}}}})", json_quote(type), json_quote(message));
 }
 
 }  // namespace mpo::sim

@@ -115,5 +115,107 @@ TEST_F(RealLlamaCpp, ASweepAtConcurrency8ThroughTheProxyHasNoFailedRequest) {
   EXPECT_GE(counts.count("ok") ? counts.at("ok") : 0, 100);
 }
 
+// The engine's own counts, read from what the client received (independently of the proxy's
+// readers): chat's usage chunk, the Responses API's response.completed (or body) usage, Anthropic's
+// message_start + message_delta (or body) usage, each as that API defines it.
+struct EngineCounts {
+  std::int64_t prompt = -1, completion = -1;
+};
+
+EngineCounts engine_counts(const std::string& api, const std::string& body, bool stream) {
+  EngineCounts c;
+  auto take = [&](const json::object& o) {
+    const json::object* u = nullptr;
+    if (auto* r = o.if_contains("response"); r && r->is_object() && r->as_object().contains("usage")) {
+      if (r->as_object().at("usage").is_object()) u = &r->as_object().at("usage").as_object();
+    } else if (auto* m = o.if_contains("message"); m && m->is_object()) {
+      u = &m->as_object().at("usage").as_object();
+    } else if (auto* d = o.if_contains("usage"); d && d->is_object()) {
+      u = &d->as_object();
+    }
+    if (u == nullptr) return;
+    auto get = [&](const char* k) { return u->contains(k) ? u->at(k).as_int64() : 0; };
+    if (api == "chat") {
+      c.prompt = get("prompt_tokens");
+      c.completion = get("completion_tokens");
+    } else if (api == "responses") {
+      c.prompt = get("input_tokens");
+      c.completion = get("output_tokens");
+    } else if (o.contains("message") || !stream) {  // message_start, or the whole message
+      c.prompt = get("input_tokens") + get("cache_read_input_tokens") + get("cache_creation_input_tokens");
+      if (!stream) c.completion = get("output_tokens");
+    } else {  // message_delta
+      c.completion = get("output_tokens");
+    }
+  };
+  if (!stream) {
+    take(json::parse(body).as_object());
+    return c;
+  }
+  std::size_t at = 0;
+  while ((at = body.find("data: ", at)) != std::string::npos) {
+    const auto end = body.find('\n', at);
+    const std::string data = body.substr(at + 6, end - at - 6);
+    at = end;
+    if (data == "[DONE]") continue;
+    take(json::parse(data).as_object());
+  }
+  return c;
+}
+
+TEST_F(RealLlamaCpp, EveryApiStreamedAndNotIsMeasuredAndItsTokensAreTheEnginesOwn) {
+  struct Case {
+    std::string api, path, body;
+    bool stream;
+  };
+  std::vector<Case> cases;
+  for (bool stream : {true, false}) {
+    const std::string st = stream ? "true" : "false";
+    cases.push_back({"chat", "/v1/chat/completions",
+                     R"({"model":"real-llama","messages":[{"role":"user","content":"Say hello"}],"max_tokens":6,)"
+                     R"("stream_options":{"include_usage":true},"stream":)" +
+                         st + "}",
+                     stream});
+    if (!stream) cases.back().body = kNotStreamed;
+    cases.push_back({"responses", "/v1/responses",
+                     R"({"model":"real-llama","input":"Say hello","max_output_tokens":6,"stream":)" + st + "}",
+                     stream});
+    cases.push_back({"messages", "/v1/messages",
+                     R"({"model":"real-llama","messages":[{"role":"user","content":"Say hello"}],"max_tokens":6,)"
+                     R"("stream":)" +
+                         st + "}",
+                     stream});
+  }
+  std::vector<EngineCounts> expected;
+  for (const auto& c : cases) {
+    const auto r = http_post(proxy_->port, c.path, c.body, {{"anthropic-version", "2023-06-01"}});
+    ASSERT_EQ(r.status, 200) << c.api << " " << r.body;
+    expected.push_back(engine_counts(c.api, r.body, c.stream));
+    ASSERT_GT(expected.back().prompt, 0) << c.api << " stream=" << c.stream << ": no usage in " << r.body;
+    ASSERT_GE(expected.back().completion, 1) << c.api << " stream=" << c.stream;
+  }
+  EXPECT_EQ(proxy_->process.terminate(), 0);
+  const auto lines = read_lines(dir_ + "/ledger.jsonl");
+  ASSERT_EQ(lines.size(), cases.size());
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto l = json::parse(lines[i]).as_object();
+    const std::string what = fmt::format("{} stream={}: {}", cases[i].api, cases[i].stream, lines[i]);
+    EXPECT_EQ(l.at("operation"), cases[i].api.c_str()) << what;
+    EXPECT_EQ(l.at("outcome"), "ok") << what;
+    EXPECT_EQ(l.at("token_source"), "usage") << what;
+    EXPECT_EQ(l.at("prompt_tokens").as_int64(), expected[i].prompt) << what;
+    EXPECT_EQ(l.at("completion_tokens").as_int64(), expected[i].completion) << what;
+    EXPECT_EQ(l.at("response_model"), "real-llama") << what;
+    if (cases[i].stream) {
+      EXPECT_GT(l.at("ttft_ms").to_number<double>(), 0) << what;
+      // One event per token, except where llama.cpp holds back a token that ends mid-character.
+      EXPECT_GE(l.at("content_events").as_int64(), 1) << what;
+      EXPECT_LE(l.at("content_events").as_int64(), expected[i].completion) << what;
+    } else {
+      EXPECT_TRUE(l.at("ttft_ms").is_null()) << what;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace mpo::test

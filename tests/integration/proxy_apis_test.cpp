@@ -220,10 +220,11 @@ TEST(ProxyApisAgainstScriptedBackends, AResetMidStreamIsUpstreamReset) {
 }
 
 TEST(ProxyApisAgainstScriptedBackends, GarbageIsForwardedUnchangedAndMarkedMalformed) {
-  const std::string responses = kResponsesEvents + "<html>oops</html>\n\n" +
-                                "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{}}\n\n";
-  const std::string messages = kMessagesEvents + "<html>oops</html>\n\n" +
-                               "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+  const std::string responses =
+      kResponsesEvents + "<html>oops</html>\n\n" +
+      "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{}}\n\n";
+  const std::string messages =
+      kMessagesEvents + "<html>oops</html>\n\n" + "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
   for (const auto& [api, events] : {std::pair{kResponses, responses}, std::pair{kMessages, messages}}) {
     CannedBackend backend({write_step(kSseHead + http_chunk(events) + "0\r\n\r\n")});
     HttpResponse client;
@@ -234,16 +235,15 @@ TEST(ProxyApisAgainstScriptedBackends, GarbageIsForwardedUnchangedAndMarkedMalfo
 }
 
 TEST(ProxyApisAgainstScriptedBackends, ErrorEventsAreStreamErrorsWithTheirTypeAndMessage) {
-  const std::string anthropic =
-      kMessagesEvents + "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
-                        "\"message\":\"Overloaded\"}}\n\n";
+  const std::string anthropic = kMessagesEvents +
+                                "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
+                                "\"message\":\"Overloaded\"}}\n\n";
   const std::string failed = kResponsesEvents +
                              "event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"id\":"
                              "\"resp_1\",\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":"
                              "\"engine died\"}}}\n\n";
-  for (const auto& [api, events, type, message] :
-       {std::tuple{kMessages, anthropic, "overloaded_error", "Overloaded"},
-        std::tuple{kResponses, failed, "server_error", "engine died"}}) {
+  for (const auto& [api, events, type, message] : {std::tuple{kMessages, anthropic, "overloaded_error", "Overloaded"},
+                                                   std::tuple{kResponses, failed, "server_error", "engine died"}}) {
     CannedBackend backend({write_step(kSseHead + http_chunk(events) + "0\r\n\r\n")});
     auto l = one_line(backend, api);
     EXPECT_EQ(l["outcome"], "stream_error") << api.name;
@@ -253,9 +253,9 @@ TEST(ProxyApisAgainstScriptedBackends, ErrorEventsAreStreamErrorsWithTheirTypeAn
 }
 
 TEST(ProxyApisAgainstScriptedBackends, AnthropicHeadersPassThroughUntouched) {
-  CannedBackend backend({write_step(kSseHead + http_chunk(kMessagesEvents +
-                                                          "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n") +
-                                    "0\r\n\r\n")});
+  CannedBackend backend({write_step(
+      kSseHead + http_chunk(kMessagesEvents + "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n") +
+      "0\r\n\r\n")});
   auto l = one_line(backend, kMessages, nullptr,
                     {{"anthropic-version", "2023-06-01"},
                      {"x-api-key", "sk-ant-test-123"},

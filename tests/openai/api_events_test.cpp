@@ -120,7 +120,8 @@ TEST(ResponsesApi, SyntheticIncompleteFailedAndErrorEvents) {
   EXPECT_EQ(failed.error_message, "boom");
   EXPECT_EQ(failed.finish_reason, "failed");
 
-  const auto err = classify_chunk(R"({"type":"error","code":"rate_limit_exceeded","message":"slow down","param":null})");
+  const auto err =
+      classify_chunk(R"({"type":"error","code":"rate_limit_exceeded","message":"slow down","param":null})");
   EXPECT_EQ(err.kind, ChunkKind::kError);
   EXPECT_EQ(err.error_type, "rate_limit_exceeded");
   EXPECT_EQ(err.error_message, "slow down");
@@ -192,15 +193,14 @@ TEST(MessagesApi, SyntheticThinkingToolInputPingAndErrors) {
       classify_chunk(R"({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}})")
           .kind,
       ChunkKind::kReasoning);
-  EXPECT_EQ(
-      classify_chunk(
-          R"({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"a"}})")
-          .kind,
-      ChunkKind::kToolCalls);
-  EXPECT_EQ(
-      classify_chunk(R"({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}})")
-          .kind,
-      ChunkKind::kEmpty);
+  EXPECT_EQ(classify_chunk(
+                R"({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"a"}})")
+                .kind,
+            ChunkKind::kToolCalls);
+  EXPECT_EQ(classify_chunk(
+                R"({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}})")
+                .kind,
+            ChunkKind::kEmpty);
   EXPECT_EQ(
       classify_chunk(R"({"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"x"}})")
           .kind,
@@ -214,9 +214,9 @@ TEST(MessagesApi, SyntheticThinkingToolInputPingAndErrors) {
   EXPECT_EQ(err.error_type, "overloaded_error");
   EXPECT_EQ(err.error_message, "Overloaded");
   // The same shape is Anthropic's error body, not streamed.
-  EXPECT_EQ(parse_response_body(R"({"type":"error","error":{"type":"invalid_request_error","message":"bad"}})")
-                .error_type,
-            "invalid_request_error");
+  EXPECT_EQ(
+      parse_response_body(R"({"type":"error","error":{"type":"invalid_request_error","message":"bad"}})").error_type,
+      "invalid_request_error");
 }
 
 // Invented: Anthropic's own API states the prompt in three parts and the output cumulatively; the
