@@ -77,13 +77,14 @@ struct EngineBackend::Impl {
     return s;
   }
 
-  // One chat request with `prompt`; its ledger-shaped observation.
+  // One request with `prompt` in the API asked for; its ledger-shaped observation.
   Result<ledger::Observation> send(const std::string& prompt, const std::string& id) {
     sweep::Target t;
     t.url = opts.api;
     t.model = opts.model;
     t.timeout_s = opts.timeout_s;
     t.run_id = "cache-state-bench";
+    t.api = opts.speak;
     std::optional<ledger::Observation> seen;
     sweep::Driver driver(
         t, [&](const ledger::Observation& o) { seen = o; }, nullptr);

@@ -13,6 +13,7 @@
 
 #include "cachestate/runner.hpp"
 #include "net/backend_url.hpp"
+#include "sweep/api.hpp"
 
 namespace mpo::cachestate {
 
@@ -21,6 +22,7 @@ struct EngineBackendOptions {
   net::BackendUrl metrics;  // its /metrics
   std::string model;
   double timeout_s = 60;
+  sweep::Api speak = sweep::Api::kChat;  // the API the probe requests speak (--api)
 };
 
 class EngineBackend : public Backend {

@@ -30,7 +30,7 @@ struct AttributeArgs {
   std::vector<std::string> ledgers;
   std::vector<std::string> scrapes;
   std::string window = "auto", max_scrape_age = "0s", format = "md", output;
-  std::string probe, metrics_url, model = "", prompt;
+  std::string probe, metrics_url, model = "", prompt, api = "chat";
   int repeat = 2;
   std::int64_t max_tokens = 16;
 };
@@ -68,6 +68,7 @@ int run_probe(const AttributeArgs& a, std::vector<scrape::Snapshot>& snaps,
   target.model = a.model;
   target.run_id = "attribute-probe";
   target.ignore_eos = true;
+  target.api = *sweep::parse_api(a.api);  // checked by CLI11
   sweep::Driver driver(
       target, [&](const ledger::Observation& o) { records.push_back(record_of(o)); }, nullptr);
   sweep::ServingRequest req;
@@ -185,6 +186,9 @@ std::function<int()> setup_attribute(CLI::App& app) {
   app.add_option("--metrics-url", a->metrics_url,
                  "--probe: the engine's metrics (default: the probe origin's /metrics)");
   app.add_option("--model", a->model, "--probe: the model to request");
+  app.add_option("--api", a->api, std::string("--probe: ") + sweep::kApiHelp)
+      ->check(CLI::IsMember(sweep::kApiNames))
+      ->capture_default_str();
   app.add_option("--prompt", a->prompt, "--probe: the prompt (default: 64 fixed words)");
   app.add_option("--repeat", a->repeat,
                  "--probe: requests, one after another, each in its own window (the same prompt: the second shows a "

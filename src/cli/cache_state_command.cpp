@@ -23,7 +23,7 @@ namespace mpo::cli {
 namespace {
 
 struct CacheStateArgs {
-  std::string output, verify, backend = "in-process", url, metrics_url, model, layer;
+  std::string output, verify, backend = "in-process", url, metrics_url, model, layer, api = "chat";
   std::vector<std::string> transitions;
   std::size_t prefix_tokens = 64, capacity = 4;
   std::string ttl = "60s";
@@ -117,8 +117,8 @@ int run(const CacheStateArgs& a) {
     if (!api) return usage_error("--url: " + api.error().message);
     auto metrics = scrape::parse_metrics_url(a.metrics_url.empty() ? api->origin : a.metrics_url);
     if (!metrics) return usage_error("--metrics-url: " + metrics.error().message);
-    backend =
-        std::make_unique<cachestate::EngineBackend>(cachestate::EngineBackendOptions{*api, *metrics, a.model, 60});
+    backend = std::make_unique<cachestate::EngineBackend>(
+        cachestate::EngineBackendOptions{*api, *metrics, a.model, 60, *sweep::parse_api(a.api)});
     if (layer.empty()) layer = "process_local_kv";
     if (a.prefix_tokens < 32) return usage_error("--prefix-tokens must be at least 32 (engines cache whole blocks)");
     pinned = cachestate::engine_prefix(a.prefix_tokens);
@@ -166,6 +166,9 @@ std::function<int()> setup_cache_state(CLI::App& app) {
   app.add_option("--url", a->url, "vllm: the OpenAI base URL (http://host:port/v1)");
   app.add_option("--metrics-url", a->metrics_url, "vllm: its metrics (default: the URL's origin /metrics)");
   app.add_option("--model", a->model, "vllm: the model to probe");
+  app.add_option("--api", a->api, std::string("vllm: ") + sweep::kApiHelp)
+      ->check(CLI::IsMember(sweep::kApiNames))
+      ->capture_default_str();
   app.add_option("--layer", a->layer,
                  "cache layer (default: fak_workflow_cache in process, process_local_kv for vllm)");
   app.add_option("--transitions", a->transitions, "transitions to prove (default: all five)")->delimiter(',');

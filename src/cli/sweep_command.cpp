@@ -42,6 +42,7 @@ struct SweepArgs {
   std::int64_t shared_prefix_tokens = 0;
   std::uint64_t seed = 1;
   bool ignore_eos = false;
+  std::string api = "chat";
   std::string timeout = "60s";
   std::string slo = "2s";
   double ttft_budget = 0, itl_budget = 0, e2e_budget = 0;
@@ -131,6 +132,7 @@ int common_options(const SweepArgs& a, sweep::SweepOptions& o) {
   if (!timeout) return usage_error("--timeout: " + timeout.error().message);
   o.target.timeout_s = *timeout;
   o.target.ignore_eos = a.ignore_eos;
+  o.target.api = *sweep::parse_api(a.api);  // --api is checked by CLI11
   o.target.run_id = fmt::format("{}-{}", hostname(), getpid());
   std::string source;
   auto workload = build_workload(a, source);
@@ -402,6 +404,7 @@ std::function<int()> setup_sweep(CLI::App& app) {
                  "synthetic: the same leading words in every prompt (cache-aware runs)");
   app.add_option("--seed", a->seed, "seed of the workload and arrivals")->capture_default_str();
   app.add_flag("--ignore-eos", a->ignore_eos, "ask the server to generate exactly max_tokens (vLLM/SGLang extension)");
+  app.add_option("--api", a->api, sweep::kApiHelp)->check(CLI::IsMember(sweep::kApiNames))->capture_default_str();
   app.add_option("--api-key-env", a->api_key_env, "environment variable holding the API key")->capture_default_str();
   app.add_option("--ca", a->ca, net::kCaFileHelp)->check(CLI::ExistingFile);
   app.add_option("--timeout", a->timeout, "per-request timeout")->capture_default_str();

@@ -502,7 +502,10 @@ class Simulator {
         // Taken as the write starts: Asio sends at once inside the call (unless the socket buffer
         // is full), while the coroutine may resume well after the send when the loop is busy.
         const double write_start_s = now_s();
-        if (written == 0) builder.set_cached_prompt_tokens(engine_.cached_prompt_tokens(*id).value_or(0));
+        if (written == 0) {  // a request that already finished is no longer in the engine
+          builder.set_cached_prompt_tokens(sink.finished ? sink.finished->cached_prompt_tokens
+                                                         : engine_.cached_prompt_tokens(*id).value_or(0));
+        }
         if (!co_await send(builder.stream_tokens(group))) {
           abort_request();
           co_return false;

@@ -60,26 +60,6 @@ struct Attempt {
 
 }  // namespace
 
-std::string request_body(const ServingRequest& r, const std::string& model, bool ignore_eos) {
-  std::string messages = "[";
-  for (std::size_t i = 0; i < r.messages.size(); ++i) {
-    if (i) messages.push_back(',');
-    JsonObjectWriter m;
-    m.field("role", r.messages[i].role).field("content", r.messages[i].content);
-    messages += std::move(m).finish();
-  }
-  messages.push_back(']');
-  JsonObjectWriter w;
-  if (ignore_eos) w.field("ignore_eos", true);
-  w.field("max_tokens", r.max_output_tokens)
-      .raw_field("messages", messages)
-      .field("model", model)
-      .field("stream", true)
-      .raw_field("stream_options", R"({"include_usage":true})")
-      .field("temperature", 0.0);
-  return std::move(w).finish();
-}
-
 std::vector<double> arrival_offsets(const PointPlan& plan) {
   std::vector<double> out;
   out.reserve(plan.requests.size());
@@ -166,8 +146,8 @@ struct Driver::Impl {
     o.proxy_instance = "sweep:" + target.run_id;
     o.backend = target.url.origin;
     o.method = "POST";
-    o.path = path("/chat/completions");
-    o.operation = "chat";
+    o.path = path(api_path(target.api));
+    o.operation = std::string(api_operation(target.api));
     o.model = target.model;
     o.stream = true;
     o.usage_requested = true;
@@ -177,7 +157,7 @@ struct Driver::Impl {
     o.sweep_point = label;
     ++in_flight;
 
-    const std::string body = request_body(r, target.model, target.ignore_eos);
+    const std::string body = request_body(r, target.model, target.ignore_eos, target.api);
     http::request<http::string_body> req{http::verb::post, o.path, 11};
     req.set(http::field::host, target.url.host_header);
     req.set(http::field::user_agent, "modelperfobs-sweep");
@@ -185,6 +165,10 @@ struct Driver::Impl {
     req.set(http::field::accept, "text/event-stream");
     req.set("X-Fak-Observation-ID", s.observation_id);
     if (!target.api_key.empty()) req.set(http::field::authorization, "Bearer " + target.api_key);
+    if (target.api == Api::kMessages) {  // Anthropic's API names its version and takes its key so
+      req.set("anthropic-version", "2023-06-01");
+      if (!target.api_key.empty()) req.set("x-api-key", target.api_key);
+    }
     req.keep_alive(true);
     req.body() = body;
     req.prepare_payload();

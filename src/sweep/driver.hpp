@@ -1,8 +1,8 @@
 // The load generator (edge: Asio, one thread). Sends a point's requests to an OpenAI-compatible
-// chat/completions endpoint, closed loop (N workers, each sends its next request when the last one
-// ends) or open loop (arrivals on a schedule: Poisson, gamma with burstiness, constant, or the
-// recorded times of a replayed ledger), and measures each one as fak's sample (docs/FAK.md 6.3,
-// with TTFT at the first generated-content event of any kind) and as a ledger line. It measures
+// server in the API it is told to speak (sweep/api.hpp: chat, completions, responses, messages), closed loop (N
+// workers, each sends its next request when the last one ends) or open loop (arrivals on a schedule: Poisson, gamma
+// with burstiness, constant, or the recorded times of a replayed ledger), and measures each one as fak's sample
+// (docs/FAK.md 6.3, with TTFT at the first generated-content event of any kind) and as a ledger line. It measures
 // itself too: when each request was due and when it was sent, and its own CPU time.
 #pragma once
 
@@ -15,6 +15,7 @@
 
 #include "ledger/observation.hpp"
 #include "net/backend_url.hpp"
+#include "sweep/api.hpp"
 #include "sweep/receipt.hpp"
 #include "sweep/sample.hpp"
 #include "sweep/workload.hpp"
@@ -28,6 +29,7 @@ struct Target {
   std::string ca_file;      // extra CAs for https
   double timeout_s = 60;    // per request
   bool ignore_eos = false;  // ask for exactly max_tokens (vLLM/SGLang extension)
+  Api api = Api::kChat;     // the API spoken (--api)
   std::string run_id;       // written as the ledger lines' proxy_instance ("sweep:<id>")
 };
 
@@ -80,8 +82,5 @@ class Driver {
 
 // Arrival offsets in seconds from the start of an open-loop point (pure; seeded).
 std::vector<double> arrival_offsets(const PointPlan& plan);
-
-// The chat/completions body fak sends (keys in sorted order), with ignore_eos when asked.
-std::string request_body(const ServingRequest& r, const std::string& model, bool ignore_eos);
 
 }  // namespace mpo::sweep

@@ -210,6 +210,7 @@ class SweepRun {
       if (o_.arrival == Arrival::kGamma) load["burstiness"] = o_.burstiness;
     }
     load["url"] = o_.target.url.origin + o_.target.url.base_path;
+    load["api"] = std::string(api_name(o_.target.api));
     load["workload_source"] = o_.workload_source;
     load["requests_per_point"] = static_cast<std::int64_t>(o_.requests);
     load["warmup_rule"] = o_.warmup >= 0

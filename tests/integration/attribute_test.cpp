@@ -74,6 +74,20 @@ TEST(Attribute, AProbeOfARepeatedPromptIsolatesAPrefixCacheHit) {
   EXPECT_EQ(second.at("server").as_object().at("engine"), "vllm");
 }
 
+TEST(Attribute, AProbeSpeakingTheResponsesApiIsolatesTheSameHit) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json", kFast);
+  Simulator sim({"--profile", dir + "/p.json"});
+  const auto doc = attribute_json(
+      {"--probe", fmt::format("http://127.0.0.1:{}/v1", sim.port), "--model", "sim-model", "--api", "responses"});
+  ASSERT_EQ(windows(doc).size(), 2u);
+  const auto& second = windows(doc)[1].as_object();
+  EXPECT_EQ(second.at("grade"), "isolated-window");
+  const auto& row = second.at("requests").as_array()[0].as_object();
+  EXPECT_TRUE(contains(row.at("causes"), "prefix-cache-hit"));
+  EXPECT_EQ(doc.at("validity").as_object().at("valid"), true);
+}
+
 TEST(Attribute, SequentialRequestsAreIsolatedOverlappingOnesAreACohort) {
   const std::string dir = make_temp_dir();
   write_file(dir + "/p.json", kFast);

@@ -81,6 +81,20 @@ TEST(CacheStateBench, EngineAdapterProvesTransitionsAgainstTheSimulator) {
   for (const auto& [label, r] : arms_of(dir + "/ext.json")) EXPECT_EQ(r.at("result"), "unsupported") << label;
 }
 
+TEST(CacheStateBench, TheEngineAdapterSpeaksTheMessagesApi) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json", kSmallKv);
+  Simulator sim({"--profile", dir + "/p.json"});
+  const std::string report = dir + "/engine.json";
+  const auto run = run_cli({"cache-state-bench", "--backend", "vllm", "--url",
+                            fmt::format("http://127.0.0.1:{}/v1", sim.port), "--model", "sim-model", "--api",
+                            "messages", "--transitions", "cold_start,warm_admit", "--output", report});
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  auto arms = arms_of(report);
+  EXPECT_EQ(arms["warm_admit"].at("result"), "proved") << json::serialize(arms["warm_admit"]);
+  EXPECT_GT(arms["warm_admit"].at("probes").as_array()[1].as_object().at("reused_tokens").to_number<double>(), 0);
+}
+
 TEST(CacheStateBench, ForeignTrafficExcludesTheArms) {
   const std::string dir = make_temp_dir();
   write_file(

@@ -158,6 +158,38 @@ TEST(Sweep, InsideCapacityThePeakIsMeasuredAndTheGateAcceptsItButNotAnEditedRece
       1);
 }
 
+// The load generator speaks each API; every request is measured like chat: TTFT, exact tokens from
+// the API's own usage, the ledger's operation, and the receipt says which API it spoke.
+TEST(Sweep, EveryApiIsSpokenAndMeasuredWithExactTokens) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json", kProfile);
+  Simulator sim({"--profile", dir + "/p.json"});
+  for (const std::string api : {"completions", "responses", "messages"}) {
+    auto run = sweep(dir, sim.port, {"--concurrencies", "2", "--requests", "6", "--api", api}, api);
+    EXPECT_EQ(run.receipt.at("load").as_object().at("api"), api.c_str());
+    const auto& point = track_point(run.receipt, 2);
+    EXPECT_EQ(point.at("stats").as_object().at("failed").to_number<double>(), 0) << api;
+    for (const auto& sample : point.at("samples").as_array()) {
+      const auto& smp = sample.as_object();
+      EXPECT_EQ(smp.at("status"), "ok") << api;
+      EXPECT_EQ(smp.at("output_tokens_exact").to_number<double>(), 24) << api;
+      EXPECT_EQ(smp.at("output_token_count_basis"), "usage.completion_tokens") << api;
+      EXPECT_GT(smp.at("ttft_ms").to_number<double>(), 0) << api;
+    }
+    const std::string operation = api == "completions" ? "text_completion" : api;
+    int lines = 0;
+    for (const auto& line : read_lines(dir + "/" + api + ".ledger.jsonl")) {
+      const auto o = json::parse(line).as_object();
+      EXPECT_EQ(o.at("operation"), operation.c_str()) << line;
+      EXPECT_EQ(o.at("outcome"), "ok") << line;
+      EXPECT_EQ(o.at("token_source"), "usage") << line;
+      ++lines;
+    }
+    EXPECT_GE(lines, 6) << api;
+    EXPECT_EQ(run_cli({"sweep", "verify", run.path}).exit_code, 0) << api;
+  }
+}
+
 TEST(Sweep, SaturationScenarioShowsQueueingForCapacityAndForeignTraffic) {
   const std::string dir = make_temp_dir();
   write_file(dir + "/p.json",
