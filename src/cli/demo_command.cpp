@@ -25,6 +25,7 @@
 #include "net/client.hpp"
 #include "report/analysis.hpp"
 #include "report/render.hpp"
+#include "sweep/api.hpp"
 
 extern char** environ;
 
@@ -85,11 +86,11 @@ std::uint16_t port_in(const std::string& line) {
   return static_cast<std::uint16_t>(std::stoi(line.substr(colon + 1)));
 }
 
-// One streamed chat request over a fresh connection (net::Client), read to the end. True on a 200.
-bool stream_one(const net::BackendUrl& proxy, const std::string& body) {
+// One streamed request over a fresh connection (net::Client), read to the end. True on a 200.
+bool stream_one(const net::BackendUrl& proxy, std::string_view path, const std::string& body) {
   net::ExchangeOptions req;
   req.method = net::http::verb::post;
-  req.target = "/v1/chat/completions";
+  req.target = fmt::format("/v1{}", path);
   req.body = body;
   req.headers = {{"Content-Type", "application/json"}};
   req.user_agent = "modelperfobs-demo";
@@ -97,6 +98,8 @@ bool stream_one(const net::BackendUrl& proxy, const std::string& body) {
   const auto x = net::exchange_blocking(proxy, {}, std::move(req), 120);
   return !x.failure && x.status == 200;
 }
+
+constexpr sweep::Api kDemoApis[] = {sweep::Api::kChat, sweep::Api::kResponses, sweep::Api::kMessages};
 
 std::string prompt_for(int phase, int worker, int i) {
   std::string p = fmt::format("demo phase {} worker {} request {}:", phase, worker, i);
@@ -149,10 +152,12 @@ int run_demo(const std::string& out_dir) {
     for (int w = 0; w < ph.concurrency; ++w) {
       workers.emplace_back([&, w] {
         for (int i = 0; i < ph.per_worker; ++i) {
-          const std::string body = fmt::format(
-              R"({{"model":"demo-model","stream":true,"stream_options":{{"include_usage":true}},"max_tokens":{},"messages":[{{"role":"user","content":"{}"}}]}})",
-              16 + 8 * ((w + i) % 4), prompt_for(phase_no, w, i));
-          if (stream_one(*proxy_url, body)) ++good;
+          // Today's clients speak three APIs: chat, the Responses API and Anthropic Messages.
+          const sweep::Api api = kDemoApis[static_cast<std::size_t>(w + i + phase_no) % std::size(kDemoApis)];
+          sweep::ServingRequest r;
+          r.messages = {{"user", prompt_for(phase_no, w, i)}};
+          r.max_output_tokens = 16 + 8 * ((w + i) % 4);
+          if (stream_one(*proxy_url, sweep::api_path(api), sweep::request_body(r, "demo-model", false, api))) ++good;
         }
       });
     }
@@ -179,6 +184,7 @@ int run_demo(const std::string& out_dir) {
     return 1;
   }
   rep.groups = report::analyse(rep.table, rep.options);
+  rep.others = report::analyse_others(rep.table, rep.options);
   rep.created_at_us = SystemClock::instance().wall_us();
   rep.tool_version = MPO_VERSION;
   if (!write_output(dir + "/report.html", report::render_html(rep), "demo") ||

@@ -85,6 +85,7 @@ int run(const ReportArgs& a) {
     return 1;
   }
   in.groups = report::analyse(in.table, in.options);
+  in.others = report::analyse_others(in.table, in.options);
   if (in.groups.empty()) {
     std::cerr << "modelperfobs report: no observations inside --since/--until\n";
     return 1;

@@ -334,6 +334,15 @@ GroupStats analyse_group(std::string_view key, const std::vector<const Row*>& rs
   }
   g.busy_share = busy_share(rs, g.window_start_us, g.window_end_us);
   g.ranking = rank(g, rs);
+  std::map<std::uint8_t, std::vector<const Row*>> by_api;
+  for (const auto* r : rs) by_api[r->operation].push_back(r);
+  if (by_api.size() > 1) {
+    for (const auto& [op, api_rows] : by_api) {
+      g.apis.push_back(ApiStats{operation_name(op), api_rows.size(), summary_of(api_rows, &Row::ttft_ms),
+                                summary_of(api_rows, &Row::tpot_ms), summary_of(api_rows, &Row::itl_p95_ms),
+                                summary_of(api_rows, &Row::e2e_ms)});
+    }
+  }
   return g;
 }
 
@@ -341,6 +350,31 @@ GroupStats analyse_group(std::string_view key, const std::vector<const Row*>& rs
 
 // Groups are independent: they are analysed on up to as many threads as the machine has cores,
 // each result in its group's slot, so the output does not depend on scheduling.
+std::vector<OtherStats> analyse_others(const RowTable& table, const Options& opts) {
+  std::vector<OtherStats> out;
+  for (const auto& [operation, all] : table.others()) {
+    std::vector<const Row*> rs;
+    for (const Row* r : all) {
+      if (in_window(*r, opts)) rs.push_back(r);
+    }
+    if (rs.empty()) continue;
+    OtherStats o;
+    o.operation = std::string(operation);
+    o.requests = rs.size();
+    std::size_t errors = 0;
+    for (const Row* r : rs) {
+      ++o.outcomes[std::string(r->outcome)];
+      if (r->outcome != "ok") ++errors;
+      o.prompt_tokens_total += r->prompt_tokens.value_or(0);
+    }
+    o.error_rate = static_cast<double>(errors) / static_cast<double>(rs.size());
+    o.e2e_ms = summary_of(rs, &Row::e2e_ms);
+    o.ttfb_ms = summary_of(rs, &Row::ttfb_ms);
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
 std::vector<GroupStats> analyse(const RowTable& table, const Options& opts) {
   const auto groups = rows_by_group(table, opts);
   std::vector<std::pair<std::string_view, const std::vector<const Row*>*>> work;

@@ -35,6 +35,24 @@ struct Candidate {
   std::vector<std::string> evidence;
 };
 
+// One API's share of a group that mixes several (chat, responses, messages, ...).
+struct ApiStats {
+  std::string operation;
+  std::size_t requests = 0;
+  std::optional<Summary> ttft_ms, tpot_ms, itl_p95_ms, e2e_ms;
+};
+
+// Requests that generate nothing (embeddings, rerank, score, models, ...), by operation: latency,
+// status and prompt tokens; never ranked.
+struct OtherStats {
+  std::string operation;
+  std::size_t requests = 0;
+  std::map<std::string, std::size_t> outcomes;
+  double error_rate = 0;
+  std::optional<Summary> e2e_ms, ttfb_ms;
+  std::int64_t prompt_tokens_total = 0;
+};
+
 struct GroupStats {
   std::string key;
   std::size_t requests = 0;
@@ -53,6 +71,7 @@ struct GroupStats {
   std::optional<TtftFit> fit;
   std::optional<double> tpot_in_flight_slope_ms;  // d(TPOT)/d(in_flight), when in_flight varies
   std::vector<Candidate> ranking;                 // best first
+  std::vector<ApiStats> apis;                     // per API, when the group's requests spoke more than one
 };
 
 struct Options {
@@ -64,6 +83,8 @@ struct Options {
 std::vector<GroupStats> analyse(const RowTable& table, const Options& opts);
 std::vector<GroupStats> analyse(const std::vector<ledger::LedgerRecord>& records, const Options& opts);
 bool in_window(const Row& r, const Options& opts);
+// The non-generating requests inside the window, by operation.
+std::vector<OtherStats> analyse_others(const RowTable& table, const Options& opts);
 // The rows inside the window, by group key, in row order (what analyse() groups).
 std::map<std::string_view, std::vector<const Row*>> rows_by_group(const RowTable& table, const Options& opts);
 

@@ -50,6 +50,37 @@ std::string json_array(const std::vector<std::string>& items, bool quote) {
   return out;
 }
 
+std::string apis_json(const std::vector<ApiStats>& apis) {
+  std::vector<std::string> docs;
+  for (const auto& a : apis) {
+    docs.push_back(std::move(JsonObjectWriter()
+                                 .field("operation", a.operation)
+                                 .field("requests", static_cast<std::uint64_t>(a.requests))
+                                 .raw_field("ttft_ms", summary_json(a.ttft_ms))
+                                 .raw_field("tpot_ms", summary_json(a.tpot_ms))
+                                 .raw_field("itl_p95_ms", summary_json(a.itl_p95_ms))
+                                 .raw_field("e2e_ms", summary_json(a.e2e_ms)))
+                       .finish());
+  }
+  return json_array(docs, false);
+}
+
+std::string others_json(const std::vector<OtherStats>& others) {
+  std::vector<std::string> docs;
+  for (const auto& x : others) {
+    docs.push_back(std::move(JsonObjectWriter()
+                                 .field("operation", x.operation)
+                                 .field("requests", static_cast<std::uint64_t>(x.requests))
+                                 .raw_field("outcomes", json_counts(x.outcomes))
+                                 .field("error_rate", x.error_rate)
+                                 .raw_field("e2e_ms", summary_json(x.e2e_ms))
+                                 .raw_field("ttfb_ms", summary_json(x.ttfb_ms))
+                                 .field("prompt_tokens", x.prompt_tokens_total))
+                       .finish());
+  }
+  return json_array(docs, false);
+}
+
 }  // namespace
 
 std::string render_markdown(const ReportInput& in) {
@@ -98,6 +129,15 @@ std::string render_markdown(const ReportInput& in) {
     row("ITL p95", g.itl_p95_ms);
     row("e2e", g.e2e_ms);
     row("TTFB", g.ttfb_ms);
+    if (!g.apis.empty()) {
+      o += "\nBy API (ms):\n\n| API | requests | TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 | ITL p95 p99 | e2e p99 |\n"
+           "|---|---|---|---|---|---|---|---|\n";
+      for (const auto& a : g.apis) {
+        fmt::format_to(std::back_inserter(o), "| {} | {} | {} | {} | {} | {} | {} | {} |\n", a.operation, a.requests,
+                       ms(a.ttft_ms, &Summary::p50), ms(a.ttft_ms, &Summary::p99), ms(a.tpot_ms, &Summary::p50),
+                       ms(a.tpot_ms, &Summary::p99), ms(a.itl_p95_ms, &Summary::p99), ms(a.e2e_ms, &Summary::p99));
+      }
+    }
     if (g.fit) {
       const auto& f = *g.fit;
       fmt::format_to(std::back_inserter(o), "\nTTFT fit: {:.1f} ms", f.a_ms);
@@ -112,6 +152,18 @@ std::string render_markdown(const ReportInput& in) {
     for (const auto& c : g.ranking) {
       fmt::format_to(std::back_inserter(o), "| {} | {} | {:.2f} | {} |\n", ++rank, c.name, c.score,
                      fmt::join(c.evidence, "; "));
+    }
+  }
+  if (!in.others.empty()) {
+    o += "\n## Other requests (generate nothing; not ranked)\n\n"
+         "| operation | requests | outcomes | e2e p50 ms | e2e p95 ms | e2e p99 ms | prompt tokens |\n"
+         "|---|---|---|---|---|---|---|\n";
+    for (const auto& x : in.others) {
+      std::string outcomes;
+      for (const auto& [k, n] : x.outcomes) outcomes += fmt::format("{}{} {}", outcomes.empty() ? "" : ", ", k, n);
+      fmt::format_to(std::back_inserter(o), "| {} | {} | {} | {} | {} | {} | {} |\n", x.operation, x.requests, outcomes,
+                     ms(x.e2e_ms, &Summary::p50), ms(x.e2e_ms, &Summary::p95), ms(x.e2e_ms, &Summary::p99),
+                     x.prompt_tokens_total);
     }
   }
   if (!in.slos.empty()) {
@@ -178,6 +230,7 @@ std::string render_json(const ReportInput& in) {
       w.null_field("ttft_fit");
     }
     w.raw_field("ranking", json_array(ranking, false));
+    w.raw_field("apis", apis_json(g.apis));
     group_docs.push_back(std::move(w).finish());
   }
   const std::string groups = json_array(group_docs, false);
@@ -216,7 +269,11 @@ std::string render_json(const ReportInput& in) {
                                          .field("torn_last_line", in.read.torn_last_line)
                                          .field("dropped_lines", in.read.dropped_lines))
                                .finish())
-      .raw_field("result", std::move(JsonObjectWriter().raw_field("groups", groups).raw_field("slos", slos)).finish())
+      .raw_field("result", std::move(JsonObjectWriter()
+                                         .raw_field("groups", groups)
+                                         .raw_field("other_requests", others_json(in.others))
+                                         .raw_field("slos", slos))
+                               .finish())
       .raw_field("validity",
                  std::move(JsonObjectWriter().field("valid", valid).raw_field("reasons", reasons)).finish());
   return std::move(doc).finish() + "\n";

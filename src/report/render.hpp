@@ -16,6 +16,7 @@ struct ReportInput {
   RowTable table;                    // what the report keeps of every record (charts plot it)
   Options options;
   std::vector<GroupStats> groups;
+  std::vector<OtherStats> others;  // requests that generate nothing, by operation
   std::vector<SloResult> slos;
   std::int64_t created_at_us = 0;
   std::string tool_version;

@@ -80,6 +80,10 @@ std::string charts_for(const GroupStats& g, const std::vector<const Row*>& rs) {
   return c1.svg() + c2.svg() + c3.svg() + c4.svg();
 }
 
+std::string ms_cell(const std::optional<Summary>& s, double Summary::*q) {
+  return s ? fmt::format("{:.1f}", (*s).*q) : "n/a";
+}
+
 }  // namespace
 
 std::string render_html(const ReportInput& in) {
@@ -107,9 +111,31 @@ figure{display:inline-block;margin:8px}figcaption{font-size:13px;font-weight:600
                        esc(fmt::format("{}", fmt::join(c.evidence, "; "))));
     }
     o += "</table>";
+    if (!g.apis.empty()) {
+      o += "<table><tr><th>API</th><th>requests</th><th>TTFT p50 ms</th><th>TTFT p99 ms</th><th>TPOT p50 ms</th>"
+           "<th>TPOT p99 ms</th><th>e2e p99 ms</th></tr>";
+      for (const auto& a : g.apis) {
+        o += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                         esc(a.operation), a.requests, ms_cell(a.ttft_ms, &Summary::p50),
+                         ms_cell(a.ttft_ms, &Summary::p99), ms_cell(a.tpot_ms, &Summary::p50),
+                         ms_cell(a.tpot_ms, &Summary::p99), ms_cell(a.e2e_ms, &Summary::p99));
+      }
+      o += "</table>";
+    }
     const auto rows = by_group.find(g.key);
     o += charts_for(g, rows == by_group.end() ? std::vector<const Row*>{} : rows->second);
     o += "</section>";
+  }
+  if (!in.others.empty()) {
+    o += "<section class=\"others\"><h2>Other requests</h2><p>They generate nothing (no TTFT, no decode) and are "
+         "not ranked.</p><table><tr><th>operation</th><th>requests</th><th>error rate</th><th>e2e p50 ms</th>"
+         "<th>e2e p99 ms</th><th>prompt tokens</th></tr>";
+    for (const auto& x : in.others) {
+      o += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.3f}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                       esc(x.operation), x.requests, x.error_rate, ms_cell(x.e2e_ms, &Summary::p50),
+                       ms_cell(x.e2e_ms, &Summary::p99), x.prompt_tokens_total);
+    }
+    o += "</table></section>";
   }
   return o + "</body></html>\n";
 }

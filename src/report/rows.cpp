@@ -21,6 +21,22 @@ std::string_view group_key(const ledger::LedgerRecord& r, GroupBy by) {
   return "";
 }
 
+std::uint8_t operation_index(const std::optional<std::string>& operation) {
+  constexpr std::uint8_t kUnknown = std::size(kOperationNames) - 1;
+  if (!operation) return kUnknown;
+  for (std::uint8_t i = 0; i < kUnknown; ++i) {
+    if (*operation == kOperationNames[i]) return i;
+  }
+  return kUnknown - 1;  // an operation of a later version: "other"
+}
+
+bool generating(const Row& r) {
+  const std::string_view op = kOperationNames[r.operation];
+  if (op == "embeddings" || op == "rerank" || op == "score" || op == "models") return false;
+  if (op == "other") return r.ttft_ms.has_value() || r.completion_tokens.value_or(0) > 0;
+  return true;
+}
+
 // Rows go into segments of a fixed capacity: a full segment is never copied to grow.
 template <typename T>
 T* HugePageAllocator<T>::allocate(std::size_t n) {
@@ -66,6 +82,7 @@ void RowTable::add(const ledger::LedgerRecord& r) {
   row.outcome = intern(r.outcome, last_outcome_);
   row.token_source = intern(r.token_source, last_source_);
   row.stream = r.stream;
+  row.operation = operation_index(r.operation);
   row.started_at_us = r.started_at_us;
   row.ended_at_us = r.ended_at_us;
   row.ttft_ms = r.ttft_ms;
@@ -80,6 +97,10 @@ void RowTable::add(const ledger::LedgerRecord& r) {
   Segment& seg = current();
   seg.push_back(row);  // within capacity: no row ever moves
   const Row* added = &seg.back();
+  if (!generating(*added)) {
+    others_[operation_name(added->operation)].push_back(added);
+    return;
+  }
   if (!last_bucket_ || added->group.data() != last_group_key_) {
     last_bucket_ = &groups_[added->group];
     last_group_key_ = added->group.data();
@@ -99,6 +120,11 @@ void RowTable::append(RowTable&& other) {
       mine.insert(mine.end(), rows.begin(), rows.end());
   }
   other.groups_.clear();
+  for (auto& [key, rows] : other.others_) {
+    auto& mine = others_[key];
+    mine.insert(mine.end(), rows.begin(), rows.end());
+  }
+  other.others_.clear();
   last_bucket_ = nullptr;
   for (auto& s : other.storage_) storage_.push_back(std::move(s));
   // Rows of `other` point into its storage (now ours); later add() calls intern into a fresh deque

@@ -54,16 +54,30 @@ class Maybe {
   T v_ = none();
 };
 
+// The ledger's operations the report tells apart; a row keeps an index into this table.
+inline constexpr const char* kOperationNames[] = {
+    "chat",   "text_completion", "responses", "messages", "embeddings",
+    "rerank", "score",           "models",    "other",    "(unknown operation)"};
+std::uint8_t operation_index(const std::optional<std::string>& operation);
+inline const char* operation_name(std::uint8_t i) { return kOperationNames[i]; }
+
 struct Row {
   std::string_view group;         // the key under the table's GroupBy
   std::string_view outcome;       // "ok", "http_error", ...
   std::string_view token_source;  // "usage", "estimated", "none", ...
   bool stream = false;
+  std::uint8_t operation = 0;  // index into kOperationNames
   std::int64_t started_at_us = 0;
   Maybe<std::int64_t> ended_at_us;
   Maybe<double> ttft_ms, tpot_ms, itl_p95_ms, e2e_ms, ttfb_ms;
   Maybe<std::int64_t> prompt_tokens, completion_tokens, cached_prompt_tokens, in_flight_at_start;
 };
+
+// Requests that generate (chat, completions, responses, messages, and any other that produced a
+// token) are what the report's groups analyse and rank. The others (embeddings, rerank, score,
+// models, health checks, ...) have no TTFT and no decode: they get their own statistics and are
+// never ranked.
+bool generating(const Row& r);
 
 // The group a record belongs to under `by` (a view into the record).
 std::string_view group_key(const ledger::LedgerRecord& r, GroupBy by);
@@ -96,8 +110,10 @@ class RowTable {
   void append(RowTable&& other);
   std::size_t size() const;
   GroupBy by() const { return by_; }
-  // Every row's address by group, in the order added (rows never move once added).
+  // Every generating row's address by group, in the order added (rows never move once added).
   const std::map<std::string_view, std::vector<const Row*>>& groups() const { return groups_; }
+  // The non-generating rows, by operation.
+  const std::map<std::string_view, std::vector<const Row*>>& others() const { return others_; }
   // Every row, in the order added.
   template <typename F>
   void for_each(F&& f) const {
@@ -112,7 +128,7 @@ class RowTable {
   std::string_view intern(std::string_view s, std::string_view& last);
   GroupBy by_;
   std::vector<Segment> segments_;
-  std::map<std::string_view, std::vector<const Row*>> groups_;
+  std::map<std::string_view, std::vector<const Row*>> groups_, others_;
   std::vector<const Row*>* last_bucket_ = nullptr;
   const char* last_group_key_ = nullptr;                      // interned: equal keys share one address
   std::string_view last_group_, last_outcome_, last_source_;  // most rows repeat the previous ones

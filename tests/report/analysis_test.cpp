@@ -140,5 +140,56 @@ TEST(Ranking, NoStreamingIsNotEnoughEvidence) {
   EXPECT_EQ(g.ranking.at(0).name, "not_enough_evidence");
 }
 
+TEST(Analyse, AGroupSpeakingSeveralApisGetsStatisticsPerApi) {
+  std::vector<ledger::LedgerRecord> rs;
+  for (int i = 0; i < 6; ++i) {
+    auto r = rec(i * 100, 100, 10.0 + i, 5, 0);
+    r.operation = i < 4 ? "chat" : "messages";
+    if (i >= 4) r.ttft_ms = 50.0 + i;
+    rs.push_back(r);
+  }
+  const auto g = analyse(rs, {}).at(0);
+  EXPECT_EQ(g.requests, 6u);
+  ASSERT_EQ(g.apis.size(), 2u);
+  EXPECT_EQ(g.apis[0].operation, "chat");
+  EXPECT_EQ(g.apis[0].requests, 4u);
+  EXPECT_EQ(g.apis[0].ttft_ms->max, 13.0);
+  EXPECT_EQ(g.apis[1].operation, "messages");
+  EXPECT_EQ(g.apis[1].ttft_ms->p50, 54.5);
+  // One API only: no breakdown (the group's own figures are that API's).
+  rs.resize(4);
+  EXPECT_TRUE(analyse(rs, {}).at(0).apis.empty());
+}
+
+TEST(Analyse, RequestsThatGenerateNothingAreCountedApartAndNeverRanked) {
+  std::vector<ledger::LedgerRecord> rs{rec(0, 100, 10.0, 5, 0), rec(100, 100, 12.0, 5, 0)};
+  auto models = rec(200, 2, std::nullopt, 0, 0);
+  models.operation = "models";
+  models.model.reset();
+  models.prompt_tokens.reset();
+  models.completion_tokens.reset();
+  auto emb = rec(300, 7, std::nullopt, 42, 0);
+  emb.operation = "embeddings";
+  emb.completion_tokens.reset();
+  auto health = rec(400, 1, std::nullopt, 0, 0, "http_error");
+  health.operation = "other";
+  health.completion_tokens.reset();
+  rs.push_back(models);
+  rs.push_back(emb);
+  rs.push_back(health);
+  const auto table = rows_from(rs, GroupBy::kModel);
+  const auto groups = analyse(table, {});
+  ASSERT_EQ(groups.size(), 1u);  // no "(unknown model)" group for GET /v1/models
+  EXPECT_EQ(groups[0].requests, 2u);
+  const auto others = analyse_others(table, {});
+  ASSERT_EQ(others.size(), 3u);
+  EXPECT_EQ(others[0].operation, "embeddings");
+  EXPECT_EQ(others[0].prompt_tokens_total, 42);
+  EXPECT_EQ(others[0].e2e_ms->p50, 7.0);
+  EXPECT_EQ(others[1].operation, "models");
+  EXPECT_EQ(others[2].operation, "other");
+  EXPECT_EQ(others[2].error_rate, 1.0);
+}
+
 }  // namespace
 }  // namespace mpo::report

@@ -15,9 +15,10 @@ ServingRequest request() {
 }
 
 TEST(SweepApi, ChatIsFaksBodyKeysSorted) {
-  EXPECT_EQ(request_body(request(), "m", false),
-            R"({"max_tokens":7,"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Say \"hi\""}],)"
-            R"("model":"m","stream":true,"stream_options":{"include_usage":true},"temperature":0})");
+  EXPECT_EQ(
+      request_body(request(), "m", false),
+      R"({"max_tokens":7,"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Say \"hi\""}],)"
+      R"("model":"m","stream":true,"stream_options":{"include_usage":true},"temperature":0})");
   EXPECT_EQ(request_body(request(), "m", true, Api::kChat).substr(0, 19), R"({"ignore_eos":true,)");
 }
 
