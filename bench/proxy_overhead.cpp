@@ -3,13 +3,15 @@
 // (proxy_buffering off) as the reference proxy. Tokens are paced at 20 ms by the simulator profile,
 // so latency added by a proxy shows up directly.
 //
-//   proxy_overhead [--quick] [--latency-only] [--rounds N]
+//   proxy_overhead [--quick] [--latency-only] [--rounds N] [--apis]
 //
 // Prints: added TTFT at concurrency 1 (p50/p99 of paired differences; a new client connection per
 // request, then one keep-alive connection per target), added inter-token gap, streamed chunks/s and
 // requests/s at 64 and 1,000 connections with each target's CPU per request, RSS per in-flight
 // stream at 1,000 and 8,000 streams, and the proxy's TTFT offset against the simulator's truth at
-// 1/100/1000/8000 streams. --latency-only stops after the concurrency-1 tables.
+// 1/100/1000/8000 streams. --latency-only stops after the concurrency-1 tables. --apis instead
+// compares chat, the Responses API and Anthropic Messages through the proxy (added TTFT at
+// concurrency 1, chunks/s at 1,000 streams and the proxy's CPU per chunk, each against direct).
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
@@ -43,6 +45,25 @@ std::string body(int max_tokens, const std::string& text = "bench") {
 
 double q(std::vector<double> v, double p) { return v.empty() ? 0 : *quantile_cont(std::move(v), p); }
 
+struct ApiWorkload {
+  const char* name;
+  const char* path;
+  std::string (*body)(int max_tokens);
+};
+const ApiWorkload kApiWorkloads[] = {
+    {"chat", "/v1/chat/completions", [](int n) { return body(n); }},
+    {"responses", "/v1/responses",
+     [](int n) {
+       return fmt::format(R"({{"input":"bench","max_output_tokens":{},"ignore_eos":true,"stream":true}})", n);
+     }},
+    {"messages", "/v1/messages",
+     [](int n) {
+       return fmt::format(
+           R"({{"messages":[{{"role":"user","content":"bench"}}],"max_tokens":{},"ignore_eos":true,"stream":true}})",
+           n);
+     }},
+};
+
 struct Target {
   std::string name;
   std::uint16_t port;
@@ -52,17 +73,19 @@ struct Target {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, latency_only = false;
+  bool quick = false, latency_only = false, apis_only = false;
   int rounds_flag = 0;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
     } else if (std::strcmp(argv[i], "--latency-only") == 0) {
       latency_only = true;
+    } else if (std::strcmp(argv[i], "--apis") == 0) {
+      apis_only = true;
     } else if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
       rounds_flag = std::atoi(argv[++i]);
     } else {
-      fmt::print(stderr, "usage: proxy_overhead [--quick] [--latency-only] [--rounds N]\n");
+      fmt::print(stderr, "usage: proxy_overhead [--quick] [--latency-only] [--rounds N] [--apis]\n");
       return 2;
     }
   }
@@ -115,6 +138,34 @@ http {{
   fmt::print(
       "proxy_overhead: simulate paced at 20 ms/token; direct vs byte relay (the floor) vs modelperfobs proxy "
       "vs nginx (proxy_buffering off)\n\n");
+
+  if (apis_only) {
+    // Each API through the proxy against the same API direct: what its parsing costs.
+    const int rounds = rounds_flag > 0 ? rounds_flag : quick ? 20 : 100;
+    fmt::print(
+        "each API through the proxy vs direct: added TTFT at concurrency 1 ({} rounds, new connection each),\n"
+        "chunks/s at 1,000 streams of 50 tokens, the proxy's CPU per chunk\n",
+        rounds);
+    fmt::print("  {:<10} {:>14} {:>14} {:>14} {:>14} {:>10} {:>16}\n", "api", "TTFT+ p50 us", "TTFT+ p99 us",
+               "direct chk/s", "proxy chk/s", "ratio", "proxy CPU us/chk");
+    for (const auto& api : kApiWorkloads) {
+      std::vector<double> added;
+      for (int i = 0; i < rounds; ++i) {
+        const auto d = drive_streams(sim.port, 1, api.body(8), {}, "", 300, api.path).streams[0];
+        const auto p = drive_streams(proxy.port, 1, api.body(8), {}, "", 300, api.path).streams[0];
+        added.push_back(static_cast<double>((p.first_content_us - p.sent_us) - (d.first_content_us - d.sent_us)));
+      }
+      const auto direct = drive_streams(sim.port, 1000, api.body(50), {}, "", 300, api.path);
+      const double cpu0 = bench::cpu_seconds_of(proxy.process.pid());
+      const auto proxied = drive_streams(proxy.port, 1000, api.body(50), {}, "", 300, api.path);
+      const double cpu_us = (bench::cpu_seconds_of(proxy.process.pid()) - cpu0) * 1e6;
+      const double dc = static_cast<double>(direct.events) / direct.wall_s;
+      const double pc = static_cast<double>(proxied.events) / proxied.wall_s;
+      fmt::print("  {:<10} {:>14.0f} {:>14.0f} {:>14.0f} {:>14.0f} {:>10.2f} {:>16.2f}\n", api.name, q(added, 0.5),
+                 q(added, 0.99), dc, pc, pc / dc, cpu_us / static_cast<double>(std::max(1L, proxied.events)));
+    }
+    return 0;
+  }
 
   // 1. Concurrency 1: TTFT and inter-token gaps, requests interleaved across targets; once with a
   // new connection per request, once over one keep-alive connection per target (as SDK clients do).

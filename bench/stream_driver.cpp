@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -25,12 +26,32 @@ std::int64_t now_us() {
 
 namespace {
 
-std::string request_text(const std::string& body, const std::string& observation_id, bool keep_alive) {
+std::string request_text(const std::string& path, const std::string& body, const std::string& observation_id,
+                         bool keep_alive) {
   const std::string id = observation_id.empty() ? "" : fmt::format("X-Fak-Observation-ID: {}\r\n", observation_id);
   return fmt::format(
-      "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "POST {} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
       "{}Content-Length: {}\r\nConnection: {}\r\n\r\n{}",
-      id, body.size(), keep_alive ? "keep-alive" : "close", body);
+      path, id, body.size(), keep_alive ? "keep-alive" : "close", body);
+}
+
+// The text of a content event and of a stream's last event, in chat, the Responses API and
+// Anthropic Messages (the simulator's shapes; a benchmark's reader, not the product's).
+bool has_content(const std::string& held, std::size_t at, std::size_t end) {
+  for (const char* marker :
+       {"\"delta\":{\"content\":", "\"type\":\"response.output_text.delta\"",
+        "\"type\":\"response.reasoning_text.delta\"", "\"type\":\"text_delta\"", "\"type\":\"thinking_delta\""}) {
+    if (held.find(marker, at) < end) return true;
+  }
+  return false;
+}
+bool is_last_event(const std::string& held, std::size_t at, std::size_t end) {
+  if (held.compare(at, 12, "data: [DONE]") == 0) return true;
+  for (const char* marker : {"data: {\"type\":\"response.completed\"", "data: {\"type\":\"response.incomplete\"",
+                             "data: {\"type\":\"message_stop\"}"}) {
+    if (held.compare(at, std::strlen(marker), marker) == 0 && at + std::strlen(marker) <= end) return true;
+  }
+  return false;
 }
 
 int connect_loopback(std::uint16_t port) {
@@ -94,10 +115,10 @@ struct ResponseReader {
       const auto at = held.find("data: ", done_upto);
       if (at == std::string::npos || at > e) continue;
       ++r.events;
-      if (held.compare(at, 12, "data: [DONE]") == 0) {
+      if (is_last_event(held, at, e)) {
         rec.done = true;
         ++r.completed;
-      } else if (held.find("\"delta\":{\"content\":", at) < e) {
+      } else if (has_content(held, at, e)) {
         if (rec.first_content_us < 0) {
           rec.first_content_us = t;
           first = true;
@@ -113,7 +134,8 @@ struct ResponseReader {
 }  // namespace
 
 DriveResult drive_streams(std::uint16_t port, int n, const std::string& body,
-                          const std::function<void()>& on_all_started, const std::string& id_prefix, int timeout_s) {
+                          const std::function<void()>& on_all_started, const std::string& id_prefix, int timeout_s,
+                          const std::string& path) {
   DriveResult r;
   r.streams.resize(static_cast<std::size_t>(n));
   // epoll, not poll: with 8,000 streams a poll(2) loop spends its time scanning idle sockets and
@@ -125,7 +147,7 @@ DriveResult drive_streams(std::uint16_t port, int n, const std::string& body,
   const auto start = now_us();
   for (int i = 0; i < n; ++i) {
     const int fd = connect_loopback(port);
-    const std::string req = request_text(body, id_prefix.empty() ? "" : fmt::format("{}{}", id_prefix, i), false);
+    const std::string req = request_text(path, body, id_prefix.empty() ? "" : fmt::format("{}{}", id_prefix, i), false);
     r.streams[static_cast<std::size_t>(i)].sent_us = now_us();
     if (send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size()))
       throw std::runtime_error("send failed");
@@ -176,7 +198,7 @@ KeepAliveClient::~KeepAliveClient() {
 }
 
 StreamRecord KeepAliveClient::stream(const std::string& body, const std::string& observation_id) {
-  const std::string req = request_text(body, observation_id, true);
+  const std::string req = request_text("/v1/chat/completions", body, observation_id, true);
   DriveResult r;
   r.streams.resize(1);
   StreamRecord& rec = r.streams[0];

@@ -11,9 +11,9 @@ namespace mpo::bench {
 
 struct StreamRecord {
   std::int64_t sent_us = 0;
-  std::int64_t first_content_us = -1;    // first event carrying "delta":{"content":
+  std::int64_t first_content_us = -1;    // first text event (chat, Responses or Messages)
   std::vector<std::int64_t> content_us;  // every content event's arrival
-  bool done = false;                     // saw data: [DONE]
+  bool done = false;                     // saw data: [DONE] (or response.completed, message_stop)
   std::string observation_id;            // from the X-Fak-Observation-ID response header, if any
 };
 
@@ -27,10 +27,10 @@ struct DriveResult {
 std::int64_t now_us();
 
 // `on_all_started` runs once, when every stream has received its first content event.
-// `id_prefix` non-empty: stream i sends X-Fak-Observation-ID: <id_prefix><i>.
+// `id_prefix` non-empty: stream i sends X-Fak-Observation-ID: <id_prefix><i>. `path`: the API.
 DriveResult drive_streams(std::uint16_t port, int n, const std::string& json_body,
                           const std::function<void()>& on_all_started = {}, const std::string& id_prefix = "",
-                          int timeout_s = 300);
+                          int timeout_s = 300, const std::string& path = "/v1/chat/completions");
 
 // One persistent (keep-alive) connection, as an SDK client keeps: streams one request at a time.
 class KeepAliveClient {

@@ -20,7 +20,7 @@ struct Observation {
   std::string backend;
   std::string method;
   std::string path;
-  std::string operation;  // chat, text_completion, embeddings, responses, models, other
+  std::string operation;  // chat, text_completion, responses, messages, embeddings, rerank, score, models, other
   std::optional<std::string> model, response_model, response_id, upstream_request_id;
   bool stream = false;
   bool usage_requested = false;

@@ -75,7 +75,7 @@ void record_response(Sample& s, ledger::Observation& o, const openai::StreamTap&
     o.outcome = "stream_truncated";
     o.error_type = o.outcome;
     o.error_message = s.error;
-  } else if (r.sse && (tap.malformed() || (!tap.saw_done() && tap.partial_event()))) {
+  } else if (r.sse && (tap.malformed() || (!tap.saw_terminal() && tap.partial_event()))) {
     s.ok = true;  // fak counts what it could read; the ledger says the stream was malformed
     o.outcome = "malformed_stream";
   } else {
