@@ -393,9 +393,43 @@ const Fact* find_fact(const std::vector<Fact>& facts, std::string_view id) {
   return nullptr;
 }
 
-std::vector<Fact> derive_facts(const EngineSignals& s, std::optional<double> seconds) {
+namespace {
+
+// Values no engine can have: a non-finite scalar, a negative counter, a histogram whose sum or count
+// is not finite or whose count is negative. They are defects of the page: taken out of `s` before
+// any fact is derived (so none states them), and listed.
+std::vector<std::string> remove_defects(EngineSignals& s) {
+  std::vector<std::string> defects;
+  for (std::size_t i = 0; i < kSignalCount; ++i) {
+    const auto sig = static_cast<Signal>(i);
+    if (auto& v = s.scalars[i]) {
+      const bool counter = signal_kind(sig) == SignalKind::kCounter;
+      if (!std::isfinite(v->value) || (counter && v->value < 0)) {
+        defects.push_back(fmt::format("{} = {}", v->source, v->value));
+        v.reset();
+      }
+    }
+    if (auto& h = s.histograms[i]) {
+      const auto& m = h->merged;
+      const bool bad_sum = m.sum && !std::isfinite(*m.sum);
+      const bool bad_count = m.count && (!std::isfinite(*m.count) || *m.count < 0);
+      if (bad_sum || bad_count) {
+        defects.push_back(
+            fmt::format("{} has a sum of {} and a count of {}", h->source, m.sum.value_or(0), m.count.value_or(0)));
+        h.reset();
+      }
+    }
+  }
+  return defects;
+}
+
+}  // namespace
+
+std::vector<Fact> derive_facts(const EngineSignals& page, std::optional<double> seconds) {
   std::vector<Fact> out;
-  if (s.engine == Engine::kUnknown) return out;
+  if (page.engine == Engine::kUnknown) return out;
+  EngineSignals s = page;
+  const std::vector<std::string> defects = remove_defects(s);
   out.push_back(queueing_reason(s));
   out.push_back(load(s));
   out.push_back(kv_pool(s));
@@ -430,6 +464,15 @@ std::vector<Fact> derive_facts(const EngineSignals& s, std::optional<double> sec
   out.push_back(latency(s, S::kQueueTime, "Queue time"));
   out.push_back(latency(s, S::kPrefillTime, "Prefill time"));
   out.push_back(latency(s, S::kDecodeTime, "Decode time"));
+  if (!defects.empty()) {
+    Fact f = unavailable("page_defects",
+                         fmt::format("values no engine can have (not used by any fact): {}", fmt::join(defects, "; ")));
+    f.statement = fmt::format(
+        "The page states {} value(s) no engine can have (NaN, infinite, or a negative "
+        "counter); they are left out of every fact: {}.",
+        defects.size(), fmt::join(defects, "; "));
+    out.push_back(std::move(f));
+  }
   return out;
 }
 

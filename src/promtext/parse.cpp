@@ -236,12 +236,16 @@ class Parser {
         if (c == '\\') {
           if (i + 1 >= line_.size()) return fail(i, "a backslash ends the line inside a label value");
           const char n = line_[i + 1];
-          if (n == '\\' || n == '"')
+          // \\, \" and \n are escapes; a backslash before any other character is kept as written, as
+          // the OpenMetrics 1.0 grammar allows and Prometheus's parser does.
+          if (n == '\\' || n == '"') {
             value += n;
-          else if (n == 'n')
+          } else if (n == 'n') {
             value += '\n';
-          else
-            return fail(i, fmt::format("invalid escape '\\{}' in a label value (\\\\, \\\", \\n are valid)", n));
+          } else {
+            value += '\\';
+            value += n;
+          }
           i += 2;
           continue;
         }
@@ -279,6 +283,9 @@ class Parser {
     s.name = std::string(line_.substr(i, ne - i));
     s.line = line_no_;
     i = ne;
+    // Text format 0.0.4 allows blanks between the name and its label set (promtool and Prometheus
+    // accept `m {a="b"} 1`).
+    if (const std::size_t brace = skip_space(i); brace < line_.size() && line_[brace] == '{') i = brace;
     if (i < line_.size() && line_[i] == '{') {
       auto r = parse_labels(i, s.labels);
       if (!r) return r.error();

@@ -13,10 +13,13 @@ bool starts_with_any(const Exposition& e, std::string_view prefix) {
 }
 
 // The family named `name` in this exposition, after the ray_vllm: rewrite; in OpenMetrics a
-// counter's family has no _total, so that is tried too.
+// counter's family has no _total and an info family no _info (`# TYPE vllm:cache_config info`), so
+// those spellings are tried too.
 const MetricFamily* find_family(const Exposition& e, const std::string& name) {
   if (const MetricFamily* f = e.family(name)) return f;
-  if (name.ends_with("_total")) return e.family(std::string_view(name).substr(0, name.size() - 6));
+  for (std::string_view suffix : {"_total", "_info"}) {
+    if (name.ends_with(suffix)) return e.family(std::string_view(name).substr(0, name.size() - suffix.size()));
+  }
   return nullptr;
 }
 
@@ -102,10 +105,27 @@ EngineSignals extract_signals(const Exposition& e) {
       out.histograms[idx] = HistogramSignal{std::move(*merged), name, static_cast<int>(picked.size())};
       continue;
     }
+    // One value per series: a series whose point is repeated (`m 1 100`, `m 2 200`) counts with its
+    // last point, never the sum of its points.
+    std::vector<std::pair<const Labels*, double>> series;
+    bool repeated = false;
+    for (const Sample& smp : f->samples) {
+      if (smp.name != name || !matches(smp.labels, c)) continue;
+      auto same = std::find_if(series.begin(), series.end(), [&](const auto& p) { return *p.first == smp.labels; });
+      if (same != series.end()) {
+        same->second = smp.value;
+        repeated = true;
+      } else {
+        series.emplace_back(&smp.labels, smp.value);
+      }
+    }
+    if (repeated) {
+      out.notes.push_back(fmt::format("{}: a series has more than one point on the page; its last point is used",
+                                      source_text(name, c)));
+    }
     ScalarSignal v{0, source_text(name, c), 0};
-    for (const Sample& s : f->samples) {
-      if (s.name != name || !matches(s.labels, c)) continue;
-      v.value = v.series == 0 ? s.value : signal_takes_max(c.signal) ? std::max(v.value, s.value) : v.value + s.value;
+    for (const auto& [labels, value] : series) {
+      v.value = v.series == 0 ? value : signal_takes_max(c.signal) ? std::max(v.value, value) : v.value + value;
       ++v.series;
     }
     if (v.series > 0) out.scalars[idx] = std::move(v);

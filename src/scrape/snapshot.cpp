@@ -14,17 +14,31 @@ namespace {
 using promtext::Signal;
 using promtext::SignalKind;
 
+// A number of a snapshot line: JSON has no NaN or Inf, so those are the strings "NaN", "+Inf" and
+// "-Inf" (as OpenMetrics writes them), which the reader takes back.
+void append_value(std::string& out, double v) {
+  if (std::isnan(v)) {
+    out += "\"NaN\"";
+  } else if (std::isinf(v)) {
+    out += v > 0 ? "\"+Inf\"" : "\"-Inf\"";
+  } else {
+    append_json_number(out, v);
+  }
+}
+std::string value_json(double v) {
+  std::string out;
+  append_value(out, v);
+  return out;
+}
+
 std::string buckets_json(const promtext::HistogramSeries& h) {
   std::string out = "[";
   for (std::size_t i = 0; i < h.buckets.size(); ++i) {
     if (i) out += ',';
     out += '[';
-    if (std::isinf(h.buckets[i].upper))
-      out += "\"+Inf\"";
-    else
-      append_json_number(out, h.buckets[i].upper);
+    append_value(out, h.buckets[i].upper);
     out += ',';
-    append_json_number(out, h.buckets[i].cumulative);
+    append_value(out, h.buckets[i].cumulative);
     out += ']';
   }
   return out + "]";
@@ -36,13 +50,13 @@ std::string signals_json(const promtext::EngineSignals& s) {
     const auto sig = static_cast<Signal>(i);
     if (const promtext::ScalarSignal* v = s.scalar(sig)) {
       JsonObjectWriter o;
-      o.field("value", v->value).field("source", v->source).field("series", v->series);
+      o.raw_field("value", value_json(v->value)).field("source", v->source).field("series", v->series);
       w.raw_field(promtext::signal_name(sig), std::move(o).finish());
     } else if (const promtext::HistogramSignal* h = s.histogram(sig)) {
       JsonObjectWriter o;
       o.field("source", h->source).field("series", h->series);
-      if (h->merged.count) o.field("count", *h->merged.count);
-      if (h->merged.sum) o.field("sum", *h->merged.sum);
+      if (h->merged.count) o.raw_field("count", value_json(*h->merged.count));
+      if (h->merged.sum) o.raw_field("sum", value_json(*h->merged.sum));
       o.raw_field("buckets", buckets_json(h->merged));
       if (!h->merged.valid()) o.field("invalid", h->merged.problems.front().message);
       w.raw_field(promtext::signal_name(sig), std::move(o).finish());

@@ -18,8 +18,28 @@ using simdjson::dom::object;
 
 Error bad(std::string m) { return make_error("scrape.line", std::move(m)); }
 
-std::optional<double> number(element e) { return sj::number_of(e); }
-std::optional<double> number(object o, std::string_view key) { return sj::number_field(o, key); }
+// A JSON number, or one of the strings a snapshot line writes for a non-finite value ("NaN",
+// "+Inf", "-Inf"): a page's NaN or Inf survives the round trip (FORMATS.md).
+std::optional<double> number(element e) {
+  if (auto v = sj::number_of(e)) return v;
+  const auto s = sj::string_of(e);
+  if (s == "NaN") return std::numeric_limits<double>::quiet_NaN();
+  if (s == "+Inf") return std::numeric_limits<double>::infinity();
+  if (s == "-Inf") return -std::numeric_limits<double>::infinity();
+  return std::nullopt;
+}
+std::optional<double> number(object o, std::string_view key) {
+  auto v = sj::field(o, key);
+  return v ? number(*v) : std::nullopt;
+}
+// A count read from a file, before it is converted: finite, integral, in [lo, hi]; else nullopt
+// (a negative `seq` converted to an unsigned integer was undefined behaviour, found by fuzzing).
+template <typename T>
+std::optional<T> whole(std::optional<double> v, double lo, double hi) {
+  if (!v || !std::isfinite(*v) || *v < lo || *v > hi || *v != std::floor(*v)) return std::nullopt;
+  return static_cast<T>(*v);
+}
+constexpr double kMaxExact = 9007199254740992.0;  // 2^53
 std::optional<std::string_view> text(object o, std::string_view key) { return sj::string_field(o, key); }
 
 // The strings of an array field (other elements skipped); empty when absent.
@@ -70,8 +90,8 @@ Status read_signal(promtext::EngineSignals& out, std::string_view name, element 
   object o;
   if (!sig || e.get(o)) return bad(fmt::format("signals.{} is not a known signal object", name));
   const auto source = text(o, "source");
-  const auto series = number(o, "series");
-  if (!source || !series) return bad(fmt::format("signals.{} needs source and series", name));
+  const auto series = whole<int>(number(o, "series"), 0, std::numeric_limits<int>::max());
+  if (!source || !series) return bad(fmt::format("signals.{} needs source and series (a count)", name));
   const auto i = static_cast<std::size_t>(*sig);
   if (promtext::signal_kind(*sig) == promtext::SignalKind::kHistogram) {
     promtext::HistogramSignal h;
@@ -112,26 +132,30 @@ Result<Snapshot> parse_line(std::string_view line, simdjson::dom::parser& parser
     return bad("not a modelperfobs.scrape.v1 line");
   }
   Snapshot s;
-  const auto seq = number(o, "seq");
+  const auto seq = whole<std::uint64_t>(number(o, "seq"), 0, kMaxExact);
   const auto source = text(o, "source");
   const auto status = text(o, "status");
   const auto scheduled = time_field(o, "scheduled_at");
   const auto started = time_field(o, "scrape_started_at");
   const auto ended = time_field(o, "scrape_ended_at");
   if (!seq || !source || !status || !scheduled || !started || !ended) {
-    return bad("needs seq, source, status, scheduled_at, scrape_started_at and scrape_ended_at");
+    return bad("needs seq (a count), source, status, scheduled_at, scrape_started_at and scrape_ended_at");
   }
   const auto st = status_of(*status);
   if (!st) return bad(fmt::format("unknown status '{}'", *status));
-  s.seq = static_cast<std::uint64_t>(*seq);
+  s.seq = *seq;
   s.source = std::string(*source);
   s.status = *st;
   s.scheduled_at_us = *scheduled;
   s.started_at_us = *started;
   s.ended_at_us = *ended;
-  if (auto h = number(o, "http_status")) s.http_status = static_cast<int>(*h);
+  if (sj::field(o, "http_status") && !sj::field(o, "http_status")->is_null()) {
+    const auto h = whole<int>(number(o, "http_status"), 0, 999);
+    if (!h) return bad("http_status must be a status code");
+    s.http_status = *h;
+  }
   if (auto e = text(o, "error")) s.error = std::string(*e);
-  s.bytes = static_cast<std::uint64_t>(number(o, "bytes").value_or(0));
+  s.bytes = whole<std::uint64_t>(number(o, "bytes"), 0, kMaxExact).value_or(0);
   if (auto f = text(o, "format")) {
     s.format = *f == "openmetrics-1.0" ? promtext::Format::kOpenMetrics : promtext::Format::kText004;
   }
@@ -162,8 +186,8 @@ Result<Snapshot> parse_line(std::string_view line, simdjson::dom::parser& parser
     for (element p : problems) {
       object po;
       if (p.get(po)) continue;
-      s.problems.push_back({static_cast<std::uint32_t>(number(po, "line").value_or(0)),
-                            static_cast<std::uint32_t>(number(po, "column").value_or(0)),
+      s.problems.push_back({whole<std::uint32_t>(number(po, "line"), 0, 4294967295.0).value_or(0),
+                            whole<std::uint32_t>(number(po, "column"), 0, 4294967295.0).value_or(0),
                             std::string(text(po, "family").value_or("")),
                             std::string(text(po, "message").value_or(""))});
     }

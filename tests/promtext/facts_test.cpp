@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "promtext/delta.hpp"
@@ -60,6 +61,66 @@ TEST(Catalog, RayVllmPrefixIsTheSameCatalog) {
   EXPECT_EQ(*s.value(Signal::kKvUsage), 0.9);  // the fullest pool
   EXPECT_EQ(s.scalar(Signal::kKvUsage)->source, "ray_vllm:gpu_cache_usage_perc");
   EXPECT_EQ(s.models, std::vector<std::string>{"m"});
+}
+
+// Issue 20, invented edge cases: one series with two points is not two series.
+TEST(Catalog, SyntheticARepeatedPointOfOneSeriesIsItsLastNeverTheSum) {
+  auto e = parse_exposition(
+      "# TYPE vllm:prompt_tokens counter\n"
+      "vllm:prompt_tokens_total{model_name=\"m\"} 10 100\n"
+      "vllm:prompt_tokens_total{model_name=\"m\"} 20 200\n"
+      "# TYPE vllm:num_requests_waiting gauge\n"
+      "vllm:num_requests_waiting{engine=\"0\"} 1 100\n"
+      "vllm:num_requests_waiting{engine=\"0\"} 2 200\n"
+      "vllm:num_requests_waiting{engine=\"1\"} 5\n");
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  const EngineSignals s = extract_signals(*e);
+  EXPECT_EQ(*s.value(Signal::kPromptTokens), 20.0);
+  EXPECT_EQ(*s.value(Signal::kWaiting), 7.0);  // engine 0's last point + engine 1
+  EXPECT_EQ(s.scalar(Signal::kWaiting)->series, 2);
+  const bool noted = std::any_of(s.notes.begin(), s.notes.end(), [](const std::string& n) {
+    return n.find("last point is used") != std::string::npos;
+  });
+  EXPECT_TRUE(noted);
+}
+
+// OpenMetrics spells an info family without its _info suffix (`# TYPE vllm:cache_config info`).
+TEST(Catalog, SyntheticAnOpenMetricsInfoFamilyIsFoundByEitherSpelling) {
+  auto e = parse_exposition(
+      "# TYPE vllm:num_requests_running gauge\n"
+      "vllm:num_requests_running 1\n"
+      "# TYPE vllm:cache_config info\n"
+      "vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"1000\",enable_prefix_caching=\"True\"} 1\n"
+      "# EOF\n");
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  const EngineSignals s = extract_signals(*e);
+  ASSERT_FALSE(s.cache_config.empty());
+  EXPECT_EQ(*find_label(s.cache_config, "num_gpu_blocks"), "1000");
+}
+
+// Issue 20, invented page: "nan prompt_tokens" was printed as a stated fact.
+TEST(Facts, SyntheticNonFiniteOrNegativeCountersAreDefectsNeverStated) {
+  auto e = parse_exposition(
+      "# TYPE vllm:prompt_tokens counter\nvllm:prompt_tokens_total NaN\n"
+      "# TYPE vllm:generation_tokens counter\nvllm:generation_tokens_total -5\n"
+      "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running +Inf\n"
+      "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting 2\n");
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  const auto facts = derive_facts(extract_signals(*e), std::nullopt);
+  for (const Fact& f : facts) {
+    if (f.id == "page_defects") continue;
+    for (const FactValue& v : f.values) EXPECT_TRUE(std::isfinite(v.value) && v.value >= 0) << f.id << " " << v.name;
+    EXPECT_EQ(f.statement.find("nan"), std::string::npos) << f.statement;
+    EXPECT_EQ(f.statement.find("-5"), std::string::npos) << f.statement;
+    EXPECT_EQ(f.statement.find("inf"), std::string::npos) << f.statement;
+  }
+  const Fact& defects = fact(facts, "page_defects");
+  EXPECT_NE(defects.statement.find("vllm:prompt_tokens_total = nan"), std::string::npos) << defects.statement;
+  EXPECT_NE(defects.statement.find("vllm:generation_tokens_total = -5"), std::string::npos);
+  EXPECT_NE(defects.statement.find("vllm:num_requests_running = inf"), std::string::npos);
+  EXPECT_EQ(fact(facts, "tokens").status, FactStatus::kUnavailable);
+  // The sound values still speak.
+  EXPECT_EQ(fact(facts, "queueing_reason").values.at(0).value, 2);
 }
 
 TEST(Facts, Vllm0290KvPoolFlopsPrefillAndCache) {

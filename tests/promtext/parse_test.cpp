@@ -214,7 +214,6 @@ TEST(Parse, SyntaxErrorsNameLineAndColumn) {
       {"# TYPE a flow\n", "line 1, column 10:"},
       {"a 1 2 3\n", "line 1, column 7:"},
       {"a\n", "line 1, column 2:"},
-      {"a{b=\"\\q\"} 1\n", "line 1, column 6:"},
       {"9a 1\n", "line 1, column 1:"},
       {"a 1\n# TYPE a gauge\n", "line 2, column 1:"},
   };
@@ -224,6 +223,20 @@ TEST(Parse, SyntaxErrorsNameLineAndColumn) {
     EXPECT_EQ(e.error().code, "promtext.syntax");
     EXPECT_EQ(e.error().message.rfind(c.starts, 0), 0u) << c.text << " -> " << e.error().message;
   }
+}
+
+// Issue 20: pages Prometheus and promtool accept were rejected whole. Invented edge cases.
+TEST(Parse, SyntheticABackslashBeforeAnOrdinaryCharacterIsKeptAndBlanksBeforeTheLabelSet) {
+  auto e = parse_exposition("a_total{foo=\"b\\z\"} 1\nm {a=\"b\"} 2\nn\t{a=\"c\"} 3\n");
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_EQ(*find_label(e->family("a_total")->samples[0].labels, "foo"), "b\\z");
+  ASSERT_NE(e->family("m"), nullptr);
+  EXPECT_EQ(*find_label(e->family("m")->samples[0].labels, "a"), "b");
+  EXPECT_EQ(e->family("m")->samples[0].value, 2);
+  EXPECT_EQ(e->family("n")->samples[0].value, 3);
+  auto again = parse_exposition(write_exposition(*e));  // written back as \\z, read as \z again
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_TRUE(same_content(*e, *again));
 }
 
 TEST(Parse, FamiliesInAnyOrderAndSplitFamiliesAreJoined) {

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <cmath>
+#include <limits>
 
 #include "scrape/facts_report.hpp"
 #include "support/fixtures.hpp"
@@ -132,6 +134,7 @@ TEST(SnapshotReader, EveryCaptureRoundTrips) {
                         "vllm/vllm-v0-plus-v1-appended_datadog-composite_opt-125m.prom",
                         "sglang/sglang_docs-example_llama-3.1-8b_multiproc-order.prom",
                         "llamacpp/llamacpp_server-cuda_2026-05_lfm2.5-8b_rtx4080.prom",
+                        "llamacpp/llamacpp_b10309_cpu_tiny-random_after-load.prom",
                         "tgi/tgi_datadog-fixture_payload.prom", "dcgm/dcgm-exporter_datadog-fixture_t4-mixed.prom"}) {
     const std::string line = snapshot_json_line(snapshot(3, test::read_fixture(f), 1'767'225'600'000'000));
     auto back = parse_snapshot_line(line);
@@ -147,6 +150,42 @@ TEST(SnapshotReader, EveryCaptureRoundTrips) {
   auto back = parse_snapshot_line(line);
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(snapshot_json_line(*back), line);
+}
+
+// Issue 20: a NaN or Inf sample was written as null, and the reader then dropped the whole line.
+// Every value, non-finite ones included, comes back as it was. (Invented page: the real llama.cpp
+// page's `prompt_tokens_seconds inf` is not a catalog signal; it is in EveryCaptureRoundTrips.)
+TEST(SnapshotReader, SyntheticNonFiniteValuesRoundTrip) {
+  const std::string page =
+      "# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc NaN\n"
+      "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting +Inf\n"
+      "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running -Inf\n"
+      "# TYPE vllm:time_to_first_token_seconds histogram\n"
+      "vllm:time_to_first_token_seconds_bucket{le=\"1\"} 1\nvllm:time_to_first_token_seconds_bucket{le=\"+Inf\"} 1\n"
+      "vllm:time_to_first_token_seconds_sum NaN\nvllm:time_to_first_token_seconds_count 1\n";
+  const Snapshot s = snapshot(5, page, 1'000'000);
+  const std::string line = snapshot_json_line(s);
+  EXPECT_EQ(line.find("null"), std::string::npos) << line;
+  const SnapshotsRead read = read_snapshots(line + "\n");
+  ASSERT_EQ(read.snapshots.size(), 1u) << (read.problems.empty() ? "" : read.problems[0]);
+  const auto& back = read.snapshots[0].signals;
+  EXPECT_TRUE(std::isnan(*back.value(promtext::Signal::kKvUsage)));
+  EXPECT_EQ(*back.value(promtext::Signal::kWaiting), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(*back.value(promtext::Signal::kRunning), -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(snapshot_json_line(read.snapshots[0]), line);
+}
+
+// Fields read from a file are range-checked before a conversion (a negative seq was undefined
+// behaviour, found by fuzz_snapshot; the input is fuzz/regressions/snapshot/negative-seq).
+TEST(SnapshotReader, OutOfRangeCountsAreRefusedNotConverted) {
+  const std::string head = R"({"schema":"modelperfobs.scrape.v1","source":"s","status":"timeout",)"
+                           R"("scheduled_at":"2026-01-01T00:00:00Z","scrape_started_at":"2026-01-01T00:00:00Z",)"
+                           R"("scrape_ended_at":"2026-01-01T00:00:00Z",)";
+  for (const char* seq : {"-2", "1.5", "1e300", "\"NaN\""}) {
+    EXPECT_FALSE(parse_snapshot_line(head + R"("seq":)" + seq + "}").ok()) << seq;
+  }
+  EXPECT_TRUE(parse_snapshot_line(head + R"("seq":7})").ok());
+  EXPECT_FALSE(parse_snapshot_line(head + R"("seq":7,"http_status":-1})").ok());
 }
 
 TEST(SnapshotReader, RecordedRunGivesTheSameFactsAsTheLiveOne) {
