@@ -40,7 +40,8 @@ Engine detect_engine(const Exposition& e, std::string* prefix) {
   auto set = [&](std::string_view p) {
     if (prefix) *prefix = std::string(p);
   };
-  for (std::string_view p : {"vllm:", "ray_vllm:"}) {
+  // Ray Serve's vLLM: `ray_vllm:` before vLLM #25439, `ray_vllm_` after (every ':' becomes '_').
+  for (std::string_view p : {"vllm:", "ray_vllm:", "ray_vllm_"}) {
     if (!starts_with_any(e, p)) continue;
     set(p);
     const std::string base(p);
@@ -74,6 +75,10 @@ EngineSignals extract_signals(const Exposition& e) {
     }
     std::string name(c.family);
     if (out.prefix == "ray_vllm:" && name.starts_with("vllm:")) name = "ray_" + name;
+    if (out.prefix == "ray_vllm_" && name.starts_with("vllm:")) {
+      std::replace(name.begin(), name.end(), ':', '_');
+      name = "ray_" + name;
+    }
     const MetricFamily* f = find_family(e, name);
     if (!f) continue;
     if (kind == SignalKind::kInfo) {

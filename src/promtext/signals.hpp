@@ -30,7 +30,7 @@ inline constexpr std::size_t kSignalCount = static_cast<std::size_t>(Signal::kCo
 
 struct EngineSignals {
   Engine engine = Engine::kUnknown;
-  std::string prefix;               // "vllm:", "ray_vllm:", "sglang:", "llamacpp:", "tgi_" or ""
+  std::string prefix;               // "vllm:", "ray_vllm:", "ray_vllm_", "sglang:", "llamacpp:", "tgi_" or ""
   std::vector<std::string> models;  // distinct model_name label values
   std::array<std::optional<ScalarSignal>, kSignalCount> scalars;
   std::array<std::optional<HistogramSignal>, kSignalCount> histograms;

@@ -63,6 +63,27 @@ TEST(Catalog, RayVllmPrefixIsTheSameCatalog) {
   EXPECT_EQ(s.models, std::vector<std::string>{"m"});
 }
 
+// Issue 20: since vLLM #25439 Ray Serve exports vLLM's metrics with every ':' as '_' (invented page
+// in that spelling).
+TEST(Catalog, SyntheticRayVllmUnderscoreNamesAreTheSameCatalog) {
+  auto e = parse_exposition(
+      "# TYPE ray_vllm_num_requests_waiting gauge\n"
+      "ray_vllm_num_requests_waiting{model_name=\"m\",WorkerId=\"a\"} 3\n"
+      "ray_vllm_num_requests_waiting{model_name=\"m\",WorkerId=\"b\"} 4\n"
+      "# TYPE ray_vllm_kv_cache_usage_perc gauge\n"
+      "ray_vllm_kv_cache_usage_perc{model_name=\"m\",WorkerId=\"a\"} 0.25\n"
+      "# TYPE ray_vllm_prompt_tokens_total counter\n"
+      "ray_vllm_prompt_tokens_total{model_name=\"m\",WorkerId=\"a\"} 100\n");
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  const EngineSignals s = extract_signals(*e);
+  EXPECT_EQ(s.engine, Engine::kVllmV1);
+  EXPECT_EQ(s.prefix, "ray_vllm_");
+  EXPECT_EQ(*s.value(Signal::kWaiting), 7.0);
+  EXPECT_EQ(*s.value(Signal::kKvUsage), 0.25);
+  EXPECT_EQ(s.scalar(Signal::kPromptTokens)->source, "ray_vllm_prompt_tokens_total");
+  EXPECT_EQ(s.models, std::vector<std::string>{"m"});
+}
+
 // Issue 20, invented edge cases: one series with two points is not two series.
 TEST(Catalog, SyntheticARepeatedPointOfOneSeriesIsItsLastNeverTheSum) {
   auto e = parse_exposition(
