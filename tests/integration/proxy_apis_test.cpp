@@ -7,12 +7,14 @@
 
 #include <boost/json.hpp>
 #include <future>
+#include <ostream>
 #include <regex>
 
 #include "support/canned_backend.hpp"
 #include "support/http_client.hpp"
 #include "support/metric_families.hpp"
 #include "support/process.hpp"
+#include "support/sim_aborts.hpp"
 #include "support/stack.hpp"
 #include "support/through_proxy.hpp"
 
@@ -39,6 +41,9 @@ std::string messages_body(int max_tokens, bool stream, const std::string& text, 
   return fmt::format(R"({{"messages":[{{"role":"user","content":"{}"}}],"max_tokens":{},"stream":{}{}}})", text,
                      max_tokens, stream, extra);
 }
+
+// How gtest names a parameter in test listings (ctest shows it).
+void PrintTo(const Api& api, std::ostream* os) { *os << api.name; }
 
 const Api kResponses{"responses", "/v1/responses", responses_body};
 const Api kMessages{"messages", "/v1/messages", messages_body};
@@ -167,12 +172,7 @@ TEST_P(ProxyApis, AClientLeavingMidStreamIsADisconnectAndTheEngineAborts) {
   req.body = api.body(2000, true, "leave", R"(,"ignore_eos":true)");
   req.disconnect_after_body_bytes = 1;
   http(s.proxy.port, req);
-  Exposition x;
-  for (int i = 0; i < 2000; ++i) {
-    x = read_exposition(http_get(s.sim.port, "/metrics").body);
-    if (x.find("vllm:request_success_total", {"abort"}).value_or(0) == 1) break;
-  }
-  EXPECT_EQ(x.find("vllm:request_success_total", {"abort"}), 1);
+  EXPECT_EQ(wait_for_sim_aborts(s.sim.port, 1), 1);
   auto l = obj(s.stop_proxy().at(0));
   EXPECT_EQ(l["outcome"], "client_disconnected");
 }

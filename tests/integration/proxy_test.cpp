@@ -18,6 +18,7 @@
 #include "support/http_client.hpp"
 #include "support/metric_families.hpp"
 #include "support/process.hpp"
+#include "support/sim_aborts.hpp"
 #include "support/stack.hpp"
 #include "support/through_proxy.hpp"
 
@@ -248,12 +249,7 @@ TEST(Proxy, ClientDisconnectClosesTheUpstreamSoTheEngineAborts) {
   req.disconnect_after_body_bytes = 1;
   http(s.proxy.port, req);
   // The simulator counts the abort once the proxy has closed its upstream connection.
-  Exposition x;
-  for (int i = 0; i < 2000; ++i) {
-    x = read_exposition(http_get(s.sim.port, "/metrics").body);
-    if (x.find("vllm:request_success_total", {"abort"}).value_or(0) == 1) break;
-  }
-  EXPECT_EQ(x.find("vllm:request_success_total", {"abort"}), 1);
+  EXPECT_EQ(wait_for_sim_aborts(s.sim.port, 1), 1);
   auto lines = s.ledger();
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0]["outcome"], "client_disconnected");

@@ -4,41 +4,25 @@
 // TTFT never earlier than the engine's).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
+import { BIN, start, stop, listeningURL } from './processes.mjs';
 import Anthropic from '@anthropic-ai/sdk';
 
-const BIN = process.env.MPO_BIN;
 const dir = mkdtempSync(join(tmpdir(), 'mpo-apis-'));
 const ledger = join(dir, 'ledger.jsonl');
 const truth = join(dir, 'truth.jsonl');
 let sim, proxy, simURL, proxyURL;
 
-function start(args) {
-  const child = spawn(BIN, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  const lines = createInterface({ input: child.stdout });
-  return new Promise((resolve, reject) => {
-    lines.once('line', (line) => resolve({ child, line }));
-    child.once('exit', (code) => reject(new Error(`${args[0]} exited early with ${code}`)));
-  });
-}
-
-function stop(child) {
-  if (child.exitCode !== null) return Promise.resolve();
-  return new Promise((resolve) => { child.once('exit', resolve); child.kill('SIGTERM'); });
-}
-
 before(async () => {
   const s = await start(['simulate', '--listen', '127.0.0.1:0', '--model', 'qwen3', '--reasoning', '--truth', truth]);
   sim = s.child;
-  simURL = s.line.match(/listening on (http:\/\/[^ ]+)/)[1];
+  simURL = listeningURL(s.line);
   const p = await start(['proxy', '--backend', simURL, '--listen', '127.0.0.1:0', '--admin-listen', 'off', '--ledger', ledger]);
   proxy = p.child;
-  proxyURL = p.line.match(/listening on (http:\/\/[^ ]+)/)[1];
+  proxyURL = listeningURL(p.line);
 });
 
 after(async () => {
