@@ -88,7 +88,9 @@ class Parser {
       std::string_view line = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
       pos = nl == std::string_view::npos ? text.size() : nl + 1;
       ++line_no;
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      // CRLF line ends; a CR just before a line end is never content (the writer could not write
+      // it back: it would read as CRLF), so every trailing CR goes.
+      while (!line.empty() && line.back() == '\r') line.remove_suffix(1);
       line_ = line;
       line_no_ = line_no;
       if (auto st = parse_line(); !st) return st.error();
@@ -153,7 +155,7 @@ class Parser {
       return Ok{};
     }
     rest = rest.substr(skip_space_in(rest));
-    while (!rest.empty() && is_space(rest.back())) rest.remove_suffix(1);
+    while (!rest.empty() && (is_space(rest.back()) || rest.back() == '\r')) rest.remove_suffix(1);
     if (kw == "UNIT") {
       if (f.unit) return fail(i, fmt::format("second UNIT line for {}", name));
       f.unit = std::string(rest);

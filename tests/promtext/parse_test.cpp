@@ -237,6 +237,15 @@ TEST(Parse, SyntheticABackslashBeforeAnOrdinaryCharacterIsKeptAndBlanksBeforeThe
   auto again = parse_exposition(write_exposition(*e));  // written back as \\z, read as \z again
   ASSERT_TRUE(again.ok()) << again.error().message;
   EXPECT_TRUE(same_content(*e, *again));
+  // A CR before a line's end is never content (found by fuzz_promtext: a UNIT ending in CR and
+  // blanks did not write back the same; fuzz/regressions/promtext/unit-ending-in-cr-before-blanks).
+  auto cr = parse_exposition("# UNIT r04 seconds\r   \n# HELP r04 help\r\r\n");
+  ASSERT_TRUE(cr.ok()) << cr.error().message;
+  EXPECT_EQ(*cr->family("r04")->unit, "seconds");
+  EXPECT_EQ(*cr->family("r04")->help, "help");
+  auto cr_again = parse_exposition(write_exposition(*cr));
+  ASSERT_TRUE(cr_again.ok()) << cr_again.error().message;
+  EXPECT_TRUE(same_content(*cr, *cr_again));
 }
 
 TEST(Parse, FamiliesInAnyOrderAndSplitFamiliesAreJoined) {
