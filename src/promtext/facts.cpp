@@ -263,7 +263,8 @@ Fact prefill_rate(const EngineSignals& s) {
 Fact llamacpp_wall_rates(const EngineSignals& s) {
   Fact f;
   f.id = "llamacpp_wall_throughput";
-  const auto pt = s.value(S::kPromptTokens);
+  // llama.cpp's prompt seconds are spent on the tokens it computed (cache hits cost none).
+  const auto pt = s.value(S::kComputedPromptTokens);
   const auto ps = s.value(S::kPromptSecondsWall);
   const auto gt = s.value(S::kGenerationTokens);
   const auto gs = s.value(S::kGenerationSecondsWall);
@@ -272,7 +273,7 @@ Fact llamacpp_wall_rates(const EngineSignals& s) {
   std::string text;
   if (pt && ps && *ps > 0) {
     f.values.push_back({"prompt_tokens_per_wall_s", *pt / *ps, "tokens/s of prompt-processing wall time", false});
-    f.sources.push_back(source_of(s, S::kPromptTokens));
+    f.sources.push_back(source_of(s, S::kComputedPromptTokens));
     f.sources.push_back(source_of(s, S::kPromptSecondsWall));
     text = fmt::format("Prompt processing: {:.1f} tokens per second of the server's prompt wall time", *pt / *ps);
   }

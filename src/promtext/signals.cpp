@@ -135,6 +135,14 @@ EngineSignals extract_signals(const Exposition& e) {
     }
     if (v.series > 0) out.scalars[idx] = std::move(v);
   }
+  // An engine that counts computed and cached prompt tokens apart (llama.cpp) states the prompt
+  // total only through both; with the computed count alone, no prompt total is claimed.
+  const ScalarSignal* computed = out.scalar(Signal::kComputedPromptTokens);
+  const ScalarSignal* cached = out.scalar(Signal::kCachedPromptTokens);
+  if (!out.scalar(Signal::kPromptTokens) && computed && cached) {
+    out.scalars[static_cast<std::size_t>(Signal::kPromptTokens)] =
+        ScalarSignal{computed->value + cached->value, computed->source + " + " + cached->source, computed->series};
+  }
   for (const MetricFamily& f : e.families) {
     if (!std::string_view(f.name).starts_with(out.prefix)) continue;
     for (const Sample& s : f.samples) {

@@ -87,6 +87,8 @@ boost::json::object server_evidence(const scrape::Snapshot* previous_after, cons
   }
   if (auto v = d.value(Signal::kGenerationTokens)) o["generation_tokens_delta"] = *v;
   if (auto v = d.value(Signal::kPromptTokens)) o["prompt_tokens_delta"] = *v;
+  // llama.cpp counts only the prompt tokens it computed (cache hits excluded).
+  if (auto v = d.value(Signal::kComputedPromptTokens)) o["computed_prompt_tokens_delta"] = *v;
   // Gauges: peaks over every good scrape of the point, before and after included.
   std::optional<double> waiting, waiting_capacity, waiting_deferred, running, kv;
   auto peak = [](std::optional<double>& acc, std::optional<double> v) {

@@ -84,6 +84,34 @@ TEST(Catalog, SyntheticRayVllmUnderscoreNamesAreTheSameCatalog) {
   EXPECT_EQ(s.models, std::vector<std::string>{"m"});
 }
 
+// Issue 20: llama.cpp counts the prompt tokens it computed (a real b10309 page: 14 after five
+// 10-token prompts, the repeats served from its cache); a prompt total is never claimed from that.
+TEST(Facts, LlamaCppPromptTokensAreComputedTokensAndATotalNeedsTheCachedCounter) {
+  const EngineSignals real = signals_of("llamacpp/llamacpp_b10309_cpu_tiny-random_after-load.prom");
+  EXPECT_EQ(*real.value(Signal::kComputedPromptTokens), 14.0);
+  EXPECT_FALSE(real.value(Signal::kPromptTokens));
+  const auto facts = derive_facts(real, std::nullopt);
+  const Fact& tokens = fact(facts, "tokens");
+  EXPECT_NE(tokens.statement.find("14 computed_prompt_tokens"), std::string::npos) << tokens.statement;
+  EXPECT_EQ(tokens.value("prompt_tokens"), nullptr);
+  EXPECT_EQ(fact(facts, "cached_prompt_fraction").status, FactStatus::kUnavailable);
+
+  // Invented page in the newer builds' shape (llama.cpp #26920): the total is the sum.
+  auto newer = parse_exposition(
+      "# TYPE llamacpp:prompt_tokens_total counter\nllamacpp:prompt_tokens_total 14\n"
+      "# TYPE llamacpp:prompt_tokens_cached_total counter\nllamacpp:prompt_tokens_cached_total 36\n"
+      "# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing 0\n");
+  ASSERT_TRUE(newer.ok()) << newer.error().message;
+  const EngineSignals s = extract_signals(*newer);
+  EXPECT_EQ(*s.value(Signal::kPromptTokens), 50.0);
+  EXPECT_EQ(s.scalar(Signal::kPromptTokens)->source,
+            "llamacpp:prompt_tokens_total + llamacpp:prompt_tokens_cached_total");
+  const auto newer_facts = derive_facts(s, std::nullopt);
+  const Fact& share = fact(newer_facts, "cached_prompt_fraction");
+  ASSERT_NE(share.value("cached_prompt_fraction"), nullptr) << share.statement << share.reason;
+  EXPECT_DOUBLE_EQ(share.value("cached_prompt_fraction")->value, 36.0 / 50.0);
+}
+
 // Issue 20, invented edge cases: one series with two points is not two series.
 TEST(Catalog, SyntheticARepeatedPointOfOneSeriesIsItsLastNeverTheSum) {
   auto e = parse_exposition(
