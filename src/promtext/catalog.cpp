@@ -68,6 +68,10 @@ constexpr CatalogEntry kCatalog[] = {
      "prompt tokens actually computed in prefill (cache hits excluded)"},
     {kAnyVllm, S::kPromptTokensPerRequest, "vllm:request_prompt_tokens"},
     {kAnyVllm, S::kGenerationTokensPerRequest, "vllm:request_generation_tokens"},
+    {kAnyVllm, S::kSpecDrafts, "vllm:spec_decode_num_drafts_total", {}, {}, Read::kValue,
+     "speculative decoding: verification steps that carried a draft"},
+    {kAnyVllm, S::kSpecDraftTokens, "vllm:spec_decode_num_draft_tokens_total"},
+    {kAnyVllm, S::kSpecAcceptedTokens, "vllm:spec_decode_num_accepted_tokens_total"},
     {kAnyVllm, S::kCacheConfigInfo, "vllm:cache_config_info", {}, {}, Read::kValue,
      "labels: block_size, num_gpu_blocks, enable_prefix_caching, kv_cache_size_tokens"},
 
@@ -89,6 +93,10 @@ constexpr CatalogEntry kCatalog[] = {
     {kSg, S::kQueueTime, "sglang:queue_time_seconds"},
     {kSg, S::kPromptTokensPerRequest, "sglang:prompt_tokens_histogram"},
     {kSg, S::kGenerationTokensPerRequest, "sglang:generation_tokens_histogram"},
+    {kSg, S::kSpecAcceptLength, "sglang:spec_accept_length", {}, {}, Read::kValue,
+     "gauge: mean accepted length of speculative decoding, over SGLang's own recent window"},
+    {kSg, S::kSpecAcceptRate, "sglang:spec_accept_rate", {}, {}, Read::kValue,
+     "gauge: acceptance rate of speculative decoding, over SGLang's own recent window"},
 
     // --- llama.cpp server (--metrics) ---
     {kLl, S::kRunning, "llamacpp:requests_processing"},
@@ -100,6 +108,9 @@ constexpr CatalogEntry kCatalog[] = {
     {kLl, S::kCachedPromptTokens, "llamacpp:prompt_tokens_cached_total", {}, {}, Read::kValue,
      "prompt tokens reused from the cache (newer builds, llama.cpp #26920); with it the prompt total is the sum"},
     {kLl, S::kGenerationTokens, "llamacpp:tokens_predicted_total"},
+    {kLl, S::kSpecDrafts, "llamacpp:spec_decode_num_drafts_total"},
+    {kLl, S::kSpecDraftTokens, "llamacpp:spec_decode_num_draft_tokens_total"},
+    {kLl, S::kSpecAcceptedTokens, "llamacpp:spec_decode_num_accepted_tokens_total"},
     {kLl, S::kPromptSecondsWall, "llamacpp:prompt_seconds_total", {}, {}, Read::kValue,
      "wall time the server spent in prompt processing; not a per-stream prefill time"},
     {kLl, S::kGenerationSecondsWall, "llamacpp:tokens_predicted_seconds_total", {}, {}, Read::kValue,
@@ -164,6 +175,11 @@ constexpr std::array<std::string_view, static_cast<std::size_t>(Signal::kCount)>
     "prefill_kv_computed_tokens",
     "prompt_tokens_per_request",
     "generation_tokens_per_request",
+    "spec_drafts",
+    "spec_draft_tokens",
+    "spec_accepted_tokens",
+    "spec_accept_length",
+    "spec_accept_rate",
     "cache_config_info",
 };
 
@@ -186,6 +202,8 @@ SignalKind signal_kind(Signal s) {
     case S::kKvUsage:
     case S::kKvPoolTokens:
     case S::kPrefixCacheHitRate:
+    case S::kSpecAcceptLength:
+    case S::kSpecAcceptRate:
     case S::kProcessStartTime: return SignalKind::kGauge;
     case S::kTtft:
     case S::kItl:
@@ -203,7 +221,10 @@ SignalKind signal_kind(Signal s) {
   }
 }
 
-bool signal_takes_max(Signal s) { return s == S::kKvUsage || s == S::kPrefixCacheHitRate || s == S::kProcessStartTime; }
+bool signal_takes_max(Signal s) {
+  return s == S::kKvUsage || s == S::kPrefixCacheHitRate || s == S::kProcessStartTime || s == S::kSpecAcceptLength ||
+         s == S::kSpecAcceptRate;
+}
 
 std::string_view engine_name(Engine e) {
   switch (e) {

@@ -52,6 +52,11 @@ enum class Signal : std::uint8_t {
   kPrefillKvComputedTokens,
   kPromptTokensPerRequest,
   kGenerationTokensPerRequest,
+  kSpecDrafts,          // speculative decoding: verification steps with a draft
+  kSpecDraftTokens,     // draft tokens proposed
+  kSpecAcceptedTokens,  // draft tokens accepted
+  kSpecAcceptLength,    // SGLang's gauge: mean accepted length, as it computes it
+  kSpecAcceptRate,      // SGLang's gauge: acceptance rate, as it computes it
   kCacheConfigInfo,
   kCount,
 };

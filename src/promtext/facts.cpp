@@ -337,6 +337,42 @@ Fact counters(const EngineSignals& s, std::string id,
   return f;
 }
 
+// Speculative decoding over the window: how many draft tokens were accepted, and how many tokens
+// a verification step yields on average (1 + accepted / drafts: the step's own token plus the
+// accepted ones). SGLang states its own gauges instead.
+Fact speculative_decoding(const EngineSignals& s) {
+  Fact f;
+  f.id = "speculative_decoding";
+  const auto drafts = s.value(S::kSpecDrafts);
+  const auto proposed = s.value(S::kSpecDraftTokens);
+  const auto accepted = s.value(S::kSpecAcceptedTokens);
+  if (drafts && proposed && accepted) {
+    if (*drafts <= 0 || *proposed <= 0) {
+      return unavailable(f.id, "no draft in the window (speculative decoding off, or no request decoded)");
+    }
+    f.status = FactStatus::kDerived;
+    f.values = {{"acceptance_rate", *accepted / *proposed, "fraction", false},
+                {"mean_accepted_length", 1 + *accepted / *drafts, "tokens per verification step", false},
+                {"draft_tokens_per_draft", *proposed / *drafts, "tokens", false},
+                {"drafts", *drafts, "steps", false}};
+    f.sources = {source_of(s, S::kSpecAcceptedTokens), source_of(s, S::kSpecDraftTokens), source_of(s, S::kSpecDrafts)};
+    f.statement = fmt::format(
+        "Speculative decoding: {:.1f}% of {} draft tokens accepted; a verification step yields {:.2f} tokens on "
+        "average ({} steps). TPOT here depends on acceptance, not only on the decode step's cost.",
+        100 * *accepted / *proposed, num(*proposed), 1 + *accepted / *drafts, num(*drafts));
+    return f;
+  }
+  if (add_stated(f, s, {{S::kSpecAcceptLength, "tokens per verification step"}, {S::kSpecAcceptRate, "fraction"}}) >
+      0) {
+    f.status = FactStatus::kStated;
+    f.statement = "Speculative decoding, as the engine states it over its own recent window:";
+    for (const FactValue& v : f.values) f.statement += fmt::format(" {} {}", v.name, num(v.value));
+    f.statement += ".";
+    return f;
+  }
+  return unavailable(f.id, "no speculative-decoding counters are published");
+}
+
 Fact latency(const EngineSignals& s, Signal sig, std::string_view label) {
   const std::string id(signal_name(sig));
   const HistogramSignal* h = s.histogram(sig);
@@ -458,6 +494,7 @@ std::vector<Fact> derive_facts(const EngineSignals& page, std::optional<double> 
                           {S::kRequestsTotal, "requests"}},
                          seconds));
   out.push_back(counters(s, "preemptions", {{S::kPreemptions, "preemptions"}}, seconds));
+  out.push_back(speculative_decoding(s));
   out.push_back(latency(s, S::kTtft, "Time to first token"));
   out.push_back(latency(s, S::kItl, "Inter-token latency"));
   out.push_back(latency(s, S::kTpot, "Time per output token"));

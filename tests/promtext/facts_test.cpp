@@ -112,6 +112,43 @@ TEST(Facts, LlamaCppPromptTokensAreComputedTokensAndATotalNeedsTheCachedCounter)
   EXPECT_DOUBLE_EQ(share.value("cached_prompt_fraction")->value, 36.0 / 50.0);
 }
 
+// Issue 20: speculative decoding. The real llama.cpp b10309 page publishes the counters at 0 (no
+// draft model): unavailable, never "0% accepted". An invented vLLM page over a window states rates.
+TEST(Facts, SpeculativeDecodingAcceptanceFromEachEnginesCounters) {
+  const auto llama = derive_facts(signals_of("llamacpp/llamacpp_b10309_cpu_tiny-random_after-load.prom"), std::nullopt);
+  EXPECT_EQ(fact(llama, "speculative_decoding").status, FactStatus::kUnavailable);
+  EXPECT_NE(fact(llama, "speculative_decoding").reason.find("no draft"), std::string::npos);
+
+  auto page = [](double drafts, double proposed, double accepted) {
+    return fmt::format(
+        "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 1\n"
+        "# TYPE vllm:spec_decode_num_drafts counter\nvllm:spec_decode_num_drafts_total {}\n"
+        "# TYPE vllm:spec_decode_num_draft_tokens counter\nvllm:spec_decode_num_draft_tokens_total {}\n"
+        "# TYPE vllm:spec_decode_num_accepted_tokens counter\nvllm:spec_decode_num_accepted_tokens_total {}\n",
+        drafts, proposed, accepted);
+  };
+  auto before = parse_exposition(page(100, 300, 150));
+  auto after = parse_exposition(page(300, 900, 660));
+  ASSERT_TRUE(before.ok() && after.ok());
+  const auto d = delta_signals(extract_signals(*before), extract_signals(*after));
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  const auto facts = derive_facts(*d, 2.0);
+  const Fact& spec = fact(facts, "speculative_decoding");
+  EXPECT_EQ(spec.status, FactStatus::kDerived);
+  EXPECT_DOUBLE_EQ(spec.value("acceptance_rate")->value, 510.0 / 600.0);
+  EXPECT_DOUBLE_EQ(spec.value("mean_accepted_length")->value, 1 + 510.0 / 200.0);
+  EXPECT_DOUBLE_EQ(spec.value("draft_tokens_per_draft")->value, 3.0);
+
+  auto sglang = parse_exposition(
+      "# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs 1\n"
+      "# TYPE sglang:spec_accept_length gauge\nsglang:spec_accept_length 2.5\n"
+      "# TYPE sglang:spec_accept_rate gauge\nsglang:spec_accept_rate 0.75\n");
+  ASSERT_TRUE(sglang.ok());
+  const auto sf = derive_facts(extract_signals(*sglang), std::nullopt);
+  EXPECT_EQ(fact(sf, "speculative_decoding").status, FactStatus::kStated);
+  EXPECT_EQ(fact(sf, "speculative_decoding").value("spec_accept_length")->value, 2.5);
+}
+
 // Issue 20, invented edge cases: one series with two points is not two series.
 TEST(Catalog, SyntheticARepeatedPointOfOneSeriesIsItsLastNeverTheSum) {
   auto e = parse_exposition(
