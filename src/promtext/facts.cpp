@@ -305,13 +305,15 @@ Fact estimate(const EngineSignals& s, Signal sig, std::string_view what) {
     return f;
   }
   if (generated && *generated > 0) {
-    f.status = FactStatus::kUnimplemented;
+    f.status = FactStatus::kNotEnabled;
     f.sources.push_back(source_of(s, S::kGenerationTokens));
-    f.reason = fmt::format("{} stays at 0 while {} tokens were generated: published but not implemented in this build",
-                           v->source, num(*generated));
+    f.reason = fmt::format(
+        "{} stays at 0 while {} tokens were generated: not enabled (vLLM moves it only with "
+        "--enable-mfu-metrics) or not implemented in this version",
+        v->source, num(*generated));
     f.statement = fmt::format(
-        "The {} estimate is unimplemented (0 while tokens were generated); it is withheld from every "
-        "efficiency figure.",
+        "The {} estimate is not enabled (0 while tokens were generated; vLLM needs --enable-mfu-metrics); it is "
+        "withheld from every efficiency figure.",
         what);
     return f;
   }
@@ -417,7 +419,7 @@ std::string_view to_string(FactStatus s) {
   switch (s) {
     case FactStatus::kStated: return "stated";
     case FactStatus::kDerived: return "derived";
-    case FactStatus::kUnimplemented: return "unimplemented";
+    case FactStatus::kNotEnabled: return "not_enabled";
     case FactStatus::kUnavailable: break;
   }
   return "unavailable";

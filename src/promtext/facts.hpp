@@ -13,7 +13,9 @@
 
 namespace mpo::promtext {
 
-enum class FactStatus { kStated, kDerived, kUnimplemented, kUnavailable };
+// kNotEnabled: published but never moving (vLLM registers its FLOPs/bytes counters always and moves
+// them only with --enable-mfu-metrics; an older build may not implement them at all).
+enum class FactStatus { kStated, kDerived, kNotEnabled, kUnavailable };
 std::string_view to_string(FactStatus s);
 
 struct FactValue {
@@ -31,7 +33,7 @@ struct Fact {
   std::string statement;  // one sentence for a person
   std::vector<FactValue> values;
   std::vector<std::string> sources;  // the series it rests on
-  std::string reason;                // why unavailable or unimplemented
+  std::string reason;                // why unavailable or not enabled
   const FactValue* value(std::string_view name) const {
     for (const FactValue& v : values) {
       if (v.name == name) return &v;

@@ -89,7 +89,7 @@ std::string facts_markdown(const FactsReport& r) {
   out += "\n| fact | status | statement | source |\n|---|---|---|---|\n";
   for (const Fact& f : r.facts) {
     std::string statement = f.statement.empty() ? f.reason : f.statement;
-    if (f.status == FactStatus::kUnimplemented) statement += " " + f.reason;
+    if (f.status == FactStatus::kNotEnabled) statement += " " + f.reason;
     std::string sources;
     for (const std::string& src : f.sources) sources += (sources.empty() ? "" : "<br>") + ("`" + src + "`");
     out += fmt::format("| {} | {} | {} | {} |\n", f.id, promtext::to_string(f.status), statement, sources);

@@ -62,7 +62,7 @@ std::string render_vllm_metrics(const Engine& engine, const MetricsContext& ctx)
   w.text().sample("process_start_time_seconds", {}, ctx.process_start_time_s);
 
   constexpr std::string_view kFlopsHelp = "(for Model Flops Utilization calculations).";
-  // Published and never moved, as some real deployments do: an unimplemented counter, not zero work.
+  // Published and never moved, as vLLM without --enable-mfu-metrics: not enabled, not zero work.
   w.counter("vllm:estimated_flops_per_gpu",
             fmt::format("Estimated number of floating point operations per GPU {}", kFlopsHelp), 0, created);
   w.counter("vllm:estimated_read_bytes_per_gpu",

@@ -80,8 +80,8 @@ TEST(Scrape, LiveScrapesWriteSnapshotsAndFactsAgreeWithTheSimulator) {
   // What it served, since it started.
   EXPECT_EQ(value(facts, "tokens", "generation_tokens"), served.completion_tokens);
   EXPECT_EQ(value(facts, "requests", "requests_finished"), 5.0);
-  // The simulator publishes its FLOPs estimate and never moves it: unimplemented, no number.
-  EXPECT_EQ(status(facts, "estimated_flops"), "unimplemented");
+  // The simulator publishes its FLOPs estimate and never moves it: not enabled, no number.
+  EXPECT_EQ(status(facts, "estimated_flops"), "not_enabled");
   EXPECT_TRUE(facts.at("estimated_flops").as_object().at("values").as_object().empty());
   EXPECT_EQ(status(facts, "queueing_reason"), "stated");
 

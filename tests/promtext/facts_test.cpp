@@ -226,7 +226,7 @@ TEST(Facts, Vllm0290KvPoolFlopsPrefillAndCache) {
   // The FLOPs and byte estimates are 0 after 584 generated tokens: published, not implemented.
   for (const char* id : {"estimated_flops", "estimated_read_bytes", "estimated_write_bytes"}) {
     const Fact& f = fact(facts, id);
-    EXPECT_EQ(f.status, FactStatus::kUnimplemented) << id;
+    EXPECT_EQ(f.status, FactStatus::kNotEnabled) << id;
     EXPECT_TRUE(f.values.empty()) << id;  // withheld: no number
     EXPECT_NE(f.reason.find("584"), std::string::npos) << f.reason;
   }

@@ -96,7 +96,7 @@ TEST(VllmMetrics, ExpositionParsesRoundTripsAndStatesTheConfiguration) {
   EXPECT_EQ(promtext::find_fact(facts, "kv_pool_tokens")->value("kv_pool_tokens")->value, 640.0 * 16.0);
   EXPECT_EQ(promtext::find_fact(facts, "cached_prompt_fraction")->value("cached_prompt_fraction")->value, 0.0);
   EXPECT_EQ(promtext::find_fact(facts, "requests")->value("requests_finished")->value, 8.0);
-  EXPECT_EQ(promtext::find_fact(facts, "estimated_flops")->status, promtext::FactStatus::kUnimplemented);
+  EXPECT_EQ(promtext::find_fact(facts, "estimated_flops")->status, promtext::FactStatus::kNotEnabled);
 }
 
 }  // namespace
