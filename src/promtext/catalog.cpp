@@ -2,7 +2,11 @@
 // Sources: vLLM 0.29.0 (V1) and the V0 capture (tests/fixtures/vllm), vLLM's docs/design/metrics.md
 // for renamed V1 counters (gpu_prefix_cache_* before 0.10), SGLang 0.5.10 and the older docs
 // example, llama.cpp server (May 2026), TGI router. Each entry is checked against a capture where
-// one exists (tests/promtext/catalog_test.cpp).
+// one exists (tests/promtext/facts_test.cpp), or else against a page written from the engine's
+// documented names (tests/fixtures/*/DOCUMENTED_*). Newer names: vLLM's metrics reference and its
+// KV-connector stats (kv_block_*, kv_offload_*, nixl_*, mm_cache_*, spec_decode_*_per_pos), SGLang's
+// python/sglang/srt/metrics/collector.py (retraction, kv_*_tokens, spec_verify_calls), TGI's router
+// (tgi_batch_*), as NVIDIA AIPerf's server-metrics reference lists them too.
 #include "promtext/catalog.hpp"
 
 #include <array>
@@ -72,6 +76,27 @@ constexpr CatalogEntry kCatalog[] = {
      "speculative decoding: verification steps that carried a draft"},
     {kAnyVllm, S::kSpecDraftTokens, "vllm:spec_decode_num_draft_tokens_total"},
     {kAnyVllm, S::kSpecAcceptedTokens, "vllm:spec_decode_num_accepted_tokens_total"},
+    {kAnyVllm, S::kSpecAcceptedByPosition, "vllm:spec_decode_num_accepted_tokens_per_pos_total", {}, {}, Read::kValue,
+     "accepted draft tokens at each draft position (0 = the first drafted token)", "position"},
+    {kAnyVllm, S::kExternalPrefixCacheQueries, "vllm:external_prefix_cache_queries_total", {}, {}, Read::kValue,
+     "prompt tokens a KV connector was asked for (cross-instance cache sharing)"},
+    {kAnyVllm, S::kExternalPrefixCacheHits, "vllm:external_prefix_cache_hits_total", {}, {}, Read::kValue,
+     "prompt tokens a KV connector supplied"},
+    {kAnyVllm, S::kMmCacheQueries, "vllm:mm_cache_queries_total", {}, {}, Read::kValue, "multi-modal items looked up"},
+    {kAnyVllm, S::kMmCacheHits, "vllm:mm_cache_hits_total", {}, {}, Read::kValue, "multi-modal items found processed"},
+    {kAnyVllm, S::kKvBlockLifetime, "vllm:kv_block_lifetime_seconds", {}, {}, Read::kValue,
+     "sampled blocks, allocation to eviction (--kv-cache-metrics)"},
+    {kAnyVllm, S::kKvBlockIdleBeforeEvict, "vllm:kv_block_idle_before_evict_seconds", {}, {}, Read::kValue,
+     "sampled blocks, last use to eviction (--kv-cache-metrics)"},
+    {kAnyVllm, S::kKvBlockReuseGap, "vllm:kv_block_reuse_gap_seconds", {}, {}, Read::kValue,
+     "sampled blocks, the gap between consecutive uses (--kv-cache-metrics)"},
+    {kAnyVllm, S::kKvOffloadBytes, "vllm:kv_offload_total_bytes_total", {}, {}, Read::kValue,
+     "bytes the offloading connector moved, by direction (GPU_to_CPU, CPU_to_GPU)", "transfer_type"},
+    {kAnyVllm, S::kKvOffloadSeconds, "vllm:kv_offload_total_time_total", {}, {}, Read::kValue,
+     "seconds the offloading connector spent moving them, by direction", "transfer_type"},
+    {kAnyVllm, S::kKvTransferTime, "vllm:nixl_xfer_time_seconds", {}, {}, Read::kValue,
+     "one NIXL KV transfer (disaggregated prefill/decode): time a decode-side request waits inside its TTFT"},
+    {kAnyVllm, S::kKvTransferFailures, "vllm:nixl_num_failed_transfers_total"},
     {kAnyVllm, S::kCacheConfigInfo, "vllm:cache_config_info", {}, {}, Read::kValue,
      "labels: block_size, num_gpu_blocks, enable_prefix_caching, kv_cache_size_tokens"},
 
@@ -82,9 +107,24 @@ constexpr CatalogEntry kCatalog[] = {
     {kSg, S::kKvPoolTokens, "sglang:max_total_num_tokens", {}, {}, Read::kValue, "size of the KV token pool"},
     {kSg, S::kPrefixCacheHitRate, "sglang:cache_hit_rate", {}, {}, Read::kValue,
      "gauge: the radix cache hit rate as SGLang computes it"},
+    {kSg, S::kKvUsedTokens, "sglang:kv_used_tokens", {}, {}, Read::kValue, "token slots held by running requests"},
+    {kSg, S::kKvEvictableTokens, "sglang:kv_evictable_tokens", {}, {}, Read::kValue,
+     "token slots holding radix-cached prefixes no running request holds: reclaimable on demand"},
+    {kSg, S::kKvFreeTokens, "sglang:kv_available_tokens", {}, {}, Read::kValue, "free token slots"},
+    {kSg, S::kPreemptions, "sglang:num_retracted_requests_total", {}, {}, Read::kValue,
+     "retractions: SGLang's preemption (a running request sent back to the queue for lack of KV space)"},
+    {kSg, S::kRetractedNow, "sglang:num_retracted_reqs", {}, {}, Read::kValue,
+     "gauge: requests retracted in the scheduler's last step"},
+    {kSg, S::kPreemptedPromptTokens, "sglang:num_retracted_input_tokens_total", {}, {}, Read::kValue,
+     "input tokens of retracted requests: prefill done again"},
+    {kSg, S::kPreemptedOutputTokens, "sglang:num_retracted_output_tokens_total", {}, {}, Read::kValue,
+     "output tokens of retracted requests: recomputed on resumption"},
     {kSg, S::kPromptTokens, "sglang:prompt_tokens_total"},
     {kSg, S::kGenerationTokens, "sglang:generation_tokens_total"},
-    {kSg, S::kCachedPromptTokens, "sglang:cached_tokens_total"},
+    {kSg, S::kCachedPromptTokens, "sglang:cached_tokens_total", "cache_source", "total", Read::kValue,
+     "newer builds split cached tokens by cache_source (device, host, storage_*) and add a total"},
+    {kSg, S::kCachedPromptTokens, "sglang:cached_tokens_total", {}, {}, Read::kValue,
+     "without a cache_source total: every series summed"},
     {kSg, S::kRequestsTotal, "sglang:num_requests_total"},
     {kSg, S::kTtft, "sglang:time_to_first_token_seconds"},
     {kSg, S::kItl, "sglang:inter_token_latency_seconds"},
@@ -97,6 +137,8 @@ constexpr CatalogEntry kCatalog[] = {
      "gauge: mean accepted length of speculative decoding, over SGLang's own recent window"},
     {kSg, S::kSpecAcceptRate, "sglang:spec_accept_rate", {}, {}, Read::kValue,
      "gauge: acceptance rate of speculative decoding, over SGLang's own recent window"},
+    {kSg, S::kSpecVerifyCalls, "sglang:spec_verify_calls_total", {}, {}, Read::kValue,
+     "verification steps of speculative decoding"},
 
     // --- llama.cpp server (--metrics) ---
     {kLl, S::kRunning, "llamacpp:requests_processing"},
@@ -119,6 +161,16 @@ constexpr CatalogEntry kCatalog[] = {
     // --- Hugging Face TGI (router) ---
     {kTg, S::kRunning, "tgi_batch_current_size"},
     {kTg, S::kWaiting, "tgi_queue_size"},
+    {kTg, S::kKvPoolTokens, "tgi_batch_max_total_tokens", {}, {}, Read::kValue,
+     "the token budget of all batches together (max_batch_total_tokens, set at warm-up; TGI v3)"},
+    {kTg, S::kBatchTokens, "tgi_batch_current_max_tokens", {}, {}, Read::kValue,
+     "tokens the running batch may hold (its prompts plus their max_new_tokens)"},
+    {kTg, S::kBatchForwardPrefill, "tgi_batch_forward_duration", "method", "prefill", Read::kValue,
+     "one prefill forward pass of a batch"},
+    {kTg, S::kBatchForwardDecode, "tgi_batch_forward_duration", "method", "decode", Read::kValue,
+     "one decode forward pass of a batch"},
+    {kTg, S::kBatchConcat, "tgi_batch_concat", {}, {}, Read::kValue,
+     "batches added to the running one, by reason (backpressure, wait_exceeded, chunking)", "reason"},
     {kTg, S::kRequestsTotal, "tgi_request_count"},
     {kTg, S::kRequestsFinished, "tgi_request_success"},
     {kTg, S::kRequestsFailed, "tgi_request_failure", {}, {}, Read::kValue, "summed over the err label"},
@@ -180,6 +232,29 @@ constexpr std::array<std::string_view, static_cast<std::size_t>(Signal::kCount)>
     "spec_accepted_tokens",
     "spec_accept_length",
     "spec_accept_rate",
+    "spec_accepted_by_position",
+    "spec_verify_calls",
+    "retracted_now",
+    "preempted_prompt_tokens",
+    "preempted_output_tokens",
+    "kv_used_tokens",
+    "kv_evictable_tokens",
+    "kv_free_tokens",
+    "external_prefix_cache_queries",
+    "external_prefix_cache_hits",
+    "mm_cache_queries",
+    "mm_cache_hits",
+    "kv_block_lifetime_seconds",
+    "kv_block_idle_before_evict_seconds",
+    "kv_block_reuse_gap_seconds",
+    "kv_offload_bytes",
+    "kv_offload_seconds",
+    "kv_transfer_seconds",
+    "kv_transfer_failures",
+    "batch_forward_prefill_seconds",
+    "batch_forward_decode_seconds",
+    "batch_concat",
+    "batch_tokens",
     "cache_config_info",
 };
 
@@ -204,6 +279,11 @@ SignalKind signal_kind(Signal s) {
     case S::kPrefixCacheHitRate:
     case S::kSpecAcceptLength:
     case S::kSpecAcceptRate:
+    case S::kRetractedNow:
+    case S::kKvUsedTokens:
+    case S::kKvEvictableTokens:
+    case S::kKvFreeTokens:
+    case S::kBatchTokens:
     case S::kProcessStartTime: return SignalKind::kGauge;
     case S::kTtft:
     case S::kItl:
@@ -215,7 +295,13 @@ SignalKind signal_kind(Signal s) {
     case S::kInferenceTime:
     case S::kPrefillKvComputedTokens:
     case S::kPromptTokensPerRequest:
-    case S::kGenerationTokensPerRequest: return SignalKind::kHistogram;
+    case S::kGenerationTokensPerRequest:
+    case S::kKvBlockLifetime:
+    case S::kKvBlockIdleBeforeEvict:
+    case S::kKvBlockReuseGap:
+    case S::kKvTransferTime:
+    case S::kBatchForwardPrefill:
+    case S::kBatchForwardDecode: return SignalKind::kHistogram;
     case S::kCacheConfigInfo: return SignalKind::kInfo;
     default: return SignalKind::kCounter;
   }

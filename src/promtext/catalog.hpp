@@ -52,11 +52,34 @@ enum class Signal : std::uint8_t {
   kPrefillKvComputedTokens,
   kPromptTokensPerRequest,
   kGenerationTokensPerRequest,
-  kSpecDrafts,          // speculative decoding: verification steps with a draft
-  kSpecDraftTokens,     // draft tokens proposed
-  kSpecAcceptedTokens,  // draft tokens accepted
-  kSpecAcceptLength,    // SGLang's gauge: mean accepted length, as it computes it
-  kSpecAcceptRate,      // SGLang's gauge: acceptance rate, as it computes it
+  kSpecDrafts,                  // speculative decoding: verification steps with a draft
+  kSpecDraftTokens,             // draft tokens proposed
+  kSpecAcceptedTokens,          // draft tokens accepted
+  kSpecAcceptLength,            // SGLang's gauge: mean accepted length, as it computes it
+  kSpecAcceptRate,              // SGLang's gauge: acceptance rate, as it computes it
+  kSpecAcceptedByPosition,      // vLLM: accepted draft tokens per draft position (parts by `position`)
+  kSpecVerifyCalls,             // SGLang: verification steps
+  kRetractedNow,                // SGLang: requests retracted (preempted) at scrape time
+  kPreemptedPromptTokens,       // SGLang: input tokens of retracted requests (to be recomputed)
+  kPreemptedOutputTokens,       // SGLang: output tokens of retracted requests (to be recomputed)
+  kKvUsedTokens,                // SGLang: token slots held by running requests
+  kKvEvictableTokens,           // SGLang: token slots holding cached prefixes nobody runs on (reclaimable)
+  kKvFreeTokens,                // SGLang: free token slots
+  kExternalPrefixCacheQueries,  // vLLM: a KV connector's prefix-cache queries (tokens)
+  kExternalPrefixCacheHits,     // vLLM: a KV connector's prefix-cache hits (tokens)
+  kMmCacheQueries,              // vLLM: multi-modal cache queries (items)
+  kMmCacheHits,                 // vLLM: multi-modal cache hits (items)
+  kKvBlockLifetime,             // vLLM (--kv-cache-metrics): block allocation to eviction
+  kKvBlockIdleBeforeEvict,      // vLLM (--kv-cache-metrics): last use to eviction
+  kKvBlockReuseGap,             // vLLM (--kv-cache-metrics): gap between uses of a block
+  kKvOffloadBytes,              // vLLM offloading connector: bytes moved (parts by `transfer_type`)
+  kKvOffloadSeconds,            // vLLM offloading connector: time moving them (parts by `transfer_type`)
+  kKvTransferTime,              // vLLM NIXL connector: one KV transfer (prefill/decode disaggregation)
+  kKvTransferFailures,          // vLLM NIXL connector: failed transfers
+  kBatchForwardPrefill,         // TGI: one prefill forward pass of a batch
+  kBatchForwardDecode,          // TGI: one decode forward pass of a batch
+  kBatchConcat,                 // TGI: batches concatenated into the running one (parts by `reason`)
+  kBatchTokens,                 // TGI: the token budget the running batch holds
   kCacheConfigInfo,
   kCount,
 };
@@ -87,6 +110,7 @@ struct CatalogEntry {
   std::string_view value = {};
   Read read = Read::kValue;
   std::string_view meaning = {};  // what the number means where it is not obvious
+  std::string_view split = {};    // a label whose values are kept apart as parts ("position")
 };
 
 std::span<const CatalogEntry> catalog();

@@ -2,9 +2,36 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "promtext/number.hpp"
 
 namespace mpo::promtext {
+namespace {
+
+// The increase of each part; a part that went down is a reset, a part the first scrape lacks makes
+// the split unknown over the window (no parts; the total stands).
+Result<std::vector<SignalPart>> part_increases(const std::vector<SignalPart>& before,
+                                               const std::vector<SignalPart>& after, const std::string& source,
+                                               std::vector<std::string>& notes) {
+  std::vector<SignalPart> out;
+  for (const SignalPart& p : after) {
+    auto prev = std::find_if(before.begin(), before.end(), [&](const SignalPart& x) { return x.key == p.key; });
+    if (prev == before.end()) {
+      notes.push_back(
+          fmt::format("{}: part \"{}\" appeared after the first scrape; its split is not claimed", source, p.key));
+      return std::vector<SignalPart>{};
+    }
+    if (p.value < prev->value) {
+      return make_error("scrape.reset", fmt::format("{} part \"{}\" went down from {} to {}: a reset; no delta", source,
+                                                    p.key, format_number(prev->value), format_number(p.value)));
+    }
+    out.push_back(SignalPart{p.key, p.value - prev->value});
+  }
+  return out;
+}
+
+}  // namespace
 
 Result<EngineSignals> delta_signals(const EngineSignals& before, const EngineSignals& after) {
   if (before.engine != after.engine || before.prefix != after.prefix) {
@@ -36,6 +63,12 @@ Result<EngineSignals> delta_signals(const EngineSignals& before, const EngineSig
                                                       d.scalars[i]->source, format_number(a), format_number(b)));
       }
       d.scalars[i]->value = b - a;
+      if (auto parts = part_increases(before.scalars[i]->parts, d.scalars[i]->parts, d.scalars[i]->source, d.notes);
+          !parts) {
+        return parts.error();
+      } else {
+        d.scalars[i]->parts = std::move(*parts);
+      }
     }
     if (d.histograms[i]) {
       const HistogramSignal* prev = before.histogram(s);

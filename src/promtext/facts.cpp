@@ -2,13 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
+#include "promtext/facts_detail.hpp"
 #include "promtext/number.hpp"
 
 namespace mpo::promtext {
-namespace {
+namespace detail {
 
 using S = Signal;
 
@@ -16,15 +18,6 @@ std::string num(double v) {
   if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15)
     return fmt::format("{}", static_cast<long long>(v));
   return fmt::format("{:.4g}", v);
-}
-
-std::optional<double> label_number(const EngineSignals& s, std::string_view name) {
-  const std::string* v = s.config(name);
-  if (!v) return std::nullopt;
-  double d = 0;
-  const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), d);
-  if (ec != std::errc{} || end != v->data() + v->size()) return std::nullopt;
-  return d;
 }
 
 std::string source_of(const EngineSignals& s, Signal sig) {
@@ -53,6 +46,84 @@ int add_stated(Fact& f, const EngineSignals& s, std::initializer_list<std::pair<
     }
   }
   return n;
+}
+
+Fact counters(const EngineSignals& s, std::string id,
+              std::initializer_list<std::pair<Signal, std::string_view>> signals, std::optional<double> seconds) {
+  Fact f;
+  f.id = std::move(id);
+  if (add_stated(f, s, signals) == 0) return unavailable(f.id, "none of its counters are published");
+  f.status = FactStatus::kStated;
+  std::string text;
+  const std::size_t n = f.values.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    text += fmt::format("{}{} {}", i ? ", " : "", num(f.values[i].value), f.values[i].name);
+    if (seconds && *seconds > 0) {
+      f.values.push_back({f.values[i].name + "_per_s", f.values[i].value / *seconds, f.values[i].unit + "/s", false});
+    }
+  }
+  f.statement =
+      fmt::format("{} ({}).", text, seconds ? fmt::format("over {:.1f} s", *seconds) : "since the process started");
+  return f;
+}
+
+Fact latency(const EngineSignals& s, Signal sig, std::string_view label) {
+  const std::string id(signal_name(sig));
+  const HistogramSignal* h = s.histogram(sig);
+  if (!h) return unavailable(id, fmt::format("no {} histogram is published", label));
+  if (!h->merged.valid())
+    return unavailable(id, fmt::format("{} is inconsistent: {}", h->source, h->merged.problems[0].message));
+  const double count = h->merged.count.value_or(h->merged.buckets.empty() ? 0 : h->merged.buckets.back().cumulative);
+  if (count <= 0) return unavailable(id, "no observations in the window");
+  Fact f;
+  f.id = id;
+  f.status = FactStatus::kDerived;
+  f.sources = {h->source};
+  f.values.push_back({"count", count, "observations", false});
+  std::string text = fmt::format("{}: ", label);
+  if (h->merged.sum) {
+    f.values.push_back({"mean", *h->merged.sum / count, "s", false});
+    text += fmt::format("mean {:.4g} s", *h->merged.sum / count);
+  }
+  const bool has_buckets = h->merged.buckets.size() >= 2;
+  for (const auto& [q, name] : {std::pair{0.5, "p50"}, std::pair{0.9, "p90"}, std::pair{0.99, "p99"}}) {
+    if (!has_buckets) break;
+    const double v = histogram_quantile(q, h->merged.buckets);
+    const auto bucket = quantile_bucket(q, h->merged.buckets);
+    if (std::isnan(v) || !bucket) continue;
+    f.values.push_back({name, v, "s", true, bucket});
+    if (std::isinf(bucket->second))
+      text += fmt::format(", {} >{:.4g} s (above the highest bucket)", name, bucket->first);
+    else
+      text += fmt::format(", {} ~{:.4g} s (bucket {:.4g}-{:.4g})", name, v, bucket->first, bucket->second);
+  }
+  f.statement =
+      text + fmt::format(" over {} observations{}.", num(count),
+                         has_buckets ? "; percentiles are estimates interpolated inside a bucket, as PromQL's "
+                                       "histogram_quantile computes them"
+                                     : "");
+  return f;
+}
+
+}  // namespace detail
+
+namespace {
+
+using S = Signal;
+using detail::add_stated;
+using detail::counters;
+using detail::latency;
+using detail::num;
+using detail::source_of;
+using detail::unavailable;
+
+std::optional<double> label_number(const EngineSignals& s, std::string_view name) {
+  const std::string* v = s.config(name);
+  if (!v) return std::nullopt;
+  double d = 0;
+  const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), d);
+  if (ec != std::errc{} || end != v->data() + v->size()) return std::nullopt;
+  return d;
 }
 
 Fact queueing_reason(const EngineSignals& s) {
@@ -320,23 +391,26 @@ Fact estimate(const EngineSignals& s, Signal sig, std::string_view what) {
   return unavailable(id, "0 with no tokens generated: nothing to judge the counter by yet");
 }
 
-Fact counters(const EngineSignals& s, std::string id,
-              std::initializer_list<std::pair<Signal, std::string_view>> signals, std::optional<double> seconds) {
-  Fact f;
-  f.id = std::move(id);
-  if (add_stated(f, s, signals) == 0) return unavailable(f.id, "none of its counters are published");
-  f.status = FactStatus::kStated;
-  std::string text;
-  const std::size_t n = f.values.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    text += fmt::format("{}{} {}", i ? ", " : "", num(f.values[i].value), f.values[i].name);
-    if (seconds && *seconds > 0) {
-      f.values.push_back({f.values[i].name + "_per_s", f.values[i].value / *seconds, f.values[i].unit + "/s", false});
-    }
+// vLLM's accepted tokens by draft position: the share of drafts whose k-th token was accepted. It
+// falls with k; where it falls says how far ahead the drafter is worth running.
+void add_positions(Fact& f, const EngineSignals& s, double drafts) {
+  const ScalarSignal* by_pos = s.scalar(S::kSpecAcceptedByPosition);
+  if (!by_pos || by_pos->parts.empty()) return;
+  std::vector<std::pair<long long, double>> positions;
+  for (const SignalPart& p : by_pos->parts) {
+    long long k = 0;
+    const auto [end, ec] = std::from_chars(p.key.data(), p.key.data() + p.key.size(), k);
+    if (ec != std::errc{} || end != p.key.data() + p.key.size() || k < 0) continue;
+    positions.emplace_back(k, p.value / drafts);
   }
-  f.statement =
-      fmt::format("{} ({}).", text, seconds ? fmt::format("over {:.1f} s", *seconds) : "since the process started");
-  return f;
+  if (positions.empty()) return;
+  std::sort(positions.begin(), positions.end());
+  f.sources.push_back(by_pos->source + "{position}");
+  f.statement += " Accepted by draft position:";
+  for (const auto& [k, rate] : positions) {
+    f.values.push_back({fmt::format("acceptance_at_position_{}", k), rate, "fraction of drafts", false});
+    f.statement += fmt::format(" {} {:.1f}%{}", k, 100 * rate, k == positions.back().first ? "." : ",");
+  }
 }
 
 // Speculative decoding over the window: how many draft tokens were accepted, and how many tokens
@@ -362,10 +436,13 @@ Fact speculative_decoding(const EngineSignals& s) {
         "Speculative decoding: {:.1f}% of {} draft tokens accepted; a verification step yields {:.2f} tokens on "
         "average ({} steps). TPOT here depends on acceptance, not only on the decode step's cost.",
         100 * *accepted / *proposed, num(*proposed), 1 + *accepted / *drafts, num(*drafts));
+    add_positions(f, s, *drafts);
     return f;
   }
-  if (add_stated(f, s, {{S::kSpecAcceptLength, "tokens per verification step"}, {S::kSpecAcceptRate, "fraction"}}) >
-      0) {
+  if (add_stated(f, s,
+                 {{S::kSpecAcceptLength, "tokens per verification step"},
+                  {S::kSpecAcceptRate, "fraction"},
+                  {S::kSpecVerifyCalls, "steps"}}) > 0) {
     f.status = FactStatus::kStated;
     f.statement = "Speculative decoding, as the engine states it over its own recent window:";
     for (const FactValue& v : f.values) f.statement += fmt::format(" {} {}", v.name, num(v.value));
@@ -373,44 +450,6 @@ Fact speculative_decoding(const EngineSignals& s) {
     return f;
   }
   return unavailable(f.id, "no speculative-decoding counters are published");
-}
-
-Fact latency(const EngineSignals& s, Signal sig, std::string_view label) {
-  const std::string id(signal_name(sig));
-  const HistogramSignal* h = s.histogram(sig);
-  if (!h) return unavailable(id, fmt::format("no {} histogram is published", label));
-  if (!h->merged.valid())
-    return unavailable(id, fmt::format("{} is inconsistent: {}", h->source, h->merged.problems[0].message));
-  const double count = h->merged.count.value_or(h->merged.buckets.empty() ? 0 : h->merged.buckets.back().cumulative);
-  if (count <= 0) return unavailable(id, "no observations in the window");
-  Fact f;
-  f.id = id;
-  f.status = FactStatus::kDerived;
-  f.sources = {h->source};
-  f.values.push_back({"count", count, "observations", false});
-  std::string text = fmt::format("{}: ", label);
-  if (h->merged.sum) {
-    f.values.push_back({"mean", *h->merged.sum / count, "s", false});
-    text += fmt::format("mean {:.4g} s", *h->merged.sum / count);
-  }
-  const bool has_buckets = h->merged.buckets.size() >= 2;
-  for (const auto& [q, name] : {std::pair{0.5, "p50"}, std::pair{0.9, "p90"}, std::pair{0.99, "p99"}}) {
-    if (!has_buckets) break;
-    const double v = histogram_quantile(q, h->merged.buckets);
-    const auto bucket = quantile_bucket(q, h->merged.buckets);
-    if (std::isnan(v) || !bucket) continue;
-    f.values.push_back({name, v, "s", true, bucket});
-    if (std::isinf(bucket->second))
-      text += fmt::format(", {} >{:.4g} s (above the highest bucket)", name, bucket->first);
-    else
-      text += fmt::format(", {} ~{:.4g} s (bucket {:.4g}-{:.4g})", name, v, bucket->first, bucket->second);
-  }
-  f.statement =
-      text + fmt::format(" over {} observations{}.", num(count),
-                         has_buckets ? "; percentiles are estimates interpolated inside a bucket, as PromQL's "
-                                       "histogram_quantile computes them"
-                                     : "");
-  return f;
 }
 
 }  // namespace
@@ -495,7 +534,12 @@ std::vector<Fact> derive_facts(const EngineSignals& page, std::optional<double> 
                           {S::kRequestsFailed, "requests"},
                           {S::kRequestsTotal, "requests"}},
                          seconds));
-  out.push_back(counters(s, "preemptions", {{S::kPreemptions, "preemptions"}}, seconds));
+  out.push_back(detail::preemptions(s, seconds));
+  out.push_back(detail::kv_pressure(s));
+  out.push_back(detail::external_prefix_cache(s));
+  out.push_back(detail::mm_cache(s));
+  out.push_back(detail::kv_residency(s));
+  out.push_back(detail::kv_offload(s));
   out.push_back(speculative_decoding(s));
   out.push_back(latency(s, S::kTtft, "Time to first token"));
   out.push_back(latency(s, S::kItl, "Inter-token latency"));
@@ -504,6 +548,8 @@ std::vector<Fact> derive_facts(const EngineSignals& page, std::optional<double> 
   out.push_back(latency(s, S::kQueueTime, "Queue time"));
   out.push_back(latency(s, S::kPrefillTime, "Prefill time"));
   out.push_back(latency(s, S::kDecodeTime, "Decode time"));
+  out.push_back(detail::kv_transfer(s));
+  if (s.engine == Engine::kTgi) out.push_back(detail::tgi_batching(s));
   if (!defects.empty()) {
     Fact f = unavailable("page_defects",
                          fmt::format("values no engine can have (not used by any fact): {}", fmt::join(defects, "; ")));

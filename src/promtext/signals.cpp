@@ -34,6 +34,70 @@ std::string source_text(const std::string& family, const CatalogEntry& c) {
   return fmt::format("{}{{{}=\"{}\"}}", family, c.label, c.value);
 }
 
+// SGLang (--enable-metrics-for-all-schedulers, tensor/pipeline/expert parallelism) publishes one copy
+// of a scheduler's state per rank: the same running requests once per tp_rank. Series that differ
+// only in these labels are copies, counted once; data-parallel ranks (dp_rank) are distinct schedulers
+// and add up. Sources: SGLang's metrics collector (scheduler labels), AIPerf's server-metrics reference.
+constexpr std::string_view kSglangReplicaLabels[] = {"tp_rank", "pp_rank", "moe_ep_rank"};
+
+// A series that is a breakdown of another on the same page: SGLang's per-priority queue gauges
+// (`priority="3"`) beside their total (`priority=""`).
+bool counted(Engine e, const Labels& labels) {
+  if (e != Engine::kSglang) return true;
+  const std::string* priority = find_label(labels, "priority");
+  return !priority || priority->empty();
+}
+
+Labels replica_key(const Labels& labels) {
+  Labels key;
+  for (const Label& l : labels) {
+    if (std::find(std::begin(kSglangReplicaLabels), std::end(kSglangReplicaLabels), l.name) ==
+        std::end(kSglangReplicaLabels))
+      key.push_back(l);
+  }
+  std::sort(key.begin(), key.end(), [](const Label& a, const Label& b) { return a.name < b.name; });
+  return key;
+}
+
+struct Point {
+  const Labels* labels;
+  double value;
+};
+
+const Labels& labels_of(const Point& p) { return *p.labels; }
+const Labels& labels_of(const HistogramSeries& h) { return h.labels; }
+double size_of(const Point& p) { return p.value; }
+double size_of(const HistogramSeries& h) { return h.count.value_or(0); }
+
+// Of the series that are copies of one scheduler (same labels but the replica labels), keeps the
+// largest (a counter read a moment later on one rank); a note says when the copies disagree.
+template <typename T>
+std::vector<T> one_per_replica_set(Engine e, std::vector<T> series, const std::string& source,
+                                   std::vector<std::string>& notes) {
+  if (e != Engine::kSglang || series.size() < 2) return series;
+  std::vector<std::pair<Labels, T>> kept;
+  bool copies = false;
+  bool disagree = false;
+  for (T& s : series) {
+    Labels key = replica_key(labels_of(s));
+    auto same = std::find_if(kept.begin(), kept.end(), [&](const auto& k) { return k.first == key; });
+    if (same == kept.end()) {
+      kept.emplace_back(std::move(key), std::move(s));
+      continue;
+    }
+    copies = true;
+    if (size_of(s) != size_of(same->second)) disagree = true;
+    if (size_of(s) > size_of(same->second)) same->second = std::move(s);
+  }
+  if (copies) {
+    notes.push_back(fmt::format("{}: one copy per tensor/pipeline/expert-parallel rank; counted once{}", source,
+                                disagree ? " (the copies differ; the largest is used)" : ""));
+  }
+  std::vector<T> out;
+  for (auto& k : kept) out.push_back(std::move(k.second));
+  return out;
+}
+
 }  // namespace
 
 Engine detect_engine(const Exposition& e, std::string* prefix) {
@@ -93,8 +157,9 @@ EngineSignals extract_signals(const Exposition& e) {
       if (f->type != MetricType::kHistogram) continue;
       std::vector<HistogramSeries> picked;
       for (HistogramSeries& h : assemble_histograms(*f)) {
-        if (matches(h.labels, c)) picked.push_back(std::move(h));
+        if (matches(h.labels, c) && counted(out.engine, h.labels)) picked.push_back(std::move(h));
       }
+      picked = one_per_replica_set(out.engine, std::move(picked), source_text(name, c), out.notes);
       if (picked.empty()) continue;
       if (c.read == Read::kHistogramSum) {
         ScalarSignal v{0, fmt::format("{}_sum", name), static_cast<int>(picked.size())};
@@ -112,26 +177,35 @@ EngineSignals extract_signals(const Exposition& e) {
     }
     // One value per series: a series whose point is repeated (`m 1 100`, `m 2 200`) counts with its
     // last point, never the sum of its points.
-    std::vector<std::pair<const Labels*, double>> series;
+    std::vector<Point> series;
     bool repeated = false;
     for (const Sample& smp : f->samples) {
-      if (smp.name != name || !matches(smp.labels, c)) continue;
-      auto same = std::find_if(series.begin(), series.end(), [&](const auto& p) { return *p.first == smp.labels; });
+      if (smp.name != name || !matches(smp.labels, c) || !counted(out.engine, smp.labels)) continue;
+      auto same = std::find_if(series.begin(), series.end(), [&](const Point& p) { return *p.labels == smp.labels; });
       if (same != series.end()) {
-        same->second = smp.value;
+        same->value = smp.value;
         repeated = true;
       } else {
-        series.emplace_back(&smp.labels, smp.value);
+        series.push_back(Point{&smp.labels, smp.value});
       }
     }
     if (repeated) {
       out.notes.push_back(fmt::format("{}: a series has more than one point on the page; its last point is used",
                                       source_text(name, c)));
     }
+    series = one_per_replica_set(out.engine, std::move(series), source_text(name, c), out.notes);
     ScalarSignal v{0, source_text(name, c), 0};
-    for (const auto& [labels, value] : series) {
-      v.value = v.series == 0 ? value : signal_takes_max(c.signal) ? std::max(v.value, value) : v.value + value;
+    for (const Point& p : series) {
+      v.value = v.series == 0 ? p.value : signal_takes_max(c.signal) ? std::max(v.value, p.value) : v.value + p.value;
       ++v.series;
+      if (c.split.empty()) continue;
+      const std::string* key = find_label(*p.labels, c.split);
+      const std::string k = key ? *key : std::string();
+      auto part = std::find_if(v.parts.begin(), v.parts.end(), [&](const SignalPart& x) { return x.key == k; });
+      if (part == v.parts.end())
+        v.parts.push_back(SignalPart{k, p.value});
+      else
+        part->value += p.value;
     }
     if (v.series > 0) out.scalars[idx] = std::move(v);
   }

@@ -6,6 +6,7 @@
 #include <array>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "promtext/catalog.hpp"
@@ -14,10 +15,25 @@
 
 namespace mpo::promtext {
 
+// One value of a split signal: the value of the catalog entry's `split` label and the series' value
+// (summed over the rest of the labels).
+struct SignalPart {
+  std::string key;  // "0" (position), "GPU_to_CPU" (transfer_type), ...
+  double value = 0;
+  bool operator==(const SignalPart&) const = default;
+};
+
 struct ScalarSignal {
   double value = 0;
-  std::string source;  // "vllm:num_requests_waiting_by_reason{reason=\"capacity\"}"
-  int series = 0;      // how many label sets were added up
+  std::string source;             // "vllm:num_requests_waiting_by_reason{reason=\"capacity\"}"
+  int series = 0;                 // how many label sets were added up
+  std::vector<SignalPart> parts;  // by the entry's split label, in order of first appearance; else empty
+  const SignalPart* part(std::string_view key) const {
+    for (const SignalPart& p : parts) {
+      if (p.key == key) return &p;
+    }
+    return nullptr;
+  }
 };
 
 struct HistogramSignal {

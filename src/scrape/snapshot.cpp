@@ -51,6 +51,18 @@ std::string signals_json(const promtext::EngineSignals& s) {
     if (const promtext::ScalarSignal* v = s.scalar(sig)) {
       JsonObjectWriter o;
       o.raw_field("value", value_json(v->value)).field("source", v->source).field("series", v->series);
+      if (!v->parts.empty()) {
+        std::string parts = "[";
+        for (const promtext::SignalPart& p : v->parts) {
+          if (parts.size() > 1) parts += ',';
+          parts += '[';
+          append_json_string(parts, p.key);
+          parts += ',';
+          parts += value_json(p.value);
+          parts += ']';
+        }
+        o.raw_field("parts", parts + "]");
+      }
       w.raw_field(promtext::signal_name(sig), std::move(o).finish());
     } else if (const promtext::HistogramSignal* h = s.histogram(sig)) {
       JsonObjectWriter o;

@@ -119,7 +119,21 @@ Status read_signal(promtext::EngineSignals& out, std::string_view name, element 
   }
   const auto value = number(o, "value");
   if (!value) return bad(fmt::format("signals.{} has no value", name));
-  out.scalars[i] = promtext::ScalarSignal{*value, std::string(*source), static_cast<int>(*series)};
+  promtext::ScalarSignal v{*value, std::string(*source), static_cast<int>(*series), {}};
+  if (element parts; o["parts"].get(parts) == simdjson::SUCCESS) {
+    array list;
+    if (parts.get(list)) return bad(fmt::format("signals.{}.parts holds [key, value] pairs", name));
+    for (element p : list) {
+      array pair;
+      std::string_view key;
+      if (p.get(pair) || pair.size() != 2 || pair.at(0).get_string().get(key))
+        return bad(fmt::format("signals.{}.parts holds [key, value] pairs", name));
+      const auto part = number(pair.at(1).value_unsafe());
+      if (!part) return bad(fmt::format("signals.{}.parts holds [key, value] pairs", name));
+      v.parts.push_back({std::string(key), *part});
+    }
+  }
+  out.scalars[i] = std::move(v);
   return Ok{};
 }
 

@@ -338,6 +338,138 @@ TEST(Facts, TgiTokenTotalsFromHistogramSums) {
   EXPECT_EQ(fact(facts, "e2e_seconds").status, FactStatus::kDerived);
 }
 
+// Issue 20: pages written from each engine's documented names (the fixtures say so in their names).
+constexpr const char* kVllmDocumented = "vllm/DOCUMENTED_vllm-v1_spec-decode_kv-connector_residency_nixl.prom";
+constexpr const char* kSglangRanks = "sglang/DOCUMENTED_sglang_dp2-tp2_priority_kv-pool_retraction.prom";
+
+TEST(Catalog, SglangRankCopiesCountOncePriorityBreakdownsNotAtAllDataParallelRanksAddUp) {
+  const EngineSignals s = signals_of(kSglangRanks);
+  ASSERT_EQ(s.engine, Engine::kSglang);
+  EXPECT_EQ(*s.value(Signal::kRunning), 8.0);   // dp0 5 + dp1 3; tp copies once; priority="1" is a breakdown
+  EXPECT_EQ(*s.value(Signal::kWaiting), 10.0);  // 4 + 6
+  EXPECT_EQ(s.scalar(Signal::kRunning)->series, 2);
+  EXPECT_EQ(*s.value(Signal::kKvPoolTokens), 1000000.0);
+  EXPECT_EQ(*s.value(Signal::kKvUsage), 0.6);  // the fullest data-parallel pool
+  EXPECT_EQ(*s.value(Signal::kPreemptions), 12.0);
+  EXPECT_EQ(*s.value(Signal::kCachedPromptTokens), 400.0);  // cache_source="total", not device + host + total
+  EXPECT_EQ(s.scalar(Signal::kCachedPromptTokens)->source, "sglang:cached_tokens_total{cache_source=\"total\"}");
+  const bool noted = std::any_of(s.notes.begin(), s.notes.end(), [](const std::string& n) {
+    return n.find("sglang:num_running_reqs: one copy per tensor/pipeline/expert-parallel rank; counted once") == 0;
+  });
+  EXPECT_TRUE(noted) << fmt::format("{}", fmt::join(s.notes, "\n"));
+}
+
+TEST(Facts, SglangRetractionIsPreemptionAndThePoolSplitsIntoHeldEvictableFree) {
+  const auto facts = derive_facts(signals_of(kSglangRanks), std::nullopt);
+  const Fact& pre = fact(facts, "preemptions");
+  EXPECT_EQ(pre.status, FactStatus::kStated);
+  EXPECT_EQ(pre.value("preemptions")->value, 12.0);
+  EXPECT_EQ(pre.value("preempted_prompt_tokens")->value, 12000.0);
+  EXPECT_EQ(pre.value("preempted_output_tokens")->value, 1200.0);
+  EXPECT_EQ(pre.value("retracted_now")->value, 1.0);
+  EXPECT_NE(pre.statement.find("retraction"), std::string::npos) << pre.statement;
+  const Fact& kv = fact(facts, "kv_pressure");
+  EXPECT_EQ(kv.status, FactStatus::kDerived);
+  EXPECT_DOUBLE_EQ(kv.value("held_fraction")->value, 0.5);
+  EXPECT_DOUBLE_EQ(kv.value("evictable_fraction")->value, 0.15);
+  EXPECT_NE(kv.statement.find("room to spare"), std::string::npos) << kv.statement;
+  EXPECT_EQ(fact(facts, "speculative_decoding").value("spec_verify_calls")->value, 900.0);
+  // The real single-rank capture still reads as before: its one tp_rank="0" copy counts once.
+  EXPECT_EQ(*signals_of(kSglang).value(Signal::kKvPoolTokens), 430839.0);
+}
+
+TEST(Facts, AFullLookingSglangPoolOfEvictableCacheIsNotPressure) {
+  auto e = parse_exposition(
+      "# TYPE sglang:kv_used_tokens gauge\nsglang:kv_used_tokens{tp_rank=\"0\"} 100\n"
+      "# TYPE sglang:kv_evictable_tokens gauge\nsglang:kv_evictable_tokens{tp_rank=\"0\"} 850\n"
+      "# TYPE sglang:kv_available_tokens gauge\nsglang:kv_available_tokens{tp_rank=\"0\"} 50\n");
+  ASSERT_TRUE(e.ok());
+  const auto facts = derive_facts(extract_signals(*e), std::nullopt);
+  const Fact& kv = fact(facts, "kv_pressure");
+  EXPECT_NE(kv.statement.find("mostly with cached prefixes"), std::string::npos) << kv.statement;
+  EXPECT_DOUBLE_EQ(kv.value("held_fraction")->value, 0.1);
+}
+
+TEST(Facts, VllmAcceptanceByPositionConnectorCachesResidencyOffloadAndTransfer) {
+  const EngineSignals s = signals_of(kVllmDocumented);
+  ASSERT_EQ(s.engine, Engine::kVllmV1);
+  const auto facts = derive_facts(s, std::nullopt);
+  const Fact& spec = fact(facts, "speculative_decoding");
+  EXPECT_DOUBLE_EQ(spec.value("acceptance_rate")->value, 0.5);
+  EXPECT_DOUBLE_EQ(spec.value("mean_accepted_length")->value, 2.5);
+  EXPECT_DOUBLE_EQ(spec.value("acceptance_at_position_0")->value, 0.75);
+  EXPECT_DOUBLE_EQ(spec.value("acceptance_at_position_1")->value, 0.5);
+  EXPECT_DOUBLE_EQ(spec.value("acceptance_at_position_2")->value, 0.25);
+  EXPECT_NE(spec.statement.find("Accepted by draft position: 0 75.0%, 1 50.0%, 2 25.0%."), std::string::npos)
+      << spec.statement;
+
+  EXPECT_DOUBLE_EQ(fact(facts, "external_prefix_cache_hit_rate").values[0].value, 0.25);
+  EXPECT_DOUBLE_EQ(fact(facts, "mm_cache_hit_rate").values[0].value, 0.25);
+
+  const Fact& res = fact(facts, "kv_residency");
+  EXPECT_EQ(res.status, FactStatus::kDerived);
+  EXPECT_DOUBLE_EQ(res.value("idle_before_evict_mean")->value, 5.2);
+  // Idle before eviction (median in 2-5 s) is shorter than the reuse gap (median in 10-20 s).
+  EXPECT_LT(res.value("idle_before_evict_p50")->value, res.value("reuse_gap_p50")->value);
+  EXPECT_NE(res.statement.find("evicts prefixes it would reuse"), std::string::npos) << res.statement;
+
+  const Fact& off = fact(facts, "kv_offload");
+  EXPECT_EQ(off.value("bytes_GPU_to_CPU")->value, 8e9);
+  EXPECT_DOUBLE_EQ(off.value("gb_per_s_CPU_to_GPU")->value, 8.0);
+  EXPECT_EQ(off.value("bytes")->value, 10e9);
+
+  const Fact& xfer = fact(facts, "kv_transfer_seconds");
+  EXPECT_EQ(xfer.status, FactStatus::kDerived);
+  EXPECT_DOUBLE_EQ(xfer.value("mean")->value, 0.045);
+  EXPECT_EQ(xfer.value("failed_transfers")->value, 2.0);
+  EXPECT_NE(xfer.statement.find("inside its TTFT"), std::string::npos);
+}
+
+TEST(Facts, AcceptanceByPositionAndOffloadDirectionsAreDeltasOverAWindow) {
+  auto page = [](double drafts, double pos0, double pos1, double up) {
+    return fmt::format(
+        "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 1\n"
+        "# TYPE vllm:spec_decode_num_drafts counter\nvllm:spec_decode_num_drafts_total {0}\n"
+        "# TYPE vllm:spec_decode_num_draft_tokens counter\nvllm:spec_decode_num_draft_tokens_total {1}\n"
+        "# TYPE vllm:spec_decode_num_accepted_tokens counter\nvllm:spec_decode_num_accepted_tokens_total {2}\n"
+        "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos counter\n"
+        "vllm:spec_decode_num_accepted_tokens_per_pos_total{{position=\"0\"}} {3}\n"
+        "vllm:spec_decode_num_accepted_tokens_per_pos_total{{position=\"1\"}} {4}\n"
+        "# TYPE vllm:kv_offload_total_bytes counter\n"
+        "vllm:kv_offload_total_bytes_total{{transfer_type=\"CPU_to_GPU\"}} {5}\n",
+        drafts, 2 * drafts, pos0 + pos1, pos0, pos1, up);
+  };
+  auto before = parse_exposition(page(100, 90, 50, 1000));
+  auto after = parse_exposition(page(300, 250, 90, 5000));
+  ASSERT_TRUE(before.ok() && after.ok());
+  const auto d = delta_signals(extract_signals(*before), extract_signals(*after));
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  const auto facts = derive_facts(*d, 10.0);
+  const Fact& spec = fact(facts, "speculative_decoding");
+  EXPECT_DOUBLE_EQ(spec.value("acceptance_at_position_0")->value, 160.0 / 200.0);
+  EXPECT_DOUBLE_EQ(spec.value("acceptance_at_position_1")->value, 40.0 / 200.0);
+  EXPECT_EQ(d->scalar(Signal::kKvOffloadBytes)->part("CPU_to_GPU")->value, 4000.0);
+
+  auto down = parse_exposition(page(400, 240, 100, 6000));  // position 0 went down: a reset
+  ASSERT_TRUE(down.ok());
+  const auto reset = delta_signals(extract_signals(*after), extract_signals(*down));
+  ASSERT_FALSE(reset.ok());
+  EXPECT_EQ(reset.error().code, "scrape.reset");
+}
+
+TEST(Facts, TgiBatchForwardPassesAndConcatenationReasons) {
+  const EngineSignals s = signals_of(kTgi);
+  const auto facts = derive_facts(s, std::nullopt);
+  const Fact& b = fact(facts, "batching");
+  EXPECT_EQ(b.status, FactStatus::kDerived);
+  EXPECT_DOUBLE_EQ(b.value("prefill_forward_mean")->value, 1.246376687 / 16);
+  EXPECT_DOUBLE_EQ(b.value("decode_forward_mean")->value, 89.03133092599998 / 1509);
+  EXPECT_EQ(b.value("concatenations_chunking")->value, 3.0);
+  // This TGI build publishes the batch's tokens but not the budget (tgi_batch_max_total_tokens).
+  EXPECT_EQ(*s.value(Signal::kBatchTokens), 0.0);
+  EXPECT_EQ(fact(facts, "kv_pressure").status, FactStatus::kUnavailable);
+}
+
 EngineSignals with_counter(const char* start, double generated) {
   auto e = parse_exposition(
       fmt::format("process_start_time_seconds {}\n"

@@ -135,12 +135,22 @@ TEST(SnapshotReader, EveryCaptureRoundTrips) {
                         "sglang/sglang_docs-example_llama-3.1-8b_multiproc-order.prom",
                         "llamacpp/llamacpp_server-cuda_2026-05_lfm2.5-8b_rtx4080.prom",
                         "llamacpp/llamacpp_b10309_cpu_tiny-random_after-load.prom",
-                        "tgi/tgi_datadog-fixture_payload.prom", "dcgm/dcgm-exporter_datadog-fixture_t4-mixed.prom"}) {
+                        "tgi/tgi_datadog-fixture_payload.prom", "dcgm/dcgm-exporter_datadog-fixture_t4-mixed.prom",
+                        "vllm/DOCUMENTED_vllm-v1_spec-decode_kv-connector_residency_nixl.prom",
+                        "sglang/DOCUMENTED_sglang_dp2-tp2_priority_kv-pool_retraction.prom"}) {
     const std::string line = snapshot_json_line(snapshot(3, test::read_fixture(f), 1'767'225'600'000'000));
     auto back = parse_snapshot_line(line);
     ASSERT_TRUE(back.ok()) << f << ": " << back.error().message;
     EXPECT_EQ(snapshot_json_line(*back), line) << f;
   }
+  // Split signals keep their parts (acceptance by position, offload by direction).
+  const std::string parts_line = snapshot_json_line(
+      snapshot(5, test::read_fixture("vllm/DOCUMENTED_vllm-v1_spec-decode_kv-connector_residency_nixl.prom"),
+               1'767'225'600'000'000));
+  EXPECT_NE(parts_line.find(R"("parts":[["0",12000],["1",8000],["2",4000]])"), std::string::npos) << parts_line;
+  auto split = parse_snapshot_line(parts_line);
+  ASSERT_TRUE(split.ok());
+  EXPECT_EQ(split->signals.scalar(promtext::Signal::kKvOffloadBytes)->part("CPU_to_GPU")->value, 2e9);
   Snapshot failed;
   failed.seq = 4;
   failed.source = "http://e/metrics";
