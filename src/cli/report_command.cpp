@@ -1,5 +1,6 @@
 #include <glob.h>
 
+#include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <thread>
@@ -12,6 +13,8 @@
 #include "ledger/reader.hpp"
 #include "report/analysis.hpp"
 #include "report/render.hpp"
+#include "scrape/facts_report.hpp"
+#include "scrape/snapshot_reader.hpp"
 
 #ifndef MPO_VERSION
 #define MPO_VERSION "0.0.0"
@@ -27,7 +30,47 @@ struct ReportArgs {
   std::string format = "md";
   std::string output;
   std::string slo;
+  std::string scrapes;  // "" : beside the ledger when there; "none": never
 };
+
+// The engine's speculative-decoding acceptance over the report's window, from the scrape file the
+// proxy wrote beside the ledger (`proxy --scrape`) or --scrapes. Absent file: nothing said.
+std::optional<report::EngineEvidence> engine_evidence(const ReportArgs& a, const std::vector<std::string>& files,
+                                                      const report::Options& opts) {
+  if (a.scrapes == "none") return std::nullopt;
+  std::string path = a.scrapes;
+  if (path.empty()) {
+    if (files.size() != 1 || files[0] == "-") return std::nullopt;
+    path = scrape::snapshots_path_for(files[0]);
+    if (!std::filesystem::exists(path)) return std::nullopt;
+  }
+  auto text = read_text_file(path);
+  if (!text) {
+    std::cerr << "modelperfobs report: cannot read the scrape file " << path << "; engine evidence left out\n";
+    return std::nullopt;
+  }
+  auto read = scrape::read_snapshots(*text);
+  std::vector<scrape::Snapshot> window;
+  for (auto& s : read.snapshots) {
+    if (opts.since_us && s.started_at_us < *opts.since_us) continue;
+    if (opts.until_us && s.started_at_us >= *opts.until_us) continue;
+    window.push_back(std::move(s));
+  }
+  const auto facts = scrape::build_facts_report(window);
+  const promtext::Fact* spec = promtext::find_fact(facts.facts, "speculative_decoding");
+  if (!spec || spec->status == promtext::FactStatus::kUnavailable) return std::nullopt;
+  report::EngineEvidence e;
+  e.window = facts.window;
+  const promtext::FactValue* rate = spec->value("acceptance_rate");
+  if (!rate) rate = spec->value("spec_accept_rate");
+  const promtext::FactValue* length = spec->value("mean_accepted_length");
+  if (!length) length = spec->value("spec_accept_length");
+  if (!rate) return std::nullopt;
+  e.spec_acceptance_rate = rate->value;
+  if (length) e.spec_mean_accepted_length = length->value;
+  for (const auto& s : spec->sources) e.spec_source += (e.spec_source.empty() ? "" : ", ") + s;
+  return e;
+}
 
 // Files named, globs expanded, "-" for stdin. Missing files are an error, with their names.
 bool expand_inputs(const std::vector<std::string>& given, std::vector<std::string>& out) {
@@ -80,6 +123,7 @@ int run(const ReportArgs& a) {
     std::cerr << "modelperfobs report: " << st.error().message << "\n";
     return 1;
   }
+  in.options.engine = engine_evidence(a, files, in.options);
   if (in.table.size() == 0) {
     std::cerr << "modelperfobs report: no observations in " << files.size() << " input(s)\n";
     return 1;
@@ -125,6 +169,10 @@ std::function<int()> setup_report(CLI::App& app) {
       ->check(CLI::IsMember({"md", "json", "csv", "html"}))
       ->capture_default_str();
   app.add_option("--output", a->output, "write here instead of stdout");
+  app.add_option("--scrapes", a->scrapes,
+                 "the engine's /metrics snapshots over the same run (default: <ledger>.scrape.jsonl beside a single "
+                 "ledger, as `proxy --scrape` writes it; none: do not read); speculative-decoding acceptance joins "
+                 "the decode evidence");
   app.add_option("--slo", a->slo, "e.g. ttft_p95_ms=1000,tpot_p95_ms=100,error_rate=0.01; exit 3 when violated");
   return [a] { return run(*a); };
 }

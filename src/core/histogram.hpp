@@ -32,6 +32,17 @@ class Histogram {
 // Bucket bounds of vLLM 0.29.0 (tests/fixtures/vllm/vllm-v1_0.29.0_*.prom).
 namespace vllm_buckets {
 inline constexpr double kTokenBuckets[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000};
+// Token-count buckets as vLLM builds them (build_1_2_5_buckets): 1, 2, 5, 10, ... up to
+// max_model_len. kTokenBuckets is this for a max_model_len of 2048 (the capture's).
+inline std::vector<double> token_buckets(int max_model_len) {
+  std::vector<double> out;
+  for (double mantissa = 1;; mantissa *= 10) {
+    for (double m : {1.0, 2.0, 5.0}) {
+      if (m * mantissa > max_model_len) return out;
+      out.push_back(m * mantissa);
+    }
+  }
+}
 inline constexpr double kIterationBuckets[] = {1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
 inline constexpr double kNBuckets[] = {1, 2, 5, 10, 20};
 inline constexpr double kTtftBuckets[] = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,

@@ -18,8 +18,8 @@ Fact unavailable(std::string id, std::string reason);
 // Adds each present scalar as a stated value; returns how many were present.
 int add_stated(Fact& f, const EngineSignals& s, std::initializer_list<std::pair<Signal, std::string_view>> signals);
 // Counters as stated values, with per-second rates over a window.
-Fact counters(const EngineSignals& s, std::string id, std::initializer_list<std::pair<Signal, std::string_view>> signals,
-              std::optional<double> seconds);
+Fact counters(const EngineSignals& s, std::string id,
+              std::initializer_list<std::pair<Signal, std::string_view>> signals, std::optional<double> seconds);
 // A histogram's count, mean and estimated p50/p90/p99.
 Fact latency(const EngineSignals& s, Signal sig, std::string_view label);
 

@@ -53,19 +53,18 @@ Fact rate_fact(const EngineSignals& s, std::string id, Signal hits_sig, Signal q
               {std::string(signal_name(hits_sig)), *hits, std::string(unit), false},
               {std::string(signal_name(queries_sig)), *queries, std::string(unit), false}};
   f.sources = {source_of(s, hits_sig), source_of(s, queries_sig)};
-  f.statement = fmt::format("{}: {:.1f}% hit ({} of {} {}).", what, 100 * *hits / *queries, num(*hits), num(*queries),
-                            unit);
+  f.statement =
+      fmt::format("{}: {:.1f}% hit ({} of {} {}).", what, 100 * *hits / *queries, num(*hits), num(*queries), unit);
   return f;
 }
 
 }  // namespace
 
 Fact preemptions(const EngineSignals& s, std::optional<double> seconds) {
-  Fact f = counters(s, "preemptions",
-                    {{S::kPreemptions, "preemptions"},
-                     {S::kPreemptedPromptTokens, "tokens"},
-                     {S::kPreemptedOutputTokens, "tokens"}},
-                    seconds);
+  Fact f = counters(
+      s, "preemptions",
+      {{S::kPreemptions, "preemptions"}, {S::kPreemptedPromptTokens, "tokens"}, {S::kPreemptedOutputTokens, "tokens"}},
+      seconds);
   const ScalarSignal* now = s.scalar(S::kRetractedNow);
   if (f.status == FactStatus::kUnavailable && !now) return f;
   if (f.status == FactStatus::kUnavailable) {
@@ -87,9 +86,10 @@ Fact preemptions(const EngineSignals& s, std::optional<double> seconds) {
   const auto prompt = s.value(S::kPreemptedPromptTokens);
   const auto output = s.value(S::kPreemptedOutputTokens);
   if (prompt || output) {
-    f.statement += fmt::format(" Work to redo: {} prompt and {} output token(s); it lengthens TTFT and e2e of the "
-                               "requests that were retracted.",
-                               num(prompt.value_or(0)), num(output.value_or(0)));
+    f.statement += fmt::format(
+        " Work to redo: {} prompt and {} output token(s); it lengthens TTFT and e2e of the "
+        "requests that were retracted.",
+        num(prompt.value_or(0)), num(output.value_or(0)));
   }
   return f;
 }
@@ -157,9 +157,9 @@ Fact kv_residency(const EngineSignals& s) {
   }
   f.status = FactStatus::kDerived;
   std::string text = "Sampled KV blocks (medians are bucket estimates):";
-  for (const auto& [h, name, what] : {std::tuple{&lifetime, "lifetime", "live"},
-                                      std::tuple{&idle, "idle_before_evict", "sit idle before eviction"},
-                                      std::tuple{&gap, "reuse_gap", "come back after"}}) {
+  for (const auto& [h, name, what] :
+       {std::tuple{&lifetime, "lifetime", "live"}, std::tuple{&idle, "idle_before_evict", "sit idle before eviction"},
+        std::tuple{&gap, "reuse_gap", "come back after"}}) {
     if (!*h) continue;
     const HistogramSummary& v = **h;
     f.sources.push_back(v.source);
@@ -257,8 +257,8 @@ Fact tgi_batching(const EngineSignals& s) {
     f.sources.push_back((*h)->source + fmt::format("{{method=\"{}\"}}", name));
     f.values.push_back({fmt::format("{}_forward_mean", name), *(*h)->mean, "s", false});
     f.values.push_back({fmt::format("{}_forwards", name), (*h)->count, "passes", false});
-    parts.push_back(fmt::format("a {} forward pass takes {} on average ({} passes)", name,
-                                seconds_text(*(*h)->mean), num((*h)->count)));
+    parts.push_back(fmt::format("a {} forward pass takes {} on average ({} passes)", name, seconds_text(*(*h)->mean),
+                                num((*h)->count)));
   }
   if (concat) {
     f.sources.push_back(concat->source);

@@ -389,6 +389,21 @@ std::vector<GroupStats> analyse(const RowTable& table, const Options& opts) {
   for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
   worker();
   for (auto& t : pool) t.join();
+  if (opts.engine && opts.engine->spec_acceptance_rate) {
+    const EngineEvidence& e = *opts.engine;
+    const std::string line = fmt::format(
+        "the engine decoded speculatively over {}: {:.1f}% of draft tokens accepted{} ({}): TPOT follows acceptance, "
+        "not only the cost of a decode step",
+        e.window, 100 * *e.spec_acceptance_rate,
+        e.spec_mean_accepted_length ? fmt::format(", {:.2f} tokens per verification step", *e.spec_mean_accepted_length)
+                                    : "",
+        e.spec_source);
+    for (GroupStats& g : out) {
+      for (Candidate& c : g.ranking) {
+        if (c.name == "decode") c.evidence.push_back(line);
+      }
+    }
+  }
   return out;
 }
 

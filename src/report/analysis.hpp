@@ -74,9 +74,20 @@ struct GroupStats {
   std::vector<ApiStats> apis;                     // per API, when the group's requests spoke more than one
 };
 
+// What the engine's own counters said over the report's window (the proxy's `--scrape` file), where
+// the report read them: a TPOT that depends on speculative acceptance is not a decode step of the
+// same cost, so the decode candidate says so.
+struct EngineEvidence {
+  std::string window;  // "12.0 s between scrapes 1 and 13"
+  std::optional<double> spec_acceptance_rate;
+  std::optional<double> spec_mean_accepted_length;
+  std::string spec_source;  // the series
+};
+
 struct Options {
   GroupBy by = GroupBy::kModel;
   std::optional<std::int64_t> since_us, until_us;
+  std::optional<EngineEvidence> engine;
 };
 
 // The table's GroupBy must be opts.by (the key is taken when rows are made).

@@ -85,6 +85,8 @@ Result<Profile> parse_profile(std::string_view json_text) {
       {"step_base_s", number_setter(e.step_base_s, "engine.step_base_s", 0, 60)},
       {"step_per_prefill_token_s", number_setter(e.step_per_prefill_token_s, "engine.step_per_prefill_token_s", 0, 1)},
       {"step_per_decode_seq_s", number_setter(e.step_per_decode_seq_s, "engine.step_per_decode_seq_s", 0, 1)},
+      {"num_speculative_tokens", number_setter(e.num_speculative_tokens, "engine.num_speculative_tokens", 0, 64)},
+      {"spec_acceptance", number_setter(e.spec_acceptance, "engine.spec_acceptance", 0, 1)},
   };
   const Section output{
       {"natural_min_tokens", number_setter(o.natural_min_tokens, "output.natural_min_tokens", 1, 1e7)},

@@ -22,6 +22,12 @@ struct EngineConfig {
   double step_base_s = 0.018;                 // a: fixed cost of a forward pass
   double step_per_prefill_token_s = 0.00025;  // b: 4,000 prefill tok/s
   double step_per_decode_seq_s = 0.0001;      // c: per sequence decoded in the step
+  // Speculative decoding (vLLM --speculative-config num_speculative_tokens): 0 is off. Each
+  // verification round drafts this many tokens; draft position k is accepted with probability
+  // spec_acceptance once every position before it was (the rest of the round is rejected). Only the
+  // counters follow it: a round's tokens still leave one per step.
+  int num_speculative_tokens = 0;
+  double spec_acceptance = 0.7;
 };
 
 struct OutputConfig {

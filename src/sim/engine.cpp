@@ -24,6 +24,8 @@ struct Engine::Request {
   std::string text;      // generated text (only kept when stop strings are set)
   std::size_t sent = 0;  // chars of `text` already emitted
   std::size_t max_stop_len = 0;
+  int round_left = 0;  // speculative decoding: tokens the current verification round still yields
+  int round_pos = 0;   // draft position of the next token of the round
 
   int num_tokens() const { return static_cast<int>(tokens.size()); }
   int num_output() const { return num_tokens() - prompt_len; }
@@ -35,7 +37,12 @@ int natural_length(const OutputConfig& c, std::uint64_t seed) {
 }
 
 Engine::Engine(EngineConfig config)
-    : config_(config), pool_(config.num_gpu_blocks, config.enable_prefix_caching), max_num_seqs_(config.max_num_seqs) {}
+    : config_(config),
+      pool_(config.num_gpu_blocks, config.enable_prefix_caching),
+      max_num_seqs_(config.max_num_seqs),
+      stats_(config.max_model_len) {
+  stats_.spec_accepted_per_pos.assign(static_cast<std::size_t>(config.num_speculative_tokens), 0);
+}
 
 Engine::~Engine() = default;
 
@@ -263,6 +270,31 @@ StepResult Engine::step(double now_s) {
   return out;
 }
 
+// A token after the first either opens a verification round (a draft of k tokens is checked; the
+// round yields its own token plus the accepted prefix of the draft) or is an accepted draft token.
+void Engine::count_speculation(Request& r, int index) {
+  const int k = config_.num_speculative_tokens;
+  if (k <= 0) return;
+  if (r.round_left > 0) {
+    --r.round_left;
+    ++stats_.spec_accepted_tokens;
+    ++stats_.spec_accepted_per_pos[static_cast<std::size_t>(r.round_pos++)];
+    return;
+  }
+  ++stats_.spec_drafts;
+  stats_.spec_draft_tokens += static_cast<std::uint64_t>(k);
+  int accepted = 0;
+  for (int pos = 0; pos < k; ++pos) {
+    const std::uint64_t x = mix64(r.spec.seed ^ (static_cast<std::uint64_t>(index) * 0x9e3779b97f4a7c15ULL) ^
+                                  (static_cast<std::uint64_t>(pos + 1) * 0xc2b2ae3d27d4eb4fULL));
+    const double u = static_cast<double>(x >> 11) * 0x1.0p-53;  // uniform in [0, 1)
+    if (u >= config_.spec_acceptance) break;
+    ++accepted;
+  }
+  r.round_left = accepted;
+  r.round_pos = 0;
+}
+
 void Engine::emit_token(Request& r, double t, StepResult& out) {
   const int index = r.num_output();
   const TokenId tok = sample_token(r.spec.seed, static_cast<std::uint64_t>(index));
@@ -277,6 +309,7 @@ void Engine::emit_token(Request& r, double t, StepResult& out) {
     stats_.prompt_tokens_computed += static_cast<std::uint64_t>(r.prompt_len - r.cached_tokens);
   } else {
     stats_.inter_token_latency.observe(t - *r.last_token_s);
+    count_speculation(r, index);
   }
   r.last_token_s = t;
 

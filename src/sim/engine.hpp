@@ -118,6 +118,7 @@ class Engine {
   void extend_hashes(Request& r);
   void adjust_reservation();
   void emit_token(Request& r, double t, StepResult& out);
+  void count_speculation(Request& r, int index);
   FinishedRequest finish(Request& r, FinishReason reason, double t);
 
   EngineConfig config_;

@@ -18,13 +18,13 @@ std::string_view to_string(FinishReason r) {
   return "error";
 }
 
-EngineStats::EngineStats()
-    : request_prompt_tokens(kTokenBuckets),
-      request_generation_tokens(kTokenBuckets),
+EngineStats::EngineStats(int max_model_len)
+    : request_prompt_tokens(token_buckets(max_model_len)),
+      request_generation_tokens(token_buckets(max_model_len)),
       iteration_tokens(kIterationBuckets),
-      request_max_num_generation_tokens(kTokenBuckets),
+      request_max_num_generation_tokens(token_buckets(max_model_len)),
       request_params_n(kNBuckets),
-      request_params_max_tokens(kTokenBuckets),
+      request_params_max_tokens(token_buckets(max_model_len)),
       time_to_first_token(kTtftBuckets),
       inter_token_latency(kItlBuckets),
       request_time_per_output_token(kItlBuckets),
@@ -33,6 +33,6 @@ EngineStats::EngineStats()
       request_inference_time(kLatencyBuckets),
       request_prefill_time(kLatencyBuckets),
       request_decode_time(kLatencyBuckets),
-      request_prefill_kv_computed_tokens(kTokenBuckets) {}
+      request_prefill_kv_computed_tokens(token_buckets(max_model_len)) {}
 
 }  // namespace mpo::sim

@@ -20,7 +20,7 @@ constexpr std::array<FinishReason, 5> kAllFinishReasons = {
 std::string_view to_string(FinishReason r);
 
 struct EngineStats {
-  EngineStats();
+  explicit EngineStats(int max_model_len = 2048);
   std::uint64_t prefix_cache_queries = 0;  // tokens queried
   std::uint64_t prefix_cache_hits = 0;     // tokens found cached
   std::uint64_t preemptions = 0;
@@ -30,6 +30,13 @@ struct EngineStats {
   std::uint64_t generation_tokens = 0;
   std::array<std::uint64_t, kAllFinishReasons.size()> finished{};  // by FinishReason
   std::uint64_t steps = 0;
+  // Speculative decoding (EngineConfig::num_speculative_tokens > 0): verification rounds, tokens
+  // drafted, tokens accepted, and accepted ones by draft position. Every output token after a
+  // request's first is either a round's own token or an accepted draft: drafts + accepted = those.
+  std::uint64_t spec_drafts = 0;
+  std::uint64_t spec_draft_tokens = 0;
+  std::uint64_t spec_accepted_tokens = 0;
+  std::vector<std::uint64_t> spec_accepted_per_pos;
 
   Histogram request_prompt_tokens;
   Histogram request_generation_tokens;

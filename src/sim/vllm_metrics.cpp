@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "promtext/text_writer.hpp"
 
@@ -34,6 +37,17 @@ class Writer {
     family(total, MetricType::kCounter, help);
     sample(total, v);
     gauge(fmt::format("{}_created", base), help, created);
+  }
+  // A labelled counter: one `_total` sample per value of `label`, then its `_created` family with
+  // one sample per value, as prometheus_client writes labelled children.
+  void labelled_counter(std::string_view base, std::string_view help, std::string_view label,
+                        const std::vector<std::pair<std::string, double>>& values, double created) {
+    const std::string total = fmt::format("{}_total", base);
+    const std::string created_name = fmt::format("{}_created", base);
+    family(total, MetricType::kCounter, help);
+    for (const auto& [value, v] : values) sample(total, v, {label, value});
+    family(created_name, MetricType::kGauge, help);
+    for (const auto& [value, v] : values) sample(created_name, created, {label, value});
   }
   void histogram(std::string_view name, std::string_view help, const Histogram& h, double created) {
     family(name, MetricType::kHistogram, help);
@@ -100,16 +114,17 @@ std::string render_vllm_metrics(const Engine& engine, const MetricsContext& ctx)
             "External prefix cache hits from KV connector cross-instance cache sharing, in terms of "
             "number of cached tokens.",
             0, created);
+  w.counter("vllm:mm_cache_queries", "Multi-modal cache queries, in terms of number of queried items.", 0, created);
+  w.counter("vllm:mm_cache_hits", "Multi-modal cache hits, in terms of number of cached items.", 0, created);
   w.counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.",
             static_cast<double>(s.preemptions), created);
   w.counter("vllm:prompt_tokens", "Number of prefill tokens processed.", static_cast<double>(s.prompt_tokens), created);
 
-  w.family("vllm:prompt_tokens_by_source_total", MetricType::kCounter, "Number of prompt tokens by source.");
-  w.sample("vllm:prompt_tokens_by_source_total", static_cast<double>(s.prompt_tokens_computed),
-           {"source", "local_compute"});
-  w.sample("vllm:prompt_tokens_by_source_total", static_cast<double>(s.prompt_tokens_cached),
-           {"source", "local_cache_hit"});
-  w.sample("vllm:prompt_tokens_by_source_total", 0, {"source", "external_kv_transfer"});
+  w.labelled_counter("vllm:prompt_tokens_by_source", "Number of prompt tokens by source.", "source",
+                     {{"local_compute", static_cast<double>(s.prompt_tokens_computed)},
+                      {"local_cache_hit", static_cast<double>(s.prompt_tokens_cached)},
+                      {"external_kv_transfer", 0.0}},
+                     created);
   w.counter("vllm:prompt_tokens_cached", "Number of cached prompt tokens (local + external).",
             static_cast<double>(s.prompt_tokens_cached), created);
   w.counter("vllm:generation_tokens", "Number of generation tokens processed.",
@@ -121,6 +136,27 @@ std::string render_vllm_metrics(const Engine& engine, const MetricsContext& ctx)
     w.text().sample("vllm:request_success_total",
                     {{"engine", "0"}, {"finished_reason", to_string(r)}, {"model_name", w.model()}},
                     static_cast<double>(s.finished[static_cast<std::size_t>(r)]));
+  }
+  w.family("vllm:request_success_created", MetricType::kGauge, "Count of successfully processed requests.");
+  for (FinishReason r : kAllFinishReasons) {
+    w.text().sample("vllm:request_success_created",
+                    {{"engine", "0"}, {"finished_reason", to_string(r)}, {"model_name", w.model()}}, created);
+  }
+
+  if (cfg.num_speculative_tokens > 0) {
+    // Registered only when speculative decoding is configured, as vLLM does.
+    w.counter("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", static_cast<double>(s.spec_drafts),
+              created);
+    w.counter("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.", static_cast<double>(s.spec_draft_tokens),
+              created);
+    w.counter("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.",
+              static_cast<double>(s.spec_accepted_tokens), created);
+    std::vector<std::pair<std::string, double>> per_pos;
+    for (std::size_t k = 0; k < s.spec_accepted_per_pos.size(); ++k) {
+      per_pos.emplace_back(std::to_string(k), static_cast<double>(s.spec_accepted_per_pos[k]));
+    }
+    w.labelled_counter("vllm:spec_decode_num_accepted_tokens_per_pos", "Accepted tokens per draft position.",
+                       "position", per_pos, created);
   }
 
   w.histogram("vllm:request_prompt_tokens", "Number of prefill tokens processed.", s.request_prompt_tokens, created);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "core/go_json.hpp"
@@ -415,6 +416,28 @@ TrackSummary summarize(const SweepReceipt& r, const Contract& c) {
   return s;
 }
 
+// Speculative decoding makes TPOT and ITL depend on how many drafted tokens the engine accepts:
+// when acceptance moves across points by this much, their TPOT differences are not load alone.
+constexpr double kAcceptanceSpread = 0.10;
+
+std::optional<std::string> acceptance_warning(const SweepReceipt& r, const std::string& track) {
+  std::optional<std::pair<double, double>> range;  // lowest, highest
+  for (const auto& p : r.points) {
+    for (const auto& tp : p.tracks) {
+      if (tp.track != track) continue;
+      const auto rate = evidence_number(tp, "server", "spec_acceptance_rate");
+      if (!rate) continue;
+      range =
+          range ? std::pair{std::min(range->first, *rate), std::max(range->second, *rate)} : std::pair{*rate, *rate};
+    }
+  }
+  if (!range || range->second - range->first < kAcceptanceSpread) return std::nullopt;
+  return fmt::format(
+      "track {}: speculative decoding accepted {:.1f}% to {:.1f}% of drafted tokens across points: TPOT and ITL "
+      "differences between points mix load with acceptance (evidence.server.spec_acceptance_rate)",
+      track, 100 * range->first, 100 * range->second);
+}
+
 }  // namespace
 
 bool is_hard_code(std::string_view code) {
@@ -527,6 +550,9 @@ Status evaluate_sweep(SweepReceipt& r) {
                         tp.track, basis));
       }
     }
+  }
+  for (const auto& t : r.tracks) {
+    if (auto w = acceptance_warning(r, t.track)) r.warnings.push_back(std::move(*w));
   }
   r.valid = r.validity_reasons.empty() && !r.tracks.empty() &&
             std::all_of(r.tracks.begin(), r.tracks.end(), [](const TrackSummary& t) { return t.status == "measured"; });

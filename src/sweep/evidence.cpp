@@ -89,6 +89,25 @@ boost::json::object server_evidence(const scrape::Snapshot* previous_after, cons
   if (auto v = d.value(Signal::kPromptTokens)) o["prompt_tokens_delta"] = *v;
   // llama.cpp counts only the prompt tokens it computed (cache hits excluded).
   if (auto v = d.value(Signal::kComputedPromptTokens)) o["computed_prompt_tokens_delta"] = *v;
+  // Speculative decoding: a TPOT that depends on acceptance is not a decode step of the same cost,
+  // so each point says how many drafted tokens the engine accepted over it.
+  const auto drafts = d.value(Signal::kSpecDrafts);
+  const auto proposed = d.value(Signal::kSpecDraftTokens);
+  const auto accepted = d.value(Signal::kSpecAcceptedTokens);
+  if (drafts && proposed && accepted && *drafts > 0 && *proposed > 0) {
+    o["spec_drafts_delta"] = *drafts;
+    o["spec_draft_tokens_delta"] = *proposed;
+    o["spec_accepted_tokens_delta"] = *accepted;
+    o["spec_acceptance_rate"] = *accepted / *proposed;
+    o["spec_mean_accepted_length"] = 1 + *accepted / *drafts;
+    o["spec_source"] = d.scalar(Signal::kSpecAcceptedTokens)->source + " / " +
+                       d.scalar(Signal::kSpecDraftTokens)->source + " (deltas over the point)";
+  } else if (auto rate = after.signals.value(Signal::kSpecAcceptRate)) {
+    o["spec_acceptance_rate"] = *rate;
+    if (auto len = after.signals.value(Signal::kSpecAcceptLength)) o["spec_mean_accepted_length"] = *len;
+    o["spec_source"] = after.signals.scalar(Signal::kSpecAcceptRate)->source +
+                       " (the engine's own recent-window gauge, read after the point)";
+  }
   // Gauges: peaks over every good scrape of the point, before and after included.
   std::optional<double> waiting, waiting_capacity, waiting_deferred, running, kv;
   auto peak = [](std::optional<double>& acc, std::optional<double> v) {

@@ -24,6 +24,27 @@ std::optional<double> evidence(const TrackPoint& tp, std::string_view block, std
 
 std::string axis_title(LoadMode m) { return m == LoadMode::kConcurrency ? "concurrency" : "offered rate (req/s)"; }
 
+// Acceptance of speculative decoding per point, where the engine published it: TPOT depends on it.
+std::string speculative_section(const SweepReceipt& r) {
+  std::string rows;
+  for (const auto& p : r.points) {
+    for (const auto& tp : p.tracks) {
+      const auto rate = evidence(tp, "server", "spec_acceptance_rate");
+      if (!rate) continue;
+      rows += fmt::format("| {} | {} | {:.1f}% | {} | {} | {} |\n", go_float_text(p.coordinate), tp.track, 100 * *rate,
+                          fixed(evidence(tp, "server", "spec_mean_accepted_length"), 2),
+                          fixed(metric(tp.stats, "tpot_ms", "p50")), fixed(metric(tp.stats, "itl_ms", "p50")));
+    }
+  }
+  if (rows.empty()) return "";
+  return fmt::format(
+      "\n## Speculative decoding\n\nThe engine drafted tokens and verified them: TPOT and ITL here depend on how many "
+      "it "
+      "accepted, not only on the cost of a decode step. A point with lower acceptance has a slower TPOT at the same "
+      "load.\n\n| {} | track | accepted | tokens per step | TPOT p50 | ITL p50 |\n|---|---|---|---|---|---|\n{}",
+      axis_title(r.mode), rows);
+}
+
 std::string finding(const TrackSummary& t, LoadMode m) {
   std::string out;
   out += fmt::format("- **status**: {}{}\n", t.status, t.reason.empty() ? "" : " — " + t.reason);
@@ -98,6 +119,7 @@ std::string sweep_markdown(const SweepReceipt& r) {
     out += fmt::format("\n## Track {}\n\n", t.track);
     out += finding(t, r.mode);
   }
+  out += speculative_section(r);
   bool energy = false;
   for (const auto& p : r.points) {
     for (const auto& tp : p.tracks) energy = energy || json_object(tp.evidence, "energy") != nullptr;

@@ -80,6 +80,38 @@ TEST(ReportRanking, ASlowDecodeProfileRanksDecodeFirst) {
   EXPECT_EQ(ranking(s.ledger_path()).at(0), "decode");
 }
 
+// Issue 20: with the engine's own snapshots beside the ledger (as `proxy --scrape` writes them), a
+// speculatively decoding engine's acceptance joins the decode evidence: TPOT follows acceptance.
+TEST(ReportRanking, SpeculativeAcceptanceFromTheScrapeFileJoinsTheDecodeEvidence) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/spec.json", R"({"engine":{"step_base_s":0.05,"num_speculative_tokens":4,"spec_acceptance":0.5}})");
+  Stack s({"--profile", dir + "/spec.json"});
+  const std::string snaps = s.dir + "/ledger.scrape.jsonl";  // where the proxy's --scrape writes
+  const std::string url = "http://127.0.0.1:" + std::to_string(s.sim.port) + "/metrics";
+  ASSERT_EQ(run_cli({"scrape", "--url", url, "--output", snaps, "--format", "none", "--quiet"}).exit_code, 0);
+  concurrently(s.proxy.port, 3, 12, "speculating");
+  ASSERT_EQ(run_cli({"scrape", "--url", url, "--output", snaps, "--format", "none", "--quiet"}).exit_code, 0);
+  s.stop_proxy();
+  auto evidence = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"--input", s.ledger_path(), "--format", "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = run_report(args);
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    std::string all;
+    const json::value doc = json::parse(r.out);
+    for (const auto& c : doc.at("result").at("groups").as_array()[0].at("ranking").as_array()) {
+      if (c.at("candidate") != "decode") continue;
+      for (const auto& e : c.at("evidence").as_array()) all += std::string(e.as_string()) + "\n";
+    }
+    return all;
+  };
+  const std::string found = evidence({});
+  EXPECT_NE(found.find("the engine decoded speculatively over"), std::string::npos) << found;
+  EXPECT_NE(found.find("of draft tokens accepted"), std::string::npos) << found;
+  EXPECT_NE(found.find("vllm:spec_decode_num_accepted_tokens_total"), std::string::npos) << found;
+  EXPECT_EQ(evidence({"--scrapes", "none"}).find("speculatively"), std::string::npos);
+}
+
 TEST(ReportRanking, FaultsRankErrorsFirst) {
   Stack s;
   http_post(s.sim.port, "/scenario?name=faults", "");

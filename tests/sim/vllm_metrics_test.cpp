@@ -1,6 +1,9 @@
 #include "sim/vllm_metrics.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <tuple>
 
 #include "sim/engine_driver.hpp"
 #include "support/metric_families.hpp"
@@ -63,6 +66,7 @@ TEST(VllmMetrics, WaitingSplitsIntoCapacityAndDeferred) {
   EXPECT_EQ(x.find("vllm:num_requests_waiting_by_reason", {"deferred"}), 1);
 }
 
+// Issue 20: token-count buckets follow max_model_len as vLLM builds them (1, 2, 5, 10, ... up to it).
 }  // namespace
 }  // namespace mpo::sim
 
@@ -97,6 +101,59 @@ TEST(VllmMetrics, ExpositionParsesRoundTripsAndStatesTheConfiguration) {
   EXPECT_EQ(promtext::find_fact(facts, "cached_prompt_fraction")->value("cached_prompt_fraction")->value, 0.0);
   EXPECT_EQ(promtext::find_fact(facts, "requests")->value("requests_finished")->value, 8.0);
   EXPECT_EQ(promtext::find_fact(facts, "estimated_flops")->status, promtext::FactStatus::kNotEnabled);
+}
+
+// Issue 20: token-count buckets follow max_model_len as vLLM builds them (1, 2, 5, 10, ... up to it).
+TEST(VllmMetrics, TokenBucketsFollowMaxModelLen) {
+  for (const auto& [len, last, beyond] : {std::tuple{2048, "2000.0", "5000.0"}, std::tuple{8192, "5000.0", "10000.0"},
+                                          std::tuple{32768, "20000.0", "50000.0"}}) {
+    EngineConfig c;
+    c.max_model_len = len;
+    Engine e(c);
+    const std::string text = render_vllm_metrics(e, {"m", 1, 0, 0});
+    for (const char* h : {"vllm:request_prompt_tokens", "vllm:request_generation_tokens",
+                          "vllm:request_params_max_tokens", "vllm:request_prefill_kv_computed_tokens"}) {
+      EXPECT_NE(text.find(fmt::format("{}_bucket{{engine=\"0\",le=\"{}\"", h, last)), std::string::npos) << h << len;
+      EXPECT_EQ(text.find(fmt::format("{}_bucket{{engine=\"0\",le=\"{}\"", h, beyond)), std::string::npos) << h << len;
+    }
+  }
+}
+
+// Speculative decoding on: the counters add up to what was served (every output token after a
+// request's first is a round's own token or an accepted draft), acceptance falls with position.
+TEST(VllmMetrics, SpeculativeDecodingCountersAreConsistentWithWhatWasServed) {
+  EngineConfig c;
+  c.num_speculative_tokens = 3;
+  c.spec_acceptance = 0.6;
+  Engine e(c);
+  for (int i = 0; i < 40; ++i) ASSERT_TRUE(e.add_request(test::spec_with_prompt(12, 60, i), 0).ok());
+  auto run = test::run_until_idle(e);
+  int generated = 0;
+  for (const auto& f : run.finished) generated += f.completion_tokens;
+  const auto x = mpo::test::read_exposition(render_vllm_metrics(e, {"m", run.end_s, 1.7e9, 1.7e9}));
+  const double drafts = *x.find("vllm:spec_decode_num_drafts_total");
+  const double accepted = *x.find("vllm:spec_decode_num_accepted_tokens_total");
+  EXPECT_EQ(drafts + accepted, generated - 40);
+  EXPECT_EQ(*x.find("vllm:spec_decode_num_draft_tokens_total"), 3 * drafts);
+  const double p0 = *x.find("vllm:spec_decode_num_accepted_tokens_per_pos_total", {"position=\"0\""});
+  const double p1 = *x.find("vllm:spec_decode_num_accepted_tokens_per_pos_total", {"position=\"1\""});
+  const double p2 = *x.find("vllm:spec_decode_num_accepted_tokens_per_pos_total", {"position=\"2\""});
+  EXPECT_EQ(p0 + p1 + p2, accepted);
+  EXPECT_GT(p0, p1);
+  EXPECT_GT(p1, p2);
+  EXPECT_NEAR(p0 / drafts, 0.6, 0.08);  // position 0 is accepted with the configured probability
+
+  // The catalog reads it back: acceptance and mean accepted length as the facts state them.
+  auto parsed = promtext::parse_exposition(render_vllm_metrics(e, {"m", run.end_s, 1.7e9, 1.7e9}));
+  ASSERT_TRUE(parsed.ok());
+  const auto facts = promtext::derive_facts(promtext::extract_signals(*parsed), std::nullopt);
+  const auto* spec = promtext::find_fact(facts, "speculative_decoding");
+  ASSERT_NE(spec, nullptr);
+  EXPECT_DOUBLE_EQ(spec->value("mean_accepted_length")->value, 1 + accepted / drafts);
+  EXPECT_DOUBLE_EQ(spec->value("acceptance_at_position_0")->value, p0 / drafts);
+
+  Engine off{EngineConfig{}};  // off: vLLM registers no spec_decode series
+  EXPECT_EQ(render_vllm_metrics(off, {"m", 1, 0, 0}).find("spec_decode"), std::string::npos);
 }
 
 }  // namespace

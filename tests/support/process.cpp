@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +26,44 @@ std::string binary_path() {
   if (const char* env = std::getenv("MPO_BIN")) return env;
   return MPO_BINARY_PATH;
 }
+
+namespace {
+
+// Children still running when a test crashes (a segfault, an abort) would outlive it and keep the
+// test's stderr open, and ctest would wait on that pipe for as long as they run: a crash must end
+// the test, not hang CI. The children are listed here and killed from the crash signal's handler.
+constexpr std::size_t kMaxChildren = 256;
+std::atomic<pid_t> g_children[kMaxChildren];
+
+void kill_children_and_reraise(int sig) {
+  for (auto& c : g_children) {
+    const pid_t pid = c.load();
+    if (pid > 0) ::kill(pid, SIGKILL);
+  }
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+void track_child(pid_t pid) {
+  static const bool installed = [] {
+    for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL}) ::signal(sig, kill_children_and_reraise);
+    return true;
+  }();
+  (void)installed;
+  for (auto& c : g_children) {
+    pid_t empty = 0;
+    if (c.compare_exchange_strong(empty, pid)) return;
+  }
+}
+
+void untrack_child(pid_t pid) {
+  for (auto& c : g_children) {
+    pid_t expected = pid;
+    if (c.compare_exchange_strong(expected, 0)) return;
+  }
+}
+
+}  // namespace
 
 ChildProcess::ChildProcess(std::vector<std::string> argv) {
   int fds[2];
@@ -43,6 +82,7 @@ ChildProcess::ChildProcess(std::vector<std::string> argv) {
     close(out_fd_);
     throw std::runtime_error(std::string("cannot start ") + argv[0] + ": " + std::strerror(rc));
   }
+  track_child(pid_);
 }
 
 ChildProcess::~ChildProcess() {
@@ -87,6 +127,7 @@ int ChildProcess::terminate(int timeout_ms) {
     pollfd none{-1, 0, 0};
     poll(&none, 0, 5);  // reaping a child: there is no fd to wait on
   }
+  untrack_child(pid_);
   pid_ = -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
@@ -95,6 +136,7 @@ int ChildProcess::wait() {
   if (pid_ <= 0) return -1;
   int status = 0;
   waitpid(pid_, &status, 0);
+  untrack_child(pid_);
   pid_ = -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }

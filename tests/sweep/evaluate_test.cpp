@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/go_json.hpp"
 #include "sweep/fold.hpp"
+#include "sweep/render.hpp"
 #include "sweep/verify.hpp"
 
 namespace mpo::sweep {
@@ -157,6 +160,33 @@ TEST(SweepEvaluate, AGrowingServerQueueNamesSaturationButAOneStepWaitDoesNot) {
   r.points[1].tracks[0].evidence["server"].as_object()["kv_usage_peak"] = 1.0;
   ASSERT_TRUE(evaluate_sweep(r).ok());
   EXPECT_EQ(r.tracks[0].saturation.saturated_at, 2);
+}
+
+// Issue 20: with speculative decoding, TPOT depends on acceptance; acceptance that moves across
+// points by 10 points or more is said, and the markdown carries the per-point table.
+TEST(SweepEvaluate, AcceptanceThatMovesAcrossPointsIsAWarning) {
+  auto r = scaling_sweep(16, {1, 2, 4, 8});
+  const double rates[] = {0.70, 0.68, 0.62, 0.55};
+  for (std::size_t i = 0; i < r.points.size(); ++i) {
+    r.points[i].tracks[0].evidence["server"] =
+        boost::json::object{{"spec_acceptance_rate", rates[i]}, {"spec_mean_accepted_length", 1 + 3 * rates[i]}};
+  }
+  ASSERT_TRUE(evaluate_sweep(r).ok());
+  const auto warned = [&] {
+    return std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) {
+      return w.find("speculative decoding accepted 55.0% to 70.0%") != std::string::npos;
+    });
+  };
+  EXPECT_TRUE(warned());
+  const std::string md = sweep_markdown(r);
+  EXPECT_NE(md.find("## Speculative decoding"), std::string::npos);
+  EXPECT_NE(md.find("| 8 | ours | 55.0% | 2.65 |"), std::string::npos) << md;
+  r.points[3].tracks[0].evidence["server"].as_object()["spec_acceptance_rate"] = 0.65;  // spread 5 points
+  ASSERT_TRUE(evaluate_sweep(r).ok());
+  EXPECT_FALSE(warned());
+  for (auto& p : r.points) p.tracks[0].evidence.erase("server");  // no speculation: no section
+  ASSERT_TRUE(evaluate_sweep(r).ok());
+  EXPECT_EQ(sweep_markdown(r).find("Speculative decoding"), std::string::npos);
 }
 
 TEST(SweepEvaluate, SlaKneeAndP99Boundary) {
