@@ -439,16 +439,25 @@ Fact speculative_decoding(const EngineSignals& s) {
     add_positions(f, s, *drafts);
     return f;
   }
-  if (add_stated(f, s,
-                 {{S::kSpecAcceptLength, "tokens per verification step"},
-                  {S::kSpecAcceptRate, "fraction"},
-                  {S::kSpecVerifyCalls, "steps"}}) > 0) {
+  const int gauges =
+      add_stated(f, s, {{S::kSpecAcceptLength, "tokens per verification step"}, {S::kSpecAcceptRate, "fraction"}});
+  if (gauges > 0) {
     f.status = FactStatus::kStated;
     f.statement = "Speculative decoding, as the engine states it over its own recent window:";
     for (const FactValue& v : f.values) f.statement += fmt::format(" {} {}", v.name, num(v.value));
     f.statement += ".";
-    return f;
   }
+  if (add_stated(f, s, {{S::kSpecVerifyCalls, "steps"}}) > 0) {
+    const double steps = f.values.back().value;
+    if (gauges == 0) {
+      f.status = FactStatus::kStated;
+      f.statement =
+          fmt::format("{} speculative verification step(s); no acceptance is published beside them.", num(steps));
+    } else {
+      f.statement += fmt::format(" {} verification step(s).", num(steps));
+    }
+  }
+  if (f.status == FactStatus::kStated) return f;
   return unavailable(f.id, "no speculative-decoding counters are published");
 }
 

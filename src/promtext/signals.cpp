@@ -73,7 +73,7 @@ double size_of(const HistogramSeries& h) { return h.count.value_or(0); }
 // largest (a counter read a moment later on one rank); a note says when the copies disagree.
 template <typename T>
 std::vector<T> one_per_replica_set(Engine e, std::vector<T> series, const std::string& source,
-                                   std::vector<std::string>& notes) {
+                                   std::vector<std::string>& replicated) {
   if (e != Engine::kSglang || series.size() < 2) return series;
   std::vector<std::pair<Labels, T>> kept;
   bool copies = false;
@@ -89,10 +89,7 @@ std::vector<T> one_per_replica_set(Engine e, std::vector<T> series, const std::s
     if (size_of(s) != size_of(same->second)) disagree = true;
     if (size_of(s) > size_of(same->second)) same->second = std::move(s);
   }
-  if (copies) {
-    notes.push_back(fmt::format("{}: one copy per tensor/pipeline/expert-parallel rank; counted once{}", source,
-                                disagree ? " (the copies differ; the largest is used)" : ""));
-  }
+  if (copies) replicated.push_back(disagree ? source + " (the copies differ; the largest is used)" : source);
   std::vector<T> out;
   for (auto& k : kept) out.push_back(std::move(k.second));
   return out;
@@ -128,6 +125,7 @@ EngineSignals extract_signals(const Exposition& e) {
     return out;
   }
   const std::uint32_t bit = engine_bit(out.engine);
+  std::vector<std::string> replicated;  // series published once per parallel rank
   for (const CatalogEntry& c : catalog()) {
     if (!(c.engines & bit)) continue;
     const auto idx = static_cast<std::size_t>(c.signal);
@@ -159,7 +157,7 @@ EngineSignals extract_signals(const Exposition& e) {
       for (HistogramSeries& h : assemble_histograms(*f)) {
         if (matches(h.labels, c) && counted(out.engine, h.labels)) picked.push_back(std::move(h));
       }
-      picked = one_per_replica_set(out.engine, std::move(picked), source_text(name, c), out.notes);
+      picked = one_per_replica_set(out.engine, std::move(picked), source_text(name, c), replicated);
       if (picked.empty()) continue;
       if (c.read == Read::kHistogramSum) {
         ScalarSignal v{0, fmt::format("{}_sum", name), static_cast<int>(picked.size())};
@@ -193,7 +191,7 @@ EngineSignals extract_signals(const Exposition& e) {
       out.notes.push_back(fmt::format("{}: a series has more than one point on the page; its last point is used",
                                       source_text(name, c)));
     }
-    series = one_per_replica_set(out.engine, std::move(series), source_text(name, c), out.notes);
+    series = one_per_replica_set(out.engine, std::move(series), source_text(name, c), replicated);
     ScalarSignal v{0, source_text(name, c), 0};
     for (const Point& p : series) {
       v.value = v.series == 0 ? p.value : signal_takes_max(c.signal) ? std::max(v.value, p.value) : v.value + p.value;
@@ -208,6 +206,10 @@ EngineSignals extract_signals(const Exposition& e) {
         part->value += p.value;
     }
     if (v.series > 0) out.scalars[idx] = std::move(v);
+  }
+  if (!replicated.empty()) {
+    out.notes.push_back(fmt::format("one copy per tensor/pipeline/expert-parallel rank, counted once: {}",
+                                    fmt::join(replicated, ", ")));
   }
   // An engine that counts computed and cached prompt tokens apart (llama.cpp) states the prompt
   // total only through both; with the computed count alone, no prompt total is claimed.

@@ -354,7 +354,9 @@ TEST(Catalog, SglangRankCopiesCountOncePriorityBreakdownsNotAtAllDataParallelRan
   EXPECT_EQ(*s.value(Signal::kCachedPromptTokens), 400.0);  // cache_source="total", not device + host + total
   EXPECT_EQ(s.scalar(Signal::kCachedPromptTokens)->source, "sglang:cached_tokens_total{cache_source=\"total\"}");
   const bool noted = std::any_of(s.notes.begin(), s.notes.end(), [](const std::string& n) {
-    return n.find("sglang:num_running_reqs: one copy per tensor/pipeline/expert-parallel rank; counted once") == 0;
+    return n.find(
+               "one copy per tensor/pipeline/expert-parallel rank, counted once: sglang:num_running_reqs, "
+               "sglang:num_queue_reqs") == 0;
   });
   EXPECT_TRUE(noted) << fmt::format("{}", fmt::join(s.notes, "\n"));
 }
@@ -374,6 +376,7 @@ TEST(Facts, SglangRetractionIsPreemptionAndThePoolSplitsIntoHeldEvictableFree) {
   EXPECT_DOUBLE_EQ(kv.value("evictable_fraction")->value, 0.15);
   EXPECT_NE(kv.statement.find("room to spare"), std::string::npos) << kv.statement;
   EXPECT_EQ(fact(facts, "speculative_decoding").value("spec_verify_calls")->value, 900.0);
+  EXPECT_NE(fact(facts, "speculative_decoding").statement.find("no acceptance is published"), std::string::npos);
   // The real single-rank capture still reads as before: its one tp_rank="0" copy counts once.
   EXPECT_EQ(*signals_of(kSglang).value(Signal::kKvPoolTokens), 430839.0);
 }
