@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
-import { BIN, start, stop, listeningURL } from './processes.mjs';
+import { start, stop, listeningURL } from './processes.mjs';
 import Anthropic from '@anthropic-ai/sdk';
 
 const dir = mkdtempSync(join(tmpdir(), 'mpo-apis-'));
