@@ -298,6 +298,8 @@ http {{
   }
   struct Legs {
     std::vector<double> total, request, simulator, response;
+    std::vector<double> lag;           // the proxy's own read lag per line (proxy_lag_ms)
+    std::map<std::string, int> basis;  // timing_basis of the proxy's lines
   };
   std::map<std::string, Legs> legs;
   for (const auto& line : test::read_lines(dir + "/ledger.jsonl")) {
@@ -313,6 +315,8 @@ http {{
     l.request.push_back(static_cast<double>(t.arrival_us - started_us));
     l.simulator.push_back(static_cast<double>(t.sent_us - t.first_token_us));
     l.response.push_back(static_cast<double>(started_us - t.sent_us) + ttft_us);
+    ++l.basis[v["timing_basis"].is_string() ? std::string(v["timing_basis"].as_string()) : std::string("-")];
+    if (v["proxy_lag_ms"].is_number()) l.lag.push_back(v["proxy_lag_ms"].to_number<double>() * 1000.0);
   }
   // Direct streams (d1000, d8000): the client's send and first content event stand in for the
   // proxy's receipt and observation, on the wall clock through one offset taken at the start.
@@ -332,14 +336,18 @@ http {{
       "\nproxy TTFT minus engine truth TTFT (us; >= 0 means never earlier than truth), and its legs (p50 / p99):\n"
       "request = proxy receipt -> engine arrival; simulator = step end -> first token's write started (the\n"
       "simulator's lateness, not the proxy's); response = sent -> proxy saw it.\n"
-      "d1000/d8000: the same streams direct, the client in the proxy's place (its send, its first event)\n");
-  fmt::print("  {:<6} {:>5} {:>9} {:>19} {:>19} {:>19} {:>19}\n", "phase", "n", "min", "total", "request", "simulator",
-             "response");
+      "d1000/d8000: the same streams direct, the client in the proxy's place (its send, its first event).\n"
+      "basis: the proxy lines' timing_basis; lag: the proxy's own largest read lag per line (kernel receive ->\n"
+      "read), p50 / p99\n");
+  fmt::print("  {:<6} {:>5} {:>9} {:>19} {:>19} {:>19} {:>19} {:>16} {:>19}\n", "phase", "n", "min", "total", "request",
+             "simulator", "response", "basis", "lag");
   auto pair = [](const std::vector<double>& v) { return fmt::format("{:.0f} / {:.0f}", q(v, 0.5), q(v, 0.99)); };
   for (const auto& [phase, l] : legs) {
-    fmt::print("  {:<6} {:>5} {:>9.0f} {:>19} {:>19} {:>19} {:>19}\n", phase, l.total.size(),
+    std::string basis;
+    for (const auto& [b, n] : l.basis) basis += fmt::format("{}{} {}", basis.empty() ? "" : ", ", b, n);
+    fmt::print("  {:<6} {:>5} {:>9.0f} {:>19} {:>19} {:>19} {:>19} {:>16} {:>19}\n", phase, l.total.size(),
                *std::min_element(l.total.begin(), l.total.end()), pair(l.total), pair(l.request), pair(l.simulator),
-               pair(l.response));
+               pair(l.response), basis.empty() ? "(direct)" : basis, l.lag.empty() ? "-" : pair(l.lag));
   }
   nginx.terminate();
   relay.terminate();

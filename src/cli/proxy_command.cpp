@@ -20,6 +20,7 @@ struct ProxyArgs {
   std::string max_body = "33554432";
   std::string scrape_interval = "1s";
   std::string retry_stale = "on";
+  std::string timestamps = "kernel";
 };
 
 int run(ProxyArgs& a) {
@@ -48,6 +49,7 @@ int run(ProxyArgs& a) {
   a.opts.usage = a.usage == "inject" ? proxy::UsageMode::kInject : proxy::UsageMode::kPassthrough;
   a.opts.itl_full = a.itl == "full";
   a.opts.retry_stale = a.retry_stale == "on";
+  a.opts.kernel_timestamps = a.timestamps == "kernel";
   auto interval = parse_duration_s(a.scrape_interval);
   if (!interval || *interval <= 0) {
     std::cerr << "modelperfobs proxy: --scrape-interval: "
@@ -97,6 +99,13 @@ std::function<int()> setup_proxy(CLI::App& app) {
                  "byte) is sent once more on a fresh connection (docs/PROXY.md); off: answer 502 instead, for "
                  "backends where a replayed POST could do harm")
       ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  app.add_option("--timestamps", a->timestamps,
+                 "kernel: every time in the ledger is when the bytes reached the proxy's socket (the kernel's receive "
+                 "timestamp, SO_TIMESTAMPNS), true however busy the proxy is; loop: when the proxy's event loop read "
+                 "them (late by the proxy's own lag under load; for comparison). Lines say which they used "
+                 "(timing_basis); docs/PROXY.md \"Timestamps\"")
+      ->check(CLI::IsMember({"kernel", "loop"}))
       ->capture_default_str();
   app.add_option("--drain-timeout", a->opts.drain_timeout_s, "on SIGTERM, seconds to let in-flight requests finish")
       ->capture_default_str();

@@ -81,7 +81,9 @@ std::string render_observation(const Observation& o) {
       .field("request_bytes", o.request_bytes)
       .field("response_bytes", o.response_bytes)
       .field("in_flight_at_start", o.in_flight_at_start)
-      .optional_field("upstream_retries", o.upstream_retries);
+      .optional_field("upstream_retries", o.upstream_retries)
+      .optional_field("timing_basis", o.timing_basis)
+      .optional_field("proxy_lag_ms", o.proxy_lag_ms);
   if (o.server_timings.empty()) {
     w.null_field("server_timings");
   } else {

@@ -41,6 +41,12 @@ struct Observation {
   // Proxy lines: 1 when the request was sent again on a fresh connection because the pooled one
   // was found closed before any response byte (docs/PROXY.md), else 0. Absent from sweep lines.
   std::optional<int> upstream_retries;
+  // Proxy lines: what the line's times rest on, "kernel_rx" (the kernel's receive timestamps of
+  // the request and of every response read) or "loop" (the event loop's clock at a read), and the
+  // largest lateness of the proxy's reads on this request (kernel receive time -> read), null when
+  // no read had a kernel timestamp. Absent (null) from sweep lines. docs/PROXY.md "Timestamps".
+  std::optional<std::string> timing_basis;
+  std::optional<double> proxy_lag_ms;
   std::string server_timings;  // raw JSON, "" when none
   // Written only by `sweep` (absent from proxy lines): when the request was due, how late the
   // generator sent it, and which point of the sweep it belongs to.

@@ -79,6 +79,8 @@ enum class Field : std::uint8_t {
   kInFlight,
   kServerTimings,
   kSweepPoint,
+  kTimingBasis,
+  kProxyLag,
   kOther,
 };
 
@@ -113,6 +115,8 @@ constexpr std::pair<std::string_view, Field> kFields[] = {
     {"in_flight_at_start", Field::kInFlight},
     {"server_timings", Field::kServerTimings},
     {"sweep_point", Field::kSweepPoint},
+    {"timing_basis", Field::kTimingBasis},
+    {"proxy_lag_ms", Field::kProxyLag},
 };
 
 // By length first (one integer compare rejects most entries), then the bytes.
@@ -183,6 +187,8 @@ Result<LedgerRecord> from_ours(simdjson::dom::object o) {
         break;
       case Field::kInFlight: r.in_flight_at_start = sj::integer_of(v); break;
       case Field::kSweepPoint: r.sweep_point = str_of(v); break;
+      case Field::kTimingBasis: r.timing_basis = str_of(v); break;
+      case Field::kProxyLag: r.proxy_lag_ms = sj::number_of(v); break;
       case Field::kServerTimings:
         if (v.is_object()) r.server_timings = simdjson::minify(v);
         break;

@@ -36,6 +36,8 @@ struct LedgerRecord {
   std::optional<std::int64_t> in_flight_at_start;
   std::optional<std::string> server_timings;  // raw JSON object the server returned, minified
   std::optional<std::string> sweep_point;     // `sweep` lines: the load point ("concurrency=8")
+  std::optional<std::string> timing_basis;    // proxy lines: "kernel_rx" | "loop"; absent in older ledgers
+  std::optional<double> proxy_lag_ms;         // proxy lines: the largest lag of the proxy's reads
 };
 
 struct LineProblem {

@@ -9,6 +9,11 @@ namespace {
 
 using promtext::MetricType;
 
+// From 10 us (a loop keeping up) to 1 s (a loop stalled): the proxy's lateness is usually far
+// below the engine's latencies, so the engine's buckets would put it all in the first one.
+constexpr double kLagBuckets[] = {1e-5, 2.5e-5, 5e-5,   1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3,
+                                  5e-3, 1e-2,   2.5e-2, 5e-2, 0.1,    0.25, 0.5,  1.0};
+
 void histogram(promtext::TextWriter& w, std::string_view name, std::string_view help, const Histogram& h) {
   w.family(name, MetricType::kHistogram, help);
   w.histogram_samples(name, {}, h.bounds(), h.counts(), h.sum());
@@ -25,7 +30,8 @@ ProxyMetrics::ProxyMetrics()
       tpot_(vllm_buckets::kItlBuckets),
       itl_(vllm_buckets::kItlBuckets),
       e2e_(vllm_buckets::kLatencyBuckets),
-      ttfb_(vllm_buckets::kTtftBuckets) {}
+      ttfb_(vllm_buckets::kTtftBuckets),
+      lag_(kLagBuckets) {}
 
 void ProxyMetrics::record(const ledger::Observation& o) {
   const std::string code = o.http_status ? std::to_string(*o.http_status) : "none";
@@ -57,6 +63,10 @@ std::string ProxyMetrics::render(const LedgerCounts& ledger) const {
   histogram(w, "modelperfobs_inter_token_latency_seconds", "Gaps between consecutive content events.", itl_);
   histogram(w, "modelperfobs_e2e_request_latency_seconds", "Request head received to last byte forwarded.", e2e_);
   histogram(w, "modelperfobs_time_to_first_byte_seconds", "Request head received to upstream response head.", ttfb_);
+  histogram(w, "modelperfobs_proxy_lag_seconds",
+            "The proxy's own lateness: the kernel's receive timestamp of bytes to the moment the proxy read them, "
+            "per read (requests and responses; reads without a kernel timestamp are not counted).",
+            lag_);
   counter(w, "modelperfobs_prompt_tokens_total", "Prompt tokens reported by the backend.", prompt_tokens_);
   counter(w, "modelperfobs_generation_tokens_total", "Completion tokens reported (or estimated) for the backend.",
           generation_tokens_);

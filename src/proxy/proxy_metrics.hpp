@@ -27,6 +27,9 @@ class ProxyMetrics {
     unknown_events_[std::string(operation)] += static_cast<std::uint64_t>(n);
   }
 
+  // The proxy's own lateness on one read: the kernel's receive time to the read (seconds).
+  void observe_lag(double seconds) { lag_.observe(seconds); }
+
   struct LedgerCounts {
     std::uint64_t written = 0;
     std::uint64_t dropped = 0;
@@ -42,7 +45,7 @@ class ProxyMetrics {
   std::map<std::string, std::uint64_t> unknown_events_;
   std::uint64_t prompt_tokens_ = 0;
   std::uint64_t generation_tokens_ = 0;
-  Histogram ttft_, tpot_, itl_, e2e_, ttfb_;
+  Histogram ttft_, tpot_, itl_, e2e_, ttfb_, lag_;
 };
 
 }  // namespace mpo::proxy

@@ -26,7 +26,10 @@
 #include "proxy/correlation.hpp"
 #include "proxy/outcome.hpp"
 #include "proxy/proxy_metrics.hpp"
+#include "proxy/receive.hpp"
+#include "proxy/timing.hpp"
 #include "proxy/upstream_policy.hpp"
+#include "proxy/upstream_pool.hpp"
 #include "proxy/usage_injection.hpp"
 #include "scrape/recorder.hpp"
 
@@ -64,20 +67,12 @@ std::string connection_tokens(const Fields& f) {
   return it == f.end() ? std::string() : std::string(it->value());
 }
 
-// One pooled connection to the backend (net::Connection: plain or TLS) and what the pool knows of it.
-struct Upstream {
-  std::shared_ptr<net::Connection> conn;
-  std::chrono::steady_clock::time_point idle_since;
-  double idle_limit_s = 0;    // how long it may wait in the pool (the backend's Keep-Alive timeout)
-  bool after_stream = false;  // its last response was an event stream
-  beast::tcp_stream& tcp() { return conn->tcp(); }
-  beast::flat_buffer& buffer() { return conn->buffer(); }
-};
-
 // What a finished exchange left behind, for the ledger line.
 struct Exchange {
   ledger::Observation obs;
-  std::int64_t t0_us = 0;
+  std::int64_t t0_us = 0;  // the request's arrival on the steady clock
+  LineTiming timing;
+  RxStamp last_rx;  // the latest read of this exchange (request, response head, body)
 };
 
 class Proxy {
@@ -106,11 +101,15 @@ class Proxy {
     auto client = net::Client::make(io_.get_executor(), backend_, opts_.backend_ca, "--backend-ca");
     if (!client) return make_error("proxy.tls", client.error().message);
     client_ = std::move(*client);
+    pool_ =
+        std::make_unique<UpstreamPool>(*client_, opts_.connect_timeout_s, opts_.pool_idle_s, opts_.kernel_timestamps);
     if (auto st = ledger_.open(); !st) return st;
     if (scraper_) {
       if (auto st = scraper_->open(); !st) return st;
     }
     if (auto st = listen(acceptor_, opts_.listen, "--listen"); !st) return st;
+    // Accepted sockets inherit it: each request's arrival is the kernel's receive time.
+    rx_timestamps_ = opts_.kernel_timestamps && enable_rx_timestamps(acceptor_.native_handle());
     if (opts_.admin_enabled) {
       if (auto st = listen(admin_acceptor_, opts_.admin_listen, "--admin-listen"); !st) return st;
     }
@@ -253,10 +252,19 @@ class Proxy {
   awaitable<void> session(beast::tcp_stream client) {
     ++connections_;
     beast::flat_buffer buffer;
+    ReadableWait client_wait(io_.get_executor());
     for (;;) {
       http::request_parser<http::string_body> parser;
       parser.header_limit(64 * 1024);
       parser.body_limit(opts_.max_body);
+      // The request's first bytes, read with their kernel receive time (its arrival); bytes
+      // already buffered (a pipelined request) have none.
+      std::optional<RxStamp> arrival;
+      if (buffer.size() == 0 && rx_timestamps_) {
+        auto first = co_await receive_some(client.socket(), buffer, client_wait, seconds(opts_.client_idle_timeout_s));
+        if (first.ec) break;  // closed by the client or idle: nothing to answer
+        arrival = first.stamp;
+      }
       client.expires_after(seconds(opts_.client_idle_timeout_s));
       auto [hec, hn] = co_await http::async_read_header(client, buffer, parser, kNoThrow);
       boost::system::error_code ec = hec;
@@ -285,7 +293,7 @@ class Proxy {
       bool keep = false;
       std::string failure;
       try {
-        keep = co_await handle(client, parser.release());
+        keep = co_await handle(client, parser.release(), arrival);
       } catch (const std::exception& e) {
         failure = e.what();  // the per-request handler: one of the two places exceptions are caught
       }
@@ -298,11 +306,18 @@ class Proxy {
     --connections_;  // the socket closes (FIN) as `client` goes out of scope
   }
 
-  Exchange begin(const http::request<http::string_body>& req) {
+  Exchange begin(const http::request<http::string_body>& req, const std::optional<RxStamp>& arrival = std::nullopt) {
     Exchange x;
-    x.t0_us = SystemClock::instance().steady_us();
     auto& o = x.obs;
-    o.started_at_us = SystemClock::instance().wall_us();
+    if (arrival) {
+      x.t0_us = arrival->steady_us;
+      o.started_at_us = arrival->wall_us;
+      note(x, *arrival);
+    } else {
+      x.t0_us = SystemClock::instance().steady_us();
+      o.started_at_us = SystemClock::instance().wall_us();
+      x.timing.note_loop();
+    }
     o.proxy_instance = opts_.instance;
     o.backend = backend_.origin;
     o.method = std::string(req.method_string());
@@ -322,10 +337,22 @@ class Proxy {
     return x;
   }
 
+  // A read's stamp joins the exchange: the line's timing basis, its largest lag, the histogram.
+  void note(Exchange& x, const RxStamp& s) {
+    x.timing.note(s);
+    x.last_rx = s;
+    if (s.kernel) metrics_.observe_lag(s.lag_us / 1e6);
+  }
+
   void finish(Exchange& x) {
     auto& o = x.obs;
     o.ended_at_us = SystemClock::instance().wall_us();
-    if (!o.e2e_ms) o.e2e_ms = static_cast<double>(SystemClock::instance().steady_us() - x.t0_us) / 1000.0;
+    if (!o.e2e_ms) {
+      x.timing.note_loop();
+      o.e2e_ms = since_ms(x);
+    }
+    o.timing_basis = std::string(x.timing.basis());
+    o.proxy_lag_ms = x.timing.max_lag_ms();
     metrics_.record(o);
     ledger_.submit(ledger::render_observation(o));
     --in_flight_;
@@ -396,62 +423,6 @@ class Proxy {
     co_await refuse(client, parser.get(), http::status::service_unavailable);
   }
 
-  // --- the upstream connection pool --------------------------------------------------------
-
-  // An idle pooled connection the backend closed reads EOF or an error. On plain HTTP any
-  // unexpected byte also means it is unusable; on TLS pending bytes are normal (TLS 1.3 session
-  // tickets arrive after the handshake) and are left for the TLS layer.
-  static bool is_stale(Upstream& u) {
-    char c = 0;
-    const ssize_t n = ::recv(u.tcp().socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n < 0) return !(errno == EAGAIN || errno == EWOULDBLOCK);
-    if (n == 0) return true;
-    return !u.conn->tls();
-  }
-
-  std::shared_ptr<Upstream> take_pooled() {
-    const auto now = std::chrono::steady_clock::now();
-    while (!pool_.empty()) {
-      auto u = std::move(pool_.back());
-      pool_.pop_back();
-      if (now - u->idle_since >= seconds(u->idle_limit_s)) continue;  // retired before the backend closes it
-      if (!is_stale(*u)) return u;
-      learner_.closed_before_reuse(u->after_stream);
-    }
-    return nullptr;
-  }
-
-  // After a complete response the backend offered to keep open: pooled for as long as its
-  // Keep-Alive header allows, unless it takes no more requests or is known to close after this
-  // kind of response (upstream_policy.hpp).
-  void give_back(std::shared_ptr<Upstream> u, const KeepAliveHint& hint, bool after_stream) {
-    const auto admission = admit_to_pool(hint, opts_.pool_idle_s);
-    if (!admission.pool || !learner_.should_pool(after_stream)) return;
-    u->idle_since = std::chrono::steady_clock::now();
-    u->idle_limit_s = admission.idle_limit_s;
-    u->after_stream = after_stream;
-    u->buffer().clear();
-    pool_.push_back(std::move(u));
-  }
-
-  static UpstreamFailure failure_of(const boost::system::error_code& ec) {
-    switch (net::classify(ec)) {
-      case net::FailureKind::kClosed: return UpstreamFailure::kClosed;
-      case net::FailureKind::kReset:
-        return ec == asio::error::broken_pipe ? UpstreamFailure::kBrokenPipe : UpstreamFailure::kReset;
-      case net::FailureKind::kTimeout: return UpstreamFailure::kTimeout;
-      default: return UpstreamFailure::kOther;
-    }
-  }
-
-  awaitable<std::pair<std::shared_ptr<Upstream>, boost::system::error_code>> connect() {
-    auto [conn, failure] = co_await client_->connect(net::deadline_after(opts_.connect_timeout_s));
-    if (failure) co_return std::make_pair(nullptr, failure->ec);
-    auto u = std::make_shared<Upstream>();
-    u->conn = std::move(conn);
-    co_return std::make_pair(u, boost::system::error_code{});
-  }
-
   // --- one exchange ------------------------------------------------------------------------
 
   http::request<http::string_body> upstream_request(const http::request<http::string_body>& req, const Exchange& x,
@@ -477,8 +448,9 @@ class Proxy {
     return up;
   }
 
-  awaitable<bool> handle(beast::tcp_stream& client, http::request<http::string_body> req) {
-    Exchange x = begin(req);
+  awaitable<bool> handle(beast::tcp_stream& client, http::request<http::string_body> req,
+                         std::optional<RxStamp> arrival) {
+    Exchange x = begin(req, arrival);
     auto& o = x.obs;
     const bool client_keep = req.keep_alive();
 
@@ -506,13 +478,13 @@ class Proxy {
     // Send the request and read the response head. A pooled connection that the backend closed
     // while the request was on its way (EOF or reset before any response byte) is replaced by a
     // fresh one, once (upstream_policy.hpp: should_retry).
-    std::shared_ptr<Upstream> up = take_pooled();
+    std::shared_ptr<Upstream> up = pool_->take();
     bool pooled = up != nullptr;
     boost::system::error_code ec;
     for (;;) {
       if (!up) {
         pooled = false;
-        auto [fresh, cec] = co_await connect();
+        auto [fresh, cec] = co_await pool_->connect();
         if (cec) {
           metrics_.count_connect_error();
           disarm_client_watch(client, watch);
@@ -525,13 +497,29 @@ class Proxy {
       up->tcp().expires_after(seconds(opts_.response_timeout_s));
       auto [wec, written] = co_await up->conn->write(up_req);
       ec = wec;
+      std::optional<RxStamp> head_rx;
+      if (!ec && up->wait) {
+        // The head's first bytes with their kernel receive time; the parser takes them below.
+        auto first =
+            co_await receive_some(up->tcp().socket(), up->buffer(), *up->wait, seconds(opts_.response_timeout_s));
+        ec = first.ec == asio::error::eof ? boost::system::error_code(http::error::end_of_stream) : first.ec;
+        if (!ec) head_rx = first.stamp;
+      }
       if (!ec) {
         up->tcp().expires_after(seconds(opts_.response_timeout_s));
         auto [hec, hn] = co_await up->conn->read_header(parser);
         ec = hec;
       }
       if (!ec) {
-        if (pooled) learner_.reused(up->after_stream);
+        if (head_rx) {
+          note(x, *head_rx);
+        } else {
+          x.timing.note_loop();
+          x.last_rx = loop_stamp(SystemClock::instance().wall_us(), SystemClock::instance().steady_us());
+        }
+      }
+      if (!ec) {
+        if (pooled) pool_->learner().reused(up->after_stream);
         break;
       }
       RetryContext retry;
@@ -542,7 +530,7 @@ class Proxy {
       retry.response_bytes_seen = parser.got_some() || up->buffer().size() > 0;
       retry.client_gone = watch->client_gone;
       if (pooled && closed_by_server(retry.failure) && !retry.response_bytes_seen) {
-        learner_.closed_before_reuse(up->after_stream);
+        pool_->learner().closed_before_reuse(up->after_stream);
       }
       if (!should_retry(retry)) break;
       metrics_.count_retry(to_string(retry.failure));
@@ -560,7 +548,7 @@ class Proxy {
       co_return co_await answer_upstream_failure(client, x, req.version(), false, ec, "upstream_reset",
                                                  "sent no response in time", "closed the connection before responding");
     }
-    o.ttfb_ms = since_ms(x);
+    o.ttfb_ms = static_cast<double>(x.last_rx.steady_us - x.t0_us) / 1000.0;
     co_return co_await relay(client, req, x, up, parser, watch, strip_usage);
   }
 
@@ -644,26 +632,52 @@ class Proxy {
     // showed in profiles).
     constexpr std::size_t kBufSize = 16 * 1024;
     const auto buf = std::make_unique_for_overwrite<char[]>(kBufSize);
+    // Parses what the upstream buffer holds, never waiting on the socket, so that one read leaves
+    // in one write (and the final chunk rides with the last data); waiting here would coalesce
+    // events. Stops when more bytes are needed, the body buffer is full or the message is done.
+    bool consumed = false;
+    auto parse_buffered = [&]() -> boost::system::error_code {
+      consumed = false;
+      while (!parser.is_done() && up->buffer().size() > 0 && parser.get().body().size > 0) {
+        boost::system::error_code pec;
+        const std::size_t used = parser.put(up->buffer().data(), pec);
+        up->buffer().consume(used);
+        consumed = consumed || used > 0;
+        if (pec == http::error::need_more || pec == http::error::need_buffer) break;
+        if (pec) return pec;
+        if (used == 0) break;
+      }
+      return {};
+    };
     boost::system::error_code upstream_ec;
     while (!client_failed && !parser.is_done()) {
       parser.get().body().data = buf.get();
       parser.get().body().size = kBufSize;
-      up->tcp().expires_after(seconds(opts_.stream_idle_timeout_s));
-      auto [rec, rn] = co_await up->conn->read_some(parser);
-      if (rec == http::error::need_buffer) rec = {};
-      // The parser stops after each element (chunk size line, chunk data): parse what this read
-      // already brought, never waiting on the socket, so that the read leaves in one write (and
-      // the final chunk rides with the last data). Waiting here would coalesce events.
-      while (!rec && !parser.is_done() && up->buffer().size() > 0 && parser.get().body().size > 0) {
-        boost::system::error_code pec;
-        const std::size_t used = parser.put(up->buffer().data(), pec);
-        up->buffer().consume(used);
-        if (pec == http::error::need_more || pec == http::error::need_buffer) break;
-        if (pec) rec = pec;
-        if (used == 0) break;
+      boost::system::error_code rec = parse_buffered();
+      if (!rec && !parser.is_done() && !consumed) {
+        // Nothing buffered to parse: one read, with its kernel receive time on plain connections.
+        if (up->wait) {
+          auto r =
+              co_await receive_some(up->tcp().socket(), up->buffer(), *up->wait, seconds(opts_.stream_idle_timeout_s));
+          if (r.ec == asio::error::eof) {
+            parser.put_eof(rec);  // ends a body read to the close; else partial_message
+          } else if (r.ec) {
+            rec = r.ec;
+          } else {
+            note(x, r.stamp);
+            rec = parse_buffered();
+          }
+        } else {
+          up->tcp().expires_after(seconds(opts_.stream_idle_timeout_s));
+          auto [tec, tn] = co_await up->conn->read_some(parser);
+          rec = tec == http::error::need_buffer ? boost::system::error_code() : tec;
+          x.timing.note_loop();
+          x.last_rx = loop_stamp(SystemClock::instance().wall_us(), SystemClock::instance().steady_us());
+          if (!rec) rec = parse_buffered();
+        }
       }
       const std::size_t got = kBufSize - parser.get().body().size;
-      const std::int64_t now = SystemClock::instance().steady_us();
+      const std::int64_t now = x.last_rx.steady_us;  // when these bytes reached the socket
       const bool last = parser.is_done() && !rec;
       const std::string_view piece(buf.get(), got);
       std::string_view out = piece;
@@ -719,7 +733,9 @@ class Proxy {
         complete = false;
       }
     }
-    o.e2e_ms = since_ms(x);
+    // To the last response byte received, on the line's own basis.
+    o.e2e_ms =
+        x.timing.basis() == kKernelRx ? static_cast<double>(x.last_rx.steady_us - x.t0_us) / 1000.0 : since_ms(x);
     tap.finish(parser.is_done());
     ledger::fill_from_tap(o, tap, x.t0_us, opts_.itl_full);
 
@@ -744,7 +760,7 @@ class Proxy {
     }
     if (tap.unknown_events() > 0) metrics_.count_unknown_events(o.operation, tap.unknown_events());
     const bool reusable = complete && parser.keep_alive() && !upstream_ec;
-    if (reusable) give_back(std::move(up), keep_alive_hint, sse);
+    if (reusable) pool_->give_back(std::move(up), keep_alive_hint, sse);
     finish(x);
     co_return complete&& req.keep_alive();
   }
@@ -754,17 +770,17 @@ class Proxy {
   net::BackendUrl backend_;
   tcp::acceptor acceptor_;
   tcp::acceptor admin_acceptor_;
-  std::vector<std::shared_ptr<Upstream>> pool_;
   ledger::LedgerWriter ledger_;
   std::unique_ptr<scrape::Recorder> scraper_;
   std::unique_ptr<net::Client> client_;
+  std::unique_ptr<UpstreamPool> pool_;
   ProxyMetrics metrics_;
-  CloseAfterResponseLearner learner_;
   Uuid7Generator ids_;
   std::int64_t in_flight_ = 0;
   int connections_ = 0;
   bool stopping_ = false;
   bool nodelay_inherited_ = false;
+  bool rx_timestamps_ = false;  // the listener's sockets carry kernel receive timestamps
 };
 
 }  // namespace

@@ -27,8 +27,9 @@ struct ProxyOptions {
   double stream_idle_timeout_s = 300;  // longest silence inside a response body
   double client_idle_timeout_s = 120;  // keep-alive wait for the next request
   double drain_timeout_s = 30;
-  double pool_idle_s = 4;   // shorter than uvicorn's 5 s keep-alive
-  bool retry_stale = true;  // resend once on a fresh connection when a pooled one was closed
+  double pool_idle_s = 4;         // shorter than uvicorn's 5 s keep-alive
+  bool retry_stale = true;        // resend once on a fresh connection when a pooled one was closed
+  bool kernel_timestamps = true;  // reads carry the kernel's receive time (docs/PROXY.md "Timestamps")
   int max_connections = 10000;
   UsageMode usage = UsageMode::kPassthrough;
   bool itl_full = false;

@@ -289,6 +289,7 @@ GroupStats analyse_group(std::string_view key, const std::vector<const Row*>& rs
   for (const auto* r : rs) {
     ++g.outcomes[std::string(r->outcome)];
     ++g.token_sources[std::string(r->token_source)];
+    if (!r->timing_basis.empty()) ++g.timing_bases[std::string(r->timing_basis)];
     g.window_start_us = std::min(g.window_start_us, r->started_at_us);
     g.window_end_us = std::max(g.window_end_us, r->ended_at_us.value_or(r->started_at_us));
     if (r->outcome != "ok") ++errors;
@@ -315,6 +316,7 @@ GroupStats analyse_group(std::string_view key, const std::vector<const Row*>& rs
   g.itl_p95_ms = summary_of(rs, &Row::itl_p95_ms);
   g.e2e_ms = summary_of(rs, &Row::e2e_ms);
   g.ttfb_ms = summary_of(rs, &Row::ttfb_ms);
+  g.proxy_lag_ms = summary_of(rs, &Row::proxy_lag_ms);
   std::vector<double> prompts, inflight, tpot_x, tpot_y;
   for (const auto* r : rs) {
     if (r->prompt_tokens) prompts.push_back(static_cast<double>(*r->prompt_tokens));

@@ -58,6 +58,10 @@ struct GroupStats {
   std::size_t requests = 0;
   std::map<std::string, std::size_t> outcomes;
   std::map<std::string, std::size_t> token_sources;
+  // What the lines' times rest on (proxy lines: kernel_rx | loop; lines that do not say are not
+  // counted) and the proxy's own lateness per line (its largest read lag), where measured.
+  std::map<std::string, std::size_t> timing_bases;
+  std::optional<Summary> proxy_lag_ms;
   std::int64_t window_start_us = 0, window_end_us = 0;
   double window_s = 0;
   double requests_per_s = 0;
@@ -83,6 +87,10 @@ struct EngineEvidence {
   std::optional<double> spec_mean_accepted_length;
   std::string spec_source;  // the series
 };
+
+// The proxy's read lag (p99 over a group's lines) from which the report says the proxy itself was
+// a bottleneck: its loop read bytes that long after they arrived (docs/REPORT.md).
+inline constexpr double kProxyLagWarnMs = 1.0;
 
 struct Options {
   GroupBy by = GroupBy::kModel;

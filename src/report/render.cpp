@@ -83,6 +83,31 @@ std::string others_json(const std::vector<OtherStats>& others) {
 
 }  // namespace
 
+std::string timing_summary(const GroupStats& g) {
+  if (g.timing_bases.empty() && !g.proxy_lag_ms) return "";
+  std::string out = "timings from: ";
+  std::string bases;
+  for (const auto& [k, n] : g.timing_bases) bases += fmt::format("{}{} {}", bases.empty() ? "" : ", ", k, n);
+  out += bases.empty() ? std::string("(not said)") : bases;
+  if (g.proxy_lag_ms) {
+    out += fmt::format("; the proxy's own read lag per line p50 {:.3f} ms, p99 {:.3f} ms, max {:.3f} ms",
+                       g.proxy_lag_ms->p50, g.proxy_lag_ms->p99, g.proxy_lag_ms->max);
+    if (g.proxy_lag_ms->p99 >= kProxyLagWarnMs) {
+      const bool loop_lines = g.timing_bases.count("loop") > 0;
+      out += fmt::format(
+          " (**warning**: the proxy itself was a bottleneck: its event loop read bytes up to {:.1f} ms after they "
+          "arrived, so it forwarded them that late; {}give the proxy more CPU)",
+          g.proxy_lag_ms->max,
+          loop_lines ? "lines on the loop basis carry that lateness in their times; "
+                     : "the times rest on the kernel's "
+                       "receive timestamps and stay true; ");
+    }
+  } else if (g.timing_bases.count("loop") > 0) {
+    out += " (no kernel receive timestamps: the times are when the proxy's loop read the bytes)";
+  }
+  return out;
+}
+
 std::string render_markdown(const ReportInput& in) {
   std::string o = "# modelperfobs report\n\n";
   fmt::format_to(std::back_inserter(o), "{} observations from {} ({} fak lines); grouped by {}.\n", in.table.size(),
@@ -114,6 +139,7 @@ std::string render_markdown(const ReportInput& in) {
                    (g.token_sources.count("estimated") || g.token_sources.count("none"))
                        ? " (**warning**: some counts are estimated or missing)"
                        : "");
+    if (auto t = timing_summary(g); !t.empty()) fmt::format_to(std::back_inserter(o), "- {}\n", t);
     fmt::format_to(
         std::back_inserter(o), "- tokens: {} prompt, {} completion{}{}\n", g.prompt_tokens_total,
         g.completion_tokens_total,
@@ -205,6 +231,8 @@ std::string render_json(const ReportInput& in) {
         .field("completion_tokens", g.completion_tokens_total)
         .optional_field("cached_prompt_share", g.cached_share)
         .raw_field("token_sources", json_counts(g.token_sources))
+        .raw_field("timing_bases", json_counts(g.timing_bases))
+        .raw_field("proxy_lag_ms", summary_json(g.proxy_lag_ms))
         .field("streamed", static_cast<std::uint64_t>(g.streamed))
         .field("non_streamed", static_cast<std::uint64_t>(g.non_streamed))
         .field("error_rate", g.error_rate)

@@ -22,6 +22,10 @@ struct ReportInput {
   std::string tool_version;
 };
 
+// What a group's times rest on and how late the proxy itself was to read, with a warning when
+// that lateness reached kProxyLagWarnMs; "" when its lines do not say (sweep, fak, older ledgers).
+std::string timing_summary(const GroupStats& g);
+
 std::string render_markdown(const ReportInput& in);
 std::string render_json(const ReportInput& in);
 std::string render_csv(const ReportInput& in);

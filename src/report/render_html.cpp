@@ -104,6 +104,18 @@ figure{display:inline-block;margin:8px}figcaption{font-size:13px;font-weight:600
     o += top.score >= 1 ? fmt::format("<p class=\"verdict\">Likely bottleneck: <b>{}</b> (score {:.1f})</p>",
                                       esc(top.name), top.score)
                         : std::string("<p class=\"verdict\">No candidate crosses its threshold.</p>");
+    if (auto t = timing_summary(g); !t.empty()) {
+      // The summary marks its warning with Markdown's ** (stripped here: the page escapes text).
+      std::string plain;
+      for (std::size_t i = 0; i < t.size(); ++i) {
+        if (t.compare(i, 2, "**") == 0) {
+          ++i;
+          continue;
+        }
+        plain.push_back(t[i]);
+      }
+      o += fmt::format("<p class=\"timing\">{}</p>", esc(plain));
+    }
     o += "<table><tr><th>rank</th><th>candidate</th><th>score</th><th>evidence</th></tr>";
     int rank = 0;
     for (const auto& c : g.ranking) {

@@ -88,6 +88,8 @@ TEST(Observation, LineHasEveryFieldInContractOrderWithNullForUnknown) {
                          "response_bytes",
                          "in_flight_at_start",
                          "upstream_retries",
+                         "timing_basis",
+                         "proxy_lag_ms",
                          "server_timings"};
   std::size_t i = 0;
   for (const auto& kv : v) {

@@ -52,5 +52,18 @@ TEST(ProxyMetrics, RetriesAreCountedByCauseAndEveryCauseIsExposedFromTheStart) {
   EXPECT_EQ(after.find("modelperfobs_upstream_retries_total", {"cause=\"broken_pipe\""}), 0);
 }
 
+TEST(ProxyMetrics, TheProxysLagIsAHistogramFromMicrosecondsToSeconds) {
+  ProxyMetrics m;
+  m.observe_lag(0.000004);  // a loop keeping up
+  m.observe_lag(0.0031);    // 3.1 ms late
+  m.observe_lag(0.4);       // stalled
+  const auto x = mpo::test::read_exposition(m.render({}));
+  EXPECT_EQ(x.find("modelperfobs_proxy_lag_seconds_bucket", {"le=\"1e-05\""}), 1);
+  EXPECT_EQ(x.find("modelperfobs_proxy_lag_seconds_bucket", {"le=\"0.0025\""}), 1);
+  EXPECT_EQ(x.find("modelperfobs_proxy_lag_seconds_bucket", {"le=\"0.005\""}), 2);
+  EXPECT_EQ(x.find("modelperfobs_proxy_lag_seconds_bucket", {"le=\"0.5\""}), 3);
+  EXPECT_EQ(x.find("modelperfobs_proxy_lag_seconds_count"), 3);
+}
+
 }  // namespace
 }  // namespace mpo::proxy

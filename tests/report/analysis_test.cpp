@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "report/render.hpp"
+
 namespace mpo::report {
 namespace {
 
@@ -189,6 +191,67 @@ TEST(Analyse, RequestsThatGenerateNothingAreCountedApartAndNeverRanked) {
   EXPECT_EQ(others[1].operation, "models");
   EXPECT_EQ(others[2].operation, "other");
   EXPECT_EQ(others[2].error_rate, 1.0);
+}
+
+}  // namespace
+}  // namespace mpo::report
+
+namespace mpo::report {
+namespace {
+
+std::vector<ledger::LedgerRecord> timed(int n, double lag_every_ms, std::optional<double> lag_of_last) {
+  std::vector<ledger::LedgerRecord> rs;
+  for (int i = 0; i < n; ++i) {
+    auto r = rec(i * 10, 200, 50, 100, 0);
+    r.timing_basis = "kernel_rx";
+    r.proxy_lag_ms = i + 1 == n && lag_of_last ? *lag_of_last : lag_every_ms;
+    rs.push_back(std::move(r));
+  }
+  return rs;
+}
+
+TEST(ReportTiming, TheBasisIsCountedAndTheProxysLagSummarised) {
+  auto rs = timed(99, 0.02, 0.5);
+  auto loop = rec(2000, 200, 50, 100, 0);
+  loop.timing_basis = "loop";
+  rs.push_back(loop);
+  rs.push_back(rec(3000, 200, 50, 100, 0));  // a line that does not say (sweep, fak, older)
+  const auto g = analyse(rs, {}).at(0);
+  EXPECT_EQ(g.timing_bases.at("kernel_rx"), 99u);
+  EXPECT_EQ(g.timing_bases.at("loop"), 1u);
+  EXPECT_EQ(g.timing_bases.size(), 2u);
+  ASSERT_TRUE(g.proxy_lag_ms);
+  EXPECT_EQ(g.proxy_lag_ms->n, 99u);
+  EXPECT_DOUBLE_EQ(g.proxy_lag_ms->max, 0.5);
+  const auto t = timing_summary(g);
+  EXPECT_NE(t.find("kernel_rx 99, loop 1"), std::string::npos) << t;
+  EXPECT_EQ(t.find("warning"), std::string::npos) << t;  // p99 below 1 ms: the proxy kept up
+}
+
+TEST(ReportTiming, AProxyLateToReadIsABottleneckTheReportSays) {
+  // A tenth of the lines waited 4 ms in the proxy's sockets: the p99 is over the 1 ms line.
+  auto rs = timed(90, 0.03, std::nullopt);
+  for (auto& r : timed(10, 4.0, std::nullopt)) rs.push_back(std::move(r));
+  const auto g = analyse(rs, {}).at(0);
+  const auto t = timing_summary(g);
+  EXPECT_NE(t.find("**warning**: the proxy itself was a bottleneck"), std::string::npos) << t;
+  EXPECT_NE(t.find("up to 4.0 ms"), std::string::npos) << t;
+  EXPECT_NE(t.find("stay true"), std::string::npos) << t;  // every line on kernel_rx
+  ReportInput in;
+  in.sources = {"l.jsonl"};
+  in.groups = {g};
+  const auto md = render_markdown(in);
+  EXPECT_NE(md.find("- timings from: kernel_rx 100;"), std::string::npos) << md;
+  const auto js = render_json(in);
+  EXPECT_NE(js.find(R"("timing_bases":{"kernel_rx":100})"), std::string::npos) << js;
+}
+
+TEST(ReportTiming, LinesThatDoNotSayGiveNoTimingLine) {
+  const auto g =
+      analyse(std::vector<ledger::LedgerRecord>{rec(0, 200, 50, 100, 0), rec(10, 200, 50, 100, 0)}, {}).at(0);
+  EXPECT_TRUE(g.timing_bases.empty());
+  EXPECT_FALSE(g.proxy_lag_ms);
+  EXPECT_EQ(timing_summary(g), "");
 }
 
 }  // namespace

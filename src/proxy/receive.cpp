@@ -1,0 +1,116 @@
+#include "proxy/receive.hpp"
+
+#include <errno.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/error.hpp>
+#include <cstring>
+
+#include "core/clock.hpp"
+
+namespace mpo::proxy {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+bool enable_rx_timestamps(int fd) {
+  const int on = 1;
+  return ::setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) == 0;
+}
+
+// The timer's handler holds the state weakly and a generation number, so a timer that fires after
+// its wait ended (or after the owner is gone) touches nothing.
+struct ReadableWait::State {
+  explicit State(const asio::any_io_executor& ex) : timer(ex) {}
+  asio::steady_timer timer;
+  std::uint64_t generation = 0;
+  bool timed_out = false;
+  tcp::socket* socket = nullptr;
+};
+
+ReadableWait::ReadableWait(const asio::any_io_executor& ex) : state_(std::make_shared<State>(ex)) {}
+
+ReadableWait::~ReadableWait() {
+  state_->socket = nullptr;
+  state_->timer.cancel();
+}
+
+asio::awaitable<boost::system::error_code> ReadableWait::wait(tcp::socket& socket,
+                                                              std::chrono::steady_clock::duration timeout) {
+  State& st = *state_;
+  const std::uint64_t generation = ++st.generation;
+  st.timed_out = false;
+  st.socket = &socket;
+  st.timer.expires_after(timeout);
+  st.timer.async_wait([weak = std::weak_ptr<State>(state_), generation](const boost::system::error_code& ec) {
+    const auto s = weak.lock();
+    if (ec || !s || s->generation != generation || !s->socket) return;
+    s->timed_out = true;
+    boost::system::error_code cec;
+    s->socket->cancel(cec);
+  });
+  auto [ec] = co_await socket.async_wait(tcp::socket::wait_read, asio::as_tuple(asio::use_awaitable));
+  ++st.generation;  // from here on a firing timer belongs to no wait
+  st.socket = nullptr;
+  st.timer.cancel();
+  if (st.timed_out) co_return boost::beast::error::timeout;
+  co_return ec;
+}
+
+asio::awaitable<Received> receive_some(tcp::socket& socket, boost::beast::flat_buffer& buffer, ReadableWait& wait,
+                                       std::chrono::steady_clock::duration timeout, std::size_t max_bytes) {
+  Received r;
+  for (;;) {
+    // Asked again after every wait: a socket closed meanwhile (the client watch closes the
+    // upstream when the client leaves) must not be read through a descriptor number reused since.
+    if (!socket.is_open()) {
+      r.ec = asio::error::bad_descriptor;
+      co_return r;
+    }
+    const int fd = socket.native_handle();
+    const auto space = buffer.prepare(max_bytes);
+    iovec iov{space.data(), space.size()};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(fd, &msg, MSG_DONTWAIT);
+    if (n > 0) {
+      timespec now{};
+      ::clock_gettime(CLOCK_REALTIME, &now);
+      const std::int64_t steady = SystemClock::instance().steady_us();
+      std::optional<std::int64_t> rx_ns;
+      for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+          timespec ts{};
+          std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
+          rx_ns = static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+        }
+      }
+      buffer.commit(static_cast<std::size_t>(n));
+      r.bytes = static_cast<std::size_t>(n);
+      r.stamp = stamp_read(rx_ns, static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec, steady);
+      co_return r;
+    }
+    if (n == 0) {
+      r.ec = asio::error::eof;
+      co_return r;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      r.ec = boost::system::error_code(errno, asio::error::get_system_category());
+      co_return r;
+    }
+    if (auto ec = co_await wait.wait(socket, timeout)) {
+      r.ec = ec;
+      co_return r;
+    }
+  }
+}
+
+}  // namespace mpo::proxy

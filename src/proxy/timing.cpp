@@ -1,0 +1,43 @@
+#include "proxy/timing.hpp"
+
+#include <algorithm>
+
+namespace mpo::proxy {
+
+RxStamp stamp_read(std::optional<std::int64_t> rx_wall_ns, std::int64_t now_wall_ns, std::int64_t now_steady_us,
+                   double max_lag_us) {
+  if (!rx_wall_ns || *rx_wall_ns <= 0) return loop_stamp(now_wall_ns / 1000, now_steady_us);
+  const double lag_us = std::max(0.0, static_cast<double>(now_wall_ns - *rx_wall_ns) / 1000.0);
+  if (lag_us > max_lag_us) return loop_stamp(now_wall_ns / 1000, now_steady_us);
+  RxStamp s;
+  s.kernel = true;
+  s.lag_us = lag_us;
+  const auto lag_whole_us = static_cast<std::int64_t>(lag_us);
+  s.steady_us = now_steady_us - lag_whole_us;
+  s.wall_us = now_wall_ns / 1000 - lag_whole_us;
+  return s;
+}
+
+RxStamp loop_stamp(std::int64_t now_wall_us, std::int64_t now_steady_us) {
+  RxStamp s;
+  s.steady_us = now_steady_us;
+  s.wall_us = now_wall_us;
+  return s;
+}
+
+void LineTiming::note(const RxStamp& s) {
+  seen_ = true;
+  if (!s.kernel) {
+    all_kernel_ = false;
+    return;
+  }
+  any_kernel_ = true;
+  max_lag_us_ = std::max(max_lag_us_, s.lag_us);
+}
+
+std::optional<double> LineTiming::max_lag_ms() const {
+  if (!any_kernel_) return std::nullopt;
+  return max_lag_us_ / 1000.0;
+}
+
+}  // namespace mpo::proxy

@@ -1,0 +1,55 @@
+// When the bytes of a request and of its response reached the proxy's sockets (pure). The proxy
+// reads with the kernel's software receive timestamps (SO_TIMESTAMPNS): each read carries the time
+// its bytes were queued on the socket, so TTFT, ITL and e2e do not grow when the event loop is
+// busy and late to read. Where the kernel gives no timestamp (TLS upstreams, a socket option
+// refused), the loop's own clock at the read stands in, and the line says so (`timing_basis`).
+// docs/PROXY.md "Timestamps".
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace mpo::proxy {
+
+// One read's time on the proxy's steady clock (what the stream tap and the ledger's durations
+// use) and on the wall clock, and how late the loop was to read it.
+struct RxStamp {
+  std::int64_t steady_us = 0;
+  std::int64_t wall_us = 0;
+  double lag_us = 0;     // read time minus the kernel's receive time; 0 on the loop basis
+  bool kernel = false;   // from the kernel's receive timestamp
+};
+
+// A read's stamp. `rx_wall_ns`: the kernel's receive timestamp (CLOCK_REALTIME, ns), when the
+// read brought one; `now_wall_ns`/`now_steady_us`: the clocks read right after the read. The
+// kernel time moves onto the steady clock through the lag (now - rx) measured within this read,
+// so a wall-clock step between reads cannot skew durations. A receive time after `now` (the wall
+// clock stepped back during the read) counts as lag 0; one older than `max_lag_us` is not
+// trusted (a stale timestamp) and the loop basis is used.
+RxStamp stamp_read(std::optional<std::int64_t> rx_wall_ns, std::int64_t now_wall_ns, std::int64_t now_steady_us,
+                   double max_lag_us = 60e6);
+// The loop basis: the clocks at the read, no lag known.
+RxStamp loop_stamp(std::int64_t now_wall_us, std::int64_t now_steady_us);
+
+inline constexpr std::string_view kKernelRx = "kernel_rx";
+inline constexpr std::string_view kLoop = "loop";
+
+// What one ledger line's times rest on: `kernel_rx` when the request's arrival and every read of
+// the response that fed a time (head, events, end) had a kernel timestamp, else `loop`; and the
+// largest lag seen over those reads (the proxy's own lateness on this request).
+class LineTiming {
+ public:
+  void note(const RxStamp& s);
+  // A time that came from the loop's clock (an answer of our own, a read without a stamp).
+  void note_loop() { all_kernel_ = false; }
+  std::string_view basis() const { return seen_ && all_kernel_ ? kKernelRx : kLoop; }
+  // nullopt when no read had a kernel timestamp.
+  std::optional<double> max_lag_ms() const;
+
+ private:
+  bool seen_ = false, all_kernel_ = true, any_kernel_ = false;
+  double max_lag_us_ = 0;
+};
+
+}  // namespace mpo::proxy

@@ -1,0 +1,67 @@
+#include "proxy/timing.hpp"
+
+#include <gtest/gtest.h>
+
+namespace mpo::proxy {
+namespace {
+
+constexpr std::int64_t kWallNs = 1'767'225'600'000'000'000;  // 2026-01-01T00:00:00Z
+constexpr std::int64_t kSteadyUs = 5'000'000;
+
+TEST(Timing, AKernelStampMovesOntoTheSteadyClockThroughTheLagOfItsRead) {
+  // The bytes reached the socket 3.25 ms before the loop read them.
+  const auto s = stamp_read(kWallNs - 3'250'000, kWallNs, kSteadyUs);
+  EXPECT_TRUE(s.kernel);
+  EXPECT_DOUBLE_EQ(s.lag_us, 3250.0);
+  EXPECT_EQ(s.steady_us, kSteadyUs - 3250);
+  EXPECT_EQ(s.wall_us, kWallNs / 1000 - 3250);
+}
+
+TEST(Timing, NoKernelStampIsTheLoopsClock) {
+  const auto s = stamp_read(std::nullopt, kWallNs, kSteadyUs);
+  EXPECT_FALSE(s.kernel);
+  EXPECT_EQ(s.steady_us, kSteadyUs);
+  EXPECT_EQ(s.wall_us, kWallNs / 1000);
+  EXPECT_EQ(s.lag_us, 0);
+  EXPECT_FALSE(stamp_read(0, kWallNs, kSteadyUs).kernel);  // the kernel's "no timestamp"
+}
+
+TEST(Timing, AReceiveTimeAfterTheReadIsLagZeroAndAStaleOneIsNotTrusted) {
+  // The wall clock stepped back between the packet and the read.
+  const auto back = stamp_read(kWallNs + 2'000'000, kWallNs, kSteadyUs);
+  EXPECT_TRUE(back.kernel);
+  EXPECT_EQ(back.lag_us, 0);
+  EXPECT_EQ(back.steady_us, kSteadyUs);
+  // Older than a minute: a stale timestamp or a stepped clock, not the proxy's lateness.
+  const auto stale = stamp_read(kWallNs - 120'000'000'000, kWallNs, kSteadyUs);
+  EXPECT_FALSE(stale.kernel);
+  EXPECT_EQ(stale.steady_us, kSteadyUs);
+}
+
+TEST(Timing, ALineIsKernelRxOnlyWhenEveryReadWas) {
+  LineTiming all;
+  all.note(stamp_read(kWallNs - 100'000, kWallNs, kSteadyUs));
+  all.note(stamp_read(kWallNs - 2'500'000, kWallNs, kSteadyUs));
+  all.note(stamp_read(kWallNs - 40'000, kWallNs, kSteadyUs));
+  EXPECT_EQ(all.basis(), kKernelRx);
+  ASSERT_TRUE(all.max_lag_ms());
+  EXPECT_DOUBLE_EQ(*all.max_lag_ms(), 2.5);
+
+  LineTiming mixed = all;
+  mixed.note(loop_stamp(kWallNs / 1000, kSteadyUs));
+  EXPECT_EQ(mixed.basis(), kLoop);
+  EXPECT_DOUBLE_EQ(*mixed.max_lag_ms(), 2.5);  // the lag that was measured is still said
+
+  LineTiming answered_by_us = all;
+  answered_by_us.note_loop();
+  EXPECT_EQ(answered_by_us.basis(), kLoop);
+
+  LineTiming none;
+  EXPECT_EQ(none.basis(), kLoop);
+  EXPECT_FALSE(none.max_lag_ms());
+  none.note(loop_stamp(0, 0));
+  EXPECT_FALSE(none.max_lag_ms());
+}
+
+}  // namespace
+}  // namespace mpo::proxy
