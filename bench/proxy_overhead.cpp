@@ -3,7 +3,7 @@
 // (proxy_buffering off) as the reference proxy. Tokens are paced at 20 ms by the simulator profile,
 // so latency added by a proxy shows up directly.
 //
-//   proxy_overhead [--quick] [--latency-only] [--rounds N] [--apis]
+//   proxy_overhead [--quick] [--latency-only] [--rounds N] [--apis] [--proxy-arg ARG]...
 //
 // Prints: added TTFT at concurrency 1 (p50/p99 of paired differences; a new client connection per
 // request, then one keep-alive connection per target), added inter-token gap, streamed chunks/s and
@@ -12,6 +12,7 @@
 // 1/100/1000/8000 streams. --latency-only stops after the concurrency-1 tables. --apis instead
 // compares chat, the Responses API and Anthropic Messages through the proxy (added TTFT at
 // concurrency 1, chunks/s at 1,000 streams and the proxy's CPU per chunk, each against direct).
+// --proxy-arg passes ARG to the proxy (`--proxy-arg --timestamps --proxy-arg loop`: the loop's clock).
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
@@ -75,6 +76,7 @@ struct Target {
 int main(int argc, char** argv) {
   bool quick = false, latency_only = false, apis_only = false;
   int rounds_flag = 0;
+  std::vector<std::string> proxy_args;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
@@ -84,8 +86,10 @@ int main(int argc, char** argv) {
       apis_only = true;
     } else if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
       rounds_flag = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--proxy-arg") == 0 && i + 1 < argc) {
+      proxy_args.emplace_back(argv[++i]);
     } else {
-      fmt::print(stderr, "usage: proxy_overhead [--quick] [--latency-only] [--rounds N] [--apis]\n");
+      fmt::print(stderr, "usage: proxy_overhead [--quick] [--latency-only] [--rounds N] [--apis] [--proxy-arg ARG]...\n");
       return 2;
     }
   }
@@ -95,7 +99,7 @@ int main(int argc, char** argv) {
                    R"({"engine":{"max_num_seqs":20000,"num_gpu_blocks":200000,"max_num_batched_tokens":1000000,)"
                    R"("step_base_s":0.02,"step_per_prefill_token_s":0,"step_per_decode_seq_s":0}})");
   test::Simulator sim({"--profile", dir + "/profile.json", "--truth", dir + "/truth.jsonl"});
-  test::Proxy proxy("http://127.0.0.1:" + std::to_string(sim.port), dir + "/ledger.jsonl");
+  test::Proxy proxy("http://127.0.0.1:" + std::to_string(sim.port), dir + "/ledger.jsonl", proxy_args);
 
   const std::uint16_t nginx_port = test::free_loopback_port();
   std::filesystem::create_directories(dir + "/tmp");

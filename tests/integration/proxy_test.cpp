@@ -301,6 +301,7 @@ TEST(Proxy, RequestBodiesOverTheLimitGet413AndALine) {
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0]["http_status"], 413);
   EXPECT_EQ(lines[0]["outcome"], "proxy_error");
+  EXPECT_EQ(lines[0]["timing_basis"], "loop");  // an answer of the proxy's own ends on its clock
 }
 
 TEST(Proxy, ConnectionsOverTheLimitGet503AndALine) {

@@ -78,6 +78,9 @@ TEST(ProxyTls, VerifiesTheBackendCertificateWithBackendCaAndStreams) {
   auto l = json::parse(lines[0]).as_object();
   EXPECT_EQ(l["outcome"], "ok");
   EXPECT_EQ(l["backend"], ("https://localhost:" + std::to_string(tls.port)).c_str());
+  // The TLS layer reads the backend's socket: no kernel receive times for the response, and the
+  // line says so (docs/PROXY.md "Timestamps").
+  EXPECT_EQ(l["timing_basis"], "loop");
   EXPECT_EQ(l["completion_tokens"], 4);
   EXPECT_EQ(l["content_events"], 4);
 }

@@ -58,6 +58,26 @@ TEST(ReadLedger, ReadsOurLinesAndFaksAlike) {
   EXPECT_FALSE(f.cached_prompt_tokens.has_value());  // fak does not know it: unknown, not zero
 }
 
+TEST(ReadLedger, TheTimingBasisAndTheProxysLagRoundTrip) {
+  Observation o;
+  o.observation_id = "t";
+  o.started_at_us = 1'787'824'800'000'000;
+  o.ended_at_us = o.started_at_us + 1000;
+  o.outcome = "ok";
+  o.timing_basis = "kernel_rx";
+  o.proxy_lag_ms = 3.25;
+  Observation sweep_line = o;  // sweep lines say neither: null, as in older ledgers
+  sweep_line.observation_id = "s";
+  sweep_line.timing_basis.reset();
+  sweep_line.proxy_lag_ms.reset();
+  const auto read = read_ledger(render_observation(o) + render_observation(sweep_line));
+  ASSERT_EQ(read.records.size(), 2u);
+  EXPECT_EQ(read.records[0].timing_basis, "kernel_rx");
+  EXPECT_EQ(read.records[0].proxy_lag_ms, 3.25);
+  EXPECT_FALSE(read.records[1].timing_basis);
+  EXPECT_FALSE(read.records[1].proxy_lag_ms);
+}
+
 TEST(ReadLedger, FakUnknownsStayUnknownAndStatusZeroIsNoResponse) {
   const auto r = read_ledger(
       R"({"schema":"fak-model-perf/1","timestamp":"2026-08-22T07:16:05Z","completed_at":"2026-08-22T07:16:05.5Z","request_id":"1-2","overlapping_observed_requests":0,"backend":"http://x","status":0,"streaming":false,"duration_ms":500,"error":"dial tcp: connection refused"})"
