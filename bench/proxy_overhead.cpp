@@ -89,7 +89,8 @@ int main(int argc, char** argv) {
     } else if (std::strcmp(argv[i], "--proxy-arg") == 0 && i + 1 < argc) {
       proxy_args.emplace_back(argv[++i]);
     } else {
-      fmt::print(stderr, "usage: proxy_overhead [--quick] [--latency-only] [--rounds N] [--apis] [--proxy-arg ARG]...\n");
+      fmt::print(stderr,
+                 "usage: proxy_overhead [--quick] [--latency-only] [--rounds N] [--apis] [--proxy-arg ARG]...\n");
       return 2;
     }
   }

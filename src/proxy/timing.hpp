@@ -17,8 +17,8 @@ namespace mpo::proxy {
 struct RxStamp {
   std::int64_t steady_us = 0;
   std::int64_t wall_us = 0;
-  double lag_us = 0;     // read time minus the kernel's receive time; 0 on the loop basis
-  bool kernel = false;   // from the kernel's receive timestamp
+  double lag_us = 0;    // read time minus the kernel's receive time; 0 on the loop basis
+  bool kernel = false;  // from the kernel's receive timestamp
 };
 
 // A read's stamp. `rx_wall_ns`: the kernel's receive timestamp (CLOCK_REALTIME, ns), when the
