@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -20,22 +21,27 @@ class SseFramer {
   // Longest line kept; longer lines are cut (and counted) so a hostile stream cannot exhaust memory.
   static constexpr std::size_t kMaxLine = 16 * 1024 * 1024;
 
-  // Feeds the next bytes; calls on_event(const SseEvent&) for each event they complete.
+  // Feeds the next bytes; calls on_event(const SseEvent&) for each event they complete. Lines are
+  // found with memchr and copied whole (the proxy's profile at 1,000 streams had this loop, a
+  // byte at a time, as its largest cost).
   template <typename F>
   void feed(std::string_view bytes, F&& on_event) {
-    for (char c : bytes) {
+    const char* p = bytes.data();
+    const char* const end = p + bytes.size();
+    while (p < end) {
       if (after_cr_) {
         after_cr_ = false;
-        if (c == '\n') continue;  // the LF of a CRLF split or not across reads
+        if (*p == '\n') {  // the LF of a CRLF split or not across reads
+          ++p;
+          continue;
+        }
       }
-      if (c == '\r' || c == '\n') {
-        after_cr_ = c == '\r';
-        end_line(on_event);
-      } else if (line_.size() < kMaxLine) {
-        line_.push_back(c);
-      } else {
-        ++oversized_lines_;
-      }
+      const char* eol = line_end(p, end);
+      append_to_line(p, static_cast<std::size_t>(eol - p));
+      if (eol == end) return;  // the line goes on in the next read
+      after_cr_ = *eol == '\r';
+      p = eol + 1;
+      end_line(on_event);
     }
   }
 
@@ -48,6 +54,22 @@ class SseFramer {
   std::size_t unknown_lines() const { return unknown_lines_; }
 
  private:
+  // The first CR or LF in [p, end), or end.
+  static const char* line_end(const char* p, const char* end) {
+    const auto* lf = static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
+    const char* limit = lf ? lf : end;
+    const auto* cr = static_cast<const char*>(std::memchr(p, '\r', static_cast<std::size_t>(limit - p)));
+    return cr ? cr : limit;
+  }
+
+  // Keeps at most kMaxLine bytes of a line; every byte past it is counted as oversized.
+  void append_to_line(const char* p, std::size_t n) {
+    const std::size_t room = kMaxLine - line_.size();
+    const std::size_t kept = n < room ? n : room;
+    line_.append(p, kept);
+    oversized_lines_ += n - kept;
+  }
+
   template <typename F>
   void end_line(F&& on_event) {
     if (line_.empty()) {

@@ -67,3 +67,24 @@ TEST(SseFramer, DataWithoutSpaceAndEmptyData) {
 
 }  // namespace
 }  // namespace mpo::openai
+
+namespace mpo::openai {
+namespace {
+
+TEST(SseFramer, ALineOverTheCapIsCutAndItsExtraBytesCounted) {
+  SseFramer f;
+  std::vector<std::size_t> sizes;
+  const std::string head = "data: ";
+  const std::string body(SseFramer::kMaxLine, 'x');  // with "data: " 6 bytes over the cap
+  f.feed(head, [&](const SseEvent& e) { sizes.push_back(e.data.size()); });
+  f.feed(body.substr(0, 1000), [&](const SseEvent& e) { sizes.push_back(e.data.size()); });
+  f.feed(std::string_view(body).substr(1000), [&](const SseEvent& e) { sizes.push_back(e.data.size()); });
+  f.feed("yz\n\ndata: next\n\n", [&](const SseEvent& e) { sizes.push_back(e.data.size()); });
+  EXPECT_EQ(f.oversized_lines(), 8u);  // the 6 bytes past the cap, then "yz"
+  ASSERT_EQ(sizes.size(), 2u);
+  EXPECT_EQ(sizes[0], SseFramer::kMaxLine - head.size());
+  EXPECT_EQ(sizes[1], 4u);  // the next line starts afresh
+}
+
+}  // namespace
+}  // namespace mpo::openai
