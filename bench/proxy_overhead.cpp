@@ -20,7 +20,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <boost/json.hpp>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -64,6 +66,8 @@ const ApiWorkload kApiWorkloads[] = {
            n);
      }},
 };
+
+constexpr double kTokenIntervalUs = 20'000;  // the simulator profile's step: one token per 20 ms
 
 struct Target {
   std::string name;
@@ -321,7 +325,10 @@ http {{
     l.simulator.push_back(static_cast<double>(t.sent_us - t.first_token_us));
     l.response.push_back(static_cast<double>(started_us - t.sent_us) + ttft_us);
     ++l.basis[v["timing_basis"].is_string() ? std::string(v["timing_basis"].as_string()) : std::string("-")];
-    if (v["proxy_lag_ms"].is_number()) l.lag.push_back(v["proxy_lag_ms"].to_number<double>() * 1000.0);
+    if (v["proxy_lag_ms"].is_number()) {
+      const double lag_us = v["proxy_lag_ms"].to_number<double>() * 1000.0;
+      l.lag.push_back(lag_us);
+    }
   }
   // Direct streams (d1000, d8000): the client's send and first content event stand in for the
   // proxy's receipt and observation, on the wall clock through one offset taken at the start.
@@ -353,6 +360,32 @@ http {{
     fmt::print("  {:<6} {:>5} {:>9.0f} {:>19} {:>19} {:>19} {:>19} {:>16} {:>19}\n", phase, l.total.size(),
                *std::min_element(l.total.begin(), l.total.end()), pair(l.total), pair(l.request), pair(l.simulator),
                pair(l.response), basis.empty() ? "(direct)" : basis, l.lag.empty() ? "-" : pair(l.lag));
+  }
+  // The kernel merges segments queued on a socket and keeps the latest one's time: a proxy later
+  // than the token interval reads a stream's first token together with later ones and dates it by
+  // the last. Such a response leg is a whole number of token intervals; lateness would not be.
+  fmt::print(
+      "\nproxy phases' response legs: under 0.5 ms, 0.5-5 ms, about k token intervals (k x 20 ms +- 5 ms: the\n"
+      "first token read together with k later ones, dated by the last), other\n");
+  fmt::print("  {:<6} {:>8} {:>8} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6}\n", "phase", "<0.5ms", "0.5-5ms", "k=1", "k=2",
+             "k=3", "k=4", "k>=5", "other");
+  for (const auto& [phase, l] : legs) {
+    if (l.basis.empty()) continue;  // direct phases
+    std::array<int, 8> n{};
+    for (double us : l.response) {
+      const double k = std::round(us / kTokenIntervalUs);
+      if (us < 500) {
+        ++n[0];
+      } else if (us < 5000) {
+        ++n[1];
+      } else if (k >= 1 && std::fabs(us - k * kTokenIntervalUs) <= 5000) {
+        ++n[static_cast<std::size_t>(std::min(k, 5.0)) + 1];
+      } else {
+        ++n[7];
+      }
+    }
+    fmt::print("  {:<6} {:>8} {:>8} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6}\n", phase, n[0], n[1], n[2], n[3], n[4], n[5],
+               n[6], n[7]);
   }
   nginx.terminate();
   relay.terminate();

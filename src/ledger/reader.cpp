@@ -226,6 +226,11 @@ Result<LedgerRecord> from_fak(element o) {
     r.outcome = r.error_message ? "proxy_error" : "ok";
   }
   r.e2e_ms = opt_num(o, "duration_ms");
+  // Lines of fak's that carry no completed_at end at their start plus their duration (without
+  // it a row would be zero-length: an idle window, a false "workload" verdict).
+  if (!r.ended_at_us && r.e2e_ms && *r.e2e_ms >= 0) {
+    r.ended_at_us = r.started_at_us + static_cast<std::int64_t>(*r.e2e_ms * 1000.0);
+  }
   r.ttft_ms = r.stream ? fak_num(o, "ttft_ms") : std::nullopt;
   r.itl_p50_ms = fak_num(o, "inter_chunk_p50_ms");
   r.itl_p95_ms = fak_num(o, "inter_chunk_p95_ms");

@@ -58,6 +58,21 @@ TEST(ReadLedger, ReadsOurLinesAndFaksAlike) {
   EXPECT_FALSE(f.cached_prompt_tokens.has_value());  // fak does not know it: unknown, not zero
 }
 
+TEST(ReadLedger, AFakLineWithoutCompletedAtEndsAtItsStartPlusItsDuration) {
+  // fak writes completed_at, but older and hand-made lines lack it (issue 22: without this fallback
+  // every row was zero-length and the report's busy share 0). Invented from docs/FAK.md 1.1.
+  std::string line = kFakLine;
+  const auto from = line.find(R"("completed_at")");
+  line.erase(from, line.find(',', from) + 1 - from);
+  ASSERT_EQ(line.find("completed_at"), std::string::npos);
+  const auto r = read_ledger(line + "\n");
+  ASSERT_EQ(r.records.size(), 1u);
+  ASSERT_TRUE(r.records[0].ended_at_us);
+  EXPECT_EQ(*r.records[0].ended_at_us, 1'787'382'965'102'186 + 1'100'000);
+  // With completed_at the line's own end stands.
+  EXPECT_EQ(*read_ledger(std::string(kFakLine) + "\n").records[0].ended_at_us, 1'787'382'966'202'186);
+}
+
 TEST(ReadLedger, TheTimingBasisAndTheProxysLagRoundTrip) {
   Observation o;
   o.observation_id = "t";

@@ -1,5 +1,6 @@
 #include "report/analysis.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "report/render.hpp"
@@ -252,6 +253,36 @@ TEST(ReportTiming, LinesThatDoNotSayGiveNoTimingLine) {
   EXPECT_TRUE(g.timing_bases.empty());
   EXPECT_FALSE(g.proxy_lag_ms);
   EXPECT_EQ(timing_summary(g), "");
+}
+
+}  // namespace
+}  // namespace mpo::report
+
+namespace mpo::report {
+namespace {
+
+TEST(ReportFak, FakRowsWithoutCompletedAtAreBusyForTheirDurationNotIdle) {
+  // Ten streamed fak rows back to back, a second each, none with completed_at (invented from
+  // docs/FAK.md 1.1). Read as zero-length they made the window look idle and "workload" score 2.
+  std::string text;
+  for (int i = 0; i < 10; ++i) {
+    text +=
+        fmt::format(R"({{"schema":"fak-model-perf/1","timestamp":"2026-08-22T07:16:{:02d}.000000Z","request_id":"r{}",)"
+                    R"("model":"qwen3","status":200,"streaming":true,"prompt_tokens":20,"completion_tokens":40,)"
+                    R"("duration_ms":1000,"ttft_ms":100,"tpot_ms":23}})"
+                    "\n",
+                    i, i);
+  }
+  const auto read = ledger::read_ledger(text);
+  ASSERT_EQ(read.records.size(), 10u);
+  const auto g = analyse(read.records, {}).at(0);
+  EXPECT_NEAR(g.busy_share, 1.0, 1e-9);
+  EXPECT_NEAR(g.window_s, 10.0, 1e-9);
+  for (const auto& c : g.ranking) {
+    if (c.name == "workload") {
+      EXPECT_LT(c.score, 1.0);
+    }
+  }
 }
 
 }  // namespace
