@@ -198,6 +198,19 @@ std::vector<Candidate> rank(const GroupStats& g, const std::vector<const Row*>& 
       c.score = 1.0;
       c.evidence.push_back("no streamed requests: TTFT and TPOT cannot be measured; turn on streaming");
     }
+    if (g.streamed > 0 && (!g.ttft_ms || !g.tpot_ms)) {
+      // fak's rule 3 (docs/FAK.md 2.3, `missing-stream-timing`): streamed rows that carry no TTFT or
+      // no TPOT cannot separate prefill from decode.
+      c.score = 1.0;
+      c.evidence.push_back(fmt::format(
+          "{} streamed requests but no {} measured (fak: missing-stream-timing): stream with "
+          "stream_options.include_usage (or proxy --usage inject) and at least 2 output tokens to separate prefill "
+          "from decode",
+          g.streamed,
+          !g.ttft_ms && !g.tpot_ms ? "TTFT or TPOT"
+          : !g.ttft_ms             ? "TTFT"
+                                   : "TPOT"));
+    }
     const std::size_t none = g.token_sources.count("none") ? g.token_sources.at("none") : 0;
     if (g.requests > 0 && none * 2 > g.requests) {
       c.score = std::max(c.score, 0.9);

@@ -174,11 +174,19 @@ P99Boundary p99_boundary(const SweepReceipt& r, const std::vector<std::pair<cons
   std::optional<double> last_pass, first_fail;
   bool robust = true, reentry = false;
   std::string missing;
+  if (pts.size() < r.coordinates.size()) missing = "a declared point this track has no result for";
   for (const auto& [p, tp] : pts) {
+    // A point that was not measured is a gap, not a point to skip: the boundary could lie before it
+    // (fak: an unmeasured point leaves the knee not identifiable). After the first failing point it
+    // no longer matters.
+    if (tp->status == "not_measured") {
+      if (missing.empty() && !first_fail) missing = go_float_text(p->coordinate);
+      continue;
+    }
     if (!latency_comparable(*tp)) continue;
     const auto m = meets(r.sla, *tp);
     if (!m) {
-      if (missing.empty()) missing = go_float_text(p->coordinate);
+      if (missing.empty() && !first_fail) missing = go_float_text(p->coordinate);
       continue;
     }
     if (first_fail) {
@@ -206,7 +214,7 @@ P99Boundary p99_boundary(const SweepReceipt& r, const std::vector<std::pair<cons
     check(r.sla.itl_p99_ms, "itl_p99_ms");
     check(r.sla.e2e_p99_ms, "end_to_end_p99_ms");
   }
-  if (!missing.empty() && !last_pass && !first_fail) {
+  if (!missing.empty()) {
     o.status = "not_identifiable";
     o.reason = "a constrained p99 is missing at " + missing;
     return o;
@@ -336,6 +344,9 @@ TrackSummary summarize(const SweepReceipt& r, const Contract& c) {
   s.p99_boundary = p99_boundary(r, pts);
   s.saturation = saturation(r, c, pts);
   if (hard) {
+    // fak stops at the hard invalidity before it builds the envelope (docs/FAK.md 6.8, step 1): such a
+    // track has no envelope digest, and a digest here would fail every fak receipt with one.
+    s.envelope_digest.clear();
     s.status = "invalid";
     s.reason = hard->reason_code + ": " + hard->reason;
     s.peak_status = "invalid";
@@ -390,11 +401,17 @@ TrackSummary summarize(const SweepReceipt& r, const Contract& c) {
     return s;
   }
   const std::pair<const Point*, const TrackPoint*>* knee = nullptr;
+  if (pts.size() < r.coordinates.size()) {
+    s.sla_status = "not_identifiable";
+    s.sla_reason = "a declared point was not measured; the knee cannot be located";
+    return s;
+  }
   for (const auto& pt : pts) {
     const auto m = meets(r.sla, *pt.second);
-    if (!m) {
+    if (!m || pt.second->status == "not_measured") {
       s.sla_status = "not_identifiable";
-      s.sla_reason = "a point lacks a constrained p99 metric at " + go_float_text(pt.first->coordinate);
+      s.sla_reason = (m ? "a point was not measured at " : "a point lacks a constrained p99 metric at ") +
+                     go_float_text(pt.first->coordinate);
       return s;
     }
     if (!*m || pt.second->status != "valid") continue;

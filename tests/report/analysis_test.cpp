@@ -287,3 +287,32 @@ TEST(ReportFak, FakRowsWithoutCompletedAtAreBusyForTheirDurationNotIdle) {
 
 }  // namespace
 }  // namespace mpo::report
+
+namespace mpo::report {
+namespace {
+
+TEST(ReportFak, StreamedFakRowsWithoutStreamTimingSayWhatIsMissing) {
+  // fak omits zero fields: streamed rows whose ttft_ms and tpot_ms are absent (fak's own report says
+  // missing-stream-timing, docs/FAK.md 2.3). Invented from docs/FAK.md 1.1.
+  std::string text;
+  for (int i = 0; i < 4; ++i) {
+    text +=
+        fmt::format(R"({{"schema":"fak-model-perf/1","timestamp":"2026-08-22T07:16:{:02d}.000000Z","request_id":"r{}",)"
+                    R"("model":"qwen3","status":200,"streaming":true,"prompt_tokens":20,"completion_tokens":40,)"
+                    R"("duration_ms":1000}})"
+                    "\n",
+                    i, i);
+  }
+  const auto read = ledger::read_ledger(text);
+  const auto g = analyse(read.records, {}).at(0);
+  ASSERT_FALSE(g.ranking.empty());
+  EXPECT_EQ(g.ranking.front().name, "not_enough_evidence");
+  EXPECT_GE(g.ranking.front().score, 1.0);
+  const auto& ev = g.ranking.front().evidence;
+  ASSERT_FALSE(ev.empty());
+  EXPECT_NE(ev.front().find("missing-stream-timing"), std::string::npos) << ev.front();
+  EXPECT_NE(ev.front().find("no TTFT or TPOT"), std::string::npos) << ev.front();
+}
+
+}  // namespace
+}  // namespace mpo::report

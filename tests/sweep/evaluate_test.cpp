@@ -132,6 +132,8 @@ TEST(SweepEvaluate, PointsAboveCapacityAreInvalidButSaturationIsStillNamed) {
   EXPECT_EQ(t.peak_status, "invalid");
   EXPECT_EQ(t.sla_reason, "identity, capacity, or measurement invalidity prevents a sweep claim");
   EXPECT_FALSE(r.valid);
+  EXPECT_EQ(t.envelope_digest, "");  // as fak: a hard invalidity comes before the envelope
+  EXPECT_EQ(receipt_text(r).find("envelope_digest"), std::string::npos);
   EXPECT_EQ(t.saturation.status, "measured");
   EXPECT_EQ(t.saturation.knee, 8);
   EXPECT_EQ(t.saturation.saturated_at, 16);
@@ -210,6 +212,40 @@ TEST(SweepEvaluate, SlaKneeAndP99Boundary) {
   const auto gate = gate_claim("ours SLA knee at 4", receipt_text(r));
   EXPECT_FALSE(gate.allowed);
   EXPECT_NE(gate.message.find("SLA-knee claim for ours refused"), std::string::npos) << gate.message;
+}
+
+TEST(SweepEvaluate, AnUnmeasuredPointLeavesTheKneeAndTheBoundaryNotIdentifiable) {
+  // fak (docs/FAK.md 6.8 step 5): every point must have the constrained metrics measured. Skipping
+  // the point gave a right-censored knee beyond it, where the budget may already have failed.
+  auto r = scaling_sweep(16, {1, 2, 4, 8});
+  r.sla.ttft_p99_ms = 200;                              // every measured point passes
+  r.points[1].tracks[0].measurement_status = "failed";  // concurrency 2 was not measured
+  ASSERT_TRUE(evaluate_sweep(r).ok());
+  EXPECT_EQ(at(r, 2).status, "not_measured");
+  const auto& t = r.tracks[0];
+  EXPECT_EQ(t.sla_status, "not_identifiable");
+  EXPECT_EQ(t.sla_reason, "a point was not measured at 2");
+  EXPECT_FALSE(t.sla_knee);
+  EXPECT_EQ(t.p99_boundary.status, "not_identifiable");
+  EXPECT_EQ(t.p99_boundary.reason, "a constrained p99 is missing at 2");
+  EXPECT_FALSE(gate_claim("ours SLA knee at 8", receipt_text(r)).allowed);
+
+  // A point of the sweep where a second track has no result at all: the same for that track.
+  auto two = scaling_sweep(16, {1, 2, 4, 8});
+  two.sla.ttft_p99_ms = 200;
+  two.contracts.push_back(two.contracts[0]);
+  two.contracts[1].track = "vllm";
+  for (std::size_t i = 0; i + 1 < two.points.size(); ++i) {  // not at 8
+    auto copy = two.points[i].tracks[0];
+    copy.track = "vllm";
+    two.points[i].tracks.push_back(std::move(copy));
+  }
+  ASSERT_TRUE(evaluate_sweep(two).ok());
+  ASSERT_EQ(two.tracks.size(), 2u);
+  EXPECT_EQ(two.tracks[0].sla_status, "right_censored");  // complete: the knee at 8, below capacity 16
+  EXPECT_EQ(two.tracks[1].sla_status, "not_identifiable");
+  EXPECT_EQ(two.tracks[1].sla_reason, "a declared point was not measured; the knee cannot be located");
+  EXPECT_EQ(two.tracks[1].p99_boundary.status, "not_identifiable");
 }
 
 struct CodeCase {
@@ -335,6 +371,28 @@ TEST(SweepVerify, TamperingIsNamed) {
   EXPECT_FALSE(gate_claim("ours serving peak", replace_first("\"valid_points\": 4", "\"valid_points\": 5")).allowed);
   // Not JSON at all.
   EXPECT_FALSE(verify_sweep("{").holds);
+}
+
+TEST(SweepVerify, AFakReceiptWithAHardInvalidTrackAndNoEnvelopeDigestVerifies) {
+  // fak writes no envelope_digest for a track with a hard invalidity (docs/FAK.md 6.8); ours used
+  // to derive one and refuse every such receipt ("written summary differs"). Invented from ours.
+  auto r = scaling_sweep(8, {1, 2, 4, 8, 16});
+  ASSERT_TRUE(evaluate_sweep(r).ok());
+  auto doc = receipt_json(r).as_object();
+  for (const char* k : {"tool", "load", "validity"}) doc.erase(k);
+  for (auto& p : doc["points"].as_array()) {
+    for (auto& t : p.as_object()["tracks"].as_array()) {
+      t.as_object().erase("evidence");
+      t.as_object().erase("samples");
+    }
+  }
+  for (auto& t : doc["tracks"].as_array()) {
+    t.as_object().erase("p99_boundary");
+    t.as_object().erase("saturation");
+    ASSERT_FALSE(t.as_object().contains("envelope_digest"));
+  }
+  const auto v = verify_sweep(go_marshal_indent(doc));
+  EXPECT_TRUE(v.holds) << v.summary;
 }
 
 TEST(SweepVerify, AFakStyleReceiptWithoutSamplesReEvaluatesFromItsStats) {
