@@ -16,6 +16,7 @@
 #include "net/backend_url.hpp"
 #include "scrape/fetch.hpp"
 #include "scrape/snapshot_reader.hpp"
+#include "sweep/api.hpp"
 #include "sweep/driver.hpp"
 #include "sweep/workload.hpp"
 
@@ -46,6 +47,8 @@ ledger::LedgerRecord record_of(const ledger::Observation& o) {
   r.started_at_us = o.started_at_us;
   r.ended_at_us = o.ended_at_us;
   r.outcome = o.outcome;
+  r.http_status = o.http_status;
+  r.error_message = o.error_message;
   r.cached_prompt_tokens = o.cached_prompt_tokens;
   if (!o.server_timings.empty()) r.server_timings = o.server_timings;
   r.prompt_tokens = o.prompt_tokens;
@@ -77,6 +80,7 @@ int run_probe(const AttributeArgs& a, std::vector<scrape::Snapshot>& snaps,
   req.max_output_tokens = a.max_tokens;
   boost::asio::io_context io;
   std::exception_ptr failure;
+  std::string probe_failed;  // a window is never graded from a failed probe
   boost::asio::co_spawn(
       io,
       [&]() -> boost::asio::awaitable<void> {
@@ -88,12 +92,25 @@ int run_probe(const AttributeArgs& a, std::vector<scrape::Snapshot>& snaps,
           plan.requests = {req};
           plan.label = fmt::format("probe {}", i + 1);
           co_await driver.run_point(plan);
+          if (records.empty() || records.back().outcome != "ok") {
+            const auto* r = records.empty() ? nullptr : &records.back();
+            probe_failed = fmt::format(
+                "probe request {} to {}{} {}{}{}", i + 1, base->origin, base->target_for(sweep::api_path(target.api)),
+                r && r->http_status ? fmt::format("answered HTTP {}", *r->http_status) : std::string("got no answer"),
+                r ? fmt::format(" ({}{})", r->outcome, r->error_message ? ": " + *r->error_message : "") : "",
+                net::openai_base_hint(*base));
+            co_return;
+          }
           snaps.push_back(co_await fetcher.scrape(++seq, SystemClock::instance().wall_us()));
         }
       },
       [&](std::exception_ptr e) { failure = e; });
   io.run();
   if (failure) std::rethrow_exception(failure);
+  if (!probe_failed.empty()) {
+    std::cerr << "modelperfobs attribute: " << probe_failed << "; no window is graded from a failed probe\n";
+    return 1;
+  }
   return 0;
 }
 
@@ -182,7 +199,8 @@ std::function<int()> setup_attribute(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--output", a->output, "write here instead of stdout");
   app.add_option("--probe", a->probe,
-                 "make clean windows: scrape, one request to this OpenAI base URL, scrape (http://host:port/v1)");
+                 "make clean windows: scrape, one request to this OpenAI base URL, scrape (http://host:port/v1); "
+                 "a probe request that fails stops the run with its status and URL, exit 1");
   app.add_option("--metrics-url", a->metrics_url,
                  "--probe: the engine's metrics (default: the probe origin's /metrics)");
   app.add_option("--model", a->model, "--probe: the model to request");

@@ -42,4 +42,10 @@ Result<BackendUrl> parse_backend_url(std::string_view text) {
   return b;
 }
 
+std::string openai_base_hint(const BackendUrl& url) {
+  const std::string_view path = url.base_path;
+  if (path.size() >= 3 && path.substr(path.size() - 3) == "/v1") return "";
+  return fmt::format(" (did you mean {}{}/v1?)", url.origin, url.base_path);
+}
+
 }  // namespace mpo::net

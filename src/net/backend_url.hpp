@@ -22,4 +22,9 @@ struct BackendUrl {
 
 Result<BackendUrl> parse_backend_url(std::string_view text);
 
+// For a request to an OpenAI base URL that failed: " (did you mean http://host:port/v1?)" when the
+// URL's path does not end in /v1 (the usual slip: the server's origin given as its API base), else
+// "".
+std::string openai_base_hint(const BackendUrl& url);
+
 }  // namespace mpo::net

@@ -223,3 +223,44 @@ TEST(Attribute, ARestartBetweenScrapesMakesTheWindowUnavailable) {
 
 }  // namespace
 }  // namespace mpo::test
+
+namespace mpo::test {
+namespace {
+
+// The command's exit code and everything it printed, stderr included.
+CliRun run_cli_with_stderr(const std::string& args) {
+  ChildProcess p({"/bin/sh", "-c", binary_path() + " " + args + " 2>&1"});
+  CliRun r;
+  try {
+    for (;;) r.out += p.read_line(60000) + "\n";
+  } catch (const std::exception&) {
+    // output closed: the command finished
+  }
+  r.exit_code = p.wait();
+  return r;
+}
+
+TEST(Attribute, AProbeOfTheOriginWithoutV1StopsAndSaysWhatItMeant) {
+  // Issue 22: without /v1 the probes went to /chat/completions, got 404s, and windows were graded
+  // from the failed requests (cohort-only, exit 0).
+  Simulator sim;
+  const std::string origin = fmt::format("http://127.0.0.1:{}", sim.port);
+  const auto r = run_cli_with_stderr("attribute --probe " + origin + " --model sim-model");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("probe request 1 to " + origin + "/chat/completions answered HTTP 404"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("(did you mean " + origin + "/v1?)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no window is graded from a failed probe"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("cohort-only"), std::string::npos) << r.out;
+}
+
+TEST(Attribute, AProbeOfADeadServerStopsWithoutAHintAboutV1) {
+  const std::string url = fmt::format("http://127.0.0.1:{}/v1", free_loopback_port());
+  const auto r = run_cli_with_stderr("attribute --probe " + url + " --model m --metrics-url " + url + "/metrics");
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.find("did you mean"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("cohort-only"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace mpo::test

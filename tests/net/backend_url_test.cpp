@@ -25,3 +25,16 @@ TEST(BackendUrl, RejectsWhatCannotBeABackend) {
 
 }  // namespace
 }  // namespace mpo::net
+
+namespace mpo::net {
+namespace {
+
+TEST(OpenAiBaseHint, SaysWhatTheUrlLikelyMeantUnlessItEndsInV1) {
+  EXPECT_EQ(openai_base_hint(*parse_backend_url("http://127.0.0.1:8000")), " (did you mean http://127.0.0.1:8000/v1?)");
+  EXPECT_EQ(openai_base_hint(*parse_backend_url("http://h:9/openai")), " (did you mean http://h:9/openai/v1?)");
+  EXPECT_EQ(openai_base_hint(*parse_backend_url("http://127.0.0.1:8000/v1")), "");
+  EXPECT_EQ(openai_base_hint(*parse_backend_url("https://api.example.com/openai/v1/")), "");
+}
+
+}  // namespace
+}  // namespace mpo::net

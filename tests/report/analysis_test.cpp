@@ -261,18 +261,24 @@ TEST(ReportTiming, LinesThatDoNotSayGiveNoTimingLine) {
 namespace mpo::report {
 namespace {
 
-TEST(ReportFak, FakRowsWithoutCompletedAtAreBusyForTheirDurationNotIdle) {
-  // Ten streamed fak rows back to back, a second each, none with completed_at (invented from
-  // docs/FAK.md 1.1). Read as zero-length they made the window look idle and "workload" score 2.
+// `n` streamed fak rows back to back, a second each, none with completed_at; `extra`: more fields
+// (invented from docs/FAK.md 1.1: fak omits fields that are zero).
+std::string fak_rows(int n, std::string_view extra) {
   std::string text;
-  for (int i = 0; i < 10; ++i) {
+  for (int i = 0; i < n; ++i) {
     text +=
         fmt::format(R"({{"schema":"fak-model-perf/1","timestamp":"2026-08-22T07:16:{:02d}.000000Z","request_id":"r{}",)"
                     R"("model":"qwen3","status":200,"streaming":true,"prompt_tokens":20,"completion_tokens":40,)"
-                    R"("duration_ms":1000,"ttft_ms":100,"tpot_ms":23}})"
+                    R"("duration_ms":1000{}}})"
                     "\n",
-                    i, i);
+                    i, i, extra);
   }
+  return text;
+}
+
+TEST(ReportFak, FakRowsWithoutCompletedAtAreBusyForTheirDurationNotIdle) {
+  // Read as zero-length they made the window look idle and "workload" score 2.
+  const std::string text = fak_rows(10, R"(,"ttft_ms":100,"tpot_ms":23)");
   const auto read = ledger::read_ledger(text);
   ASSERT_EQ(read.records.size(), 10u);
   const auto g = analyse(read.records, {}).at(0);
@@ -285,24 +291,10 @@ TEST(ReportFak, FakRowsWithoutCompletedAtAreBusyForTheirDurationNotIdle) {
   }
 }
 
-}  // namespace
-}  // namespace mpo::report
-
-namespace mpo::report {
-namespace {
-
 TEST(ReportFak, StreamedFakRowsWithoutStreamTimingSayWhatIsMissing) {
-  // fak omits zero fields: streamed rows whose ttft_ms and tpot_ms are absent (fak's own report says
-  // missing-stream-timing, docs/FAK.md 2.3). Invented from docs/FAK.md 1.1.
-  std::string text;
-  for (int i = 0; i < 4; ++i) {
-    text +=
-        fmt::format(R"({{"schema":"fak-model-perf/1","timestamp":"2026-08-22T07:16:{:02d}.000000Z","request_id":"r{}",)"
-                    R"("model":"qwen3","status":200,"streaming":true,"prompt_tokens":20,"completion_tokens":40,)"
-                    R"("duration_ms":1000}})"
-                    "\n",
-                    i, i);
-  }
+  // Streamed rows whose ttft_ms and tpot_ms are absent: fak's own report says
+  // missing-stream-timing (docs/FAK.md 2.3).
+  const std::string text = fak_rows(4, "");
   const auto read = ledger::read_ledger(text);
   const auto g = analyse(read.records, {}).at(0);
   ASSERT_FALSE(g.ranking.empty());

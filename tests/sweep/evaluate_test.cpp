@@ -373,11 +373,9 @@ TEST(SweepVerify, TamperingIsNamed) {
   EXPECT_FALSE(verify_sweep("{").holds);
 }
 
-TEST(SweepVerify, AFakReceiptWithAHardInvalidTrackAndNoEnvelopeDigestVerifies) {
-  // fak writes no envelope_digest for a track with a hard invalidity (docs/FAK.md 6.8); ours used
-  // to derive one and refuse every such receipt ("written summary differs"). Invented from ours.
-  auto r = scaling_sweep(8, {1, 2, 4, 8, 16});
-  ASSERT_TRUE(evaluate_sweep(r).ok());
+// Our receipt as fak's writer would have written it: no samples, evidence or our summary blocks
+// (invented from ours by removal).
+boost::json::object fak_shaped(const SweepReceipt& r) {
   auto doc = receipt_json(r).as_object();
   for (const char* k : {"tool", "load", "validity"}) doc.erase(k);
   for (auto& p : doc["points"].as_array()) {
@@ -389,28 +387,25 @@ TEST(SweepVerify, AFakReceiptWithAHardInvalidTrackAndNoEnvelopeDigestVerifies) {
   for (auto& t : doc["tracks"].as_array()) {
     t.as_object().erase("p99_boundary");
     t.as_object().erase("saturation");
-    ASSERT_FALSE(t.as_object().contains("envelope_digest"));
   }
+  return doc;
+}
+
+TEST(SweepVerify, AFakReceiptWithAHardInvalidTrackAndNoEnvelopeDigestVerifies) {
+  // fak writes no envelope_digest for a track with a hard invalidity (docs/FAK.md 6.8); ours used
+  // to derive one and refuse every such receipt ("written summary differs").
+  auto r = scaling_sweep(8, {1, 2, 4, 8, 16});
+  ASSERT_TRUE(evaluate_sweep(r).ok());
+  const auto doc = fak_shaped(r);
+  for (const auto& t : doc.at("tracks").as_array()) ASSERT_FALSE(t.as_object().contains("envelope_digest"));
   const auto v = verify_sweep(go_marshal_indent(doc));
   EXPECT_TRUE(v.holds) << v.summary;
 }
 
 TEST(SweepVerify, AFakStyleReceiptWithoutSamplesReEvaluatesFromItsStats) {
-  // fak's writer has no samples, evidence or our summary blocks (invented from ours by removal).
   auto r = scaling_sweep(8, {1, 2, 4, 8});
   ASSERT_TRUE(evaluate_sweep(r).ok());
-  auto doc = receipt_json(r).as_object();
-  for (const char* k : {"tool", "load", "validity"}) doc.erase(k);
-  for (auto& p : doc["points"].as_array()) {
-    for (auto& t : p.as_object()["tracks"].as_array()) {
-      t.as_object().erase("evidence");
-      t.as_object().erase("samples");
-    }
-  }
-  for (auto& t : doc["tracks"].as_array()) {
-    t.as_object().erase("p99_boundary");
-    t.as_object().erase("saturation");
-  }
+  const auto doc = fak_shaped(r);
   const std::string fak_text = go_marshal_indent(doc);
   auto v = verify_sweep(fak_text);
   EXPECT_TRUE(v.holds) << v.summary;
