@@ -344,6 +344,12 @@ class Proxy {
     if (s.kernel) metrics_.observe_lag(s.lag_us / 1e6);
   }
 
+  // A read without a kernel timestamp: the loop's clock now stands in, and the line says loop.
+  static void note_loop_read(Exchange& x) {
+    x.timing.note_loop();
+    x.last_rx = loop_stamp(SystemClock::instance().wall_us(), SystemClock::instance().steady_us());
+  }
+
   void finish(Exchange& x) {
     auto& o = x.obs;
     o.ended_at_us = SystemClock::instance().wall_us();
@@ -514,8 +520,7 @@ class Proxy {
         if (head_rx) {
           note(x, *head_rx);
         } else {
-          x.timing.note_loop();
-          x.last_rx = loop_stamp(SystemClock::instance().wall_us(), SystemClock::instance().steady_us());
+          note_loop_read(x);
         }
       }
       if (!ec) {
@@ -671,8 +676,7 @@ class Proxy {
           up->tcp().expires_after(seconds(opts_.stream_idle_timeout_s));
           auto [tec, tn] = co_await up->conn->read_some(parser);
           rec = tec == http::error::need_buffer ? boost::system::error_code() : tec;
-          x.timing.note_loop();
-          x.last_rx = loop_stamp(SystemClock::instance().wall_us(), SystemClock::instance().steady_us());
+          note_loop_read(x);
           if (!rec) rec = parse_buffered();
         }
       }

@@ -227,19 +227,6 @@ TEST(Attribute, ARestartBetweenScrapesMakesTheWindowUnavailable) {
 namespace mpo::test {
 namespace {
 
-// The command's exit code and everything it printed, stderr included.
-CliRun run_cli_with_stderr(const std::string& args) {
-  ChildProcess p({"/bin/sh", "-c", binary_path() + " " + args + " 2>&1"});
-  CliRun r;
-  try {
-    for (;;) r.out += p.read_line(60000) + "\n";
-  } catch (const std::exception&) {
-    // output closed: the command finished
-  }
-  r.exit_code = p.wait();
-  return r;
-}
-
 TEST(Attribute, AProbeOfTheOriginWithoutV1StopsAndSaysWhatItMeant) {
   // Issue 22: without /v1 the probes went to /chat/completions, got 404s, and windows were graded
   // from the failed requests (cohort-only, exit 0).

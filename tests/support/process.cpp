@@ -173,10 +173,9 @@ Proxy::Proxy(const std::string& backend, const std::string& ledger, std::vector<
   admin_port = port_after("admin ");
 }
 
-CliRun run_cli(const std::vector<std::string>& args, int timeout_ms) {
-  std::vector<std::string> argv{binary_path()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  ChildProcess p(argv);
+namespace {
+CliRun run_to_end(std::vector<std::string> argv, int timeout_ms) {
+  ChildProcess p(std::move(argv));
   CliRun r;
   try {
     for (;;) r.out += p.read_line(timeout_ms) + "\n";
@@ -185,6 +184,17 @@ CliRun run_cli(const std::vector<std::string>& args, int timeout_ms) {
   }
   r.exit_code = p.wait();
   return r;
+}
+}  // namespace
+
+CliRun run_cli(const std::vector<std::string>& args, int timeout_ms) {
+  std::vector<std::string> argv{binary_path()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_to_end(std::move(argv), timeout_ms);
+}
+
+CliRun run_cli_with_stderr(const std::string& args, int timeout_ms) {
+  return run_to_end({"/bin/sh", "-c", binary_path() + " " + args + " 2>&1"}, timeout_ms);
 }
 
 Dom dump_dom(const std::string& html_path, const std::string& profile_dir) {

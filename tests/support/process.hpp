@@ -55,6 +55,8 @@ struct CliRun {
   std::string out;
 };
 CliRun run_cli(const std::vector<std::string>& args, int timeout_ms = 60000);
+// The same through /bin/sh with stderr joined to stdout (ARGS as one shell-quoted string).
+CliRun run_cli_with_stderr(const std::string& args, int timeout_ms = 60000);
 
 std::vector<std::string> read_lines(const std::string& path);
 
