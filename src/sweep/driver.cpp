@@ -360,11 +360,6 @@ struct Driver::Impl {
     idle.clear();
     PointRun run;
     run.samples = std::move(samples);
-    if (plan.requests.size() > plan.warmup + 1) {
-      const double span = offsets.back() - offsets[plan.warmup];
-      const double measured = static_cast<double>(plan.requests.size() - plan.warmup);
-      if (span > 0) run.offered_rate_rps = (measured - 1) / span;
-    }
     co_return run;
   }
 };
@@ -395,20 +390,6 @@ asio::awaitable<PointRun> Driver::run_point(const PointPlan& plan) {
   run.ended_at_us = clock.wall_us();
   run.started_steady_us = impl_->point_start_us;
   run.wall_seconds = static_cast<double>(clock.steady_us() - impl_->point_start_us) / 1e6;
-  // Achieved rate: measured requests that completed, over the measured window.
-  double first = 0, last = 0;
-  std::size_t completed = 0;
-  bool any = false;
-  for (const auto& s : run.samples) {
-    if (s.warmup) continue;
-    const double end = s.sent_offset_ms + s.end_to_end_ms;
-    if (!any) first = s.sent_offset_ms, last = end, any = true;
-    first = std::min(first, s.sent_offset_ms);
-    last = std::max(last, end);
-    ++completed;
-  }
-  if (any && last > first && completed > 1)
-    run.achieved_rate_rps = static_cast<double>(completed - 1) / ((last - first) / 1000.0);
   co_return run;
 }
 

@@ -55,8 +55,6 @@ struct PointRun {
   double wall_seconds = 0;
   std::int64_t started_at_us = 0, ended_at_us = 0;  // wall clock
   std::int64_t started_steady_us = 0;
-  double offered_rate_rps = 0;   // open loop: measured requests / their scheduled span
-  double achieved_rate_rps = 0;  // measured requests completed / the measured window
 };
 
 class Driver {

@@ -305,4 +305,40 @@ boost::json::value prefix_hit_rate_metric(const boost::json::object& server) {
   o["source"] = src && src->is_string() ? src->get_string() : boost::json::string("prefix-cache counter deltas");
   return o;
 }
+boost::json::object load_evidence(std::span<const Sample> samples, const LoadFigures& f) {
+  std::int64_t warmup = 0, measured = 0;
+  double first_due = 0, last_due = 0, first_sent = 0, last_end = 0;
+  for (const auto& s : samples) {
+    if (s.warmup) {
+      ++warmup;
+      continue;
+    }
+    const double end = s.sent_offset_ms + s.end_to_end_ms;
+    if (measured == 0) {
+      first_due = last_due = s.scheduled_offset_ms;
+      first_sent = s.sent_offset_ms;
+      last_end = end;
+    }
+    first_due = std::min(first_due, s.scheduled_offset_ms);
+    last_due = std::max(last_due, s.scheduled_offset_ms);
+    first_sent = std::min(first_sent, s.sent_offset_ms);
+    last_end = std::max(last_end, end);
+    ++measured;
+  }
+  boost::json::object o;
+  o[f.coordinate_key] = f.coordinate;
+  o["warmup_requests"] = warmup;
+  o["measured_requests"] = measured;
+  if (f.duration_s > 0) o["duration_s"] = f.duration_s;
+  if (f.open_loop && measured > 1 && last_due > first_due) {
+    o["offered_rate_rps"] = static_cast<double>(measured - 1) / ((last_due - first_due) / 1000.0);
+  }
+  if (measured > 1 && last_end > first_sent) {
+    o["achieved_rate_rps"] = static_cast<double>(measured - 1) / ((last_end - first_sent) / 1000.0);
+  }
+  o["started_at"] = f.started_at;
+  o["ended_at"] = f.ended_at;
+  return o;
+}
+
 }  // namespace mpo::sweep

@@ -57,6 +57,20 @@ boost::json::object generator_evidence(std::span<const Sample> samples, const Ge
 boost::json::object confidence_evidence(std::span<const Sample> samples, std::uint64_t seed);
 boost::json::object errors_by_class(std::span<const Sample> samples);
 
+// The "load" member of a point's evidence block. `coordinate`, `duration_s` (0: none) and the wall
+// times are how the point was driven; the counts and rates follow from the samples: warm-up and
+// measured requests, the offered rate (open loop: measured requests over the span of their
+// scheduled sends) and the achieved rate (measured requests over the span from the first measured
+// send to the last measured completion).
+struct LoadFigures {
+  std::string coordinate_key;  // "concurrency" | "rate_rps"
+  boost::json::value coordinate;
+  bool open_loop = false;
+  double duration_s = 0;
+  std::string started_at, ended_at;
+};
+boost::json::object load_evidence(std::span<const Sample> samples, const LoadFigures& f);
+
 // The steady-state window: from the first measured send to the last measured send (after it the
 // load only drains: fewer requests in flight than the point asks for), and the output tokens of
 // the measured requests that completed inside it, over its length. Not measured when the window is

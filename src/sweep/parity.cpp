@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/go_json.hpp"
 #include "core/json.hpp"
 #include "sweep/fold.hpp"
 
@@ -143,6 +144,53 @@ boost::json::value parity_json(const ParityReport& r) {
   tool["version"] = r.tool_version;
   o["tool"] = std::move(tool);
   return o;
+}
+
+Result<ParityReport> parse_parity(std::string_view text) {
+  auto doc = parse_exact_json(text);
+  if (!doc) return doc.error();
+  if (!doc->is_object()) return make_error("parity.json", "a parity receipt is a JSON object");
+  const auto& o = doc->as_object();
+  if (json_string(o, "schema").value_or("") != kParitySchema) {
+    return make_error("parity.json", fmt::format("schema is not {}", kParitySchema));
+  }
+  ParityReport r;
+  auto str = [](const boost::json::object& x, std::string_view k) {
+    return std::string(json_string(x, k).value_or(""));
+  };
+  r.generated_at = str(o, "generated_at");
+  r.machine_id = str(o, "machine_id");
+  r.model = str(o, "model");
+  r.artifact = str(o, "artifact");
+  if (const auto* w = json_object(o, "workload")) {
+    r.requests = json_int(*w, "requests").value_or(0);
+    r.concurrency = json_int(*w, "concurrency").value_or(0);
+    r.slo_ms = json_double(*w, "slo_ms").value_or(0);
+    r.workload_digest = str(*w, "digest");
+  }
+  if (const auto* tool = json_object(o, "tool")) r.tool_version = str(*tool, "version");
+  if (const auto* ts = json_array(o, "tracks")) {
+    for (const auto& v : *ts) {
+      if (!v.is_object()) return make_error("parity.json", "a track is not an object");
+      const auto& t = v.as_object();
+      ParityTrack pt;
+      pt.track = str(t, "track");
+      pt.measured = str(t, "status") == "measured";
+      pt.reason = str(t, "reason");
+      pt.base_url = str(t, "base_url");
+      if (const auto* stats = json_object(t, "stats")) pt.stats = *stats;
+      if (const auto* ss = json_array(t, "samples")) {
+        for (const auto& sv : *ss) {
+          if (!sv.is_object()) return make_error("parity.json", "a sample is not an object");
+          auto sample = sample_from_json(sv.as_object());
+          if (!sample) return sample.error();
+          pt.samples.push_back(std::move(*sample));
+        }
+      }
+      r.tracks.push_back(std::move(pt));
+    }
+  }
+  return r;
 }
 
 }  // namespace mpo::sweep

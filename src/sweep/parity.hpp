@@ -40,5 +40,7 @@ struct ParityReport {
 
 // Tracks not given are written as not_measured ("no base URL configured for this track").
 boost::json::value parity_json(const ParityReport& r);
+// Reads a parity receipt (ours or fak's); numbers exact, unknown fields ignored.
+Result<ParityReport> parse_parity(std::string_view text);
 
 }  // namespace mpo::sweep

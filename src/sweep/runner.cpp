@@ -335,18 +335,15 @@ class SweepRun {
     for (const auto& s : run.samples) {
       if (s.ok && !s.warmup) tokens += s.output_token_estimate;
     }
-    boost::json::object load;
-    load[point_key(o_.mode)] =
+    LoadFigures lf;
+    lf.coordinate_key = point_key(o_.mode);
+    lf.coordinate =
         o_.mode == LoadMode::kConcurrency ? boost::json::value(static_cast<std::int64_t>(c)) : boost::json::value(c);
-    load["warmup_requests"] = static_cast<std::int64_t>(plan.warmup);
-    std::int64_t measured_count = 0;
-    for (const auto& s : run.samples) measured_count += s.warmup ? 0 : 1;
-    load["measured_requests"] = measured_count;
-    if (o_.duration_s > 0) load["duration_s"] = o_.duration_s;
-    if (o_.mode == LoadMode::kRate && run.offered_rate_rps > 0) load["offered_rate_rps"] = run.offered_rate_rps;
-    if (run.achieved_rate_rps > 0) load["achieved_rate_rps"] = run.achieved_rate_rps;
-    load["started_at"] = format_rfc3339_us(run.started_at_us);
-    load["ended_at"] = format_rfc3339_us(run.ended_at_us);
+    lf.open_loop = o_.mode == LoadMode::kRate;
+    lf.duration_s = o_.duration_s;
+    lf.started_at = format_rfc3339_us(run.started_at_us);
+    lf.ended_at = format_rfc3339_us(run.ended_at_us);
+    auto load = load_evidence(run.samples, lf);
     tp.evidence["load"] = std::move(load);
     tp.evidence["generator"] =
         generator_evidence(run.samples, GeneratorFigures{o_.lateness_bound_ms, run.cpu_seconds, run.wall_seconds});

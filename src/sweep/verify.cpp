@@ -4,12 +4,16 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <regex>
 
 #include "core/go_json.hpp"
 #include "core/json.hpp"
+#include "core/json_diff.hpp"
 #include "sweep/evaluate.hpp"
+#include "sweep/evidence.hpp"
 #include "sweep/fold.hpp"
+#include "sweep/parity.hpp"
 #include "sweep/receipt.hpp"
 
 namespace mpo::sweep {
@@ -25,63 +29,143 @@ std::string coordinate_text(const SweepReceipt& r, double v) {
   return fmt::format("{} {}", point_key(r.mode), go_float_text(v));
 }
 
-// The first top-level key whose value differs, for a message.
-std::string first_difference(const boost::json::object& a, const boost::json::object& b) {
-  for (const auto& kv : a) {
-    const auto* other = b.if_contains(kv.key());
-    if (other == nullptr || go_marshal(*other) != go_marshal(kv.value())) return std::string(kv.key());
-  }
-  for (const auto& kv : b) {
-    if (!a.contains(kv.key())) return std::string(kv.key());
-  }
-  return "(none)";
-}
-
-// Recomputes a track point's stats and evidence figures from its samples; names what differs.
-void recompute(const SweepReceipt& r, const Point& p, TrackPoint& tp, VerifyOutcome* outp) {
-  VerifyOutcome scratch;
-  VerifyOutcome& out = outp ? *outp : scratch;
-  const std::string where = fmt::format("track {} at {}", tp.track, coordinate_text(r, p.coordinate));
+// Recomputes a track point's stats and evidence figures from its samples (what differs from the
+// written ones is named by the field comparison in verify_sweep).
+void recompute(const SweepReceipt& r, const Point& p, TrackPoint& tp, VerifyOutcome* out) {
   if (tp.samples.empty()) {
-    out.notes.push_back(where + ": no samples; its stats are taken as written");
+    if (out) {
+      out->notes.push_back(fmt::format("track {} at {}: no samples; its stats are taken as written", tp.track,
+                                       coordinate_text(r, p.coordinate)));
+    }
     return;
   }
   FoldOptions fo;
   fo.slo_ms = json_double(r.load, "slo_ms").value_or(0);
   const auto* server = json_object(tp.evidence, "server");
   fo.prefix_cache_hit_rate = server ? prefix_hit_rate_metric(*server) : boost::json::value(nullptr);
-  auto stats = fold_samples(tp.samples, fo);
-  if (go_marshal(stats) != go_marshal(tp.stats)) {
-    out.problems.push_back(fmt::format("{}: stats differ from what its samples give (first: {})", where,
-                                       first_difference(stats, tp.stats)));
-  }
-  tp.stats = std::move(stats);
-  auto check_block = [&](std::string_view key, boost::json::object fresh) {
-    const auto* written = json_object(tp.evidence, key);
-    if (written == nullptr || go_marshal(*written) != go_marshal(fresh)) {
-      out.problems.push_back(fmt::format("{}: evidence.{} differs from what its samples give{}", where, key,
-                                         written ? " (first: " + first_difference(fresh, *written) + ")" : ""));
-    }
-    tp.evidence[key] = std::move(fresh);
-  };
+  tp.stats = fold_samples(tp.samples, fo);
   if (const auto* g = json_object(tp.evidence, "generator")) {
     GeneratorFigures fig;
     fig.lateness_bound_ms = json_double(*g, "lateness_bound_ms").value_or(0);
     fig.cpu_seconds = json_double(*g, "cpu_seconds").value_or(0);
     fig.wall_seconds = json_double(*g, "wall_seconds").value_or(0);
-    check_block("generator", generator_evidence(tp.samples, fig));
+    tp.evidence["generator"] = generator_evidence(tp.samples, fig);
   }
   if (const auto* c = json_object(tp.evidence, "confidence")) {
-    check_block("confidence",
-                confidence_evidence(tp.samples, static_cast<std::uint64_t>(json_int(*c, "seed").value_or(0))));
+    tp.evidence["confidence"] =
+        confidence_evidence(tp.samples, static_cast<std::uint64_t>(json_int(*c, "seed").value_or(0)));
   }
-  check_block("errors_by_class", errors_by_class(tp.samples));
-  if (json_object(tp.evidence, "steady_state")) check_block("steady_state", steady_state_evidence(tp.samples));
+  tp.evidence["errors_by_class"] = errors_by_class(tp.samples);
+  if (json_object(tp.evidence, "steady_state")) tp.evidence["steady_state"] = steady_state_evidence(tp.samples);
+  if (const auto* l = json_object(tp.evidence, "load")) {
+    LoadFigures lf;
+    lf.coordinate_key = point_key(r.mode);
+    lf.coordinate = r.mode == LoadMode::kConcurrency && p.coordinate == std::floor(p.coordinate)
+                        ? boost::json::value(static_cast<std::int64_t>(p.coordinate))
+                        : boost::json::value(p.coordinate);
+    lf.open_loop = r.mode == LoadMode::kRate;
+    lf.duration_s = json_double(*l, "duration_s").value_or(0);
+    lf.started_at = std::string(json_string(*l, "started_at").value_or(""));
+    lf.ended_at = std::string(json_string(*l, "ended_at").value_or(""));
+    tp.evidence["load"] = load_evidence(tp.samples, lf);
+  }
+  if (auto* srv = tp.evidence.if_contains("server"); srv && srv->is_object()) {
+    if (srv->as_object().contains("requests_sent"))
+      srv->as_object()["requests_sent"] = requests_reaching_server(tp.samples);
+  }
+}
+
+std::string last_key(const std::string& path) {
+  const auto dot = path.rfind('.');
+  return dot == std::string::npos ? path : path.substr(dot + 1);
+}
+
+// How a receipt's arrays are matched: points by coordinate, tracks and contracts by track name.
+std::string element_label(const std::string& path, const boost::json::object& e) {
+  const std::string key = last_key(path);
+  if (key == "points") {
+    for (const char* k : {"concurrency", "rate_rps"}) {
+      if (const auto* v = e.if_contains(k)) return fmt::format("{} {}", k, go_marshal(*v));
+    }
+  }
+  if (key == "tracks" || key == "contracts") return std::string(json_string(e, "track").value_or(""));
+  return "";
+}
+
+// What fak's writer never writes: our additions, compared only on our own receipts.
+bool ours_only(const std::string& path) {
+  if (path == "tool" || path == "load" || path == "validity") return true;
+  const std::string key = last_key(path);
+  return key == "evidence" || key == "samples" || key == "p99_boundary" || key == "saturation";
+}
+
+}  // namespace
+
+std::vector<JsonDifference> stated_differences(std::string_view text, const SweepReceipt& derived) {
+  auto written = parse_exact_json(text);
+  if (!written) return {{"(document)", written.error().message, "a JSON object"}};
+  const bool ours = derived.tool_name == "modelperfobs";
+  JsonDiffOptions o;
+  o.label = element_label;
+  if (!ours) o.skip = ours_only;
+  o.extra_written_fields_differ = ours;  // fak readers ignore fields they do not know
+  return json_differences(*written, receipt_json(derived), o);
+}
+
+namespace {
+
+// A parity receipt (docs/FAK.md 6.5): each track's stats re-folded from its samples (a track without
+// samples keeps its written stats), the ours-vs-SGLang tax re-derived from the stats, every field
+// compared.
+VerifyOutcome verify_parity(std::string_view text) {
+  VerifyOutcome out;
+  auto parsed = parse_parity(text);
+  if (!parsed) {
+    out.problems.push_back(parsed.error().message);
+    out.summary = "sweep verify: REFUSED: " + parsed.error().message;
+    return out;
+  }
+  ParityReport r = *parsed;
+  const auto doc = parse_exact_json(text);
+  const bool ours = json_object(doc->as_object(), "tool") != nullptr;
+  std::size_t samples = 0;
+  for (auto& t : r.tracks) {
+    samples += t.samples.size();
+    if (t.samples.empty()) {
+      if (t.measured) out.notes.push_back("track " + t.track + ": no samples; its stats are taken as written");
+      continue;
+    }
+    FoldOptions fo;
+    fo.slo_ms = r.slo_ms;
+    fo.prefix_cache_hit_rate =
+        t.stats.contains("prefix_cache_hit_rate") ? t.stats.at("prefix_cache_hit_rate") : boost::json::value(nullptr);
+    t.stats = fold_samples(t.samples, fo);
+  }
+  JsonDiffOptions o;
+  o.label = element_label;
+  o.extra_written_fields_differ = ours;
+  if (!ours) o.skip = [](const std::string& path) { return path == "tool" || last_key(path) == "samples"; };
+  for (const auto& d : json_differences(*doc, parity_json(r), o)) out.problems.push_back(describe(d));
+  out.holds = out.problems.empty();
+  if (out.holds) {
+    std::string tracks;
+    for (const auto& t : r.tracks) tracks += fmt::format(" {} {}", t.track, t.measured ? "measured" : "not_measured");
+    out.summary = fmt::format("sweep verify: OK: parity receipt at concurrency {}, {} samples re-derived;{}",
+                              r.concurrency, samples, tracks);
+  } else {
+    out.summary = fmt::format("sweep verify: FAILED: {}{}", out.problems.front(),
+                              out.problems.size() > 1 ? fmt::format(" (and {} more)", out.problems.size() - 1) : "");
+  }
+  return out;
 }
 
 }  // namespace
 
 VerifyOutcome verify_sweep(std::string_view text) {
+  if (auto doc = parse_exact_json(text);
+      doc && doc->is_object() && json_string(doc->as_object(), "schema").value_or("") == kParitySchema) {
+    return verify_parity(text);
+  }
   VerifyOutcome out;
   auto parsed = parse_sweep_receipt(text);
   if (!parsed) {
@@ -91,41 +175,21 @@ VerifyOutcome verify_sweep(std::string_view text) {
   }
   SweepReceipt r = *parsed;
   rederive_from_samples(r, &out);
-  const SweepReceipt before = r;
   if (auto st = evaluate_sweep(r); !st) out.problems.push_back(st.error().message);
-  // Statuses and findings, for any receipt (fak's included).
-  for (std::size_t i = 0; i < r.points.size() && i < before.points.size(); ++i) {
-    for (std::size_t k = 0; k < r.points[i].tracks.size(); ++k) {
-      const auto& a = before.points[i].tracks[k];
-      const auto& b = r.points[i].tracks[k];
-      if (a.status != b.status || a.reason_code != b.reason_code) {
-        out.problems.push_back(fmt::format("track {} at {}: written as {}{}, re-evaluates to {}{}", a.track,
-                                           coordinate_text(r, r.points[i].coordinate), a.status,
-                                           a.reason_code.empty() ? "" : " (" + a.reason_code + ")", b.status,
-                                           b.reason_code.empty() ? "" : " (" + b.reason_code + ")"));
-      }
-    }
-  }
+  // Every stated field against its re-derivation: statuses, codes, stats, evidence, summaries,
+  // digests (fak's receipts: the fields fak writes).
+  for (const auto& d : stated_differences(text, r)) out.problems.push_back(describe(d));
   const bool ours = parsed->tool_name == "modelperfobs";
-  if (ours) {
+  if (ours && out.problems.empty()) {
     const std::string again = receipt_text(r);
     if (again != text) {
-      // Name the first line that differs.
+      // The same fields, written differently (key order, spacing): name the first line that differs.
       std::size_t line = 1, i = 0;
       while (i < again.size() && i < text.size() && again[i] == text[i]) {
         if (text[i] == '\n') ++line;
         ++i;
       }
       out.problems.push_back(fmt::format("the receipt does not re-derive byte for byte: line {} differs", line));
-    }
-  } else {
-    for (std::size_t i = 0; i < r.tracks.size() && i < parsed->tracks.size(); ++i) {
-      const auto& a = parsed->tracks[i];
-      const auto& b = r.tracks[i];
-      if (a.status != b.status || a.peak_status != b.peak_status || a.sla_status != b.sla_status ||
-          a.envelope_digest != b.envelope_digest) {
-        out.problems.push_back(fmt::format("track {}: written summary differs from its re-evaluation", a.track));
-      }
     }
   }
   out.holds = out.problems.empty();

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/json_diff.hpp"
 #include "sweep/receipt.hpp"
 
 namespace mpo::sweep {
@@ -20,6 +21,10 @@ struct VerifyOutcome {
   std::string summary;                // one line
 };
 VerifyOutcome verify_sweep(std::string_view text);
+
+// Every field `text` states that differs from `derived` (the same receipt re-derived and
+// re-evaluated): for our receipts every field, for fak's the fields fak writes.
+std::vector<JsonDifference> stated_differences(std::string_view text, const SweepReceipt& derived);
 
 // A report with every point's stats and evidence figures recomputed from its samples (points
 // without samples keep theirs), before evaluation: what the runner writes and verify expects.

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "core/go_json.hpp"
+#include "receipt_fixtures.hpp"
 #include "sweep/fold.hpp"
 #include "sweep/render.hpp"
 #include "sweep/verify.hpp"
@@ -14,81 +15,7 @@
 namespace mpo::sweep {
 namespace {
 
-const std::string kReceipt = sha256_digest("engine identity");
-
-// `n` requests sent together at the start of the point, each taking `e2e_ms`, first token after
-// `ttft_ms`, `tokens` output tokens (exact usage) with evenly spaced gaps.
-std::vector<Sample> samples(int n, double ttft_ms, double e2e_ms, std::int64_t tokens) {
-  std::vector<Sample> out;
-  for (int i = 0; i < n; ++i) {
-    Sample s;
-    s.id = "r" + std::to_string(i);
-    s.ok = true;
-    s.stream_mode = "sse";
-    s.ttft_ms = ttft_ms;
-    for (std::int64_t k = 1; k < tokens; ++k)
-      s.itl_ms.push_back(round_ms((e2e_ms - ttft_ms) / static_cast<double>(tokens - 1)));
-    if (tokens > 1) s.tpot_ms = round_ms((e2e_ms - ttft_ms) / static_cast<double>(tokens - 1));
-    s.end_to_end_ms = e2e_ms;
-    s.output_events = tokens;
-    s.output_token_estimate = tokens;
-    s.output_tokens_exact = tokens;
-    s.output_token_count_basis = "usage.completion_tokens";
-    s.usage = SampleUsage{10, tokens, 10 + tokens, 0};
-    s.response_model = "m";
-    out.push_back(s);
-  }
-  return out;
-}
-
-void add_point(SweepReceipt& r, double c, double ttft_ms, double e2e_ms, std::int64_t tokens = 100) {
-  Point p;
-  p.coordinate = c;
-  p.workload_digest = r.workload_digest;
-  TrackPoint tp;
-  tp.track = "ours";
-  tp.measurement_status = "measured";
-  tp.model = "m";
-  tp.engine = "vllm";
-  tp.engine_receipt_digest = kReceipt;
-  tp.batch_capacity = r.contracts[0].batch_capacity;
-  tp.capacity_source = r.contracts[0].capacity_source;
-  tp.samples = samples(static_cast<int>(c), ttft_ms, e2e_ms, tokens);
-  FoldOptions fo;
-  fo.slo_ms = 2000;
-  tp.stats = fold_samples(tp.samples, fo);
-  tp.evidence["generator"] = generator_evidence(tp.samples, GeneratorFigures{1.0, 0.01, e2e_ms / 1000});
-  tp.evidence["confidence"] = confidence_evidence(tp.samples, 42);
-  tp.evidence["errors_by_class"] = errors_by_class(tp.samples);
-  tp.evidence["steady_state"] = steady_state_evidence(tp.samples);
-  p.tracks.push_back(std::move(tp));
-  r.points.push_back(std::move(p));
-}
-
-SweepReceipt base(std::int64_t capacity) {
-  SweepReceipt r;
-  r.generated_at = "2026-11-29T12:00:00Z";
-  r.machine_id = "test-machine";
-  r.model = "m";
-  r.workload_digest = sha256_digest("workload");
-  r.workload_requests = 8;
-  r.contracts.push_back(Contract{"ours", "m", "vllm", kReceipt, capacity, "test-profile"});
-  r.tool_version = "test";
-  r.load["mode"] = "concurrency";
-  r.load["slo_ms"] = 2000;
-  return r;
-}
-
-// Throughput = c * 100 tokens / e2e. Up to 8 it scales; past it, e2e doubles with c.
-SweepReceipt scaling_sweep(std::int64_t capacity, std::vector<double> coords) {
-  SweepReceipt r = base(capacity);
-  for (double c : coords) {
-    const double e2e = c <= 8 ? 1000 + 20 * c : 1160 * (c / 8);
-    const double ttft = c <= 8 ? 50 + c : 50 + 600 * (c / 8 - 1) + 8;
-    add_point(r, c, ttft, e2e);
-  }
-  return r;
-}
+using namespace fixtures;
 
 const TrackPoint& at(const SweepReceipt& r, double c) {
   for (const auto& p : r.points)
@@ -324,98 +251,6 @@ TEST(SweepEvaluate, FewerThanTwoValidPointsIsNotMeasured) {
   EXPECT_EQ(r.tracks[0].status, "not_measured");
   EXPECT_EQ(r.tracks[0].reason.rfind("fewer than two comparable valid points: ", 0), 0u) << r.tracks[0].reason;
   EXPECT_EQ(r.tracks[0].peak_status, "not_identifiable");
-}
-
-TEST(SweepVerify, AReceiptReDerivesByteForByte) {
-  auto r = scaling_sweep(8, {1, 2, 4, 8});
-  r.sla.ttft_p99_ms = 55;
-  ASSERT_TRUE(evaluate_sweep(r).ok());
-  const std::string text = receipt_text(r);
-  const auto v = verify_sweep(text);
-  EXPECT_TRUE(v.holds) << v.summary;
-  EXPECT_NE(v.summary.find("sweep verify: OK"), std::string::npos);
-  // Parsing and writing again is the identity.
-  auto back = parse_sweep_receipt(text);
-  ASSERT_TRUE(back.ok());
-  EXPECT_EQ(receipt_text(*back), text);
-  const auto gate = gate_claim("ours: capacity-valid peak at 8", text);
-  EXPECT_TRUE(gate.allowed) << gate.message;
-  EXPECT_TRUE(gate_claim("ours SLA knee", text).allowed);
-}
-
-TEST(SweepVerify, TamperingIsNamed) {
-  auto r = scaling_sweep(8, {1, 2, 4, 8});
-  ASSERT_TRUE(evaluate_sweep(r).ok());
-  const std::string text = receipt_text(r);
-  auto replace_first = [&](std::string from, std::string to) {
-    std::string t = text;
-    const auto pos = t.find(from);
-    EXPECT_NE(pos, std::string::npos) << from;
-    t.replace(pos, from.size(), to);
-    return t;
-  };
-  // A sample made faster: the stats no longer follow from the samples.
-  auto v = verify_sweep(replace_first("\"end_to_end_ms\": 1020", "\"end_to_end_ms\": 900"));
-  EXPECT_FALSE(v.holds);
-  EXPECT_NE(v.summary.find("stats differ"), std::string::npos) << v.summary;
-  // A status flipped.
-  auto t2 = r;
-  t2.points[3].tracks[0].status = "invalid";
-  t2.points[3].tracks[0].reason_code = "capacity_exceeded";
-  v = verify_sweep(receipt_text(t2));
-  EXPECT_FALSE(v.holds);
-  EXPECT_NE(v.summary.find("re-evaluates to valid"), std::string::npos) << v.summary;
-  // A figure in the summary edited.
-  v = verify_sweep(replace_first("\"valid_points\": 4", "\"valid_points\": 5"));
-  EXPECT_FALSE(v.holds);
-  EXPECT_FALSE(gate_claim("ours serving peak", replace_first("\"valid_points\": 4", "\"valid_points\": 5")).allowed);
-  // Not JSON at all.
-  EXPECT_FALSE(verify_sweep("{").holds);
-}
-
-// Our receipt as fak's writer would have written it: no samples, evidence or our summary blocks
-// (invented from ours by removal).
-boost::json::object fak_shaped(const SweepReceipt& r) {
-  auto doc = receipt_json(r).as_object();
-  for (const char* k : {"tool", "load", "validity"}) doc.erase(k);
-  for (auto& p : doc["points"].as_array()) {
-    for (auto& t : p.as_object()["tracks"].as_array()) {
-      t.as_object().erase("evidence");
-      t.as_object().erase("samples");
-    }
-  }
-  for (auto& t : doc["tracks"].as_array()) {
-    t.as_object().erase("p99_boundary");
-    t.as_object().erase("saturation");
-  }
-  return doc;
-}
-
-TEST(SweepVerify, AFakReceiptWithAHardInvalidTrackAndNoEnvelopeDigestVerifies) {
-  // fak writes no envelope_digest for a track with a hard invalidity (docs/FAK.md 6.8); ours used
-  // to derive one and refuse every such receipt ("written summary differs").
-  auto r = scaling_sweep(8, {1, 2, 4, 8, 16});
-  ASSERT_TRUE(evaluate_sweep(r).ok());
-  const auto doc = fak_shaped(r);
-  for (const auto& t : doc.at("tracks").as_array()) ASSERT_FALSE(t.as_object().contains("envelope_digest"));
-  const auto v = verify_sweep(go_marshal_indent(doc));
-  EXPECT_TRUE(v.holds) << v.summary;
-}
-
-TEST(SweepVerify, AFakStyleReceiptWithoutSamplesReEvaluatesFromItsStats) {
-  auto r = scaling_sweep(8, {1, 2, 4, 8});
-  ASSERT_TRUE(evaluate_sweep(r).ok());
-  const auto doc = fak_shaped(r);
-  const std::string fak_text = go_marshal_indent(doc);
-  auto v = verify_sweep(fak_text);
-  EXPECT_TRUE(v.holds) << v.summary;
-  EXPECT_EQ(v.notes.size(), 4u);  // each point: stats taken as written
-  EXPECT_TRUE(gate_claim("ours capacity-valid peak", fak_text).allowed);
-  // A fak receipt whose written summary disagrees with its points is refused.
-  std::string bad = fak_text;
-  const std::string from = "\"peak_status\": \"measured\"";
-  bad.replace(bad.find(from), from.size(), "\"peak_status\": \"invalid\"");
-  EXPECT_FALSE(verify_sweep(bad).holds);
 }
 
 TEST(SweepFold, SteadyStateCountsOnlyWhatCompletesWhileLoadIsApplied) {
