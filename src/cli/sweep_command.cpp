@@ -55,6 +55,7 @@ struct SweepArgs {
   std::int64_t batch_capacity = 0;
   std::string output = "sweep.json", ledger, markdown, html;
   bool quiet = false;
+  bool same_prompts = false, reset_cache = false;
 };
 
 int usage_error(const std::string& message) {
@@ -148,6 +149,8 @@ int common_options(const SweepArgs& a, sweep::SweepOptions& o) {
   o.slo_ms = *slo * 1000;
   o.machine_id = a.machine.empty() ? hostname() : a.machine;
   o.tool_version = MPO_VERSION;
+  o.same_prompts_every_point = a.same_prompts;
+  o.reset_cache_between_points = a.reset_cache;
   return 0;
 }
 
@@ -403,6 +406,15 @@ std::function<int()> setup_sweep(CLI::App& app) {
   app.add_option("--shared-prefix-tokens", a->shared_prefix_tokens,
                  "synthetic: the same leading words in every prompt (cache-aware runs)");
   app.add_option("--seed", a->seed, "seed of the workload and arrivals")->capture_default_str();
+  app.add_flag("--same-prompts-every-point", a->same_prompts,
+               "send the same prompts at every point (by default each point marks its own, so no point is served "
+               "from the prefix cache an earlier one filled); later points then fail as cache_carryover");
+  app.add_flag("--reset-cache-between-points", a->reset_cache,
+               "empty the server's prefix cache before each point: vLLM POST /reset_prefix_cache (needs "
+               "VLLM_SERVER_DEV_MODE=1), SGLang POST /flush_cache, llama.cpp slot erase (needs --slot-save-path, and "
+               "--cache-ram 0: "
+               "its host-memory prompt cache survives an erase); the sweep stops at start-up (exit 1) when none "
+               "works, and a point still served from a cache is cache_carryover");
   app.add_flag("--ignore-eos", a->ignore_eos, "ask the server to generate exactly max_tokens (vLLM/SGLang extension)");
   app.add_option("--api", a->api, sweep::kApiHelp)->check(CLI::IsMember(sweep::kApiNames))->capture_default_str();
   app.add_option("--api-key-env", a->api_key_env, "environment variable holding the API key")->capture_default_str();

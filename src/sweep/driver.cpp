@@ -394,16 +394,21 @@ asio::awaitable<PointRun> Driver::run_point(const PointPlan& plan) {
 }
 
 asio::awaitable<std::pair<int, std::string>> Driver::get(std::string suffix) {
-  auto r = co_await simple(false, std::move(suffix));
+  auto r = co_await simple(false, std::move(suffix), false);
   co_return r;
 }
 
-asio::awaitable<std::pair<int, std::string>> Driver::post(std::string suffix) {
-  auto r = co_await simple(true, std::move(suffix));
+asio::awaitable<std::pair<int, std::string>> Driver::get_admin(std::string path) {
+  auto r = co_await simple(false, std::move(path), true);
   co_return r;
 }
 
-asio::awaitable<std::pair<int, std::string>> Driver::simple(bool post, std::string suffix) {
+asio::awaitable<std::pair<int, std::string>> Driver::post_admin(std::string path) {
+  auto r = co_await simple(true, std::move(path), true);
+  co_return r;
+}
+
+asio::awaitable<std::pair<int, std::string>> Driver::simple(bool post, std::string suffix, bool origin) {
   if (!impl_->client) {
     auto made = net::Client::make(co_await asio::this_coro::executor, impl_->target.url, impl_->target.ca_file);
     if (!made) co_return std::pair<int, std::string>{0, made.error().message};
@@ -411,7 +416,7 @@ asio::awaitable<std::pair<int, std::string>> Driver::simple(bool post, std::stri
   }
   net::ExchangeOptions req;
   req.method = post ? http::verb::post : http::verb::get;
-  req.target = impl_->path(suffix);
+  req.target = origin ? suffix : impl_->path(suffix);
   req.user_agent = "modelperfobs-sweep";
   if (!impl_->target.api_key.empty()) req.headers.emplace_back("Authorization", "Bearer " + impl_->target.api_key);
   auto x = co_await net::exchange(*impl_->client, std::move(req), net::deadline_after(10));

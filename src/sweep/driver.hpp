@@ -69,12 +69,14 @@ class Driver {
   boost::asio::awaitable<PointRun> run_point(const PointPlan& plan);
   // GET base + path (e.g. "/models"): the status and body, for the engine identity.
   boost::asio::awaitable<std::pair<int, std::string>> get(std::string path);
-  // POST base + path with an empty body (an admin route such as /reset_prefix_cache).
-  boost::asio::awaitable<std::pair<int, std::string>> post(std::string path);
+  // GET or POST (empty body) on the server's origin, not under the base path: engines' admin routes
+  // such as vLLM's /reset_prefix_cache or llama.cpp's /slots.
+  boost::asio::awaitable<std::pair<int, std::string>> get_admin(std::string path);
+  boost::asio::awaitable<std::pair<int, std::string>> post_admin(std::string path);
 
  private:
   struct Impl;
-  boost::asio::awaitable<std::pair<int, std::string>> simple(bool post, std::string path);
+  boost::asio::awaitable<std::pair<int, std::string>> simple(bool post, std::string path, bool origin);
   std::unique_ptr<Impl> impl_;
 };
 

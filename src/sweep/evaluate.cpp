@@ -99,6 +99,14 @@ void evaluate_point(const SweepReceipt& r, const Point& p, TrackPoint& tp, const
                              go_float_text(*delta), go_float_text(*sent)));
     }
   }
+  if (const auto* cache = obj(tp.evidence, "cache"); cache && json_bool(*cache, "carryover").value_or(false)) {
+    return set(
+        tp, "invalid", "cache_carryover",
+        fmt::format("{:.1f}% of the point's prompt tokens came from the prefix cache ({}), above the {:.1f}% "
+                    "its prompts share: the point measured a cache an earlier point or other traffic filled",
+                    100 * json_double(*cache, "cached_share").value_or(0), json_string(*cache, "source").value_or("?"),
+                    100 * json_double(*cache, "limit_share").value_or(0)));
+  }
   const auto lateness = evidence_number(tp, "generator", "send_lateness_p99_ms");
   const auto bound = evidence_number(tp, "generator", "lateness_bound_ms");
   if (lateness && bound && *bound > 0 && *lateness > *bound) {
@@ -469,6 +477,7 @@ bool is_hard_code(std::string_view code) {
                                                   "measurement_incomplete",
                                                   "engine_restarted",
                                                   "foreign_traffic",
+                                                  "cache_carryover",
                                                   "client_saturated"};
   return hard.count(code) != 0;
 }

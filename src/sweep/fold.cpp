@@ -5,6 +5,8 @@
 #include <limits>
 #include <random>
 
+#include "core/json.hpp"
+
 namespace mpo::sweep {
 namespace {
 
@@ -338,6 +340,56 @@ boost::json::object load_evidence(std::span<const Sample> samples, const LoadFig
   }
   o["started_at"] = f.started_at;
   o["ended_at"] = f.ended_at;
+  return o;
+}
+
+boost::json::object cache_evidence(std::span<const Sample> samples, const CacheDeclaration& d,
+                                   const boost::json::object* server) {
+  boost::json::object o;
+  o["prompts"] = d.prompts;
+  o["declared_shared_share"] = d.declared_shared_share;
+  o["allowance_tokens_per_request"] = kCacheAllowanceTokens;
+  if (!d.reset.is_null()) o["reset"] = d.reset;
+  std::int64_t with_usage = 0, prompt = 0, cached = 0, reaching = 0;
+  for (const auto& s : samples) {
+    if (s.http_status) ++reaching;
+    if (s.warmup || !s.ok || !s.usage || !s.usage->prompt_tokens || !s.usage->cached_tokens) continue;
+    ++with_usage;
+    prompt += *s.usage->prompt_tokens;
+    cached += *s.usage->cached_tokens;
+  }
+  auto judge = [&](double share, double limit) {
+    o["cached_share"] = share;
+    o["limit_share"] = limit;
+    o["carryover"] = share > limit;
+  };
+  if (with_usage > 0 && prompt > 0) {
+    o["status"] = "measured";
+    o["source"] = "usage.cached_tokens";
+    o["requests"] = with_usage;
+    o["prompt_tokens"] = prompt;
+    o["cached_tokens"] = cached;
+    const double p = static_cast<double>(prompt);
+    judge(static_cast<double>(cached) / p,
+          std::min(1.0, d.declared_shared_share + static_cast<double>(kCacheAllowanceTokens * with_usage) / p));
+    return o;
+  }
+  const auto hits = server ? json_double(*server, "prefix_cache_hits_delta") : std::nullopt;
+  const auto queries = server ? json_double(*server, "prefix_cache_queries_delta") : std::nullopt;
+  if (hits && queries && *queries > 0) {
+    o["status"] = "measured";
+    o["source"] = std::string(json_string(*server, "prefix_cache_source").value_or("server prefix-cache counters"));
+    o["requests"] = reaching;
+    o["prompt_tokens"] = *queries;
+    o["cached_tokens"] = *hits;
+    judge(*hits / *queries,
+          std::min(1.0, d.declared_shared_share + static_cast<double>(kCacheAllowanceTokens * reaching) / *queries));
+    return o;
+  }
+  o["status"] = "not_measured";
+  o["reason"] =
+      "no response carried usage cached_tokens and no prefix-cache counters were scraped (--metrics-url): whether "
+      "the point was served from an earlier point's cache is not known";
   return o;
 }
 

@@ -71,6 +71,22 @@ struct LoadFigures {
 };
 boost::json::object load_evidence(std::span<const Sample> samples, const LoadFigures& f);
 
+// The "cache" member: how much of the point's prompts the server served from its prefix cache,
+// against what the workload declares shared (docs/SWEEP.md "Prompts per point"). From the
+// responses' own usage.cached_tokens when any measured response carries it, else from the
+// server's prefix-cache counters (hits over queries, `server` evidence); `carryover` when the
+// cached tokens exceed the declared share plus kCacheAllowanceTokens per request (a chat template's
+// leading tokens, a cache block's rounding): the point was served from a cache an earlier point, or
+// something else, filled.
+inline constexpr std::int64_t kCacheAllowanceTokens = 16;
+struct CacheDeclaration {
+  std::string prompts;               // distinct_per_point | same_every_point
+  double declared_shared_share = 0;  // of the point's measured prompt bytes (repeats within the point count whole)
+  boost::json::value reset;          // null, or how the cache was reset before the point
+};
+boost::json::object cache_evidence(std::span<const Sample> samples, const CacheDeclaration& d,
+                                   const boost::json::object* server_evidence);
+
 // The steady-state window: from the first measured send to the last measured send (after it the
 // load only drains: fewer requests in flight than the point asks for), and the output tokens of
 // the measured requests that completed inside it, over its length. Not measured when the window is

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "core/clock.hpp"
@@ -195,6 +196,7 @@ class SweepRun {
     r_.model = o_.target.model;
     r_.mode = o_.mode;
     measured_ = take_requests(o_.workload, o_.requests);
+    shared_words_ = shared_leading_words(measured_);
     r_.workload_digest = workload_digest(measured_);
     r_.workload_requests = static_cast<std::int64_t>(measured_.size());
     contract_ = Contract{
@@ -224,6 +226,18 @@ class SweepRun {
     if (!o_.metrics_url.empty()) load["metrics_url"] = o_.metrics_url;
     if (!o_.power.empty()) load["power"] = o_.power;
     if (!o_.dcgm_url.empty()) load["dcgm_url"] = o_.dcgm_url;
+    load["prompts"] = o_.same_prompts_every_point
+                          ? std::string("same_every_point")
+                          : fmt::format(
+                                "distinct_per_point: word {} of each request's last message (the first after "
+                                "the {} words all share) is p<point> in measured and w<point> in warm-up "
+                                "requests, points numbered from 000 in the order they ran",
+                                shared_words_ + 1, shared_words_);
+    if (o_.reset_cache_between_points) {
+      auto how = co_await reset_cache();
+      if (!how) co_return how.error();
+      load["cache_reset"] = "before every point: " + *how;
+    }
     load["observed_engine_identity"] = identity;
     load["observed_engine_receipt_digest"] = observed_receipt;
     r_.load = std::move(load);
@@ -262,19 +276,38 @@ class SweepRun {
     plan.seed = o_.seed * 1000003u + static_cast<std::uint64_t>(c * 1000);
     plan.label = label_ = coordinate_label(o_.mode, c);
     plan.warmup = warmup_for(c);
+    const std::size_t index = point_index_++;
     for (std::size_t i = 0; i < plan.warmup; ++i) {
       ServingRequest w = o_.workload[i % o_.workload.size()];
       w.id += fmt::format("#warmup-{:03}", i + 1);
       w.arrival_offset_s.reset();
       plan.requests.push_back(std::move(w));
     }
+    if (!o_.same_prompts_every_point) {
+      std::vector<ServingRequest> warm(plan.requests.begin(), plan.requests.end());
+      mark_prompts(warm, shared_words_, point_marker(index, true));
+      plan.requests = std::move(warm);
+    }
     const double replay_shift = plan.warmup > 0 ? 1.0 : 0.0;
     if (o_.duration_s > 0 && o_.mode == LoadMode::kConcurrency) {
       plan.duration_s = o_.duration_s;
     }
-    const auto sent = o_.duration_s > 0 && o_.mode == LoadMode::kRate && o_.arrival != Arrival::kRecorded
-                          ? take_requests(measured_, static_cast<std::size_t>(std::ceil(c * o_.duration_s)))
-                          : measured_;
+    auto sent = o_.duration_s > 0 && o_.mode == LoadMode::kRate && o_.arrival != Arrival::kRecorded
+                    ? take_requests(measured_, static_cast<std::size_t>(std::ceil(c * o_.duration_s)))
+                    : measured_;
+    if (!o_.same_prompts_every_point) mark_prompts(sent, shared_words_, point_marker(index, false));
+    CacheDeclaration cache;
+    cache.prompts = o_.same_prompts_every_point ? "same_every_point" : "distinct_per_point";
+    cache.declared_shared_share = declared_share(sent);
+    if (o_.reset_cache_between_points) {
+      auto how = co_await reset_cache();
+      boost::json::object reset;
+      reset["status"] = how ? "ok" : "failed";
+      reset[how ? "method" : "error"] = how ? *how : how.error().message;
+      if (!how)
+        note("warning: the cache reset before " + coordinate_label(o_.mode, c) + " failed: " + how.error().message);
+      cache.reset = std::move(reset);
+    }
     for (auto r : sent) {
       if (r.arrival_offset_s) r.arrival_offset_s = *r.arrival_offset_s + replay_shift;
       plan.requests.push_back(std::move(r));
@@ -363,6 +396,7 @@ class SweepRun {
     } else if (dcgm_) {
       tp.evidence["energy"] = energy_from_dcgm(dcgm_before, dcgm_after, tokens, o_.dcgm_url);
     }
+    tp.evidence["cache"] = cache_evidence(run.samples, cache, json_object(tp.evidence, "server"));
     FoldOptions fo;
     fo.slo_ms = o_.slo_ms;
     if (const auto* server = json_object(tp.evidence, "server"))
@@ -421,7 +455,80 @@ class SweepRun {
   Driver driver_;
   std::unique_ptr<scrape::Fetcher> metrics_, dcgm_;
   std::unique_ptr<PowerSampler> power_;
+  // The declared shared share of the prompts a point sends: a prompt sent earlier in the same point
+  // counts whole (the point may reuse its own prompts), any other its shared words.
+  double declared_share(const std::vector<ServingRequest>& sent) const {
+    std::set<std::string> seen;
+    double shared = 0, total = 0;
+    for (const auto& r : sent) {
+      std::string text;
+      for (const auto& m : r.messages) text += m.role + '\n' + m.content + '\n';
+      double bytes = 0;
+      for (const auto& m : r.messages) bytes += static_cast<double>(m.content.size());
+      total += bytes;
+      shared += seen.insert(text).second ? declared_shared_share(r, shared_words_) * bytes : bytes;
+    }
+    return total > 0 ? shared / total : 0;
+  }
+
+  // Empties the server's prefix cache by the first route it offers (vLLM's, SGLang's, llama.cpp's
+  // slot erase); the route found is kept for the next points. Says what each route answered.
+  asio::awaitable<Result<std::string>> reset_cache() {
+    std::string tried;
+    auto ok = [](int status) { return status >= 200 && status < 300; };
+    auto answer = [](int status, const std::string& body) {
+      return status == 0 ? body : fmt::format("HTTP {} {}", status, body.substr(0, 160));
+    };
+    for (const std::string route : {"POST /reset_prefix_cache", "POST /flush_cache"}) {
+      if (!reset_route_.empty() && reset_route_ != route) continue;
+      auto [status, body] = co_await driver_.post_admin(route.substr(5));
+      if (ok(status)) {
+        reset_route_ = route;
+        co_return route;
+      }
+      tried += fmt::format("{}: {}; ", route, answer(status, body));
+    }
+    const std::string slots = "llama.cpp slot erase (GET /slots, POST /slots/ID?action=erase)";
+    if (reset_route_.empty() || reset_route_ == slots) {
+      auto [status, body] = co_await driver_.get_admin("/slots");
+      std::vector<std::int64_t> ids;
+      if (ok(status)) {
+        if (auto doc = parse_json(body); doc && doc->is_array()) {
+          for (const auto& v : doc->as_array()) {
+            if (v.is_object()) {
+              if (auto id = json_int(v.as_object(), "id")) ids.push_back(*id);
+            }
+          }
+        }
+      }
+      if (ids.empty()) {
+        tried += fmt::format("GET /slots: {}", ok(status) ? "no slots listed" : answer(status, body));
+      } else {
+        std::string failed;
+        for (auto id : ids) {
+          auto [st, b] = co_await driver_.post_admin(fmt::format("/slots/{}?action=erase", id));
+          if (!ok(st) && failed.empty()) {
+            failed = fmt::format("POST /slots/{}?action=erase: {}", id, answer(st, b));
+            if (b.find("slot-save-path") != std::string::npos)
+              failed += " (start llama-server with --slot-save-path DIR)";
+          }
+        }
+        if (failed.empty()) {
+          reset_route_ = slots;
+          co_return slots;
+        }
+        tried += failed;
+      }
+    }
+    co_return make_error("sweep.cache_reset",
+                         fmt::format("--reset-cache-between-points: the server offers no prefix-cache reset that "
+                                     "works ({}). vLLM needs VLLM_SERVER_DEV_MODE=1 for /reset_prefix_cache",
+                                     tried));
+  }
+
   std::uint64_t seq_ = 0;
+  std::size_t point_index_ = 0, shared_words_ = 0;
+  std::string reset_route_;
   std::optional<scrape::Snapshot> previous_after_;
   std::vector<ServingRequest> measured_;
   Contract contract_;

@@ -44,6 +44,12 @@ struct SweepOptions {
   std::string capacity_source;
   std::string machine_id;
   std::string tool_version;
+  // Every point sends the same prompts (by default each point marks its own: docs/SWEEP.md
+  // "Prompts per point"): a warm-cache measurement on purpose; later points are cache_carryover.
+  bool same_prompts_every_point = false;
+  // Empty the server's prefix cache before each point (vLLM /reset_prefix_cache, SGLang
+  // /flush_cache, llama.cpp slot erase); the sweep stops at start-up when the server offers none.
+  bool reset_cache_between_points = false;
 };
 
 struct SweepCallbacks {

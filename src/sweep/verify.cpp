@@ -69,6 +69,13 @@ void recompute(const SweepReceipt& r, const Point& p, TrackPoint& tp, VerifyOutc
     lf.ended_at = std::string(json_string(*l, "ended_at").value_or(""));
     tp.evidence["load"] = load_evidence(tp.samples, lf);
   }
+  if (const auto* c = json_object(tp.evidence, "cache")) {
+    CacheDeclaration d;
+    d.prompts = std::string(json_string(*c, "prompts").value_or(""));
+    d.declared_shared_share = json_double(*c, "declared_shared_share").value_or(0);
+    if (const auto* reset = c->if_contains("reset")) d.reset = *reset;
+    tp.evidence["cache"] = cache_evidence(tp.samples, d, json_object(tp.evidence, "server"));
+  }
   if (auto* srv = tp.evidence.if_contains("server"); srv && srv->is_object()) {
     if (srv->as_object().contains("requests_sent"))
       srv->as_object()["requests_sent"] = requests_reaching_server(tp.samples);

@@ -290,4 +290,71 @@ std::string workload_digest(const std::vector<ServingRequest>& requests) {
   return sha256_digest(go_marshal(workload_json(requests)));
 }
 
+namespace {
+
+// Byte offsets where each space-separated word of `text` starts.
+std::vector<std::size_t> word_starts(std::string_view text) {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != ' ' && (i == 0 || text[i - 1] == ' ')) out.push_back(i);
+  }
+  return out;
+}
+
+std::string_view word_at(std::string_view text, std::size_t start) {
+  const auto end = text.find(' ', start);
+  return text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+}
+
+}  // namespace
+
+std::size_t shared_leading_words(const std::vector<ServingRequest>& requests) {
+  if (requests.empty() || requests.front().messages.empty()) return 0;
+  const std::string& first = requests.front().messages.back().content;
+  const auto starts = word_starts(first);
+  std::size_t n = starts.size();
+  for (const auto& r : requests) {
+    if (r.messages.empty()) return 0;
+    const std::string& text = r.messages.back().content;
+    const auto other = word_starts(text);
+    std::size_t k = 0;
+    while (k < n && k < other.size() && word_at(first, starts[k]) == word_at(text, other[k])) ++k;
+    n = k;
+  }
+  return n;
+}
+
+std::string point_marker(std::size_t point_index, bool warmup) {
+  return fmt::format("{}{:03}", warmup ? 'w' : 'p', point_index);
+}
+
+void mark_prompts(std::vector<ServingRequest>& requests, std::size_t shared_words, std::string_view marker) {
+  for (auto& r : requests) {
+    if (r.messages.empty()) continue;
+    std::string& text = r.messages.back().content;
+    const auto starts = word_starts(text);
+    if (shared_words < starts.size()) {
+      const std::size_t at = starts[shared_words];
+      text.replace(at, word_at(text, at).size(), marker);
+    } else {
+      text += text.empty() ? std::string(marker) : " " + std::string(marker);
+    }
+  }
+}
+
+double declared_shared_share(const ServingRequest& r, std::size_t shared_words) {
+  std::size_t total = 0, shared = 0;
+  for (std::size_t i = 0; i < r.messages.size(); ++i) {
+    const std::string& text = r.messages[i].content;
+    total += text.size();
+    if (i + 1 < r.messages.size()) {
+      shared += text.size();
+      continue;
+    }
+    const auto starts = word_starts(text);
+    shared += shared_words < starts.size() ? starts[shared_words] : text.size();
+  }
+  return total == 0 ? 0 : static_cast<double>(shared) / static_cast<double>(total);
+}
+
 }  // namespace mpo::sweep

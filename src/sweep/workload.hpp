@@ -91,6 +91,20 @@ Replay replay_ledger(std::vector<ledger::LedgerRecord> records, std::uint64_t se
 // Repeats or truncates `base` to exactly `n` requests (ids of repeats get "#agent-NNN").
 std::vector<ServingRequest> take_requests(const std::vector<ServingRequest>& base, std::size_t n);
 
+// Prompts distinct per point (docs/SWEEP.md "Prompts per point"): a point must not be served from
+// the prefix cache an earlier point filled, so each point sends the workload with one word of each
+// request's last message replaced by a marker of its own: the first word after the words every
+// request's last message begins with (the workload's shared prefix, kept), or appended when
+// there is none. Lengths stay as they are; the digest is the workload's, and the marker rule makes
+// the prompts of every point reproducible from it.
+std::size_t shared_leading_words(const std::vector<ServingRequest>& requests);
+// "p001" for the second point's measured requests, "w001" for its warm-up.
+std::string point_marker(std::size_t point_index, bool warmup);
+void mark_prompts(std::vector<ServingRequest>& requests, std::size_t shared_words, std::string_view marker);
+// The share of a request's prompt bytes the workload declares shared with other requests: every
+// message before the last, and the shared words of the last.
+double declared_shared_share(const ServingRequest& r, std::size_t shared_words);
+
 boost::json::value workload_json(const std::vector<ServingRequest>& requests);
 std::string workload_digest(const std::vector<ServingRequest>& requests);
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -214,6 +215,95 @@ TEST_F(RealLlamaCpp, EveryApiStreamedAndNotIsMeasuredAndItsTokensAreTheEnginesOw
     } else {
       EXPECT_TRUE(l.at("ttft_ms").is_null()) << what;
     }
+  }
+}
+
+// The case on the real engine: llama.cpp keeps each slot's prompt and serves the longest
+// common prefix from it (timings.cache_n, usage cached_tokens). A sweep whose points send the same
+// prompts measures that cache from the second point on; ours marks each point's prompts, so every
+// point's cached share stays at the chat template's few tokens.
+class RealLlamaCppSweep : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (auto why = LlamaServer::unavailable()) GTEST_SKIP() << *why;
+    dir_ = make_temp_dir();
+  }
+  json::object sweep(const LlamaServer& server, std::vector<std::string> extra, const std::string& name) {
+    std::vector<std::string> args = {"sweep",
+                                     "--url",
+                                     server.url() + "/v1",
+                                     "--model",
+                                     "real-llama",
+                                     "--concurrencies",
+                                     "1,2,4",
+                                     "--requests",
+                                     "8",
+                                     "--input-tokens",
+                                     "120",
+                                     "--output-tokens",
+                                     "4",
+                                     "--batch-capacity",
+                                     "4",
+                                     "--capacity-source",
+                                     "llama-server -np 4",
+                                     "--quiet",
+                                     "--output",
+                                     dir_ + "/" + name + ".json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto run = run_cli(args, 180000);
+    EXPECT_EQ(run.exit_code, 0) << run.out;
+    return json::parse(read_file(dir_ + "/" + name + ".json")).as_object();
+  }
+  static const json::object& point(const json::object& receipt, int c) {
+    for (const auto& p : receipt.at("points").as_array())
+      if (p.at("concurrency").to_number<int>() == c) return p.at("tracks").as_array()[0].as_object();
+    throw std::runtime_error("no point");
+  }
+  static double share(const json::object& tp) {
+    return tp.at("evidence").at("cache").at("cached_share").to_number<double>();
+  }
+  std::string dir_;
+};
+
+TEST_F(RealLlamaCppSweep, PointsSendTheirOwnPromptsAndTheCarryoverIsCaughtWhenTheyDoNot) {
+  LlamaServer server(dir_ + "/llama.log");
+  const auto fresh = sweep(server, {}, "fresh");
+  for (int c : {1, 2, 4}) {
+    const auto& tp = point(fresh, c);
+    EXPECT_EQ(tp.at("status"), "valid") << c << ": " << json::serialize(tp.at("evidence").at("cache"));
+    EXPECT_LT(share(tp), 0.2) << c;
+  }
+  const auto same = sweep(server, {"--same-prompts-every-point"}, "same");
+  for (int c : {2, 4}) {
+    const auto& tp = point(same, c);
+    EXPECT_EQ(tp.at("reason_code"), "cache_carryover") << c;
+    EXPECT_GT(share(tp), 0.8) << c;
+  }
+}
+
+TEST_F(RealLlamaCppSweep, SlotsAreErasedBetweenPointsWhenTheServerAllowsIt) {
+  {
+    // Without --slot-save-path llama.cpp refuses slot actions: the sweep stops before its first point.
+    LlamaServer plain(dir_ + "/plain.log");
+    const auto run = run_cli_with_stderr("sweep --url " + plain.url() +
+                                         "/v1 --model real-llama --concurrencies 1,2 --requests 2 "
+                                         "--reset-cache-between-points --quiet --output " +
+                                         dir_ + "/refused.json");
+    EXPECT_EQ(run.exit_code, 1) << run.out;
+    EXPECT_NE(run.out.find("start llama-server with --slot-save-path DIR"), std::string::npos) << run.out;
+  }
+  std::filesystem::create_directories(dir_ + "/slots");
+  // llama.cpp also keeps prompts in host memory (--cache-ram, 8 GiB by default), which slot erase
+  // leaves alone: with it on, the points after a reset are still served from it (and caught as
+  // cache_carryover, as this test found the first time it ran).
+  LlamaServer server(dir_ + "/llama.log", {"--slot-save-path", dir_ + "/slots", "--cache-ram", "0"});
+  const auto reset =
+      sweep(server, {"--same-prompts-every-point", "--reset-cache-between-points", "--warmup", "0"}, "reset");
+  for (int c : {1, 2, 4}) {
+    const auto& tp = point(reset, c);
+    EXPECT_EQ(tp.at("status"), "valid") << c << ": " << json::serialize(tp.at("evidence").at("cache"));
+    EXPECT_EQ(tp.at("evidence").at("cache").at("reset").at("method"),
+              "llama.cpp slot erase (GET /slots, POST /slots/ID?action=erase)");
   }
 }
 

@@ -158,6 +158,68 @@ TEST(Sweep, InsideCapacityThePeakIsMeasuredAndTheGateAcceptsItButNotAnEditedRece
       1);
 }
 
+// Each point sends prompts of its own, so no point is served from the prefix cache an earlier one
+// filled (the simulator caches prefixes in 16-token blocks as vLLM does): every point's prompts
+// come back with no cached token. With the same prompts at every point (the old behaviour, asked
+// for on purpose) the later points are cache_carryover and the gate refuses the track; with the
+// cache reset before each point (and no warm-up, which would fill it again) they are valid.
+double cached_share(const json::object& tp) {
+  return tp.at("evidence").at("cache").at("cached_share").to_number<double>();
+}
+
+TEST(Sweep, NoPointIsServedFromThePrefixCacheAnEarlierPointFilled) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json", kProfile);
+  Simulator sim({"--profile", dir + "/p.json"});
+  const std::vector<std::string> common = {"--concurrencies", "1,2,4", "--requests", "8", "--batch-capacity", "8"};
+  auto fresh = sweep(dir, sim.port, common, "fresh");
+  for (double c : {1, 2, 4}) {
+    const auto& tp = track_point(fresh.receipt, c);
+    const auto& cache = tp.at("evidence").at("cache").as_object();
+    EXPECT_EQ(cache.at("status"), "measured") << c;
+    EXPECT_EQ(cache.at("source"), "usage.cached_tokens") << c;
+    EXPECT_EQ(cache.at("cached_tokens").to_number<double>(), 0) << "concurrency " << c;
+    EXPECT_EQ(tp.at("status"), "valid") << c;
+  }
+  EXPECT_EQ(fresh.receipt.at("load").at("prompts").as_string().rfind("distinct_per_point", 0), 0u);
+
+  auto same = sweep(
+      dir, sim.port,
+      [&] {
+        auto a = common;
+        a.push_back("--same-prompts-every-point");
+        return a;
+      }(),
+      "same");
+  EXPECT_EQ(track_point(same.receipt, 1).at("status"), "valid");
+  for (double c : {2, 4}) {
+    const auto& tp = track_point(same.receipt, c);
+    EXPECT_EQ(tp.at("reason_code"), "cache_carryover") << c;
+    EXPECT_GT(cached_share(tp), 0.5) << c;
+  }
+  EXPECT_EQ(summary(same.receipt).at("status"), "invalid");
+  EXPECT_EQ(run_cli({"sweep", "verify", same.path}).exit_code, 0);
+  const auto gate = run_cli_with_stderr("sweep gate --claim 'ours serving peak' --artifact " + same.path);
+  EXPECT_EQ(gate.exit_code, 1);
+  EXPECT_NE(gate.out.find("cache_carryover"), std::string::npos) << gate.out;
+
+  auto reset = sweep(
+      dir, sim.port,
+      [&] {
+        auto a = common;
+        for (const char* f : {"--same-prompts-every-point", "--reset-cache-between-points", "--warmup", "0"})
+          a.push_back(f);
+        return a;
+      }(),
+      "reset");
+  for (double c : {1, 2, 4}) {
+    const auto& tp = track_point(reset.receipt, c);
+    EXPECT_EQ(tp.at("status"), "valid") << c;
+    EXPECT_EQ(tp.at("evidence").at("cache").at("reset").at("method"), "POST /reset_prefix_cache") << c;
+  }
+  EXPECT_EQ(reset.receipt.at("load").at("cache_reset"), "before every point: POST /reset_prefix_cache");
+}
+
 // The load generator speaks each API; every request is measured like chat: TTFT, exact tokens from
 // the API's own usage, the ledger's operation, and the receipt says which API it spoke.
 TEST(Sweep, EveryApiIsSpokenAndMeasuredWithExactTokens) {

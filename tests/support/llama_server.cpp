@@ -54,14 +54,16 @@ std::optional<std::string> LlamaServer::unavailable() {
   return std::nullopt;
 }
 
-LlamaServer::LlamaServer(const std::string& log_path) {
+LlamaServer::LlamaServer(const std::string& log_path, std::vector<std::string> extra_args) {
   // The port was free a moment ago; in a parallel test run another server may take it first, so
   // readiness means /health answering 200 *from llama.cpp* (its Server header), and a port lost to
   // another process is given up for a new one. llama-server prints no readiness line on stdout:
   // poll every 20 ms, at most 60 s per try.
   for (int attempt = 0; attempt < 3; ++attempt) {
     port_ = free_loopback_port();
-    process_ = std::make_unique<ChildProcess>(command(port_, log_path));
+    auto cmd = command(port_, log_path);
+    cmd.insert(cmd.end(), extra_args.begin(), extra_args.end());
+    process_ = std::make_unique<ChildProcess>(cmd);
     for (int i = 0; i < 3000; ++i) {
       if (is_listening(port_)) {
         const auto health = http_get(port_, "/health");

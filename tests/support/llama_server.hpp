@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "support/process.hpp"
 
@@ -19,8 +20,9 @@ class LlamaServer {
   static std::optional<std::string> unavailable();
 
   // Starts it on a free loopback port with 4 slots and /metrics, serving the model as
-  // `real-llama`; returns once GET /health answers 200. Its log goes to `log_path`.
-  explicit LlamaServer(const std::string& log_path);
+  // `real-llama`; returns once GET /health answers 200. Its log goes to `log_path`; `extra_args`
+  // are added to its command line (e.g. --slot-save-path DIR).
+  explicit LlamaServer(const std::string& log_path, std::vector<std::string> extra_args = {});
   std::uint16_t port() const { return port_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 

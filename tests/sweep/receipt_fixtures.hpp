@@ -62,6 +62,7 @@ inline void add_point(SweepReceipt& r, double c, double ttft_ms, double e2e_ms, 
   tp.evidence["steady_state"] = steady_state_evidence(tp.samples);
   LoadFigures lf{"concurrency", static_cast<std::int64_t>(c), false, 0, "2026-11-29T12:00:00Z", "2026-11-29T12:00:01Z"};
   tp.evidence["load"] = load_evidence(tp.samples, lf);
+  tp.evidence["cache"] = cache_evidence(tp.samples, CacheDeclaration{"distinct_per_point", 0.25, nullptr}, nullptr);
   p.tracks.push_back(std::move(tp));
   r.points.push_back(std::move(p));
 }

@@ -184,6 +184,9 @@ const std::set<std::string> kUnverifiableInputs = {
     // the samples differ (here they are all equal).
     "evidence.generator.lateness_bound_ms",
     "evidence.confidence.seed",
+    // What the workload declares shared: the prompts are not in the receipt (their digest is).
+    "evidence.cache.prompts",
+    "evidence.cache.declared_shared_share",
 };
 
 // Reduces a path to its shape: points[...] and tracks[...] dropped, samples[n] as one.
@@ -341,6 +344,62 @@ TEST(SweepVerify, AParityReceiptIsReDerived) {
   EXPECT_TRUE(verify_sweep(go_marshal_indent(doc)).holds);
   doc.at("ours_vs_sglang_tax").as_object()["status"] = "not_measured";
   EXPECT_FALSE(verify_sweep(go_marshal_indent(doc)).holds);
+}
+
+TEST(SweepCache, CarryoverIsJudgedFromTheResponsesOwnCachedTokens) {
+  auto s = samples(4, 50, 1000, 10);
+  for (auto& x : s) x.usage = SampleUsage{200, 10, 210, 150};
+  // Declared 10% shared: 20 tokens a request, plus the 16-token allowance; 150 cached is far above.
+  auto e = cache_evidence(s, CacheDeclaration{"same_every_point", 0.10, nullptr}, nullptr);
+  EXPECT_EQ(e.at("status").as_string(), "measured");
+  EXPECT_EQ(e.at("source").as_string(), "usage.cached_tokens");
+  EXPECT_DOUBLE_EQ(e.at("cached_share").as_double(), 0.75);
+  EXPECT_DOUBLE_EQ(e.at("limit_share").as_double(), 0.10 + 16.0 / 200.0);
+  EXPECT_TRUE(e.at("carryover").as_bool());
+  // Declared 70% shared: within it.
+  e = cache_evidence(s, CacheDeclaration{"distinct_per_point", 0.70, nullptr}, nullptr);
+  EXPECT_FALSE(e.at("carryover").as_bool());
+  // No cached_tokens in any response: the server's counters decide.
+  for (auto& x : s) x.usage->cached_tokens.reset();
+  boost::json::object server;
+  server["prefix_cache_queries_delta"] = 800;
+  server["prefix_cache_hits_delta"] = 640;
+  server["prefix_cache_source"] = "vllm:prefix_cache_hits_total / vllm:prefix_cache_queries_total";
+  for (auto& x : s) x.http_status = 200;
+  e = cache_evidence(s, CacheDeclaration{"same_every_point", 0.0, nullptr}, &server);
+  EXPECT_EQ(e.at("source").as_string(), "vllm:prefix_cache_hits_total / vllm:prefix_cache_queries_total");
+  EXPECT_DOUBLE_EQ(e.at("cached_share").as_double(), 0.8);
+  EXPECT_TRUE(e.at("carryover").as_bool());
+  // Neither: not known, and no verdict.
+  e = cache_evidence(s, CacheDeclaration{"distinct_per_point", 0.0, nullptr}, nullptr);
+  EXPECT_EQ(e.at("status").as_string(), "not_measured");
+  EXPECT_FALSE(e.contains("carryover"));
+}
+
+TEST(SweepCache, ACarriedOverPointIsInvalidAndTheGateRefusesTheTrack) {
+  auto r = scaling_sweep(8, {1, 2, 4, 8});
+  for (std::size_t i = 1; i < r.points.size(); ++i) {
+    auto& tp = r.points[i].tracks[0];
+    for (auto& x : tp.samples) x.usage = SampleUsage{200, 100, 300, 200};  // every prompt token cached
+    tp.evidence["cache"] = cache_evidence(tp.samples, CacheDeclaration{"same_every_point", 0.0, nullptr}, nullptr);
+  }
+  ASSERT_TRUE(evaluate_sweep(r).ok());
+  EXPECT_EQ(r.points[0].tracks[0].status, "valid");
+  EXPECT_EQ(r.points[1].tracks[0].reason_code, "cache_carryover");
+  EXPECT_NE(r.points[1].tracks[0].reason.find("100.0% of the point's prompt tokens came from the prefix cache"),
+            std::string::npos)
+      << r.points[1].tracks[0].reason;
+  EXPECT_EQ(r.tracks[0].status, "invalid");
+  const std::string text = receipt_text(r);
+  EXPECT_TRUE(verify_sweep(text).holds);
+  EXPECT_FALSE(gate_claim("ours capacity-valid peak", text).allowed);
+  // Editing the verdict away is refused: carryover follows from the samples.
+  auto doc = receipt_json(r);
+  doc.at("points").as_array()[1].at("tracks").as_array()[0].at("evidence").at("cache").as_object()["carryover"] = false;
+  const auto v = verify_sweep(go_marshal_indent(doc));
+  ASSERT_FALSE(v.holds);
+  EXPECT_EQ(v.problems.front(),
+            "points[concurrency 2].tracks[ours].evidence.cache.carryover: written false, re-derived true");
 }
 
 }  // namespace

@@ -131,5 +131,51 @@ TEST(Workload, ReplayKeepsArrivalsAndLengths) {
   EXPECT_EQ(replay.requests[1].prompt_tokens_estimate, 100);
 }
 
+TEST(Workload, EachPointMarksItsPromptsAfterTheSharedPrefixAndKeepsTheirLength) {
+  SyntheticOptions o;
+  o.count = 6;
+  o.input = {LengthDistribution::Kind::kConstant, 40, 0};
+  o.shared_prefix_tokens = 10;
+  const auto base = synthetic_workload(o);
+  const std::size_t shared = shared_leading_words(base);
+  EXPECT_EQ(shared, 10u);
+  auto a = base, b = base, warm = base;
+  mark_prompts(a, shared, point_marker(0, false));
+  mark_prompts(b, shared, point_marker(1, false));
+  mark_prompts(warm, shared, point_marker(1, true));
+  EXPECT_EQ(point_marker(1, false), "p001");
+  EXPECT_EQ(point_marker(1, true), "w001");
+  auto words = [](const std::string& s) { return std::count(s.begin(), s.end(), ' ') + 1; };
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    const auto& orig = base[i].messages.back().content;
+    const auto& pa = a[i].messages.back().content;
+    const auto& pb = b[i].messages.back().content;
+    const auto& pw = warm[i].messages.back().content;
+    EXPECT_EQ(words(pa), words(orig));  // one word replaced: the same length in words
+    // The shared prefix stays; everything from the marker on differs between points.
+    const auto prefix_end = orig.find(' ', 0);
+    (void)prefix_end;
+    std::size_t cut = 0;
+    for (int k = 0; k < 10; ++k) cut = orig.find(' ', cut) + 1;
+    EXPECT_EQ(pa.substr(0, cut), orig.substr(0, cut));
+    EXPECT_EQ(pa.substr(cut, 5), "p000 ");
+    EXPECT_EQ(pb.substr(cut, 5), "p001 ");
+    EXPECT_EQ(pw.substr(cut, 5), "w001 ");
+    EXPECT_EQ(pa.substr(cut + 5), orig.substr(orig.find(' ', cut) + 1));
+  }
+  EXPECT_NEAR(declared_shared_share(base[0], shared), 50.0 / 200.0, 0.01);  // 10 of 40 four-letter words
+  // A workload whose requests are all the same: the marker is appended, the whole prompt shared.
+  std::vector<ServingRequest> same(3, base[0]);
+  const std::size_t all = shared_leading_words(same);
+  EXPECT_EQ(all, 40u);
+  mark_prompts(same, all, "p007");
+  EXPECT_EQ(same[0].messages.back().content, base[0].messages.back().content + " p007");
+  EXPECT_DOUBLE_EQ(declared_shared_share(base[0], all), 1.0);
+  // Earlier messages (a system prompt) count as shared.
+  ServingRequest r;
+  r.messages = {{"system", std::string(30, 's')}, {"user", "Task: alpha beta"}};
+  EXPECT_NEAR(declared_shared_share(r, 1), (30.0 + 6.0) / (30.0 + 16.0), 1e-12);
+}
+
 }  // namespace
 }  // namespace mpo::sweep
