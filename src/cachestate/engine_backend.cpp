@@ -119,6 +119,23 @@ struct EngineBackend::Impl {
 EngineBackend::EngineBackend(EngineBackendOptions o) : impl_(std::make_unique<Impl>(std::move(o))) {}
 EngineBackend::~EngineBackend() = default;
 
+Status EngineBackend::check() {
+  net::ExchangeOptions req;
+  req.target = impl_->opts.api.base_path + "/models";
+  req.user_agent = "modelperfobs-cache-state-bench";
+  const auto x = net::exchange_blocking(impl_->opts.api, {}, std::move(req), 10);
+  if (auto problem = net::openai_models_problem(impl_->opts.api, x.failure ? 0 : x.status, x.body,
+                                                x.failure ? x.failure->message : std::string())) {
+    return make_error("cache_state.url", "--url: " + *problem);
+  }
+  if (auto s = impl_->scrape_now(); !s) {
+    const bool said = s.error().message.find("/metrics URL?") != std::string::npos;
+    return make_error("cache_state.metrics_url", "--metrics-url " + s.error().message +
+                                                     (said ? "" : " (expected the engine's Prometheus /metrics page)"));
+  }
+  return Ok{};
+}
+
 Result<BackendIdentity> EngineBackend::identity() {
   auto s = impl_->scrape_now();
   if (!s) return s.error();

@@ -30,6 +30,10 @@ class EngineBackend : public Backend {
   explicit EngineBackend(EngineBackendOptions o);
   ~EngineBackend() override;
 
+  // The start-up check: the OpenAI base URL lists models (GET <base>/models) and the metrics URL
+  // is a Prometheus page. The error is one line that says what was expected and what came back.
+  Status check();
+
   Result<BackendIdentity> identity() override;
   std::optional<std::string> supports(std::string_view layer, std::string_view transition) override;
   Result<MetricSnapshot> snapshot(std::string_view layer) override;

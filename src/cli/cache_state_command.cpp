@@ -117,10 +117,15 @@ int run(const CacheStateArgs& a) {
     if (!api) return usage_error("--url: " + api.error().message);
     auto metrics = scrape::parse_metrics_url(a.metrics_url.empty() ? api->origin : a.metrics_url);
     if (!metrics) return usage_error("--metrics-url: " + metrics.error().message);
-    backend = std::make_unique<cachestate::EngineBackend>(
-        cachestate::EngineBackendOptions{*api, *metrics, a.model, 60, *sweep::parse_api(a.api)});
-    if (layer.empty()) layer = "process_local_kv";
     if (a.prefix_tokens < 32) return usage_error("--prefix-tokens must be at least 32 (engines cache whole blocks)");
+    auto engine = std::make_unique<cachestate::EngineBackend>(
+        cachestate::EngineBackendOptions{*api, *metrics, a.model, 60, *sweep::parse_api(a.api)});
+    if (auto st = engine->check(); !st) {
+      std::cerr << "modelperfobs cache-state-bench: " << st.error().message << "\n";
+      return 1;
+    }
+    backend = std::move(engine);
+    if (layer.empty()) layer = "process_local_kv";
     pinned = cachestate::engine_prefix(a.prefix_tokens);
     prov.scope = "engine_process_local_kv";
     prov.external_backend_claims = true;
@@ -158,6 +163,10 @@ int run(const CacheStateArgs& a) {
 
 std::function<int()> setup_cache_state(CLI::App& app) {
   auto a = std::make_shared<CacheStateArgs>();
+  app.footer(
+      "Exit codes: 0 the report was written (and, with --verify, holds); 1 it does not hold, or --backend vllm's "
+      "--url does not answer as an OpenAI API base URL (GET <url>/models) or its --metrics-url is not a Prometheus "
+      "page (one line on stderr says what came back); 2 usage error.");
   app.add_option("--output", a->output, "report file (modelperfobs.cache-state.v1; default stdout)");
   app.add_option("--verify", a->verify, "re-check a report strictly; one line; exit 1 when it does not hold")
       ->check(CLI::ExistingFile);

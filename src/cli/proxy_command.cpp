@@ -5,7 +5,10 @@
 #include "core/host_port.hpp"
 #include "ledger/writer.hpp"
 #include "net/ca_rule.hpp"
+#include "net/client.hpp"
 #include "proxy/server.hpp"
+#include "scrape/fetch.hpp"
+#include "scrape/snapshot.hpp"
 
 namespace mpo::cli {
 namespace {
@@ -22,6 +25,34 @@ struct ProxyArgs {
   std::string retry_stale = "on";
   std::string timestamps = "kernel";
 };
+
+// What the --scrape URL answers at start-up, as a warning: a proxy may well start before its engine
+// (a sidecar, a restart). The backend gets nothing of the proxy's own (the proxy's requests are
+// the clients'): what its answers show is said as they come (proxy/backend_notes.hpp).
+void startup_check(const proxy::ProxyOptions& o) {
+  constexpr double kTimeoutS = 2;
+  if (o.scrape_url.empty()) return;
+  auto metrics = scrape::parse_metrics_url(o.scrape_url);
+  if (!metrics) return;  // the recorder says why, and stops the proxy
+  net::ExchangeOptions req;
+  req.target = metrics->base_path;
+  req.user_agent = "modelperfobs-proxy";
+  const auto x = net::exchange_blocking(*metrics, {}, std::move(req), kTimeoutS);
+  std::string problem;
+  if (x.failure) {
+    problem = x.failure->message;
+  } else if (x.status < 200 || x.status >= 300) {
+    problem = "answered HTTP " + std::to_string(x.status);
+  } else {
+    scrape::Snapshot s;
+    scrape::absorb_body(s, x.body);
+    if (s.status == scrape::ScrapeStatus::kParseError) problem = s.error;
+  }
+  if (!problem.empty()) {
+    std::cerr << "modelperfobs proxy: warning: --scrape " << o.scrape_url << ": " << problem
+              << " (expected the engine's Prometheus /metrics page; snapshots record each failure)\n";
+  }
+}
 
 int run(ProxyArgs& a) {
   auto listen = parse_host_port(a.listen);
@@ -57,6 +88,7 @@ int run(ProxyArgs& a) {
     return 2;
   }
   a.opts.scrape_interval_s = *interval;
+  startup_check(a.opts);
   return proxy::run_proxy(a.opts);
 }
 
@@ -64,6 +96,11 @@ int run(ProxyArgs& a) {
 
 std::function<int()> setup_proxy(CLI::App& app) {
   auto a = std::make_shared<ProxyArgs>();
+  app.footer(
+      "Exit codes: 0 stopped by SIGTERM/SIGINT after draining; 1 a listen address or the ledger cannot be opened; "
+      "2 usage error. A backend that refuses connections or answers 404 to clients' API paths, and a --scrape URL "
+      "that is not a Prometheus page at start-up, are said in one line on stderr, not an exit: the proxy may start "
+      "before its engine.");
   app.add_option("--backend", a->opts.backend, "backend base URL, e.g. http://127.0.0.1:8000 (a base path is kept)")
       ->required();
   app.add_option("--backend-ca", a->opts.backend_ca, net::kCaFileHelp)->check(CLI::ExistingFile);

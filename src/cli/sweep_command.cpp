@@ -374,6 +374,11 @@ int run_gate(const std::string& claim, const std::string& claim_file, const std:
 std::function<int()> setup_sweep(CLI::App& app) {
   auto a = std::make_shared<SweepArgs>();
   app.require_subcommand(0, 1);
+  app.footer(
+      "Exit codes: 0 the sweep ran (its receipt says whether it is valid for claims); 1 --url does not answer as an "
+      "OpenAI API base URL (GET <url>/models), --metrics-url is not a Prometheus page, a cache reset is not offered, "
+      "or a file cannot be written (one line on stderr says what was expected and what came back); 2 usage error. "
+      "verify and gate: 0 holds or allowed, 1 not.");
   app.add_option("--url", a->url, "OpenAI base URL of the server under test (http://host:port/v1)");
   app.add_option("--model", a->model, "the exact model to request (required)");
   app.add_option("--concurrencies", a->concurrencies, "closed loop: in-flight requests per point, e.g. 1,2,4,8,16")

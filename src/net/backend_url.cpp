@@ -4,6 +4,8 @@
 
 #include <boost/url/parse.hpp>
 
+#include "core/text.hpp"
+
 namespace mpo::net {
 
 std::string BackendUrl::target_for(std::string_view client_target) const {
@@ -46,6 +48,27 @@ std::string openai_base_hint(const BackendUrl& url) {
   const std::string_view path = url.base_path;
   if (path.size() >= 3 && path.substr(path.size() - 3) == "/v1") return "";
   return fmt::format(" (did you mean {}{}/v1?)", url.origin, url.base_path);
+}
+
+std::optional<std::string> openai_models_problem(const BackendUrl& url, int status, std::string_view body,
+                                                 std::string_view transport_error) {
+  const std::string where = url.origin + url.base_path + "/models";
+  if (status == 0) return fmt::format("cannot reach {}: {}", where, transport_error);
+  if (status == 401 || status == 403) {
+    return fmt::format("{} answered HTTP {}: the server wants an API key (set it in the variable --api-key-env names)",
+                       where, status);
+  }
+  if (status == 404) {
+    return fmt::format("{} answered HTTP 404: expected an OpenAI API base URL that lists its models{}", where,
+                       openai_base_hint(url));
+  }
+  if (status < 200 || status >= 300) return fmt::format("{} answered HTTP {}{}", where, status, openai_base_hint(url));
+  const std::string kind = body_kind(body);
+  if (kind != "JSON" || body.find("\"data\"") == std::string_view::npos) {
+    return fmt::format("{} answered {}, not an OpenAI model list ({{\"data\": [...]}}){}", where,
+                       kind == "JSON" ? "JSON without \"data\"" : kind, openai_base_hint(url));
+  }
+  return std::nullopt;
 }
 
 }  // namespace mpo::net

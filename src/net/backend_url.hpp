@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -26,5 +27,11 @@ Result<BackendUrl> parse_backend_url(std::string_view text);
 // URL's path does not end in /v1 (the usual slip: the server's origin given as its API base), else
 // "".
 std::string openai_base_hint(const BackendUrl& url);
+
+// The start-up check of a URL given as an OpenAI base URL: what `GET <base>/models` answered
+// (`status` 0 with `transport_error` when nothing did). nullopt when it is an OpenAI model list;
+// else one line that says what was expected and what came back, with the /v1 hint where it helps.
+std::optional<std::string> openai_models_problem(const BackendUrl& url, int status, std::string_view body,
+                                                 std::string_view transport_error);
 
 }  // namespace mpo::net

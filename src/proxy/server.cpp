@@ -23,6 +23,7 @@
 #include "net/client.hpp"
 #include "openai/chunk.hpp"
 #include "openai/stream_tap.hpp"
+#include "proxy/backend_notes.hpp"
 #include "proxy/correlation.hpp"
 #include "proxy/outcome.hpp"
 #include "proxy/proxy_metrics.hpp"
@@ -360,6 +361,7 @@ class Proxy {
     o.timing_basis = std::string(x.timing.basis());
     o.proxy_lag_ms = x.timing.max_lag_ms();
     metrics_.record(o);
+    if (auto line = notes_.observe(o)) std::cerr << *line << "\n";
     ledger_.submit(ledger::render_observation(o));
     --in_flight_;
   }
@@ -779,6 +781,7 @@ class Proxy {
   std::unique_ptr<net::Client> client_;
   std::unique_ptr<UpstreamPool> pool_;
   ProxyMetrics metrics_;
+  BackendNotes notes_{opts_.backend};
   Uuid7Generator ids_;
   std::int64_t in_flight_ = 0;
   int connections_ = 0;

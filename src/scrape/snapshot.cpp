@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/json.hpp"
+#include "core/text.hpp"
 #include "core/time.hpp"
 #include "promtext/number.hpp"
 
@@ -98,7 +99,11 @@ void absorb_body(Snapshot& s, std::string_view body) {
   auto e = promtext::parse_exposition(body);
   if (!e) {
     s.status = ScrapeStatus::kParseError;
-    s.error = e.error().message;
+    const std::string kind = body_kind(body);
+    s.error = kind.rfind("text", 0) == 0
+                  ? e.error().message
+                  : fmt::format("the page is {}, not Prometheus text: is this the engine's /metrics URL? ({})", kind,
+                                e.error().message);
     return;
   }
   s.format = e->format;

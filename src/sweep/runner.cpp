@@ -153,29 +153,27 @@ class SweepRun {
     }
     // Identity: what the server says it serves, and what its metrics say it is.
     auto [status, body] = co_await driver_.get("/models");
-    if (status == 0) {
-      const std::string hint = body.rfind("tls", 0) == 0 ? "pass --ca FILE for a private CA"
-                                                         : "is the server up? --url is the OpenAI base URL, e.g. "
-                                                           "http://127.0.0.1:8000/v1";
-      co_return make_error("sweep.unreachable", fmt::format("cannot reach {}{}/models: {} ({})", o_.target.url.origin,
-                                                            o_.target.url.base_path, body, hint));
+    if (auto problem = net::openai_models_problem(o_.target.url, status, body, body)) {
+      std::string advice = " (--url is the OpenAI base URL, e.g. http://127.0.0.1:8000/v1)";
+      if (status == 0 && body.rfind("tls", 0) == 0) advice = " (pass --ca FILE for a private CA)";
+      if (problem->find("did you mean") != std::string::npos || status == 401 || status == 403) advice.clear();
+      co_return make_error("sweep.url", *problem + advice);
     }
     Identity id = read_identity(status, body);
-    if (status != 200)
-      note(fmt::format("warning: GET {}/models answered HTTP {}; the model list is not part of the engine identity",
-                       o_.target.url.base_path, status));
-    else if (std::find(id.models.begin(), id.models.end(), o_.target.model) == id.models.end()) {
+    if (std::find(id.models.begin(), id.models.end(), o_.target.model) == id.models.end()) {
       note(fmt::format("warning: the server does not list model '{}' (it lists: {})", o_.target.model,
                        id.models.empty() ? "none" : fmt::format("{}", fmt::join(id.models, ", "))));
     }
     if (metrics_) {
       scrape::Snapshot first = co_await metrics_->scrape(++seq_, clock.wall_us());
-      if (scrape::has_signals(first.status)) {
-        id.engine = std::string(promtext::engine_name(first.signals.engine));
-        id.instance = scrape::server_instance_id(first);
-      } else {
-        note("warning: the first scrape of " + first.source + " failed: " + first.error);
+      if (!scrape::has_signals(first.status)) {
+        const bool said = first.error.find("/metrics URL?") != std::string::npos;
+        co_return make_error("sweep.metrics_url",
+                             fmt::format("--metrics-url {}: {}{}", o_.metrics_url, first.error,
+                                         said ? "" : " (expected the engine's Prometheus /metrics page)"));
       }
+      id.engine = std::string(promtext::engine_name(first.signals.engine));
+      id.instance = scrape::server_instance_id(first);
     }
     boost::json::object identity;
     boost::json::array models;

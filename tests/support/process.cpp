@@ -155,11 +155,16 @@ Simulator::Simulator(std::vector<std::string> extra_args)
   port = static_cast<std::uint16_t>(std::stoi(line.substr(colon + 1)));
 }
 
-Proxy::Proxy(const std::string& backend, const std::string& ledger, std::vector<std::string> extra_args)
+Proxy::Proxy(const std::string& backend, const std::string& ledger, std::vector<std::string> extra_args,
+             const std::string& stderr_path)
     : process([&] {
         std::vector<std::string> argv{binary_path(), "proxy",          "--backend",   backend,    "--listen",
                                       "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--ledger", ledger};
         argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+        if (!stderr_path.empty()) {
+          // exec keeps the proxy's pid the child's, so terminate() still signals the proxy itself.
+          argv.insert(argv.begin(), {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>>'" + stderr_path + "'"});
+        }
         return argv;
       }()) {
   const std::string line = process.read_line();

@@ -41,8 +41,10 @@ struct Simulator {
 
 // Starts `modelperfobs proxy --backend BACKEND --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0
 // --ledger LEDGER EXTRA...` and reads both ports it printed.
+// `stderr_path`: where its stderr goes (appended), instead of the test's own.
 struct Proxy {
-  Proxy(const std::string& backend, const std::string& ledger, std::vector<std::string> extra_args = {});
+  Proxy(const std::string& backend, const std::string& ledger, std::vector<std::string> extra_args = {},
+        const std::string& stderr_path = "");
   ChildProcess process;
   std::uint16_t port = 0;
   std::uint16_t admin_port = 0;

@@ -1,0 +1,27 @@
+#include "core/text.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace mpo {
+
+std::string body_kind(std::string_view body) {
+  const auto first = body.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return "an empty body";
+  const std::string_view rest = body.substr(first);
+  auto starts = [&](std::string_view p) {
+    if (rest.size() < p.size()) return false;
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      if (std::tolower(static_cast<unsigned char>(rest[i])) != p[i]) return false;
+    }
+    return true;
+  };
+  if (starts("<!doctype html") || starts("<html") || starts("<head") || starts("<body")) return "an HTML page";
+  if (rest.front() == '{' || rest.front() == '[') return "JSON";
+  std::string head(rest.substr(0, std::min<std::size_t>(rest.find('\n'), 40)));
+  return fmt::format("text beginning '{}'", head);
+}
+
+}  // namespace mpo

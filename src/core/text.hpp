@@ -1,0 +1,13 @@
+// Words about text a server sent back, for messages. Pure.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace mpo {
+
+// What a response body looks like, for a message about a URL that answered the wrong kind of page:
+// "an HTML page", "JSON", "an empty body", or "text beginning '...'".
+std::string body_kind(std::string_view body);
+
+}  // namespace mpo
