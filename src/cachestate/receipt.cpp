@@ -4,6 +4,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "core/go_json.hpp"
@@ -87,7 +88,7 @@ using simdjson::dom::element;
 
 class Reader {
  public:
-  Reader(element e, std::string where, std::initializer_list<std::string_view> allowed, std::string& err)
+  Reader(element e, std::string where, const std::vector<std::string_view>& allowed, std::string& err)
       : where_(std::move(where)), err_(err) {
     if (e.get_object().get(obj_) != simdjson::SUCCESS) {
       fail("is not an object");
@@ -204,12 +205,13 @@ ProbeObservation read_probe(element e, const std::string& where, std::string& er
   return p;
 }
 
-TransitionReceipt read_receipt(element e, const std::string& where, std::string& err) {
-  Reader r(e, where,
-           {"schema", "backend_before", "backend_after", "layer", "transition", "mechanism", "started_at", "ended_at",
-            "result", "reason", "pre_metrics", "post_metrics", "probes", "pinned_prefix_digest", "pinned_prefix_tokens",
-            "precondition"},
-           err);
+// `fak`: a receipt fak wrote (docs/FAK.md 4.3), without our pinned-prefix and precondition fields.
+TransitionReceipt read_receipt(element e, const std::string& where, std::string& err, bool fak) {
+  std::vector<std::string_view> keys = {"schema",      "backend_before", "backend_after", "layer",  "transition",
+                                        "mechanism",   "started_at",     "ended_at",      "result", "reason",
+                                        "pre_metrics", "post_metrics",   "probes"};
+  if (!fak) keys.insert(keys.end(), {"pinned_prefix_digest", "pinned_prefix_tokens", "precondition"});
+  Reader r(e, where, keys, err);
   TransitionReceipt t;
   t.schema = r.str("schema");
   if (auto v = r.get("backend_before")) t.backend_before = read_identity(*v, where + ".backend_before", err);
@@ -217,12 +219,16 @@ TransitionReceipt read_receipt(element e, const std::string& where, std::string&
   t.layer = r.str("layer");
   t.transition = r.str("transition");
   if (auto v = r.get("mechanism")) {
-    Reader m(*v, where + ".mechanism", {"name", "exit_ok", "detail", "requests_sent", "reused_tokens"}, err);
+    std::vector<std::string_view> mkeys = {"name", "exit_ok", "detail"};
+    if (!fak) mkeys.insert(mkeys.end(), {"requests_sent", "reused_tokens"});
+    Reader m(*v, where + ".mechanism", mkeys, err);
     t.mechanism.name = m.str("name");
     t.mechanism.exit_ok = m.boolean("exit_ok");
     t.mechanism.detail = m.str("detail", false);
-    t.mechanism.requests_sent = m.u64("requests_sent");
-    t.mechanism.reused_tokens = m.u64("reused_tokens");
+    if (!fak) {
+      t.mechanism.requests_sent = m.u64("requests_sent");
+      t.mechanism.reused_tokens = m.u64("reused_tokens");
+    }
   }
   t.started_at_us = r.time("started_at");
   t.ended_at_us = r.time("ended_at");
@@ -239,6 +245,7 @@ TransitionReceipt read_receipt(element e, const std::string& where, std::string&
       for (element p : a) t.probes.push_back(read_probe(p, fmt::format("{}.probes[{}]", where, i++), err));
     }
   }
+  if (fak) return t;
   t.pinned_prefix_digest = r.str("pinned_prefix_digest");
   t.pinned_prefix_tokens = r.u64("pinned_prefix_tokens");
   if (r.has("precondition")) t.precondition = read_probe(*r.get("precondition"), where + ".precondition", err);
@@ -256,7 +263,8 @@ std::optional<std::uint64_t> delta(const std::optional<std::uint64_t>& a, const 
 
 }  // namespace
 
-std::string verify_receipt(const TransitionReceipt& r) {
+std::string verify_receipt(const TransitionReceipt& r, Rules rules) {
+  const bool ours = rules == Rules::kOurs;
   if (!r.pre_metrics || !r.post_metrics) return "metrics_missing";
   const auto& pre = *r.pre_metrics;
   const auto& post = *r.post_metrics;
@@ -274,16 +282,19 @@ std::string verify_receipt(const TransitionReceipt& r) {
   if (r.probes.empty()) return "probe_missing";
   for (const auto& p : r.probes) {
     // Ours: a probe must carry the pinned prefix, and lie inside the snapshot window.
-    if (p.token_prefix_digest.empty() || p.prompt_tokens == 0 || p.token_prefix_digest != r.pinned_prefix_digest) {
+    if (p.token_prefix_digest.empty() || p.prompt_tokens == 0 ||
+        (ours && p.token_prefix_digest != r.pinned_prefix_digest)) {
       return "probe_prefix_unpinned";
     }
     if (p.concurrent_requests != 0) return "concurrent_traffic_contamination";
-    if (p.started_at_us < pre.captured_at_us || p.completed_at_us > post.captured_at_us ||
-        p.completed_at_us < p.started_at_us) {
+    if (ours && (p.started_at_us < pre.captured_at_us || p.completed_at_us > post.captured_at_us ||
+                 p.completed_at_us < p.started_at_us)) {
       return "probe_outside_window";
     }
   }
-  if (r.precondition && r.precondition->completed_at_us > pre.captured_at_us) return "precondition_after_pre_metrics";
+  if (ours && r.precondition && r.precondition->completed_at_us > pre.captured_at_us) {
+    return "precondition_after_pre_metrics";
+  }
   const auto requests = delta(pre.requests, post.requests);
   if (!requests) return "metrics_missing";  // without a request count concurrent traffic cannot be excluded
   if (*requests != r.probes.size() + r.mechanism.requests_sent) return "concurrent_traffic_contamination";
@@ -305,7 +316,7 @@ std::string verify_receipt(const TransitionReceipt& r) {
   } else if (r.transition == "warm_admit") {
     // Ours: admission proved, not just a repeat hit: the first probe misses, the second reuses it.
     if (r.probes.size() != 2 || r.probes.front().token_prefix_digest != last.token_prefix_digest || !last.reused ||
-        last.reused_tokens == 0 || r.probes.front().reused) {
+        last.reused_tokens == 0 || (ours && r.probes.front().reused)) {
       return "warm_probe_not_reused";
     }
   } else if (r.transition == "explicit_invalidate") {
@@ -333,7 +344,78 @@ std::string verdict_of(const std::vector<Arm>& arms) {
   return any_proved ? "admitted" : "invalid_arms";
 }
 
+namespace {
+
+// fak's ValidateStateReport (docs/FAK.md 4.7), under fak's exclusion rules.
+std::vector<std::string> validate_fak_report(const Report& r) {
+  std::vector<std::string> out;
+  const auto& p = r.provenance;
+  if (p.evidence_kind != "observed" && p.evidence_kind != "simulated") {
+    out.push_back("provenance.evidence_kind is neither observed nor simulated");
+  }
+  if (p.scope.empty() || p.command.empty() || p.code_state.empty() || p.note.empty() || p.captured_at_us == 0) {
+    out.push_back("provenance lacks scope, command, code_state, note or captured_at");
+  }
+  if (p.scope == "in_process_fak_workflow_cache" && p.external_backend_claims) {
+    out.push_back("an in-process scope cannot claim external backend behaviour");
+  }
+  if (r.arms.empty()) out.push_back("no arm");
+  std::map<std::string, bool> included;  // the later arm of a transition decides, as in fak
+  bool all_included = true;
+  for (const auto& a : r.arms) {
+    const auto& t = a.receipt;
+    const std::string where = fmt::format("arm {}", a.label.empty() ? "(unlabelled)" : a.label);
+    if (a.label.empty()) out.push_back(where + ": no label");
+    if (t.schema != kReceiptSchema) out.push_back(where + ": receipt schema is not " + std::string(kReceiptSchema));
+    if (t.mechanism.name.empty() || t.backend_before.name.empty()) {
+      out.push_back(where + ": no mechanism or backend name (fak refuses unsupported arms and early failures)");
+    }
+    if (t.started_at_us == 0 || t.ended_at_us < t.started_at_us) {
+      out.push_back(where + ": times are missing or backwards");
+    }
+    if (a.measurement_included != (t.result == "proved")) {
+      out.push_back(where + ": measurement_included disagrees with the result");
+    }
+    if (t.result == "proved") {
+      if (const auto again = verify_receipt(t, Rules::kFak); !again.empty()) {
+        out.push_back(where + ": written as proved, re-verifies under fak's rules as " + again);
+      }
+    }
+    included[t.transition] = a.measurement_included;
+    all_included = all_included && a.measurement_included;
+  }
+  for (const char* need : {"cold_start", "warm_admit", "explicit_invalidate", "pressure_evict"}) {
+    if (!included[need]) out.push_back(fmt::format("no included {} arm", need));
+  }
+  if (all_included != (r.verdict == "admitted")) {
+    out.push_back("verdict '" + r.verdict + "' does not follow from the arms");
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> stricter_than_fak(const Report& r) {
+  std::vector<std::string> out;
+  for (const auto& a : r.arms) {
+    if (a.receipt.result != "proved") continue;
+    // fak's receipts do not record the pinned prefix; every probe of a fak campaign carries the
+    // same one (4.5), so the first probe's stands in and the others must equal it.
+    TransitionReceipt t = a.receipt;
+    if (t.pinned_prefix_digest.empty() && !t.probes.empty())
+      t.pinned_prefix_digest = t.probes.front().token_prefix_digest;
+    if (const auto ours = verify_receipt(t, Rules::kOurs); !ours.empty()) {
+      std::string why;
+      if (ours == "warm_probe_not_reused")
+        why = ": its first probe was already a hit, so the arm did not show that it admitted the prefix";
+      out.push_back(fmt::format("arm {}: proved under fak's rules, {} under ours{}", a.label, ours, why));
+    }
+  }
+  return out;
+}
+
 std::vector<std::string> validate_report(const Report& r) {
+  if (r.schema == kFakReportSchema) return validate_fak_report(r);
   std::vector<std::string> out;
   if (r.schema != kReportSchema) out.push_back(fmt::format("schema is '{}', not {}", r.schema, kReportSchema));
   if (r.provenance.evidence_kind != "observed" && r.provenance.evidence_kind != "simulated") {
@@ -414,26 +496,44 @@ Result<Report> parse_report(std::string_view text) {
     return make_error("cache_state.json", std::string("not one JSON document: ") + simdjson::error_message(e));
   }
   std::string err;
-  Reader r(root, "the report", {"schema", "created_at", "verdict", "provenance", "pinned_prefix_digest", "arms"}, err);
+  std::string_view schema;
+  simdjson::dom::object top;
+  const bool fak = root.get_object().get(top) == simdjson::SUCCESS &&
+                   top["schema"].get_string().get(schema) == simdjson::SUCCESS && schema == kFakReportSchema;
+  Reader r(root, "the report",
+           fak ? std::vector<std::string_view>{"schema", "verdict", "provenance", "arms"}
+               : std::vector<std::string_view>{"schema", "created_at", "verdict", "provenance", "pinned_prefix_digest",
+                                               "arms"},
+           err);
   Report out;
   out.schema = r.str("schema");
-  out.created_at_us = r.time("created_at");
+  if (!fak) out.created_at_us = r.time("created_at");
   out.verdict = r.str("verdict");
   if (auto v = r.get("provenance")) {
     Reader p(*v, "provenance",
-             {"evidence_kind", "scope", "external_backend_claims", "command", "tool_version", "code_state",
-              "captured_at", "note"},
+             fak ? std::vector<std::string_view>{"evidence_kind", "scope", "external_backend_claims", "command",
+                                                 "go_version", "goos", "goarch", "code_revision", "code_state",
+                                                 "captured_at", "note"}
+                 : std::vector<std::string_view>{"evidence_kind", "scope", "external_backend_claims", "command",
+                                                 "tool_version", "code_state", "captured_at", "note"},
              err);
     out.provenance.evidence_kind = p.str("evidence_kind");
     out.provenance.scope = p.str("scope");
     out.provenance.external_backend_claims = p.boolean("external_backend_claims");
     out.provenance.command = p.str("command");
-    out.provenance.tool_version = p.str("tool_version");
+    if (fak) {
+      out.provenance.go_version = p.str("go_version");
+      out.provenance.goos = p.str("goos");
+      out.provenance.goarch = p.str("goarch");
+      out.provenance.code_revision = p.str("code_revision", false);
+    } else {
+      out.provenance.tool_version = p.str("tool_version");
+    }
     out.provenance.code_state = p.str("code_state");
     out.provenance.captured_at_us = p.time("captured_at");
     out.provenance.note = p.str("note");
   }
-  out.pinned_prefix_digest = r.str("pinned_prefix_digest");
+  if (!fak) out.pinned_prefix_digest = r.str("pinned_prefix_digest");
   if (auto v = r.get("arms")) {
     simdjson::dom::array a;
     if (v->get_array().get(a) != simdjson::SUCCESS)
@@ -447,7 +547,8 @@ Result<Report> parse_report(std::string_view text) {
         arm.label = ar.str("label");
         arm.measurement_included = ar.boolean("measurement_included");
         arm.invalid_reason = ar.str("invalid_reason", false);
-        if (auto t = ar.get("transition_receipt")) arm.receipt = read_receipt(*t, where + ".transition_receipt", err);
+        if (auto t = ar.get("transition_receipt"))
+          arm.receipt = read_receipt(*t, where + ".transition_receipt", err, fak);
         out.arms.push_back(std::move(arm));
       }
     }

@@ -14,6 +14,7 @@
 namespace mpo::cachestate {
 
 inline constexpr const char* kReportSchema = "modelperfobs.cache-state.v1";
+inline constexpr const char* kFakReportSchema = "fak-model-cache-state-benchmark/1";
 inline constexpr const char* kReceiptSchema = "fak-cache-transition-receipt/1";
 
 inline constexpr const char* kLayers[] = {"process_local_kv", "external_shared_kv", "provider_prompt_cache",
@@ -84,6 +85,8 @@ struct Provenance {
   std::string command, tool_version, code_state = "unknown";
   std::int64_t captured_at_us = 0;
   std::string note;
+  // fak's build facts (fak's reports only).
+  std::string go_version, goos, goarch, code_revision;
 };
 
 struct Report {
@@ -95,16 +98,26 @@ struct Report {
   std::vector<Arm> arms;
 };
 
-// fak's rules (4.4) and ours, first failure wins: "" when the receipt proves its transition, else
-// the reason code.
-std::string verify_receipt(const TransitionReceipt& r);
+// Whose exclusion rules: ours are fak's (docs/FAK.md 4.4) and stricter: a probe carries the pinned
+// prefix and lies inside the snapshot window, the precondition probe comes before the pre
+// snapshot, a missing request counter proves nothing, the mechanism's own requests are counted,
+// and warm_admit needs a first probe that misses (fak accepts a first probe that is already a hit,
+// so admission by the arm is not proven).
+enum class Rules { kOurs, kFak };
+
+// First failure wins: "" when the receipt proves its transition, else the reason code.
+std::string verify_receipt(const TransitionReceipt& r, Rules rules = Rules::kOurs);
 
 // The verdict from the arms: admitted when every arm is proved or unsupported and one is proved.
 std::string verdict_of(const std::vector<Arm>& arms);
 
-// Structure and re-verification of every arm (4.7, with unsupported arms allowed and a transition
-// listed twice rejected). Empty when the report holds.
+// Structure and re-verification of every arm, empty when the report holds. Ours: 4.7 with
+// unsupported arms allowed and a transition listed twice rejected. fak's reports
+// (`fak-model-cache-state-benchmark/1`): 4.7 as fak checks it, under fak's rules.
 std::vector<std::string> validate_report(const Report& r);
+
+// For a fak report: each proved arm that our stricter rules would not prove, and why (one line each).
+std::vector<std::string> stricter_than_fak(const Report& r);
 
 std::string report_text(const Report& r);  // pretty Go-style JSON, one trailing newline
 // Strict: unknown fields anywhere and trailing data are errors naming what was found.

@@ -71,6 +71,10 @@ int run_verify(const std::string& path) {
     return 1;
   }
   std::cout << "STATE_TRANSITION_WITNESS_OK " << summary(*r) << "\n";
+  if (r->schema == cachestate::kFakReportSchema) {
+    std::cout << "  note: a fak report, verified under fak's rules (docs/CACHE_STATE.md)\n";
+    for (const auto& n : cachestate::stricter_than_fak(*r)) std::cout << "  note: " << n << "\n";
+  }
   return 0;
 }
 

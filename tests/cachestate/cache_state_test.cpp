@@ -5,6 +5,7 @@
 #include "cachestate/prefix_cache.hpp"
 #include "cachestate/receipt.hpp"
 #include "cachestate/runner.hpp"
+#include "support/fixtures.hpp"
 
 namespace mpo::cachestate {
 namespace {
@@ -226,6 +227,49 @@ TEST(CacheState, StrictReadingAndTamperDetection) {
   Report twice = r;
   twice.arms.push_back(r.arms[0]);
   EXPECT_FALSE(validate_report(twice).empty());
+}
+
+// fak's own report (`fak-model-cache-state-benchmark/1`), as its hermetic run writes it (the
+// fixture is invented from docs/FAK.md 4.5-4.6: the same prefix, counters and arms): it verifies
+// under fak's rules, and the one place our rules are stricter is named.
+TEST(CacheState, FaksReportVerifiesUnderFaksRulesAndOursAreNamedWhereStricter) {
+  const std::string text = test::read_fixture("cachestate/fak_hermetic_witness_INVENTED.json");
+  auto r = parse_report(text);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->provenance.go_version, "go1.24.5");
+  EXPECT_TRUE(validate_report(*r).empty()) << validate_report(*r).front();
+  const auto stricter = stricter_than_fak(*r);
+  ASSERT_EQ(stricter.size(), 1u);
+  EXPECT_EQ(stricter[0].rfind("arm warm_admit: proved under fak's rules, warm_probe_not_reused under ours", 0), 0u)
+      << stricter[0];
+  auto replace = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    const auto at = t.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    t.replace(at, from.size(), to);
+    return parse_report(t);
+  };
+  // fak's reports are read strictly too: our fields are unknown in them.
+  auto ours_field = replace("\"verdict\": ", "\"created_at\": \"2026-08-22T07:16:05Z\",\n  \"verdict\": ");
+  ASSERT_FALSE(ours_field.ok());
+  EXPECT_NE(ours_field.error().message.find("unknown field \"created_at\""), std::string::npos);
+  // The cold arm's probe edited into a hit.
+  auto edited = replace("\"reused\": false", "\"reused\": true");
+  ASSERT_TRUE(edited.ok());
+  const auto problems = validate_report(*edited);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_NE(problems.front().find("arm cold_start: written as proved, re-verifies under fak's rules as"),
+            std::string::npos)
+      << problems.front();
+  // A counter edited: the hits no longer match the probes.
+  auto counter = replace("\"reuse_hits\": 2,", "\"reuse_hits\": 3,");
+  ASSERT_TRUE(counter.ok());
+  EXPECT_FALSE(validate_report(*counter).empty());
+  // A fak report without one of the four transitions fails fak's completeness rule.
+  Report missing = *r;
+  missing.arms.pop_back();
+  ASSERT_FALSE(validate_report(missing).empty());
+  EXPECT_EQ(validate_report(missing).front(), "no included pressure_evict arm");
 }
 
 }  // namespace
