@@ -35,13 +35,50 @@ std::optional<double> evidence_number(const TrackPoint& tp, std::string_view blo
   return b ? json_double(*b, key) : std::nullopt;
 }
 
+// What a point's throughput is counted in (fak's throughput identity, rules generation 2).
+struct ThroughputIdentity {
+  std::string unit, basis;
+  bool sample_basis_missing = false;  // a successful measured sample that names no basis
+};
+
+ThroughputIdentity throughput_identity(const TrackPoint& tp) {
+  ThroughputIdentity id;
+  if (const auto* m = obj(tp.stats, "throughput_tok_s")) id.unit = std::string(json_string(*m, "unit").value_or(""));
+  id.basis = std::string(json_string(tp.stats, "token_count_basis").value_or(""));
+  for (const auto& s : tp.samples) {
+    if (!s.warmup && s.ok && s.output_token_count_basis.empty()) id.sample_basis_missing = true;
+  }
+  return id;
+}
+
+bool known_basis(std::string_view b) {
+  return b == "usage.completion_tokens" || b == "stream_content_events" || b == "estimated_content_tokens";
+}
+
+// The identity the track's points are held to: its lowest point with a measured throughput in a
+// known basis.
+std::optional<ThroughputIdentity> track_reference(const SweepReceipt& r, const std::string& track) {
+  std::vector<std::pair<double, ThroughputIdentity>> found;
+  for (const auto& p : r.points) {
+    for (const auto& tp : p.tracks) {
+      if (tp.track != track || !scalar(tp.stats, "throughput_tok_s")) continue;
+      auto id = throughput_identity(tp);
+      if (!id.unit.empty() && known_basis(id.basis) && id.unit == id.basis + "/s") found.emplace_back(p.coordinate, id);
+    }
+  }
+  if (found.empty()) return std::nullopt;
+  return std::min_element(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; })
+      ->second;
+}
+
 void set(TrackPoint& tp, std::string status, std::string code, std::string reason) {
   tp.status = std::move(status);
   tp.reason_code = std::move(code);
   tp.reason = std::move(reason);
 }
 
-void evaluate_point(const SweepReceipt& r, const Point& p, TrackPoint& tp, const Contract* c) {
+void evaluate_point(const SweepReceipt& r, const Point& p, TrackPoint& tp, const Contract* c,
+                    const std::optional<ThroughputIdentity>& reference) {
   const std::string coord = go_float_text(p.coordinate);
   if (c == nullptr) return set(tp, "invalid", "contract_missing", "no contract declared for track " + tp.track);
   if (p.workload_digest != r.workload_digest) {
@@ -125,6 +162,24 @@ void evaluate_point(const SweepReceipt& r, const Point& p, TrackPoint& tp, const
   }
   const auto thr = scalar(tp.stats, "throughput_tok_s");
   if (!thr || *thr <= 0) return set(tp, "not_measured", "throughput_missing", "token throughput was not measured");
+  if (r.rules_generation >= 2) {
+    const auto id = throughput_identity(tp);
+    if (id.basis != "mixed" && (id.unit.empty() || id.basis.empty() || !known_basis(id.basis))) {
+      return set(tp, "invalid", "throughput_identity_unknown",
+                 fmt::format("the throughput's unit ('{}') or token-count basis ('{}') is missing or not one this "
+                             "generation knows",
+                             id.unit, id.basis));
+    }
+    if (id.basis == "mixed" || id.unit != id.basis + "/s" || id.sample_basis_missing) {
+      return set(tp, "invalid", "throughput_identity_mismatch",
+                 fmt::format("the point's samples count tokens on different bases (unit '{}', basis '{}'{})", id.unit,
+                             id.basis, id.sample_basis_missing ? ", a successful sample without one" : ""));
+    }
+    if (reference && (reference->unit != id.unit || reference->basis != id.basis)) {
+      return set(tp, "invalid", "throughput_identity_mismatch",
+                 fmt::format("throughput in '{}', where the track's lowest point has '{}'", id.unit, reference->unit));
+    }
+  }
   set(tp, "valid", "", "");
 }
 
@@ -478,7 +533,9 @@ bool is_hard_code(std::string_view code) {
                                                   "engine_restarted",
                                                   "foreign_traffic",
                                                   "cache_carryover",
-                                                  "client_saturated"};
+                                                  "client_saturated",
+                                                  "throughput_identity_unknown",
+                                                  "throughput_identity_mismatch"};
   return hard.count(code) != 0;
 }
 
@@ -500,6 +557,11 @@ std::string envelope_digest(const SweepReceipt& r, const Contract& c) {
       {"reset_order", "ascending-concurrency;declared-track-order;no-reset"},
       {"environment", or_missing(r.machine_id)},
   };
+  if (r.rules_generation >= 2) {
+    const auto id = track_reference(r, c.track);
+    bindings["throughput_unit"] = id ? id->unit : "<missing>";
+    bindings["token_count_basis"] = id ? id->basis : "<missing>";
+  }
   boost::json::array coords;
   for (double v : r.coordinates) coords.push_back(v);
   boost::json::object axis;
@@ -551,7 +613,7 @@ Status evaluate_sweep(SweepReceipt& r) {
     for (auto& tp : p.tracks) {
       const auto it =
           std::find_if(r.contracts.begin(), r.contracts.end(), [&](const Contract& c) { return c.track == tp.track; });
-      evaluate_point(r, p, tp, it == r.contracts.end() ? nullptr : &*it);
+      evaluate_point(r, p, tp, it == r.contracts.end() ? nullptr : &*it, track_reference(r, tp.track));
     }
   }
   r.tracks.clear();

@@ -210,6 +210,7 @@ boost::json::value receipt_json(const SweepReceipt& r) {
   boost::json::object tool;
   tool["name"] = "modelperfobs";
   tool["version"] = r.tool_version;
+  if (r.rules_generation > 1) tool["rules_generation"] = r.rules_generation;
   o["tool"] = std::move(tool);
   o["load"] = r.load;
   boost::json::object validity;
@@ -329,9 +330,17 @@ Result<SweepReceipt> parse_sweep_receipt(std::string_view text) {
   }
   r.artifact = str(o, "artifact");
   r.tool_name.clear();
+  r.rules_generation = 1;
   if (const auto* tool = json_object(o, "tool")) {
     r.tool_name = str(*tool, "name");
     r.tool_version = str(*tool, "version");
+    r.rules_generation = static_cast<int>(json_int(*tool, "rules_generation").value_or(1));
+  }
+  if (r.tool_name.empty()) {
+    // A fak receipt that carries the newer codes was judged by the newer rules.
+    for (const auto& p : r.points)
+      for (const auto& tp : p.tracks)
+        if (tp.reason_code.rfind("throughput_identity_", 0) == 0) r.rules_generation = 2;
   }
   if (const auto* load = json_object(o, "load")) r.load = *load;
   if (const auto* v = json_object(o, "validity")) {

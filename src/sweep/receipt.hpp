@@ -20,6 +20,8 @@ inline constexpr const char* kEnvelopeSchema = "fak.sweep-envelope.v1";
 
 enum class LoadMode { kConcurrency, kRate };
 
+inline constexpr int kRulesGeneration = 2;
+
 struct Contract {
   std::string track, model, engine, engine_receipt_digest;
   std::int64_t batch_capacity = 0;
@@ -107,6 +109,11 @@ struct SweepReceipt {
   // Ours.
   std::string tool_name = "modelperfobs";  // "" when read from a receipt without a tool block (fak's)
   std::string tool_version;
+  // Which generation of fak's rules judge the receipt (docs/SWEEP.md "fak's rules, two generations"):
+  // 1 before fak added the throughput identity (its codes throughput_identity_unknown|mismatch and
+  // the throughput_unit and token_count_basis envelope bindings), 2 with it. Ours write 2 (in
+  // tool.rules_generation); a fak receipt is read as 1 unless it shows the newer rules.
+  int rules_generation = kRulesGeneration;
   boost::json::object load;  // how points were driven: mode, arrivals, warm-up, slo, bounds
   bool valid = false;
   std::vector<std::string> validity_reasons, warnings;

@@ -106,6 +106,23 @@ bool ours_only(const std::string& path) {
   return key == "evidence" || key == "samples" || key == "p99_boundary" || key == "saturation";
 }
 
+// A fak receipt whose written envelope digests are the newer rules' (they bind the throughput unit
+// and token-count basis): it was written under generation 2.
+bool newer_digests(const SweepReceipt& r) {
+  SweepReceipt newer = r;
+  newer.rules_generation = 2;
+  bool any = false;
+  for (const auto& t : r.tracks) {
+    if (t.envelope_digest.empty()) continue;
+    for (const auto& c : r.contracts) {
+      if (c.track != t.track) continue;
+      if (envelope_digest(newer, c) != t.envelope_digest) return false;
+      any = true;
+    }
+  }
+  return any;
+}
+
 }  // namespace
 
 std::vector<JsonDifference> stated_differences(std::string_view text, const SweepReceipt& derived) {
@@ -182,6 +199,11 @@ VerifyOutcome verify_sweep(std::string_view text) {
   }
   SweepReceipt r = *parsed;
   rederive_from_samples(r, &out);
+  if (r.tool_name.empty() && r.rules_generation == 1 && newer_digests(r)) r.rules_generation = 2;
+  if (r.rules_generation < 1 || r.rules_generation > kRulesGeneration) {
+    out.problems.push_back(fmt::format("tool.rules_generation: written {}, re-derived (none: this tool knows 1 to {})",
+                                       r.rules_generation, kRulesGeneration));
+  }
   if (auto st = evaluate_sweep(r); !st) out.problems.push_back(st.error().message);
   // Every stated field against its re-derivation: statuses, codes, stats, evidence, summaries,
   // digests (fak's receipts: the fields fak writes).
@@ -210,8 +232,8 @@ VerifyOutcome verify_sweep(std::string_view text) {
       if (t.peak) tracks += fmt::format(" peak={}", t.peak->coordinate);
       if (t.sla_knee) tracks += fmt::format(" sla-knee={}", t.sla_knee->coordinate);
     }
-    out.summary =
-        fmt::format("sweep verify: OK: {} points, {} samples re-derived;{}", r.points.size(), samples, tracks);
+    out.summary = fmt::format("sweep verify: OK: {} points, {} samples re-derived, fak's rules of generation {};{}",
+                              r.points.size(), samples, r.rules_generation, tracks);
   } else {
     out.summary = fmt::format("sweep verify: FAILED: {}{}", out.problems.front(),
                               out.problems.size() > 1 ? fmt::format(" (and {} more)", out.problems.size() - 1) : "");

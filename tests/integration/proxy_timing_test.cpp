@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
 #include <future>
@@ -120,8 +121,10 @@ TEST(ProxyTiming, AStalledLoopDoesNotMoveTheFirstTokenTime) {
   EXPECT_GE(num(r.line.at("proxy_lag_ms")), r.stalled_ms - 1.0);
   EXPECT_LT(num(r.line.at("proxy_lag_ms")), 5000.0);
   // The ledger's TTFT is the engine's own plus the request leg (read before the stop) and the
-  // simulator's write, not plus the stall.
-  EXPECT_LT(num(r.line.at("ttft_ms")) - num(r.truth.at("ttft_ms")), 5.0);
+  // simulator's write, not plus the stall (at least 50 ms). The request leg is the proxy's forwarding
+  // and the engine's read: a few ms, more on a machine busy with other work (8.5 ms was seen beside
+  // a parallel build), so the bound is well under the stall rather than tight.
+  EXPECT_LT(num(r.line.at("ttft_ms")) - num(r.truth.at("ttft_ms")), std::min(20.0, r.stalled_ms / 2));
 }
 
 TEST(ProxyTiming, OnTheLoopsClockTheSameStallIsInTheTtftAndTheLineSaysLoop) {

@@ -402,5 +402,70 @@ TEST(SweepCache, ACarriedOverPointIsInvalidAndTheGateRefusesTheTrack) {
             "points[concurrency 2].tracks[ours].evidence.cache.carryover: written false, re-derived true");
 }
 
+// fak's newer rules (generation 2): a point's throughput must say what it counts, one basis for all
+// its samples and the same as the track's other points; the unit and basis are bound into the
+// envelope digest. Receipts of the older generation are judged by the rules they were written
+// under.
+TEST(SweepRules, ThroughputIdentityIsJudgedByTheGenerationTheReceiptWasWrittenUnder) {
+  auto mixed = [] {
+    auto r = scaling_sweep(8, {1, 2, 4, 8});
+    auto& tp = r.points[2].tracks[0];  // concurrency 4: one sample estimated, the rest exact
+    tp.samples[0].output_token_count_basis = "estimated_content_tokens";
+    tp.samples[0].output_tokens_exact.reset();
+    FoldOptions fo;
+    fo.slo_ms = 2000;
+    tp.stats = fold_samples(tp.samples, fo);
+    return r;
+  };
+  auto newer = mixed();
+  ASSERT_TRUE(evaluate_sweep(newer).ok());
+  EXPECT_EQ(newer.points[2].tracks[0].reason_code, "throughput_identity_mismatch");
+  EXPECT_EQ(newer.tracks[0].status, "invalid");
+  EXPECT_TRUE(verify_sweep(receipt_text(newer)).holds);
+
+  auto older = mixed();
+  older.rules_generation = 1;
+  ASSERT_TRUE(evaluate_sweep(older).ok());
+  EXPECT_EQ(older.points[2].tracks[0].status, "valid");  // generation 1 knows no throughput identity
+  EXPECT_EQ(older.tracks[0].status, "measured");
+  // The same receipt as fak's older writer wrote it: read as generation 1, and it verifies.
+  const std::string fak_old = go_marshal_indent(fak_shaped(older));
+  auto v = verify_sweep(fak_old);
+  EXPECT_TRUE(v.holds) << v.summary;
+  EXPECT_NE(v.summary.find("fak's rules of generation 1"), std::string::npos) << v.summary;
+
+  // Every point on one basis: both generations measure the track, with different digests.
+  auto exact = scaling_sweep(8, {1, 2, 4, 8});
+  auto exact_old = exact;
+  exact_old.rules_generation = 1;
+  ASSERT_TRUE(evaluate_sweep(exact).ok() && evaluate_sweep(exact_old).ok());
+  EXPECT_NE(exact.tracks[0].envelope_digest, exact_old.tracks[0].envelope_digest);
+  // fak's newer writer: recognised by its digest, verified as generation 2.
+  v = verify_sweep(go_marshal_indent(fak_shaped(exact)));
+  EXPECT_TRUE(v.holds) << v.summary;
+  EXPECT_NE(v.summary.find("fak's rules of generation 2"), std::string::npos) << v.summary;
+  v = verify_sweep(go_marshal_indent(fak_shaped(exact_old)));
+  EXPECT_TRUE(v.holds) << v.summary;
+  EXPECT_NE(v.summary.find("fak's rules of generation 1"), std::string::npos) << v.summary;
+
+  // A point in another basis than the track's lowest: mismatch; a unit missing: unknown.
+  auto other = scaling_sweep(8, {1, 2, 4, 8});
+  for (auto& x : other.points[3].tracks[0].samples) {
+    x.output_token_count_basis = "stream_content_events";
+    x.output_tokens_exact.reset();
+  }
+  FoldOptions fo;
+  fo.slo_ms = 2000;
+  other.points[3].tracks[0].stats = fold_samples(other.points[3].tracks[0].samples, fo);
+  other.points[1].tracks[0].stats.at("throughput_tok_s").as_object().erase("unit");
+  other.points[1].tracks[0].samples.clear();  // stats as written (a fak receipt without samples)
+  ASSERT_TRUE(evaluate_sweep(other).ok());
+  EXPECT_EQ(other.points[3].tracks[0].reason_code, "throughput_identity_mismatch");
+  EXPECT_NE(other.points[3].tracks[0].reason.find("where the track's lowest point has 'usage.completion_tokens/s'"),
+            std::string::npos)
+      << other.points[3].tracks[0].reason;
+  EXPECT_EQ(other.points[1].tracks[0].reason_code, "throughput_identity_unknown");
+}
+
 }  // namespace
 }  // namespace mpo::sweep
