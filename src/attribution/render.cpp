@@ -130,7 +130,9 @@ std::string attribution_json(const AttributionRun& run, const RunInputs& in) {
   o["tool"] = boost::json::object{{"name", "modelperfobs"}, {"version", in.tool_version}};
   boost::json::object inputs;
   if (!in.ledger.empty()) inputs["ledger"] = in.ledger;
+  if (!in.ledger_sha256.empty()) inputs["ledger_sha256"] = strings(in.ledger_sha256);
   if (!in.scrapes.empty()) inputs["scrapes"] = in.scrapes;
+  if (!in.scrapes_sha256.empty()) inputs["scrapes_sha256"] = strings(in.scrapes_sha256);
   if (!in.probe.empty()) inputs["probe"] = in.probe;
   inputs["window"] = in.window;
   if (in.max_scrape_age_s > 0) inputs["max_scrape_age_s"] = in.max_scrape_age_s;

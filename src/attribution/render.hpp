@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "attribution/adapter.hpp"
 
@@ -13,6 +14,9 @@ inline constexpr const char* kFakSchema = "fak-model-perf-attribution/1";
 
 struct RunInputs {
   std::string ledger, scrapes, window = "auto";
+  // "sha256:..." of each ledger and snapshots file as read, in the order of `ledger` and `scrapes`
+  // (comma-separated paths), so `attribute --verify` can show the files are the ones graded.
+  std::vector<std::string> ledger_sha256, scrapes_sha256;
   double max_scrape_age_s = 0;
   std::string probe;  // the probed URL, for `attribute --probe`
   std::string tool_version;

@@ -10,8 +10,6 @@
 namespace mpo::bandwidth {
 namespace {
 
-constexpr std::string_view kAggregation = "sum-cumulative-bytes-over-sum-profiled-kernel-active-nanoseconds";
-
 void tool_and_time(JsonObjectWriter& w, std::string_view schema, std::int64_t created_at_us, std::string_view version) {
   w.field("schema", schema).field("created_at", format_rfc3339_us(created_at_us));
   JsonObjectWriter tool;
@@ -83,6 +81,16 @@ Status check_context(const CaptureContext& c) {
   return Ok{};
 }
 
+std::vector<std::string> hbm_validity_reasons(const Rates& rates, bool has_duration) {
+  std::vector<std::string> reasons;
+  if (!rates.read_gb_s)
+    reasons.push_back("read bandwidth unavailable: a launch reported no dram__bytes_read.sum value");
+  if (!rates.write_gb_s)
+    reasons.push_back("write bandwidth unavailable: a launch reported no dram__bytes_write.sum value");
+  if (!has_duration) reasons.push_back("duration unavailable: a launch reported no gpu__time_duration.sum value");
+  return reasons;
+}
+
 Rates compute_rates(std::optional<std::uint64_t> read_bytes, std::optional<std::uint64_t> write_bytes,
                     std::optional<double> duration_ns, std::optional<double> theoretical_gb_s,
                     std::optional<double> device_roofline_gb_s) {
@@ -149,25 +157,10 @@ std::string ncu_receipt_json(const NcuImport& im, const CaptureContext& c, std::
     kernels += (i ? "," : "") + std::move(o).finish();
   }
   r.raw_field("kernels", kernels + "]");
-  r.raw_field(
-      "statements",
-      json_string_array({
-          "Profiled-kernel active-time bandwidth: the bytes the profiled kernels moved divided by the time they ran "
-          "under the profiler. Not request wall-time throughput.",
-          "Nsight Compute serialises and replays kernels: pair this receipt with an uninstrumented latency/throughput "
-          "run "
-          "of the same workload before drawing conclusions about serving.",
-          "The device label, engine and rooflines are the operator's statements; the CSV proves the process, the "
-          "launches, the counters and (when it has the column) the profiler's device ID.",
-      }));
+  r.raw_field("statements", json_string_array({kHbmStatements[0], kHbmStatements[1], kHbmStatements[2]}));
   w.raw_field("result", std::move(r).finish());
 
-  std::vector<std::string> reasons;
-  if (!rates.read_gb_s)
-    reasons.push_back("read bandwidth unavailable: a launch reported no dram__bytes_read.sum value");
-  if (!rates.write_gb_s)
-    reasons.push_back("write bandwidth unavailable: a launch reported no dram__bytes_write.sum value");
-  if (!im.duration_ns) reasons.push_back("duration unavailable: a launch reported no gpu__time_duration.sum value");
+  const auto reasons = hbm_validity_reasons(rates, im.duration_ns.has_value());
   JsonObjectWriter v;
   v.field("valid", rates.total_gb_s.has_value()).raw_field("reasons", json_string_array(reasons));
   w.raw_field("validity", std::move(v).finish());

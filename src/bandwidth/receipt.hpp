@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "bandwidth/ncu_import.hpp"
 #include "core/result.hpp"
@@ -44,6 +45,19 @@ struct Rates {
 Rates compute_rates(std::optional<std::uint64_t> read_bytes, std::optional<std::uint64_t> write_bytes,
                     std::optional<double> duration_ns, std::optional<double> theoretical_gb_s,
                     std::optional<double> device_roofline_gb_s);
+// validity.reasons of an HBM receipt: each direction or the duration that is unavailable.
+std::vector<std::string> hbm_validity_reasons(const Rates& rates, bool has_duration);
+
+// What every HBM receipt states in fixed words (verify checks them word for word).
+inline constexpr std::string_view kAggregation = "sum-cumulative-bytes-over-sum-profiled-kernel-active-nanoseconds";
+inline constexpr const char* kHbmStatements[] = {
+    "Profiled-kernel active-time bandwidth: the bytes the profiled kernels moved divided by the time they ran "
+    "under the profiler. Not request wall-time throughput.",
+    "Nsight Compute serialises and replays kernels: pair this receipt with an uninstrumented latency/throughput "
+    "run of the same workload before drawing conclusions about serving.",
+    "The device label, engine and rooflines are the operator's statements; the CSV proves the process, the "
+    "launches, the counters and (when it has the column) the profiler's device ID.",
+};
 
 std::string ncu_receipt_json(const NcuImport& import, const CaptureContext& context, std::int64_t created_at_us,
                              std::string_view tool_version);

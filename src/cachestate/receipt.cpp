@@ -51,7 +51,8 @@ boost::json::object probe_json(const ProbeObservation& p) {
   return o;
 }
 
-boost::json::object receipt_json(const TransitionReceipt& r) {
+// `fak`: in fak's shape (docs/FAK.md 4.3), without our fields.
+boost::json::object receipt_json(const TransitionReceipt& r, bool fak) {
   boost::json::object o;
   o["schema"] = r.schema;
   o["backend_before"] = identity_json(r.backend_before);
@@ -62,8 +63,10 @@ boost::json::object receipt_json(const TransitionReceipt& r) {
   m["name"] = r.mechanism.name;
   m["exit_ok"] = r.mechanism.exit_ok;
   if (!r.mechanism.detail.empty()) m["detail"] = r.mechanism.detail;
-  m["requests_sent"] = r.mechanism.requests_sent;
-  m["reused_tokens"] = r.mechanism.reused_tokens;
+  if (!fak) {
+    m["requests_sent"] = r.mechanism.requests_sent;
+    m["reused_tokens"] = r.mechanism.reused_tokens;
+  }
   o["mechanism"] = std::move(m);
   o["started_at"] = go_time(r.started_at_us);
   o["ended_at"] = go_time(r.ended_at_us);
@@ -76,6 +79,7 @@ boost::json::object receipt_json(const TransitionReceipt& r) {
     for (const auto& p : r.probes) a.push_back(probe_json(p));
     o["probes"] = std::move(a);
   }
+  if (fak) return o;
   o["pinned_prefix_digest"] = r.pinned_prefix_digest;
   o["pinned_prefix_tokens"] = r.pinned_prefix_tokens;
   if (r.precondition) o["precondition"] = probe_json(*r.precondition);
@@ -460,28 +464,36 @@ std::vector<std::string> validate_report(const Report& r) {
 }
 
 std::string report_text(const Report& r) {
+  const bool fak = r.schema == kFakReportSchema;  // written back in fak's own shape
   boost::json::object o;
   o["schema"] = r.schema;
-  o["created_at"] = go_time(r.created_at_us);
+  if (!fak) o["created_at"] = go_time(r.created_at_us);
   o["verdict"] = r.verdict;
   boost::json::object p;
   p["evidence_kind"] = r.provenance.evidence_kind;
   p["scope"] = r.provenance.scope;
   p["external_backend_claims"] = r.provenance.external_backend_claims;
   p["command"] = r.provenance.command;
-  p["tool_version"] = r.provenance.tool_version;
+  if (fak) {
+    p["go_version"] = r.provenance.go_version;
+    p["goos"] = r.provenance.goos;
+    p["goarch"] = r.provenance.goarch;
+    if (!r.provenance.code_revision.empty()) p["code_revision"] = r.provenance.code_revision;
+  } else {
+    p["tool_version"] = r.provenance.tool_version;
+  }
   p["code_state"] = r.provenance.code_state;
   p["captured_at"] = go_time(r.provenance.captured_at_us);
   p["note"] = r.provenance.note;
   o["provenance"] = std::move(p);
-  o["pinned_prefix_digest"] = r.pinned_prefix_digest;
+  if (!fak) o["pinned_prefix_digest"] = r.pinned_prefix_digest;
   boost::json::array arms;
   for (const auto& a : r.arms) {
     boost::json::object j;
     j["label"] = a.label;
     j["measurement_included"] = a.measurement_included;
     if (!a.invalid_reason.empty()) j["invalid_reason"] = a.invalid_reason;
-    j["transition_receipt"] = receipt_json(a.receipt);
+    j["transition_receipt"] = receipt_json(a.receipt, fak);
     arms.push_back(std::move(j));
   }
   o["arms"] = std::move(arms);

@@ -12,6 +12,10 @@
 #include "cli/files.hpp"
 #include "core/clock.hpp"
 #include "core/duration.hpp"
+#include "core/go_json.hpp"
+#include "core/json.hpp"
+#include "core/json_diff.hpp"
+#include "core/time.hpp"
 #include "ledger/reader.hpp"
 #include "net/backend_url.hpp"
 #include "scrape/fetch.hpp"
@@ -31,7 +35,7 @@ struct AttributeArgs {
   std::vector<std::string> ledgers;
   std::vector<std::string> scrapes;
   std::string window = "auto", max_scrape_age = "0s", format = "md", output;
-  std::string probe, metrics_url, model = "", prompt, api = "chat";
+  std::string probe, metrics_url, model = "", prompt, api = "chat", verify;
   int repeat = 2;
   std::int64_t max_tokens = 16;
 };
@@ -114,9 +118,113 @@ int run_probe(const AttributeArgs& a, std::vector<scrape::Snapshot>& snaps,
   return 0;
 }
 
+// Reads the ledgers and snapshots files (default: each ledger's <ledger>.scrape.jsonl) into
+// `records` and `snaps`, and names them with their digests in `inputs`. 0, or the exit code.
+int read_inputs(const std::vector<std::string>& ledgers, std::vector<std::string> scrape_files,
+                std::vector<ledger::LedgerRecord>& records, std::vector<scrape::Snapshot>& snaps,
+                attribution::RunInputs& inputs, bool quiet) {
+  for (const auto& path : ledgers) {
+    const auto bytes = read_text_file(path);
+    auto read = ledger::read_ledger_file(path, {});
+    if (!read || !bytes) {
+      std::cerr << "modelperfobs attribute: " << (read ? "cannot read " + path : read.error().message) << "\n";
+      return 1;
+    }
+    if (read->invalid_lines && !quiet)
+      std::cerr << fmt::format("modelperfobs attribute: warning: {}: {} invalid line(s) skipped\n", path,
+                               read->invalid_lines);
+    for (auto& r : read->records) records.push_back(std::move(r));
+    inputs.ledger_sha256.push_back(sha256_digest(*bytes));
+  }
+  if (scrape_files.empty()) {
+    for (const auto& l : ledgers) scrape_files.push_back(scrape::snapshots_path_for(l));
+  }
+  for (const auto& f : scrape_files) {
+    const auto text = read_text_file(f);
+    if (!text) {
+      std::cerr << "modelperfobs attribute: cannot read snapshots " << f
+                << " (record them with `proxy --scrape URL`, or give --scrapes FILE)\n";
+      return 1;
+    }
+    auto read = scrape::read_snapshots(*text);
+    if (!quiet)
+      for (const auto& p : read.problems) std::cerr << "modelperfobs attribute: warning: " << f << ": " << p << "\n";
+    for (auto& s : read.snapshots) snaps.push_back(std::move(s));
+    inputs.scrapes_sha256.push_back(sha256_digest(*text));
+  }
+  inputs.ledger = fmt::format("{}", fmt::join(ledgers, ","));
+  inputs.scrapes = fmt::format("{}", fmt::join(scrape_files, ","));
+  return 0;
+}
+
+std::vector<std::string> split_paths(std::string_view s) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos < s.size()) {
+    auto c = s.find(',', pos);
+    if (c == std::string_view::npos) c = s.size();
+    out.emplace_back(s.substr(pos, c - pos));
+    pos = c + 1;
+  }
+  return out;
+}
+
+// `attribute --verify FILE`: grades again from the files the JSON names (their digests must
+// match) with its window and scrape age, and compares every field; created_at and the tool's
+// version are when and by what it was written, taken as written.
+int run_verify(const std::string& path) {
+  const auto text = read_text_file(path);
+  if (!text) {
+    std::cerr << "modelperfobs attribute: cannot read " << path << "\n";
+    return 1;
+  }
+  auto doc = parse_exact_json(*text);
+  const boost::json::object* root = doc && doc->is_object() ? &doc->as_object() : nullptr;
+  const boost::json::object* in = root ? json_object(*root, "inputs") : nullptr;
+  auto refuse = [](const std::string& why) {
+    std::cout << "attribute verify: FAILED: " << why << "\n";
+    return 1;
+  };
+  if (!root || json_string(*root, "schema").value_or("") != attribution::kSchema || !in) {
+    return refuse(fmt::format("not a {} document with inputs", attribution::kSchema));
+  }
+  if (in->contains("probe")) {
+    return refuse(
+        "a --probe run keeps no ledger or snapshots to grade again; record them (proxy --scrape) and grade the "
+        "files instead");
+  }
+  auto choice = attribution::parse_window(json_string(*in, "window").value_or("auto"));
+  if (!choice) return refuse("inputs.window: " + choice.error().message);
+  const double age = json_double(*in, "max_scrape_age_s").value_or(0);
+  std::vector<ledger::LedgerRecord> records;
+  std::vector<scrape::Snapshot> snaps;
+  attribution::RunInputs again;
+  if (int rc = read_inputs(split_paths(json_string(*in, "ledger").value_or("")),
+                           split_paths(json_string(*in, "scrapes").value_or("")), records, snaps, again, true)) {
+    return rc;
+  }
+  again.window = std::string(json_string(*in, "window").value_or("auto"));
+  again.max_scrape_age_s = age;
+  again.created_at_us = parse_rfc3339(json_string(*root, "created_at").value_or("")).value_or(0);
+  if (const auto* tool = json_object(*root, "tool")) again.tool_version = json_string(*tool, "version").value_or("");
+  const auto run = attribution::attribute_run(std::move(snaps), records, *choice, static_cast<std::int64_t>(age * 1e6));
+  auto derived = parse_exact_json(attribution::attribution_json(run, again));
+  const auto diffs = json_differences(*doc, *derived);
+  if (!diffs.empty()) {
+    std::cout << "attribute verify: FAILED: " << describe(diffs.front())
+              << (diffs.size() > 1 ? fmt::format(" (and {} more)", diffs.size() - 1) : "") << "\n";
+    for (const auto& d : diffs) std::cout << "  " << describe(d) << "\n";
+    return 1;
+  }
+  std::cout << fmt::format("attribute verify: OK: {} windows graded again from {} requests and {} snapshots\n",
+                           run.windows.size(), run.requests.size(), run.snapshots.size());
+  return 0;
+}
+
 int run(const AttributeArgs& a) {
+  if (!a.verify.empty()) return run_verify(a.verify);
   if (a.probe.empty() == a.ledgers.empty())
-    return usage_error("give --ledger FILE (with its snapshots) or --probe URL");
+    return usage_error("give --ledger FILE (with its snapshots), --probe URL, or --verify FILE");
   auto choice = attribution::parse_window(a.window);
   if (!choice) return usage_error(choice.error().message);
   auto age = parse_duration_s(a.max_scrape_age);
@@ -128,35 +236,8 @@ int run(const AttributeArgs& a) {
   if (!a.probe.empty()) {
     if (int rc = run_probe(a, snaps, records)) return rc;
     inputs.probe = a.probe;
-  } else {
-    for (const auto& path : a.ledgers) {
-      auto read = ledger::read_ledger_file(path, {});
-      if (!read) {
-        std::cerr << "modelperfobs attribute: " << read.error().message << "\n";
-        return 1;
-      }
-      if (read->invalid_lines)
-        std::cerr << fmt::format("modelperfobs attribute: warning: {}: {} invalid line(s) skipped\n", path,
-                                 read->invalid_lines);
-      for (auto& r : read->records) records.push_back(std::move(r));
-    }
-    std::vector<std::string> scrape_files = a.scrapes;
-    if (scrape_files.empty()) {
-      for (const auto& l : a.ledgers) scrape_files.push_back(scrape::snapshots_path_for(l));
-    }
-    for (const auto& f : scrape_files) {
-      const auto text = read_text_file(f);
-      if (!text) {
-        std::cerr << "modelperfobs attribute: cannot read snapshots " << f
-                  << " (record them with `proxy --scrape URL`, or give --scrapes FILE)\n";
-        return 1;
-      }
-      auto read = scrape::read_snapshots(*text);
-      for (const auto& p : read.problems) std::cerr << "modelperfobs attribute: warning: " << f << ": " << p << "\n";
-      for (auto& s : read.snapshots) snaps.push_back(std::move(s));
-    }
-    inputs.ledger = fmt::format("{}", fmt::join(a.ledgers, ","));
-    inputs.scrapes = fmt::format("{}", fmt::join(scrape_files, ","));
+  } else if (int rc = read_inputs(a.ledgers, a.scrapes, records, snaps, inputs, false)) {
+    return rc;
   }
   inputs.window = a.window;
   inputs.max_scrape_age_s = *age;
@@ -213,6 +294,13 @@ std::function<int()> setup_attribute(CLI::App& app) {
                  "prefix-cache hit)")
       ->capture_default_str();
   app.add_option("--max-tokens", a->max_tokens, "--probe: output tokens per request")->capture_default_str();
+  app.add_option("--verify", a->verify,
+                 "grade again from the files a --format json result names (their sha256 must match) and compare "
+                 "every field; exit 1 on the first difference, named")
+      ->check(CLI::ExistingFile);
+  app.footer(
+      "Exit codes: 0 graded (or verified); 1 no window to grade, a file cannot be read, a probe request failed, or "
+      "--verify found a difference; 2 usage error.");
   return [a] { return run(*a); };
 }
 

@@ -236,6 +236,25 @@ TEST(Receipt, VerifyCatchesTamperingAndNulls) {
     ASSERT_FALSE(v.ok()) << json;
     EXPECT_NE(v.error().message.find(why), std::string::npos) << v.error().message;
   }
+  // The per-kernel breakdown, the fixed texts and the reasons are checked too.
+  auto in_kernels = [&](const std::string& key) {
+    std::string s = good;
+    const auto at = s.find("\"" + key + "\":", s.find("\"kernels\":["));
+    EXPECT_NE(at, std::string::npos) << key;
+    return s.insert(at + key.size() + 3, "1");
+  };
+  const std::pair<std::string, std::string> more[] = {
+      {in_kernels("read_bytes"), "result.kernels' read_bytes add up to"},
+      {in_kernels("duration_ns"), "result.kernels' duration_ns add up to"},
+      {replace("Not request wall-time throughput.", "Request throughput."), "result.statements are not"},
+      {replace("sum-cumulative-bytes-over", "max-bytes-over"), "result.aggregation_scope must be"},
+      {replace("\"reasons\":[]", "\"reasons\":[\"fine\"]"), "validity.reasons do not follow"},
+  };
+  for (const auto& [json, why] : more) {
+    auto v = verify_receipt(json);
+    ASSERT_FALSE(v.ok()) << json;
+    EXPECT_NE(v.error().message.find(why), std::string::npos) << v.error().message;
+  }
 }
 
 TEST(Receipt, HostSampleIsNeverHbmEvidence) {

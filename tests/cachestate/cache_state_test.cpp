@@ -237,6 +237,7 @@ TEST(CacheState, FaksReportVerifiesUnderFaksRulesAndOursAreNamedWhereStricter) {
   auto r = parse_report(text);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->provenance.go_version, "go1.24.5");
+  EXPECT_EQ(report_text(*r), text);  // written back in fak's shape, byte for byte
   EXPECT_TRUE(validate_report(*r).empty()) << validate_report(*r).front();
   const auto stricter = stricter_than_fak(*r);
   ASSERT_EQ(stricter.size(), 1u);

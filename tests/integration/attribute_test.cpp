@@ -131,6 +131,31 @@ TEST(Attribute, SequentialRequestsAreIsolatedOverlappingOnesAreACohort) {
   EXPECT_EQ(fak.exit_code, 0);
   EXPECT_EQ(read_lines(ledger).size(), 7u);
   EXPECT_NE(fak.out.find("\"schema\":\"fak-model-perf-attribution/1\""), std::string::npos);
+
+  // The JSON names its files with their digests; --verify grades them again and compares.
+  const std::string out = dir + "/attribution.json";
+  ASSERT_EQ(run_cli({"attribute", "--ledger", ledger, "--window", "per-request", "--format", "json", "--output", out})
+                .exit_code,
+            0);
+  auto ok = run_cli({"attribute", "--verify", out});
+  EXPECT_EQ(ok.exit_code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("attribute verify: OK: "), std::string::npos) << ok.out;
+  std::string text = read_file(out);
+  const std::string isolated_grade = "\"grade\": \"isolated-window\"";
+  const auto at = text.find(isolated_grade);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, isolated_grade.size(), "\"grade\": \"request-correlated\"");
+  write_file(dir + "/edited.json", text);
+  auto edited = run_cli({"attribute", "--verify", dir + "/edited.json"});
+  EXPECT_EQ(edited.exit_code, 1);
+  EXPECT_NE(edited.out.find(".grade: written \"request-correlated\", re-derived \"isolated-window\""),
+            std::string::npos)
+      << edited.out;
+  // A ledger changed after grading: its digest no longer matches.
+  write_file(ledger, read_file(ledger) + "\n");
+  auto changed = run_cli({"attribute", "--verify", out});
+  EXPECT_EQ(changed.exit_code, 1);
+  EXPECT_NE(changed.out.find("inputs.ledger_sha256[0]: written"), std::string::npos) << changed.out;
 }
 
 TEST(Attribute, PreemptionUnderKvPressureStaysWithTheCohort) {
