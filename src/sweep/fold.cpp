@@ -363,6 +363,11 @@ boost::json::object cache_evidence(std::span<const Sample> samples, const CacheD
     o["limit_share"] = limit;
     o["carryover"] = share > limit;
   };
+  // Not optionals: GCC 12 warns (maybe-uninitialized) on reading them after the branch below.
+  const bool counted = server && json_double(*server, "prefix_cache_hits_delta") &&
+                       json_double(*server, "prefix_cache_queries_delta").value_or(0) > 0;
+  const double hits = counted ? *json_double(*server, "prefix_cache_hits_delta") : 0;
+  const double queries = counted ? *json_double(*server, "prefix_cache_queries_delta") : 0;
   if (with_usage > 0 && prompt > 0) {
     o["status"] = "measured";
     o["source"] = "usage.cached_tokens";
@@ -372,18 +377,18 @@ boost::json::object cache_evidence(std::span<const Sample> samples, const CacheD
     const double p = static_cast<double>(prompt);
     judge(static_cast<double>(cached) / p,
           std::min(1.0, d.declared_shared_share + static_cast<double>(kCacheAllowanceTokens * with_usage) / p));
+    // The engine's own counters beside it (warm-up requests included), as a second witness.
+    if (counted) o["server_cached_share"] = hits / queries;
     return o;
   }
-  const auto hits = server ? json_double(*server, "prefix_cache_hits_delta") : std::nullopt;
-  const auto queries = server ? json_double(*server, "prefix_cache_queries_delta") : std::nullopt;
-  if (hits && queries && *queries > 0) {
+  if (counted) {
     o["status"] = "measured";
     o["source"] = std::string(json_string(*server, "prefix_cache_source").value_or("server prefix-cache counters"));
     o["requests"] = reaching;
-    o["prompt_tokens"] = *queries;
-    o["cached_tokens"] = *hits;
-    judge(*hits / *queries,
-          std::min(1.0, d.declared_shared_share + static_cast<double>(kCacheAllowanceTokens * reaching) / *queries));
+    o["prompt_tokens"] = queries;
+    o["cached_tokens"] = hits;
+    judge(hits / queries,
+          std::min(1.0, d.declared_shared_share + static_cast<double>(kCacheAllowanceTokens * reaching) / queries));
     return o;
   }
   o["status"] = "not_measured";

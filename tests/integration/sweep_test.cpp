@@ -179,6 +179,7 @@ TEST(Sweep, NoPointIsServedFromThePrefixCacheAnEarlierPointFilled) {
     EXPECT_EQ(cache.at("status"), "measured") << c;
     EXPECT_EQ(cache.at("source"), "usage.cached_tokens") << c;
     EXPECT_EQ(cache.at("cached_tokens").to_number<double>(), 0) << "concurrency " << c;
+    EXPECT_LT(cache.at("server_cached_share").to_number<double>(), 0.5) << c;  // the engine's own counters agree
     EXPECT_EQ(tp.at("status"), "valid") << c;
   }
   EXPECT_EQ(fresh.receipt.at("load").at("prompts").as_string().rfind("distinct_per_point", 0), 0u);
@@ -196,6 +197,7 @@ TEST(Sweep, NoPointIsServedFromThePrefixCacheAnEarlierPointFilled) {
     const auto& tp = track_point(same.receipt, c);
     EXPECT_EQ(tp.at("reason_code"), "cache_carryover") << c;
     EXPECT_GT(cached_share(tp), 0.5) << c;
+    EXPECT_GT(tp.at("evidence").at("cache").at("server_cached_share").to_number<double>(), 0.5) << c;
   }
   EXPECT_EQ(summary(same.receipt).at("status"), "invalid");
   EXPECT_EQ(run_cli({"sweep", "verify", same.path}).exit_code, 0);
