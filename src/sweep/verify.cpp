@@ -138,17 +138,28 @@ std::vector<JsonDifference> stated_differences(std::string_view text, const Swee
 
 namespace {
 
+VerifyOutcome refused(const Error& e) {
+  VerifyOutcome out;
+  out.problems.push_back(e.message);
+  out.summary = "sweep verify: REFUSED: " + e.message;
+  return out;
+}
+
+// Sets `holds` and, when it does not, the summary naming the first problem.
+void conclude(VerifyOutcome& out) {
+  out.holds = out.problems.empty();
+  if (out.holds) return;
+  out.summary = fmt::format("sweep verify: FAILED: {}{}", out.problems.front(),
+                            out.problems.size() > 1 ? fmt::format(" (and {} more)", out.problems.size() - 1) : "");
+}
+
 // A parity receipt (docs/FAK.md 6.5): each track's stats re-folded from its samples (a track without
 // samples keeps its written stats), the ours-vs-SGLang tax re-derived from the stats, every field
 // compared.
 VerifyOutcome verify_parity(std::string_view text) {
   VerifyOutcome out;
   auto parsed = parse_parity(text);
-  if (!parsed) {
-    out.problems.push_back(parsed.error().message);
-    out.summary = "sweep verify: REFUSED: " + parsed.error().message;
-    return out;
-  }
+  if (!parsed) return refused(parsed.error());
   ParityReport r = *parsed;
   const auto doc = parse_exact_json(text);
   const bool ours = json_object(doc->as_object(), "tool") != nullptr;
@@ -170,15 +181,12 @@ VerifyOutcome verify_parity(std::string_view text) {
   o.extra_written_fields_differ = ours;
   if (!ours) o.skip = [](const std::string& path) { return path == "tool" || last_key(path) == "samples"; };
   for (const auto& d : json_differences(*doc, parity_json(r), o)) out.problems.push_back(describe(d));
-  out.holds = out.problems.empty();
+  conclude(out);
   if (out.holds) {
     std::string tracks;
     for (const auto& t : r.tracks) tracks += fmt::format(" {} {}", t.track, t.measured ? "measured" : "not_measured");
     out.summary = fmt::format("sweep verify: OK: parity receipt at concurrency {}, {} samples re-derived;{}",
                               r.concurrency, samples, tracks);
-  } else {
-    out.summary = fmt::format("sweep verify: FAILED: {}{}", out.problems.front(),
-                              out.problems.size() > 1 ? fmt::format(" (and {} more)", out.problems.size() - 1) : "");
   }
   return out;
 }
@@ -192,11 +200,7 @@ VerifyOutcome verify_sweep(std::string_view text) {
   }
   VerifyOutcome out;
   auto parsed = parse_sweep_receipt(text);
-  if (!parsed) {
-    out.problems.push_back(parsed.error().message);
-    out.summary = "sweep verify: REFUSED: " + parsed.error().message;
-    return out;
-  }
+  if (!parsed) return refused(parsed.error());
   SweepReceipt r = *parsed;
   rederive_from_samples(r, &out);
   if (r.tool_name.empty() && r.rules_generation == 1 && newer_digests(r)) r.rules_generation = 2;
@@ -221,7 +225,7 @@ VerifyOutcome verify_sweep(std::string_view text) {
       out.problems.push_back(fmt::format("the receipt does not re-derive byte for byte: line {} differs", line));
     }
   }
-  out.holds = out.problems.empty();
+  conclude(out);
   std::size_t samples = 0;
   for (const auto& p : r.points)
     for (const auto& tp : p.tracks) samples += tp.samples.size();
@@ -234,9 +238,6 @@ VerifyOutcome verify_sweep(std::string_view text) {
     }
     out.summary = fmt::format("sweep verify: OK: {} points, {} samples re-derived, fak's rules of generation {};{}",
                               r.points.size(), samples, r.rules_generation, tracks);
-  } else {
-    out.summary = fmt::format("sweep verify: FAILED: {}{}", out.problems.front(),
-                              out.problems.size() > 1 ? fmt::format(" (and {} more)", out.problems.size() - 1) : "");
   }
   return out;
 }
