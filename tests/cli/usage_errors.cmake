@@ -75,7 +75,7 @@ expect("sweep;--model;m;--track;ours=http://127.0.0.1:9/v1;--track;bogus=http://
 expect("sweep;--url;http://127.0.0.1:9/v1;--model;m;--concurrencies;1;--ledger;${OUT_DIR}/dead.ledger.jsonl;--output;${OUT_DIR}/dead.json;--quiet"
        1 "" "cannot reach http://127.0.0.1:9/v1/models")
 expect("sweep;gate;--artifact;${CMAKE_CURRENT_LIST_DIR}/usage_errors.cmake" 2 "" "give --claim TEXT or --claim-file FILE")
-expect("attribute" 2 "" "give --ledger FILE \\(with its snapshots\\) or --probe URL")
+expect("attribute" 2 "" "give --ledger FILE \\(with its snapshots\\), --probe URL, or --verify FILE")
 expect("attribute;--probe;http://127.0.0.1:9/v1;--window;sometimes" 2 "" "use auto, per-request or FROM,TO")
 expect("cache-state-bench;--backend;tgi" 2 "" "--backend is in-process or vllm")
 expect("cache-state-bench;--transitions;warm_boot" 2 "" "unknown transition 'warm_boot'")
