@@ -124,16 +124,17 @@ int read_inputs(const std::vector<std::string>& ledgers, std::vector<std::string
                 std::vector<ledger::LedgerRecord>& records, std::vector<scrape::Snapshot>& snaps,
                 attribution::RunInputs& inputs, bool quiet) {
   for (const auto& path : ledgers) {
+    // Read once: the digest is of the very bytes graded.
     const auto bytes = read_text_file(path);
-    auto read = ledger::read_ledger_file(path, {});
-    if (!read || !bytes) {
-      std::cerr << "modelperfobs attribute: " << (read ? "cannot read " + path : read.error().message) << "\n";
+    if (!bytes) {
+      std::cerr << "modelperfobs attribute: cannot read " << path << "\n";
       return 1;
     }
-    if (read->invalid_lines && !quiet)
+    auto read = ledger::read_ledger(*bytes);
+    if (read.invalid_lines && !quiet)
       std::cerr << fmt::format("modelperfobs attribute: warning: {}: {} invalid line(s) skipped\n", path,
-                               read->invalid_lines);
-    for (auto& r : read->records) records.push_back(std::move(r));
+                               read.invalid_lines);
+    for (auto& r : read.records) records.push_back(std::move(r));
     inputs.ledger_sha256.push_back(sha256_digest(*bytes));
   }
   if (scrape_files.empty()) {

@@ -609,11 +609,15 @@ Status evaluate_sweep(SweepReceipt& r) {
   r.coordinates.assign(coords.begin(), coords.end());
   std::sort(r.points.begin(), r.points.end(),
             [](const Point& a, const Point& b) { return a.coordinate < b.coordinate; });
+  std::map<std::string, std::optional<ThroughputIdentity>> references;  // once per track, before any status moves
+  for (const auto& p : r.points)
+    for (const auto& tp : p.tracks)
+      if (!references.count(tp.track)) references[tp.track] = track_reference(r, tp.track);
   for (auto& p : r.points) {
     for (auto& tp : p.tracks) {
       const auto it =
           std::find_if(r.contracts.begin(), r.contracts.end(), [&](const Contract& c) { return c.track == tp.track; });
-      evaluate_point(r, p, tp, it == r.contracts.end() ? nullptr : &*it, track_reference(r, tp.track));
+      evaluate_point(r, p, tp, it == r.contracts.end() ? nullptr : &*it, references[tp.track]);
     }
   }
   r.tracks.clear();
