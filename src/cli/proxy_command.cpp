@@ -24,6 +24,7 @@ struct ProxyArgs {
   std::string scrape_interval = "1s";
   std::string retry_stale = "on";
   std::string timestamps = "kernel";
+  std::string otlp_metrics_interval;
 };
 
 // What the --scrape URL answers at start-up, as a warning: a proxy may well start before its engine
@@ -88,6 +89,15 @@ int run(ProxyArgs& a) {
     return 2;
   }
   a.opts.scrape_interval_s = *interval;
+  if (!a.otlp_metrics_interval.empty()) {
+    auto every = parse_duration_s(a.otlp_metrics_interval);
+    if (!every || *every <= 0) {
+      std::cerr << "modelperfobs proxy: --otlp-metrics-interval: "
+                << (every ? std::string("must be above 0") : every.error().message) << "\n";
+      return 2;
+    }
+    a.opts.otlp.metrics_interval_s = *every;
+  }
   startup_check(a.opts);
   return proxy::run_proxy(a.opts);
 }
@@ -155,6 +165,27 @@ std::function<int()> setup_proxy(CLI::App& app) {
   app.add_option("--scrape-interval", a->scrape_interval, "time between engine snapshots")->capture_default_str();
   app.add_option("--scrape-output", a->opts.scrape_output,
                  "snapshots file (modelperfobs.scrape.v1 JSONL; default: the ledger's name with .scrape.jsonl)");
+  app.add_option("--otlp-endpoint", a->opts.otlp.endpoint,
+                 "OTLP/HTTP base URL of a collector, e.g. http://127.0.0.1:4318: one span per request to "
+                 "/v1/traces and the gen_ai.client.* metrics to /v1/metrics (default: $OTEL_EXPORTER_OTLP_ENDPOINT; "
+                 "none: no export). The other OTEL_EXPORTER_OTLP_* and OTEL_* variables are honoured (docs/OTEL.md)");
+  app.add_option("--otlp-protocol", a->opts.otlp.protocol,
+                 "http/protobuf (the collector's default) or http/json (default: $OTEL_EXPORTER_OTLP_PROTOCOL, "
+                 "else http/protobuf)")
+      ->check(CLI::IsMember({"http/protobuf", "http/json"}));
+  app.add_option("--otlp-metrics-interval", a->otlp_metrics_interval,
+                 "time between OTLP metric exports (default: $OTEL_METRIC_EXPORT_INTERVAL in ms, else 60s)");
+  app.add_option(
+         "--otlp-ca", a->opts.otlp.ca_file,
+         std::string(net::kCaFileHelp) + " (for an https OTLP endpoint; default: $OTEL_EXPORTER_OTLP_CERTIFICATE)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--genai-provider", a->opts.genai_provider,
+                 "gen_ai.provider.name on spans and metrics, e.g. openai, anthropic, aws.bedrock (default: anthropic "
+                 "for the Messages API, openai for the rest)");
+  app.add_option("--max-model-labels", a->opts.max_model_labels,
+                 "distinct model names kept as label values of the gen_ai_* metrics; later ones are counted as _other")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   return [a] { return run(*a); };
 }
 

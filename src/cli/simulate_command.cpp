@@ -15,6 +15,7 @@ struct SimulateArgs {
   std::string profile_path;
   std::uint64_t seed = 42;
   std::string truth_path;
+  std::string otlp_traces_endpoint;
   int tokens_per_chunk = 0;
   bool reasoning = false;
   std::string stream_end = "vllm";
@@ -48,6 +49,7 @@ int run_simulate(const SimulateArgs& a) {
   opts.port = addr->port;
   opts.seed = a.seed;
   opts.truth_path = a.truth_path;
+  opts.otlp_traces_endpoint = a.otlp_traces_endpoint;
   opts.llamacpp_stream_end = a.stream_end == "llamacpp";
   return sim::run_simulator(profile, opts);
 }
@@ -64,6 +66,10 @@ std::function<int()> setup_simulate(CLI::App& app) {
       ->check(CLI::ExistingFile);
   app.add_option("--seed", args->seed, "seed of every random choice; same seed, same outputs")->capture_default_str();
   app.add_option("--truth", args->truth_path, "append one JSONL line of engine truth per finished request");
+  app.add_option("--otlp-traces-endpoint", args->otlp_traces_endpoint,
+                 "OTLP/HTTP traces URL (e.g. http://127.0.0.1:4318/v1/traces, used as it is, as vLLM's flag): one "
+                 "span per request shaped like vLLM's (llm_request: queue, prefill, decode, e2e), a child of the "
+                 "request's traceparent (docs/OTEL.md)");
   app.add_option("--tokens-per-chunk", args->tokens_per_chunk, "tokens per SSE event (imitates servers that coalesce)")
       ->check(CLI::Range(1, 4096));
   app.add_flag("--reasoning", args->reasoning, "stream delta.reasoning_content before content (a reasoning model)");

@@ -38,6 +38,8 @@ std::string render_observation(const Observation& o) {
       .optional_field("response_model", o.response_model)
       .optional_field("response_id", o.response_id)
       .optional_field("upstream_request_id", o.upstream_request_id)
+      .optional_field("trace_id", o.trace_id)
+      .optional_field("span_id", o.span_id)
       .field("stream", o.stream)
       .field("usage_requested", o.usage_requested)
       .field("usage_injected", o.usage_injected)

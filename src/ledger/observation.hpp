@@ -22,6 +22,10 @@ struct Observation {
   std::string path;
   std::string operation;  // chat, text_completion, responses, messages, embeddings, rerank, score, models, other
   std::optional<std::string> model, response_model, response_id, upstream_request_id;
+  // W3C trace context (docs/OTEL.md): the request's trace (the client's, or one the proxy started)
+  // and the proxy's span in it, the parent of the engine's spans; 32 and 16 lowercase hex digits.
+  // Proxy lines only (null in sweep lines).
+  std::optional<std::string> trace_id, span_id;
   bool stream = false;
   bool usage_requested = false;
   bool usage_injected = false;

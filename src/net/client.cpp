@@ -157,6 +157,9 @@ asio::awaitable<Exchange> exchange(Client& client, ExchangeOptions opts, Clock::
     co_return out;
   }
   out.status = static_cast<int>(parser.get().result_int());
+  if (auto it = parser.get().find(http::field::retry_after); it != parser.get().end()) {
+    out.retry_after = std::string(it->value());
+  }
   out.body = std::move(parser.get().body());
   co_return out;
 }

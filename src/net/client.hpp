@@ -135,7 +135,8 @@ class Client {
 struct Exchange {
   int status = 0;
   std::string body;
-  std::optional<Failure> failure;  // set when no complete response arrived (also: a body over max_body)
+  std::optional<std::string> retry_after;  // the response's Retry-After, when it sent one
+  std::optional<Failure> failure;          // set when no complete response arrived (also: a body over max_body)
 };
 struct ExchangeOptions {
   http::verb method = http::verb::get;

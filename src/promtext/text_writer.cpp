@@ -82,6 +82,10 @@ void TextWriter::labels(const Range& ls) {
 void TextWriter::number(double v) { out_ += format_number(v, numbers_); }
 
 TextWriter& TextWriter::sample(std::string_view name, std::initializer_list<LabelView> ls, double value) {
+  return sample(name, std::span<const LabelView>(ls.begin(), ls.size()), value);
+}
+
+TextWriter& TextWriter::sample(std::string_view name, std::span<const LabelView> ls, double value) {
   out_ += name;
   labels(ls);
   out_ += ' ';
@@ -116,6 +120,12 @@ TextWriter& TextWriter::sample(std::string_view name, const Labels& ls, double v
 }
 
 TextWriter& TextWriter::histogram_samples(std::string_view name, std::initializer_list<LabelView> ls,
+                                          std::span<const double> upper_bounds, std::span<const std::uint64_t> counts,
+                                          double sum) {
+  return histogram_samples(name, std::span<const LabelView>(ls.begin(), ls.size()), upper_bounds, counts, sum);
+}
+
+TextWriter& TextWriter::histogram_samples(std::string_view name, std::span<const LabelView> ls,
                                           std::span<const double> upper_bounds, std::span<const std::uint64_t> counts,
                                           double sum) {
   const std::string bucket = fmt::format("{}_bucket", name);

@@ -37,6 +37,7 @@ class TextWriter {
   TextWriter& unit(std::string_view name, std::string_view unit);  // OpenMetrics "# UNIT"
 
   TextWriter& sample(std::string_view name, std::initializer_list<LabelView> labels, double value);
+  TextWriter& sample(std::string_view name, std::span<const LabelView> labels, double value);
   TextWriter& sample(std::string_view name, const Labels& labels, double value,
                      std::optional<double> timestamp = std::nullopt, const Exemplar* exemplar = nullptr);
 
@@ -45,6 +46,9 @@ class TextWriter {
   // `name_count` and `name_sum`. `counts` are per bucket (not cumulative), the last one the
   // overflow above the highest bound.
   TextWriter& histogram_samples(std::string_view name, std::initializer_list<LabelView> labels,
+                                std::span<const double> upper_bounds, std::span<const std::uint64_t> counts,
+                                double sum);
+  TextWriter& histogram_samples(std::string_view name, std::span<const LabelView> labels,
                                 std::span<const double> upper_bounds, std::span<const std::uint64_t> counts,
                                 double sum);
 

@@ -23,11 +23,13 @@
 #include "net/client.hpp"
 #include "openai/chunk.hpp"
 #include "openai/stream_tap.hpp"
+#include "promtext/text_writer.hpp"
 #include "proxy/backend_notes.hpp"
 #include "proxy/correlation.hpp"
 #include "proxy/outcome.hpp"
 #include "proxy/proxy_metrics.hpp"
 #include "proxy/receive.hpp"
+#include "proxy/telemetry.hpp"
 #include "proxy/timing.hpp"
 #include "proxy/upstream_policy.hpp"
 #include "proxy/upstream_pool.hpp"
@@ -74,6 +76,8 @@ struct Exchange {
   std::int64_t t0_us = 0;  // the request's arrival on the steady clock
   LineTiming timing;
   RxStamp last_rx;  // the latest read of this exchange (request, response head, body)
+  otel::RequestTrace trace;
+  std::string trace_state;  // the client's tracestate, forwarded when its traceparent was valid
 };
 
 class Proxy {
@@ -105,6 +109,14 @@ class Proxy {
     pool_ =
         std::make_unique<UpstreamPool>(*client_, opts_.connect_timeout_s, opts_.pool_idle_s, opts_.kernel_timestamps);
     if (auto st = ledger_.open(); !st) return st;
+    auto telemetry = Telemetry::make(
+        {opts_.otlp, {opts_.genai_provider, backend_.host, backend_.port, opts_.max_model_labels}, opts_.instance},
+        [](std::string_view name) -> std::optional<std::string> {
+          const char* v = std::getenv(std::string(name).c_str());
+          return v ? std::optional<std::string>(v) : std::nullopt;
+        });
+    if (!telemetry) return make_error("proxy.otlp", telemetry.error().message);
+    telemetry_ = std::move(*telemetry);
     if (scraper_) {
       if (auto st = scraper_->open(); !st) return st;
     }
@@ -128,13 +140,16 @@ class Proxy {
   void start() {
     asio::co_spawn(io_, accept_loop(acceptor_, false), asio::detached);
     if (opts_.admin_enabled) asio::co_spawn(io_, accept_loop(admin_acceptor_, true), asio::detached);
+    if (telemetry_->exports_metrics()) asio::co_spawn(io_, export_metrics_loop(), asio::detached);
     if (scraper_) scraper_->start(io_);
   }
 
   // "ledger L" or "ledger L, engine snapshots S": what the startup line names.
   std::string outputs() const {
-    return scraper_ ? fmt::format("ledger {}, engine snapshots {}", opts_.ledger_path, scraper_->output())
-                    : fmt::format("ledger {}", opts_.ledger_path);
+    std::string out = scraper_ ? fmt::format("ledger {}, engine snapshots {}", opts_.ledger_path, scraper_->output())
+                               : fmt::format("ledger {}", opts_.ledger_path);
+    if (const auto otlp = telemetry_->describe(); !otlp.empty()) out += ", " + otlp;
+    return out;
   }
 
   void begin_shutdown() {
@@ -194,7 +209,18 @@ class Proxy {
     ledger_.close();
     report_ledger_losses();
     if (scraper_) scraper_->stop();
+    telemetry_->stop(std::min(5.0, opts_.drain_timeout_s));  // a dead collector delays the exit this long at most
     io_.stop();
+  }
+
+  // Every --otlp-metrics-interval, the GenAI metrics' cumulative snapshot to the exporter.
+  awaitable<void> export_metrics_loop() {
+    asio::steady_timer t(io_);
+    while (!stopping_) {
+      t.expires_after(seconds(telemetry_->metrics_interval_s()));
+      co_await t.async_wait(kNoThrow);
+      if (!stopping_) telemetry_->export_metrics_now();
+    }
   }
 
   awaitable<void> accept_loop(tcp::acceptor& acceptor, bool admin) {
@@ -236,6 +262,9 @@ class Proxy {
       metrics_.set_in_flight(in_flight_);
       res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
       res.body() = metrics_.render({ledger_.lines_written(), ledger_.lines_dropped(), ledger_.write_errors()});
+      promtext::TextWriter w(promtext::Format::kText004, promtext::NumberStyle::kPython);
+      telemetry_->render_prometheus(w);
+      res.body() += std::move(w).take();
     } else if (req.target() == "/healthz") {
       res.set(http::field::content_type, "text/plain");
       res.body() = "ok\n";
@@ -326,6 +355,18 @@ class Proxy {
     auto id_it = req.find(opts_.id_header);
     const std::string_view client_id = id_it == req.end() ? std::string_view() : std::string_view(id_it->value());
     o.observation_id = adopt_or_new_id(client_id, ids_, o.started_at_us / 1000);
+    // W3C trace context: one traceparent continues the client's trace (two make it invalid).
+    std::optional<std::string_view> traceparent;
+    if (auto tp = req.find("traceparent"); tp != req.end() && req.count("traceparent") == 1) traceparent = tp->value();
+    x.trace = telemetry_->begin(traceparent);
+    if (x.trace.continued) {
+      for (auto [it, end] = req.equal_range("tracestate"); it != end; ++it) {
+        if (!x.trace_state.empty()) x.trace_state += ',';
+        x.trace_state += it->value();
+      }
+    }
+    o.trace_id = otel::to_hex(x.trace.trace_id);
+    o.span_id = otel::to_hex(x.trace.span_id);
     const auto info = openai::inspect_request(req.target(), req.body());
     o.operation = std::string(openai::to_string(info.operation));
     o.model = info.model;
@@ -363,6 +404,7 @@ class Proxy {
     metrics_.record(o);
     if (auto line = notes_.observe(o)) std::cerr << *line << "\n";
     ledger_.submit(ledger::render_observation(o));
+    telemetry_->finish(o, x.trace, x.trace_state);
     --in_flight_;
   }
 
@@ -441,8 +483,9 @@ class Proxy {
     for (const auto& f : req) {
       const auto name = f.name_string();
       if (is_hop_by_hop(name, tokens) || f.name() == http::field::host || f.name() == http::field::content_length ||
-          f.name() == http::field::accept_encoding || beast::iequals(name, opts_.id_header)) {
-        continue;  // Accept-Encoding dropped: bodies must stay readable for the tap
+          f.name() == http::field::accept_encoding || beast::iequals(name, opts_.id_header) ||
+          beast::iequals(name, "traceparent") || beast::iequals(name, "tracestate")) {
+        continue;  // Accept-Encoding dropped: bodies must stay readable for the tap; trace context below
       }
       if (beast::iequals(name, "X-Request-Id")) client_request_id = true;
       up.insert(name, f.value());
@@ -450,6 +493,9 @@ class Proxy {
     up.set(http::field::host, backend_.host_header);
     up.set(opts_.id_header, x.obs.observation_id);
     if (!client_request_id) up.set("X-Request-Id", x.obs.observation_id);
+    // The engine's spans become children of the proxy's span.
+    up.set("traceparent", x.trace.traceparent());
+    if (!x.trace_state.empty()) up.set("tracestate", x.trace_state);
     up.keep_alive(true);
     up.body() = std::move(body);
     up.prepare_payload();
@@ -777,6 +823,7 @@ class Proxy {
   tcp::acceptor acceptor_;
   tcp::acceptor admin_acceptor_;
   ledger::LedgerWriter ledger_;
+  std::unique_ptr<Telemetry> telemetry_;
   std::unique_ptr<scrape::Recorder> scraper_;
   std::unique_ptr<net::Client> client_;
   std::unique_ptr<UpstreamPool> pool_;

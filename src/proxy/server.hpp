@@ -8,6 +8,7 @@
 
 #include "core/host_port.hpp"
 #include "ledger/writer.hpp"
+#include "otel/config.hpp"
 
 namespace mpo::proxy {
 
@@ -38,6 +39,11 @@ struct ProxyOptions {
   std::string scrape_url;  // engine /metrics to snapshot beside the ledger; "" = off
   double scrape_interval_s = 1.0;
   std::string scrape_output;  // default: the ledger's path with .scrape.jsonl
+  // OpenTelemetry (docs/OTEL.md): OTLP export (also from the OTEL_* environment variables), the
+  // gen_ai.provider.name to report ("" = by API) and the cap on model label values.
+  otel::ExportFlags otlp;
+  std::string genai_provider;
+  std::size_t max_model_labels = 50;
 };
 
 // Runs until SIGTERM/SIGINT (drains, flushes, exits 0). Prints the listening addresses on stdout.

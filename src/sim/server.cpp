@@ -1,6 +1,7 @@
 #include "sim/server.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -12,12 +13,16 @@
 #include <deque>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <unordered_map>
 
 #include "core/clock.hpp"
 #include "core/json.hpp"
 #include "core/uuid.hpp"
+#include "otel/config.hpp"
+#include "otel/engine_span.hpp"
+#include "otel/exporter.hpp"
 #include "sim/engine.hpp"
 #include "sim/openai_api.hpp"
 #include "sim/request_plan.hpp"
@@ -75,6 +80,29 @@ class Simulator {
   }
 
   bool open(std::string& error) {
+    if (!opts_.otlp_traces_endpoint.empty()) {
+      otel::ExportFlags flags;
+      flags.traces_endpoint = opts_.otlp_traces_endpoint;
+      flags.metrics = false;
+      flags.default_service_name = "modelperfobs-simulate";
+      auto config = otel::resolve_export_config(
+          flags,
+          [](std::string_view name) -> std::optional<std::string> {
+            const char* v = std::getenv(std::string(name).c_str());
+            return v ? std::optional<std::string>(v) : std::nullopt;
+          },
+          "sim", fmt::format("simulate:{}", getpid()));
+      if (!config) {
+        error = config.error().message;
+        return false;
+      }
+      otel::Origin origin{config->resource, "modelperfobs-simulate", ""};
+      exporter_ = std::make_unique<otel::Exporter>(std::move(*config), std::move(origin));
+      if (auto st = exporter_->start(); !st) {
+        error = st.error().message;
+        return false;
+      }
+    }
     if (!opts_.truth_path.empty()) {
       const std::filesystem::path parent = std::filesystem::path(opts_.truth_path).parent_path();
       std::error_code mkdir_ec;
@@ -138,6 +166,7 @@ class Simulator {
       co_await t.async_wait(kNoThrow);
     }
     if (truth_ != nullptr) std::fflush(truth_);
+    if (exporter_) exporter_->stop(5.0);
     io_.stop();
   }
 
@@ -199,6 +228,7 @@ class Simulator {
   }
 
   void write_truth(const FinishedRequest& f, const Sink* sink) {
+    if (exporter_ && sink != nullptr) export_span(f, sink->truth);
     if (truth_ == nullptr) return;
     TruthContext ctx = sink != nullptr ? sink->truth : TruthContext{};
     ctx.wall_origin_us = wall_origin_us_;
@@ -428,6 +458,7 @@ class Simulator {
     Sink sink(io_.get_executor());
     sink.defer_truth = creq.stream;
     if (auto it = req.find("X-Request-Id"); it != req.end()) sink.truth.x_request_id = std::string(it->value());
+    if (auto it = req.find("traceparent"); it != req.end()) sink.truth.traceparent = std::string(it->value());
     if (auto it = req.find("X-Fak-Observation-ID"); it != req.end())
       sink.truth.observation_id = std::string(it->value());
     ResponseBuilder::Options ro;
@@ -551,6 +582,28 @@ class Simulator {
   std::int64_t wall_origin_us_;
   Uuid7Generator ids_;
   std::unordered_map<RequestId, Sink*> sinks_;
+  // The engine's span of a client request, as vLLM exports it (otel/engine_span.hpp).
+  void export_span(const FinishedRequest& f, const TruthContext& t) {
+    auto ns = [&](double s) { return (wall_origin_us_ + static_cast<std::int64_t>(std::llround(s * 1e6))) * 1000; };
+    auto opt_ns = [&](const std::optional<double>& s) -> std::optional<std::int64_t> {
+      return s ? std::optional<std::int64_t>(ns(*s)) : std::nullopt;
+    };
+    otel::EngineRequest r{t.response_id.empty() ? std::to_string(f.id) : t.response_id,
+                          profile_.model,
+                          ns(f.arrival_s),
+                          opt_ns(f.scheduled_s),
+                          opt_ns(f.first_token_s),
+                          opt_ns(f.last_token_s),
+                          ns(f.finished_s),
+                          f.prompt_tokens,
+                          f.completion_tokens};
+    std::optional<std::string_view> traceparent;
+    if (!t.traceparent.empty()) traceparent = t.traceparent;
+    exporter_->submit(otel::engine_request_span(r, traceparent, trace_ids_));
+  }
+
+  std::unique_ptr<otel::Exporter> exporter_;
+  otel::IdGenerator trace_ids_;
   std::FILE* truth_ = nullptr;
   bool truth_error_reported_ = false;
   bool stopping_ = false;

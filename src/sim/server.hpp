@@ -21,6 +21,9 @@ struct ServerOptions {
   // (kLlamaCppTerminatorGap apart), then the connection closed (kLlamaCppCloseDelay later)
   // although the response head offers `Keep-Alive: timeout=5, max=100`.
   bool llamacpp_stream_end = false;
+  // Engine spans shaped like vLLM's, one per client request, to this OTLP/HTTP traces URL (used
+  // as it is, as vLLM's --otlp-traces-endpoint); "" = none. docs/OTEL.md "Engine spans".
+  std::string otlp_traces_endpoint;
 };
 
 // Runs until SIGTERM/SIGINT. Prints "listening on http://HOST:PORT" on stdout once bound.

@@ -15,6 +15,7 @@ struct TruthContext {
   std::string model;
   std::string x_request_id;  // as the client sent them; empty when absent
   std::string observation_id;
+  std::string traceparent;  // the W3C traceparent the request carried; empty when absent
   std::string response_id;  // the id the simulator answered with ("" for background)
   // Engine seconds when the write carrying a streamed response's first token started (the send
   // happens inside that call unless the socket buffer is full); unset when not streamed or when

@@ -59,6 +59,8 @@ TEST(Observation, LineHasEveryFieldInContractOrderWithNullForUnknown) {
                          "response_model",
                          "response_id",
                          "upstream_request_id",
+                         "trace_id",
+                         "span_id",
                          "stream",
                          "usage_requested",
                          "usage_injected",

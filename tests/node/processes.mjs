@@ -6,8 +6,9 @@ export const BIN = process.env.MPO_BIN;
 
 // Starts `modelperfobs ARGS...`; resolves with the child and its first stdout line (the
 // "listening on http://..." line of simulate and proxy).
-export function start(args) {
-  const child = spawn(BIN, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+// `env`: variables added to this process's environment for the child.
+export function start(args, env = {}) {
+  const child = spawn(BIN, args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
   const lines = createInterface({ input: child.stdout });
   return new Promise((resolve, reject) => {
     lines.once('line', (line) => resolve({ child, line }));
@@ -24,4 +25,9 @@ export function stop(child) {
 // The URL in a "listening on http://..." line.
 export function listeningURL(line) {
   return line.match(/listening on (http:\/\/[^ ]+)/)[1];
+}
+
+// The proxy's admin URL in its "listening on" line ("admin http://...").
+export function adminURL(line) {
+  return line.match(/admin (http:\/\/[^ )]+)/)[1];
 }

@@ -1,0 +1,78 @@
+// The OpenTelemetry GenAI semantic conventions applied to a ledger line: the request's span
+// (kind CLIENT, `{gen_ai.operation.name} {gen_ai.request.model}`) and the four client metrics
+// (gen_ai.client.operation.duration, gen_ai.client.token.usage,
+// gen_ai.client.operation.time_to_first_chunk, gen_ai.client.operation.time_per_output_chunk) with
+// the bucket boundaries the conventions recommend, for OTLP and for the proxy's Prometheus page.
+// Attribute table: docs/OTEL.md. Never any prompt or completion text. Pure.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/histogram.hpp"
+#include "ledger/observation.hpp"
+#include "otel/otlp.hpp"
+#include "otel/trace_context.hpp"
+
+namespace mpo::promtext {
+class TextWriter;
+}
+
+namespace mpo::otel {
+
+struct GenAiOptions {
+  std::string provider;  // gen_ai.provider.name; "" = by API ("anthropic" for Messages, else "openai")
+  std::string server_address;
+  int server_port = 0;
+  // Distinct model names kept as label values; later ones are folded into kOtherModel.
+  std::size_t max_models = 50;
+};
+inline constexpr const char* kOtherModel = "_other";
+
+// gen_ai.operation.name for our operation: chat for the chat, Responses and Messages APIs,
+// text_completion, embeddings; our own name for the rest (rerank, score, models, other).
+std::string_view genai_operation(std::string_view operation);
+// True for the operations that are GenAI calls (the metrics are kept for these only).
+bool is_genai_operation(std::string_view operation);
+std::string genai_provider(const ledger::Observation& o, const GenAiOptions& opts);
+// error.type: "" for outcome ok; the HTTP status for http_error; else the outcome.
+std::string genai_error_type(const ledger::Observation& o);
+
+// The request's span, as the proxy saw it. `trace`: its ids (the ledger's trace_id/span_id).
+Span span_from_observation(const ledger::Observation& o, const RequestTrace& trace, std::string_view trace_state,
+                           const GenAiOptions& opts);
+
+// Cumulative since construction (`start_unix_ns`).
+class GenAiMetrics {
+ public:
+  GenAiMetrics(GenAiOptions opts, std::int64_t start_unix_ns);
+  void record(const ledger::Observation& o);
+  // Prometheus spelling: dots to underscores, unit suffix `_seconds` for "s" (none for {token}).
+  void render_prometheus(promtext::TextWriter& w) const;
+  std::vector<HistogramMetric> snapshot(std::int64_t now_unix_ns) const;
+  std::size_t models_folded() const { return folded_; }
+
+ private:
+  struct Key {
+    std::string operation, provider, request_model, response_model, error_type, token_type;
+    auto operator<=>(const Key&) const = default;
+  };
+  using Series = std::map<Key, Histogram>;
+  std::string model_label(const std::optional<std::string>& model);
+  Histogram& at(Series& s, const Key& k, std::span<const double> bounds);
+  void render_family(promtext::TextWriter& w, std::string_view name, std::string_view help, const Series& s) const;
+  Attributes attributes_of(const Key& k) const;
+
+  GenAiOptions opts_;
+  std::int64_t start_unix_ns_;
+  std::set<std::string> models_;
+  std::size_t folded_ = 0;
+  Series duration_, tokens_, ttfc_, tpoc_;
+};
+
+}  // namespace mpo::otel

@@ -1,0 +1,69 @@
+#include "proxy/telemetry.hpp"
+
+#include <fmt/format.h>
+
+#include "core/clock.hpp"
+#include "promtext/text_writer.hpp"
+
+#ifndef MPO_VERSION
+#define MPO_VERSION "dev"
+#endif
+
+namespace mpo::proxy {
+
+Telemetry::Telemetry(TelemetryOptions opts)
+    : opts_(std::move(opts)), genai_(opts_.genai, SystemClock::instance().wall_us() * 1000) {}
+
+Telemetry::~Telemetry() { stop(0); }
+
+Result<std::unique_ptr<Telemetry>> Telemetry::make(TelemetryOptions opts, const otel::EnvLookup& env) {
+  auto config = otel::resolve_export_config(opts.otlp, env, MPO_VERSION, opts.instance);
+  if (!config) return config.error();
+  std::unique_ptr<Telemetry> t(new Telemetry(std::move(opts)));
+  if (config->enabled()) {
+    otel::Origin origin{config->resource, "modelperfobs", MPO_VERSION};
+    t->exporter_ = std::make_unique<otel::Exporter>(std::move(*config), std::move(origin));
+    if (auto st = t->exporter_->start(); !st) return st.error();
+  }
+  return t;
+}
+
+void Telemetry::finish(const ledger::Observation& o, const otel::RequestTrace& trace, std::string_view trace_state) {
+  genai_.record(o);
+  if (exporter_ && trace.sampled()) exporter_->submit(otel::span_from_observation(o, trace, trace_state, opts_.genai));
+}
+
+void Telemetry::render_prometheus(promtext::TextWriter& w) const {
+  genai_.render_prometheus(w);
+  if (exporter_) exporter_->render_prometheus(w);
+}
+
+void Telemetry::export_metrics_now() {
+  if (!exports_metrics()) return;
+  const auto& c = exporter_->config();
+  otel::Origin origin{c.resource, "modelperfobs", MPO_VERSION};
+  exporter_->submit_metrics(
+      otel::encode_metrics(origin, genai_.snapshot(SystemClock::instance().wall_us() * 1000), c.encoding));
+}
+
+void Telemetry::stop(double flush_s) {
+  if (stopped_ || !exporter_) return;
+  stopped_ = true;
+  export_metrics_now();
+  exporter_->stop(flush_s);
+}
+
+std::string Telemetry::describe() const {
+  if (!exporter_) return "";
+  const auto& c = exporter_->config();
+  std::string out = "OTLP";
+  if (!c.traces_url.empty()) out += fmt::format(" traces to {}", c.traces_url);
+  if (!c.metrics_url.empty()) {
+    out += fmt::format("{} metrics to {} every {} s", c.traces_url.empty() ? "" : ",", c.metrics_url,
+                       c.metrics_interval_s);
+  }
+  out += c.encoding == otel::Encoding::kProtobuf ? " (http/protobuf)" : " (http/json)";
+  return out;
+}
+
+}  // namespace mpo::proxy

@@ -1,0 +1,286 @@
+// OpenTelemetry out of the proxy, checked with the OpenTelemetry project's own OTLP decoders (the
+// protobufjs code that @opentelemetry/otlp-transformer generates from opentelemetry-proto): a
+// small OTLP/HTTP receiver decodes what `modelperfobs proxy --otlp-endpoint` sends while the
+// official openai SDK talks through the proxy to `modelperfobs simulate`. Asserted: span names,
+// kinds, GenAI attributes, trace ids and parentage against the ledger and the simulator's truth
+// (the client's traceparent reaches the engine with the proxy's span as parent), metric points,
+// and that a collector that is down, slow, refusing or answering garbage costs the clients
+// nothing: every request served, every ledger line written, the failures counted on /metrics.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { createServer as createTcpServer } from 'node:net';
+import { createRequire } from 'node:module';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EventEmitter } from 'node:events';
+import OpenAI from 'openai';
+import { start, stop, listeningURL, adminURL } from './processes.mjs';
+
+const require = createRequire(import.meta.url);
+const root = require('@opentelemetry/otlp-transformer/build/src/generated/root');
+const TracesRequest = root.opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
+const MetricsRequest = root.opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceRequest;
+
+const b64hex = (b) => Buffer.from(b ?? '', 'base64').toString('hex');
+const attrs = (list) => Object.fromEntries((list ?? []).map((kv) => [kv.key, Object.values(kv.value)[0]]));
+
+// An OTLP/HTTP receiver. `answer(req, body, n)` may answer itself (fault modes) and return true.
+async function receiver(answer = () => false) {
+  const got = { spans: [], metrics: [], resources: [], posts: 0, events: new EventEmitter() };
+  const server = createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      got.posts += 1;
+      if (answer(req, res, got.posts)) return;
+      const json = (req.headers['content-type'] ?? '').includes('json');
+      if (req.url === '/v1/traces') {
+        const msg = json ? JSON.parse(body) : TracesRequest.toObject(TracesRequest.decode(body), { longs: String, bytes: String, enums: Number });
+        for (const rs of msg.resourceSpans ?? []) {
+          got.resources.push(attrs(rs.resource?.attributes));
+          for (const ss of rs.scopeSpans ?? []) {
+            for (const s of ss.spans ?? []) {
+              got.spans.push({
+                traceId: json ? s.traceId : b64hex(s.traceId),
+                spanId: json ? s.spanId : b64hex(s.spanId),
+                parentSpanId: json ? s.parentSpanId : b64hex(s.parentSpanId),
+                traceState: s.traceState ?? '',
+                name: s.name, kind: s.kind, start: BigInt(s.startTimeUnixNano), end: BigInt(s.endTimeUnixNano),
+                status: s.status ?? {}, attributes: attrs(s.attributes), scope: ss.scope,
+              });
+            }
+          }
+        }
+      } else if (req.url === '/v1/metrics') {
+        const msg = json ? JSON.parse(body) : MetricsRequest.toObject(MetricsRequest.decode(body), { longs: String, enums: Number });
+        got.metrics.push(msg);
+      }
+      res.writeHead(200, { 'content-type': req.headers['content-type'] });
+      res.end(json ? '{}' : '');
+      got.events.emit('data');
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  got.url = `http://127.0.0.1:${server.address().port}`;
+  got.close = () => new Promise((resolve) => { server.closeAllConnections?.(); server.close(resolve); });
+  // Resolves once `pred()` holds (checked on every export that arrives).
+  got.until = (pred) => new Promise((resolve) => {
+    if (pred()) return resolve();
+    const check = () => { if (pred()) { got.events.off('data', check); resolve(); } };
+    got.events.on('data', check);
+  });
+  return got;
+}
+
+function readJsonl(path) {
+  return readFileSync(path, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+}
+
+async function stack(otlpArgs, env = {}, simArgs = []) {
+  const dir = mkdtempSync(join(tmpdir(), 'mpo-otlp-'));
+  const ledger = join(dir, 'ledger.jsonl');
+  const truth = join(dir, 'truth.jsonl');
+  const s = await start(['simulate', '--listen', '127.0.0.1:0', '--model', 'sim-model', '--truth', truth, ...simArgs], env);
+  const p = await start(['proxy', '--backend', listeningURL(s.line), '--listen', '127.0.0.1:0',
+    '--admin-listen', '127.0.0.1:0', '--ledger', ledger, ...otlpArgs], env);
+  return {
+    ledger, truth, proxyURL: listeningURL(p.line), adminURL: adminURL(p.line), line: p.line,
+    stop: async () => { await stop(p.child); await stop(s.child); },
+  };
+}
+
+async function chat(baseURL, i, headers = {}, stream = true) {
+  const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: 'unused', maxRetries: 0, defaultHeaders: headers });
+  if (!stream) {
+    const r = await client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: `q${i}` }], max_tokens: 3 });
+    return r.choices[0].message.content;
+  }
+  const s = await client.chat.completions.create({
+    model: 'sim-model', messages: [{ role: 'user', content: `question ${i}` }], max_tokens: 4 + i, stream: true,
+    stream_options: { include_usage: true },
+  });
+  let text = '';
+  for await (const c of s) text += c.choices[0]?.delta?.content ?? '';
+  return text;
+}
+
+const CLIENT_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
+const CLIENT_SPAN = '00f067aa0ba902b7';
+
+test('spans and GenAI metrics reach an OTLP collector, and the trace reaches the engine', async () => {
+  const otlp = await receiver();
+  const st = await stack(['--otlp-endpoint', otlp.url, '--otlp-metrics-interval', '200ms'],
+    { OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_SERVICE_NAME: 'mpo-test', OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=ci' },
+    ['--otlp-traces-endpoint', `${otlp.url}/v1/traces`]);
+  try {
+    assert.match(st.line, /OTLP traces to http:\/\/127\.0\.0\.1:\d+\/v1\/traces/);
+    await chat(st.proxyURL, 1, { traceparent: `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`, tracestate: 'vendor=x' });
+    await chat(st.proxyURL, 2);
+    await chat(st.proxyURL, 3, {}, false);
+    await otlp.until(() => otlp.spans.filter((s) => s.kind === 3).length >= 3);
+    const page = await (await fetch(`${st.adminURL}/metrics`)).text();
+    assert.match(page, /^gen_ai_client_operation_duration_seconds_count\{[^}]*gen_ai_request_model="sim-model"[^}]*\} 3(\.0)?$/m);
+    assert.match(page, /^gen_ai_client_operation_time_to_first_chunk_seconds_count\{[^}]*\} 2(\.0)?$/m);
+    assert.match(page, /^gen_ai_client_token_usage_bucket\{[^}]*gen_ai_token_type="input"[^}]*le="\+Inf"[^}]*\} 3(\.0)?$/m);
+  } finally {
+    await st.stop();
+  }
+  const lines = readJsonl(st.ledger);
+  const truth = readJsonl(st.truth);
+  assert.equal(lines.length, 3);
+  const proxySpans = otlp.spans.filter((s) => s.kind === 3);
+  const engineSpans = otlp.spans.filter((s) => s.kind === 2);
+  assert.equal(proxySpans.length, 3);
+  assert.equal(engineSpans.length, 3);
+  assert.ok(otlp.resources.some((r) => r['service.name'] === 'mpo-test' && r['deployment.environment'] === 'ci'));
+  for (const line of lines) {
+    const span = proxySpans.find((s) => s.attributes['modelperfobs.observation_id'] === line.observation_id);
+    assert.ok(span, `a span for ${line.observation_id}`);
+    assert.equal(span.traceId, line.trace_id);
+    assert.equal(span.spanId, line.span_id);
+    assert.equal(span.kind, 3); // SPAN_KIND_CLIENT
+    assert.equal(span.name, 'chat sim-model');
+    assert.equal(span.scope.name, 'modelperfobs');
+    assert.equal(span.attributes['gen_ai.operation.name'], 'chat');
+    assert.equal(span.attributes['gen_ai.provider.name'], 'openai');
+    assert.equal(span.attributes['gen_ai.request.model'], 'sim-model');
+    assert.equal(span.attributes['gen_ai.response.model'], line.response_model);
+    assert.equal(span.attributes['gen_ai.response.id'], line.response_id);
+    assert.equal(Number(span.attributes['gen_ai.usage.input_tokens']), line.prompt_tokens);
+    assert.equal(Number(span.attributes['gen_ai.usage.output_tokens']), line.completion_tokens);
+    assert.deepEqual(span.attributes['gen_ai.response.finish_reasons'].values.map((v) => v.stringValue), [line.finish_reason]);
+    assert.equal(span.attributes['server.address'], '127.0.0.1');
+    assert.equal(span.attributes['modelperfobs.outcome'], 'ok');
+    assert.equal(span.attributes['error.type'], undefined);
+    if (line.stream) assert.equal(span.attributes['gen_ai.response.time_to_first_chunk'], line.ttft_ms / 1000);
+    assert.equal(span.start, BigInt(Date.parse(line.started_at)) * 1000000n + BigInt(Number(line.started_at.slice(23, 26))) * 1000n);
+    // The engine received the proxy's span as its parent, in the same trace, and its own span
+    // (vLLM's shape) is a child of the proxy's.
+    const engine = truth.find((t) => t.response_id === line.response_id);
+    assert.equal(engine.traceparent, `00-${line.trace_id}-${line.span_id}-01`);
+    const server = engineSpans.find((s) => s.traceId === line.trace_id);
+    assert.ok(server, `an engine span in trace ${line.trace_id}`);
+    assert.equal(server.name, 'llm_request');
+    assert.equal(server.parentSpanId, line.span_id);
+    assert.equal(server.attributes['gen_ai.request.id'], line.response_id);
+    assert.equal(Number(server.attributes['gen_ai.usage.completion_tokens']), engine.completion_tokens);
+    assert.ok(Math.abs(server.attributes['gen_ai.latency.e2e'] * 1000 - engine.e2e_ms) < 0.01);
+    assert.ok(Math.abs(server.attributes['gen_ai.latency.time_to_first_token'] * 1000 - engine.ttft_ms) < 0.01);
+    for (const k of ['time_in_queue', 'time_in_model_prefill', 'time_in_model_decode', 'time_in_model_inference']) {
+      assert.equal(typeof server.attributes[`gen_ai.latency.${k}`], 'number', k);
+    }
+    // The engine's request lies inside the proxy's.
+    assert.ok(server.start >= span.start - 1000000n && server.end <= span.end + 1000000n); // 1 ms: two processes' clocks
+  }
+  const continued = lines.find((l) => l.trace_id === CLIENT_TRACE);
+  assert.ok(continued, 'the client trace is continued');
+  const span = proxySpans.find((s) => s.traceId === CLIENT_TRACE);
+  assert.equal(span.parentSpanId, CLIENT_SPAN);
+  assert.equal(span.traceState, 'vendor=x');
+  assert.notEqual(lines.filter((l) => l.trace_id !== CLIENT_TRACE)[0].trace_id, CLIENT_TRACE);
+  // Metrics: cumulative histograms; the last export (at stop) counts all three requests.
+  const last = otlp.metrics.at(-1).resourceMetrics[0].scopeMetrics[0].metrics;
+  const byName = Object.fromEntries(last.map((m) => [m.name, m]));
+  const duration = byName['gen_ai.client.operation.duration'];
+  assert.equal(duration.unit, 's');
+  assert.equal(duration.histogram.aggregationTemporality, 2);
+  assert.equal(duration.histogram.dataPoints.reduce((n, p) => n + Number(p.count), 0), 3);
+  assert.deepEqual(duration.histogram.dataPoints[0].explicitBounds,
+    [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92]);
+  const tokens = byName['gen_ai.client.token.usage'];
+  assert.equal(tokens.unit, '{token}');
+  const output = tokens.histogram.dataPoints.find((p) => attrs(p.attributes)['gen_ai.token.type'] === 'output');
+  assert.equal(Number(output.sum), lines.reduce((n, l) => n + l.completion_tokens, 0));
+  assert.equal(Number(byName['gen_ai.client.operation.time_to_first_chunk'].histogram.dataPoints[0].count), 2);
+  await otlp.close();
+});
+
+test('OTLP/JSON is spoken when asked', async () => {
+  const otlp = await receiver();
+  const st = await stack(['--otlp-endpoint', otlp.url, '--otlp-protocol', 'http/json'],
+    { OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_METRICS_EXPORTER: 'none' });
+  try {
+    await chat(st.proxyURL, 1);
+    await otlp.until(() => otlp.spans.length >= 1);
+  } finally {
+    await st.stop();
+  }
+  const [line] = readJsonl(st.ledger);
+  assert.equal(otlp.spans[0].traceId, line.trace_id);
+  assert.equal(otlp.spans[0].spanId, line.span_id);
+  assert.equal(otlp.metrics.length, 0);
+  await otlp.close();
+});
+
+test('a 503 with Retry-After is retried and the spans still arrive', async () => {
+  const otlp = await receiver((req, res, n) => {
+    if (n > 1) return false;
+    res.writeHead(503, { 'retry-after': '1' });
+    res.end('busy');
+    return true;
+  });
+  const st = await stack(['--otlp-endpoint', otlp.url], { OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_METRICS_EXPORTER: 'none' });
+  try {
+    await chat(st.proxyURL, 1);
+    await otlp.until(() => otlp.spans.length >= 1);
+    const page = await (await fetch(`${st.adminURL}/metrics`)).text();
+    assert.match(page, /^modelperfobs_otlp_export_requests_total\{result="retried",signal="traces"\} 1(\.0)?$/m);
+    assert.match(page, /^modelperfobs_otlp_spans_exported_total 1(\.0)?$/m);
+  } finally {
+    await st.stop();
+  }
+  assert.equal(otlp.posts, 2);
+  await otlp.close();
+});
+
+// Collectors that fail in each way: the proxy serves every request and writes every line.
+async function downCollector() {
+  const s = createTcpServer();
+  await new Promise((resolve) => s.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${s.address().port}`;
+  await new Promise((resolve) => s.close(resolve));
+  return { url, close: async () => {} };
+}
+async function rawCollector(onSocket) {
+  const sockets = new Set();
+  const s = createTcpServer((c) => { sockets.add(c); c.on('error', () => {}); onSocket(c); });
+  await new Promise((resolve) => s.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${s.address().port}`,
+    close: () => new Promise((resolve) => { for (const c of sockets) c.destroy(); s.close(resolve); }),
+  };
+}
+
+for (const [name, make, counted] of [
+  ['down (refused)', downCollector, /result="(retried|failed)",signal="traces"\} [1-9]/],
+  ['slow (never answers)', () => rawCollector(() => {}), /result="(retried|failed)",signal="traces"\} [1-9]/],
+  ['answering garbage', () => rawCollector((c) => c.on('data', () => c.end('garbage\r\n\r\n'))), /result="(retried|failed)",signal="traces"\} [1-9]/],
+  ['refusing with 400', () => receiver((req, res) => { res.writeHead(400); res.end('\x00\xffnot protobuf'); return true; }), /result="rejected",signal="traces"\} [1-9]/],
+]) {
+  test(`a collector ${name} costs the clients nothing`, async () => {
+    const collector = await make();
+    const st = await stack(['--otlp-endpoint', collector.url, '--drain-timeout', '1'],
+      { OTEL_BSP_SCHEDULE_DELAY: '20', OTEL_EXPORTER_OTLP_TIMEOUT: '300', OTEL_METRICS_EXPORTER: 'none' });
+    let page = '';
+    try {
+      const answers = await Promise.all([1, 2, 3, 4].map((i) => chat(st.proxyURL, i)));
+      assert.ok(answers.every((a) => a.length > 0));
+      // The exporter's failures are counted (polled: they happen on the exporter's own schedule).
+      for (let i = 0; i < 200 && !counted.test(page); i += 1) {
+        page = await (await fetch(`${st.adminURL}/metrics`)).text();
+        if (!counted.test(page)) await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.match(page, counted);
+      assert.equal(await chat(st.proxyURL, 5, {}, false) !== '', true);
+    } finally {
+      await st.stop();
+      await collector.close();
+    }
+    const lines = readJsonl(st.ledger);
+    assert.equal(lines.length, 5);
+    assert.ok(lines.every((l) => l.outcome === 'ok' && /^[0-9a-f]{32}$/.test(l.trace_id)));
+  });
+}
