@@ -1,7 +1,8 @@
 // Fuzz target: the OpenTelemetry inputs a client or an environment controls never crash: a
 // traceparent header (whatever parses formats back to the same ids and flags) and the
 // key=value lists of OTEL_EXPORTER_OTLP_HEADERS / OTEL_RESOURCE_ATTRIBUTES; the export
-// configuration built from them; and the OTLP bodies written for a span that carries them.
+// configuration built from them; the OTLP bodies written for a span that carries them; and an
+// OTLP/JSON trace file as `attribute --traces` reads it.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -10,6 +11,7 @@
 #include "otel/config.hpp"
 #include "otel/otlp.hpp"
 #include "otel/trace_context.hpp"
+#include "otel/trace_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -21,6 +23,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   }
   (void)mpo::otel::parse_key_values(text, "fuzz");
+  // An OTLP/JSON trace file (attribute --traces): whatever is read has hex ids and its counts add up.
+  const auto traces = mpo::otel::read_otlp_json_traces(text);
+  if (traces.bad_lines > traces.lines) std::abort();
   const std::string value(text);
   auto config = mpo::otel::resolve_export_config(
       {},

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "attribution/adapter.hpp"
+#include "attribution/engine_trace.hpp"
 #include "attribution/render.hpp"
 #include "cli/commands.hpp"
 #include "cli/files.hpp"
@@ -18,6 +19,7 @@
 #include "core/time.hpp"
 #include "ledger/reader.hpp"
 #include "net/backend_url.hpp"
+#include "otel/trace_file.hpp"
 #include "scrape/fetch.hpp"
 #include "scrape/snapshot_reader.hpp"
 #include "sweep/api.hpp"
@@ -35,7 +37,7 @@ struct AttributeArgs {
   std::vector<std::string> ledgers;
   std::vector<std::string> scrapes;
   std::string window = "auto", max_scrape_age = "0s", format = "md", output;
-  std::string probe, metrics_url, model = "", prompt, api = "chat", verify;
+  std::string probe, metrics_url, model = "", prompt, api = "chat", verify, traces;
   int repeat = 2;
   std::int64_t max_tokens = 16;
 };
@@ -222,8 +224,51 @@ int run_verify(const std::string& path) {
   return 0;
 }
 
+// `attribute --ledger L --traces FILE`: engine spans (OTLP/JSON, the collector's file exporter)
+// joined to the ledger's lines by trace context (docs/OTEL.md "Engine spans").
+int run_traces(const AttributeArgs& a) {
+  if (a.ledgers.empty()) return usage_error("--traces needs --ledger FILE: the lines to join the engine spans to");
+  if (a.format == "fak") return usage_error("--traces: fak has no format for engine spans; use md or json");
+  std::vector<ledger::LedgerRecord> records;
+  std::string inputs = "{\"ledgers\":[";
+  for (std::size_t i = 0; i < a.ledgers.size(); ++i) {
+    const auto bytes = read_text_file(a.ledgers[i]);
+    if (!bytes) {
+      std::cerr << "modelperfobs attribute: cannot read " << a.ledgers[i] << "\n";
+      return 1;
+    }
+    auto read = ledger::read_ledger(*bytes);
+    for (auto& r : read.records) records.push_back(std::move(r));
+    inputs += fmt::format("{}{{\"path\":{},\"sha256\":{}}}", i > 0 ? "," : "", json_quote(a.ledgers[i]),
+                          json_quote(sha256_digest(*bytes)));
+  }
+  const auto text = read_text_file(a.traces);
+  if (!text) {
+    std::cerr << "modelperfobs attribute: cannot read " << a.traces << "\n";
+    return 1;
+  }
+  const auto traces = otel::read_otlp_json_traces(*text);
+  for (const auto& p : traces.problems)
+    std::cerr << "modelperfobs attribute: warning: " << a.traces << ": " << p << "\n";
+  if (traces.lines > 0 && traces.bad_lines == traces.lines) {
+    std::cerr << "modelperfobs attribute: " << a.traces
+              << " holds no OTLP/JSON traces (expected the collector's file exporter output: one "
+                 "{\"resourceSpans\":[...]} per line)\n";
+    return 1;
+  }
+  inputs += fmt::format("],\"traces\":{{\"path\":{},\"sha256\":{}}},\"tool_version\":{}}}", json_quote(a.traces),
+                        json_quote(sha256_digest(*text)), json_quote(MPO_VERSION));
+  const auto join = attribution::join_engine_traces(records, traces.spans);
+  const std::string out = a.format == "json"
+                              ? attribution::render_trace_join_json(join, inputs, SystemClock::instance().wall_us())
+                              : attribution::render_trace_join_md(join);
+  if (!write_output(a.output, out, "attribute")) return 1;
+  return join.requests.empty() ? 1 : 0;
+}
+
 int run(const AttributeArgs& a) {
   if (!a.verify.empty()) return run_verify(a.verify);
+  if (!a.traces.empty()) return run_traces(a);
   if (a.probe.empty() == a.ledgers.empty())
     return usage_error("give --ledger FILE (with its snapshots), --probe URL, or --verify FILE");
   auto choice = attribution::parse_window(a.window);
@@ -295,13 +340,19 @@ std::function<int()> setup_attribute(CLI::App& app) {
                  "prefix-cache hit)")
       ->capture_default_str();
   app.add_option("--max-tokens", a->max_tokens, "--probe: output tokens per request")->capture_default_str();
+  app.add_option("--traces", a->traces,
+                 "engine spans as OTLP/JSON (the collector's file exporter; vLLM --otlp-traces-endpoint, simulate "
+                 "--otlp-traces-endpoint) joined to the --ledger lines by trace id: per request the server's queue, "
+                 "prefill and decode against the TTFT and e2e seen through the proxy (request-correlated, source "
+                 "engine-trace); md or json")
+      ->check(CLI::ExistingFile);
   app.add_option("--verify", a->verify,
                  "grade again from the files a --format json result names (their sha256 must match) and compare "
                  "every field; exit 1 on the first difference, named")
       ->check(CLI::ExistingFile);
   app.footer(
-      "Exit codes: 0 graded (or verified); 1 no window to grade, a file cannot be read, a probe request failed, or "
-      "--verify found a difference; 2 usage error.");
+      "Exit codes: 0 graded (or verified, or engine spans joined); 1 no window to grade, no engine span joined, a "
+      "file cannot be read, a probe request failed, or --verify found a difference; 2 usage error.");
   return [a] { return run(*a); };
 }
 

@@ -1,16 +1,19 @@
 #include <glob.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <thread>
 
+#include "attribution/engine_trace.hpp"
 #include "cli/commands.hpp"
 #include "cli/files.hpp"
 #include "cli/report_input.hpp"
 #include "core/clock.hpp"
 #include "core/time.hpp"
 #include "ledger/reader.hpp"
+#include "otel/trace_file.hpp"
 #include "report/analysis.hpp"
 #include "report/render.hpp"
 #include "scrape/facts_report.hpp"
@@ -31,7 +34,34 @@ struct ReportArgs {
   std::string output;
   std::string slo;
   std::string scrapes;  // "" : beside the ledger when there; "none": never
+  std::string traces;   // engine spans (OTLP/JSON) to join by trace id; "" none
 };
+
+// `--traces FILE`: the engine's spans joined to the report's lines (inside --since/--until), the
+// server's queue/prefill/decode against what the client saw (docs/OTEL.md "Engine spans").
+bool engine_trace_split(const ReportArgs& a, const std::vector<std::string>& files, report::ReportInput& in) {
+  const auto text = read_text_file(a.traces);
+  if (!text) {
+    std::cerr << "modelperfobs report: cannot read --traces " << a.traces << "\n";
+    return false;
+  }
+  const auto traces = otel::read_otlp_json_traces(*text);
+  for (const auto& p : traces.problems) std::cerr << "modelperfobs report: warning: " << a.traces << ": " << p << "\n";
+  std::vector<ledger::LedgerRecord> records;
+  for (const auto& f : files) {
+    const auto bytes = read_text_file(f);
+    if (!bytes) continue;  // load_ledgers said so already
+    for (auto& r : ledger::read_ledger(*bytes).records) {
+      if (in.options.since_us && r.started_at_us < *in.options.since_us) continue;
+      if (in.options.until_us && r.started_at_us >= *in.options.until_us) continue;
+      records.push_back(std::move(r));
+    }
+  }
+  const auto join = attribution::join_engine_traces(records, traces.spans);
+  in.engine_trace_md = attribution::render_trace_join_md(join);
+  in.engine_trace_json = attribution::render_trace_join_result_json(join);
+  return true;
+}
 
 // The engine's speculative-decoding acceptance over the report's window, from the scrape file the
 // proxy wrote beside the ledger (`proxy --scrape`) or --scrapes. Absent file: nothing said.
@@ -124,6 +154,13 @@ int run(const ReportArgs& a) {
     return 1;
   }
   in.options.engine = engine_evidence(a, files, in.options);
+  if (!a.traces.empty()) {
+    if (std::find(files.begin(), files.end(), "-") != files.end()) {
+      std::cerr << "modelperfobs report: --traces reads the ledger files again; give them by name, not -\n";
+      return 2;
+    }
+    if (!engine_trace_split(a, files, in)) return 1;
+  }
   if (in.table.size() == 0) {
     std::cerr << "modelperfobs report: no observations in " << files.size() << " input(s)\n";
     return 1;
@@ -173,6 +210,11 @@ std::function<int()> setup_report(CLI::App& app) {
                  "the engine's /metrics snapshots over the same run (default: <ledger>.scrape.jsonl beside a single "
                  "ledger, as `proxy --scrape` writes it; none: do not read); speculative-decoding acceptance joins "
                  "the decode evidence");
+  app.add_option("--traces", a->traces,
+                 "engine spans as OTLP/JSON (the collector's file exporter; vLLM or simulate "
+                 "--otlp-traces-endpoint): adds each request's server queue/prefill/decode against its TTFT and e2e, "
+                 "joined by trace id (md and json)")
+      ->check(CLI::ExistingFile);
   app.add_option("--slo", a->slo, "e.g. ttft_p95_ms=1000,tpot_p95_ms=100,error_rate=0.01; exit 3 when violated");
   return [a] { return run(*a); };
 }

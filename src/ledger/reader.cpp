@@ -81,6 +81,8 @@ enum class Field : std::uint8_t {
   kSweepPoint,
   kTimingBasis,
   kProxyLag,
+  kTraceId,
+  kSpanId,
   kOther,
 };
 
@@ -117,6 +119,8 @@ constexpr std::pair<std::string_view, Field> kFields[] = {
     {"sweep_point", Field::kSweepPoint},
     {"timing_basis", Field::kTimingBasis},
     {"proxy_lag_ms", Field::kProxyLag},
+    {"trace_id", Field::kTraceId},
+    {"span_id", Field::kSpanId},
 };
 
 // By length first (one integer compare rejects most entries), then the bytes.
@@ -189,6 +193,8 @@ Result<LedgerRecord> from_ours(simdjson::dom::object o) {
       case Field::kSweepPoint: r.sweep_point = str_of(v); break;
       case Field::kTimingBasis: r.timing_basis = str_of(v); break;
       case Field::kProxyLag: r.proxy_lag_ms = sj::number_of(v); break;
+      case Field::kTraceId: r.trace_id = str_of(v); break;
+      case Field::kSpanId: r.span_id = str_of(v); break;
       case Field::kServerTimings:
         if (v.is_object()) r.server_timings = simdjson::minify(v);
         break;

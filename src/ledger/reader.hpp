@@ -34,10 +34,11 @@ struct LedgerRecord {
   std::optional<std::int64_t> prompt_tokens, completion_tokens, total_tokens, cached_prompt_tokens;
   std::string token_source = "none";
   std::optional<std::int64_t> in_flight_at_start;
-  std::optional<std::string> server_timings;  // raw JSON object the server returned, minified
-  std::optional<std::string> sweep_point;     // `sweep` lines: the load point ("concurrency=8")
-  std::optional<std::string> timing_basis;    // proxy lines: "kernel_rx" | "loop"; absent in older ledgers
-  std::optional<double> proxy_lag_ms;         // proxy lines: the largest lag of the proxy's reads
+  std::optional<std::string> server_timings;     // raw JSON object the server returned, minified
+  std::optional<std::string> sweep_point;        // `sweep` lines: the load point ("concurrency=8")
+  std::optional<std::string> timing_basis;       // proxy lines: "kernel_rx" | "loop"; absent in older ledgers
+  std::optional<double> proxy_lag_ms;            // proxy lines: the largest lag of the proxy's reads
+  std::optional<std::string> trace_id, span_id;  // proxy lines: W3C trace context (docs/OTEL.md)
 };
 
 struct LineProblem {

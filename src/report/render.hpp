@@ -20,6 +20,9 @@ struct ReportInput {
   std::vector<SloResult> slos;
   std::int64_t created_at_us = 0;
   std::string tool_version;
+  // `report --traces`: the engine spans joined to the lines (attribution/engine_trace.hpp),
+  // rendered by the caller; "" when not asked for.
+  std::string engine_trace_md, engine_trace_json;
 };
 
 // What a group's times rest on and how late the proxy itself was to read, with a warning when

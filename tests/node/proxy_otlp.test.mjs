@@ -11,12 +11,13 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { createServer as createTcpServer } from 'node:net';
 import { createRequire } from 'node:module';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EventEmitter } from 'node:events';
 import OpenAI from 'openai';
-import { start, stop, listeningURL, adminURL } from './processes.mjs';
+import { BIN, start, stop, listeningURL, adminURL } from './processes.mjs';
 
 const require = createRequire(import.meta.url);
 const root = require('@opentelemetry/otlp-transformer/build/src/generated/root');
@@ -28,7 +29,7 @@ const attrs = (list) => Object.fromEntries((list ?? []).map((kv) => [kv.key, Obj
 
 // An OTLP/HTTP receiver. `answer(req, body, n)` may answer itself (fault modes) and return true.
 async function receiver(answer = () => false) {
-  const got = { spans: [], metrics: [], resources: [], posts: 0, events: new EventEmitter() };
+  const got = { spans: [], metrics: [], resources: [], raw: [], posts: 0, events: new EventEmitter() };
   const server = createServer((req, res) => {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
@@ -38,6 +39,7 @@ async function receiver(answer = () => false) {
       if (answer(req, res, got.posts)) return;
       const json = (req.headers['content-type'] ?? '').includes('json');
       if (req.url === '/v1/traces') {
+        if (json) got.raw.push(body.toString());
         const msg = json ? JSON.parse(body) : TracesRequest.toObject(TracesRequest.decode(body), { longs: String, bytes: String, enums: Number });
         for (const rs of msg.resourceSpans ?? []) {
           got.resources.push(attrs(rs.resource?.attributes));
@@ -284,3 +286,55 @@ for (const [name, make, counted] of [
     assert.ok(lines.every((l) => l.outcome === 'ok' && /^[0-9a-f]{32}$/.test(l.trace_id)));
   });
 }
+
+test('attribute --traces joins the engine spans to the ledger: queue, prefill and the rest', async () => {
+  const otlp = await receiver();
+  const dir = mkdtempSync(join(tmpdir(), 'mpo-traces-'));
+  const profile = join(dir, 'profile.json');
+  // Two slots for six requests: the engine queues four of them.
+  writeFileSync(profile, JSON.stringify({ engine: { max_num_seqs: 2, step_base_s: 0.01 } }));
+  // OTLP/JSON from both: the receiver's raw bodies, one per line, are what the collector's file
+  // exporter writes.
+  const st = await stack(['--otlp-endpoint', otlp.url],
+    { OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_METRICS_EXPORTER: 'none' },
+    ['--otlp-traces-endpoint', `${otlp.url}/v1/traces`, '--profile', profile]);
+  try {
+    await Promise.all([1, 2, 3, 4, 5, 6].map((i) => chat(st.proxyURL, i)));
+  } finally {
+    await st.stop();
+  }
+  const traces = join(dir, 'traces.jsonl');
+  writeFileSync(traces, otlp.raw.join('\n') + '\n');
+  const out = JSON.parse(execFileSync(BIN, ['attribute', '--ledger', st.ledger, '--traces', traces, '--format', 'json']));
+  assert.equal(out.schema, 'modelperfobs.engine-trace-attribution.v1');
+  assert.equal(out.validity.valid, true, JSON.stringify(out.validity));
+  assert.equal(out.result.requests.length, 6);
+  assert.equal(out.result.lines_unmatched, 0);
+  const truth = readJsonl(st.truth);
+  const us = (t) => Date.parse(t) * 1000 + Number(t.slice(23, 26));
+  let queued = 0;
+  for (const r of out.result.requests) {
+    assert.equal(r.grade, 'request-correlated');
+    assert.equal(r.correlation_source, 'engine-trace');
+    assert.equal(r.match, 'parent');
+    const t = truth.find((x) => x.response_id === r.engine_request_id);
+    assert.ok(t, r.engine_request_id);
+    // The engine's own queue and prefill, exactly as its truth has them (microsecond times).
+    assert.ok(Math.abs(r.server_queue_ms - (us(t.scheduled_at) - us(t.arrival_at)) / 1000) < 0.002);
+    assert.ok(Math.abs(r.server_prefill_ms - (us(t.first_token_at) - us(t.scheduled_at)) / 1000) < 0.002);
+    // What the client saw through the proxy is the server's time plus a little outside it.
+    assert.ok(r.outside_ttft_ms >= 0 && r.outside_ttft_ms < 50, `outside ${r.outside_ttft_ms}`);
+    if (r.server_queue_ms > 5) queued += 1;
+  }
+  assert.ok(queued >= 2, `queued requests: ${queued}`);
+  assert.ok(out.result.ttft_p95_composition.queue_share > 0);
+  const md = execFileSync(BIN, ['attribute', '--ledger', st.ledger, '--traces', traces]).toString();
+  assert.match(md, /TTFT p95 is [0-9.]+ ms: .* \d+% is queue on the server/);
+  // The report carries the same split.
+  const report = JSON.parse(execFileSync(BIN, ['report', '--input', st.ledger, '--traces', traces, '--format', 'json']));
+  assert.equal(report.result.engine_trace.requests.length, 6);
+  assert.deepEqual(report.result.engine_trace.parts, out.result.parts);
+  const reportMd = execFileSync(BIN, ['report', '--input', st.ledger, '--traces', traces]).toString();
+  assert.match(reportMd, /## Engine spans joined to requests \(request-correlated, source engine-trace\)/);
+  await otlp.close();
+});

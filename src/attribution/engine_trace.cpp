@@ -1,0 +1,267 @@
+#include "attribution/engine_trace.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "core/json.hpp"
+#include "core/stats.hpp"
+#include "core/time.hpp"
+
+namespace mpo::attribution {
+namespace {
+
+std::optional<double> ms(const std::optional<double>& seconds) {
+  return seconds ? std::optional<double>(*seconds * 1000.0) : std::nullopt;
+}
+
+std::optional<double> minus(const std::optional<double>& a, const std::optional<double>& b) {
+  return a && b ? std::optional<double>(*a - *b) : std::nullopt;
+}
+
+PartSummary summarize_part(std::string part, const std::vector<TracedRequest>& rs,
+                           std::optional<double> TracedRequest::*field) {
+  std::vector<double> v;
+  for (const auto& r : rs) {
+    if (r.*field) v.push_back(*(r.*field));
+  }
+  PartSummary s{std::move(part), v.size(), std::nullopt, std::nullopt};
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.p50_ms = *quantile_cont_sorted(v, 0.5);
+  s.p95_ms = *quantile_cont_sorted(v, 0.95);
+  return s;
+}
+
+std::optional<TtftComposition> compose_ttft(const std::vector<TracedRequest>& rs) {
+  std::vector<double> ttft;
+  for (const auto& r : rs) {
+    if (r.client_ttft_ms && r.server_queue_ms && r.server_prefill_ms && r.outside_ttft_ms)
+      ttft.push_back(*r.client_ttft_ms);
+  }
+  if (ttft.empty()) return std::nullopt;
+  std::sort(ttft.begin(), ttft.end());
+  TtftComposition c;
+  c.p95_ms = *quantile_cont_sorted(ttft, 0.95);
+  double total = 0, queue = 0, prefill = 0, outside = 0;
+  for (const auto& r : rs) {
+    if (!r.client_ttft_ms || !r.server_queue_ms || !r.server_prefill_ms || !r.outside_ttft_ms) continue;
+    if (*r.client_ttft_ms < c.p95_ms) continue;
+    ++c.requests;
+    total += *r.client_ttft_ms;
+    queue += *r.server_queue_ms;
+    prefill += *r.server_prefill_ms;
+    outside += *r.outside_ttft_ms;
+  }
+  if (c.requests == 0 || total <= 0) return std::nullopt;
+  c.queue_share = queue / total;
+  c.prefill_share = prefill / total;
+  c.outside_share = outside / total;
+  return c;
+}
+
+std::string opt_ms(const std::optional<double>& v) { return v ? fmt::format("{:.1f}", *v) : "-"; }
+
+}  // namespace
+
+TraceJoin join_engine_traces(std::span<const ledger::LedgerRecord> lines, std::span<const otel::EngineSpan> spans) {
+  TraceJoin j;
+  j.ledger_lines = lines.size();
+  j.engine_spans = spans.size();
+  std::map<std::pair<std::string, std::string>, const otel::EngineSpan*> by_parent;
+  std::map<std::string, std::vector<const otel::EngineSpan*>> by_trace;
+  for (const auto& s : spans) {
+    by_parent[{s.trace_id, s.parent_span_id}] = &s;
+    by_trace[s.trace_id].push_back(&s);
+  }
+  std::size_t matched_spans = 0;
+  for (const auto& l : lines) {
+    if (!l.trace_id) continue;
+    ++j.lines_with_trace;
+    const otel::EngineSpan* s = nullptr;
+    std::string match;
+    if (l.span_id) {
+      if (auto it = by_parent.find({*l.trace_id, *l.span_id}); it != by_parent.end()) s = it->second, match = "parent";
+    } else if (auto it = by_trace.find(*l.trace_id); it != by_trace.end() && it->second.size() == 1) {
+      s = it->second.front();
+      match = "trace";
+    }
+    if (s == nullptr) {
+      ++j.lines_unmatched;
+      continue;
+    }
+    ++matched_spans;
+    TracedRequest r;
+    r.observation_id = l.observation_id;
+    r.trace_id = *l.trace_id;
+    r.span_id = l.span_id.value_or("");
+    r.model = l.model.value_or("");
+    r.engine_request_id = s->request_id;
+    r.started_at_us = l.started_at_us;
+    r.match = std::move(match);
+    r.client_ttft_ms = l.ttft_ms;
+    r.client_e2e_ms = l.e2e_ms;
+    r.server_queue_ms = ms(s->queue_s);
+    r.server_prefill_ms = ms(s->prefill_s);
+    r.server_decode_ms = ms(s->decode_s);
+    r.server_ttft_ms = ms(s->ttft_s);
+    r.server_e2e_ms = ms(s->e2e_s);
+    r.outside_ttft_ms = minus(r.client_ttft_ms, r.server_ttft_ms);
+    r.outside_e2e_ms = minus(r.client_e2e_ms, r.server_e2e_ms);
+    if ((r.outside_ttft_ms && *r.outside_ttft_ms < 0) || (r.outside_e2e_ms && *r.outside_e2e_ms < 0)) {
+      ++j.outside_negative;
+    }
+    j.requests.push_back(std::move(r));
+  }
+  j.spans_unmatched = spans.size() - matched_spans;
+  const auto& rs = j.requests;
+  j.parts = {summarize_part("client_ttft", rs, &TracedRequest::client_ttft_ms),
+             summarize_part("server_queue", rs, &TracedRequest::server_queue_ms),
+             summarize_part("server_prefill", rs, &TracedRequest::server_prefill_ms),
+             summarize_part("server_ttft", rs, &TracedRequest::server_ttft_ms),
+             summarize_part("outside_ttft", rs, &TracedRequest::outside_ttft_ms),
+             summarize_part("server_decode", rs, &TracedRequest::server_decode_ms),
+             summarize_part("client_e2e", rs, &TracedRequest::client_e2e_ms),
+             summarize_part("server_e2e", rs, &TracedRequest::server_e2e_ms),
+             summarize_part("outside_e2e", rs, &TracedRequest::outside_e2e_ms)};
+  j.ttft_p95 = compose_ttft(rs);
+  return j;
+}
+
+std::string render_trace_join_md(const TraceJoin& j) {
+  static const std::map<std::string, std::string> kLabels = {
+      {"client_ttft", "client TTFT (through the proxy)"},
+      {"server_queue", "server queue"},
+      {"server_prefill", "server prefill"},
+      {"server_ttft", "server TTFT"},
+      {"outside_ttft", "TTFT outside the server (network, proxy, HTTP server)"},
+      {"server_decode", "server decode"},
+      {"client_e2e", "client e2e"},
+      {"server_e2e", "server e2e"},
+      {"outside_e2e", "e2e outside the server"}};
+  std::string out = "## Engine spans joined to requests (request-correlated, source engine-trace)\n\n";
+  out += fmt::format(
+      "{} of {} ledger lines joined to an engine span by trace id ({} lines carry trace context, {} of them have no "
+      "engine span); {} engine spans, {} without a ledger line.\n\n",
+      j.requests.size(), j.ledger_lines, j.lines_with_trace, j.lines_unmatched, j.engine_spans, j.spans_unmatched);
+  if (j.requests.empty()) {
+    out += j.lines_with_trace == 0
+               ? "No ledger line carries a trace_id: record the ledger with a proxy that forwards trace context "
+                 "(this version's does).\n"
+               : "No engine span matched: was the engine run with tracing on (vLLM --otlp-traces-endpoint) and "
+                 "exporting to the collector that wrote this file?\n";
+    return out;
+  }
+  if (j.ttft_p95) {
+    const auto& c = *j.ttft_p95;
+    out += fmt::format(
+        "TTFT p95 is {:.1f} ms: over the {} request(s) at or above it, {:.0f}% is queue on the server, {:.0f}% "
+        "prefill, {:.0f}% outside the server.\n\n",
+        c.p95_ms, c.requests, c.queue_share * 100, c.prefill_share * 100, c.outside_share * 100);
+  }
+  if (j.outside_negative > 0) {
+    out += fmt::format(
+        "Note: {} request(s) show a client time below the server's (negative time outside the server): a span "
+        "matched to the wrong request, or an engine that counts its times differently. Look at those before "
+        "trusting the split.\n\n",
+        j.outside_negative);
+  }
+  out += "| part | requests | p50 ms | p95 ms |\n|---|---:|---:|---:|\n";
+  for (const auto& p : j.parts) {
+    out += fmt::format("| {} | {} | {} | {} |\n", kLabels.at(p.part), p.n, opt_ms(p.p50_ms), opt_ms(p.p95_ms));
+  }
+  out += "\nSlowest requests by client TTFT:\n\n";
+  out +=
+      "| observation_id | client TTFT ms | queue ms | prefill ms | outside ms | client e2e ms | server e2e ms |\n"
+      "|---|---:|---:|---:|---:|---:|---:|\n";
+  std::vector<const TracedRequest*> slow;
+  for (const auto& r : j.requests) slow.push_back(&r);
+  std::stable_sort(slow.begin(), slow.end(), [](const TracedRequest* a, const TracedRequest* b) {
+    return a->client_ttft_ms.value_or(-1) > b->client_ttft_ms.value_or(-1);
+  });
+  for (std::size_t i = 0; i < slow.size() && i < 10; ++i) {
+    const auto& r = *slow[i];
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", r.observation_id, opt_ms(r.client_ttft_ms),
+                       opt_ms(r.server_queue_ms), opt_ms(r.server_prefill_ms), opt_ms(r.outside_ttft_ms),
+                       opt_ms(r.client_e2e_ms), opt_ms(r.server_e2e_ms));
+  }
+  return out;
+}
+
+std::string render_trace_join_result_json(const TraceJoin& j) {
+  std::string requests = "[";
+  for (std::size_t i = 0; i < j.requests.size(); ++i) {
+    const auto& r = j.requests[i];
+    if (i > 0) requests += ',';
+    JsonObjectWriter w;
+    w.field("observation_id", r.observation_id)
+        .field("trace_id", r.trace_id)
+        .field("span_id", r.span_id)
+        .field("model", r.model)
+        .field("engine_request_id", r.engine_request_id)
+        .field("started_at", format_rfc3339_us(r.started_at_us))
+        .field("grade", "request-correlated")
+        .field("correlation_source", "engine-trace")
+        .field("match", r.match)
+        .optional_field("client_ttft_ms", r.client_ttft_ms)
+        .optional_field("client_e2e_ms", r.client_e2e_ms)
+        .optional_field("server_queue_ms", r.server_queue_ms)
+        .optional_field("server_prefill_ms", r.server_prefill_ms)
+        .optional_field("server_decode_ms", r.server_decode_ms)
+        .optional_field("server_ttft_ms", r.server_ttft_ms)
+        .optional_field("server_e2e_ms", r.server_e2e_ms)
+        .optional_field("outside_ttft_ms", r.outside_ttft_ms)
+        .optional_field("outside_e2e_ms", r.outside_e2e_ms);
+    requests += std::move(w).finish();
+  }
+  requests += ']';
+  std::string parts = "{";
+  for (std::size_t i = 0; i < j.parts.size(); ++i) {
+    const auto& p = j.parts[i];
+    if (i > 0) parts += ',';
+    append_json_string(parts, p.part);
+    JsonObjectWriter w;
+    w.field("requests", static_cast<std::uint64_t>(p.n))
+        .optional_field("p50_ms", p.p50_ms)
+        .optional_field("p95_ms", p.p95_ms);
+    parts += ':' + std::move(w).finish();
+  }
+  parts += '}';
+  JsonObjectWriter result;
+  result.field("ledger_lines", j.ledger_lines)
+      .field("lines_with_trace", j.lines_with_trace)
+      .field("lines_unmatched", j.lines_unmatched)
+      .field("engine_spans", j.engine_spans)
+      .field("spans_unmatched", j.spans_unmatched)
+      .field("outside_negative", j.outside_negative)
+      .raw_field("parts", parts);
+  if (j.ttft_p95) {
+    JsonObjectWriter c;
+    c.field("p95_ms", j.ttft_p95->p95_ms)
+        .field("requests", static_cast<std::uint64_t>(j.ttft_p95->requests))
+        .field("queue_share", j.ttft_p95->queue_share)
+        .field("prefill_share", j.ttft_p95->prefill_share)
+        .field("outside_share", j.ttft_p95->outside_share);
+    result.raw_field("ttft_p95_composition", std::move(c).finish());
+  }
+  result.raw_field("requests", requests);
+  return std::move(result).finish();
+}
+
+std::string render_trace_join_json(const TraceJoin& j, const std::string& inputs_json, std::int64_t created_at_us) {
+  std::vector<std::string> reasons;
+  if (j.requests.empty()) reasons.push_back("no_request_joined");
+  if (j.outside_negative > 0) reasons.push_back("client_time_below_server_time");
+  JsonObjectWriter validity;
+  validity.field("valid", reasons.empty()).raw_field("reasons", json_string_array(reasons));
+  JsonObjectWriter doc;
+  doc.field("schema", kEngineTraceSchema)
+      .field("created_at", format_rfc3339_us(created_at_us))
+      .raw_field("inputs", inputs_json)
+      .raw_field("result", render_trace_join_result_json(j))
+      .raw_field("validity", std::move(validity).finish());
+  return std::move(doc).finish() + "\n";
+}
+
+}  // namespace mpo::attribution
