@@ -9,8 +9,8 @@
 
 namespace mpo::otel {
 
-Exporter::Exporter(ExportConfig config, Origin origin, RetryPolicy retry)
-    : config_(std::move(config)), origin_(std::move(origin)), retry_(retry) {}
+Exporter::Exporter(ExportConfig config, Origin origin, GenAiOptions genai, RetryPolicy retry)
+    : config_(std::move(config)), origin_(std::move(origin)), genai_(std::move(genai)), retry_(retry) {}
 
 Exporter::~Exporter() { stop(0); }
 
@@ -28,7 +28,11 @@ Status Exporter::start() {
   return Ok{};
 }
 
-void Exporter::submit(Span span) {
+void Exporter::submit(Span span) { enqueue(std::move(span)); }
+
+void Exporter::submit(LineSpan line) { enqueue(std::move(line)); }
+
+void Exporter::enqueue(std::variant<Span, LineSpan> item) {
   if (!traces_url_) return;
   {
     std::lock_guard lk(mu_);
@@ -37,7 +41,7 @@ void Exporter::submit(Span span) {
       spans_dropped_queue_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    spans_.push_back(std::move(span));
+    spans_.push_back(std::move(item));
     queued_.store(spans_.size(), std::memory_order_relaxed);
     if (spans_.size() < config_.max_batch) return;
   }
@@ -94,10 +98,21 @@ void Exporter::run() {
       }
       const std::size_t n = std::min(spans_.size(), config_.max_batch);
       batch.reserve(n);
+      std::vector<std::variant<Span, LineSpan>> taken;
+      taken.reserve(n);
       for (std::size_t i = 0; i < n; ++i) {
-        batch.push_back(std::move(spans_.front()));
+        taken.push_back(std::move(spans_.front()));
         spans_.pop_front();
       }
+      lk.unlock();
+      for (auto& item : taken) {
+        if (auto* l = std::get_if<LineSpan>(&item)) {
+          batch.push_back(span_from_observation(l->line, l->trace, l->trace_state, genai_));
+        } else {
+          batch.push_back(std::move(std::get<Span>(item)));
+        }
+      }
+      lk.lock();
       queued_.store(spans_.size(), std::memory_order_relaxed);
       metrics.swap(metrics_);
     }

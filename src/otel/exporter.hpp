@@ -12,11 +12,15 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <variant>
 
 #include "core/result.hpp"
 #include "net/backend_url.hpp"
+#include "ledger/observation.hpp"
 #include "otel/config.hpp"
+#include "otel/genai.hpp"
 #include "otel/otlp.hpp"
+#include "otel/trace_context.hpp"
 
 namespace mpo::promtext {
 class TextWriter;
@@ -24,9 +28,18 @@ class TextWriter;
 
 namespace mpo::otel {
 
+// A proxy's finished request, turned into its span on the exporter's thread: the relay's loop
+// only moves the line in.
+struct LineSpan {
+  ledger::Observation line;
+  RequestTrace trace;
+  std::string trace_state;
+};
+
 class Exporter {
  public:
-  Exporter(ExportConfig config, Origin origin, RetryPolicy retry = {});
+  // `genai`: how LineSpans become spans (span_from_observation).
+  Exporter(ExportConfig config, Origin origin, GenAiOptions genai = {}, RetryPolicy retry = {});
   ~Exporter();
   Exporter(const Exporter&) = delete;
   Exporter& operator=(const Exporter&) = delete;
@@ -35,8 +48,9 @@ class Exporter {
   Status start();
   const ExportConfig& config() const { return config_; }
 
-  // From the proxy's loop; never waits on the network.
+  // From an event loop; never waits on the network.
   void submit(Span span);
+  void submit(LineSpan line);
   // A whole cumulative snapshot, encoded; replaces one not yet sent (a later snapshot holds it).
   void submit_metrics(std::string body);
   // Sends what is queued (retrying only within `flush_s`), then stops the thread.
@@ -48,6 +62,7 @@ class Exporter {
  private:
   enum class Signal { kTraces, kMetrics };
   void run();
+  void enqueue(std::variant<Span, LineSpan> item);
   // One request with its retries; true when the collector accepted it.
   bool send(Signal signal, const std::string& body);
   // Waits `seconds` unless stopping past the flush deadline; false when the wait was cut short.
@@ -55,12 +70,13 @@ class Exporter {
 
   ExportConfig config_;
   Origin origin_;
+  GenAiOptions genai_;
   RetryPolicy retry_;
   std::optional<net::BackendUrl> traces_url_, metrics_url_;
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Span> spans_;
+  std::deque<std::variant<Span, LineSpan>> spans_;
   std::optional<std::string> metrics_;
   bool stopping_ = false;
   std::chrono::steady_clock::time_point flush_deadline_{};

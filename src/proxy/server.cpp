@@ -392,6 +392,7 @@ class Proxy {
     x.last_rx = loop_stamp(SystemClock::instance().wall_us(), SystemClock::instance().steady_us());
   }
 
+  // Writes the line and hands it on: consumes x.obs (the callers return right after).
   void finish(Exchange& x) {
     auto& o = x.obs;
     o.ended_at_us = SystemClock::instance().wall_us();
@@ -404,8 +405,9 @@ class Proxy {
     metrics_.record(o);
     if (auto line = notes_.observe(o)) std::cerr << *line << "\n";
     ledger_.submit(ledger::render_observation(o));
-    telemetry_->finish(o, x.trace, x.trace_state);
     --in_flight_;
+    // Last: the line moves to the exporter (x.obs is not read after finish()).
+    telemetry_->finish(std::move(o), x.trace, std::move(x.trace_state));
   }
 
   double since_ms(const Exchange& x) const {

@@ -22,15 +22,15 @@ Result<std::unique_ptr<Telemetry>> Telemetry::make(TelemetryOptions opts, const 
   std::unique_ptr<Telemetry> t(new Telemetry(std::move(opts)));
   if (config->enabled()) {
     otel::Origin origin{config->resource, "modelperfobs", MPO_VERSION};
-    t->exporter_ = std::make_unique<otel::Exporter>(std::move(*config), std::move(origin));
+    t->exporter_ = std::make_unique<otel::Exporter>(std::move(*config), std::move(origin), t->opts_.genai);
     if (auto st = t->exporter_->start(); !st) return st.error();
   }
   return t;
 }
 
-void Telemetry::finish(const ledger::Observation& o, const otel::RequestTrace& trace, std::string_view trace_state) {
+void Telemetry::finish(ledger::Observation&& o, const otel::RequestTrace& trace, std::string trace_state) {
   genai_.record(o);
-  if (exporter_ && trace.sampled()) exporter_->submit(otel::span_from_observation(o, trace, trace_state, opts_.genai));
+  if (exporter_ && trace.sampled()) exporter_->submit(otel::LineSpan{std::move(o), trace, std::move(trace_state)});
 }
 
 void Telemetry::render_prometheus(promtext::TextWriter& w) const {
