@@ -63,6 +63,48 @@ std::optional<TtftComposition> compose_ttft(const std::vector<TracedRequest>& rs
 
 std::string opt_ms(const std::optional<double>& v) { return v ? fmt::format("{:.1f}", *v) : "-"; }
 
+const std::map<std::string, std::string>& part_labels() {
+  static const std::map<std::string, std::string> kLabels = {
+      {"client_ttft", "client TTFT (through the proxy)"},
+      {"server_queue", "server queue"},
+      {"server_prefill", "server prefill"},
+      {"server_ttft", "server TTFT"},
+      {"outside_ttft", "TTFT outside the server (network, proxy, HTTP server)"},
+      {"server_decode", "server decode"},
+      {"client_e2e", "client e2e"},
+      {"server_e2e", "server e2e"},
+      {"outside_e2e", "e2e outside the server"}};
+  return kLabels;
+}
+
+std::string joined_sentence(const TraceJoin& j) {
+  return fmt::format(
+      "{} of {} ledger lines joined to an engine span by trace id ({} lines carry trace context, {} of them have no "
+      "engine span); {} engine spans, {} without a ledger line.",
+      j.requests.size(), j.ledger_lines, j.lines_with_trace, j.lines_unmatched, j.engine_spans, j.spans_unmatched);
+}
+
+std::string composition_sentence(const TtftComposition& c) {
+  return fmt::format(
+      "TTFT p95 is {:.1f} ms: over the {} request(s) at or above it, {:.0f}% is queue on the server, {:.0f}% "
+      "prefill, {:.0f}% outside the server.",
+      c.p95_ms, c.requests, c.queue_share * 100, c.prefill_share * 100, c.outside_share * 100);
+}
+
+std::string html_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out.push_back(c);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 TraceJoin join_engine_traces(std::span<const ledger::LedgerRecord> lines, std::span<const otel::EngineSpan> spans) {
@@ -130,21 +172,9 @@ TraceJoin join_engine_traces(std::span<const ledger::LedgerRecord> lines, std::s
 }
 
 std::string render_trace_join_md(const TraceJoin& j) {
-  static const std::map<std::string, std::string> kLabels = {
-      {"client_ttft", "client TTFT (through the proxy)"},
-      {"server_queue", "server queue"},
-      {"server_prefill", "server prefill"},
-      {"server_ttft", "server TTFT"},
-      {"outside_ttft", "TTFT outside the server (network, proxy, HTTP server)"},
-      {"server_decode", "server decode"},
-      {"client_e2e", "client e2e"},
-      {"server_e2e", "server e2e"},
-      {"outside_e2e", "e2e outside the server"}};
+  const auto& labels = part_labels();
   std::string out = "## Engine spans joined to requests (request-correlated, source engine-trace)\n\n";
-  out += fmt::format(
-      "{} of {} ledger lines joined to an engine span by trace id ({} lines carry trace context, {} of them have no "
-      "engine span); {} engine spans, {} without a ledger line.\n\n",
-      j.requests.size(), j.ledger_lines, j.lines_with_trace, j.lines_unmatched, j.engine_spans, j.spans_unmatched);
+  out += joined_sentence(j) + "\n\n";
   if (j.requests.empty()) {
     out += j.lines_with_trace == 0
                ? "No ledger line carries a trace_id: record the ledger with a proxy that forwards trace context "
@@ -153,13 +183,7 @@ std::string render_trace_join_md(const TraceJoin& j) {
                  "exporting to the collector that wrote this file?\n";
     return out;
   }
-  if (j.ttft_p95) {
-    const auto& c = *j.ttft_p95;
-    out += fmt::format(
-        "TTFT p95 is {:.1f} ms: over the {} request(s) at or above it, {:.0f}% is queue on the server, {:.0f}% "
-        "prefill, {:.0f}% outside the server.\n\n",
-        c.p95_ms, c.requests, c.queue_share * 100, c.prefill_share * 100, c.outside_share * 100);
-  }
+  if (j.ttft_p95) out += composition_sentence(*j.ttft_p95) + "\n\n";
   if (j.outside_negative > 0) {
     out += fmt::format(
         "Note: {} request(s) show a client time below the server's (negative time outside the server): a span "
@@ -169,7 +193,7 @@ std::string render_trace_join_md(const TraceJoin& j) {
   }
   out += "| part | requests | p50 ms | p95 ms |\n|---|---:|---:|---:|\n";
   for (const auto& p : j.parts) {
-    out += fmt::format("| {} | {} | {} | {} |\n", kLabels.at(p.part), p.n, opt_ms(p.p50_ms), opt_ms(p.p95_ms));
+    out += fmt::format("| {} | {} | {} | {} |\n", labels.at(p.part), p.n, opt_ms(p.p50_ms), opt_ms(p.p95_ms));
   }
   out += "\nSlowest requests by client TTFT:\n\n";
   out +=
@@ -187,6 +211,26 @@ std::string render_trace_join_md(const TraceJoin& j) {
                        opt_ms(r.client_e2e_ms), opt_ms(r.server_e2e_ms));
   }
   return out;
+}
+
+std::string render_trace_join_html(const TraceJoin& j) {
+  std::string out = "<section class=\"engine-trace\"><h2>Engine spans joined to requests</h2><p>";
+  out += html_escape(joined_sentence(j)) + " Graded request-correlated, source engine-trace.</p>";
+  if (j.ttft_p95) out += "<p class=\"verdict\">" + html_escape(composition_sentence(*j.ttft_p95)) + "</p>";
+  if (j.outside_negative > 0) {
+    out += fmt::format(
+        "<p>{} request(s) show a client time below the server's: look at them before trusting the split.</p>",
+        j.outside_negative);
+  }
+  if (!j.requests.empty()) {
+    out += "<table><tr><th>part</th><th>requests</th><th>p50 ms</th><th>p95 ms</th></tr>";
+    for (const auto& p : j.parts) {
+      out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", html_escape(part_labels().at(p.part)),
+                         p.n, opt_ms(p.p50_ms), opt_ms(p.p95_ms));
+    }
+    out += "</table>";
+  }
+  return out + "</section>";
 }
 
 std::string render_trace_join_result_json(const TraceJoin& j) {

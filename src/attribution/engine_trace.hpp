@@ -59,6 +59,8 @@ struct TraceJoin {
 TraceJoin join_engine_traces(std::span<const ledger::LedgerRecord> lines, std::span<const otel::EngineSpan> spans);
 
 std::string render_trace_join_md(const TraceJoin& j);
+// The same as one HTML <section> (the report's page embeds it).
+std::string render_trace_join_html(const TraceJoin& j);
 // The `result` object alone (the report embeds it as `result.engine_trace`).
 std::string render_trace_join_result_json(const TraceJoin& j);
 // `inputs`: a JSON object (the files read and their digests).

@@ -60,6 +60,7 @@ bool engine_trace_split(const ReportArgs& a, const std::vector<std::string>& fil
   const auto join = attribution::join_engine_traces(records, traces.spans);
   in.engine_trace_md = attribution::render_trace_join_md(join);
   in.engine_trace_json = attribution::render_trace_join_result_json(join);
+  in.engine_trace_html = attribution::render_trace_join_html(join);
   return true;
 }
 
@@ -213,7 +214,7 @@ std::function<int()> setup_report(CLI::App& app) {
   app.add_option("--traces", a->traces,
                  "engine spans as OTLP/JSON (the collector's file exporter; vLLM or simulate "
                  "--otlp-traces-endpoint): adds each request's server queue/prefill/decode against its TTFT and e2e, "
-                 "joined by trace id (md and json)")
+                 "joined by trace id")
       ->check(CLI::ExistingFile);
   app.add_option("--slo", a->slo, "e.g. ttft_p95_ms=1000,tpot_p95_ms=100,error_rate=0.01; exit 3 when violated");
   return [a] { return run(*a); };

@@ -15,8 +15,8 @@
 #include <variant>
 
 #include "core/result.hpp"
-#include "net/backend_url.hpp"
 #include "ledger/observation.hpp"
+#include "net/backend_url.hpp"
 #include "otel/config.hpp"
 #include "otel/genai.hpp"
 #include "otel/otlp.hpp"

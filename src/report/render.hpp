@@ -22,7 +22,7 @@ struct ReportInput {
   std::string tool_version;
   // `report --traces`: the engine spans joined to the lines (attribution/engine_trace.hpp),
   // rendered by the caller; "" when not asked for.
-  std::string engine_trace_md, engine_trace_json;
+  std::string engine_trace_md, engine_trace_json, engine_trace_html;
 };
 
 // What a group's times rest on and how late the proxy itself was to read, with a warning when

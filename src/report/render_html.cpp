@@ -149,6 +149,7 @@ figure{display:inline-block;margin:8px}figcaption{font-size:13px;font-weight:600
     }
     o += "</table></section>";
   }
+  o += in.engine_trace_html;
   return o + "</body></html>\n";
 }
 

@@ -36,6 +36,7 @@ async function receiver(answer = () => false) {
     req.on('end', () => {
       const body = Buffer.concat(chunks);
       got.posts += 1;
+      got.headers = req.headers;
       if (answer(req, res, got.posts)) return;
       const json = (req.headers['content-type'] ?? '').includes('json');
       if (req.url === '/v1/traces') {
@@ -115,7 +116,8 @@ const CLIENT_SPAN = '00f067aa0ba902b7';
 test('spans and GenAI metrics reach an OTLP collector, and the trace reaches the engine', async () => {
   const otlp = await receiver();
   const st = await stack(['--otlp-endpoint', otlp.url, '--otlp-metrics-interval', '200ms'],
-    { OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_SERVICE_NAME: 'mpo-test', OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=ci' },
+    { OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_SERVICE_NAME: 'mpo-test', OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=ci',
+      OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=s%3Dcret' },
     ['--otlp-traces-endpoint', `${otlp.url}/v1/traces`]);
   try {
     assert.match(st.line, /OTLP traces to http:\/\/127\.0\.0\.1:\d+\/v1\/traces/);
@@ -138,6 +140,8 @@ test('spans and GenAI metrics reach an OTLP collector, and the trace reaches the
   assert.equal(proxySpans.length, 3);
   assert.equal(engineSpans.length, 3);
   assert.ok(otlp.resources.some((r) => r['service.name'] === 'mpo-test' && r['deployment.environment'] === 'ci'));
+  assert.equal(otlp.headers['x-api-key'], 's=cret'); // OTEL_EXPORTER_OTLP_HEADERS, percent-decoded
+  assert.equal(otlp.headers['content-type'], 'application/x-protobuf');
   for (const line of lines) {
     const span = proxySpans.find((s) => s.attributes['modelperfobs.observation_id'] === line.observation_id);
     assert.ok(span, `a span for ${line.observation_id}`);
@@ -336,5 +340,7 @@ test('attribute --traces joins the engine spans to the ledger: queue, prefill an
   assert.deepEqual(report.result.engine_trace.parts, out.result.parts);
   const reportMd = execFileSync(BIN, ['report', '--input', st.ledger, '--traces', traces]).toString();
   assert.match(reportMd, /## Engine spans joined to requests \(request-correlated, source engine-trace\)/);
+  const html = execFileSync(BIN, ['report', '--input', st.ledger, '--traces', traces, '--format', 'html']).toString();
+  assert.match(html, /<section class="engine-trace">.*TTFT p95 is [0-9.]+ ms/s);
   await otlp.close();
 });
