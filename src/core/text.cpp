@@ -24,4 +24,10 @@ std::string body_kind(std::string_view body) {
   return fmt::format("text beginning '{}'", head);
 }
 
+std::string_view trim_blanks(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
 }  // namespace mpo

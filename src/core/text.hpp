@@ -1,4 +1,4 @@
-// Words about text a server sent back, for messages. Pure.
+// Words about text a server sent back, for messages, and small text helpers. Pure.
 #pragma once
 
 #include <string>
@@ -9,5 +9,8 @@ namespace mpo {
 // What a response body looks like, for a message about a URL that answered the wrong kind of page:
 // "an HTML page", "JSON", "an empty body", or "text beginning '...'".
 std::string body_kind(std::string_view body);
+
+// `s` without leading and trailing spaces and tabs (HTTP's optional whitespace, OWS).
+std::string_view trim_blanks(std::string_view s);
 
 }  // namespace mpo

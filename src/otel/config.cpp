@@ -6,14 +6,12 @@
 #include <charconv>
 #include <cmath>
 
+#include "core/text.hpp"
+
 namespace mpo::otel {
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
+std::string_view trim(std::string_view s) { return trim_blanks(s); }
 
 Result<std::string> percent_decode(std::string_view s, std::string_view what) {
   std::string out;

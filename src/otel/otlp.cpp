@@ -213,34 +213,30 @@ std::string_view content_type(Encoding e) {
   return e == Encoding::kProtobuf ? "application/x-protobuf" : "application/json";
 }
 
-std::string encode_traces(const Origin& origin, std::span<const Span> spans, Encoding e) {
+// One Export*ServiceRequest of `items`, each written by `to_json` or `to_proto`.
+template <class T, class ToJson, class ToProto>
+std::string encode(const Origin& origin, std::span<const T> items, Encoding e, ToJson to_json, ToProto to_proto,
+                   std::string_view resource_key, std::string_view scope_key, std::string_view items_key) {
   if (e == Encoding::kJson) {
-    std::string items;
-    for (std::size_t i = 0; i < spans.size(); ++i) {
-      if (i > 0) items += ',';
-      items += json_span(spans[i]);
+    std::string json;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (i > 0) json += ',';
+      json += to_json(items[i]);
     }
-    return json_envelope(origin, "resourceSpans", "scopeSpans", "spans", items);
+    return json_envelope(origin, resource_key, scope_key, items_key, json);
   }
-  std::vector<ProtoWriter> items;
-  items.reserve(spans.size());
-  for (const auto& s : spans) items.push_back(span_message(s));
-  return envelope(origin, items);
+  std::vector<ProtoWriter> messages;
+  messages.reserve(items.size());
+  for (const auto& item : items) messages.push_back(to_proto(item));
+  return envelope(origin, messages);
+}
+
+std::string encode_traces(const Origin& origin, std::span<const Span> spans, Encoding e) {
+  return encode(origin, spans, e, json_span, span_message, "resourceSpans", "scopeSpans", "spans");
 }
 
 std::string encode_metrics(const Origin& origin, std::span<const HistogramMetric> metrics, Encoding e) {
-  if (e == Encoding::kJson) {
-    std::string items;
-    for (std::size_t i = 0; i < metrics.size(); ++i) {
-      if (i > 0) items += ',';
-      items += json_metric(metrics[i]);
-    }
-    return json_envelope(origin, "resourceMetrics", "scopeMetrics", "metrics", items);
-  }
-  std::vector<ProtoWriter> items;
-  items.reserve(metrics.size());
-  for (const auto& m : metrics) items.push_back(metric_message(m));
-  return envelope(origin, items);
+  return encode(origin, metrics, e, json_metric, metric_message, "resourceMetrics", "scopeMetrics", "metrics");
 }
 
 }  // namespace mpo::otel
