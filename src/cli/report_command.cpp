@@ -15,6 +15,7 @@
 #include "ledger/reader.hpp"
 #include "otel/trace_file.hpp"
 #include "report/analysis.hpp"
+#include "report/compare.hpp"
 #include "report/render.hpp"
 #include "scrape/facts_report.hpp"
 #include "scrape/snapshot_reader.hpp"
@@ -33,8 +34,12 @@ struct ReportArgs {
   std::string format = "md";
   std::string output;
   std::string slo;
-  std::string scrapes;  // "" : beside the ledger when there; "none": never
-  std::string traces;   // engine spans (OTLP/JSON) to join by trace id; "" none
+  std::string scrapes;                // "" : beside the ledger when there; "none": never
+  std::string traces;                 // engine spans (OTLP/JSON) to join by trace id; "" none
+  std::vector<std::string> baseline;  // ledgers of the run to compare against
+  std::string max_regression;
+  int resamples = 2000;
+  std::uint64_t seed = 1;
 };
 
 // `--traces FILE`: the engine's spans joined to the report's lines (inside --since/--until), the
@@ -118,6 +123,27 @@ bool expand_inputs(const std::vector<std::string>& given, std::vector<std::strin
   return !out.empty();
 }
 
+// `--baseline OLD...`: each group's change against the baseline run, with intervals and verdicts;
+// true when a --max-regression bound is crossed by a significant change.
+Result<bool> compare_with_baseline(const ReportArgs& a, report::ReportInput& in) {
+  auto bounds = report::parse_regression_bounds(a.max_regression);
+  if (!bounds) return bounds.error();
+  std::vector<std::string> files;
+  if (!expand_inputs(a.baseline, files)) return make_error("report.baseline", "--baseline: no such file");
+  report::ReportInput base;
+  base.options.by = in.options.by;
+  if (auto st = load_ledgers(files, base); !st) return st.error();
+  if (base.table.size() == 0) return make_error("report.baseline", "--baseline: no observations in its ledger(s)");
+  report::Options all;  // the baseline is compared whole: --since/--until choose the new run's window
+  all.by = in.options.by;
+  const auto comparison =
+      report::compare_runs(report::rows_by_group(base.table, all), report::rows_by_group(in.table, in.options),
+                           {a.resamples, a.seed, 0.05}, *bounds);
+  in.comparison_md = report::render_comparison_md(comparison);
+  in.comparison_json = report::render_comparison_json(comparison);
+  return !comparison.gate_failures.empty();
+}
+
 int run(const ReportArgs& a) {
   auto by = report::parse_group_by(a.by);
   if (!by) {
@@ -173,6 +199,18 @@ int run(const ReportArgs& a) {
     return 1;
   }
   in.slos = report::evaluate_slos(in.groups, slos);
+  bool regressed = false;
+  if (!a.baseline.empty()) {
+    auto r = compare_with_baseline(a, in);
+    if (!r) {
+      std::cerr << "modelperfobs report: " << r.error().message << "\n";
+      return r.error().code == "report.max_regression" ? 2 : 1;
+    }
+    regressed = *r;
+  } else if (!a.max_regression.empty()) {
+    std::cerr << "modelperfobs report: --max-regression needs --baseline OLD\n";
+    return 2;
+  }
   in.created_at_us = SystemClock::instance().wall_us();
   in.tool_version = MPO_VERSION;
   std::string text;
@@ -189,7 +227,8 @@ int run(const ReportArgs& a) {
   bool violated = false;
   for (const auto& s : in.slos) violated = violated || s.violated;
   if (violated) std::cerr << "modelperfobs report: SLO violated (exit 3)\n";
-  return violated ? 3 : 0;
+  if (regressed) std::cerr << "modelperfobs report: a significant regression beyond --max-regression (exit 3)\n";
+  return violated || regressed ? 3 : 0;
 }
 
 }  // namespace
@@ -216,6 +255,17 @@ std::function<int()> setup_report(CLI::App& app) {
                  "--otlp-traces-endpoint): adds each request's server queue/prefill/decode against its TTFT and e2e, "
                  "joined by trace id")
       ->check(CLI::ExistingFile);
+  app.add_option("--baseline", a->baseline,
+                 "ledger(s) of an earlier run: per group, the change of TTFT/TPOT/ITL/e2e p50/p90/p95/p99 and of the "
+                 "error rate, each with a bootstrap interval and a verdict (better, worse, no significant change)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--max-regression", a->max_regression,
+                 "with --baseline, e.g. ttft_p95_ms=10%,e2e_p99_ms=200,error_rate=0.5pp: exit 3 when a change is "
+                 "significant and beyond its bound (a CI gate for an engine or config upgrade)");
+  app.add_option("--resamples", a->resamples, "bootstrap resamples for --baseline")
+      ->capture_default_str()
+      ->check(CLI::Range(100, 100000));
+  app.add_option("--seed", a->seed, "bootstrap seed for --baseline (same seed, same intervals)")->capture_default_str();
   app.add_option("--slo", a->slo, "e.g. ttft_p95_ms=1000,tpot_p95_ms=100,error_rate=0.01; exit 3 when violated");
   return [a] { return run(*a); };
 }

@@ -54,7 +54,7 @@ bool is_genai_operation(std::string_view op) {
          op == "rerank" || op == "score";
 }
 
-std::string genai_provider(const ledger::Observation& o, const GenAiOptions& opts) {
+std::string_view genai_provider(const ledger::Observation& o, const GenAiOptions& opts) {
   if (!opts.provider.empty()) return opts.provider;
   return o.operation == "messages" ? "anthropic" : "openai";
 }
@@ -80,7 +80,7 @@ Span span_from_observation(const ledger::Observation& o, const RequestTrace& tra
 
   auto& a = s.attributes;
   add(a, "gen_ai.operation.name", operation);
-  add(a, "gen_ai.provider.name", genai_provider(o, opts));
+  add(a, "gen_ai.provider.name", std::string(genai_provider(o, opts)));
   add_if(a, "gen_ai.request.model", o.model);
   add_if(a, "gen_ai.response.model", o.response_model);
   add_if(a, "gen_ai.response.id", o.response_id);
@@ -126,31 +126,31 @@ Span span_from_observation(const ledger::Observation& o, const RequestTrace& tra
 GenAiMetrics::GenAiMetrics(GenAiOptions opts, std::int64_t start_unix_ns)
     : opts_(std::move(opts)), start_unix_ns_(start_unix_ns) {}
 
-std::string GenAiMetrics::model_label(const std::optional<std::string>& model) {
+std::string_view GenAiMetrics::model_label(const std::optional<std::string>& model) {
   if (!model || model->empty()) return "";
-  if (models_.count(*model) > 0) return *model;
+  if (auto it = models_.find(*model); it != models_.end()) return *it;
   if (models_.size() >= opts_.max_models) {
     ++folded_;
     return kOtherModel;
   }
-  models_.insert(*model);
-  return *model;
+  return *models_.insert(*model).first;
 }
 
-Histogram& GenAiMetrics::at(Series& s, const Key& k, std::span<const double> bounds) {
+Histogram& GenAiMetrics::at(Series& s, const KeyView& k, std::span<const double> bounds) {
   auto it = s.find(k);
-  if (it == s.end()) it = s.emplace(k, Histogram(bounds)).first;
+  if (it == s.end()) {
+    Key key{std::string(k.operation),      std::string(k.provider),   std::string(k.request_model),
+            std::string(k.response_model), std::string(k.error_type), std::string(k.token_type)};
+    it = s.emplace(std::move(key), Histogram(bounds)).first;
+  }
   return it->second;
 }
 
 void GenAiMetrics::record(const ledger::Observation& o) {
   if (!is_genai_operation(o.operation)) return;
-  Key k{std::string(genai_operation(o.operation)),
-        genai_provider(o, opts_),
-        model_label(o.model),
-        model_label(o.response_model),
-        genai_error_type(o),
-        ""};
+  const std::string_view provider = genai_provider(o, opts_);
+  const std::string error = genai_error_type(o);  // "" (no allocation) for the usual ok
+  KeyView k{genai_operation(o.operation), provider, model_label(o.model), model_label(o.response_model), error, ""};
   if (o.e2e_ms) at(duration_, k, kSecondsBuckets).observe(*o.e2e_ms / 1000.0);
   if (o.stream && o.ttft_ms) at(ttfc_, k, kSecondsBuckets).observe(*o.ttft_ms / 1000.0);
   if (o.stream && !o.itl_ms.empty()) {
@@ -158,7 +158,7 @@ void GenAiMetrics::record(const ledger::Observation& o) {
     for (double gap : o.itl_ms) h.observe(gap / 1000.0);
   }
   // Token usage only where the count is known (the conventions: MUST NOT report otherwise).
-  k.error_type.clear();
+  k.error_type = "";
   if (o.prompt_tokens) {
     k.token_type = "input";
     at(tokens_, k, kTokenBuckets).observe(static_cast<double>(*o.prompt_tokens));

@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "core/histogram.hpp"
@@ -39,7 +40,7 @@ inline constexpr const char* kOtherModel = "_other";
 std::string_view genai_operation(std::string_view operation);
 // True for the operations that are GenAI calls (the metrics are kept for these only).
 bool is_genai_operation(std::string_view operation);
-std::string genai_provider(const ledger::Observation& o, const GenAiOptions& opts);
+std::string_view genai_provider(const ledger::Observation& o, const GenAiOptions& opts);  // views into opts
 // error.type: "" for outcome ok; the HTTP status for http_error; else the outcome.
 std::string genai_error_type(const ledger::Observation& o);
 
@@ -60,11 +61,23 @@ class GenAiMetrics {
  private:
   struct Key {
     std::string operation, provider, request_model, response_model, error_type, token_type;
-    auto operator<=>(const Key&) const = default;
   };
-  using Series = std::map<Key, Histogram>;
-  std::string model_label(const std::optional<std::string>& model);
-  Histogram& at(Series& s, const Key& k, std::span<const double> bounds);
+  // The same fields viewed, so that recording a request builds no strings unless its series is new.
+  struct KeyView {
+    std::string_view operation, provider, request_model, response_model, error_type, token_type;
+  };
+  struct KeyLess {
+    using is_transparent = void;
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      return std::tie(a.operation, a.provider, a.request_model, a.response_model, a.error_type, a.token_type) <
+             std::tie(b.operation, b.provider, b.request_model, b.response_model, b.error_type, b.token_type);
+    }
+  };
+  using Series = std::map<Key, Histogram, KeyLess>;
+  // The label for a model name ("" when none, kOtherModel past the cap); views into models_.
+  std::string_view model_label(const std::optional<std::string>& model);
+  Histogram& at(Series& s, const KeyView& k, std::span<const double> bounds);
   void render_family(promtext::TextWriter& w, std::string_view name, std::string_view help, const Series& s) const;
   Attributes attributes_of(const Key& k) const;
 

@@ -193,6 +193,7 @@ std::string render_markdown(const ReportInput& in) {
     }
   }
   if (!in.engine_trace_md.empty()) o += "\n" + in.engine_trace_md;
+  o += in.comparison_md;
   if (!in.slos.empty()) {
     o += "\n## SLOs\n\n| group | SLO | limit | value | result |\n|---|---|---|---|---|\n";
     for (const auto& s : in.slos) {
@@ -298,14 +299,15 @@ std::string render_json(const ReportInput& in) {
                                          .field("torn_last_line", in.read.torn_last_line)
                                          .field("dropped_lines", in.read.dropped_lines))
                                .finish())
-      .raw_field("result",
-                 std::move(JsonObjectWriter()
-                               .raw_field("groups", groups)
-                               .raw_field("other_requests", others_json(in.others))
-                               .raw_field("slos", slos)
-                               .raw_field("engine_trace",
-                                          in.engine_trace_json.empty() ? std::string("null") : in.engine_trace_json))
-                     .finish())
+      .raw_field("result", std::move(JsonObjectWriter()
+                                         .raw_field("groups", groups)
+                                         .raw_field("other_requests", others_json(in.others))
+                                         .raw_field("slos", slos)
+                                         .raw_field("engine_trace", in.engine_trace_json.empty() ? std::string("null")
+                                                                                                 : in.engine_trace_json)
+                                         .raw_field("comparison", in.comparison_json.empty() ? std::string("null")
+                                                                                             : in.comparison_json))
+                               .finish())
       .raw_field("validity",
                  std::move(JsonObjectWriter().field("valid", valid).raw_field("reasons", reasons)).finish());
   return std::move(doc).finish() + "\n";

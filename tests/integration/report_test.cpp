@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 #include <future>
+#include <sstream>
 #include <thread>
 
 #include "support/http_client.hpp"
@@ -146,6 +147,52 @@ TEST(Report, MarkdownCsvSloExitCodeAndBadInput) {
   EXPECT_EQ(run_report({"--input", s.ledger_path(), "--slo", "ttft_p95_ms=60000"}).exit_code, 0);
   EXPECT_EQ(run_report({"--input", s.dir + "/no-such.jsonl"}).exit_code, 1);
   EXPECT_EQ(run_report({"--input", s.ledger_path(), "--slo", "nonsense"}).exit_code, 2);
+}
+
+// Issue 25, before and after: the two halves of one run are never a regression beyond a bound;
+// an engine made slower is, and `--max-regression` turns it into exit 3 (a CI gate).
+TEST(ReportBaseline, HalvesOfOneRunPassAndASlowerEngineFailsTheGate) {
+  const std::string dir = make_temp_dir();
+  std::string first, second;
+  {
+    Stack s;
+    for (int batch = 0; batch < 4; ++batch) concurrently(s.proxy.port, 10, 4, "same " + std::to_string(batch));
+    s.stop_proxy();
+    std::istringstream lines(read_file(s.ledger_path()));
+    std::string line;
+    for (int i = 0; std::getline(lines, line); ++i) (i < 20 ? first : second) += line + "\n";
+  }
+  write_file(dir + "/first.jsonl", first);
+  write_file(dir + "/second.jsonl", second);
+  auto same = run_report({"--input", dir + "/second.jsonl", "--baseline", dir + "/first.jsonl", "--format", "json",
+                          "--max-regression", "ttft_p50_ms=50%,e2e_p50_ms=50%"});
+  EXPECT_EQ(same.exit_code, 0) << same.out;
+  auto doc = json::parse(same.out).as_object();
+  const auto& cmp = doc["result"].as_object()["comparison"].as_object();
+  EXPECT_TRUE(cmp.at("gate_failures").as_array().empty());
+  const auto& changes = cmp.at("groups").as_array().at(0).as_object().at("changes").as_array();
+  EXPECT_EQ(changes.size(), 17u);
+  for (const auto& c : changes) {
+    const auto& metric = c.as_object().at("metric").as_string();
+    if (metric == "ttft_p99_ms") {
+      EXPECT_EQ(c.as_object().at("verdict"), "not enough data");  // 20 requests
+    }
+  }
+
+  write_file(dir + "/slow.json", R"({"engine":{"step_base_s":0.08}})");
+  Stack slow({"--profile", dir + "/slow.json"});
+  for (int batch = 0; batch < 2; ++batch) concurrently(slow.proxy.port, 10, 4, "same " + std::to_string(batch));
+  slow.stop_proxy();
+  auto worse = run_report(
+      {"--input", slow.ledger_path(), "--baseline", dir + "/first.jsonl", "--max-regression", "ttft_p50_ms=10%"});
+  EXPECT_EQ(worse.exit_code, 3) << worse.out;
+  EXPECT_NE(worse.out.find("## Before and after"), std::string::npos);
+  EXPECT_NE(worse.out.find("ttft_p50_ms: +"), std::string::npos) << worse.out;
+  EXPECT_EQ(run_report({"--input", slow.ledger_path(), "--max-regression", "ttft_p50_ms=10%"}).exit_code, 2);
+  EXPECT_EQ(run_report({"--input", slow.ledger_path(), "--baseline", dir + "/first.jsonl", "--max-regression",
+                        "ttft_p51_ms=10%"})
+                .exit_code,
+            2);
 }
 
 TEST(ReportHtml, HeadlessChromiumDrawsEveryChart) {

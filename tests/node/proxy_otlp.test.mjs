@@ -78,6 +78,18 @@ async function receiver(answer = () => false) {
   return got;
 }
 
+// The proxy's /metrics page once `pattern` matches it (the exporter's counters move on its own
+// thread's schedule), polled at most 200 times 50 ms apart; the last page otherwise.
+async function metricsUntil(adminURL, pattern) {
+  let page = '';
+  for (let i = 0; i < 200; i += 1) {
+    page = await (await fetch(`${adminURL}/metrics`)).text();
+    if (pattern.test(page)) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return page;
+}
+
 function readJsonl(path) {
   return readFileSync(path, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
 }
@@ -131,6 +143,7 @@ test('spans and GenAI metrics reach an OTLP collector, and the trace reaches the
     assert.match(page, /^gen_ai_client_token_usage_bucket\{[^}]*gen_ai_token_type="input"[^}]*le="\+Inf"[^}]*\} 3(\.0)?$/m);
   } finally {
     await st.stop();
+    await otlp.close();
   }
   const lines = readJsonl(st.ledger);
   const truth = readJsonl(st.truth);
@@ -201,7 +214,6 @@ test('spans and GenAI metrics reach an OTLP collector, and the trace reaches the
   const output = tokens.histogram.dataPoints.find((p) => attrs(p.attributes)['gen_ai.token.type'] === 'output');
   assert.equal(Number(output.sum), lines.reduce((n, l) => n + l.completion_tokens, 0));
   assert.equal(Number(byName['gen_ai.client.operation.time_to_first_chunk'].histogram.dataPoints[0].count), 2);
-  await otlp.close();
 });
 
 test('OTLP/JSON is spoken when asked', async () => {
@@ -213,12 +225,12 @@ test('OTLP/JSON is spoken when asked', async () => {
     await otlp.until(() => otlp.spans.length >= 1);
   } finally {
     await st.stop();
+    await otlp.close();
   }
   const [line] = readJsonl(st.ledger);
   assert.equal(otlp.spans[0].traceId, line.trace_id);
   assert.equal(otlp.spans[0].spanId, line.span_id);
   assert.equal(otlp.metrics.length, 0);
-  await otlp.close();
 });
 
 test('a 503 with Retry-After is retried and the spans still arrive', async () => {
@@ -232,14 +244,16 @@ test('a 503 with Retry-After is retried and the spans still arrive', async () =>
   try {
     await chat(st.proxyURL, 1);
     await otlp.until(() => otlp.spans.length >= 1);
-    const page = await (await fetch(`${st.adminURL}/metrics`)).text();
+    // The exporter counts the export once it has read the collector's answer: poll for it.
+    const exported = /^modelperfobs_otlp_spans_exported_total 1(\.0)?$/m;
+    const page = await metricsUntil(st.adminURL, exported);
     assert.match(page, /^modelperfobs_otlp_export_requests_total\{result="retried",signal="traces"\} 1(\.0)?$/m);
-    assert.match(page, /^modelperfobs_otlp_spans_exported_total 1(\.0)?$/m);
+    assert.match(page, exported);
   } finally {
     await st.stop();
+    await otlp.close();
   }
   assert.equal(otlp.posts, 2);
-  await otlp.close();
 });
 
 // Collectors that fail in each way: the proxy serves every request and writes every line.
@@ -275,10 +289,7 @@ for (const [name, make, counted] of [
       const answers = await Promise.all([1, 2, 3, 4].map((i) => chat(st.proxyURL, i)));
       assert.ok(answers.every((a) => a.length > 0));
       // The exporter's failures are counted (polled: they happen on the exporter's own schedule).
-      for (let i = 0; i < 200 && !counted.test(page); i += 1) {
-        page = await (await fetch(`${st.adminURL}/metrics`)).text();
-        if (!counted.test(page)) await new Promise((r) => setTimeout(r, 50));
-      }
+      page = await metricsUntil(st.adminURL, counted);
       assert.match(page, counted);
       assert.equal(await chat(st.proxyURL, 5, {}, false) !== '', true);
     } finally {
@@ -306,6 +317,7 @@ test('attribute --traces joins the engine spans to the ledger: queue, prefill an
     await Promise.all([1, 2, 3, 4, 5, 6].map((i) => chat(st.proxyURL, i)));
   } finally {
     await st.stop();
+    await otlp.close();
   }
   const traces = join(dir, 'traces.jsonl');
   writeFileSync(traces, otlp.raw.join('\n') + '\n');
@@ -342,5 +354,4 @@ test('attribute --traces joins the engine spans to the ledger: queue, prefill an
   assert.match(reportMd, /## Engine spans joined to requests \(request-correlated, source engine-trace\)/);
   const html = execFileSync(BIN, ['report', '--input', st.ledger, '--traces', traces, '--format', 'html']).toString();
   assert.match(html, /<section class="engine-trace">.*TTFT p95 is [0-9.]+ ms/s);
-  await otlp.close();
 });

@@ -1,0 +1,130 @@
+// Before and after: the bootstrap comparison calls two samples of one distribution unchanged in
+// at most about 5% of runs (over a whole group's comparisons), finds a known shift, and gates
+// only what is significant and beyond its bound.
+#include "report/compare.hpp"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <random>
+
+namespace mpo::report {
+namespace {
+
+// Rows of one group "m": lognormal TTFT/TPOT/ITL/e2e (a long right tail, as latencies have), scaled
+// by `shift`, and an error share.
+struct Sample {
+  std::deque<Row> rows;
+  std::vector<const Row*> ptrs;
+};
+Sample sample(std::size_t n, std::uint64_t seed, double ttft_shift = 1.0, double error_share = 0.0) {
+  std::mt19937_64 rng(seed);
+  std::lognormal_distribution<double> ttft(std::log(200.0), 0.4), tpot(std::log(20.0), 0.2), e2e(std::log(2000.0), 0.3);
+  std::bernoulli_distribution error(error_share);
+  Sample s;
+  for (std::size_t i = 0; i < n; ++i) {
+    Row r;
+    r.group = "m";
+    r.outcome = error(rng) ? "http_error" : "ok";
+    r.ttft_ms = std::optional<double>(ttft(rng) * ttft_shift);
+    r.tpot_ms = std::optional<double>(tpot(rng));
+    r.itl_p95_ms = std::optional<double>(tpot(rng) * 1.5);
+    r.e2e_ms = std::optional<double>(e2e(rng));
+    s.rows.push_back(r);
+  }
+  for (const auto& r : s.rows) s.ptrs.push_back(&r);
+  return s;
+}
+
+GroupRows rows_of(const Sample& s) { return {{std::string_view("m"), s.ptrs}}; }
+
+const Change& change(const Comparison& c, std::string_view metric) {
+  for (const auto& x : c.groups.at(0).changes) {
+    if (x.metric == metric) return x;
+  }
+  throw std::runtime_error("no such metric");
+}
+
+TEST(Compare, TwoSamplesOfOneRunAreRarelyCalledChanged) {
+  constexpr int kRuns = 40;
+  int flagged = 0;
+  for (int seed = 1; seed <= kRuns; ++seed) {
+    const auto a = sample(150, 1000 + seed), b = sample(150, 5000 + seed);
+    const auto c = compare_runs(rows_of(a), rows_of(b), {2000, static_cast<std::uint64_t>(seed), 0.05}, {});
+    bool any = false;
+    for (const auto& x : c.groups.at(0).changes) any = any || x.verdict == "worse" || x.verdict == "better";
+    flagged += any ? 1 : 0;
+  }
+  // The family's rate is 5% by construction (Bonferroni is conservative); 3 of 40 allows noise.
+  EXPECT_LE(flagged, 3) << flagged << " of " << kRuns << " identical pairs were called changed";
+}
+
+TEST(Compare, AKnownShiftIsFoundAndGated) {
+  int found = 0;
+  for (int seed = 1; seed <= 10; ++seed) {
+    const auto a = sample(150, 100 + seed), b = sample(150, 900 + seed, 1.4);
+    const auto bounds = *parse_regression_bounds("ttft_p50_ms=10%,e2e_p50_ms=50%");
+    const auto c = compare_runs(rows_of(a), rows_of(b), {2000, static_cast<std::uint64_t>(seed), 0.05}, bounds);
+    const auto& t = change(c, "ttft_p50_ms");
+    if (t.verdict == "worse") {
+      ++found;
+      EXPECT_TRUE(t.beyond_bound);
+      EXPECT_GT(*t.ci_lo, 0);
+      ASSERT_FALSE(c.gate_failures.empty());
+      EXPECT_NE(c.gate_failures[0].find("m ttft_p50_ms: +"), std::string::npos) << c.gate_failures[0];
+    }
+    EXPECT_FALSE(change(c, "e2e_p50_ms").beyond_bound);              // unchanged: never gated
+    EXPECT_EQ(change(c, "ttft_p99_ms").verdict, "not enough data");  // 150 values: no p99 estimate
+  }
+  EXPECT_GE(found, 9) << "a 40% TTFT shift found in " << found << " of 10 runs";
+}
+
+TEST(Compare, ABoundNotReachedIsNotAGateFailure) {
+  const auto a = sample(150, 1), b = sample(150, 2, 1.4);
+  const auto c = compare_runs(rows_of(a), rows_of(b), {2000, 1, 0.05}, *parse_regression_bounds("ttft_p50_ms=80%"));
+  EXPECT_EQ(change(c, "ttft_p50_ms").verdict, "worse");
+  EXPECT_FALSE(change(c, "ttft_p50_ms").beyond_bound);
+  EXPECT_TRUE(c.gate_failures.empty());
+}
+
+TEST(Compare, ErrorRateInPercentagePoints) {
+  const auto a = sample(200, 1), b = sample(200, 2, 1.0, 0.2);
+  const auto c = compare_runs(rows_of(a), rows_of(b), {2000, 1, 0.05}, *parse_regression_bounds("error_rate=5pp"));
+  const auto& e = change(c, "error_rate");
+  EXPECT_EQ(e.verdict, "worse");
+  EXPECT_DOUBLE_EQ(*e.base, 0.0);
+  EXPECT_NEAR(*e.next, 0.2, 0.06);
+  EXPECT_TRUE(e.beyond_bound);
+  EXPECT_NE(render_comparison_md(c).find("Regressions beyond --max-regression"), std::string::npos);
+}
+
+TEST(Compare, GroupsOnOneSideAreListed) {
+  const auto a = sample(50, 1);
+  Sample b = sample(50, 2);
+  for (auto& r : b.rows) r.group = "other";
+  const GroupRows base = rows_of(a);
+  const GroupRows next = {{std::string_view("other"), b.ptrs}};
+  const auto c = compare_runs(base, next, {2000, 1, 0.05}, {});
+  EXPECT_TRUE(c.groups.empty());
+  EXPECT_EQ(c.only_in_baseline, std::vector<std::string>{"m"});
+  EXPECT_EQ(c.only_in_new, std::vector<std::string>{"other"});
+}
+
+TEST(Compare, BoundsAreParsedStrictly) {
+  auto b = parse_regression_bounds("ttft_p95_ms=10%,e2e_p99_ms=200,error_rate=0.5pp");
+  ASSERT_TRUE(b) << b.error().message;
+  ASSERT_EQ(b->size(), 3u);
+  EXPECT_EQ((*b)[0].kind, RegressionBound::Kind::kRelative);
+  EXPECT_EQ((*b)[1].kind, RegressionBound::Kind::kAbsolute);
+  EXPECT_EQ((*b)[2].kind, RegressionBound::Kind::kPoints);
+  EXPECT_DOUBLE_EQ((*b)[2].limit, 0.5);
+  EXPECT_FALSE(parse_regression_bounds("ttft_p42_ms=10%"));
+  EXPECT_FALSE(parse_regression_bounds("error_rate=1%"));
+  EXPECT_FALSE(parse_regression_bounds("ttft_p95_ms=1pp"));
+  EXPECT_FALSE(parse_regression_bounds("ttft_p95_ms"));
+  EXPECT_FALSE(parse_regression_bounds("ttft_p95_ms=-3"));
+  EXPECT_FALSE(parse_regression_bounds("ttft_p95_ms=inf"));
+}
+
+}  // namespace
+}  // namespace mpo::report
