@@ -217,9 +217,18 @@ std::string attribution_markdown(const AttributionRun& run, const RunInputs& in)
     const auto& d = w.result.delta;
     std::string causes;
     for (const auto& c : w.result.shared_causes) causes += (causes.empty() ? "" : ", ") + c;
+    // A window whose scrape failed has no delta times: the snapshots' own times, or a dash.
+    auto at = [&](std::int64_t delta_us, std::size_t snapshot) {
+      std::int64_t t = delta_us;
+      if (t == 0 && snapshot < run.snapshots.size()) {
+        const auto& snap = run.snapshots[snapshot];
+        t = snap.scraped_at_us != 0 ? snap.scraped_at_us : snap.started_at_us;
+      }
+      return t == 0 ? std::string("-") : format_rfc3339_us(t).substr(11);
+    };
     out +=
-        fmt::format("| {} | {} | **{}** | {} | {} | {} | {} |\n", format_rfc3339_us(d.scrape_started_at_us).substr(11),
-                    format_rfc3339_us(d.scrape_ended_at_us).substr(11), d.grade, d.overlapping_observed_requests,
+        fmt::format("| {} | {} | **{}** | {} | {} | {} | {} |\n", at(d.scrape_started_at_us, w.window.before),
+                    at(d.scrape_ended_at_us, w.window.after), d.grade, d.overlapping_observed_requests,
                     d.background_unobserved_requests ? fmt::format("{}", *d.background_unobserved_requests) : "unknown",
                     causes.empty() ? "-" : causes, d.reason);
   }

@@ -18,8 +18,8 @@ constexpr double kSlowPrefillMsPerToken = 1.0;   // 1,000 prompt tok/s: slower t
 constexpr double kQueueExcessThresholdMs = 500;  // queueing: median TTFT beyond plausible prefill
 constexpr double kPrefillThresholdMs = 500;      // prefill: median TTFT explained by prompt length
 constexpr double kTpotThresholdMs = 100;         // decode: 10 tokens/s per stream
-constexpr double kTransportMinTtfbMs = 200;      // transport: headers held back this long ...
-constexpr double kTransportShare = 0.9;          // ... and arriving with the first token
+constexpr double kTransportMinTtfbMs = 200;      // transport: a head sent before output that takes this long
+constexpr double kHeadWithOutputShare = 0.9;     // a head at 90%+ of TTFT came with the output (held by the server)
 constexpr double kBusyShareThreshold = 0.5;      // workload: the proxy saw requests less than half the time
 
 double median(std::vector<double> v) { return v.empty() ? 0 : *quantile_cont(std::move(v), 0.5); }
@@ -49,6 +49,15 @@ std::optional<TtftFit> fit_ttft(const std::vector<const Row*>& rs) {
   f.n = y.size();
   f.prompt_varies = varies(prompt);
   f.in_flight_varies = varies(inflight);
+  if (f.prompt_varies) {
+    f.prompt_min = *std::min_element(prompt.begin(), prompt.end());
+    f.prompt_max = *std::max_element(prompt.begin(), prompt.end());
+    const double range = f.prompt_max - f.prompt_min;
+    if (range < kMinPromptRangeTokens || range < 0.25 * median(prompt)) {
+      f.prompt_range_narrow = true;
+      f.prompt_varies = false;
+    }
+  }
   auto design = [&] {
     std::vector<std::vector<double>> x;
     for (std::size_t i = 0; i < y.size(); ++i) {
@@ -177,9 +186,22 @@ std::vector<Candidate> rank(const GroupStats& g, const std::vector<const Row*>& 
     Candidate c{"transport", 0.0, {}};
     if (g.ttfb_ms && g.ttft_ms && g.ttft_ms->p50 > 0) {
       const double share = g.ttfb_ms->p50 / g.ttft_ms->p50;
-      if (g.ttfb_ms->p50 >= kTransportMinTtfbMs) c.score = share / kTransportShare;
-      c.evidence.push_back(fmt::format("response head arrives at {:.0f}% of TTFT (p50 TTFB {:.1f} ms, TTFT {:.1f} ms)",
-                                       100 * share, g.ttfb_ms->p50, g.ttft_ms->p50));
+      if (share >= kHeadWithOutputShare) {
+        // llama.cpp (and others) send the head together with the first token: a late head is the
+        // server's wait for output, not the network's.
+        c.evidence.push_back(fmt::format(
+            "the response head arrives with the first token (TTFB p50 {:.1f} ms, {:.0f}% of TTFT): the server "
+            "holds its head until it has output, so TTFB says nothing about the network; no evidence here "
+            "separates the network from the server (connect time, non-generating calls, the engine's own timings: "
+            "attribute --traces)",
+            g.ttfb_ms->p50, 100 * share));
+      } else {
+        // The head came before the output: what it took is the path to the server and back.
+        c.score = g.ttfb_ms->p50 / kTransportMinTtfbMs;
+        c.evidence.push_back(fmt::format(
+            "the response head, sent before any output, takes {:.1f} ms (p50; {:.0f}% of TTFT); threshold {:.0f} ms",
+            g.ttfb_ms->p50, 100 * share, kTransportMinTtfbMs));
+      }
     }
     out.push_back(std::move(c));
   }

@@ -27,7 +27,13 @@ struct TtftFit {
   // Prompt length and in-flight count moved together (each a linear function of the other, as in a
   // ramp that grows both): the fit cannot split them, so it uses prompt tokens only and c is 0.
   bool collinear = false;
+  // The prompt lengths varied, but over a range too narrow to carry a per-token cost (under
+  // kMinPromptRangeTokens, or under a quarter of the median): the fit leaves the prompt term out
+  // and says so, instead of printing a slope from noise.
+  bool prompt_range_narrow = false;
+  double prompt_min = 0, prompt_max = 0;
 };
+inline constexpr double kMinPromptRangeTokens = 64;
 
 struct Candidate {
   std::string name;  // errors, queueing, prefill, decode, transport, workload, not_enough_evidence

@@ -172,6 +172,17 @@ std::string render_markdown(const ReportInput& in) {
         fmt::format_to(std::back_inserter(o), " + {:.1f} ms/request in flight", f.c_ms_per_in_flight);
       fmt::format_to(std::back_inserter(o), " (R² {:.2f}, n {}){}\n", f.r2, f.n,
                      f.collinear ? "; in-flight count rose with prompt length, so the two cannot be split" : "");
+      if (f.prompt_range_narrow) {
+        fmt::format_to(std::back_inserter(o),
+                       "Prompts spanned only {:.0f} to {:.0f} tokens: too narrow a range to measure a cost per prompt "
+                       "token, so the fit leaves prompt length out (vary prompt lengths, e.g. sweep --input-tokens, "
+                       "to measure prefill).\n",
+                       f.prompt_min, f.prompt_max);
+      }
+      if (f.a_ms < 0) {
+        o += "The intercept is negative: a straight line does not describe TTFT over this range; read the "
+             "coefficients as a trend, not as fixed and per-unit costs.\n";
+      }
     }
     o += "\n| rank | candidate | score | evidence |\n|---|---|---|---|\n";
     int rank = 0;
@@ -254,7 +265,7 @@ std::string render_json(const ReportInput& in) {
       } else {
         fit.null_field("c_ms_per_in_flight");
       }
-      fit.field("r2", f.r2).field("collinear", f.collinear);
+      fit.field("r2", f.r2).field("collinear", f.collinear).field("prompt_range_narrow", f.prompt_range_narrow);
       w.raw_field("ttft_fit", std::move(fit).finish());
     } else {
       w.null_field("ttft_fit");

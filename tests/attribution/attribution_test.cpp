@@ -243,6 +243,27 @@ TEST(Attribution, WindowsPerRequestEncloseEachRequest) {
   EXPECT_FALSE(parse_window("1970-01-01T00:00:13Z,1970-01-01T00:00:11Z").ok());
 }
 
+// Issue 25: a window whose scrape failed printed 00:00:00.000000Z to 00:00:00.000000Z; it shows
+// the scrapes' own times.
+TEST(Attribution, AFailedScrapesWindowShowsTheScrapesOwnTimes) {
+  std::vector<scrape::Snapshot> snaps(2);
+  for (int i = 0; i < 2; ++i) {
+    snaps[i].source = "http://x/metrics";
+    snaps[i].started_at_us = (10 + i) * kS - 500;
+    snaps[i].ended_at_us = (10 + i) * kS;
+    snaps[i].signals.engine = promtext::Engine::kVllmV1;
+  }
+  snaps[1].status = scrape::ScrapeStatus::kUnreachable;
+  snaps[1].error = "connection refused";
+  std::vector<ledger::LedgerRecord> recs(1);
+  recs[0].observation_id = "a";
+  recs[0].started_at_us = 10 * kS + 100;
+  recs[0].ended_at_us = 10 * kS + 200;
+  const auto md = attribution_markdown(attribute_run(snaps, recs, {}, 0), RunInputs{});
+  EXPECT_EQ(md.find("00:00:00.000000"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 00:00:10.000000Z | 00:00:11.000000Z | **unavailable** |"), std::string::npos) << md;
+}
+
 TEST(Attribution, FakFormatKeepsFaksShape) {
   std::vector<scrape::Snapshot> snaps(2);
   for (int i = 0; i < 2; ++i) {

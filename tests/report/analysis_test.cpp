@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "report/render.hpp"
 
 namespace mpo::report {
@@ -135,6 +137,71 @@ TEST(Slo, ParsesEvaluatesAndTreatsUnmeasurableAsViolated) {
   EXPECT_FALSE(parse_slos("ttft=1").ok());
   EXPECT_FALSE(parse_slos("ttft_p95_ms=fast").ok());
   EXPECT_FALSE(parse_slos("ttft_p95_ms").ok());
+}
+
+// Issue 25: the fit printed "-2925 ms + 178 ms/prompt token" (an implied prefill of 6 tok/s) from
+// prompts of 14 to 18 tokens on a real llama.cpp server. A range that narrow carries no per-token
+// cost: the prompt term is left out and the report says why.
+TEST(Analyse, ANarrowPromptRangeGivesNoPerTokenCost) {
+  std::vector<ledger::LedgerRecord> rs;
+  int t = 0;
+  for (int i = 0; i < 20; ++i) {
+    const int prompt = 14 + i % 5;
+    const int inflight = i % 4;
+    rs.push_back(rec(t += 10, 900, 200 + 178.0 * (prompt - 16) + 300 * inflight + (i % 3) * 50, prompt, inflight));
+  }
+  const auto g = analyse(rs, {}).at(0);
+  ASSERT_TRUE(g.fit.has_value());
+  EXPECT_TRUE(g.fit->prompt_range_narrow);
+  EXPECT_FALSE(g.fit->prompt_varies);
+  EXPECT_EQ(g.fit->prompt_min, 14);
+  EXPECT_EQ(g.fit->prompt_max, 18);
+  for (const auto& c : g.ranking) {
+    for (const auto& e : c.evidence) EXPECT_EQ(e.find("implied prefill rate"), std::string::npos) << e;
+  }
+  ReportInput in;
+  in.table = RowTable(GroupBy::kModel);
+  for (const auto& r : rs) in.table.add(r);
+  in.groups = {g};
+  const auto md = render_markdown(in);
+  EXPECT_NE(md.find("Prompts spanned only 14 to 18 tokens: too narrow"), std::string::npos) << md;
+  EXPECT_EQ(md.find("ms/prompt token"), std::string::npos) << md;
+}
+
+TEST(Analyse, ANegativeInterceptIsCommentedOn) {
+  std::vector<ledger::LedgerRecord> rs;
+  int t = 0;
+  for (int p = 1; p <= 6; ++p) rs.push_back(rec(t += 10, 900, -300 + 1.0 * p * 200, p * 200, 0));
+  ReportInput in;
+  in.table = RowTable(GroupBy::kModel);
+  for (const auto& r : rs) in.table.add(r);
+  in.groups = analyse(rs, {});
+  ASSERT_LT(in.groups.at(0).fit->a_ms, 0);
+  EXPECT_NE(render_markdown(in).find("The intercept is negative"), std::string::npos);
+}
+
+// Issue 25: llama.cpp sends its response head with the first token, so TTFB at 94% of TTFT said
+// "transport" although the network had nothing to do with it.
+TEST(Ranking, AHeadThatComesWithTheFirstTokenIsNotTransport) {
+  std::vector<ledger::LedgerRecord> rs;
+  for (int i = 0; i < 10; ++i) {
+    auto r = rec(i * 1000, 3000, 2000, 16, 0);
+    r.ttfb_ms = 1880;
+    rs.push_back(r);
+  }
+  auto g = analyse(rs, {}).at(0);
+  auto transport =
+      std::find_if(g.ranking.begin(), g.ranking.end(), [](const Candidate& c) { return c.name == "transport"; });
+  ASSERT_NE(transport, g.ranking.end());
+  EXPECT_EQ(transport->score, 0);
+  ASSERT_FALSE(transport->evidence.empty());
+  EXPECT_NE(transport->evidence[0].find("holds its head until it has output"), std::string::npos);
+  // A head sent before any output that still takes 400 ms is the path to the server: transport.
+  for (auto& r : rs) r.ttfb_ms = 400;
+  g = analyse(rs, {}).at(0);
+  transport =
+      std::find_if(g.ranking.begin(), g.ranking.end(), [](const Candidate& c) { return c.name == "transport"; });
+  EXPECT_DOUBLE_EQ(transport->score, 2.0);
 }
 
 TEST(Ranking, NoStreamingIsNotEnoughEvidence) {
