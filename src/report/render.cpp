@@ -187,6 +187,7 @@ std::string render_markdown(const ReportInput& in) {
     o += "\n| rank | candidate | score | evidence |\n|---|---|---|---|\n";
     int rank = 0;
     for (const auto& c : g.ranking) {
+      if (!shown_in_ranking(c)) continue;
       fmt::format_to(std::back_inserter(o), "| {} | {} | {:.2f} | {} |\n", ++rank, c.name, c.score,
                      fmt::join(c.evidence, "; "));
     }

@@ -31,6 +31,10 @@ struct ReportInput {
 // that lateness reached kProxyLagWarnMs; "" when its lines do not say (sweep, fak, older ledgers).
 std::string timing_summary(const GroupStats& g);
 
+// A candidate with no score and no evidence says nothing: the md and HTML rankings leave it out
+// (JSON keeps every candidate).
+inline bool shown_in_ranking(const Candidate& c) { return c.score > 0 || !c.evidence.empty(); }
+
 std::string render_markdown(const ReportInput& in);
 std::string render_json(const ReportInput& in);
 std::string render_csv(const ReportInput& in);

@@ -116,9 +116,21 @@ figure{display:inline-block;margin:8px}figcaption{font-size:13px;font-weight:600
       }
       o += fmt::format("<p class=\"timing\">{}</p>", esc(plain));
     }
+    o +=
+        "<table class=\"percentiles\"><tr><th>ms</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>max</th></tr>";
+    for (const auto& [name, summary] :
+         {std::pair{"TTFT", &g.ttft_ms}, std::pair{"TPOT", &g.tpot_ms}, std::pair{"ITL p95", &g.itl_p95_ms},
+          std::pair{"e2e", &g.e2e_ms}, std::pair{"TTFB", &g.ttfb_ms}}) {
+      o += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", name,
+                       ms_cell(*summary, &Summary::p50), ms_cell(*summary, &Summary::p90),
+                       ms_cell(*summary, &Summary::p95), ms_cell(*summary, &Summary::p99),
+                       ms_cell(*summary, &Summary::max));
+    }
+    o += "</table>";
     o += "<table><tr><th>rank</th><th>candidate</th><th>score</th><th>evidence</th></tr>";
     int rank = 0;
     for (const auto& c : g.ranking) {
+      if (!shown_in_ranking(c)) continue;
       o += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.2f}</td><td>{}</td></tr>", ++rank, esc(c.name), c.score,
                        esc(fmt::format("{}", fmt::join(c.evidence, "; "))));
     }

@@ -204,6 +204,29 @@ TEST(Ranking, AHeadThatComesWithTheFirstTokenIsNotTransport) {
   EXPECT_DOUBLE_EQ(transport->score, 2.0);
 }
 
+// Issue 25: ranking rows with score 0 and no evidence read as if they meant something; the HTML
+// page lacked the percentile table the markdown has.
+TEST(Render, EmptyCandidatesAreLeftOutAndTheHtmlHasThePercentiles) {
+  std::vector<ledger::LedgerRecord> rs;
+  for (int i = 0; i < 6; ++i) rs.push_back(rec(i * 100, 300, 50 + i, 100, 0));
+  ReportInput in;
+  in.table = RowTable(GroupBy::kModel);
+  for (const auto& r : rs) in.table.add(r);
+  in.groups = analyse(rs, {});
+  const auto& ranking = in.groups.at(0).ranking;
+  const auto empty =
+      std::count_if(ranking.begin(), ranking.end(), [](const Candidate& c) { return !shown_in_ranking(c); });
+  ASSERT_GT(empty, 0) << "the fixture should have a candidate with nothing to say";
+  const auto md = render_markdown(in);
+  for (const auto& c : ranking) {
+    if (shown_in_ranking(c)) continue;
+    EXPECT_EQ(md.find("| " + c.name + " | 0.00 |"), std::string::npos) << c.name;
+  }
+  const auto html = render_html(in);
+  EXPECT_NE(html.find("<table class=\"percentiles\"><tr><th>ms</th><th>p50</th>"), std::string::npos);
+  EXPECT_NE(html.find("<tr><td>TTFT</td>"), std::string::npos);
+}
+
 TEST(Ranking, NoStreamingIsNotEnoughEvidence) {
   std::vector<ledger::LedgerRecord> rs{rec(0, 100, std::nullopt, 5, 0), rec(100, 100, std::nullopt, 5, 0)};
   const auto g = analyse(rs, {}).at(0);
