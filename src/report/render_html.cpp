@@ -1,6 +1,6 @@
 // `report --format html`: one self-contained file (no scripts, no network) with inline SVG charts
 // per group: TTFT and TPOT CDFs, TTFT against prompt tokens with the fitted line, latency and
-// in-flight concurrency over time, output tokens/s over time.
+// e2e latency over time, in-flight concurrency over time (its own axis), output tokens/s over time.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -66,18 +66,26 @@ std::string charts_for(const GroupStats& g, const std::vector<const Row*>& rs) {
   c1.line(cdf(tpot), "#d62728", "TPOT");
   Chart c2("TTFT against prompt tokens, with the fitted line", "prompt tokens", "TTFT ms");
   c2.dots(scatter, "#1f77b4", "requests");
-  if (g.fit) {
+  // The line only where the fit has a prompt term; a two-variable fit is drawn at the mean in-flight
+  // count and says so (its R² is the two-variable one).
+  if (g.fit && g.fit->prompt_varies) {
     auto at = [&](double p) {
       return g.fit->a_ms + g.fit->b_ms_per_token * p + g.fit->c_ms_per_in_flight * mean_inflight;
     };
-    c2.line({{0, at(0)}, {max_prompt, at(max_prompt)}}, "#ff7f0e", fmt::format("fit (R² {:.2f})", g.fit->r2));
+    const std::string label =
+        g.fit->in_flight_varies
+            ? fmt::format("fit (R² {:.2f}, two variables) at the mean in flight {:.1f}", g.fit->r2, mean_inflight)
+            : fmt::format("fit (R² {:.2f})", g.fit->r2);
+    c2.line({{0, at(0)}, {max_prompt, at(max_prompt)}}, "#ff7f0e", label);
   }
-  Chart c3("Latency and concurrency over time", "seconds since window start", "e2e ms / requests in flight");
+  // Milliseconds and request counts do not share an axis: two charts.
+  Chart c3("End-to-end latency over time", "seconds since window start", "e2e ms");
   c3.dots(e2e_t, "#2ca02c", "e2e ms");
-  c3.line(inflight, "#9467bd", "in flight");
+  Chart c3b("Requests in flight over time", "seconds since window start", "requests in flight");
+  c3b.line(inflight, "#9467bd", "in flight");
   Chart c4("Output tokens per second over time", "seconds since window start", "tokens/s");
   c4.line(rate, "#8c564b", "output tok/s");
-  return c1.svg() + c2.svg() + c3.svg() + c4.svg();
+  return c1.svg() + c2.svg() + c3.svg() + c3b.svg() + c4.svg();
 }
 
 std::string ms_cell(const std::optional<Summary>& s, double Summary::*q) {

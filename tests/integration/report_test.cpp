@@ -220,7 +220,8 @@ TEST(ReportHtml, HeadlessChromiumDrawsEveryChart) {
   const Dom dom = dump_dom(html, s.dir + "/chromium");
   EXPECT_EQ(dom.exit_code, 0);
   auto count = [&](const std::string& needle) { return dom.count(needle); };
-  EXPECT_EQ(count("<svg class=\"chart\""), 4u);  // CDFs, TTFT vs prompt, latency/concurrency, tok/s
+  // CDFs, TTFT vs prompt, e2e over time, in flight over time (its own axis: issue 25), tok/s
+  EXPECT_EQ(count("<svg class=\"chart\""), 5u);
   for (const char* series : {"data-name=\"TTFT\"", "data-name=\"TPOT\"", "data-name=\"requests\"", "data-name=\"fit (R",
                              "data-name=\"e2e ms\"", "data-name=\"in flight\"", "data-name=\"output tok/s\""}) {
     EXPECT_EQ(count(series), 1u) << series;
@@ -260,7 +261,7 @@ TEST(Demo, RunsTheWholeChainAndLeavesItsFiles) {
   std::size_t charts = 0;
   for (auto p = html.find("<svg class=\"chart\""); p != std::string::npos; p = html.find("<svg class=\"chart\"", p + 1))
     ++charts;
-  EXPECT_EQ(charts, 4u);
+  EXPECT_EQ(charts, 5u);  // one group: CDFs, TTFT vs prompt, e2e and in flight over time, tok/s
 }
 
 }  // namespace
