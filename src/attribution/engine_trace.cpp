@@ -7,6 +7,7 @@
 
 #include "core/json.hpp"
 #include "core/stats.hpp"
+#include "core/text.hpp"
 #include "core/time.hpp"
 
 namespace mpo::attribution {
@@ -89,20 +90,6 @@ std::string composition_sentence(const TtftComposition& c) {
       "TTFT p95 is {:.1f} ms: over the {} request(s) at or above it, {:.0f}% is queue on the server, {:.0f}% "
       "prefill, {:.0f}% outside the server.",
       c.p95_ms, c.requests, c.queue_share * 100, c.prefill_share * 100, c.outside_share * 100);
-}
-
-std::string html_escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out.push_back(c);
-    }
-  }
-  return out;
 }
 
 }  // namespace

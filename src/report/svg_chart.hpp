@@ -11,21 +11,11 @@
 #include <utility>
 #include <vector>
 
+#include "core/text.hpp"
+
 namespace mpo::report {
 
-inline std::string esc(std::string_view s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '&': o += "&amp;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
+inline std::string esc(std::string_view s) { return html_escape(s); }
 
 // A small SVG chart: linear axes from data ranges, series as polylines or dots.
 class Chart {
