@@ -68,10 +68,17 @@ class GenAiMetrics {
   };
   struct KeyLess {
     using is_transparent = void;
+    // Both sides as views: a tuple of strings and a tuple of views do not compare under every
+    // standard library (clang 14 with libstdc++ 12 refuses).
+    template <class K>
+    static auto views(const K& k) {
+      using V = std::string_view;
+      return std::tuple<V, V, V, V, V, V>(k.operation, k.provider, k.request_model, k.response_model, k.error_type,
+                                          k.token_type);
+    }
     template <class A, class B>
     bool operator()(const A& a, const B& b) const {
-      return std::tie(a.operation, a.provider, a.request_model, a.response_model, a.error_type, a.token_type) <
-             std::tie(b.operation, b.provider, b.request_model, b.response_model, b.error_type, b.token_type);
+      return views(a) < views(b);
     }
   };
   using Series = std::map<Key, Histogram, KeyLess>;
