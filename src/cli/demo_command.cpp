@@ -2,13 +2,7 @@
 // free loopback ports, drives a short workload through the proxy (rising concurrency, then a burst
 // past the simulated engine's capacity), and writes the ledger, the simulator's truth and the
 // report (md on stdout, html and json in the folder).
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -23,11 +17,10 @@
 #include "core/clock.hpp"
 #include "ledger/reader.hpp"
 #include "net/client.hpp"
+#include "process/child.hpp"
 #include "report/analysis.hpp"
 #include "report/render.hpp"
 #include "sweep/api.hpp"
-
-extern char** environ;
 
 #ifndef MPO_VERSION
 #define MPO_VERSION "0.0.0"
@@ -36,54 +29,25 @@ extern char** environ;
 namespace mpo::cli {
 namespace {
 
-// A child modelperfobs process whose first stdout line names its address.
-class Child {
- public:
-  Child(std::vector<std::string> args, const std::string& log_path) {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    args.insert(args.begin(), "/proc/self/exe");
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int rc = posix_spawn(&pid_, "/proc/self/exe", &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(fds[1]);
-    out_ = fds[0];
-    if (rc != 0) throw std::runtime_error(fmt::format("cannot start {}: {}", args[1], std::strerror(rc)));
-  }
-  ~Child() {
-    stop();
-    if (out_ >= 0) close(out_);
-  }
-  std::string first_line() {
-    std::string line;
-    char c = 0;
-    pollfd p{out_, POLLIN, 0};
-    while (poll(&p, 1, 20000) > 0 && read(out_, &c, 1) == 1 && c != '\n') line.push_back(c);
-    return line;
-  }
-  void stop() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGTERM);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int out_ = -1;
+// This same binary as a child (`simulate`, `proxy`), its stderr in `log_path`; the port its first
+// stdout line names.
+struct Child {
+  process::Child process;
+  std::uint16_t port = 0;
 };
 
-std::uint16_t port_in(const std::string& line) {
-  const auto at = line.find("listening on http://");
-  if (at == std::string::npos) throw std::runtime_error("unexpected output: " + line);
-  const auto colon = line.find(':', at + 20);
-  return static_cast<std::uint16_t>(std::stoi(line.substr(colon + 1)));
+Result<Child> start_child(std::vector<std::string> args, const std::string& log_path) {
+  const std::string what = args.front();
+  args.insert(args.begin(), "/proc/self/exe");
+  auto child = process::Child::start(std::move(args), {log_path});
+  if (!child) return child.error();
+  auto line = child->read_line(20000);
+  if (!line)
+    return make_error(line.error().code,
+                      fmt::format("{} did not start ({}; see {})", what, line.error().message, log_path));
+  auto port = process::port_after(*line, "listening on ");
+  if (!port) return port.error();
+  return Child{std::move(child).value(), static_cast<std::uint16_t>(*port)};
 }
 
 // One streamed request over a fresh connection (net::Client), read to the end. True on a 200.
@@ -126,14 +90,22 @@ int run_demo(const std::string& out_dir) {
             << "\n";
   }
   std::cout << "modelperfobs demo: starting the simulator and the proxy (logs in " << dir << ")" << std::endl;
-  Child sim({"simulate", "--listen", "127.0.0.1:0", "--profile", dir + "/simulator-profile.json", "--truth",
-             dir + "/truth.jsonl"},
-            dir + "/simulate.log");
-  const std::uint16_t sim_port = port_in(sim.first_line());
-  Child proxy({"proxy", "--backend", fmt::format("http://127.0.0.1:{}", sim_port), "--listen", "127.0.0.1:0",
-               "--admin-listen", "off", "--ledger", ledger},
-              dir + "/proxy.log");
-  const std::uint16_t proxy_port = port_in(proxy.first_line());
+  auto sim = start_child({"simulate", "--listen", "127.0.0.1:0", "--profile", dir + "/simulator-profile.json",
+                          "--truth", dir + "/truth.jsonl"},
+                         dir + "/simulate.log");
+  if (!sim) {
+    std::cerr << "modelperfobs demo: " << sim.error().message << "\n";
+    return 1;
+  }
+  const std::uint16_t sim_port = sim->port;
+  auto proxy = start_child({"proxy", "--backend", fmt::format("http://127.0.0.1:{}", sim_port), "--listen",
+                            "127.0.0.1:0", "--admin-listen", "off", "--ledger", ledger},
+                           dir + "/proxy.log");
+  if (!proxy) {
+    std::cerr << "modelperfobs demo: " << proxy.error().message << "\n";
+    return 1;
+  }
+  const std::uint16_t proxy_port = proxy->port;
   std::cout << fmt::format("  simulate http://127.0.0.1:{}  <-  proxy http://127.0.0.1:{}", sim_port, proxy_port)
             << std::endl;
   const auto proxy_url = net::parse_backend_url(fmt::format("http://127.0.0.1:{}", proxy_port));
@@ -171,8 +143,8 @@ int run_demo(const std::string& out_dir) {
                              ph.concurrency > 16 ? "  (past the engine's 16 slots: requests queue)" : "")
               << std::endl;
   }
-  proxy.stop();  // drains and flushes the ledger
-  sim.stop();
+  proxy->process.terminate();  // drains and flushes the ledger
+  sim->process.terminate();
 
   report::ReportInput rep;
   if (auto st = load_ledgers({ledger}, rep); !st) {

@@ -16,19 +16,7 @@ namespace {
 
 const boost::json::object* obj(const boost::json::object& o, std::string_view key) { return json_object(o, key); }
 
-bool measured(const boost::json::object& metric) { return json_string(metric, "status").value_or("") == "measured"; }
-
-std::optional<double> scalar(const boost::json::object& stats, std::string_view key) {
-  const auto* m = obj(stats, key);
-  if (m == nullptr || !measured(*m)) return std::nullopt;
-  return json_double(*m, "value");
-}
-
-std::optional<double> p99(const boost::json::object& stats, std::string_view key) {
-  const auto* m = obj(stats, key);
-  if (m == nullptr || !measured(*m)) return std::nullopt;
-  return json_double(*m, "p99");
-}
+std::optional<double> p99(const QuantileMetric& q) { return q.measured() ? q.p99 : std::nullopt; }
 
 std::optional<double> evidence_number(const TrackPoint& tp, std::string_view block, std::string_view key) {
   const auto* b = obj(tp.evidence, block);
@@ -43,8 +31,8 @@ struct ThroughputIdentity {
 
 ThroughputIdentity throughput_identity(const TrackPoint& tp) {
   ThroughputIdentity id;
-  if (const auto* m = obj(tp.stats, "throughput_tok_s")) id.unit = std::string(json_string(*m, "unit").value_or(""));
-  id.basis = std::string(json_string(tp.stats, "token_count_basis").value_or(""));
+  id.unit = tp.stats.throughput_tok_s.unit.value_or("");
+  id.basis = tp.stats.token_count_basis;
   for (const auto& s : tp.samples) {
     if (!s.warmup && s.ok && s.output_token_count_basis.empty()) id.sample_basis_missing = true;
   }
@@ -61,7 +49,7 @@ std::optional<ThroughputIdentity> track_reference(const SweepReceipt& r, const s
   std::vector<std::pair<double, ThroughputIdentity>> found;
   for (const auto& p : r.points) {
     for (const auto& tp : p.tracks) {
-      if (tp.track != track || !scalar(tp.stats, "throughput_tok_s")) continue;
+      if (tp.track != track || !tp.stats.throughput_tok_s.measured_value()) continue;
       auto id = throughput_identity(tp);
       if (!id.unit.empty() && known_basis(id.basis) && id.unit == id.basis + "/s") found.emplace_back(p.coordinate, id);
     }
@@ -115,7 +103,7 @@ void evaluate_point(const SweepReceipt& r, const Point& p, TrackPoint& tp, const
                fmt::format("concurrency {} is above the declared batch capacity {}", coord, c->batch_capacity));
   }
   if (r.mode == LoadMode::kRate) {
-    const auto in_flight = json_int(tp.stats, "observed_max_in_flight");
+    const auto in_flight = tp.stats.observed_max_in_flight;
     if (in_flight && *in_flight > c->batch_capacity) {
       return set(tp, "invalid", "capacity_exceeded",
                  fmt::format("{} requests were in flight at once at {} req/s, above the declared batch capacity {}",
@@ -151,8 +139,8 @@ void evaluate_point(const SweepReceipt& r, const Point& p, TrackPoint& tp, const
                fmt::format("the load generator sent late: p99 send lateness {} ms is over its bound {} ms",
                            go_float_text(*lateness), go_float_text(*bound)));
   }
-  const auto failed = json_int(tp.stats, "failed").value_or(0);
-  const auto ok = json_int(tp.stats, "ok").value_or(0);
+  const auto failed = tp.stats.failed;
+  const auto ok = tp.stats.ok;
   if (tp.measurement_status == "measured" && failed > 0) {
     return set(tp, "invalid", "measurement_incomplete", fmt::format("{} of the point's requests failed", failed));
   }
@@ -160,7 +148,7 @@ void evaluate_point(const SweepReceipt& r, const Point& p, TrackPoint& tp, const
     return set(tp, "not_measured", "measurement_missing",
                tp.reason.empty() || tp.status == "valid" ? "the point has no successful measurement" : tp.reason);
   }
-  const auto thr = scalar(tp.stats, "throughput_tok_s");
+  const auto thr = tp.stats.throughput_tok_s.measured_value();
   if (!thr || *thr <= 0) return set(tp, "not_measured", "throughput_missing", "token throughput was not measured");
   if (r.rules_generation >= 2) {
     const auto id = throughput_identity(tp);
@@ -186,25 +174,26 @@ void evaluate_point(const SweepReceipt& r, const Point& p, TrackPoint& tp, const
 Selection selection_of(const Point& p, const TrackPoint& tp) {
   Selection s;
   s.coordinate = p.coordinate;
-  s.throughput_tok_s = scalar(tp.stats, "throughput_tok_s").value_or(0);
-  s.goodput_rps = scalar(tp.stats, "goodput_rps");
-  s.ttft_p99_ms = p99(tp.stats, "ttft_ms");
-  s.itl_p99_ms = p99(tp.stats, "itl_ms");
-  s.e2e_p99_ms = p99(tp.stats, "end_to_end_ms");
+  s.throughput_tok_s = tp.stats.throughput_tok_s.measured_value().value_or(0);
+  s.goodput_rps = tp.stats.goodput_rps.measured_value();
+  s.ttft_p99_ms = p99(tp.stats.ttft_ms);
+  s.itl_p99_ms = p99(tp.stats.itl_ms);
+  s.e2e_p99_ms = p99(tp.stats.end_to_end_ms);
   return s;
 }
 
 // Which budgets a point meets; nullopt when a constrained metric is missing.
 std::optional<bool> meets(const SlaBudgets& b, const TrackPoint& tp) {
   bool ok = true;
-  auto check = [&](double budget, std::string_view key) -> bool {
+  auto check = [&](double budget, const QuantileMetric& q) -> bool {
     if (budget <= 0) return true;
-    const auto v = p99(tp.stats, key);
+    const auto v = p99(q);
     if (!v) return false;
     ok = ok && *v <= budget;
     return true;
   };
-  if (!check(b.ttft_p99_ms, "ttft_ms") || !check(b.itl_p99_ms, "itl_ms") || !check(b.e2e_p99_ms, "end_to_end_ms")) {
+  if (!check(b.ttft_p99_ms, tp.stats.ttft_ms) || !check(b.itl_p99_ms, tp.stats.itl_ms) ||
+      !check(b.e2e_p99_ms, tp.stats.end_to_end_ms)) {
     return std::nullopt;
   }
   return ok;
@@ -317,7 +306,7 @@ Saturation saturation(const SweepReceipt& r, const Contract& c,
     const Point* p = pt.first;  // not a structured binding: clang 14 cannot capture those
     const TrackPoint* tp = pt.second;
     if (!saturation_comparable(*tp)) continue;
-    const auto thr = scalar(tp->stats, "throughput_tok_s");
+    const auto thr = tp->stats.throughput_tok_s.measured_value();
     if (!thr) continue;
     auto fire = [&](std::string_view name, std::string detail) {
       signals.push_back({std::string(name), p->coordinate, std::move(detail)});
@@ -327,8 +316,8 @@ Saturation saturation(const SweepReceipt& r, const Contract& c,
       }
     };
     if (prev_tp) {
-      const auto prev_thr = scalar(prev_tp->stats, "throughput_tok_s");
-      const auto t0 = p99(prev_tp->stats, "ttft_ms"), t1 = p99(tp->stats, "ttft_ms");
+      const auto prev_thr = prev_tp->stats.throughput_tok_s.measured_value();
+      const auto t0 = p99(prev_tp->stats.ttft_ms), t1 = p99(tp->stats.ttft_ms);
       if (prev_thr && *prev_thr > 0 && t0 && t1) {
         const double gain = (*thr - *prev_thr) / *prev_thr;
         const bool plateau = gain < kPlateauGain;
@@ -444,8 +433,8 @@ TrackSummary summarize(const SweepReceipt& r, const Contract& c) {
   } else {
     const std::pair<const Point*, const TrackPoint*>* best = nullptr;
     for (const auto& pt : pts) {
-      const double v = scalar(pt.second->stats, "throughput_tok_s").value_or(0);
-      if (!best || v > scalar(best->second->stats, "throughput_tok_s").value_or(0)) best = &pt;
+      const double v = pt.second->stats.throughput_tok_s.measured_value().value_or(0);
+      if (!best || v > best->second->stats.throughput_tok_s.measured_value().value_or(0)) best = &pt;
     }
     s.peak = selection_of(*best->first, *best->second);
     s.peak_status = censoring(r, c, best->first->coordinate);
@@ -478,8 +467,8 @@ TrackSummary summarize(const SweepReceipt& r, const Contract& c) {
       return s;
     }
     if (!*m || pt.second->status != "valid") continue;
-    const double v = scalar(pt.second->stats, "throughput_tok_s").value_or(0);
-    if (!knee || v > scalar(knee->second->stats, "throughput_tok_s").value_or(0)) knee = &pt;
+    const double v = pt.second->stats.throughput_tok_s.measured_value().value_or(0);
+    if (!knee || v > knee->second->stats.throughput_tok_s.measured_value().value_or(0)) knee = &pt;
   }
   if (!knee) {
     s.sla_status = "not_identifiable";
@@ -634,7 +623,7 @@ Status evaluate_sweep(SweepReceipt& r) {
         r.validity_reasons.push_back(
             fmt::format("{} at {} {}: {}", tp.reason_code, point_key(r.mode), go_float_text(p.coordinate), tp.reason));
       }
-      const auto basis = json_string(tp.stats, "token_count_basis").value_or("");
+      const std::string_view basis = tp.stats.token_count_basis;
       if (!basis.empty() && basis != "usage.completion_tokens" && seen.insert(tp.track + ":basis").second) {
         r.warnings.push_back(
             fmt::format("track {}: token counts are estimated ({}), not reported by the server; throughput is not "

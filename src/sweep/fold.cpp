@@ -18,36 +18,20 @@ std::vector<const Sample*> measured(std::span<const Sample> samples) {
   return out;
 }
 
-boost::json::object quantile_metric(std::vector<double> values, std::string_view reason) {
-  boost::json::object o;
+QuantileMetric quantile_metric(std::vector<double> values, std::string_view reason) {
+  QuantileMetric q;
   if (values.empty()) {
-    o["status"] = "not_measured";
-    o["reason"] = reason;
-    return o;
+    q.reason = std::string(reason);
+    return q;
   }
   std::sort(values.begin(), values.end());
-  o["status"] = "measured";
-  o["unit"] = "ms";
-  o["p50"] = nearest_rank(values, 0.50);
-  o["p90"] = nearest_rank(values, 0.90);
-  o["p95"] = nearest_rank(values, 0.95);
-  o["p99"] = nearest_rank(values, 0.99);
-  return o;
-}
-
-boost::json::object scalar_measured(double value, std::string_view unit) {
-  boost::json::object o;
-  o["status"] = "measured";
-  o["unit"] = unit;
-  o["value"] = value;
-  return o;
-}
-
-boost::json::object scalar_missing(std::string_view reason) {
-  boost::json::object o;
-  o["status"] = "not_measured";
-  o["reason"] = reason;
-  return o;
+  q.status = kMeasured;
+  q.unit = "ms";
+  q.p50 = nearest_rank(values, 0.50);
+  q.p90 = nearest_rank(values, 0.90);
+  q.p95 = nearest_rank(values, 0.95);
+  q.p99 = nearest_rank(values, 0.99);
+  return q;
 }
 
 }  // namespace
@@ -83,7 +67,7 @@ std::vector<double> e2e_values(std::span<const Sample> samples) {
   return v;
 }
 
-boost::json::object fold_samples(std::span<const Sample> samples, const FoldOptions& opts) {
+ServingStats fold_samples(std::span<const Sample> samples, const FoldOptions& opts) {
   const auto m = measured(samples);
   std::int64_t ok = 0, failed = 0;
   std::vector<double> tpot;
@@ -120,46 +104,43 @@ boost::json::object fold_samples(std::span<const Sample> samples, const FoldOpti
   const double wall_s = m.empty() ? 0 : (last_end - first_send) / 1000.0;
   const std::string token_basis = ok == 0 ? "stream_content_events" : mixed ? "mixed" : basis;
 
-  boost::json::object o;
-  o["requests"] = static_cast<std::int64_t>(m.size());
-  o["ok"] = ok;
-  o["failed"] = failed;
-  o["ttft_ms"] = quantile_metric(ttft_values(samples), "no streaming first-token measurements");
-  o["itl_ms"] = quantile_metric(itl_values(samples), "no inter-token measurements");
-  o["tpot_ms"] = quantile_metric(std::move(tpot), "no TPOT measurements");
-  o["end_to_end_ms"] = quantile_metric(e2e_values(samples), "no successful request latencies");
-  if (tokens > 0 && wall_s > 0) {
-    o["throughput_tok_s"] = scalar_measured(static_cast<double>(tokens) / wall_s,
-                                            (mixed ? std::string("output_token_estimate") : token_basis) + "/s");
-  } else {
-    o["throughput_tok_s"] = scalar_missing("no output tokens measured");
-  }
+  ServingStats o;
+  o.requests = static_cast<std::int64_t>(m.size());
+  o.ok = ok;
+  o.failed = failed;
+  o.ttft_ms = quantile_metric(ttft_values(samples), "no streaming first-token measurements");
+  o.itl_ms = quantile_metric(itl_values(samples), "no inter-token measurements");
+  o.tpot_ms = quantile_metric(std::move(tpot), "no TPOT measurements");
+  o.end_to_end_ms = quantile_metric(e2e_values(samples), "no successful request latencies");
+  o.throughput_tok_s = tokens > 0 && wall_s > 0
+                           ? ScalarMetric::of(static_cast<double>(tokens) / wall_s,
+                                              (mixed ? std::string("output_token_estimate") : token_basis) + "/s")
+                           : ScalarMetric::missing("no output tokens measured");
   if (opts.slo_ms <= 0) {
-    o["goodput_rps"] = scalar_missing("no positive end-to-end SLO configured");
-    o["goodput_tok_s"] = scalar_missing("no positive end-to-end SLO configured");
+    o.goodput_rps = ScalarMetric::missing("no positive end-to-end SLO configured");
+    o.goodput_tok_s = ScalarMetric::missing("no positive end-to-end SLO configured");
   } else if (ok == 0 || wall_s <= 0) {
-    o["goodput_rps"] = scalar_missing("no successful requests");
-    o["goodput_tok_s"] = scalar_missing("no successful requests");
+    o.goodput_rps = ScalarMetric::missing("no successful requests");
+    o.goodput_tok_s = ScalarMetric::missing("no successful requests");
   } else {
-    o["goodput_rps"] = scalar_measured(static_cast<double>(within_slo) / wall_s, "requests/s");
-    o["goodput_tok_s"] = all_exact
-                             ? scalar_measured(static_cast<double>(slo_exact_sum) / wall_s, "usage.completion_tokens/s")
-                             : scalar_missing("successful requests lack exact output token counts");
+    o.goodput_rps = ScalarMetric::of(static_cast<double>(within_slo) / wall_s, "requests/s");
+    o.goodput_tok_s = all_exact
+                          ? ScalarMetric::of(static_cast<double>(slo_exact_sum) / wall_s, "usage.completion_tokens/s")
+                          : ScalarMetric::missing("successful requests lack exact output token counts");
   }
-  o["prefix_cache_hit_rate"] = opts.prefix_cache_hit_rate.is_object()
-                                   ? opts.prefix_cache_hit_rate
-                                   : boost::json::value(scalar_missing("no prefix-cache counters scraped"));
-  o["token_count_basis"] = token_basis;
-  if (wall_s > 0) o["wall_seconds"] = wall_s;
-  if (opts.slo_ms > 0) o["goodput_slo_seconds"] = opts.slo_ms / 1000.0;
+  o.prefix_cache_hit_rate =
+      opts.prefix_cache_hit_rate.value_or(ScalarMetric::missing("no prefix-cache counters scraped"));
+  o.token_count_basis = token_basis;
+  if (wall_s > 0) o.wall_seconds = wall_s;
+  if (opts.slo_ms > 0) o.goodput_slo_seconds = opts.slo_ms / 1000.0;
   if (ok > 0 && all_exact) {
-    o["successful_output_tokens_exact"] = exact_sum;
-    if (opts.slo_ms > 0) o["slo_successful_output_tokens_exact"] = slo_exact_sum;
+    o.successful_output_tokens_exact = exact_sum;
+    if (opts.slo_ms > 0) o.slo_successful_output_tokens_exact = slo_exact_sum;
   }
   const std::int64_t in_flight = max_in_flight(samples);
   if (in_flight > 0) {
-    o["observed_max_in_flight"] = in_flight;
-    o["observed_in_flight_basis"] = "client_http";
+    o.observed_max_in_flight = in_flight;
+    o.observed_in_flight_basis = "client_http";
   }
   return o;
 }
@@ -293,20 +274,18 @@ boost::json::object errors_by_class(std::span<const Sample> samples) {
 }  // namespace mpo::sweep
 
 namespace mpo::sweep {
-boost::json::value prefix_hit_rate_metric(const boost::json::object& server) {
+std::optional<ScalarMetric> prefix_hit_rate_metric(const boost::json::object& server) {
   const auto* q = server.if_contains("prefix_cache_queries_delta");
   const auto* h = server.if_contains("prefix_cache_hits_delta");
-  if (q == nullptr || h == nullptr || !q->is_number() || !h->is_number()) return nullptr;
+  if (q == nullptr || h == nullptr || !q->is_number() || !h->is_number()) return std::nullopt;
   const double queries = q->to_number<double>(), hits = h->to_number<double>();
-  if (queries <= 0) return nullptr;
-  boost::json::object o;
-  o["status"] = "measured";
-  o["unit"] = "ratio";
-  o["value"] = hits / queries;
+  if (queries <= 0) return std::nullopt;
+  auto m = ScalarMetric::of(hits / queries, "ratio");
   const auto* src = server.if_contains("prefix_cache_source");
-  o["source"] = src && src->is_string() ? src->get_string() : boost::json::string("prefix-cache counter deltas");
-  return o;
+  m.source = src && src->is_string() ? std::string(src->get_string()) : std::string("prefix-cache counter deltas");
+  return m;
 }
+
 boost::json::object load_evidence(std::span<const Sample> samples, const LoadFigures& f) {
   std::int64_t warmup = 0, measured = 0;
   double first_due = 0, last_due = 0, first_sent = 0, last_end = 0;

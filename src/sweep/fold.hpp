@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sweep/sample.hpp"
+#include "sweep/serving_stats.hpp"
 
 namespace mpo::sweep {
 
@@ -21,14 +22,13 @@ double nearest_rank(std::span<const double> sorted, double q);
 
 struct FoldOptions {
   double slo_ms = 2000;  // goodput: end-to-end within this (<= 0: not configured)
-  // The server's prefix-cache hit rate over the point (a counter delta), already built as a
-  // ScalarMetric object; null: not measured.
-  boost::json::value prefix_cache_hit_rate;
+  // The server's prefix-cache hit rate over the point (a counter delta); nullopt: not measured.
+  std::optional<ScalarMetric> prefix_cache_hit_rate;
 };
 
 // ServingStats over the measured (non-warm-up) samples. The wall time runs from the first
 // measured send to the last measured completion.
-boost::json::object fold_samples(std::span<const Sample> samples, const FoldOptions& opts);
+ServingStats fold_samples(std::span<const Sample> samples, const FoldOptions& opts);
 
 // The largest number of requests in flight at once, over every sample (warm-up included).
 std::int64_t max_in_flight(std::span<const Sample> samples);
@@ -98,5 +98,5 @@ boost::json::object steady_state_evidence(std::span<const Sample> samples);
 namespace mpo::sweep {
 // The prefix-cache hit rate of a point as a ScalarMetric, from the server evidence block's
 // counter deltas (hits / queries over the point, every series summed); null when not measured.
-boost::json::value prefix_hit_rate_metric(const boost::json::object& server_evidence);
+std::optional<ScalarMetric> prefix_hit_rate_metric(const boost::json::object& server_evidence);
 }  // namespace mpo::sweep

@@ -12,16 +12,15 @@
 namespace mpo::sweep {
 namespace {
 
-std::optional<double> measured_field(const boost::json::object& stats, std::string_view key, std::string_view field) {
-  const auto* m = json_object(stats, key);
-  if (!m || json_string(*m, "status").value_or("") != "measured") return std::nullopt;
-  return json_double(*m, field);
-}
+// One figure of the tax: the p50 of a latency, or a scalar's value; nullopt when not measured.
+struct Figure {
+  std::optional<double> value;
+  std::optional<std::string> unit;
+};
+using FigureOf = Figure (*)(const ServingStats&);
 
-std::string unit_of(const boost::json::object& stats, std::string_view key) {
-  const auto* m = json_object(stats, key);
-  return m ? std::string(json_string(*m, "unit").value_or("")) : "";
-}
+Figure p50_of(const QuantileMetric& q) { return q.measured() ? Figure{q.p50, q.unit} : Figure{}; }
+Figure value_of(const ScalarMetric& m) { return m.measured() ? Figure{m.value, m.unit} : Figure{}; }
 
 boost::json::object tax(const ParityTrack* ours, const ParityTrack* raw) {
   boost::json::object o;
@@ -39,16 +38,20 @@ boost::json::object tax(const ParityTrack* ours, const ParityTrack* raw) {
   }
   boost::json::object metrics;
   bool any = false;
-  auto put = [&](std::string_view key, std::string_view field) {
+  const ServingStats none;
+  const ServingStats& os = ours->stats ? *ours->stats : none;
+  const ServingStats& rs = raw->stats ? *raw->stats : none;
+  auto put = [&](std::string_view key, FigureOf figure) {
     boost::json::object m;
-    const auto a = measured_field(ours->stats, key, field), b = measured_field(raw->stats, key, field);
+    const Figure fa = figure(os);
+    const auto a = fa.value, b = figure(rs).value;
     if (!a || !b) {
       m["status"] = "not_measured";
       m["reason"] = fmt::format("{} not measured on {}", key, !a ? "ours" : "sglang");
     } else {
       any = true;
       m["status"] = "measured";
-      if (auto u = unit_of(ours->stats, key); !u.empty()) m["unit"] = u;
+      if (fa.unit && !fa.unit->empty()) m["unit"] = *fa.unit;
       m["ours"] = *a;
       m["raw"] = *b;
       m["ours_minus_raw"] = *a - *b;
@@ -56,12 +59,12 @@ boost::json::object tax(const ParityTrack* ours, const ParityTrack* raw) {
     }
     metrics[key] = std::move(m);
   };
-  put("ttft_ms", "p50");
-  put("itl_ms", "p50");
-  put("tpot_ms", "p50");
-  put("end_to_end_ms", "p50");
-  put("throughput_tok_s", "value");
-  put("goodput_rps", "value");
+  put("ttft_ms", [](const ServingStats& s) { return p50_of(s.ttft_ms); });
+  put("itl_ms", [](const ServingStats& s) { return p50_of(s.itl_ms); });
+  put("tpot_ms", [](const ServingStats& s) { return p50_of(s.tpot_ms); });
+  put("end_to_end_ms", [](const ServingStats& s) { return p50_of(s.end_to_end_ms); });
+  put("throughput_tok_s", [](const ServingStats& s) { return value_of(s.throughput_tok_s); });
+  put("goodput_rps", [](const ServingStats& s) { return value_of(s.goodput_rps); });
   if (any)
     o["status"] = "measured";
   else
@@ -125,7 +128,7 @@ boost::json::value parity_json(const ParityReport& r) {
     }
     FoldOptions none;
     none.slo_ms = r.slo_ms;
-    j["stats"] = t.stats.empty() ? fold_samples({}, none) : t.stats;
+    j["stats"] = stats_json(t.stats ? *t.stats : fold_samples({}, none));
     ts.push_back(std::move(j));
   }
   o["tracks"] = std::move(ts);
@@ -178,7 +181,11 @@ Result<ParityReport> parse_parity(std::string_view text) {
       pt.measured = str(t, "status") == "measured";
       pt.reason = str(t, "reason");
       pt.base_url = str(t, "base_url");
-      if (const auto* stats = json_object(t, "stats")) pt.stats = *stats;
+      if (const auto* stats = json_object(t, "stats")) {
+        auto typed = parse_serving_stats(*stats);
+        if (!typed) return typed.error();
+        pt.stats = std::move(*typed);
+      }
       if (const auto* ss = json_array(t, "samples")) {
         for (const auto& sv : *ss) {
           if (!sv.is_object()) return make_error("parity.json", "a sample is not an object");

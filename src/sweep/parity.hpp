@@ -5,11 +5,13 @@
 
 #include <boost/json/value.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/result.hpp"
 #include "sweep/sample.hpp"
+#include "sweep/serving_stats.hpp"
 
 namespace mpo::sweep {
 
@@ -26,7 +28,7 @@ struct ParityTrack {
   std::string reason;     // why not, when not
   std::string base_url;
   std::vector<Sample> samples;
-  boost::json::object stats;  // fak's ServingStats
+  std::optional<ServingStats> stats;  // nullopt: not measured (written as folded from no samples)
 };
 
 struct ParityReport {

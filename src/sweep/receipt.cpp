@@ -169,7 +169,7 @@ boost::json::value receipt_json(const SweepReceipt& r) {
       t["engine_receipt_digest"] = tp.engine_receipt_digest;
       t["batch_capacity"] = tp.batch_capacity;
       t["capacity_source"] = tp.capacity_source;
-      t["stats"] = tp.stats;
+      t["stats"] = stats_json(tp.stats);
       t["evidence"] = tp.evidence;
       boost::json::array samples;
       for (const auto& s : tp.samples) samples.push_back(sample_json(s));
@@ -291,7 +291,11 @@ Result<SweepReceipt> parse_sweep_receipt(std::string_view text) {
           tp.engine_receipt_digest = str(t, "engine_receipt_digest");
           tp.batch_capacity = json_int(t, "batch_capacity").value_or(0);
           tp.capacity_source = str(t, "capacity_source");
-          if (const auto* s = json_object(t, "stats")) tp.stats = *s;
+          if (const auto* s = json_object(t, "stats")) {
+            auto stats = parse_serving_stats(*s);
+            if (!stats) return stats.error();
+            tp.stats = std::move(*stats);
+          }
           if (const auto* e = json_object(t, "evidence")) tp.evidence = *e;
           if (const auto* ss = json_array(t, "samples")) {
             for (const auto& sv : *ss) {

@@ -12,6 +12,7 @@
 
 #include "core/result.hpp"
 #include "sweep/sample.hpp"
+#include "sweep/serving_stats.hpp"
 
 namespace mpo::sweep {
 
@@ -33,7 +34,7 @@ struct TrackPoint {
   std::string model, engine, engine_receipt_digest;
   std::int64_t batch_capacity = 0;
   std::string capacity_source;
-  boost::json::object stats;     // fak's ServingStats
+  ServingStats stats;
   boost::json::object evidence;  // ours: load, generator, confidence, errors_by_class, server, energy
   std::vector<Sample> samples;   // ours: every request of the point, warm-up included
 };

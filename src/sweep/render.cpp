@@ -11,11 +11,9 @@ namespace {
 
 std::string fixed(std::optional<double> v, int digits = 1) { return v ? fmt::format("{:.{}f}", *v, digits) : "n/a"; }
 
-std::optional<double> metric(const boost::json::object& stats, std::string_view key, std::string_view field) {
-  const auto* m = json_object(stats, key);
-  if (!m || json_string(*m, "status").value_or("") != "measured") return std::nullopt;
-  return json_double(*m, field);
-}
+// A quantile of a latency when measured.
+std::optional<double> p50(const QuantileMetric& q) { return q.measured() ? q.p50 : std::nullopt; }
+std::optional<double> p99(const QuantileMetric& q) { return q.measured() ? q.p99 : std::nullopt; }
 
 std::optional<double> evidence(const TrackPoint& tp, std::string_view block, std::string_view key) {
   const auto* b = json_object(tp.evidence, block);
@@ -32,8 +30,8 @@ std::string speculative_section(const SweepReceipt& r) {
       const auto rate = evidence(tp, "server", "spec_acceptance_rate");
       if (!rate) continue;
       rows += fmt::format("| {} | {} | {:.1f}% | {} | {} | {} |\n", go_float_text(p.coordinate), tp.track, 100 * *rate,
-                          fixed(evidence(tp, "server", "spec_mean_accepted_length"), 2),
-                          fixed(metric(tp.stats, "tpot_ms", "p50")), fixed(metric(tp.stats, "itl_ms", "p50")));
+                          fixed(evidence(tp, "server", "spec_mean_accepted_length"), 2), fixed(p50(tp.stats.tpot_ms)),
+                          fixed(p50(tp.stats.itl_ms)));
     }
   }
   if (rows.empty()) return "";
@@ -101,13 +99,10 @@ std::string sweep_markdown(const SweepReceipt& r) {
       const auto& s = tp.stats;
       out += fmt::format(
           "| {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-          go_float_text(p.coordinate), tp.status, tp.reason_code.empty() ? "" : " `" + tp.reason_code + "`",
-          json_int(s, "ok").value_or(0), json_int(s, "failed").value_or(0),
-          fixed(metric(s, "throughput_tok_s", "value")), fixed(evidence(tp, "steady_state", "throughput_tok_s")),
-          fixed(metric(s, "goodput_rps", "value"), 2), fixed(metric(s, "ttft_ms", "p50")),
-          fixed(metric(s, "ttft_ms", "p99")), fixed(metric(s, "itl_ms", "p99")),
-          fixed(metric(s, "end_to_end_ms", "p99")),
-          json_int(s, "observed_max_in_flight") ? std::to_string(*json_int(s, "observed_max_in_flight")) : "n/a",
+          go_float_text(p.coordinate), tp.status, tp.reason_code.empty() ? "" : " `" + tp.reason_code + "`", s.ok,
+          s.failed, fixed(s.throughput_tok_s.measured_value()), fixed(evidence(tp, "steady_state", "throughput_tok_s")),
+          fixed(s.goodput_rps.measured_value(), 2), fixed(p50(s.ttft_ms)), fixed(p99(s.ttft_ms)), fixed(p99(s.itl_ms)),
+          fixed(p99(s.end_to_end_ms)), s.observed_max_in_flight ? std::to_string(*s.observed_max_in_flight) : "n/a",
           fixed(evidence(tp, "generator", "send_lateness_p99_ms"), 3),
           fixed(evidence(tp, "server", "kv_usage_peak"), 2), fixed(evidence(tp, "server", "waiting_capacity_max"), 0));
     }
@@ -155,12 +150,12 @@ std::string sweep_html(const SweepReceipt& r) {
         if (tp.track != t.track) continue;
         if (x0 == 0 || p.coordinate < x0) x0 = p.coordinate;
         x1 = std::max(x1, p.coordinate);
-        if (auto v = metric(tp.stats, "throughput_tok_s", "value")) {
+        if (auto v = tp.stats.throughput_tok_s.measured_value()) {
           thr.emplace_back(p.coordinate, *v);
           if (tp.status == "valid") valid.emplace_back(p.coordinate, *v);
         }
-        if (auto v = metric(tp.stats, "ttft_ms", "p99")) ttft.emplace_back(p.coordinate, *v);
-        if (auto v = metric(tp.stats, "itl_ms", "p99")) itl.emplace_back(p.coordinate, *v);
+        if (auto v = p99(tp.stats.ttft_ms)) ttft.emplace_back(p.coordinate, *v);
+        if (auto v = p99(tp.stats.itl_ms)) itl.emplace_back(p.coordinate, *v);
       }
     }
     Chart throughput(fmt::format("Track {}: output token throughput", t.track), x, "tok/s");

@@ -411,19 +411,15 @@ class SweepRun {
   }
 
   std::string point_line(double c, const TrackPoint& tp) const {
-    auto metric = [&](std::string_view key, std::string_view field) -> std::string {
-      const auto* m = json_object(tp.stats, key);
-      if (!m || json_string(*m, "status").value_or("") != "measured") return "n/a";
-      const auto* v = m->if_contains(field);
-      return v && v->is_number() ? fmt::format("{:.1f}", v->to_number<double>()) : "n/a";
-    };
+    auto one = [](std::optional<double> v) { return v ? fmt::format("{:.1f}", *v) : std::string("n/a"); };
+    auto p99 = [&](const QuantileMetric& q) { return one(q.measured() ? q.p99 : std::nullopt); };
     const auto* gen = json_object(tp.evidence, "generator");
     const auto late = gen ? json_double(*gen, "send_lateness_p99_ms") : std::nullopt;
     return fmt::format(
         "{}: {} ok, {} failed, {} tok/s, TTFT p99 {} ms, ITL p99 {} ms, e2e p99 {} ms, send lateness p99 {} ms",
-        coordinate_label(o_.mode, c), json_int(tp.stats, "ok").value_or(0), json_int(tp.stats, "failed").value_or(0),
-        metric("throughput_tok_s", "value"), metric("ttft_ms", "p99"), metric("itl_ms", "p99"),
-        metric("end_to_end_ms", "p99"), late ? fmt::format("{:.3f}", *late) : "n/a");
+        coordinate_label(o_.mode, c), tp.stats.ok, tp.stats.failed, one(tp.stats.throughput_tok_s.measured_value()),
+        p99(tp.stats.ttft_ms), p99(tp.stats.itl_ms), p99(tp.stats.end_to_end_ms),
+        late ? fmt::format("{:.3f}", *late) : "n/a");
   }
 
   // Bisection between the last point inside every budget and the first outside.
@@ -615,8 +611,7 @@ Result<ParityReport> run_parity(const SweepOptions& opts, const std::vector<Pari
           t.stats = fold_samples(run.samples, fo);
           t.samples = std::move(run.samples);
           if (cb.on_note) {
-            cb.on_note(fmt::format("{}: {} ok, {} failed", label, json_int(t.stats, "ok").value_or(0),
-                                   json_int(t.stats, "failed").value_or(0)));
+            cb.on_note(fmt::format("{}: {} ok, {} failed", label, t.stats->ok, t.stats->failed));
           }
           r.tracks.push_back(std::move(t));
         }

@@ -42,7 +42,7 @@ void recompute(const SweepReceipt& r, const Point& p, TrackPoint& tp, VerifyOutc
   FoldOptions fo;
   fo.slo_ms = json_double(r.load, "slo_ms").value_or(0);
   const auto* server = json_object(tp.evidence, "server");
-  fo.prefix_cache_hit_rate = server ? prefix_hit_rate_metric(*server) : boost::json::value(nullptr);
+  if (server) fo.prefix_cache_hit_rate = prefix_hit_rate_metric(*server);
   tp.stats = fold_samples(tp.samples, fo);
   if (const auto* g = json_object(tp.evidence, "generator")) {
     GeneratorFigures fig;
@@ -172,8 +172,11 @@ VerifyOutcome verify_parity(std::string_view text) {
     }
     FoldOptions fo;
     fo.slo_ms = r.slo_ms;
-    fo.prefix_cache_hit_rate =
-        t.stats.contains("prefix_cache_hit_rate") ? t.stats.at("prefix_cache_hit_rate") : boost::json::value(nullptr);
+    // The written hit rate stands (a parity receipt keeps no server evidence to re-derive it from);
+    // a stats block without one gets the fold's own "not measured".
+    if (t.stats && (t.stats->prefix_cache_hit_rate.measured() || t.stats->prefix_cache_hit_rate.reason)) {
+      fo.prefix_cache_hit_rate = t.stats->prefix_cache_hit_rate;
+    }
     t.stats = fold_samples(t.samples, fo);
   }
   JsonDiffOptions o;

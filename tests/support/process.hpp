@@ -8,28 +8,26 @@
 #include <string>
 #include <vector>
 
+#include "process/child.hpp"
+
 namespace mpo::test {
 
+// process::Child (src/process) with a test's error handling: a failure throws.
 class ChildProcess {
  public:
-  explicit ChildProcess(std::vector<std::string> argv);
-  ~ChildProcess();
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
+  explicit ChildProcess(std::vector<std::string> argv, const process::ChildOptions& options = {});
 
   // Reads one line of the child's stdout; throws if it ends or `timeout_ms` passes first (a
   // safety net against hangs; a healthy child answers in milliseconds).
   std::string read_line(int timeout_ms = 20000);
   // Sends SIGTERM and waits for the exit; returns the exit code (128+signal if killed).
-  int terminate(int timeout_ms = 20000);
+  int terminate(int timeout_ms = 20000) { return child_.terminate(timeout_ms); }
   // Waits for the child to exit by itself; returns its exit code.
-  int wait();
-  pid_t pid() const { return pid_; }
+  int wait() { return child_.wait(); }
+  pid_t pid() const { return child_.pid(); }
 
  private:
-  pid_t pid_ = -1;
-  int out_fd_ = -1;
-  std::string buffered_;
+  process::Child child_;
 };
 
 // Starts `modelperfobs simulate --listen 127.0.0.1:0 EXTRA...` and reads the port it printed.

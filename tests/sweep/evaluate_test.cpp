@@ -205,13 +205,11 @@ TEST(SweepEvaluate, EveryInvalidationCodeFiresOnItsCause) {
        }},
       {"client_saturated", "invalid",
        [](SweepReceipt& r) { r.points[1].tracks[0].evidence["generator"].as_object()["send_lateness_p99_ms"] = 3.5; }},
-      {"measurement_incomplete", "invalid", [](SweepReceipt& r) { r.points[1].tracks[0].stats["failed"] = 1; }},
+      {"measurement_incomplete", "invalid", [](SweepReceipt& r) { r.points[1].tracks[0].stats.failed = 1; }},
       {"measurement_missing", "not_measured",
        [](SweepReceipt& r) { r.points[1].tracks[0].measurement_status = "failed"; }},
       {"throughput_missing", "not_measured",
-       [](SweepReceipt& r) {
-         r.points[1].tracks[0].stats["throughput_tok_s"] = boost::json::object{{"status", "not_measured"}};
-       }},
+       [](SweepReceipt& r) { r.points[1].tracks[0].stats.throughput_tok_s = ScalarMetric{}; }},
   };
   for (const auto& c : cases) {
     auto r = scaling_sweep(8, {1, 2, 4, 8});

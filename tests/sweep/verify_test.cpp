@@ -457,7 +457,7 @@ TEST(SweepRules, ThroughputIdentityIsJudgedByTheGenerationTheReceiptWasWrittenUn
   FoldOptions fo;
   fo.slo_ms = 2000;
   other.points[3].tracks[0].stats = fold_samples(other.points[3].tracks[0].samples, fo);
-  other.points[1].tracks[0].stats.at("throughput_tok_s").as_object().erase("unit");
+  other.points[1].tracks[0].stats.throughput_tok_s.unit.reset();
   other.points[1].tracks[0].samples.clear();  // stats as written (a fak receipt without samples)
   ASSERT_TRUE(evaluate_sweep(other).ok());
   EXPECT_EQ(other.points[3].tracks[0].reason_code, "throughput_identity_mismatch");

@@ -1,0 +1,80 @@
+// fak's ServingStats as a typed struct: written in fak's order, read back unchanged, lenient on what
+// fak's receipts leave out, strict on a member of the wrong type.
+#include "sweep/serving_stats.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include "core/go_json.hpp"
+#include "sweep/fold.hpp"
+#include "sweep/receipt_fixtures.hpp"
+
+namespace mpo::sweep {
+namespace {
+
+std::vector<std::string> keys(const boost::json::object& o) {
+  std::vector<std::string> k;
+  for (const auto& [key, v] : o) k.emplace_back(key);
+  return k;
+}
+
+TEST(ServingStats, FoldedStatsAreWrittenInFaksOrderAndReadBackUnchanged) {
+  FoldOptions fo;
+  fo.slo_ms = 2000;
+  fo.prefix_cache_hit_rate = ScalarMetric::of(0.5, "ratio");
+  fo.prefix_cache_hit_rate->source = "prefix-cache counter deltas";
+  const ServingStats folded = fold_samples(fixtures::samples(8, 40, 900, 12), fo);
+  const auto written = stats_json(folded);
+  EXPECT_EQ(keys(written),
+            (std::vector<std::string>{"requests", "ok", "failed", "ttft_ms", "itl_ms", "tpot_ms", "end_to_end_ms",
+                                      "throughput_tok_s", "goodput_rps", "goodput_tok_s", "prefix_cache_hit_rate",
+                                      "token_count_basis", "wall_seconds", "goodput_slo_seconds",
+                                      "successful_output_tokens_exact", "slo_successful_output_tokens_exact",
+                                      "observed_max_in_flight", "observed_in_flight_basis"}));
+  EXPECT_EQ(keys(written.at("ttft_ms").as_object()),
+            (std::vector<std::string>{"status", "unit", "p50", "p90", "p95", "p99"}));
+  EXPECT_EQ(keys(written.at("prefix_cache_hit_rate").as_object()),
+            (std::vector<std::string>{"status", "unit", "value", "source"}));
+  auto read = parse_serving_stats(written);
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_EQ(go_marshal_indent(stats_json(*read)), go_marshal_indent(written));
+  EXPECT_EQ(read->ok, 8);
+  EXPECT_DOUBLE_EQ(*read->ttft_ms.p99, 40);
+  EXPECT_EQ(read->observed_max_in_flight, 8);
+}
+
+TEST(ServingStats, WhatAFakReceiptLeavesOutStaysOutAndWhatWeDoNotKnowIsKept) {
+  // Invented: a stats block as an older or newer fak writer might give it (no optional members, a
+  // member this struct does not name).
+  const auto o = boost::json::parse(R"({"requests":2,"ok":2,"failed":0,
+    "ttft_ms":{"status":"not_measured","reason":"no streaming first-token measurements"},
+    "throughput_tok_s":{"status":"measured","unit":"stream_content_events/s","value":12.5},
+    "token_count_basis":"stream_content_events","fleet_shard":"b"})")
+                     .as_object();
+  auto s = parse_serving_stats(o);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_FALSE(s->ttft_ms.measured());
+  EXPECT_EQ(s->throughput_tok_s.measured_value(), 12.5);
+  EXPECT_FALSE(s->wall_seconds);
+  EXPECT_FALSE(s->observed_max_in_flight);
+  const auto again = stats_json(*s);
+  EXPECT_EQ(again.at("fleet_shard"), "b");
+  EXPECT_FALSE(again.contains("wall_seconds"));
+  EXPECT_EQ(again.at("ttft_ms").at("reason"), "no streaming first-token measurements");
+}
+
+TEST(ServingStats, AMemberOfTheWrongTypeIsNamed) {
+  auto bad = parse_serving_stats(boost::json::parse(R"({"ok":"4"})").as_object());
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "stats.ok is not an integer");
+  bad = parse_serving_stats(boost::json::parse(R"({"itl_ms":{"status":"measured","p99":"slow"}})").as_object());
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "stats.itl_ms.p99 is not a number");
+  bad = parse_serving_stats(boost::json::parse(R"({"goodput_rps":[1]})").as_object());
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "stats.goodput_rps is not an object");
+}
+
+}  // namespace
+}  // namespace mpo::sweep
