@@ -14,14 +14,7 @@
 namespace mpo::sweep {
 namespace {
 
-const boost::json::object* obj(const boost::json::object& o, std::string_view key) { return json_object(o, key); }
-
 std::optional<double> p99(const QuantileMetric& q) { return q.measured() ? q.p99 : std::nullopt; }
-
-std::optional<double> evidence_number(const TrackPoint& tp, std::string_view block, std::string_view key) {
-  const auto* b = obj(tp.evidence, block);
-  return b ? json_double(*b, key) : std::nullopt;
-}
 
 // What a point's throughput is counted in (fak's throughput identity, rules generation 2).
 struct ThroughputIdentity {
@@ -110,7 +103,7 @@ void evaluate_point(const SweepReceipt& r, const Point& p, TrackPoint& tp, const
                              *in_flight, coord, c->batch_capacity));
     }
   }
-  if (const auto* server = obj(tp.evidence, "server")) {
+  if (const auto& server = tp.evidence.server) {
     if (json_bool(*server, "restarted").value_or(false)) {
       return set(tp, "invalid", "engine_restarted",
                  "the engine restarted or its counters reset during the point: " +
@@ -124,16 +117,16 @@ void evaluate_point(const SweepReceipt& r, const Point& p, TrackPoint& tp, const
                              go_float_text(*delta), go_float_text(*sent)));
     }
   }
-  if (const auto* cache = obj(tp.evidence, "cache"); cache && json_bool(*cache, "carryover").value_or(false)) {
-    return set(
-        tp, "invalid", "cache_carryover",
-        fmt::format("{:.1f}% of the point's prompt tokens came from the prefix cache ({}), above the {:.1f}% "
-                    "its prompts share: the point measured a cache an earlier point or other traffic filled",
-                    100 * json_double(*cache, "cached_share").value_or(0), json_string(*cache, "source").value_or("?"),
-                    100 * json_double(*cache, "limit_share").value_or(0)));
+  if (const auto& cache = tp.evidence.cache; cache && cache->carryover.value_or(false)) {
+    return set(tp, "invalid", "cache_carryover",
+               fmt::format("{:.1f}% of the point's prompt tokens came from the prefix cache ({}), above the {:.1f}% "
+                           "its prompts share: the point measured a cache an earlier point or other traffic filled",
+                           100 * cache->cached_share.value_or(0), cache->source.value_or("?"),
+                           100 * cache->limit_share.value_or(0)));
   }
-  const auto lateness = evidence_number(tp, "generator", "send_lateness_p99_ms");
-  const auto bound = evidence_number(tp, "generator", "lateness_bound_ms");
+  const auto& gen = tp.evidence.generator;
+  const auto lateness = gen ? gen->send_lateness_p99_ms : std::nullopt;
+  const auto bound = gen ? std::optional<double>(gen->lateness_bound_ms) : std::nullopt;
   if (lateness && bound && *bound > 0 && *lateness > *bound) {
     return set(tp, "invalid", "client_saturated",
                fmt::format("the load generator sent late: p99 send lateness {} ms is over its bound {} ms",
@@ -252,19 +245,15 @@ P99Boundary p99_boundary(const SweepReceipt& r, const std::vector<std::pair<cons
     last_pass = p->coordinate;
     // Robust when the upper end of each bootstrap interval is within its budget too.
     robust = true;
-    const auto* conf = obj(tp->evidence, "confidence");
-    auto high = [&](std::string_view key) -> std::optional<double> {
-      const auto* ci = conf ? obj(*conf, key) : nullptr;
-      return ci ? json_double(*ci, "high") : std::nullopt;
-    };
-    auto check = [&](double budget, std::string_view key) {
+    const auto& conf = tp->evidence.confidence;
+    auto check = [&](double budget, std::optional<BootstrapInterval> ConfidenceEvidence::*interval) {
       if (budget <= 0) return;
-      const auto h = high(key);
-      if (!h || *h > budget) robust = false;
+      const auto& ci = conf ? (*conf).*interval : std::nullopt;
+      if (!ci || ci->high > budget) robust = false;
     };
-    check(r.sla.ttft_p99_ms, "ttft_p99_ms");
-    check(r.sla.itl_p99_ms, "itl_p99_ms");
-    check(r.sla.e2e_p99_ms, "end_to_end_p99_ms");
+    check(r.sla.ttft_p99_ms, &ConfidenceEvidence::ttft_p99_ms);
+    check(r.sla.itl_p99_ms, &ConfidenceEvidence::itl_p99_ms);
+    check(r.sla.e2e_p99_ms, &ConfidenceEvidence::end_to_end_p99_ms);
   }
   if (!missing.empty()) {
     o.status = "not_identifiable";
@@ -330,8 +319,9 @@ Saturation saturation(const SweepReceipt& r, const Contract& c,
       }
     }
     if (r.mode == LoadMode::kRate) {
-      const auto offered = evidence_number(*tp, "load", "offered_rate_rps");
-      const auto achieved = evidence_number(*tp, "load", "achieved_rate_rps");
+      const auto& load = tp->evidence.load;
+      const auto offered = load ? load->offered_rate_rps : std::nullopt;
+      const auto achieved = load ? load->achieved_rate_rps : std::nullopt;
       if (offered && achieved && *offered > 0 && *achieved / *offered < kRateShortfall) {
         fire("rate_shortfall", fmt::format("achieved {:.3f} of the offered {} req/s ({:.1f}%)", *achieved,
                                            go_float_text(*offered), *achieved / *offered * 100));
@@ -340,16 +330,16 @@ Saturation saturation(const SweepReceipt& r, const Contract& c,
     // A request waits for one scheduler step on arrival even on an idle server: only a queue that
     // averages at least one request over the point's samples, grew since the last point, and (when
     // the server publishes it and a capacity is declared) stands while the batch is full counts.
-    const auto waiting = evidence_number(*tp, "server", "waiting_capacity_mean");
-    const auto running = evidence_number(*tp, "server", "running_max");
-    const auto kv = evidence_number(*tp, "server", "kv_usage_peak");
+    const auto waiting = tp->evidence.server_number("waiting_capacity_mean");
+    const auto running = tp->evidence.server_number("running_max");
+    const auto kv = tp->evidence.server_number("kv_usage_peak");
     // Full: as many sequences running as the declared batch capacity, or the KV cache exhausted.
     const bool full =
         c.batch_capacity <= 0 || !running || *running >= static_cast<double>(c.batch_capacity) || (kv && *kv >= 0.95);
     if (waiting && *waiting >= 1 && full && (!prev_waiting || *waiting > *prev_waiting)) {
       fire("server_queue_capacity",
            fmt::format("on average {:.1f} requests waited for capacity at the server (up to {})", *waiting,
-                       go_float_text(evidence_number(*tp, "server", "waiting_capacity_max").value_or(*waiting))));
+                       go_float_text(tp->evidence.server_number("waiting_capacity_max").value_or(*waiting))));
     }
     if (waiting) prev_waiting = *waiting;
     prev = p;
@@ -494,7 +484,7 @@ std::optional<std::string> acceptance_warning(const SweepReceipt& r, const std::
   for (const auto& p : r.points) {
     for (const auto& tp : p.tracks) {
       if (tp.track != track) continue;
-      const auto rate = evidence_number(tp, "server", "spec_acceptance_rate");
+      const auto rate = tp.evidence.server_number("spec_acceptance_rate");
       if (!rate) continue;
       range =
           range ? std::pair{std::min(range->first, *rate), std::max(range->second, *rate)} : std::pair{*rate, *rate};

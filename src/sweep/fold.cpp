@@ -181,7 +181,7 @@ std::optional<Interval> bootstrap_p99(std::span<const double> values, std::uint6
   return Interval{nearest_rank(p99s, (1 - level) / 2), nearest_rank(p99s, (1 + level) / 2)};
 }
 
-boost::json::object generator_evidence(std::span<const Sample> samples, const GeneratorFigures& g) {
+GeneratorEvidence generator_evidence(std::span<const Sample> samples, const GeneratorFigures& g) {
   // Over the measured requests: the first round of a closed loop is all due at once and one thread
   // sends it in turn; it is the warm-up, and what it says about start-up is not the steady state.
   std::vector<double> lateness;
@@ -189,49 +189,43 @@ boost::json::object generator_evidence(std::span<const Sample> samples, const Ge
     if (!s.warmup) lateness.push_back(send_lateness_ms(s));
   }
   std::sort(lateness.begin(), lateness.end());
-  boost::json::object o;
-  o["lateness_bound_ms"] = g.lateness_bound_ms;
+  GeneratorEvidence o;
+  o.lateness_bound_ms = g.lateness_bound_ms;
   if (!lateness.empty()) {
-    o["send_lateness_p50_ms"] = nearest_rank(lateness, 0.50);
-    o["send_lateness_p99_ms"] = nearest_rank(lateness, 0.99);
-    o["send_lateness_max_ms"] = round_ms(lateness.back());
+    o.send_lateness_p50_ms = nearest_rank(lateness, 0.50);
+    o.send_lateness_p99_ms = nearest_rank(lateness, 0.99);
+    o.send_lateness_max_ms = round_ms(lateness.back());
   }
   // Rounded first, so that a verifier reading them back derives the same share.
-  const double cpu = std::round(g.cpu_seconds * 1e6) / 1e6, wall = std::round(g.wall_seconds * 1e6) / 1e6;
-  o["cpu_seconds"] = cpu;
-  o["wall_seconds"] = wall;
-  if (wall > 0) o["cpu_share"] = std::round(cpu / wall * 1e4) / 1e4;
+  o.cpu_seconds = std::round(g.cpu_seconds * 1e6) / 1e6;
+  o.wall_seconds = std::round(g.wall_seconds * 1e6) / 1e6;
+  if (o.wall_seconds > 0) o.cpu_share = std::round(o.cpu_seconds / o.wall_seconds * 1e4) / 1e4;
   return o;
 }
 
-boost::json::object confidence_evidence(std::span<const Sample> samples, std::uint64_t seed) {
-  boost::json::object o;
-  o["method"] = "percentile-bootstrap-of-nearest-rank-p99";
-  o["resamples"] = 1000;
-  o["level"] = 0.95;
-  o["seed"] = seed;
-  auto put = [&](std::string_view key, const std::vector<double>& v, std::uint64_t salt) {
-    if (auto ci = bootstrap_p99(v, seed ^ salt)) {
-      boost::json::object c;
-      c["low"] = ci->low;
-      c["high"] = ci->high;
-      o[key] = std::move(c);
-    }
+ConfidenceEvidence confidence_evidence(std::span<const Sample> samples, std::uint64_t seed) {
+  ConfidenceEvidence o;
+  o.method = "percentile-bootstrap-of-nearest-rank-p99";
+  o.resamples = 1000;
+  o.level = 0.95;
+  o.seed = seed;
+  auto interval = [&](const std::vector<double>& v, std::uint64_t salt) -> std::optional<BootstrapInterval> {
+    if (auto ci = bootstrap_p99(v, seed ^ salt)) return BootstrapInterval{ci->low, ci->high};
+    return std::nullopt;
   };
-  put("ttft_p99_ms", ttft_values(samples), 1);
-  put("itl_p99_ms", itl_values(samples), 2);
-  put("end_to_end_p99_ms", e2e_values(samples), 3);
+  o.ttft_p99_ms = interval(ttft_values(samples), 1);
+  o.itl_p99_ms = interval(itl_values(samples), 2);
+  o.end_to_end_p99_ms = interval(e2e_values(samples), 3);
   return o;
 }
 
-boost::json::object steady_state_evidence(std::span<const Sample> samples) {
+SteadyStateEvidence steady_state_evidence(std::span<const Sample> samples) {
   const auto m = measured(samples);
-  boost::json::object o;
-  o["rule"] =
-      "output tokens of measured requests completing between the first and the last measured send, over that span";
+  SteadyStateEvidence o;
+  o.rule = "output tokens of measured requests completing between the first and the last measured send, over that span";
   if (m.empty()) {
-    o["status"] = "not_measured";
-    o["reason"] = "no measured request";
+    o.status = kNotMeasured;
+    o.reason = "no measured request";
     return o;
   }
   double from = m.front()->sent_offset_ms, to = m.front()->sent_offset_ms;
@@ -247,28 +241,26 @@ boost::json::object steady_state_evidence(std::span<const Sample> samples) {
       tokens += s->output_token_estimate;
     }
   }
-  o["window_start_offset_ms"] = from;
-  o["window_end_offset_ms"] = to;
-  o["completed_requests"] = completed;
-  o["output_tokens"] = tokens;
+  o.window_start_offset_ms = from;
+  o.window_end_offset_ms = to;
+  o.completed_requests = completed;
+  o.output_tokens = tokens;
   if (to <= from || completed == 0) {
-    o["status"] = "not_measured";
-    o["reason"] = "no measured request completed while the load was still being applied";
+    o.status = kNotMeasured;
+    o.reason = "no measured request completed while the load was still being applied";
     return o;
   }
-  o["status"] = "measured";
-  o["throughput_tok_s"] = static_cast<double>(tokens) / ((to - from) / 1000.0);
+  o.status = kMeasured;
+  o.throughput_tok_s = static_cast<double>(tokens) / ((to - from) / 1000.0);
   return o;
 }
 
-boost::json::object errors_by_class(std::span<const Sample> samples) {
+std::map<std::string, std::int64_t> errors_by_class(std::span<const Sample> samples) {
   std::map<std::string, std::int64_t> counts;
   for (const auto& s : samples) {
     if (!s.warmup && !s.ok) ++counts[s.error_class.empty() ? "unknown" : s.error_class];
   }
-  boost::json::object o;
-  for (const auto& [k, v] : counts) o[k] = v;
-  return o;
+  return counts;
 }
 
 }  // namespace mpo::sweep
@@ -286,7 +278,7 @@ std::optional<ScalarMetric> prefix_hit_rate_metric(const boost::json::object& se
   return m;
 }
 
-boost::json::object load_evidence(std::span<const Sample> samples, const LoadFigures& f) {
+LoadEvidence load_evidence(std::span<const Sample> samples, const LoadFigures& f) {
   std::int64_t warmup = 0, measured = 0;
   double first_due = 0, last_due = 0, first_sent = 0, last_end = 0;
   for (const auto& s : samples) {
@@ -306,29 +298,30 @@ boost::json::object load_evidence(std::span<const Sample> samples, const LoadFig
     last_end = std::max(last_end, end);
     ++measured;
   }
-  boost::json::object o;
-  o[f.coordinate_key] = f.coordinate;
-  o["warmup_requests"] = warmup;
-  o["measured_requests"] = measured;
-  if (f.duration_s > 0) o["duration_s"] = f.duration_s;
+  LoadEvidence o;
+  o.coordinate_key = f.coordinate_key;
+  o.coordinate = f.coordinate;
+  o.warmup_requests = warmup;
+  o.measured_requests = measured;
+  if (f.duration_s > 0) o.duration_s = f.duration_s;
   if (f.open_loop && measured > 1 && last_due > first_due) {
-    o["offered_rate_rps"] = static_cast<double>(measured - 1) / ((last_due - first_due) / 1000.0);
+    o.offered_rate_rps = static_cast<double>(measured - 1) / ((last_due - first_due) / 1000.0);
   }
   if (measured > 1 && last_end > first_sent) {
-    o["achieved_rate_rps"] = static_cast<double>(measured - 1) / ((last_end - first_sent) / 1000.0);
+    o.achieved_rate_rps = static_cast<double>(measured - 1) / ((last_end - first_sent) / 1000.0);
   }
-  o["started_at"] = f.started_at;
-  o["ended_at"] = f.ended_at;
+  o.started_at = f.started_at;
+  o.ended_at = f.ended_at;
   return o;
 }
 
-boost::json::object cache_evidence(std::span<const Sample> samples, const CacheDeclaration& d,
-                                   const boost::json::object* server) {
-  boost::json::object o;
-  o["prompts"] = d.prompts;
-  o["declared_shared_share"] = d.declared_shared_share;
-  o["allowance_tokens_per_request"] = kCacheAllowanceTokens;
-  if (!d.reset.is_null()) o["reset"] = d.reset;
+CacheEvidence cache_evidence(std::span<const Sample> samples, const CacheDeclaration& d,
+                             const boost::json::object* server) {
+  CacheEvidence o;
+  o.prompts = d.prompts;
+  o.declared_shared_share = d.declared_shared_share;
+  o.allowance_tokens_per_request = kCacheAllowanceTokens;
+  o.reset = d.reset;
   std::int64_t with_usage = 0, prompt = 0, cached = 0, reaching = 0;
   for (const auto& s : samples) {
     if (s.http_status) ++reaching;
@@ -338,9 +331,9 @@ boost::json::object cache_evidence(std::span<const Sample> samples, const CacheD
     cached += *s.usage->cached_tokens;
   }
   auto judge = [&](double share, double limit) {
-    o["cached_share"] = share;
-    o["limit_share"] = limit;
-    o["carryover"] = share > limit;
+    o.cached_share = share;
+    o.limit_share = limit;
+    o.carryover = share > limit;
   };
   // Not optionals: GCC 12 warns (maybe-uninitialized) on reading them after the branch below.
   const bool counted = server && json_double(*server, "prefix_cache_hits_delta") &&
@@ -348,30 +341,30 @@ boost::json::object cache_evidence(std::span<const Sample> samples, const CacheD
   const double hits = counted ? *json_double(*server, "prefix_cache_hits_delta") : 0;
   const double queries = counted ? *json_double(*server, "prefix_cache_queries_delta") : 0;
   if (with_usage > 0 && prompt > 0) {
-    o["status"] = "measured";
-    o["source"] = "usage.cached_tokens";
-    o["requests"] = with_usage;
-    o["prompt_tokens"] = prompt;
-    o["cached_tokens"] = cached;
+    o.status = kMeasured;
+    o.source = "usage.cached_tokens";
+    o.requests = with_usage;
+    o.prompt_tokens = static_cast<double>(prompt);
+    o.cached_tokens = static_cast<double>(cached);
     const double p = static_cast<double>(prompt);
     judge(static_cast<double>(cached) / p,
           std::min(1.0, d.declared_shared_share + static_cast<double>(kCacheAllowanceTokens * with_usage) / p));
     // The engine's own counters beside it (warm-up requests included), as a second witness.
-    if (counted) o["server_cached_share"] = hits / queries;
+    if (counted) o.server_cached_share = hits / queries;
     return o;
   }
   if (counted) {
-    o["status"] = "measured";
-    o["source"] = std::string(json_string(*server, "prefix_cache_source").value_or("server prefix-cache counters"));
-    o["requests"] = reaching;
-    o["prompt_tokens"] = queries;
-    o["cached_tokens"] = hits;
+    o.status = kMeasured;
+    o.source = std::string(json_string(*server, "prefix_cache_source").value_or("server prefix-cache counters"));
+    o.requests = reaching;
+    o.prompt_tokens = queries;
+    o.cached_tokens = hits;
     judge(hits / queries,
           std::min(1.0, d.declared_shared_share + static_cast<double>(kCacheAllowanceTokens * reaching) / queries));
     return o;
   }
-  o["status"] = "not_measured";
-  o["reason"] =
+  o.status = kNotMeasured;
+  o.reason =
       "no response carried usage cached_tokens and no prefix-cache counters were scraped (--metrics-url): whether "
       "the point was served from an earlier point's cache is not known";
   return o;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "sweep/point_evidence.hpp"
 #include "sweep/sample.hpp"
 #include "sweep/serving_stats.hpp"
 
@@ -53,9 +54,9 @@ struct GeneratorFigures {
   double cpu_seconds = 0;   // the generator's CPU time over the point (measured by the driver)
   double wall_seconds = 0;  // the point's whole duration, warm-up included
 };
-boost::json::object generator_evidence(std::span<const Sample> samples, const GeneratorFigures& g);
-boost::json::object confidence_evidence(std::span<const Sample> samples, std::uint64_t seed);
-boost::json::object errors_by_class(std::span<const Sample> samples);
+GeneratorEvidence generator_evidence(std::span<const Sample> samples, const GeneratorFigures& g);
+ConfidenceEvidence confidence_evidence(std::span<const Sample> samples, std::uint64_t seed);
+std::map<std::string, std::int64_t> errors_by_class(std::span<const Sample> samples);
 
 // The "load" member of a point's evidence block. `coordinate`, `duration_s` (0: none) and the wall
 // times are how the point was driven; the counts and rates follow from the samples: warm-up and
@@ -64,12 +65,12 @@ boost::json::object errors_by_class(std::span<const Sample> samples);
 // send to the last measured completion).
 struct LoadFigures {
   std::string coordinate_key;  // "concurrency" | "rate_rps"
-  boost::json::value coordinate;
+  double coordinate = 0;
   bool open_loop = false;
   double duration_s = 0;
   std::string started_at, ended_at;
 };
-boost::json::object load_evidence(std::span<const Sample> samples, const LoadFigures& f);
+LoadEvidence load_evidence(std::span<const Sample> samples, const LoadFigures& f);
 
 // The "cache" member: how much of the point's prompts the server served from its prefix cache,
 // against what the workload declares shared (docs/SWEEP.md "Prompts per point"). From the
@@ -82,16 +83,16 @@ inline constexpr std::int64_t kCacheAllowanceTokens = 16;
 struct CacheDeclaration {
   std::string prompts;               // distinct_per_point | same_every_point
   double declared_shared_share = 0;  // of the point's measured prompt bytes (repeats within the point count whole)
-  boost::json::value reset;          // null, or how the cache was reset before the point
+  std::optional<CacheReset> reset;   // how the cache was reset before the point, if it was
 };
-boost::json::object cache_evidence(std::span<const Sample> samples, const CacheDeclaration& d,
-                                   const boost::json::object* server_evidence);
+CacheEvidence cache_evidence(std::span<const Sample> samples, const CacheDeclaration& d,
+                             const boost::json::object* server_evidence);
 
 // The steady-state window: from the first measured send to the last measured send (after it the
 // load only drains: fewer requests in flight than the point asks for), and the output tokens of
 // the measured requests that completed inside it, over its length. Not measured when the window is
 // empty or nothing completed in it.
-boost::json::object steady_state_evidence(std::span<const Sample> samples);
+SteadyStateEvidence steady_state_evidence(std::span<const Sample> samples);
 
 }  // namespace mpo::sweep
 

@@ -170,7 +170,7 @@ boost::json::value receipt_json(const SweepReceipt& r) {
       t["batch_capacity"] = tp.batch_capacity;
       t["capacity_source"] = tp.capacity_source;
       t["stats"] = stats_json(tp.stats);
-      t["evidence"] = tp.evidence;
+      t["evidence"] = evidence_json(tp.evidence);
       boost::json::array samples;
       for (const auto& s : tp.samples) samples.push_back(sample_json(s));
       t["samples"] = std::move(samples);
@@ -296,7 +296,11 @@ Result<SweepReceipt> parse_sweep_receipt(std::string_view text) {
             if (!stats) return stats.error();
             tp.stats = std::move(*stats);
           }
-          if (const auto* e = json_object(t, "evidence")) tp.evidence = *e;
+          if (const auto* e = json_object(t, "evidence")) {
+            auto evidence = parse_point_evidence(*e);
+            if (!evidence) return evidence.error();
+            tp.evidence = std::move(*evidence);
+          }
           if (const auto* ss = json_array(t, "samples")) {
             for (const auto& sv : *ss) {
               if (!sv.is_object()) return make_error("sweep.json", "a sample is not an object");

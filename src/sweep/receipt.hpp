@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "sweep/point_evidence.hpp"
 #include "sweep/sample.hpp"
 #include "sweep/serving_stats.hpp"
 
@@ -35,8 +36,8 @@ struct TrackPoint {
   std::int64_t batch_capacity = 0;
   std::string capacity_source;
   ServingStats stats;
-  boost::json::object evidence;  // ours: load, generator, confidence, errors_by_class, server, energy
-  std::vector<Sample> samples;   // ours: every request of the point, warm-up included
+  PointEvidence evidence;       // ours
+  std::vector<Sample> samples;  // ours: every request of the point, warm-up included
 };
 
 struct Point {

@@ -15,11 +15,6 @@ std::string fixed(std::optional<double> v, int digits = 1) { return v ? fmt::for
 std::optional<double> p50(const QuantileMetric& q) { return q.measured() ? q.p50 : std::nullopt; }
 std::optional<double> p99(const QuantileMetric& q) { return q.measured() ? q.p99 : std::nullopt; }
 
-std::optional<double> evidence(const TrackPoint& tp, std::string_view block, std::string_view key) {
-  const auto* b = json_object(tp.evidence, block);
-  return b ? json_double(*b, key) : std::nullopt;
-}
-
 std::string axis_title(LoadMode m) { return m == LoadMode::kConcurrency ? "concurrency" : "offered rate (req/s)"; }
 
 // Acceptance of speculative decoding per point, where the engine published it: TPOT depends on it.
@@ -27,11 +22,11 @@ std::string speculative_section(const SweepReceipt& r) {
   std::string rows;
   for (const auto& p : r.points) {
     for (const auto& tp : p.tracks) {
-      const auto rate = evidence(tp, "server", "spec_acceptance_rate");
+      const auto rate = tp.evidence.server_number("spec_acceptance_rate");
       if (!rate) continue;
       rows += fmt::format("| {} | {} | {:.1f}% | {} | {} | {} |\n", go_float_text(p.coordinate), tp.track, 100 * *rate,
-                          fixed(evidence(tp, "server", "spec_mean_accepted_length"), 2), fixed(p50(tp.stats.tpot_ms)),
-                          fixed(p50(tp.stats.itl_ms)));
+                          fixed(tp.evidence.server_number("spec_mean_accepted_length"), 2),
+                          fixed(p50(tp.stats.tpot_ms)), fixed(p50(tp.stats.itl_ms)));
     }
   }
   if (rows.empty()) return "";
@@ -100,11 +95,13 @@ std::string sweep_markdown(const SweepReceipt& r) {
       out += fmt::format(
           "| {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
           go_float_text(p.coordinate), tp.status, tp.reason_code.empty() ? "" : " `" + tp.reason_code + "`", s.ok,
-          s.failed, fixed(s.throughput_tok_s.measured_value()), fixed(evidence(tp, "steady_state", "throughput_tok_s")),
+          s.failed, fixed(s.throughput_tok_s.measured_value()),
+          fixed(tp.evidence.steady_state ? tp.evidence.steady_state->throughput_tok_s : std::nullopt),
           fixed(s.goodput_rps.measured_value(), 2), fixed(p50(s.ttft_ms)), fixed(p99(s.ttft_ms)), fixed(p99(s.itl_ms)),
           fixed(p99(s.end_to_end_ms)), s.observed_max_in_flight ? std::to_string(*s.observed_max_in_flight) : "n/a",
-          fixed(evidence(tp, "generator", "send_lateness_p99_ms"), 3),
-          fixed(evidence(tp, "server", "kv_usage_peak"), 2), fixed(evidence(tp, "server", "waiting_capacity_max"), 0));
+          fixed(tp.evidence.generator ? tp.evidence.generator->send_lateness_p99_ms : std::nullopt, 3),
+          fixed(tp.evidence.server_number("kv_usage_peak"), 2),
+          fixed(tp.evidence.server_number("waiting_capacity_max"), 0));
     }
   }
   out +=
@@ -117,15 +114,15 @@ std::string sweep_markdown(const SweepReceipt& r) {
   out += speculative_section(r);
   bool energy = false;
   for (const auto& p : r.points) {
-    for (const auto& tp : p.tracks) energy = energy || json_object(tp.evidence, "energy") != nullptr;
+    for (const auto& tp : p.tracks) energy = energy || tp.evidence.energy;
   }
   if (energy) {
     out += fmt::format("\n## Energy\n\n| {} | joules | output tokens / J | source |\n|---|---|---|---|\n",
                        axis_title(r.mode));
     for (const auto& p : r.points) {
       for (const auto& tp : p.tracks) {
-        const auto* e = json_object(tp.evidence, "energy");
-        if (!e) continue;
+        if (!tp.evidence.energy) continue;
+        const auto* e = &*tp.evidence.energy;
         out += fmt::format("| {} | {} | {} | {} |\n", go_float_text(p.coordinate), fixed(json_double(*e, "joules"), 1),
                            fixed(json_double(*e, "output_tokens_per_joule"), 3),
                            json_string(*e, "status").value_or("") == "measured"

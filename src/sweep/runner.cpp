@@ -299,9 +299,12 @@ class SweepRun {
     cache.declared_shared_share = declared_share(sent);
     if (o_.reset_cache_between_points) {
       auto how = co_await reset_cache();
-      boost::json::object reset;
-      reset["status"] = how ? "ok" : "failed";
-      reset[how ? "method" : "error"] = how ? *how : how.error().message;
+      CacheReset reset;
+      reset.status = how ? "ok" : "failed";
+      if (how)
+        reset.method = *how;
+      else
+        reset.error = how.error().message;
       if (!how)
         note("warning: the cache reset before " + coordinate_label(o_.mode, c) + " failed: " + how.error().message);
       cache.reset = std::move(reset);
@@ -368,37 +371,35 @@ class SweepRun {
     }
     LoadFigures lf;
     lf.coordinate_key = point_key(o_.mode);
-    lf.coordinate =
-        o_.mode == LoadMode::kConcurrency ? boost::json::value(static_cast<std::int64_t>(c)) : boost::json::value(c);
+    lf.coordinate = c;
     lf.open_loop = o_.mode == LoadMode::kRate;
     lf.duration_s = o_.duration_s;
     lf.started_at = format_rfc3339_us(run.started_at_us);
     lf.ended_at = format_rfc3339_us(run.ended_at_us);
-    auto load = load_evidence(run.samples, lf);
-    tp.evidence["load"] = std::move(load);
-    tp.evidence["generator"] =
+    tp.evidence.load = load_evidence(run.samples, lf);
+    tp.evidence.generator =
         generator_evidence(run.samples, GeneratorFigures{o_.lateness_bound_ms, run.cpu_seconds, run.wall_seconds});
-    tp.evidence["confidence"] = confidence_evidence(run.samples, plan.seed);
-    tp.evidence["errors_by_class"] = errors_by_class(run.samples);
-    tp.evidence["steady_state"] = steady_state_evidence(run.samples);
+    tp.evidence.confidence = confidence_evidence(run.samples, plan.seed);
+    tp.evidence.errors_by_class = errors_by_class(run.samples);
+    tp.evidence.steady_state = steady_state_evidence(run.samples);
     if (before && after) {
-      tp.evidence["server"] = server_evidence(previous_after_ ? &*previous_after_ : nullptr, *before, during, *after,
-                                              requests_reaching_server(run.samples));
+      tp.evidence.server = server_evidence(previous_after_ ? &*previous_after_ : nullptr, *before, during, *after,
+                                           requests_reaching_server(run.samples));
       previous_after_ = after;
     }
     if (power_) {
       const std::int64_t end_steady = run.started_steady_us + static_cast<std::int64_t>(run.wall_seconds * 1e6);
       auto e = energy_from_power(power_->samples(), run.started_steady_us, end_steady, tokens);
       if (e.at("status").as_string() != "measured" && !power_->error().empty()) e["reason"] = power_->error();
-      tp.evidence["energy"] = std::move(e);
+      tp.evidence.energy = std::move(e);
     } else if (dcgm_) {
-      tp.evidence["energy"] = energy_from_dcgm(dcgm_before, dcgm_after, tokens, o_.dcgm_url);
+      tp.evidence.energy = energy_from_dcgm(dcgm_before, dcgm_after, tokens, o_.dcgm_url);
     }
-    tp.evidence["cache"] = cache_evidence(run.samples, cache, json_object(tp.evidence, "server"));
+    const boost::json::object* server = tp.evidence.server ? &*tp.evidence.server : nullptr;
+    tp.evidence.cache = cache_evidence(run.samples, cache, server);
     FoldOptions fo;
     fo.slo_ms = o_.slo_ms;
-    if (const auto* server = json_object(tp.evidence, "server"))
-      fo.prefix_cache_hit_rate = prefix_hit_rate_metric(*server);
+    if (server) fo.prefix_cache_hit_rate = prefix_hit_rate_metric(*server);
     tp.stats = fold_samples(run.samples, fo);
     tp.samples = std::move(run.samples);
     note(point_line(c, tp));
@@ -413,8 +414,7 @@ class SweepRun {
   std::string point_line(double c, const TrackPoint& tp) const {
     auto one = [](std::optional<double> v) { return v ? fmt::format("{:.1f}", *v) : std::string("n/a"); };
     auto p99 = [&](const QuantileMetric& q) { return one(q.measured() ? q.p99 : std::nullopt); };
-    const auto* gen = json_object(tp.evidence, "generator");
-    const auto late = gen ? json_double(*gen, "send_lateness_p99_ms") : std::nullopt;
+    const auto late = tp.evidence.generator ? tp.evidence.generator->send_lateness_p99_ms : std::nullopt;
     return fmt::format(
         "{}: {} ok, {} failed, {} tok/s, TTFT p99 {} ms, ITL p99 {} ms, e2e p99 {} ms, send lateness p99 {} ms",
         coordinate_label(o_.mode, c), tp.stats.ok, tp.stats.failed, one(tp.stats.throughput_tok_s.measured_value()),

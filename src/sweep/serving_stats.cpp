@@ -1,9 +1,8 @@
 #include "sweep/serving_stats.hpp"
 
-#include <fmt/format.h>
-
-#include <algorithm>
 #include <array>
+
+#include "sweep/typed_json.hpp"
 
 namespace mpo::sweep {
 namespace {
@@ -40,88 +39,31 @@ boost::json::object scalar_json(const ScalarMetric& s) {
   return o;
 }
 
-// Typed reads of one member; `where` names it in errors ("stats.ttft_ms.p99").
-struct Reader {
-  const boost::json::object& o;
-  std::string where;
-  std::string error;
+void read(JsonReader& r, std::string_view key, QuantileMetric& q) {
+  const auto* m = r.object(key);
+  if (m == nullptr) return;
+  JsonReader in(*m, r.path(key));
+  in.read("status", q.status);
+  in.read("unit", q.unit);
+  in.read("p50", q.p50);
+  in.read("p90", q.p90);
+  in.read("p95", q.p95);
+  in.read("p99", q.p99);
+  in.read("reason", q.reason);
+  r.adopt(in);
+}
 
-  const boost::json::value* find(std::string_view key) {
-    const auto* v = o.if_contains(key);
-    return v == nullptr || v->is_null() ? nullptr : v;
-  }
-  void fail(std::string_view key, std::string_view what) {
-    if (error.empty()) error = fmt::format("{}.{} is not {}", where, key, what);
-  }
-  void read(std::string_view key, std::string& out) {
-    if (const auto* v = find(key)) {
-      if (v->is_string())
-        out = std::string(v->get_string());
-      else
-        fail(key, "a string");
-    }
-  }
-  void read(std::string_view key, std::optional<std::string>& out) {
-    std::string s;
-    if (find(key)) {
-      read(key, s);
-      out = std::move(s);
-    }
-  }
-  void read(std::string_view key, std::optional<double>& out) {
-    if (const auto* v = find(key)) {
-      if (v->is_number())
-        out = v->to_number<double>();
-      else
-        fail(key, "a number");
-    }
-  }
-  void read(std::string_view key, std::optional<std::int64_t>& out) {
-    if (const auto* v = find(key)) {
-      if (v->is_int64())
-        out = v->get_int64();
-      else if (v->is_uint64() && v->get_uint64() <= static_cast<std::uint64_t>(INT64_MAX))
-        out = static_cast<std::int64_t>(v->get_uint64());
-      else
-        fail(key, "an integer");
-    }
-  }
-  void read(std::string_view key, std::int64_t& out) {
-    std::optional<std::int64_t> v;
-    read(key, v);
-    if (v) out = *v;
-  }
-  const boost::json::object* object(std::string_view key) {
-    const auto* v = find(key);
-    if (v == nullptr) return nullptr;
-    if (!v->is_object()) fail(key, "an object");
-    return v->if_object();
-  }
-  void read(std::string_view key, QuantileMetric& q) {
-    const auto* m = object(key);
-    if (m == nullptr) return;
-    Reader r{*m, where + "." + std::string(key), {}};
-    r.read("status", q.status);
-    r.read("unit", q.unit);
-    r.read("p50", q.p50);
-    r.read("p90", q.p90);
-    r.read("p95", q.p95);
-    r.read("p99", q.p99);
-    r.read("reason", q.reason);
-    if (error.empty()) error = r.error;
-  }
-  void read(std::string_view key, ScalarMetric& s) {
-    const auto* m = object(key);
-    if (m == nullptr) return;
-    Reader r{*m, where + "." + std::string(key), {}};
-    r.read("status", s.status);
-    r.read("unit", s.unit);
-    r.read("value", s.value);
-    r.read("reason", s.reason);
-    r.read("source", s.source);
-    if (error.empty()) error = r.error;
-  }
-};
+void read(JsonReader& r, std::string_view key, ScalarMetric& s) {
+  const auto* m = r.object(key);
+  if (m == nullptr) return;
+  JsonReader in(*m, r.path(key));
+  in.read("status", s.status);
+  in.read("unit", s.unit);
+  in.read("value", s.value);
+  in.read("reason", s.reason);
+  in.read("source", s.source);
+  r.adopt(in);
+}
 
 constexpr std::array<std::string_view, 18> kKnown = {"requests",
                                                      "ok",
@@ -184,18 +126,18 @@ boost::json::object stats_json(const ServingStats& s) {
 
 Result<ServingStats> parse_serving_stats(const boost::json::object& o) {
   ServingStats s;
-  Reader r{o, "stats", {}};
+  JsonReader r(o, "stats");
   r.read("requests", s.requests);
   r.read("ok", s.ok);
   r.read("failed", s.failed);
-  r.read("ttft_ms", s.ttft_ms);
-  r.read("itl_ms", s.itl_ms);
-  r.read("tpot_ms", s.tpot_ms);
-  r.read("end_to_end_ms", s.end_to_end_ms);
-  r.read("throughput_tok_s", s.throughput_tok_s);
-  r.read("goodput_rps", s.goodput_rps);
-  r.read("goodput_tok_s", s.goodput_tok_s);
-  r.read("prefix_cache_hit_rate", s.prefix_cache_hit_rate);
+  read(r, "ttft_ms", s.ttft_ms);
+  read(r, "itl_ms", s.itl_ms);
+  read(r, "tpot_ms", s.tpot_ms);
+  read(r, "end_to_end_ms", s.end_to_end_ms);
+  read(r, "throughput_tok_s", s.throughput_tok_s);
+  read(r, "goodput_rps", s.goodput_rps);
+  read(r, "goodput_tok_s", s.goodput_tok_s);
+  read(r, "prefix_cache_hit_rate", s.prefix_cache_hit_rate);
   r.read("token_count_basis", s.token_count_basis);
   r.read("wall_seconds", s.wall_seconds);
   r.read("goodput_slo_seconds", s.goodput_slo_seconds);
@@ -203,10 +145,8 @@ Result<ServingStats> parse_serving_stats(const boost::json::object& o) {
   r.read("slo_successful_output_tokens_exact", s.slo_successful_output_tokens_exact);
   r.read("observed_max_in_flight", s.observed_max_in_flight);
   r.read("observed_in_flight_basis", s.observed_in_flight_basis);
-  if (!r.error.empty()) return make_error("sweep.stats", r.error);
-  for (const auto& [k, v] : o) {
-    if (std::find(kKnown.begin(), kKnown.end(), std::string_view(k)) == kKnown.end()) s.unknown[k] = v;
-  }
+  if (!r.ok()) return make_error("sweep.stats", r.error());
+  s.unknown = unknown_members(o, kKnown);
   return s;
 }
 

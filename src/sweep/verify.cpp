@@ -41,45 +41,34 @@ void recompute(const SweepReceipt& r, const Point& p, TrackPoint& tp, VerifyOutc
   }
   FoldOptions fo;
   fo.slo_ms = json_double(r.load, "slo_ms").value_or(0);
-  const auto* server = json_object(tp.evidence, "server");
+  auto& e = tp.evidence;
+  const boost::json::object* server = e.server ? &*e.server : nullptr;
   if (server) fo.prefix_cache_hit_rate = prefix_hit_rate_metric(*server);
   tp.stats = fold_samples(tp.samples, fo);
-  if (const auto* g = json_object(tp.evidence, "generator")) {
-    GeneratorFigures fig;
-    fig.lateness_bound_ms = json_double(*g, "lateness_bound_ms").value_or(0);
-    fig.cpu_seconds = json_double(*g, "cpu_seconds").value_or(0);
-    fig.wall_seconds = json_double(*g, "wall_seconds").value_or(0);
-    tp.evidence["generator"] = generator_evidence(tp.samples, fig);
+  // How the point was driven is taken as written; what follows from the samples is re-derived.
+  if (e.generator) {
+    e.generator = generator_evidence(tp.samples, GeneratorFigures{e.generator->lateness_bound_ms,
+                                                                  e.generator->cpu_seconds, e.generator->wall_seconds});
   }
-  if (const auto* c = json_object(tp.evidence, "confidence")) {
-    tp.evidence["confidence"] =
-        confidence_evidence(tp.samples, static_cast<std::uint64_t>(json_int(*c, "seed").value_or(0)));
-  }
-  tp.evidence["errors_by_class"] = errors_by_class(tp.samples);
-  if (json_object(tp.evidence, "steady_state")) tp.evidence["steady_state"] = steady_state_evidence(tp.samples);
-  if (const auto* l = json_object(tp.evidence, "load")) {
+  if (e.confidence) e.confidence = confidence_evidence(tp.samples, e.confidence->seed);
+  e.errors_by_class = errors_by_class(tp.samples);
+  if (e.steady_state) e.steady_state = steady_state_evidence(tp.samples);
+  if (e.load) {
     LoadFigures lf;
     lf.coordinate_key = point_key(r.mode);
-    lf.coordinate = r.mode == LoadMode::kConcurrency && p.coordinate == std::floor(p.coordinate)
-                        ? boost::json::value(static_cast<std::int64_t>(p.coordinate))
-                        : boost::json::value(p.coordinate);
+    lf.coordinate = p.coordinate;
     lf.open_loop = r.mode == LoadMode::kRate;
-    lf.duration_s = json_double(*l, "duration_s").value_or(0);
-    lf.started_at = std::string(json_string(*l, "started_at").value_or(""));
-    lf.ended_at = std::string(json_string(*l, "ended_at").value_or(""));
-    tp.evidence["load"] = load_evidence(tp.samples, lf);
+    lf.duration_s = e.load->duration_s.value_or(0);
+    lf.started_at = e.load->started_at;
+    lf.ended_at = e.load->ended_at;
+    e.load = load_evidence(tp.samples, lf);
   }
-  if (const auto* c = json_object(tp.evidence, "cache")) {
-    CacheDeclaration d;
-    d.prompts = std::string(json_string(*c, "prompts").value_or(""));
-    d.declared_shared_share = json_double(*c, "declared_shared_share").value_or(0);
-    if (const auto* reset = c->if_contains("reset")) d.reset = *reset;
-    tp.evidence["cache"] = cache_evidence(tp.samples, d, json_object(tp.evidence, "server"));
+  if (e.cache) {
+    e.cache = cache_evidence(
+        tp.samples, CacheDeclaration{e.cache->prompts, e.cache->declared_shared_share, e.cache->reset}, server);
   }
-  if (auto* srv = tp.evidence.if_contains("server"); srv && srv->is_object()) {
-    if (srv->as_object().contains("requests_sent"))
-      srv->as_object()["requests_sent"] = requests_reaching_server(tp.samples);
-  }
+  if (e.server && e.server->contains("requests_sent"))
+    (*e.server)["requests_sent"] = requests_reaching_server(tp.samples);
 }
 
 std::string last_key(const std::string& path) {

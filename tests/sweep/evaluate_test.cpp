@@ -75,18 +75,18 @@ TEST(SweepEvaluate, AGrowingServerQueueNamesSaturationButAOneStepWaitDoesNot) {
     return boost::json::object{
         {"waiting_capacity_mean", mean}, {"waiting_capacity_max", max}, {"running_max", running}};
   };
-  r.points[0].tracks[0].evidence["server"] = server(0, 0, 1);
-  r.points[1].tracks[0].evidence["server"] = server(1.5, 2, 2);  // arrivals waiting for a step, batch not full
-  r.points[1].tracks[0].evidence["server"].as_object()["kv_usage_peak"] = 0.5;
-  r.points[2].tracks[0].evidence["server"] = server(3.5, 6, 4);
-  r.points[3].tracks[0].evidence["server"] = server(7, 9, 4);
+  r.points[0].tracks[0].evidence.server = server(0, 0, 1);
+  r.points[1].tracks[0].evidence.server = server(1.5, 2, 2);  // arrivals waiting for a step, batch not full
+  (*r.points[1].tracks[0].evidence.server)["kv_usage_peak"] = 0.5;
+  r.points[2].tracks[0].evidence.server = server(3.5, 6, 4);
+  r.points[3].tracks[0].evidence.server = server(7, 9, 4);
   ASSERT_TRUE(evaluate_sweep(r).ok());
   const auto& sat = r.tracks[0].saturation;
   EXPECT_EQ(sat.knee, 2);
   EXPECT_EQ(sat.saturated_at, 4);
   EXPECT_EQ(sat.signals.at(0).signal, "server_queue_capacity");
   // A KV cache at its limit is a full batch too, whatever the running count.
-  r.points[1].tracks[0].evidence["server"].as_object()["kv_usage_peak"] = 1.0;
+  (*r.points[1].tracks[0].evidence.server)["kv_usage_peak"] = 1.0;
   ASSERT_TRUE(evaluate_sweep(r).ok());
   EXPECT_EQ(r.tracks[0].saturation.saturated_at, 2);
 }
@@ -97,7 +97,7 @@ TEST(SweepEvaluate, AcceptanceThatMovesAcrossPointsIsAWarning) {
   auto r = scaling_sweep(16, {1, 2, 4, 8});
   const double rates[] = {0.70, 0.68, 0.62, 0.55};
   for (std::size_t i = 0; i < r.points.size(); ++i) {
-    r.points[i].tracks[0].evidence["server"] =
+    r.points[i].tracks[0].evidence.server =
         boost::json::object{{"spec_acceptance_rate", rates[i]}, {"spec_mean_accepted_length", 1 + 3 * rates[i]}};
   }
   ASSERT_TRUE(evaluate_sweep(r).ok());
@@ -110,10 +110,10 @@ TEST(SweepEvaluate, AcceptanceThatMovesAcrossPointsIsAWarning) {
   const std::string md = sweep_markdown(r);
   EXPECT_NE(md.find("## Speculative decoding"), std::string::npos);
   EXPECT_NE(md.find("| 8 | ours | 55.0% | 2.65 |"), std::string::npos) << md;
-  r.points[3].tracks[0].evidence["server"].as_object()["spec_acceptance_rate"] = 0.65;  // spread 5 points
+  (*r.points[3].tracks[0].evidence.server)["spec_acceptance_rate"] = 0.65;  // spread 5 points
   ASSERT_TRUE(evaluate_sweep(r).ok());
   EXPECT_FALSE(warned());
-  for (auto& p : r.points) p.tracks[0].evidence.erase("server");  // no speculation: no section
+  for (auto& p : r.points) p.tracks[0].evidence.server.reset();  // no speculation: no section
   ASSERT_TRUE(evaluate_sweep(r).ok());
   EXPECT_EQ(sweep_markdown(r).find("Speculative decoding"), std::string::npos);
 }
@@ -196,15 +196,15 @@ TEST(SweepEvaluate, EveryInvalidationCodeFiresOnItsCause) {
       {"capacity_identity_mismatch", "invalid", [](SweepReceipt& r) { r.points[1].tracks[0].batch_capacity = 9; }},
       {"engine_restarted", "invalid",
        [](SweepReceipt& r) {
-         r.points[1].tracks[0].evidence["server"] =
+         r.points[1].tracks[0].evidence.server =
              boost::json::object{{"restarted", true}, {"reset_reason", "process start time changed"}};
        }},
       {"foreign_traffic", "invalid",
        [](SweepReceipt& r) {
-         r.points[1].tracks[0].evidence["server"] = boost::json::object{{"requests_delta", 5}, {"requests_sent", 2}};
+         r.points[1].tracks[0].evidence.server = boost::json::object{{"requests_delta", 5}, {"requests_sent", 2}};
        }},
       {"client_saturated", "invalid",
-       [](SweepReceipt& r) { r.points[1].tracks[0].evidence["generator"].as_object()["send_lateness_p99_ms"] = 3.5; }},
+       [](SweepReceipt& r) { r.points[1].tracks[0].evidence.generator->send_lateness_p99_ms = 3.5; }},
       {"measurement_incomplete", "invalid", [](SweepReceipt& r) { r.points[1].tracks[0].stats.failed = 1; }},
       {"measurement_missing", "not_measured",
        [](SweepReceipt& r) { r.points[1].tracks[0].measurement_status = "failed"; }},
@@ -257,11 +257,11 @@ TEST(SweepFold, SteadyStateCountsOnlyWhatCompletesWhileLoadIsApplied) {
   std::vector<Sample> s = samples(4, 10, 150, 10);
   for (int i = 0; i < 4; ++i) s[i].sent_offset_ms = s[i].scheduled_offset_ms = 100.0 * i;
   const auto o = steady_state_evidence(s);
-  EXPECT_EQ(o.at("status").as_string(), "measured");
-  EXPECT_EQ(o.at("completed_requests").as_int64(), 2);
-  EXPECT_DOUBLE_EQ(o.at("throughput_tok_s").as_double(), 20 / 0.3);
+  EXPECT_EQ(o.status, "measured");
+  EXPECT_EQ(o.completed_requests, 2);
+  EXPECT_DOUBLE_EQ(*o.throughput_tok_s, 20 / 0.3);
   // One request: no window.
-  EXPECT_EQ(steady_state_evidence(samples(1, 10, 150, 10)).at("status").as_string(), "not_measured");
+  EXPECT_EQ(steady_state_evidence(samples(1, 10, 150, 10)).status, "not_measured");
 }
 
 TEST(SweepGate, ParityClaimsNeedTheThreeTracks) {

@@ -56,13 +56,13 @@ inline void add_point(SweepReceipt& r, double c, double ttft_ms, double e2e_ms, 
   FoldOptions fo;
   fo.slo_ms = 2000;
   tp.stats = fold_samples(tp.samples, fo);
-  tp.evidence["generator"] = generator_evidence(tp.samples, GeneratorFigures{1.0, 0.01, e2e_ms / 1000});
-  tp.evidence["confidence"] = confidence_evidence(tp.samples, 42);
-  tp.evidence["errors_by_class"] = errors_by_class(tp.samples);
-  tp.evidence["steady_state"] = steady_state_evidence(tp.samples);
-  LoadFigures lf{"concurrency", static_cast<std::int64_t>(c), false, 0, "2026-11-29T12:00:00Z", "2026-11-29T12:00:01Z"};
-  tp.evidence["load"] = load_evidence(tp.samples, lf);
-  tp.evidence["cache"] = cache_evidence(tp.samples, CacheDeclaration{"distinct_per_point", 0.25, nullptr}, nullptr);
+  tp.evidence.generator = generator_evidence(tp.samples, GeneratorFigures{1.0, 0.01, e2e_ms / 1000});
+  tp.evidence.confidence = confidence_evidence(tp.samples, 42);
+  tp.evidence.errors_by_class = errors_by_class(tp.samples);
+  tp.evidence.steady_state = steady_state_evidence(tp.samples);
+  LoadFigures lf{"concurrency", c, false, 0, "2026-11-29T12:00:00Z", "2026-11-29T12:00:01Z"};
+  tp.evidence.load = load_evidence(tp.samples, lf);
+  tp.evidence.cache = cache_evidence(tp.samples, CacheDeclaration{"distinct_per_point", 0.25, std::nullopt}, nullptr);
   p.tracks.push_back(std::move(tp));
   r.points.push_back(std::move(p));
 }

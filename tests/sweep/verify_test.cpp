@@ -350,15 +350,15 @@ TEST(SweepCache, CarryoverIsJudgedFromTheResponsesOwnCachedTokens) {
   auto s = samples(4, 50, 1000, 10);
   for (auto& x : s) x.usage = SampleUsage{200, 10, 210, 150};
   // Declared 10% shared: 20 tokens a request, plus the 16-token allowance; 150 cached is far above.
-  auto e = cache_evidence(s, CacheDeclaration{"same_every_point", 0.10, nullptr}, nullptr);
-  EXPECT_EQ(e.at("status").as_string(), "measured");
-  EXPECT_EQ(e.at("source").as_string(), "usage.cached_tokens");
-  EXPECT_DOUBLE_EQ(e.at("cached_share").as_double(), 0.75);
-  EXPECT_DOUBLE_EQ(e.at("limit_share").as_double(), 0.10 + 16.0 / 200.0);
-  EXPECT_TRUE(e.at("carryover").as_bool());
+  auto e = cache_evidence(s, CacheDeclaration{"same_every_point", 0.10, std::nullopt}, nullptr);
+  EXPECT_EQ(e.status, "measured");
+  EXPECT_EQ(e.source, "usage.cached_tokens");
+  EXPECT_DOUBLE_EQ(*e.cached_share, 0.75);
+  EXPECT_DOUBLE_EQ(*e.limit_share, 0.10 + 16.0 / 200.0);
+  EXPECT_EQ(e.carryover, true);
   // Declared 70% shared: within it.
-  e = cache_evidence(s, CacheDeclaration{"distinct_per_point", 0.70, nullptr}, nullptr);
-  EXPECT_FALSE(e.at("carryover").as_bool());
+  e = cache_evidence(s, CacheDeclaration{"distinct_per_point", 0.70, std::nullopt}, nullptr);
+  EXPECT_EQ(e.carryover, false);
   // No cached_tokens in any response: the server's counters decide.
   for (auto& x : s) x.usage->cached_tokens.reset();
   boost::json::object server;
@@ -366,14 +366,14 @@ TEST(SweepCache, CarryoverIsJudgedFromTheResponsesOwnCachedTokens) {
   server["prefix_cache_hits_delta"] = 640;
   server["prefix_cache_source"] = "vllm:prefix_cache_hits_total / vllm:prefix_cache_queries_total";
   for (auto& x : s) x.http_status = 200;
-  e = cache_evidence(s, CacheDeclaration{"same_every_point", 0.0, nullptr}, &server);
-  EXPECT_EQ(e.at("source").as_string(), "vllm:prefix_cache_hits_total / vllm:prefix_cache_queries_total");
-  EXPECT_DOUBLE_EQ(e.at("cached_share").as_double(), 0.8);
-  EXPECT_TRUE(e.at("carryover").as_bool());
+  e = cache_evidence(s, CacheDeclaration{"same_every_point", 0.0, std::nullopt}, &server);
+  EXPECT_EQ(e.source, "vllm:prefix_cache_hits_total / vllm:prefix_cache_queries_total");
+  EXPECT_DOUBLE_EQ(*e.cached_share, 0.8);
+  EXPECT_EQ(e.carryover, true);
   // Neither: not known, and no verdict.
-  e = cache_evidence(s, CacheDeclaration{"distinct_per_point", 0.0, nullptr}, nullptr);
-  EXPECT_EQ(e.at("status").as_string(), "not_measured");
-  EXPECT_FALSE(e.contains("carryover"));
+  e = cache_evidence(s, CacheDeclaration{"distinct_per_point", 0.0, std::nullopt}, nullptr);
+  EXPECT_EQ(e.status, "not_measured");
+  EXPECT_FALSE(e.carryover);
 }
 
 TEST(SweepCache, ACarriedOverPointIsInvalidAndTheGateRefusesTheTrack) {
@@ -381,7 +381,7 @@ TEST(SweepCache, ACarriedOverPointIsInvalidAndTheGateRefusesTheTrack) {
   for (std::size_t i = 1; i < r.points.size(); ++i) {
     auto& tp = r.points[i].tracks[0];
     for (auto& x : tp.samples) x.usage = SampleUsage{200, 100, 300, 200};  // every prompt token cached
-    tp.evidence["cache"] = cache_evidence(tp.samples, CacheDeclaration{"same_every_point", 0.0, nullptr}, nullptr);
+    tp.evidence.cache = cache_evidence(tp.samples, CacheDeclaration{"same_every_point", 0.0, std::nullopt}, nullptr);
   }
   ASSERT_TRUE(evaluate_sweep(r).ok());
   EXPECT_EQ(r.points[0].tracks[0].status, "valid");

@@ -1,14 +1,15 @@
-// fak's ServingStats as a typed struct: written in fak's order, read back unchanged, lenient on what
-// fak's receipts leave out, strict on a member of the wrong type.
-#include "sweep/serving_stats.hpp"
-
+// The typed parts of a sweep receipt: fak's ServingStats (written in fak's order, read back
+// unchanged, lenient on what fak's receipts leave out, strict on a member of the wrong type) and
+// our per-point evidence block.
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
 
 #include "core/go_json.hpp"
 #include "sweep/fold.hpp"
+#include "sweep/point_evidence.hpp"
 #include "sweep/receipt_fixtures.hpp"
+#include "sweep/serving_stats.hpp"
 
 namespace mpo::sweep {
 namespace {
@@ -74,6 +75,46 @@ TEST(ServingStats, AMemberOfTheWrongTypeIsNamed) {
   bad = parse_serving_stats(boost::json::parse(R"({"goodput_rps":[1]})").as_object());
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().message, "stats.goodput_rps is not an object");
+}
+
+// The evidence block of a point: every member read back as written, the engine's own keys in
+// `server` untouched, unknown members kept, a wrong type named.
+TEST(PointEvidence, EveryMemberIsReadBackAsWritten) {
+  const auto r = fixtures::scaling_sweep(8, {1, 2});
+  PointEvidence e = r.points[1].tracks[0].evidence;
+  e.server = boost::json::object{{"requests_delta", 2}, {"kv_usage_peak", 0.5}, {"vllm:new_thing", "x"}};
+  e.energy = boost::json::object{{"status", "measured"}, {"joules", 12.5}};
+  e.cache->reset = CacheReset{"failed", std::nullopt, "404 on /reset_prefix_cache"};
+  const auto written = evidence_json(e);
+  EXPECT_EQ(keys(written), (std::vector<std::string>{"load", "generator", "confidence", "errors_by_class",
+                                                     "steady_state", "server", "energy", "cache"}));
+  EXPECT_EQ(written.at("load").at("concurrency"), 2);  // an integer, as the runner always wrote it
+  auto read = parse_point_evidence(written);
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_EQ(go_marshal_indent(evidence_json(*read)), go_marshal_indent(written));
+  EXPECT_EQ(read->server_number("kv_usage_peak"), 0.5);
+  EXPECT_FALSE(read->server_number("vllm:new_thing"));
+  EXPECT_EQ(read->cache->reset->error, "404 on /reset_prefix_cache");
+  ASSERT_TRUE(read->confidence->ttft_p99_ms);
+  EXPECT_EQ(read->confidence->seed, 42u);
+
+  auto with_unknown = written;
+  with_unknown["gpu_clock"] = boost::json::object{{"mhz", 1980}};
+  read = parse_point_evidence(with_unknown);
+  ASSERT_TRUE(read);
+  EXPECT_EQ(evidence_json(*read).at("gpu_clock").at("mhz"), 1980);
+}
+
+TEST(PointEvidence, AMemberOfTheWrongTypeIsNamed) {
+  auto bad = parse_point_evidence(boost::json::parse(R"({"generator":{"send_lateness_p99_ms":"late"}})").as_object());
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "evidence.generator.send_lateness_p99_ms is not a number");
+  bad = parse_point_evidence(boost::json::parse(R"({"cache":{"carryover":"yes"}})").as_object());
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "evidence.cache.carryover is not true or false");
+  bad = parse_point_evidence(boost::json::parse(R"({"errors_by_class":{"timeout":1.5}})").as_object());
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "evidence.errors_by_class.timeout is not an integer");
 }
 
 }  // namespace
