@@ -1,90 +1,44 @@
 #include "sweep/serving_stats.hpp"
 
-#include <array>
-
 #include "sweep/typed_json.hpp"
 
 namespace mpo::sweep {
-namespace {
 
-void put(boost::json::object& o, std::string_view key, const std::optional<std::string>& v) {
-  if (v) o[key] = *v;
-}
-void put(boost::json::object& o, std::string_view key, const std::optional<double>& v) {
-  if (v) o[key] = *v;
-}
-void put(boost::json::object& o, std::string_view key, const std::optional<std::int64_t>& v) {
-  if (v) o[key] = *v;
+// Members in fak's order (docs/FAK.md 6.4); typed_json.hpp writes and reads them.
+constexpr auto json_fields(const QuantileMetric*) {
+  using Q = QuantileMetric;
+  return std::tuple{field("status", &Q::status), field("unit", &Q::unit), field("p50", &Q::p50),
+                    field("p90", &Q::p90),       field("p95", &Q::p95),   field("p99", &Q::p99),
+                    field("reason", &Q::reason)};
 }
 
-boost::json::object quantile_json(const QuantileMetric& q) {
-  boost::json::object o;
-  o["status"] = q.status;
-  put(o, "unit", q.unit);
-  put(o, "p50", q.p50);
-  put(o, "p90", q.p90);
-  put(o, "p95", q.p95);
-  put(o, "p99", q.p99);
-  put(o, "reason", q.reason);
-  return o;
+constexpr auto json_fields(const ScalarMetric*) {
+  using M = ScalarMetric;
+  return std::tuple{field("status", &M::status), field("unit", &M::unit), field("value", &M::value),
+                    field("reason", &M::reason), field("source", &M::source)};
 }
 
-boost::json::object scalar_json(const ScalarMetric& s) {
-  boost::json::object o;
-  o["status"] = s.status;
-  put(o, "unit", s.unit);
-  put(o, "value", s.value);
-  put(o, "reason", s.reason);
-  put(o, "source", s.source);
-  return o;
+constexpr auto json_fields(const ServingStats*) {
+  using S = ServingStats;
+  return std::tuple{field("requests", &S::requests),
+                    field("ok", &S::ok),
+                    field("failed", &S::failed),
+                    field("ttft_ms", &S::ttft_ms),
+                    field("itl_ms", &S::itl_ms),
+                    field("tpot_ms", &S::tpot_ms),
+                    field("end_to_end_ms", &S::end_to_end_ms),
+                    field("throughput_tok_s", &S::throughput_tok_s),
+                    field("goodput_rps", &S::goodput_rps),
+                    field("goodput_tok_s", &S::goodput_tok_s),
+                    field("prefix_cache_hit_rate", &S::prefix_cache_hit_rate),
+                    field("token_count_basis", &S::token_count_basis),
+                    field("wall_seconds", &S::wall_seconds),
+                    field("goodput_slo_seconds", &S::goodput_slo_seconds),
+                    field("successful_output_tokens_exact", &S::successful_output_tokens_exact),
+                    field("slo_successful_output_tokens_exact", &S::slo_successful_output_tokens_exact),
+                    field("observed_max_in_flight", &S::observed_max_in_flight),
+                    field("observed_in_flight_basis", &S::observed_in_flight_basis)};
 }
-
-void read(JsonReader& r, std::string_view key, QuantileMetric& q) {
-  const auto* m = r.object(key);
-  if (m == nullptr) return;
-  JsonReader in(*m, r.path(key));
-  in.read("status", q.status);
-  in.read("unit", q.unit);
-  in.read("p50", q.p50);
-  in.read("p90", q.p90);
-  in.read("p95", q.p95);
-  in.read("p99", q.p99);
-  in.read("reason", q.reason);
-  r.adopt(in);
-}
-
-void read(JsonReader& r, std::string_view key, ScalarMetric& s) {
-  const auto* m = r.object(key);
-  if (m == nullptr) return;
-  JsonReader in(*m, r.path(key));
-  in.read("status", s.status);
-  in.read("unit", s.unit);
-  in.read("value", s.value);
-  in.read("reason", s.reason);
-  in.read("source", s.source);
-  r.adopt(in);
-}
-
-constexpr std::array<std::string_view, 18> kKnown = {"requests",
-                                                     "ok",
-                                                     "failed",
-                                                     "ttft_ms",
-                                                     "itl_ms",
-                                                     "tpot_ms",
-                                                     "end_to_end_ms",
-                                                     "throughput_tok_s",
-                                                     "goodput_rps",
-                                                     "goodput_tok_s",
-                                                     "prefix_cache_hit_rate",
-                                                     "token_count_basis",
-                                                     "wall_seconds",
-                                                     "goodput_slo_seconds",
-                                                     "successful_output_tokens_exact",
-                                                     "slo_successful_output_tokens_exact",
-                                                     "observed_max_in_flight",
-                                                     "observed_in_flight_basis"};
-
-}  // namespace
 
 ScalarMetric ScalarMetric::of(double value, std::string unit) {
   ScalarMetric s;
@@ -102,24 +56,7 @@ ScalarMetric ScalarMetric::missing(std::string reason) {
 
 boost::json::object stats_json(const ServingStats& s) {
   boost::json::object o;
-  o["requests"] = s.requests;
-  o["ok"] = s.ok;
-  o["failed"] = s.failed;
-  o["ttft_ms"] = quantile_json(s.ttft_ms);
-  o["itl_ms"] = quantile_json(s.itl_ms);
-  o["tpot_ms"] = quantile_json(s.tpot_ms);
-  o["end_to_end_ms"] = quantile_json(s.end_to_end_ms);
-  o["throughput_tok_s"] = scalar_json(s.throughput_tok_s);
-  o["goodput_rps"] = scalar_json(s.goodput_rps);
-  o["goodput_tok_s"] = scalar_json(s.goodput_tok_s);
-  o["prefix_cache_hit_rate"] = scalar_json(s.prefix_cache_hit_rate);
-  o["token_count_basis"] = s.token_count_basis;
-  put(o, "wall_seconds", s.wall_seconds);
-  put(o, "goodput_slo_seconds", s.goodput_slo_seconds);
-  put(o, "successful_output_tokens_exact", s.successful_output_tokens_exact);
-  put(o, "slo_successful_output_tokens_exact", s.slo_successful_output_tokens_exact);
-  put(o, "observed_max_in_flight", s.observed_max_in_flight);
-  put(o, "observed_in_flight_basis", s.observed_in_flight_basis);
+  write_fields_into(o, s);
   for (const auto& [k, v] : s.unknown) o[k] = v;
   return o;
 }
@@ -127,26 +64,9 @@ boost::json::object stats_json(const ServingStats& s) {
 Result<ServingStats> parse_serving_stats(const boost::json::object& o) {
   ServingStats s;
   JsonReader r(o, "stats");
-  r.read("requests", s.requests);
-  r.read("ok", s.ok);
-  r.read("failed", s.failed);
-  read(r, "ttft_ms", s.ttft_ms);
-  read(r, "itl_ms", s.itl_ms);
-  read(r, "tpot_ms", s.tpot_ms);
-  read(r, "end_to_end_ms", s.end_to_end_ms);
-  read(r, "throughput_tok_s", s.throughput_tok_s);
-  read(r, "goodput_rps", s.goodput_rps);
-  read(r, "goodput_tok_s", s.goodput_tok_s);
-  read(r, "prefix_cache_hit_rate", s.prefix_cache_hit_rate);
-  r.read("token_count_basis", s.token_count_basis);
-  r.read("wall_seconds", s.wall_seconds);
-  r.read("goodput_slo_seconds", s.goodput_slo_seconds);
-  r.read("successful_output_tokens_exact", s.successful_output_tokens_exact);
-  r.read("slo_successful_output_tokens_exact", s.slo_successful_output_tokens_exact);
-  r.read("observed_max_in_flight", s.observed_max_in_flight);
-  r.read("observed_in_flight_basis", s.observed_in_flight_basis);
+  read_fields(r, s);
   if (!r.ok()) return make_error("sweep.stats", r.error());
-  s.unknown = unknown_members(o, kKnown);
+  s.unknown = unknown_members(o, &s);
   return s;
 }
 

@@ -1,5 +1,5 @@
-// Typed reads of a receipt's JSON members, for the typed structs of a sweep receipt
-// (serving_stats, point_evidence): a missing or null member leaves the field as it is; a member of
+// Typed reads and writes of a receipt's JSON members, for the typed structs of a sweep receipt
+// (serving_stats, point_evidence). Reads: a missing or null member leaves the field as it is; a member of
 // the wrong type records the first error, naming the member by its path ("stats.ttft_ms.p99").
 // Pure.
 #pragma once
@@ -8,9 +8,11 @@
 
 #include <boost/json/object.hpp>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 namespace mpo::sweep {
 
@@ -109,14 +111,99 @@ class JsonReader {
   std::string error_;
 };
 
-// The members of `o` whose names are not in `known`, as written.
-template <class Names>
-boost::json::object unknown_members(const boost::json::object& o, const Names& known) {
+// A struct read and written member by member declares its members once, in order, as
+//   constexpr auto json_fields(const S*) { return std::tuple{field("a", &S::a), field("b", &S::b)}; }
+// in namespace mpo::sweep (found by argument-dependent lookup); write_fields and read_fields walk
+// that list. Optional members are written only when set; a nested struct with its own list is a
+// nested object; a member type with an overload of write_member/read_member of its own (declared
+// before use) is written and read by it.
+template <class S, class T>
+struct Field {
+  std::string_view name;
+  T S::*member;
+};
+template <class S, class T>
+constexpr Field<S, T> field(std::string_view name, T S::*member) {
+  return {name, member};
+}
+
+template <class T>
+concept HasJsonFields = requires(const T* p) {
+  json_fields(p);
+};
+
+template <HasJsonFields S>
+void write_fields_into(boost::json::object& o, const S& s);
+
+inline void write_member(boost::json::object& o, std::string_view key, const std::map<std::string, std::int64_t>& m) {
+  boost::json::object nested;
+  for (const auto& [k, v] : m) nested[k] = v;
+  o[key] = std::move(nested);
+}
+template <class T>
+void write_member(boost::json::object& o, std::string_view key, const T& v) {
+  if constexpr (HasJsonFields<T>) {
+    boost::json::object nested;
+    write_fields_into(nested, v);
+    o[key] = std::move(nested);
+  } else {
+    o[key] = v;
+  }
+}
+template <class T>
+void write_member(boost::json::object& o, std::string_view key, const std::optional<T>& v) {
+  if (v) write_member(o, key, *v);
+}
+
+template <HasJsonFields S>
+void write_fields_into(boost::json::object& o, const S& s) {
+  std::apply([&](const auto&... f) { (write_member(o, f.name, s.*(f.member)), ...); }, json_fields(&s));
+}
+
+template <HasJsonFields S>
+void read_fields(JsonReader& r, S& s);
+
+template <class T>
+requires requires(JsonReader& r, std::string_view k, T& t) { r.read(k, t); }
+void read_member(JsonReader& r, std::string_view key, T& out) { r.read(key, out); }
+template <HasJsonFields S>
+void read_member(JsonReader& r, std::string_view key, S& out) {
+  if (const auto* m = r.object(key)) {
+    JsonReader nested(*m, r.path(key));
+    read_fields(nested, out);
+    r.adopt(nested);
+  }
+}
+template <HasJsonFields S>
+void read_member(JsonReader& r, std::string_view key, std::optional<S>& out) {
+  if (r.object(key) != nullptr) read_member(r, key, out.emplace());
+}
+inline void read_member(JsonReader& r, std::string_view key, std::optional<boost::json::object>& out) {
+  if (const auto* m = r.object(key)) out = *m;
+}
+inline void read_member(JsonReader& r, std::string_view key, std::optional<std::map<std::string, std::int64_t>>& out) {
+  if (const auto* m = r.object(key)) {
+    JsonReader nested(*m, r.path(key));
+    auto& counts = out.emplace();
+    for (const auto& [k, v] : *m) nested.read(k, counts[std::string(k)]);
+    r.adopt(nested);
+  }
+}
+
+template <HasJsonFields S>
+void read_fields(JsonReader& r, S& s) {
+  std::apply([&](const auto&... f) { (read_member(r, f.name, s.*(f.member)), ...); }, json_fields(&s));
+}
+
+// The members of `o` whose names are not in the field list of S, as written.
+template <HasJsonFields S>
+boost::json::object unknown_members(const boost::json::object& o, const S* s) {
   boost::json::object out;
-  for (const auto& [k, v] : o) {
+  for (const auto& member : o) {
+    const std::string_view name = member.key();
     bool named = false;
-    for (std::string_view n : known) named = named || n == std::string_view(k);
-    if (!named) out[k] = v;
+    std::apply([&](const auto&... f) { ((named = named || f.name == name), ...); }, json_fields(s));
+    if (!named) out[member.key()] = member.value();
   }
   return out;
 }
