@@ -7,9 +7,54 @@
 #include "core/go_json.hpp"
 #include "core/json.hpp"
 #include "sweep/evaluate.hpp"
+#include "sweep/typed_json.hpp"
 
 namespace mpo::sweep {
+
+constexpr auto json_fields(const EngineIdentity*) {
+  using I = EngineIdentity;
+  return std::tuple{field("models", &I::models), field("owned_by", &I::owned_by),
+                    field("metrics_engine", &I::metrics_engine), field("server_instance", &I::server_instance)};
+}
+
+constexpr auto json_fields(const SweepLoad*) {
+  using L = SweepLoad;
+  return std::tuple{field("mode", &L::mode),
+                    field("arrival", &L::arrival),
+                    field("burstiness", &L::burstiness),
+                    field("url", &L::url),
+                    field("api", &L::api),
+                    field("workload_source", &L::workload_source),
+                    field("requests_per_point", &L::requests_per_point),
+                    field("warmup_rule", &L::warmup_rule),
+                    field("seed", &L::seed),
+                    field("slo_ms", &L::slo_ms),
+                    field("lateness_bound_ms", &L::lateness_bound_ms),
+                    field("ignore_eos", &L::ignore_eos),
+                    field("timeout_s", &L::timeout_s),
+                    field("metrics_url", &L::metrics_url),
+                    field("power", &L::power),
+                    field("dcgm_url", &L::dcgm_url),
+                    field("prompts", &L::prompts),
+                    field("cache_reset", &L::cache_reset),
+                    field("observed_engine_identity", &L::observed_engine_identity),
+                    field("observed_engine_receipt_digest", &L::observed_engine_receipt_digest)};
+}
+
+boost::json::object engine_identity_json(const EngineIdentity& id) {
+  boost::json::object o;
+  write_fields_into(o, id);
+  return o;
+}
+
 namespace {
+
+boost::json::object load_json(const SweepLoad& l) {
+  boost::json::object o;
+  write_fields_into(o, l);
+  for (const auto& [k, v] : l.unknown) o[k] = v;
+  return o;
+}
 
 boost::json::value coordinate_json(LoadMode m, double v) {
   if (m == LoadMode::kConcurrency && v == std::floor(v) && std::fabs(v) < 9e15) {
@@ -212,7 +257,7 @@ boost::json::value receipt_json(const SweepReceipt& r) {
   tool["version"] = r.tool_version;
   if (r.rules_generation > 1) tool["rules_generation"] = r.rules_generation;
   o["tool"] = std::move(tool);
-  o["load"] = r.load;
+  o["load"] = r.load ? load_json(*r.load) : boost::json::object();
   boost::json::object validity;
   validity["valid"] = r.valid;
   boost::json::array reasons, warnings;
@@ -350,7 +395,12 @@ Result<SweepReceipt> parse_sweep_receipt(std::string_view text) {
       for (const auto& tp : p.tracks)
         if (tp.reason_code.rfind("throughput_identity_", 0) == 0) r.rules_generation = 2;
   }
-  if (const auto* load = json_object(o, "load")) r.load = *load;
+  if (const auto* load = json_object(o, "load")) {
+    JsonReader reader(*load, "load");
+    read_fields(reader, r.load.emplace());
+    if (!reader.ok()) return make_error("sweep.json", reader.error());
+    r.load->unknown = unknown_members(*load, &*r.load);
+  }
   if (const auto* v = json_object(o, "validity")) {
     r.valid = json_bool(*v, "valid").value_or(false);
     if (const auto* a = json_array(*v, "reasons")) {

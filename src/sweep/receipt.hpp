@@ -94,6 +94,36 @@ struct SlaBudgets {
   bool any() const { return ttft_p99_ms > 0 || itl_p99_ms > 0 || e2e_p99_ms > 0; }
 };
 
+// What the sweep's server said it was, before the first point (its digest is the observed engine
+// receipt when none is declared).
+struct EngineIdentity {
+  std::vector<std::string> models;
+  std::string owned_by, metrics_engine, server_instance;
+};
+boost::json::object engine_identity_json(const EngineIdentity& id);
+
+// Ours: how the points were driven (the settings of the run, recorded once).
+struct SweepLoad {
+  // Each member is optional: a receipt written before a member existed is read and written back
+  // without it.
+  std::optional<std::string> mode;     // closed-loop | open-loop
+  std::optional<std::string> arrival;  // open loop: poisson | gamma | constant | replay
+  std::optional<double> burstiness;    // gamma shape
+  std::optional<std::string> url, api, workload_source;
+  std::optional<std::int64_t> requests_per_point;
+  std::optional<std::string> warmup_rule;
+  std::optional<std::uint64_t> seed;
+  std::optional<double> slo_ms, lateness_bound_ms;
+  std::optional<bool> ignore_eos;
+  std::optional<double> timeout_s;
+  std::optional<std::string> metrics_url, power, dcgm_url;
+  std::optional<std::string> prompts;      // how each point's prompts differ (docs/SWEEP.md)
+  std::optional<std::string> cache_reset;  // --reset-cache-between-points: how
+  std::optional<EngineIdentity> observed_engine_identity;
+  std::optional<std::string> observed_engine_receipt_digest;
+  boost::json::object unknown;  // members of a read receipt this struct does not name, as written
+};
+
 struct SweepReceipt {
   std::string schema = kSweepSchema;
   std::string generated_at;  // RFC 3339, seconds
@@ -116,7 +146,7 @@ struct SweepReceipt {
   // the throughput_unit and token_count_basis envelope bindings), 2 with it. Ours write 2 (in
   // tool.rules_generation); a fak receipt is read as 1 unless it shows the newer rules.
   int rules_generation = kRulesGeneration;
-  boost::json::object load;  // how points were driven: mode, arrivals, warm-up, slo, bounds
+  std::optional<SweepLoad> load;  // ours: nullopt in a receipt read from fak's writer
   bool valid = false;
   std::vector<std::string> validity_reasons, warnings;
 };

@@ -102,15 +102,10 @@ class PowerSampler {
   std::string error_;
 };
 
-struct Identity {
-  std::vector<std::string> models;
-  std::string owned_by;
-  std::string engine;
-  std::string instance;
-};
-
-Identity read_identity(int status, const std::string& body) {
-  Identity id;
+// The models and owner a server's GET /models names (its metrics engine and instance come from a
+// scrape).
+EngineIdentity read_identity(int status, const std::string& body) {
+  EngineIdentity id;
   if (status != 200) return id;
   auto doc = parse_exact_json(body);
   if (!doc || !doc->is_object()) return id;
@@ -159,7 +154,7 @@ class SweepRun {
       if (problem->find("did you mean") != std::string::npos || status == 401 || status == 403) advice.clear();
       co_return make_error("sweep.url", *problem + advice);
     }
-    Identity id = read_identity(status, body);
+    EngineIdentity id = read_identity(status, body);
     if (std::find(id.models.begin(), id.models.end(), o_.target.model) == id.models.end()) {
       note(fmt::format("warning: the server does not list model '{}' (it lists: {})", o_.target.model,
                        id.models.empty() ? "none" : fmt::format("{}", fmt::join(id.models, ", "))));
@@ -172,19 +167,13 @@ class SweepRun {
                              fmt::format("--metrics-url {}: {}{}", o_.metrics_url, first.error,
                                          said ? "" : " (expected the engine's Prometheus /metrics page)"));
       }
-      id.engine = std::string(promtext::engine_name(first.signals.engine));
-      id.instance = scrape::server_instance_id(first);
+      id.metrics_engine = std::string(promtext::engine_name(first.signals.engine));
+      id.server_instance = scrape::server_instance_id(first);
     }
-    boost::json::object identity;
-    boost::json::array models;
-    for (const auto& m : id.models) models.push_back(boost::json::string(m));
-    identity["models"] = std::move(models);
-    identity["owned_by"] = id.owned_by;
-    identity["metrics_engine"] = id.engine;
-    identity["server_instance"] = id.instance;
-    const std::string observed_receipt = sha256_digest(go_marshal(identity));
+    const std::string observed_receipt = sha256_digest(go_marshal(engine_identity_json(id)));
     std::string engine = o_.engine;
-    if (engine.empty()) engine = !id.engine.empty() && id.engine != "unknown" ? id.engine : id.owned_by;
+    if (engine.empty())
+      engine = !id.metrics_engine.empty() && id.metrics_engine != "unknown" ? id.metrics_engine : id.owned_by;
     if (engine.empty()) engine = "unidentified";
 
     r_.generated_at = format_rfc3339_us(clock.wall_us() / 1'000'000 * 1'000'000);
@@ -203,41 +192,41 @@ class SweepRun {
     r_.contracts = {contract_};
     r_.sla = o_.sla;
     r_.tool_version = o_.tool_version;
-    boost::json::object load;
-    load["mode"] = o_.mode == LoadMode::kConcurrency ? "closed-loop" : "open-loop";
+    SweepLoad load;
+    load.mode = o_.mode == LoadMode::kConcurrency ? "closed-loop" : "open-loop";
     if (o_.mode == LoadMode::kRate) {
-      load["arrival"] = arrival_name(o_.arrival);
-      if (o_.arrival == Arrival::kGamma) load["burstiness"] = o_.burstiness;
+      load.arrival = arrival_name(o_.arrival);
+      if (o_.arrival == Arrival::kGamma) load.burstiness = o_.burstiness;
     }
-    load["url"] = o_.target.url.origin + o_.target.url.base_path;
-    load["api"] = std::string(api_name(o_.target.api));
-    load["workload_source"] = o_.workload_source;
-    load["requests_per_point"] = static_cast<std::int64_t>(o_.requests);
-    load["warmup_rule"] = o_.warmup >= 0
-                              ? fmt::format("{} requests", o_.warmup)
-                              : std::string("one per worker (closed loop) or one second of arrivals (open loop)");
-    load["seed"] = o_.seed;
-    load["slo_ms"] = o_.slo_ms;
-    load["lateness_bound_ms"] = o_.lateness_bound_ms;
-    load["ignore_eos"] = o_.target.ignore_eos;
-    load["timeout_s"] = o_.target.timeout_s;
-    if (!o_.metrics_url.empty()) load["metrics_url"] = o_.metrics_url;
-    if (!o_.power.empty()) load["power"] = o_.power;
-    if (!o_.dcgm_url.empty()) load["dcgm_url"] = o_.dcgm_url;
-    load["prompts"] = o_.same_prompts_every_point
-                          ? std::string("same_every_point")
-                          : fmt::format(
-                                "distinct_per_point: word {} of each request's last message (the first after "
-                                "the {} words all share) is p<point> in measured and w<point> in warm-up "
-                                "requests, points numbered from 000 in the order they ran",
-                                shared_words_ + 1, shared_words_);
+    load.url = o_.target.url.origin + o_.target.url.base_path;
+    load.api = std::string(api_name(o_.target.api));
+    load.workload_source = o_.workload_source;
+    load.requests_per_point = static_cast<std::int64_t>(o_.requests);
+    load.warmup_rule = o_.warmup >= 0
+                           ? fmt::format("{} requests", o_.warmup)
+                           : std::string("one per worker (closed loop) or one second of arrivals (open loop)");
+    load.seed = o_.seed;
+    load.slo_ms = o_.slo_ms;
+    load.lateness_bound_ms = o_.lateness_bound_ms;
+    load.ignore_eos = o_.target.ignore_eos;
+    load.timeout_s = o_.target.timeout_s;
+    if (!o_.metrics_url.empty()) load.metrics_url = o_.metrics_url;
+    if (!o_.power.empty()) load.power = o_.power;
+    if (!o_.dcgm_url.empty()) load.dcgm_url = o_.dcgm_url;
+    load.prompts = o_.same_prompts_every_point
+                       ? std::string("same_every_point")
+                       : fmt::format(
+                             "distinct_per_point: word {} of each request's last message (the first after "
+                             "the {} words all share) is p<point> in measured and w<point> in warm-up "
+                             "requests, points numbered from 000 in the order they ran",
+                             shared_words_ + 1, shared_words_);
     if (o_.reset_cache_between_points) {
       auto how = co_await reset_cache();
       if (!how) co_return how.error();
-      load["cache_reset"] = "before every point: " + *how;
+      load.cache_reset = "before every point: " + *how;
     }
-    load["observed_engine_identity"] = identity;
-    load["observed_engine_receipt_digest"] = observed_receipt;
+    load.observed_engine_identity = id;
+    load.observed_engine_receipt_digest = observed_receipt;
     r_.load = std::move(load);
 
     for (double c : o_.coordinates) {

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <cstdint>
 #include <map>
@@ -13,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <vector>
 
 namespace mpo::sweep {
 
@@ -78,6 +80,9 @@ class JsonReader {
     read(key, v);
     if (v) out = *v;
   }
+  void read(std::string_view key, std::optional<std::uint64_t>& out) {
+    if (find(key)) read(key, out.emplace());
+  }
   void read(std::string_view key, std::uint64_t& out) {
     if (const auto* v = find(key)) {
       if (v->is_uint64())
@@ -86,6 +91,22 @@ class JsonReader {
         out = static_cast<std::uint64_t>(v->get_int64());
       else
         fail(key, "an unsigned integer");
+    }
+  }
+  void read(std::string_view key, bool& out) {
+    std::optional<bool> v;
+    read(key, v);
+    if (v) out = *v;
+  }
+  void read(std::string_view key, std::vector<std::string>& out) {
+    if (const auto* v = find(key)) {
+      const auto* a = v->if_array();
+      if (a == nullptr) return fail(key, "an array of strings");
+      out.clear();
+      for (const auto& e : *a) {
+        if (!e.is_string()) return fail(key, "an array of strings");
+        out.emplace_back(e.get_string());
+      }
     }
   }
   void read(std::string_view key, std::optional<bool>& out) {
@@ -139,6 +160,11 @@ inline void write_member(boost::json::object& o, std::string_view key, const std
   boost::json::object nested;
   for (const auto& [k, v] : m) nested[k] = v;
   o[key] = std::move(nested);
+}
+inline void write_member(boost::json::object& o, std::string_view key, const std::vector<std::string>& v) {
+  boost::json::array a;
+  for (const auto& e : v) a.emplace_back(e);
+  o[key] = std::move(a);
 }
 template <class T>
 void write_member(boost::json::object& o, std::string_view key, const T& v) {

@@ -40,7 +40,7 @@ void recompute(const SweepReceipt& r, const Point& p, TrackPoint& tp, VerifyOutc
     return;
   }
   FoldOptions fo;
-  fo.slo_ms = json_double(r.load, "slo_ms").value_or(0);
+  fo.slo_ms = r.load ? r.load->slo_ms.value_or(0) : 0;
   auto& e = tp.evidence;
   const boost::json::object* server = e.server ? &*e.server : nullptr;
   if (server) fo.prefix_cache_hit_rate = prefix_hit_rate_metric(*server);

@@ -76,8 +76,9 @@ inline SweepReceipt base(std::int64_t capacity) {
   r.workload_requests = 8;
   r.contracts.push_back(Contract{"ours", "m", "vllm", kReceipt, capacity, "test-profile"});
   r.tool_version = "test";
-  r.load["mode"] = "concurrency";
-  r.load["slo_ms"] = 2000;
+  r.load.emplace();
+  r.load->mode = "concurrency";
+  r.load->slo_ms = 2000;
   return r;
 }
 

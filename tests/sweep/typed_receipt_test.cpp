@@ -8,6 +8,7 @@
 #include "core/go_json.hpp"
 #include "sweep/fold.hpp"
 #include "sweep/point_evidence.hpp"
+#include "sweep/receipt.hpp"
 #include "sweep/receipt_fixtures.hpp"
 #include "sweep/serving_stats.hpp"
 
@@ -115,6 +116,26 @@ TEST(PointEvidence, AMemberOfTheWrongTypeIsNamed) {
   bad = parse_point_evidence(boost::json::parse(R"({"errors_by_class":{"timeout":1.5}})").as_object());
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().message, "evidence.errors_by_class.timeout is not an integer");
+}
+
+// The run's settings: what a receipt has is read back and written again, what it lacks (an older
+// writer's) stays absent, members we do not name are kept.
+TEST(SweepLoad, WhatAReceiptStatesOfItsSettingsIsWhatItStatesAgain) {
+  auto r = fixtures::scaling_sweep(8, {1, 2});
+  r.load->observed_engine_identity = EngineIdentity{{"m1", "m2"}, "vllm", "vllm", "host:1"};
+  auto doc = receipt_json(r);
+  doc.at("load").as_object()["scheduler"] = "fifo";
+  EXPECT_EQ(keys(doc.at("load").as_object()),
+            (std::vector<std::string>{"mode", "slo_ms", "observed_engine_identity", "scheduler"}));
+  auto read = parse_sweep_receipt(go_marshal_indent(doc));
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_EQ(read->load->slo_ms, 2000);
+  EXPECT_EQ(read->load->observed_engine_identity->models, (std::vector<std::string>{"m1", "m2"}));
+  EXPECT_EQ(go_marshal_indent(receipt_json(*read).at("load")), go_marshal_indent(doc.at("load")));
+  doc.at("load").as_object()["seed"] = "one";
+  read = parse_sweep_receipt(go_marshal_indent(doc));
+  ASSERT_FALSE(read);
+  EXPECT_EQ(read.error().message, "load.seed is not an unsigned integer");
 }
 
 }  // namespace

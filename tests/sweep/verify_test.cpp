@@ -176,6 +176,7 @@ const std::set<std::string> kUnverifiableInputs = {
     "workload.requests",
     "tool.name",
     "tool.version",
+    // `load`: how the points were driven, the run's settings (its slo_ms shows in goodput).
     "load.mode",
     "evidence.load.started_at",
     "evidence.load.ended_at",
