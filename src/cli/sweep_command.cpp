@@ -1,4 +1,5 @@
-// `modelperfobs sweep` (run a serving sweep), `sweep verify FILE`, `sweep gate --claim --artifact`.
+// `modelperfobs sweep` (run a serving sweep, or one shard of it), `sweep verify FILE`, `sweep gate --claim
+// --artifact`, `sweep merge SHARD...`.
 #include <fmt/format.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -13,12 +14,14 @@
 #include "cli/files.hpp"
 #include "core/duration.hpp"
 #include "core/go_json.hpp"
+#include "core/time.hpp"
 #include "ledger/reader.hpp"
 #include "ledger/writer.hpp"
 #include "net/backend_url.hpp"
 #include "net/ca_rule.hpp"
 #include "sweep/render.hpp"
 #include "sweep/runner.hpp"
+#include "sweep/shard.hpp"
 #include "sweep/verify.hpp"
 
 #ifndef MPO_VERSION
@@ -30,6 +33,7 @@ namespace {
 
 struct SweepArgs {
   std::string url, model, api_key_env = "OPENAI_API_KEY", ca;
+  std::string shard, start_at, point_period;
   std::vector<double> concurrencies, rates, replay_speeds;
   std::string arrival = "poisson";
   double burstiness = 1;
@@ -280,6 +284,27 @@ int run_sweep_command(const SweepArgs& a) {
     return usage_error(
         "--refine needs a p99 budget (--ttft-p99-budget-ms, --itl-p99-budget-ms or --e2e-p99-budget-ms)");
   o.lateness_bound_ms = a.lateness_bound_ms;
+  if (!a.shard.empty()) {
+    auto shard = sweep::parse_shard(a.shard);
+    if (!shard) return usage_error(shard.error().message);
+    o.shard = *shard;
+    if (a.refine)
+      return usage_error(
+          "--refine with --shard: each shard would bisect on its own share and the shards' points "
+          "would no longer line up; refine an unsharded sweep");
+    if (!a.replay_speeds.empty()) return usage_error("--shard does not split a --replay sweep");
+  }
+  if (!a.start_at.empty()) {
+    auto at = parse_rfc3339(a.start_at);
+    if (!at) return usage_error("--start-at: " + at.error().message + " (e.g. 2026-12-02T10:00:00Z)");
+    o.start_at_us = *at;
+  }
+  if (!a.point_period.empty()) {
+    auto period = parse_duration_s(a.point_period);
+    if (!period || *period <= 0) return usage_error("--point-period: give a positive duration such as 90s");
+    if (!o.start_at_us) return usage_error("--point-period needs --start-at");
+    o.point_period_s = *period;
+  }
   o.metrics_url = a.metrics_url;
   auto interval = parse_duration_s(a.metrics_interval);
   if (!interval) return usage_error("--metrics-interval: " + interval.error().message);
@@ -349,6 +374,41 @@ int run_verify(const std::string& file) {
   for (const auto& p : v.problems) std::cout << "  " << p << "\n";
   for (const auto& n : v.notes) std::cout << "  note: " << n << "\n";
   return v.holds ? 0 : 1;
+}
+
+struct MergeArgs {
+  std::vector<std::string> files;
+  std::string output = "sweep.json", markdown, html;
+  double max_skew_s = 1.0;
+};
+
+int run_merge(const MergeArgs& m) {
+  std::vector<sweep::ShardInput> inputs;
+  for (const auto& f : m.files) {
+    auto text = read_text_file(f);
+    if (!text) {
+      std::cerr << "modelperfobs sweep merge: cannot read " << f << "\n";
+      return 1;
+    }
+    inputs.push_back({f, std::move(*text)});
+  }
+  sweep::MergeOptions options;
+  options.max_start_skew_s = m.max_skew_s;
+  options.output_name = m.output;
+  auto merged = sweep::merge_shards(inputs, options);
+  if (!merged) {
+    std::cerr << "modelperfobs sweep merge: " << merged.error().message << "\n";
+    return 1;
+  }
+  const std::string stem = stem_of(m.output);
+  const std::string md = sweep::sweep_markdown(*merged);
+  if (!write_file(m.output, sweep::receipt_text(*merged))) return 1;
+  if (!write_file(m.markdown.empty() ? stem + ".md" : m.markdown, md)) return 1;
+  if (!write_file(m.html.empty() ? stem + ".html" : m.html, sweep::sweep_html(*merged))) return 1;
+  std::cout << md;
+  std::cerr << fmt::format("sweep merge: {} shards into {} ({})\n", inputs.size(), m.output,
+                           merged->valid ? "valid" : "not valid for claims");
+  return 0;
 }
 
 int run_gate(const std::string& claim, const std::string& claim_file, const std::string& artifact) {
@@ -454,6 +514,15 @@ std::function<int()> setup_sweep(CLI::App& app) {
   app.add_option("--markdown", a->markdown, "summary (default: <output stem>.md; also printed)");
   app.add_option("--html", a->html, "page with charts (default: <output stem>.html)");
   app.add_flag("--quiet", a->quiet, "no progress on stderr");
+  app.add_option("--shard", a->shard,
+                 "I/N: run the I-th of N shares of every point (I from 0, e.g. $JOB_COMPLETION_INDEX/4): closed loop "
+                 "splits the concurrency, open loop thins the arrivals; join the N receipts with `sweep merge`");
+  app.add_option("--start-at", a->start_at,
+                 "RFC 3339 wall time at which the first point starts (shards on several machines start together; "
+                 "their clocks must be synchronised)");
+  app.add_option("--point-period", a->point_period,
+                 "with --start-at: point k starts at start-at + k x this (e.g. 90s), so every shard runs each point "
+                 "in the same window");
 
   auto* verify =
       app.add_subcommand("verify", "re-derive a sweep receipt from its own samples; exit 1 if it does not hold");
@@ -466,8 +535,22 @@ std::function<int()> setup_sweep(CLI::App& app) {
   gate->add_option("--claim", *claim, "the claim text");
   gate->add_option("--claim-file", *claim_file, "a file holding the claim text")->check(CLI::ExistingFile);
   gate->add_option("--artifact", *artifact, "the receipt")->required();
-  return [a, verify, gate, file, claim, claim_file, artifact] {
+  auto merge_args = std::make_shared<MergeArgs>();
+  auto* merge = app.add_subcommand(
+      "merge",
+      "join the receipts of `sweep --shard I/N` runs (all N shards) into one receipt whose every figure is re-derived "
+      "from the union of their samples; refuses shards whose workload, points, settings or windows differ");
+  merge->add_option("SHARD", merge_args->files, "the shards' receipts")->required()->check(CLI::ExistingFile);
+  merge->add_option("--output", merge_args->output, "the merged receipt")->capture_default_str();
+  merge->add_option("--markdown", merge_args->markdown, "summary (default: <output stem>.md; also printed)");
+  merge->add_option("--html", merge_args->html, "page with charts (default: <output stem>.html)");
+  merge
+      ->add_option("--max-start-skew", merge_args->max_skew_s,
+                   "seconds: a point's shards must have started within this of each other")
+      ->capture_default_str();
+  return [a, verify, gate, merge, merge_args, file, claim, claim_file, artifact] {
     if (verify->parsed()) return run_verify(*file);
+    if (merge->parsed()) return run_merge(*merge_args);
     if (gate->parsed()) return run_gate(*claim, *claim_file, *artifact);
     return run_sweep_command(*a);
   };

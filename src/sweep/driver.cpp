@@ -331,12 +331,13 @@ struct Driver::Impl {
     auto ex = co_await asio::this_coro::executor;
     const auto offsets = arrival_offsets(plan);
     const auto n = plan.requests.size();
-    std::vector<Sample> samples(n);
+    std::vector<std::optional<Sample>> samples(n);
     WaitGroup wg(ex);
     asio::steady_timer timer(ex);
     // The schedule and the lateness measured against it share one origin.
     const std::int64_t start_us = SystemClock::instance().steady_us();
     for (std::size_t i = 0; i < n; ++i) {
+      if (!plan.shard.owns_arrival(i)) continue;  // another shard's arrival
       const std::int64_t due_us = start_us + static_cast<std::int64_t>(offsets[i] * 1e6);
       timer.expires_at(std::chrono::steady_clock::time_point(std::chrono::microseconds(due_us)));
       co_await timer.async_wait(kNoThrow);
@@ -359,7 +360,9 @@ struct Driver::Impl {
     for (auto& c : idle) close_slot(c);
     idle.clear();
     PointRun run;
-    run.samples = std::move(samples);
+    for (auto& s : samples) {
+      if (s) run.samples.push_back(std::move(*s));
+    }
     co_return run;
   }
 };

@@ -18,6 +18,7 @@
 #include "sweep/api.hpp"
 #include "sweep/receipt.hpp"
 #include "sweep/sample.hpp"
+#include "sweep/shard.hpp"
 #include "sweep/workload.hpp"
 
 namespace mpo::sweep {
@@ -47,6 +48,7 @@ struct PointPlan {
   double duration_s = 0;  // closed loop: > 0 sends the measured requests in a cycle
                           // until this long after the first measured one was sent
   std::string label;      // "concurrency=8": the ledger lines' sweep_point
+  Shard shard;            // open loop: only this shard's arrivals are sent (sweep/shard.hpp)
 };
 
 struct PointRun {

@@ -10,6 +10,7 @@
 
 #include "core/go_json.hpp"
 #include "core/json.hpp"
+#include "sweep/fold.hpp"
 
 namespace mpo::sweep {
 namespace {
@@ -131,6 +132,25 @@ void evaluate_point(const SweepReceipt& r, const Point& p, TrackPoint& tp, const
     return set(tp, "invalid", "client_saturated",
                fmt::format("the load generator sent late: p99 send lateness {} ms is over its bound {} ms",
                            go_float_text(*lateness), go_float_text(*bound)));
+  }
+  if (bound && *bound > 0) {
+    // A merged point (`sweep merge`): each shard's generator is judged on its own requests, so one
+    // saturated client is not hidden among the others' punctual sends.
+    std::map<int, std::vector<double>> by_shard;
+    for (const auto& s : tp.samples) {
+      if (s.shard && !s.warmup) by_shard[*s.shard].push_back(send_lateness_ms(s));
+    }
+    if (by_shard.size() > 1) {
+      for (auto& [shard, late] : by_shard) {
+        std::sort(late.begin(), late.end());
+        const double p99 = nearest_rank(late, 0.99);
+        if (p99 > *bound) {
+          return set(tp, "invalid", "client_saturated",
+                     fmt::format("shard {}'s load generator sent late: p99 send lateness {} ms is over its bound {} ms",
+                                 shard, go_float_text(p99), go_float_text(*bound)));
+        }
+      }
+    }
   }
   const auto failed = tp.stats.failed;
   const auto ok = tp.stats.ok;

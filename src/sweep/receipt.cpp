@@ -17,6 +17,23 @@ constexpr auto json_fields(const EngineIdentity*) {
                     field("metrics_engine", &I::metrics_engine), field("server_instance", &I::server_instance)};
 }
 
+constexpr auto json_fields(const ShardSetting*) {
+  using S = ShardSetting;
+  return std::tuple{field("index", &S::index), field("count", &S::count), field("start_at", &S::start_at),
+                    field("point_period_s", &S::point_period_s), field("start_lateness_ms", &S::start_lateness_ms)};
+}
+
+constexpr auto json_fields(const ShardRecord*) {
+  using R = ShardRecord;
+  return std::tuple{field("index", &R::index),
+                    field("file", &R::file),
+                    field("receipt_sha256", &R::receipt_sha256),
+                    field("machine_id", &R::machine_id),
+                    field("generated_at", &R::generated_at),
+                    field("start_lateness_ms", &R::start_lateness_ms),
+                    field("clock_offset", &R::clock_offset)};
+}
+
 constexpr auto json_fields(const SweepLoad*) {
   using L = SweepLoad;
   return std::tuple{field("mode", &L::mode),
@@ -38,7 +55,9 @@ constexpr auto json_fields(const SweepLoad*) {
                     field("prompts", &L::prompts),
                     field("cache_reset", &L::cache_reset),
                     field("observed_engine_identity", &L::observed_engine_identity),
-                    field("observed_engine_receipt_digest", &L::observed_engine_receipt_digest)};
+                    field("observed_engine_receipt_digest", &L::observed_engine_receipt_digest),
+                    field("shard", &L::shard),
+                    field("shards", &L::shards)};
 }
 
 boost::json::object engine_identity_json(const EngineIdentity& id) {

@@ -102,6 +102,25 @@ struct EngineIdentity {
 };
 boost::json::object engine_identity_json(const EngineIdentity& id);
 
+// Ours: a shard's place in a sharded sweep (`sweep --shard I/N`, docs/SWEEP.md "Sharded sweeps").
+struct ShardSetting {
+  std::int64_t index = 0, count = 1;
+  std::optional<std::string> start_at;      // --start-at: when the first point was due
+  std::optional<double> point_period_s;     // --point-period: point k due at start_at + k periods
+  std::optional<double> start_lateness_ms;  // the first point's start after start_at
+};
+
+// Ours, in a merged receipt: each shard it was merged from.
+struct ShardRecord {
+  std::int64_t index = 0;
+  std::string file, receipt_sha256, machine_id, generated_at;
+  std::optional<double> start_lateness_ms;
+  // The shard machine's clock against the others': not measured (nothing shared between the
+  // machines dates an event on both); the merge relies on synchronised clocks (NTP/chrony) and
+  // says so.
+  std::string clock_offset;
+};
+
 // Ours: how the points were driven (the settings of the run, recorded once).
 struct SweepLoad {
   // Each member is optional: a receipt written before a member existed is read and written back
@@ -121,7 +140,9 @@ struct SweepLoad {
   std::optional<std::string> cache_reset;  // --reset-cache-between-points: how
   std::optional<EngineIdentity> observed_engine_identity;
   std::optional<std::string> observed_engine_receipt_digest;
-  boost::json::object unknown;  // members of a read receipt this struct does not name, as written
+  std::optional<ShardSetting> shard;               // a shard's receipt
+  std::optional<std::vector<ShardRecord>> shards;  // a merged receipt
+  boost::json::object unknown;                     // members of a read receipt this struct does not name, as written
 };
 
 struct SweepReceipt {

@@ -226,6 +226,14 @@ class SweepRun {
       load.cache_reset = "before every point: " + *how;
     }
     load.observed_engine_identity = id;
+    if (o_.shard.sharded()) {
+      ShardSetting shard;
+      shard.index = o_.shard.index;
+      shard.count = o_.shard.count;
+      if (o_.start_at_us) shard.start_at = format_rfc3339_us(*o_.start_at_us);
+      if (o_.point_period_s > 0) shard.point_period_s = o_.point_period_s;
+      load.shard = shard;
+    }
     load.observed_engine_receipt_digest = observed_receipt;
     r_.load = std::move(load);
 
@@ -250,6 +258,42 @@ class SweepRun {
     if (o_.mode == LoadMode::kConcurrency) return static_cast<std::size_t>(c);
     if (o_.arrival == Arrival::kRecorded) return 0;
     return static_cast<std::size_t>(std::ceil(c));
+  }
+
+  // This shard's part of a point (sweep/shard.hpp): closed loop, its workers and their requests;
+  // open loop, the driver keeps its arrivals.
+  void take_share(PointPlan& plan, double c) const {
+    if (o_.mode == LoadMode::kRate) {
+      plan.shard = o_.shard;
+      return;
+    }
+    const auto concurrency = static_cast<std::int64_t>(c);
+    std::vector<ServingRequest> mine;
+    std::size_t warmup = 0;
+    for (std::size_t j = 0; j < plan.requests.size(); ++j) {
+      if (!o_.shard.owns_request(j, concurrency)) continue;
+      if (j < plan.warmup) ++warmup;
+      mine.push_back(std::move(plan.requests[j]));
+    }
+    plan.requests = std::move(mine);
+    plan.warmup = warmup;
+    plan.coordinate = static_cast<double>(shard_concurrency(concurrency, o_.shard));
+  }
+
+  // --start-at: point `index` is due at start_at + index * --point-period (wall clock).
+  asio::awaitable<void> wait_until_due(std::size_t index) {
+    const std::int64_t due = *o_.start_at_us + static_cast<std::int64_t>(index * o_.point_period_s * 1e6);
+    const std::int64_t wait_us = due - SystemClock::instance().wall_us();
+    if (index > 0 && o_.point_period_s <= 0) co_return;
+    if (wait_us <= 0) {
+      if (index > 0)
+        note(fmt::format("warning: point {} started {:.3f} s after it was due (--point-period too short?)", index + 1,
+                         -static_cast<double>(wait_us) / 1e6));
+      co_return;
+    }
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    timer.expires_after(std::chrono::microseconds(wait_us));
+    co_await timer.async_wait(kNoThrow);
   }
 
   asio::awaitable<void> run_point(double c) {
@@ -308,6 +352,9 @@ class SweepRun {
         plan.requests[i].arrival_offset_s = static_cast<double>(i) / plan.warmup;
     }
 
+    if (o_.shard.sharded()) take_share(plan, c);
+    if (o_.start_at_us) co_await wait_until_due(index);
+
     std::optional<scrape::Snapshot> before, after;
     std::vector<scrape::Snapshot> during;
     std::optional<double> dcgm_before, dcgm_after;
@@ -336,6 +383,12 @@ class SweepRun {
           [&](std::exception_ptr) { sampler_done.done(); });
     }
     PointRun run = co_await driver_.run_point(plan);
+    if (o_.shard.sharded()) {
+      for (auto& smp : run.samples) smp.shard = o_.shard.index;
+      if (index == 0 && o_.start_at_us && r_.load && r_.load->shard) {
+        r_.load->shard->start_lateness_ms = round_ms(static_cast<double>(run.started_at_us - *o_.start_at_us) / 1000.0);
+      }
+    }
     point_over = true;
     tick.cancel();
     co_await sampler_done.wait();

@@ -13,6 +13,7 @@
 #include "sweep/driver.hpp"
 #include "sweep/parity.hpp"
 #include "sweep/receipt.hpp"
+#include "sweep/shard.hpp"
 #include "sweep/workload.hpp"
 
 namespace mpo::sweep {
@@ -50,6 +51,11 @@ struct SweepOptions {
   // Empty the server's prefix cache before each point (vLLM /reset_prefix_cache, SGLang
   // /flush_cache, llama.cpp slot erase); the sweep stops at start-up when the server offers none.
   bool reset_cache_between_points = false;
+  // One share of every point (sweep/shard.hpp); with `start_at_us` the first point is due at that
+  // wall time and point k at start_at_us + k * point_period_s (0: right after the one before).
+  Shard shard;
+  std::optional<std::int64_t> start_at_us;
+  double point_period_s = 0;
 };
 
 struct SweepCallbacks {

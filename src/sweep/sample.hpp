@@ -15,6 +15,8 @@
 
 namespace mpo::sweep {
 
+inline constexpr int kMaxShards = 1024;
+
 struct SampleUsage {
   std::optional<std::int64_t> prompt_tokens, completion_tokens, total_tokens, cached_tokens;
 };
@@ -42,6 +44,7 @@ struct Sample {
   double sent_offset_ms = 0;       // when its first byte was written
   bool warmup = false;             // excluded from statistics
   std::string response_model;      // the `model` the server answered with
+  std::optional<int> shard;        // the shard that sent it (`sweep --shard I/N`, kept by `sweep merge`)
 };
 
 // Rounds to 3 decimals of a millisecond, as fak does for every time it writes.

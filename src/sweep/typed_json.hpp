@@ -31,7 +31,17 @@ class JsonReader {
     if (!v->is_object()) fail(key, "an object");
     return v->if_object();
   }
+  // A nested array member (nullptr when absent; an error when not an array).
+  const boost::json::array* array(std::string_view key) {
+    const auto* v = find(key);
+    if (v == nullptr) return nullptr;
+    if (!v->is_array()) fail(key, "an array");
+    return v->if_array();
+  }
   std::string path(std::string_view key) const { return where_ + "." + std::string(key); }
+  void fail_at(const std::string& where, std::string_view what) {
+    if (error_.empty()) error_ = fmt::format("{} is not {}", where, what);
+  }
   // Takes a nested reader's first error as this one's.
   void adopt(const JsonReader& nested) {
     if (error_.empty()) error_ = nested.error_;
@@ -182,6 +192,17 @@ void write_member(boost::json::object& o, std::string_view key, const std::optio
 }
 
 template <HasJsonFields S>
+void write_member(boost::json::object& o, std::string_view key, const std::vector<S>& v) {
+  boost::json::array a;
+  for (const auto& e : v) {
+    boost::json::object nested;
+    write_fields_into(nested, e);
+    a.emplace_back(std::move(nested));
+  }
+  o[key] = std::move(a);
+}
+
+template <HasJsonFields S>
 void write_fields_into(boost::json::object& o, const S& s) {
   std::apply([&](const auto&... f) { (write_member(o, f.name, s.*(f.member)), ...); }, json_fields(&s));
 }
@@ -203,6 +224,20 @@ void read_member(JsonReader& r, std::string_view key, S& out) {
 template <HasJsonFields S>
 void read_member(JsonReader& r, std::string_view key, std::optional<S>& out) {
   if (r.object(key) != nullptr) read_member(r, key, out.emplace());
+}
+template <HasJsonFields S>
+void read_member(JsonReader& r, std::string_view key, std::optional<std::vector<S>>& out) {
+  const auto* a = r.array(key);
+  if (a == nullptr) return;
+  auto& list = out.emplace();
+  for (std::size_t i = 0; i < a->size(); ++i) {
+    const auto* e = (*a)[i].if_object();
+    const std::string where = r.path(key) + "[" + std::to_string(i) + "]";
+    if (e == nullptr) return r.fail_at(where, "an object");
+    JsonReader nested(*e, where);
+    read_fields(nested, list.emplace_back());
+    r.adopt(nested);
+  }
 }
 inline void read_member(JsonReader& r, std::string_view key, std::optional<boost::json::object>& out) {
   if (const auto* m = r.object(key)) out = *m;
