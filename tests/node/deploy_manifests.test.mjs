@@ -11,7 +11,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import dockerfileUtils from 'dockerfile-utils';
-import { start, stop, listeningURL, adminURL } from './processes.mjs';
+import { spawn } from 'node:child_process';
+import { start, stop, listeningURL, adminURL, BIN } from './processes.mjs';
 
 const ROOT = process.env.MPO_SOURCE_DIR;
 
@@ -58,7 +59,8 @@ test('every manifest under deploy/ is valid against its schema', async () => {
     }
   }
   for (const k of ['Deployment/modelperfobs-proxy', 'Service/modelperfobs-proxy', 'ServiceMonitor/modelperfobs-proxy',
-    'Deployment/vllm-observed', 'PrometheusRule/modelperfobs']) {
+    'Deployment/vllm-observed', 'PrometheusRule/modelperfobs', 'Job/modelperfobs-sweep-shards',
+    'Job/modelperfobs-sweep-merge', 'PersistentVolumeClaim/modelperfobs-sweep']) {
     assert.ok(kinds.some((x) => x.startsWith(k)), `${k} in ${kinds.join(', ')}`);
   }
 });
@@ -105,7 +107,7 @@ function proxyContainers() {
   for (const file of manifestFiles()) {
     for (const doc of documents(file)) {
       for (const c of doc.spec?.template?.spec?.containers ?? []) {
-        if (c.image.startsWith('modelperfobs:')) out.push({ file: path.basename(file), container: c });
+        if (c.name === 'proxy') out.push({ file: path.basename(file), container: c });
       }
     }
   }
@@ -142,6 +144,49 @@ test('the proxy starts with the arguments each manifest and the Dockerfile give 
       const ledger = fs.readdirSync(dir).find((f) => f.endsWith('.jsonl') && !f.includes('scrape'));
       assert.equal(fs.readFileSync(path.join(dir, ledger), 'utf8').trim().split('\n').length, 1, file);
     }
+  } finally {
+    await stop(sim.child);
+  }
+});
+
+// Runs `sh -c SCRIPT` with `env`; resolves with its exit code and output.
+function sh(script, env) {
+  return new Promise((resolve) => {
+    const child = spawn('/bin/sh', ['-c', script], { env: { ...process.env, ...env } });
+    let out = '';
+    child.stdout.on('data', (d) => { out += d; });
+    child.stderr.on('data', (d) => { out += d; });
+    child.on('exit', (code) => resolve({ code, out }));
+  });
+}
+
+test('the sharded sweep Job runs: four shards at once, then the merge Job verifies their merge', async () => {
+  const docs = documents(path.join(ROOT, 'deploy/kubernetes/sweep-sharded-job.yaml'));
+  const shards = docs.find((d) => d.kind === 'Job' && d.spec.completionMode === 'Indexed');
+  const merge = docs.find((d) => d.kind === 'Job' && d.metadata.name.endsWith('-merge'));
+  assert.equal(shards.spec.completions, 4);
+  const sim = await start(['simulate', '--listen', '127.0.0.1:0']);
+  try {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mpo-sweep-job-'));
+    const model = sim.line.match(/\(model ([^)]+)\)/)[1];
+    // The Job's own scripts with this machine's paths and a test-sized load (the manifest's load
+    // takes minutes: 512 requests a point, 120 s apart).
+    const local = (script) => script.replaceAll('/usr/bin/modelperfobs', BIN).replaceAll('/data/', `${dir}/`)
+      .replace('--concurrencies 8,32,128', '--concurrencies 4,8').replace('--requests 512', '--requests 16')
+      .replace('--point-period 120s', '--point-period 3s').replace(/sleep (5|10)\b/g, 'sleep 0.2');
+    const container = shards.spec.template.spec.containers[0];
+    const env = Object.fromEntries(container.env.map((e) => [e.name, e.value]));
+    env.URL = `${listeningURL(sim.line)}/v1`;
+    env.MODEL = model;
+    env.START_AT = new Date(Date.now() + 1500).toISOString().replace(/\.\d+Z$/, 'Z');
+    const runs = [0, 1, 2, 3].map((i) => sh(local(container.args[0]), { ...env, JOB_COMPLETION_INDEX: String(i) }));
+    const merged = sh(local(merge.spec.template.spec.containers[0].args[0]), {});
+    for (const r of await Promise.all(runs)) assert.equal(r.code, 0, r.out);
+    const m = await merged;
+    assert.equal(m.code, 0, m.out);
+    assert.match(m.out, /sweep verify: OK: 2 points/);
+    const receipt = JSON.parse(fs.readFileSync(path.join(dir, 'sweep.json'), 'utf8'));
+    assert.equal(receipt.load.shards.length, 4);
   } finally {
     await stop(sim.child);
   }
