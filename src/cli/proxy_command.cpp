@@ -158,6 +158,14 @@ std::function<int()> setup_proxy(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--max-connections", a->opts.max_connections, "client connections held at once; more are refused")
       ->capture_default_str();
+  a->opts.threads = proxy::default_proxy_threads();
+  app.add_option("--threads", a->opts.threads,
+                 "event loops, each on its own thread with its own listener and upstream connections (the kernel "
+                 "spreads new connections between them); one ledger, one /metrics. Default: the hardware threads, "
+                 "at most 8")
+      ->check(CLI::Range(1, 64))
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->capture_default_str();
   app.add_option("--id-header", a->opts.id_header, "correlation header name")->capture_default_str();
   app.add_option("--instance", a->opts.instance, "proxy_instance written in every line (default HOST:PID)");
   app.add_option("--scrape", a->opts.scrape_url,

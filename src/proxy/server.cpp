@@ -4,13 +4,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <thread>
 #include <variant>
 #include <vector>
 
@@ -26,9 +30,11 @@
 #include "promtext/text_writer.hpp"
 #include "proxy/backend_notes.hpp"
 #include "proxy/correlation.hpp"
+#include "proxy/hop_by_hop.hpp"
 #include "proxy/outcome.hpp"
 #include "proxy/proxy_metrics.hpp"
 #include "proxy/receive.hpp"
+#include "proxy/shared_state.hpp"
 #include "proxy/telemetry.hpp"
 #include "proxy/timing.hpp"
 #include "proxy/upstream_policy.hpp"
@@ -50,26 +56,6 @@ std::chrono::steady_clock::duration seconds(double s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
 }
 
-// RFC 9110 7.6.1: connection-specific fields, never forwarded.
-bool is_hop_by_hop(std::string_view name, std::string_view connection_tokens) {
-  static constexpr std::string_view kFields[] = {
-      "connection", "keep-alive",         "proxy-connection",   "te", "trailer", "transfer-encoding",
-      "upgrade",    "proxy-authenticate", "proxy-authorization"};
-  for (auto f : kFields) {
-    if (beast::iequals(name, f)) return true;
-  }
-  for (const auto& token : http::token_list(connection_tokens)) {
-    if (beast::iequals(name, token)) return true;
-  }
-  return false;
-}
-
-template <class Fields>
-std::string connection_tokens(const Fields& f) {
-  auto it = f.find(http::field::connection);
-  return it == f.end() ? std::string() : std::string(it->value());
-}
-
 // What a finished exchange left behind, for the ledger line.
 struct Exchange {
   ledger::Observation obs;
@@ -82,14 +68,16 @@ struct Exchange {
 
 class Proxy {
  public:
-  Proxy(asio::io_context& io, ProxyOptions opts, net::BackendUrl backend)
+  // `index` 0 is the primary loop: the admin listener, the scraper, signals and the drain.
+  Proxy(asio::io_context& io, ProxyOptions opts, net::BackendUrl backend, Shared& shared, int index)
       : io_(io),
         opts_(std::move(opts)),
         backend_(std::move(backend)),
         acceptor_(io),
         admin_acceptor_(io),
-        ledger_({opts_.ledger_path, opts_.fsync, 1.0, 65536}) {
-    if (!opts_.scrape_url.empty()) {
+        shared_(shared),
+        index_(index) {
+    if (index_ == 0 && !opts_.scrape_url.empty()) {
       if (opts_.scrape_output.empty()) opts_.scrape_output = scrape::snapshots_path_for(opts_.ledger_path);
       scraper_ = std::make_unique<scrape::Recorder>(scrape::Recorder::Options{
           opts_.scrape_url, opts_.scrape_interval_s, std::min(5.0, std::max(0.5, opts_.scrape_interval_s)),
@@ -102,32 +90,40 @@ class Proxy {
     }
   }
 
-  Status open() {
+  // The primary opens what is shared (ledger, exporter, scraper) and the admin listener; every
+  // loop its own connection pool and listener (on the primary's port when there are several).
+  Status open(std::uint16_t port) {
     auto client = net::Client::make(io_.get_executor(), backend_, opts_.backend_ca, "--backend-ca");
     if (!client) return make_error("proxy.tls", client.error().message);
     client_ = std::move(*client);
     pool_ =
         std::make_unique<UpstreamPool>(*client_, opts_.connect_timeout_s, opts_.pool_idle_s, opts_.kernel_timestamps);
-    if (auto st = ledger_.open(); !st) return st;
-    auto telemetry = Telemetry::make(
-        {opts_.otlp, {opts_.genai_provider, backend_.host, backend_.port, opts_.max_model_labels}, opts_.instance},
-        [](std::string_view name) -> std::optional<std::string> {
-          const char* v = std::getenv(std::string(name).c_str());
-          return v ? std::optional<std::string>(v) : std::nullopt;
-        });
-    if (!telemetry) return make_error("proxy.otlp", telemetry.error().message);
-    telemetry_ = std::move(*telemetry);
-    if (scraper_) {
-      if (auto st = scraper_->open(); !st) return st;
+    if (index_ == 0) {
+      if (auto st = shared_.ledger.open(); !st) return st;
+      auto telemetry = Telemetry::make(
+          {opts_.otlp, {opts_.genai_provider, backend_.host, backend_.port, opts_.max_model_labels}, opts_.instance},
+          [](std::string_view name) -> std::optional<std::string> {
+            const char* v = std::getenv(std::string(name).c_str());
+            return v ? std::optional<std::string>(v) : std::nullopt;
+          });
+      if (!telemetry) return make_error("proxy.otlp", telemetry.error().message);
+      shared_.telemetry = std::move(*telemetry);
+      if (scraper_) {
+        if (auto st = scraper_->open(); !st) return st;
+      }
     }
-    if (auto st = listen(acceptor_, opts_.listen, "--listen"); !st) return st;
+    HostPort where = opts_.listen;
+    if (port != 0) where.port = port;
+    if (auto st = listen(acceptor_, where, "--listen", opts_.threads > 1); !st) return st;
     // Accepted sockets inherit it: each request's arrival is the kernel's receive time.
     rx_timestamps_ = opts_.kernel_timestamps && enable_rx_timestamps(acceptor_.native_handle());
-    if (opts_.admin_enabled) {
-      if (auto st = listen(admin_acceptor_, opts_.admin_listen, "--admin-listen"); !st) return st;
+    if (index_ == 0 && opts_.admin_enabled) {
+      if (auto st = listen(admin_acceptor_, opts_.admin_listen, "--admin-listen", false); !st) return st;
     }
     return Ok{};
   }
+
+  std::uint16_t listen_port() const { return acceptor_.local_endpoint().port(); }
 
   std::string address(const tcp::acceptor& a) const {
     const auto ep = a.local_endpoint();
@@ -139,8 +135,9 @@ class Proxy {
 
   void start() {
     asio::co_spawn(io_, accept_loop(acceptor_, false), asio::detached);
+    if (index_ != 0) return;
     if (opts_.admin_enabled) asio::co_spawn(io_, accept_loop(admin_acceptor_, true), asio::detached);
-    if (telemetry_->exports_metrics()) asio::co_spawn(io_, export_metrics_loop(), asio::detached);
+    if (shared_.telemetry->exports_metrics()) asio::co_spawn(io_, export_metrics_loop(), asio::detached);
     if (scraper_) scraper_->start(io_);
   }
 
@@ -148,31 +145,38 @@ class Proxy {
   std::string outputs() const {
     std::string out = scraper_ ? fmt::format("ledger {}, engine snapshots {}", opts_.ledger_path, scraper_->output())
                                : fmt::format("ledger {}", opts_.ledger_path);
-    if (const auto otlp = telemetry_->describe(); !otlp.empty()) out += ", " + otlp;
+    if (const auto otlp = shared_.telemetry->describe(); !otlp.empty()) out += ", " + otlp;
     return out;
   }
 
+  // On its own loop: no new connections; the primary then drains and stops every loop.
   void begin_shutdown() {
     if (stopping_) return;
     stopping_ = true;
     boost::system::error_code ec;
     acceptor_.close(ec);
-    asio::co_spawn(io_, drain(), asio::detached);
+    if (index_ == 0) asio::co_spawn(io_, drain(), asio::detached);
   }
 
   void reopen_ledger() {
-    ledger_.request_reopen();
+    shared_.ledger.request_reopen();
     if (scraper_) scraper_->request_reopen();
   }
 
  private:
-  Status listen(tcp::acceptor& a, const HostPort& hp, std::string_view flag) {
+  Status listen(tcp::acceptor& a, const HostPort& hp, std::string_view flag, bool reuse_port) {
     boost::system::error_code ec;
     const auto addr = asio::ip::make_address(hp.host, ec);
     if (ec) return make_error("proxy.listen", fmt::format("{}: invalid address '{}'", flag, hp.host));
     const tcp::endpoint ep(addr, hp.port);
     a.open(ep.protocol(), ec);
     if (!ec) a.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec && reuse_port) {
+      // Several loops listen on one port; the kernel spreads new connections between them.
+      const int on = 1;
+      if (setsockopt(a.native_handle(), SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0)
+        ec.assign(errno, boost::system::system_category());
+    }
     if (!ec) a.set_option(tcp::no_delay(true), ec);  // inherited by accepted sockets
     if (!ec) a.bind(ep, ec);
     if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
@@ -185,13 +189,13 @@ class Proxy {
 
   // Said once at exit, so that lines the ledger could not keep are never lost silently.
   void report_ledger_losses() const {
-    if (const auto lost = ledger_.lines_lost(); lost > 0) {
+    if (const auto lost = shared_.ledger.lines_lost(); lost > 0) {
       std::cerr << fmt::format(
           "modelperfobs proxy: {} ledger line(s) could not be written to '{}' before exit ({}); "
           "the lines before them are whole\n",
-          lost, opts_.ledger_path, std::strerror(ledger_.last_write_errno()));
+          lost, opts_.ledger_path, std::strerror(shared_.ledger.last_write_errno()));
     }
-    if (const auto dropped = ledger_.lines_dropped(); dropped > 0) {
+    if (const auto dropped = shared_.ledger.lines_dropped(); dropped > 0) {
       std::cerr << fmt::format(
           "modelperfobs proxy: {} ledger line(s) were dropped (the disk was slower than the "
           "requests, or they came while stopping); the ledger's gap lines count those it could record\n",
@@ -202,14 +206,20 @@ class Proxy {
   awaitable<void> drain() {
     asio::steady_timer t(io_);
     const auto deadline = std::chrono::steady_clock::now() + seconds(opts_.drain_timeout_s);
-    while (in_flight_ > 0 && std::chrono::steady_clock::now() < deadline) {
+    while (shared_.in_flight > 0 && std::chrono::steady_clock::now() < deadline) {
       t.expires_after(std::chrono::milliseconds(10));
       co_await t.async_wait(kNoThrow);
     }
-    ledger_.close();
+    // Every loop's requests have finished (or the drain timed out): the loops stop before the
+    // ledger closes, so no line comes after it.
+    for (auto* loop : shared_.loops) {
+      if (loop != &io_) loop->stop();
+    }
+    shared_.ledger.close();
     report_ledger_losses();
     if (scraper_) scraper_->stop();
-    telemetry_->stop(std::min(5.0, opts_.drain_timeout_s));  // a dead collector delays the exit this long at most
+    // A dead collector delays the exit this long at most.
+    shared_.telemetry->stop(std::min(5.0, opts_.drain_timeout_s));
     io_.stop();
   }
 
@@ -217,9 +227,9 @@ class Proxy {
   awaitable<void> export_metrics_loop() {
     asio::steady_timer t(io_);
     while (!stopping_) {
-      t.expires_after(seconds(telemetry_->metrics_interval_s()));
+      t.expires_after(seconds(shared_.telemetry->metrics_interval_s()));
       co_await t.async_wait(kNoThrow);
-      if (!stopping_) telemetry_->export_metrics_now();
+      if (!stopping_) shared_.with_telemetry([](Telemetry& telemetry) { telemetry.export_metrics_now(); });
     }
   }
 
@@ -230,7 +240,7 @@ class Proxy {
         if (ec == asio::error::operation_aborted || stopping_) co_return;
         continue;
       }
-      if (!admin && connections_ >= opts_.max_connections) {
+      if (!admin && shared_.connections >= opts_.max_connections) {
         // Over the connection limit: answer 503 (and record it) instead of serving.
         asio::co_spawn(io_, refuse_connection(beast::tcp_stream(std::move(socket))), asio::detached);
         continue;
@@ -259,12 +269,8 @@ class Proxy {
     if (ec) co_return;
     http::response<http::string_body> res(http::status::ok, req.version());
     if (req.target() == "/metrics") {
-      metrics_.set_in_flight(in_flight_);
       res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
-      res.body() = metrics_.render({ledger_.lines_written(), ledger_.lines_dropped(), ledger_.write_errors()});
-      promtext::TextWriter w(promtext::Format::kText004, promtext::NumberStyle::kPython);
-      telemetry_->render_prometheus(w);
-      res.body() += std::move(w).take();
+      res.body() = shared_.render_metrics();
     } else if (req.target() == "/healthz") {
       res.set(http::field::content_type, "text/plain");
       res.body() = "ok\n";
@@ -280,7 +286,7 @@ class Proxy {
   // --- the client connection -------------------------------------------------------------
 
   awaitable<void> session(beast::tcp_stream client) {
-    ++connections_;
+    ++shared_.connections;
     beast::flat_buffer buffer;
     ReadableWait client_wait(io_.get_executor());
     for (;;) {
@@ -333,7 +339,7 @@ class Proxy {
       }
       if (!keep || stopping_) break;
     }
-    --connections_;  // the socket closes (FIN) as `client` goes out of scope
+    --shared_.connections;  // the socket closes (FIN) as `client` goes out of scope
   }
 
   Exchange begin(const http::request<http::string_body>& req, const std::optional<RxStamp>& arrival = std::nullopt) {
@@ -358,7 +364,7 @@ class Proxy {
     // W3C trace context: one traceparent continues the client's trace (two make it invalid).
     std::optional<std::string_view> traceparent;
     if (auto tp = req.find("traceparent"); tp != req.end() && req.count("traceparent") == 1) traceparent = tp->value();
-    x.trace = telemetry_->begin(traceparent);
+    x.trace = shared_.with_telemetry([&](Telemetry& t) { return t.begin(traceparent); });
     if (x.trace.continued) {
       for (auto [it, end] = req.equal_range("tracestate"); it != end; ++it) {
         if (!x.trace_state.empty()) x.trace_state += ',';
@@ -373,9 +379,8 @@ class Proxy {
     o.stream = info.stream;
     o.usage_requested = info.usage_requested;
     o.request_bytes = req.body().size();
-    o.in_flight_at_start = in_flight_;
+    o.in_flight_at_start = shared_.in_flight++;
     o.upstream_retries = 0;
-    ++in_flight_;
     return x;
   }
 
@@ -383,7 +388,7 @@ class Proxy {
   void note(Exchange& x, const RxStamp& s) {
     x.timing.note(s);
     x.last_rx = s;
-    if (s.kernel) metrics_.observe_lag(s.lag_us / 1e6);
+    if (s.kernel) shared_.with_metrics([&](ProxyMetrics& m) { m.observe_lag(s.lag_us / 1e6); });
   }
 
   // A read without a kernel timestamp: the loop's clock now stands in, and the line says loop.
@@ -402,12 +407,15 @@ class Proxy {
     }
     o.timing_basis = std::string(x.timing.basis());
     o.proxy_lag_ms = x.timing.max_lag_ms();
-    metrics_.record(o);
-    if (auto line = notes_.observe(o)) std::cerr << *line << "\n";
-    ledger_.submit(ledger::render_observation(o));
-    --in_flight_;
+    const auto note = shared_.with_metrics([&](ProxyMetrics& m) {
+      m.record(o);
+      return shared_.notes.observe(o);
+    });
+    if (note) std::cerr << *note << "\n";
+    shared_.ledger.submit(ledger::render_observation(o));
+    --shared_.in_flight;
     // Last: the line moves to the exporter (x.obs is not read after finish()).
-    telemetry_->finish(std::move(o), x.trace, std::move(x.trace_state));
+    shared_.with_telemetry([&](Telemetry& t) { t.finish(std::move(o), x.trace, std::move(x.trace_state)); });
   }
 
   double since_ms(const Exchange& x) const {
@@ -542,7 +550,7 @@ class Proxy {
         pooled = false;
         auto [fresh, cec] = co_await pool_->connect();
         if (cec) {
-          metrics_.count_connect_error();
+          shared_.with_metrics([](ProxyMetrics& m) { m.count_connect_error(); });
           disarm_client_watch(client, watch);
           co_return co_await answer_upstream_failure(client, x, req.version(), client_keep, cec, "upstream_unreachable",
                                                      "did not accept the connection in time", "is unreachable");
@@ -588,7 +596,7 @@ class Proxy {
         pool_->learner().closed_before_reuse(up->after_stream);
       }
       if (!should_retry(retry)) break;
-      metrics_.count_retry(to_string(retry.failure));
+      shared_.with_metrics([&](ProxyMetrics& m) { m.count_retry(to_string(retry.failure)); });
       o.upstream_retries = retry.retries_so_far + 1;
       watch->upstream = nullptr;
       up.reset();
@@ -812,7 +820,8 @@ class Proxy {
       o.error_message = upstream_ec ? fmt::format("backend ended the response early: {}", upstream_ec.message())
                                     : std::string(openai::kMissingTerminalEvent);
     }
-    if (tap.unknown_events() > 0) metrics_.count_unknown_events(o.operation, tap.unknown_events());
+    if (tap.unknown_events() > 0)
+      shared_.with_metrics([&](ProxyMetrics& m) { m.count_unknown_events(o.operation, tap.unknown_events()); });
     const bool reusable = complete && parser.keep_alive() && !upstream_ec;
     if (reusable) pool_->give_back(std::move(up), keep_alive_hint, sse);
     finish(x);
@@ -824,16 +833,12 @@ class Proxy {
   net::BackendUrl backend_;
   tcp::acceptor acceptor_;
   tcp::acceptor admin_acceptor_;
-  ledger::LedgerWriter ledger_;
-  std::unique_ptr<Telemetry> telemetry_;
-  std::unique_ptr<scrape::Recorder> scraper_;
+  Shared& shared_;
+  int index_ = 0;
+  std::unique_ptr<scrape::Recorder> scraper_;  // the primary's
   std::unique_ptr<net::Client> client_;
   std::unique_ptr<UpstreamPool> pool_;
-  ProxyMetrics metrics_;
-  BackendNotes notes_{opts_.backend};
   Uuid7Generator ids_;
-  std::int64_t in_flight_ = 0;
-  int connections_ = 0;
   bool stopping_ = false;
   bool nodelay_inherited_ = false;
   bool rx_timestamps_ = false;  // the listener's sockets carry kernel receive timestamps
@@ -841,34 +846,56 @@ class Proxy {
 
 }  // namespace
 
+int default_proxy_threads() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return static_cast<int>(std::clamp(n == 0 ? 1u : n, 1u, 8u));
+}
+
 int run_proxy(const ProxyOptions& options) {
   auto backend = net::parse_backend_url(options.backend);
   if (!backend) {
     std::cerr << "modelperfobs proxy: " << backend.error().message << "\n";
     return 2;
   }
-  asio::io_context io(1);
-  Proxy proxy(io, options, *backend);
-  if (auto st = proxy.open(); !st) {
-    std::cerr << "modelperfobs proxy: " << st.error().message << "\n";
-    return 1;
+  const int n = std::max(1, options.threads);
+  Shared shared(options);
+  std::vector<std::unique_ptr<asio::io_context>> loops;
+  std::vector<std::unique_ptr<Proxy>> proxies;
+  for (int i = 0; i < n; ++i) {
+    loops.push_back(std::make_unique<asio::io_context>(1));
+    shared.loops.push_back(loops.back().get());
+    proxies.push_back(std::make_unique<Proxy>(*loops.back(), options, *backend, shared, i));
+    if (auto st = proxies.back()->open(i == 0 ? 0 : proxies.front()->listen_port()); !st) {
+      std::cerr << "modelperfobs proxy: " << st.error().message << "\n";
+      return 1;
+    }
   }
+  Proxy& primary = *proxies.front();
+  asio::io_context& io = *loops.front();
   asio::signal_set stop(io, SIGINT, SIGTERM);
   stop.async_wait([&](const boost::system::error_code& ec, int) {
-    if (!ec) proxy.begin_shutdown();
+    if (ec) return;
+    for (std::size_t i = 1; i < proxies.size(); ++i) {
+      asio::post(*loops[i], [p = proxies[i].get()] { p->begin_shutdown(); });
+    }
+    primary.begin_shutdown();
   });
   asio::signal_set hup(io, SIGHUP);
   std::function<void(const boost::system::error_code&, int)> on_hup = [&](const boost::system::error_code& ec, int) {
     if (ec) return;
-    proxy.reopen_ledger();
+    primary.reopen_ledger();
     hup.async_wait(on_hup);
   };
   hup.async_wait(on_hup);
-  proxy.start();
-  std::cout << fmt::format("modelperfobs proxy: listening on {} -> {} ({}, admin {})", proxy.listen_address(),
-                           backend->origin + backend->base_path, proxy.outputs(), proxy.admin_address())
+  for (auto& p : proxies) p->start();
+  std::cout << fmt::format("modelperfobs proxy: listening on {} -> {} ({}, admin {}{})", primary.listen_address(),
+                           backend->origin + backend->base_path, primary.outputs(), primary.admin_address(),
+                           n > 1 ? fmt::format(", {} threads", n) : std::string())
             << std::endl;
+  std::vector<std::thread> threads;
+  for (int i = 1; i < n; ++i) threads.emplace_back([&loop = *loops[static_cast<std::size_t>(i)]] { loop.run(); });
   io.run();
+  for (auto& t : threads) t.join();
   return 0;
 }
 

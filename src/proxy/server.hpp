@@ -1,6 +1,6 @@
-// `modelperfobs proxy`: the observation proxy (edge: Asio/Beast, one thread). Forwards any method
-// and path to the backend, streams pass through event by event as they arrive, and every request
-// becomes one ledger line.
+// `modelperfobs proxy`: the observation proxy (edge: Asio/Beast, `threads` event loops). Forwards
+// any method and path to the backend, streams pass through event by event as they arrive, and
+// every request becomes one ledger line.
 #pragma once
 
 #include <cstdint>
@@ -44,7 +44,14 @@ struct ProxyOptions {
   otel::ExportFlags otlp;
   std::string genai_provider;
   std::size_t max_model_labels = 50;
+  // Event loops, each on its own thread with its own listener (SO_REUSEPORT: the kernel spreads
+  // connections) and upstream pool; one ledger writer, one set of metrics, one exporter.
+  int threads = 1;
 };
+
+// --threads' default: the machine's hardware threads, at most 8 (beyond that the ledger writer and
+// the shared metrics become the limit before the loops do; docs/PROXY.md "Threads").
+int default_proxy_threads();
 
 // Runs until SIGTERM/SIGINT (drains, flushes, exits 0). Prints the listening addresses on stdout.
 int run_proxy(const ProxyOptions& options);

@@ -117,7 +117,9 @@ TEST(ProxyUpstreamConnections, AResetAtTheWorstMomentIsRetriedAndCountedAsAReset
 
 TEST(ProxyUpstreamConnections, WithRetryStaleOffTheSameRaceIsA502) {
   KeepAliveBackend backend(KeepAliveBackend::Close::kFin);
-  Fronted f(backend.port(), {"--retry-stale", "off"});
+  // One event loop whatever MPO_PROXY_THREADS says: each loop pools its own upstream connections,
+  // and the second request (a new client connection) must reach the loop holding the doomed one.
+  Fronted f(backend.port(), {"--retry-stale", "off", "--threads", "1"});
   auto& proxy = f.proxy;
   const auto s = http_post(proxy.port, "/v1/chat/completions", kStreamed);
   EXPECT_EQ(s.status, 200);

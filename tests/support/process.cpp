@@ -57,6 +57,10 @@ Proxy::Proxy(const std::string& backend, const std::string& ledger, std::vector<
           [&] {
             std::vector<std::string> argv{binary_path(), "proxy",          "--backend",   backend,    "--listen",
                                           "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--ledger", ledger};
+            // Every proxy test runs at --threads 1 and, registered again by ctest, at 4
+            // (tests/CMakeLists.txt); a test's own --threads comes later and wins.
+            const char* threads = std::getenv("MPO_PROXY_THREADS");
+            argv.insert(argv.end(), {"--threads", threads ? threads : "1"});
             argv.insert(argv.end(), extra_args.begin(), extra_args.end());
             return argv;
           }(),

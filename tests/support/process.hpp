@@ -38,7 +38,7 @@ struct Simulator {
 };
 
 // Starts `modelperfobs proxy --backend BACKEND --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0
-// --ledger LEDGER EXTRA...` and reads both ports it printed.
+// --ledger LEDGER --threads $MPO_PROXY_THREADS (default 1) EXTRA...` and reads both ports it printed.
 // `stderr_path`: where its stderr goes (appended), instead of the test's own.
 struct Proxy {
   Proxy(const std::string& backend, const std::string& ledger, std::vector<std::string> extra_args = {},

@@ -1,0 +1,49 @@
+// What the proxy's event loops share (edge): one ledger writer (its queue is thread-safe), one set
+// of metrics and what the backend's answers showed (under one mutex), the OpenTelemetry side
+// (under another), the requests and connections in flight, and the loops themselves (the primary
+// stops them all once it has drained).
+#pragma once
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ledger/writer.hpp"
+#include "proxy/backend_notes.hpp"
+#include "proxy/proxy_metrics.hpp"
+#include "proxy/server.hpp"
+#include "proxy/telemetry.hpp"
+
+namespace mpo::proxy {
+
+struct Shared {
+  explicit Shared(const ProxyOptions& o) : ledger({o.ledger_path, o.fsync, 1.0, 65536}), notes(o.backend) {}
+  ledger::LedgerWriter ledger;
+  std::mutex metrics_mutex;  // metrics and notes
+  ProxyMetrics metrics;
+  BackendNotes notes;
+  std::mutex telemetry_mutex;
+  std::unique_ptr<Telemetry> telemetry;
+  std::atomic<std::int64_t> in_flight{0};
+  std::atomic<int> connections{0};
+  std::vector<boost::asio::io_context*> loops;
+
+  // The admin listener's /metrics: the proxy's own metrics and the GenAI metrics.
+  std::string render_metrics();
+
+  template <class F>
+  auto with_metrics(F&& f) {
+    std::lock_guard lock(metrics_mutex);
+    return f(metrics);
+  }
+  template <class F>
+  auto with_telemetry(F&& f) {
+    std::lock_guard lock(telemetry_mutex);
+    return f(*telemetry);
+  }
+};
+
+}  // namespace mpo::proxy
