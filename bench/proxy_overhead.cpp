@@ -3,7 +3,7 @@
 // (proxy_buffering off) as the reference proxy. Tokens are paced at 20 ms by the simulator profile,
 // so latency added by a proxy shows up directly.
 //
-//   proxy_overhead [--quick] [--latency-only] [--rounds N] [--apis] [--proxy-arg ARG]...
+//   proxy_overhead [--quick] [--latency-only] [--rounds N] [--apis] [--workers N] [--proxy-arg ARG]...
 //
 // Prints: added TTFT at concurrency 1 (p50/p99 of paired differences; a new client connection per
 // request, then one keep-alive connection per target), added inter-token gap, streamed chunks/s and
@@ -13,6 +13,8 @@
 // compares chat, the Responses API and Anthropic Messages through the proxy (added TTFT at
 // concurrency 1, chunks/s at 1,000 streams and the proxy's CPU per chunk, each against direct).
 // --proxy-arg passes ARG to the proxy (`--proxy-arg --timestamps --proxy-arg loop`: the loop's clock).
+// --workers N runs the proxy with --threads N and nginx with worker_processes N (default 1 each):
+// the comparison at equal workers.
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
@@ -79,6 +81,7 @@ struct Target {
 
 int main(int argc, char** argv) {
   bool quick = false, latency_only = false, apis_only = false;
+  int workers = 1;
   int rounds_flag = 0;
   std::vector<std::string> proxy_args;
   for (int i = 1; i < argc; ++i) {
@@ -90,11 +93,14 @@ int main(int argc, char** argv) {
       apis_only = true;
     } else if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
       rounds_flag = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--workers") == 0 && i + 1 < argc) {
+      workers = std::max(1, std::atoi(argv[++i]));
     } else if (std::strcmp(argv[i], "--proxy-arg") == 0 && i + 1 < argc) {
       proxy_args.emplace_back(argv[++i]);
     } else {
       fmt::print(stderr,
-                 "usage: proxy_overhead [--quick] [--latency-only] [--rounds N] [--apis] [--proxy-arg ARG]...\n");
+                 "usage: proxy_overhead [--quick] [--latency-only] [--rounds N] [--apis] [--workers N] "
+                 "[--proxy-arg ARG]...\n");
       return 2;
     }
   }
@@ -104,12 +110,13 @@ int main(int argc, char** argv) {
                    R"({"engine":{"max_num_seqs":20000,"num_gpu_blocks":200000,"max_num_batched_tokens":1000000,)"
                    R"("step_base_s":0.02,"step_per_prefill_token_s":0,"step_per_decode_seq_s":0}})");
   test::Simulator sim({"--profile", dir + "/profile.json", "--truth", dir + "/truth.jsonl"});
+  proxy_args.insert(proxy_args.begin(), {"--threads", std::to_string(workers)});
   test::Proxy proxy("http://127.0.0.1:" + std::to_string(sim.port), dir + "/ledger.jsonl", proxy_args);
 
   const std::uint16_t nginx_port = test::free_loopback_port();
   std::filesystem::create_directories(dir + "/tmp");
   test::write_file(dir + "/nginx.conf", fmt::format(R"(
-worker_processes 1;
+worker_processes {3};
 worker_rlimit_nofile 20000;
 error_log {0}/nginx-error.log;
 pid {0}/nginx.pid;
@@ -131,7 +138,7 @@ http {{
   }}
 }}
 )",
-                                                    dir, sim.port, nginx_port));
+                                                    dir, sim.port, nginx_port, workers));
   test::ChildProcess nginx({"/usr/sbin/nginx", "-p", dir, "-c", dir + "/nginx.conf", "-g", "daemon off;"});
   while (!test::is_listening(nginx_port)) usleep(10'000);  // a benchmark may wait; tests may not
 
@@ -146,7 +153,8 @@ http {{
                                        {"nginx", nginx_port, nginx.pid()}};
   fmt::print(
       "proxy_overhead: simulate paced at 20 ms/token; direct vs byte relay (the floor) vs modelperfobs proxy "
-      "vs nginx (proxy_buffering off)\n\n");
+      "(--threads {0}) vs nginx (proxy_buffering off, worker_processes {0})\n\n",
+      workers);
 
   if (apis_only) {
     // Each API through the proxy against the same API direct: what its parsing costs.
