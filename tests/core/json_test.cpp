@@ -22,6 +22,12 @@ TEST(JsonWriter, NonFiniteNumbersBecomeNull) {
 
 TEST(JsonWriter, EscapesControlCharactersAndRepairsInvalidUtf8) {
   EXPECT_EQ(json_quote("a\"b\\c\n\x01"), R"("a\"b\\c\n\u0001")");
+  // Runs of plain text between escapes and multi-byte characters, at both ends.
+  EXPECT_EQ(json_quote("plain text \"quoted\" caf\xc3\xa9 tab\there\\ end"), R"("plain text \"quoted\" caf)"
+                                                                             "\xc3\xa9"
+                                                                             R"( tab\there\\ end")");
+  EXPECT_EQ(json_quote(""), R"("")");
+  EXPECT_EQ(json_quote("\x7f~ "), "\"\x7f~ \"");
   EXPECT_EQ(json_quote("caf\xc3\xa9"), "\"caf\xc3\xa9\"");
   EXPECT_EQ(json_quote("bad\xff"), R"("bad\ufffd")");
   EXPECT_EQ(json_quote("\xe2\x82"), R"("\ufffd\ufffd")");  // truncated sequence

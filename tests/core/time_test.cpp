@@ -10,6 +10,8 @@ TEST(Rfc3339, FormatsMicrosecondsInUtc) {
   EXPECT_EQ(format_rfc3339_us(1'767'225'600'123'456), "2026-01-01T00:00:00.123456Z");
   EXPECT_EQ(format_rfc3339_us(951'782'400'000'001), "2000-02-29T00:00:00.000001Z");
   EXPECT_EQ(format_rfc3339_us(-1), "1969-12-31T23:59:59.999999Z");
+  EXPECT_EQ(format_rfc3339_us(253'402'300'799'999'999), "9999-12-31T23:59:59.999999Z");
+  EXPECT_EQ(format_rfc3339_us(253'402'300'800'000'000), "10000-01-01T00:00:00.000000Z");  // past 4 digits
 }
 
 TEST(Rfc3339, ParsesZuluOffsetsAndFractions) {
