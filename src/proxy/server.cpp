@@ -888,9 +888,10 @@ int run_proxy(const ProxyOptions& options) {
   };
   hup.async_wait(on_hup);
   for (auto& p : proxies) p->start();
-  std::cout << fmt::format("modelperfobs proxy: listening on {} -> {} ({}, admin {}{})", primary.listen_address(),
-                           backend->origin + backend->base_path, primary.outputs(), primary.admin_address(),
-                           n > 1 ? fmt::format(", {} threads", n) : std::string())
+  // The admin address stays last before ")": scripts and tests read it there.
+  std::cout << fmt::format("modelperfobs proxy: listening on {} -> {} ({}{}, admin {})", primary.listen_address(),
+                           backend->origin + backend->base_path, primary.outputs(),
+                           n > 1 ? fmt::format(", {} threads", n) : std::string(), primary.admin_address())
             << std::endl;
   std::vector<std::thread> threads;
   for (int i = 1; i < n; ++i) threads.emplace_back([&loop = *loops[static_cast<std::size_t>(i)]] { loop.run(); });

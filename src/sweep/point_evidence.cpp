@@ -126,19 +126,11 @@ std::optional<double> PointEvidence::server_number(std::string_view key) const {
   return v && v->is_number() ? std::optional<double>(v->to_number<double>()) : std::nullopt;
 }
 
-boost::json::object evidence_json(const PointEvidence& e) {
-  boost::json::object o;
-  write_fields_into(o, e);
-  for (const auto& [k, v] : e.unknown) o[k] = v;
-  return o;
-}
+boost::json::object evidence_json(const PointEvidence& e) { return write_with_unknown(e); }
 
 Result<PointEvidence> parse_point_evidence(const boost::json::object& o) {
   PointEvidence e;
-  JsonReader r(o, "evidence");
-  read_fields(r, e);
-  if (!r.ok()) return make_error("sweep.evidence", r.error());
-  e.unknown = unknown_members(o, &e);
+  if (auto error = read_with_unknown(o, "evidence", e)) return make_error("sweep.evidence", *error);
   return e;
 }
 

@@ -68,13 +68,6 @@ boost::json::object engine_identity_json(const EngineIdentity& id) {
 
 namespace {
 
-boost::json::object load_json(const SweepLoad& l) {
-  boost::json::object o;
-  write_fields_into(o, l);
-  for (const auto& [k, v] : l.unknown) o[k] = v;
-  return o;
-}
-
 boost::json::value coordinate_json(LoadMode m, double v) {
   if (m == LoadMode::kConcurrency && v == std::floor(v) && std::fabs(v) < 9e15) {
     return static_cast<std::int64_t>(v);
@@ -276,7 +269,7 @@ boost::json::value receipt_json(const SweepReceipt& r) {
   tool["version"] = r.tool_version;
   if (r.rules_generation > 1) tool["rules_generation"] = r.rules_generation;
   o["tool"] = std::move(tool);
-  o["load"] = r.load ? load_json(*r.load) : boost::json::object();
+  o["load"] = r.load ? write_with_unknown(*r.load) : boost::json::object();
   boost::json::object validity;
   validity["valid"] = r.valid;
   boost::json::array reasons, warnings;
@@ -415,10 +408,7 @@ Result<SweepReceipt> parse_sweep_receipt(std::string_view text) {
         if (tp.reason_code.rfind("throughput_identity_", 0) == 0) r.rules_generation = 2;
   }
   if (const auto* load = json_object(o, "load")) {
-    JsonReader reader(*load, "load");
-    read_fields(reader, r.load.emplace());
-    if (!reader.ok()) return make_error("sweep.json", reader.error());
-    r.load->unknown = unknown_members(*load, &*r.load);
+    if (auto error = read_with_unknown(*load, "load", r.load.emplace())) return make_error("sweep.json", *error);
   }
   if (const auto* v = json_object(o, "validity")) {
     r.valid = json_bool(*v, "valid").value_or(false);

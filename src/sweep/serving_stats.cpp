@@ -54,19 +54,11 @@ ScalarMetric ScalarMetric::missing(std::string reason) {
   return s;
 }
 
-boost::json::object stats_json(const ServingStats& s) {
-  boost::json::object o;
-  write_fields_into(o, s);
-  for (const auto& [k, v] : s.unknown) o[k] = v;
-  return o;
-}
+boost::json::object stats_json(const ServingStats& s) { return write_with_unknown(s); }
 
 Result<ServingStats> parse_serving_stats(const boost::json::object& o) {
   ServingStats s;
-  JsonReader r(o, "stats");
-  read_fields(r, s);
-  if (!r.ok()) return make_error("sweep.stats", r.error());
-  s.unknown = unknown_members(o, &s);
+  if (auto error = read_with_unknown(o, "stats", s)) return make_error("sweep.stats", *error);
   return s;
 }
 

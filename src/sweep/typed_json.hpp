@@ -269,4 +269,22 @@ boost::json::object unknown_members(const boost::json::object& o, const S* s) {
   return out;
 }
 
+// A struct with an `unknown` member (the members of a read document it does not name): written
+// with those last, and read keeping them. `where` names the struct in errors ("stats").
+template <HasJsonFields S>
+boost::json::object write_with_unknown(const S& s) {
+  boost::json::object o;
+  write_fields_into(o, s);
+  for (const auto& member : s.unknown) o[member.key()] = member.value();
+  return o;
+}
+template <HasJsonFields S>
+std::optional<std::string> read_with_unknown(const boost::json::object& o, std::string where, S& s) {
+  JsonReader r(o, std::move(where));
+  read_fields(r, s);
+  if (!r.ok()) return r.error();
+  s.unknown = unknown_members(o, &s);
+  return std::nullopt;
+}
+
 }  // namespace mpo::sweep
