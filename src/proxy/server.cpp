@@ -149,13 +149,13 @@ class Proxy {
     return out;
   }
 
-  // On its own loop: no new connections; the primary then drains and stops every loop.
+  // On its own loop: no new connections, then drain (see drain()).
   void begin_shutdown() {
     if (stopping_) return;
     stopping_ = true;
     boost::system::error_code ec;
     acceptor_.close(ec);
-    if (index_ == 0) asio::co_spawn(io_, drain(), asio::detached);
+    asio::co_spawn(io_, drain(), asio::detached);
   }
 
   void reopen_ledger() {
@@ -203,17 +203,27 @@ class Proxy {
     }
   }
 
+  // Each loop drains its own requests and stops itself: the check and the stop run on the loop's
+  // own thread, so no request of it can begin in between. The primary then waits for the others
+  // (to the same deadline) before it closes the ledger, so no line comes after it.
   awaitable<void> drain() {
     asio::steady_timer t(io_);
     const auto deadline = std::chrono::steady_clock::now() + seconds(opts_.drain_timeout_s);
-    while (shared_.in_flight > 0 && std::chrono::steady_clock::now() < deadline) {
-      t.expires_after(std::chrono::milliseconds(10));
-      co_await t.async_wait(kNoThrow);
+    auto wait_while = [&](auto busy) -> awaitable<void> {
+      while (busy() && std::chrono::steady_clock::now() < deadline) {
+        t.expires_after(std::chrono::milliseconds(10));
+        co_await t.async_wait(kNoThrow);
+      }
+    };
+    co_await wait_while([&] { return in_flight_here_ > 0; });
+    if (index_ != 0) {
+      --shared_.loops_running;
+      io_.stop();
+      co_return;
     }
-    // Every loop's requests have finished (or the drain timed out): the loops stop before the
-    // ledger closes, so no line comes after it.
+    co_await wait_while([&] { return shared_.loops_running > 1; });
     for (auto* loop : shared_.loops) {
-      if (loop != &io_) loop->stop();
+      if (loop != &io_) loop->stop();  // those past the deadline
     }
     shared_.ledger.close();
     report_ledger_losses();
@@ -380,6 +390,7 @@ class Proxy {
     o.usage_requested = info.usage_requested;
     o.request_bytes = req.body().size();
     o.in_flight_at_start = shared_.in_flight++;
+    ++in_flight_here_;
     o.upstream_retries = 0;
     return x;
   }
@@ -414,6 +425,7 @@ class Proxy {
     if (note) std::cerr << *note << "\n";
     shared_.ledger.submit(ledger::render_observation(o));
     --shared_.in_flight;
+    --in_flight_here_;
     // Last: the line moves to the exporter (x.obs is not read after finish()).
     shared_.with_telemetry([&](Telemetry& t) { t.finish(std::move(o), x.trace, std::move(x.trace_state)); });
   }
@@ -839,6 +851,7 @@ class Proxy {
   std::unique_ptr<net::Client> client_;
   std::unique_ptr<UpstreamPool> pool_;
   Uuid7Generator ids_;
+  std::int64_t in_flight_here_ = 0;  // this loop's requests (shared_.in_flight counts every loop's)
   bool stopping_ = false;
   bool nodelay_inherited_ = false;
   bool rx_timestamps_ = false;  // the listener's sockets carry kernel receive timestamps
@@ -864,6 +877,7 @@ int run_proxy(const ProxyOptions& options) {
   for (int i = 0; i < n; ++i) {
     loops.push_back(std::make_unique<asio::io_context>(1));
     shared.loops.push_back(loops.back().get());
+    ++shared.loops_running;
     proxies.push_back(std::make_unique<Proxy>(*loops.back(), options, *backend, shared, i));
     if (auto st = proxies.back()->open(i == 0 ? 0 : proxies.front()->listen_port()); !st) {
       std::cerr << "modelperfobs proxy: " << st.error().message << "\n";

@@ -29,6 +29,7 @@ struct Shared {
   std::unique_ptr<Telemetry> telemetry;
   std::atomic<std::int64_t> in_flight{0};
   std::atomic<int> connections{0};
+  std::atomic<int> loops_running{0};  // loops that have not finished their drain
   std::vector<boost::asio::io_context*> loops;
 
   // The admin listener's /metrics: the proxy's own metrics and the GenAI metrics.
