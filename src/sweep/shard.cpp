@@ -173,8 +173,6 @@ Result<SweepReceipt> merge_shards(const std::vector<ShardInput>& inputs, const M
                           return a.receipt.generated_at < b.receipt.generated_at;
                         })->receipt.generated_at;
   merged.artifact = options.output_name;
-  merged.warnings.clear();
-  merged.validity_reasons.clear();
 
   for (std::size_t p = 0; p < merged.points.size(); ++p) {
     Point& point = merged.points[p];

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 namespace mpo::sweep {
@@ -70,41 +71,13 @@ class JsonReader {
         fail(key, "a number");
     }
   }
-  void read(std::string_view key, double& out) {
-    std::optional<double> v;
-    read(key, v);
-    if (v) out = *v;
-  }
-  void read(std::string_view key, std::optional<std::int64_t>& out) {
-    if (const auto* v = find(key)) {
-      if (v->is_int64())
-        out = v->get_int64();
-      else if (v->is_uint64() && v->get_uint64() <= static_cast<std::uint64_t>(INT64_MAX))
-        out = static_cast<std::int64_t>(v->get_uint64());
-      else
-        fail(key, "an integer");
-    }
-  }
-  void read(std::string_view key, std::int64_t& out) {
-    std::optional<std::int64_t> v;
-    read(key, v);
-    if (v) out = *v;
-  }
-  void read(std::string_view key, std::optional<std::uint64_t>& out) {
-    if (find(key)) read(key, out.emplace());
-  }
-  void read(std::string_view key, std::uint64_t& out) {
-    if (const auto* v = find(key)) {
-      if (v->is_uint64())
-        out = v->get_uint64();
-      else if (v->is_int64() && v->get_int64() >= 0)
-        out = static_cast<std::uint64_t>(v->get_int64());
-      else
-        fail(key, "an unsigned integer");
-    }
-  }
-  void read(std::string_view key, bool& out) {
-    std::optional<bool> v;
+  void read(std::string_view key, std::optional<std::int64_t>& out) { read_integer(key, out, "an integer"); }
+  void read(std::string_view key, std::optional<std::uint64_t>& out) { read_integer(key, out, "an unsigned integer"); }
+  // A plain (not optional) number or flag: set only when present.
+  template <class T>
+  requires std::is_arithmetic_v<T>
+  void read(std::string_view key, T& out) {
+    std::optional<T> v;
     read(key, v);
     if (v) out = *v;
   }
@@ -129,6 +102,21 @@ class JsonReader {
   }
 
  private:
+  // An integer member in range of I (a JSON integer only: 2.0 or 1.5 is not one).
+  template <class I>
+  void read_integer(std::string_view key, std::optional<I>& out, std::string_view what) {
+    if (const auto* v = find(key)) {
+      if (v->is_int64() || v->is_uint64()) {
+        boost::system::error_code ec;
+        const I n = v->to_number<I>(ec);
+        if (!ec) {
+          out = n;
+          return;
+        }
+      }
+      fail(key, what);
+    }
+  }
   const boost::json::value* find(std::string_view key) const {
     const auto* v = o_.if_contains(key);
     return v == nullptr || v->is_null() ? nullptr : v;
