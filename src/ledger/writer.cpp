@@ -75,26 +75,51 @@ bool LedgerWriter::submit(std::string line) {
   return true;
 }
 
-bool LedgerWriter::write_line(const std::string& line) {
+std::size_t LedgerWriter::append(std::string_view data) {
   std::size_t off = 0;
-  while (off < line.size()) {
-    const ssize_t n = ::write(fd_, line.data() + off, line.size() - off);
+  while (off < data.size()) {
+    const ssize_t n = ::write(fd_, data.data() + off, data.size() - off);
     if (n < 0) {
       if (errno == EINTR) continue;
       last_errno_.store(errno);
-      // A line is in the ledger whole or not at all: cut the part that got in (a full disk
-      // takes part of a write), so that the retry, or whatever comes next, starts a line.
-      if (off > 0) {
-        struct stat st {};
-        if (::fstat(fd_, &st) == 0 && st.st_size >= static_cast<off_t>(off)) {
-          (void)::ftruncate(fd_, st.st_size - static_cast<off_t>(off));
-        }
-      }
-      return false;
+      break;
     }
     off += static_cast<std::size_t>(n);
   }
-  return true;
+  return off;
+}
+
+void LedgerWriter::cut_back(std::size_t bytes) {
+  if (bytes == 0) return;
+  struct stat st {};
+  if (::fstat(fd_, &st) == 0 && st.st_size >= static_cast<off_t>(bytes)) {
+    (void)::ftruncate(fd_, st.st_size - static_cast<off_t>(bytes));
+  }
+}
+
+bool LedgerWriter::write_line(const std::string& line) {
+  const std::size_t got = append(line);
+  if (got == line.size()) return true;
+  // A line is in the ledger whole or not at all: cut the part that got in (a full disk takes part
+  // of a write), so that the retry, or whatever comes next, starts a line.
+  cut_back(got);
+  return false;
+}
+
+LedgerWriter::Written LedgerWriter::write_lines(const std::deque<std::string>& lines, std::size_t first,
+                                                std::string& buf) {
+  // As many whole lines as fit in one buffer: one write(2) for a batch instead of one per line.
+  constexpr std::size_t kMaxWrite = 1 << 20;
+  buf.clear();
+  std::size_t end = first;
+  while (end < lines.size() && (buf.empty() || buf.size() + lines[end].size() <= kMaxWrite)) buf += lines[end++];
+  const std::size_t got = append(buf);
+  if (got == buf.size()) return {end - first, false};
+  // Failed part way: keep the lines that got in whole, cut the part of the next one.
+  std::size_t whole = 0, at = 0;
+  for (std::size_t i = first; i < end && at + lines[i].size() <= got; ++i, ++whole) at += lines[i].size();
+  cut_back(got - at);
+  return {whole, true};
 }
 
 void LedgerWriter::run() {
@@ -103,6 +128,7 @@ void LedgerWriter::run() {
   bool dirty = false;
   bool napping = false;
   const auto interval = std::chrono::duration<double>(opts_.fsync_interval_s);
+  std::string buffer;  // a batch's lines, written at once
   for (;;) {
     std::deque<std::string> batch;
     {
@@ -127,23 +153,33 @@ void LedgerWriter::run() {
       const std::string gap = render_gap(SystemClock::instance().wall_us(), dropped - gap_reported_);
       if (write_line(gap)) gap_reported_ = dropped;  // else: reported with the next batch
     }
-    for (auto& line : batch) {
-      // Retry a failing write (disk full, I/O error) until it succeeds or we are told to stop.
-      bool ok = write_line(line);
-      while (!ok) {
-        write_errors_.fetch_add(1);
-        std::unique_lock lock(mu_);
-        if (cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; })) break;
+    for (std::size_t next = 0; next < batch.size();) {
+      const auto w = write_lines(batch, next, buffer);
+      next += w.lines;
+      if (w.lines > 0) {
+        written_.fetch_add(w.lines);
+        dirty = true;
+        if (opts_.fsync == FsyncPolicy::kAlways) ::fdatasync(fd_);
+      }
+      if (!w.failed) continue;
+      // A failing write (disk full, I/O error) is retried until it succeeds or we are told to stop.
+      write_errors_.fetch_add(1);
+      std::unique_lock lock(mu_);
+      if (cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; })) {
         lock.unlock();
-        ok = write_line(line);
+        // Stopping while the disk refuses: every line left gets one more try; one that fails cannot
+        // be kept.
+        while (next < batch.size()) {
+          const auto last = write_lines(batch, next, buffer);
+          next += last.lines;
+          written_.fetch_add(last.lines);
+          if (last.failed && next < batch.size()) {
+            lost_.fetch_add(1);
+            ++next;
+          }
+        }
+        break;
       }
-      if (!ok) {
-        lost_.fetch_add(1);  // stopping while the disk still refuses: this line cannot be kept
-        continue;
-      }
-      written_.fetch_add(1);
-      dirty = true;
-      if (opts_.fsync == FsyncPolicy::kAlways) ::fdatasync(fd_);
     }
     if (dirty && opts_.fsync == FsyncPolicy::kInterval && Clock::now() - last_sync >= interval) {
       ::fdatasync(fd_);

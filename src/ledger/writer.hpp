@@ -1,5 +1,6 @@
 // Appends ledger lines off the request path: a writer thread fed by a bounded queue, taking lines
-// that come close together in batches; O_APPEND and one write(2) per line; fsync by policy;
+// that come close together in batches; O_APPEND and one write(2) per batch (whole lines: a write
+// the disk took part of is cut back to the last whole line); fsync by policy;
 // reopened on request (SIGHUP, for logrotate). A stalled disk never blocks the caller: a full
 // queue drops the new line and counts it, and a `modelperfobs.ledger-gap.v1` line with the count
 // is written once writing resumes. A line that was accepted is never dropped: a failing write is
@@ -60,7 +61,17 @@ class LedgerWriter {
 
  private:
   void run();
+  // write(2)s `data` until done or a failure; returns the bytes that got in.
+  std::size_t append(std::string_view data);
+  // Truncates the file by `bytes` (the part of a line a failed write left).
+  void cut_back(std::size_t bytes);
   bool write_line(const std::string& line);
+  // Writes lines from `first` on in one write(2) (up to 1 MiB of them); returns how many got in whole.
+  struct Written {
+    std::size_t lines = 0;
+    bool failed = false;  // a write failed: the lines after these did not get in
+  };
+  Written write_lines(const std::deque<std::string>& lines, std::size_t first, std::string& buf);
   Status open_fd();
 
   Options opts_;

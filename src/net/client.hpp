@@ -82,6 +82,9 @@ class Connection {
   Tls* tls_stream() { return std::get_if<Tls>(&stream_); }
   beast::flat_buffer& buffer() { return buffer_; }
   void expires_at(Clock::time_point t) { tcp().expires_at(t); }
+  // No per-operation deadline: each read and write then arms no timer (a caller that watches many
+  // requests' deadlines itself, as the load generator does, closes the connection instead).
+  void expires_never() { tcp().expires_never(); }
   void close();
 
   template <class Message>

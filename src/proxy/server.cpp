@@ -263,6 +263,7 @@ class Proxy {
         nodelay_inherited_ = !ec && nd.value();
         if (!nodelay_inherited_) socket.set_option(tcp::no_delay(true), ec);
       }
+      if (!admin) shared_.accepted_by_loop[static_cast<std::size_t>(index_)].fetch_add(1, std::memory_order_relaxed);
       if (admin) {
         asio::co_spawn(io_, admin_session(beast::tcp_stream(std::move(socket))), asio::detached);
       } else {
@@ -877,6 +878,7 @@ int run_proxy(const ProxyOptions& options) {
   for (int i = 0; i < n; ++i) {
     loops.push_back(std::make_unique<asio::io_context>(1));
     shared.loops.push_back(loops.back().get());
+    shared.accepted_by_loop.emplace_back(0);
     ++shared.loops_running;
     proxies.push_back(std::make_unique<Proxy>(*loops.back(), options, *backend, shared, i));
     if (auto st = proxies.back()->open(i == 0 ? 0 : proxies.front()->listen_port()); !st) {

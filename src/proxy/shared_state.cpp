@@ -12,6 +12,13 @@ std::string Shared::render_metrics() {
   });
   promtext::TextWriter w(promtext::Format::kText004, promtext::NumberStyle::kPython);
   with_telemetry([&](Telemetry& t) { t.render_prometheus(w); });
+  w.family("modelperfobs_connections_accepted_total", promtext::MetricType::kCounter,
+           "Client connections each event loop accepted (proxy --threads)");
+  for (std::size_t i = 0; i < accepted_by_loop.size(); ++i) {
+    const std::string loop = std::to_string(i);
+    w.sample("modelperfobs_connections_accepted_total", {{"loop", loop}},
+             static_cast<double>(accepted_by_loop[i].load()));
+  }
   return body + std::move(w).take();
 }
 

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <boost/asio/io_context.hpp>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -31,6 +32,9 @@ struct Shared {
   std::atomic<int> connections{0};
   std::atomic<int> loops_running{0};  // loops that have not finished their drain
   std::vector<boost::asio::io_context*> loops;
+  // Client connections each loop accepted (the kernel spreads them over the SO_REUSEPORT
+  // listeners): /metrics shows whether the loops share the work. A deque: atomics do not move.
+  std::deque<std::atomic<std::uint64_t>> accepted_by_loop;
 
   // The admin listener's /metrics: the proxy's own metrics and the GenAI metrics.
   std::string render_metrics();

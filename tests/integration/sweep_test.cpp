@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "support/canned_backend.hpp"
 #include "support/http_client.hpp"
 #include "support/process.hpp"
 
@@ -454,6 +455,39 @@ TEST(Sweep, ParityRunsOnePointPerTrackAndTheGateWantsAllThree) {
   EXPECT_TRUE(tax.at("metrics").as_object().at("ttft_ms").as_object().contains("ours_div_raw"));
   EXPECT_EQ(read_lines(dir + "/parity.ledger.jsonl").size(), 2u * (8 + 4));  // measured + warm-up, both tracks
   EXPECT_EQ(run_cli({"sweep", "gate", "--claim", "parity with vLLM", "--artifact", dir + "/parity.json"}).exit_code, 1);
+}
+
+// The load generator watches its requests' deadlines itself (one watcher per point, no timer per
+// read and write): requests the server keeps waiting past --timeout are timeouts at the timeout,
+// not hangs. The simulator's faults scenario, every request deferred 3 s in its queue.
+TEST(Sweep, ARequestPastItsTimeoutIsATimeoutAtTheTimeout) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json",
+             R"({"scenarios":{"faults":{"error_share":0,"truncate_share":0,"stall_share":1,"stall_s":3}}})");
+  Simulator sim({"--profile", dir + "/p.json"});
+  ASSERT_EQ(http_post(sim.port, "/scenario?name=faults", "").status, 200);
+  const auto cli = run_cli(
+      {"sweep", "--url", fmt::format("http://127.0.0.1:{}/v1", sim.port), "--model", "sim-model", "--concurrencies",
+       "2", "--requests", "2", "--warmup", "0", "--timeout", "1s", "--quiet", "--output", dir + "/sweep.json"},
+      60000);
+  ASSERT_TRUE(cli.exit_code == 0 || cli.exit_code == 1) << cli.out;
+  const auto lines = read_lines(dir + "/sweep.ledger.jsonl");
+  ASSERT_EQ(lines.size(), 2u);
+  for (const auto& text : lines) {
+    const auto o = json::parse(text).as_object();
+    EXPECT_EQ(o.at("outcome"), "upstream_timeout") << text;
+    const double e2e = o.at("e2e_ms").to_number<double>();
+    // At the deadline, give or take the watcher's period (50 ms) and a busy machine; the server
+    // would have answered after 3 s.
+    EXPECT_GE(e2e, 990) << text;
+    EXPECT_LT(e2e, 2500) << text;
+    EXPECT_NE(std::string(o.at("error_message").as_string()).find("no complete response within the timeout (1 s)"),
+              std::string::npos)
+        << text;
+  }
+  const auto receipt = json::parse(read_file(dir + "/sweep.json")).as_object();
+  const auto& stats = track_point(receipt, 2).at("stats").as_object();
+  EXPECT_EQ(stats.at("failed").to_number<double>(), 2);
 }
 
 }  // namespace
