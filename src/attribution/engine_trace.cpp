@@ -9,6 +9,7 @@
 #include "core/stats.hpp"
 #include "core/text.hpp"
 #include "core/time.hpp"
+#include "present/page.hpp"
 
 namespace mpo::attribution {
 namespace {
@@ -201,23 +202,21 @@ std::string render_trace_join_md(const TraceJoin& j) {
 }
 
 std::string render_trace_join_html(const TraceJoin& j) {
-  std::string out = "<section class=\"engine-trace\"><h2>Engine spans joined to requests</h2><p>";
-  out += html_escape(joined_sentence(j)) + " Graded request-correlated, source engine-trace.</p>";
-  if (j.ttft_p95) out += "<p class=\"verdict\">" + html_escape(composition_sentence(*j.ttft_p95)) + "</p>";
+  // The body of the report page's "Engine traces" section (present::Page gives it its heading).
+  std::string out = present::paragraph(joined_sentence(j) + " Graded request-correlated, source engine-trace.");
+  if (j.ttft_p95) out += present::paragraph(composition_sentence(*j.ttft_p95), "verdict-line");
   if (j.outside_negative > 0) {
-    out += fmt::format(
-        "<p>{} request(s) show a client time below the server's: look at them before trusting the split.</p>",
-        j.outside_negative);
+    out += present::paragraph(
+        fmt::format("{} request(s) show a client time below the server's: look at them before trusting the split.",
+                    j.outside_negative));
   }
   if (!j.requests.empty()) {
-    out += "<table><tr><th>part</th><th>requests</th><th>p50 ms</th><th>p95 ms</th></tr>";
-    for (const auto& p : j.parts) {
-      out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", html_escape(part_labels().at(p.part)),
-                         p.n, opt_ms(p.p50_ms), opt_ms(p.p95_ms));
-    }
-    out += "</table>";
+    present::Table t({"TTFT part, from the engine's spans", "requests", "p50 ms", "p95 ms"});
+    for (const auto& p : j.parts)
+      t.row({part_labels().at(p.part), std::to_string(p.n), opt_ms(p.p50_ms), opt_ms(p.p95_ms)});
+    out += t.html("engine-parts");
   }
-  return out + "</section>";
+  return out;
 }
 
 std::string render_trace_join_result_json(const TraceJoin& j) {

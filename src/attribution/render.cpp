@@ -7,6 +7,8 @@
 
 #include "core/go_json.hpp"
 #include "core/time.hpp"
+#include "present/chart.hpp"
+#include "present/page.hpp"
 
 namespace mpo::attribution {
 namespace {
@@ -207,12 +209,14 @@ std::string attribution_json(const AttributionRun& run, const RunInputs& in) {
   return go_marshal_indent(o);
 }
 
-std::string attribution_markdown(const AttributionRun& run, const RunInputs& in) {
-  std::string out = "# Attribution of server counters to requests\n\n";
-  out += fmt::format("{} requests, {} snapshots, window `{}`{}.\n\n", run.requests.size(), run.snapshots.size(),
-                     in.window, in.probe.empty() ? "" : ", probe of " + in.probe);
-  if (run.windows.empty()) return out + "No window: fewer than two snapshots cover the requests.\n";
-  out += "| from | to | grade | observed | background | causes | reason |\n|---|---|---|---|---|---|---|\n";
+namespace {
+
+// The windows' table and the per-request causes, cell by cell: markdown and the page show the same.
+const std::vector<std::string> kWindowHeaders = {"from", "to", "grade", "observed", "background", "causes", "reason"};
+const std::vector<std::string> kCauseHeaders = {"request", "grade", "causes", "magnitudes", "source"};
+
+std::vector<std::vector<std::string>> window_rows(const AttributionRun& run) {
+  std::vector<std::vector<std::string>> rows;
   for (const auto& w : run.windows) {
     const auto& d = w.result.delta;
     std::string causes;
@@ -226,13 +230,16 @@ std::string attribution_markdown(const AttributionRun& run, const RunInputs& in)
       }
       return t == 0 ? std::string("-") : format_rfc3339_us(t).substr(11);
     };
-    out +=
-        fmt::format("| {} | {} | **{}** | {} | {} | {} | {} |\n", at(d.scrape_started_at_us, w.window.before),
-                    at(d.scrape_ended_at_us, w.window.after), d.grade, d.overlapping_observed_requests,
+    rows.push_back({at(d.scrape_started_at_us, w.window.before), at(d.scrape_ended_at_us, w.window.after), d.grade,
+                    std::to_string(d.overlapping_observed_requests),
                     d.background_unobserved_requests ? fmt::format("{}", *d.background_unobserved_requests) : "unknown",
-                    causes.empty() ? "-" : causes, d.reason);
+                    causes.empty() ? "-" : causes, d.reason});
   }
-  std::string per;
+  return rows;
+}
+
+std::vector<std::vector<std::string>> cause_rows(const AttributionRun& run) {
+  std::vector<std::vector<std::string>> rows;
   for (const auto& w : run.windows) {
     for (const auto& q : w.result.requests) {
       if (q.causes.empty()) continue;
@@ -240,15 +247,74 @@ std::string attribution_markdown(const AttributionRun& run, const RunInputs& in)
       for (const auto& c : q.causes) causes += (causes.empty() ? "" : ", ") + c;
       std::string mags;
       for (const auto& [k, v] : q.magnitudes) mags += fmt::format("{}{} {}", mags.empty() ? "" : ", ", k, v);
-      per += fmt::format("- `{}`: **{}**: {} ({}){}\n", q.request_id, q.grade, causes, mags,
-                         q.correlation_source.empty() ? "" : "; source " + q.correlation_source);
+      rows.push_back({q.request_id, q.grade, causes, mags, q.correlation_source});
     }
   }
+  return rows;
+}
+
+constexpr const char* kCohortNote =
+    "Shared counter deltas reach one request only in an isolated window or through evidence the server tied to it; "
+    "everything else stays with the cohort (docs/ATTRIBUTION.md).";
+
+}  // namespace
+
+std::string attribution_markdown(const AttributionRun& run, const RunInputs& in) {
+  std::string out = "# Attribution of server counters to requests\n\n";
+  out += fmt::format("{} requests, {} snapshots, window `{}`{}.\n\n", run.requests.size(), run.snapshots.size(),
+                     in.window, in.probe.empty() ? "" : ", probe of " + in.probe);
+  if (run.windows.empty()) return out + "No window: fewer than two snapshots cover the requests.\n";
+  out += "| from | to | grade | observed | background | causes | reason |\n|---|---|---|---|---|---|---|\n";
+  for (const auto& r : window_rows(run)) {
+    out += fmt::format("| {} | {} | **{}** | {} | {} | {} | {} |\n", r[0], r[1], r[2], r[3], r[4], r[5], r[6]);
+  }
+  std::string per;
+  for (const auto& r : cause_rows(run)) {
+    per += fmt::format("- `{}`: **{}**: {} ({}){}\n", r[0], r[1], r[2], r[3], r[4].empty() ? "" : "; source " + r[4]);
+  }
   if (!per.empty()) out += "\n## Causes that reach a request\n\n" + per;
-  out +=
-      "\nShared counter deltas reach one request only in an isolated window or through evidence the server tied "
-      "to it; everything else stays with the cohort (docs/ATTRIBUTION.md).\n";
+  out += fmt::format("\n{}\n", kCohortNote);
   return out;
+}
+
+std::string attribution_html(const AttributionRun& run, const RunInputs& in) {
+  present::Header h;
+  h.title = "Attribution of server counters to requests";
+  h.measured = fmt::format(
+      "{} requests and {} engine snapshots: which of the engine's counter changes (preemptions, "
+      "queueing, cache hits, ...) can be tied to which requests, and how surely.",
+      run.requests.size(), run.snapshots.size());
+  h.facts = {{"ledger", in.ledger}, {"snapshots", in.scrapes}, {"window", in.window}};
+  if (!in.probe.empty()) h.facts.emplace_back("probe", in.probe);
+  if (in.created_at_us > 0) h.facts.emplace_back("made", format_rfc3339_us(in.created_at_us));
+  if (!in.tool_version.empty()) h.facts.emplace_back("made by", "modelperfobs " + in.tool_version);
+  present::Page page(std::move(h));
+  if (run.windows.empty()) {
+    page.section("Windows", present::paragraph("No window: fewer than two snapshots cover the requests."));
+    return page.html();
+  }
+  present::Table windows(kWindowHeaders);
+  std::map<std::string, std::vector<present::Point>> by_grade;
+  const std::int64_t t0 = run.windows.front().result.delta.scrape_started_at_us;
+  for (std::size_t i = 0; i < run.windows.size(); ++i) {
+    const auto& d = run.windows[i].result.delta;
+    const double x = d.scrape_started_at_us != 0 && t0 != 0 ? static_cast<double>(d.scrape_started_at_us - t0) / 1e6
+                                                            : static_cast<double>(i);
+    by_grade[d.grade].push_back({x, static_cast<double>(d.overlapping_observed_requests)});
+  }
+  for (auto& r : window_rows(run)) windows.row(std::move(r));
+  present::Chart chart("Requests observed in each window, by grade",
+                       present::Axis{t0 != 0 ? "window start (s after the first)" : "window"},
+                       present::Axis{"observed requests"});
+  for (auto& [grade, pts] : by_grade) chart.add({grade, std::move(pts), present::Mark::kDots, ""});
+  chart.note("An isolated window holds one observed request and no background: its counters are that request's.");
+  page.section("Windows", windows.html("windows") + chart.svg() + present::paragraph(kCohortNote, "note"));
+  if (const auto causes = cause_rows(run); !causes.empty()) {
+    present::Table t(kCauseHeaders);
+    for (auto r : causes) t.row(std::move(r));
+    page.section("Causes that reach a request", t.html("causes"));
+  }
+  return page.html();
 }
 
 }  // namespace mpo::attribution

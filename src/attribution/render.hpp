@@ -26,5 +26,8 @@ struct RunInputs {
 std::string attribution_json(const AttributionRun& run, const RunInputs& inputs);  // pretty, one newline
 std::string fak_json_lines(const AttributionRun& run);                             // one line per window
 std::string attribution_markdown(const AttributionRun& run, const RunInputs& inputs);
+// One self-contained page (src/present): the windows with their grades, a chart of them, the
+// causes that reach a request.
+std::string attribution_html(const AttributionRun& run, const RunInputs& inputs);
 
 }  // namespace mpo::attribution

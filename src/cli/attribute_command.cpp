@@ -1,6 +1,7 @@
 // `modelperfobs attribute`: server counter deltas joined to the requests of a ledger, graded by
 // what the evidence proves; `--probe` makes its own clean windows (scrape, one request, scrape).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -20,6 +21,7 @@
 #include "ledger/reader.hpp"
 #include "net/backend_url.hpp"
 #include "otel/trace_file.hpp"
+#include "present/page.hpp"
 #include "scrape/fetch.hpp"
 #include "scrape/snapshot_reader.hpp"
 #include "sweep/api.hpp"
@@ -259,9 +261,22 @@ int run_traces(const AttributeArgs& a) {
   inputs += fmt::format("],\"traces\":{{\"path\":{},\"sha256\":{}}},\"tool_version\":{}}}", json_quote(a.traces),
                         json_quote(sha256_digest(*text)), json_quote(MPO_VERSION));
   const auto join = attribution::join_engine_traces(records, traces.spans);
-  const std::string out = a.format == "json"
-                              ? attribution::render_trace_join_json(join, inputs, SystemClock::instance().wall_us())
-                              : attribution::render_trace_join_md(join);
+  std::string out;
+  if (a.format == "json") {
+    out = attribution::render_trace_join_json(join, inputs, SystemClock::instance().wall_us());
+  } else if (a.format == "html") {
+    present::Header h;
+    h.title = "Engine spans joined to requests";
+    h.measured =
+        "The engine's own spans (OTLP/JSON) joined to the proxy's ledger lines by trace context: where each "
+        "request's time went inside the engine.";
+    h.facts = {{"ledger", fmt::format("{}", fmt::join(a.ledgers, ", "))}, {"traces", a.traces}};
+    present::Page page(std::move(h));
+    page.section("Engine spans joined to requests", attribution::render_trace_join_html(join));
+    out = page.html();
+  } else {
+    out = attribution::render_trace_join_md(join);
+  }
   if (!write_output(a.output, out, "attribute")) return 1;
   return join.requests.empty() ? 1 : 0;
 }
@@ -296,6 +311,8 @@ int run(const AttributeArgs& a) {
     text = attribution::attribution_json(run, inputs);
   else if (a.format == "fak")
     text = attribution::fak_json_lines(run);
+  else if (a.format == "html")
+    text = attribution::attribution_html(run, inputs);
   else
     text = attribution::attribution_markdown(run, inputs);
   if (!write_output(a.output, text, "attribute")) return 1;
@@ -321,8 +338,9 @@ std::function<int()> setup_attribute(CLI::App& app) {
                  "a window whose requests were observed longer than this after its last scrape is stale (0: no check)")
       ->capture_default_str();
   app.add_option("--format", a->format,
-                 "md, json (modelperfobs.attribution.v1) or fak (fak-model-perf-attribution/1, one line per window)")
-      ->check(CLI::IsMember({"md", "json", "fak"}))
+                 "md, json (modelperfobs.attribution.v1), fak (fak-model-perf-attribution/1, one line per window) "
+                 "or html (one self-contained page)")
+      ->check(CLI::IsMember({"md", "json", "fak", "html"}))
       ->capture_default_str();
   app.add_option("--output", a->output, "write here instead of stdout");
   app.add_option("--probe", a->probe,

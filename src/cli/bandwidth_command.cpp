@@ -7,6 +7,7 @@
 #include "bandwidth/host_roofline.hpp"
 #include "bandwidth/ncu_import.hpp"
 #include "bandwidth/receipt.hpp"
+#include "bandwidth/render_html.hpp"
 #include "cli/commands.hpp"
 #include "cli/files.hpp"
 #include "core/clock.hpp"
@@ -21,7 +22,7 @@ namespace mpo::cli {
 namespace {
 
 struct CollectArgs {
-  std::string ncu_csv, device, capture_start, capture_end, phase = "other", shape = "small", engine, output;
+  std::string ncu_csv, device, capture_start, capture_end, phase = "other", shape = "small", engine, output, html;
   double theoretical = 0, device_roofline = 0, measured = 0, seconds = 0;
   std::uint64_t bytes = 0;
   std::string bytes_evidence;
@@ -34,7 +35,7 @@ struct MeasureArgs {
   std::string trial_time = "100ms";
   std::vector<int> threads;
   double knee = 0.90;
-  std::string output;
+  std::string output, html;
 };
 
 int usage(const std::string& m) {
@@ -42,8 +43,16 @@ int usage(const std::string& m) {
   return 2;
 }
 
-int write_receipt(const std::string& output, const std::string& json) {
-  return write_output(output, json + "\n", "bandwidth") ? 0 : 1;
+// The receipt, and with --html its page beside it.
+int write_receipt(const std::string& output, const std::string& json, const std::string& html) {
+  if (!write_output(output, json + "\n", "bandwidth")) return 1;
+  if (html.empty()) return 0;
+  auto page = bandwidth::receipt_html(json);
+  if (!page) {
+    std::cerr << "modelperfobs bandwidth: " << page.error().message << "\n";
+    return 1;
+  }
+  return write_output(html, *page, "bandwidth") ? 0 : 1;
 }
 
 std::string host_cpu() {
@@ -138,7 +147,7 @@ int run_collect(CLI::App& app, const CollectArgs& a) {
                              bandwidth::to_string(im->layout), im->launch_count, im->process_name,
                              rates.total_gb_s ? fmt::format("{:.1f} GB/s over profiled kernel time", *rates.total_gb_s)
                                               : std::string("unavailable (see result.unavailable)"));
-    return write_receipt(a.output, bandwidth::ncu_receipt_json(*im, c, now, MPO_VERSION));
+    return write_receipt(a.output, bandwidth::ncu_receipt_json(*im, c, now, MPO_VERSION), a.html);
   }
 
   // Host mode.
@@ -160,7 +169,7 @@ int run_collect(CLI::App& app, const CollectArgs& a) {
   if (int rc = window(s.capture_start_us, s.capture_end_us)) return rc;
   if (!given("--bytes")) return usage("--bytes is required with --measured-gb-s: the bytes the workload moved");
   if (auto st = bandwidth::check_host_sample(s); !st) return usage(st.error().message);
-  return write_receipt(a.output, bandwidth::host_sample_receipt_json(s, now, MPO_VERSION));
+  return write_receipt(a.output, bandwidth::host_sample_receipt_json(s, now, MPO_VERSION), a.html);
 }
 
 int run_measure(const MeasureArgs& a) {
@@ -180,8 +189,10 @@ int run_measure(const MeasureArgs& a) {
     std::cerr << fmt::format("modelperfobs bandwidth measure-host: sustainable {:.2f} GB/s, knee at {} thread(s)\n",
                              *analysis.sustainable_gb_s, analysis.knee_threads.value_or(0));
   }
-  return write_receipt(a.output, bandwidth::host_roofline_receipt_json(o, points, analysis, host_cpu(),
-                                                                       SystemClock::instance().wall_us(), MPO_VERSION));
+  return write_receipt(a.output,
+                       bandwidth::host_roofline_receipt_json(o, points, analysis, host_cpu(),
+                                                             SystemClock::instance().wall_us(), MPO_VERSION),
+                       a.html);
 }
 
 int run_verify(const std::string& file) {
@@ -224,6 +235,7 @@ std::function<int()> setup_bandwidth(CLI::App& app) {
   collect->add_option("--seconds", c->seconds, "host mode: the wall time those bytes were moved in");
   collect->add_option("--bytes-evidence", c->bytes_evidence, "host mode: what the --bytes figure rests on");
   collect->add_option("--output", c->output, "receipt file (default: stdout)");
+  collect->add_option("--html", c->html, "also write the receipt as one self-contained page here");
   for (const char* flag : kRefused) {
     collect->add_option(flag, c->refused_value, "refused here (fak compatibility): says why")->group("Refused");
   }
@@ -238,6 +250,7 @@ std::function<int()> setup_bandwidth(CLI::App& app) {
   measure->add_option("--knee-threshold", m->knee, "the knee: first point from which all are >= this x sustainable")
       ->capture_default_str();
   measure->add_option("--output", m->output, "receipt file (default: stdout)");
+  measure->add_option("--html", m->html, "also write the receipt as one self-contained page here");
   auto* verify = app.add_subcommand("verify", "re-check a bandwidth or host-roofline receipt");
   auto file = std::make_shared<std::string>();
   verify->add_option("FILE", *file, "the receipt")->required();

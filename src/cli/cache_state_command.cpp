@@ -8,6 +8,7 @@
 
 #include "cachestate/engine_backend.hpp"
 #include "cachestate/receipt.hpp"
+#include "cachestate/render_html.hpp"
 #include "cachestate/runner.hpp"
 #include "cli/commands.hpp"
 #include "cli/files.hpp"
@@ -23,7 +24,7 @@ namespace mpo::cli {
 namespace {
 
 struct CacheStateArgs {
-  std::string output, verify, backend = "in-process", url, metrics_url, model, layer, api = "chat";
+  std::string output, html, verify, backend = "in-process", url, metrics_url, model, layer, api = "chat";
   std::vector<std::string> transitions;
   std::size_t prefix_tokens = 64, capacity = 4;
   std::string ttl = "60s";
@@ -153,6 +154,7 @@ int run(const CacheStateArgs& a) {
   }
   const std::string text = cachestate::report_text(report);
   if (!write_output(a.output, text, "cache-state-bench")) return 1;
+  if (!a.html.empty() && !write_output(a.html, cachestate::report_html(report), "cache-state-bench")) return 1;
   if (!a.output.empty() && a.output != "-") {
     std::cerr << "STATE_TRANSITION_WITNESS_WRITTEN path=" << a.output << " " << summary(report) << "\n";
   }
@@ -172,6 +174,7 @@ std::function<int()> setup_cache_state(CLI::App& app) {
       "--url does not answer as an OpenAI API base URL (GET <url>/models) or its --metrics-url is not a Prometheus "
       "page (one line on stderr says what came back); 2 usage error.");
   app.add_option("--output", a->output, "report file (modelperfobs.cache-state.v1; default stdout)");
+  app.add_option("--html", a->html, "also write the report as one self-contained page here");
   app.add_option("--verify", a->verify, "re-check a report strictly; one line; exit 1 when it does not hold")
       ->check(CLI::ExistingFile);
   app.add_option("--backend", a->backend, "in-process (hermetic: no model, network or GPU) or vllm")

@@ -141,6 +141,7 @@ Result<bool> compare_with_baseline(const ReportArgs& a, report::ReportInput& in)
                            {a.resamples, a.seed, 0.05}, *bounds);
   in.comparison_md = report::render_comparison_md(comparison);
   in.comparison_json = report::render_comparison_json(comparison);
+  in.comparison_html = report::render_comparison_html(comparison);
   return !comparison.gate_failures.empty();
 }
 

@@ -11,6 +11,7 @@
 
 #include "core/json.hpp"
 #include "core/stats.hpp"
+#include "present/page.hpp"
 
 namespace mpo::report {
 namespace {
@@ -290,6 +291,40 @@ std::string render_comparison_md(const Comparison& c) {
     for (const auto& f : c.gate_failures) o += "- " + f + "\n";
   }
   return o;
+}
+
+std::string render_comparison_html(const Comparison& c) {
+  std::string o = present::paragraph(
+      fmt::format(
+          "Change = new - baseline, with a {:.2f}% percentile-bootstrap interval ({} resamples; {:.0f}% over each "
+          "group's {} comparisons, Bonferroni). Latencies in ms; ITL is each request's ITL p95.",
+          c.interval_level * 100, c.resamples, (1 - (1 - c.interval_level) * kTestsPerGroup) * 100, kTestsPerGroup),
+      "note");
+  if (!c.gate_failures.empty()) {
+    o += present::paragraph("Regressions beyond --max-regression (the command exits 3):", "verdict-line") +
+         present::bullets(c.gate_failures);
+  }
+  for (const auto& g : c.groups) {
+    present::Table t({"metric", "n base / new", "baseline", "new", "change", "interval", "verdict"}, g.key);
+    for (const auto& x : g.changes) {
+      const bool rate = x.metric == "error_rate";
+      std::string verdict = x.verdict;
+      if (x.beyond_bound) verdict += ", beyond --max-regression";
+      t.row({x.metric, fmt::format("{} / {}", x.n_base, x.n_new), plain_value(x.base, rate), plain_value(x.next, rate),
+             signed_value(x.delta, rate),
+             x.ci_lo ? fmt::format("[{}, {}]", signed_value(x.ci_lo, rate), signed_value(x.ci_hi, rate))
+                     : std::string("-"),
+             verdict},
+            x.verdict == "worse" || x.verdict == "better" ? x.verdict : std::string());
+    }
+    o += t.html("comparison");
+  }
+  std::vector<std::string> notes;
+  if (!c.only_in_baseline.empty())
+    notes.push_back(fmt::format("Only in the baseline: {}.", fmt::join(c.only_in_baseline, ", ")));
+  if (!c.only_in_new.empty()) notes.push_back(fmt::format("Only in the new run: {}.", fmt::join(c.only_in_new, ", ")));
+  for (const auto& u : c.ungated) notes.push_back(fmt::format("--max-regression not judged: {}.", u));
+  return o + present::bullets(notes);
 }
 
 std::string render_comparison_json(const Comparison& c) {

@@ -63,5 +63,7 @@ Comparison compare_runs(const GroupRows& baseline, const GroupRows& next, const 
 
 std::string render_comparison_md(const Comparison& c);
 std::string render_comparison_json(const Comparison& c);
+// The body of the report page's comparison section (present's tables; worse rows in red, better in green).
+std::string render_comparison_html(const Comparison& c);
 
 }  // namespace mpo::report

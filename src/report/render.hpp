@@ -24,7 +24,7 @@ struct ReportInput {
   // rendered by the caller; "" when not asked for.
   std::string engine_trace_md, engine_trace_json, engine_trace_html;
   // `report --baseline`: the before/after comparison (report/compare.hpp), rendered by the caller.
-  std::string comparison_md, comparison_json;
+  std::string comparison_md, comparison_json, comparison_html;
 };
 
 // What a group's times rest on and how late the proxy itself was to read, with a warning when

@@ -1,52 +1,230 @@
-// `report --format html`: one self-contained file (no scripts, no network) with inline SVG charts
-// per group: TTFT and TPOT CDFs, TTFT against prompt tokens with the fitted line, latency and
-// e2e latency over time, in-flight concurrency over time (its own axis), output tokens/s over time.
+// `report --format html`: one self-contained page (no scripts, no network) through the shared
+// presentation layer (src/present): a header that says what was read, then one section per group
+// with its verdict, tables (percentiles, ranking, APIs, load levels, TTFT's parts) and charts
+// (latency distributions with the per-request ITL, TTFT against prompt tokens with the fit drawn
+// honestly, latency and requests in flight over time, output tokens/s, latency by load level), the
+// requests that generate nothing apart, the comparison with a baseline when asked for.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 
+#include "core/text.hpp"
+#include "core/time.hpp"
+#include "present/chart.hpp"
+#include "present/page.hpp"
 #include "report/render.hpp"
-#include "report/svg_chart.hpp"
 
 namespace mpo::report {
 namespace {
 
-std::vector<std::pair<double, double>> cdf(std::vector<double> v) {
+using present::Axis;
+using present::Chart;
+using present::Mark;
+using present::Point;
+using present::Scale;
+using present::Series;
+using present::Table;
+
+std::vector<Point> cdf(std::vector<double> v) {
   std::sort(v.begin(), v.end());
-  std::vector<std::pair<double, double>> out;
+  std::vector<Point> out;
   for (std::size_t i = 0; i < v.size(); ++i)
-    out.emplace_back(v[i], static_cast<double>(i + 1) / static_cast<double>(v.size()));
+    out.push_back({v[i], static_cast<double>(i + 1) / static_cast<double>(v.size())});
   return out;
 }
 
-std::string charts_for(const GroupStats& g, const std::vector<const Row*>& rs) {
-  std::vector<double> ttft, tpot;
-  std::vector<std::pair<double, double>> scatter, e2e_t;
-  std::vector<std::pair<std::int64_t, int>> edges;  // concurrency steps
-  double mean_inflight = g.in_flight ? g.in_flight->mean : 0;
+std::string ms(const std::optional<Summary>& s, double Summary::*q) {
+  return s ? fmt::format("{:.1f}", (*s).*q) : "n/a";
+}
+
+Table percentile_table(const GroupStats& g) {
+  Table t({"ms", "requests", "p50", "p90", "p95", "p99", "max"});
+  for (const auto& [name, summary] :
+       {std::pair{"TTFT", &g.ttft_ms}, std::pair{"TPOT", &g.tpot_ms}, std::pair{"ITL p95 (per request)", &g.itl_p95_ms},
+        std::pair{"e2e", &g.e2e_ms}, std::pair{"TTFB (response head)", &g.ttfb_ms}}) {
+    const auto& s = *summary;
+    t.row({name, s ? std::to_string(s->n) : "0", ms(s, &Summary::p50), ms(s, &Summary::p90), ms(s, &Summary::p95),
+           ms(s, &Summary::p99), ms(s, &Summary::max)});
+  }
+  return t;
+}
+
+// A load level: the sweep's point when the lines name one, else the requests in flight when each
+// started (itself included) in powers of two: 1, 2-3, 4-7, ...
+struct Level {
+  std::string name;
+  std::optional<double> x;  // where it sits on a chart's axis
+  std::vector<double> ttft, tpot, e2e;
+  std::size_t requests = 0, failed = 0;
+};
+
+std::vector<Level> load_levels(const std::vector<const Row*>& rs) {
+  const bool by_point = std::any_of(rs.begin(), rs.end(), [](const Row* r) { return !r->phase.empty(); });
+  std::map<std::string_view, std::size_t> index;
+  std::vector<Level> levels;
+  std::map<int, std::size_t> by_band;
+  for (const auto* r : rs) {
+    Level* l = nullptr;
+    if (by_point) {
+      auto [it, fresh] = index.emplace(r->phase, levels.size());
+      if (fresh) {
+        Level nl;
+        nl.name = r->phase.empty() ? "(no point)" : std::string(r->phase);
+        const auto eq = r->phase.find('=');
+        if (eq != std::string_view::npos) {
+          const std::string number(r->phase.substr(eq + 1));
+          char* end = nullptr;
+          const double v = std::strtod(number.c_str(), &end);
+          if (end != number.c_str() && *end == '\0') nl.x = v;
+        }
+        levels.push_back(std::move(nl));
+      }
+      l = &levels[it->second];
+    } else {
+      if (!r->in_flight_at_start) continue;
+      const auto n = std::max<std::int64_t>(1, *r->in_flight_at_start + 1);
+      const int band = static_cast<int>(std::floor(std::log2(static_cast<double>(n))));
+      auto [it, fresh] = by_band.emplace(band, levels.size());
+      if (fresh) {
+        const std::int64_t lo = std::int64_t{1} << band, hi = (std::int64_t{1} << (band + 1)) - 1;
+        Level nl;
+        nl.name = lo == hi ? fmt::format("{} in flight", lo) : fmt::format("{}-{} in flight", lo, hi);
+        nl.x = static_cast<double>(lo);
+        levels.push_back(std::move(nl));
+      }
+      l = &levels[it->second];
+    }
+    ++l->requests;
+    if (r->outcome != "ok") ++l->failed;
+    if (r->ttft_ms) l->ttft.push_back(*r->ttft_ms);
+    if (r->tpot_ms) l->tpot.push_back(*r->tpot_ms);
+    if (r->e2e_ms) l->e2e.push_back(*r->e2e_ms);
+  }
+  if (!by_point) std::sort(levels.begin(), levels.end(), [](const Level& a, const Level& b) { return a.x < b.x; });
+  return levels;
+}
+
+std::string load_level_view(const std::vector<const Row*>& rs) {
+  auto levels = load_levels(rs);
+  std::size_t populated = 0;
+  for (const auto& l : levels) populated += l.requests >= 5 ? 1 : 0;
+  if (populated < 2) return {};
+  const bool by_point = std::any_of(rs.begin(), rs.end(), [](const Row* r) { return !r->phase.empty(); });
+  Table t({by_point ? "sweep point" : "load level", "requests", "failed", "TTFT p50", "TTFT p99", "TPOT p50",
+           "TPOT p99", "e2e p99"});
+  Series ttft99{"TTFT p99", {}, Mark::kLineDots, ""}, tpot99{"TPOT p99", {}, Mark::kLineDots, ""};
+  Series ttft50{"TTFT p50", {}, Mark::kLineDots, ""};
+  std::vector<double> xs;
+  for (auto& l : levels) {
+    const auto a = summarize(l.ttft), b = summarize(l.tpot), e = summarize(l.e2e);
+    t.row({l.name, std::to_string(l.requests), std::to_string(l.failed), ms(a, &Summary::p50), ms(a, &Summary::p99),
+           ms(b, &Summary::p50), ms(b, &Summary::p99), ms(e, &Summary::p99)});
+    if (!l.x) continue;
+    xs.push_back(*l.x);
+    if (a) ttft99.points.push_back({*l.x, a->p99}), ttft50.points.push_back({*l.x, a->p50});
+    if (b) tpot99.points.push_back({*l.x, b->p99});
+  }
+  std::string o = present::paragraph(
+      by_point ? "The ledger spans several load points of a sweep: each one's latency apart."
+               : "Requests grouped by how many were in flight when each started (itself included): latency at "
+                 "each load level this ledger saw.",
+      "note");
+  o += t.html("levels");
+  if (xs.size() >= 2) {
+    std::vector<double> ys;
+    for (const auto& s : {ttft99, ttft50, tpot99})
+      for (const auto& p : s.points) ys.push_back(p.y);
+    Chart c(by_point ? "Latency by sweep point" : "Latency by load level",
+            Axis{by_point ? "load point" : "requests in flight (band's lower end)", present::scale_for_counts(xs)},
+            Axis{"ms", present::scale_for(ys)});
+    c.add(ttft50).add(ttft99).add(tpot99);
+    o += c.svg();
+  }
+  return o;
+}
+
+// TTFT's parts where the lines measured them: until the response head (TTFB), then until the first
+// token. A server that holds its head until it has output (llama.cpp) makes the second part ~0.
+std::string ttft_parts(const std::vector<const Row*>& rs) {
+  std::vector<double> head, rest;
+  for (const auto* r : rs) {
+    if (!r->ttft_ms || !r->ttfb_ms) continue;
+    head.push_back(*r->ttfb_ms);
+    rest.push_back(std::max(0.0, *r->ttft_ms - *r->ttfb_ms));
+  }
+  const auto h = summarize(head), f = summarize(rest);
+  if (!h || !f) return {};
+  Table t({"TTFT part (ms)", "p50", "p90", "p99"});
+  t.row({"request sent to response head (TTFB)", ms(h, &Summary::p50), ms(h, &Summary::p90), ms(h, &Summary::p99)});
+  t.row({"response head to first token", ms(f, &Summary::p50), ms(f, &Summary::p90), ms(f, &Summary::p99)});
+  return t.html("ttft-parts") +
+         present::paragraph(f->p50 < 0.05 * std::max(h->p50, 1e-9)
+                                ? "The head came with the first token: this server holds its response head until it "
+                                  "has output, so the split says nothing about queue against prefill here."
+                                : "A head well before the first token: the server answered at once and the wait "
+                                  "after it is the engine's (queue and prefill).",
+                            "note");
+}
+
+Chart fit_chart(const GroupStats& g, const std::vector<const Row*>& rs) {
+  // With a two-variable fit, a point's TTFT less its in-flight effect (c x (in flight - mean)) is
+  // what the prompt term alone predicts (a partial-residual plot): the line then fits the dots.
+  const bool partial = g.fit && g.fit->prompt_varies && g.fit->in_flight_varies;
+  const double mean_inflight = g.in_flight ? g.in_flight->mean : 0;
+  std::vector<Point> pts;
   double max_prompt = 0;
+  for (const auto* r : rs) {
+    if (!r->ttft_ms || !r->prompt_tokens) continue;
+    double y = *r->ttft_ms;
+    if (partial && r->in_flight_at_start)
+      y -= g.fit->c_ms_per_in_flight * (static_cast<double>(*r->in_flight_at_start) - mean_inflight);
+    pts.push_back({static_cast<double>(*r->prompt_tokens), y});
+    max_prompt = std::max(max_prompt, static_cast<double>(*r->prompt_tokens));
+  }
+  Chart c(partial ? "TTFT against prompt tokens, the in-flight effect taken out" : "TTFT against prompt tokens",
+          Axis{"prompt tokens"}, Axis{partial ? "TTFT less in-flight effect (ms)" : "TTFT (ms)"});
+  c.add({"requests", std::move(pts), Mark::kDots, "#1f77b4"});
+  if (g.fit && g.fit->prompt_varies) {
+    const auto& f = *g.fit;
+    auto at = [&](double p) { return f.a_ms + f.b_ms_per_token * p + f.c_ms_per_in_flight * mean_inflight; };
+    c.add({fmt::format("fit, R² {:.2f}", f.r2), {{0, at(0)}, {max_prompt, at(max_prompt)}}, Mark::kLine, "#ff7f0e"});
+    c.note(partial ? fmt::format("Each dot is a request's TTFT less {:.2f} ms per request in flight above the mean "
+                                 "({:.1f}), so the line (the fit at the mean in flight) can be read against the dots; "
+                                 "R² is the two-variable fit's.",
+                                 f.c_ms_per_in_flight, mean_inflight)
+                   : "The line is the least-squares fit of TTFT on prompt tokens.");
+  } else if (g.fit && g.fit->prompt_range_narrow) {
+    c.note(
+        fmt::format("No line: the prompts spanned {:.0f}-{:.0f} tokens, too narrow a range to carry a per-token "
+                    "cost.",
+                    g.fit->prompt_min, g.fit->prompt_max));
+  } else {
+    c.note("No line: the prompt lengths did not vary.");
+  }
+  return c;
+}
+
+std::string charts_for(const GroupStats& g, const std::vector<const Row*>& rs) {
+  std::vector<double> ttft, tpot, itl, e2e_all;
+  std::vector<Point> e2e_t;
+  std::vector<std::pair<std::int64_t, int>> edges;
   for (const auto* r : rs) {
     if (r->ttft_ms) ttft.push_back(*r->ttft_ms);
     if (r->tpot_ms) tpot.push_back(*r->tpot_ms);
-    if (r->ttft_ms && r->prompt_tokens) {
-      scatter.emplace_back(static_cast<double>(*r->prompt_tokens), *r->ttft_ms);
-      max_prompt = std::max(max_prompt, static_cast<double>(*r->prompt_tokens));
-    }
+    if (r->itl_p95_ms) itl.push_back(*r->itl_p95_ms);
     const double t = static_cast<double>(r->started_at_us - g.window_start_us) / 1e6;
-    if (r->e2e_ms) e2e_t.emplace_back(t, *r->e2e_ms);
+    if (r->e2e_ms) e2e_t.push_back({t, *r->e2e_ms}), e2e_all.push_back(*r->e2e_ms);
     edges.emplace_back(r->started_at_us, +1);
     edges.emplace_back(r->ended_at_us.value_or(r->started_at_us), -1);
   }
   std::sort(edges.begin(), edges.end());
-  std::vector<std::pair<double, double>> inflight;
+  std::vector<Point> inflight;
   int level = 0;
   for (const auto& [t, d] : edges) {
-    const double x = static_cast<double>(t - g.window_start_us) / 1e6;
-    inflight.emplace_back(x, level);
     level += d;
-    inflight.emplace_back(x, level);
+    inflight.push_back({static_cast<double>(t - g.window_start_us) / 1e6, static_cast<double>(level)});
   }
   // Output tokens per second in 30 bins over the window, by completion time.
   constexpr int kBins = 30;
@@ -58,119 +236,119 @@ std::string charts_for(const GroupStats& g, const std::vector<const Row*>& rs) {
         kBins - 1, static_cast<std::size_t>(static_cast<double>(*r->ended_at_us - g.window_start_us) / 1e6 / width_s));
     bins[b] += static_cast<double>(*r->completion_tokens) / width_s;
   }
-  std::vector<std::pair<double, double>> rate;
-  for (int i = 0; i < kBins; ++i) rate.emplace_back((i + 0.5) * width_s, bins[static_cast<std::size_t>(i)]);
+  std::vector<Point> rate;
+  for (int i = 0; i < kBins; ++i) rate.push_back({(i + 0.5) * width_s, bins[static_cast<std::size_t>(i)]});
 
-  Chart c1("TTFT and TPOT, cumulative distribution", "ms", "share of requests");
-  c1.line(cdf(ttft), "#1f77b4", "TTFT");
-  c1.line(cdf(tpot), "#d62728", "TPOT");
-  Chart c2("TTFT against prompt tokens, with the fitted line", "prompt tokens", "TTFT ms");
-  c2.dots(scatter, "#1f77b4", "requests");
-  // The line only where the fit has a prompt term; a two-variable fit is drawn at the mean in-flight
-  // count and says so (its R² is the two-variable one).
-  if (g.fit && g.fit->prompt_varies) {
-    auto at = [&](double p) {
-      return g.fit->a_ms + g.fit->b_ms_per_token * p + g.fit->c_ms_per_in_flight * mean_inflight;
-    };
-    const std::string label =
-        g.fit->in_flight_varies
-            ? fmt::format("fit (R² {:.2f}, two variables) at the mean in flight {:.1f}", g.fit->r2, mean_inflight)
-            : fmt::format("fit (R² {:.2f})", g.fit->r2);
-    c2.line({{0, at(0)}, {max_prompt, at(max_prompt)}}, "#ff7f0e", label);
-  }
-  // Milliseconds and request counts do not share an axis: two charts.
-  Chart c3("End-to-end latency over time", "seconds since window start", "e2e ms");
-  c3.dots(e2e_t, "#2ca02c", "e2e ms");
-  Chart c3b("Requests in flight over time", "seconds since window start", "requests in flight");
-  c3b.line(inflight, "#9467bd", "in flight");
-  Chart c4("Output tokens per second over time", "seconds since window start", "tokens/s");
-  c4.line(rate, "#8c564b", "output tok/s");
-  return c1.svg() + c2.svg() + c3.svg() + c3b.svg() + c4.svg();
+  std::vector<double> all_ms = ttft;
+  all_ms.insert(all_ms.end(), tpot.begin(), tpot.end());
+  all_ms.insert(all_ms.end(), itl.begin(), itl.end());
+  Chart dist("Latency distributions", Axis{"ms", present::scale_for(all_ms)}, Axis{"share of requests"});
+  dist.add({"TTFT", cdf(ttft), Mark::kLine, "#1f77b4"})
+      .add({"TPOT", cdf(tpot), Mark::kLine, "#d62728"})
+      .add({"ITL p95 per request", cdf(itl), Mark::kLine, "#2ca02c"})
+      .note(
+          "Cumulative share of requests at or under each time. ITL: each request's own p95 gap between tokens, so "
+          "the curve shows how many requests had stalls, not every gap.");
+  Chart over_time("End-to-end latency over time", Axis{"seconds since the window's start"},
+                  Axis{"e2e (ms)", present::scale_for(e2e_all)});
+  over_time.add({"requests", std::move(e2e_t), Mark::kDots, "#2ca02c"});
+  Chart load("Requests in flight over time", Axis{"seconds since the window's start"}, Axis{"requests in flight"});
+  load.add({"in flight", std::move(inflight), Mark::kStep, "#9467bd"});
+  Chart tokens("Output tokens per second over time", Axis{"seconds since the window's start"}, Axis{"tokens/s"});
+  tokens.add({"output tok/s", std::move(rate), Mark::kLine, "#8c564b"})
+      .note(fmt::format("Completion tokens of the requests that ended in each {:.2f} s bin.", width_s));
+  return dist.svg() + fit_chart(g, rs).svg() + over_time.svg() + load.svg() + tokens.svg();
 }
 
-std::string ms_cell(const std::optional<Summary>& s, double Summary::*q) {
-  return s ? fmt::format("{:.1f}", (*s).*q) : "n/a";
+std::string group_body(const GroupStats& g, const std::vector<const Row*>& rs) {
+  std::string o;
+  const auto& top = g.ranking.front();
+  o += top.score >= 1 ? fmt::format(R"(<p class="verdict-line">Likely bottleneck: <b>{}</b> (score {:.1f})</p>)",
+                                    html_escape(top.name), top.score)
+                      : present::paragraph("No candidate crosses its threshold.", "verdict-line");
+  o += present::facts(
+      {{"requests", fmt::format("{} ({} streamed)", g.requests, g.streamed)},
+       {"window", fmt::format("{:.1f} s, {:.2f} req/s", g.window_s, g.requests_per_s)},
+       {"output tokens/s", present::cell(g.output_tokens_per_s)},
+       {"error rate", fmt::format("{:.2f}%", 100 * g.error_rate)},
+       {"busy share", fmt::format("{:.0f}% of the window with a request in flight", 100 * g.busy_share)}});
+  if (auto t = timing_summary(g); !t.empty()) {
+    std::string plain;  // the summary marks its warning with Markdown's **
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      if (t.compare(i, 2, "**") == 0) {
+        ++i;
+        continue;
+      }
+      plain.push_back(t[i]);
+    }
+    o += present::paragraph(plain, "note");
+  }
+  o += percentile_table(g).html("percentiles");
+  Table ranking({"rank", "candidate", "score", "evidence"});
+  int rank = 0;
+  for (const auto& c : g.ranking) {
+    if (!shown_in_ranking(c)) continue;
+    ranking.row({std::to_string(++rank), c.name, fmt::format("{:.2f}", c.score),
+                 fmt::format("{}", fmt::join(c.evidence, "; "))});
+  }
+  if (!ranking.empty()) o += present::heading("Bottleneck ranking") + ranking.html("ranking");
+  if (!g.apis.empty()) {
+    Table apis({"API", "requests", "TTFT p50 ms", "TTFT p99 ms", "TPOT p50 ms", "TPOT p99 ms", "e2e p99 ms"});
+    for (const auto& a : g.apis) {
+      apis.row({a.operation, std::to_string(a.requests), ms(a.ttft_ms, &Summary::p50), ms(a.ttft_ms, &Summary::p99),
+                ms(a.tpot_ms, &Summary::p50), ms(a.tpot_ms, &Summary::p99), ms(a.e2e_ms, &Summary::p99)});
+    }
+    o += present::heading("By API") + apis.html("apis");
+  }
+  if (auto parts = ttft_parts(rs); !parts.empty()) o += present::heading("TTFT in parts") + parts;
+  if (auto levels = load_level_view(rs); !levels.empty()) o += present::heading("By load level") + levels;
+  o += present::heading("Charts") + charts_for(g, rs);
+  return o;
 }
 
 }  // namespace
 
 std::string render_html(const ReportInput& in) {
   const auto by_group = rows_by_group(in.table, in.options);
-  std::string o =
-      R"x(<!doctype html><html lang="en"><head><meta charset="utf-8"><title>modelperfobs report</title><style>
-body{font-family:system-ui,sans-serif;margin:2em;max-width:1120px;color:#222}
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:14px}
-figure{display:inline-block;margin:8px}figcaption{font-size:13px;font-weight:600}
-.axis{stroke:#444;stroke-width:1}.tick,.legend{font-size:11px}.label{font-size:12px;fill:#444}
-.verdict{font-size:18px;margin:.5em 0}
-</style></head><body><h1>modelperfobs report</h1>)x";
-  o += fmt::format("<p>{} observations from {}; grouped by {}.</p>", in.table.size(),
-                   esc(fmt::format("{}", fmt::join(in.sources, ", "))), group_by_name(in.options.by));
+  std::int64_t first = 0, last = 0;
   for (const auto& g : in.groups) {
-    o += fmt::format("<section class=\"group\"><h2>{}</h2>", esc(g.key));
-    const auto& top = g.ranking.front();
-    o += top.score >= 1 ? fmt::format("<p class=\"verdict\">Likely bottleneck: <b>{}</b> (score {:.1f})</p>",
-                                      esc(top.name), top.score)
-                        : std::string("<p class=\"verdict\">No candidate crosses its threshold.</p>");
-    if (auto t = timing_summary(g); !t.empty()) {
-      // The summary marks its warning with Markdown's ** (stripped here: the page escapes text).
-      std::string plain;
-      for (std::size_t i = 0; i < t.size(); ++i) {
-        if (t.compare(i, 2, "**") == 0) {
-          ++i;
-          continue;
-        }
-        plain.push_back(t[i]);
-      }
-      o += fmt::format("<p class=\"timing\">{}</p>", esc(plain));
-    }
-    o +=
-        "<table class=\"percentiles\"><tr><th>ms</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>max</th></tr>";
-    for (const auto& [name, summary] :
-         {std::pair{"TTFT", &g.ttft_ms}, std::pair{"TPOT", &g.tpot_ms}, std::pair{"ITL p95", &g.itl_p95_ms},
-          std::pair{"e2e", &g.e2e_ms}, std::pair{"TTFB", &g.ttfb_ms}}) {
-      o += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", name,
-                       ms_cell(*summary, &Summary::p50), ms_cell(*summary, &Summary::p90),
-                       ms_cell(*summary, &Summary::p95), ms_cell(*summary, &Summary::p99),
-                       ms_cell(*summary, &Summary::max));
-    }
-    o += "</table>";
-    o += "<table><tr><th>rank</th><th>candidate</th><th>score</th><th>evidence</th></tr>";
-    int rank = 0;
-    for (const auto& c : g.ranking) {
-      if (!shown_in_ranking(c)) continue;
-      o += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.2f}</td><td>{}</td></tr>", ++rank, esc(c.name), c.score,
-                       esc(fmt::format("{}", fmt::join(c.evidence, "; "))));
-    }
-    o += "</table>";
-    if (!g.apis.empty()) {
-      o += "<table><tr><th>API</th><th>requests</th><th>TTFT p50 ms</th><th>TTFT p99 ms</th><th>TPOT p50 ms</th>"
-           "<th>TPOT p99 ms</th><th>e2e p99 ms</th></tr>";
-      for (const auto& a : g.apis) {
-        o += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                         esc(a.operation), a.requests, ms_cell(a.ttft_ms, &Summary::p50),
-                         ms_cell(a.ttft_ms, &Summary::p99), ms_cell(a.tpot_ms, &Summary::p50),
-                         ms_cell(a.tpot_ms, &Summary::p99), ms_cell(a.e2e_ms, &Summary::p99));
-      }
-      o += "</table>";
-    }
+    if (first == 0 || g.window_start_us < first) first = g.window_start_us;
+    last = std::max(last, g.window_end_us);
+  }
+  present::Header h;
+  h.title = "modelperfobs report";
+  h.measured = fmt::format(
+      "{} requests observed in {}, grouped by {}: where the time of each went, and what most "
+      "likely limits it.",
+      in.table.size(), fmt::format("{}", fmt::join(in.sources, ", ")), group_by_name(in.options.by));
+  if (first > 0)
+    h.facts.emplace_back("window", fmt::format("{} to {}", format_rfc3339_us(first), format_rfc3339_us(last)));
+  h.facts.emplace_back("groups", std::to_string(in.groups.size()));
+  h.facts.emplace_back("lines read", fmt::format("{} ({} invalid, {} of another schema, {} gap lines)", in.read.lines,
+                                                 in.read.invalid_lines, in.read.foreign_lines, in.read.gap_lines));
+  if (!in.tool_version.empty()) h.facts.emplace_back("made by", "modelperfobs " + in.tool_version);
+  for (const auto& s : in.slos) {
+    if (s.violated) h.warnings.push_back(fmt::format("{}: {} over its SLO ({})", s.group, s.name, s.limit));
+  }
+  present::Page page(std::move(h));
+  for (const auto& g : in.groups) {
     const auto rows = by_group.find(g.key);
-    o += charts_for(g, rows == by_group.end() ? std::vector<const Row*>{} : rows->second);
-    o += "</section>";
+    page.section(fmt::format("{}: {}", group_by_name(in.options.by), g.key),
+                 group_body(g, rows == by_group.end() ? std::vector<const Row*>{} : rows->second));
   }
   if (!in.others.empty()) {
-    o += "<section class=\"others\"><h2>Other requests</h2><p>They generate nothing (no TTFT, no decode) and are "
-         "not ranked.</p><table><tr><th>operation</th><th>requests</th><th>error rate</th><th>e2e p50 ms</th>"
-         "<th>e2e p99 ms</th><th>prompt tokens</th></tr>";
+    Table t({"operation", "requests", "error rate", "e2e p50 ms", "e2e p99 ms", "prompt tokens"});
     for (const auto& x : in.others) {
-      o += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.3f}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                       esc(x.operation), x.requests, x.error_rate, ms_cell(x.e2e_ms, &Summary::p50),
-                       ms_cell(x.e2e_ms, &Summary::p99), x.prompt_tokens_total);
+      t.row({x.operation, std::to_string(x.requests), fmt::format("{:.3f}", x.error_rate), ms(x.e2e_ms, &Summary::p50),
+             ms(x.e2e_ms, &Summary::p99), std::to_string(x.prompt_tokens_total)});
     }
-    o += "</table></section>";
+    page.section("Other requests",
+                 present::paragraph("They generate nothing (no TTFT, no decode) and are not ranked.", "note") +
+                     t.html("others"));
   }
-  o += in.engine_trace_html;
-  return o + "</body></html>\n";
+  if (!in.comparison_html.empty()) page.section("Against the baseline", in.comparison_html);
+  if (!in.engine_trace_html.empty()) page.section("Engine traces", in.engine_trace_html);
+  return page.html();
 }
 
 }  // namespace mpo::report

@@ -82,6 +82,7 @@ void RowTable::add(const ledger::LedgerRecord& r) {
   row.outcome = intern(r.outcome, last_outcome_);
   row.token_source = intern(r.token_source, last_source_);
   if (r.timing_basis) row.timing_basis = intern(*r.timing_basis, last_basis_);
+  if (r.sweep_point) row.phase = intern(*r.sweep_point, last_phase_);
   row.proxy_lag_ms = r.proxy_lag_ms;
   row.stream = r.stream;
   row.operation = operation_index(r.operation);
@@ -133,7 +134,7 @@ void RowTable::append(RowTable&& other) {
   // and start a fresh segment, so row order stays the order added.
   interned_.clear();
   storage_.push_back(std::make_unique<std::deque<std::string>>());
-  last_group_ = last_outcome_ = last_source_ = last_basis_ = {};
+  last_group_ = last_outcome_ = last_source_ = last_basis_ = last_phase_ = {};
   other.segments_.clear();
 }
 

@@ -66,6 +66,7 @@ struct Row {
   std::string_view outcome;       // "ok", "http_error", ...
   std::string_view token_source;  // "usage", "estimated", "none", ...
   std::string_view timing_basis;  // "kernel_rx", "loop"; "" when the line does not say (sweep, fak, older)
+  std::string_view phase;         // the sweep's load point ("concurrency=8"); "" on other lines
   bool stream = false;
   std::uint8_t operation = 0;  // index into kOperationNames
   std::int64_t started_at_us = 0;
@@ -131,8 +132,9 @@ class RowTable {
   std::vector<Segment> segments_;
   std::map<std::string_view, std::vector<const Row*>> groups_, others_;
   std::vector<const Row*>* last_bucket_ = nullptr;
-  const char* last_group_key_ = nullptr;                                   // interned: equal keys share one address
-  std::string_view last_group_, last_outcome_, last_source_, last_basis_;  // most rows repeat the previous ones
+  const char* last_group_key_ = nullptr;  // interned: equal keys share one address
+  std::string_view last_group_, last_outcome_, last_source_, last_basis_,
+      last_phase_;  // most rows repeat the previous ones
   // Interned strings; a deque never moves its elements, and the unique_ptr keeps it in place.
   std::vector<std::unique_ptr<std::deque<std::string>>> storage_;
   std::unordered_set<std::string_view> interned_;

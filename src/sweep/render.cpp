@@ -1,10 +1,12 @@
 #include "sweep/render.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/go_json.hpp"
 #include "core/json.hpp"
-#include "report/svg_chart.hpp"
+#include "present/chart.hpp"
+#include "present/page.hpp"
 
 namespace mpo::sweep {
 namespace {
@@ -18,60 +20,124 @@ std::optional<double> p99(const QuantileMetric& q) { return q.measured() ? q.p99
 std::string axis_title(LoadMode m) { return m == LoadMode::kConcurrency ? "concurrency" : "offered rate (req/s)"; }
 
 // Acceptance of speculative decoding per point, where the engine published it: TPOT depends on it.
-std::string speculative_section(const SweepReceipt& r) {
-  std::string rows;
+const char* kSpeculativeNote =
+    "The engine drafted tokens and verified them: TPOT and ITL here depend on how many it accepted, not only on the "
+    "cost of a decode step. A point with lower acceptance has a slower TPOT at the same load.";
+
+std::vector<std::vector<std::string>> speculative_rows(const SweepReceipt& r) {
+  std::vector<std::vector<std::string>> rows;
   for (const auto& p : r.points) {
     for (const auto& tp : p.tracks) {
       const auto rate = tp.evidence.server_number("spec_acceptance_rate");
       if (!rate) continue;
-      rows += fmt::format("| {} | {} | {:.1f}% | {} | {} | {} |\n", go_float_text(p.coordinate), tp.track, 100 * *rate,
-                          fixed(tp.evidence.server_number("spec_mean_accepted_length"), 2),
-                          fixed(p50(tp.stats.tpot_ms)), fixed(p50(tp.stats.itl_ms)));
+      rows.push_back({go_float_text(p.coordinate), tp.track, fmt::format("{:.1f}%", 100 * *rate),
+                      fixed(tp.evidence.server_number("spec_mean_accepted_length"), 2), fixed(p50(tp.stats.tpot_ms)),
+                      fixed(p50(tp.stats.itl_ms))});
     }
   }
-  if (rows.empty()) return "";
-  return fmt::format(
-      "\n## Speculative decoding\n\nThe engine drafted tokens and verified them: TPOT and ITL here depend on how many "
-      "it "
-      "accepted, not only on the cost of a decode step. A point with lower acceptance has a slower TPOT at the same "
-      "load.\n\n| {} | track | accepted | tokens per step | TPOT p50 | ITL p50 |\n|---|---|---|---|---|---|\n{}",
-      axis_title(r.mode), rows);
+  return rows;
+}
+
+std::vector<std::string> speculative_headers(LoadMode m) {
+  return {axis_title(m), "track", "accepted", "tokens per step", "TPOT p50", "ITL p50"};
+}
+
+// Energy per point, where a meter was read (or why not).
+std::vector<std::vector<std::string>> energy_rows(const SweepReceipt& r) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& p : r.points) {
+    for (const auto& tp : p.tracks) {
+      if (!tp.evidence.energy) continue;
+      const auto* e = &*tp.evidence.energy;
+      rows.push_back({go_float_text(p.coordinate), fixed(json_double(*e, "joules"), 1),
+                      fixed(json_double(*e, "output_tokens_per_joule"), 3),
+                      json_string(*e, "status").value_or("") == "measured"
+                          ? std::string(json_string(*e, "source").value_or(""))
+                          : "not measured: " + std::string(json_string(*e, "reason").value_or(""))});
+    }
+  }
+  return rows;
+}
+
+std::string markdown_table(const std::vector<std::string>& headers, const std::vector<std::vector<std::string>>& rows) {
+  std::string out = fmt::format("| {} |\n", fmt::join(headers, " | "));
+  for (std::size_t i = 0; i < headers.size(); ++i) out += "|---";
+  out += "|\n";
+  for (const auto& row : rows) out += fmt::format("| {} |\n", fmt::join(row, " | "));
+  return out;
+}
+
+// A track's findings as name: value pairs, and the saturation signals behind them.
+struct Findings {
+  std::vector<std::pair<std::string, std::string>> items;
+  std::vector<std::string> signals;  // "`signal` at X: detail" (markdown's code marks stripped on the page)
+};
+
+Findings findings(const TrackSummary& t, LoadMode m) {
+  Findings f;
+  auto add = [&](const char* name, std::string value) { f.items.emplace_back(name, std::move(value)); };
+  add("status", t.status + (t.reason.empty() ? "" : " — " + t.reason));
+  add("peak", t.peak ? fmt::format("{} tok/s at {} {} ({})", fixed(t.peak->throughput_tok_s), axis_title(m),
+                                   go_float_text(t.peak->coordinate), t.peak_status)
+                     : t.peak_status + (t.peak_reason.empty() ? "" : " — " + t.peak_reason));
+  add("SLA knee", t.sla_knee ? fmt::format("{} tok/s at {} {} ({})", fixed(t.sla_knee->throughput_tok_s), axis_title(m),
+                                           go_float_text(t.sla_knee->coordinate), t.sla_status)
+                             : t.sla_status + (t.sla_reason.empty() ? "" : " — " + t.sla_reason));
+  const auto& b = t.p99_boundary;
+  add("p99 SLA boundary",
+      b.coordinate
+          ? fmt::format("{} {} ({}, {}{})", axis_title(m), go_float_text(*b.coordinate), b.status, b.confidence,
+                        b.first_failing ? ", first failing " + go_float_text(*b.first_failing) : "")
+          : b.status + (b.reason.empty() ? "" : " — " + b.reason));
+  const auto& sat = t.saturation;
+  add("saturation", sat.knee ? fmt::format("knee at {}, saturated at {}", go_float_text(*sat.knee),
+                                           go_float_text(sat.saturated_at.value_or(0)))
+                             : sat.status);
+  for (const auto& sig : sat.signals)
+    f.signals.push_back(fmt::format("{} at {}: {}", sig.signal, go_float_text(sig.at), sig.detail));
+  return f;
 }
 
 std::string finding(const TrackSummary& t, LoadMode m) {
+  const auto f = findings(t, m);
   std::string out;
-  out += fmt::format("- **status**: {}{}\n", t.status, t.reason.empty() ? "" : " — " + t.reason);
-  if (t.peak) {
-    out += fmt::format("- **peak**: {} tok/s at {} {} ({})\n", fixed(t.peak->throughput_tok_s), axis_title(m),
-                       go_float_text(t.peak->coordinate), t.peak_status);
-  } else {
-    out += fmt::format("- **peak**: {}{}\n", t.peak_status, t.peak_reason.empty() ? "" : " — " + t.peak_reason);
-  }
-  if (t.sla_knee) {
-    out += fmt::format("- **SLA knee**: {} tok/s at {} {} ({})\n", fixed(t.sla_knee->throughput_tok_s), axis_title(m),
-                       go_float_text(t.sla_knee->coordinate), t.sla_status);
-  } else {
-    out += fmt::format("- **SLA knee**: {}{}\n", t.sla_status, t.sla_reason.empty() ? "" : " — " + t.sla_reason);
-  }
-  const auto& b = t.p99_boundary;
-  if (b.coordinate) {
-    out +=
-        fmt::format("- **p99 SLA boundary**: {} {} ({}, {}{})\n", axis_title(m), go_float_text(*b.coordinate), b.status,
-                    b.confidence, b.first_failing ? ", first failing " + go_float_text(*b.first_failing) : "");
-  } else {
-    out += fmt::format("- **p99 SLA boundary**: {}{}\n", b.status, b.reason.empty() ? "" : " — " + b.reason);
-  }
-  const auto& s = t.saturation;
-  if (s.knee) {
-    out += fmt::format("- **saturation**: knee at {}, saturated at {}\n", go_float_text(*s.knee),
-                       go_float_text(s.saturated_at.value_or(0)));
-  } else {
-    out += fmt::format("- **saturation**: {}\n", s.status);
-  }
-  for (const auto& sig : s.signals) {
-    out += fmt::format("  - `{}` at {}: {}\n", sig.signal, go_float_text(sig.at), sig.detail);
+  for (const auto& [name, value] : f.items) out += fmt::format("- **{}**: {}\n", name, value);
+  for (const auto& sig : f.signals) {
+    const auto at = sig.find(" at ");
+    out += fmt::format("  - `{}`{}\n", sig.substr(0, at), sig.substr(at));
   }
   return out;
+}
+
+// The points table, cell by cell: markdown and the page render the same cells.
+std::vector<std::string> point_headers(LoadMode m) {
+  return {axis_title(m),     "status",   "ok",
+          "failed",          "tok/s",    "steady tok/s",
+          "goodput req/s",   "TTFT p50", "TTFT p99",
+          "ITL p99",         "e2e p99",  "max in flight",
+          "lateness p99 ms", "KV peak",  "waiting (capacity) max"};
+}
+
+std::vector<std::vector<std::string>> point_rows(const SweepReceipt& r, bool markdown) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& p : r.points) {
+    for (const auto& tp : p.tracks) {
+      const auto& s = tp.stats;
+      const std::string code = tp.reason_code.empty() ? ""
+                               : markdown             ? " `" + tp.reason_code + "`"
+                                                      : " (" + tp.reason_code + ")";
+      rows.push_back({go_float_text(p.coordinate), tp.status + code, std::to_string(s.ok), std::to_string(s.failed),
+                      fixed(s.throughput_tok_s.measured_value()),
+                      fixed(tp.evidence.steady_state ? tp.evidence.steady_state->throughput_tok_s : std::nullopt),
+                      fixed(s.goodput_rps.measured_value(), 2), fixed(p50(s.ttft_ms)), fixed(p99(s.ttft_ms)),
+                      fixed(p99(s.itl_ms)), fixed(p99(s.end_to_end_ms)),
+                      s.observed_max_in_flight ? std::to_string(*s.observed_max_in_flight) : "n/a",
+                      fixed(tp.evidence.generator ? tp.evidence.generator->send_lateness_p99_ms : std::nullopt, 3),
+                      fixed(tp.evidence.server_number("kv_usage_peak"), 2),
+                      fixed(tp.evidence.server_number("waiting_capacity_max"), 0)});
+    }
+  }
+  return rows;
 }
 
 }  // namespace
@@ -84,26 +150,7 @@ std::string sweep_markdown(const SweepReceipt& r) {
   for (const auto& why : r.validity_reasons) out += fmt::format("- {}\n", why);
   for (const auto& w : r.warnings) out += fmt::format("- warning: {}\n", w);
   if (!r.validity_reasons.empty() || !r.warnings.empty()) out += "\n";
-  out += fmt::format(
-      "| {} | status | ok | failed | tok/s | steady tok/s | goodput req/s | TTFT p50 | TTFT p99 | ITL p99 | e2e p99 | "
-      "max in flight | lateness p99 ms | KV peak | waiting (capacity) max |\n",
-      axis_title(r.mode));
-  out += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
-  for (const auto& p : r.points) {
-    for (const auto& tp : p.tracks) {
-      const auto& s = tp.stats;
-      out += fmt::format(
-          "| {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-          go_float_text(p.coordinate), tp.status, tp.reason_code.empty() ? "" : " `" + tp.reason_code + "`", s.ok,
-          s.failed, fixed(s.throughput_tok_s.measured_value()),
-          fixed(tp.evidence.steady_state ? tp.evidence.steady_state->throughput_tok_s : std::nullopt),
-          fixed(s.goodput_rps.measured_value(), 2), fixed(p50(s.ttft_ms)), fixed(p99(s.ttft_ms)), fixed(p99(s.itl_ms)),
-          fixed(p99(s.end_to_end_ms)), s.observed_max_in_flight ? std::to_string(*s.observed_max_in_flight) : "n/a",
-          fixed(tp.evidence.generator ? tp.evidence.generator->send_lateness_p99_ms : std::nullopt, 3),
-          fixed(tp.evidence.server_number("kv_usage_peak"), 2),
-          fixed(tp.evidence.server_number("waiting_capacity_max"), 0));
-    }
-  }
+  out += markdown_table(point_headers(r.mode), point_rows(r, true));
   out +=
       "\nTimes in ms. p99s are nearest-rank over the point's requests (warm-up excluded); the receipt holds a "
       "bootstrap interval for each.\n";
@@ -111,81 +158,97 @@ std::string sweep_markdown(const SweepReceipt& r) {
     out += fmt::format("\n## Track {}\n\n", t.track);
     out += finding(t, r.mode);
   }
-  out += speculative_section(r);
-  bool energy = false;
-  for (const auto& p : r.points) {
-    for (const auto& tp : p.tracks) energy = energy || tp.evidence.energy;
+  if (const auto spec = speculative_rows(r); !spec.empty()) {
+    out += fmt::format("\n## Speculative decoding\n\n{}\n\n", kSpeculativeNote);
+    out += markdown_table(speculative_headers(r.mode), spec);
   }
-  if (energy) {
-    out += fmt::format("\n## Energy\n\n| {} | joules | output tokens / J | source |\n|---|---|---|---|\n",
-                       axis_title(r.mode));
-    for (const auto& p : r.points) {
-      for (const auto& tp : p.tracks) {
-        if (!tp.evidence.energy) continue;
-        const auto* e = &*tp.evidence.energy;
-        out += fmt::format("| {} | {} | {} | {} |\n", go_float_text(p.coordinate), fixed(json_double(*e, "joules"), 1),
-                           fixed(json_double(*e, "output_tokens_per_joule"), 3),
-                           json_string(*e, "status").value_or("") == "measured"
-                               ? std::string(json_string(*e, "source").value_or(""))
-                               : "not measured: " + std::string(json_string(*e, "reason").value_or("")));
-      }
-    }
+  if (const auto energy = energy_rows(r); !energy.empty()) {
+    out += "\n## Energy\n\n" + markdown_table({axis_title(r.mode), "joules", "output tokens / J", "source"}, energy);
   }
   return out;
 }
 
 std::string sweep_html(const SweepReceipt& r) {
-  using report::Chart;
-  using report::esc;
-  std::string body;
-  const std::string x = axis_title(r.mode);
+  using present::Axis;
+  using present::Chart;
+  using present::Mark;
+  present::Header h;
+  h.title = "Serving sweep: " + r.model;
+  h.measured = fmt::format(
+      "{} load points of {} requests each against {}: throughput and latency at each {}, where "
+      "it saturates and where the p99 budgets stop holding.",
+      r.points.size(), r.workload_requests, r.load && r.load->url ? *r.load->url : std::string("the server"),
+      axis_title(r.mode));
+  h.verdict = present::Verdict{r.valid, r.valid ? "valid for claims" : "not valid for claims", r.validity_reasons};
+  h.facts = {{"generated", r.generated_at}, {"machine", r.machine_id}, {"workload", r.workload_digest.substr(0, 19)}};
+  if (r.load && r.load->api) h.facts.emplace_back("API", *r.load->api);
+  if (r.load && r.load->mode)
+    h.facts.emplace_back("load", *r.load->mode + (r.load->arrival ? ", " + *r.load->arrival : ""));
+  if (r.sla.ttft_p99_ms > 0)
+    h.facts.emplace_back("TTFT p99 budget", fmt::format("{} ms", go_float_text(r.sla.ttft_p99_ms)));
+  if (r.sla.itl_p99_ms > 0)
+    h.facts.emplace_back("ITL p99 budget", fmt::format("{} ms", go_float_text(r.sla.itl_p99_ms)));
+  if (!r.tool_version.empty()) h.facts.emplace_back("made by", r.tool_name + " " + r.tool_version);
+  h.warnings = r.warnings;
+  present::Page page(std::move(h));
+
+  present::Table points(point_headers(r.mode));
+  for (auto& row : point_rows(r, false)) {
+    const bool valid = row[1] == "valid";
+    points.row(std::move(row), valid ? "" : "worse");
+  }
+  page.section("Points", points.html("points") +
+                             present::paragraph("Times in ms. p99s are nearest-rank over the point's requests (warm-up "
+                                                "excluded); the receipt holds a bootstrap interval for each. Rows not "
+                                                "valid for claims are shaded.",
+                                                "note"));
+  const std::string x = r.mode == LoadMode::kConcurrency ? "concurrency" : "offered rate (req/s)";
   for (const auto& t : r.tracks) {
-    std::vector<std::pair<double, double>> thr, ttft, itl, valid;
-    double x0 = 0, x1 = 0;
+    std::vector<present::Point> thr, valid, ttft99, ttft50, itl99;
+    std::vector<double> xs, ms;
     for (const auto& p : r.points) {
       for (const auto& tp : p.tracks) {
         if (tp.track != t.track) continue;
-        if (x0 == 0 || p.coordinate < x0) x0 = p.coordinate;
-        x1 = std::max(x1, p.coordinate);
+        xs.push_back(p.coordinate);
         if (auto v = tp.stats.throughput_tok_s.measured_value()) {
-          thr.emplace_back(p.coordinate, *v);
-          if (tp.status == "valid") valid.emplace_back(p.coordinate, *v);
+          thr.push_back({p.coordinate, *v});
+          if (tp.status == "valid") valid.push_back({p.coordinate, *v});
         }
-        if (auto v = p99(tp.stats.ttft_ms)) ttft.emplace_back(p.coordinate, *v);
-        if (auto v = p99(tp.stats.itl_ms)) itl.emplace_back(p.coordinate, *v);
+        if (auto v = p99(tp.stats.ttft_ms)) ttft99.push_back({p.coordinate, *v}), ms.push_back(*v);
+        if (auto v = p50(tp.stats.ttft_ms)) ttft50.push_back({p.coordinate, *v}), ms.push_back(*v);
+        if (auto v = p99(tp.stats.itl_ms)) itl99.push_back({p.coordinate, *v}), ms.push_back(*v);
       }
     }
-    Chart throughput(fmt::format("Track {}: output token throughput", t.track), x, "tok/s");
-    throughput.line(thr, "#1f77b4", "throughput");
-    throughput.dots(valid, "#2ca02c", "valid points");
-    auto mark = [&](Chart& c, std::optional<double> at, const std::vector<std::pair<double, double>>& series,
-                    const std::string& name, const char* color) {
-      if (!at) return;
-      for (const auto& [px, py] : series) {
-        if (px == *at) c.dots({{px, py}}, color, name);
-      }
-    };
-    mark(throughput, t.saturation.knee, thr, "saturation knee", "#d62728");
-    if (t.peak) mark(throughput, t.peak->coordinate, thr, "peak", "#9467bd");
-    Chart latency(fmt::format("Track {}: p99 TTFT and ITL", t.track), x, "ms");
-    latency.line(ttft, "#ff7f0e", "TTFT p99");
-    latency.line(itl, "#17becf", "ITL p99");
-    if (r.sla.ttft_p99_ms > 0)
-      latency.line({{x0, r.sla.ttft_p99_ms}, {x1, r.sla.ttft_p99_ms}}, "#ff7f0e", "TTFT budget");
-    if (r.sla.itl_p99_ms > 0) latency.line({{x0, r.sla.itl_p99_ms}, {x1, r.sla.itl_p99_ms}}, "#17becf", "ITL budget");
-    mark(latency, t.p99_boundary.coordinate, ttft, "p99 SLA boundary", "#d62728");
-    if (t.sla_knee) mark(latency, t.sla_knee->coordinate, ttft, "SLA knee", "#9467bd");
-    body += throughput.svg() + latency.svg();
+    if (r.sla.ttft_p99_ms > 0) ms.push_back(r.sla.ttft_p99_ms);
+    if (r.sla.itl_p99_ms > 0) ms.push_back(r.sla.itl_p99_ms);
+    const auto xscale = r.mode == LoadMode::kConcurrency ? present::scale_for_counts(xs) : present::scale_for(xs, 8);
+    Chart throughput("Output token throughput", Axis{x, xscale}, Axis{"tokens/s"});
+    throughput.add({"throughput", thr, Mark::kLineDots, "#1f77b4"});
+    throughput.add({"valid points", valid, Mark::kDots, "#2ca02c"});
+    if (t.saturation.knee) throughput.vline("saturation knee", *t.saturation.knee, "#d62728");
+    if (t.peak) throughput.vline("peak", t.peak->coordinate, "#7a1fa2");
+    Chart latency("TTFT and ITL", Axis{x, xscale}, Axis{"ms", present::scale_for(ms)});
+    latency.add({"TTFT p50", ttft50, Mark::kLineDots, "#9ecae1"});
+    latency.add({"TTFT p99", ttft99, Mark::kLineDots, "#ff7f0e"});
+    latency.add({"ITL p99", itl99, Mark::kLineDots, "#17becf"});
+    if (r.sla.ttft_p99_ms > 0) latency.hline("TTFT p99 budget", r.sla.ttft_p99_ms, "#c4501a");
+    if (r.sla.itl_p99_ms > 0) latency.hline("ITL p99 budget", r.sla.itl_p99_ms, "#0f7f8c");
+    if (t.p99_boundary.coordinate) latency.vline("p99 SLA boundary", *t.p99_boundary.coordinate, "#d62728");
+    const auto f = findings(t, r.mode);
+    page.section("Track " + t.track,
+                 present::facts(f.items) + present::bullets(f.signals) + throughput.svg() + latency.svg());
   }
-  std::string md = sweep_markdown(r);
-  return fmt::format(R"(<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Serving sweep: {}</title>
-<style>body{{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}}
-.chart{{background:#fafafa;border:1px solid #ddd}} .axis{{stroke:#555}} .tick,.label,.legend{{font-size:11px}}
-figure{{display:inline-block;margin:0.5em}} pre{{white-space:pre-wrap;background:#f4f4f4;padding:1em}}</style></head>
-<body><h1>Serving sweep: {}</h1><p>Verdict: <strong>{}</strong></p>{}<h2>Summary</h2><pre>{}</pre></body></html>
-)",
-                     esc(r.model), esc(r.model), r.valid ? "valid" : "not valid for claims", body, esc(md));
+  if (const auto spec = speculative_rows(r); !spec.empty()) {
+    present::Table t(speculative_headers(r.mode));
+    for (auto row : spec) t.row(std::move(row));
+    page.section("Speculative decoding", present::paragraph(kSpeculativeNote) + t.html());
+  }
+  if (const auto energy = energy_rows(r); !energy.empty()) {
+    present::Table t({axis_title(r.mode), "joules", "output tokens / J", "source"});
+    for (auto row : energy) t.row(std::move(row));
+    page.section("Energy", t.html());
+  }
+  return page.html();
 }
 
 }  // namespace mpo::sweep

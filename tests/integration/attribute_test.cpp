@@ -8,6 +8,7 @@
 #include <boost/json.hpp>
 #include <thread>
 
+#include "support/html_page.hpp"
 #include "support/http_client.hpp"
 #include "support/process.hpp"
 
@@ -131,6 +132,19 @@ TEST(Attribute, SequentialRequestsAreIsolatedOverlappingOnesAreACohort) {
   EXPECT_EQ(fak.exit_code, 0);
   EXPECT_EQ(read_lines(ledger).size(), 7u);
   EXPECT_NE(fak.out.find("\"schema\":\"fak-model-perf-attribution/1\""), std::string::npos);
+  // The page (issue 25): the windows' table and a chart of them by grade.
+  ASSERT_EQ(run_cli({"attribute", "--ledger", ledger, "--window", "per-request", "--format", "html", "--output",
+                     dir + "/attribution.html"})
+                .exit_code,
+            0);
+  const std::string page = read_file(dir + "/attribution.html");
+  const auto charts = charts_in(page);
+  ASSERT_EQ(charts.size(), 1u);
+  EXPECT_EQ(chart_problems(charts), "");
+  EXPECT_EQ(charts[0].series.at("isolated-window"), 3);
+  const auto tables = table_headers(page);
+  ASSERT_FALSE(tables.empty());
+  EXPECT_EQ(tables[0], "from|to|grade|observed|background|causes|reason");
 
   // The JSON names its files with their digests; --verify grades them again and compares.
   const std::string out = dir + "/attribution.json";

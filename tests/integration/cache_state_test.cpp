@@ -7,6 +7,7 @@
 #include <chrono>
 #include <string>
 
+#include "support/html_page.hpp"
 #include "support/http_client.hpp"
 #include "support/process.hpp"
 
@@ -31,8 +32,22 @@ std::map<std::string, json::object> arms_of(const std::string& path) {
 TEST(CacheStateBench, HermeticRunProvesEveryTransitionAndVerifiesStrictly) {
   const std::string dir = make_temp_dir();
   const std::string report = dir + "/cache-state.json";
-  ASSERT_EQ(run_cli({"cache-state-bench", "--output", report}).exit_code, 0);
+  ASSERT_EQ(run_cli({"cache-state-bench", "--output", report, "--html", dir + "/cache-state.html"}).exit_code, 0);
   for (const auto& [label, r] : arms_of(report)) EXPECT_EQ(r.at("result"), "proved") << label;
+  // The page (issue 25): the verdict, one row per arm, the probes drawn.
+  const std::string page = read_file(dir + "/cache-state.html");
+  EXPECT_NE(page.find("<div class=\"verdict valid\">admitted: every arm proves its transition</div>"),
+            std::string::npos);
+  const auto charts = charts_in(page);
+  ASSERT_EQ(charts.size(), 1u);
+  EXPECT_EQ(chart_problems(charts), "");
+  EXPECT_EQ(charts[0].series.size(), 5u);
+  EXPECT_EQ(charts[0].series.at("warm_admit"), 2);  // a miss, then the hit
+  std::size_t rows = 0;
+  for (auto at = page.find("<td>fak_workflow_cache</td>"); at != std::string::npos;
+       at = page.find("<td>fak_workflow_cache</td>", at + 1))
+    ++rows;
+  EXPECT_EQ(rows, 5u);
   auto ok = run_cli({"cache-state-bench", "--verify", report});
   EXPECT_EQ(ok.exit_code, 0);
   EXPECT_EQ(ok.out.rfind("STATE_TRANSITION_WITNESS_OK arms=5 proved=5", 0), 0u) << ok.out;

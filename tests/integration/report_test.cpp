@@ -2,11 +2,13 @@
 // `simulate`, one per situation, and its outputs and exit codes behave as documented.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <future>
 #include <sstream>
 #include <thread>
 
+#include "support/html_page.hpp"
 #include "support/http_client.hpp"
 #include "support/process.hpp"
 #include "support/stack.hpp"
@@ -188,6 +190,18 @@ TEST(ReportBaseline, HalvesOfOneRunPassAndASlowerEngineFailsTheGate) {
   EXPECT_EQ(worse.exit_code, 3) << worse.out;
   EXPECT_NE(worse.out.find("## Before and after"), std::string::npos);
   EXPECT_NE(worse.out.find("ttft_p50_ms: +"), std::string::npos) << worse.out;
+  // The same comparison on the page: its own section, a table per group with the worse rows marked.
+  const std::string page = dir + "/worse.html";
+  EXPECT_EQ(run_report({"--input", slow.ledger_path(), "--baseline", dir + "/first.jsonl", "--max-regression",
+                        "ttft_p50_ms=10%", "--format", "html", "--output", page})
+                .exit_code,
+            3);
+  const std::string html = read_file(page);
+  EXPECT_NE(html.find("<h2>Against the baseline</h2>"), std::string::npos);
+  const auto tables = table_headers(html);
+  EXPECT_NE(std::find(tables.begin(), tables.end(), "metric|n base / new|baseline|new|change|interval|verdict"),
+            tables.end());
+  EXPECT_NE(html.find("<tr class=\"worse\"><td>ttft_p50_ms</td>"), std::string::npos);
   EXPECT_EQ(run_report({"--input", slow.ledger_path(), "--max-regression", "ttft_p50_ms=10%"}).exit_code, 2);
   EXPECT_EQ(run_report({"--input", slow.ledger_path(), "--baseline", dir + "/first.jsonl", "--max-regression",
                         "ttft_p51_ms=10%"})
@@ -219,14 +233,39 @@ TEST(ReportHtml, HeadlessChromiumDrawsEveryChart) {
   EXPECT_EQ(text.find("<script"), std::string::npos);  // self-contained, nothing to run
   const Dom dom = dump_dom(html, s.dir + "/chromium");
   EXPECT_EQ(dom.exit_code, 0);
-  auto count = [&](const std::string& needle) { return dom.count(needle); };
-  // CDFs, TTFT vs prompt, e2e over time, in flight over time (its own axis: issue 25), tok/s
-  EXPECT_EQ(count("<svg class=\"chart\""), 5u);
-  for (const char* series : {"data-name=\"TTFT\"", "data-name=\"TPOT\"", "data-name=\"requests\"", "data-name=\"fit (R",
-                             "data-name=\"e2e ms\"", "data-name=\"in flight\"", "data-name=\"output tok/s\""}) {
-    EXPECT_EQ(count(series), 1u) << series;
+  // What a person sees: every chart with its series, ticks on both axes and the legend beside the
+  // plot; tables, not preformatted text (issue 25).
+  const auto charts = charts_in(dom.text);
+  EXPECT_EQ(chart_problems(charts), "");
+  auto chart = [&](const std::string& prefix) -> const ChartSeen* {
+    for (const auto& c : charts) {
+      if (c.title.rfind(prefix, 0) == 0) return &c;
+    }
+    ADD_FAILURE() << "no chart '" << prefix << "' among: " << chart_titles(charts);
+    return nullptr;
+  };
+  if (const auto* c = chart("Latency distributions")) {
+    for (const char* name : {"TTFT", "TPOT", "ITL p95 per request"}) EXPECT_EQ(c->series.at(name), 12) << name;
   }
-  EXPECT_EQ(count("<circle"), 2u * 12);  // one dot per request in the scatter and in the time series
+  if (const auto* c = chart("TTFT against prompt tokens")) {
+    EXPECT_EQ(c->series.at("requests"), 12);  // one dot per request
+    EXPECT_EQ(c->series.size(), 2u);          // and the fit's line
+  }
+  if (const auto* c = chart("End-to-end latency over time")) {
+    EXPECT_EQ(c->series.at("requests"), 12);
+  }
+  if (const auto* c = chart("Requests in flight over time")) {
+    EXPECT_EQ(c->series.at("in flight"), 24);  // a step up and down per request
+    EXPECT_EQ(c->y_scale, "linear");
+  }
+  if (const auto* c = chart("Output tokens per second over time")) {
+    EXPECT_EQ(c->series.at("output tok/s"), 30);
+  }
+  const auto tables = table_headers(dom.text);
+  bool percentiles = false;
+  for (const auto& t : tables) percentiles = percentiles || t == "ms|requests|p50|p90|p95|p99|max";
+  EXPECT_TRUE(percentiles) << tables.size() << " tables";
+  EXPECT_EQ(dom.count("<pre"), 0u);
 }
 
 }  // namespace
@@ -258,10 +297,11 @@ TEST(Demo, RunsTheWholeChainAndLeavesItsFiles) {
   // Every ledger line is an observation of the report (not just the file's existence).
   EXPECT_EQ(report.at("inputs").as_object().at("observations").to_number<std::size_t>(), ledger.size());
   const std::string html = read_file(dir + "/report.html");
-  std::size_t charts = 0;
-  for (auto p = html.find("<svg class=\"chart\""); p != std::string::npos; p = html.find("<svg class=\"chart\"", p + 1))
-    ++charts;
-  EXPECT_EQ(charts, 5u);  // one group: CDFs, TTFT vs prompt, e2e and in flight over time, tok/s
+  // One group: latency by load level (its five phases), distributions, TTFT vs prompt, e2e and in
+  // flight over time, tok/s; every one drawn whole.
+  const auto charts = charts_in(html);
+  EXPECT_EQ(charts.size(), 6u) << chart_titles(charts);
+  EXPECT_EQ(chart_problems(charts), "");
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "support/canned_backend.hpp"
+#include "support/html_page.hpp"
 #include "support/http_client.hpp"
 #include "support/process.hpp"
 
@@ -121,13 +122,41 @@ TEST(Sweep, TheKneeIsAtTheDeclaredCapacityAndPointsAboveItAreInvalid) {
   // The page as a browser builds it: two charts, every series, the budget line, knee and boundary marked.
   const Dom dom = dump_dom(dir + "/sweep.html", dir + "/chromium");
   EXPECT_EQ(dom.exit_code, 0);
-  EXPECT_EQ(dom.count("<svg class=\"chart\""), 2u);
-  for (const char* series :
-       {"data-name=\"throughput\"", "data-name=\"TTFT p99\"", "data-name=\"ITL p99\"", "data-name=\"TTFT budget\"",
-        "data-name=\"saturation knee\"", "data-name=\"p99 SLA boundary\""}) {
-    EXPECT_EQ(dom.count(series), 1u) << series;
-  }
+  const auto charts = charts_in(dom.text);
+  ASSERT_EQ(charts.size(), 2u) << chart_titles(charts);
+  EXPECT_EQ(chart_problems(charts), "");
+  const auto& throughput = charts[0];
+  EXPECT_EQ(throughput.title, "Output token throughput");
+  EXPECT_EQ(throughput.series.at("throughput"), 5);
+  EXPECT_EQ(throughput.x_scale, "log2");  // concurrency 1, 2, 4, 8, 16 evenly spaced
+  EXPECT_EQ(throughput.x_ticks, 5);
+  EXPECT_EQ(throughput.references, std::vector<std::string>{"saturation knee"});
+  const auto& latency = charts[1];
+  EXPECT_EQ(latency.series.at("TTFT p99"), 5);
+  EXPECT_EQ(latency.series.at("ITL p99"), 5);
+  EXPECT_EQ(latency.references, (std::vector<std::string>{"TTFT p99 budget", "p99 SLA boundary"}));
+  // The summary is a table, not markdown in a <pre> block.
+  const auto tables = table_headers(dom.text);
+  ASSERT_FALSE(tables.empty());
+  EXPECT_EQ(tables[0].rfind("concurrency|status|ok|failed|tok/s", 0), 0u) << tables[0];
+  EXPECT_EQ(dom.count("<pre"), 0u);
   EXPECT_EQ(dom.text.find("<script"), std::string::npos);
+  // The report of the sweep's ledger views each load point apart (issue 25: per-phase views).
+  ASSERT_EQ(
+      run_cli({"report", dir + "/sweep.ledger.jsonl", "--format", "html", "--output", dir + "/report.html"}).exit_code,
+      0);
+  const Dom report_dom = dump_dom(dir + "/report.html", dir + "/chromium-report");
+  const auto report_charts = charts_in(report_dom.text);
+  EXPECT_EQ(chart_problems(report_charts), "");
+  const ChartSeen* point_chart = nullptr;
+  for (const auto& c : report_charts) point_chart = c.title == "Latency by sweep point" ? &c : point_chart;
+  ASSERT_NE(point_chart, nullptr) << chart_titles(report_charts);
+  EXPECT_EQ(point_chart->x_scale, "log2");
+  EXPECT_EQ(point_chart->series.at("TTFT p99"), 5);
+  bool level_table = false;
+  for (const auto& t : table_headers(report_dom.text))
+    level_table = level_table || t.rfind("sweep point|requests", 0) == 0;
+  EXPECT_TRUE(level_table);
 }
 
 TEST(Sweep, InsideCapacityThePeakIsMeasuredAndTheGateAcceptsItButNotAnEditedReceipt) {
