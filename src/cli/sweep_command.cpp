@@ -1,5 +1,5 @@
 // `modelperfobs sweep` (run a serving sweep, or one shard of it), `sweep verify FILE`, `sweep gate --claim
-// --artifact`, `sweep merge SHARD...`.
+// --artifact`, `sweep merge SHARD...`, `sweep compare A B`.
 #include <fmt/format.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -19,6 +19,7 @@
 #include "ledger/writer.hpp"
 #include "net/backend_url.hpp"
 #include "net/ca_rule.hpp"
+#include "sweep/compare.hpp"
 #include "sweep/render.hpp"
 #include "sweep/runner.hpp"
 #include "sweep/shard.hpp"
@@ -411,6 +412,45 @@ int run_merge(const MergeArgs& m) {
   return 0;
 }
 
+struct CompareArgs {
+  std::string a, b, format = "md", output, html;
+  int resamples = 2000;
+  std::uint64_t seed = 1;
+  bool allow_different_workload = false;
+};
+
+// `sweep compare A.json B.json`: point by point, with intervals (sweep/compare.hpp).
+int run_compare(const CompareArgs& c) {
+  std::vector<sweep::SweepReceipt> receipts;
+  for (const auto& f : {c.a, c.b}) {
+    const auto text = read_text_file(f);
+    if (!text) {
+      std::cerr << "modelperfobs sweep compare: cannot read " << f << "\n";
+      return 1;
+    }
+    auto r = sweep::parse_sweep_receipt(*text);
+    if (!r) {
+      std::cerr << "modelperfobs sweep compare: " << f << ": " << r.error().message << "\n";
+      return 1;
+    }
+    receipts.push_back(std::move(*r));
+  }
+  if (c.resamples < 200) return usage_error("--resamples must be at least 200");
+  sweep::SweepCompareOptions o;
+  o.resamples = c.resamples;
+  o.seed = c.seed;
+  o.allow_different_workload = c.allow_different_workload;
+  const auto cmp = sweep::compare_sweeps(receipts[0], receipts[1], o);
+  if (!cmp) {
+    std::cerr << "modelperfobs sweep compare: " << cmp.error().message << "\n";
+    return 1;
+  }
+  const std::string text = c.format == "json" ? sweep::sweep_comparison_json(*cmp) : sweep::sweep_comparison_md(*cmp);
+  if (!write_output(c.output, text, "sweep compare")) return 1;
+  if (!c.html.empty() && !write_output(c.html, sweep::sweep_comparison_html(*cmp), "sweep compare")) return 1;
+  return 0;
+}
+
 int run_gate(const std::string& claim, const std::string& claim_file, const std::string& artifact) {
   std::string text = claim;
   if (!claim_file.empty()) {
@@ -548,8 +588,27 @@ std::function<int()> setup_sweep(CLI::App& app) {
       ->add_option("--max-start-skew", merge_args->max_skew_s,
                    "seconds: a point's shards must have started within this of each other")
       ->capture_default_str();
-  return [a, verify, gate, merge, merge_args, file, claim, claim_file, artifact] {
+  auto compare_args = std::make_shared<CompareArgs>();
+  auto* compare = app.add_subcommand(
+      "compare",
+      "two receipts of the same workload point by point: throughput and p50/p99 changes with bootstrap intervals, "
+      "and whether the knee, the peak and the p99 SLA boundary moved");
+  compare->add_option("A", compare_args->a, "the receipt to compare against (before)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  compare->add_option("B", compare_args->b, "the receipt to compare (after)")->required()->check(CLI::ExistingFile);
+  compare->add_flag("--allow-different-workload", compare_args->allow_different_workload,
+                    "compare receipts whose workload digests differ (refused by default)");
+  compare->add_option("--resamples", compare_args->resamples, "bootstrap resamples")->capture_default_str();
+  compare->add_option("--seed", compare_args->seed, "bootstrap seed")->capture_default_str();
+  compare->add_option("--format", compare_args->format, "md or json (modelperfobs.sweep-comparison.v1)")
+      ->check(CLI::IsMember({"md", "json"}))
+      ->capture_default_str();
+  compare->add_option("--output", compare_args->output, "write here instead of stdout");
+  compare->add_option("--html", compare_args->html, "also write one self-contained page here");
+  return [a, verify, gate, merge, merge_args, compare, compare_args, file, claim, claim_file, artifact] {
     if (verify->parsed()) return run_verify(*file);
+    if (compare->parsed()) return run_compare(*compare_args);
     if (merge->parsed()) return run_merge(*merge_args);
     if (gate->parsed()) return run_gate(*claim, *claim_file, *artifact);
     return run_sweep_command(*a);

@@ -347,7 +347,7 @@ std::string render_html(const ReportInput& in) {
                      t.html("others"));
   }
   if (!in.comparison_html.empty()) page.section("Against the baseline", in.comparison_html);
-  if (!in.engine_trace_html.empty()) page.section("Engine traces", in.engine_trace_html);
+  if (!in.engine_trace_html.empty()) page.section("Engine spans joined to requests", in.engine_trace_html);
   return page.html();
 }
 

@@ -519,5 +519,41 @@ TEST(Sweep, ARequestPastItsTimeoutIsATimeoutAtTheTimeout) {
   EXPECT_EQ(stats.at("failed").to_number<double>(), 2);
 }
 
+// `sweep compare` on real receipts (issue 25): the same workload against a fast and a slow engine.
+TEST(Sweep, CompareFindsTheSlowerEngineAndRefusesAnotherWorkload) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json", kProfile);
+  write_file(
+      dir + "/slow.json",
+      R"({"engine":{"max_num_seqs":8,"step_base_s":0.012,"step_per_prefill_token_s":0.00002,"step_per_decode_seq_s":0.0002}})");
+  Simulator fast_sim({"--profile", dir + "/p.json"});
+  Simulator slow_sim({"--profile", dir + "/slow.json"});
+  const std::vector<std::string> load = {"--concurrencies", "1,4", "--requests", "24"};
+  auto a = sweep(dir, fast_sim.port, load, "a");
+  auto b = sweep(dir, slow_sim.port, load, "b");
+  auto other = load;
+  other.insert(other.end(), {"--seed", "7"});  // another workload: other prompts
+  auto c = sweep(dir, fast_sim.port, other, "c");
+  const auto cmp = run_cli({"sweep", "compare", a.path, b.path, "--html", dir + "/compare.html"});
+  ASSERT_EQ(cmp.exit_code, 0) << cmp.out;
+  // A step three times as long: TTFT p50 worse and throughput worse at both points.
+  for (const char* point : {"## concurrency 1 (", "## concurrency 4 ("}) {
+    const auto at = cmp.out.find(point);
+    ASSERT_NE(at, std::string::npos) << cmp.out;
+    const auto section = cmp.out.substr(at, cmp.out.find("\n## ", at + 1) - at);
+    EXPECT_NE(section.find("| ttft_p50_ms |"), std::string::npos);
+    EXPECT_NE(section.find("**worse** |\n| ttft_p99_ms"), std::string::npos) << section;  // the p50 row's verdict
+    EXPECT_NE(section.find("| throughput_tok_s | 24 / 24 |"), std::string::npos) << section;
+  }
+  const auto charts = charts_in(read_file(dir + "/compare.html"));
+  EXPECT_EQ(charts.size(), 2u);
+  EXPECT_EQ(chart_problems(charts), "");
+  const auto refused = run_cli_with_stderr("sweep compare " + a.path + " " + c.path);
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.out.find("the receipts' workloads differ"), std::string::npos) << refused.out;
+  EXPECT_EQ(run_cli({"sweep", "compare", a.path, c.path, "--allow-different-workload", "--format", "json"}).exit_code,
+            0);
+}
+
 }  // namespace
 }  // namespace mpo::test

@@ -353,5 +353,5 @@ test('attribute --traces joins the engine spans to the ledger: queue, prefill an
   const reportMd = execFileSync(BIN, ['report', '--input', st.ledger, '--traces', traces]).toString();
   assert.match(reportMd, /## Engine spans joined to requests \(request-correlated, source engine-trace\)/);
   const html = execFileSync(BIN, ['report', '--input', st.ledger, '--traces', traces, '--format', 'html']).toString();
-  assert.match(html, /<section class="engine-trace">.*TTFT p95 is [0-9.]+ ms/s);
+  assert.match(html, /<section id="engine-spans-joined-to-requests"><h2>Engine spans joined to requests<\/h2>.*TTFT p95 is [0-9.]+ ms/s);
 });

@@ -223,8 +223,14 @@ TEST(Render, EmptyCandidatesAreLeftOutAndTheHtmlHasThePercentiles) {
     EXPECT_EQ(md.find("| " + c.name + " | 0.00 |"), std::string::npos) << c.name;
   }
   const auto html = render_html(in);
-  EXPECT_NE(html.find("<table class=\"percentiles\"><tr><th>ms</th><th>p50</th>"), std::string::npos);
+  EXPECT_NE(html.find("<table class=\"percentiles\"><thead><tr><th>ms</th><th>requests</th><th>p50</th>"),
+            std::string::npos);
   EXPECT_NE(html.find("<tr><td>TTFT</td>"), std::string::npos);
+  for (const auto& c : ranking) {  // the page's ranking leaves them out too
+    if (!shown_in_ranking(c)) {
+      EXPECT_EQ(html.find("<td>" + c.name + "</td>"), std::string::npos) << c.name;
+    }
+  }
 }
 
 TEST(Ranking, NoStreamingIsNotEnoughEvidence) {

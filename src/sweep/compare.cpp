@@ -1,0 +1,414 @@
+#include "sweep/compare.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "core/go_json.hpp"
+#include "core/json.hpp"
+#include "core/stats.hpp"
+#include "present/chart.hpp"
+#include "present/page.hpp"
+
+namespace mpo::sweep {
+namespace {
+
+constexpr int kComparisonsPerPoint = 5;
+
+// What one receipt measured at one point: its measured requests (warm-up and failures left out).
+struct PointData {
+  std::vector<double> ttft, e2e;
+  std::vector<std::vector<double>> itl;  // per request, so a resample keeps a request's gaps together
+  std::vector<double> tokens;            // output tokens per request
+  std::optional<double> throughput;      // the receipt's figure
+  bool closed_loop = true;               // throughput follows request time (closed) or the arrivals (open)
+};
+
+PointData data_of(const TrackPoint& tp, LoadMode mode) {
+  PointData d;
+  d.closed_loop = mode == LoadMode::kConcurrency;
+  for (const auto& s : tp.samples) {
+    if (s.warmup || !s.ok) continue;
+    if (s.ttft_ms) d.ttft.push_back(*s.ttft_ms);
+    d.e2e.push_back(s.end_to_end_ms);
+    d.itl.push_back(s.itl_ms);
+    d.tokens.push_back(static_cast<double>(s.output_tokens_exact.value_or(s.output_token_estimate)));
+  }
+  d.throughput = tp.stats.throughput_tok_s.measured_value();
+  return d;
+}
+
+// fak's nearest-rank quantile (docs/FAK.md 6.4), of an unsorted copy.
+double nearest_rank(std::vector<double> v, double q) {
+  const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
+  const auto at = v.begin() + static_cast<std::ptrdiff_t>(std::max<std::size_t>(rank, 1) - 1);
+  std::nth_element(v.begin(), at, v.end());
+  return *at;
+}
+
+// A quantile from n values is an estimate only with at least 5 values beyond it (as `report
+// --baseline` rules); a p99 of fewer than 500 is the sample's largest few.
+bool enough(std::size_t n, double q) { return n >= 10 && static_cast<double>(n) * (1 - q) >= 5; }
+
+std::vector<std::size_t> draw(std::size_t n, std::mt19937_64& rng) {
+  std::uniform_int_distribution<std::size_t> pick(0, n - 1);
+  std::vector<std::size_t> idx(n);
+  for (auto& i : idx) i = pick(rng);
+  return idx;
+}
+
+// One statistic of a point, computed on the data or on a resample of its requests.
+using Statistic = std::function<std::optional<double>(const PointData&, const std::vector<std::size_t>*)>;
+
+std::vector<double> pick_values(const std::vector<double>& v, const std::vector<std::size_t>* idx) {
+  if (!idx) return v;
+  std::vector<double> out;
+  out.reserve(idx->size());
+  for (auto i : *idx) out.push_back(v[i]);
+  return out;
+}
+
+Statistic quantile_of(std::vector<double> PointData::*field, double q) {
+  return [field, q](const PointData& d, const std::vector<std::size_t>* idx) -> std::optional<double> {
+    const auto& v = d.*field;
+    if (!enough(v.size(), q)) return std::nullopt;
+    return nearest_rank(pick_values(v, idx), q);
+  };
+}
+
+std::optional<double> itl_p99(const PointData& d, const std::vector<std::size_t>* idx) {
+  std::vector<double> gaps;
+  const std::size_t n = idx ? idx->size() : d.itl.size();
+  for (std::size_t k = 0; k < n; ++k) {
+    const auto& r = d.itl[idx ? (*idx)[k] : k];
+    gaps.insert(gaps.end(), r.begin(), r.end());
+  }
+  if (!enough(gaps.size(), 0.99) || d.itl.size() < 10) return std::nullopt;
+  return nearest_rank(std::move(gaps), 0.99);
+}
+
+// A resample's throughput: the receipt's figure scaled by how the resample's requests differ from
+// all of them. Closed loop: N workers each busy with one request at a time, so throughput follows
+// output tokens per second of request time (Σ tokens / Σ e2e); open loop: the arrivals set the
+// pace, so it follows the tokens per request.
+std::optional<double> throughput(const PointData& d, const std::vector<std::size_t>* idx) {
+  if (!d.throughput || d.tokens.size() < 10) return std::nullopt;
+  if (!idx) return d.throughput;
+  double tokens = 0, time = 0, picked_tokens = 0, picked_time = 0;
+  for (std::size_t i = 0; i < d.tokens.size(); ++i) tokens += d.tokens[i], time += d.e2e[i];
+  for (auto i : *idx) picked_tokens += d.tokens[i], picked_time += d.e2e[i];
+  if (!(tokens > 0) || !(picked_tokens > 0) || !(time > 0) || !(picked_time > 0)) return std::nullopt;
+  const double ratio = d.closed_loop ? (picked_tokens / picked_time) / (tokens / time) : picked_tokens / tokens;
+  return *d.throughput * ratio;
+}
+
+struct MetricDef {
+  const char* name;
+  bool higher_is_better;
+  Statistic stat;
+};
+
+std::vector<MetricDef> metrics() {
+  return {{"throughput_tok_s", true, throughput},
+          {"ttft_p50_ms", false, quantile_of(&PointData::ttft, 0.5)},
+          {"ttft_p99_ms", false, quantile_of(&PointData::ttft, 0.99)},
+          {"itl_p99_ms", false, itl_p99},
+          {"e2e_p99_ms", false, quantile_of(&PointData::e2e, 0.99)}};
+}
+
+std::size_t count_for(const PointData& d, const std::string& metric) {
+  if (metric == "ttft_p50_ms" || metric == "ttft_p99_ms") return d.ttft.size();
+  if (metric == "itl_p99_ms") {
+    std::size_t n = 0;
+    for (const auto& r : d.itl) n += r.size();
+    return n;
+  }
+  return d.e2e.size();
+}
+
+MetricChange compare_metric(const MetricDef& m, const PointData& a, const PointData& b, const SweepCompareOptions& o,
+                            double alpha, std::mt19937_64& rng) {
+  MetricChange c;
+  c.metric = m.name;
+  c.n_a = count_for(a, m.name);
+  c.n_b = count_for(b, m.name);
+  c.a = m.stat(a, nullptr);
+  c.b = m.stat(b, nullptr);
+  if (!c.a || !c.b) {
+    c.verdict = "not enough data";
+    return c;
+  }
+  c.delta = *c.b - *c.a;
+  std::vector<double> deltas;
+  deltas.reserve(static_cast<std::size_t>(o.resamples));
+  for (int i = 0; i < o.resamples; ++i) {
+    const auto ia = draw(a.e2e.size(), rng), ib = draw(b.e2e.size(), rng);
+    const auto ra = m.stat(a, &ia), rb = m.stat(b, &ib);
+    if (ra && rb) deltas.push_back(*rb - *ra);
+  }
+  if (deltas.size() < 100) {
+    c.verdict = "not enough data";
+    return c;
+  }
+  std::sort(deltas.begin(), deltas.end());
+  c.ci_lo = *quantile_cont_sorted(deltas, alpha / 2);
+  c.ci_hi = *quantile_cont_sorted(deltas, 1 - alpha / 2);
+  const bool up = *c.ci_lo > 0, down = *c.ci_hi < 0;
+  c.verdict = !up && !down ? "no significant change" : (up == m.higher_is_better ? "better" : "worse");
+  return c;
+}
+
+const TrackPoint* track_at(const Point& p, const std::string& track) {
+  for (const auto& tp : p.tracks) {
+    if (tp.track == track) return &tp;
+  }
+  return nullptr;
+}
+
+const TrackSummary* summary_of(const SweepReceipt& r, const std::string& track) {
+  for (const auto& t : r.tracks) {
+    if (t.track == track) return &t;
+  }
+  return nullptr;
+}
+
+Moved moved(std::string what, std::optional<double> a, std::optional<double> b) {
+  Moved m{std::move(what), a, b, {}};
+  m.verdict = a && b ? (*a == *b  ? "unchanged"
+                        : *b > *a ? "moved up"
+                                  : "moved down")
+              : a    ? "found only in A"
+              : b    ? "found only in B"
+                     : "in neither";
+  return m;
+}
+
+std::string value_text(const std::optional<double>& v, const std::string& metric) {
+  if (!v) return "-";
+  return metric == "throughput_tok_s" ? fmt::format("{:.1f}", *v) : fmt::format("{:.2f}", *v);
+}
+
+std::string signed_text(const std::optional<double>& v, const std::string& metric) {
+  if (!v) return "-";
+  return metric == "throughput_tok_s" ? fmt::format("{:+.1f}", *v) : fmt::format("{:+.2f}", *v);
+}
+
+std::string coordinate_text(const std::optional<double>& v) { return v ? go_float_text(*v) : "-"; }
+
+std::string axis(const SweepComparison& c) { return c.mode == "concurrency" ? "concurrency" : "offered rate (req/s)"; }
+
+std::vector<std::string> metric_cells(const MetricChange& x) {
+  return {x.metric,
+          fmt::format("{} / {}", x.n_a, x.n_b),
+          value_text(x.a, x.metric),
+          value_text(x.b, x.metric),
+          signed_text(x.delta, x.metric),
+          x.ci_lo ? fmt::format("[{}, {}]", signed_text(x.ci_lo, x.metric), signed_text(x.ci_hi, x.metric)) : "-",
+          x.verdict};
+}
+
+const std::vector<std::string> kMetricHeaders = {"metric", "n A / B", "A", "B", "change", "interval", "verdict"};
+
+std::string header_sentence(const SweepComparison& c) {
+  return fmt::format(
+      "Change = B - A at each load point both measured, with a {:.2f}% percentile-bootstrap interval from the "
+      "receipts' own samples ({} resamples of the requests; {:.0f}% over each point's {} comparisons, Bonferroni). "
+      "Throughput in output tokens/s (higher is better), times in ms (nearest-rank, as the receipts).",
+      c.interval_level * 100, c.resamples, (1 - (1 - c.interval_level) * kComparisonsPerPoint) * 100,
+      kComparisonsPerPoint);
+}
+
+}  // namespace
+
+Result<SweepComparison> compare_sweeps(const SweepReceipt& a, const SweepReceipt& b, const SweepCompareOptions& o) {
+  if (a.mode != b.mode) {
+    return make_error("sweep.compare", fmt::format("A swept {} and B {}: their points are not the same kind of load",
+                                                   axis_name(a.mode), axis_name(b.mode)));
+  }
+  SweepComparison c;
+  c.mode = point_key(a.mode) == std::string("concurrency") ? "concurrency" : "rate_rps";
+  c.model_a = a.model, c.model_b = b.model;
+  c.workload_a = a.workload_digest, c.workload_b = b.workload_digest;
+  if (a.workload_digest != b.workload_digest) {
+    if (!o.allow_different_workload) {
+      return make_error("sweep.compare",
+                        fmt::format("the receipts' workloads differ (A {}, B {}): their points sent different "
+                                    "requests, so a change may be the workload's; --allow-different-workload "
+                                    "compares them anyway",
+                                    a.workload_digest, b.workload_digest));
+    }
+    c.notes.push_back("the workloads differ (--allow-different-workload): a change may be the workload's");
+  }
+  if (a.tracks.empty() || b.tracks.empty()) return make_error("sweep.compare", "a receipt has no track");
+  // The same track by name; one track each is compared whatever its name.
+  c.track_a = a.tracks.front().track, c.track_b = b.tracks.front().track;
+  if (!(a.tracks.size() == 1 && b.tracks.size() == 1)) {
+    if (!summary_of(b, c.track_a)) {
+      return make_error("sweep.compare", fmt::format("B has no track '{}' (A's first)", c.track_a));
+    }
+    c.track_b = c.track_a;
+  }
+  if (c.model_a != c.model_b) c.notes.push_back(fmt::format("the models differ: A {}, B {}", c.model_a, c.model_b));
+  if (a.sla.ttft_p99_ms != b.sla.ttft_p99_ms || a.sla.itl_p99_ms != b.sla.itl_p99_ms) {
+    c.notes.push_back("the p99 budgets differ: the boundaries are judged against different limits");
+  }
+  c.resamples = o.resamples;
+  const double alpha = o.family_alpha / kComparisonsPerPoint;
+  c.interval_level = 1 - alpha;
+  std::mt19937_64 rng(o.seed);
+  const auto defs = metrics();
+  for (const auto& pa : a.points) {
+    const auto* ta = track_at(pa, c.track_a);
+    const auto pb =
+        std::find_if(b.points.begin(), b.points.end(), [&](const Point& p) { return p.coordinate == pa.coordinate; });
+    const TrackPoint* tb = pb == b.points.end() ? nullptr : track_at(*pb, c.track_b);
+    if (!ta || !tb) {
+      c.only_a.push_back(pa.coordinate);
+      continue;
+    }
+    PointComparison pc{pa.coordinate, ta->status, tb->status, {}};
+    const auto da = data_of(*ta, a.mode), db = data_of(*tb, b.mode);
+    for (const auto& m : defs) pc.changes.push_back(compare_metric(m, da, db, o, alpha, rng));
+    c.points.push_back(std::move(pc));
+  }
+  for (const auto& pb : b.points) {
+    const bool in_a =
+        std::any_of(a.points.begin(), a.points.end(), [&](const Point& p) { return p.coordinate == pb.coordinate; });
+    if (!in_a) c.only_b.push_back(pb.coordinate);
+  }
+  const auto* sa = summary_of(a, c.track_a);
+  const auto* sb = summary_of(b, c.track_b);
+  c.moved.push_back(moved("saturation knee", sa->saturation.knee, sb->saturation.knee));
+  c.moved.push_back(moved("peak", sa->peak ? std::optional(sa->peak->coordinate) : std::nullopt,
+                          sb->peak ? std::optional(sb->peak->coordinate) : std::nullopt));
+  c.moved.push_back(moved("p99 SLA boundary", sa->p99_boundary.coordinate, sb->p99_boundary.coordinate));
+  return c;
+}
+
+std::string sweep_comparison_md(const SweepComparison& c) {
+  std::string o =
+      fmt::format("# Sweep comparison: A {} against B {}\n\n{}\n", c.model_a, c.model_b, header_sentence(c));
+  for (const auto& n : c.notes) o += fmt::format("\n- note: {}", n);
+  if (!c.notes.empty()) o += "\n";
+  o += "\n## Findings\n\n| finding | A | B | verdict |\n|---|---|---|---|\n";
+  for (const auto& m : c.moved)
+    o += fmt::format("| {} | {} | {} | {} |\n", m.what, coordinate_text(m.a), coordinate_text(m.b), m.verdict);
+  for (const auto& p : c.points) {
+    o += fmt::format("\n## {} {} (A {}, B {})\n\n| {} |\n|---|---|---|---|---|---|---|\n", axis(c),
+                     go_float_text(p.coordinate), p.status_a, p.status_b, fmt::join(kMetricHeaders, " | "));
+    for (const auto& x : p.changes) {
+      auto cells = metric_cells(x);
+      if (x.verdict == "better" || x.verdict == "worse") cells.back() = "**" + x.verdict + "**";
+      o += fmt::format("| {} |\n", fmt::join(cells, " | "));
+    }
+  }
+  if (!c.only_a.empty()) o += fmt::format("\nOnly in A: {} {}.\n", axis(c), fmt::join(c.only_a, ", "));
+  if (!c.only_b.empty()) o += fmt::format("\nOnly in B: {} {}.\n", axis(c), fmt::join(c.only_b, ", "));
+  return o;
+}
+
+std::string sweep_comparison_json(const SweepComparison& c) {
+  std::vector<std::string> points;
+  for (const auto& p : c.points) {
+    std::vector<std::string> changes;
+    for (const auto& x : p.changes) {
+      JsonObjectWriter w;
+      w.field("metric", x.metric)
+          .field("n_a", static_cast<std::uint64_t>(x.n_a))
+          .field("n_b", static_cast<std::uint64_t>(x.n_b))
+          .optional_field("a", x.a)
+          .optional_field("b", x.b)
+          .optional_field("change", x.delta)
+          .optional_field("interval_low", x.ci_lo)
+          .optional_field("interval_high", x.ci_hi)
+          .field("verdict", x.verdict);
+      changes.push_back(std::move(w).finish());
+    }
+    JsonObjectWriter w;
+    w.field(c.mode, p.coordinate).field("status_a", p.status_a).field("status_b", p.status_b);
+    w.raw_field("changes", "[" + fmt::format("{}", fmt::join(changes, ",")) + "]");
+    points.push_back(std::move(w).finish());
+  }
+  std::vector<std::string> moved;
+  for (const auto& m : c.moved) {
+    JsonObjectWriter w;
+    w.field("finding", m.what).optional_field("a", m.a).optional_field("b", m.b).field("verdict", m.verdict);
+    moved.push_back(std::move(w).finish());
+  }
+  auto numbers = [](const std::vector<double>& v) {
+    std::vector<std::string> s;
+    for (double x : v) s.push_back(go_float_text(x));
+    return "[" + fmt::format("{}", fmt::join(s, ",")) + "]";
+  };
+  JsonObjectWriter w;
+  w.field("schema", "modelperfobs.sweep-comparison.v1")
+      .field("axis", c.mode)
+      .field("model_a", c.model_a)
+      .field("model_b", c.model_b)
+      .field("workload_a", c.workload_a)
+      .field("workload_b", c.workload_b)
+      .field("track_a", c.track_a)
+      .field("track_b", c.track_b)
+      .field("resamples", static_cast<std::int64_t>(c.resamples))
+      .field("interval_level", c.interval_level)
+      .raw_field("notes", json_string_array(c.notes))
+      .raw_field("findings", "[" + fmt::format("{}", fmt::join(moved, ",")) + "]")
+      .raw_field("points", "[" + fmt::format("{}", fmt::join(points, ",")) + "]")
+      .raw_field("only_in_a", numbers(c.only_a))
+      .raw_field("only_in_b", numbers(c.only_b));
+  return std::move(w).finish() + "\n";
+}
+
+std::string sweep_comparison_html(const SweepComparison& c) {
+  present::Header h;
+  h.title = fmt::format("Sweep comparison: {} against {}", c.model_a, c.model_b);
+  h.measured = header_sentence(c);
+  h.facts = {{"A", fmt::format("{} (track {}, workload {})", c.model_a, c.track_a, c.workload_a.substr(0, 19))},
+             {"B", fmt::format("{} (track {}, workload {})", c.model_b, c.track_b, c.workload_b.substr(0, 19))}};
+  h.warnings = c.notes;
+  present::Page page(std::move(h));
+  present::Table findings({"finding", "A", "B", "verdict"});
+  for (const auto& m : c.moved) findings.row({m.what, coordinate_text(m.a), coordinate_text(m.b), m.verdict});
+  std::vector<double> xs, ms;
+  std::vector<present::Point> thr_a, thr_b, ttft_a, ttft_b;
+  for (const auto& p : c.points) {
+    xs.push_back(p.coordinate);
+    for (const auto& x : p.changes) {
+      if (x.metric == "throughput_tok_s") {
+        if (x.a) thr_a.push_back({p.coordinate, *x.a});
+        if (x.b) thr_b.push_back({p.coordinate, *x.b});
+      }
+      if (x.metric == "ttft_p50_ms") {
+        if (x.a) ttft_a.push_back({p.coordinate, *x.a}), ms.push_back(*x.a);
+        if (x.b) ttft_b.push_back({p.coordinate, *x.b}), ms.push_back(*x.b);
+      }
+    }
+  }
+  const auto xscale = c.mode == "concurrency" ? present::scale_for_counts(xs) : present::scale_for(xs, 8);
+  present::Chart thr("Throughput, A and B", present::Axis{axis(c), xscale}, present::Axis{"tokens/s"});
+  thr.add({"A", thr_a, present::Mark::kLineDots, "#1f77b4"}).add({"B", thr_b, present::Mark::kLineDots, "#ff7f0e"});
+  present::Chart ttft("TTFT p50, A and B", present::Axis{axis(c), xscale}, present::Axis{"ms", present::scale_for(ms)});
+  ttft.add({"A", ttft_a, present::Mark::kLineDots, "#1f77b4"}).add({"B", ttft_b, present::Mark::kLineDots, "#ff7f0e"});
+  page.section("Findings", findings.html("findings") + thr.svg() + ttft.svg());
+  std::string points;
+  for (const auto& p : c.points) {
+    present::Table t(kMetricHeaders,
+                     fmt::format("{} {} (A {}, B {})", axis(c), go_float_text(p.coordinate), p.status_a, p.status_b));
+    for (const auto& x : p.changes) {
+      // Rows coloured by what they mean for the user: worse red, better green.
+      t.row(metric_cells(x), x.verdict == "worse" || x.verdict == "better" ? x.verdict : std::string());
+    }
+    points += t.html("comparison");
+  }
+  std::vector<std::string> only;
+  if (!c.only_a.empty()) only.push_back(fmt::format("Only in A: {} {}.", axis(c), fmt::join(c.only_a, ", ")));
+  if (!c.only_b.empty()) only.push_back(fmt::format("Only in B: {} {}.", axis(c), fmt::join(c.only_b, ", ")));
+  page.section("Points", points + present::bullets(only));
+  return page.html();
+}
+
+}  // namespace mpo::sweep

@@ -1,0 +1,161 @@
+// `sweep compare` (issue 25): two receipts of one workload point by point. Receipts are built here
+// from samples drawn from known distributions (invented: the point is to know the truth), so the
+// false-positive rate over many pairs and the power on a known shift can be counted.
+#include "sweep/compare.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "support/html_page.hpp"
+
+namespace mpo::sweep {
+namespace {
+
+// A receipt of three points (concurrency 1, 4, 16), `n` requests each: TTFT lognormal around 100 ms
+// x `ttft_scale` x sqrt(concurrency), four gaps of about 20 ms, 1-9 output tokens; throughput =
+// tokens over a wall time that grows with `ttft_scale`.
+SweepReceipt receipt(std::uint64_t seed, double ttft_scale, std::size_t n = 300, std::string digest = "sha256:w",
+                     std::optional<double> knee = 4) {
+  SweepReceipt r;
+  r.model = "m";
+  r.mode = LoadMode::kConcurrency;
+  r.workload_digest = digest;
+  std::mt19937_64 rng(seed);
+  std::lognormal_distribution<double> ttft(std::log(100.0), 0.3), gap(std::log(20.0), 0.2);
+  std::uniform_int_distribution<int> tokens(1, 9);
+  for (double c : {1.0, 4.0, 16.0}) {
+    Point p;
+    p.coordinate = c;
+    p.workload_digest = digest;
+    TrackPoint tp;
+    tp.track = "ours";
+    tp.status = "valid";
+    double total = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      Sample s;
+      s.ok = true;
+      s.ttft_ms = ttft(rng) * ttft_scale * std::sqrt(c);
+      double e2e = *s.ttft_ms;
+      for (int g = 0; g < 4; ++g) {
+        s.itl_ms.push_back(gap(rng));
+        e2e += s.itl_ms.back();
+      }
+      s.end_to_end_ms = e2e;
+      s.output_tokens_exact = tokens(rng);
+      total += static_cast<double>(*s.output_tokens_exact);
+      tp.samples.push_back(s);
+    }
+    tp.stats.throughput_tok_s = ScalarMetric::of(total / (30.0 * ttft_scale), "tok/s");
+    p.tracks.push_back(std::move(tp));
+    r.points.push_back(std::move(p));
+  }
+  TrackSummary t;
+  t.track = "ours";
+  t.saturation.knee = knee;
+  r.tracks.push_back(t);
+  return r;
+}
+
+SweepCompareOptions fast(std::uint64_t seed) {
+  SweepCompareOptions o;
+  o.resamples = 400;
+  o.seed = seed;
+  return o;
+}
+
+const MetricChange& change(const PointComparison& p, const std::string& metric) {
+  for (const auto& c : p.changes) {
+    if (c.metric == metric) return c;
+  }
+  throw std::runtime_error("no metric " + metric);
+}
+
+TEST(SweepCompare, TwoRunsOfOneEngineAreCalledChangedInAboutFivePercentOfPointsAtMost) {
+  int flagged = 0, families = 0;
+  for (std::uint64_t pair = 0; pair < 40; ++pair) {
+    const auto c = compare_sweeps(receipt(2 * pair + 1, 1.0), receipt(2 * pair + 2, 1.0), fast(pair));
+    ASSERT_TRUE(c.ok()) << c.error().message;
+    for (const auto& p : c->points) {
+      ++families;
+      bool any = false;
+      for (const auto& x : p.changes) any = any || x.verdict == "better" || x.verdict == "worse";
+      flagged += any ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(families, 120);
+  std::printf("flagged %d of %d point families\n", flagged, families);
+  // Bonferroni keeps each point's family at 5% or less: about 6 of 120 expected at worst.
+  EXPECT_LE(flagged, 10) << flagged << " of " << families;
+}
+
+TEST(SweepCompare, ASlowerEngineIsFoundWorseAtEveryPoint) {
+  int found = 0;
+  for (std::uint64_t pair = 0; pair < 10; ++pair) {
+    const auto c = compare_sweeps(receipt(100 + pair, 1.0), receipt(200 + pair, 1.4), fast(pair));
+    ASSERT_TRUE(c.ok());
+    for (const auto& p : c->points) {
+      found += change(p, "ttft_p50_ms").verdict == "worse" ? 1 : 0;
+      EXPECT_EQ(change(p, "throughput_tok_s").verdict, "worse");  // 1/1.4 of the tokens per second
+      EXPECT_GT(*change(p, "throughput_tok_s").a, *change(p, "throughput_tok_s").b);
+    }
+  }
+  EXPECT_GE(found, 28);  // of 30 points
+}
+
+TEST(SweepCompare, AP99FromTooFewRequestsIsNotEnoughData) {
+  const auto c = compare_sweeps(receipt(1, 1.0, 300), receipt(2, 1.0, 300), fast(1));
+  ASSERT_TRUE(c.ok());
+  const auto& p = c->points.front();
+  EXPECT_EQ(change(p, "ttft_p99_ms").verdict, "not enough data");  // 300 x 1% = 3 beyond the p99
+  EXPECT_NE(change(p, "itl_p99_ms").verdict, "not enough data");   // 1,200 gaps
+  const auto big = compare_sweeps(receipt(1, 1.0, 600), receipt(2, 1.0, 600), fast(1));
+  EXPECT_NE(change(big->points.front(), "ttft_p99_ms").verdict, "not enough data");
+}
+
+TEST(SweepCompare, DifferentWorkloadsAreRefusedUnlessAllowedAndAKneeThatMovedIsSaid) {
+  const auto a = receipt(1, 1.0, 300, "sha256:aaa", 4);
+  const auto b = receipt(2, 1.0, 300, "sha256:bbb", 16);
+  const auto refused = compare_sweeps(a, b, fast(1));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("A sha256:aaa, B sha256:bbb"), std::string::npos);
+  EXPECT_NE(refused.error().message.find("--allow-different-workload"), std::string::npos);
+  auto o = fast(1);
+  o.allow_different_workload = true;
+  const auto c = compare_sweeps(a, b, o);
+  ASSERT_TRUE(c.ok());
+  ASSERT_FALSE(c->notes.empty());
+  EXPECT_EQ(c->moved.front().what, "saturation knee");
+  EXPECT_EQ(c->moved.front().verdict, "moved up");
+  EXPECT_EQ(c->moved[1].verdict, "in neither");  // no peak in either
+  auto other = b;
+  other.mode = LoadMode::kRate;
+  EXPECT_FALSE(compare_sweeps(a, other, o).ok());
+}
+
+TEST(SweepCompare, PointsOnlyOneReceiptHasAreListedAndEveryFormatSaysTheSame) {
+  auto a = receipt(1, 1.0);
+  auto b = receipt(2, 1.4);
+  b.points.pop_back();  // B stopped at 4
+  const auto c = compare_sweeps(a, b, fast(1));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->points.size(), 2u);
+  EXPECT_EQ(c->only_a, std::vector<double>{16});
+  const std::string md = sweep_comparison_md(*c);
+  EXPECT_NE(md.find("## concurrency 4 (A valid, B valid)"), std::string::npos) << md;
+  EXPECT_NE(md.find("Only in A: concurrency 16."), std::string::npos);
+  const std::string json = sweep_comparison_json(*c);
+  EXPECT_NE(json.find("\"schema\":\"modelperfobs.sweep-comparison.v1\""), std::string::npos);
+  EXPECT_NE(json.find("\"only_in_a\":[16]"), std::string::npos);
+  const std::string html = sweep_comparison_html(*c);
+  const auto charts = test::charts_in(html);
+  ASSERT_EQ(charts.size(), 2u);
+  EXPECT_EQ(test::chart_problems(charts), "");
+  EXPECT_EQ(charts[0].series.at("A"), 2);
+  EXPECT_NE(html.find("<tr class=\"worse\"><td>ttft_p50_ms</td>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mpo::sweep
