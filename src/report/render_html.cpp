@@ -60,9 +60,13 @@ struct Level {
   std::size_t requests = 0, failed = 0;
 };
 
-std::vector<Level> load_levels(const std::vector<const Row*>& rs) {
-  const bool by_point = std::any_of(rs.begin(), rs.end(), [](const Row* r) { return !r->phase.empty(); });
-  std::map<std::string_view, std::size_t> index;
+bool names_points(const std::vector<const Row*>& rs) {
+  return std::any_of(rs.begin(), rs.end(), [](const Row* r) { return r->phase != 0; });
+}
+
+std::vector<Level> load_levels(const RowTable& table, const std::vector<const Row*>& rs) {
+  const bool by_point = names_points(rs);
+  std::map<std::uint16_t, std::size_t> index;
   std::vector<Level> levels;
   std::map<int, std::size_t> by_band;
   for (const auto* r : rs) {
@@ -71,10 +75,11 @@ std::vector<Level> load_levels(const std::vector<const Row*>& rs) {
       auto [it, fresh] = index.emplace(r->phase, levels.size());
       if (fresh) {
         Level nl;
-        nl.name = r->phase.empty() ? "(no point)" : std::string(r->phase);
-        const auto eq = r->phase.find('=');
+        const auto phase = table.phase_name(r->phase);
+        nl.name = phase.empty() ? "(no point)" : std::string(phase);
+        const auto eq = phase.find('=');
         if (eq != std::string_view::npos) {
-          const std::string number(r->phase.substr(eq + 1));
+          const std::string number(phase.substr(eq + 1));
           char* end = nullptr;
           const double v = std::strtod(number.c_str(), &end);
           if (end != number.c_str() && *end == '\0') nl.x = v;
@@ -106,12 +111,12 @@ std::vector<Level> load_levels(const std::vector<const Row*>& rs) {
   return levels;
 }
 
-std::string load_level_view(const std::vector<const Row*>& rs) {
-  auto levels = load_levels(rs);
+std::string load_level_view(const RowTable& table, const std::vector<const Row*>& rs) {
+  auto levels = load_levels(table, rs);
   std::size_t populated = 0;
   for (const auto& l : levels) populated += l.requests >= 5 ? 1 : 0;
   if (populated < 2) return {};
-  const bool by_point = std::any_of(rs.begin(), rs.end(), [](const Row* r) { return !r->phase.empty(); });
+  const bool by_point = names_points(rs);
   Table t({by_point ? "sweep point" : "load level", "requests", "failed", "TTFT p50", "TTFT p99", "TPOT p50",
            "TPOT p99", "e2e p99"});
   Series ttft99{"TTFT p99", {}, Mark::kLineDots, ""}, tpot99{"TPOT p99", {}, Mark::kLineDots, ""};
@@ -260,7 +265,7 @@ std::string charts_for(const GroupStats& g, const std::vector<const Row*>& rs) {
   return dist.svg() + fit_chart(g, rs).svg() + over_time.svg() + load.svg() + tokens.svg();
 }
 
-std::string group_body(const GroupStats& g, const std::vector<const Row*>& rs) {
+std::string group_body(const RowTable& table, const GroupStats& g, const std::vector<const Row*>& rs) {
   std::string o;
   const auto& top = g.ranking.front();
   o += top.score >= 1 ? fmt::format(R"(<p class="verdict-line">Likely bottleneck: <b>{}</b> (score {:.1f})</p>)",
@@ -301,7 +306,7 @@ std::string group_body(const GroupStats& g, const std::vector<const Row*>& rs) {
     o += present::heading("By API") + apis.html("apis");
   }
   if (auto parts = ttft_parts(rs); !parts.empty()) o += present::heading("TTFT in parts") + parts;
-  if (auto levels = load_level_view(rs); !levels.empty()) o += present::heading("By load level") + levels;
+  if (auto levels = load_level_view(table, rs); !levels.empty()) o += present::heading("By load level") + levels;
   o += present::heading("Charts") + charts_for(g, rs);
   return o;
 }
@@ -334,7 +339,7 @@ std::string render_html(const ReportInput& in) {
   for (const auto& g : in.groups) {
     const auto rows = by_group.find(g.key);
     page.section(fmt::format("{}: {}", group_by_name(in.options.by), g.key),
-                 group_body(g, rows == by_group.end() ? std::vector<const Row*>{} : rows->second));
+                 group_body(in.table, g, rows == by_group.end() ? std::vector<const Row*>{} : rows->second));
   }
   if (!in.others.empty()) {
     Table t({"operation", "requests", "error rate", "e2e p50 ms", "e2e p99 ms", "prompt tokens"});

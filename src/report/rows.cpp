@@ -82,7 +82,12 @@ void RowTable::add(const ledger::LedgerRecord& r) {
   row.outcome = intern(r.outcome, last_outcome_);
   row.token_source = intern(r.token_source, last_source_);
   if (r.timing_basis) row.timing_basis = intern(*r.timing_basis, last_basis_);
-  if (r.sweep_point) row.phase = intern(*r.sweep_point, last_phase_);
+  if (r.sweep_point) {
+    const auto name = intern(*r.sweep_point, last_phase_);
+    if (last_phase_index_ == 0 || phases_[last_phase_index_].data() != name.data())
+      last_phase_index_ = phase_index(name);
+    row.phase = last_phase_index_;
+  }
   row.proxy_lag_ms = r.proxy_lag_ms;
   row.stream = r.stream;
   row.operation = operation_index(r.operation);
@@ -111,7 +116,28 @@ void RowTable::add(const ledger::LedgerRecord& r) {
   last_bucket_->push_back(added);
 }
 
+std::uint16_t RowTable::phase_index(std::string_view interned) {
+  const auto [it, fresh] = phase_indexes_.emplace(interned, static_cast<std::uint16_t>(phases_.size()));
+  if (fresh) {
+    if (phases_.size() == UINT16_MAX) {  // 65,535 load points in one ledger: the rest share the last
+      phase_indexes_.erase(it);
+      return UINT16_MAX - 1;
+    }
+    phases_.push_back(interned);
+  }
+  return it->second;
+}
+
 void RowTable::append(RowTable&& other) {
+  if (other.phases_.size() > 1) {
+    // The other table numbered its phases itself: renumber its rows into ours (its strings move
+    // to our storage below, so the names stay valid).
+    std::vector<std::uint16_t> remap(other.phases_.size(), 0);
+    for (std::size_t i = 1; i < other.phases_.size(); ++i) remap[i] = phase_index(other.phases_[i]);
+    for (auto& seg : other.segments_) {
+      for (Row& r : seg) r.phase = remap[r.phase];
+    }
+  }
   for (auto& seg : other.segments_) {
     if (!seg.empty()) segments_.push_back(std::move(seg));  // moves the buffer: row addresses stay
   }
@@ -135,6 +161,7 @@ void RowTable::append(RowTable&& other) {
   interned_.clear();
   storage_.push_back(std::make_unique<std::deque<std::string>>());
   last_group_ = last_outcome_ = last_source_ = last_basis_ = last_phase_ = {};
+  last_phase_index_ = 0;
   other.segments_.clear();
 }
 

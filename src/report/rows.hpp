@@ -66,9 +66,11 @@ struct Row {
   std::string_view outcome;       // "ok", "http_error", ...
   std::string_view token_source;  // "usage", "estimated", "none", ...
   std::string_view timing_basis;  // "kernel_rx", "loop"; "" when the line does not say (sweep, fak, older)
-  std::string_view phase;         // the sweep's load point ("concurrency=8"); "" on other lines
   bool stream = false;
   std::uint8_t operation = 0;  // index into kOperationNames
+  // The sweep's load point ("concurrency=8") as an index into the table's phase names (0: the line
+  // names none); in the row's padding, so it costs no memory.
+  std::uint16_t phase = 0;
   std::int64_t started_at_us = 0;
   Maybe<std::int64_t> ended_at_us;
   Maybe<double> ttft_ms, tpot_ms, itl_p95_ms, e2e_ms, ttfb_ms, proxy_lag_ms;
@@ -116,6 +118,8 @@ class RowTable {
   const std::map<std::string_view, std::vector<const Row*>>& groups() const { return groups_; }
   // The non-generating rows, by operation.
   const std::map<std::string_view, std::vector<const Row*>>& others() const { return others_; }
+  // A row's phase name ("" for index 0).
+  std::string_view phase_name(std::uint16_t i) const { return i < phases_.size() ? phases_[i] : std::string_view(); }
   // Every row, in the order added.
   template <typename F>
   void for_each(F&& f) const {
@@ -128,13 +132,17 @@ class RowTable {
   using Segment = std::vector<Row, HugePageAllocator<Row>>;
   Segment& current();
   std::string_view intern(std::string_view s, std::string_view& last);
+  std::uint16_t phase_index(std::string_view interned);
   GroupBy by_;
   std::vector<Segment> segments_;
   std::map<std::string_view, std::vector<const Row*>> groups_, others_;
   std::vector<const Row*>* last_bucket_ = nullptr;
   const char* last_group_key_ = nullptr;  // interned: equal keys share one address
   std::string_view last_group_, last_outcome_, last_source_, last_basis_,
-      last_phase_;  // most rows repeat the previous ones
+      last_phase_;                                            // most rows repeat the previous ones
+  std::vector<std::string_view> phases_{std::string_view()};  // interned names; [0] is "none"
+  std::map<std::string_view, std::uint16_t> phase_indexes_;
+  std::uint16_t last_phase_index_ = 0;
   // Interned strings; a deque never moves its elements, and the unique_ptr keeps it in place.
   std::vector<std::unique_ptr<std::deque<std::string>>> storage_;
   std::unordered_set<std::string_view> interned_;

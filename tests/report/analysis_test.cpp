@@ -402,5 +402,28 @@ TEST(ReportFak, StreamedFakRowsWithoutStreamTimingSayWhatIsMissing) {
   EXPECT_NE(ev.front().find("no TTFT or TPOT"), std::string::npos) << ev.front();
 }
 
+TEST(Rows, PhasesKeepTheirNamesWhenTablesReadInParallelAreJoined) {
+  // Two readers number the load points they meet each in their own order; the joined table
+  // renumbers the second's rows so every row still names its own point.
+  RowTable a, b;
+  for (const char* point : {"concurrency=1", "concurrency=2"}) {
+    auto r = rec(0, 100, 10.0, 5, 0);
+    r.sweep_point = point;
+    a.add(r);
+  }
+  for (const char* point : {"concurrency=4", "concurrency=2", "concurrency=4"}) {
+    auto r = rec(0, 100, 10.0, 5, 0);
+    r.sweep_point = point;
+    b.add(r);
+  }
+  a.add(rec(0, 100, 10.0, 5, 0));  // a line that names no point
+  a.append(std::move(b));
+  std::vector<std::string> names;
+  a.for_each([&](const Row& r) { names.emplace_back(a.phase_name(r.phase)); });
+  EXPECT_EQ(names, (std::vector<std::string>{"concurrency=1", "concurrency=2", "", "concurrency=4", "concurrency=2",
+                                             "concurrency=4"}));
+  EXPECT_EQ(sizeof(Row), 168u);  // the phase lives in the padding: as many bytes as before it
+}
+
 }  // namespace
 }  // namespace mpo::report
