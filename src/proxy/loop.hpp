@@ -1,0 +1,204 @@
+// One event loop of the proxy (edge): its listener, its upstream connection pool, its client
+// connections and their requests. `run_proxy` (server.cpp) makes one per --threads and shares what
+// they share through `Shared` (shared_state.hpp). The loop's life (open, accept, admin, drain) and
+// the client connection are in server.cpp; one exchange with the backend (the request forwarded,
+// the response relayed read by read, the line) in relay.cpp.
+#pragma once
+
+#include <fmt/format.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "core/json.hpp"
+#include "core/uuid.hpp"
+#include "ledger/from_tap.hpp"
+#include "ledger/observation.hpp"
+#include "net/backend_url.hpp"
+#include "net/client.hpp"
+#include "openai/chunk.hpp"
+#include "openai/stream_tap.hpp"
+#include "promtext/text_writer.hpp"
+#include "proxy/backend_notes.hpp"
+#include "proxy/correlation.hpp"
+#include "proxy/hop_by_hop.hpp"
+#include "proxy/outcome.hpp"
+#include "proxy/proxy_metrics.hpp"
+#include "proxy/receive.hpp"
+#include "proxy/server.hpp"
+#include "proxy/shared_state.hpp"
+#include "proxy/telemetry.hpp"
+#include "proxy/timing.hpp"
+#include "proxy/upstream_policy.hpp"
+#include "proxy/upstream_pool.hpp"
+#include "proxy/usage_injection.hpp"
+#include "scrape/recorder.hpp"
+
+namespace mpo::proxy {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using asio::awaitable;
+inline constexpr auto kNoThrow = asio::as_tuple(asio::use_awaitable);
+
+inline std::chrono::steady_clock::duration seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+}
+
+// What a finished exchange left behind, for the ledger line.
+struct Exchange {
+  ledger::Observation obs;
+  std::int64_t t0_us = 0;  // the request's arrival on the steady clock
+  LineTiming timing;
+  RxStamp last_rx;  // the latest read of this exchange (request, response head, body)
+  otel::RequestTrace trace;
+  std::string trace_state;  // the client's tracestate, forwarded when its traceparent was valid
+};
+
+class Proxy {
+ private:
+  struct ClientWatch {
+    bool client_gone = false;
+    bool done = false;
+    std::shared_ptr<Upstream> upstream;
+  };
+
+ public:
+  // `index` 0 is the primary loop: the admin listener, the scraper, signals and the drain.
+  Proxy(asio::io_context& io, ProxyOptions opts, net::BackendUrl backend, Shared& shared, int index)
+      : io_(io),
+        opts_(std::move(opts)),
+        backend_(std::move(backend)),
+        acceptor_(io),
+        admin_acceptor_(io),
+        shared_(shared),
+        index_(index) {
+    if (index_ == 0 && !opts_.scrape_url.empty()) {
+      if (opts_.scrape_output.empty()) opts_.scrape_output = scrape::snapshots_path_for(opts_.ledger_path);
+      scraper_ = std::make_unique<scrape::Recorder>(scrape::Recorder::Options{
+          opts_.scrape_url, opts_.scrape_interval_s, std::min(5.0, std::max(0.5, opts_.scrape_interval_s)),
+          opts_.scrape_output, opts_.fsync});
+    }
+    if (opts_.instance.empty()) {
+      char host[256] = {};
+      gethostname(host, sizeof host - 1);
+      opts_.instance = fmt::format("{}:{}", host, getpid());
+    }
+  }
+
+  // The primary opens what is shared (ledger, exporter, scraper) and the admin listener; every
+  // loop its own connection pool and listener (on the primary's port when there are several).
+  Status open(std::uint16_t port);
+
+  std::uint16_t listen_port() const { return acceptor_.local_endpoint().port(); }
+
+  std::string address(const tcp::acceptor& a) const;
+  std::string listen_address() const { return address(acceptor_); }
+  std::string admin_address() const { return opts_.admin_enabled ? address(admin_acceptor_) : "disabled"; }
+
+  void start();
+
+  // "ledger L" or "ledger L, engine snapshots S": what the startup line names.
+  std::string outputs() const;
+
+  // On its own loop: no new connections, then drain (see drain()).
+  void begin_shutdown();
+
+  void reopen_ledger();
+
+ private:
+  Status listen(tcp::acceptor& a, const HostPort& hp, std::string_view flag, bool reuse_port);
+
+  // Said once at exit, so that lines the ledger could not keep are never lost silently.
+  void report_ledger_losses() const;
+
+  // Each loop drains its own requests and stops itself: the check and the stop run on the loop's
+  // own thread, so no request of it can begin in between. The primary then waits for the others
+  // (to the same deadline) before it closes the ledger, so no line comes after it.
+  awaitable<void> drain();
+
+  // Every --otlp-metrics-interval, the GenAI metrics' cumulative snapshot to the exporter.
+  awaitable<void> export_metrics_loop();
+
+  awaitable<void> accept_loop(tcp::acceptor& acceptor, bool admin);
+
+  awaitable<void> admin_session(beast::tcp_stream stream);
+
+  awaitable<void> session(beast::tcp_stream client);
+
+  Exchange begin(const http::request<http::string_body>& req, const std::optional<RxStamp>& arrival = std::nullopt);
+
+  // A read's stamp joins the exchange: the line's timing basis, its largest lag, the histogram.
+  void note(Exchange& x, const RxStamp& s);
+
+  // A read without a kernel timestamp: the loop's clock now stands in, and the line says loop.
+  static void note_loop_read(Exchange& x);
+
+  // Writes the line and hands it on: consumes x.obs (the callers return right after).
+  void finish(Exchange& x);
+
+  double since_ms(const Exchange& x) const;
+
+  // Answers the client ourselves (limits, unreachable backend, timeouts) and records the line.
+  awaitable<bool> answer_error(beast::tcp_stream& client, Exchange& x, unsigned version, bool keep_alive,
+                               http::status status, std::string_view type, std::string message);
+
+  // The backend failed before a response head: 504 upstream_timeout on a timeout, else 502 with
+  // `otherwise_type`. Arguments are built before co_await (see refuse()).
+  awaitable<bool> answer_upstream_failure(beast::tcp_stream& client, Exchange& x, unsigned version, bool keep_alive,
+                                          boost::system::error_code ec, std::string_view otherwise_type,
+                                          std::string_view timed_out_what, std::string_view otherwise_what);
+
+  awaitable<void> refuse(beast::tcp_stream& client, const http::request<http::string_body>& partial,
+                         http::status status);
+
+  awaitable<void> refuse_connection(beast::tcp_stream client);
+
+  http::request<http::string_body> upstream_request(const http::request<http::string_body>& req, const Exchange& x,
+                                                    std::string body) const;
+
+  awaitable<bool> handle(beast::tcp_stream& client, http::request<http::string_body> req,
+                         std::optional<RxStamp> arrival);
+
+  static void arm_client_watch(beast::tcp_stream& client, const std::shared_ptr<ClientWatch>& watch);
+
+  static void disarm_client_watch(beast::tcp_stream& client, const std::shared_ptr<ClientWatch>& watch);
+
+  awaitable<bool> relay(beast::tcp_stream& client, const http::request<http::string_body>& req, Exchange& x,
+                        std::shared_ptr<Upstream> up, http::response_parser<http::buffer_body>& parser,
+                        std::shared_ptr<ClientWatch> watch, bool strip_usage);
+
+  asio::io_context& io_;
+  ProxyOptions opts_;
+  net::BackendUrl backend_;
+  tcp::acceptor acceptor_;
+  tcp::acceptor admin_acceptor_;
+  Shared& shared_;
+  int index_ = 0;
+  std::unique_ptr<scrape::Recorder> scraper_;  // the primary's
+  std::unique_ptr<net::Client> client_;
+  std::unique_ptr<UpstreamPool> pool_;
+  Uuid7Generator ids_;
+  std::int64_t in_flight_here_ = 0;  // this loop's requests (shared_.in_flight counts every loop's)
+  bool stopping_ = false;
+  bool nodelay_inherited_ = false;
+  bool rx_timestamps_ = false;  // the listener's sockets carry kernel receive timestamps
+};
+
+}  // namespace mpo::proxy

@@ -1,0 +1,385 @@
+// One exchange of a proxy loop (proxy/loop.hpp): the request checked and forwarded upstream
+// (with the stale-connection retry), the response relayed to the client read by read while the
+// stream tap times it, the client watched for leaving, the outcome decided and the line written.
+#include <fmt/format.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "core/json.hpp"
+#include "core/uuid.hpp"
+#include "ledger/from_tap.hpp"
+#include "ledger/observation.hpp"
+#include "net/backend_url.hpp"
+#include "net/client.hpp"
+#include "openai/chunk.hpp"
+#include "openai/stream_tap.hpp"
+#include "promtext/text_writer.hpp"
+#include "proxy/backend_notes.hpp"
+#include "proxy/correlation.hpp"
+#include "proxy/hop_by_hop.hpp"
+#include "proxy/loop.hpp"
+#include "proxy/outcome.hpp"
+#include "proxy/proxy_metrics.hpp"
+#include "proxy/receive.hpp"
+#include "proxy/shared_state.hpp"
+#include "proxy/telemetry.hpp"
+#include "proxy/timing.hpp"
+#include "proxy/upstream_policy.hpp"
+#include "proxy/upstream_pool.hpp"
+#include "proxy/usage_injection.hpp"
+#include "scrape/recorder.hpp"
+
+namespace mpo::proxy {
+
+http::request<http::string_body> Proxy::upstream_request(const http::request<http::string_body>& req, const Exchange& x,
+                                                         std::string body) const {
+  http::request<http::string_body> up(req.method(), backend_.target_for(req.target()), 11);
+  const std::string tokens = connection_tokens(req);
+  bool client_request_id = false;
+  for (const auto& f : req) {
+    const auto name = f.name_string();
+    if (is_hop_by_hop(name, tokens) || f.name() == http::field::host || f.name() == http::field::content_length ||
+        f.name() == http::field::accept_encoding || beast::iequals(name, opts_.id_header) ||
+        beast::iequals(name, "traceparent") || beast::iequals(name, "tracestate")) {
+      continue;  // Accept-Encoding dropped: bodies must stay readable for the tap; trace context below
+    }
+    if (beast::iequals(name, "X-Request-Id")) client_request_id = true;
+    up.insert(name, f.value());
+  }
+  up.set(http::field::host, backend_.host_header);
+  up.set(opts_.id_header, x.obs.observation_id);
+  if (!client_request_id) up.set("X-Request-Id", x.obs.observation_id);
+  // The engine's spans become children of the proxy's span.
+  up.set("traceparent", x.trace.traceparent());
+  if (!x.trace_state.empty()) up.set("tracestate", x.trace_state);
+  up.keep_alive(true);
+  up.body() = std::move(body);
+  up.prepare_payload();
+  return up;
+}
+
+awaitable<bool> Proxy::handle(beast::tcp_stream& client, http::request<http::string_body> req,
+                              std::optional<RxStamp> arrival) {
+  Exchange x = begin(req, arrival);
+  auto& o = x.obs;
+  const bool client_keep = req.keep_alive();
+
+  std::string body = req.body();
+  bool strip_usage = false;
+  if (opts_.usage == UsageMode::kInject && o.stream && !o.usage_requested &&
+      (o.operation == "chat" || o.operation == "text_completion")) {
+    if (auto rewritten = inject_include_usage(body)) {
+      body = std::move(*rewritten);
+      o.usage_injected = true;
+      strip_usage = true;
+    }
+  }
+  auto up_req = upstream_request(req, x, std::move(body));
+
+  // The client may leave while we wait: watch its socket, and close the upstream if it does.
+  auto watch = std::make_shared<ClientWatch>();
+  arm_client_watch(client, watch);
+
+  http::response_parser<http::buffer_body> parser;
+  parser.header_limit(64 * 1024);
+  parser.body_limit(boost::none);
+  parser.skip(req.method() == http::verb::head);  // a HEAD response has no body, whatever its length says
+
+  // Send the request and read the response head. A pooled connection that the backend closed
+  // while the request was on its way (EOF or reset before any response byte) is replaced by a
+  // fresh one, once (upstream_policy.hpp: should_retry).
+  std::shared_ptr<Upstream> up = pool_->take();
+  bool pooled = up != nullptr;
+  boost::system::error_code ec;
+  for (;;) {
+    if (!up) {
+      pooled = false;
+      auto [fresh, cec] = co_await pool_->connect();
+      if (cec) {
+        shared_.with_metrics([](ProxyMetrics& m) { m.count_connect_error(); });
+        disarm_client_watch(client, watch);
+        co_return co_await answer_upstream_failure(client, x, req.version(), client_keep, cec, "upstream_unreachable",
+                                                   "did not accept the connection in time", "is unreachable");
+      }
+      up = fresh;
+    }
+    watch->upstream = up;
+    up->tcp().expires_after(seconds(opts_.response_timeout_s));
+    auto [wec, written] = co_await up->conn->write(up_req);
+    ec = wec;
+    std::optional<RxStamp> head_rx;
+    if (!ec && up->wait) {
+      // The head's first bytes with their kernel receive time; the parser takes them below.
+      auto first =
+          co_await receive_some(up->tcp().socket(), up->buffer(), *up->wait, seconds(opts_.response_timeout_s));
+      ec = first.ec == asio::error::eof ? boost::system::error_code(http::error::end_of_stream) : first.ec;
+      if (!ec) head_rx = first.stamp;
+    }
+    if (!ec) {
+      up->tcp().expires_after(seconds(opts_.response_timeout_s));
+      auto [hec, hn] = co_await up->conn->read_header(parser);
+      ec = hec;
+    }
+    if (!ec) {
+      if (head_rx) {
+        note(x, *head_rx);
+      } else {
+        note_loop_read(x);
+      }
+    }
+    if (!ec) {
+      if (pooled) pool_->learner().reused(up->after_stream);
+      break;
+    }
+    RetryContext retry;
+    retry.retry_stale = opts_.retry_stale;
+    retry.pooled_connection = pooled;
+    retry.retries_so_far = o.upstream_retries.value_or(0);
+    retry.failure = failure_of(ec);
+    retry.response_bytes_seen = parser.got_some() || up->buffer().size() > 0;
+    retry.client_gone = watch->client_gone;
+    if (pooled && closed_by_server(retry.failure) && !retry.response_bytes_seen) {
+      pool_->learner().closed_before_reuse(up->after_stream);
+    }
+    if (!should_retry(retry)) break;
+    shared_.with_metrics([&](ProxyMetrics& m) { m.count_retry(to_string(retry.failure)); });
+    o.upstream_retries = retry.retries_so_far + 1;
+    watch->upstream = nullptr;
+    up.reset();
+  }
+  if (ec) {
+    disarm_client_watch(client, watch);
+    if (watch->client_gone) {
+      o.outcome = "client_disconnected";
+      finish(x);
+      co_return false;
+    }
+    co_return co_await answer_upstream_failure(client, x, req.version(), false, ec, "upstream_reset",
+                                               "sent no response in time", "closed the connection before responding");
+  }
+  o.ttfb_ms = static_cast<double>(x.last_rx.steady_us - x.t0_us) / 1000.0;
+  co_return co_await relay(client, req, x, up, parser, watch, strip_usage);
+}
+
+void Proxy::arm_client_watch(beast::tcp_stream& client, const std::shared_ptr<ClientWatch>& watch) {
+  client.socket().async_wait(tcp::socket::wait_read, [&client, watch](boost::system::error_code ec) {
+    if (ec || watch->done) return;
+    boost::system::error_code aec;
+    if (client.socket().available(aec) == 0 || aec) {  // readable with nothing to read: EOF
+      watch->client_gone = true;
+      if (watch->upstream) {
+        boost::system::error_code cec;
+        watch->upstream->tcp().socket().close(cec);  // the engine sees the disconnect at once
+      }
+    }
+  });
+}
+
+void Proxy::disarm_client_watch(beast::tcp_stream& client, const std::shared_ptr<ClientWatch>& watch) {
+  watch->done = true;
+  boost::system::error_code ec;
+  client.socket().cancel(ec);
+}
+
+awaitable<bool> Proxy::relay(beast::tcp_stream& client, const http::request<http::string_body>& req, Exchange& x,
+                             std::shared_ptr<Upstream> up, http::response_parser<http::buffer_body>& parser,
+                             std::shared_ptr<ClientWatch> watch, bool strip_usage) {
+  auto& o = x.obs;
+  auto& head = parser.get();
+  o.http_status = static_cast<int>(head.result_int());
+  if (auto it = head.find("X-Request-Id"); it != head.end()) o.upstream_request_id = std::string(it->value());
+  const auto ctype = head.find(http::field::content_type);
+  const bool sse = ctype != head.end() && ctype->value().find("text/event-stream") != std::string_view::npos;
+  const bool encoded = head.find(http::field::content_encoding) != head.end();
+  const auto keep_alive_field = head.find(http::field::keep_alive);
+  const KeepAliveHint keep_alive_hint =
+      keep_alive_field == head.end() ? KeepAliveHint{} : parse_keep_alive(keep_alive_field->value());
+  openai::StreamTap tap(sse);
+  UsageStripper stripper;
+  strip_usage = strip_usage && sse;
+
+  http::response<http::buffer_body> res;
+  res.result(head.result_int());
+  res.version(req.version());
+  const std::string tokens = connection_tokens(head);
+  for (const auto& f : head) {
+    if (is_hop_by_hop(f.name_string(), tokens) || f.name() == http::field::content_length) continue;
+    res.insert(f.name_string(), f.value());
+  }
+  res.set(opts_.id_header, o.observation_id);
+  if (sse) res.set("X-Accel-Buffering", "no");
+  if (head.has_content_length() && !strip_usage) {
+    res.content_length(parser.content_length());
+  } else if (!(head.result() == http::status::no_content || head.result() == http::status::not_modified ||
+               req.method() == http::verb::head)) {
+    res.chunked(true);
+  }
+  res.keep_alive(req.keep_alive());
+  res.body().data = nullptr;
+  res.body().more = true;
+  http::response_serializer<http::buffer_body> sr(res);
+  client.expires_after(std::chrono::seconds(60));
+  // The head goes out at once when no body byte came with it (the client learns the status
+  // while the engine works); when body bytes came in the same read, head and body leave in one
+  // write. Likewise the last body bytes carry the final chunk when they came together.
+  bool head_written = false, final_written = false, client_failed = false;
+  // The stream's terminal event ([DONE], response.completed, message_stop) reached the client.
+  bool terminal_forwarded = false;
+  if (up->buffer().size() == 0 && !parser.is_done()) {
+    auto [hec, hn] = co_await http::async_write_header(client, sr, kNoThrow);
+    client_failed = static_cast<bool>(hec);
+    head_written = true;
+  }
+
+  // Not zeroed: every byte used is first written by the parser (16 KiB of memset per request
+  // showed in profiles).
+  constexpr std::size_t kBufSize = 16 * 1024;
+  const auto buf = std::make_unique_for_overwrite<char[]>(kBufSize);
+  // Parses what the upstream buffer holds, never waiting on the socket, so that one read leaves
+  // in one write (and the final chunk rides with the last data); waiting here would coalesce
+  // events. Stops when more bytes are needed, the body buffer is full or the message is done.
+  bool consumed = false;
+  auto parse_buffered = [&]() -> boost::system::error_code {
+    consumed = false;
+    while (!parser.is_done() && up->buffer().size() > 0 && parser.get().body().size > 0) {
+      boost::system::error_code pec;
+      const std::size_t used = parser.put(up->buffer().data(), pec);
+      up->buffer().consume(used);
+      consumed = consumed || used > 0;
+      if (pec == http::error::need_more || pec == http::error::need_buffer) break;
+      if (pec) return pec;
+      if (used == 0) break;
+    }
+    return {};
+  };
+  boost::system::error_code upstream_ec;
+  while (!client_failed && !parser.is_done()) {
+    parser.get().body().data = buf.get();
+    parser.get().body().size = kBufSize;
+    boost::system::error_code rec = parse_buffered();
+    if (!rec && !parser.is_done() && !consumed) {
+      // Nothing buffered to parse: one read, with its kernel receive time on plain connections.
+      if (up->wait) {
+        auto r =
+            co_await receive_some(up->tcp().socket(), up->buffer(), *up->wait, seconds(opts_.stream_idle_timeout_s));
+        if (r.ec == asio::error::eof) {
+          parser.put_eof(rec);  // ends a body read to the close; else partial_message
+        } else if (r.ec) {
+          rec = r.ec;
+        } else {
+          note(x, r.stamp);
+          rec = parse_buffered();
+        }
+      } else {
+        up->tcp().expires_after(seconds(opts_.stream_idle_timeout_s));
+        auto [tec, tn] = co_await up->conn->read_some(parser);
+        rec = tec == http::error::need_buffer ? boost::system::error_code() : tec;
+        note_loop_read(x);
+        if (!rec) rec = parse_buffered();
+      }
+    }
+    const std::size_t got = kBufSize - parser.get().body().size;
+    const std::int64_t now = x.last_rx.steady_us;  // when these bytes reached the socket
+    const bool last = parser.is_done() && !rec;
+    const std::string_view piece(buf.get(), got);
+    std::string_view out = piece;
+    std::string filtered;
+    if (got > 0 && strip_usage) {
+      filtered = stripper.filter(piece, parser.is_done());
+      out = filtered;
+    }
+    if (!out.empty()) {
+      res.body().data = const_cast<char*>(out.data());
+      res.body().size = out.size();
+      res.body().more = !last;
+      client.expires_after(std::chrono::seconds(60));
+      auto [wec, wn] = co_await http::async_write(client, sr, kNoThrow);
+      if (wec && wec != http::error::need_buffer) client_failed = true;
+      head_written = true;
+      final_written = last;
+    } else if (!head_written && !last && !rec) {
+      // Only framing came (a chunk size line): the client still gets the head now.
+      auto [hec, hn] = co_await http::async_write_header(client, sr, kNoThrow);
+      client_failed = static_cast<bool>(hec);
+      head_written = true;
+    }
+    if (got > 0) {
+      o.response_bytes += got;
+      if (!encoded) tap.feed(piece, now);  // after forwarding: parsing never delays the client
+      if (!client_failed && tap.saw_terminal()) terminal_forwarded = true;
+    }
+    if (rec) {
+      upstream_ec = rec;
+      break;
+    }
+  }
+  disarm_client_watch(client, watch);
+  bool complete = parser.is_done() && !client_failed;
+  if ((complete && !final_written) || (!complete && !head_written && !client_failed)) {
+    // The end of the body (or a body-less response) when no data carried it; or, when the
+    // backend failed right after its head, that head, so the client's response ends as the
+    // backend's did.
+    res.body().data = nullptr;
+    res.body().size = 0;
+    res.body().more = !complete;
+    boost::system::error_code wec;
+    if (complete) {  // no co_await inside a conditional expression (GCC 12, see refuse())
+      auto [ec, n] = co_await http::async_write(client, sr, kNoThrow);
+      wec = ec;
+    } else {
+      auto [ec, n] = co_await http::async_write_header(client, sr, kNoThrow);
+      wec = ec;
+    }
+    if (wec && wec != http::error::need_buffer) {
+      client_failed = true;
+      complete = false;
+    }
+  }
+  // To the last response byte received, on the line's own basis.
+  o.e2e_ms = x.timing.basis() == kKernelRx ? static_cast<double>(x.last_rx.steady_us - x.t0_us) / 1000.0 : since_ms(x);
+  tap.finish(parser.is_done());
+  ledger::fill_from_tap(o, tap, x.t0_us, opts_.itl_full);
+
+  RelayEnd end;
+  end.client_left = client_failed || watch->client_gone;
+  end.terminal_forwarded = terminal_forwarded;
+  end.upstream = !upstream_ec                                   ? UpstreamEnd::kComplete
+                 : upstream_ec == beast::error::timeout         ? UpstreamEnd::kTimeout
+                 : upstream_ec == asio::error::connection_reset ? UpstreamEnd::kReset
+                                                                : UpstreamEnd::kTruncated;
+  end.http_status = *o.http_status;
+  end.sse = sse;
+  end.malformed = tap.malformed();
+  end.terminal_required = tap.requires_terminal_event();
+  end.terminal_seen = tap.saw_terminal();
+  end.error_event = tap.error_event();
+  o.outcome = std::string(relay_outcome(end));
+  if (is_upstream_failure(o.outcome)) {
+    o.error_type = o.outcome;
+    o.error_message = upstream_ec ? fmt::format("backend ended the response early: {}", upstream_ec.message())
+                                  : std::string(openai::kMissingTerminalEvent);
+  }
+  if (tap.unknown_events() > 0)
+    shared_.with_metrics([&](ProxyMetrics& m) { m.count_unknown_events(o.operation, tap.unknown_events()); });
+  const bool reusable = complete && parser.keep_alive() && !upstream_ec;
+  if (reusable) pool_->give_back(std::move(up), keep_alive_hint, sse);
+  finish(x);
+  co_return complete&& req.keep_alive();
+}
+
+}  // namespace mpo::proxy
