@@ -73,6 +73,9 @@ struct Exchange {
 
 class Proxy {
  private:
+  // What the relay and the watch on its client connection share: whether the client left (its
+  // socket readable with nothing to read), whether the exchange ended, and the upstream connection
+  // to close at once when the client leaves (so the engine aborts the request).
   struct ClientWatch {
     bool client_gone = false;
     bool done = false;
@@ -173,6 +176,8 @@ class Proxy {
   http::request<http::string_body> upstream_request(const http::request<http::string_body>& req, const Exchange& x,
                                                     std::string body) const;
 
+  // One request (relay.cpp): checked, sent upstream on a pooled connection (retried once on a fresh
+  // one when the pooled one was stale), the response head awaited; false: close the client.
   awaitable<bool> handle(beast::tcp_stream& client, http::request<http::string_body> req,
                          std::optional<RxStamp> arrival);
 
@@ -180,6 +185,7 @@ class Proxy {
 
   static void disarm_client_watch(beast::tcp_stream& client, const std::shared_ptr<ClientWatch>& watch);
 
+  // The response relayed read by read while the stream tap times it; the outcome and the line.
   awaitable<bool> relay(beast::tcp_stream& client, const http::request<http::string_body>& req, Exchange& x,
                         std::shared_ptr<Upstream> up, http::response_parser<http::buffer_body>& parser,
                         std::shared_ptr<ClientWatch> watch, bool strip_usage);
