@@ -25,9 +25,11 @@ constexpr Metric kMetrics[] = {
 constexpr double kQuantiles[] = {0.5, 0.9, 0.95, 0.99};
 constexpr int kTestsPerGroup = static_cast<int>(std::size(kMetrics) * std::size(kQuantiles)) + 1;
 
-// The quantile of a resample needs at least this many values beyond it (n (1 - q) >= 5): a p99
-// from fewer than 500 values is its sample's largest few, not an estimate.
-bool enough(std::size_t n, double q) { return static_cast<double>(n) * (1 - q) >= 5 && n >= 10; }
+}  // namespace
+
+bool enough_for_quantile(std::size_t n, double q) { return static_cast<double>(n) * (1 - q) >= 5 && n >= 10; }
+
+namespace {
 
 // Each resample's quantiles at kQuantiles, of a sorted sample: a resample is n indices drawn with
 // replacement, counted (no sort: the sample is sorted, so the counts order the resample), and
@@ -117,7 +119,7 @@ GroupChange compare_group(std::string key, const std::vector<const Row*>& base, 
     std::sort(a.begin(), a.end());
     std::sort(b.begin(), b.end());
     std::vector<std::array<double, std::size(kQuantiles)>> ra, rb;
-    if (enough(a.size(), kQuantiles[0]) && enough(b.size(), kQuantiles[0])) {
+    if (enough_for_quantile(a.size(), kQuantiles[0]) && enough_for_quantile(b.size(), kQuantiles[0])) {
       ra = resampled_quantiles(a, opts.resamples, rng);
       rb = resampled_quantiles(b, opts.resamples, rng);
     }
@@ -127,7 +129,7 @@ GroupChange compare_group(std::string key, const std::vector<const Row*>& base, 
       c.metric = fmt::format("{}_p{}_ms", m.name, static_cast<int>(std::lround(q * 100)));
       c.n_base = a.size();
       c.n_new = b.size();
-      if (!enough(a.size(), q) || !enough(b.size(), q)) {
+      if (!enough_for_quantile(a.size(), q) || !enough_for_quantile(b.size(), q)) {
         c.verdict = "not enough data";
         g.changes.push_back(std::move(c));
         continue;

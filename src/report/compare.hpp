@@ -57,6 +57,10 @@ struct Comparison {
   std::vector<std::string> ungated;        // bounds that could not be judged (not enough data)
 };
 
+// A quantile of n values is an estimate only with at least 5 values beyond it (and 10 values): a
+// p99 of fewer than 500 is the sample's largest few, not an estimate. `sweep compare` rules alike.
+bool enough_for_quantile(std::size_t n, double q);
+
 using GroupRows = std::map<std::string_view, std::vector<const Row*>>;
 Comparison compare_runs(const GroupRows& baseline, const GroupRows& next, const CompareOptions& opts,
                         const std::vector<RegressionBound>& bounds);

@@ -13,19 +13,23 @@
 #include "core/stats.hpp"
 #include "present/chart.hpp"
 #include "present/page.hpp"
+#include "report/compare.hpp"
 
 namespace mpo::sweep {
 namespace {
 
 constexpr int kComparisonsPerPoint = 5;
 
-// What one receipt measured at one point: its measured requests (warm-up and failures left out).
+// What one receipt measured at one point: its measured requests (warm-up and failures left out),
+// one entry per request in every vector, so one draw of request indices resamples them all.
 struct PointData {
-  std::vector<double> ttft, e2e;
+  std::vector<double> ttft;  // NaN: the request had no first token (not streamed)
+  std::vector<double> e2e;
   std::vector<std::vector<double>> itl;  // per request, so a resample keeps a request's gaps together
   std::vector<double> tokens;            // output tokens per request
-  std::optional<double> throughput;      // the receipt's figure
-  bool closed_loop = true;               // throughput follows request time (closed) or the arrivals (open)
+  double total_tokens = 0, total_e2e = 0;
+  std::optional<double> throughput;  // the receipt's figure
+  bool closed_loop = true;           // throughput follows request time (closed) or the arrivals (open)
 };
 
 PointData data_of(const TrackPoint& tp, LoadMode mode) {
@@ -33,26 +37,25 @@ PointData data_of(const TrackPoint& tp, LoadMode mode) {
   d.closed_loop = mode == LoadMode::kConcurrency;
   for (const auto& s : tp.samples) {
     if (s.warmup || !s.ok) continue;
-    if (s.ttft_ms) d.ttft.push_back(*s.ttft_ms);
+    d.ttft.push_back(s.ttft_ms.value_or(std::nan("")));
     d.e2e.push_back(s.end_to_end_ms);
     d.itl.push_back(s.itl_ms);
     d.tokens.push_back(static_cast<double>(s.output_tokens_exact.value_or(s.output_token_estimate)));
+    d.total_tokens += d.tokens.back();
+    d.total_e2e += s.end_to_end_ms;
   }
   d.throughput = tp.stats.throughput_tok_s.measured_value();
   return d;
 }
 
-// fak's nearest-rank quantile (docs/FAK.md 6.4), of an unsorted copy.
+// fak's nearest-rank quantile (sweep/fold.hpp `nearest_rank`'s index rule), on an unsorted copy:
+// a resample is not sorted, and nth_element is linear.
 double nearest_rank(std::vector<double> v, double q) {
   const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
   const auto at = v.begin() + static_cast<std::ptrdiff_t>(std::max<std::size_t>(rank, 1) - 1);
   std::nth_element(v.begin(), at, v.end());
   return *at;
 }
-
-// A quantile from n values is an estimate only with at least 5 values beyond it (as `report
-// --baseline` rules); a p99 of fewer than 500 is the sample's largest few.
-bool enough(std::size_t n, double q) { return n >= 10 && static_cast<double>(n) * (1 - q) >= 5; }
 
 std::vector<std::size_t> draw(std::size_t n, std::mt19937_64& rng) {
   std::uniform_int_distribution<std::size_t> pick(0, n - 1);
@@ -64,19 +67,23 @@ std::vector<std::size_t> draw(std::size_t n, std::mt19937_64& rng) {
 // One statistic of a point, computed on the data or on a resample of its requests.
 using Statistic = std::function<std::optional<double>(const PointData&, const std::vector<std::size_t>*)>;
 
+// The requests' (or the resample's) values of one per-request field, absent ones (NaN) left out.
 std::vector<double> pick_values(const std::vector<double>& v, const std::vector<std::size_t>* idx) {
-  if (!idx) return v;
   std::vector<double> out;
-  out.reserve(idx->size());
-  for (auto i : *idx) out.push_back(v[i]);
+  out.reserve(idx ? idx->size() : v.size());
+  const std::size_t n = idx ? idx->size() : v.size();
+  for (std::size_t k = 0; k < n; ++k) {
+    const double x = v[idx ? (*idx)[k] : k];
+    if (!std::isnan(x)) out.push_back(x);
+  }
   return out;
 }
 
 Statistic quantile_of(std::vector<double> PointData::*field, double q) {
   return [field, q](const PointData& d, const std::vector<std::size_t>* idx) -> std::optional<double> {
-    const auto& v = d.*field;
-    if (!enough(v.size(), q)) return std::nullopt;
-    return nearest_rank(pick_values(v, idx), q);
+    auto v = pick_values(d.*field, idx);
+    if (!report::enough_for_quantile(v.size(), q)) return std::nullopt;
+    return nearest_rank(std::move(v), q);
   };
 }
 
@@ -87,7 +94,7 @@ std::optional<double> itl_p99(const PointData& d, const std::vector<std::size_t>
     const auto& r = d.itl[idx ? (*idx)[k] : k];
     gaps.insert(gaps.end(), r.begin(), r.end());
   }
-  if (!enough(gaps.size(), 0.99) || d.itl.size() < 10) return std::nullopt;
+  if (!report::enough_for_quantile(gaps.size(), 0.99) || d.itl.size() < 10) return std::nullopt;
   return nearest_rank(std::move(gaps), 0.99);
 }
 
@@ -98,11 +105,11 @@ std::optional<double> itl_p99(const PointData& d, const std::vector<std::size_t>
 std::optional<double> throughput(const PointData& d, const std::vector<std::size_t>* idx) {
   if (!d.throughput || d.tokens.size() < 10) return std::nullopt;
   if (!idx) return d.throughput;
-  double tokens = 0, time = 0, picked_tokens = 0, picked_time = 0;
-  for (std::size_t i = 0; i < d.tokens.size(); ++i) tokens += d.tokens[i], time += d.e2e[i];
+  double picked_tokens = 0, picked_time = 0;
   for (auto i : *idx) picked_tokens += d.tokens[i], picked_time += d.e2e[i];
-  if (!(tokens > 0) || !(picked_tokens > 0) || !(time > 0) || !(picked_time > 0)) return std::nullopt;
-  const double ratio = d.closed_loop ? (picked_tokens / picked_time) / (tokens / time) : picked_tokens / tokens;
+  if (!(d.total_tokens > 0) || !(picked_tokens > 0) || !(d.total_e2e > 0) || !(picked_time > 0)) return std::nullopt;
+  const double ratio =
+      d.closed_loop ? (picked_tokens / picked_time) / (d.total_tokens / d.total_e2e) : picked_tokens / d.total_tokens;
   return *d.throughput * ratio;
 }
 
@@ -121,7 +128,10 @@ std::vector<MetricDef> metrics() {
 }
 
 std::size_t count_for(const PointData& d, const std::string& metric) {
-  if (metric == "ttft_p50_ms" || metric == "ttft_p99_ms") return d.ttft.size();
+  if (metric == "ttft_p50_ms" || metric == "ttft_p99_ms") {
+    return static_cast<std::size_t>(
+        std::count_if(d.ttft.begin(), d.ttft.end(), [](double x) { return !std::isnan(x); }));
+  }
   if (metric == "itl_p99_ms") {
     std::size_t n = 0;
     for (const auto& r : d.itl) n += r.size();

@@ -157,5 +157,22 @@ TEST(SweepCompare, PointsOnlyOneReceiptHasAreListedAndEveryFormatSaysTheSame) {
   EXPECT_NE(html.find("<tr class=\"worse\"><td>ttft_p50_ms</td>"), std::string::npos);
 }
 
+TEST(SweepCompare, RequestsWithoutAFirstTokenAreLeftOutOfTtftAndNothingElse) {
+  // A point where some ok requests were not streamed (no TTFT): TTFT is over the streamed ones,
+  // e2e and throughput over all; a resample draws requests, never a TTFT of another request.
+  auto a = receipt(1, 1.0);
+  auto b = receipt(2, 1.0);
+  for (auto* r : {&a, &b}) {
+    auto& samples = r->points.front().tracks.front().samples;
+    for (std::size_t i = 0; i < samples.size(); i += 3) samples[i].ttft_ms.reset();
+  }
+  const auto c = compare_sweeps(a, b, fast(1));
+  ASSERT_TRUE(c.ok());
+  const auto& p = c->points.front();
+  EXPECT_EQ(change(p, "ttft_p50_ms").n_a, 200u);  // 300 requests, every third without a TTFT
+  EXPECT_EQ(change(p, "e2e_p99_ms").n_a, 300u);
+  EXPECT_TRUE(change(p, "ttft_p50_ms").ci_lo.has_value());
+}
+
 }  // namespace
 }  // namespace mpo::sweep
