@@ -164,13 +164,19 @@ std::string ttft_parts(const std::vector<const Row*>& rs) {
   Table t({"TTFT part (ms)", "p50", "p90", "p99"});
   t.row({"request sent to response head (TTFB)", ms(h, &Summary::p50), ms(h, &Summary::p90), ms(h, &Summary::p99)});
   t.row({"response head to first token", ms(f, &Summary::p50), ms(f, &Summary::p90), ms(f, &Summary::p99)});
-  return t.html("ttft-parts") +
-         present::paragraph(f->p50 < 0.05 * std::max(h->p50, 1e-9)
-                                ? "The head came with the first token: this server holds its response head until it "
-                                  "has output, so the split says nothing about queue against prefill here."
-                                : "A head well before the first token: the server answered at once and the wait "
-                                  "after it is the engine's (queue and prefill).",
-                            "note");
+  // What the split can say depends on where the time went (against llama.cpp, whose head comes
+  // just before or with its first token, most of TTFT passes before the head).
+  const char* reading =
+      f->p50 < 0.05 * std::max(h->p50, 1e-9)
+          ? "The head came with the first token: this server holds its response head until it has output, so the "
+            "split says nothing about queue against prefill here."
+      : h->p50 >= f->p50
+          ? "Most of TTFT passed before the response head: a server that holds its head until it has output puts "
+            "its queue and prefill there, so this split cannot tell them from the network; the engine's own "
+            "timings (llama.cpp's timings, engine spans with --traces) can."
+          : "The head came early and most of TTFT came after it: that wait is the engine's (queue and prefill), "
+            "not the network's.";
+  return t.html("ttft-parts") + present::paragraph(reading, "note");
 }
 
 Chart fit_chart(const GroupStats& g, const std::vector<const Row*>& rs) {

@@ -425,5 +425,26 @@ TEST(Rows, PhasesKeepTheirNamesWhenTablesReadInParallelAreJoined) {
   EXPECT_EQ(sizeof(Row), 168u);  // the phase lives in the padding: as many bytes as before it
 }
 
+// Issue 25: TTFT's parts say only what they can. Against llama.cpp (through the proxy: head at
+// 5.4 ms, first token 1.8 ms later, p50) most of TTFT passes before the head, so the split cannot
+// separate queue and prefill from the network; a server that answers at once can.
+TEST(Render, TtftPartsSayWhatTheSplitCanTell) {
+  auto page = [](double ttfb, double ttft) {
+    std::vector<ledger::LedgerRecord> rs;
+    for (int i = 0; i < 6; ++i) {
+      rs.push_back(rec(i * 100, 300, ttft + i, 100, 0));
+      rs.back().ttfb_ms = ttfb + i;
+    }
+    ReportInput in;
+    in.table = RowTable(GroupBy::kModel);
+    for (const auto& r : rs) in.table.add(r);
+    in.groups = analyse(rs, {});
+    return render_html(in);
+  };
+  EXPECT_NE(page(5.4, 7.2).find("Most of TTFT passed before the response head"), std::string::npos);
+  EXPECT_NE(page(3.6, 450).find("The head came early and most of TTFT came after it"), std::string::npos);
+  EXPECT_NE(page(100, 100.5).find("The head came with the first token"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace mpo::report
