@@ -22,7 +22,7 @@ Status load_ledgers(const std::vector<std::string>& files, report::ReportInput& 
       for (const auto& r : read.records) parts[0].add(r);
       read.records.clear();
     } else {
-      opts.sink = [&parts](unsigned part, ledger::LedgerRecord&& r) { parts[part].add(r); };
+      opts.view_sink = [&parts](unsigned part, const ledger::LedgerRecordView& r) { parts[part].add(r); };
       auto r = ledger::read_ledger_file(f, opts);
       if (!r) return r.error();
       read = std::move(*r);

@@ -27,24 +27,30 @@ inline std::optional<std::string_view> string_of(simdjson::dom::element v) {
 
 // A double, int64 or uint64, as a double.
 inline std::optional<double> number_of(simdjson::dom::element v) {
-  double d = 0;
+  double d = 0;  // get_double converts int64 and uint64 too
   if (v.get_double().get(d) == simdjson::SUCCESS) return d;
-  std::int64_t i = 0;
-  if (v.get_int64().get(i) == simdjson::SUCCESS) return static_cast<double>(i);
-  std::uint64_t u = 0;
-  if (v.get_uint64().get(u) == simdjson::SUCCESS) return static_cast<double>(u);
   return std::nullopt;
 }
 
 // An int64, or a double holding an integral value.
 inline std::optional<std::int64_t> integer_of(simdjson::dom::element v) {
-  std::int64_t i = 0;
-  if (v.get_int64().get(i) == simdjson::SUCCESS) return i;
-  double d = 0;
-  if (v.get_double().get(d) == simdjson::SUCCESS && d == static_cast<double>(static_cast<std::int64_t>(d))) {
-    return static_cast<std::int64_t>(d);
+  switch (v.type()) {
+    case simdjson::dom::element_type::INT64: return v.get_int64().value_unsafe();
+    case simdjson::dom::element_type::UINT64: {
+      std::int64_t i = 0;  // fits when at most INT64_MAX
+      if (v.get_int64().get(i) == simdjson::SUCCESS) return i;
+      return std::nullopt;
+    }
+    case simdjson::dom::element_type::DOUBLE: {
+      const double d = v.get_double().value_unsafe();
+      // In range and integral (a cast of an out-of-range double would be undefined).
+      if (d >= -9.2e18 && d <= 9.2e18 && d == static_cast<double>(static_cast<std::int64_t>(d))) {
+        return static_cast<std::int64_t>(d);
+      }
+      return std::nullopt;
+    }
+    default: return std::nullopt;
   }
-  return std::nullopt;
 }
 
 template <typename Object>

@@ -62,10 +62,13 @@ struct RangeResult {
 };
 
 void read_range(int fd, std::uint64_t begin, std::uint64_t end, bool is_file_end, std::size_t chunk,
-                const std::function<void(LedgerRecord&&)>& sink, RangeResult& out) {
+                const std::function<void(LedgerRecord&&)>& sink,
+                const std::function<void(const LedgerRecordView&)>& view_sink, RangeResult& out) {
   LineDecoder d;
   if (sink) {
     d.set_sink(sink);
+  } else if (view_sink) {
+    d.set_view_sink(view_sink);
   } else {
     d.reserve(static_cast<std::size_t>((end - begin) / 512));  // ledger lines are 0.5-2 KB
   }
@@ -90,12 +93,12 @@ void read_range(int fd, std::uint64_t begin, std::uint64_t end, bool is_file_end
       continue;
     }
     // Whole lines, the final newline included: text() numbers them without a second scan.
-    line_no += d.text(text.substr(0, last_nl + 1), line_no, false);
+    line_no += d.text(text.substr(0, last_nl + 1), line_no, false, buf.size() - (last_nl + 1));
     carry = filled - (last_nl + 1);
     std::memmove(buf.data(), buf.data() + last_nl + 1, carry);
   }
   if (carry > 0) {
-    d.line(std::string_view(buf.data(), carry), line_no, is_file_end);
+    d.line(std::string_view(buf.data(), carry), line_no, is_file_end, buf.size() - carry);
     ++line_no;
   }
   out.lines = line_no - 1;
@@ -126,13 +129,18 @@ Result<LedgerRead> read_ledger_file(const std::string& path, const FileReadOptio
   bounds.push_back(size);
   std::vector<RangeResult> parts(n);
   std::vector<std::function<void(LedgerRecord &&)>> sinks(n);
-  if (opts.sink) {
-    for (unsigned k = 0; k < n; ++k) sinks[k] = [&opts, k](LedgerRecord&& r) { opts.sink(k, std::move(r)); };
+  std::vector<std::function<void(const LedgerRecordView&)>> view_sinks(n);
+  for (unsigned k = 0; k < n; ++k) {
+    if (opts.sink) {
+      sinks[k] = [&opts, k](LedgerRecord&& r) { opts.sink(k, std::move(r)); };
+    } else if (opts.view_sink) {
+      view_sinks[k] = [&opts, k](const LedgerRecordView& r) { opts.view_sink(k, r); };
+    }
   }
   std::atomic<unsigned> next{0};
   auto worker = [&] {
     for (unsigned k = next++; k < n; k = next++) {
-      read_range(f.fd, bounds[k], bounds[k + 1], k == n - 1, opts.chunk_bytes, sinks[k], parts[k]);
+      read_range(f.fd, bounds[k], bounds[k + 1], k == n - 1, opts.chunk_bytes, sinks[k], view_sinks[k], parts[k]);
     }
   };
   std::vector<std::thread> pool;

@@ -4,7 +4,9 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <utility>
 
 #include "core/simdjson_values.hpp"
 #include "core/time.hpp"
@@ -15,10 +17,7 @@ namespace {
 
 using simdjson::dom::element;
 
-std::optional<std::string> str_of(element v) {
-  auto s = sj::string_of(v);
-  return s ? std::optional<std::string>(*s) : std::nullopt;
-}
+std::optional<std::string_view> str_of(element v) { return sj::string_of(v); }
 
 std::optional<std::int64_t> time_of(element v) {
   auto s = sj::string_of(v);
@@ -28,7 +27,7 @@ std::optional<std::int64_t> time_of(element v) {
 }
 
 // By key, for fak's lines (ours are read in one pass over their fields, below).
-std::optional<std::string> opt_str(element o, std::string_view key) {
+std::optional<std::string_view> opt_str(element o, std::string_view key) {
   auto v = sj::field(o, key);
   return v ? str_of(*v) : std::nullopt;
 }
@@ -123,21 +122,56 @@ constexpr std::pair<std::string_view, Field> kFields[] = {
     {"span_id", Field::kSpanId},
 };
 
-// By length first (one integer compare rejects most entries), then the bytes.
-Field field_of(std::string_view key) {
-  for (const auto& [name, f] : kFields) {
-    if (name.size() == key.size() && name.front() == key.front() &&
-        std::memcmp(name.data(), key.data(), key.size()) == 0) {
-      return f;
+// The fields by key length: a key is compared only with the names of its length (at most four).
+struct FieldsByLength {
+  static constexpr std::size_t kMaxLength = 32;
+  std::uint8_t first[kMaxLength + 1] = {};  // index into `order` of the first name of each length
+  std::uint8_t count[kMaxLength + 1] = {};
+  std::uint8_t order[std::size(kFields)] = {};
+  constexpr FieldsByLength() {
+    std::uint8_t n = 0;
+    for (std::size_t len = 1; len <= kMaxLength; ++len) {
+      first[len] = n;
+      for (std::uint8_t i = 0; i < std::size(kFields); ++i) {
+        if (kFields[i].first.size() == len) order[n++] = i;
+      }
+      count[len] = static_cast<std::uint8_t>(n - first[len]);
     }
+  }
+};
+constexpr FieldsByLength kByLength;
+static_assert([] {
+  for (const auto& [name, f] : kFields) {
+    if (name.size() > FieldsByLength::kMaxLength) return false;
+  }
+  return true;
+}());
+
+// Byte comparison of a size known at compile time: inlined loads, not a call per key.
+template <std::size_t N>
+bool equal_bytes(const char* a, const char* b) {
+  return std::memcmp(a, b, N) == 0;
+}
+constexpr auto kEqualBytes = []<std::size_t... N>(std::index_sequence<N...>) {
+  return std::array<bool (*)(const char*, const char*), sizeof...(N)>{&equal_bytes<N>...};
+}
+(std::make_index_sequence<FieldsByLength::kMaxLength + 1>{});
+
+Field field_of(std::string_view key) {
+  if (key.size() > FieldsByLength::kMaxLength) return Field::kOther;
+  const std::uint8_t* names = kByLength.order + kByLength.first[key.size()];
+  const auto equal = kEqualBytes[key.size()];
+  for (std::uint8_t k = 0; k < kByLength.count[key.size()]; ++k) {
+    const auto& [name, f] = kFields[names[k]];
+    if (name.front() == key.front() && equal(name.data(), key.data())) return f;
   }
   return Field::kOther;
 }
 
 // One pass over the line's fields (a ledger line has about 35): each key is looked up once, the
 // first occurrence of a key wins, as a lookup by key would find it.
-Result<LedgerRecord> from_ours(simdjson::dom::object o) {
-  LedgerRecord r;
+// The record's strings are views into the parse; a minified server_timings goes to `scratch`.
+Status from_ours(simdjson::dom::object o, LedgerRecordView& r, std::string& scratch) {
   r.source_schema = kObservationSchema;
   bool seen[static_cast<std::size_t>(Field::kOther)] = {};
   bool has_id = false, has_started = false, has_outcome = false;
@@ -149,7 +183,7 @@ Result<LedgerRecord> from_ours(simdjson::dom::object o) {
     once = true;
     switch (f) {
       case Field::kObservationId:
-        if (auto s = str_of(v)) r.observation_id = std::move(*s), has_id = true;
+        if (auto s = str_of(v)) r.observation_id = *s, has_id = true;
         break;
       case Field::kStartedAt:
         if (auto t = time_of(v)) r.started_at_us = *t, has_started = true;
@@ -169,7 +203,7 @@ Result<LedgerRecord> from_ours(simdjson::dom::object o) {
         if (auto i = sj::integer_of(v)) r.http_status = static_cast<int>(*i);
         break;
       case Field::kOutcome:
-        if (auto s = str_of(v)) r.outcome = std::move(*s), has_outcome = true;
+        if (auto s = str_of(v)) r.outcome = *s, has_outcome = true;
         break;
       case Field::kErrorType: r.error_type = str_of(v); break;
       case Field::kErrorMessage: r.error_message = str_of(v); break;
@@ -187,7 +221,7 @@ Result<LedgerRecord> from_ours(simdjson::dom::object o) {
       case Field::kTotalTokens: r.total_tokens = sj::integer_of(v); break;
       case Field::kCachedPromptTokens: r.cached_prompt_tokens = sj::integer_of(v); break;
       case Field::kTokenSource:
-        if (auto s = str_of(v)) r.token_source = std::move(*s);
+        if (auto s = str_of(v)) r.token_source = *s;
         break;
       case Field::kInFlight: r.in_flight_at_start = sj::integer_of(v); break;
       case Field::kSweepPoint: r.sweep_point = str_of(v); break;
@@ -196,7 +230,10 @@ Result<LedgerRecord> from_ours(simdjson::dom::object o) {
       case Field::kTraceId: r.trace_id = str_of(v); break;
       case Field::kSpanId: r.span_id = str_of(v); break;
       case Field::kServerTimings:
-        if (v.is_object()) r.server_timings = simdjson::minify(v);
+        if (v.is_object()) {
+          scratch = simdjson::minify(v);
+          r.server_timings = scratch;
+        }
         break;
       case Field::kOther: break;
     }
@@ -204,12 +241,11 @@ Result<LedgerRecord> from_ours(simdjson::dom::object o) {
   if (!has_id || !has_started || !has_outcome) {
     return make_error("ledger.fields", "observation line without observation_id, started_at or outcome");
   }
-  return r;
+  return Ok{};
 }
 
 // fak-model-perf/1 (docs/FAK.md section 1), mapped onto our fields.
-Result<LedgerRecord> from_fak(element o) {
-  LedgerRecord r;
+Status from_fak(element o, LedgerRecordView& r) {
   r.source_schema = "fak-model-perf/1";
   auto id = opt_str(o, "request_id");
   auto started = opt_time(o, "timestamp");
@@ -252,10 +288,55 @@ Result<LedgerRecord> from_fak(element o) {
   if (r.completion_tokens && r.e2e_ms && *r.e2e_ms > 0) {
     r.e2e_output_tokens_per_second = static_cast<double>(*r.completion_tokens) / (*r.e2e_ms / 1000.0);
   }
-  return r;
+  return Ok{};
+}
+
+template <typename To, typename From>
+BasicLedgerRecord<To> convert(const BasicLedgerRecord<From>& f) {
+  auto opt = [](const std::optional<From>& s) { return s ? std::optional<To>(To(*s)) : std::nullopt; };
+  BasicLedgerRecord<To> t;
+  t.source_schema = f.source_schema;
+  t.observation_id = To(f.observation_id);
+  t.started_at_us = f.started_at_us;
+  t.ended_at_us = f.ended_at_us;
+  t.model = opt(f.model);
+  t.response_model = opt(f.response_model);
+  t.backend = opt(f.backend);
+  t.path = opt(f.path);
+  t.operation = opt(f.operation);
+  t.stream = f.stream;
+  t.http_status = f.http_status;
+  t.outcome = To(f.outcome);
+  t.error_type = opt(f.error_type);
+  t.error_message = opt(f.error_message);
+  t.ttfb_ms = f.ttfb_ms;
+  t.ttft_ms = f.ttft_ms;
+  t.e2e_ms = f.e2e_ms;
+  t.tpot_ms = f.tpot_ms;
+  t.itl_p50_ms = f.itl_p50_ms;
+  t.itl_p95_ms = f.itl_p95_ms;
+  t.itl_max_ms = f.itl_max_ms;
+  t.output_tokens_per_second = f.output_tokens_per_second;
+  t.e2e_output_tokens_per_second = f.e2e_output_tokens_per_second;
+  t.prompt_tokens = f.prompt_tokens;
+  t.completion_tokens = f.completion_tokens;
+  t.total_tokens = f.total_tokens;
+  t.cached_prompt_tokens = f.cached_prompt_tokens;
+  t.token_source = To(f.token_source);
+  t.in_flight_at_start = f.in_flight_at_start;
+  t.server_timings = opt(f.server_timings);
+  t.sweep_point = opt(f.sweep_point);
+  t.timing_basis = opt(f.timing_basis);
+  t.proxy_lag_ms = f.proxy_lag_ms;
+  t.trace_id = opt(f.trace_id);
+  t.span_id = opt(f.span_id);
+  return t;
 }
 
 }  // namespace
+
+LedgerRecord to_owned(const LedgerRecordView& v) { return convert<std::string>(v); }
+LedgerRecordView view_of(const LedgerRecord& r) { return convert<std::string_view>(r); }
 
 LineDecoder::LineDecoder() : parser_(std::make_unique<simdjson::dom::parser>()) {}
 LineDecoder::~LineDecoder() = default;
@@ -265,12 +346,23 @@ void LineDecoder::note(std::uint64_t line_no, std::string reason) {
   if (out_.problems.size() < 20) out_.problems.push_back({line_no, std::move(reason)});
 }
 
-void LineDecoder::line(std::string_view line, std::uint64_t line_no, bool last_unterminated) {
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+void LineDecoder::line(std::string_view line, std::uint64_t line_no, bool last_unterminated,
+                       std::size_t readable_after) {
+  if (!line.empty() && line.back() == '\r') {
+    line.remove_suffix(1);
+    ++readable_after;
+  }
   if (line.find_first_not_of(" \t") == std::string_view::npos) return;
   ++out_.lines;
+  if (readable_after < simdjson::SIMDJSON_PADDING) {
+    // Near the end of the caller's memory: parse a copy with room after it (the parser's own copy
+    // would allocate per line).
+    padded_.assign(line);
+    padded_.resize(line.size() + simdjson::SIMDJSON_PADDING, ' ');
+    line = std::string_view(padded_.data(), line.size());
+  }
   element doc;
-  if (parser_->parse(line.data(), line.size()).get(doc) != simdjson::SUCCESS || !doc.is_object()) {
+  if (parser_->parse(line.data(), line.size(), false).get(doc) != simdjson::SUCCESS || !doc.is_object()) {
     if (last_unterminated) {
       out_.torn_last_line = true;  // a write cut short: everything before it stands
       note(line_no, "torn last line (no newline, not JSON): skipped");
@@ -282,12 +374,13 @@ void LineDecoder::line(std::string_view line, std::uint64_t line_no, bool last_u
   }
   std::string_view schema;
   if (doc["schema"].get_string().get(schema) != simdjson::SUCCESS) schema = {};
-  Result<LedgerRecord> rec = make_error("ledger.schema", "");
+  view_ = LedgerRecordView{};
+  Status decoded = Ok{};
   if (schema == kObservationSchema) {
-    rec = from_ours(doc.get_object().value_unsafe());
+    decoded = from_ours(doc.get_object().value_unsafe(), view_, scratch_);
   } else if (schema == "fak-model-perf/1") {
-    rec = from_fak(doc);
-    if (rec) ++out_.fak_lines;
+    decoded = from_fak(doc, view_);
+    if (decoded) ++out_.fak_lines;
   } else if (schema == kGapSchema) {
     ++out_.gap_lines;
     out_.dropped_lines += static_cast<std::uint64_t>(opt_int(doc, "dropped_lines").value_or(0));
@@ -297,25 +390,29 @@ void LineDecoder::line(std::string_view line, std::uint64_t line_no, bool last_u
     note(line_no, fmt::format("unknown schema '{}': skipped", schema.substr(0, 64)));
     return;
   }
-  if (!rec) {
+  if (!decoded) {
     ++out_.invalid_lines;
-    note(line_no, rec.error().message);
+    note(line_no, decoded.error().message);
     return;
   }
-  if (sink_) {
-    sink_(std::move(rec).value());
+  if (view_sink_) {
+    view_sink_(view_);
+  } else if (sink_) {
+    sink_(to_owned(view_));
   } else {
-    out_.records.push_back(std::move(rec).value());
+    out_.records.push_back(to_owned(view_));
   }
 }
 
-std::uint64_t LineDecoder::text(std::string_view text, std::uint64_t first_line_no, bool is_end) {
+std::uint64_t LineDecoder::text(std::string_view text, std::uint64_t first_line_no, bool is_end,
+                                std::size_t readable_after) {
   std::uint64_t line_no = first_line_no;
   std::size_t pos = 0;
   while (pos < text.size()) {
     const auto nl = text.find('\n', pos);
     const bool unterminated = nl == std::string_view::npos;
-    line(text.substr(pos, unterminated ? std::string_view::npos : nl - pos), line_no, unterminated && is_end);
+    const std::size_t end = unterminated ? text.size() : nl;
+    line(text.substr(pos, end - pos), line_no, unterminated && is_end, text.size() - end + readable_after);
     pos = unterminated ? text.size() : nl + 1;
     ++line_no;
   }

@@ -19,27 +19,37 @@ class parser;
 
 namespace mpo::ledger {
 
-struct LedgerRecord {
+// One ledger line's fields. LedgerRecord owns its strings; a LedgerRecordView's point into the
+// decoder's parse of the line and stay valid only until the decoder's next line: what a reader that
+// keeps numbers and interned names takes, with no allocation per line.
+template <typename Str>
+struct BasicLedgerRecord {
   std::string_view source_schema;  // which schema the line carried (a static string)
-  std::string observation_id;
+  Str observation_id;
   std::int64_t started_at_us = 0;
   std::optional<std::int64_t> ended_at_us;
-  std::optional<std::string> model, response_model, backend, path, operation;
+  std::optional<Str> model, response_model, backend, path, operation;
   bool stream = false;
   std::optional<int> http_status;
-  std::string outcome;
-  std::optional<std::string> error_type, error_message;
+  Str outcome;
+  std::optional<Str> error_type, error_message;
   std::optional<double> ttfb_ms, ttft_ms, e2e_ms, tpot_ms, itl_p50_ms, itl_p95_ms, itl_max_ms;
   std::optional<double> output_tokens_per_second, e2e_output_tokens_per_second;
   std::optional<std::int64_t> prompt_tokens, completion_tokens, total_tokens, cached_prompt_tokens;
-  std::string token_source = "none";
+  Str token_source = "none";
   std::optional<std::int64_t> in_flight_at_start;
-  std::optional<std::string> server_timings;     // raw JSON object the server returned, minified
-  std::optional<std::string> sweep_point;        // `sweep` lines: the load point ("concurrency=8")
-  std::optional<std::string> timing_basis;       // proxy lines: "kernel_rx" | "loop"; absent in older ledgers
-  std::optional<double> proxy_lag_ms;            // proxy lines: the largest lag of the proxy's reads
-  std::optional<std::string> trace_id, span_id;  // proxy lines: W3C trace context (docs/OTEL.md)
+  std::optional<Str> server_timings;     // raw JSON object the server returned, minified
+  std::optional<Str> sweep_point;        // `sweep` lines: the load point ("concurrency=8")
+  std::optional<Str> timing_basis;       // proxy lines: "kernel_rx" | "loop"; absent in older ledgers
+  std::optional<double> proxy_lag_ms;    // proxy lines: the largest lag of the proxy's reads
+  std::optional<Str> trace_id, span_id;  // proxy lines: W3C trace context (docs/OTEL.md)
 };
+using LedgerRecord = BasicLedgerRecord<std::string>;
+using LedgerRecordView = BasicLedgerRecord<std::string_view>;
+
+// Between the two: the owned copy of a view, and a view of an owned record (valid while it lives).
+LedgerRecord to_owned(const LedgerRecordView& v);
+LedgerRecordView view_of(const LedgerRecord& r);
 
 struct LineProblem {
   std::uint64_t line = 0;  // 1-based
@@ -69,19 +79,28 @@ class LineDecoder {
   ~LineDecoder();
   LineDecoder(LineDecoder&&) noexcept;
   // One line without its newline; `last_unterminated`: the file ended inside it (a torn write).
-  void line(std::string_view line, std::uint64_t line_no, bool last_unterminated);
+  // `readable_after`: how many bytes past the line's end the caller's memory holds (the parser
+  // reads up to 64 past a line; with fewer the line is copied first).
+  void line(std::string_view line, std::uint64_t line_no, bool last_unterminated, std::size_t readable_after = 0);
   // Lines of `text` numbered from first_line_no; its last line is torn only when is_end. Returns
-  // how many lines it held (a final newline does not start another).
-  std::uint64_t text(std::string_view text, std::uint64_t first_line_no, bool is_end);
+  // how many lines it held (a final newline does not start another). `readable_after`: bytes the
+  // caller's memory holds past the text's end.
+  std::uint64_t text(std::string_view text, std::uint64_t first_line_no, bool is_end, std::size_t readable_after = 0);
   void reserve(std::size_t records) { out_.records.reserve(records); }
   // Hands each record to `sink` instead of keeping it (the counts are kept either way).
   void set_sink(std::function<void(LedgerRecord&&)> sink) { sink_ = std::move(sink); }
+  // Hands each record as a view, valid during the call, to `sink` (no copy of its strings).
+  void set_view_sink(std::function<void(const LedgerRecordView&)> sink) { view_sink_ = std::move(sink); }
   LedgerRead take() && { return std::move(out_); }
 
  private:
   void note(std::uint64_t line_no, std::string reason);
   std::unique_ptr<simdjson::dom::parser> parser_;
   std::function<void(LedgerRecord&&)> sink_;
+  std::function<void(const LedgerRecordView&)> view_sink_;
+  LedgerRecordView view_;  // the line being decoded
+  std::string scratch_;    // the minified server_timings the view points at
+  std::string padded_;     // a line copied with room to read past its end
   LedgerRead out_;
 };
 
@@ -99,6 +118,8 @@ struct FileReadOptions {
   // When set, records go here instead of into the result: `part` (< threads * parts_per_thread)
   // is the range, in file order; calls for one part come from one thread, in line order.
   std::function<void(unsigned part, LedgerRecord&&)> sink;
+  // When set (and `sink` is not), each record goes here as a view valid during the call.
+  std::function<void(unsigned part, const LedgerRecordView&)> view_sink;
 };
 Result<LedgerRead> read_ledger_file(const std::string& path, const FileReadOptions& opts);
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <numeric>
@@ -23,6 +24,66 @@ constexpr double kHeadWithOutputShare = 0.9;     // a head at 90%+ of TTFT came 
 constexpr double kBusyShareThreshold = 0.5;      // workload: the proxy saw requests less than half the time
 
 double median(std::vector<double> v) { return v.empty() ? 0 : *quantile_cont(std::move(v), 0.5); }
+
+// Ordinary least squares over n rows of k columns, row i's column c read as x(i, c): the normal
+// equations [X'X | X'y] solved with partial pivoting; nullopt when singular. A callable, so the
+// report's fits read their columns in place instead of building a vector per row.
+template <typename X>
+std::optional<std::vector<double>> solve_least_squares(std::size_t n, std::size_t k, X x,
+                                                       const std::vector<double>& y) {
+  constexpr std::size_t kMaxColumns = 16;  // the report fits three at most
+  if (n == 0 || k == 0 || k > kMaxColumns) return std::nullopt;
+  std::vector<std::vector<double>> a(k, std::vector<double>(k + 1, 0.0));  // [X'X | X'y]
+  std::array<double, kMaxColumns> row{};
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t c = 0; c < k; ++c) row[c] = x(i, c);
+    for (std::size_t r = 0; r < k; ++r) {
+      for (std::size_t c = 0; c < k; ++c) a[r][c] += row[r] * row[c];
+      a[r][k] += row[r] * y[i];
+    }
+  }
+  // A column whose part not explained by the columns before it is below 1e-9 of its own sum of
+  // squares is (up to rounding) a linear combination of them: the system is singular, not solvable.
+  std::vector<double> scale(k);
+  for (std::size_t c = 0; c < k; ++c) scale[c] = a[c][c];
+  for (std::size_t col = 0; col < k; ++col) {
+    std::size_t piv = col;
+    for (std::size_t r = col + 1; r < k; ++r) {
+      if (std::fabs(a[r][col]) > std::fabs(a[piv][col])) piv = r;
+    }
+    if (std::fabs(a[piv][col]) <= 1e-9 * scale[col]) return std::nullopt;
+    std::swap(a[piv], a[col]);
+    for (std::size_t r = 0; r < k; ++r) {
+      if (r == col) continue;
+      const double f = a[r][col] / a[col][col];
+      for (std::size_t c = col; c <= k; ++c) a[r][c] -= f * a[col][c];
+    }
+  }
+  std::vector<double> beta(k);
+  for (std::size_t r = 0; r < k; ++r) beta[r] = a[r][k] / a[r][r];
+  return beta;
+}
+
+// Counts of a few distinct names (outcomes, token sources), kept as views while rows are counted
+// and made a map of strings once.
+class NameCounts {
+ public:
+  void add(std::string_view name) {
+    for (auto& [k, n] : counts_) {
+      if (k == name) {
+        ++n;
+        return;
+      }
+    }
+    counts_.emplace_back(name, 1);
+  }
+  void into(std::map<std::string, std::size_t>& out) const {
+    for (const auto& [k, n] : counts_) out[std::string(k)] += n;
+  }
+
+ private:
+  std::vector<std::pair<std::string_view, std::size_t>> counts_;
+};
 
 std::optional<Summary> summary_of(const std::vector<const Row*>& rs, Maybe<double> Row::*field) {
   std::vector<double> v;
@@ -58,23 +119,21 @@ std::optional<TtftFit> fit_ttft(const std::vector<const Row*>& rs) {
       f.prompt_varies = false;
     }
   }
-  auto design = [&] {
-    std::vector<std::vector<double>> x;
-    for (std::size_t i = 0; i < y.size(); ++i) {
-      std::vector<double> row{1.0};
-      if (f.prompt_varies) row.push_back(prompt[i]);
-      if (f.in_flight_varies) row.push_back(inflight[i]);
-      x.push_back(std::move(row));
-    }
-    return x;
+  // The columns in use: the intercept (null), then prompt tokens and in-flight count as they vary.
+  std::vector<const std::vector<double>*> columns;
+  auto choose = [&] {
+    columns = {nullptr};
+    if (f.prompt_varies) columns.push_back(&prompt);
+    if (f.in_flight_varies) columns.push_back(&inflight);
   };
-  auto x = design();
-  auto beta = least_squares(x, y);
+  auto x = [&columns](std::size_t i, std::size_t c) { return columns[c] ? (*columns[c])[i] : 1.0; };
+  choose();
+  auto beta = solve_least_squares(y.size(), columns.size(), x, y);
   if (!beta && f.prompt_varies && f.in_flight_varies) {
     f.collinear = true;
     f.in_flight_varies = false;
-    x = design();
-    beta = least_squares(x, y);
+    choose();
+    beta = solve_least_squares(y.size(), columns.size(), x, y);
   }
   if (!beta) return std::nullopt;
   std::size_t k = 0;
@@ -85,7 +144,7 @@ std::optional<TtftFit> fit_ttft(const std::vector<const Row*>& rs) {
   double ss_res = 0, ss_tot = 0;
   for (std::size_t i = 0; i < y.size(); ++i) {
     double pred = 0;
-    for (std::size_t j = 0; j < x[i].size(); ++j) pred += x[i][j] * (*beta)[j];
+    for (std::size_t j = 0; j < columns.size(); ++j) pred += x(i, j) * (*beta)[j];
     ss_res += (y[i] - pred) * (y[i] - pred);
     ss_tot += (y[i] - mean) * (y[i] - mean);
   }
@@ -132,12 +191,14 @@ std::vector<Candidate> rank(const GroupStats& g, const std::vector<const Row*>& 
     excess.push_back(*r->ttft_ms - allowance);
     explained.push_back(std::min(*r->ttft_ms, allowance));
   }
+  const bool any_ttft = !excess.empty();
+  const double excess_median = median(std::move(excess)), explained_median = median(std::move(explained));
   {
-    Candidate c{"queueing", std::max(0.0, median(excess)) / kQueueExcessThresholdMs, {}};
-    if (!excess.empty()) {
+    Candidate c{"queueing", std::max(0.0, excess_median) / kQueueExcessThresholdMs, {}};
+    if (any_ttft) {
       c.evidence.push_back(fmt::format(
           "median TTFT exceeds what its prompt could take to prefill (at 1,000 tok/s, + {:.0f} ms) by {:.0f} ms",
-          kStepAllowanceMs, median(excess)));
+          kStepAllowanceMs, excess_median));
     }
     if (g.fit && g.fit->in_flight_varies) {
       c.evidence.push_back(fmt::format("fit: each request already in flight adds {:.1f} ms to TTFT (R² {:.2f}, n {})",
@@ -156,11 +217,11 @@ std::vector<Candidate> rank(const GroupStats& g, const std::vector<const Row*>& 
     out.push_back(std::move(c));
   }
   {
-    Candidate c{"prefill", median(explained) / kPrefillThresholdMs, {}};
-    if (!explained.empty() && g.prompt_tokens) {
+    Candidate c{"prefill", explained_median / kPrefillThresholdMs, {}};
+    if (any_ttft && g.prompt_tokens) {
       c.evidence.push_back(
           fmt::format("median TTFT explainable by prompt length: {:.0f} ms for prompts of median {:.0f} tokens",
-                      median(explained), g.prompt_tokens->p50));
+                      explained_median, g.prompt_tokens->p50));
     }
     if (g.fit && g.fit->prompt_varies && g.fit->b_ms_per_token > 0) {
       c.evidence.push_back(
@@ -263,34 +324,8 @@ Result<GroupBy> parse_group_by(std::string_view s) {
 std::optional<std::vector<double>> least_squares(const std::vector<std::vector<double>>& x,
                                                  const std::vector<double>& y) {
   if (x.empty()) return std::nullopt;
-  const std::size_t k = x[0].size();
-  std::vector<std::vector<double>> a(k, std::vector<double>(k + 1, 0.0));  // [X'X | X'y]
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    for (std::size_t r = 0; r < k; ++r) {
-      for (std::size_t c = 0; c < k; ++c) a[r][c] += x[i][r] * x[i][c];
-      a[r][k] += x[i][r] * y[i];
-    }
-  }
-  // A column whose part not explained by the columns before it is below 1e-9 of its own sum of
-  // squares is (up to rounding) a linear combination of them: the system is singular, not solvable.
-  std::vector<double> scale(k);
-  for (std::size_t c = 0; c < k; ++c) scale[c] = a[c][c];
-  for (std::size_t col = 0; col < k; ++col) {
-    std::size_t piv = col;
-    for (std::size_t r = col + 1; r < k; ++r) {
-      if (std::fabs(a[r][col]) > std::fabs(a[piv][col])) piv = r;
-    }
-    if (std::fabs(a[piv][col]) <= 1e-9 * scale[col]) return std::nullopt;
-    std::swap(a[piv], a[col]);
-    for (std::size_t r = 0; r < k; ++r) {
-      if (r == col) continue;
-      const double f = a[r][col] / a[col][col];
-      for (std::size_t c = col; c <= k; ++c) a[r][c] -= f * a[col][c];
-    }
-  }
-  std::vector<double> beta(k);
-  for (std::size_t r = 0; r < k; ++r) beta[r] = a[r][k] / a[r][r];
-  return beta;
+  return solve_least_squares(
+      x.size(), x[0].size(), [&x](std::size_t i, std::size_t c) { return x[i][c]; }, y);
 }
 
 std::vector<GroupStats> analyse(const std::vector<ledger::LedgerRecord>& records, const Options& opts) {
@@ -321,10 +356,11 @@ GroupStats analyse_group(std::string_view key, const std::vector<const Row*>& rs
   std::size_t errors = 0;
   bool cached_known = false;
   std::int64_t cached_prompt_base = 0;
+  NameCounts outcomes, token_sources, timing_bases;
   for (const auto* r : rs) {
-    ++g.outcomes[std::string(r->outcome)];
-    ++g.token_sources[std::string(r->token_source)];
-    if (!r->timing_basis.empty()) ++g.timing_bases[std::string(r->timing_basis)];
+    outcomes.add(r->outcome);
+    token_sources.add(r->token_source);
+    if (!r->timing_basis.empty()) timing_bases.add(r->timing_basis);
     g.window_start_us = std::min(g.window_start_us, r->started_at_us);
     g.window_end_us = std::max(g.window_end_us, r->ended_at_us.value_or(r->started_at_us));
     if (r->outcome != "ok") ++errors;
@@ -337,6 +373,9 @@ GroupStats analyse_group(std::string_view key, const std::vector<const Row*>& rs
       cached_prompt_base += *r->prompt_tokens;
     }
   }
+  outcomes.into(g.outcomes);
+  token_sources.into(g.token_sources);
+  timing_bases.into(g.timing_bases);
   g.window_s = static_cast<double>(g.window_end_us - g.window_start_us) / 1e6;
   g.requests_per_s = g.window_s > 0 ? static_cast<double>(g.requests) / g.window_s : 0;
   if (g.window_s > 0 && g.completion_tokens_total > 0) {
@@ -365,9 +404,8 @@ GroupStats analyse_group(std::string_view key, const std::vector<const Row*>& rs
   g.in_flight = summarize(inflight);
   g.fit = fit_ttft(rs);
   if (varies(tpot_x)) {
-    std::vector<std::vector<double>> x;
-    for (double v : tpot_x) x.push_back({1.0, v});
-    if (auto beta = least_squares(x, tpot_y)) g.tpot_in_flight_slope_ms = (*beta)[1];
+    auto x = [&tpot_x](std::size_t i, std::size_t c) { return c == 0 ? 1.0 : tpot_x[i]; };
+    if (auto beta = solve_least_squares(tpot_x.size(), 2, x, tpot_y)) g.tpot_in_flight_slope_ms = (*beta)[1];
   }
   g.busy_share = busy_share(rs, g.window_start_us, g.window_end_us);
   g.ranking = rank(g, rs);
@@ -399,11 +437,13 @@ std::vector<OtherStats> analyse_others(const RowTable& table, const Options& opt
     o.operation = std::string(operation);
     o.requests = rs.size();
     std::size_t errors = 0;
+    NameCounts outcomes;
     for (const Row* r : rs) {
-      ++o.outcomes[std::string(r->outcome)];
+      outcomes.add(r->outcome);
       if (r->outcome != "ok") ++errors;
       o.prompt_tokens_total += r->prompt_tokens.value_or(0);
     }
+    outcomes.into(o.outcomes);
     o.error_rate = static_cast<double>(errors) / static_cast<double>(rs.size());
     o.e2e_ms = summary_of(rs, &Row::e2e_ms);
     o.ttfb_ms = summary_of(rs, &Row::ttfb_ms);

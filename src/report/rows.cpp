@@ -4,24 +4,21 @@
 
 namespace mpo::report {
 
-std::string_view group_key(const ledger::LedgerRecord& r, GroupBy by) {
+std::string_view group_key(const ledger::LedgerRecordView& r, GroupBy by) {
   switch (by) {
-    case GroupBy::kModel:
-      return r.model            ? std::string_view(*r.model)
-             : r.response_model ? std::string_view(*r.response_model)
-                                : "(unknown model)";
-    case GroupBy::kBackend: return r.backend ? std::string_view(*r.backend) : "(unknown backend)";
-    case GroupBy::kOperation: return r.operation ? std::string_view(*r.operation) : "(unknown operation)";
+    case GroupBy::kModel: return r.model ? *r.model : r.response_model ? *r.response_model : "(unknown model)";
+    case GroupBy::kBackend: return r.backend ? *r.backend : "(unknown backend)";
+    case GroupBy::kOperation: return r.operation ? *r.operation : "(unknown operation)";
     case GroupBy::kPath: {
-      const std::string_view p = r.path ? std::string_view(*r.path) : "(unknown path)";
+      const std::string_view p = r.path ? *r.path : "(unknown path)";
       return p.substr(0, p.find('?'));
     }
-    case GroupBy::kSweepPoint: return r.sweep_point ? std::string_view(*r.sweep_point) : "(not a sweep)";
+    case GroupBy::kSweepPoint: return r.sweep_point ? *r.sweep_point : "(not a sweep)";
   }
   return "";
 }
 
-std::uint8_t operation_index(const std::optional<std::string>& operation) {
+std::uint8_t operation_index(const std::optional<std::string_view>& operation) {
   constexpr std::uint8_t kUnknown = std::size(kOperationNames) - 1;
   if (!operation) return kUnknown;
   for (std::uint8_t i = 0; i < kUnknown; ++i) {
@@ -76,7 +73,7 @@ std::string_view RowTable::intern(std::string_view s, std::string_view& last) {
   return last = *interned_.insert(std::string_view(kept)).first;
 }
 
-void RowTable::add(const ledger::LedgerRecord& r) {
+void RowTable::add(const ledger::LedgerRecordView& r) {
   Row row;
   row.group = intern(group_key(r, by_), last_group_);
   row.outcome = intern(r.outcome, last_outcome_);

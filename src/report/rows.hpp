@@ -58,7 +58,7 @@ class Maybe {
 inline constexpr const char* kOperationNames[] = {
     "chat",   "text_completion", "responses", "messages", "embeddings",
     "rerank", "score",           "models",    "other",    "(unknown operation)"};
-std::uint8_t operation_index(const std::optional<std::string>& operation);
+std::uint8_t operation_index(const std::optional<std::string_view>& operation);
 inline const char* operation_name(std::uint8_t i) { return kOperationNames[i]; }
 
 struct Row {
@@ -84,7 +84,7 @@ struct Row {
 bool generating(const Row& r);
 
 // The group a record belongs to under `by` (a view into the record).
-std::string_view group_key(const ledger::LedgerRecord& r, GroupBy by);
+std::string_view group_key(const ledger::LedgerRecordView& r, GroupBy by);
 
 // Allocates large row segments on 2 MiB-aligned memory marked for transparent huge pages (where
 // the kernel offers them only on request): a million rows then fault in ~100 pages, not ~55,000.
@@ -108,7 +108,9 @@ class RowTable {
   RowTable(RowTable&&) noexcept = default;
   RowTable& operator=(RowTable&&) noexcept = default;
 
-  void add(const ledger::LedgerRecord& r);
+  // The view's strings are interned: it need not outlive the call.
+  void add(const ledger::LedgerRecordView& r);
+  void add(const ledger::LedgerRecord& r) { add(ledger::view_of(r)); }
   // Appends `other`'s rows (same GroupBy) without copying them: its segments and the strings its
   // rows point at move along.
   void append(RowTable&& other);
