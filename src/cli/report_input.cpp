@@ -33,7 +33,7 @@ Status load_ledgers(const std::vector<std::string>& files, report::ReportInput& 
     in.sources.push_back(f);
     read.problems.clear();  // printed above, with the file's name
     ledger::merge_into(in.read, std::move(read), 0);
-    for (auto& part : parts) in.table.append(std::move(part));
+    in.table.append(std::move(parts));
   }
   return Ok{};
 }

@@ -32,38 +32,50 @@ Result<double> quantile_cont(std::vector<double> values, double q) {
   return quantile_cont_sorted(values, q);
 }
 
-// The order statistics a summary needs (min, max, and the two neighbours of each quantile's
-// position), placed with successive nth_element calls instead of a full sort: each call works on
-// the part right of the previous one, so the whole costs a few linear passes. The values at those
-// positions are exactly a sorted array's, so the quantiles are too.
-std::optional<Summary> summarize(std::vector<double> values) {
-  std::erase_if(values, [](double v) { return !std::isfinite(v); });
+// Min, max and mean in one pass; then each quantile's two neighbouring order statistics placed
+// left to right: nth_element on the part right of the last placed position, or, for the position
+// just after it, the minimum of that part swapped in. Each step works on what is left, so the
+// whole costs a few linear passes, not a sort; the values at the placed positions are exactly a
+// sorted array's, so the quantiles are too.
+std::optional<Summary> summarize(std::vector<double> values) { return summarize_in_place(values); }
+
+std::optional<Summary> summarize_in_place(std::span<double> all) {
+  // The finite values, in their order, to the front (as erase_if would leave them).
+  const auto finite_end = std::remove_if(all.begin(), all.end(), [](double v) { return !std::isfinite(v); });
+  const std::span<double> values = all.first(static_cast<std::size_t>(finite_end - all.begin()));
   if (values.empty()) return std::nullopt;
   Summary s;
   s.n = values.size();
-  s.mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(s.n);
+  double sum = 0, lo = values.front(), hi = values.front();
+  for (double v : values) {  // in order: the same sum as std::accumulate
+    sum += v;
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  s.mean = sum / static_cast<double>(s.n);
+  s.min = lo;
+  s.max = hi;
+  const auto begin = values.begin();
+  std::size_t from = 0;  // positions below this are placed or lie left of a placed one
+  auto place = [&](std::size_t k) {
+    if (k < from) return;
+    if (k == from) {
+      std::iter_swap(begin + static_cast<std::ptrdiff_t>(k),
+                     std::min_element(begin + static_cast<std::ptrdiff_t>(k), values.end()));
+    } else {
+      std::nth_element(begin + static_cast<std::ptrdiff_t>(from), begin + static_cast<std::ptrdiff_t>(k), values.end());
+    }
+    from = k + 1;
+  };
+  double* out[] = {&s.p50, &s.p90, &s.p95, &s.p99};
   constexpr double kQs[] = {0.50, 0.90, 0.95, 0.99};
-  std::vector<std::size_t> positions{0, s.n - 1};
-  for (double q : kQs) {
-    const double h = q * static_cast<double>(s.n - 1);
-    positions.push_back(static_cast<std::size_t>(std::floor(h)));
-    positions.push_back(static_cast<std::size_t>(std::ceil(h)));
+  for (std::size_t i = 0; i < std::size(kQs); ++i) {
+    const double h = kQs[i] * static_cast<double>(s.n - 1);
+    place(static_cast<std::size_t>(std::floor(h)));
+    place(static_cast<std::size_t>(std::ceil(h)));
+    // values[floor h] and values[ceil h] now hold those order statistics: what quantile_cont_sorted reads.
+    *out[i] = *quantile_cont_sorted(values, kQs[i]);
   }
-  std::sort(positions.begin(), positions.end());
-  positions.erase(std::unique(positions.begin(), positions.end()), positions.end());
-  auto from = values.begin();
-  for (std::size_t k : positions) {
-    const auto at = values.begin() + static_cast<std::ptrdiff_t>(k);
-    std::nth_element(from, at, values.end());
-    from = at + 1;
-  }
-  // values[k] now holds the k-th smallest at every k in `positions`: what quantile_cont_sorted reads.
-  s.min = values.front();
-  s.max = values.back();
-  s.p50 = *quantile_cont_sorted(values, 0.50);
-  s.p90 = *quantile_cont_sorted(values, 0.90);
-  s.p95 = *quantile_cont_sorted(values, 0.95);
-  s.p99 = *quantile_cont_sorted(values, 0.99);
   return s;
 }
 

@@ -24,5 +24,7 @@ struct Summary {
 
 // nullopt when no finite value is present.
 std::optional<Summary> summarize(std::vector<double> values);
+// The same on the caller's memory, which it reorders (no copy: for a scratch buffer reused).
+std::optional<Summary> summarize_in_place(std::span<double> values);
 
 }  // namespace mpo

@@ -114,7 +114,9 @@ struct FileReadOptions {
   unsigned threads = 1;
   unsigned parts_per_thread = 4;                   // ranges per thread, taken in turn: no thread idles
   std::uint64_t min_bytes_per_thread = 16u << 20;  // smaller files are read as one range
-  std::size_t chunk_bytes = 8u << 20;              // grows for a line longer than this
+  // Grows for a line longer than this. 1 MiB: the parser reads what was just copied while it is
+  // still in the core's cache (8 MiB read 6-8% slower over a million lines).
+  std::size_t chunk_bytes = 1u << 20;
   // When set, records go here instead of into the result: `part` (< threads * parts_per_thread)
   // is the range, in file order; calls for one part come from one thread, in line order.
   std::function<void(unsigned part, LedgerRecord&&)> sink;

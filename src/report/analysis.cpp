@@ -24,6 +24,15 @@ constexpr double kHeadWithOutputShare = 0.9;     // a head at 90%+ of TTFT came 
 constexpr double kBusyShareThreshold = 0.5;      // workload: the proxy saw requests less than half the time
 
 double median(std::vector<double> v) { return v.empty() ? 0 : *quantile_cont(std::move(v), 0.5); }
+// The same, reordering `v` (no NaN in it) instead of copying it.
+double median_in_place(std::vector<double>& v) {
+  if (v.empty()) return 0;
+  const auto lo = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
+  std::nth_element(v.begin(), lo, v.end());
+  if (v.size() % 2 == 1) return *lo;
+  const double hi = *std::min_element(lo + 1, v.end());
+  return *lo * (1.0 - 0.5) + hi * 0.5;  // quantile_cont's interpolation at d = 0.5
+}
 
 // Ordinary least squares over n rows of k columns, row i's column c read as x(i, c): the normal
 // equations [X'X | X'y] solved with partial pivoting; nullopt when singular. A callable, so the
@@ -97,14 +106,9 @@ bool varies(const std::vector<double>& v) {
   return v.size() >= 2 && *std::max_element(v.begin(), v.end()) > *std::min_element(v.begin(), v.end());
 }
 
-std::optional<TtftFit> fit_ttft(const std::vector<const Row*>& rs) {
-  std::vector<double> y, prompt, inflight;
-  for (const auto* r : rs) {
-    if (r->outcome != "ok" || !r->ttft_ms || !r->prompt_tokens || !r->in_flight_at_start) continue;
-    y.push_back(*r->ttft_ms);
-    prompt.push_back(static_cast<double>(*r->prompt_tokens));
-    inflight.push_back(static_cast<double>(*r->in_flight_at_start));
-  }
+// y: the TTFT of ok requests that carry a prompt length and an in-flight count, beside them.
+std::optional<TtftFit> fit_ttft(const std::vector<double>& y, const std::vector<double>& prompt,
+                                const std::vector<double>& inflight) {
   if (y.size() < 3) return std::nullopt;
   TtftFit f;
   f.n = y.size();
@@ -152,10 +156,10 @@ std::optional<TtftFit> fit_ttft(const std::vector<const Row*>& rs) {
   return f;
 }
 
-double busy_share(const std::vector<const Row*>& rs, std::int64_t start, std::int64_t end) {
-  std::vector<std::pair<std::int64_t, std::int64_t>> iv;
-  for (const auto* r : rs) iv.emplace_back(r->started_at_us, r->ended_at_us.value_or(r->started_at_us));
-  std::sort(iv.begin(), iv.end());
+// The union of the request intervals over the window. Ledger rows come in start order, so the
+// intervals are usually sorted already.
+double busy_share(std::vector<std::pair<std::int64_t, std::int64_t>>& iv, std::int64_t start, std::int64_t end) {
+  if (!std::is_sorted(iv.begin(), iv.end())) std::sort(iv.begin(), iv.end());
   std::int64_t busy = 0, cur_s = 0, cur_e = -1;
   for (const auto& [s, e] : iv) {
     if (s > cur_e) {
@@ -170,7 +174,9 @@ double busy_share(const std::vector<const Row*>& rs, std::int64_t start, std::in
   return end > start ? static_cast<double>(busy) / static_cast<double>(end - start) : 1.0;
 }
 
-std::vector<Candidate> rank(const GroupStats& g, const std::vector<const Row*>& rs) {
+// excess and explained: per ok request with a TTFT, what TTFT exceeds and what of it a slow
+// prefill of its prompt would explain (gathered with the group's other columns).
+std::vector<Candidate> rank(const GroupStats& g, std::vector<double>& excess, std::vector<double>& explained) {
   std::vector<Candidate> out;
   // Errors and reliability.
   {
@@ -183,16 +189,8 @@ std::vector<Candidate> rank(const GroupStats& g, const std::vector<const Row*>& 
     out.push_back(std::move(c));
   }
   // Queueing and prefill, from TTFT against what the prompt length could explain.
-  std::vector<double> excess, explained;
-  for (const auto* r : rs) {
-    if (r->outcome != "ok" || !r->ttft_ms) continue;
-    const double allowance =
-        kStepAllowanceMs + kSlowPrefillMsPerToken * static_cast<double>(r->prompt_tokens.value_or(0));
-    excess.push_back(*r->ttft_ms - allowance);
-    explained.push_back(std::min(*r->ttft_ms, allowance));
-  }
   const bool any_ttft = !excess.empty();
-  const double excess_median = median(std::move(excess)), explained_median = median(std::move(explained));
+  const double excess_median = median_in_place(excess), explained_median = median_in_place(explained);
   {
     Candidate c{"queueing", std::max(0.0, excess_median) / kQueueExcessThresholdMs, {}};
     if (any_ttft) {
@@ -347,7 +345,29 @@ std::map<std::string_view, std::vector<const Row*>> rows_by_group(const RowTable
 
 namespace {
 
-GroupStats analyse_group(std::string_view key, const std::vector<const Row*>& rs) {
+// What a group's statistics read of its rows, gathered in one pass (the rows lie scattered over
+// the table; one visit each, then every statistic works on contiguous numbers).
+struct GroupColumns {
+  std::vector<double> ttft, tpot, itl_p95, e2e, ttfb, lag, prompts, inflight;
+  std::vector<double> tpot_x, tpot_y;                   // TPOT against in-flight count
+  std::vector<double> fit_y, fit_prompt, fit_inflight;  // ok rows with TTFT, prompt and in-flight count
+  std::vector<double> excess, explained;                // ok rows with TTFT: see rank()
+  std::vector<std::pair<std::int64_t, std::int64_t>> intervals;
+  bool one_operation = true;
+  // Empties every column, keeping its memory (one GroupColumns serves a worker's groups in turn).
+  void clear(std::size_t rows) {
+    for (auto* v : {&ttft, &tpot, &itl_p95, &e2e, &ttfb, &lag, &prompts, &inflight, &tpot_x, &tpot_y, &fit_y,
+                    &fit_prompt, &fit_inflight, &excess, &explained}) {
+      v->clear();
+      v->reserve(rows);
+    }
+    intervals.clear();
+    intervals.reserve(rows);
+    one_operation = true;
+  }
+};
+
+GroupStats analyse_group(std::string_view key, const std::vector<const Row*>& rs, GroupColumns& c) {
   GroupStats g;
   g.key = std::string(key);
   g.requests = rs.size();
@@ -357,20 +377,51 @@ GroupStats analyse_group(std::string_view key, const std::vector<const Row*>& rs
   bool cached_known = false;
   std::int64_t cached_prompt_base = 0;
   NameCounts outcomes, token_sources, timing_bases;
+  c.clear(rs.size());
+  auto put = [](std::vector<double>& v, Maybe<double> x) {
+    if (x) v.push_back(*x);
+  };
   for (const auto* r : rs) {
     outcomes.add(r->outcome);
     token_sources.add(r->token_source);
     if (!r->timing_basis.empty()) timing_bases.add(r->timing_basis);
+    const std::int64_t end = r->ended_at_us.value_or(r->started_at_us);
     g.window_start_us = std::min(g.window_start_us, r->started_at_us);
-    g.window_end_us = std::max(g.window_end_us, r->ended_at_us.value_or(r->started_at_us));
-    if (r->outcome != "ok") ++errors;
+    g.window_end_us = std::max(g.window_end_us, end);
+    c.intervals.emplace_back(r->started_at_us, end);
+    const bool ok = r->outcome == "ok";
+    if (!ok) ++errors;
     (r->stream ? g.streamed : g.non_streamed)++;
+    c.one_operation = c.one_operation && r->operation == rs.front()->operation;
     g.prompt_tokens_total += r->prompt_tokens.value_or(0);
     g.completion_tokens_total += r->completion_tokens.value_or(0);
     if (r->cached_prompt_tokens && r->prompt_tokens) {
       cached_known = true;
       g.cached_prompt_tokens_total += *r->cached_prompt_tokens;
       cached_prompt_base += *r->prompt_tokens;
+    }
+    put(c.ttft, r->ttft_ms);
+    put(c.tpot, r->tpot_ms);
+    put(c.itl_p95, r->itl_p95_ms);
+    put(c.e2e, r->e2e_ms);
+    put(c.ttfb, r->ttfb_ms);
+    put(c.lag, r->proxy_lag_ms);
+    if (r->prompt_tokens) c.prompts.push_back(static_cast<double>(*r->prompt_tokens));
+    if (r->in_flight_at_start) c.inflight.push_back(static_cast<double>(*r->in_flight_at_start));
+    if (r->tpot_ms && r->in_flight_at_start) {
+      c.tpot_x.push_back(static_cast<double>(*r->in_flight_at_start));
+      c.tpot_y.push_back(*r->tpot_ms);
+    }
+    if (ok && r->ttft_ms) {
+      const double allowance =
+          kStepAllowanceMs + kSlowPrefillMsPerToken * static_cast<double>(r->prompt_tokens.value_or(0));
+      c.excess.push_back(*r->ttft_ms - allowance);
+      c.explained.push_back(std::min(*r->ttft_ms, allowance));
+      if (r->prompt_tokens && r->in_flight_at_start) {
+        c.fit_y.push_back(*r->ttft_ms);
+        c.fit_prompt.push_back(static_cast<double>(*r->prompt_tokens));
+        c.fit_inflight.push_back(static_cast<double>(*r->in_flight_at_start));
+      }
     }
   }
   outcomes.into(g.outcomes);
@@ -385,33 +436,24 @@ GroupStats analyse_group(std::string_view key, const std::vector<const Row*>& rs
     g.cached_share = static_cast<double>(g.cached_prompt_tokens_total) / static_cast<double>(cached_prompt_base);
   }
   g.error_rate = static_cast<double>(errors) / static_cast<double>(g.requests);
-  g.ttft_ms = summary_of(rs, &Row::ttft_ms);
-  g.tpot_ms = summary_of(rs, &Row::tpot_ms);
-  g.itl_p95_ms = summary_of(rs, &Row::itl_p95_ms);
-  g.e2e_ms = summary_of(rs, &Row::e2e_ms);
-  g.ttfb_ms = summary_of(rs, &Row::ttfb_ms);
-  g.proxy_lag_ms = summary_of(rs, &Row::proxy_lag_ms);
-  std::vector<double> prompts, inflight, tpot_x, tpot_y;
-  for (const auto* r : rs) {
-    if (r->prompt_tokens) prompts.push_back(static_cast<double>(*r->prompt_tokens));
-    if (r->in_flight_at_start) inflight.push_back(static_cast<double>(*r->in_flight_at_start));
-    if (r->tpot_ms && r->in_flight_at_start) {
-      tpot_x.push_back(static_cast<double>(*r->in_flight_at_start));
-      tpot_y.push_back(*r->tpot_ms);
-    }
+  g.ttft_ms = summarize_in_place(c.ttft);
+  g.tpot_ms = summarize_in_place(c.tpot);
+  g.itl_p95_ms = summarize_in_place(c.itl_p95);
+  g.e2e_ms = summarize_in_place(c.e2e);
+  g.ttfb_ms = summarize_in_place(c.ttfb);
+  g.proxy_lag_ms = summarize_in_place(c.lag);
+  g.prompt_tokens = summarize_in_place(c.prompts);
+  g.in_flight = summarize_in_place(c.inflight);
+  g.fit = fit_ttft(c.fit_y, c.fit_prompt, c.fit_inflight);
+  if (varies(c.tpot_x)) {
+    auto x = [&c](std::size_t i, std::size_t col) { return col == 0 ? 1.0 : c.tpot_x[i]; };
+    if (auto beta = solve_least_squares(c.tpot_x.size(), 2, x, c.tpot_y)) g.tpot_in_flight_slope_ms = (*beta)[1];
   }
-  g.prompt_tokens = summarize(prompts);
-  g.in_flight = summarize(inflight);
-  g.fit = fit_ttft(rs);
-  if (varies(tpot_x)) {
-    auto x = [&tpot_x](std::size_t i, std::size_t c) { return c == 0 ? 1.0 : tpot_x[i]; };
-    if (auto beta = solve_least_squares(tpot_x.size(), 2, x, tpot_y)) g.tpot_in_flight_slope_ms = (*beta)[1];
-  }
-  g.busy_share = busy_share(rs, g.window_start_us, g.window_end_us);
-  g.ranking = rank(g, rs);
-  std::map<std::uint8_t, std::vector<const Row*>> by_api;
-  for (const auto* r : rs) by_api[r->operation].push_back(r);
-  if (by_api.size() > 1) {
+  g.busy_share = busy_share(c.intervals, g.window_start_us, g.window_end_us);
+  g.ranking = rank(g, c.excess, c.explained);
+  if (!c.one_operation) {
+    std::map<std::uint8_t, std::vector<const Row*>> by_api;
+    for (const auto* r : rs) by_api[r->operation].push_back(r);
     for (const auto& [op, api_rows] : by_api) {
       g.apis.push_back(ApiStats{operation_name(op), api_rows.size(), summary_of(api_rows, &Row::ttft_ms),
                                 summary_of(api_rows, &Row::tpot_ms), summary_of(api_rows, &Row::itl_p95_ms),
@@ -453,13 +495,18 @@ std::vector<OtherStats> analyse_others(const RowTable& table, const Options& opt
 }
 
 std::vector<GroupStats> analyse(const RowTable& table, const Options& opts) {
-  const auto groups = rows_by_group(table, opts);
+  std::map<std::string_view, std::vector<const Row*>> windowed;  // only with --since/--until
+  if (opts.since_us || opts.until_us) windowed = rows_by_group(table, opts);
+  const auto& groups = opts.since_us || opts.until_us ? windowed : table.groups();
   std::vector<std::pair<std::string_view, const std::vector<const Row*>*>> work;
   for (const auto& [key, rs] : groups) work.emplace_back(key, &rs);
   std::vector<GroupStats> out(work.size());
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
-    for (std::size_t i = next++; i < work.size(); i = next++) out[i] = analyse_group(work[i].first, *work[i].second);
+    GroupColumns columns;  // reused from group to group: its memory is touched once per thread
+    for (std::size_t i = next++; i < work.size(); i = next++) {
+      out[i] = analyse_group(work[i].first, *work[i].second, columns);
+    }
   };
   const unsigned threads = std::min<std::size_t>(work.size(), std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::thread> pool;

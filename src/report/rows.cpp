@@ -162,6 +162,22 @@ void RowTable::append(RowTable&& other) {
   other.segments_.clear();
 }
 
+void RowTable::append(std::vector<RowTable>&& parts) {
+  std::map<std::string_view, std::size_t> totals;
+  for (const auto& [key, rows] : groups_) totals[key] += rows.size();
+  for (const RowTable& part : parts) {
+    for (const auto& [key, rows] : part.groups_) totals[key] += rows.size();
+  }
+  for (RowTable& part : parts) {
+    // Where this part starts a group, its row list becomes the group's, with room for the rest.
+    for (auto& [key, rows] : part.groups_) {
+      if (groups_.count(key) == 0) rows.reserve(totals[key]);
+    }
+    append(std::move(part));
+  }
+  parts.clear();
+}
+
 RowTable rows_from(const std::vector<ledger::LedgerRecord>& records, GroupBy by) {
   RowTable t(by);
   for (const auto& r : records) t.add(r);

@@ -114,6 +114,8 @@ class RowTable {
   // Appends `other`'s rows (same GroupBy) without copying them: its segments and the strings its
   // rows point at move along.
   void append(RowTable&& other);
+  // Appends each part in turn, each group's row list sized once for all of them.
+  void append(std::vector<RowTable>&& parts);
   std::size_t size() const;
   GroupBy by() const { return by_; }
   // Every generating row's address by group, in the order added (rows never move once added).

@@ -68,7 +68,9 @@ namespace {
 TEST(Summarize, EqualsQuantilesOfTheSortedValues) {
   std::mt19937_64 rng(11);
   std::lognormal_distribution<double> dist(3, 1);
-  for (std::size_t n : {1u, 2u, 3u, 5u, 10u, 101u, 1000u, 4097u}) {
+  std::vector<std::size_t> sizes{101, 199, 200, 1000, 4097};
+  for (std::size_t n = 1; n <= 64; ++n) sizes.push_back(n);  // every collision of neighbouring positions
+  for (std::size_t n : sizes) {
     std::vector<double> v(n);
     for (double& x : v) x = std::round(dist(rng) * 10) / 10;  // ties too
     auto s = summarize(v);
@@ -81,6 +83,35 @@ TEST(Summarize, EqualsQuantilesOfTheSortedValues) {
     EXPECT_EQ(s->p95, *quantile_cont_sorted(v, 0.95)) << n;
     EXPECT_EQ(s->p99, *quantile_cont_sorted(v, 0.99)) << n;
   }
+}
+
+// In place, on memory with NaN and infinities among the values: the summary of the finite ones,
+// their mean summed in their order.
+TEST(Summarize, InPlaceSkipsNonFiniteValuesAndMatchesTheCopy) {
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(0, 100);
+  std::vector<double> finite, mixed;
+  for (int i = 0; i < 997; ++i) {
+    const double x = u(rng);
+    finite.push_back(x);
+    mixed.push_back(x);
+    if (i % 7 == 0) mixed.push_back(std::numeric_limits<double>::quiet_NaN());
+    if (i % 11 == 0)
+      mixed.push_back(i % 2 ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity());
+  }
+  const auto a = summarize(finite);
+  const auto b = summarize_in_place(mixed);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->n, b->n);
+  EXPECT_EQ(a->mean, b->mean);
+  EXPECT_EQ(a->min, b->min);
+  EXPECT_EQ(a->max, b->max);
+  EXPECT_EQ(a->p50, b->p50);
+  EXPECT_EQ(a->p90, b->p90);
+  EXPECT_EQ(a->p95, b->p95);
+  EXPECT_EQ(a->p99, b->p99);
+  std::vector<double> none{std::numeric_limits<double>::quiet_NaN()};
+  EXPECT_FALSE(summarize_in_place(none).has_value());
 }
 
 }  // namespace
