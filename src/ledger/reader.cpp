@@ -122,54 +122,61 @@ constexpr std::pair<std::string_view, Field> kFields[] = {
     {"span_id", Field::kSpanId},
 };
 
-// The fields by key length: a key is compared only with the names of its length (at most four).
-struct FieldsByLength {
-  static constexpr std::size_t kMaxLength = 32;
-  std::uint8_t first[kMaxLength + 1] = {};  // index into `order` of the first name of each length
-  std::uint8_t count[kMaxLength + 1] = {};
-  std::uint8_t order[std::size(kFields)] = {};
-  constexpr FieldsByLength() {
-    std::uint8_t n = 0;
-    for (std::size_t len = 1; len <= kMaxLength; ++len) {
-      first[len] = n;
-      for (std::uint8_t i = 0; i < std::size(kFields); ++i) {
-        if (kFields[i].first.size() == len) order[n++] = i;
-      }
-      count[len] = static_cast<std::uint8_t>(n - first[len]);
+// Field names are found by a hash of a key's length and four of its bytes into 64 slots, each
+// holding at most one name (checked at compile time), then one comparison: a line's ~50 keys cost
+// no search and no unpredictable branches.
+constexpr std::size_t kMaxKeyLength = 32;
+constexpr std::size_t field_slot(std::string_view k) {
+  const auto at = [&k](std::size_t i) { return static_cast<std::size_t>(static_cast<unsigned char>(k[i])); };
+  return (k.size() + 6 * at(0) + 5 * at(1) + 5 * at(k.size() / 2) + 3 * at(k.size() - 2)) % 64;
+}
+struct FieldSlots {
+  std::int8_t field[64] = {};  // index into kFields, or -1
+  bool unique = true;          // no two names share a slot
+  constexpr FieldSlots() {
+    for (auto& f : field) f = -1;
+    for (std::size_t i = 0; i < std::size(kFields); ++i) {
+      const std::string_view name = kFields[i].first;
+      if (name.size() < 2 || name.size() > kMaxKeyLength) unique = false;
+      auto& slot = field[field_slot(name)];
+      if (slot >= 0) unique = false;
+      slot = static_cast<std::int8_t>(i);
     }
   }
 };
-constexpr FieldsByLength kByLength;
-static_assert([] {
-  for (const auto& [name, f] : kFields) {
-    if (name.size() > FieldsByLength::kMaxLength) return false;
-  }
-  return true;
-}());
+constexpr FieldSlots kFieldSlots;
+static_assert(kFieldSlots.unique, "two field names share a slot: change field_slot's multipliers");
 
-// Byte comparison of a size known at compile time: inlined loads, not a call per key.
-template <std::size_t N>
-bool equal_bytes(const char* a, const char* b) {
-  return std::memcmp(a, b, N) == 0;
+template <typename T>
+T load(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);  // one unaligned load
+  return v;
 }
-constexpr auto kEqualBytes = []<std::size_t... N>(std::index_sequence<N...>) {
-  return std::array<bool (*)(const char*, const char*), sizeof...(N)>{&equal_bytes<N>...};
+// Equal bytes, for 2 <= n <= kMaxKeyLength, in a few word compares (overlapping at the end).
+bool same_bytes(const char* a, const char* b, std::size_t n) {
+  if (n >= 8) {
+    for (std::size_t i = 0; i + 8 < n; i += 8) {
+      if (load<std::uint64_t>(a + i) != load<std::uint64_t>(b + i)) return false;
+    }
+    return load<std::uint64_t>(a + n - 8) == load<std::uint64_t>(b + n - 8);
+  }
+  if (n >= 4) {
+    return load<std::uint32_t>(a) == load<std::uint32_t>(b) &&
+           load<std::uint32_t>(a + n - 4) == load<std::uint32_t>(b + n - 4);
+  }
+  return load<std::uint16_t>(a) == load<std::uint16_t>(b) &&
+         load<std::uint16_t>(a + n - 2) == load<std::uint16_t>(b + n - 2);
 }
-(std::make_index_sequence<FieldsByLength::kMaxLength + 1>{});
 
 Field field_of(std::string_view key) {
-  if (key.size() > FieldsByLength::kMaxLength) return Field::kOther;
-  const std::uint8_t* names = kByLength.order + kByLength.first[key.size()];
-  const auto equal = kEqualBytes[key.size()];
-  for (std::uint8_t k = 0; k < kByLength.count[key.size()]; ++k) {
-    const auto& [name, f] = kFields[names[k]];
-    if (name.front() == key.front() && equal(name.data(), key.data())) return f;
-  }
-  return Field::kOther;
+  if (key.size() < 2 || key.size() > kMaxKeyLength) return Field::kOther;
+  const std::int8_t i = kFieldSlots.field[field_slot(key)];
+  if (i < 0) return Field::kOther;
+  const auto& [name, f] = kFields[static_cast<std::size_t>(i)];
+  return name.size() == key.size() && same_bytes(name.data(), key.data(), key.size()) ? f : Field::kOther;
 }
 
-// One pass over the line's fields (a ledger line has about 35): each key is looked up once, the
-// first occurrence of a key wins, as a lookup by key would find it.
 // The record's strings are views into the parse; a minified server_timings goes to `scratch`.
 Status from_ours(simdjson::dom::object o, LedgerRecordView& r, std::string& scratch) {
   r.source_schema = kObservationSchema;
