@@ -58,6 +58,91 @@ TEST(ReadLedger, ReadsOurLinesAndFaksAlike) {
   EXPECT_FALSE(f.cached_prompt_tokens.has_value());  // fak does not know it: unknown, not zero
 }
 
+// Every field the reader knows, each with a distinct value, comes back from a rendered line; the
+// keys are found by a hash of a few of their bytes, so a near miss must not be taken for one.
+TEST(ReadLedger, EveryFieldOfAnObservationLineRoundTrips) {
+  Observation o;
+  o.observation_id = "id-1";
+  o.started_at_us = 1'787'824'800'123'456;
+  o.ended_at_us = o.started_at_us + 2'000'000;
+  o.backend = "http://10.0.0.7:8000";
+  o.method = "POST";
+  o.path = "/v1/responses";
+  o.operation = "responses";
+  o.model = "m-req";
+  o.response_model = "m-resp";
+  o.trace_id = "0af7651916cd43dd8448eb211c80319c";
+  o.span_id = "b7ad6b7169203331";
+  o.stream = true;
+  o.http_status = 201;
+  o.outcome = "stream_truncated";
+  o.error_type = "upstream";
+  o.error_message = "cut";
+  o.ttfb_ms = 1.5;
+  o.ttft_ms = 12.25;
+  o.e2e_ms = 2000;
+  o.itl_ms = {10, 20, 30, 40};
+  o.content_events = 5;
+  o.prompt_tokens = 101;
+  o.completion_tokens = 9;
+  o.total_tokens = 110;
+  o.cached_prompt_tokens = 64;
+  o.token_source = "estimated";
+  o.in_flight_at_start = 7;
+  o.timing_basis = "kernel_rx";
+  o.proxy_lag_ms = 0.375;
+  o.server_timings = R"({"prompt_n":101, "predicted_n":9})";
+  o.sweep_point = "concurrency=8";
+  const auto r = read_ledger(render_observation(o));
+  ASSERT_EQ(r.records.size(), 1u) << (r.problems.empty() ? "" : r.problems[0].reason);
+  const LedgerRecord& x = r.records[0];
+  EXPECT_EQ(x.observation_id, "id-1");
+  EXPECT_EQ(x.started_at_us, o.started_at_us);
+  EXPECT_EQ(x.ended_at_us, o.ended_at_us);
+  EXPECT_EQ(x.model, "m-req");
+  EXPECT_EQ(x.response_model, "m-resp");
+  EXPECT_EQ(x.backend, "http://10.0.0.7:8000");
+  EXPECT_EQ(x.path, "/v1/responses");
+  EXPECT_EQ(x.operation, "responses");
+  EXPECT_TRUE(x.stream);
+  EXPECT_EQ(x.http_status, 201);
+  EXPECT_EQ(x.outcome, "stream_truncated");
+  EXPECT_EQ(x.error_type, "upstream");
+  EXPECT_EQ(x.error_message, "cut");
+  EXPECT_EQ(x.ttfb_ms, 1.5);
+  EXPECT_EQ(x.ttft_ms, 12.25);
+  EXPECT_EQ(x.e2e_ms, 2000.0);
+  EXPECT_EQ(x.tpot_ms, tpot_ms(o));
+  EXPECT_TRUE(x.itl_p50_ms.has_value());
+  EXPECT_TRUE(x.itl_p95_ms.has_value());
+  EXPECT_EQ(x.itl_max_ms, 40.0);
+  EXPECT_EQ(x.output_tokens_per_second, output_tokens_per_second(o));
+  EXPECT_EQ(x.e2e_output_tokens_per_second, e2e_output_tokens_per_second(o));
+  EXPECT_EQ(x.prompt_tokens, 101);
+  EXPECT_EQ(x.completion_tokens, 9);
+  EXPECT_EQ(x.total_tokens, 110);
+  EXPECT_EQ(x.cached_prompt_tokens, 64);
+  EXPECT_EQ(x.token_source, "estimated");
+  EXPECT_EQ(x.in_flight_at_start, 7);
+  EXPECT_EQ(x.server_timings, R"({"prompt_n":101,"predicted_n":9})");
+  EXPECT_EQ(x.sweep_point, "concurrency=8");
+  EXPECT_EQ(x.timing_basis, "kernel_rx");
+  EXPECT_EQ(x.proxy_lag_ms, 0.375);
+  EXPECT_EQ(x.trace_id, "0af7651916cd43dd8448eb211c80319c");
+  EXPECT_EQ(x.span_id, "b7ad6b7169203331");
+
+  // Keys one byte away from known ones (same length, same hashed bytes where possible) are
+  // someone else's fields; the first of two equal keys wins.
+  const auto near = read_ledger(
+      R"({"schema":"modelperfobs.observation.v1","observation_id":"n","started_at":"2026-08-27T10:00:00Z",)"
+      R"("outcome":"ok","ttft_mz":5,"ttfx_ms":6,"tpot_ms":7,"tpot_ms":8,"modeL":"x","model":"y","model":"z"})"
+      "\n");
+  ASSERT_EQ(near.records.size(), 1u);
+  EXPECT_FALSE(near.records[0].ttft_ms.has_value());
+  EXPECT_EQ(near.records[0].tpot_ms, 7.0);
+  EXPECT_EQ(near.records[0].model, "y");
+}
+
 TEST(ReadLedger, AFakLineWithoutCompletedAtEndsAtItsStartPlusItsDuration) {
   // fak writes completed_at, but older and hand-made lines lack it (issue 22: without this fallback
   // every row was zero-length and the report's busy share 0). Invented from docs/FAK.md 1.1.
