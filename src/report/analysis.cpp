@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <numeric>
+#include <span>
 #include <thread>
 
 namespace mpo::report {
@@ -25,7 +26,7 @@ constexpr double kBusyShareThreshold = 0.5;      // workload: the proxy saw requ
 
 double median(std::vector<double> v) { return v.empty() ? 0 : *quantile_cont(std::move(v), 0.5); }
 // The same, reordering `v` (no NaN in it) instead of copying it.
-double median_in_place(std::vector<double>& v) {
+double median_in_place(std::span<double> v) {
   if (v.empty()) return 0;
   const auto lo = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
   std::nth_element(v.begin(), lo, v.end());
@@ -38,8 +39,7 @@ double median_in_place(std::vector<double>& v) {
 // equations [X'X | X'y] solved with partial pivoting; nullopt when singular. A callable, so the
 // report's fits read their columns in place instead of building a vector per row.
 template <typename X>
-std::optional<std::vector<double>> solve_least_squares(std::size_t n, std::size_t k, X x,
-                                                       const std::vector<double>& y) {
+std::optional<std::vector<double>> solve_least_squares(std::size_t n, std::size_t k, X x, std::span<const double> y) {
   constexpr std::size_t kMaxColumns = 16;  // the report fits three at most
   if (n == 0 || k == 0 || k > kMaxColumns) return std::nullopt;
   std::vector<std::vector<double>> a(k, std::vector<double>(k + 1, 0.0));  // [X'X | X'y]
@@ -102,13 +102,13 @@ std::optional<Summary> summary_of(const std::vector<const Row*>& rs, Maybe<doubl
   return summarize(std::move(v));
 }
 
-bool varies(const std::vector<double>& v) {
+bool varies(std::span<const double> v) {
   return v.size() >= 2 && *std::max_element(v.begin(), v.end()) > *std::min_element(v.begin(), v.end());
 }
 
 // y: the TTFT of ok requests that carry a prompt length and an in-flight count, beside them.
-std::optional<TtftFit> fit_ttft(const std::vector<double>& y, const std::vector<double>& prompt,
-                                const std::vector<double>& inflight) {
+std::optional<TtftFit> fit_ttft(std::span<const double> y, std::span<const double> prompt,
+                                std::span<const double> inflight) {
   if (y.size() < 3) return std::nullopt;
   TtftFit f;
   f.n = y.size();
@@ -118,13 +118,13 @@ std::optional<TtftFit> fit_ttft(const std::vector<double>& y, const std::vector<
     f.prompt_min = *std::min_element(prompt.begin(), prompt.end());
     f.prompt_max = *std::max_element(prompt.begin(), prompt.end());
     const double range = f.prompt_max - f.prompt_min;
-    if (range < kMinPromptRangeTokens || range < 0.25 * median(prompt)) {
+    if (range < kMinPromptRangeTokens || range < 0.25 * median(std::vector<double>(prompt.begin(), prompt.end()))) {
       f.prompt_range_narrow = true;
       f.prompt_varies = false;
     }
   }
   // The columns in use: the intercept (null), then prompt tokens and in-flight count as they vary.
-  std::vector<const std::vector<double>*> columns;
+  std::vector<const std::span<const double>*> columns;
   auto choose = [&] {
     columns = {nullptr};
     if (f.prompt_varies) columns.push_back(&prompt);
@@ -158,7 +158,7 @@ std::optional<TtftFit> fit_ttft(const std::vector<double>& y, const std::vector<
 
 // The union of the request intervals over the window. Ledger rows come in start order, so the
 // intervals are usually sorted already.
-double busy_share(std::vector<std::pair<std::int64_t, std::int64_t>>& iv, std::int64_t start, std::int64_t end) {
+double busy_share(std::span<std::pair<std::int64_t, std::int64_t>> iv, std::int64_t start, std::int64_t end) {
   if (!std::is_sorted(iv.begin(), iv.end())) std::sort(iv.begin(), iv.end());
   std::int64_t busy = 0, cur_s = 0, cur_e = -1;
   for (const auto& [s, e] : iv) {
@@ -176,7 +176,7 @@ double busy_share(std::vector<std::pair<std::int64_t, std::int64_t>>& iv, std::i
 
 // excess and explained: per ok request with a TTFT, what TTFT exceeds and what of it a slow
 // prefill of its prompt would explain (gathered with the group's other columns).
-std::vector<Candidate> rank(const GroupStats& g, std::vector<double>& excess, std::vector<double>& explained) {
+std::vector<Candidate> rank(const GroupStats& g, std::span<double> excess, std::span<double> explained) {
   std::vector<Candidate> out;
   // Errors and reliability.
   {
@@ -347,12 +347,16 @@ namespace {
 
 // What a group's statistics read of its rows, gathered in one pass (the rows lie scattered over
 // the table; one visit each, then every statistic works on contiguous numbers).
+// Fresh memory is dear (a first touch of each 4 KiB page cost more than the numbers written to
+// it: about 3 ms per MiB on this project's CI machine), so the columns ask for huge pages.
+template <typename T>
+using Column = std::vector<T, HugePageAllocator<T>>;
 struct GroupColumns {
-  std::vector<double> ttft, tpot, itl_p95, e2e, ttfb, lag, prompts, inflight;
-  std::vector<double> tpot_x, tpot_y;                   // TPOT against in-flight count
-  std::vector<double> fit_y, fit_prompt, fit_inflight;  // ok rows with TTFT, prompt and in-flight count
-  std::vector<double> excess, explained;                // ok rows with TTFT: see rank()
-  std::vector<std::pair<std::int64_t, std::int64_t>> intervals;
+  Column<double> ttft, tpot, itl_p95, e2e, ttfb, lag, prompts, inflight;
+  Column<double> tpot_x, tpot_y;                   // TPOT against in-flight count
+  Column<double> fit_y, fit_prompt, fit_inflight;  // ok rows with TTFT, prompt and in-flight count
+  Column<double> excess, explained;                // ok rows with TTFT: see rank()
+  Column<std::pair<std::int64_t, std::int64_t>> intervals;
   bool one_operation = true;
   // Empties every column, keeping its memory (one GroupColumns serves a worker's groups in turn).
   void clear(std::size_t rows) {
@@ -378,18 +382,18 @@ GroupStats analyse_group(std::string_view key, const std::vector<const Row*>& rs
   std::int64_t cached_prompt_base = 0;
   NameCounts outcomes, token_sources, timing_bases;
   c.clear(rs.size());
-  auto put = [](std::vector<double>& v, Maybe<double> x) {
+  auto put = [](Column<double>& v, Maybe<double> x) {
     if (x) v.push_back(*x);
   };
   for (const auto* r : rs) {
-    outcomes.add(r->outcome);
-    token_sources.add(r->token_source);
-    if (!r->timing_basis.empty()) timing_bases.add(r->timing_basis);
+    outcomes.add(r->outcome());
+    token_sources.add(r->token_source());
+    if (r->timing_basis_index != 0) timing_bases.add(r->timing_basis());
     const std::int64_t end = r->ended_at_us.value_or(r->started_at_us);
     g.window_start_us = std::min(g.window_start_us, r->started_at_us);
     g.window_end_us = std::max(g.window_end_us, end);
     c.intervals.emplace_back(r->started_at_us, end);
-    const bool ok = r->outcome == "ok";
+    const bool ok = r->ok();
     if (!ok) ++errors;
     (r->stream ? g.streamed : g.non_streamed)++;
     c.one_operation = c.one_operation && r->operation == rs.front()->operation;
@@ -481,8 +485,8 @@ std::vector<OtherStats> analyse_others(const RowTable& table, const Options& opt
     std::size_t errors = 0;
     NameCounts outcomes;
     for (const Row* r : rs) {
-      outcomes.add(r->outcome);
-      if (r->outcome != "ok") ++errors;
+      outcomes.add(r->outcome());
+      if (!r->ok()) ++errors;
       o.prompt_tokens_total += r->prompt_tokens.value_or(0);
     }
     outcomes.into(o.outcomes);

@@ -150,7 +150,7 @@ GroupChange compare_group(std::string key, const std::vector<const Row*>& base, 
   // draw at the observed share.
   auto errors = [](const std::vector<const Row*>& rows) {
     std::size_t n = 0;
-    for (const Row* r : rows) n += r->outcome == "ok" ? 0 : 1;
+    for (const Row* r : rows) n += r->ok() ? 0 : 1;
     return n;
   };
   Change c;

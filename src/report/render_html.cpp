@@ -102,7 +102,7 @@ std::vector<Level> load_levels(const RowTable& table, const std::vector<const Ro
       l = &levels[it->second];
     }
     ++l->requests;
-    if (r->outcome != "ok") ++l->failed;
+    if (!r->ok()) ++l->failed;
     if (r->ttft_ms) l->ttft.push_back(*r->ttft_ms);
     if (r->tpot_ms) l->tpot.push_back(*r->tpot_ms);
     if (r->e2e_ms) l->e2e.push_back(*r->e2e_ms);

@@ -2,6 +2,10 @@
 
 #include <sys/mman.h>
 
+#include <array>
+#include <atomic>
+#include <mutex>
+
 namespace mpo::report {
 
 std::string_view group_key(const ledger::LedgerRecordView& r, GroupBy by) {
@@ -27,6 +31,49 @@ std::uint8_t operation_index(const std::optional<std::string_view>& operation) {
   return kUnknown - 1;  // an operation of a later version: "other"
 }
 
+namespace {
+
+// Index 0 is "" (a line that does not say), 1 "ok"; 255 stands for every name past the 254th.
+struct NameTable {
+  static constexpr std::uint8_t kOverflow = 255;
+  std::mutex mutex;                 // taken only to add a name
+  std::deque<std::string> storage;  // never moves its elements
+  std::array<std::string_view, 256> names{};
+  std::atomic<unsigned> count{2};  // names[0, count) are written before count covers them
+  NameTable() {
+    names[RowNames::kOk] = "ok";
+    names[kOverflow] = "(other name)";
+  }
+};
+
+NameTable& table() {
+  static NameTable t;
+  return t;
+}
+
+}  // namespace
+
+std::uint8_t RowNames::index(std::string_view name) {
+  NameTable& t = table();
+  if (name.empty()) return 0;
+  auto find = [&t, name](unsigned n) -> int {
+    for (unsigned i = 1; i < n; ++i) {
+      if (t.names[i] == name) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  if (const int i = find(t.count.load(std::memory_order_acquire)); i >= 0) return static_cast<std::uint8_t>(i);
+  std::lock_guard lock(t.mutex);
+  const unsigned n = t.count.load(std::memory_order_relaxed);
+  if (const int i = find(n); i >= 0) return static_cast<std::uint8_t>(i);
+  if (n >= NameTable::kOverflow) return NameTable::kOverflow;
+  t.names[n] = t.storage.emplace_back(name);
+  t.count.store(n + 1, std::memory_order_release);
+  return static_cast<std::uint8_t>(n);
+}
+
+std::string_view RowNames::name(std::uint8_t index) { return table().names[index]; }
+
 bool generating(const Row& r) {
   const std::string_view op = kOperationNames[r.operation];
   if (op == "embeddings" || op == "rerank" || op == "score" || op == "models") return false;
@@ -39,16 +86,19 @@ template <typename T>
 T* HugePageAllocator<T>::allocate(std::size_t n) {
   constexpr std::size_t kHuge = 2u << 20;
   const std::size_t bytes = n * sizeof(T);
-  if (bytes < kHuge) {
+  if (bytes < kHuge / 2) {  // smaller than half a huge page: not worth rounding up
     if (void* p = std::malloc(bytes)) return static_cast<T*>(p);
     throw std::bad_alloc();
   }
-  void* p = std::aligned_alloc(kHuge, (bytes + kHuge - 1) / kHuge * kHuge);
+  const std::size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
+  void* p = std::aligned_alloc(kHuge, rounded);
   if (!p) throw std::bad_alloc();
-  ::madvise(p, bytes, MADV_HUGEPAGE);  // advice only: without THP it is plain memory
+  ::madvise(p, rounded, MADV_HUGEPAGE);  // advice only: without THP it is plain memory
   return static_cast<T*>(p);
 }
 template struct HugePageAllocator<Row>;
+template struct HugePageAllocator<double>;
+template struct HugePageAllocator<std::pair<std::int64_t, std::int64_t>>;
 
 RowTable::Segment& RowTable::current() {
   constexpr std::size_t kSegmentRows = 1u << 16;
@@ -76,9 +126,17 @@ std::string_view RowTable::intern(std::string_view s, std::string_view& last) {
 void RowTable::add(const ledger::LedgerRecordView& r) {
   Row row;
   row.group = intern(group_key(r, by_), last_group_);
-  row.outcome = intern(r.outcome, last_outcome_);
-  row.token_source = intern(r.token_source, last_source_);
-  if (r.timing_basis) row.timing_basis = intern(*r.timing_basis, last_basis_);
+  // Most rows repeat the previous row's names: compare with those before asking the shared table.
+  auto name_index = [](std::string_view name, std::string_view& last, std::uint8_t& last_index) {
+    if (last_index == 0 || name != last) {
+      last_index = RowNames::index(name);
+      last = RowNames::name(last_index);
+    }
+    return last_index;
+  };
+  row.outcome_index = name_index(r.outcome, last_outcome_, last_outcome_index_);
+  row.token_source_index = name_index(r.token_source, last_source_, last_source_index_);
+  if (r.timing_basis) row.timing_basis_index = name_index(*r.timing_basis, last_basis_, last_basis_index_);
   if (r.sweep_point) {
     const auto name = intern(*r.sweep_point, last_phase_);
     if (last_phase_index_ == 0 || phases_[last_phase_index_].data() != name.data())
@@ -157,7 +215,7 @@ void RowTable::append(RowTable&& other) {
   // and start a fresh segment, so row order stays the order added.
   interned_.clear();
   storage_.push_back(std::make_unique<std::deque<std::string>>());
-  last_group_ = last_outcome_ = last_source_ = last_basis_ = last_phase_ = {};
+  last_group_ = last_phase_ = {};
   last_phase_index_ = 0;
   other.segments_.clear();
 }

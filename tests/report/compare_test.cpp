@@ -25,7 +25,7 @@ Sample sample(std::size_t n, std::uint64_t seed, double ttft_shift = 1.0, double
   for (std::size_t i = 0; i < n; ++i) {
     Row r;
     r.group = "m";
-    r.outcome = error(rng) ? "http_error" : "ok";
+    r.outcome_index = RowNames::index(error(rng) ? "http_error" : "ok");
     r.ttft_ms = std::optional<double>(ttft(rng) * ttft_shift);
     r.tpot_ms = std::optional<double>(tpot(rng));
     r.itl_p95_ms = std::optional<double>(tpot(rng) * 1.5);
