@@ -79,7 +79,41 @@ std::string format_rfc3339_us(std::int64_t unix_us) {
   return std::string(out, sizeof out - 1);
 }
 
+namespace {
+
+// The form every ledger line of ours carries, "2026-08-27T10:00:00.123456Z", read in one go; false
+// for anything else (which the general parser then reads, or rejects with its reason).
+bool parse_canonical_us(std::string_view t, std::int64_t& out) {
+  if (t.size() != 27 || t[4] != '-' || t[7] != '-' || t[10] != 'T' || t[13] != ':' || t[16] != ':' || t[19] != '.' ||
+      t[26] != 'Z') {
+    return false;
+  }
+  constexpr int kDigitAt[] = {0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18, 20, 21, 22, 23, 24, 25};
+  unsigned bad = 0;
+  for (int i : kDigitAt)
+    bad |= static_cast<unsigned>(static_cast<unsigned char>(t[static_cast<std::size_t>(i)] - '0')) > 9 ? 1u : 0u;
+  if (bad) return false;
+  auto num = [&t](std::size_t at, std::size_t n) {
+    std::int64_t v = 0;
+    for (std::size_t k = 0; k < n; ++k) v = v * 10 + (t[at + k] - '0');
+    return v;
+  };
+  const std::int64_t year = num(0, 4), month = num(5, 2), day = num(8, 2), hour = num(11, 2), minute = num(14, 2),
+                     second = num(17, 2);
+  if (year < 1 || month < 1 || month > 12 || day < 1 ||
+      static_cast<unsigned>(day) > days_in_month(year, static_cast<unsigned>(month)) || hour > 23 || minute > 59 ||
+      second > 59) {
+    return false;  // the general parser says what is out of range (and clamps a leap second)
+  }
+  const std::int64_t days = days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
+  out = (days * 86400 + hour * 3600 + minute * 60 + second) * 1'000'000 + num(20, 6);
+  return true;
+}
+
+}  // namespace
+
 Result<std::int64_t> parse_rfc3339(std::string_view t) {
+  if (std::int64_t us = 0; parse_canonical_us(t, us)) return us;
   auto bad = [&](std::string_view why) {
     return make_error("rfc3339.syntax", fmt::format("invalid RFC 3339 timestamp '{}': {} (expected e.g. "
                                                     "2026-08-27T10:00:00Z)",

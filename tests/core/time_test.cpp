@@ -27,6 +27,27 @@ TEST(Rfc3339, RoundTripsEveryFormattedValue) {
   }
 }
 
+// The canonical form (ours, 27 characters, Z) is read by a fast path; the same instant written
+// with a +00:00 offset goes through the general parser. They must agree on every day of a span
+// with leap years, century rules and year ends, and the fast path must not accept what the
+// general parser rejects.
+TEST(Rfc3339, TheCanonicalFormAgreesWithTheGeneralParser) {
+  for (std::int64_t us = -86'400'000'000LL * 800; us < 86'400'000'000LL * 60'000; us += 86'399'999'999LL + 7) {
+    const std::string canonical = format_rfc3339_us(us);
+    ASSERT_EQ(canonical.size(), 27u);
+    const std::string offset = canonical.substr(0, 26) + "+00:00";
+    ASSERT_EQ(*parse_rfc3339(canonical), us) << canonical;
+    ASSERT_EQ(*parse_rfc3339(offset), us) << offset;
+  }
+  for (const char* bad :
+       {"2026-02-29T00:00:00.000000Z", "2026-08-27T10:60:00.000000Z", "2026-08-27T1a:00:00.000000Z",
+        "0000-01-01T00:00:00.000000Z", "2026-08-27T10:00:00.00000aZ", "2026-00-27T10:00:00.000000Z"}) {
+    EXPECT_FALSE(parse_rfc3339(bad).ok()) << bad;
+  }
+  EXPECT_EQ(*parse_rfc3339("2026-08-27T10:00:60.000000Z"),
+            *parse_rfc3339("2026-08-27T10:00:59.000000Z"));  // leap second
+}
+
 TEST(Rfc3339, RejectsMalformedAndOutOfRangeWithAMessage) {
   for (const char* bad :
        {"", "2026-08-27", "2026-08-27T10:00:00", "2026-13-01T00:00:00Z", "2026-02-29T00:00:00Z", "2026-08-27T24:00:00Z",
