@@ -232,6 +232,16 @@ std::string header_sentence(const SweepComparison& c) {
       kComparisonsPerPoint);
 }
 
+// Cached shares this far apart (0.10: ten percentage points) at one point get a note.
+constexpr double kCachedShareNote = 0.10;
+
+// The share of prompt tokens the point's responses said came from the prefix cache, where measured.
+std::optional<double> measured_cached_share(const TrackPoint& tp) {
+  const auto& cache = tp.evidence.cache;
+  if (!cache || cache->status != "measured") return std::nullopt;
+  return cache->cached_share;
+}
+
 }  // namespace
 
 Result<SweepComparison> compare_sweeps(const SweepReceipt& a, const SweepReceipt& b, const SweepCompareOptions& o) {
@@ -271,6 +281,7 @@ Result<SweepComparison> compare_sweeps(const SweepReceipt& a, const SweepReceipt
   c.interval_level = 1 - alpha;
   std::mt19937_64 rng(o.seed);
   const auto defs = metrics();
+  std::vector<std::string> cache_differs;  // points where the prefix cache served different shares
   for (const auto& pa : a.points) {
     const auto* ta = track_at(pa, c.track_a);
     const auto pb =
@@ -284,6 +295,19 @@ Result<SweepComparison> compare_sweeps(const SweepReceipt& a, const SweepReceipt
     const auto da = data_of(*ta, a.mode), db = data_of(*tb, b.mode);
     for (const auto& m : defs) pc.changes.push_back(compare_metric(m, da, db, o, alpha, rng));
     c.points.push_back(std::move(pc));
+    const auto ca = measured_cached_share(*ta), cb = measured_cached_share(*tb);
+    if (ca && cb && std::fabs(*ca - *cb) >= kCachedShareNote) {
+      cache_differs.push_back(
+          fmt::format("{} (A {:.0f}%, B {:.0f}%)", go_float_text(pa.coordinate), 100 * *ca, 100 * *cb));
+    }
+  }
+  if (!cache_differs.empty()) {
+    // Against a real llama-server, a second run of the same workload found its prompts in the
+    // prefix cache the first had filled, and came out "better" for it.
+    c.notes.push_back(fmt::format(
+        "the prefix cache served different shares of the prompt tokens at {} {}: a change there may be "
+        "the cache's, not the engine's; run both sweeps with --reset-cache-between-points to compare them cold",
+        axis(c), fmt::join(cache_differs, ", ")));
   }
   for (const auto& pb : b.points) {
     const bool in_a =

@@ -135,6 +135,33 @@ TEST(SweepCompare, DifferentWorkloadsAreRefusedUnlessAllowedAndAKneeThatMovedIsS
   EXPECT_FALSE(compare_sweeps(a, other, o).ok());
 }
 
+// Against a real llama-server, a second sweep of the same workload found its prompts in the prefix
+// cache the first had filled and came out "better" (throughput +30% at concurrency 1): where the
+// receipts measured different cached shares, the comparison says so and how to compare cold.
+TEST(SweepCompare, APointWhereThePrefixCacheServedDifferentSharesIsNoted) {
+  auto a = receipt(1, 1.0);
+  auto b = receipt(2, 0.7);
+  auto cache = [](double share) {
+    CacheEvidence e;
+    e.status = "measured";
+    e.cached_share = share;
+    return e;
+  };
+  for (std::size_t i = 0; i < a.points.size(); ++i) {
+    a.points[i].tracks[0].evidence.cache = cache(0.0);
+    b.points[i].tracks[0].evidence.cache = cache(i == 0 ? 0.05 : 0.62);  // 5 points apart at 1: no note
+  }
+  const auto c = compare_sweeps(a, b, fast(1));
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(c->notes.size(), 1u);
+  EXPECT_NE(c->notes[0].find("at concurrency 4 (A 0%, B 62%), 16 (A 0%, B 62%)"), std::string::npos) << c->notes[0];
+  EXPECT_NE(c->notes[0].find("--reset-cache-between-points"), std::string::npos);
+  EXPECT_NE(sweep_comparison_md(*c).find("- note: the prefix cache served"), std::string::npos);
+  b.points[1].tracks[0].evidence.cache->status = "not_measured";  // unmeasured is not a difference
+  b.points[2].tracks[0].evidence.cache.reset();
+  EXPECT_TRUE(compare_sweeps(a, b, fast(1))->notes.empty());
+}
+
 TEST(SweepCompare, PointsOnlyOneReceiptHasAreListedAndEveryFormatSaysTheSame) {
   auto a = receipt(1, 1.0);
   auto b = receipt(2, 1.4);
