@@ -156,12 +156,15 @@ std::optional<TtftFit> fit_ttft(std::span<const double> y, std::span<const doubl
   return f;
 }
 
-// The union of the request intervals over the window. Ledger rows come in start order, so the
-// intervals are usually sorted already.
-double busy_share(std::span<std::pair<std::int64_t, std::int64_t>> iv, std::int64_t start, std::int64_t end) {
-  if (!std::is_sorted(iv.begin(), iv.end())) std::sort(iv.begin(), iv.end());
+// The union of request intervals taken in row order, as busy_share() takes sorted ones; it notes
+// when a row comes before the previous one (then busy_share() sorts them).
+struct IntervalUnion {
   std::int64_t busy = 0, cur_s = 0, cur_e = -1;
-  for (const auto& [s, e] : iv) {
+  std::pair<std::int64_t, std::int64_t> last{INT64_MIN, INT64_MIN};
+  bool sorted = true;
+  void add(std::int64_t s, std::int64_t e) {
+    if (std::pair(s, e) < last) sorted = false;
+    last = {s, e};
     if (s > cur_e) {
       if (cur_e > cur_s) busy += cur_e - cur_s;
       cur_s = s;
@@ -170,8 +173,18 @@ double busy_share(std::span<std::pair<std::int64_t, std::int64_t>> iv, std::int6
       cur_e = std::max(cur_e, e);
     }
   }
-  if (cur_e > cur_s) busy += cur_e - cur_s;
+  std::int64_t total() const { return busy + (cur_e > cur_s ? cur_e - cur_s : 0); }
+};
+
+// Busy share: the union of the request intervals over the window.
+double busy_share(std::int64_t busy, std::int64_t start, std::int64_t end) {
   return end > start ? static_cast<double>(busy) / static_cast<double>(end - start) : 1.0;
+}
+double busy_share(std::span<std::pair<std::int64_t, std::int64_t>> iv, std::int64_t start, std::int64_t end) {
+  std::sort(iv.begin(), iv.end());
+  IntervalUnion u;
+  for (const auto& [s, e] : iv) u.add(s, e);
+  return busy_share(u.total(), start, end);
 }
 
 // excess and explained: per ok request with a TTFT, what TTFT exceeds and what of it a slow
@@ -345,29 +358,21 @@ std::map<std::string_view, std::vector<const Row*>> rows_by_group(const RowTable
 
 namespace {
 
-// What a group's statistics read of its rows, gathered in one pass (the rows lie scattered over
-// the table; one visit each, then every statistic works on contiguous numbers).
-// Fresh memory is dear (a first touch of each 4 KiB page cost more than the numbers written to
-// it: about 3 ms per MiB on this project's CI machine), so the columns ask for huge pages.
+// What a group's statistics read of its rows, gathered in three passes over them into five scratch
+// columns a worker reuses from group to group: fresh memory is dear (a first touch of each 4 KiB
+// page cost more than the numbers written to it, about 3 ms per MiB on this project's CI machine),
+// so the columns are few, on huge pages, and touched once per worker.
 template <typename T>
 using Column = std::vector<T, HugePageAllocator<T>>;
 struct GroupColumns {
-  Column<double> ttft, tpot, itl_p95, e2e, ttfb, lag, prompts, inflight;
-  Column<double> tpot_x, tpot_y;                   // TPOT against in-flight count
-  Column<double> fit_y, fit_prompt, fit_inflight;  // ok rows with TTFT, prompt and in-flight count
-  Column<double> excess, explained;                // ok rows with TTFT: see rank()
-  Column<std::pair<std::int64_t, std::int64_t>> intervals;
-  bool one_operation = true;
-  // Empties every column, keeping its memory (one GroupColumns serves a worker's groups in turn).
+  std::array<Column<double>, 5> s;
+  Column<std::pair<std::int64_t, std::int64_t>> intervals;  // only for rows out of start order
   void clear(std::size_t rows) {
-    for (auto* v : {&ttft, &tpot, &itl_p95, &e2e, &ttfb, &lag, &prompts, &inflight, &tpot_x, &tpot_y, &fit_y,
-                    &fit_prompt, &fit_inflight, &excess, &explained}) {
-      v->clear();
-      v->reserve(rows);
+    for (auto& v : s) {
+      v.clear();
+      v.reserve(rows);
     }
     intervals.clear();
-    intervals.reserve(rows);
-    one_operation = true;
   }
 };
 
@@ -378,13 +383,19 @@ GroupStats analyse_group(std::string_view key, const std::vector<const Row*>& rs
   g.window_start_us = rs.front()->started_at_us;
   g.window_end_us = rs.front()->ended_at_us.value_or(rs.front()->started_at_us);
   std::size_t errors = 0;
-  bool cached_known = false;
+  bool cached_known = false, one_operation = true;
   std::int64_t cached_prompt_base = 0;
   NameCounts outcomes, token_sources, timing_bases;
+  IntervalUnion intervals;
   c.clear(rs.size());
+  auto& [s0, s1, s2, s3, s4] = c.s;
   auto put = [](Column<double>& v, Maybe<double> x) {
     if (x) v.push_back(*x);
   };
+  auto put_int = [](Column<double>& v, Maybe<std::int64_t> x) {
+    if (x) v.push_back(static_cast<double>(*x));
+  };
+  // Pass 1: counts, the window, and the first five columns.
   for (const auto* r : rs) {
     outcomes.add(r->outcome());
     token_sources.add(r->token_source());
@@ -392,11 +403,10 @@ GroupStats analyse_group(std::string_view key, const std::vector<const Row*>& rs
     const std::int64_t end = r->ended_at_us.value_or(r->started_at_us);
     g.window_start_us = std::min(g.window_start_us, r->started_at_us);
     g.window_end_us = std::max(g.window_end_us, end);
-    c.intervals.emplace_back(r->started_at_us, end);
-    const bool ok = r->ok();
-    if (!ok) ++errors;
+    intervals.add(r->started_at_us, end);
+    if (!r->ok()) ++errors;
     (r->stream ? g.streamed : g.non_streamed)++;
-    c.one_operation = c.one_operation && r->operation == rs.front()->operation;
+    one_operation = one_operation && r->operation == rs.front()->operation;
     g.prompt_tokens_total += r->prompt_tokens.value_or(0);
     g.completion_tokens_total += r->completion_tokens.value_or(0);
     if (r->cached_prompt_tokens && r->prompt_tokens) {
@@ -404,30 +414,51 @@ GroupStats analyse_group(std::string_view key, const std::vector<const Row*>& rs
       g.cached_prompt_tokens_total += *r->cached_prompt_tokens;
       cached_prompt_base += *r->prompt_tokens;
     }
-    put(c.ttft, r->ttft_ms);
-    put(c.tpot, r->tpot_ms);
-    put(c.itl_p95, r->itl_p95_ms);
-    put(c.e2e, r->e2e_ms);
-    put(c.ttfb, r->ttfb_ms);
-    put(c.lag, r->proxy_lag_ms);
-    if (r->prompt_tokens) c.prompts.push_back(static_cast<double>(*r->prompt_tokens));
-    if (r->in_flight_at_start) c.inflight.push_back(static_cast<double>(*r->in_flight_at_start));
+    put(s0, r->ttft_ms);
+    put(s1, r->tpot_ms);
+    put(s2, r->itl_p95_ms);
+    put(s3, r->e2e_ms);
+    put(s4, r->ttfb_ms);
+  }
+  g.ttft_ms = summarize_in_place(s0);
+  g.tpot_ms = summarize_in_place(s1);
+  g.itl_p95_ms = summarize_in_place(s2);
+  g.e2e_ms = summarize_in_place(s3);
+  g.ttfb_ms = summarize_in_place(s4);
+  c.clear(rs.size());
+  // Pass 2: the proxy's lag, prompt lengths, in-flight counts, TPOT against the in-flight count.
+  for (const auto* r : rs) {
+    put(s0, r->proxy_lag_ms);
+    put_int(s1, r->prompt_tokens);
+    put_int(s2, r->in_flight_at_start);
     if (r->tpot_ms && r->in_flight_at_start) {
-      c.tpot_x.push_back(static_cast<double>(*r->in_flight_at_start));
-      c.tpot_y.push_back(*r->tpot_ms);
-    }
-    if (ok && r->ttft_ms) {
-      const double allowance =
-          kStepAllowanceMs + kSlowPrefillMsPerToken * static_cast<double>(r->prompt_tokens.value_or(0));
-      c.excess.push_back(*r->ttft_ms - allowance);
-      c.explained.push_back(std::min(*r->ttft_ms, allowance));
-      if (r->prompt_tokens && r->in_flight_at_start) {
-        c.fit_y.push_back(*r->ttft_ms);
-        c.fit_prompt.push_back(static_cast<double>(*r->prompt_tokens));
-        c.fit_inflight.push_back(static_cast<double>(*r->in_flight_at_start));
-      }
+      s3.push_back(static_cast<double>(*r->in_flight_at_start));
+      s4.push_back(*r->tpot_ms);
     }
   }
+  g.proxy_lag_ms = summarize_in_place(s0);
+  g.prompt_tokens = summarize_in_place(s1);
+  g.in_flight = summarize_in_place(s2);
+  if (varies(s3)) {
+    auto x = [&s3](std::size_t i, std::size_t col) { return col == 0 ? 1.0 : s3[i]; };
+    if (auto beta = solve_least_squares(s3.size(), 2, x, s4)) g.tpot_in_flight_slope_ms = (*beta)[1];
+  }
+  c.clear(rs.size());
+  // Pass 3: the TTFT fit's columns (ok rows with TTFT, prompt and in-flight count) and, for the
+  // ranking, what TTFT exceeds and what a slow prefill of its prompt would explain.
+  for (const auto* r : rs) {
+    if (!r->ok() || !r->ttft_ms) continue;
+    const double allowance =
+        kStepAllowanceMs + kSlowPrefillMsPerToken * static_cast<double>(r->prompt_tokens.value_or(0));
+    s3.push_back(*r->ttft_ms - allowance);
+    s4.push_back(std::min(*r->ttft_ms, allowance));
+    if (r->prompt_tokens && r->in_flight_at_start) {
+      s0.push_back(*r->ttft_ms);
+      s1.push_back(static_cast<double>(*r->prompt_tokens));
+      s2.push_back(static_cast<double>(*r->in_flight_at_start));
+    }
+  }
+  g.fit = fit_ttft(s0, s1, s2);
   outcomes.into(g.outcomes);
   token_sources.into(g.token_sources);
   timing_bases.into(g.timing_bases);
@@ -440,22 +471,15 @@ GroupStats analyse_group(std::string_view key, const std::vector<const Row*>& rs
     g.cached_share = static_cast<double>(g.cached_prompt_tokens_total) / static_cast<double>(cached_prompt_base);
   }
   g.error_rate = static_cast<double>(errors) / static_cast<double>(g.requests);
-  g.ttft_ms = summarize_in_place(c.ttft);
-  g.tpot_ms = summarize_in_place(c.tpot);
-  g.itl_p95_ms = summarize_in_place(c.itl_p95);
-  g.e2e_ms = summarize_in_place(c.e2e);
-  g.ttfb_ms = summarize_in_place(c.ttfb);
-  g.proxy_lag_ms = summarize_in_place(c.lag);
-  g.prompt_tokens = summarize_in_place(c.prompts);
-  g.in_flight = summarize_in_place(c.inflight);
-  g.fit = fit_ttft(c.fit_y, c.fit_prompt, c.fit_inflight);
-  if (varies(c.tpot_x)) {
-    auto x = [&c](std::size_t i, std::size_t col) { return col == 0 ? 1.0 : c.tpot_x[i]; };
-    if (auto beta = solve_least_squares(c.tpot_x.size(), 2, x, c.tpot_y)) g.tpot_in_flight_slope_ms = (*beta)[1];
+  if (intervals.sorted) {  // ledger rows usually come in start order
+    g.busy_share = busy_share(intervals.total(), g.window_start_us, g.window_end_us);
+  } else {
+    c.intervals.reserve(rs.size());
+    for (const auto* r : rs) c.intervals.emplace_back(r->started_at_us, r->ended_at_us.value_or(r->started_at_us));
+    g.busy_share = busy_share(c.intervals, g.window_start_us, g.window_end_us);
   }
-  g.busy_share = busy_share(c.intervals, g.window_start_us, g.window_end_us);
-  g.ranking = rank(g, c.excess, c.explained);
-  if (!c.one_operation) {
+  g.ranking = rank(g, s3, s4);
+  if (!one_operation) {
     std::map<std::uint8_t, std::vector<const Row*>> by_api;
     for (const auto* r : rs) by_api[r->operation].push_back(r);
     for (const auto& [op, api_rows] : by_api) {

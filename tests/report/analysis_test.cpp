@@ -110,6 +110,16 @@ TEST(Analyse, BusyShareIsTheUnionOfRequestIntervals) {
   std::vector<ledger::LedgerRecord> rs{rec(0, 100, 10, 5, 0), rec(50, 100, 10, 5, 1), rec(400, 100, 10, 5, 0)};
   const auto g = analyse(rs, {}).at(0);
   EXPECT_DOUBLE_EQ(g.busy_share, 0.5);
+  // A proxy writes a line when its request ends, so lines come out of start order: the same
+  // intervals in another order are the same union (taken in order when sorted, sorted when not).
+  for (const auto& order : {std::vector<int>{2, 0, 1}, std::vector<int>{1, 0, 2}, std::vector<int>{0, 2, 1}}) {
+    std::vector<ledger::LedgerRecord> shuffled;
+    for (int i : order) shuffled.push_back(rs[static_cast<std::size_t>(i)]);
+    EXPECT_DOUBLE_EQ(analyse(shuffled, {}).at(0).busy_share, 0.5);
+  }
+  // Nested and touching intervals: [0,300] holds [100,150]; [300,400] touches it; busy 400 of 400.
+  std::vector<ledger::LedgerRecord> nested{rec(100, 50, 10, 5, 0), rec(0, 300, 10, 5, 0), rec(300, 100, 10, 5, 0)};
+  EXPECT_DOUBLE_EQ(analyse(nested, {}).at(0).busy_share, 1.0);
 }
 
 TEST(Analyse, GroupsAndWindowFilter) {
