@@ -70,7 +70,7 @@ struct Buffer {
   void grow(std::size_t at_least, std::size_t keep) {
     if (at_least <= size) return;
     auto bigger = std::make_unique_for_overwrite<char[]>(at_least);
-    std::memcpy(bigger.get(), bytes.get(), keep);
+    if (keep > 0) std::memcpy(bigger.get(), bytes.get(), keep);
     bytes = std::move(bigger);
     size = at_least;
   }
