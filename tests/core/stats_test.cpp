@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <random>
 
@@ -82,6 +83,40 @@ TEST(Summarize, EqualsQuantilesOfTheSortedValues) {
     EXPECT_EQ(s->p90, *quantile_cont_sorted(v, 0.90)) << n;
     EXPECT_EQ(s->p95, *quantile_cont_sorted(v, 0.95)) << n;
     EXPECT_EQ(s->p99, *quantile_cont_sorted(v, 0.99)) << n;
+  }
+}
+
+// Past 4,096 values the order statistics come from a histogram of the values' top bits; it must
+// give the sorted array's values bit for bit on every shape: spread, narrow (integers, one value
+// in most places), negative and mixed signs, and huge ranges.
+TEST(Summarize, LargeSetsOfEveryShapeEqualTheSortedValues) {
+  std::mt19937_64 rng(23);
+  std::lognormal_distribution<double> spread(4, 1.2);
+  std::uniform_int_distribution<int> small(0, 31), coin(0, 9);
+  std::normal_distribution<double> signed_values(0, 1e6);
+  std::vector<std::pair<const char*, std::function<double()>>> shapes{
+      {"lognormal latency", [&] { return spread(rng); }},
+      {"small integers", [&] { return static_cast<double>(small(rng)); }},
+      {"mostly one value", [&] { return coin(rng) == 0 ? spread(rng) : 42.0; }},
+      {"constant", [] { return 7.5; }},
+      {"both signs", [&] { return signed_values(rng); }},
+      {"decades apart", [&] { return std::pow(10.0, static_cast<double>(small(rng)) - 10) * spread(rng); }},
+  };
+  for (const auto& [name, draw] : shapes) {
+    for (std::size_t n : {4096u, 4097u, 10'001u, 250'000u}) {
+      std::vector<double> v(n);
+      for (double& x : v) x = draw();
+      std::vector<double> sorted = v;
+      std::sort(sorted.begin(), sorted.end());
+      const auto s = summarize_in_place(v);
+      ASSERT_TRUE(s.has_value());
+      EXPECT_EQ(s->min, sorted.front()) << name << " " << n;
+      EXPECT_EQ(s->max, sorted.back()) << name << " " << n;
+      EXPECT_EQ(s->p50, *quantile_cont_sorted(sorted, 0.50)) << name << " " << n;
+      EXPECT_EQ(s->p90, *quantile_cont_sorted(sorted, 0.90)) << name << " " << n;
+      EXPECT_EQ(s->p95, *quantile_cont_sorted(sorted, 0.95)) << name << " " << n;
+      EXPECT_EQ(s->p99, *quantile_cont_sorted(sorted, 0.99)) << name << " " << n;
+    }
   }
 }
 
