@@ -75,9 +75,14 @@ std::uint8_t RowNames::index(std::string_view name) {
 std::string_view RowNames::name(std::uint8_t index) { return table().names[index]; }
 
 bool generating(const Row& r) {
-  const std::string_view op = kOperationNames[r.operation];
-  if (op == "embeddings" || op == "rerank" || op == "score" || op == "models") return false;
-  if (op == "other") return r.ttft_ms.has_value() || r.completion_tokens.value_or(0) > 0;
+  // By index into kOperationNames (checked below against the names).
+  constexpr std::uint8_t kEmbeddings = 4, kRerank = 5, kScore = 6, kModels = 7, kOther = 8;
+  static_assert(
+      std::string_view(kOperationNames[kEmbeddings]) == "embeddings" &&
+      std::string_view(kOperationNames[kRerank]) == "rerank" && std::string_view(kOperationNames[kScore]) == "score" &&
+      std::string_view(kOperationNames[kModels]) == "models" && std::string_view(kOperationNames[kOther]) == "other");
+  if (r.operation >= kEmbeddings && r.operation <= kModels) return false;
+  if (r.operation == kOther) return r.ttft_ms.has_value() || r.completion_tokens.value_or(0) > 0;
   return true;
 }
 
@@ -125,7 +130,7 @@ std::string_view RowTable::intern(std::string_view s, std::string_view& last) {
 
 void RowTable::add(const ledger::LedgerRecordView& r) {
   Row row;
-  row.group = intern(group_key(r, by_), last_group_);
+  const std::string_view group = intern(group_key(r, by_), last_group_);
   // Most rows repeat the previous row's names: compare with those before asking the shared table.
   auto name_index = [](std::string_view name, std::string_view& last, std::uint8_t& last_index) {
     if (last_index == 0 || name != last) {
@@ -164,9 +169,9 @@ void RowTable::add(const ledger::LedgerRecordView& r) {
     others_[operation_name(added->operation)].push_back(added);
     return;
   }
-  if (!last_bucket_ || added->group.data() != last_group_key_) {
-    last_bucket_ = &groups_[added->group];
-    last_group_key_ = added->group.data();
+  if (!last_bucket_ || group.data() != last_group_key_) {
+    last_bucket_ = &groups_[group];
+    last_group_key_ = group.data();
   }
   last_bucket_->push_back(added);
 }

@@ -1,6 +1,6 @@
 // What the report keeps of each ledger record: the group it falls in (under --by), its outcome and
 // token source (interned), and the numbers the statistics, the fit, the ranking and the charts
-// read. 120 bytes, about a sixth of a LedgerRecord, so a million lines stay in memory cheaply.
+// read. 104 bytes, about a sixth of a LedgerRecord, so a million lines stay in memory cheaply.
 #pragma once
 
 #include <cstdint>
@@ -72,8 +72,8 @@ class RowNames {
   static std::string_view name(std::uint8_t index);
 };
 
+// A row does not hold its group's key: the table lists rows by group (groups()).
 struct Row {
-  std::string_view group;  // the key under the table's GroupBy
   bool stream = false;
   std::uint8_t operation = 0;                                                      // index into kOperationNames
   std::uint8_t outcome_index = 0, token_source_index = 0, timing_basis_index = 0;  // RowNames

@@ -24,7 +24,6 @@ Sample sample(std::size_t n, std::uint64_t seed, double ttft_shift = 1.0, double
   Sample s;
   for (std::size_t i = 0; i < n; ++i) {
     Row r;
-    r.group = "m";
     r.outcome_index = RowNames::index(error(rng) ? "http_error" : "ok");
     r.ttft_ms = std::optional<double>(ttft(rng) * ttft_shift);
     r.tpot_ms = std::optional<double>(tpot(rng));
@@ -101,7 +100,6 @@ TEST(Compare, ErrorRateInPercentagePoints) {
 TEST(Compare, GroupsOnOneSideAreListed) {
   const auto a = sample(50, 1);
   Sample b = sample(50, 2);
-  for (auto& r : b.rows) r.group = "other";
   const GroupRows base = rows_of(a);
   const GroupRows next = {{std::string_view("other"), b.ptrs}};
   const auto c = compare_runs(base, next, {2000, 1, 0.05}, {});
