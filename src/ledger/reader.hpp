@@ -112,7 +112,9 @@ void merge_into(LedgerRead& into, LedgerRead&& from, std::uint64_t line_offset);
 // Errors: the file cannot be opened or read.
 struct FileReadOptions {
   unsigned threads = 1;
-  unsigned parts_per_thread = 4;                   // ranges per thread, taken in turn: no thread idles
+  // Ranges per thread, taken in turn: no thread idles long at the end (8: a million lines loaded in
+  // 0.63-0.70 s here against 0.70-0.81 s with 4; 16 no better).
+  unsigned parts_per_thread = 8;
   std::uint64_t min_bytes_per_thread = 16u << 20;  // smaller files are read as one range
   // Grows for a line longer than this. 1 MiB: the parser reads what was just copied while it is
   // still in the core's cache (8 MiB read 6-8% slower over a million lines).
