@@ -412,6 +412,40 @@ TEST(ReportFak, StreamedFakRowsWithoutStreamTimingSayWhatIsMissing) {
   EXPECT_NE(ev.front().find("no TTFT or TPOT"), std::string::npos) << ev.front();
 }
 
+// Tables read in parallel join in part order: each group lists its rows in the order they were
+// added across the parts (the first table's first), a group only some parts have included, and the
+// non-generating rows too.
+TEST(Rows, PartsJoinedAtOnceKeepEveryGroupsRowsInOrder) {
+  RowTable joined;
+  std::vector<RowTable> parts(3);
+  std::int64_t t = 0;
+  auto add = [&t](RowTable& table, const char* model, const char* operation = "chat") {
+    auto r = rec(t++, 100, 10.0, 5, 0);
+    r.model = model;
+    r.operation = operation;
+    table.add(r);
+  };
+  add(joined, "a");
+  add(parts[0], "b");
+  add(parts[0], "a");
+  add(parts[1], "c");  // only the second part has c
+  add(parts[1], "a", "embeddings");
+  add(parts[2], "b");
+  add(parts[2], "a");
+  joined.append(std::move(parts));
+  EXPECT_EQ(joined.size(), 7u);
+  auto starts = [](const std::vector<const Row*>& rows) {
+    std::vector<std::int64_t> out;
+    for (const Row* r : rows) out.push_back(r->started_at_us / 1000);
+    return out;
+  };
+  ASSERT_EQ(joined.groups().size(), 3u);
+  EXPECT_EQ(starts(joined.groups().at("a")), (std::vector<std::int64_t>{0, 2, 6}));
+  EXPECT_EQ(starts(joined.groups().at("b")), (std::vector<std::int64_t>{1, 5}));
+  EXPECT_EQ(starts(joined.groups().at("c")), (std::vector<std::int64_t>{3}));
+  EXPECT_EQ(starts(joined.others().at("embeddings")), (std::vector<std::int64_t>{4}));
+}
+
 TEST(Rows, PhasesKeepTheirNamesWhenTablesReadInParallelAreJoined) {
   // Two readers number the load points they meet each in their own order; the joined table
   // renumbers the second's rows so every row still names its own point.
