@@ -94,7 +94,7 @@ class NameCounts {
   std::vector<std::pair<std::string_view, std::size_t>> counts_;
 };
 
-std::optional<Summary> summary_of(const std::vector<const Row*>& rs, Maybe<double> Row::*field) {
+std::optional<Summary> summary_of(const RowList& rs, Maybe<double> Row::*field) {
   std::vector<double> v;
   for (const auto* r : rs) {
     if (r->*field) v.push_back(*(r->*field));
@@ -343,11 +343,11 @@ std::vector<GroupStats> analyse(const std::vector<ledger::LedgerRecord>& records
   return analyse(rows_from(records, opts.by), opts);
 }
 
-std::map<std::string_view, std::vector<const Row*>> rows_by_group(const RowTable& table, const Options& opts) {
+std::map<std::string_view, RowList> rows_by_group(const RowTable& table, const Options& opts) {
   if (!opts.since_us && !opts.until_us) return table.groups();
-  std::map<std::string_view, std::vector<const Row*>> groups;
+  std::map<std::string_view, RowList> groups;
   for (const auto& [key, rows] : table.groups()) {
-    std::vector<const Row*> kept;
+    RowList kept;
     for (const Row* r : rows) {
       if (in_window(*r, opts)) kept.push_back(r);
     }
@@ -376,7 +376,7 @@ struct GroupColumns {
   }
 };
 
-GroupStats analyse_group(std::string_view key, const std::vector<const Row*>& rs, GroupColumns& c) {
+GroupStats analyse_group(std::string_view key, const RowList& rs, GroupColumns& c) {
   GroupStats g;
   g.key = std::string(key);
   g.requests = rs.size();
@@ -480,7 +480,7 @@ GroupStats analyse_group(std::string_view key, const std::vector<const Row*>& rs
   }
   g.ranking = rank(g, s3, s4);
   if (!one_operation) {
-    std::map<std::uint8_t, std::vector<const Row*>> by_api;
+    std::map<std::uint8_t, RowList> by_api;
     for (const auto* r : rs) by_api[r->operation].push_back(r);
     for (const auto& [op, api_rows] : by_api) {
       g.apis.push_back(ApiStats{operation_name(op), api_rows.size(), summary_of(api_rows, &Row::ttft_ms),
@@ -498,7 +498,7 @@ GroupStats analyse_group(std::string_view key, const std::vector<const Row*>& rs
 std::vector<OtherStats> analyse_others(const RowTable& table, const Options& opts) {
   std::vector<OtherStats> out;
   for (const auto& [operation, all] : table.others()) {
-    std::vector<const Row*> rs;
+    RowList rs;
     for (const Row* r : all) {
       if (in_window(*r, opts)) rs.push_back(r);
     }
@@ -523,10 +523,10 @@ std::vector<OtherStats> analyse_others(const RowTable& table, const Options& opt
 }
 
 std::vector<GroupStats> analyse(const RowTable& table, const Options& opts) {
-  std::map<std::string_view, std::vector<const Row*>> windowed;  // only with --since/--until
+  std::map<std::string_view, RowList> windowed;  // only with --since/--until
   if (opts.since_us || opts.until_us) windowed = rows_by_group(table, opts);
   const auto& groups = opts.since_us || opts.until_us ? windowed : table.groups();
-  std::vector<std::pair<std::string_view, const std::vector<const Row*>*>> work;
+  std::vector<std::pair<std::string_view, const RowList*>> work;
   for (const auto& [key, rs] : groups) work.emplace_back(key, &rs);
   std::vector<GroupStats> out(work.size());
   std::atomic<std::size_t> next{0};

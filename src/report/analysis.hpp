@@ -111,7 +111,7 @@ bool in_window(const Row& r, const Options& opts);
 // The non-generating requests inside the window, by operation.
 std::vector<OtherStats> analyse_others(const RowTable& table, const Options& opts);
 // The rows inside the window, by group key, in row order (what analyse() groups).
-std::map<std::string_view, std::vector<const Row*>> rows_by_group(const RowTable& table, const Options& opts);
+std::map<std::string_view, RowList> rows_by_group(const RowTable& table, const Options& opts);
 
 // Ordinary least squares y ~ x * beta (x rows include the intercept column). Pure and small:
 // solves the normal equations with partial pivoting; nullopt when singular.

@@ -67,7 +67,7 @@ std::pair<double, double> percentile_interval(std::vector<double>& deltas, doubl
   return {*quantile_cont_sorted(deltas, alpha / 2), *quantile_cont_sorted(deltas, 1 - alpha / 2)};
 }
 
-std::vector<double> values(const std::vector<const Row*>& rows, Maybe<double> Row::*field) {
+std::vector<double> values(const RowList& rows, Maybe<double> Row::*field) {
   std::vector<double> v;
   for (const Row* r : rows) {
     const auto x = r->*field;
@@ -110,8 +110,8 @@ void apply_bound(Change& c, const RegressionBound& b, const std::string& group, 
   out.gate_failures.push_back(fmt::format("{} {}: {} (bound {})", group, c.metric, change, limit));
 }
 
-GroupChange compare_group(std::string key, const std::vector<const Row*>& base, const std::vector<const Row*>& next,
-                          const CompareOptions& opts, double alpha, std::mt19937_64& rng) {
+GroupChange compare_group(std::string key, const RowList& base, const RowList& next, const CompareOptions& opts,
+                          double alpha, std::mt19937_64& rng) {
   GroupChange g{std::move(key), {}};
   for (const auto& m : kMetrics) {
     auto a = values(base, m.field);
@@ -148,7 +148,7 @@ GroupChange compare_group(std::string key, const std::vector<const Row*>& base, 
   }
   // The error rate: the share of lines whose outcome is not ok; a resample's share is a binomial
   // draw at the observed share.
-  auto errors = [](const std::vector<const Row*>& rows) {
+  auto errors = [](const RowList& rows) {
     std::size_t n = 0;
     for (const Row* r : rows) n += r->ok() ? 0 : 1;
     return n;

@@ -61,7 +61,7 @@ struct Comparison {
 // p99 of fewer than 500 is the sample's largest few, not an estimate. `sweep compare` rules alike.
 bool enough_for_quantile(std::size_t n, double q);
 
-using GroupRows = std::map<std::string_view, std::vector<const Row*>>;
+using GroupRows = std::map<std::string_view, RowList>;
 Comparison compare_runs(const GroupRows& baseline, const GroupRows& next, const CompareOptions& opts,
                         const std::vector<RegressionBound>& bounds);
 

@@ -60,11 +60,11 @@ struct Level {
   std::size_t requests = 0, failed = 0;
 };
 
-bool names_points(const std::vector<const Row*>& rs) {
+bool names_points(const RowList& rs) {
   return std::any_of(rs.begin(), rs.end(), [](const Row* r) { return r->phase != 0; });
 }
 
-std::vector<Level> load_levels(const RowTable& table, const std::vector<const Row*>& rs) {
+std::vector<Level> load_levels(const RowTable& table, const RowList& rs) {
   const bool by_point = names_points(rs);
   std::map<std::uint16_t, std::size_t> index;
   std::vector<Level> levels;
@@ -111,7 +111,7 @@ std::vector<Level> load_levels(const RowTable& table, const std::vector<const Ro
   return levels;
 }
 
-std::string load_level_view(const RowTable& table, const std::vector<const Row*>& rs) {
+std::string load_level_view(const RowTable& table, const RowList& rs) {
   auto levels = load_levels(table, rs);
   std::size_t populated = 0;
   for (const auto& l : levels) populated += l.requests >= 5 ? 1 : 0;
@@ -152,7 +152,7 @@ std::string load_level_view(const RowTable& table, const std::vector<const Row*>
 
 // TTFT's parts where the lines measured them: until the response head (TTFB), then until the first
 // token. A server that holds its head until it has output (llama.cpp) makes the second part ~0.
-std::string ttft_parts(const std::vector<const Row*>& rs) {
+std::string ttft_parts(const RowList& rs) {
   std::vector<double> head, rest;
   for (const auto* r : rs) {
     if (!r->ttft_ms || !r->ttfb_ms) continue;
@@ -179,7 +179,7 @@ std::string ttft_parts(const std::vector<const Row*>& rs) {
   return t.html("ttft-parts") + present::paragraph(reading, "note");
 }
 
-Chart fit_chart(const GroupStats& g, const std::vector<const Row*>& rs) {
+Chart fit_chart(const GroupStats& g, const RowList& rs) {
   // With a two-variable fit, a point's TTFT less its in-flight effect (c x (in flight - mean)) is
   // what the prompt term alone predicts (a partial-residual plot): the line then fits the dots.
   const bool partial = g.fit && g.fit->prompt_varies && g.fit->in_flight_varies;
@@ -217,7 +217,7 @@ Chart fit_chart(const GroupStats& g, const std::vector<const Row*>& rs) {
   return c;
 }
 
-std::string charts_for(const GroupStats& g, const std::vector<const Row*>& rs) {
+std::string charts_for(const GroupStats& g, const RowList& rs) {
   std::vector<double> ttft, tpot, itl, e2e_all;
   std::vector<Point> e2e_t;
   std::vector<std::pair<std::int64_t, int>> edges;
@@ -271,7 +271,7 @@ std::string charts_for(const GroupStats& g, const std::vector<const Row*>& rs) {
   return dist.svg() + fit_chart(g, rs).svg() + over_time.svg() + load.svg() + tokens.svg();
 }
 
-std::string group_body(const RowTable& table, const GroupStats& g, const std::vector<const Row*>& rs) {
+std::string group_body(const RowTable& table, const GroupStats& g, const RowList& rs) {
   std::string o;
   const auto& top = g.ranking.front();
   o += top.score >= 1 ? fmt::format(R"(<p class="verdict-line">Likely bottleneck: <b>{}</b> (score {:.1f})</p>)",
@@ -345,7 +345,7 @@ std::string render_html(const ReportInput& in) {
   for (const auto& g : in.groups) {
     const auto rows = by_group.find(g.key);
     page.section(fmt::format("{}: {}", group_by_name(in.options.by), g.key),
-                 group_body(in.table, g, rows == by_group.end() ? std::vector<const Row*>{} : rows->second));
+                 group_body(in.table, g, rows == by_group.end() ? RowList{} : rows->second));
   }
   if (!in.others.empty()) {
     Table t({"operation", "requests", "error rate", "e2e p50 ms", "e2e p99 ms", "prompt tokens"});

@@ -102,6 +102,7 @@ T* HugePageAllocator<T>::allocate(std::size_t n) {
   return static_cast<T*>(p);
 }
 template struct HugePageAllocator<Row>;
+template struct HugePageAllocator<const Row*>;
 template struct HugePageAllocator<double>;
 template struct HugePageAllocator<std::pair<std::int64_t, std::int64_t>>;
 

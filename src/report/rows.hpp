@@ -118,6 +118,10 @@ struct HugePageAllocator {
   }
 };
 
+// Rows of one group by address, in the order added. A million of them take 8 MB: on huge pages, as
+// the rows are.
+using RowList = std::vector<const Row*, HugePageAllocator<const Row*>>;
+
 class RowTable {
  public:
   explicit RowTable(GroupBy by = GroupBy::kModel) : by_(by) {}
@@ -135,9 +139,9 @@ class RowTable {
   std::size_t size() const;
   GroupBy by() const { return by_; }
   // Every generating row's address by group, in the order added (rows never move once added).
-  const std::map<std::string_view, std::vector<const Row*>>& groups() const { return groups_; }
+  const std::map<std::string_view, RowList>& groups() const { return groups_; }
   // The non-generating rows, by operation.
-  const std::map<std::string_view, std::vector<const Row*>>& others() const { return others_; }
+  const std::map<std::string_view, RowList>& others() const { return others_; }
   // A row's phase name ("" for index 0).
   std::string_view phase_name(std::uint16_t i) const { return i < phases_.size() ? phases_[i] : std::string_view(); }
   // Every row, in the order added.
@@ -155,8 +159,8 @@ class RowTable {
   std::uint16_t phase_index(std::string_view interned);
   GroupBy by_;
   std::vector<Segment> segments_;
-  std::map<std::string_view, std::vector<const Row*>> groups_, others_;
-  std::vector<const Row*>* last_bucket_ = nullptr;
+  std::map<std::string_view, RowList> groups_, others_;
+  RowList* last_bucket_ = nullptr;
   const char* last_group_key_ = nullptr;      // interned: equal keys share one address
   std::string_view last_group_, last_phase_;  // most rows repeat the previous ones
   // The previous row's names and their indexes (RowNames), for the same reason.

@@ -434,7 +434,7 @@ TEST(Rows, PartsJoinedAtOnceKeepEveryGroupsRowsInOrder) {
   add(parts[2], "a");
   joined.append(std::move(parts));
   EXPECT_EQ(joined.size(), 7u);
-  auto starts = [](const std::vector<const Row*>& rows) {
+  auto starts = [](const RowList& rows) {
     std::vector<std::int64_t> out;
     for (const Row* r : rows) out.push_back(r->started_at_us / 1000);
     return out;

@@ -15,7 +15,7 @@ namespace {
 // by `shift`, and an error share.
 struct Sample {
   std::deque<Row> rows;
-  std::vector<const Row*> ptrs;
+  RowList ptrs;
 };
 Sample sample(std::size_t n, std::uint64_t seed, double ttft_shift = 1.0, double error_share = 0.0) {
   std::mt19937_64 rng(seed);
