@@ -177,7 +177,9 @@ Field field_of(std::string_view key) {
   return name.size() == key.size() && same_bytes(name.data(), key.data(), key.size()) ? f : Field::kOther;
 }
 
-// The record's strings are views into the parse; a minified server_timings goes to `scratch`.
+// One pass over the line's fields (a ledger line has about 50): each key is looked up once, the
+// first occurrence of a key wins, as a lookup by key would find it. The record's strings are views
+// into the parse; a minified server_timings goes to `scratch`.
 Status from_ours(simdjson::dom::object o, LedgerRecordView& r, std::string& scratch) {
   r.source_schema = kObservationSchema;
   bool seen[static_cast<std::size_t>(Field::kOther)] = {};
