@@ -388,7 +388,8 @@ GroupStats analyse_group(std::string_view key, const RowList& rs, GroupColumns& 
   NameCounts outcomes, token_sources, timing_bases;
   IntervalUnion intervals;
   c.clear(rs.size());
-  auto& [s0, s1, s2, s3, s4] = c.s;
+  // Named references, not a structured binding: clang 14 cannot capture a binding in a lambda.
+  Column<double>&s0 = c.s[0], &s1 = c.s[1], &s2 = c.s[2], &s3 = c.s[3], &s4 = c.s[4];
   auto put = [](Column<double>& v, Maybe<double> x) {
     if (x) v.push_back(*x);
   };
