@@ -156,8 +156,31 @@ std::function<int()> setup_proxy(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--drain-timeout", a->opts.drain_timeout_s, "on SIGTERM, seconds to let in-flight requests finish")
       ->capture_default_str();
-  app.add_option("--max-connections", a->opts.max_connections, "client connections held at once; more are refused")
-      ->capture_default_str();
+  app.add_option("--max-connections", a->opts.max_connections,
+                 "client connections held at once; more are answered 503. Default: what the file descriptor limit "
+                 "allows ((ulimit -n - 128) / 2, the soft limit raised to the hard one first)");
+  app.add_option("--max-header-bytes", a->opts.max_header_bytes,
+                 "largest request head (request line and header fields); larger gets 431")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{256}, std::size_t{1} << 24));
+  app.add_option("--max-header-count", a->opts.max_header_count, "most header fields in a request; more gets 431")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{100000}));
+  app.add_option("--client-idle-timeout", a->opts.client_idle_timeout_s,
+                 "seconds a client connection may wait for its next request (keep-alive)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--client-header-timeout", a->opts.client_header_timeout_s,
+                 "seconds from a request's first byte to the end of its head; then the connection is closed")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--client-body-timeout", a->opts.client_body_timeout_s,
+                 "longest pause, in seconds, between reads of a request body; then 408")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--reuse-port", a->opts.reuse_port,
+               "let other processes listen on the same --listen port (SO_REUSEPORT; the kernel spreads connections "
+               "between them). Without it a port something else listens on is refused at start-up");
   a->opts.threads = proxy::default_proxy_threads();
   app.add_option("--threads", a->opts.threads,
                  "event loops, each on its own thread with its own listener and upstream connections (the kernel "
@@ -191,9 +214,14 @@ std::function<int()> setup_proxy(CLI::App& app) {
                  "gen_ai.provider.name on spans and metrics, e.g. openai, anthropic, aws.bedrock (default: anthropic "
                  "for the Messages API, openai for the rest)");
   app.add_option("--max-model-labels", a->opts.max_model_labels,
-                 "distinct model names kept as label values of the gen_ai_* metrics; later ones are counted as _other")
+                 "distinct model names kept as label values of /metrics (modelperfobs_requests_total and the gen_ai_* "
+                 "metrics); later ones are counted as _other")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--max-label-bytes", a->opts.max_label_bytes,
+                 "longest model name kept as a label value; longer ones are counted as _other")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{65536}));
   return [a] { return run(*a); };
 }
 

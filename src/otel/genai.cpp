@@ -124,16 +124,11 @@ Span span_from_observation(const ledger::Observation& o, const RequestTrace& tra
 }
 
 GenAiMetrics::GenAiMetrics(GenAiOptions opts, std::int64_t start_unix_ns)
-    : opts_(std::move(opts)), start_unix_ns_(start_unix_ns) {}
+    : opts_(std::move(opts)), start_unix_ns_(start_unix_ns), models_(opts_.max_models, opts_.max_model_bytes) {}
 
 std::string_view GenAiMetrics::model_label(const std::optional<std::string>& model) {
   if (!model || model->empty()) return "";
-  if (auto it = models_.find(*model); it != models_.end()) return *it;
-  if (models_.size() >= opts_.max_models) {
-    ++folded_;
-    return kOtherModel;
-  }
-  return *models_.insert(*model).first;
+  return models_.label(*model);
 }
 
 Histogram& GenAiMetrics::at(Series& s, const KeyView& k, std::span<const double> bounds) {
@@ -212,7 +207,7 @@ void GenAiMetrics::render_prometheus(promtext::TextWriter& w) const {
   render_family(w, kTpoc.prometheus, kTpoc.help, tpoc_);
   w.family("modelperfobs_genai_models_folded_total", promtext::MetricType::kCounter,
            "Requests whose model name was recorded as _other in the gen_ai_* series (over --max-model-labels).")
-      .sample("modelperfobs_genai_models_folded_total", {}, static_cast<double>(folded_));
+      .sample("modelperfobs_genai_models_folded_total", {}, static_cast<double>(models_.folded()));
 }
 
 std::vector<HistogramMetric> GenAiMetrics::snapshot(std::int64_t now_unix_ns) const {

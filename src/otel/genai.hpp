@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/histogram.hpp"
+#include "core/label_cap.hpp"
 #include "ledger/observation.hpp"
 #include "otel/otlp.hpp"
 #include "otel/trace_context.hpp"
@@ -32,6 +33,8 @@ struct GenAiOptions {
   int server_port = 0;
   // Distinct model names kept as label values; later ones are folded into kOtherModel.
   std::size_t max_models = 50;
+  // Longer model names are folded into kOtherModel too.
+  std::size_t max_model_bytes = 256;
 };
 inline constexpr const char* kOtherModel = "_other";
 
@@ -56,7 +59,7 @@ class GenAiMetrics {
   // Prometheus spelling: dots to underscores, unit suffix `_seconds` for "s" (none for {token}).
   void render_prometheus(promtext::TextWriter& w) const;
   std::vector<HistogramMetric> snapshot(std::int64_t now_unix_ns) const;
-  std::size_t models_folded() const { return folded_; }
+  std::size_t models_folded() const { return models_.folded(); }
 
  private:
   struct Key {
@@ -90,8 +93,7 @@ class GenAiMetrics {
 
   GenAiOptions opts_;
   std::int64_t start_unix_ns_;
-  std::set<std::string> models_;
-  std::size_t folded_ = 0;
+  LabelCap models_;
   Series duration_, tokens_, ttfc_, tpoc_;
 };
 

@@ -61,6 +61,14 @@ inline std::chrono::steady_clock::duration seconds(double s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
 }
 
+// A Beast parse error that means the peer broke HTTP's syntax (not a close, not a limit).
+inline bool is_http_syntax_error(const boost::system::error_code& ec) {
+  return ec.category() == http::make_error_code(http::error::bad_chunk).category() &&
+         ec != http::error::end_of_stream && ec != http::error::partial_message && ec != http::error::need_more &&
+         ec != http::error::need_buffer && ec != http::error::body_limit && ec != http::error::header_limit &&
+         ec != http::error::buffer_overflow;
+}
+
 // What a finished exchange left behind, for the ledger line.
 struct Exchange {
   ledger::Observation obs;
@@ -168,8 +176,10 @@ class Proxy {
                                           boost::system::error_code ec, std::string_view otherwise_type,
                                           std::string_view timed_out_what, std::string_view otherwise_what);
 
+  // Answers a request the proxy will not forward (status, outcome and message for the line) and
+  // records it; the connection closes after it.
   awaitable<void> refuse(beast::tcp_stream& client, const http::request<http::string_body>& partial,
-                         http::status status);
+                         http::status status, std::string outcome, std::string message);
 
   awaitable<void> refuse_connection(beast::tcp_stream client);
 

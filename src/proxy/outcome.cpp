@@ -9,6 +9,7 @@ std::string_view relay_outcome(const RelayEnd& e) {
       case UpstreamEnd::kTimeout: return "upstream_timeout";
       case UpstreamEnd::kReset: return "upstream_reset";
       case UpstreamEnd::kTruncated: return "stream_truncated";
+      case UpstreamEnd::kProtocolError: return "upstream_protocol_error";
       case UpstreamEnd::kComplete: break;
     }
   }
@@ -21,7 +22,8 @@ std::string_view relay_outcome(const RelayEnd& e) {
 }
 
 bool is_upstream_failure(std::string_view outcome) {
-  return outcome == "upstream_timeout" || outcome == "upstream_reset" || outcome == "stream_truncated";
+  return outcome == "upstream_timeout" || outcome == "upstream_reset" || outcome == "stream_truncated" ||
+         outcome == "upstream_protocol_error";
 }
 
 }  // namespace mpo::proxy

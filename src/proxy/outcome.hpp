@@ -7,10 +7,11 @@
 namespace mpo::proxy {
 
 enum class UpstreamEnd {
-  kComplete,   // the body ended as its framing says
-  kTimeout,    // silence over --stream-idle-timeout
-  kReset,      // TCP reset mid-body
-  kTruncated,  // closed (or failed otherwise) mid-body
+  kComplete,       // the body ended as its framing says
+  kTimeout,        // silence over --stream-idle-timeout
+  kReset,          // TCP reset mid-body
+  kTruncated,      // closed (or failed otherwise) mid-body
+  kProtocolError,  // the body's framing broke HTTP (a bad chunk): upstream_protocol_error
 };
 
 struct RelayEnd {
@@ -32,7 +33,7 @@ struct RelayEnd {
 };
 
 // "ok", "http_error", "stream_error", "malformed_stream", "client_disconnected",
-// "upstream_timeout", "upstream_reset" or "stream_truncated". A client that leaves after the
+// "upstream_timeout", "upstream_reset", "upstream_protocol_error" or "stream_truncated". A client that leaves after the
 // terminal event is not a disconnect, and what the backend's connection did after it (closed by
 // the proxy because the client left, or by the backend itself) is not an upstream failure: the
 // exchange was complete. A Responses or Messages stream whose body ended properly but without its

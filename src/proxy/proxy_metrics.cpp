@@ -25,8 +25,9 @@ void counter(promtext::TextWriter& w, std::string_view name, std::string_view he
 
 }  // namespace
 
-ProxyMetrics::ProxyMetrics()
-    : ttft_(vllm_buckets::kTtftBuckets),
+ProxyMetrics::ProxyMetrics(std::size_t max_models, std::size_t max_model_bytes)
+    : models_(max_models, max_model_bytes),
+      ttft_(vllm_buckets::kTtftBuckets),
       tpot_(vllm_buckets::kItlBuckets),
       itl_(vllm_buckets::kItlBuckets),
       e2e_(vllm_buckets::kLatencyBuckets),
@@ -35,7 +36,8 @@ ProxyMetrics::ProxyMetrics()
 
 void ProxyMetrics::record(const ledger::Observation& o) {
   const std::string code = o.http_status ? std::to_string(*o.http_status) : "none";
-  ++requests_[{o.model.value_or(""), o.outcome, code}];
+  const std::string_view model = o.model && !o.model->empty() ? models_.label(*o.model) : std::string_view();
+  ++requests_[{std::string(model), o.outcome, code}];
   if (o.ttft_ms) ttft_.observe(*o.ttft_ms / 1000.0);
   if (auto t = ledger::tpot_ms(o)) tpot_.observe(*t / 1000.0);
   for (double g : o.itl_ms) itl_.observe(g / 1000.0);
@@ -74,6 +76,21 @@ std::string ProxyMetrics::render(const LedgerCounts& ledger) const {
   counter(w, "modelperfobs_ledger_lines_dropped_total", "Ledger lines dropped because the writer queue was full.",
           ledger.dropped);
   counter(w, "modelperfobs_ledger_write_errors_total", "Failed ledger writes (retried).", ledger.write_errors);
+  w.family("modelperfobs_accept_paused_total", MetricType::kCounter,
+           "Times a loop paused accepting connections because accept() failed for want of file descriptors or "
+           "memory, by errno (it resumes with backoff; connections already held are served).");
+  for (const auto& [reason, n] : accept_pauses_) {
+    w.sample("modelperfobs_accept_paused_total", {{"reason", reason}}, static_cast<double>(n));
+  }
+  w.family("modelperfobs_connections_refused_total", MetricType::kCounter,
+           "Client connections over --max-connections: answered 503, or closed unread when too many were "
+           "already waiting for their 503.");
+  w.sample("modelperfobs_connections_refused_total", {{"how", "answered"}}, static_cast<double>(refused_answered_));
+  w.sample("modelperfobs_connections_refused_total", {{"how", "closed"}}, static_cast<double>(refused_closed_));
+  counter(w, "modelperfobs_model_labels_folded_total",
+          "Requests whose model name was counted as _other (over --max-model-labels names or --max-label-bytes "
+          "bytes).",
+          models_.folded());
   counter(w, "modelperfobs_upstream_connect_errors_total", "Connections to the backend that could not be made.",
           upstream_connect_errors_);
   w.family("modelperfobs_upstream_retries_total", MetricType::kCounter,

@@ -9,16 +9,24 @@
 #include <tuple>
 
 #include "core/histogram.hpp"
+#include "core/label_cap.hpp"
 #include "ledger/observation.hpp"
 
 namespace mpo::proxy {
 
 class ProxyMetrics {
  public:
-  ProxyMetrics();
+  // Model names become label values: at most `max_models` distinct ones, each at most
+  // `max_model_bytes` long; the rest are counted as _other (core/label_cap.hpp).
+  explicit ProxyMetrics(std::size_t max_models = 50, std::size_t max_model_bytes = 256);
   void record(const ledger::Observation& o);
   void set_in_flight(std::int64_t n) { in_flight_ = n; }
   void count_connect_error() { ++upstream_connect_errors_; }
+  // accept() failed for want of file descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) and
+  // the loop paused accepting; `reason`: the errno's name.
+  void count_accept_pause(std::string_view reason) { ++accept_pauses_[std::string(reason)]; }
+  // Connections over --max-connections: answered 503, or closed unread when too many wait for it.
+  void count_refused_connection(bool answered) { ++(answered ? refused_answered_ : refused_closed_); }
   // A request sent again on a fresh connection; `cause`: how the pooled one failed (eof, reset,
   // broken_pipe).
   void count_retry(std::string_view cause) { ++retries_[std::string(cause)]; }
@@ -38,7 +46,10 @@ class ProxyMetrics {
   std::string render(const LedgerCounts& ledger) const;
 
  private:
+  LabelCap models_;
   std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t> requests_;  // model, outcome, code
+  std::map<std::string, std::uint64_t> accept_pauses_;
+  std::uint64_t refused_answered_ = 0, refused_closed_ = 0;
   std::int64_t in_flight_ = 0;
   std::uint64_t upstream_connect_errors_ = 0;
   std::map<std::string, std::uint64_t> retries_{{"eof", 0}, {"reset", 0}, {"broken_pipe", 0}};

@@ -36,6 +36,7 @@
 #include "proxy/outcome.hpp"
 #include "proxy/proxy_metrics.hpp"
 #include "proxy/receive.hpp"
+#include "proxy/request_head.hpp"
 #include "proxy/shared_state.hpp"
 #include "proxy/telemetry.hpp"
 #include "proxy/timing.hpp"
@@ -48,15 +49,20 @@ namespace mpo::proxy {
 
 http::request<http::string_body> Proxy::upstream_request(const http::request<http::string_body>& req, const Exchange& x,
                                                          std::string body) const {
-  http::request<http::string_body> up(req.method(), backend_.target_for(req.target()), 11);
+  http::request<http::string_body> up;
+  up.version(11);
+  up.method_string(req.method_string());  // any method the head allowed, extension methods too
+  up.target(backend_.target_for(req.target()));
   const std::string tokens = connection_tokens(req);
   bool client_request_id = false;
   for (const auto& f : req) {
     const auto name = f.name_string();
     if (is_hop_by_hop(name, tokens) || f.name() == http::field::host || f.name() == http::field::content_length ||
         f.name() == http::field::accept_encoding || beast::iequals(name, opts_.id_header) ||
-        beast::iequals(name, "traceparent") || beast::iequals(name, "tracestate")) {
-      continue;  // Accept-Encoding dropped: bodies must stay readable for the tap; trace context below
+        beast::iequals(name, "traceparent") || beast::iequals(name, "tracestate") || dropped_field_name(name)) {
+      // Accept-Encoding dropped: bodies must stay readable for the tap; trace context below;
+      // names with underscores as nginx drops them (proxy/request_head.hpp).
+      continue;
     }
     if (beast::iequals(name, "X-Request-Id")) client_request_id = true;
     up.insert(name, f.value());
@@ -169,6 +175,13 @@ awaitable<bool> Proxy::handle(beast::tcp_stream& client, http::request<http::str
       finish(x);
       co_return false;
     }
+    if (is_http_syntax_error(ec)) {
+      // A garbage status line, two Content-Lengths, a bad field: not a reset, say what it was.
+      std::string message = fmt::format("modelperfobs proxy: backend {} sent an invalid response head: {}",
+                                        backend_.origin, ec.message());
+      co_return co_await answer_error(client, x, req.version(), false, http::status::bad_gateway,
+                                      "upstream_protocol_error", std::move(message));
+    }
     co_return co_await answer_upstream_failure(client, x, req.version(), false, ec, "upstream_reset",
                                                "sent no response in time", "closed the connection before responding");
   }
@@ -227,9 +240,11 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const http::request<http
     res.content_length(parser.content_length());
   } else if (!(head.result() == http::status::no_content || head.result() == http::status::not_modified ||
                req.method() == http::verb::head)) {
-    res.chunked(true);
+    // HTTP/1.0 has no chunked coding: its clients get the body up to the close.
+    if (req.version() >= 11) res.chunked(true);
   }
-  res.keep_alive(req.keep_alive());
+  const bool close_delimited = req.version() < 11 && !res.has_content_length() && !res.chunked();
+  res.keep_alive(req.keep_alive() && !close_delimited);
   res.body().data = nullptr;
   res.body().more = true;
   http::response_serializer<http::buffer_body> sr(res);
@@ -361,6 +376,7 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const http::request<http
   end.upstream = !upstream_ec                                   ? UpstreamEnd::kComplete
                  : upstream_ec == beast::error::timeout         ? UpstreamEnd::kTimeout
                  : upstream_ec == asio::error::connection_reset ? UpstreamEnd::kReset
+                 : is_http_syntax_error(upstream_ec)            ? UpstreamEnd::kProtocolError
                                                                 : UpstreamEnd::kTruncated;
   end.http_status = *o.http_status;
   end.sse = sse;
@@ -371,15 +387,17 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const http::request<http
   o.outcome = std::string(relay_outcome(end));
   if (is_upstream_failure(o.outcome)) {
     o.error_type = o.outcome;
-    o.error_message = upstream_ec ? fmt::format("backend ended the response early: {}", upstream_ec.message())
-                                  : std::string(openai::kMissingTerminalEvent);
+    o.error_message = end.upstream == UpstreamEnd::kProtocolError
+                          ? fmt::format("backend's response body broke HTTP framing: {}", upstream_ec.message())
+                      : upstream_ec ? fmt::format("backend ended the response early: {}", upstream_ec.message())
+                                    : std::string(openai::kMissingTerminalEvent);
   }
   if (tap.unknown_events() > 0)
     shared_.with_metrics([&](ProxyMetrics& m) { m.count_unknown_events(o.operation, tap.unknown_events()); });
   const bool reusable = complete && parser.keep_alive() && !upstream_ec;
   if (reusable) pool_->give_back(std::move(up), keep_alive_hint, sse);
   finish(x);
-  co_return complete&& req.keep_alive();
+  co_return complete&& req.keep_alive() && !close_delimited;
 }
 
 }  // namespace mpo::proxy

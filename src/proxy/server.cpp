@@ -3,6 +3,7 @@
 #include "proxy/server.hpp"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -33,10 +34,12 @@
 #include "proxy/backend_notes.hpp"
 #include "proxy/correlation.hpp"
 #include "proxy/hop_by_hop.hpp"
+#include "proxy/limits.hpp"
 #include "proxy/loop.hpp"
 #include "proxy/outcome.hpp"
 #include "proxy/proxy_metrics.hpp"
 #include "proxy/receive.hpp"
+#include "proxy/request_head.hpp"
 #include "proxy/shared_state.hpp"
 #include "proxy/telemetry.hpp"
 #include "proxy/timing.hpp"
@@ -55,7 +58,9 @@ Status Proxy::open(std::uint16_t port) {
   if (index_ == 0) {
     if (auto st = shared_.ledger.open(); !st) return st;
     auto telemetry = Telemetry::make(
-        {opts_.otlp, {opts_.genai_provider, backend_.host, backend_.port, opts_.max_model_labels}, opts_.instance},
+        {opts_.otlp,
+         {opts_.genai_provider, backend_.host, backend_.port, opts_.max_model_labels, opts_.max_label_bytes},
+         opts_.instance},
         [](std::string_view name) -> std::optional<std::string> {
           const char* v = std::getenv(std::string(name).c_str());
           return v ? std::optional<std::string>(v) : std::nullopt;
@@ -116,9 +121,28 @@ Status Proxy::listen(tcp::acceptor& a, const HostPort& hp, std::string_view flag
   const auto addr = asio::ip::make_address(hp.host, ec);
   if (ec) return make_error("proxy.listen", fmt::format("{}: invalid address '{}'", flag, hp.host));
   const tcp::endpoint ep(addr, hp.port);
+  auto fail = [&](std::string_view why) {
+    return make_error("proxy.listen", fmt::format("{}: cannot listen on {}:{}: {}", flag, hp.host, hp.port, why));
+  };
+  // The loops of one proxy share their port through SO_REUSEPORT, which any other process of the
+  // same user could join unnoticed, taking a share of the traffic into its own ledger. Unless
+  // --reuse-port asks for that, the first loop first binds the address without it: a port some
+  // other socket listens on (with or without SO_REUSEPORT) refuses that bind, as nginx's would.
+  if (reuse_port && !opts_.reuse_port && hp.port != 0 && index_ == 0) {
+    tcp::acceptor probe(io_);
+    probe.open(ep.protocol(), ec);
+    if (!ec) probe.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) probe.bind(ep, ec);
+    if (ec == asio::error::address_in_use) {
+      return fail(
+          "address already in use (another process listens there; --reuse-port shares the port with "
+          "it on purpose)");
+    }
+    if (ec) return fail(ec.message());
+  }
   a.open(ep.protocol(), ec);
   if (!ec) a.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec && reuse_port) {
+  if (!ec && (reuse_port || opts_.reuse_port)) {
     // Several loops listen on one port; the kernel spreads new connections between them.
     const int on = 1;
     if (setsockopt(a.native_handle(), SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0)
@@ -127,10 +151,12 @@ Status Proxy::listen(tcp::acceptor& a, const HostPort& hp, std::string_view flag
   if (!ec) a.set_option(tcp::no_delay(true), ec);  // inherited by accepted sockets
   if (!ec) a.bind(ep, ec);
   if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) {
-    return make_error("proxy.listen", fmt::format("{}: cannot listen on {}:{}: {} (use port 0 for any free port)", flag,
-                                                  hp.host, hp.port, ec.message()));
+  if (ec == asio::error::address_in_use) {
+    return fail(opts_.reuse_port ? "address already in use by a socket without SO_REUSEPORT"
+                                 : "address already in use (another process listens there; use another port, or 0 "
+                                   "for any free one)");
   }
+  if (ec) return fail(fmt::format("{} (use port 0 for any free port)", ec.message()));
   return Ok{};
 }
 
@@ -186,15 +212,39 @@ awaitable<void> Proxy::export_metrics_loop() {
 }
 
 awaitable<void> Proxy::accept_loop(tcp::acceptor& acceptor, bool admin) {
+  asio::steady_timer pause(io_);
+  AcceptBackoff backoff;
   for (;;) {
     auto [ec, socket] = co_await acceptor.async_accept(kNoThrow);
     if (ec) {
       if (ec == asio::error::operation_aborted || stopping_) co_return;
-      continue;
+      // Out of descriptors or memory: the pending connection stays in the backlog and accept()
+      // would fail again at once (a spin at 100% CPU). Pause with a growing backoff, say so once
+      // per episode, keep serving the connections held; those in the backlog wait their turn.
+      const int err = ec.category() == boost::system::system_category() ? ec.value() : 0;
+      const auto why = resource_errno_name(err);
+      if (!why.empty()) {
+        const auto delay_ms = backoff.next_ms();
+        if (backoff.first_of_episode()) {
+          std::cerr << fmt::format(
+              "modelperfobs proxy: accept() failed: {} ({}); pausing new connections (backoff from {} ms), "
+              "serving the {} held; raise the limit (ulimit -n) or lower --max-connections ({})\n",
+              ec.message(), why, delay_ms, shared_.connections.load(), opts_.max_connections);
+        }
+        shared_.with_metrics([&](ProxyMetrics& m) { m.count_accept_pause(why); });
+        pause.expires_after(std::chrono::milliseconds(delay_ms));
+        co_await pause.async_wait(kNoThrow);
+        if (stopping_) co_return;
+      }
+      continue;  // ECONNABORTED and the like: the next connection
     }
+    backoff.reset();
     if (!admin && shared_.connections >= opts_.max_connections) {
-      // Over the connection limit: answer 503 (and record it) instead of serving.
-      asio::co_spawn(io_, refuse_connection(beast::tcp_stream(std::move(socket))), asio::detached);
+      // Over the connection limit: answer 503 (and record it) instead of serving; when too many
+      // already wait for theirs, close at once (each holds a descriptor for up to 5 s).
+      const bool answer = shared_.refusing < kMaxRefusing;
+      shared_.with_metrics([&](ProxyMetrics& m) { m.count_refused_connection(answer); });
+      if (answer) asio::co_spawn(io_, refuse_connection(beast::tcp_stream(std::move(socket))), asio::detached);
       continue;
     }
     // Linux copies TCP_NODELAY from the listening socket to accepted ones; checked once, so
@@ -236,51 +286,160 @@ awaitable<void> Proxy::admin_session(beast::tcp_stream stream) {
   co_await http::async_write(stream, res, kNoThrow);
 }
 
+namespace {
+
+std::string_view buffered(const beast::flat_buffer& b) { return {static_cast<const char*>(b.data().data()), b.size()}; }
+
+// The request line's method and target as far as they can be read, for the line of a request
+// refused before it was parsed (bounded: a refused head can be 64 KiB of garbage).
+http::request<http::string_body> refused_request(std::string_view head, int version) {
+  http::request<http::string_body> r;
+  r.version(version);
+  const auto line = head.substr(0, head.find_first_of("\r\n"));
+  const auto sp = line.find(' ');
+  r.method_string(line.substr(0, std::min<std::size_t>(sp == std::string_view::npos ? 0 : sp, 32)));
+  if (sp != std::string_view::npos) {
+    const auto rest = line.substr(sp + 1);
+    r.target(rest.substr(0, std::min<std::size_t>(rest.find(' '), 2048)));
+  }
+  return r;
+}
+
+}  // namespace
+
 awaitable<void> Proxy::session(beast::tcp_stream client) {
   ++shared_.connections;
   beast::flat_buffer buffer;
   ReadableWait client_wait(io_.get_executor());
+  const HeadLimits limits{opts_.max_header_bytes, opts_.max_header_count};
+  constexpr std::size_t kReadSize = 16 * 1024;
   for (;;) {
-    http::request_parser<http::string_body> parser;
-    parser.header_limit(64 * 1024);
-    parser.body_limit(opts_.max_body);
     // The request's first bytes, read with their kernel receive time (its arrival); bytes
-    // already buffered (a pipelined request) have none.
+    // already buffered (a pipelined request) have none. Up to --client-idle-timeout between
+    // requests, then --client-header-timeout for the whole head.
     std::optional<RxStamp> arrival;
-    if (buffer.size() == 0 && rx_timestamps_) {
-      auto first = co_await receive_some(client.socket(), buffer, client_wait, seconds(opts_.client_idle_timeout_s));
-      if (first.ec) break;  // closed by the client or idle: nothing to answer
-      arrival = first.stamp;
-    }
-    client.expires_after(seconds(opts_.client_idle_timeout_s));
-    auto [hec, hn] = co_await http::async_read_header(client, buffer, parser, kNoThrow);
-    boost::system::error_code ec = hec;
-    if (!ec) {
-      // Expect: 100-continue (curl sends it for bodies over 1 KiB): say continue, or the client
-      // waits a second before sending the body. The backend gets the body without the header.
-      auto expect = parser.get().find(http::field::expect);
-      if (expect != parser.get().end() && beast::iequals(expect->value(), "100-continue")) {
-        parser.get().erase(http::field::expect);
-        http::response<http::empty_body> cont(http::status::continue_, parser.get().version());
-        auto [cec, cn] = co_await http::async_write(client, cont, kNoThrow);
-        ec = cec;
+    if (buffer.size() == 0) {
+      if (rx_timestamps_) {
+        auto first = co_await receive_some(client.socket(), buffer, client_wait, seconds(opts_.client_idle_timeout_s));
+        if (first.ec) break;  // closed by the client or idle: nothing to answer
+        arrival = first.stamp;
+      } else {
+        client.expires_after(seconds(opts_.client_idle_timeout_s));
+        auto [ec, n] = co_await client.async_read_some(buffer.prepare(kReadSize), kNoThrow);
+        if (ec) break;
+        buffer.commit(n);
       }
     }
-    if (!ec) {
-      auto [bec, bn] = co_await http::async_read(client, buffer, parser, kNoThrow);
-      ec = bec;
+    // The head is found by one pass over its bytes, however they arrive, and judged whole
+    // (proxy/request_head.hpp) before Beast or the backend sees any of it.
+    HeadScanner scan(limits);
+    client.expires_after(seconds(opts_.client_header_timeout_s));
+    auto state = scan.scan(buffered(buffer));
+    bool gone = false;
+    while (state == HeadScanner::State::kNeedMore) {
+      auto [ec, n] = co_await client.async_read_some(buffer.prepare(kReadSize), kNoThrow);
+      if (ec) {
+        gone = true;  // closed, or the head too slow: nothing to answer (nginx: the same)
+        break;
+      }
+      buffer.commit(n);
+      state = scan.scan(buffered(buffer));
     }
-    if (ec == http::error::body_limit || ec == http::error::header_limit) {
-      const auto status = ec == http::error::body_limit ? http::status::payload_too_large
-                                                        : http::status::request_header_fields_too_large;
-      co_await refuse(client, parser.get(), status);
+    if (gone) break;
+    if (state != HeadScanner::State::kComplete) {
+      const auto partial = refused_request(buffered(buffer).substr(scan.leading()), 11);
+      std::string message = state == HeadScanner::State::kTooLarge
+                                ? fmt::format("request headers over --max-header-bytes ({} bytes)", limits.max_bytes)
+                                : fmt::format("more than --max-header-count ({}) header fields", limits.max_fields);
+      std::string outcome = "proxy_error";
+      co_await refuse(client, partial, http::status::request_header_fields_too_large, std::move(outcome),
+                      std::move(message));
       break;
     }
-    if (ec) break;  // closed by the client, idle timeout, or not HTTP: nothing to answer
+    buffer.consume(scan.leading());
+    const auto head_bytes = buffered(buffer).substr(0, scan.head_size());
+    auto head = parse_request_head(head_bytes, limits);
+    if (!head) {
+      const int version = head_bytes.find("HTTP/1.0\r\n") != std::string_view::npos ? 10 : 11;
+      const auto partial = refused_request(head_bytes, version);
+      const auto status = static_cast<http::status>(status_for(head.error()));
+      std::string outcome = "bad_request", message = head.error().message;
+      co_await refuse(client, partial, status, std::move(outcome), std::move(message));
+      break;
+    }
+    std::string origin_target = std::move(head->origin_target);
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(limits.max_bytes + 1));
+    parser.body_limit(opts_.max_body);
+    boost::system::error_code ec;
+    buffer.consume(parser.put(asio::buffer(head_bytes.data(), head_bytes.size()), ec));
+    if (!ec && !parser.is_header_done()) ec = http::error::partial_message;
+    // A Content-Length over --max-body is known from the head: 413 below.
+    if (ec && ec != http::error::body_limit) {  // a head the rules above passed and Beast does not read
+      const auto partial = refused_request(head_bytes, 11);
+      std::string outcome = "bad_request", message = ec.message();
+      co_await refuse(client, partial, http::status::bad_request, std::move(outcome), std::move(message));
+      break;
+    }
+    // Expect: 100-continue (curl sends it for bodies over 1 KiB): say continue, or the client
+    // waits a second before sending the body. The backend gets the body without the header.
+    auto expect = parser.get().find(http::field::expect);
+    if (!ec && expect != parser.get().end() && beast::iequals(expect->value(), "100-continue")) {
+      parser.get().erase(http::field::expect);
+      http::response<http::empty_body> cont(http::status::continue_, parser.get().version());
+      auto [cec, cn] = co_await http::async_write(client, cont, kNoThrow);
+      ec = cec;
+      if (ec) break;
+    }
+    // The body: at most --client-body-timeout of silence between reads. The wait is on the socket
+    // (a stream's own timeout would close it, and the client should get its 408).
+    while (!ec && !parser.is_done()) {
+      std::size_t used = 0;
+      if (buffer.size() > 0) {
+        used = parser.put(buffer.data(), ec);
+        buffer.consume(used);
+        if (ec == http::error::need_more) ec = {};
+        if (ec || parser.is_done()) break;
+        if (used > 0 && buffer.size() > 0) continue;
+      }
+      if (auto wec = co_await client_wait.wait(client.socket(), seconds(opts_.client_body_timeout_s)); wec) {
+        ec = wec;
+        break;
+      }
+      client.expires_after(seconds(opts_.client_body_timeout_s));
+      auto [rec, n] = co_await client.async_read_some(buffer.prepare(kReadSize), kNoThrow);
+      if (rec) {
+        ec = rec == asio::error::eof ? boost::system::error_code(http::error::partial_message) : rec;
+        break;
+      }
+      buffer.commit(n);
+    }
+    if (ec) {
+      // Too large, malformed framing (a bad chunk), or not complete in time: answered and
+      // recorded; a client that closed gets nothing.
+      http::status status = http::status::bad_request;
+      std::string outcome = "bad_request", message;
+      if (ec == http::error::body_limit) {
+        status = http::status::payload_too_large;
+        outcome = "proxy_error";
+        message = fmt::format("request body over --max-body ({} bytes)", opts_.max_body);
+      } else if (ec == beast::error::timeout) {
+        status = http::status::request_timeout;
+        message = fmt::format("the request body paused over --client-body-timeout ({} s)", opts_.client_body_timeout_s);
+      } else if (is_http_syntax_error(ec)) {
+        message = fmt::format("invalid request body framing: {}", ec.message());
+      } else {
+        break;
+      }
+      co_await refuse(client, parser.get(), status, outcome, std::move(message));
+      break;
+    }
+    auto req = parser.release();
+    if (req.target() != origin_target) req.target(origin_target);  // absolute-form: the path the backend gets
     bool keep = false;
     std::string failure;
     try {
-      keep = co_await handle(client, parser.release(), arrival);
+      keep = co_await handle(client, std::move(req), arrival);
     } catch (const std::exception& e) {
       failure = e.what();  // the per-request handler: one of the two places exceptions are caught
     }
@@ -405,30 +564,26 @@ awaitable<bool> Proxy::answer_upstream_failure(beast::tcp_stream& client, Exchan
 }
 
 awaitable<void> Proxy::refuse(beast::tcp_stream& client, const http::request<http::string_body>& partial,
-                              http::status status) {
+                              http::status status, std::string outcome, std::string message) {
   Exchange x = begin(partial);
-  // Arguments are built before co_await: GCC 12 destroys temporaries of a co_await expression
-  // twice when they come from a conditional (a double free seen here).
-  std::string message;
-  if (status == http::status::payload_too_large) {
-    message = fmt::format("request body over --max-body ({} bytes)", opts_.max_body);
-  } else if (status == http::status::service_unavailable) {
-    message = fmt::format("over --max-connections ({}); try again later", opts_.max_connections);
-  } else {
-    message = "request headers over 64 KiB";
-  }
-  co_await answer_error(client, x, partial.version(), false, status, "proxy_error", std::move(message));
+  const auto version = partial.version() == 10 ? 10u : 11u;
+  co_await answer_error(client, x, version, false, status, outcome, std::move(message));
 }
 
 awaitable<void> Proxy::refuse_connection(beast::tcp_stream client) {
+  ++shared_.refusing;
   beast::flat_buffer buffer;
   http::request_parser<http::string_body> parser;
-  parser.header_limit(64 * 1024);
+  parser.header_limit(static_cast<std::uint32_t>(opts_.max_header_bytes));
   parser.body_limit(opts_.max_body);
   client.expires_after(std::chrono::seconds(5));
   auto [ec, n] = co_await http::async_read(client, buffer, parser, kNoThrow);
-  if (ec) co_return;
-  co_await refuse(client, parser.get(), http::status::service_unavailable);
+  if (!ec) {
+    std::string message = fmt::format("over --max-connections ({}); try again later", opts_.max_connections);
+    std::string outcome = "proxy_error";
+    co_await refuse(client, parser.get(), http::status::service_unavailable, std::move(outcome), std::move(message));
+  }
+  --shared_.refusing;
 }
 
 int default_proxy_threads() {
@@ -436,12 +591,44 @@ int default_proxy_threads() {
   return static_cast<int>(std::clamp(n == 0 ? 1u : n, 1u, 8u));
 }
 
-int run_proxy(const ProxyOptions& options) {
+namespace {
+
+// The connection limit from the descriptors this process may open: the soft RLIMIT_NOFILE raised
+// to the hard one first (as Go's runtime and systemd services do), then proxy/limits.hpp's budget.
+// An explicit --max-connections above the budget is kept, with a warning: accept() will pause
+// when descriptors run out (the loops never spin on it).
+void derive_max_connections(ProxyOptions& o) {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+    if (o.max_connections <= 0) o.max_connections = 10000;
+    return;
+  }
+  if (rl.rlim_cur < rl.rlim_max) {
+    rlimit raised = rl;
+    raised.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
+  }
+  const int budget = connections_for_fd_limit(rl.rlim_cur == RLIM_INFINITY ? 1u << 20 : rl.rlim_cur);
+  if (o.max_connections <= 0) {
+    o.max_connections = budget;
+  } else if (o.max_connections > budget) {
+    std::cerr << fmt::format(
+        "modelperfobs proxy: warning: --max-connections {} is more than {} file descriptors allow ({} "
+        "connections, each with one to the backend); past them new connections wait (accept pauses)\n",
+        o.max_connections, rl.rlim_cur, budget);
+  }
+}
+
+}  // namespace
+
+int run_proxy(const ProxyOptions& given) {
+  ProxyOptions options = given;
   auto backend = net::parse_backend_url(options.backend);
   if (!backend) {
     std::cerr << "modelperfobs proxy: " << backend.error().message << "\n";
     return 2;
   }
+  derive_max_connections(options);
   const int n = std::max(1, options.threads);
   Shared shared(options);
   std::vector<std::unique_ptr<asio::io_context>> loops;

@@ -27,11 +27,22 @@ struct ProxyOptions {
   double response_timeout_s = 300;     // request sent -> response head
   double stream_idle_timeout_s = 300;  // longest silence inside a response body
   double client_idle_timeout_s = 120;  // keep-alive wait for the next request
+  // A request head must arrive within this of its first byte; a body may pause at most this long
+  // between reads (nginx: client_header_timeout, client_body_timeout, both 60 s).
+  double client_header_timeout_s = 60;
+  double client_body_timeout_s = 60;
+  // Request heads: bytes (request line, fields, blank line) and field lines (431 beyond either).
+  std::size_t max_header_bytes = 64 * 1024;
+  std::size_t max_header_count = 100;
   double drain_timeout_s = 30;
   double pool_idle_s = 4;         // shorter than uvicorn's 5 s keep-alive
   bool retry_stale = true;        // resend once on a fresh connection when a pooled one was closed
   bool kernel_timestamps = true;  // reads carry the kernel's receive time (docs/PROXY.md "Timestamps")
-  int max_connections = 10000;
+  // Client connections held at once; 0: derived from RLIMIT_NOFILE (proxy/limits.hpp).
+  int max_connections = 0;
+  // SO_REUSEPORT for other processes too: without it a second proxy on the same --listen is
+  // refused at start-up (the loops of one proxy share their port either way).
+  bool reuse_port = false;
   UsageMode usage = UsageMode::kPassthrough;
   bool itl_full = false;
   std::string id_header = "X-Fak-Observation-ID";
@@ -44,6 +55,8 @@ struct ProxyOptions {
   otel::ExportFlags otlp;
   std::string genai_provider;
   std::size_t max_model_labels = 50;
+  // Label values taken from requests (model names) longer than this are counted as _other.
+  std::size_t max_label_bytes = 256;
   // Event loops, each on its own thread with its own listener (SO_REUSEPORT: the kernel spreads
   // connections) and upstream pool; one ledger writer, one set of metrics, one exporter.
   int threads = 1;

@@ -21,7 +21,10 @@
 namespace mpo::proxy {
 
 struct Shared {
-  explicit Shared(const ProxyOptions& o) : ledger({o.ledger_path, o.fsync, 1.0, 65536}), notes(o.backend) {}
+  explicit Shared(const ProxyOptions& o)
+      : ledger({o.ledger_path, o.fsync, 1.0, 65536}),
+        metrics(o.max_model_labels, o.max_label_bytes),
+        notes(o.backend) {}
   ledger::LedgerWriter ledger;
   std::mutex metrics_mutex;  // metrics and notes
   ProxyMetrics metrics;
@@ -30,6 +33,7 @@ struct Shared {
   std::unique_ptr<Telemetry> telemetry;
   std::atomic<std::int64_t> in_flight{0};
   std::atomic<int> connections{0};
+  std::atomic<int> refusing{0};       // connections over the limit waiting for their 503
   std::atomic<int> loops_running{0};  // loops that have not finished their drain
   std::vector<boost::asio::io_context*> loops;
   // Client connections each loop accepted (the kernel spreads them over the SO_REUSEPORT

@@ -85,6 +85,7 @@ HttpResponse http(std::uint16_t port, const HttpRequest& req, int timeout_ms) {
   if (!req.body.empty() && !has_type) head += "Content-Type: application/json\r\n";
   if (!req.body.empty() || req.method == "POST") head += "Content-Length: " + std::to_string(req.body.size()) + "\r\n";
   head += "\r\n" + req.body;
+  if (!req.raw.empty()) head = req.raw;
   HttpResponse res;
   res.sent_us = now_us();
   for (std::size_t off = 0; off < head.size();) {
@@ -117,6 +118,13 @@ HttpResponse http(std::uint16_t port, const HttpRequest& req, int timeout_ms) {
     if (!req.disconnect_after_text.empty() && body_start != std::string::npos &&
         res.raw.find(req.disconnect_after_text, body_start) != std::string::npos) {
       break;
+    }
+    if (!req.raw.empty() && body_start != std::string::npos && res.raw.compare(0, 10, "HTTP/1.1 1") != 0) {
+      std::string lower_head = res.raw.substr(0, body_start);
+      std::transform(lower_head.begin(), lower_head.end(), lower_head.begin(),
+                     [](unsigned char c) { return std::tolower(c); });
+      const auto cl = lower_head.find("\r\ncontent-length:");
+      if (cl != std::string::npos && res.raw.size() - body_start >= std::stoull(lower_head.substr(cl + 17))) break;
     }
   }
   close(fd);

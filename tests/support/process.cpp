@@ -52,11 +52,12 @@ Simulator::Simulator(std::vector<std::string> extra_args)
 }
 
 Proxy::Proxy(const std::string& backend, const std::string& ledger, std::vector<std::string> extra_args,
-             const std::string& stderr_path)
+             const std::string& stderr_path, std::vector<std::string> launcher)
     : process(
           [&] {
-            std::vector<std::string> argv{binary_path(), "proxy",          "--backend",   backend,    "--listen",
-                                          "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--ledger", ledger};
+            std::vector<std::string> argv = std::move(launcher);
+            argv.insert(argv.end(), {binary_path(), "proxy", "--backend", backend, "--listen", "127.0.0.1:0",
+                                     "--admin-listen", "127.0.0.1:0", "--ledger", ledger});
             // Every proxy test runs at --threads 1 and, registered again by ctest, at 4
             // (tests/CMakeLists.txt); a test's own --threads comes later and wins.
             const char* threads = std::getenv("MPO_PROXY_THREADS");

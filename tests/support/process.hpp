@@ -41,8 +41,9 @@ struct Simulator {
 // --ledger LEDGER --threads $MPO_PROXY_THREADS (default 1) EXTRA...` and reads both ports it printed.
 // `stderr_path`: where its stderr goes (appended), instead of the test's own.
 struct Proxy {
+  // `launcher`: a command the proxy is started under (e.g. prlimit --nofile=128:128 --).
   Proxy(const std::string& backend, const std::string& ledger, std::vector<std::string> extra_args = {},
-        const std::string& stderr_path = "");
+        const std::string& stderr_path = "", std::vector<std::string> launcher = {});
   ChildProcess process;
   std::uint16_t port = 0;
   std::uint16_t admin_port = 0;
