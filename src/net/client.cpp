@@ -93,7 +93,16 @@ asio::awaitable<std::pair<std::shared_ptr<Connection>, std::optional<Failure>>> 
   }
   beast::tcp_stream plain(ex_);
   plain.expires_at(deadline);
-  auto [cec, ep] = co_await plain.async_connect(endpoints_, kNoThrow);
+  auto [connect_ec, ep] = co_await plain.async_connect(endpoints_, kNoThrow);
+  auto cec = connect_ec;
+  if (cec && cec != asio::error::connection_refused && classify(cec) != FailureKind::kTimeout) {
+    // A socket the range connect could not open (no descriptors left) comes back as "Operation
+    // canceled": open one here to name the real cause (EMFILE, ENFILE, ENOBUFS).
+    boost::system::error_code oec;
+    asio::ip::tcp::socket probe(ex_);
+    probe.open(endpoints_.front().protocol(), oec);
+    if (oec) cec = oec;
+  }
   if (cec) {
     const auto kind = classify(cec) == FailureKind::kTimeout   ? FailureKind::kTimeout
                       : cec == asio::error::connection_refused ? FailureKind::kRefused

@@ -32,6 +32,7 @@
 #include "proxy/backend_notes.hpp"
 #include "proxy/correlation.hpp"
 #include "proxy/hop_by_hop.hpp"
+#include "proxy/limits.hpp"
 #include "proxy/loop.hpp"
 #include "proxy/outcome.hpp"
 #include "proxy/proxy_metrics.hpp"
@@ -117,8 +118,18 @@ awaitable<bool> Proxy::handle(beast::tcp_stream& client, http::request<http::str
       pooled = false;
       auto [fresh, cec] = co_await pool_->connect();
       if (cec) {
-        shared_.with_metrics([](ProxyMetrics& m) { m.count_connect_error(); });
         disarm_client_watch(client, watch);
+        if (const auto why = resource_errno_name(cec.category() == boost::system::system_category() ? cec.value() : 0);
+            !why.empty()) {
+          // The proxy, not the backend, is out of descriptors or memory: say so, as a 503.
+          std::string message = fmt::format(
+              "modelperfobs proxy: no connection to the backend could be opened: {} ({}); raise the file descriptor "
+              "limit (ulimit -n) or lower --max-connections",
+              cec.message(), why);
+          co_return co_await answer_error(client, x, req.version(), false, http::status::service_unavailable,
+                                          "proxy_error", std::move(message));
+        }
+        shared_.with_metrics([](ProxyMetrics& m) { m.count_connect_error(); });
         co_return co_await answer_upstream_failure(client, x, req.version(), client_keep, cec, "upstream_unreachable",
                                                    "did not accept the connection in time", "is unreachable");
       }
@@ -371,7 +382,9 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const http::request<http
   ledger::fill_from_tap(o, tap, x.t0_us, opts_.itl_full);
 
   RelayEnd end;
-  end.client_left = client_failed || watch->client_gone;
+  // A client that closes once the whole response was written to it (a Content-Length body read to
+  // its end) did not leave early, whenever the watch noticed its close.
+  end.client_left = client_failed || (watch->client_gone && !complete);
   end.terminal_forwarded = terminal_forwarded;
   end.upstream = !upstream_ec                                   ? UpstreamEnd::kComplete
                  : upstream_ec == beast::error::timeout         ? UpstreamEnd::kTimeout

@@ -161,7 +161,14 @@ TEST(ProxyHostileInput, HeaderLimitsAndTimeoutsAreFlags) {
   CannedBackend backend({write_step(kOk), close_step()});
   const auto dir = make_temp_dir();
   Proxy proxy(fmt::format("http://127.0.0.1:{}", backend.port()), dir + "/ledger.jsonl",
-              {"--max-header-count", "3", "--max-header-bytes", "300", "--client-body-timeout", "0.3"});
+              {"--max-header-count", "3", "--max-header-bytes", "300", "--client-body-timeout", "0.3",
+               "--client-header-timeout", "0.3"});
+  // A head that never ends: the connection is closed after --client-header-timeout (no answer, no
+  // line: nothing was requested yet), not after the default 60 s.
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto stalled = raw(proxy.port, "GET / HTTP/1.1\r\nHost: a\r\nX-Slow: ", 10000);
+  EXPECT_EQ(stalled.status, 0);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
   EXPECT_EQ(raw(proxy.port, "GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\n\r\n").status, 200);
   EXPECT_EQ(raw(proxy.port, "GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n").status, 431);
   EXPECT_EQ(raw(proxy.port, "GET / HTTP/1.1\r\nHost: a\r\nA: " + std::string(300, 'x') + "\r\n\r\n").status, 431);
@@ -328,11 +335,27 @@ TEST(ProxyResources, OutOfDescriptorsTheLoopPausesInsteadOfSpinningAndResumes) {
   std::size_t said = 0;
   for (auto at = log.find("accept() failed"); at != std::string::npos; at = log.find("accept() failed", at + 1)) ++said;
   EXPECT_EQ(said, 1u) << log;
+  // A request on a connection the proxy holds: no descriptor is left for the backend connection,
+  // and the answer says so (it used to be a 502 blaming the backend: "Operation canceled").
+  const std::string get = "GET /v1/models HTTP/1.1\r\nHost: a\r\n\r\n";
+  ASSERT_EQ(send(held[0]->fd, get.data(), get.size(), MSG_NOSIGNAL), static_cast<ssize_t>(get.size()));
+  std::string answer;
+  char buf[1024];
+  for (ssize_t n = 0; answer.find("}}") == std::string::npos && (n = recv(held[0]->fd, buf, sizeof buf, 0)) > 0;) {
+    answer.append(buf, static_cast<std::size_t>(n));
+  }
+  EXPECT_EQ(answer.substr(0, 12), "HTTP/1.1 503") << answer;
+  EXPECT_NE(answer.find("Too many open files (EMFILE)"), std::string::npos) << answer;
   held.clear();
   // The backlog drains once descriptors free up: a new request is served.
   EXPECT_EQ(http_get(proxy.port, "/v1/models").status, 200);
   const auto x = read_exposition(http_get(proxy.admin_port, "/metrics").body);
   EXPECT_GE(x.find("modelperfobs_accept_paused_total", {"reason=\"EMFILE\""}).value_or(0), 2);
+  EXPECT_EQ(x.find("modelperfobs_upstream_connect_errors_total"), 0);  // not the backend's fault
+  const auto lines = ledger_of(proxy, dir + "/ledger.jsonl");
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_EQ(lines[0].at("outcome"), "proxy_error");
+  EXPECT_EQ(lines[0].at("http_status"), 503);
 }
 
 }  // namespace
