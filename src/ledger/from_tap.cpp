@@ -19,9 +19,9 @@ void fill_from_tap(Observation& o, const openai::StreamTap& tap, std::int64_t t0
   o.token_source = std::string(openai::to_string(tap.token_source()));
   o.completion_tokens = tap.completion_tokens();
   o.prompt_tokens = tap.prompt_tokens();
+  o.cached_prompt_tokens = tap.cached_prompt_tokens();
   if (const auto& u = tap.usage()) {
     o.total_tokens = u->total_tokens;
-    o.cached_prompt_tokens = u->cached_prompt_tokens;
     o.reasoning_tokens = u->reasoning_tokens;
   }
 }

@@ -89,6 +89,7 @@ void StreamTap::on_payload(const PayloadInfo& p, std::int64_t steady_us, bool st
       std::int64_t n = 0;
       if (t["predicted_n"].get_int64().get(n) == simdjson::SUCCESS) timings_predicted_n_ = n;
       if (t["prompt_n"].get_int64().get(n) == simdjson::SUCCESS) timings_prompt_n_ = n;
+      if (t["cache_n"].get_int64().get(n) == simdjson::SUCCESS) timings_cache_n_ = n;
     }
   }
   if (streamed && is_generated(p.kind)) {
@@ -126,9 +127,18 @@ std::optional<std::int64_t> StreamTap::completion_tokens() const {
 
 namespace mpo::openai {
 
+// llama.cpp's timings count the prompt in two parts: prompt_n tokens computed, cache_n served
+// from its prefix cache (its own usage.prompt_tokens is their sum, and cached_tokens is cache_n:
+// tests/fixtures/llamacpp/llamacpp_b10309_chat_stream.http). Without usage the prompt is the sum.
 std::optional<std::int64_t> StreamTap::prompt_tokens() const {
   if (usage_ && usage_->prompt_tokens) return usage_->prompt_tokens;
-  return timings_prompt_n_;
+  if (!timings_prompt_n_) return std::nullopt;
+  return *timings_prompt_n_ + timings_cache_n_.value_or(0);
+}
+
+std::optional<std::int64_t> StreamTap::cached_prompt_tokens() const {
+  if (usage_ && usage_->cached_prompt_tokens) return usage_->cached_prompt_tokens;
+  return timings_prompt_n_ ? timings_cache_n_ : std::nullopt;
 }
 
 }  // namespace mpo::openai

@@ -43,7 +43,10 @@ class StreamTap {
   TokenSource token_source() const;
   // Completion tokens by the best available source (estimated: content events).
   std::optional<std::int64_t> completion_tokens() const;
+  // The whole prompt (cached tokens included) and its cached part: from usage, else from
+  // llama.cpp's timings (prompt_n + cache_n, and cache_n).
   std::optional<std::int64_t> prompt_tokens() const;
+  std::optional<std::int64_t> cached_prompt_tokens() const;
   const std::string& model() const { return model_; }
   const std::string& id() const { return id_; }
   const std::string& finish_reason() const { return finish_reason_; }
@@ -84,7 +87,7 @@ class StreamTap {
   bool typed_events_ = false;
   bool error_event_ = false;
   int unknown_events_ = 0;
-  std::optional<std::int64_t> timings_predicted_n_, timings_prompt_n_;
+  std::optional<std::int64_t> timings_predicted_n_, timings_prompt_n_, timings_cache_n_;
   std::string model_, id_, finish_reason_, error_type_, error_message_, server_timings_;
   int choices_ = 0;
   bool saw_done_ = false;

@@ -84,6 +84,34 @@ TEST_F(RealLlamaCpp, AlternatingStreamedAndNonStreamedRequestsThroughTheProxyNev
   EXPECT_EQ(metric, static_cast<double>(retries));
 }
 
+// Issue 37: without stream_options.include_usage the line's prompt tokens are llama.cpp's
+// prompt_n + cache_n (its usage's prompt_tokens when asked for), so a prompt the prefix cache
+// served is not recorded as 1 token.
+TEST_F(RealLlamaCpp, APromptServedFromThePrefixCacheKeepsItsLengthWithoutUsage) {
+  std::string text;
+  for (int i = 0; i < 60; ++i) text += fmt::format("word{} ", i);
+  const std::string plain =
+      R"({"model":"real-llama","messages":[{"role":"user","content":")" + text + R"("}],"max_tokens":2,"stream":true})";
+  const std::string with_usage = R"({"model":"real-llama","messages":[{"role":"user","content":")" + text +
+                                 R"("}],"max_tokens":2,"stream":true,"stream_options":{"include_usage":true}})";
+  for (const auto* body : {&plain, &plain, &with_usage}) {
+    ASSERT_EQ(http_post(proxy_->port, "/v1/chat/completions", *body).status, 200);
+  }
+  ASSERT_EQ(proxy_->process.terminate(), 0);
+  const auto lines = read_lines(dir_ + "/ledger.jsonl");
+  ASSERT_EQ(lines.size(), 3u);
+  std::vector<json::object> l;
+  for (const auto& line : lines) l.push_back(json::parse(line).as_object());
+  const auto engine_prompt = l[2].at("prompt_tokens").as_int64();  // the engine's own usage
+  EXPECT_GT(engine_prompt, 60);
+  EXPECT_EQ(l[0].at("prompt_tokens").as_int64(), engine_prompt);
+  EXPECT_EQ(l[1].at("prompt_tokens").as_int64(), engine_prompt);
+  EXPECT_EQ(l[1].at("token_source"), "server_timings");
+  // The second send found the first's prompt in the cache, and says how much.
+  EXPECT_GT(l[1].at("cached_prompt_tokens").as_int64(), engine_prompt / 2);
+  EXPECT_EQ(l[2].at("cached_prompt_tokens"), l[1].at("cached_prompt_tokens"));
+}
+
 TEST_F(RealLlamaCpp, ClientsThatLeaveAtDoneAreOk) {
   int before_terminator = 0;
   for (int i = 0; i < 100; ++i) {

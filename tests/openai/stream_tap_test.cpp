@@ -81,6 +81,30 @@ TEST(StreamTap, LlamaCppTimingsAreATokenSourceWhenThereIsNoUsage) {
   EXPECT_EQ(tap.prompt_tokens(), 3);
 }
 
+// Issue 37: two sends of one 258-token prompt without include_usage were recorded as 1 prompt
+// token. llama.cpp's timings split the prompt into prompt_n computed and cache_n cached (the
+// capture's usage says 10 = 1 + 9); the prompt is their sum, the cached part cache_n.
+TEST(StreamTap, LlamaCppTimingsWithoutUsageCountTheCachedPartOfThePrompt) {
+  StreamTap tap(true);
+  tap.feed("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n", 1);
+  tap.feed(
+      "data: {\"choices\":[{\"finish_reason\":\"length\",\"delta\":{}}],\"timings\":{\"cache_n\":257,"
+      "\"prompt_n\":1,\"prompt_ms\":0.3,\"predicted_n\":4,\"predicted_ms\":1.1}}\n\ndata: [DONE]\n\n",
+      2);
+  tap.finish(true);
+  EXPECT_EQ(tap.prompt_tokens(), 258);
+  EXPECT_EQ(tap.cached_prompt_tokens(), 257);
+  // With usage, usage says it (llama.cpp's usage already adds them up).
+  StreamTap with_usage(false);
+  with_usage.feed(
+      R"({"choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":10,"completion_tokens":6,)"
+      R"("prompt_tokens_details":{"cached_tokens":9}},"timings":{"cache_n":9,"prompt_n":1,"predicted_n":6}})",
+      1);
+  with_usage.finish(true);
+  EXPECT_EQ(with_usage.prompt_tokens(), 10);
+  EXPECT_EQ(with_usage.cached_prompt_tokens(), 9);
+}
+
 }  // namespace
 }  // namespace mpo::openai
 
