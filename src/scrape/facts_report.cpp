@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/clock.hpp"
@@ -23,7 +24,77 @@ bool same_server(const Snapshot& a, const Snapshot& b) {
          a.signals.models == b.signals.models;
 }
 
+std::string percent(double share) { return fmt::format("{:.0f}%", share * 100); }
+
+std::string amount(const GaugeOverWindow& g, double v) {
+  return g.signal == promtext::Signal::kKvUsage ? fmt::format("{:.1f}%", v * 100) : fmt::format("{:.3g}", v);
+}
+
+// The gauges stated over a window, as one fact; the last-scrape facts say they are the last.
+Fact window_fact(const std::vector<GaugeOverWindow>& gauges, double seconds, std::size_t scrapes) {
+  Fact f;
+  f.id = "gauges_over_window";
+  f.status = FactStatus::kStated;
+  std::string text;
+  for (const auto& g : gauges) {
+    const std::string key(promtext::signal_name(g.signal));
+    f.values.push_back({key + "_max", g.max, g.signal == promtext::Signal::kKvUsage ? "fraction" : "requests", false});
+    f.values.push_back({key + "_mean", g.mean, g.signal == promtext::Signal::kKvUsage ? "fraction" : "requests", false});
+    f.values.push_back({key + "_share_above_zero", g.share_above_zero, "fraction", false});
+    f.sources.push_back(g.source);
+    text += fmt::format("{}{}: max {}, time-weighted mean {}, above zero {} of the time", text.empty() ? "" : "; ",
+                        g.name, amount(g, g.max), amount(g, g.mean), percent(g.share_above_zero));
+  }
+  f.statement = fmt::format("Over {:.1f} s ({} scrapes): {}.", seconds, scrapes, text);
+  return f;
+}
+
 }  // namespace
+
+std::vector<GaugeOverWindow> gauges_over_window(std::span<const Snapshot> snaps, const Snapshot& first,
+                                                const Snapshot& last) {
+  using S = promtext::Signal;
+  static constexpr std::pair<S, const char*> kGauges[] = {{S::kWaiting, "requests waiting"},
+                                                          {S::kWaitingCapacity, "waiting for capacity"},
+                                                          {S::kWaitingDeferred, "waiting, deferred"},
+                                                          {S::kRunning, "requests running"},
+                                                          {S::kSwapped, "requests swapped"},
+                                                          {S::kKvUsage, "KV pool used"}};
+  std::vector<const Snapshot*> in;
+  bool inside = false;
+  for (const Snapshot& s : snaps) {
+    if (&s == &first) inside = true;
+    if (inside && has_signals(s.status) && same_server(first, s)) in.push_back(&s);
+    if (&s == &last) break;
+  }
+  std::vector<GaugeOverWindow> out;
+  if (in.size() < 2) return out;
+  for (const auto& [signal, name] : kGauges) {
+    GaugeOverWindow g{signal, name, {}, 0, 0, 0, 0, 0};
+    double weighted = 0, above = 0, total = 0;
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const auto* v = in[i]->signals.scalar(signal);
+      if (!v) continue;
+      if (g.source.empty()) g.source = v->source;
+      g.max = g.samples == 0 ? v->value : std::max(g.max, v->value);
+      g.last = v->value;
+      ++g.samples;
+      if (i + 1 < in.size()) {
+        const double held = static_cast<double>(in[i + 1]->started_at_us - in[i]->started_at_us) / 1e6;
+        if (held > 0) {
+          weighted += v->value * held;
+          total += held;
+          if (v->value > 0) above += held;
+        }
+      }
+    }
+    if (g.samples < 2 || total <= 0) continue;
+    g.mean = weighted / total;
+    g.share_above_zero = above / total;
+    out.push_back(std::move(g));
+  }
+  return out;
+}
 
 FactsReport build_facts_report(std::span<const Snapshot> snaps) {
   FactsReport r;
@@ -60,6 +131,21 @@ FactsReport build_facts_report(std::span<const Snapshot> snaps) {
     r.window = fmt::format("since the process started (scrape {})", r.last->seq);
   }
   r.facts = promtext::derive_facts(*window, r.window_seconds);
+  if (delta) {
+    const auto gauges = gauges_over_window(snaps, *r.first, *r.last);
+    if (!gauges.empty()) {
+      std::size_t scrapes = 0;
+      for (const auto& g : gauges) scrapes = std::max(scrapes, g.samples);
+      // Gauges are instants: the facts read from the last scrape say so, and the window's own
+      // statement comes first.
+      for (Fact& f : r.facts) {
+        if ((f.id == "load" || f.id == "queueing_reason") && !f.statement.empty()) {
+          f.statement = fmt::format("At the last scrape ({}): {}", r.last->seq, f.statement);
+        }
+      }
+      r.facts.insert(r.facts.begin(), window_fact(gauges, *r.window_seconds, scrapes));
+    }
+  }
   return r;
 }
 

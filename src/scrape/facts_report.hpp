@@ -13,6 +13,24 @@
 
 namespace mpo::scrape {
 
+// One gauge over the window's scrapes (step function: each sample holds until the next scrape).
+struct GaugeOverWindow {
+  promtext::Signal signal;
+  std::string name;  // "requests waiting", "requests running", "KV pool used", ...
+  std::string source;
+  std::size_t samples = 0;
+  double max = 0;
+  double mean = 0;              // time-weighted
+  double share_above_zero = 0;  // of the window's time
+  double last = 0;
+};
+
+// The queue and load gauges over every successful scrape of one server from `first` to `last`:
+// a window in which 4 requests waited for 15 s must not read "0 waiting" because the last scrape
+// came after the run (issue 37).
+std::vector<GaugeOverWindow> gauges_over_window(std::span<const Snapshot> snapshots, const Snapshot& first,
+                                                const Snapshot& last);
+
 struct FactsReport {
   std::size_t scrapes = 0;
   std::size_t failed = 0;

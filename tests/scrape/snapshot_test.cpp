@@ -1,6 +1,7 @@
 // Snapshot records and the facts report, without sockets: bodies from the real captures.
 #include "scrape/snapshot.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
@@ -102,6 +103,38 @@ TEST(FactsReport, FailedAndStaleScrapesAreCountedAndTheWindowSpansTheGoodOnes) {
   EXPECT_NE(md.find("scrape 2: timeout: no answer within 5 s"), std::string::npos) << md;
   const auto doc = json::parse(facts_json(r, "test")).as_object();
   EXPECT_TRUE(doc.at("validity").as_object().at("valid").as_bool());
+}
+
+// Issue 37: over a run in which 4 requests waited and 4 ran for 15 s, then nothing, the last
+// scrape alone said "0 waiting, 0 running". The window's gauges are stated over every scrape.
+TEST(FactsReport, QueueGaugesAreStatedOverTheWholeWindowNotTheLastScrape) {
+  const std::string base = test::read_fixture("llamacpp/llamacpp_b10309_cpu_tiny-random_after-load.prom");
+  auto page = [&](int waiting, int running) {
+    std::string b = base;
+    b.replace(b.find("llamacpp:requests_deferred 0"), 28, fmt::format("llamacpp:requests_deferred {}", waiting));
+    b.replace(b.find("llamacpp:requests_processing 0"), 30, fmt::format("llamacpp:requests_processing {}", running));
+    return b;
+  };
+  std::vector<Snapshot> snaps;
+  snaps.push_back(snapshot(1, page(0, 0), 0));
+  for (int i = 0; i < 15; ++i) snaps.push_back(snapshot(2 + i, page(4, 4), 1'000'000 * (1 + i)));
+  snaps.push_back(snapshot(17, page(0, 0), 16'000'000));
+  snaps.push_back(snapshot(18, page(0, 0), 20'000'000));
+  const FactsReport r = build_facts_report(snaps);
+  const promtext::Fact* w = promtext::find_fact(r.facts, "gauges_over_window");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->value("waiting_max")->value, 4.0);
+  EXPECT_DOUBLE_EQ(w->value("waiting_share_above_zero")->value, 15.0 / 20.0);
+  EXPECT_DOUBLE_EQ(w->value("waiting_mean")->value, 4.0 * 15.0 / 20.0);
+  EXPECT_EQ(w->value("running_max")->value, 4.0);
+  const std::string md = facts_markdown(r);
+  EXPECT_NE(md.find("requests waiting: max 4, time-weighted mean 3, above zero 75% of the time"), std::string::npos)
+      << md;
+  // What the last scrape says is labelled as such.
+  EXPECT_NE(md.find("At the last scrape (18)"), std::string::npos) << md;
+  const auto gauges = gauges_over_window(snaps, snaps.front(), snaps.back());
+  ASSERT_FALSE(gauges.empty());
+  EXPECT_EQ(gauges.front().samples, 18u);
 }
 
 TEST(FactsReport, AnotherServerIsNotAnInterval) {
