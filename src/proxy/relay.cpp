@@ -203,13 +203,21 @@ awaitable<bool> Proxy::handle(beast::tcp_stream& client, http::request<http::str
 void Proxy::arm_client_watch(beast::tcp_stream& client, const std::shared_ptr<ClientWatch>& watch) {
   client.socket().async_wait(tcp::socket::wait_read, [&client, watch](boost::system::error_code ec) {
     if (ec || watch->done) return;
-    boost::system::error_code aec;
-    if (client.socket().available(aec) == 0 || aec) {  // readable with nothing to read: EOF
-      watch->client_gone = true;
-      if (watch->upstream) {
-        boost::system::error_code cec;
-        watch->upstream->tcp().socket().close(cec);  // the engine sees the disconnect at once
-      }
+    // Readable: bytes (a pipelined request: the client is there), its end (EOF or a reset: it
+    // left), or nothing at all. Readiness can be stale (the request's bytes were read by recvmsg
+    // outside Asio's reactor); taking that for an EOF cut live requests, which the load
+    // generator then sent again on a fresh connection. Peek to tell, and watch again on nothing.
+    char c = 0;
+    const ssize_t n = ::recv(client.socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0) return;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+      arm_client_watch(client, watch);
+      return;
+    }
+    watch->client_gone = true;
+    if (watch->upstream) {
+      boost::system::error_code cec;
+      watch->upstream->tcp().socket().close(cec);  // the engine sees the disconnect at once
     }
   });
 }

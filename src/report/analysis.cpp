@@ -23,6 +23,7 @@ constexpr double kTpotThresholdMs = 100;         // decode: 10 tokens/s per stre
 constexpr double kTransportMinTtfbMs = 200;      // transport: a head sent before output that takes this long
 constexpr double kHeadWithOutputShare = 0.9;     // a head at 90%+ of TTFT came with the output (held by the server)
 constexpr double kBusyShareThreshold = 0.5;      // workload: the proxy saw requests less than half the time
+constexpr double kHeadRuleToleranceMs = 5;       // TTFT - TTFB within this (or 10%) of the engine's prefill
 
 double median(std::vector<double> v) { return v.empty() ? 0 : *quantile_cont(std::move(v), 0.5); }
 // The same, reordering `v` (no NaN in it) instead of copying it.
@@ -187,6 +188,50 @@ double busy_share(std::span<std::pair<std::int64_t, std::int64_t>> iv, std::int6
   return busy_share(u.total(), start, end);
 }
 
+// The engine's split of TTFT (EngineSplit), when at least half the ok requests with a TTFT carry
+// the engine's prefill time.
+std::optional<EngineSplit> engine_split_of(const RowList& rs) {
+  std::vector<double> wait, prefill, head_to_token, off_prefill, ttfb, ttft;
+  std::size_t of = 0;
+  for (const Row* r : rs) {
+    if (!r->ok() || !r->ttft_ms) continue;
+    ++of;
+    if (!r->engine_prompt_ms) continue;
+    const double p = *r->engine_prompt_ms;
+    wait.push_back(*r->ttft_ms - p);
+    prefill.push_back(p);
+    ttft.push_back(*r->ttft_ms);
+    if (r->ttfb_ms) {
+      const double gap = *r->ttft_ms - *r->ttfb_ms;
+      head_to_token.push_back(gap);
+      off_prefill.push_back(std::abs(gap - p));
+      ttfb.push_back(*r->ttfb_ms);
+    }
+  }
+  if (wait.empty() || wait.size() * 2 < of) return std::nullopt;
+  EngineSplit e;
+  e.source = "llama.cpp timings.prompt_ms";
+  e.n = wait.size();
+  e.of = of;
+  e.wait_ms = *summarize(wait);
+  e.prefill_ms = *summarize(prefill);
+  if (!head_to_token.empty()) {
+    e.head_to_token_ms = summarize(head_to_token);
+    const double ttft50 = median(ttft), ttfb50 = median(ttfb), off50 = median(off_prefill);
+    const double tolerance = std::max(kHeadRuleToleranceMs, 0.1 * e.prefill_ms.p50);
+    if (ttfb50 >= kHeadWithOutputShare * ttft50) {
+      e.head_rule = "with_output";
+    } else if (e.wait_ms.p50 > 2 * tolerance) {  // enough wait to tell a slot's start from the accept
+      if (off50 <= tolerance) {
+        e.head_rule = "slot_start";
+      } else if (e.head_to_token_ms->p50 >= e.wait_ms.p50 + e.prefill_ms.p50 - tolerance) {
+        e.head_rule = "on_accept";
+      }
+    }
+  }
+  return e;
+}
+
 // excess and explained: per ok request with a TTFT, what TTFT exceeds and what of it a slow
 // prefill of its prompt would explain (gathered with the group's other columns).
 std::vector<Candidate> rank(const GroupStats& g, std::span<double> excess, std::span<double> explained) {
@@ -204,9 +249,27 @@ std::vector<Candidate> rank(const GroupStats& g, std::span<double> excess, std::
   // Queueing and prefill, from TTFT against what the prompt length could explain.
   const bool any_ttft = !excess.empty();
   const double excess_median = median_in_place(excess), explained_median = median_in_place(explained);
+  const auto& e = g.engine_split;
   {
     Candidate c{"queueing", std::max(0.0, excess_median) / kQueueExcessThresholdMs, {}};
-    if (any_ttft) {
+    if (e) {
+      // The engine's own numbers decide; the client-side estimate is said beside them.
+      c.score = std::max(0.0, e->wait_ms.p50) / kQueueExcessThresholdMs;
+      c.evidence.push_back(fmt::format(
+          "{}: {:.1f} ms of the {:.1f} ms TTFT p50 passed before the engine began the prompt (TTFT - prompt_ms, p50 "
+          "over {} of {} requests; p90 {:.1f} ms): the wait for a slot, plus the network",
+          e->source, e->wait_ms.p50, g.ttft_ms ? g.ttft_ms->p50 : 0.0, e->n, e->of, e->wait_ms.p90));
+      if (any_ttft) {
+        const bool client_crosses = excess_median >= kQueueExcessThresholdMs;
+        const bool engine_crosses = e->wait_ms.p50 >= kQueueExcessThresholdMs;
+        c.evidence.push_back(fmt::format(
+            "client-side estimate (TTFT beyond a 1,000 tok/s prefill + {:.0f} ms): {:.0f} ms{}", kStepAllowanceMs,
+            excess_median,
+            client_crosses == engine_crosses ? ""
+                                             : "; it disagrees with the engine's timings, which decide (the estimate "
+                                               "knows neither the engine's prefill rate nor its prefix cache)"));
+      }
+    } else if (any_ttft) {
       c.evidence.push_back(fmt::format(
           "median TTFT exceeds what its prompt could take to prefill (at 1,000 tok/s, + {:.0f} ms) by {:.0f} ms",
           kStepAllowanceMs, excess_median));
@@ -229,7 +292,16 @@ std::vector<Candidate> rank(const GroupStats& g, std::span<double> excess, std::
   }
   {
     Candidate c{"prefill", explained_median / kPrefillThresholdMs, {}};
-    if (any_ttft && g.prompt_tokens) {
+    if (e) {
+      c.score = e->prefill_ms.p50 / kPrefillThresholdMs;
+      c.evidence.push_back(
+          fmt::format("{}: the engine's prefill took {:.1f} ms p50, {:.1f} ms p90 (over {} requests){}", e->source,
+                      e->prefill_ms.p50, e->prefill_ms.p90, e->n,
+                      g.prompt_tokens ? fmt::format(" for prompts of median {:.0f} tokens (cached "
+                                                    "ones included; they cost no prefill)",
+                                                    g.prompt_tokens->p50)
+                                      : std::string()));
+    } else if (any_ttft && g.prompt_tokens) {
       c.evidence.push_back(
           fmt::format("median TTFT explainable by prompt length: {:.0f} ms for prompts of median {:.0f} tokens",
                       explained_median, g.prompt_tokens->p50));
@@ -256,7 +328,23 @@ std::vector<Candidate> rank(const GroupStats& g, std::span<double> excess, std::
   }
   {
     Candidate c{"transport", 0.0, {}};
-    if (g.ttfb_ms && g.ttft_ms && g.ttft_ms->p50 > 0) {
+    if (e && e->head_rule == "slot_start") {
+      c.evidence.push_back(fmt::format(
+          "not identifiable: the response head came when the engine's slot started (TTFT - TTFB p50 {:.1f} ms = its "
+          "prompt_ms p50 {:.1f} ms), so TTFB (p50 {:.1f} ms) is the wait for a slot, not the network; the network "
+          "takes at most the {:.1f} ms (p50) before the engine began the prompt, and nothing here separates it",
+          e->head_to_token_ms->p50, e->prefill_ms.p50, g.ttfb_ms ? g.ttfb_ms->p50 : 0.0, e->wait_ms.p50));
+    } else if (e && e->head_rule.empty() && e->wait_ms.p50 < kTransportMinTtfbMs) {
+      c.evidence.push_back(fmt::format(
+          "at most {:.1f} ms (p50) passed before the engine began the prompt ({}), the network's share included: "
+          "below the {:.0f} ms threshold whatever its share",
+          std::max(0.0, e->wait_ms.p50), e->source, kTransportMinTtfbMs));
+    } else if (e && e->head_rule.empty()) {
+      c.evidence.push_back(fmt::format(
+          "not identifiable: {:.1f} ms (p50) passed before the engine began the prompt, and nothing in the run "
+          "separates the network's share of it from the wait for a slot",
+          e->wait_ms.p50));
+    } else if (g.ttfb_ms && g.ttft_ms && g.ttft_ms->p50 > 0) {
       const double share = g.ttfb_ms->p50 / g.ttft_ms->p50;
       if (share >= kHeadWithOutputShare) {
         // llama.cpp (and others) send the head together with the first token: a late head is the
@@ -393,7 +481,7 @@ GroupStats analyse_group(std::string_view key, const RowList& rs, GroupColumns& 
   auto put = [](Column<double>& v, Maybe<double> x) {
     if (x) v.push_back(*x);
   };
-  auto put_int = [](Column<double>& v, Maybe<std::int64_t> x) {
+  auto put_int = [](Column<double>& v, auto x) {
     if (x) v.push_back(static_cast<double>(*x));
   };
   // Pass 1: counts, the window, and the first five columns.
@@ -479,6 +567,7 @@ GroupStats analyse_group(std::string_view key, const RowList& rs, GroupColumns& 
     for (const auto* r : rs) c.intervals.emplace_back(r->started_at_us, r->ended_at_us.value_or(r->started_at_us));
     g.busy_share = busy_share(c.intervals, g.window_start_us, g.window_end_us);
   }
+  g.engine_split = engine_split_of(rs);
   g.ranking = rank(g, s3, s4);
   if (!one_operation) {
     std::map<std::uint8_t, RowList> by_api;

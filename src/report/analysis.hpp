@@ -59,6 +59,24 @@ struct OtherStats {
   std::int64_t prompt_tokens_total = 0;
 };
 
+// TTFT split at the engine's own per-request prefill time (llama.cpp's timings.prompt_ms on the
+// lines), where most ok requests of a group carry it: what passed before the engine began the
+// prompt (waiting for a slot, plus the network) and the prefill itself, and when the engine sent
+// its response head relative to them (docs/REPORT.md "Evidence from the engine").
+struct EngineSplit {
+  std::string source;  // "llama.cpp timings.prompt_ms"
+  std::size_t n = 0;   // ok requests with TTFT and the engine's prefill time
+  std::size_t of = 0;  // ok requests with TTFT
+  Summary wait_ms;     // TTFT - prompt_ms
+  Summary prefill_ms;  // prompt_ms
+  // TTFT - TTFB: the head-to-first-token part, where the lines have a TTFB.
+  std::optional<Summary> head_to_token_ms;
+  // When the engine sent its head, decided from the run: "slot_start" (TTFT - TTFB is the prefill:
+  // llama.cpp), "with_output" (TTFB ~ TTFT), "on_accept" (the head came before the wait for a slot
+  // ended), "" when the run cannot tell (no TTFB, or no wait to tell them apart).
+  std::string head_rule;
+};
+
 struct GroupStats {
   std::string key;
   std::size_t requests = 0;
@@ -79,6 +97,7 @@ struct GroupStats {
   double error_rate = 0;
   double busy_share = 0;  // union of request intervals / window
   std::optional<TtftFit> fit;
+  std::optional<EngineSplit> engine_split;
   std::optional<double> tpot_in_flight_slope_ms;  // d(TPOT)/d(in_flight), when in_flight varies
   std::vector<Candidate> ranking;                 // best first
   std::vector<ApiStats> apis;                     // per API, when the group's requests spoke more than one

@@ -251,6 +251,21 @@ std::string render_json(const ReportInput& in) {
         .field("non_streamed", static_cast<std::uint64_t>(g.non_streamed))
         .field("error_rate", g.error_rate)
         .field("busy_share", g.busy_share);
+    if (const auto& e = g.engine_split) {
+      JsonObjectWriter split;
+      split.field("source", e->source)
+          .field("requests", static_cast<std::uint64_t>(e->n))
+          .field("of", static_cast<std::uint64_t>(e->of))
+          .raw_field("wait_ms", summary_json(e->wait_ms))
+          .raw_field("prefill_ms", summary_json(e->prefill_ms))
+          .raw_field("head_to_token_ms", summary_json(e->head_to_token_ms));
+      if (e->head_rule.empty()) {
+        split.null_field("head_rule");
+      } else {
+        split.field("head_rule", e->head_rule);
+      }
+      w.raw_field("engine_split", std::move(split).finish());
+    }
     if (g.fit) {
       const auto& f = *g.fit;
       JsonObjectWriter fit;

@@ -2,8 +2,10 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <charconv>
 #include <mutex>
 
 namespace mpo::report {
@@ -129,6 +131,19 @@ std::string_view RowTable::intern(std::string_view s, std::string_view& last) {
   return last = *interned_.insert(std::string_view(kept)).first;
 }
 
+std::optional<float> timings_prompt_ms(std::string_view t) {
+  constexpr std::string_view kKey = "\"prompt_ms\":";
+  const auto at = t.find(kKey);
+  if (at == std::string_view::npos) return std::nullopt;
+  const char* p = t.data() + at + kKey.size();
+  const char* end = t.data() + t.size();
+  while (p < end && *p == ' ') ++p;
+  double v = 0;
+  const auto [stop, ec] = std::from_chars(p, end, v);
+  if (ec != std::errc{} || stop == p || !(v >= 0) || v > 1e9) return std::nullopt;
+  return static_cast<float>(v);
+}
+
 void RowTable::add(const ledger::LedgerRecordView& r) {
   Row row;
   const std::string_view group = intern(group_key(r, by_), last_group_);
@@ -162,7 +177,11 @@ void RowTable::add(const ledger::LedgerRecordView& r) {
   row.prompt_tokens = r.prompt_tokens;
   row.completion_tokens = r.completion_tokens;
   row.cached_prompt_tokens = r.cached_prompt_tokens;
-  row.in_flight_at_start = r.in_flight_at_start;
+  if (r.in_flight_at_start) {
+    row.in_flight_at_start = std::optional<std::int32_t>(static_cast<std::int32_t>(
+        std::clamp<std::int64_t>(*r.in_flight_at_start, 0, std::numeric_limits<std::int32_t>::max())));
+  }
+  if (r.server_timings) row.engine_prompt_ms = timings_prompt_ms(*r.server_timings);
   Segment& seg = current();
   seg.push_back(row);  // within capacity: no row ever moves
   const Row* added = &seg.back();

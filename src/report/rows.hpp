@@ -88,8 +88,15 @@ struct Row {
   std::int64_t started_at_us = 0;
   Maybe<std::int64_t> ended_at_us;
   Maybe<double> ttft_ms, tpot_ms, itl_p95_ms, e2e_ms, ttfb_ms, proxy_lag_ms;
-  Maybe<std::int64_t> prompt_tokens, completion_tokens, cached_prompt_tokens, in_flight_at_start;
+  Maybe<std::int64_t> prompt_tokens, completion_tokens, cached_prompt_tokens;
+  Maybe<std::int32_t> in_flight_at_start;  // clamped to 2^31 - 1 (no proxy holds more)
+  // The engine's own prefill time for this request (llama.cpp's timings.prompt_ms), where the line
+  // carries it: the report splits TTFT at it (docs/REPORT.md "Evidence from the engine").
+  Maybe<float> engine_prompt_ms;
 };
+
+// llama.cpp's `timings.prompt_ms` in a line's server_timings object; nullopt when absent.
+std::optional<float> timings_prompt_ms(std::string_view server_timings);
 
 // Requests that generate (chat, completions, responses, messages, and any other that produced a
 // token) are what the report's groups analyse and rank. The others (embeddings, rerank, score,

@@ -79,6 +79,25 @@ struct Fronted {
   Proxy proxy;
 };
 
+// A keep-alive client's socket can look readable with nothing to read (the request was read by
+// recvmsg outside Asio's reactor): the proxy took that for the client leaving, cut the request
+// (client_disconnected) and the load generator sent it again on a fresh connection, so the ledger
+// had 5-150 lines more than requests sent. The watch now peeks before it believes a close.
+TEST(ProxyClientConnections, KeepAliveClientsAreNeverTakenForGone) {
+  Stack s;
+  const auto dir = make_temp_dir();
+  const auto run =
+      run_cli({"sweep", "--url", fmt::format("http://127.0.0.1:{}/v1", s.proxy.port), "--model", "sim-model",
+               "--concurrencies", "20", "--requests", "100", "--warmup", "0", "--input-tokens", "32", "--output-tokens",
+               "50", "--ignore-eos", "--quiet", "--output", dir + "/receipt.json"},
+              180000);
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  s.stop_proxy();
+  const auto l = read_ledger(s.ledger_path());
+  EXPECT_EQ(l.lines.size(), 101u) << outcomes_text(l);  // 100 streams and the start-up GET /v1/models
+  EXPECT_EQ(l.outcomes.count("client_disconnected"), 0u) << outcomes_text(l);
+}
+
 TEST(ProxyUpstreamConnections, ABackendClosingAfterEveryStreamAtTheWorstMomentCostsNoRequest) {
   KeepAliveBackend backend(KeepAliveBackend::Close::kFin);
   Fronted f(backend.port());

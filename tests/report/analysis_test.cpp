@@ -214,6 +214,82 @@ TEST(Ranking, AHeadThatComesWithTheFirstTokenIsNotTransport) {
   EXPECT_DOUBLE_EQ(transport->score, 2.0);
 }
 
+const Candidate& candidate(const GroupStats& g, std::string_view name) {
+  return *std::find_if(g.ranking.begin(), g.ranking.end(), [&](const Candidate& c) { return c.name == name; });
+}
+
+// A streamed llama.cpp request as the proxy records it: the head when its slot starts (after
+// `wait_ms`), the first token once the engine's prefill (`prompt_ms`, in its timings) is done.
+ledger::LedgerRecord llamacpp(int i, double wait_ms, double prompt_ms, int prompt, int inflight) {
+  const double ttfb = wait_ms + 1.5;
+  auto r = rec(i * 700, ttfb + prompt_ms + 400, ttfb + prompt_ms + 0.4, prompt, inflight);
+  r.ttfb_ms = ttfb;
+  r.tpot_ms = 2.5;
+  r.server_timings = fmt::format(R"({{"cache_n":0,"prompt_n":{},"prompt_ms":{},"predicted_n":160,"predicted_ms":400}})",
+                                 prompt, prompt_ms);
+  return r;
+}
+
+// Issue 37: eight clients on four llama.cpp slots ranked transport first ("the response head, sent
+// before any output, takes 1228.4 ms"): the head came at slot start, so TTFB was the queue.
+TEST(RankingFromEngineEvidence, ClientsBeyondTheSlotsAreQueueingNeverTransport) {
+  std::vector<ledger::LedgerRecord> rs;
+  for (int i = 0; i < 32; ++i) rs.push_back(llamacpp(i, i % 8 < 5 ? 1200 : 2, 350, 300, 4 + i % 5));
+  const auto g = analyse(rs, {}).at(0);
+  ASSERT_TRUE(g.engine_split.has_value());
+  EXPECT_EQ(g.engine_split->head_rule, "slot_start");
+  EXPECT_EQ(g.engine_split->n, 32u);
+  EXPECT_EQ(g.ranking.front().name, "queueing");
+  EXPECT_NEAR(g.ranking.front().score, 1201.9 / 500, 0.01);
+  EXPECT_NE(g.ranking.front().evidence.front().find("llama.cpp timings.prompt_ms: 1201.9 ms of the"), std::string::npos)
+      << g.ranking.front().evidence.front();
+  const auto& transport = candidate(g, "transport");
+  EXPECT_EQ(transport.score, 0);
+  EXPECT_NE(transport.evidence.front().find("not identifiable: the response head came when the engine's slot started"),
+            std::string::npos)
+      << transport.evidence.front();
+  EXPECT_LT(candidate(g, "prefill").score, 1);
+  // The report's JSON carries the split.
+  ReportInput in;
+  in.groups = {g};
+  EXPECT_NE(render_json(in).find(R"("head_rule":"slot_start")"), std::string::npos);
+}
+
+// One client on one slot cannot wait: long prompts are prefill, and queueing does not cross (it
+// did, at 1.1, from the client-side estimate alone).
+TEST(RankingFromEngineEvidence, OneClientWithLongPromptsIsPrefillAndNotQueueing) {
+  std::vector<ledger::LedgerRecord> rs;
+  for (int i = 0; i < 10; ++i) rs.push_back(llamacpp(i, 3, 1600, 1000, 0));
+  const auto g = analyse(rs, {}).at(0);
+  EXPECT_EQ(g.ranking.front().name, "prefill");
+  EXPECT_NEAR(g.ranking.front().score, 1600.0 / 500, 0.01);
+  const auto& queueing = candidate(g, "queueing");
+  EXPECT_LT(queueing.score, 0.1);
+  ASSERT_GE(queueing.evidence.size(), 2u);
+  EXPECT_NE(queueing.evidence[1].find("it disagrees with the engine's timings"), std::string::npos)
+      << queueing.evidence[1];
+  EXPECT_LT(candidate(g, "transport").score, 1);
+}
+
+// An idle engine, one client, short prompts: nothing crosses.
+TEST(RankingFromEngineEvidence, AnIdleEngineCrossesNothing) {
+  std::vector<ledger::LedgerRecord> rs;
+  for (int i = 0; i < 10; ++i) rs.push_back(llamacpp(i, 1, 20, 40, 0));
+  const auto g = analyse(rs, {}).at(0);
+  for (const auto& c : g.ranking) {
+    if (c.name != "workload") {
+      EXPECT_LT(c.score, 1) << c.name;
+    }
+  }
+}
+
+TEST(RankingFromEngineEvidence, TheEnginesPrefillTimeIsReadFromItsTimings) {
+  EXPECT_FLOAT_EQ(*timings_prompt_ms(R"({"cache_n":9,"prompt_n":1,"prompt_ms":0.32,"predicted_n":6})"), 0.32f);
+  EXPECT_FALSE(timings_prompt_ms(R"({"predicted_n":6})").has_value());
+  EXPECT_FALSE(timings_prompt_ms(R"({"prompt_ms":"x"})").has_value());
+  EXPECT_FALSE(timings_prompt_ms(R"({"prompt_ms":-1})").has_value());
+}
+
 // Issue 25: ranking rows with score 0 and no evidence read as if they meant something; the HTML
 // page lacked the percentile table the markdown has.
 TEST(Render, EmptyCandidatesAreLeftOutAndTheHtmlHasThePercentiles) {
