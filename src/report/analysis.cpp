@@ -191,7 +191,7 @@ double busy_share(std::span<std::pair<std::int64_t, std::int64_t>> iv, std::int6
 // The engine's split of TTFT (EngineSplit), when at least half the ok requests with a TTFT carry
 // the engine's prefill time.
 std::optional<EngineSplit> engine_split_of(const RowList& rs) {
-  std::vector<double> wait, prefill, head_to_token, off_prefill, ttfb, ttft;
+  std::vector<double> wait, prefill, head_to_token, off_prefill;
   std::size_t of = 0;
   for (const Row* r : rs) {
     if (!r->ok() || !r->ttft_ms) continue;
@@ -200,12 +200,10 @@ std::optional<EngineSplit> engine_split_of(const RowList& rs) {
     const double p = *r->engine_prompt_ms;
     wait.push_back(*r->ttft_ms - p);
     prefill.push_back(p);
-    ttft.push_back(*r->ttft_ms);
     if (r->ttfb_ms) {
       const double gap = *r->ttft_ms - *r->ttfb_ms;
       head_to_token.push_back(gap);
       off_prefill.push_back(std::abs(gap - p));
-      ttfb.push_back(*r->ttfb_ms);
     }
   }
   if (wait.empty() || wait.size() * 2 < of) return std::nullopt;
@@ -217,16 +215,18 @@ std::optional<EngineSplit> engine_split_of(const RowList& rs) {
   e.prefill_ms = *summarize(prefill);
   if (!head_to_token.empty()) {
     e.head_to_token_ms = summarize(head_to_token);
-    const double ttft50 = median(ttft), ttfb50 = median(ttfb), off50 = median(off_prefill);
-    const double tolerance = std::max(kHeadRuleToleranceMs, 0.1 * e.prefill_ms.p50);
-    if (ttfb50 >= kHeadWithOutputShare * ttft50) {
+    const double off50 = median(off_prefill), head50 = e.head_to_token_ms->p50;
+    const double prefill50 = e.prefill_ms.p50, wait50 = e.wait_ms.p50;
+    const double tolerance = std::max(kHeadRuleToleranceMs, 0.1 * prefill50);
+    // Each rule needs the parts it tells apart to be longer than the tolerance: a head that came
+    // with the first token is told from one at slot start only when prefill takes time, and a slot's
+    // start from the accept only when there was a wait.
+    if (head50 <= tolerance && prefill50 > 2 * tolerance) {
       e.head_rule = "with_output";
-    } else if (e.wait_ms.p50 > 2 * tolerance) {  // enough wait to tell a slot's start from the accept
-      if (off50 <= tolerance) {
-        e.head_rule = "slot_start";
-      } else if (e.head_to_token_ms->p50 >= e.wait_ms.p50 + e.prefill_ms.p50 - tolerance) {
-        e.head_rule = "on_accept";
-      }
+    } else if (wait50 > 2 * tolerance && off50 <= tolerance) {
+      e.head_rule = "slot_start";
+    } else if (wait50 > 2 * tolerance && head50 >= wait50 + prefill50 - tolerance) {
+      e.head_rule = "on_accept";
     }
   }
   return e;

@@ -6,10 +6,12 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <boost/json.hpp>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <thread>
 
 #include "support/http_client.hpp"
 #include "support/llama_server.hpp"
@@ -332,6 +334,98 @@ TEST_F(RealLlamaCppSweep, SlotsAreErasedBetweenPointsWhenTheServerAllowsIt) {
     EXPECT_EQ(tp.at("status"), "valid") << c << ": " << json::serialize(tp.at("evidence").at("cache"));
     EXPECT_EQ(tp.at("evidence").at("cache").at("reset").at("method"),
               "llama.cpp slot erase (GET /slots, POST /slots/ID?action=erase)");
+  }
+}
+
+// Issue 37: verdicts a real engine agrees with, in situations built on purpose against the slower
+// model (its timings mean something): more clients than slots is queueing (never transport), one
+// client with long prompts is prefill (queueing does not cross), an idle engine crosses nothing.
+class RealLlamaCppVerdicts : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (auto why = LlamaServer::unavailable("MPO_LLAMA_SMALL_MODEL")) GTEST_SKIP() << *why;
+    dir_ = make_temp_dir();
+  }
+
+  // A chat request whose prompt is `words` distinct words (about 3 tokens each), its own from `tag`
+  // on (so the prefix cache serves at most the template).
+  static std::string chat(const std::string& tag, int words, int max_tokens) {
+    std::string text = tag;
+    for (int i = 0; i < words; ++i) text += fmt::format(" {}w{}", tag, i);
+    return fmt::format(R"({{"model":"real-llama","messages":[{{"role":"user","content":"{}"}}],"max_tokens":{},)"
+                       R"("stream":true,"ignore_eos":true}})",
+                       text, max_tokens);
+  }
+
+  // `clients` threads each send `each` requests through the proxy; then the report's JSON group.
+  json::object run(Proxy& proxy, int clients, int each, int words, int max_tokens) {
+    std::vector<std::thread> threads;
+    std::atomic<int> failed{0};
+    for (int c = 0; c < clients; ++c) {
+      threads.emplace_back([&, c] {
+        for (int i = 0; i < each; ++i) {
+          const auto r =
+              http_post(proxy.port, "/v1/chat/completions", chat(fmt::format("c{}r{}", c, i), words, max_tokens));
+          if (r.status != 200 || !r.complete) ++failed;
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(failed.load(), 0);
+    EXPECT_EQ(proxy.process.terminate(), 0);
+    const auto report = run_cli({"report", dir_ + "/ledger.jsonl", "--format", "json"});
+    const auto doc = json::parse(report.out).as_object();
+    return doc.at("result").at("groups").as_array().at(0).as_object();
+  }
+
+  static double score(const json::object& group, std::string_view name) {
+    for (const auto& c : group.at("ranking").as_array()) {
+      if (c.at("candidate").as_string() == name) return c.at("score").to_number<double>();
+    }
+    return -1;
+  }
+  static std::string ranking(const json::object& group) {
+    std::string out;
+    for (const auto& c : group.at("ranking").as_array()) {
+      out += fmt::format("{} {:.2f}; ", std::string(c.at("candidate").as_string()), c.at("score").to_number<double>());
+    }
+    return out + json::serialize(group.at("engine_split"));
+  }
+
+  std::string dir_;
+};
+
+TEST_F(RealLlamaCppVerdicts, MoreClientsThanSlotsIsQueueingNeverTransport) {
+  LlamaServer server(dir_ + "/llama.log", {}, "MPO_LLAMA_SMALL_MODEL");  // 4 slots
+  Proxy proxy(server.url(), dir_ + "/ledger.jsonl");
+  const auto g = run(proxy, 12, 2, 60, 64);
+  const auto& split = g.at("engine_split").as_object();
+  EXPECT_EQ(split.at("source"), "llama.cpp timings.prompt_ms");
+  EXPECT_EQ(split.at("head_rule"), "slot_start") << ranking(g);
+  EXPECT_EQ(g.at("ranking").as_array().at(0).at("candidate"), "queueing") << ranking(g);
+  EXPECT_GE(score(g, "queueing"), 1.0) << ranking(g);
+  EXPECT_LT(score(g, "transport"), 1.0) << ranking(g);
+  // The engine's own wait before prefill is what TTFB measured: the head came at slot start.
+  EXPECT_GT(split.at("wait_ms").at("p50").to_number<double>(), 500) << ranking(g);
+}
+
+TEST_F(RealLlamaCppVerdicts, OneClientWithLongPromptsIsPrefillAndNotQueueing) {
+  LlamaServer server(dir_ + "/llama.log", {"-np", "1"}, "MPO_LLAMA_SMALL_MODEL");  // one slot, 4,096 tokens
+  Proxy proxy(server.url(), dir_ + "/ledger.jsonl");
+  const auto g = run(proxy, 1, 4, 200, 4);  // about 1,550 prompt tokens (the model's context is 2,048)
+  EXPECT_EQ(g.at("ranking").as_array().at(0).at("candidate"), "prefill") << ranking(g);
+  EXPECT_GE(score(g, "prefill"), 1.0) << ranking(g);
+  EXPECT_LT(score(g, "queueing"), 0.5) << ranking(g);
+  EXPECT_LT(score(g, "transport"), 1.0) << ranking(g);
+}
+
+TEST_F(RealLlamaCppVerdicts, AnIdleEngineCrossesNothing) {
+  LlamaServer server(dir_ + "/llama.log", {}, "MPO_LLAMA_SMALL_MODEL");
+  Proxy proxy(server.url(), dir_ + "/ledger.jsonl");
+  const auto g = run(proxy, 1, 6, 10, 8);
+  for (const auto& c : g.at("ranking").as_array()) {
+    if (c.at("candidate") == "workload") continue;  // one client with pauses may leave it idle
+    EXPECT_LT(c.at("score").to_number<double>(), 1.0) << ranking(g);
   }
 }
 

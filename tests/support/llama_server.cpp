@@ -16,14 +16,14 @@ std::string env(const char* name) {
   return v == nullptr ? std::string() : std::string(v);
 }
 
-std::vector<std::string> command(std::uint16_t port, const std::string& log_path) {
+std::vector<std::string> command(std::uint16_t port, const std::string& log_path, const char* model_variable) {
   // Through sh only to send its output to a file: a pipe nobody reads would fill and stall it.
   return {"/bin/sh",
           "-c",
           "exec \"$0\" \"$@\" >>'" + log_path + "' 2>&1",
           env("MPO_LLAMA_SERVER"),
           "-m",
-          env("MPO_LLAMA_MODEL"),
+          env(model_variable),
           "--host",
           "127.0.0.1",
           "--port",
@@ -42,26 +42,28 @@ std::vector<std::string> command(std::uint16_t port, const std::string& log_path
 
 }  // namespace
 
-std::optional<std::string> LlamaServer::unavailable() {
-  const std::string server = env("MPO_LLAMA_SERVER"), model = env("MPO_LLAMA_MODEL");
+std::optional<std::string> LlamaServer::unavailable(const char* model_variable) {
+  const std::string server = env("MPO_LLAMA_SERVER"), model = env(model_variable);
   if (server.empty() || model.empty()) {
-    return std::string(
-        "MPO_LLAMA_SERVER and MPO_LLAMA_MODEL are not set (.ci/run sets them when "
-        "../shared/engines/llamacpp has llama-server and its model): skipped");
+    return "MPO_LLAMA_SERVER and " + std::string(model_variable) +
+           " are not set (.ci/run sets them when ../shared/engines/llamacpp has llama-server and its models): "
+           "skipped";
   }
   if (access(server.c_str(), X_OK) != 0) return "MPO_LLAMA_SERVER=" + server + " is not an executable file: skipped";
-  if (access(model.c_str(), R_OK) != 0) return "MPO_LLAMA_MODEL=" + model + " is not a readable file: skipped";
+  if (access(model.c_str(), R_OK) != 0) {
+    return std::string(model_variable) + "=" + model + " is not a readable file: skipped";
+  }
   return std::nullopt;
 }
 
-LlamaServer::LlamaServer(const std::string& log_path, std::vector<std::string> extra_args) {
+LlamaServer::LlamaServer(const std::string& log_path, std::vector<std::string> extra_args, const char* model_variable) {
   // The port was free a moment ago; in a parallel test run another server may take it first, so
   // readiness means /health answering 200 *from llama.cpp* (its Server header), and a port lost to
   // another process is given up for a new one. llama-server prints no readiness line on stdout:
   // poll every 20 ms, at most 60 s per try.
   for (int attempt = 0; attempt < 3; ++attempt) {
     port_ = free_loopback_port();
-    auto cmd = command(port_, log_path);
+    auto cmd = command(port_, log_path, model_variable);
     cmd.insert(cmd.end(), extra_args.begin(), extra_args.end());
     process_ = std::make_unique<ChildProcess>(cmd);
     for (int i = 0; i < 3000; ++i) {
