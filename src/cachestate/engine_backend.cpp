@@ -10,6 +10,7 @@
 #include "net/client.hpp"
 #include "promtext/signals.hpp"
 #include "scrape/fetch.hpp"
+#include "sweep/cache_reset.hpp"
 #include "sweep/driver.hpp"
 
 namespace mpo::cachestate {
@@ -104,6 +105,26 @@ struct EngineBackend::Impl {
     return *seen;
   }
 
+  // The engine's prefix-cache reset (sweep/cache_reset.hpp): vLLM's, SGLang's or llama.cpp's slot
+  // erase, whichever the server offers; the route that worked is kept for the next arm.
+  Result<std::string> reset_cache() {
+    sweep::Target t;
+    t.url = opts.api;
+    t.model = opts.model;
+    t.timeout_s = opts.timeout_s;
+    t.run_id = "cache-state-bench";
+    t.api = opts.speak;
+    sweep::Driver driver(t, [](const ledger::Observation&) {}, nullptr);
+    const auto [ok, text] = run_sync<std::pair<bool, std::string>>(
+        [&]() -> asio::awaitable<std::pair<bool, std::string>> {
+          auto how = co_await sweep::reset_prefix_cache(driver, reset_route);
+          co_return how ? std::pair(true, *how) : std::pair(false, how.error().message);
+        });
+    if (!ok) return make_error("cache_state.mechanism", text);
+    return text;
+  }
+  std::string reset_route;
+
   Result<int> post(const std::string& path) {
     // POST with an empty body on the server's origin (vLLM's admin routes are not under /v1).
     net::ExchangeOptions req;
@@ -147,9 +168,11 @@ Result<BackendIdentity> EngineBackend::identity() {
 
 std::optional<std::string> EngineBackend::supports(std::string_view layer, std::string_view transition) {
   if (layer != "process_local_kv") return std::nullopt;  // external_shared_kv, provider_prompt_cache: no safe mechanism
-  if (transition == "cold_start") return "POST /reset_prefix_cache";
-  if (transition == "warm_admit") return "POST /reset_prefix_cache, then the pinned prefix twice";
-  if (transition == "explicit_invalidate") return "POST /reset_prefix_cache";
+  // The engine's reset: vLLM's POST /reset_prefix_cache, SGLang's POST /flush_cache or llama.cpp's
+  // slot erase, whichever it offers (apply() names the one used).
+  if (transition == "cold_start") return "prefix-cache reset";
+  if (transition == "warm_admit") return "prefix-cache reset, then the pinned prefix twice";
+  if (transition == "explicit_invalidate") return "prefix-cache reset";
   if (transition == "pressure_evict") return "admit competing prefixes worth 1.5 KV pools";
   return std::nullopt;  // natural_expiry: vLLM's prefix cache has no time-to-live
 }
@@ -205,10 +228,14 @@ Result<MechanismReceipt> EngineBackend::apply(std::string_view, std::string_view
     return m;
   }
   (void)pinned;
-  auto status = impl_->post("/reset_prefix_cache");
-  if (!status) return status.error();
-  m.exit_ok = *status >= 200 && *status < 300;
-  m.detail = fmt::format("HTTP {}", *status);
+  auto route = impl_->reset_cache();
+  m.exit_ok = route.ok();
+  if (route) {
+    m.name = transition == "warm_admit" ? *route + ", then the pinned prefix twice" : *route;
+    m.detail = "reset by " + *route;
+  } else {
+    m.detail = route.error().message;
+  }
   return m;
 }
 

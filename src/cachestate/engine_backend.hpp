@@ -1,6 +1,7 @@
 // The engine adapter of `cache-state-bench` (edge): a vLLM-compatible server's process-local KV
 // prefix cache, observed through its /metrics and the usage of pinned-prefix probe requests.
-// Mechanisms: cold start and invalidation through `POST /reset_prefix_cache`; eviction by admitting
+// Mechanisms: cold start and invalidation through the engine's prefix-cache reset (vLLM's, SGLang's
+// or llama.cpp's slot erase: sweep/cache_reset.hpp); eviction by admitting
 // competing prefixes worth one and a half KV pools. Counters vLLM does not publish (hit counts,
 // entries, invalidations, expirations, evictions) stay absent in the receipts: the probes carry
 // those postconditions. Layers with no safe mechanism are unsupported.

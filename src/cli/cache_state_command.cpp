@@ -159,8 +159,13 @@ int run(const CacheStateArgs& a) {
     std::cerr << "STATE_TRANSITION_WITNESS_WRITTEN path=" << a.output << " " << summary(report) << "\n";
   }
   for (const auto& arm : report.arms) {
-    std::cerr << fmt::format("  {:<20} {}{}\n", arm.label, arm.receipt.result,
-                             arm.receipt.reason.empty() ? "" : " (" + arm.receipt.reason + ")");
+    std::string why = arm.receipt.reason.empty() ? "" : " (" + arm.receipt.reason + ")";
+    // A mechanism that failed says why here, not only in the report (issue 37: a 404 from
+    // /reset_prefix_cache was only in the JSON).
+    if (arm.receipt.result == "mechanism_failed" && !arm.receipt.mechanism.detail.empty()) {
+      why = fmt::format(" ({}: {})", arm.receipt.mechanism.name, arm.receipt.mechanism.detail);
+    }
+    std::cerr << fmt::format("  {:<20} {}{}\n", arm.label, arm.receipt.result, why);
   }
   return report.verdict == "admitted" ? 0 : 1;
 }

@@ -391,28 +391,22 @@ awaitable<void> Proxy::session(beast::tcp_stream client) {
       ec = cec;
       if (ec) break;
     }
-    // The body: at most --client-body-timeout of silence between reads. The wait is on the socket
-    // (a stream's own timeout would close it, and the client should get its 408).
+    // The body: at most --client-body-timeout of silence between reads. Read by receive_some, whose
+    // wait times out without closing the socket (a stream's own timeout would, and the client is
+    // owed its 408) and which reads again when a readiness turns out stale.
     while (!ec && !parser.is_done()) {
-      std::size_t used = 0;
       if (buffer.size() > 0) {
-        used = parser.put(buffer.data(), ec);
+        const std::size_t used = parser.put(buffer.data(), ec);
         buffer.consume(used);
         if (ec == http::error::need_more) ec = {};
         if (ec || parser.is_done()) break;
         if (used > 0 && buffer.size() > 0) continue;
       }
-      if (auto wec = co_await client_wait.wait(client.socket(), seconds(opts_.client_body_timeout_s)); wec) {
-        ec = wec;
+      auto r = co_await receive_some(client.socket(), buffer, client_wait, seconds(opts_.client_body_timeout_s));
+      if (r.ec) {
+        ec = r.ec == asio::error::eof ? boost::system::error_code(http::error::partial_message) : r.ec;
         break;
       }
-      client.expires_after(seconds(opts_.client_body_timeout_s));
-      auto [rec, n] = co_await client.async_read_some(buffer.prepare(kReadSize), kNoThrow);
-      if (rec) {
-        ec = rec == asio::error::eof ? boost::system::error_code(http::error::partial_message) : rec;
-        break;
-      }
-      buffer.commit(n);
     }
     if (ec) {
       // Too large, malformed framing (a bad chunk), or not complete in time: answered and

@@ -20,6 +20,7 @@
 #include "core/json.hpp"
 #include "core/time.hpp"
 #include "scrape/fetch.hpp"
+#include "sweep/cache_reset.hpp"
 #include "sweep/evaluate.hpp"
 #include "sweep/evidence.hpp"
 #include "sweep/fold.hpp"
@@ -507,59 +508,10 @@ class SweepRun {
     return total > 0 ? shared / total : 0;
   }
 
-  // Empties the server's prefix cache by the first route it offers (vLLM's, SGLang's, llama.cpp's
-  // slot erase); the route found is kept for the next points. Says what each route answered.
   asio::awaitable<Result<std::string>> reset_cache() {
-    std::string tried;
-    auto ok = [](int status) { return status >= 200 && status < 300; };
-    auto answer = [](int status, const std::string& body) {
-      return status == 0 ? body : fmt::format("HTTP {} {}", status, body.substr(0, 160));
-    };
-    for (const std::string route : {"POST /reset_prefix_cache", "POST /flush_cache"}) {
-      if (!reset_route_.empty() && reset_route_ != route) continue;
-      auto [status, body] = co_await driver_.post_admin(route.substr(5));
-      if (ok(status)) {
-        reset_route_ = route;
-        co_return route;
-      }
-      tried += fmt::format("{}: {}; ", route, answer(status, body));
-    }
-    const std::string slots = "llama.cpp slot erase (GET /slots, POST /slots/ID?action=erase)";
-    if (reset_route_.empty() || reset_route_ == slots) {
-      auto [status, body] = co_await driver_.get_admin("/slots");
-      std::vector<std::int64_t> ids;
-      if (ok(status)) {
-        if (auto doc = parse_json(body); doc && doc->is_array()) {
-          for (const auto& v : doc->as_array()) {
-            if (v.is_object()) {
-              if (auto id = json_int(v.as_object(), "id")) ids.push_back(*id);
-            }
-          }
-        }
-      }
-      if (ids.empty()) {
-        tried += fmt::format("GET /slots: {}", ok(status) ? "no slots listed" : answer(status, body));
-      } else {
-        std::string failed;
-        for (auto id : ids) {
-          auto [st, b] = co_await driver_.post_admin(fmt::format("/slots/{}?action=erase", id));
-          if (!ok(st) && failed.empty()) {
-            failed = fmt::format("POST /slots/{}?action=erase: {}", id, answer(st, b));
-            if (b.find("slot-save-path") != std::string::npos)
-              failed += " (start llama-server with --slot-save-path DIR)";
-          }
-        }
-        if (failed.empty()) {
-          reset_route_ = slots;
-          co_return slots;
-        }
-        tried += failed;
-      }
-    }
-    co_return make_error("sweep.cache_reset",
-                         fmt::format("--reset-cache-between-points: the server offers no prefix-cache reset that "
-                                     "works ({}). vLLM needs VLLM_SERVER_DEV_MODE=1 for /reset_prefix_cache",
-                                     tried));
+    auto how = co_await reset_prefix_cache(driver_, reset_route_);
+    if (!how) co_return make_error(how.error().code, "--reset-cache-between-points: " + how.error().message);
+    co_return how;
   }
 
   std::uint64_t seq_ = 0;

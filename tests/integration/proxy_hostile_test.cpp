@@ -174,7 +174,7 @@ TEST(ProxyHostileInput, HeaderLimitsAndTimeoutsAreFlags) {
   EXPECT_EQ(raw(proxy.port, "GET / HTTP/1.1\r\nHost: a\r\nA: " + std::string(300, 'x') + "\r\n\r\n").status, 431);
   // A body that stops arriving: 408 after --client-body-timeout, with a line.
   const auto slow = raw(proxy.port, "POST /v1/chat/completions HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n{}");
-  EXPECT_EQ(slow.status, 408);
+  EXPECT_EQ(slow.status, 408) << slow.raw;
   const auto lines = ledger_of(proxy, dir + "/ledger.jsonl");
   ASSERT_EQ(lines.size(), 4u);
   EXPECT_EQ(lines[3].at("outcome"), "bad_request");
