@@ -562,6 +562,21 @@ awaitable<void> Proxy::refuse(beast::tcp_stream& client, const http::request<htt
   Exchange x = begin(partial);
   const auto version = partial.version() == 10 ? 10u : 11u;
   co_await answer_error(client, x, version, false, status, outcome, std::move(message));
+  // Lingering close (nginx's lingering_close): the client may still be sending what was refused; a
+  // close with its bytes unread would reset the connection and lose the answer. Say we are done
+  // and read what comes, for a short while.
+  boost::system::error_code ec;
+  client.socket().shutdown(tcp::socket::shutdown_send, ec);
+  if (ec) co_return;
+  ReadableWait wait(io_.get_executor());
+  beast::flat_buffer sink;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (std::size_t drained = 0; drained < (4u << 20) && std::chrono::steady_clock::now() < until;) {
+    auto r = co_await receive_some(client.socket(), sink, wait, std::chrono::milliseconds(500));
+    if (r.ec) break;
+    drained += r.bytes;
+    sink.clear();
+  }
 }
 
 awaitable<void> Proxy::refuse_connection(beast::tcp_stream client) {

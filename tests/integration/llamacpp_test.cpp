@@ -337,6 +337,35 @@ TEST_F(RealLlamaCppSweep, SlotsAreErasedBetweenPointsWhenTheServerAllowsIt) {
   }
 }
 
+// Issue 37: cache-state-bench against llama.cpp printed mechanism_failed four times with the reason
+// only in the JSON, and never tried the slot erase the sweep already used there.
+TEST_F(RealLlamaCppSweep, CacheStateBenchUsesTheSlotEraseAndSaysWhyAMechanismFailed) {
+  auto bench = [&](const LlamaServer& server, const std::string& name) {
+    return run_cli_with_stderr("cache-state-bench --backend vllm --url " + server.url() +
+                               "/v1 --model real-llama --transitions cold_start --output " + dir_ + "/" + name);
+  };
+  {
+    LlamaServer plain(dir_ + "/plain.log");
+    const auto run = bench(plain, "refused.json");
+    EXPECT_EQ(run.exit_code, 1) << run.out;
+    EXPECT_NE(run.out.find("cold_start           mechanism_failed (prefix-cache reset: "), std::string::npos)
+        << run.out;
+    EXPECT_NE(run.out.find("POST /reset_prefix_cache: HTTP 404"), std::string::npos) << run.out;
+    EXPECT_NE(run.out.find("start llama-server with --slot-save-path DIR, and --cache-ram 0"), std::string::npos)
+        << run.out;
+  }
+  std::filesystem::create_directories(dir_ + "/slots");
+  LlamaServer server(dir_ + "/llama.log", {"--slot-save-path", dir_ + "/slots", "--cache-ram", "0"});
+  const auto run = bench(server, "erased.json");
+  const auto doc = json::parse(read_file(dir_ + "/erased.json")).as_object();
+  const auto& receipt = doc.at("arms").as_array().at(0).at("transition_receipt").as_object();
+  EXPECT_EQ(receipt.at("mechanism").at("name"), "llama.cpp slot erase (GET /slots, POST /slots/ID?action=erase)")
+      << run.out;
+  EXPECT_TRUE(receipt.at("mechanism").at("exit_ok").as_bool());
+  // After the erase the pinned prefix is computed again: nothing of it is reused.
+  EXPECT_EQ(receipt.at("probes").as_array().at(0).at("reused_tokens").as_int64(), 0);
+}
+
 // Issue 37: verdicts a real engine agrees with, in situations built on purpose against the slower
 // model (its timings mean something): more clients than slots is queueing (never transport), one
 // client with long prompts is prefill (queueing does not cross), an idle engine crosses nothing.
