@@ -114,9 +114,10 @@ struct EngineBackend::Impl {
     t.timeout_s = opts.timeout_s;
     t.run_id = "cache-state-bench";
     t.api = opts.speak;
-    sweep::Driver driver(t, [](const ledger::Observation&) {}, nullptr);
-    const auto [ok, text] = run_sync<std::pair<bool, std::string>>(
-        [&]() -> asio::awaitable<std::pair<bool, std::string>> {
+    sweep::Driver driver(
+        t, [](const ledger::Observation&) {}, nullptr);
+    const auto [ok, text] =
+        run_sync<std::pair<bool, std::string>>([&]() -> asio::awaitable<std::pair<bool, std::string>> {
           auto how = co_await sweep::reset_prefix_cache(driver, reset_route);
           co_return how ? std::pair(true, *how) : std::pair(false, how.error().message);
         });

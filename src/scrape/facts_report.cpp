@@ -39,7 +39,8 @@ Fact window_fact(const std::vector<GaugeOverWindow>& gauges, double seconds, std
   for (const auto& g : gauges) {
     const std::string key(promtext::signal_name(g.signal));
     f.values.push_back({key + "_max", g.max, g.signal == promtext::Signal::kKvUsage ? "fraction" : "requests", false});
-    f.values.push_back({key + "_mean", g.mean, g.signal == promtext::Signal::kKvUsage ? "fraction" : "requests", false});
+    f.values.push_back(
+        {key + "_mean", g.mean, g.signal == promtext::Signal::kKvUsage ? "fraction" : "requests", false});
     f.values.push_back({key + "_share_above_zero", g.share_above_zero, "fraction", false});
     f.sources.push_back(g.source);
     text += fmt::format("{}{}: max {}, time-weighted mean {}, above zero {} of the time", text.empty() ? "" : "; ",
@@ -54,12 +55,10 @@ Fact window_fact(const std::vector<GaugeOverWindow>& gauges, double seconds, std
 std::vector<GaugeOverWindow> gauges_over_window(std::span<const Snapshot> snaps, const Snapshot& first,
                                                 const Snapshot& last) {
   using S = promtext::Signal;
-  static constexpr std::pair<S, const char*> kGauges[] = {{S::kWaiting, "requests waiting"},
-                                                          {S::kWaitingCapacity, "waiting for capacity"},
-                                                          {S::kWaitingDeferred, "waiting, deferred"},
-                                                          {S::kRunning, "requests running"},
-                                                          {S::kSwapped, "requests swapped"},
-                                                          {S::kKvUsage, "KV pool used"}};
+  static constexpr std::pair<S, const char*> kGauges[] = {
+      {S::kWaiting, "requests waiting"},          {S::kWaitingCapacity, "waiting for capacity"},
+      {S::kWaitingDeferred, "waiting, deferred"}, {S::kRunning, "requests running"},
+      {S::kSwapped, "requests swapped"},          {S::kKvUsage, "KV pool used"}};
   std::vector<const Snapshot*> in;
   bool inside = false;
   for (const Snapshot& s : snaps) {

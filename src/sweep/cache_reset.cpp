@@ -48,7 +48,9 @@ asio::awaitable<Result<std::string>> reset_prefix_cache(Driver& driver, std::str
         if (!ok(st) && failed.empty()) {
           failed = fmt::format("POST /slots/{}?action=erase: {}", id, answer(st, b));
           if (b.find("slot-save-path") != std::string::npos)
-            failed += " (start llama-server with --slot-save-path DIR, and --cache-ram 0: its host-memory prompt cache outlives a slot erase)";
+            failed +=
+                " (start llama-server with --slot-save-path DIR, and --cache-ram 0: its host-memory prompt cache "
+                "outlives a slot erase)";
         }
       }
       if (failed.empty()) {
