@@ -78,17 +78,22 @@ struct EngineBackend::Impl {
     return s;
   }
 
-  // One request with `prompt` in the API asked for; its ledger-shaped observation.
-  Result<ledger::Observation> send(const std::string& prompt, const std::string& id) {
+  // What the load generator is pointed at: the engine, the model, the API the probes speak.
+  sweep::Target target() const {
     sweep::Target t;
     t.url = opts.api;
     t.model = opts.model;
     t.timeout_s = opts.timeout_s;
     t.run_id = "cache-state-bench";
     t.api = opts.speak;
+    return t;
+  }
+
+  // One request with `prompt` in the API asked for; its ledger-shaped observation.
+  Result<ledger::Observation> send(const std::string& prompt, const std::string& id) {
     std::optional<ledger::Observation> seen;
     sweep::Driver driver(
-        t, [&](const ledger::Observation& o) { seen = o; }, nullptr);
+        target(), [&](const ledger::Observation& o) { seen = o; }, nullptr);
     sweep::PointPlan plan;
     plan.coordinate = 1;
     sweep::ServingRequest r;
@@ -108,14 +113,8 @@ struct EngineBackend::Impl {
   // The engine's prefix-cache reset (sweep/cache_reset.hpp): vLLM's, SGLang's or llama.cpp's slot
   // erase, whichever the server offers; the route that worked is kept for the next arm.
   Result<std::string> reset_cache() {
-    sweep::Target t;
-    t.url = opts.api;
-    t.model = opts.model;
-    t.timeout_s = opts.timeout_s;
-    t.run_id = "cache-state-bench";
-    t.api = opts.speak;
     sweep::Driver driver(
-        t, [](const ledger::Observation&) {}, nullptr);
+        target(), [](const ledger::Observation&) {}, nullptr);
     const auto [ok, text] =
         run_sync<std::pair<bool, std::string>>([&]() -> asio::awaitable<std::pair<bool, std::string>> {
           auto how = co_await sweep::reset_prefix_cache(driver, reset_route);
