@@ -148,7 +148,8 @@ int read_inputs(const std::vector<std::string>& ledgers, std::vector<std::string
     const auto text = read_text_file(f);
     if (!text) {
       std::cerr << "modelperfobs attribute: cannot read snapshots " << f
-                << " (record them with `proxy --scrape URL`, or give --scrapes FILE)\n";
+                << " (record them with `proxy --scrape URL` or `sweep --metrics-url URL`, which write "
+                   "<ledger>.scrape.jsonl, or give --scrapes FILE)\n";
       return 1;
     }
     auto read = scrape::read_snapshots(*text);

@@ -186,10 +186,28 @@ class RunOutput {
       if (a_.quiet && line.rfind("warning", 0) != 0) return;
       std::cerr << (tty_ ? "\r\033[K" : "") << line << "\n";
     };
+    // The engine's snapshots beside the ledger, as `proxy --scrape` writes them: attribute and
+    // report find them there. Opened at the first snapshot (a sweep without --metrics-url has none).
+    cb.on_snapshot = [this](const scrape::Snapshot& s) {
+      if (!snapshots_) {
+        snapshots_ = std::make_unique<ledger::LedgerWriter>(
+            ledger::LedgerWriter::Options{scrape::snapshots_path_for(ledger_path_)});
+        if (auto st = snapshots_->open(); !st) {
+          std::cerr << "modelperfobs sweep: warning: " << st.error().message << " (engine snapshots not kept)\n";
+          snapshots_failed_ = true;
+        }
+      }
+      if (!snapshots_failed_) snapshots_->submit(scrape::snapshot_json_line(s) + "\n");
+    };
     return cb;
   }
-  void close() { writer_.close(); }
+  void close() {
+    writer_.close();
+    if (snapshots_ && !snapshots_failed_) snapshots_->close();
+  }
   const std::string& ledger_path() const { return ledger_path_; }
+  std::unique_ptr<ledger::LedgerWriter> snapshots_;
+  bool snapshots_failed_ = false;
   std::uint64_t lines() const { return writer_.lines_written(); }
 
  private:

@@ -372,7 +372,7 @@ awaitable<void> Proxy::session(beast::tcp_stream client) {
     parser.header_limit(static_cast<std::uint32_t>(limits.max_bytes + 1));
     parser.body_limit(opts_.max_body);
     boost::system::error_code ec;
-    buffer.consume(parser.put(asio::buffer(head_bytes.data(), head_bytes.size()), ec));
+    const std::size_t head_used = parser.put(asio::buffer(head_bytes.data(), head_bytes.size()), ec);
     if (!ec && !parser.is_header_done()) ec = http::error::partial_message;
     // A Content-Length over --max-body is known from the head: 413 below.
     if (ec && ec != http::error::body_limit) {  // a head the rules above passed and Beast does not read
@@ -381,6 +381,7 @@ awaitable<void> Proxy::session(beast::tcp_stream client) {
       co_await refuse(client, partial, http::status::bad_request, std::move(outcome), std::move(message));
       break;
     }
+    buffer.consume(head_used);  // head_bytes is not read after this
     // Expect: 100-continue (curl sends it for bodies over 1 KiB): say continue, or the client
     // waits a second before sending the body. The backend gets the body without the header.
     auto expect = parser.get().find(http::field::expect);

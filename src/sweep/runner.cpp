@@ -161,7 +161,7 @@ class SweepRun {
                        id.models.empty() ? "none" : fmt::format("{}", fmt::join(id.models, ", "))));
     }
     if (metrics_) {
-      scrape::Snapshot first = co_await metrics_->scrape(++seq_, clock.wall_us());
+      scrape::Snapshot first = co_await scrape_engine();
       if (!scrape::has_signals(first.status)) {
         const bool said = first.error.find("/metrics URL?") != std::string::npos;
         co_return make_error("sweep.metrics_url",
@@ -298,7 +298,6 @@ class SweepRun {
   }
 
   asio::awaitable<void> run_point(double c) {
-    const Clock& clock = SystemClock::instance();
     auto ex = co_await asio::this_coro::executor;
     PointPlan plan;
     plan.mode = o_.mode;
@@ -359,7 +358,7 @@ class SweepRun {
     std::optional<scrape::Snapshot> before, after;
     std::vector<scrape::Snapshot> during;
     std::optional<double> dcgm_before, dcgm_after;
-    if (metrics_) before = co_await metrics_->scrape(++seq_, clock.wall_us());
+    if (metrics_) before = co_await scrape_engine();
     if (dcgm_) {
       auto f = co_await dcgm_->fetch();
       if (f.status == scrape::ScrapeStatus::kOk) dcgm_before = parse_dcgm_energy_mj(f.body);
@@ -377,7 +376,7 @@ class SweepRun {
               tick.expires_after(std::chrono::microseconds(static_cast<std::int64_t>(o_.metrics_interval_s * 1e6)));
               co_await tick.async_wait(kNoThrow);
               if (point_over) break;
-              scrape::Snapshot s = co_await metrics_->scrape(++seq_, clock.wall_us());
+              scrape::Snapshot s = co_await scrape_engine();
               during.push_back(std::move(s));
             }
           },
@@ -393,7 +392,7 @@ class SweepRun {
     point_over = true;
     tick.cancel();
     co_await sampler_done.wait();
-    if (metrics_) after = co_await metrics_->scrape(++seq_, clock.wall_us());
+    if (metrics_) after = co_await scrape_engine();
     if (dcgm_) {
       auto f = co_await dcgm_->fetch();
       if (f.status == scrape::ScrapeStatus::kOk) dcgm_after = parse_dcgm_energy_mj(f.body);
@@ -506,6 +505,14 @@ class SweepRun {
       shared += seen.insert(text).second ? declared_shared_share(r, shared_words_) * bytes : bytes;
     }
     return total > 0 ? shared / total : 0;
+  }
+
+  // One snapshot of the engine's /metrics, handed to on_snapshot as well (the sweep's
+  // <ledger>.scrape.jsonl, which attribute and report read beside the ledger).
+  asio::awaitable<scrape::Snapshot> scrape_engine() {
+    scrape::Snapshot s = co_await metrics_->scrape(++seq_, SystemClock::instance().wall_us());
+    if (cb_.on_snapshot) cb_.on_snapshot(s);
+    co_return s;
   }
 
   asio::awaitable<Result<std::string>> reset_cache() {

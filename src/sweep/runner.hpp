@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ledger/observation.hpp"
+#include "scrape/snapshot.hpp"
 #include "sweep/driver.hpp"
 #include "sweep/parity.hpp"
 #include "sweep/receipt.hpp"
@@ -62,6 +63,8 @@ struct SweepCallbacks {
   std::function<void(const ledger::Observation&)> on_observation;
   std::function<void(const std::string& label, std::size_t done, std::size_t total)> on_progress;
   std::function<void(const std::string& line)> on_note;  // one line per finished point, warnings
+  // Every /metrics snapshot taken (with --metrics-url), in order.
+  std::function<void(const scrape::Snapshot&)> on_snapshot;
 };
 
 // Errors only for what stops a sweep before it starts (no identity can be taken, bad options).

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <filesystem>
 #include <thread>
 
 #include "support/html_page.hpp"
@@ -265,6 +266,31 @@ TEST(Attribute, ARestartBetweenScrapesMakesTheWindowUnavailable) {
 
 namespace mpo::test {
 namespace {
+
+// Issue 37: `attribute --ledger <a sweep's ledger>` failed ("cannot read snapshots
+// ...ledger.scrape.jsonl") although the sweep had scraped the engine: the sweep now keeps its
+// snapshots beside its ledger, as the proxy does.
+TEST(Attribute, ASweepsLedgerFindsTheSnapshotsTheSweepTook) {
+  const auto dir = make_temp_dir();
+  write_file(dir + "/p.json", kFast);
+  Simulator sim({"--profile", dir + "/p.json"});
+  const auto url = fmt::format("http://127.0.0.1:{}", sim.port);
+  const auto run = run_cli({"sweep", "--url", url + "/v1", "--metrics-url", url + "/metrics", "--model", "sim-model",
+                            "--concurrencies", "1,2", "--requests", "4", "--warmup", "0", "--output-tokens", "4",
+                            "--quiet", "--output", dir + "/sweep.json"});
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const auto snaps = read_lines(dir + "/sweep.ledger.scrape.jsonl");
+  EXPECT_GE(snaps.size(), 5u);  // identity, then before and after each point
+  EXPECT_EQ(json::parse(snaps.front()).at("schema"), "modelperfobs.scrape.v1");
+  const auto doc = attribute_json({"--ledger", dir + "/sweep.ledger.jsonl"});
+  EXPECT_FALSE(windows(doc).empty());
+  // Without --metrics-url there is nothing to keep, and no file.
+  const auto plain =
+      run_cli({"sweep", "--url", url + "/v1", "--model", "sim-model", "--concurrencies", "1", "--requests", "2",
+               "--warmup", "0", "--output-tokens", "2", "--quiet", "--output", dir + "/plain.json"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/plain.ledger.scrape.jsonl"));
+}
 
 TEST(Attribute, AProbeOfTheOriginWithoutV1StopsAndSaysWhatItMeant) {
   // Issue 22: without /v1 the probes went to /chat/completions, got 404s, and windows were graded
