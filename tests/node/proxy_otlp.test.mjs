@@ -257,12 +257,10 @@ test('a 503 with Retry-After is retried and the spans still arrive', async () =>
 });
 
 // Collectors that fail in each way: the proxy serves every request and writes every line.
+// A collector that refuses: port 1 on loopback, where nothing listens. (A port freed a moment ago
+// was taken by another test's server in a parallel run, which answered 4xx: rejected, not refused.)
 async function downCollector() {
-  const s = createTcpServer();
-  await new Promise((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${s.address().port}`;
-  await new Promise((resolve) => s.close(resolve));
-  return { url, close: async () => {} };
+  return { url: 'http://127.0.0.1:1', close: async () => {} };
 }
 async function rawCollector(onSocket) {
   const sockets = new Set();
