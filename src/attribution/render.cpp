@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "core/go_json.hpp"
 #include "core/time.hpp"
@@ -213,7 +215,7 @@ namespace {
 
 // The windows' table and the per-request causes, cell by cell: markdown and the page show the same.
 const std::vector<std::string> kWindowHeaders = {"from", "to", "grade", "observed", "background", "causes", "reason"};
-const std::vector<std::string> kCauseHeaders = {"request", "grade", "causes", "magnitudes", "source"};
+const std::vector<std::string> kCauseHeaders = {"requests", "grade", "causes", "magnitudes", "source"};
 
 std::vector<std::vector<std::string>> window_rows(const AttributionRun& run) {
   std::vector<std::vector<std::string>> rows;
@@ -238,8 +240,26 @@ std::vector<std::vector<std::string>> window_rows(const AttributionRun& run) {
   return rows;
 }
 
-std::vector<std::vector<std::string>> cause_rows(const AttributionRun& run) {
+// The causes that reach requests, one row per distinct (grade, causes, magnitudes, source), listing
+// the requests it reaches: a request in several windows, or many requests with the same evidence,
+// make one row, not one each (issue 37: 24 requests gave 148 rows). `note` says, once, a cause
+// every request shares at the size of a chat template's common start (a few tokens of
+// prefix-cache hit): that is the template, not the prompt served from the cache.
+struct CauseRows {
   std::vector<std::vector<std::string>> rows;
+  std::string note;
+};
+
+constexpr double kTemplateTokens = 16;  // a chat template's shared start (as sweep's cache allowance)
+
+CauseRows cause_rows(const AttributionRun& run) {
+  struct Group {
+    std::vector<std::string> key;  // grade, causes, magnitudes, source
+    std::vector<std::string> requests;
+    std::set<std::string> seen;
+    bool template_sized = false;
+  };
+  std::vector<Group> groups;
   for (const auto& w : run.windows) {
     for (const auto& q : w.result.requests) {
       if (q.causes.empty()) continue;
@@ -247,10 +267,38 @@ std::vector<std::vector<std::string>> cause_rows(const AttributionRun& run) {
       for (const auto& c : q.causes) causes += (causes.empty() ? "" : ", ") + c;
       std::string mags;
       for (const auto& [k, v] : q.magnitudes) mags += fmt::format("{}{} {}", mags.empty() ? "" : ", ", k, v);
-      rows.push_back({q.request_id, q.grade, causes, mags, q.correlation_source});
+      std::vector<std::string> key{q.grade, causes, mags, q.correlation_source};
+      auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) { return x.key == key; });
+      if (g == groups.end()) {
+        const auto hits = q.magnitudes.find("prefix_cache_hits");
+        const bool small_hit = q.causes.size() == 1 && q.causes.front() == "prefix-cache-hit" &&
+                               hits != q.magnitudes.end() && hits->second <= kTemplateTokens;
+        groups.push_back({key, {}, {}, small_hit});
+        g = std::prev(groups.end());
+      }
+      if (g->seen.insert(q.request_id).second) g->requests.push_back(q.request_id);
     }
   }
-  return rows;
+  CauseRows out;
+  if (groups.size() == 1 && groups.front().template_sized && groups.front().requests.size() == run.requests.size() &&
+      run.requests.size() > 1) {
+    const auto& g = groups.front();
+    out.note = fmt::format(
+        "Every one of the {} requests reused the same prompt tokens from the prefix cache ({}): the size of a chat "
+        "template's shared start, not a prompt served from the cache; no request is listed for it.",
+        g.requests.size(), g.key[2]);
+    return out;
+  }
+  for (const auto& g : groups) {
+    std::string who = g.requests.front();
+    if (g.requests.size() > 1) {
+      who = fmt::format("{} requests: {}", g.requests.size(), g.requests.front());
+      for (std::size_t i = 1; i < std::min<std::size_t>(3, g.requests.size()); ++i) who += ", " + g.requests[i];
+      if (g.requests.size() > 3) who += ", ...";
+    }
+    out.rows.push_back({who, g.key[0], g.key[1], g.key[2], g.key[3]});
+  }
+  return out;
 }
 
 constexpr const char* kCohortNote =
@@ -269,9 +317,11 @@ std::string attribution_markdown(const AttributionRun& run, const RunInputs& in)
     out += fmt::format("| {} | {} | **{}** | {} | {} | {} | {} |\n", r[0], r[1], r[2], r[3], r[4], r[5], r[6]);
   }
   std::string per;
-  for (const auto& r : cause_rows(run)) {
+  const auto causes = cause_rows(run);
+  for (const auto& r : causes.rows) {
     per += fmt::format("- `{}`: **{}**: {} ({}){}\n", r[0], r[1], r[2], r[3], r[4].empty() ? "" : "; source " + r[4]);
   }
+  if (!causes.note.empty()) per += causes.note + "\n";
   if (!per.empty()) out += "\n## Causes that reach a request\n\n" + per;
   out += fmt::format("\n{}\n", kCohortNote);
   return out;
@@ -309,10 +359,15 @@ std::string attribution_html(const AttributionRun& run, const RunInputs& in) {
   for (auto& [grade, pts] : by_grade) chart.add({grade, std::move(pts), present::Mark::kDots, ""});
   chart.note("An isolated window holds one observed request and no background: its counters are that request's.");
   page.section("Windows", windows.html("windows") + chart.svg() + present::paragraph(kCohortNote, "note"));
-  if (const auto causes = cause_rows(run); !causes.empty()) {
-    present::Table t(kCauseHeaders);
-    for (auto r : causes) t.row(std::move(r));
-    page.section("Causes that reach a request", t.html("causes"));
+  if (const auto causes = cause_rows(run); !causes.rows.empty() || !causes.note.empty()) {
+    std::string body;
+    if (!causes.rows.empty()) {
+      present::Table t(kCauseHeaders);
+      for (auto r : causes.rows) t.row(std::move(r));
+      body += t.html("causes");
+    }
+    if (!causes.note.empty()) body += present::paragraph(causes.note, "note");
+    page.section("Causes that reach a request", body);
   }
   return page.html();
 }

@@ -2,6 +2,7 @@
 // counter values chosen so each rule has one outcome), and determinism under reordered input.
 #include "attribution/attribution.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -221,6 +222,48 @@ TEST(Attribution, TheSameInputInAnyOrderGivesTheSameDocuments) {
     EXPECT_EQ(attribution_json(attribute_run(snaps, recs, {}, 0), in), reference);
   }
   EXPECT_NE(reference.find("\"isolated-window\""), std::string::npos);
+}
+
+// Issue 37: 24 requests through llama.cpp printed 148 "causes that reach a request" lines, every one
+// the chat template's 5 cached tokens, each request up to 10 times. Now one row per distinct
+// evidence, each request once, and a template-sized hit shared by all is a note.
+TEST(AttributionRender, CausesAreOneRowPerEvidenceAndATemplateSizedHitIsANote) {
+  std::vector<scrape::Snapshot> snaps;
+  for (int i = 0; i < 4; ++i) {
+    scrape::Snapshot s;
+    s.source = "http://x/metrics";
+    s.started_at_us = (10 + i) * kS - 500;
+    s.ended_at_us = (10 + i) * kS;
+    s.signals.engine = promtext::Engine::kLlamaCpp;
+    snaps.push_back(s);
+  }
+  // Six requests spanning all three windows, each with llama.cpp's own cache_n.
+  auto records = [](std::vector<int> cache_n) {
+    std::vector<ledger::LedgerRecord> recs(cache_n.size());
+    for (std::size_t i = 0; i < recs.size(); ++i) {
+      recs[i].observation_id = "req-" + std::to_string(i);
+      recs[i].started_at_us = 10 * kS + 100 + static_cast<std::int64_t>(i);
+      recs[i].ended_at_us = 13 * kS - 2000;
+      recs[i].server_timings = fmt::format(R"({{"cache_n":{},"prompt_n":40,"predicted_n":8}})", cache_n[i]);
+    }
+    return recs;
+  };
+  auto section = [](const std::string& md) {
+    const auto at = md.find("## Causes that reach a request");
+    return at == std::string::npos ? std::string() : md.substr(at);
+  };
+  const auto template_md = section(attribution_markdown(attribute_run(snaps, records({5, 5, 5, 5, 5, 5}), {}, 0), {}));
+  EXPECT_NE(template_md.find("Every one of the 6 requests reused the same prompt tokens from the prefix cache "
+                             "(prefix_cache_hits 5)"),
+            std::string::npos)
+      << template_md;
+  EXPECT_EQ(template_md.find("- `"), std::string::npos) << template_md;
+  const auto mixed_md = section(attribution_markdown(attribute_run(snaps, records({5, 5, 5, 200, 200, 5}), {}, 0), {}));
+  EXPECT_NE(mixed_md.find("- `4 requests: req-0, req-1, req-2, ...`"), std::string::npos) << mixed_md;
+  EXPECT_NE(mixed_md.find("- `2 requests: req-3, req-4`"), std::string::npos) << mixed_md;
+  std::size_t rows = 0;
+  for (auto at = mixed_md.find("- `"); at != std::string::npos; at = mixed_md.find("- `", at + 1)) ++rows;
+  EXPECT_EQ(rows, 2u) << mixed_md;  // not one per request and window (6 x 3)
 }
 
 TEST(Attribution, WindowsPerRequestEncloseEachRequest) {
