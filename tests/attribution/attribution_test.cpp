@@ -34,6 +34,20 @@ RequestWindow req(std::string id, std::int64_t from_s, std::int64_t to_s) {
                        std::nullopt};  // ends before the scrape at to_s starts
 }
 
+// `n` successful scrapes of one server, one a second from 10 s on.
+std::vector<scrape::Snapshot> scrapes(int n, promtext::Engine engine) {
+  std::vector<scrape::Snapshot> out;
+  for (int i = 0; i < n; ++i) {
+    scrape::Snapshot s;
+    s.source = "http://x/metrics";
+    s.started_at_us = (10 + i) * kS - 500;
+    s.ended_at_us = (10 + i) * kS;
+    s.signals.engine = engine;
+    out.push_back(s);
+  }
+  return out;
+}
+
 AttributionResult run(MetricsSnapshot before, MetricsSnapshot after, std::vector<RequestWindow> requests) {
   AttributionInput in;
   in.before = std::move(before);
@@ -194,18 +208,12 @@ TEST(Attribution, FewerServerRequestsThanObservedIsNoted) {
 }
 
 TEST(Attribution, TheSameInputInAnyOrderGivesTheSameDocuments) {
-  std::vector<scrape::Snapshot> snaps;
-  for (int i = 0; i < 5; ++i) {
-    scrape::Snapshot s;
-    s.source = "http://x/metrics";
-    s.started_at_us = (10 + i) * kS - 500;
-    s.ended_at_us = (10 + i) * kS;
-    s.signals.engine = promtext::Engine::kVllmV1;
-    s.signals.scalars[static_cast<std::size_t>(promtext::Signal::kRequestsFinished)] =
+  auto snaps = scrapes(5, promtext::Engine::kVllmV1);
+  for (std::size_t i = 0; i < snaps.size(); ++i) {
+    auto& sig = snaps[i].signals;
+    sig.scalars[static_cast<std::size_t>(promtext::Signal::kRequestsFinished)] =
         promtext::ScalarSignal{double(i), "r", 1};
-    s.signals.scalars[static_cast<std::size_t>(promtext::Signal::kProcessStartTime)] =
-        promtext::ScalarSignal{1.0, "p", 1};
-    snaps.push_back(s);
+    sig.scalars[static_cast<std::size_t>(promtext::Signal::kProcessStartTime)] = promtext::ScalarSignal{1.0, "p", 1};
   }
   std::vector<ledger::LedgerRecord> recs(4);
   for (int i = 0; i < 4; ++i) {
@@ -228,15 +236,7 @@ TEST(Attribution, TheSameInputInAnyOrderGivesTheSameDocuments) {
 // the chat template's 5 cached tokens, each request up to 10 times. Now one row per distinct
 // evidence, each request once, and a template-sized hit shared by all is a note.
 TEST(AttributionRender, CausesAreOneRowPerEvidenceAndATemplateSizedHitIsANote) {
-  std::vector<scrape::Snapshot> snaps;
-  for (int i = 0; i < 4; ++i) {
-    scrape::Snapshot s;
-    s.source = "http://x/metrics";
-    s.started_at_us = (10 + i) * kS - 500;
-    s.ended_at_us = (10 + i) * kS;
-    s.signals.engine = promtext::Engine::kLlamaCpp;
-    snaps.push_back(s);
-  }
+  const auto snaps = scrapes(4, promtext::Engine::kLlamaCpp);
   // Six requests spanning all three windows, each with llama.cpp's own cache_n.
   auto records = [](std::vector<int> cache_n) {
     std::vector<ledger::LedgerRecord> recs(cache_n.size());
