@@ -206,11 +206,11 @@ class RunOutput {
     if (snapshots_ && !snapshots_failed_) snapshots_->close();
   }
   const std::string& ledger_path() const { return ledger_path_; }
-  std::unique_ptr<ledger::LedgerWriter> snapshots_;
-  bool snapshots_failed_ = false;
   std::uint64_t lines() const { return writer_.lines_written(); }
 
  private:
+  std::unique_ptr<ledger::LedgerWriter> snapshots_;  // <ledger>.scrape.jsonl, from the first snapshot
+  bool snapshots_failed_ = false;
   const SweepArgs& a_;
   std::string ledger_path_;
   ledger::LedgerWriter writer_;

@@ -36,6 +36,7 @@
 #include "proxy/backend_notes.hpp"
 #include "proxy/correlation.hpp"
 #include "proxy/hop_by_hop.hpp"
+#include "proxy/limits.hpp"
 #include "proxy/outcome.hpp"
 #include "proxy/proxy_metrics.hpp"
 #include "proxy/receive.hpp"
@@ -67,6 +68,12 @@ inline bool is_http_syntax_error(const boost::system::error_code& ec) {
          ec != http::error::end_of_stream && ec != http::error::partial_message && ec != http::error::need_more &&
          ec != http::error::need_buffer && ec != http::error::body_limit && ec != http::error::header_limit &&
          ec != http::error::buffer_overflow;
+}
+
+// "EMFILE", "ENFILE", "ENOBUFS" or "ENOMEM" when `ec` says the process ran out of descriptors or
+// memory (proxy/limits.hpp), else "".
+inline std::string_view resource_shortage(const boost::system::error_code& ec) {
+  return resource_errno_name(ec.category() == boost::system::system_category() ? ec.value() : 0);
 }
 
 // What a finished exchange left behind, for the ledger line.

@@ -32,7 +32,6 @@
 #include "proxy/backend_notes.hpp"
 #include "proxy/correlation.hpp"
 #include "proxy/hop_by_hop.hpp"
-#include "proxy/limits.hpp"
 #include "proxy/loop.hpp"
 #include "proxy/outcome.hpp"
 #include "proxy/proxy_metrics.hpp"
@@ -119,8 +118,7 @@ awaitable<bool> Proxy::handle(beast::tcp_stream& client, http::request<http::str
       auto [fresh, cec] = co_await pool_->connect();
       if (cec) {
         disarm_client_watch(client, watch);
-        if (const auto why = resource_errno_name(cec.category() == boost::system::system_category() ? cec.value() : 0);
-            !why.empty()) {
+        if (const auto why = resource_shortage(cec); !why.empty()) {
           // The proxy, not the backend, is out of descriptors or memory: say so, as a 503.
           std::string message = fmt::format(
               "modelperfobs proxy: no connection to the backend could be opened: {} ({}); raise the file descriptor "

@@ -221,8 +221,7 @@ awaitable<void> Proxy::accept_loop(tcp::acceptor& acceptor, bool admin) {
       // Out of descriptors or memory: the pending connection stays in the backlog and accept()
       // would fail again at once (a spin at 100% CPU). Pause with a growing backoff, say so once
       // per episode, keep serving the connections held; those in the backlog wait their turn.
-      const int err = ec.category() == boost::system::system_category() ? ec.value() : 0;
-      const auto why = resource_errno_name(err);
+      const auto why = resource_shortage(ec);
       if (!why.empty()) {
         const auto delay_ms = backoff.next_ms();
         if (backoff.first_of_episode()) {

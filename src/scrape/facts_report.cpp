@@ -38,9 +38,9 @@ Fact window_fact(const std::vector<GaugeOverWindow>& gauges, double seconds, std
   std::string text;
   for (const auto& g : gauges) {
     const std::string key(promtext::signal_name(g.signal));
-    f.values.push_back({key + "_max", g.max, g.signal == promtext::Signal::kKvUsage ? "fraction" : "requests", false});
-    f.values.push_back(
-        {key + "_mean", g.mean, g.signal == promtext::Signal::kKvUsage ? "fraction" : "requests", false});
+    const char* unit = g.signal == promtext::Signal::kKvUsage ? "fraction" : "requests";
+    f.values.push_back({key + "_max", g.max, unit, false});
+    f.values.push_back({key + "_mean", g.mean, unit, false});
     f.values.push_back({key + "_share_above_zero", g.share_above_zero, "fraction", false});
     f.sources.push_back(g.source);
     text += fmt::format("{}{}: max {}, time-weighted mean {}, above zero {} of the time", text.empty() ? "" : "; ",
@@ -69,14 +69,13 @@ std::vector<GaugeOverWindow> gauges_over_window(std::span<const Snapshot> snaps,
   std::vector<GaugeOverWindow> out;
   if (in.size() < 2) return out;
   for (const auto& [signal, name] : kGauges) {
-    GaugeOverWindow g{signal, name, {}, 0, 0, 0, 0, 0};
+    GaugeOverWindow g{signal, name, {}, 0, 0, 0, 0};
     double weighted = 0, above = 0, total = 0;
     for (std::size_t i = 0; i < in.size(); ++i) {
       const auto* v = in[i]->signals.scalar(signal);
       if (!v) continue;
       if (g.source.empty()) g.source = v->source;
       g.max = g.samples == 0 ? v->value : std::max(g.max, v->value);
-      g.last = v->value;
       ++g.samples;
       if (i + 1 < in.size()) {
         const double held = static_cast<double>(in[i + 1]->started_at_us - in[i]->started_at_us) / 1e6;

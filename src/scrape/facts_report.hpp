@@ -22,7 +22,6 @@ struct GaugeOverWindow {
   double max = 0;
   double mean = 0;              // time-weighted
   double share_above_zero = 0;  // of the window's time
-  double last = 0;
 };
 
 // The queue and load gauges over every successful scrape of one server from `first` to `last`:
