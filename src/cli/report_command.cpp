@@ -5,6 +5,7 @@
 #include <iostream>
 #include <iterator>
 #include <thread>
+#include <unordered_map>
 
 #include "attribution/engine_trace.hpp"
 #include "cli/commands.hpp"
@@ -42,6 +43,29 @@ struct ReportArgs {
   std::uint64_t seed = 1;
 };
 
+// The engine's own times of the ok lines its spans were joined to, by the report's group: the
+// report splits TTFT at them where the lines carry no llama.cpp timings.
+std::map<std::string, std::vector<report::EngineTimes>, std::less<>> traced_times(
+    const std::vector<ledger::LedgerRecord>& records, const attribution::TraceJoin& join, report::GroupBy by) {
+  std::unordered_map<std::string_view, const ledger::LedgerRecord*> by_id;
+  for (const auto& r : records) by_id.emplace(r.observation_id, &r);
+  std::map<std::string, std::vector<report::EngineTimes>, std::less<>> out;
+  for (const auto& t : join.requests) {
+    const auto it = by_id.find(t.observation_id);
+    if (it == by_id.end() || !t.server_prefill_ms) continue;
+    const ledger::LedgerRecord& r = *it->second;
+    if (r.outcome != "ok" || !r.ttft_ms) continue;
+    report::EngineTimes e;
+    e.ttft_ms = *r.ttft_ms;
+    e.prefill_ms = *t.server_prefill_ms;
+    e.ttfb_ms = r.ttfb_ms;
+    e.queue_ms = t.server_queue_ms;
+    e.outside_ms = t.outside_ttft_ms;
+    out[std::string(report::group_key(ledger::view_of(r), by))].push_back(e);
+  }
+  return out;
+}
+
 // `--traces FILE`: the engine's spans joined to the report's lines (inside --since/--until), the
 // server's queue/prefill/decode against what the client saw (docs/OTEL.md "Engine spans").
 bool engine_trace_split(const ReportArgs& a, const std::vector<std::string>& files, report::ReportInput& in) {
@@ -63,14 +87,22 @@ bool engine_trace_split(const ReportArgs& a, const std::vector<std::string>& fil
     }
   }
   const auto join = attribution::join_engine_traces(records, traces.spans);
+  in.options.traced = traced_times(records, join, in.options.by);
+  in.options.traced_source = "vLLM spans (gen_ai.latency.time_in_queue, time_in_model_prefill)";
   in.engine_trace_md = attribution::render_trace_join_md(join);
   in.engine_trace_json = attribution::render_trace_join_result_json(join);
   in.engine_trace_html = attribution::render_trace_join_html(join);
   return true;
 }
 
-// The engine's speculative-decoding acceptance over the report's window, from the scrape file the
-// proxy wrote beside the ledger (`proxy --scrape`) or --scrapes. Absent file: nothing said.
+// A gauge over the window as the report states it.
+report::EngineGauge gauge_of(const scrape::GaugeOverWindow& g) {
+  return report::EngineGauge{g.source, g.samples, g.max, g.mean, g.share_above_zero};
+}
+
+// The engine's own numbers over the report's window, from the scrape file the proxy wrote beside
+// the ledger (`proxy --scrape`) or --scrapes: speculative-decoding acceptance, the queue and load
+// gauges, the queue-time histogram and preemptions. Absent file, or nothing of these: nothing said.
 std::optional<report::EngineEvidence> engine_evidence(const ReportArgs& a, const std::vector<std::string>& files,
                                                       const report::Options& opts) {
   if (a.scrapes == "none") return std::nullopt;
@@ -93,19 +125,51 @@ std::optional<report::EngineEvidence> engine_evidence(const ReportArgs& a, const
     window.push_back(std::move(s));
   }
   const auto facts = scrape::build_facts_report(window);
-  const promtext::Fact* spec = promtext::find_fact(facts.facts, "speculative_decoding");
-  if (!spec || spec->status == promtext::FactStatus::kUnavailable) return std::nullopt;
+  if (!facts.delta) {
+    if (!facts.reset.empty()) {
+      std::cerr << "modelperfobs report: the engine's scrapes form no window (" << facts.reset
+                << "); engine evidence left out\n";
+    }
+    return std::nullopt;
+  }
   report::EngineEvidence e;
   e.window = facts.window;
-  const promtext::FactValue* rate = spec->value("acceptance_rate");
-  if (!rate) rate = spec->value("spec_accept_rate");
-  const promtext::FactValue* length = spec->value("mean_accepted_length");
-  if (!length) length = spec->value("spec_accept_length");
-  if (!rate) return std::nullopt;
-  e.spec_acceptance_rate = rate->value;
-  if (length) e.spec_mean_accepted_length = length->value;
-  for (const auto& s : spec->sources) e.spec_source += (e.spec_source.empty() ? "" : ", ") + s;
-  return e;
+  e.engine = std::string(promtext::engine_name(facts.delta->engine));
+  bool any = false;
+  if (const promtext::Fact* spec = promtext::find_fact(facts.facts, "speculative_decoding");
+      spec && spec->status != promtext::FactStatus::kUnavailable) {
+    const promtext::FactValue* rate = spec->value("acceptance_rate");
+    if (!rate) rate = spec->value("spec_accept_rate");
+    const promtext::FactValue* length = spec->value("mean_accepted_length");
+    if (!length) length = spec->value("spec_accept_length");
+    if (rate) {
+      e.spec_acceptance_rate = rate->value;
+      if (length) e.spec_mean_accepted_length = length->value;
+      for (const auto& src : spec->sources) e.spec_source += (e.spec_source.empty() ? "" : ", ") + src;
+      any = true;
+    }
+  }
+  for (const auto& g : facts.gauges) {
+    if (g.signal == promtext::Signal::kWaiting) e.waiting = gauge_of(g), any = true;
+    if (g.signal == promtext::Signal::kRunning) e.running = gauge_of(g);
+  }
+  if (const promtext::HistogramSignal* q = facts.delta->histogram(promtext::Signal::kQueueTime);
+      q && q->merged.count && *q->merged.count > 0 && q->merged.sum) {
+    report::EngineQueueTime qt;
+    qt.source = q->source;
+    qt.requests = *q->merged.count;
+    qt.mean_ms = 1000 * *q->merged.sum / *q->merged.count;
+    if (const auto b = promtext::quantile_bucket(0.5, q->merged.buckets)) {
+      qt.p50_bucket_ms = std::pair(1000 * b->first, 1000 * b->second);
+    }
+    e.queue_time = qt;
+    any = true;
+  }
+  if (const promtext::ScalarSignal* p = facts.delta->scalar(promtext::Signal::kPreemptions)) {
+    e.preemptions = p->value;
+    e.preemptions_source = p->source;
+  }
+  return any ? std::optional(std::move(e)) : std::nullopt;
 }
 
 // Files named, globs expanded, "-" for stdin. Missing files are an error, with their names.

@@ -59,16 +59,29 @@ struct OtherStats {
   std::int64_t prompt_tokens_total = 0;
 };
 
+// One request's TTFT as the client saw it beside the engine's own times for it: from llama.cpp's
+// `timings` on the line, or from the engine's span joined to the line (report --traces).
+struct EngineTimes {
+  double ttft_ms = 0;                // the line's (the client's through the proxy)
+  double prefill_ms = 0;             // the engine's own
+  std::optional<double> ttfb_ms;     // the line's
+  std::optional<double> queue_ms;    // the engine's own time in its queue (spans)
+  std::optional<double> outside_ms;  // the line's TTFT - the engine's TTFT (spans)
+};
+
 // TTFT split at the engine's own per-request prefill time (llama.cpp's timings.prompt_ms on the
-// lines), where most ok requests of a group carry it: what passed before the engine began the
-// prompt (waiting for a slot, plus the network) and the prefill itself, and when the engine sent
-// its response head relative to them (docs/REPORT.md "Evidence from the engine").
+// lines, or vLLM's spans), where most ok requests of a group carry it: what passed before the
+// engine began the prompt (waiting for a slot, plus the network) and the prefill itself, and when
+// the engine sent its response head relative to them (docs/REPORT.md "Evidence from the engine").
+// With spans the wait is split further into the engine's queue and what lies outside the engine.
 struct EngineSplit {
-  std::string source;  // "llama.cpp timings.prompt_ms"
-  std::size_t n = 0;   // ok requests with TTFT and the engine's prefill time
-  std::size_t of = 0;  // ok requests with TTFT
-  Summary wait_ms;     // TTFT - prompt_ms
-  Summary prefill_ms;  // prompt_ms
+  std::string source;                 // "llama.cpp timings.prompt_ms", "vLLM spans (...)"
+  std::size_t n = 0;                  // ok requests with TTFT and the engine's prefill time
+  std::size_t of = 0;                 // ok requests with TTFT
+  Summary wait_ms;                    // TTFT - prefill
+  Summary prefill_ms;                 // the engine's prefill
+  std::optional<Summary> queue_ms;    // the engine's own queue time, where it says (spans)
+  std::optional<Summary> outside_ms;  // TTFT - the engine's TTFT: network, proxy, HTTP layer (spans)
   // TTFT - TTFB: the head-to-first-token part, where the lines have a TTFB.
   std::optional<Summary> head_to_token_ms;
   // When the engine sent its head, decided from the run: "slot_start" (TTFT - TTFB is the prefill:
@@ -103,14 +116,40 @@ struct GroupStats {
   std::vector<ApiStats> apis;                     // per API, when the group's requests spoke more than one
 };
 
+// A queue or load gauge of the engine over the report's window (each scrape's value held until the
+// next one).
+struct EngineGauge {
+  std::string source;  // the series: "vllm:num_requests_waiting"
+  std::size_t samples = 0;
+  double max = 0, mean = 0, share_above_zero = 0;  // mean: time-weighted; share: of the window's time
+};
+
+// The engine's own queue-time histogram, as the window's difference: how long the requests it
+// finished in the window waited before it scheduled them.
+struct EngineQueueTime {
+  std::string source;  // "vllm:request_queue_time_seconds"
+  double requests = 0;
+  double mean_ms = 0;  // exact: the histogram's sum over its count
+  // The bucket (lower, upper] the median falls in: an interpolated median would place a queue of
+  // microseconds halfway up the first bucket (vLLM's first is 0.3 s).
+  std::optional<std::pair<double, double>> p50_bucket_ms;
+};
+
 // What the engine's own counters said over the report's window (the proxy's `--scrape` file), where
-// the report read them: a TPOT that depends on speculative acceptance is not a decode step of the
-// same cost, so the decode candidate says so.
+// the report read them (docs/REPORT.md "Evidence from the engine"). Engine-wide: every group of the
+// report reads the same numbers. A TPOT that depends on speculative acceptance is not a decode step
+// of the same cost, so the decode candidate says so; the queue gauges and the queue-time histogram
+// join (and, without a per-request split, decide) the queueing candidate.
 struct EngineEvidence {
   std::string window;  // "12.0 s between scrapes 1 and 13"
+  std::string engine;  // "vllm", "llama.cpp", ...
   std::optional<double> spec_acceptance_rate;
   std::optional<double> spec_mean_accepted_length;
   std::string spec_source;  // the series
+  std::optional<EngineGauge> waiting, running;
+  std::optional<EngineQueueTime> queue_time;
+  std::optional<double> preemptions;  // over the window
+  std::string preemptions_source;
 };
 
 // The proxy's read lag (p99 over a group's lines) from which the report says the proxy itself was
@@ -121,6 +160,10 @@ struct Options {
   GroupBy by = GroupBy::kModel;
   std::optional<std::int64_t> since_us, until_us;
   std::optional<EngineEvidence> engine;
+  // The engine's spans joined to the lines (report --traces), by group key, and what they are:
+  // a group whose lines carry no llama.cpp timings is split from these.
+  std::map<std::string, std::vector<EngineTimes>, std::less<>> traced;
+  std::string traced_source;
 };
 
 // The table's GroupBy must be opts.by (the key is taken when rows are made).

@@ -259,6 +259,8 @@ std::string render_json(const ReportInput& in) {
           .raw_field("wait_ms", summary_json(e->wait_ms))
           .raw_field("prefill_ms", summary_json(e->prefill_ms))
           .raw_field("head_to_token_ms", summary_json(e->head_to_token_ms));
+      if (e->queue_ms) split.raw_field("queue_ms", summary_json(e->queue_ms));
+      if (e->outside_ms) split.raw_field("outside_ms", summary_json(e->outside_ms));
       if (e->head_rule.empty()) {
         split.null_field("head_rule");
       } else {

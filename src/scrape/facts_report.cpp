@@ -130,7 +130,9 @@ FactsReport build_facts_report(std::span<const Snapshot> snaps) {
   }
   r.facts = promtext::derive_facts(*window, r.window_seconds);
   if (delta) {
-    const auto gauges = gauges_over_window(snaps, *r.first, *r.last);
+    r.gauges = gauges_over_window(snaps, *r.first, *r.last);
+    r.delta = std::move(delta);
+    const auto& gauges = r.gauges;
     if (!gauges.empty()) {
       std::size_t scrapes = 0;
       for (const auto& g : gauges) scrapes = std::max(scrapes, g.samples);

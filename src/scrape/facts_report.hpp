@@ -41,6 +41,11 @@ struct FactsReport {
   std::string reset;                // why no interval could be formed (a restart, a counter reset, another server)
   std::vector<std::string> errors;  // failed scrapes, one line each (at most a few)
   std::vector<promtext::Fact> facts;
+  // What the facts were read from, for readers that judge with the numbers (the report): the
+  // counters and histograms as the window's difference, and the gauges over its scrapes. Empty
+  // when no interval was formed.
+  std::optional<promtext::EngineSignals> delta;
+  std::vector<GaugeOverWindow> gauges;
 };
 
 FactsReport build_facts_report(std::span<const Snapshot> snapshots);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <boost/json.hpp>
 #include <future>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -113,6 +114,82 @@ TEST(ReportRanking, SpeculativeAcceptanceFromTheScrapeFileJoinsTheDecodeEvidence
   EXPECT_NE(found.find("of draft tokens accepted"), std::string::npos) << found;
   EXPECT_NE(found.find("vllm:spec_decode_num_accepted_tokens_total"), std::string::npos) << found;
   EXPECT_EQ(evidence({"--scrapes", "none"}).find("speculatively"), std::string::npos);
+}
+
+// Issue 37: the engine's own counters over the run (the proxy's --scrape file beside its ledger)
+// join the queueing evidence, and decide it where the lines carry no per-request split.
+struct ScrapedStack {
+  explicit ScrapedStack(std::vector<std::string> sim_args = {})
+      : sim(std::move(sim_args)),
+        proxy("http://127.0.0.1:" + std::to_string(sim.port), dir + "/ledger.jsonl",
+              {"--scrape", "http://127.0.0.1:" + std::to_string(sim.port) + "/metrics", "--scrape-interval", "50ms"}) {}
+  // Stops the proxy once a scrape began after the traffic (two more snapshots than now), so the
+  // window holds every request's counts; waits on the file, paced by round trips, never on time.
+  void stop_after_a_scrape() {
+    const std::string snaps = dir + "/ledger.scrape.jsonl";
+    const std::size_t now = read_lines(snaps).size();
+    for (int i = 0; i < 2000 && read_lines(snaps).size() < now + 2; ++i) http_get(sim.port, "/v1/models");
+    EXPECT_EQ(proxy.process.terminate(), 0);
+  }
+  std::string dir = make_temp_dir();
+  Simulator sim;
+  Proxy proxy;
+};
+
+// The ranking of a ledger's only group: candidate -> (score, evidence joined by newlines).
+std::map<std::string, std::pair<double, std::string>> candidates(const std::string& ledger,
+                                                                 std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"--input", ledger, "--format", "json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto r = run_report(args);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  std::map<std::string, std::pair<double, std::string>> out;
+  const json::value doc = json::parse(r.out);
+  for (const auto& c : doc.at("result").at("groups").as_array()[0].at("ranking").as_array()) {
+    std::string all;
+    for (const auto& e : c.at("evidence").as_array()) all += std::string(e.as_string()) + "\n";
+    out[std::string(c.at("candidate").as_string())] = {c.at("score").to_number<double>(), all};
+  }
+  return out;
+}
+
+TEST(ReportFromEngineCounters, SaturationQuotesTheEnginesQueueTimeAndGauges) {
+  ScrapedStack s;
+  http_post(s.sim.port, "/scenario?name=saturation", "");
+  concurrently(s.proxy.port, 8, 4, "saturated");
+  s.stop_after_a_scrape();
+  const auto c = candidates(s.dir + "/ledger.jsonl");
+  EXPECT_EQ(ranking(s.dir + "/ledger.jsonl").at(0), "queueing");
+  const std::string& q = c.at("queueing").second;
+  EXPECT_GE(c.at("queueing").first, 1) << q;
+  EXPECT_NE(q.find("the engine's queue-time histogram (vllm:request_queue_time_seconds) over"), std::string::npos) << q;
+  EXPECT_NE(q.find("the engine's waiting gauge (vllm:num_requests_waiting) over"), std::string::npos) << q;
+  EXPECT_NE(q.find("requests running (vllm:num_requests_running)"), std::string::npos) << q;
+  // Without the scrape file the same ledger is judged from the client side alone.
+  const auto alone = candidates(s.dir + "/ledger.jsonl", {"--scrapes", "none"});
+  EXPECT_EQ(alone.at("queueing").second.find("queue-time histogram"), std::string::npos);
+}
+
+// One client, prompts prefilled at 500 tok/s: the client-side estimate (1,000 tok/s) calls half a
+// second of each TTFT queueing and crosses; the engine, which queued nothing, holds it under.
+TEST(ReportFromEngineCounters, OneClientWithASlowPrefillIsNotQueueingWhenTheEngineQueuedNothing) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/slow-prefill.json", R"({"engine":{"step_per_prefill_token_s":0.002}})");
+  ScrapedStack s({"--profile", dir + "/slow-prefill.json"});
+  for (int i = 0; i < 3; ++i) {
+    std::string prompt;
+    for (int w = 0; w < 750; ++w) prompt += "v" + std::to_string((w * 11 + i * 17) % 991) + " ";
+    http_post(s.proxy.port, "/v1/chat/completions", chat(2, prompt));
+  }
+  s.stop_after_a_scrape();
+  const auto alone = candidates(s.dir + "/ledger.jsonl", {"--scrapes", "none"});
+  ASSERT_GE(alone.at("queueing").first, 1)
+      << "the situation no longer fools the estimate: " << alone.at("queueing").second;
+  const auto c = candidates(s.dir + "/ledger.jsonl");
+  EXPECT_LT(c.at("queueing").first, 1) << c.at("queueing").second;
+  EXPECT_NE(c.at("queueing").second.find("disagrees with the engine's own numbers"), std::string::npos)
+      << c.at("queueing").second;
+  EXPECT_EQ(ranking(s.dir + "/ledger.jsonl").at(0), "prefill");
 }
 
 TEST(ReportRanking, FaultsRankErrorsFirst) {

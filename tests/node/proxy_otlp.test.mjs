@@ -348,6 +348,19 @@ test('attribute --traces joins the engine spans to the ledger: queue, prefill an
   const report = JSON.parse(execFileSync(BIN, ['report', '--input', st.ledger, '--traces', traces, '--format', 'json']));
   assert.equal(report.result.engine_trace.requests.length, 6);
   assert.deepEqual(report.result.engine_trace.parts, out.result.parts);
+  // Issue 37: the spans split each request's TTFT for the ranking: the engine's own queue decides
+  // queueing, and what lies outside the engine is transport's evidence.
+  const group = report.result.groups[0];
+  assert.match(group.engine_split.source, /^vLLM spans/);
+  assert.equal(group.engine_split.requests, 6);
+  assert.ok(group.engine_split.queue_ms.max > 5, JSON.stringify(group.engine_split));
+  assert.ok(group.engine_split.outside_ms.p50 >= 0 && group.engine_split.outside_ms.p50 < 50);
+  const queueing = group.ranking.find((c) => c.candidate === 'queueing');
+  assert.match(queueing.evidence[0], /^vLLM spans .*: the engine held the request in its queue [0-9.]+ ms/);
+  assert.ok(Math.abs(queueing.score - group.engine_split.queue_ms.p50 / 500) < 0.01, JSON.stringify(queueing));
+  const transport = group.ranking.find((c) => c.candidate === 'transport');
+  assert.match(transport.evidence[0], /passed outside the engine/);
+  assert.ok(Math.abs(transport.score - group.engine_split.outside_ms.p50 / 200) < 0.01, JSON.stringify(transport));
   const reportMd = execFileSync(BIN, ['report', '--input', st.ledger, '--traces', traces]).toString();
   assert.match(reportMd, /## Engine spans joined to requests \(request-correlated, source engine-trace\)/);
   const html = execFileSync(BIN, ['report', '--input', st.ledger, '--traces', traces, '--format', 'html']).toString();

@@ -266,7 +266,7 @@ TEST(RankingFromEngineEvidence, OneClientWithLongPromptsIsPrefillAndNotQueueing)
   const auto& queueing = candidate(g, "queueing");
   EXPECT_LT(queueing.score, 0.1);
   ASSERT_GE(queueing.evidence.size(), 2u);
-  EXPECT_NE(queueing.evidence[1].find("it disagrees with the engine's timings"), std::string::npos)
+  EXPECT_NE(queueing.evidence[1].find("it disagrees with the engine's own numbers"), std::string::npos)
       << queueing.evidence[1];
   EXPECT_LT(candidate(g, "transport").score, 1);
 }
@@ -281,6 +281,103 @@ TEST(RankingFromEngineEvidence, AnIdleEngineCrossesNothing) {
       EXPECT_LT(c.score, 1) << c.name;
     }
   }
+}
+
+// A vLLM-like engine without per-request times: one client, prompts of 800 tokens prefilled at 500
+// tok/s (TTFT 1.6 s). The client-side estimate (1,000 tok/s) calls 0.75 s of it queueing.
+std::vector<ledger::LedgerRecord> slow_prefill_lines() {
+  std::vector<ledger::LedgerRecord> rs;
+  for (int i = 0; i < 10; ++i) {
+    auto r = rec(i * 2000, 1700, 1600, 800, 0);
+    r.ttfb_ms = 2;
+    r.tpot_ms = 10;
+    rs.push_back(r);
+  }
+  return rs;
+}
+
+EngineEvidence scraped(double waiting_max, std::optional<EngineQueueTime> queue_time) {
+  EngineEvidence e;
+  e.window = "20.0 s between scrapes 1 and 401";
+  e.engine = "vllm";
+  e.waiting = EngineGauge{"vllm:num_requests_waiting", 401, waiting_max, waiting_max / 2, waiting_max > 0 ? 0.5 : 0};
+  e.running = EngineGauge{"vllm:num_requests_running", 401, 1, 0.8, 0.8};
+  e.queue_time = std::move(queue_time);
+  return e;
+}
+
+// Issue 37: the engine's own queue-time histogram over the window decides queueing where no line
+// carries a per-request split; the client-side estimate is said beside it.
+TEST(RankingFromEngineEvidence, TheEnginesQueueTimeHistogramDecidesQueueing) {
+  Options opts;
+  EXPECT_GE(candidate(analyse(slow_prefill_lines(), opts).at(0), "queueing").score, 1);  // the estimate alone
+  opts.engine = scraped(0, EngineQueueTime{"vllm:request_queue_time_seconds", 10, 0.4, std::pair(0.0, 300.0)});
+  auto g = analyse(slow_prefill_lines(), opts).at(0);
+  EXPECT_EQ(g.ranking.front().name, "prefill");
+  const auto& q = candidate(g, "queueing");
+  EXPECT_NEAR(q.score, 0.4 / 500, 1e-9);
+  EXPECT_NE(q.evidence[0].find("the engine's queue-time histogram (vllm:request_queue_time_seconds) over 20.0 s "
+                               "between scrapes 1 and 401: the 10 requests it finished waited 0.4 ms on average"),
+            std::string::npos)
+      << q.evidence[0];
+  EXPECT_NE(q.evidence[1].find("disagrees with the engine's own numbers"), std::string::npos) << q.evidence[1];
+  EXPECT_NE(q.evidence[2].find("was 0 in all 401 scrapes"), std::string::npos) << q.evidence[2];
+  // Waits the engine measured cross on its own numbers.
+  opts.engine = scraped(4, EngineQueueTime{"vllm:request_queue_time_seconds", 10, 1500, std::pair(1000.0, 1500.0)});
+  g = analyse(slow_prefill_lines(), opts).at(0);
+  EXPECT_NEAR(candidate(g, "queueing").score, 3.0, 1e-9);
+  EXPECT_NE(candidate(g, "queueing").evidence[2].find("max 4, time-weighted mean 2.00, above zero 50% of the time"),
+            std::string::npos);
+}
+
+// With only the waiting gauge (no queue-time histogram: llama.cpp without timings on the lines, TGI
+// without its histogram scraped), a gauge at zero in every scrape holds the estimate below its
+// threshold and says why.
+TEST(RankingFromEngineEvidence, AWaitingGaugeAtZeroHoldsTheEstimateBelowItsThreshold) {
+  Options opts;
+  opts.engine = scraped(0, std::nullopt);
+  auto g = analyse(slow_prefill_lines(), opts).at(0);
+  const auto& q = candidate(g, "queueing");
+  EXPECT_LT(q.score, 1);
+  EXPECT_EQ(g.ranking.front().name, "prefill");
+  EXPECT_NE(q.evidence.back().find("concurrency at this proxy did not vary"), std::string::npos);
+  bool held = false;
+  for (const auto& e : q.evidence) held = held || e.find("queueing is held below its threshold") != std::string::npos;
+  EXPECT_TRUE(held);
+  // A gauge that saw requests waiting does not hold it.
+  opts.engine = scraped(3, std::nullopt);
+  EXPECT_GE(candidate(analyse(slow_prefill_lines(), opts).at(0), "queueing").score, 1);
+}
+
+// vLLM's spans joined to the lines (report --traces): the engine's own queue decides queueing and
+// what lies outside the engine (client TTFT - engine TTFT) makes transport identifiable.
+TEST(RankingFromEngineEvidence, SpansSplitTheWaitIntoTheEnginesQueueAndWhatLiesOutsideIt) {
+  auto rs = slow_prefill_lines();
+  Options opts;
+  opts.traced_source = "vLLM spans";
+  for (int i = 0; i < 10; ++i) {
+    // 600 ms of the 1.6 s TTFT in the engine's queue, 1,000 ms prefill, the rest outside it.
+    opts.traced["m"].push_back(EngineTimes{1600, 1000 - 0.5 * i, 2.0, 600.0 - i, 0.5 + 1.5 * i});
+  }
+  auto g = analyse(rs, opts).at(0);
+  ASSERT_TRUE(g.engine_split.has_value());
+  EXPECT_EQ(g.engine_split->source, "vLLM spans");
+  ASSERT_TRUE(g.engine_split->queue_ms && g.engine_split->outside_ms);
+  const auto& q = candidate(g, "queueing");
+  EXPECT_NEAR(q.score, 595.5 / 500, 1e-9);
+  EXPECT_NE(q.evidence[0].find("vLLM spans: the engine held the request in its queue 595.5 ms"), std::string::npos)
+      << q.evidence[0];
+  const auto& t = candidate(g, "transport");
+  EXPECT_NEAR(t.score, 7.25 / 200, 1e-9);
+  EXPECT_NE(t.evidence[0].find("7.2 ms of TTFT (p50; p90"), std::string::npos) << t.evidence[0];
+  EXPECT_NEAR(candidate(g, "prefill").score, 997.75 / 500, 1e-9);
+  // Outside the engine for long: transport crosses on the engine's evidence.
+  for (auto& e : opts.traced["m"]) e.outside_ms = 450;
+  EXPECT_NEAR(candidate(analyse(rs, opts).at(0), "transport").score, 2.25, 1e-9);
+  // Lines of another group are not split from this group's spans.
+  opts.traced.clear();
+  opts.traced["other"].push_back(EngineTimes{1600, 1000, 2.0, 600.0, 0.5});
+  EXPECT_FALSE(analyse(rs, opts).at(0).engine_split.has_value());
 }
 
 TEST(RankingFromEngineEvidence, TheEnginesPrefillTimeIsReadFromItsTimings) {

@@ -1,0 +1,336 @@
+#include "report/ranking.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace mpo::report {
+namespace {
+
+// Thresholds of the ranking (docs/REPORT.md explains each).
+constexpr double kErrorRateThreshold = 0.01;     // errors: 1% of requests
+constexpr double kQueueExcessThresholdMs = 500;  // queueing: median TTFT beyond plausible prefill
+constexpr double kPrefillThresholdMs = 500;      // prefill: median TTFT explained by prompt length
+constexpr double kTpotThresholdMs = 100;         // decode: 10 tokens/s per stream
+constexpr double kTransportMinTtfbMs = 200;      // transport: a head sent before output that takes this long
+constexpr double kHeadWithOutputShare = 0.9;     // a head at 90%+ of TTFT came with the output (held by the server)
+constexpr double kBusyShareThreshold = 0.5;      // workload: the proxy saw requests less than half the time
+constexpr double kHeadRuleToleranceMs = 5;       // TTFT - TTFB within this (or 10%) of the engine's prefill
+constexpr double kBelowThreshold = 0.9;          // a score the engine's evidence holds under its threshold
+
+// The median, reordering `v` (no NaN in it) instead of copying it.
+double median_in_place(std::span<double> v) {
+  if (v.empty()) return 0;
+  const auto lo = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
+  std::nth_element(v.begin(), lo, v.end());
+  if (v.size() % 2 == 1) return *lo;
+  const double hi = *std::min_element(lo + 1, v.end());
+  return *lo * (1.0 - 0.5) + hi * 0.5;  // quantile_cont's interpolation at d = 0.5
+}
+
+std::string gauge_text(const EngineGauge& g) {
+  return fmt::format("max {:.3g}, time-weighted mean {:.2f}, above zero {:.0f}% of the time", g.max, g.mean,
+                     100 * g.share_above_zero);
+}
+
+// Queueing: the engine's own numbers decide where the run has them (per request: spans' queue time,
+// or TTFT - llama.cpp's prompt_ms; over the window: the engine's queue-time histogram); the
+// client-side estimate (TTFT beyond a slow prefill, the fit's in-flight term) only without them,
+// and never against a waiting gauge that stayed at zero.
+Candidate queueing(const GroupStats& g, double excess_median, bool any_ttft, const EngineEvidence* engine) {
+  Candidate c{"queueing", 0.0, {}};
+  double client = std::max(0.0, excess_median) / kQueueExcessThresholdMs;
+  if (g.fit && g.fit->in_flight_varies && g.in_flight && g.fit->r2 >= 0.5 && g.fit->c_ms_per_in_flight > 0) {
+    client = std::max(client, g.fit->c_ms_per_in_flight * g.in_flight->p90 / kQueueExcessThresholdMs);
+  }
+  const auto& e = g.engine_split;
+  const double ttft50 = g.ttft_ms ? g.ttft_ms->p50 : 0.0;
+  std::optional<double> decided;  // the engine's score
+  if (e && e->queue_ms) {
+    decided = std::max(0.0, e->queue_ms->p50) / kQueueExcessThresholdMs;
+    c.evidence.push_back(fmt::format(
+        "{}: the engine held the request in its queue {:.1f} ms of the {:.1f} ms TTFT p50 (p50 over {} of {} "
+        "requests; p90 {:.1f} ms)",
+        e->source, e->queue_ms->p50, ttft50, e->n, e->of, e->queue_ms->p90));
+  } else if (e) {
+    decided = std::max(0.0, e->wait_ms.p50) / kQueueExcessThresholdMs;
+    c.evidence.push_back(fmt::format(
+        "{}: {:.1f} ms of the {:.1f} ms TTFT p50 passed before the engine began the prompt (TTFT - prompt_ms, p50 "
+        "over {} of {} requests; p90 {:.1f} ms): the wait for a slot, plus the network",
+        e->source, e->wait_ms.p50, ttft50, e->n, e->of, e->wait_ms.p90));
+  } else if (engine && engine->queue_time && engine->queue_time->requests > 0) {
+    const EngineQueueTime& q = *engine->queue_time;
+    decided = std::max(0.0, q.mean_ms) / kQueueExcessThresholdMs;
+    c.evidence.push_back(fmt::format(
+        "the engine's queue-time histogram ({}) over {}: the {:.0f} requests it finished waited {:.1f} ms on average "
+        "before it scheduled them{} (engine-wide)",
+        q.source, engine->window, q.requests, q.mean_ms,
+        q.p50_bucket_ms ? fmt::format(", the median between {:.0f} and {:.0f} ms", q.p50_bucket_ms->first,
+                                      q.p50_bucket_ms->second)
+                        : std::string()));
+  }
+  if (decided) {
+    c.score = *decided;
+    if (any_ttft) {
+      const bool disagree = (client >= 1) != (*decided >= 1);
+      c.evidence.push_back(fmt::format(
+          "client-side estimate (TTFT beyond a 1,000 tok/s prefill + {:.0f} ms): {:.0f} ms, score {:.2f}{}{}",
+          kStepAllowanceMs, excess_median, client,
+          g.fit && g.fit->in_flight_varies ? " with the fit's in-flight term" : "",
+          disagree ? "; it disagrees with the engine's own numbers, which decide (the estimate knows neither the "
+                     "engine's prefill rate nor its prefix cache)"
+                   : ""));
+    }
+  } else {
+    c.score = client;
+    if (any_ttft) {
+      c.evidence.push_back(fmt::format(
+          "median TTFT exceeds what its prompt could take to prefill (at 1,000 tok/s, + {:.0f} ms) by {:.0f} ms",
+          kStepAllowanceMs, excess_median));
+    }
+  }
+  if (engine && engine->waiting) {
+    const EngineGauge& w = *engine->waiting;
+    if (w.max <= 0) {
+      c.evidence.push_back(fmt::format(
+          "the engine's waiting gauge ({}) was 0 in all {} scrapes over {}: it never held a request waiting when "
+          "scraped",
+          w.source, w.samples, engine->window));
+      if (!decided && c.score >= 1) {
+        c.score = kBelowThreshold;
+        c.evidence.push_back(
+            "the client-side estimate crosses its threshold, but the engine saw no queue: the TTFT beyond the "
+            "estimate is more likely a prefill slower than its 1,000 tok/s (or waits shorter than the scrape "
+            "interval), so queueing is held below its threshold");
+      }
+    } else {
+      c.evidence.push_back(fmt::format("the engine's waiting gauge ({}) over {}: {}{}", w.source, engine->window,
+                                       gauge_text(w),
+                                       engine->running ? fmt::format("; requests running ({}): {}",
+                                                                     engine->running->source,
+                                                                     gauge_text(*engine->running))
+                                                       : std::string()));
+    }
+  }
+  if (engine && engine->preemptions && *engine->preemptions > 0) {
+    c.evidence.push_back(fmt::format(
+        "the engine preempted {:.0f} running requests over {} ({}): KV pressure sent them back to its queue",
+        *engine->preemptions, engine->window, engine->preemptions_source));
+  }
+  if (g.fit && g.fit->in_flight_varies) {
+    c.evidence.push_back(fmt::format("fit: each request already in flight adds {:.1f} ms to TTFT (R² {:.2f}, n {})",
+                                     g.fit->c_ms_per_in_flight, g.fit->r2, g.fit->n));
+  } else if (g.fit && g.fit->collinear) {
+    c.evidence.push_back(
+        "prompt length and in-flight count rose together: the fit cannot tell queueing from prefill, "
+        "so it uses prompt tokens only and queueing is read from TTFT alone");
+  } else {
+    c.evidence.push_back("concurrency at this proxy did not vary: queueing behind other clients is read from TTFT alone");
+  }
+  return c;
+}
+
+}  // namespace
+
+double median(std::vector<double> v) { return v.empty() ? 0 : *quantile_cont(std::move(v), 0.5); }
+
+std::optional<EngineSplit> engine_split_of(std::span<const EngineTimes> times, std::size_t of, std::string source) {
+  std::vector<double> wait, prefill, queue, outside, head_to_token, off_prefill;
+  for (const EngineTimes& t : times) {
+    wait.push_back(t.ttft_ms - t.prefill_ms);
+    prefill.push_back(t.prefill_ms);
+    if (t.queue_ms) queue.push_back(*t.queue_ms);
+    if (t.outside_ms) outside.push_back(*t.outside_ms);
+    if (t.ttfb_ms) {
+      const double gap = t.ttft_ms - *t.ttfb_ms;
+      head_to_token.push_back(gap);
+      off_prefill.push_back(std::abs(gap - t.prefill_ms));
+    }
+  }
+  if (wait.empty() || wait.size() * 2 < of) return std::nullopt;
+  EngineSplit e;
+  e.source = std::move(source);
+  e.n = wait.size();
+  e.of = of;
+  e.wait_ms = *summarize(wait);
+  e.prefill_ms = *summarize(prefill);
+  // Only when every request of the split says: a summary over some would not be the split's.
+  if (queue.size() == e.n) e.queue_ms = summarize(queue);
+  if (outside.size() == e.n) e.outside_ms = summarize(outside);
+  if (!head_to_token.empty()) {
+    e.head_to_token_ms = summarize(head_to_token);
+    const double off50 = median(off_prefill), head50 = e.head_to_token_ms->p50;
+    const double prefill50 = e.prefill_ms.p50, wait50 = e.wait_ms.p50;
+    const double tolerance = std::max(kHeadRuleToleranceMs, 0.1 * prefill50);
+    // Each rule needs the parts it tells apart to be longer than the tolerance: a head that came
+    // with the first token is told from one at slot start only when prefill takes time, and a slot's
+    // start from the accept only when there was a wait.
+    if (head50 <= tolerance && prefill50 > 2 * tolerance) {
+      e.head_rule = "with_output";
+    } else if (wait50 > 2 * tolerance && off50 <= tolerance) {
+      e.head_rule = "slot_start";
+    } else if (wait50 > 2 * tolerance && head50 >= wait50 + prefill50 - tolerance) {
+      e.head_rule = "on_accept";
+    }
+  }
+  return e;
+}
+
+
+std::optional<EngineSplit> engine_split_of(const RowList& rs) {
+  std::vector<EngineTimes> times;
+  std::size_t of = 0;
+  for (const Row* r : rs) {
+    if (!r->ok() || !r->ttft_ms) continue;
+    ++of;
+    if (!r->engine_prompt_ms) continue;
+    EngineTimes t;
+    t.ttft_ms = *r->ttft_ms;
+    t.prefill_ms = *r->engine_prompt_ms;
+    if (r->ttfb_ms) t.ttfb_ms = *r->ttfb_ms;
+    times.push_back(t);
+  }
+  return engine_split_of(times, of, "llama.cpp timings.prompt_ms");
+}
+
+std::vector<Candidate> rank(const GroupStats& g, std::span<double> excess, std::span<double> explained,
+                            const EngineEvidence* engine) {
+  std::vector<Candidate> out;
+  // Errors and reliability.
+  {
+    Candidate c{"errors", g.error_rate / kErrorRateThreshold, {}};
+    for (const auto& [outcome, n] : g.outcomes) {
+      if (outcome != "ok") c.evidence.push_back(fmt::format("{} of {} requests ended {}", n, g.requests, outcome));
+    }
+    c.evidence.push_back(
+        fmt::format("error rate {:.1f}% (threshold {:.0f}%)", 100 * g.error_rate, 100 * kErrorRateThreshold));
+    out.push_back(std::move(c));
+  }
+  // Queueing and prefill, from TTFT against what the prompt length could explain.
+  const bool any_ttft = !excess.empty();
+  const double excess_median = median_in_place(excess), explained_median = median_in_place(explained);
+  const auto& e = g.engine_split;
+  out.push_back(queueing(g, excess_median, any_ttft, engine));
+  {
+    Candidate c{"prefill", explained_median / kPrefillThresholdMs, {}};
+    if (e) {
+      c.score = e->prefill_ms.p50 / kPrefillThresholdMs;
+      c.evidence.push_back(
+          fmt::format("{}: the engine's prefill took {:.1f} ms p50, {:.1f} ms p90 (over {} requests){}", e->source,
+                      e->prefill_ms.p50, e->prefill_ms.p90, e->n,
+                      g.prompt_tokens ? fmt::format(" for prompts of median {:.0f} tokens (cached "
+                                                    "ones included; they cost no prefill)",
+                                                    g.prompt_tokens->p50)
+                                      : std::string()));
+    } else if (any_ttft && g.prompt_tokens) {
+      c.evidence.push_back(
+          fmt::format("median TTFT explainable by prompt length: {:.0f} ms for prompts of median {:.0f} tokens",
+                      explained_median, g.prompt_tokens->p50));
+    }
+    if (g.fit && g.fit->prompt_varies && g.fit->b_ms_per_token > 0) {
+      c.evidence.push_back(
+          fmt::format("fit: {:.3f} ms per prompt token, an implied prefill rate of {:.0f} tok/s (R² {:.2f})",
+                      g.fit->b_ms_per_token, 1000.0 / g.fit->b_ms_per_token, g.fit->r2));
+    }
+    out.push_back(std::move(c));
+  }
+  {
+    Candidate c{"decode", g.tpot_ms ? g.tpot_ms->p50 / kTpotThresholdMs : 0.0, {}};
+    if (g.tpot_ms) {
+      c.evidence.push_back(
+          fmt::format("TPOT p50 {:.1f} ms ({:.1f} tok/s per stream), p95 {:.1f} ms; threshold {:.0f} ms",
+                      g.tpot_ms->p50, 1000.0 / g.tpot_ms->p50, g.tpot_ms->p95, kTpotThresholdMs));
+    }
+    if (g.tpot_in_flight_slope_ms) {
+      c.evidence.push_back(
+          fmt::format("TPOT changes {:+.2f} ms per request in flight (batching cost)", *g.tpot_in_flight_slope_ms));
+    }
+    out.push_back(std::move(c));
+  }
+  {
+    Candidate c{"transport", 0.0, {}};
+    if (e && e->outside_ms) {
+      c.score = std::max(0.0, e->outside_ms->p50) / kTransportMinTtfbMs;
+      c.evidence.push_back(fmt::format(
+          "{}: {:.1f} ms of TTFT (p50; p90 {:.1f} ms) passed outside the engine (the line's TTFT - the engine's own "
+          "TTFT): the network, the proxy, the server's HTTP layer and tokenization; threshold {:.0f} ms",
+          e->source, e->outside_ms->p50, e->outside_ms->p90, kTransportMinTtfbMs));
+    } else if (e && e->head_rule == "slot_start") {
+      c.evidence.push_back(fmt::format(
+          "not identifiable: the response head came when the engine's slot started (TTFT - TTFB p50 {:.1f} ms = its "
+          "prompt_ms p50 {:.1f} ms), so TTFB (p50 {:.1f} ms) is the wait for a slot, not the network; the network "
+          "takes at most the {:.1f} ms (p50) before the engine began the prompt, and nothing here separates it",
+          e->head_to_token_ms->p50, e->prefill_ms.p50, g.ttfb_ms ? g.ttfb_ms->p50 : 0.0, e->wait_ms.p50));
+    } else if (e && e->head_rule.empty() && e->wait_ms.p50 < kTransportMinTtfbMs) {
+      c.evidence.push_back(fmt::format(
+          "at most {:.1f} ms (p50) passed before the engine began the prompt ({}), the network's share included: "
+          "below the {:.0f} ms threshold whatever its share",
+          std::max(0.0, e->wait_ms.p50), e->source, kTransportMinTtfbMs));
+    } else if (e && e->head_rule.empty()) {
+      c.evidence.push_back(fmt::format(
+          "not identifiable: {:.1f} ms (p50) passed before the engine began the prompt, and nothing in the run "
+          "separates the network's share of it from the wait for a slot",
+          e->wait_ms.p50));
+    } else if (g.ttfb_ms && g.ttft_ms && g.ttft_ms->p50 > 0) {
+      const double share = g.ttfb_ms->p50 / g.ttft_ms->p50;
+      if (share >= kHeadWithOutputShare) {
+        // llama.cpp (and others) send the head together with the first token: a late head is the
+        // server's wait for output, not the network's.
+        c.evidence.push_back(fmt::format(
+            "the response head arrives with the first token (TTFB p50 {:.1f} ms, {:.0f}% of TTFT): the server "
+            "holds its head until it has output, so TTFB says nothing about the network; no evidence here "
+            "separates the network from the server (connect time, non-generating calls, the engine's own timings: "
+            "attribute --traces)",
+            g.ttfb_ms->p50, 100 * share));
+      } else {
+        // The head came before the output: what it took is the path to the server and back.
+        c.score = g.ttfb_ms->p50 / kTransportMinTtfbMs;
+        c.evidence.push_back(fmt::format(
+            "the response head, sent before any output, takes {:.1f} ms (p50; {:.0f}% of TTFT); threshold {:.0f} ms",
+            g.ttfb_ms->p50, 100 * share, kTransportMinTtfbMs));
+      }
+    }
+    out.push_back(std::move(c));
+  }
+  {
+    Candidate c{"workload", (1.0 - g.busy_share) / kBusyShareThreshold, {}};
+    c.evidence.push_back(
+        fmt::format("requests were in flight {:.0f}% of the {:.1f} s window: the client left the engine idle "
+                    "{:.0f}% of the time",
+                    100 * g.busy_share, g.window_s, 100 * (1 - g.busy_share)));
+    if (c.score < 1) c.score *= 0.5;  // below its threshold, idle time says little
+    out.push_back(std::move(c));
+  }
+  {
+    Candidate c{"not_enough_evidence", 0.0, {}};
+    if (g.streamed == 0) {
+      c.score = 1.0;
+      c.evidence.push_back("no streamed requests: TTFT and TPOT cannot be measured; turn on streaming");
+    }
+    if (g.streamed > 0 && (!g.ttft_ms || !g.tpot_ms)) {
+      // fak's rule 3 (docs/FAK.md 2.3, `missing-stream-timing`): streamed rows that carry no TTFT or
+      // no TPOT cannot separate prefill from decode.
+      c.score = 1.0;
+      c.evidence.push_back(fmt::format(
+          "{} streamed requests but no {} measured (fak: missing-stream-timing): stream with "
+          "stream_options.include_usage (or proxy --usage inject) and at least 2 output tokens to separate prefill "
+          "from decode",
+          g.streamed,
+          !g.ttft_ms && !g.tpot_ms ? "TTFT or TPOT"
+          : !g.ttft_ms             ? "TTFT"
+                                   : "TPOT"));
+    }
+    const std::size_t none = g.token_sources.count("none") ? g.token_sources.at("none") : 0;
+    if (g.requests > 0 && none * 2 > g.requests) {
+      c.score = std::max(c.score, 0.9);
+      c.evidence.push_back(fmt::format("{} of {} requests have no token counts; ask for usage (proxy --usage inject)",
+                                       none, g.requests));
+    }
+    out.push_back(std::move(c));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
+  return out;
+}
+
+}  // namespace mpo::report
