@@ -66,9 +66,9 @@ Candidate queueing(const GroupStats& g, double excess_median, bool any_ttft, con
         "the engine's queue-time histogram ({}) over {}: the {:.0f} requests it finished waited {:.1f} ms on average "
         "before it scheduled them{} (engine-wide)",
         q.source, engine->window, q.requests, q.mean_ms,
-        q.p50_bucket_ms ? fmt::format(", the median between {:.0f} and {:.0f} ms", q.p50_bucket_ms->first,
-                                      q.p50_bucket_ms->second)
-                        : std::string()));
+        q.p50_bucket_ms
+            ? fmt::format(", the median between {:.0f} and {:.0f} ms", q.p50_bucket_ms->first, q.p50_bucket_ms->second)
+            : std::string()));
   }
   if (decided) {
     c.score = *decided;
@@ -105,12 +105,11 @@ Candidate queueing(const GroupStats& g, double excess_median, bool any_ttft, con
             "interval), so queueing is held below its threshold");
       }
     } else {
-      c.evidence.push_back(fmt::format("the engine's waiting gauge ({}) over {}: {}{}", w.source, engine->window,
-                                       gauge_text(w),
-                                       engine->running ? fmt::format("; requests running ({}): {}",
-                                                                     engine->running->source,
-                                                                     gauge_text(*engine->running))
-                                                       : std::string()));
+      c.evidence.push_back(fmt::format(
+          "the engine's waiting gauge ({}) over {}: {}{}", w.source, engine->window, gauge_text(w),
+          engine->running
+              ? fmt::format("; requests running ({}): {}", engine->running->source, gauge_text(*engine->running))
+              : std::string()));
     }
   }
   if (engine && engine->preemptions && *engine->preemptions > 0) {
@@ -126,7 +125,8 @@ Candidate queueing(const GroupStats& g, double excess_median, bool any_ttft, con
         "prompt length and in-flight count rose together: the fit cannot tell queueing from prefill, "
         "so it uses prompt tokens only and queueing is read from TTFT alone");
   } else {
-    c.evidence.push_back("concurrency at this proxy did not vary: queueing behind other clients is read from TTFT alone");
+    c.evidence.push_back(
+        "concurrency at this proxy did not vary: queueing behind other clients is read from TTFT alone");
   }
   return c;
 }
@@ -176,7 +176,6 @@ std::optional<EngineSplit> engine_split_of(std::span<const EngineTimes> times, s
   }
   return e;
 }
-
 
 std::optional<EngineSplit> engine_split_of(const RowList& rs) {
   std::vector<EngineTimes> times;

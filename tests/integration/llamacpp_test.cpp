@@ -395,12 +395,33 @@ class RealLlamaCppVerdicts : public ::testing::Test {
     }
     for (auto& t : threads) t.join();
     EXPECT_EQ(failed.load(), 0);
+    // With --scrape, a scrape that began after the last response closes the window (waited on the
+    // file, paced by round trips).
+    const std::string snaps = dir_ + "/ledger.scrape.jsonl";
+    if (std::filesystem::exists(snaps)) {
+      const std::size_t now = read_lines(snaps).size();
+      for (int i = 0; i < 2000 && read_lines(snaps).size() < now + 2; ++i) http_get(proxy.admin_port, "/healthz");
+    }
     EXPECT_EQ(proxy.process.terminate(), 0);
     const auto report = run_cli({"report", dir_ + "/ledger.jsonl", "--format", "json"});
     const auto doc = json::parse(report.out).as_object();
     return doc.at("result").at("groups").as_array().at(0).as_object();
   }
 
+  // The proxy in front of `server`, scraping its /metrics every 50 ms beside the ledger.
+  std::unique_ptr<Proxy> scraping_proxy(const LlamaServer& server) {
+    return std::make_unique<Proxy>(
+        server.url(), dir_ + "/ledger.jsonl",
+        std::vector<std::string>{"--scrape", server.url() + "/metrics", "--scrape-interval", "50ms"});
+  }
+  static std::string evidence(const json::object& group, std::string_view name) {
+    std::string out;
+    for (const auto& c : group.at("ranking").as_array()) {
+      if (c.at("candidate").as_string() != name) continue;
+      for (const auto& e : c.at("evidence").as_array()) out += std::string(e.as_string()) + "\n";
+    }
+    return out;
+  }
   static double score(const json::object& group, std::string_view name) {
     for (const auto& c : group.at("ranking").as_array()) {
       if (c.at("candidate").as_string() == name) return c.at("score").to_number<double>();
@@ -420,8 +441,8 @@ class RealLlamaCppVerdicts : public ::testing::Test {
 
 TEST_F(RealLlamaCppVerdicts, MoreClientsThanSlotsIsQueueingNeverTransport) {
   LlamaServer server(dir_ + "/llama.log", {}, "MPO_LLAMA_SMALL_MODEL");  // 4 slots
-  Proxy proxy(server.url(), dir_ + "/ledger.jsonl");
-  const auto g = run(proxy, 12, 2, 60, 64);
+  auto proxy = scraping_proxy(server);
+  const auto g = run(*proxy, 12, 2, 60, 64);
   const auto& split = g.at("engine_split").as_object();
   EXPECT_EQ(split.at("source"), "llama.cpp timings.prompt_ms");
   EXPECT_EQ(split.at("head_rule"), "slot_start") << ranking(g);
@@ -430,12 +451,31 @@ TEST_F(RealLlamaCppVerdicts, MoreClientsThanSlotsIsQueueingNeverTransport) {
   EXPECT_LT(score(g, "transport"), 1.0) << ranking(g);
   // The engine's own wait before prefill is what TTFB measured: the head came at slot start.
   EXPECT_GT(split.at("wait_ms").at("p50").to_number<double>(), 500) << ranking(g);
+  // The engine's own gauge corroborates it: requests waited for a slot while the run went on.
+  const std::string q = evidence(g, "queueing");
+  EXPECT_NE(q.find("the engine's waiting gauge (llamacpp:requests_deferred) over"), std::string::npos) << q;
+  EXPECT_EQ(q.find("was 0 in all"), std::string::npos) << q;
+}
+
+// As many clients as slots, long outputs: nothing waits and prompts are short, so nothing but
+// decode may cross (decode itself need not: this model decodes fast).
+TEST_F(RealLlamaCppVerdicts, AsManyClientsAsSlotsWithLongOutputsIsNothingButDecode) {
+  LlamaServer server(dir_ + "/llama.log", {}, "MPO_LLAMA_SMALL_MODEL");  // 4 slots
+  auto proxy = scraping_proxy(server);
+  const auto g = run(*proxy, 4, 2, 10, 200);
+  for (const auto& c : g.at("ranking").as_array()) {
+    if (c.at("candidate") == "decode") continue;
+    EXPECT_LT(c.at("score").to_number<double>(), 1.0) << ranking(g);
+  }
+  EXPECT_GT(score(g, "decode"), 0.0) << ranking(g);
+  const std::string q = evidence(g, "queueing");
+  EXPECT_NE(q.find("the engine's waiting gauge (llamacpp:requests_deferred) was 0 in all"), std::string::npos) << q;
 }
 
 TEST_F(RealLlamaCppVerdicts, OneClientWithLongPromptsIsPrefillAndNotQueueing) {
   LlamaServer server(dir_ + "/llama.log", {"-np", "1"}, "MPO_LLAMA_SMALL_MODEL");  // one slot, 4,096 tokens
-  Proxy proxy(server.url(), dir_ + "/ledger.jsonl");
-  const auto g = run(proxy, 1, 4, 200, 4);  // about 1,550 prompt tokens (the model's context is 2,048)
+  auto proxy = scraping_proxy(server);
+  const auto g = run(*proxy, 1, 4, 200, 4);  // about 1,550 prompt tokens (the model's context is 2,048)
   EXPECT_EQ(g.at("ranking").as_array().at(0).at("candidate"), "prefill") << ranking(g);
   EXPECT_GE(score(g, "prefill"), 1.0) << ranking(g);
   EXPECT_LT(score(g, "queueing"), 0.5) << ranking(g);
