@@ -19,6 +19,7 @@ struct SimulateArgs {
   int tokens_per_chunk = 0;
   bool reasoning = false;
   std::string stream_end = "vllm";
+  std::string imitate = "vllm";
 };
 
 int run_simulate(const SimulateArgs& a) {
@@ -50,7 +51,8 @@ int run_simulate(const SimulateArgs& a) {
   opts.seed = a.seed;
   opts.truth_path = a.truth_path;
   opts.otlp_traces_endpoint = a.otlp_traces_endpoint;
-  opts.llamacpp_stream_end = a.stream_end == "llamacpp";
+  opts.llamacpp_head_and_timings = a.imitate == "llamacpp";
+  opts.llamacpp_stream_end = a.stream_end == "llamacpp" || opts.llamacpp_head_and_timings;
   return sim::run_simulator(profile, opts);
 }
 
@@ -77,6 +79,12 @@ std::function<int()> setup_simulate(CLI::App& app) {
                  "how a streamed response ends: vllm (last events and the chunked terminator together, connection "
                  "kept); llamacpp (as llama.cpp b10309: the terminator in a later write, 5 ms after [DONE], then the "
                  "connection closed 2 ms later although the head offers 'Keep-Alive: timeout=5, max=100')")
+      ->check(CLI::IsMember({"vllm", "llamacpp"}))
+      ->capture_default_str();
+  app.add_option("--imitate", args->imitate,
+                 "whose streams to imitate: vllm (the head on accept, chat's role chunk with it); llamacpp (as "
+                 "llama.cpp b10309: the head when a slot starts the request, the role chunk with the first token, "
+                 "a `timings` object at the end, and --stream-end llamacpp)")
       ->check(CLI::IsMember({"vllm", "llamacpp"}))
       ->capture_default_str();
   return [args] { return run_simulate(*args); };

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
+#include <cmath>
 
 #include "core/json.hpp"
 
@@ -359,14 +361,36 @@ std::string ResponseBuilder::stream_end(int cached) {
   if (responses_) return responses_->end(totals(cached));
   if (messages_) return messages_->end(totals(cached));
   std::string out;
-  if (req_.include_usage) {
+  if (req_.include_usage || !timings_.empty()) {
     const char* object = req_.endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion";
-    out +=
-        fmt::format("data: {{\"id\":{},\"object\":\"{}\",\"created\":{},\"model\":{},\"choices\":[],\"usage\":{}}}\n\n",
-                    json_quote(opts_.id), object, opts_.created, json_quote(opts_.model), usage_json(cached, true));
+    out += fmt::format("data: {{\"id\":{},\"object\":\"{}\",\"created\":{},\"model\":{},\"choices\":[]{}{}}}\n\n",
+                       json_quote(opts_.id), object, opts_.created, json_quote(opts_.model),
+                       req_.include_usage ? ",\"usage\":" + usage_json(cached, true) : "",
+                       timings_.empty() ? "" : ",\"timings\":" + timings_);
   }
   out += "data: [DONE]\n\n";
   return out;
+}
+
+std::string llamacpp_timings(const FinishedRequest& f) {
+  const auto ms = [](std::optional<double> from, std::optional<double> to) {  // to the microsecond
+    return from && to ? std::round(std::max(0.0, (*to - *from) * 1e6)) / 1000 : 0.0;
+  };
+  const double prompt_ms = ms(f.scheduled_s, f.first_token_s);
+  const double predicted_ms = ms(f.first_token_s, f.last_token_s);
+  const int prompt_n = f.prompt_tokens - f.cached_prompt_tokens;
+  const auto per_second = [](int n, double t) { return t > 0 ? 1000.0 * n / t : 0.0; };
+  JsonObjectWriter t;
+  t.field("cache_n", f.cached_prompt_tokens)
+      .field("prompt_n", prompt_n)
+      .field("prompt_ms", prompt_ms)
+      .field("prompt_per_token_ms", prompt_n > 0 ? prompt_ms / prompt_n : 0.0)
+      .field("prompt_per_second", per_second(prompt_n, prompt_ms))
+      .field("predicted_n", f.completion_tokens)
+      .field("predicted_ms", predicted_ms)
+      .field("predicted_per_token_ms", f.completion_tokens > 0 ? predicted_ms / f.completion_tokens : 0.0)
+      .field("predicted_per_second", per_second(f.completion_tokens, predicted_ms));
+  return std::move(t).finish();
 }
 
 std::string ResponseBuilder::full_body(int cached) {

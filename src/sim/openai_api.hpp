@@ -41,6 +41,12 @@ Result<CompletionRequest> parse_completion_request(std::string_view body, Endpoi
 // {"error":{"message":..,"type":..,"param":..,"code":status}}
 std::string render_error(int status, std::string_view type, std::string_view message, std::string_view param = {});
 
+// llama.cpp's per-request `timings` for a finished request, as its streams end with them (captured:
+// tests/fixtures/llamacpp/llamacpp_b10309_chat_stream.http): prompt_n and cache_n (the prompt's
+// tokens computed and served from the cache), prompt_ms from the first scheduled step's start to
+// the first token, predicted_n and predicted_ms from the first token to the last, and the rates.
+std::string llamacpp_timings(const FinishedRequest& f);
+
 // Builds the response of one request, streamed (SSE events) or whole.
 class ResponseBuilder {
  public:
@@ -63,6 +69,9 @@ class ResponseBuilder {
   // The usage-only event (when asked for) and "data: [DONE]"; the terminal events of the
   // Responses and Messages APIs.
   std::string stream_end(int cached_prompt_tokens);
+  // llama.cpp's `timings` object (llamacpp_timings()) for the end of a chat or completions stream:
+  // on the usage event, or without usage on an event of its own, as llama.cpp ends its streams.
+  void set_timings(std::string timings_json) { timings_ = std::move(timings_json); }
   // The whole JSON body of a non-streamed response, after the last emission.
   std::string full_body(int cached_prompt_tokens);
 
@@ -83,6 +92,7 @@ class ResponseBuilder {
   int completion_tokens_ = 0;
   int reasoning_count_ = 0;
   int cached_prompt_tokens_ = 0;
+  std::string timings_;
   std::optional<FinishReason> finish_;
   std::optional<ResponsesEvents> responses_;
   std::optional<MessagesEvents> messages_;

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 
 #include "core/clock.hpp"
 #include "core/json.hpp"
@@ -57,6 +58,7 @@ struct Sink {
   // and is written before the last chunk, so a client that saw [DONE] finds its line.
   bool defer_truth = false;
   bool truth_pending = false;
+  bool started = false;  // the engine scheduled the request (a llama.cpp slot started it)
   void wake() { notify.cancel(); }
 };
 
@@ -178,6 +180,7 @@ class Simulator {
       scenario_.tick(now, engine_);
       if (engine_.has_work(now)) {
         StepResult r = engine_.step(now);
+        if (opts_.llamacpp_head_and_timings) note_started();
         if (r.scheduled_tokens > 0) {
           step_timer_.expires_at(at(r.end_s));
           co_await step_timer_.async_wait(kNoThrow);
@@ -189,6 +192,17 @@ class Simulator {
       if (scenario_.wants_ticks()) next = std::min(next.value_or(now + 0.1), now + 0.1);
       wake_timer_.expires_at(next ? at(*next) : Clock::time_point::max());
       co_await wake_timer_.async_wait(kNoThrow);
+    }
+  }
+
+  // Wakes the streams whose requests the step just scheduled: as llama.cpp, they send their head
+  // when a slot starts them, at the step's start.
+  void note_started() {
+    for (auto& [id, sink] : sinks_) {
+      if (!sink->started && engine_.cached_prompt_tokens(id).has_value()) {
+        sink->started = true;
+        sink->wake();
+      }
     }
   }
 
@@ -498,6 +512,15 @@ class Simulator {
           stream, make_response(req, http::status::ok, builder.full_body(sink.finished->cached_prompt_tokens)));
     }
 
+    if (opts_.llamacpp_head_and_timings) {
+      // The head waits for a slot (a request that finished or failed before one started it goes on).
+      while (!sink.started && !sink.finished && !engine_.cached_prompt_tokens(*id).has_value()) {
+        if (!co_await wait_for_output(stream, sink, watch_client)) {
+          abort_request();
+          co_return false;
+        }
+      }
+    }
     http::response<http::empty_body> head(http::status::ok, req.version());
     head.set(http::field::server, "modelperfobs-simulate");
     head.set(http::field::content_type, "text/event-stream; charset=utf-8");
@@ -518,7 +541,9 @@ class Simulator {
       auto [ec, n] = co_await asio::async_write(stream, http::make_chunk(asio::buffer(data)), kNoThrow);
       co_return !ec;
     };
-    if (!co_await send(builder.stream_start())) {
+    // llama.cpp sends chat's role chunk with the first token, not with the head.
+    std::string start = builder.stream_start();
+    if (!opts_.llamacpp_head_and_timings && !co_await send(std::exchange(start, {}))) {
       abort_request();
       co_return false;
     }
@@ -537,7 +562,7 @@ class Simulator {
           builder.set_cached_prompt_tokens(sink.finished ? sink.finished->cached_prompt_tokens
                                                          : engine_.cached_prompt_tokens(*id).value_or(0));
         }
-        if (!co_await send(builder.stream_tokens(group))) {
+        if (!co_await send(std::exchange(start, {}) + builder.stream_tokens(group))) {
           abort_request();
           co_return false;
         }
@@ -555,7 +580,10 @@ class Simulator {
       }
     }
     flush_truth(sink);
-    if (!co_await send(builder.stream_end(sink.finished->cached_prompt_tokens))) co_return false;
+    if (opts_.llamacpp_head_and_timings) builder.set_timings(llamacpp_timings(*sink.finished));
+    if (!co_await send(std::exchange(start, {}) + builder.stream_end(sink.finished->cached_prompt_tokens))) {
+      co_return false;
+    }
     if (opts_.llamacpp_stream_end) {
       asio::steady_timer gap(stream.get_executor(), kLlamaCppTerminatorGap);
       co_await gap.async_wait(kNoThrow);

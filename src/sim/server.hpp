@@ -21,6 +21,10 @@ struct ServerOptions {
   // (kLlamaCppTerminatorGap apart), then the connection closed (kLlamaCppCloseDelay later)
   // although the response head offers `Keep-Alive: timeout=5, max=100`.
   bool llamacpp_stream_end = false;
+  // Stream as llama.cpp b10309 does before the end too: the response head when a slot starts the
+  // request (so a request that waits for a slot waits for its head; measured against the real
+  // server, issue 37), chat's role chunk with the first token, and its `timings` object at the end.
+  bool llamacpp_head_and_timings = false;
   // Engine spans shaped like vLLM's, one per client request, to this OTLP/HTTP traces URL (used
   // as it is, as vLLM's --otlp-traces-endpoint); "" = none. docs/OTEL.md "Engine spans".
   std::string otlp_traces_endpoint;

@@ -192,6 +192,76 @@ TEST(ReportFromEngineCounters, OneClientWithASlowPrefillIsNotQueueingWhenTheEngi
   EXPECT_EQ(ranking(s.dir + "/ledger.jsonl").at(0), "prefill");
 }
 
+// Issue 37's verdict situations against `simulate --imitate llamacpp` (the head when a slot starts
+// the request, `timings` at the end), as RealLlamaCppVerdicts.* run them against the real server:
+// requests without usage, so token counts and the split come from the engine's timings.
+json::object simulated_llamacpp_group(const std::string& profile_json, int clients, int each, int words,
+                                      int max_tokens) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/profile.json", profile_json);
+  Stack s({"--profile", dir + "/profile.json", "--imitate", "llamacpp"});
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&, c] {
+      for (int i = 0; i < each; ++i) {
+        std::string prompt = "c" + std::to_string(c) + "r" + std::to_string(i);
+        for (int w = 0; w < words; ++w) prompt += " x" + std::to_string((w * 13 + c * 101 + i * 7) % 997);
+        const auto r = http_post(s.proxy.port, "/v1/chat/completions", chat(max_tokens, prompt, false));
+        EXPECT_EQ(r.status, 200);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  s.stop_proxy();
+  auto r = run_report({"--input", s.ledger_path(), "--format", "json"});
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  return json::parse(r.out).at("result").at("groups").as_array().at(0).as_object();
+}
+
+double score_of(const json::object& g, std::string_view name) {
+  for (const auto& c : g.at("ranking").as_array()) {
+    if (c.at("candidate").as_string() == name) return c.at("score").to_number<double>();
+  }
+  return -1;
+}
+
+std::string ranking_text(const json::object& g) { return json::serialize(g.at("ranking")); }
+
+TEST(ReportAgainstSimulatedLlamaCpp, MoreClientsThanSlotsIsQueueingNeverTransport) {
+  const auto g = simulated_llamacpp_group(R"({"engine":{"max_num_seqs":2,"step_base_s":0.02}})", 8, 1, 10, 40);
+  EXPECT_EQ(g.at("token_sources").at("server_timings"), 8);
+  const auto& split = g.at("engine_split").as_object();
+  EXPECT_EQ(split.at("head_rule"), "slot_start") << json::serialize(split);
+  EXPECT_EQ(g.at("ranking").as_array().at(0).at("candidate"), "queueing") << ranking_text(g);
+  EXPECT_LT(score_of(g, "transport"), 1.0) << ranking_text(g);
+  // The head waited for the slot: TTFB is the wait, TTFT - TTFB the engine's prefill.
+  EXPECT_GT(g.at("ttfb_ms").at("p50").to_number<double>(), 500) << json::serialize(g.at("ttfb_ms"));
+}
+
+TEST(ReportAgainstSimulatedLlamaCpp, OneClientWithLongPromptsIsPrefillAndNotQueueing) {
+  const auto g =
+      simulated_llamacpp_group(R"({"engine":{"max_num_seqs":1,"step_per_prefill_token_s":0.002}})", 1, 3, 750, 2);
+  EXPECT_EQ(g.at("ranking").as_array().at(0).at("candidate"), "prefill") << ranking_text(g);
+  EXPECT_LT(score_of(g, "queueing"), 0.5) << ranking_text(g);
+  EXPECT_LT(score_of(g, "transport"), 1.0) << ranking_text(g);
+}
+
+TEST(ReportAgainstSimulatedLlamaCpp, AsManyClientsAsSlotsWithLongOutputsIsNothingButDecode) {
+  const auto g = simulated_llamacpp_group(R"({"engine":{"max_num_seqs":4,"step_base_s":0.02}})", 4, 1, 10, 100);
+  for (const auto& c : g.at("ranking").as_array()) {
+    if (c.at("candidate") == "decode") continue;
+    EXPECT_LT(c.at("score").to_number<double>(), 1.0) << ranking_text(g);
+  }
+}
+
+TEST(ReportAgainstSimulatedLlamaCpp, AnIdleEngineCrossesNothing) {
+  const auto g = simulated_llamacpp_group(R"({"engine":{"max_num_seqs":4}})", 1, 6, 10, 8);
+  for (const auto& c : g.at("ranking").as_array()) {
+    if (c.at("candidate") == "workload") continue;  // one client with pauses may leave it idle
+    EXPECT_LT(c.at("score").to_number<double>(), 1.0) << ranking_text(g);
+  }
+}
+
 TEST(ReportRanking, FaultsRankErrorsFirst) {
   Stack s;
   http_post(s.sim.port, "/scenario?name=faults", "");

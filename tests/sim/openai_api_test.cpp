@@ -97,6 +97,45 @@ TEST(ResponseBuilder, ChatStreamHasRoleChunkTokenChunksFinishUsageAndDone) {
   EXPECT_EQ(ev[4], "[DONE]");
 }
 
+// `simulate --imitate llamacpp`: the stream ends with llama.cpp's `timings` (shape of the b10309
+// capture), on the usage event when usage was asked for, else on an event of its own; the proxy's
+// tap reads prompt_n + cache_n from it when there is no usage.
+TEST(ResponseBuilder, ALlamaCppStreamEndsWithItsTimings) {
+  FinishedRequest f;
+  f.scheduled_s = 1.0;
+  f.first_token_s = 1.0125;
+  f.last_token_s = 1.0331;
+  f.prompt_tokens = 10;
+  f.cached_prompt_tokens = 4;
+  f.completion_tokens = 3;
+  const auto t = json::parse(llamacpp_timings(f)).as_object();
+  EXPECT_EQ(t.at("cache_n"), 4);
+  EXPECT_EQ(t.at("prompt_n"), 6);
+  EXPECT_DOUBLE_EQ(t.at("prompt_ms").to_number<double>(), 12.5);
+  EXPECT_DOUBLE_EQ(t.at("predicted_ms").to_number<double>(), 20.6);
+  EXPECT_EQ(t.at("predicted_n"), 3);
+  EXPECT_NEAR(t.at("prompt_per_second").to_number<double>(), 480, 1e-9);
+  for (const char* key : {"prompt_per_token_ms", "predicted_per_token_ms", "predicted_per_second"}) {
+    EXPECT_TRUE(t.contains(key)) << key;
+  }
+  for (const bool usage : {true, false}) {
+    auto req = *parse_completion_request(
+        usage ? R"({"messages":[{"role":"user","content":"Hi"}],"stream":true,"stream_options":{"include_usage":true}})"
+              : R"({"messages":[{"role":"user","content":"Hi"}],"stream":true})",
+        Endpoint::kChat);
+    ResponseBuilder b(req, {"chatcmpl-1", 100, "m", 0}, 10);
+    b.stream_tokens(std::vector{em(0, " a", FinishReason::kLength)});
+    b.set_timings(llamacpp_timings(f));
+    const auto ev = events(b.stream_end(4));
+    ASSERT_EQ(ev.size(), 2u) << usage;
+    const auto last = json::parse(ev[0]).as_object();
+    EXPECT_TRUE(last.at("choices").as_array().empty());
+    EXPECT_EQ(last.contains("usage"), usage);
+    EXPECT_EQ(last.at("timings").at("prompt_n"), 6);
+    EXPECT_EQ(ev[1], "[DONE]");
+  }
+}
+
 TEST(ResponseBuilder, ContinuousUsageIsCumulativeOnEveryChunk) {
   auto req = *parse_completion_request(
       R"({"prompt":"Hi","stream":true,"stream_options":{"continuous_usage_stats":true}})", Endpoint::kCompletions);
