@@ -400,6 +400,8 @@ std::vector<GroupStats> analyse(const RowTable& table, const Options& opts) {
   for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
   worker();
   for (auto& t : pool) t.join();
+  const auto others = analyse_others(table, opts);
+  for (GroupStats& g : out) bound_transport_by_calls_that_generate_nothing(g, others);
   if (opts.engine && opts.engine->spec_acceptance_rate) {
     const EngineEvidence& e = *opts.engine;
     const std::string line = fmt::format(

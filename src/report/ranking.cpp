@@ -259,7 +259,8 @@ std::vector<Candidate> rank(const GroupStats& g, std::span<double> excess, std::
       c.evidence.push_back(fmt::format(
           "not identifiable: the response head came when the engine's slot started (TTFT - TTFB p50 {:.1f} ms = its "
           "prompt_ms p50 {:.1f} ms), so TTFB (p50 {:.1f} ms) is the wait for a slot, not the network; the network "
-          "takes at most the {:.1f} ms (p50) before the engine began the prompt, and nothing here separates it",
+          "takes at most the {:.1f} ms (p50) before the engine began the prompt, and nothing in these requests "
+          "separates it",
           e->head_to_token_ms->p50, e->prefill_ms.p50, g.ttfb_ms ? g.ttfb_ms->p50 : 0.0, e->wait_ms.p50));
     } else if (e && e->head_rule.empty() && e->wait_ms.p50 < kTransportMinTtfbMs) {
       c.evidence.push_back(fmt::format(
@@ -268,7 +269,7 @@ std::vector<Candidate> rank(const GroupStats& g, std::span<double> excess, std::
           std::max(0.0, e->wait_ms.p50), e->source, kTransportMinTtfbMs));
     } else if (e && e->head_rule.empty()) {
       c.evidence.push_back(fmt::format(
-          "not identifiable: {:.1f} ms (p50) passed before the engine began the prompt, and nothing in the run "
+          "not identifiable: {:.1f} ms (p50) passed before the engine began the prompt, and nothing in these requests "
           "separates the network's share of it from the wait for a slot",
           e->wait_ms.p50));
     } else if (g.ttfb_ms && g.ttft_ms && g.ttft_ms->p50 > 0) {
@@ -278,9 +279,9 @@ std::vector<Candidate> rank(const GroupStats& g, std::span<double> excess, std::
         // server's wait for output, not the network's.
         c.evidence.push_back(fmt::format(
             "the response head arrives with the first token (TTFB p50 {:.1f} ms, {:.0f}% of TTFT): the server "
-            "holds its head until it has output, so TTFB says nothing about the network; no evidence here "
-            "separates the network from the server (connect time, non-generating calls, the engine's own timings: "
-            "attribute --traces)",
+            "holds its head until it has output, so TTFB says nothing about the network; nothing in these requests "
+            "separates the network from the server (calls that generate nothing, such as GET /v1/models, or the "
+            "engine's own spans: --traces, would)",
             g.ttfb_ms->p50, 100 * share));
       } else {
         // The head came before the output: what it took is the path to the server and back.
@@ -330,6 +331,27 @@ std::vector<Candidate> rank(const GroupStats& g, std::span<double> excess, std::
   }
   std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
   return out;
+}
+
+void bound_transport_by_calls_that_generate_nothing(GroupStats& g, const std::vector<OtherStats>& others) {
+  const OtherStats* fastest = nullptr;
+  for (const OtherStats& o : others) {
+    if (!o.ttfb_ms || o.ttfb_ms->n < kMinCallsForTransport) continue;
+    if (fastest == nullptr || o.ttfb_ms->p50 < fastest->ttfb_ms->p50) fastest = &o;
+  }
+  if (fastest == nullptr || (g.engine_split && g.engine_split->outside_ms)) return;
+  for (Candidate& c : g.ranking) {
+    if (c.name != "transport") continue;
+    const double p50 = fastest->ttfb_ms->p50;
+    c.score = std::max(c.score, p50 / kTransportMinTtfbMs);
+    c.evidence.push_back(fmt::format(
+        "calls that generate nothing ({}, {} of them) got their response head in {:.1f} ms p50 (p90 {:.1f} ms): "
+        "no slot and no prefill in that, so the network and the server's HTTP layer take about that; threshold "
+        "{:.0f} ms",
+        fastest->operation, fastest->ttfb_ms->n, p50, fastest->ttfb_ms->p90, kTransportMinTtfbMs));
+  }
+  std::stable_sort(g.ranking.begin(), g.ranking.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
 }
 
 }  // namespace mpo::report

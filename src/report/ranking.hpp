@@ -32,4 +32,11 @@ std::optional<EngineSplit> engine_split_of(const RowList& rs);
 std::vector<Candidate> rank(const GroupStats& g, std::span<double> excess, std::span<double> explained,
                             const EngineEvidence* engine);
 
+// Calls that generate nothing (GET /v1/models, embeddings, ...) answer without a queue for a slot or
+// a prefill: their head's time is the network and the server's HTTP layer. Where a group's transport
+// is not measured by the engine's spans, the fastest such operation (at least
+// kMinCallsForTransport calls) bounds it and scores it; the ranking is sorted again.
+inline constexpr std::size_t kMinCallsForTransport = 3;
+void bound_transport_by_calls_that_generate_nothing(GroupStats& g, const std::vector<OtherStats>& others);
+
 }  // namespace mpo::report

@@ -380,6 +380,36 @@ TEST(RankingFromEngineEvidence, SpansSplitTheWaitIntoTheEnginesQueueAndWhatLiesO
   EXPECT_FALSE(analyse(rs, opts).at(0).engine_split.has_value());
 }
 
+// Issue 37: with the head at slot start, the generating requests cannot separate the network from
+// the wait; calls that generate nothing (GET /v1/models) can: their head's time bounds transport.
+TEST(RankingFromEngineEvidence, CallsThatGenerateNothingBoundTransport) {
+  auto with_models = [](double models_ttfb_ms, int calls) {
+    std::vector<ledger::LedgerRecord> rs;
+    for (int i = 0; i < 16; ++i) rs.push_back(llamacpp(i, i % 4 ? 1200 : 2, 350, 300, 4));
+    for (int i = 0; i < calls; ++i) {
+      auto m = rec(20000 + i * 10, models_ttfb_ms + 0.5, std::nullopt, 0, 0);
+      m.operation = "models";
+      m.model.reset();
+      m.ttfb_ms = models_ttfb_ms + 0.1 * i;
+      rs.push_back(m);
+    }
+    return analyse(rows_from(rs, GroupBy::kModel), {}).at(0);
+  };
+  auto g = with_models(0.4, 5);
+  auto t = candidate(g, "transport");
+  EXPECT_NEAR(t.score, 0.6 / 200, 1e-9);
+  EXPECT_NE(t.evidence.back().find("calls that generate nothing (models, 5 of them) got their response head in 0.6 ms"),
+            std::string::npos)
+      << t.evidence.back();
+  // A slow network shows in them, and transport crosses.
+  g = with_models(400, 5);
+  EXPECT_NEAR(candidate(g, "transport").score, 400.2 / 200, 1e-9);
+  EXPECT_EQ(g.ranking.front().name, "queueing");
+  EXPECT_EQ(g.ranking[1].name, "transport");
+  // Two calls are too few to say.
+  EXPECT_EQ(candidate(with_models(400, 2), "transport").score, 0);
+}
+
 TEST(RankingFromEngineEvidence, TheEnginesPrefillTimeIsReadFromItsTimings) {
   EXPECT_FLOAT_EQ(*timings_prompt_ms(R"({"cache_n":9,"prompt_n":1,"prompt_ms":0.32,"predicted_n":6})"), 0.32f);
   EXPECT_FALSE(timings_prompt_ms(R"({"predicted_n":6})").has_value());
