@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "core/clock.hpp"
+#include "core/json.hpp"
 #include "net/client.hpp"
 #include "promtext/signals.hpp"
 #include "scrape/fetch.hpp"
@@ -125,6 +126,22 @@ struct EngineBackend::Impl {
   }
   std::string reset_route;
 
+  // llama.cpp publishes no process start time. Its GET /props carries a `media_marker` drawn at
+  // random when the server starts (b10309: two starts gave two markers, one process answers the same
+  // one every time), which names the process instance: a restart between two snapshots changes it.
+  // "" when the server has no such route or field.
+  std::string llamacpp_epoch() {
+    net::ExchangeOptions req;
+    req.target = "/props";
+    req.user_agent = "modelperfobs-cache-state-bench";
+    const auto x = net::exchange_blocking(opts.api, {}, std::move(req), opts.timeout_s);
+    if (x.failure || x.status != 200) return {};
+    const auto doc = parse_json(x.body);
+    if (!doc || !doc->is_object()) return {};
+    const auto marker = json_string(doc->as_object(), "media_marker");
+    return marker && !marker->empty() ? fmt::format("llama.cpp /props media_marker={}", *marker) : std::string();
+  }
+
   Result<int> post(const std::string& path) {
     // POST with an empty body on the server's origin (vLLM's admin routes are not under /v1).
     net::ExchangeOptions req;
@@ -185,7 +202,11 @@ Result<MetricSnapshot> EngineBackend::snapshot(std::string_view) {
   m.captured_at_us = s->ended_at_us;
   m.sample_sequence = ++impl_->sequence;
   m.source = impl_->fetcher.source();
-  if (auto start = sig.value(Signal::kProcessStartTime)) m.counter_epoch = fmt::format("process_start_time={}", *start);
+  if (auto start = sig.value(Signal::kProcessStartTime)) {
+    m.counter_epoch = fmt::format("process_start_time={}", *start);
+  } else if (sig.engine == promtext::Engine::kLlamaCpp) {
+    m.counter_epoch = impl_->llamacpp_epoch();
+  }
   auto u64 = [](std::optional<double> v) -> std::optional<std::uint64_t> {
     if (!v || *v < 0) return std::nullopt;
     return static_cast<std::uint64_t>(*v);

@@ -165,6 +165,17 @@ int run(const CacheStateArgs& a) {
     if (arm.receipt.result == "mechanism_failed" && !arm.receipt.mechanism.detail.empty()) {
       why = fmt::format(" ({}: {})", arm.receipt.mechanism.name, arm.receipt.mechanism.detail);
     }
+    // The engine-side reasons an arm cannot be proved, said in words: no run can fix them.
+    const auto& pre = arm.receipt.pre_metrics;
+    if (arm.receipt.reason == "metrics_missing" && pre && !pre->requests) {
+      why =
+          " (metrics_missing: the engine's /metrics publishes no request counter, so requests from others "
+          "cannot be excluded; llama.cpp has none)";
+    } else if (arm.receipt.reason == "counter_reset" && pre && pre->counter_epoch.empty()) {
+      why =
+          " (counter_reset: the engine publishes no process start time, so a restart between the snapshots "
+          "cannot be ruled out)";
+    }
     std::cerr << fmt::format("  {:<20} {}{}\n", arm.label, arm.receipt.result, why);
   }
   return report.verdict == "admitted" ? 0 : 1;

@@ -358,6 +358,14 @@ TEST_F(RealLlamaCppSweep, CacheStateBenchUsesTheSlotEraseAndSaysWhyAMechanismFai
   EXPECT_TRUE(receipt.at("mechanism").at("exit_ok").as_bool());
   // After the erase the pinned prefix is computed again: nothing of it is reused.
   EXPECT_EQ(receipt.at("probes").as_array().at(0).at("reused_tokens").as_int64(), 0);
+  // llama.cpp publishes no process start time: the counter epoch is its /props media marker, drawn
+  // when the process starts, the same before and after (no restart).
+  const auto& pre_epoch = receipt.at("pre_metrics").at("counter_epoch").as_string();
+  EXPECT_TRUE(pre_epoch.starts_with("llama.cpp /props media_marker=<__media_")) << pre_epoch;
+  EXPECT_EQ(receipt.at("post_metrics").at("counter_epoch").as_string(), pre_epoch);
+  EXPECT_NE(receipt.at("reason"), "counter_reset");
+  // What still keeps the arm unproved is said in words.
+  EXPECT_NE(run.out.find("the engine's /metrics publishes no request counter"), std::string::npos) << run.out;
 }
 
 // Issue 37: verdicts a real engine agrees with, in situations built on purpose against the slower
