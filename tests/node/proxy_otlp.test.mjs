@@ -353,6 +353,8 @@ test('attribute --traces joins the engine spans to the ledger: queue, prefill an
   const group = report.result.groups[0];
   assert.match(group.engine_split.source, /^vLLM spans/);
   assert.equal(group.engine_split.requests, 6);
+  // The simulator sends its head on accept, as vLLM's HTTP layer does: the run decides that rule.
+  assert.equal(group.engine_split.head_rule, 'on_accept', JSON.stringify(group.engine_split));
   assert.ok(group.engine_split.queue_ms.max > 5, JSON.stringify(group.engine_split));
   assert.ok(group.engine_split.outside_ms.p50 >= 0 && group.engine_split.outside_ms.p50 < 50);
   const queueing = group.ranking.find((c) => c.candidate === 'queueing');
