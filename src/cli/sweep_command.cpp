@@ -4,10 +4,13 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <random>
 #include <set>
 
 #include "cli/commands.hpp"
@@ -47,6 +50,7 @@ struct SweepArgs {
   std::int64_t shared_prefix_tokens = 0;
   std::uint64_t seed = 1;
   bool ignore_eos = false;
+  std::string prompt_salt;  // "" : drawn for this run; "none": no salt
   std::string api = "chat";
   std::string timeout = "60s";
   std::string slo = "2s";
@@ -75,6 +79,16 @@ std::string stem_of(const std::string& output) {
 }
 
 bool write_file(const std::string& path, const std::string& text) { return write_output(path, text, "sweep"); }
+
+// Six letters and digits drawn for a run (2 billion choices): its prompts' own word.
+std::string draw_prompt_salt() {
+  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  std::random_device rd;
+  std::uniform_int_distribution<std::size_t> pick(0, sizeof kAlphabet - 2);
+  std::string out(6, ' ');
+  for (char& ch : out) ch = kAlphabet[pick(rd)];
+  return out;
+}
 
 std::string hostname() {
   char host[256] = {};
@@ -155,6 +169,16 @@ int common_options(const SweepArgs& a, sweep::SweepOptions& o) {
   o.machine_id = a.machine.empty() ? hostname() : a.machine;
   o.tool_version = MPO_VERSION;
   o.same_prompts_every_point = a.same_prompts;
+  if (a.prompt_salt.empty()) {
+    o.prompt_salt = draw_prompt_salt();
+  } else if (a.prompt_salt != "none") {
+    const bool word =
+        std::all_of(a.prompt_salt.begin(), a.prompt_salt.end(), [](unsigned char ch) { return std::isalnum(ch) != 0; });
+    if (!word || a.prompt_salt.size() > 32) {
+      return usage_error("--prompt-salt: letters and digits only, at most 32 (or none)");
+    }
+    o.prompt_salt = a.prompt_salt;
+  }
   o.reset_cache_between_points = a.reset_cache;
   return 0;
 }
@@ -529,6 +553,10 @@ std::function<int()> setup_sweep(CLI::App& app) {
   app.add_option("--shared-prefix-tokens", a->shared_prefix_tokens,
                  "synthetic: the same leading words in every prompt (cache-aware runs)");
   app.add_option("--seed", a->seed, "seed of the workload and arrivals")->capture_default_str();
+  app.add_option("--prompt-salt", a->prompt_salt,
+                 "a word every prompt of this run carries, so a rerun of the same workload never meets the prefix "
+                 "cache an earlier run filled (the workload digest stays the same; recorded as load.prompt_salt); "
+                 "default: drawn for each run; none: repeat earlier runs' prompts exactly");
   app.add_flag("--same-prompts-every-point", a->same_prompts,
                "send the same prompts at every point (by default each point marks its own, so no point is served "
                "from the prefix cache an earlier one filled); later points then fail as cache_carryover");

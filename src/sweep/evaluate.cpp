@@ -121,7 +121,11 @@ void evaluate_point(const SweepReceipt& r, const Point& p, TrackPoint& tp, const
   if (const auto& cache = tp.evidence.cache; cache && cache->carryover.value_or(false)) {
     return set(tp, "invalid", "cache_carryover",
                fmt::format("{:.1f}% of the point's prompt tokens came from the prefix cache ({}), above the {:.1f}% "
-                           "its prompts share: the point measured a cache an earlier point or other traffic filled",
+                           "its prompts share: the point measured a cache an earlier point, an earlier run or other "
+                           "traffic filled. Rerun with a prompt salt of its own (sweep draws one per run unless "
+                           "--prompt-salt none) and without --same-prompts-every-point, or empty the cache before "
+                           "each point with --reset-cache-between-points (llama.cpp: start it with --slot-save-path "
+                           "DIR and --cache-ram 0)",
                            100 * cache->cached_share.value_or(0), cache->source.value_or("?"),
                            100 * cache->limit_share.value_or(0)));
   }

@@ -53,6 +53,7 @@ constexpr auto json_fields(const SweepLoad*) {
                     field("power", &L::power),
                     field("dcgm_url", &L::dcgm_url),
                     field("prompts", &L::prompts),
+                    field("prompt_salt", &L::prompt_salt),
                     field("cache_reset", &L::cache_reset),
                     field("observed_engine_identity", &L::observed_engine_identity),
                     field("observed_engine_receipt_digest", &L::observed_engine_receipt_digest),

@@ -137,6 +137,7 @@ struct SweepLoad {
   std::optional<double> timeout_s;
   std::optional<std::string> metrics_url, power, dcgm_url;
   std::optional<std::string> prompts;      // how each point's prompts differ (docs/SWEEP.md)
+  std::optional<std::string> prompt_salt;  // the run's own word in every prompt (docs/SWEEP.md)
   std::optional<std::string> cache_reset;  // --reset-cache-between-points: how
   std::optional<EngineIdentity> observed_engine_identity;
   std::optional<std::string> observed_engine_receipt_digest;

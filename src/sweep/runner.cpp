@@ -219,8 +219,10 @@ class SweepRun {
                        : fmt::format(
                              "distinct_per_point: word {} of each request's last message (the first after "
                              "the {} words all share) is p<point> in measured and w<point> in warm-up "
-                             "requests, points numbered from 000 in the order they ran",
-                             shared_words_ + 1, shared_words_);
+                             "requests, points numbered from 000 in the order they ran{}",
+                             shared_words_ + 1, shared_words_,
+                             o_.prompt_salt.empty() ? "" : ", followed by the run's prompt_salt");
+    if (!o_.prompt_salt.empty()) load.prompt_salt = o_.prompt_salt;
     if (o_.reset_cache_between_points) {
       auto how = co_await reset_cache();
       if (!how) co_return how.error();
@@ -314,11 +316,13 @@ class SweepRun {
       w.arrival_offset_s.reset();
       plan.requests.push_back(std::move(w));
     }
-    if (!o_.same_prompts_every_point) {
-      std::vector<ServingRequest> warm(plan.requests.begin(), plan.requests.end());
-      mark_prompts(warm, shared_words_, point_marker(index, true));
-      plan.requests = std::move(warm);
-    }
+    // Each point's own word (and the run's salt), unless every point sends the same prompts (then
+    // the salt alone: the same at every point, still the run's own).
+    const auto marker = [&](bool warmup) {
+      return o_.same_prompts_every_point ? (o_.prompt_salt.empty() ? "" : "s" + o_.prompt_salt)
+                                         : point_marker(index, warmup) + o_.prompt_salt;
+    };
+    if (const std::string m = marker(true); !m.empty()) mark_prompts(plan.requests, shared_words_, m);
     const double replay_shift = plan.warmup > 0 ? 1.0 : 0.0;
     if (o_.duration_s > 0 && o_.mode == LoadMode::kConcurrency) {
       plan.duration_s = o_.duration_s;
@@ -326,7 +330,7 @@ class SweepRun {
     auto sent = o_.duration_s > 0 && o_.mode == LoadMode::kRate && o_.arrival != Arrival::kRecorded
                     ? take_requests(measured_, static_cast<std::size_t>(std::ceil(c * o_.duration_s)))
                     : measured_;
-    if (!o_.same_prompts_every_point) mark_prompts(sent, shared_words_, point_marker(index, false));
+    if (const std::string m = marker(false); !m.empty()) mark_prompts(sent, shared_words_, m);
     CacheDeclaration cache;
     cache.prompts = o_.same_prompts_every_point ? "same_every_point" : "distinct_per_point";
     cache.declared_shared_share = declared_share(sent);

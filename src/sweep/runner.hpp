@@ -49,6 +49,9 @@ struct SweepOptions {
   // Every point sends the same prompts (by default each point marks its own: docs/SWEEP.md
   // "Prompts per point"): a warm-cache measurement on purpose; later points are cache_carryover.
   bool same_prompts_every_point = false;
+  // A word every prompt of this run carries (docs/SWEEP.md "Prompts"), so a run never meets the
+  // prefix cache an earlier run of the same workload filled; "" = none (a rerun repeats the prompts).
+  std::string prompt_salt;
   // Empty the server's prefix cache before each point (vLLM /reset_prefix_cache, SGLang
   // /flush_cache, llama.cpp slot erase); the sweep stops at start-up when the server offers none.
   bool reset_cache_between_points = false;

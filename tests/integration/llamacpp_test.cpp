@@ -305,6 +305,36 @@ TEST_F(RealLlamaCppSweep, PointsSendTheirOwnPromptsAndTheCarryoverIsCaughtWhenTh
   }
 }
 
+// Issue 38: a second sweep of the same workload on the same live server met the prefix cache the
+// first had filled (99.5% of its prompt tokens at concurrency 1: cache_carryover). Each run now
+// salts its prompts: the rerun is valid and `sweep compare` takes both (same workload digest).
+TEST_F(RealLlamaCppSweep, ASecondRunOfTheSameSweepIsValidAndComparable) {
+  LlamaServer server(dir_ + "/llama.log");  // llama.cpp's host-memory prompt cache on, as by default
+  const auto first = sweep(server, {}, "first");
+  const auto second = sweep(server, {}, "second");
+  for (const auto* run : {&first, &second}) {
+    for (int c : {1, 2, 4}) {
+      const auto& tp = point(*run, c);
+      EXPECT_EQ(tp.at("status"), "valid") << c << ": " << why(tp);
+      EXPECT_LT(share(tp), 0.2) << c;
+    }
+  }
+  EXPECT_EQ(first.at("workload").at("digest"), second.at("workload").at("digest"));
+  EXPECT_NE(first.at("load").at("prompt_salt"), second.at("load").at("prompt_salt"));
+  const auto compare = run_cli({"sweep", "compare", dir_ + "/first.json", dir_ + "/second.json", "--format", "json"});
+  EXPECT_EQ(compare.exit_code, 0) << compare.out;
+  // Without a salt the rerun repeats the first run's prompts: caught, and the verdict says what to do.
+  const auto unsalted_a = sweep(server, {"--prompt-salt", "none"}, "unsalted-a");
+  const auto unsalted_b = sweep(server, {"--prompt-salt", "none"}, "unsalted-b");
+  const auto& again = point(unsalted_b, 1);
+  EXPECT_EQ(again.at("reason_code"), "cache_carryover") << why(again);
+  EXPECT_NE(json::serialize(again.at("reason"))
+                .find("--reset-cache-between-points (llama.cpp: start it with "
+                      "--slot-save-path DIR and --cache-ram 0)"),
+            std::string::npos)
+      << why(again);
+}
+
 TEST_F(RealLlamaCppSweep, SlotsAreErasedBetweenPointsWhenTheServerAllowsIt) {
   {
     // Without --slot-save-path llama.cpp refuses slot actions: the sweep stops before its first point.
