@@ -11,6 +11,7 @@
 #include "attribution/engine_trace.hpp"
 #include "attribution/render.hpp"
 #include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
 #include "cli/files.hpp"
 #include "core/clock.hpp"
 #include "core/duration.hpp"
@@ -220,7 +221,7 @@ int run_verify(const std::string& path) {
     std::cout << "attribute verify: FAILED: " << describe(diffs.front())
               << (diffs.size() > 1 ? fmt::format(" (and {} more)", diffs.size() - 1) : "") << "\n";
     for (const auto& d : diffs) std::cout << "  " << describe(d) << "\n";
-    return 1;
+    return exit_code::kViolated;
   }
   std::cout << fmt::format("attribute verify: OK: {} windows graded again from {} requests and {} snapshots\n",
                            run.windows.size(), run.requests.size(), run.snapshots.size());
@@ -370,8 +371,9 @@ std::function<int()> setup_attribute(CLI::App& app) {
                  "every field; exit 1 on the first difference, named")
       ->check(CLI::ExistingFile);
   app.footer(
-      "Exit codes: 0 graded (or verified, or engine spans joined); 1 no window to grade, no engine span joined, a "
-      "file cannot be read, a probe request failed, or --verify found a difference; 2 usage error.");
+      "Exit codes (docs/EXIT_CODES.md): 0 graded (or verified, or engine spans joined); 1 no window to grade, no "
+      "engine span joined, a file cannot be read, or a probe request failed; 2 usage error; 3 --verify found a "
+      "difference (each one listed).");
   return [a] { return run(*a); };
 }
 

@@ -11,6 +11,7 @@
 #include "cachestate/render_html.hpp"
 #include "cachestate/runner.hpp"
 #include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
 #include "cli/files.hpp"
 #include "core/clock.hpp"
 #include "core/duration.hpp"
@@ -60,7 +61,7 @@ int run_verify(const std::string& path) {
   if (!problems.empty()) {
     std::cout << "STATE_TRANSITION_WITNESS_INVALID " << problems.front()
               << (problems.size() > 1 ? fmt::format(" (and {} more)", problems.size() - 1) : "") << "\n";
-    return 1;
+    return exit_code::kViolated;
   }
   if (r->verdict != "admitted") {
     std::string excluded;
@@ -69,7 +70,7 @@ int run_verify(const std::string& path) {
         excluded += " " + a.label + "=" + a.invalid_reason;
     }
     std::cout << "STATE_TRANSITION_WITNESS_EXCLUDED " << summary(*r) << excluded << "\n";
-    return 1;
+    return exit_code::kViolated;
   }
   std::cout << "STATE_TRANSITION_WITNESS_OK " << summary(*r) << "\n";
   if (r->schema == cachestate::kFakReportSchema) {
@@ -186,7 +187,9 @@ int run(const CacheStateArgs& a) {
 std::function<int()> setup_cache_state(CLI::App& app) {
   auto a = std::make_shared<CacheStateArgs>();
   app.footer(
-      "Exit codes: 0 the report was written (and, with --verify, holds); 1 it does not hold, or --backend vllm's "
+      "Exit codes (docs/EXIT_CODES.md): 0 the report was written and admitted (with --verify: holds); 3 --verify: "
+      "it does not hold (a rule broken, or arms excluded); 1 the run's arms were not all proved, the file cannot be "
+      "read or parsed, or --backend vllm's "
       "--url does not answer as an OpenAI API base URL (GET <url>/models) or its --metrics-url is not a Prometheus "
       "page (one line on stderr says what came back); 2 usage error.");
   app.add_option("--output", a->output, "report file (modelperfobs.cache-state.v1; default stdout)");

@@ -9,6 +9,7 @@
 
 #include "attribution/engine_trace.hpp"
 #include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
 #include "cli/files.hpp"
 #include "cli/report_input.hpp"
 #include "core/clock.hpp"
@@ -188,8 +189,12 @@ bool expand_inputs(const std::vector<std::string>& given, std::vector<std::strin
 }
 
 // `--baseline OLD...`: each group's change against the baseline run, with intervals and verdicts;
-// true when a --max-regression bound is crossed by a significant change.
-Result<bool> compare_with_baseline(const ReportArgs& a, report::ReportInput& in) {
+// whether a --max-regression bound is crossed by a significant change, and whether one could not be
+// judged (not enough data).
+struct Gate {
+  bool regressed = false, not_judged = false;
+};
+Result<Gate> compare_with_baseline(const ReportArgs& a, report::ReportInput& in) {
   auto bounds = report::parse_regression_bounds(a.max_regression);
   if (!bounds) return bounds.error();
   std::vector<std::string> files;
@@ -206,7 +211,7 @@ Result<bool> compare_with_baseline(const ReportArgs& a, report::ReportInput& in)
   in.comparison_md = report::render_comparison_md(comparison);
   in.comparison_json = report::render_comparison_json(comparison);
   in.comparison_html = report::render_comparison_html(comparison);
-  return !comparison.gate_failures.empty();
+  return Gate{!comparison.gate_failures.empty(), !comparison.ungated.empty()};
 }
 
 int run(const ReportArgs& a) {
@@ -264,14 +269,15 @@ int run(const ReportArgs& a) {
     return 1;
   }
   in.slos = report::evaluate_slos(in.groups, slos);
-  bool regressed = false;
+  bool regressed = false, ungated = false;
   if (!a.baseline.empty()) {
     auto r = compare_with_baseline(a, in);
     if (!r) {
       std::cerr << "modelperfobs report: " << r.error().message << "\n";
       return r.error().code == "report.max_regression" ? 2 : 1;
     }
-    regressed = *r;
+    regressed = r->regressed;
+    ungated = r->not_judged;
   } else if (!a.max_regression.empty()) {
     std::cerr << "modelperfobs report: --max-regression needs --baseline OLD\n";
     return 2;
@@ -288,12 +294,23 @@ int run(const ReportArgs& a) {
   } else {
     text = report::render_html(in);
   }
-  if (!write_output(a.output, text, "report")) return 1;
-  bool violated = false;
-  for (const auto& s : in.slos) violated = violated || s.violated;
+  if (!write_output(a.output, text, "report")) return exit_code::kFailed;
+  bool violated = false, unmeasured = false;
+  for (const auto& s : in.slos) {
+    violated = violated || (s.violated && s.value);
+    unmeasured = unmeasured || !s.value;
+  }
   if (violated) std::cerr << "modelperfobs report: SLO violated (exit 3)\n";
   if (regressed) std::cerr << "modelperfobs report: a significant regression beyond --max-regression (exit 3)\n";
-  return violated || regressed ? 3 : 0;
+  if (violated || regressed) return exit_code::kViolated;
+  if (unmeasured || ungated) {
+    std::cerr << "modelperfobs report: could not judge "
+              << (unmeasured ? "an SLO (not measurable from these lines)"
+                             : "a --max-regression bound (not enough data)")
+              << " (exit 4)\n";
+    return exit_code::kCannotJudge;
+  }
+  return exit_code::kOk;
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
 #include "cli/files.hpp"
 #include "core/duration.hpp"
 #include "core/go_json.hpp"
@@ -275,6 +276,30 @@ int run_parity_command(const SweepArgs& a) {
   return 0;
 }
 
+// What a finished sweep's exit status says (docs/EXIT_CODES.md), with its reason on stderr.
+int sweep_exit_code(const sweep::SweepReceipt& r) {
+  if (r.interrupted_by != 0) {
+    std::cerr << "modelperfobs sweep: interrupted; the receipt is marked so and is not valid for claims\n";
+    return 128 + r.interrupted_by;
+  }
+  if (!r.stopped_because.empty()) {
+    std::cerr << "modelperfobs sweep: stopped early: " << r.stopped_because << "\n";
+    return exit_code::kFailed;
+  }
+  // Nothing measured: no point has a successful measured request (validity for claims is the
+  // receipt's to say, and `sweep gate`'s to judge).
+  const bool measured = std::any_of(r.points.begin(), r.points.end(), [](const sweep::Point& p) {
+    return std::any_of(p.tracks.begin(), p.tracks.end(), [](const sweep::TrackPoint& t) {
+      return std::any_of(t.samples.begin(), t.samples.end(), [](const sweep::Sample& s) { return s.ok && !s.warmup; });
+    });
+  });
+  if (!measured) {
+    std::cerr << "modelperfobs sweep: no request succeeded, so nothing was measured (exit 4)\n";
+    return exit_code::kCannotJudge;
+  }
+  return exit_code::kOk;
+}
+
 int run_sweep_command(const SweepArgs& a) {
   for (const auto& t : a.tracks) {
     if (t.find('=') != std::string::npos) return run_parity_command(a);
@@ -403,7 +428,7 @@ int run_sweep_command(const SweepArgs& a) {
     std::cerr << fmt::format("receipt {} ({}), ledger {} ({} lines)\n", a.output,
                              report->valid ? "valid" : "not valid for claims", out.ledger_path(), out.lines());
   }
-  return 0;
+  return sweep_exit_code(*report);
 }
 
 int run_verify(const std::string& file) {
@@ -416,7 +441,7 @@ int run_verify(const std::string& file) {
   std::cout << v.summary << "\n";
   for (const auto& p : v.problems) std::cout << "  " << p << "\n";
   for (const auto& n : v.notes) std::cout << "  note: " << n << "\n";
-  return v.holds ? 0 : 1;
+  return v.holds ? exit_code::kOk : exit_code::kViolated;
 }
 
 struct MergeArgs {
@@ -508,7 +533,8 @@ int run_gate(const std::string& claim, const std::string& claim_file, const std:
   }
   const auto g = sweep::gate_claim(text, *art);
   std::cerr << g.message << "\n";
-  return g.allowed ? 0 : 1;
+  if (!g.judged) return exit_code::kCannotJudge;
+  return g.allowed ? exit_code::kOk : exit_code::kViolated;
 }
 
 }  // namespace
@@ -517,10 +543,12 @@ std::function<int()> setup_sweep(CLI::App& app) {
   auto a = std::make_shared<SweepArgs>();
   app.require_subcommand(0, 1);
   app.footer(
-      "Exit codes: 0 the sweep ran (its receipt says whether it is valid for claims); 1 --url does not answer as an "
-      "OpenAI API base URL (GET <url>/models), --metrics-url is not a Prometheus page, a cache reset is not offered, "
-      "or a file cannot be written (one line on stderr says what was expected and what came back); 2 usage error. "
-      "verify and gate: 0 holds or allowed, 1 not.");
+      "Exit codes (docs/EXIT_CODES.md): 0 the sweep ran and at least one point is valid for claims; 1 --url does not "
+      "answer as an OpenAI API base URL (GET <url>/models), --metrics-url is not a Prometheus page, a cache reset is "
+      "not offered, a file cannot be written, or the sweep stopped early (the server answers as another model, or "
+      "its first 8 requests all failed); one line on stderr says what; 2 usage error; 4 no request succeeded, so "
+      "nothing was measured (whether points are valid for claims is the receipt's to say, `sweep gate`'s to judge); "
+      "130 (143) interrupted by SIGINT (SIGTERM): the receipt is written, marked interrupted.");
   app.add_option("--url", a->url, "OpenAI base URL of the server under test (http://host:port/v1)");
   app.add_option("--model", a->model, "the exact model to request (required)");
   app.add_option("--concurrencies", a->concurrencies, "closed loop: in-flight requests per point, e.g. 1,2,4,8,16")
@@ -611,13 +639,20 @@ std::function<int()> setup_sweep(CLI::App& app) {
                  "in the same window");
 
   auto* verify =
-      app.add_subcommand("verify", "re-derive a sweep receipt from its own samples; exit 1 if it does not hold");
+      app.add_subcommand("verify", "re-derive a sweep receipt from its own samples; exit 3 if it does not hold");
+  verify->footer(
+      "Exit codes (docs/EXIT_CODES.md): 0 the receipt holds; 1 it cannot be read; 3 it does not hold "
+      "(each difference is listed).");
   auto file = std::make_shared<std::string>();
   verify->add_option("FILE", *file, "the receipt")->required();
   auto* gate = app.add_subcommand(
       "gate", "refuse a claim the receipt cannot carry (peak, capacity-valid peak, SLA knee, parity)");
   auto claim = std::make_shared<std::string>(), claim_file = std::make_shared<std::string>(),
        artifact = std::make_shared<std::string>();
+  gate->footer(
+      "Exit codes (docs/EXIT_CODES.md): 0 the claim is allowed; 1 a file cannot be read; 2 usage; 3 the "
+      "claim is refused (the reason on stderr); 4 the text makes no claim the gate knows, so nothing was "
+      "judged.");
   gate->add_option("--claim", *claim, "the claim text");
   gate->add_option("--claim-file", *claim_file, "a file holding the claim text")->check(CLI::ExistingFile);
   gate->add_option("--artifact", *artifact, "the receipt")->required();
@@ -626,6 +661,9 @@ std::function<int()> setup_sweep(CLI::App& app) {
       "merge",
       "join the receipts of `sweep --shard I/N` runs (all N shards) into one receipt whose every figure is re-derived "
       "from the union of their samples; refuses shards whose workload, points, settings or windows differ");
+  merge->footer(
+      "Exit codes (docs/EXIT_CODES.md): 0 merged and written; 1 a shard cannot be read, the shards do not "
+      "belong together (the reason on stderr), or a file cannot be written; 2 usage.");
   merge->add_option("SHARD", merge_args->files, "the shards' receipts")->required()->check(CLI::ExistingFile);
   merge->add_option("--output", merge_args->output, "the merged receipt")->capture_default_str();
   merge->add_option("--markdown", merge_args->markdown, "summary (default: <output stem>.md; also printed)");
@@ -639,6 +677,10 @@ std::function<int()> setup_sweep(CLI::App& app) {
       "compare",
       "two receipts of the same workload point by point: throughput and p50/p99 changes with bootstrap intervals, "
       "and whether the knee, the peak and the p99 SLA boundary moved");
+  compare->footer(
+      "Exit codes (docs/EXIT_CODES.md): 0 compared (the verdicts are in the output; to fail a pipeline "
+      "on a claim use `sweep gate`, on a regression `report --baseline --max-regression`); 1 a receipt "
+      "cannot be read, or the workloads differ without --allow-different-workload; 2 usage.");
   compare->add_option("A", compare_args->a, "the receipt to compare against (before)")
       ->required()
       ->check(CLI::ExistingFile);

@@ -124,6 +124,8 @@ struct Driver::Impl {
   Watches watches;  // the deadlines of the requests in flight
 
   // Per point.
+  bool stop_sending = false, abandoned = false;
+  asio::steady_timer* schedule = nullptr;  // open loop: the wait for the next arrival
   std::int64_t point_start_us = 0;
   std::size_t done = 0, total = 0;
   std::string label;
@@ -248,7 +250,8 @@ struct Driver::Impl {
       if (on_progress) on_progress(done, total);
     };
     const auto timed_out = [&] {
-      return fmt::format("no complete response within the timeout ({} s)", target.timeout_s);
+      return abandoned ? std::string("interrupted: the sweep was stopped (a second Ctrl-C) before the response ended")
+                       : fmt::format("no complete response within the timeout ({} s)", target.timeout_s);
     };
     if (failure.ec) {
       const bool timeout = watch.fired() || net::classify(failure.ec) == net::FailureKind::kTimeout;
@@ -348,7 +351,7 @@ struct Driver::Impl {
           [&]() -> asio::awaitable<void> {
             ConnectionSlot conn;
             std::int64_t ready = point_start_us;
-            while (true) {
+            while (!stop_sending) {
               const std::size_t i = next;
               const std::int64_t now = SystemClock::instance().steady_us();
               if (limit_us > 0 && measured > 0) {
@@ -393,12 +396,14 @@ struct Driver::Impl {
     asio::steady_timer timer(ex);
     // The schedule and the lateness measured against it share one origin.
     const std::int64_t start_us = SystemClock::instance().steady_us();
-    for (std::size_t i = 0; i < n; ++i) {
+    schedule = &timer;
+    for (std::size_t i = 0; i < n && !stop_sending; ++i) {
       if (!plan.shard.owns_arrival(i)) continue;  // another shard's arrival
       const std::int64_t due_us = start_us + static_cast<std::int64_t>(offsets[i] * 1e6);
       if (due_us > SystemClock::instance().steady_us()) {  // one already due is sent without a timer
         timer.expires_at(std::chrono::steady_clock::time_point(std::chrono::microseconds(due_us)));
         co_await timer.async_wait(kNoThrow);
+        if (stop_sending) break;
       }
       wg.add();
       asio::co_spawn(
@@ -415,6 +420,7 @@ struct Driver::Impl {
           },
           [&](std::exception_ptr) { wg.done(); });
     }
+    schedule = nullptr;
     co_await wg.wait();
     for (auto& c : idle) close_slot(c);
     idle.clear();
@@ -431,6 +437,22 @@ Driver::Driver(Target target, std::function<void(const ledger::Observation&)> on
     : impl_(std::make_unique<Impl>(std::move(target), std::move(on_observation), std::move(on_progress))) {}
 
 Driver::~Driver() = default;
+
+void Driver::stop_sending() {
+  impl_->stop_sending = true;
+  if (impl_->schedule != nullptr) impl_->schedule->cancel();
+}
+
+void Driver::abandon() {
+  stop_sending();
+  impl_->abandoned = true;
+  for (auto& w : impl_->watches) {
+    if (!w.fired && *w.conn) {
+      w.fired = true;
+      (*w.conn)->close();
+    }
+  }
+}
 
 asio::awaitable<PointRun> Driver::run_point(const PointPlan& plan) {
   const Clock& clock = SystemClock::instance();

@@ -69,6 +69,11 @@ class Driver {
   Driver& operator=(const Driver&) = delete;
 
   boost::asio::awaitable<PointRun> run_point(const PointPlan& plan);
+  // Ctrl-C, from the driver's own loop: stop_sending() sends no further request of the point (its
+  // in-flight ones run on); abandon() also closes every in-flight request's connection now (each
+  // is recorded as failed, "interrupted"). Both hold until the next run_point().
+  void stop_sending();
+  void abandon();
   // GET base + path (e.g. "/models"): the status and body, for the engine identity.
   boost::asio::awaitable<std::pair<int, std::string>> get(std::string path);
   // GET or POST (empty body) on the server's origin, not under the base path: engines' admin routes

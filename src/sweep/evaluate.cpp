@@ -649,6 +649,9 @@ Status evaluate_sweep(SweepReceipt& r) {
   for (const auto& t : r.tracks) {
     if (auto w = acceptance_warning(r, t.track)) r.warnings.push_back(std::move(*w));
   }
+  if (r.load && r.load->interrupted) {  // said first: it explains the rest
+    r.validity_reasons.insert(r.validity_reasons.begin(), "interrupted: " + *r.load->interrupted);
+  }
   r.valid = r.validity_reasons.empty() && !r.tracks.empty() &&
             std::all_of(r.tracks.begin(), r.tracks.end(), [](const TrackSummary& t) { return t.status == "measured"; });
   if (r.coordinates.size() < 2) {

@@ -1,5 +1,7 @@
 #include "sweep/fold.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -261,6 +263,49 @@ std::map<std::string, std::int64_t> errors_by_class(std::span<const Sample> samp
     if (!s.warmup && !s.ok) ++counts[s.error_class.empty() ? "unknown" : s.error_class];
   }
   return counts;
+}
+
+namespace {
+
+// The server's own message in an error body ({"error":{"message":..}}, {"error":".."},
+// {"message":..}, {"detail":..}), else the text as it is.
+std::string server_message(const std::string& text) {
+  const auto doc = parse_json(text);
+  if (!doc || !doc->is_object()) return text;
+  const auto& o = doc->as_object();
+  if (const auto* e = json_object(o, "error")) {
+    if (auto m = json_string(*e, "message")) return std::string(*m);
+  }
+  for (const char* key : {"error", "message", "detail"}) {
+    if (auto m = json_string(o, key)) return std::string(*m);
+  }
+  return text;
+}
+
+}  // namespace
+
+std::vector<std::string> failure_lines(std::span<const Sample> samples) {
+  std::map<std::pair<int, std::string>, std::int64_t> groups;
+  for (const auto& s : samples) {
+    if (s.warmup || s.ok) continue;
+    std::string why =
+        s.error.empty() ? (s.error_class.empty() ? std::string("unknown") : s.error_class) : server_message(s.error);
+    if (why.size() > 200) why = why.substr(0, 197) + "...";
+    ++groups[{s.http_status.value_or(0), std::move(why)}];
+  }
+  std::vector<std::pair<std::int64_t, std::string>> lines;
+  for (const auto& [key, n] : groups) {
+    lines.emplace_back(n,
+                       fmt::format("{} x {}{}", n, key.first ? fmt::format("HTTP {}: ", key.first) : "", key.second));
+  }
+  std::stable_sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < lines.size() && i < kFailureGroups; ++i) out.push_back(std::move(lines[i].second));
+  if (lines.size() > kFailureGroups) {
+    out.push_back(
+        fmt::format("and {} other kinds of failure (the ledger has every one)", lines.size() - kFailureGroups));
+  }
+  return out;
 }
 
 }  // namespace mpo::sweep

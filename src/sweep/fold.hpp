@@ -57,6 +57,11 @@ struct GeneratorFigures {
 GeneratorEvidence generator_evidence(std::span<const Sample> samples, const GeneratorFigures& g);
 ConfidenceEvidence confidence_evidence(std::span<const Sample> samples, std::uint64_t seed);
 std::map<std::string, std::int64_t> errors_by_class(std::span<const Sample> samples);
+// The measured requests that failed, grouped by HTTP status and the server's own message (at most
+// kFailureGroups groups, most frequent first, each message cut to 200 bytes): "3 x HTTP 400:
+// request (272547 tokens) exceeds the available context size (1024 tokens)". Empty when none failed.
+inline constexpr std::size_t kFailureGroups = 5;
+std::vector<std::string> failure_lines(std::span<const Sample> samples);
 
 // The "load" member of a point's evidence block. `coordinate`, `duration_s` (0: none) and the wall
 // times are how the point was driven; the counts and rates follow from the samples: warm-up and

@@ -138,6 +138,9 @@ struct SweepLoad {
   std::optional<std::string> metrics_url, power, dcgm_url;
   std::optional<std::string> prompts;      // how each point's prompts differ (docs/SWEEP.md)
   std::optional<std::string> prompt_salt;  // the run's own word in every prompt (docs/SWEEP.md)
+  // Set when a signal stopped the run: what happened ("SIGINT during concurrency=4: ..."). Such a
+  // receipt is not valid for claims.
+  std::optional<std::string> interrupted;
   std::optional<std::string> cache_reset;  // --reset-cache-between-points: how
   std::optional<EngineIdentity> observed_engine_identity;
   std::optional<std::string> observed_engine_receipt_digest;
@@ -163,6 +166,8 @@ struct SweepReceipt {
   // Ours.
   std::string tool_name = "modelperfobs";  // "" when read from a receipt without a tool block (fak's)
   std::string tool_version;
+  int interrupted_by = 0;       // the signal that stopped the run (not written: load.interrupted says it)
+  std::string stopped_because;  // the run stopped itself (a wrong model, everything failing); not written
   // Which generation of fak's rules judge the receipt (docs/SWEEP.md "fak's rules, two generations"):
   // 1 before fak added the throughput identity (its codes throughput_identity_unknown|mismatch and
   // the throughput_unit and token_count_basis envelope bindings), 2 with it. Ours write 2 (in

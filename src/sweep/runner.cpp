@@ -124,9 +124,14 @@ EngineIdentity read_identity(int status, const std::string& body) {
 class SweepRun {
  public:
   SweepRun(const SweepOptions& o, const SweepCallbacks& cb, std::atomic<bool>& stop)
-      : o_(o), cb_(cb), stop_(stop), driver_(o.target, cb.on_observation, [this](std::size_t d, std::size_t t) {
-          if (cb_.on_progress) cb_.on_progress(label_, d, t);
-        }) {}
+      : o_(o),
+        cb_(cb),
+        stop_(stop),
+        driver_(
+            o.target, [this](const ledger::Observation& ob) { observe(ob); },
+            [this](std::size_t d, std::size_t t) {
+              if (cb_.on_progress) cb_.on_progress(label_, d, t);
+            }) {}
 
   // Result<T> has no empty state, which co_spawn's completion needs: wrap it.
   asio::awaitable<std::optional<Result<SweepReceipt>>> run() { co_return co_await run_inner(); }
@@ -245,15 +250,80 @@ class SweepRun {
       co_await run_point(c);
     }
     if (o_.refine && o_.sla.any()) co_await refine();
-    if (stop_.load()) r_.warnings.push_back("the sweep was interrupted; points not run are missing");
+    if (!interrupted_.empty()) {
+      r_.load->interrupted = interrupted_;
+      r_.interrupted_by = signal_;
+    }
+    r_.stopped_because = stopped_because_;
     if (auto st = evaluate_sweep(r_); !st) co_return st.error();
-    if (stop_.load()) r_.warnings.push_back("the sweep was interrupted; points not run are missing");
     co_return r_;
   }
 
  private:
   void note(std::string line) {
     if (cb_.on_note) cb_.on_note(line);
+  }
+
+ public:
+  // A signal (SIGINT, SIGTERM), the `count`th: the first sends no further request and gives the
+  // ones in flight `drain` to end (then closes them); the second closes them now. Either way the
+  // receipt is written, marked interrupted (not valid for claims).
+  void interrupt(int signal, int count, std::chrono::milliseconds drain) {
+    const char* name = signal == SIGTERM ? "SIGTERM" : "SIGINT";
+    if (count == 1) {
+      signal_ = signal;
+      interrupted_ = fmt::format("{} during {}: no further request was sent; those in flight were given {} s to end",
+                                 name, label_.empty() ? std::string("the start") : label_, drain.count() / 1000.0);
+      driver_.stop_sending();
+      note(fmt::format("interrupted ({}): finishing the requests in flight (at most {} s; again to stop now)", name,
+                       drain.count() / 1000.0));
+      return;
+    }
+    if (abandoned_) return;
+    abandoned_ = true;
+    interrupted_ += count == 2 ? fmt::format("; a second {} closed those still in flight", name)
+                               : std::string("; those still in flight were closed when the time was up");
+    driver_.abandon();
+    if (count == 2) note("stopping now: the requests in flight are closed");
+  }
+
+ private:
+  std::string interrupted_;
+  int signal_ = 0;
+  bool abandoned_ = false;
+  std::string stopped_because_;
+  std::size_t ok_ = 0, failed_ = 0;
+
+  // Each request's ledger line, as it ends: passed on, and watched for what makes the rest of the
+  // run pointless (issue 38: a wrong model or a server that fails everything was found only after
+  // the whole sweep): the server answering as another model, or the first requests all failing.
+  void observe(const ledger::Observation& ob) {
+    if (cb_.on_observation) cb_.on_observation(ob);
+    if (ob.outcome == "ok")
+      ++ok_;
+    else
+      ++failed_;
+    if (!stopped_because_.empty()) return;
+    if (ob.outcome == "ok" && ob.response_model && !ob.response_model->empty() &&
+        *ob.response_model != o_.target.model) {
+      stop_early(
+          fmt::format("the server answered as model '{}', not '{}': every point would be invalid "
+                      "(model_identity_mismatch); run with --model {}",
+                      *ob.response_model, o_.target.model, *ob.response_model));
+    } else if (ok_ == 0 && failed_ >= kFailedBeforeStopping) {
+      stop_early(fmt::format("the first {} requests all failed; the last: {}{}", failed_,
+                             ob.http_status ? fmt::format("HTTP {} ", *ob.http_status) : std::string(),
+                             ob.error_message.value_or(ob.outcome)));
+    }
+  }
+  static constexpr std::size_t kFailedBeforeStopping = 8;
+
+  void stop_early(std::string why) {
+    stopped_because_ = std::move(why);
+    interrupted_ = "stopped early: " + stopped_because_;
+    stop_.store(true);
+    driver_.stop_sending();
+    note("stopping: " + stopped_because_);
   }
 
   std::size_t warmup_for(double c) const {
@@ -449,6 +519,8 @@ class SweepRun {
     tp.stats = fold_samples(run.samples, fo);
     tp.samples = std::move(run.samples);
     note(point_line(c, tp));
+    // Why requests failed, as the point ends, in the server's own words (issue 38).
+    for (const auto& line : failure_lines(tp.samples)) note("  failed: " + line);
 
     Point p;
     p.coordinate = c;
@@ -542,12 +614,27 @@ Result<SweepReceipt> run_sweep(const SweepOptions& opts, const SweepCallbacks& c
   asio::io_context io;
   std::atomic<bool> stop{false};
   asio::signal_set signals(io, SIGINT, SIGTERM);
-  signals.async_wait([&](const boost::system::error_code& ec, int) {
-    if (ec) return;
-    stop.store(true);
-    if (cb.on_note) cb.on_note("stopping after the point in progress (signal received)");
-  });
   SweepRun run(opts, cb, stop);
+  // Ctrl-C as in any Unix tool: the first drains the point in progress (at most the request
+  // timeout, and 10 s), the second stops at once; the receipt is written either way.
+  const auto drain = std::chrono::milliseconds(static_cast<std::int64_t>(std::min(opts.target.timeout_s, 10.0) * 1000));
+  asio::steady_timer drain_timer(io);
+  int received = 0;
+  std::function<void(const boost::system::error_code&, int)> on_signal = [&](const boost::system::error_code& ec,
+                                                                             int signal) {
+    if (ec) return;
+    ++received;
+    stop.store(true);
+    run.interrupt(signal, received, drain);
+    if (received == 1) {
+      drain_timer.expires_after(drain);
+      drain_timer.async_wait([&](const boost::system::error_code& e) {
+        if (!e) run.interrupt(signal, 3, drain);
+      });
+      signals.async_wait(on_signal);
+    }
+  };
+  signals.async_wait(on_signal);
   std::optional<Result<SweepReceipt>> result;
   std::exception_ptr failure;
   asio::co_spawn(io, run.run(), [&](std::exception_ptr e, std::optional<Result<SweepReceipt>> r) {
@@ -556,6 +643,7 @@ Result<SweepReceipt> run_sweep(const SweepOptions& opts, const SweepCallbacks& c
     else
       result = std::move(r);
     signals.cancel();
+    drain_timer.cancel();
   });
   io.run();
   if (failure) std::rethrow_exception(failure);

@@ -280,7 +280,12 @@ GateOutcome gate_claim(std::string_view claim, std::string_view artifact_text) {
     kind = Kind::kCapacityPeak;
   else if (has({"serving peak", "peak serving", "peak throughput"}))
     kind = Kind::kPeak;
-  if (kind == Kind::kNone) return {true, "serving claim gate: OK (the text makes no parity or sweep claim)"};
+  if (kind == Kind::kNone) {
+    return {true,
+            "serving claim gate: OK (the text makes no parity or sweep claim), so nothing was judged: the gate knows "
+            "'serving peak', 'capacity-valid peak', 'SLA knee' and 'parity or better' (docs/SWEEP.md)",
+            false};
+  }
   std::string track = "ours";
   static const std::regex word("[a-z0-9-]+");
   for (auto it = std::sregex_iterator(c.begin(), c.end(), word); it != std::sregex_iterator(); ++it) {

@@ -34,6 +34,9 @@ void rederive_from_samples(SweepReceipt& r, VerifyOutcome* out = nullptr);
 struct GateOutcome {
   bool allowed = false;
   std::string message;  // "serving claim gate: OK" or the refusal
+  // false when the text makes no claim the gate knows: fak's rule allows it, but nothing was judged
+  // (the command exits 4, "could not judge", so a pipeline does not pass on a claim it missed).
+  bool judged = true;
 };
 // fak's claim gate over a sweep or parity receipt (docs/FAK.md 6.5, 6.9).
 GateOutcome gate_claim(std::string_view claim, std::string_view artifact_text);

@@ -162,14 +162,14 @@ TEST(Attribute, SequentialRequestsAreIsolatedOverlappingOnesAreACohort) {
   text.replace(at, isolated_grade.size(), "\"grade\": \"request-correlated\"");
   write_file(dir + "/edited.json", text);
   auto edited = run_cli({"attribute", "--verify", dir + "/edited.json"});
-  EXPECT_EQ(edited.exit_code, 1);
+  EXPECT_EQ(edited.exit_code, 3);
   EXPECT_NE(edited.out.find(".grade: written \"request-correlated\", re-derived \"isolated-window\""),
             std::string::npos)
       << edited.out;
   // A ledger changed after grading: its digest no longer matches.
   write_file(ledger, read_file(ledger) + "\n");
   auto changed = run_cli({"attribute", "--verify", out});
-  EXPECT_EQ(changed.exit_code, 1);
+  EXPECT_EQ(changed.exit_code, 3);
   EXPECT_NE(changed.out.find("inputs.ledger_sha256[0]: written"), std::string::npos) << changed.out;
 }
 

@@ -57,7 +57,7 @@ TEST(CacheStateBench, HermeticRunProvesEveryTransitionAndVerifiesStrictly) {
   ASSERT_NE(at, std::string::npos);
   write_file(dir + "/tampered.json", std::string(text).replace(at, 15, "\"reused\": true "));
   auto bad = run_cli({"cache-state-bench", "--verify", dir + "/tampered.json"});
-  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.exit_code, 3);
   EXPECT_EQ(bad.out.rfind("STATE_TRANSITION_WITNESS_INVALID", 0), 0u) << bad.out;
   // Unknown fields and trailing data are refused.
   write_file(dir + "/unknown.json", "{\"note\":1," + text.substr(1));
@@ -140,7 +140,7 @@ TEST(CacheStateBench, ForeignTrafficExcludesTheArms) {
     EXPECT_EQ(r.at("reason"), "concurrent_traffic_contamination") << label;
   }
   auto v = run_cli({"cache-state-bench", "--verify", report});
-  EXPECT_EQ(v.exit_code, 1);
+  EXPECT_EQ(v.exit_code, 3);
   EXPECT_EQ(v.out.rfind("STATE_TRANSITION_WITNESS_EXCLUDED", 0), 0u) << v.out;
 }
 

@@ -335,6 +335,21 @@ TEST_F(RealLlamaCppSweep, ASecondRunOfTheSameSweepIsValidAndComparable) {
       << why(again);
 }
 
+// Issue 38: llama.cpp answers any model name as its own; a sweep with a wrong --model ran to the end
+// and was found model_identity_mismatch afterwards. It now stops at the first answer, exit 1.
+TEST_F(RealLlamaCppSweep, AWrongModelStopsAtTheFirstAnswer) {
+  LlamaServer server(dir_ + "/llama.log");
+  const auto run =
+      run_cli_with_stderr("sweep --url " + server.url() +
+                          "/v1 --model wrong-name --concurrencies 1,2 --requests 16 --output " + dir_ + "/wrong.json");
+  EXPECT_EQ(run.exit_code, 1) << run.out;
+  EXPECT_NE(run.out.find("stopped early: the server answered as model 'real-llama', not 'wrong-name'"),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("run with --model real-llama"), std::string::npos) << run.out;
+  EXPECT_LE(read_lines(dir_ + "/wrong.ledger.jsonl").size(), 2u);
+}
+
 TEST_F(RealLlamaCppSweep, SlotsAreErasedBetweenPointsWhenTheServerAllowsIt) {
   {
     // Without --slot-save-path llama.cpp refuses slot actions: the sweep stops before its first point.

@@ -327,6 +327,13 @@ TEST(ReportBaseline, HalvesOfOneRunPassAndASlowerEngineFailsTheGate) {
       EXPECT_EQ(c.as_object().at("verdict"), "not enough data");  // 20 requests
     }
   }
+  // Issue 38: a bound that cannot be judged is not a pass (it exited 0): exit 4, said on stderr.
+  const auto unjudged =
+      run_cli_with_stderr("report --input " + dir + "/second.jsonl --baseline " + dir +
+                          "/first.jsonl --format json --output " + dir + "/r.json --max-regression ttft_p99_ms=10%");
+  EXPECT_EQ(unjudged.exit_code, 4) << unjudged.out;
+  EXPECT_NE(unjudged.out.find("could not judge a --max-regression bound (not enough data) (exit 4)"), std::string::npos)
+      << unjudged.out;
 
   write_file(dir + "/slow.json", R"({"engine":{"step_base_s":0.08}})");
   Stack slow({"--profile", dir + "/slow.json"});

@@ -1,0 +1,129 @@
+// Issue 38: sweeps a user can interrupt and gate on, run as a user runs them (a real `modelperfobs
+// sweep` process against `simulate`): Ctrl-C once drains the point and exits 130 with a receipt
+// marked interrupted, twice stops at once; a run that cannot measure anything stops within its first
+// requests with the server's reason and a non-zero exit.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <boost/json.hpp>
+#include <string>
+#include <vector>
+
+#include "support/http_client.hpp"
+#include "support/metric_families.hpp"
+#include "support/process.hpp"
+
+namespace mpo::test {
+namespace {
+
+namespace json = boost::json;
+
+double sim_metric(std::uint16_t sim_port, std::string_view name) {
+  return read_exposition(http_get(sim_port, "/metrics").body).find(name).value_or(0);
+}
+
+// A sweep process against the simulator whose engine takes `step_s` per step (40 tokens a request),
+// its stderr in `dir`/sweep.err.
+struct SweepProcess {
+  SweepProcess(const std::string& dir, const Simulator& sim, const std::string& model = "sim-model")
+      : process(
+            {binary_path(), "sweep", "--url", "http://127.0.0.1:" + std::to_string(sim.port) + "/v1", "--model", model,
+             "--concurrencies", "2,4", "--requests", "4", "--warmup", "0", "--output-tokens", "40", "--ignore-eos",
+             "--output", dir + "/sweep.json"},
+            process::ChildOptions{dir + "/sweep.err"}) {}
+  ChildProcess process;
+};
+
+// Waits (paced by round trips to the simulator, never by time) until `n` requests run in it.
+void until_running(const Simulator& sim, double n) {
+  for (int i = 0; i < 20000 && sim_metric(sim.port, "vllm:num_requests_running") < n; ++i) {
+  }
+  ASSERT_GE(sim_metric(sim.port, "vllm:num_requests_running"), n);
+}
+
+json::object receipt(const std::string& dir) { return json::parse(read_file(dir + "/sweep.json")).as_object(); }
+
+TEST(SweepInterrupted, TheFirstCtrlCFinishesTheRequestsInFlightAndExits130) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json", R"({"engine":{"step_base_s":0.05}})");  // about 2 s a request
+  Simulator sim({"--profile", dir + "/p.json"});
+  SweepProcess sweep(dir, sim);
+  until_running(sim, 2);
+  ::kill(sweep.process.pid(), SIGINT);
+  EXPECT_EQ(sweep.process.wait(), 130) << read_file(dir + "/sweep.err");
+  // The two requests in flight were drained, not cut; nothing further was sent.
+  const auto lines = read_lines(dir + "/sweep.ledger.jsonl");
+  ASSERT_EQ(lines.size(), 2u) << read_file(dir + "/sweep.err");
+  for (const auto& l : lines) EXPECT_EQ(json::parse(l).at("outcome"), "ok") << l;
+  const auto r = receipt(dir);
+  const std::string why(r.at("load").at("interrupted").as_string());
+  EXPECT_EQ(why.rfind("SIGINT during concurrency=2: no further request was sent", 0), 0u) << why;
+  EXPECT_FALSE(r.at("validity").at("valid").as_bool());
+  EXPECT_EQ(json::serialize(r.at("validity").at("reasons")).find("interrupted: SIGINT"), 2u)
+      << json::serialize(r.at("validity"));
+  EXPECT_EQ(r.at("points").as_array().size(), 1u);
+  // The interrupted receipt verifies: its verdict follows from what it says.
+  EXPECT_EQ(run_cli({"sweep", "verify", dir + "/sweep.json"}).exit_code, 0);
+}
+
+TEST(SweepInterrupted, ASecondCtrlCStopsAtOnceAndTheLedgerStaysWhole) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json", R"({"engine":{"step_base_s":0.5}})");  // about 20 s a request
+  Simulator sim({"--profile", dir + "/p.json"});
+  SweepProcess sweep(dir, sim);
+  until_running(sim, 2);
+  ::kill(sweep.process.pid(), SIGINT);
+  // The first was taken (the note says so) before the second is sent.
+  for (int i = 0; i < 20000 && read_file(dir + "/sweep.err").find("interrupted (SIGINT)") == std::string::npos; ++i) {
+    http_get(sim.port, "/v1/models");
+  }
+  ::kill(sweep.process.pid(), SIGINT);
+  EXPECT_EQ(sweep.process.wait(), 130) << read_file(dir + "/sweep.err");
+  const auto lines = read_lines(dir + "/sweep.ledger.jsonl");
+  ASSERT_EQ(lines.size(), 2u) << read_file(dir + "/sweep.err");
+  for (const auto& l : lines) {
+    const auto o = json::parse(l).as_object();
+    EXPECT_NE(o.at("outcome"), "ok") << l;
+    EXPECT_NE(json::serialize(o.at("error_message")).find("interrupted: the sweep was stopped (a second Ctrl-C)"),
+              std::string::npos)
+        << l;
+  }
+  const std::string why(receipt(dir).at("load").at("interrupted").as_string());
+  EXPECT_NE(why.find("a second SIGINT closed those still in flight"), std::string::npos) << why;
+}
+
+TEST(SweepStopsEarly, AModelTheServerDoesNotServeStopsWithinItsFirstRequestsWithTheServersReason) {
+  const std::string dir = make_temp_dir();
+  Simulator sim;
+  const auto run = run_cli_with_stderr("sweep --url http://127.0.0.1:" + std::to_string(sim.port) +
+                                       "/v1 --model wrong-model --concurrencies 1,2 --requests 32 --output " + dir +
+                                       "/sweep.json");
+  EXPECT_EQ(run.exit_code, 1) << run.out;
+  EXPECT_NE(run.out.find("stopped early: the first 8 requests all failed; the last: HTTP 404 The model "
+                         "`wrong-model` does not exist."),
+            std::string::npos)
+      << run.out;
+  // Why, grouped as the point ends, in the server's own words.
+  EXPECT_NE(run.out.find("failed: 7 x HTTP 404: The model `wrong-model` does not exist."), std::string::npos)
+      << run.out;
+  EXPECT_LE(read_lines(dir + "/sweep.ledger.jsonl").size(), 9u);
+  EXPECT_NE(json::serialize(receipt(dir).at("load").at("interrupted")).find("stopped early"), std::string::npos);
+}
+
+TEST(SweepStopsEarly, NothingMeasuredIsNotAPass) {
+  // Every request past its timeout: the sweep ran, measured nothing, and says it could not judge.
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json",
+             R"({"scenarios":{"faults":{"error_share":0,"truncate_share":0,"stall_share":1,"stall_s":3}}})");
+  Simulator sim({"--profile", dir + "/p.json"});
+  ASSERT_EQ(http_post(sim.port, "/scenario?name=faults", "").status, 200);
+  const auto run = run_cli_with_stderr("sweep --url http://127.0.0.1:" + std::to_string(sim.port) +
+                                       "/v1 --model sim-model --concurrencies 2 --requests 2 --warmup 0 --timeout 1s "
+                                       "--quiet --output " +
+                                       dir + "/sweep.json");
+  EXPECT_EQ(run.exit_code, 4) << run.out;
+  EXPECT_NE(run.out.find("no request succeeded, so nothing was measured (exit 4)"), std::string::npos) << run.out;
+}
+
+}  // namespace
+}  // namespace mpo::test
