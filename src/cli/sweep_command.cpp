@@ -52,6 +52,7 @@ struct SweepArgs {
   std::uint64_t seed = 1;
   bool ignore_eos = false;
   std::string prompt_salt;  // "" : drawn for this run; "none": no salt
+  bool approximate_input_tokens = false;
   std::string api = "chat";
   std::string timeout = "60s";
   std::string slo = "2s";
@@ -170,6 +171,8 @@ int common_options(const SweepArgs& a, sweep::SweepOptions& o) {
   o.machine_id = a.machine.empty() ? hostname() : a.machine;
   o.tool_version = MPO_VERSION;
   o.same_prompts_every_point = a.same_prompts;
+  // Lengths are targets for synthetic and replayed prompts, not for a dataset's own texts.
+  o.exact_prompt_tokens = a.dataset.empty() && !a.approximate_input_tokens;
   if (a.prompt_salt.empty()) {
     o.prompt_salt = draw_prompt_salt();
   } else if (a.prompt_salt != "none") {
@@ -574,8 +577,11 @@ std::function<int()> setup_sweep(CLI::App& app) {
                  "web tasks: max_tokens per request (ShareGPT: the reply's length unless set)")
       ->capture_default_str();
   app.add_option("--input-tokens", a->input_tokens,
-                 "synthetic prompt length: N, uniform:A,B, normal:MEAN,SD or exp:MEAN")
+                 "synthetic prompt length: N, uniform:A,B, normal:MEAN,SD or exp:MEAN; as the server's tokenizer "
+                 "counts it, chat template included, where it offers one (vLLM, llama.cpp; docs/SWEEP.md)")
       ->capture_default_str();
+  app.add_flag("--approximate-input-tokens", a->approximate_input_tokens,
+               "do not ask the server's tokenizer: prompts of about one token per word");
   app.add_option("--output-tokens", a->output_tokens, "synthetic output length (max_tokens), same forms")
       ->capture_default_str();
   app.add_option("--shared-prefix-tokens", a->shared_prefix_tokens,

@@ -372,6 +372,25 @@ std::string ResponseBuilder::stream_end(int cached) {
   return out;
 }
 
+Result<std::string> render_tokenize(std::string_view body, int max_model_len) {
+  auto doc = parse_json(body);
+  if (!doc || !doc->is_object()) return bad("body", "the body must be a JSON object");
+  const bool chat = doc->as_object().contains("messages");
+  auto req = parse_completion_request(body, chat ? Endpoint::kChat : Endpoint::kCompletions);
+  if (!req) return req.error();
+  JsonObjectWriter w;
+  std::string tokens = "[";
+  for (std::size_t i = 0; i < req->prompt.size(); ++i) {
+    if (i) tokens += ',';
+    tokens += std::to_string(req->prompt[i]);
+  }
+  tokens += ']';
+  w.field("count", static_cast<std::int64_t>(req->prompt.size()))
+      .field("max_model_len", max_model_len)
+      .raw_field("tokens", tokens);
+  return std::move(w).finish();
+}
+
 std::string llamacpp_timings(const FinishedRequest& f) {
   const auto ms = [](std::optional<double> from, std::optional<double> to) {  // to the microsecond
     return from && to ? std::round(std::max(0.0, (*to - *from) * 1e6)) / 1000 : 0.0;

@@ -47,6 +47,10 @@ std::string render_error(int status, std::string_view type, std::string_view mes
 // the first token, predicted_n and predicted_ms from the first token to the last, and the rates.
 std::string llamacpp_timings(const FinishedRequest& f);
 
+// vLLM's `POST /tokenize`: {"messages": [...]} (the chat template applied, as a chat request is) or
+// {"prompt": "..."} -> {"count": N, "max_model_len": L, "tokens": [...]}; errors as a completion's.
+Result<std::string> render_tokenize(std::string_view body, int max_model_len);
+
 // Builds the response of one request, streamed (SSE events) or whole.
 class ResponseBuilder {
  public:

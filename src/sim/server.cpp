@@ -358,6 +358,14 @@ class Simulator {
       co_return co_await write(stream, make_response(req, http::status::ok, render_vllm_metrics(engine_, ctx),
                                                      "text/plain; version=0.0.4; charset=utf-8"));
     }
+    if (path == "/tokenize" && post) {  // vLLM's tokenizer route (sweep fits prompt lengths with it)
+      auto out = render_tokenize(req.body(), profile_.engine.max_model_len);
+      if (!out) {
+        co_return co_await write(
+            stream, error_response(req, http::status::bad_request, "BadRequestError", out.error().message));
+      }
+      co_return co_await write(stream, make_response(req, http::status::ok, *out));
+    }
     if (path == "/health" && get)
       co_return co_await write(stream, make_response(req, http::status::ok, "", "text/plain"));
     if (path == "/reset_prefix_cache" && post) {

@@ -501,7 +501,13 @@ asio::awaitable<std::pair<int, std::string>> Driver::post_admin(std::string path
   co_return r;
 }
 
-asio::awaitable<std::pair<int, std::string>> Driver::simple(bool post, std::string suffix, bool origin) {
+asio::awaitable<std::pair<int, std::string>> Driver::post_json_admin(std::string path, std::string body) {
+  auto r = co_await simple(true, std::move(path), true, std::move(body));
+  co_return r;
+}
+
+asio::awaitable<std::pair<int, std::string>> Driver::simple(bool post, std::string suffix, bool origin,
+                                                            std::string body) {
   if (!impl_->client) {
     auto made = net::Client::make(co_await asio::this_coro::executor, impl_->target.url, impl_->target.ca_file);
     if (!made) co_return std::pair<int, std::string>{0, made.error().message};
@@ -511,6 +517,10 @@ asio::awaitable<std::pair<int, std::string>> Driver::simple(bool post, std::stri
   req.method = post ? http::verb::post : http::verb::get;
   req.target = origin ? suffix : impl_->path(suffix);
   req.user_agent = "modelperfobs-sweep";
+  if (!body.empty()) {
+    req.body = std::move(body);
+    req.headers.emplace_back("Content-Type", "application/json");
+  }
   if (!impl_->target.api_key.empty()) req.headers.emplace_back("Authorization", "Bearer " + impl_->target.api_key);
   auto x = co_await net::exchange(*impl_->client, std::move(req), net::deadline_after(10));
   if (x.failure) co_return std::pair<int, std::string>{0, x.failure->message};

@@ -80,10 +80,13 @@ class Driver {
   // such as vLLM's /reset_prefix_cache or llama.cpp's /slots.
   boost::asio::awaitable<std::pair<int, std::string>> get_admin(std::string path);
   boost::asio::awaitable<std::pair<int, std::string>> post_admin(std::string path);
+  // POST a JSON body on the server's origin (llama.cpp's /tokenize, /apply-template; vLLM's /tokenize).
+  boost::asio::awaitable<std::pair<int, std::string>> post_json_admin(std::string path, std::string body);
 
  private:
   struct Impl;
-  boost::asio::awaitable<std::pair<int, std::string>> simple(bool post, std::string path, bool origin);
+  boost::asio::awaitable<std::pair<int, std::string>> simple(bool post, std::string path, bool origin,
+                                                             std::string body = {});
   std::unique_ptr<Impl> impl_;
 };
 

@@ -265,6 +265,29 @@ std::map<std::string, std::int64_t> errors_by_class(std::span<const Sample> samp
   return counts;
 }
 
+std::optional<TokenEvidence> token_evidence(std::span<const Sample> samples) {
+  std::vector<std::int64_t> in, out;
+  for (const auto& s : samples) {
+    if (s.warmup || !s.ok || !s.usage) continue;
+    if (s.usage->prompt_tokens) in.push_back(*s.usage->prompt_tokens);
+    if (s.usage->completion_tokens) out.push_back(*s.usage->completion_tokens);
+  }
+  if (in.empty() && out.empty()) return std::nullopt;
+  TokenEvidence t;
+  t.requests = static_cast<std::int64_t>(std::max(in.size(), out.size()));
+  auto three = [](std::vector<std::int64_t>& v, std::optional<std::int64_t>& lo, std::optional<std::int64_t>& mid,
+                  std::optional<std::int64_t>& hi) {
+    if (v.empty()) return;
+    std::sort(v.begin(), v.end());
+    lo = v.front();
+    mid = v[(v.size() + 1) / 2 - 1];  // nearest rank
+    hi = v.back();
+  };
+  three(in, t.input_min, t.input_p50, t.input_max);
+  three(out, t.output_min, t.output_p50, t.output_max);
+  return t;
+}
+
 namespace {
 
 // The server's own message in an error body ({"error":{"message":..}}, {"error":".."},

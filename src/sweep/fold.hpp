@@ -57,6 +57,9 @@ struct GeneratorFigures {
 GeneratorEvidence generator_evidence(std::span<const Sample> samples, const GeneratorFigures& g);
 ConfidenceEvidence confidence_evidence(std::span<const Sample> samples, std::uint64_t seed);
 std::map<std::string, std::int64_t> errors_by_class(std::span<const Sample> samples);
+// The prompt and output token counts of the measured ok requests, as their usage gave them
+// (nearest-rank p50); nullopt when none carries usage.
+std::optional<TokenEvidence> token_evidence(std::span<const Sample> samples);
 // The measured requests that failed, grouped by HTTP status and the server's own message (at most
 // kFailureGroups groups, most frequent first, each message cut to 200 bytes): "3 x HTTP 400:
 // request (272547 tokens) exceeds the available context size (1024 tokens)". Empty when none failed.

@@ -57,6 +57,14 @@ constexpr auto json_fields(const SteadyStateEvidence*) {
                     field("throughput_tok_s", &S::throughput_tok_s)};
 }
 
+constexpr auto json_fields(const TokenEvidence*) {
+  using T = TokenEvidence;
+  return std::tuple{field("requests", &T::requests),     field("input_min", &T::input_min),
+                    field("input_p50", &T::input_p50),   field("input_max", &T::input_max),
+                    field("output_min", &T::output_min), field("output_p50", &T::output_p50),
+                    field("output_max", &T::output_max)};
+}
+
 constexpr auto json_fields(const CacheReset*) {
   return std::tuple{field("status", &CacheReset::status), field("method", &CacheReset::method),
                     field("error", &CacheReset::error)};
@@ -117,7 +125,8 @@ constexpr auto json_fields(const PointEvidence*) {
                     field("steady_state", &E::steady_state),
                     field("server", &E::server),
                     field("energy", &E::energy),
-                    field("cache", &E::cache)};
+                    field("cache", &E::cache),
+                    field("tokens", &E::tokens)};
 }
 
 std::optional<double> PointEvidence::server_number(std::string_view key) const {

@@ -56,6 +56,14 @@ struct SteadyStateEvidence {
   std::optional<double> throughput_tok_s;
 };
 
+// The prompt and output tokens the point's measured requests actually had, as the server counted
+// them (usage): what was asked for (--input-tokens 64) is not always what was sent.
+struct TokenEvidence {
+  std::int64_t requests = 0;  // measured requests whose usage gave the counts
+  std::optional<std::int64_t> input_min, input_p50, input_max;
+  std::optional<std::int64_t> output_min, output_p50, output_max;
+};
+
 // How the prefix cache was reset before the point (--reset-cache-between-points).
 struct CacheReset {
   std::string status;  // ok | failed
@@ -85,6 +93,7 @@ struct PointEvidence {
   std::optional<boost::json::object> server;  // evidence.hpp: server_evidence
   std::optional<boost::json::object> energy;  // evidence.hpp: energy_from_power / energy_from_dcgm
   std::optional<CacheEvidence> cache;
+  std::optional<TokenEvidence> tokens;
   boost::json::object unknown;  // members of a read receipt this struct does not name, as written
 
   // A number of the server block (nullopt when there is no block or no such number).

@@ -54,6 +54,7 @@ constexpr auto json_fields(const SweepLoad*) {
                     field("dcgm_url", &L::dcgm_url),
                     field("prompts", &L::prompts),
                     field("prompt_salt", &L::prompt_salt),
+                    field("prompt_lengths", &L::prompt_lengths),
                     field("interrupted", &L::interrupted),
                     field("cache_reset", &L::cache_reset),
                     field("observed_engine_identity", &L::observed_engine_identity),

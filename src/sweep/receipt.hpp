@@ -138,6 +138,8 @@ struct SweepLoad {
   std::optional<std::string> metrics_url, power, dcgm_url;
   std::optional<std::string> prompts;      // how each point's prompts differ (docs/SWEEP.md)
   std::optional<std::string> prompt_salt;  // the run's own word in every prompt (docs/SWEEP.md)
+  // How prompt lengths were made: "exact: <the server's tokenizer route>" or "approximate: <why>".
+  std::optional<std::string> prompt_lengths;
   // Set when a signal stopped the run: what happened ("SIGINT during concurrency=4: ..."). Such a
   // receipt is not valid for claims.
   std::optional<std::string> interrupted;

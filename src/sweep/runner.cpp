@@ -24,6 +24,7 @@
 #include "sweep/evaluate.hpp"
 #include "sweep/evidence.hpp"
 #include "sweep/fold.hpp"
+#include "sweep/prompt_length.hpp"
 #include "sweep/wait_group.hpp"
 
 namespace mpo::sweep {
@@ -228,6 +229,18 @@ class SweepRun {
                              shared_words_ + 1, shared_words_,
                              o_.prompt_salt.empty() ? "" : ", followed by the run's prompt_salt");
     if (!o_.prompt_salt.empty()) load.prompt_salt = o_.prompt_salt;
+    if (o_.exact_prompt_tokens) {
+      if (o_.target.api != Api::kChat) {
+        load.prompt_lengths = "approximate: exact prompt lengths are fitted for --api chat only";
+      } else if (auto route = co_await tokenizer_.find(); route) {
+        load.prompt_lengths = "exact: " + *route;
+        exact_ = true;
+      } else {
+        load.prompt_lengths = "approximate: " + route.error().message;
+      }
+      if (!exact_)
+        note("warning: prompt lengths are about one token per word, not exact (" + *load.prompt_lengths + ")");
+    }
     if (o_.reset_cache_between_points) {
       auto how = co_await reset_cache();
       if (!how) co_return how.error();
@@ -393,6 +406,7 @@ class SweepRun {
                                          : point_marker(index, warmup) + o_.prompt_salt;
     };
     if (const std::string m = marker(true); !m.empty()) mark_prompts(plan.requests, shared_words_, m);
+    const std::size_t keep = shared_words_ + (marker(true).empty() ? 0 : 1);  // the shared words and the marker
     const double replay_shift = plan.warmup > 0 ? 1.0 : 0.0;
     if (o_.duration_s > 0 && o_.mode == LoadMode::kConcurrency) {
       plan.duration_s = o_.duration_s;
@@ -401,6 +415,17 @@ class SweepRun {
                     ? take_requests(measured_, static_cast<std::size_t>(std::ceil(c * o_.duration_s)))
                     : measured_;
     if (const std::string m = marker(false); !m.empty()) mark_prompts(sent, shared_words_, m);
+    if (exact_) {
+      // Named results, no co_await inside a conditional expression (GCC 12 destroys its temporaries
+      // twice).
+      auto warm = co_await fitter_.fit(plan.requests, keep);
+      if (!warm)
+        note("warning: prompt lengths not fitted at " + coordinate_label(o_.mode, c) + ": " + warm.error().message);
+      auto measured = co_await fitter_.fit(sent, keep);
+      if (!measured) {
+        note("warning: prompt lengths not fitted at " + coordinate_label(o_.mode, c) + ": " + measured.error().message);
+      }
+    }
     CacheDeclaration cache;
     cache.prompts = o_.same_prompts_every_point ? "same_every_point" : "distinct_per_point";
     cache.declared_shared_share = declared_share(sent);
@@ -497,6 +522,7 @@ class SweepRun {
         generator_evidence(run.samples, GeneratorFigures{o_.lateness_bound_ms, run.cpu_seconds, run.wall_seconds});
     tp.evidence.confidence = confidence_evidence(run.samples, plan.seed);
     tp.evidence.errors_by_class = errors_by_class(run.samples);
+    tp.evidence.tokens = token_evidence(run.samples);
     tp.evidence.steady_state = steady_state_evidence(run.samples);
     if (before && after) {
       tp.evidence.server = server_evidence(previous_after_ ? &*previous_after_ : nullptr, *before, during, *after,
@@ -533,11 +559,20 @@ class SweepRun {
     auto one = [](std::optional<double> v) { return v ? fmt::format("{:.1f}", *v) : std::string("n/a"); };
     auto p99 = [&](const QuantileMetric& q) { return one(q.measured() ? q.p99 : std::nullopt); };
     const auto late = tp.evidence.generator ? tp.evidence.generator->send_lateness_p99_ms : std::nullopt;
+    const auto& t = tp.evidence.tokens;
+    const auto range = [](std::optional<std::int64_t> lo, std::optional<std::int64_t> mid,
+                          std::optional<std::int64_t> hi) {
+      if (!mid) return std::string("n/a");
+      return *lo == *hi ? std::to_string(*mid) : fmt::format("{} ({}-{})", *mid, *lo, *hi);
+    };
+    const std::string late_text = late ? fmt::format("{:.3f}", late.value_or(0)) : "n/a";
+    const std::string in = t ? range(t->input_min, t->input_p50, t->input_max) : "n/a";
+    const std::string out = t ? range(t->output_min, t->output_p50, t->output_max) : "n/a";
     return fmt::format(
-        "{}: {} ok, {} failed, {} tok/s, TTFT p99 {} ms, ITL p99 {} ms, e2e p99 {} ms, send lateness p99 {} ms",
+        "{}: {} ok, {} failed, {} tok/s, TTFT p99 {} ms, ITL p99 {} ms, e2e p99 {} ms, send lateness p99 {} ms, "
+        "tokens in {} out {}",
         coordinate_label(o_.mode, c), tp.stats.ok, tp.stats.failed, one(tp.stats.throughput_tok_s.measured_value()),
-        p99(tp.stats.ttft_ms), p99(tp.stats.itl_ms), p99(tp.stats.end_to_end_ms),
-        late ? fmt::format("{:.3f}", *late) : "n/a");
+        p99(tp.stats.ttft_ms), p99(tp.stats.itl_ms), p99(tp.stats.end_to_end_ms), late_text, in, out);
   }
 
   // Bisection between the last point inside every budget and the first outside.
@@ -565,6 +600,9 @@ class SweepRun {
   const SweepCallbacks& cb_;
   std::atomic<bool>& stop_;
   Driver driver_;
+  EngineTokenizer tokenizer_{driver_, o_.target.model};  // after driver_: it uses it
+  PromptFitter fitter_{tokenizer_};
+  bool exact_ = false;
   std::unique_ptr<scrape::Fetcher> metrics_, dcgm_;
   std::unique_ptr<PowerSampler> power_;
   // The declared shared share of the prompts a point sends: a prompt sent earlier in the same point

@@ -52,6 +52,9 @@ struct SweepOptions {
   // A word every prompt of this run carries (docs/SWEEP.md "Prompts"), so a run never meets the
   // prefix cache an earlier run of the same workload filled; "" = none (a rerun repeats the prompts).
   std::string prompt_salt;
+  // Fit each prompt to its asked length as the server's tokenizer counts it (sweep/prompt_length.hpp):
+  // for workloads whose lengths are targets (synthetic, replay).
+  bool exact_prompt_tokens = false;
   // Empty the server's prefix cache before each point (vLLM /reset_prefix_cache, SGLang
   // /flush_cache, llama.cpp slot erase); the sweep stops at start-up when the server offers none.
   bool reset_cache_between_points = false;

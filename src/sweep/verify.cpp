@@ -52,6 +52,7 @@ void recompute(const SweepReceipt& r, const Point& p, TrackPoint& tp, VerifyOutc
   }
   if (e.confidence) e.confidence = confidence_evidence(tp.samples, e.confidence->seed);
   e.errors_by_class = errors_by_class(tp.samples);
+  if (e.tokens) e.tokens = token_evidence(tp.samples);
   if (e.steady_state) e.steady_state = steady_state_evidence(tp.samples);
   if (e.load) {
     LoadFigures lf;

@@ -335,6 +335,45 @@ TEST_F(RealLlamaCppSweep, ASecondRunOfTheSameSweepIsValidAndComparable) {
       << why(again);
 }
 
+// Issue 38: `--input-tokens 64` gave prompts of 177-192 tokens on the Llama tokenizer. The prompts
+// are now fitted with llama.cpp's own tokenizer, its chat template included: 64 by its own count.
+TEST_F(RealLlamaCppSweep, InputTokensAreWhatTheEngineCounts) {
+  LlamaServer server(dir_ + "/llama.log");
+  auto run = [&](std::vector<std::string> extra, const std::string& name) {
+    std::vector<std::string> args = {"sweep",
+                                     "--url",
+                                     server.url() + "/v1",
+                                     "--model",
+                                     "real-llama",
+                                     "--concurrencies",
+                                     "1,2,4",
+                                     "--requests",
+                                     "8",
+                                     "--input-tokens",
+                                     "64",
+                                     "--output-tokens",
+                                     "4",
+                                     "--quiet",
+                                     "--output",
+                                     dir_ + "/" + name + ".json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto cli = run_cli(args, 180000);
+    EXPECT_EQ(cli.exit_code, 0) << cli.out;
+    return json::parse(read_file(dir_ + "/" + name + ".json")).as_object();
+  };
+  const auto r = run({}, "exact");
+  EXPECT_EQ(r.at("load").at("prompt_lengths").as_string().rfind("exact: llama.cpp POST /apply-template", 0), 0u)
+      << json::serialize(r.at("load"));
+  for (int c : {1, 2, 4}) {
+    const auto& tokens = point(r, c).at("evidence").at("tokens");
+    EXPECT_EQ(tokens.at("input_min"), 64) << c << json::serialize(tokens);
+    EXPECT_EQ(tokens.at("input_max"), 64) << c << json::serialize(tokens);
+  }
+  // Without the tokenizer, as before: four-letter words are about three tokens each on Llama's.
+  const auto rough = run({"--approximate-input-tokens"}, "rough");
+  EXPECT_GT(point(rough, 1).at("evidence").at("tokens").at("input_min").to_number<std::int64_t>(), 100);
+}
+
 // Issue 38: llama.cpp answers any model name as its own; a sweep with a wrong --model ran to the end
 // and was found model_identity_mismatch afterwards. It now stops at the first answer, exit 1.
 TEST_F(RealLlamaCppSweep, AWrongModelStopsAtTheFirstAnswer) {

@@ -26,11 +26,10 @@ double sim_metric(std::uint16_t sim_port, std::string_view name) {
 // its stderr in `dir`/sweep.err.
 struct SweepProcess {
   SweepProcess(const std::string& dir, const Simulator& sim, const std::string& model = "sim-model")
-      : process(
-            {binary_path(), "sweep", "--url", "http://127.0.0.1:" + std::to_string(sim.port) + "/v1", "--model", model,
-             "--concurrencies", "2,4", "--requests", "4", "--warmup", "0", "--output-tokens", "40", "--ignore-eos",
-             "--output", dir + "/sweep.json"},
-            process::ChildOptions{dir + "/sweep.err"}) {}
+      : process({binary_path(), "sweep", "--url", "http://127.0.0.1:" + std::to_string(sim.port) + "/v1", "--model",
+                 model, "--concurrencies", "2,4", "--requests", "4", "--warmup", "0", "--output-tokens", "40",
+                 "--ignore-eos", "--output", dir + "/sweep.json"},
+                process::ChildOptions{dir + "/sweep.err"}) {}
   ChildProcess process;
 };
 
@@ -95,9 +94,9 @@ TEST(SweepInterrupted, ASecondCtrlCStopsAtOnceAndTheLedgerStaysWhole) {
 TEST(SweepStopsEarly, AModelTheServerDoesNotServeStopsWithinItsFirstRequestsWithTheServersReason) {
   const std::string dir = make_temp_dir();
   Simulator sim;
-  const auto run = run_cli_with_stderr("sweep --url http://127.0.0.1:" + std::to_string(sim.port) +
-                                       "/v1 --model wrong-model --concurrencies 1,2 --requests 32 --output " + dir +
-                                       "/sweep.json");
+  const auto run =
+      run_cli_with_stderr("sweep --url http://127.0.0.1:" + std::to_string(sim.port) +
+                          "/v1 --model wrong-model --concurrencies 1,2 --requests 32 --output " + dir + "/sweep.json");
   EXPECT_EQ(run.exit_code, 1) << run.out;
   EXPECT_NE(run.out.find("stopped early: the first 8 requests all failed; the last: HTTP 404 The model "
                          "`wrong-model` does not exist."),
@@ -123,6 +122,41 @@ TEST(SweepStopsEarly, NothingMeasuredIsNotAPass) {
                                        dir + "/sweep.json");
   EXPECT_EQ(run.exit_code, 4) << run.out;
   EXPECT_NE(run.out.find("no request succeeded, so nothing was measured (exit 4)"), std::string::npos) << run.out;
+}
+
+// Issue 38: prompt lengths are what was asked, as the server's tokenizer counts them (the simulator
+// offers vLLM's POST /tokenize; the real llama-server's routes are tested in llamacpp_test.cpp).
+TEST(SweepPromptLengths, EachPromptIsTheLengthAskedForAsTheServerCountsIt) {
+  const std::string dir = make_temp_dir();
+  Simulator sim;
+  const auto run =
+      run_cli({"sweep", "--url", "http://127.0.0.1:" + std::to_string(sim.port) + "/v1", "--model", "sim-model",
+               "--concurrencies", "1,2", "--requests", "8", "--input-tokens", "uniform:20,100",
+               "--shared-prefix-tokens", "10", "--output-tokens", "4", "--quiet", "--output", dir + "/sweep.json"});
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const auto r = receipt(dir);
+  EXPECT_EQ(r.at("load").at("prompt_lengths"), "exact: vLLM POST /tokenize (messages, the chat template applied)");
+  std::size_t checked = 0;
+  for (const auto& p : r.at("points").as_array()) {
+    const auto& tp = p.at("tracks").as_array().at(0).as_object();
+    for (const auto& s : tp.at("samples").as_array()) {
+      EXPECT_EQ(s.at("usage").at("prompt_tokens"), s.at("prompt_tokens_estimate")) << json::serialize(s);
+      ++checked;
+    }
+    EXPECT_TRUE(tp.at("evidence").as_object().contains("tokens"));
+  }
+  EXPECT_GE(checked, 16u);
+  EXPECT_EQ(run_cli({"sweep", "verify", dir + "/sweep.json"}).exit_code, 0);
+  // Asked not to: the words as they are, the chat template's tokens on top.
+  const auto rough =
+      run_cli({"sweep", "--url", "http://127.0.0.1:" + std::to_string(sim.port) + "/v1", "--model", "sim-model",
+               "--concurrencies", "1", "--requests", "4", "--input-tokens", "40", "--output-tokens", "4",
+               "--approximate-input-tokens", "--quiet", "--output", dir + "/rough.json"});
+  ASSERT_EQ(rough.exit_code, 0) << rough.out;
+  const auto rr = json::parse(read_file(dir + "/rough.json")).as_object();
+  EXPECT_FALSE(rr.at("load").as_object().contains("prompt_lengths"));
+  const auto& t = rr.at("points").as_array().at(0).at("tracks").as_array().at(0).at("evidence").at("tokens");
+  EXPECT_GT(t.at("input_min").to_number<std::int64_t>(), 40) << json::serialize(t);
 }
 
 }  // namespace

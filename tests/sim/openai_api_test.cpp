@@ -136,6 +136,19 @@ TEST(ResponseBuilder, ALlamaCppStreamEndsWithItsTimings) {
   }
 }
 
+// vLLM's POST /tokenize: the count a chat request of the same messages would have.
+TEST(Tokenize, CountsWhatAChatRequestOfTheSameMessagesCounts) {
+  const std::string messages = R"({"messages":[{"role":"user","content":"abcd efgh ijkl"}])";
+  const auto chat = *parse_completion_request(messages + "}", Endpoint::kChat);
+  const auto out = json::parse(*render_tokenize(messages + R"(,"add_generation_prompt":true})", 8192)).as_object();
+  EXPECT_EQ(out.at("count").as_int64(), static_cast<std::int64_t>(chat.prompt.size()));
+  EXPECT_EQ(out.at("tokens").as_array().size(), chat.prompt.size());
+  EXPECT_EQ(out.at("max_model_len"), 8192);
+  const auto plain = json::parse(*render_tokenize(R"({"prompt":"abcd efgh"})", 8192)).as_object();
+  EXPECT_LT(plain.at("count").as_int64(), out.at("count").as_int64());  // no template
+  EXPECT_FALSE(static_cast<bool>(render_tokenize("[1]", 8192)));
+}
+
 TEST(ResponseBuilder, ContinuousUsageIsCumulativeOnEveryChunk) {
   auto req = *parse_completion_request(
       R"({"prompt":"Hi","stream":true,"stream_options":{"continuous_usage_stats":true}})", Endpoint::kCompletions);

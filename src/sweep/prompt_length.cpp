@@ -1,0 +1,206 @@
+#include "sweep/prompt_length.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
+
+#include "core/json.hpp"
+
+namespace mpo::sweep {
+namespace {
+
+namespace json = boost::json;
+
+// A word the common tokenizers (Llama's SentencePiece, GPT's BPE, and `simulate`) count as one
+// token after a space.
+constexpr const char* kPadWord = "a";
+constexpr int kMaxPadRounds = 3;
+
+json::array messages_json(const std::vector<Message>& messages) {
+  json::array out;
+  for (const auto& m : messages) out.push_back(json::object{{"role", m.role}, {"content", m.content}});
+  return out;
+}
+
+std::vector<std::string> split_words(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && text[i] == ' ') ++i;
+    const std::size_t start = i;
+    while (i < text.size() && text[i] != ' ') ++i;
+    if (i > start) out.push_back(text.substr(start, i - start));
+  }
+  return out;
+}
+
+// The request bodies, built outside the coroutines (GCC 12 mishandles braced temporaries there).
+std::string vllm_tokenize_body(const std::string& model, const std::vector<Message>& messages) {
+  return json::serialize(
+      json::object{{"model", model}, {"messages", messages_json(messages)}, {"add_generation_prompt", true}});
+}
+std::string template_body(const std::vector<Message>& messages) {
+  return json::serialize(json::object{{"messages", messages_json(messages)}});
+}
+std::string llamacpp_tokenize_body(std::string_view prompt) {
+  return json::serialize(json::object{{"content", prompt}, {"add_special", true}, {"parse_special", true}});
+}
+
+std::vector<Message> probe_messages() { return {Message{"user", "hello"}}; }
+
+std::string answer(int status, const std::string& body) {
+  if (status == 0) return body;
+  return fmt::format("HTTP {}", status);
+}
+
+}  // namespace
+
+std::string fitted_text(const std::vector<std::string>& words, std::size_t keep, std::size_t own, std::size_t pads) {
+  std::string out;
+  const std::size_t n = std::min(words.size(), keep + own);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!out.empty()) out.push_back(' ');
+    out += words[i];
+  }
+  for (std::size_t i = 0; i < pads; ++i) {
+    if (!out.empty()) out.push_back(' ');
+    out += kPadWord;
+  }
+  return out;
+}
+
+boost::asio::awaitable<Result<std::string>> EngineTokenizer::find() {
+  const std::vector<Message> probe = probe_messages();
+  route_ = Route::kVllm;
+  if (auto c = co_await count(probe); c) co_return std::string("vLLM POST /tokenize (messages, the chat template applied)");
+  route_ = Route::kLlamaCpp;
+  if (auto c = co_await count(probe); c) {
+    co_return std::string("llama.cpp POST /apply-template + POST /tokenize (add_special, parse_special)");
+  }
+  route_ = Route::kNone;
+  std::string plain = llamacpp_tokenize_body("x");
+  auto [status, body] = co_await driver_.post_json_admin("/tokenize", std::move(plain));
+  co_return make_error("sweep.tokenize",
+                       fmt::format("the server offers no tokenizer route this sweep knows (vLLM's POST /tokenize with "
+                                   "messages, llama.cpp's POST /apply-template and /tokenize; POST /tokenize answered "
+                                   "{})",
+                                   answer(status, body)));
+}
+
+boost::asio::awaitable<Result<std::int64_t>> EngineTokenizer::count(const std::vector<Message>& messages) {
+  ++calls_;
+  if (route_ == Route::kVllm) {
+    std::string body = vllm_tokenize_body(model_, messages);
+    auto [status, text] = co_await driver_.post_json_admin("/tokenize", std::move(body));
+    const auto doc = parse_json(text);
+    if (status == 200 && doc && doc->is_object()) {
+      if (auto n = json_int(doc->as_object(), "count")) co_return *n;
+    }
+    co_return make_error("sweep.tokenize", "POST /tokenize (messages): " + answer(status, text));
+  }
+  if (route_ == Route::kLlamaCpp) {
+    std::string templ = template_body(messages);
+    auto [status, text] = co_await driver_.post_json_admin("/apply-template", std::move(templ));
+    const auto doc = parse_json(text);
+    const auto prompt = status == 200 && doc && doc->is_object() ? json_string(doc->as_object(), "prompt") : std::nullopt;
+    if (!prompt) co_return make_error("sweep.tokenize", "POST /apply-template: " + answer(status, text));
+    std::string body = llamacpp_tokenize_body(*prompt);
+    auto [st, tokens_text] = co_await driver_.post_json_admin("/tokenize", std::move(body));
+    const auto tokens = parse_json(tokens_text);
+    const auto* list = st == 200 && tokens && tokens->is_object() ? json_array(tokens->as_object(), "tokens") : nullptr;
+    if (list == nullptr) co_return make_error("sweep.tokenize", "POST /tokenize: " + answer(st, tokens_text));
+    co_return static_cast<std::int64_t>(list->size());
+  }
+  co_return make_error("sweep.tokenize", "no tokenizer route");
+}
+
+boost::asio::awaitable<Result<std::vector<std::int64_t>>> PromptFitter::fit(std::vector<ServingRequest>& requests,
+                                                                           std::size_t keep_words) {
+  std::vector<std::int64_t> out;
+  out.reserve(requests.size());
+  for (auto& r : requests) {
+    auto c = co_await fit_one(r, keep_words);
+    if (!c) co_return c.error();
+    out.push_back(*c);
+  }
+  co_return out;
+}
+
+boost::asio::awaitable<Result<std::int64_t>> PromptFitter::fit_one(ServingRequest& r, std::size_t keep_words) {
+  const std::int64_t target = r.prompt_tokens_estimate;
+  if (r.messages.empty() || target <= 0) co_return target;
+  const std::vector<std::string> words = split_words(r.messages.back().content);
+  const std::size_t keep = std::min(keep_words, words.size());
+  const std::size_t avail = words.size() - keep;
+  auto count_of = [&](std::size_t own, std::size_t pads) -> boost::asio::awaitable<Result<std::int64_t>> {
+    std::vector<Message> m = r.messages;
+    m.back().content = fitted_text(words, keep, own, pads);
+    auto c = co_await tokenizer_.count(m);
+    co_return c;
+  };
+  // Pads, each about one token: add what is missing, correct by what the count says, and keep the
+  // closest count at or under the target. False when no count at or under it was seen.
+  auto pad = [&](Fit& f, std::int64_t& c) -> boost::asio::awaitable<Result<bool>> {
+    Fit under = f;
+    std::int64_t c_under = c <= target ? c : -1;
+    for (int round = 0; round < kMaxPadRounds && c != target; ++round) {
+      const auto pads = static_cast<std::int64_t>(f.pads) + (target - c);
+      if (pads < 0) break;
+      auto cp = co_await count_of(f.own_words, static_cast<std::size_t>(pads));
+      if (!cp) co_return cp.error();
+      f.pads = static_cast<std::size_t>(pads);
+      c = *cp;
+      if (c <= target && c > c_under) under = f, c_under = c;
+    }
+    if (c > target && c_under >= 0) f = under, c = c_under;
+    co_return c <= target;
+  };
+  Fit f;
+  std::int64_t c = 0;
+  bool done = false;
+  if (auto it = fits_.find(r.id); it != fits_.end() && it->second.own_words <= avail) {
+    // This request's fit at an earlier point: the marker may cost a token more or less.
+    f = it->second;
+    auto again = co_await count_of(f.own_words, f.pads);
+    if (!again) co_return again.error();
+    c = *again;
+    auto padded = co_await pad(f, c);
+    if (!padded) co_return padded.error();
+    done = *padded;
+  }
+  if (!done) {
+    // The most words whose count stays at or under the target (binary search: the count grows with
+    // the words), then the pads.
+    auto all = co_await count_of(avail, 0);
+    if (!all) co_return all.error();
+    f = Fit{avail, 0};
+    c = *all;
+    if (c > target) {
+      std::size_t lo = 0, hi = avail;
+      auto at_lo = co_await count_of(0, 0);
+      if (!at_lo) co_return at_lo.error();
+      std::int64_t c_lo = *at_lo;
+      while (hi - lo > 1 && c_lo <= target) {
+        const std::size_t mid = lo + (hi - lo) / 2;
+        auto cm = co_await count_of(mid, 0);
+        if (!cm) co_return cm.error();
+        if (*cm <= target) {
+          lo = mid;
+          c_lo = *cm;
+        } else {
+          hi = mid;
+        }
+      }
+      f = Fit{lo, 0};
+      c = c_lo;
+    }
+    auto padded = co_await pad(f, c);
+    if (!padded) co_return padded.error();
+  }
+  fits_[r.id] = f;
+  r.messages.back().content = fitted_text(words, keep, f.own_words, f.pads);
+  co_return c;
+}
+
+}  // namespace mpo::sweep

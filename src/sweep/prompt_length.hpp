@@ -1,0 +1,70 @@
+// Token-exact prompts (issue 38; docs/SWEEP.md "Prompt lengths"). `--input-tokens 64` gave prompts
+// of 177-192 tokens on the Llama tokenizer: a synthetic prompt's four-letter words are about three
+// tokens each there, and the chat template adds its own. The engine's own tokenizer counts each
+// prompt as it will (template included), and the prompt's words are cut or padded until that count
+// is the one asked for. Edge: it asks the server, through the load generator's connection.
+//
+// Routes (documented by the engines): vLLM's `POST /tokenize` with `messages` answers `count` with
+// the chat template applied; llama.cpp's `POST /apply-template` gives the templated prompt and its
+// `POST /tokenize` (`add_special`, `parse_special`) the tokens its chat endpoint counts (checked
+// against llama.cpp b10309's own usage.prompt_tokens). A server with neither keeps the words as they
+// are (about one token per word), and the receipt says so.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/result.hpp"
+#include "sweep/driver.hpp"
+#include "sweep/workload.hpp"
+
+namespace mpo::sweep {
+
+class EngineTokenizer {
+ public:
+  EngineTokenizer(Driver& driver, std::string model) : driver_(driver), model_(std::move(model)) {}
+
+  // Finds the route the server offers and names it; an error that says none answered.
+  boost::asio::awaitable<Result<std::string>> find();
+  // The prompt tokens the server counts for these chat messages, its template included.
+  boost::asio::awaitable<Result<std::int64_t>> count(const std::vector<Message>& messages);
+  std::size_t calls() const { return calls_; }
+
+ private:
+  enum class Route { kNone, kVllm, kLlamaCpp };
+  Driver& driver_;
+  std::string model_;
+  Route route_ = Route::kNone;
+  std::size_t calls_ = 0;
+};
+
+// Fits the prompts of requests to their `prompt_tokens_estimate` (the length asked for), as the
+// server counts them: the words of each request's last message after its first `keep_words`
+// (the shared prefix and the point's marker) are cut, then single-token words are added. A request
+// whose fit was found before (by id) starts from it, so later points cost one count each.
+class PromptFitter {
+ public:
+  explicit PromptFitter(EngineTokenizer& tokenizer) : tokenizer_(tokenizer) {}
+  // The count each request reached (the target, or the nearest below it when the padding cannot
+  // land on it exactly).
+  boost::asio::awaitable<Result<std::vector<std::int64_t>>> fit(std::vector<ServingRequest>& requests,
+                                                                std::size_t keep_words);
+
+ private:
+  struct Fit {
+    std::size_t own_words = 0;  // words kept after keep_words
+    std::size_t pads = 0;       // single-token words appended
+  };
+  boost::asio::awaitable<Result<std::int64_t>> fit_one(ServingRequest& r, std::size_t keep_words);
+  EngineTokenizer& tokenizer_;
+  std::map<std::string, Fit> fits_;
+};
+
+// The last message's text built from its first `keep + own` words and `pads` single-token words (pure).
+std::string fitted_text(const std::vector<std::string>& words, std::size_t keep, std::size_t own, std::size_t pads);
+
+}  // namespace mpo::sweep
