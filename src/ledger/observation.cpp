@@ -94,6 +94,7 @@ std::string render_observation(const Observation& o) {
   if (o.scheduled_at_us) w.field("scheduled_at", format_rfc3339_us(*o.scheduled_at_us));
   if (o.send_lateness_ms) w.field("send_lateness_ms", *o.send_lateness_ms);
   if (!o.sweep_point.empty()) w.field("sweep_point", o.sweep_point);
+  if (o.warmup) w.field("warmup", true);
   return std::move(w).finish() + "\n";
 }
 

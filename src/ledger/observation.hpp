@@ -57,6 +57,7 @@ struct Observation {
   std::optional<std::int64_t> scheduled_at_us;
   std::optional<double> send_lateness_ms;
   std::string sweep_point;
+  bool warmup = false;  // `sweep` lines: a warm-up request, outside every statistic (written only when true)
 };
 
 // Derived fields, as docs/FORMATS.md defines them; nullopt where they do not apply.

@@ -78,6 +78,7 @@ enum class Field : std::uint8_t {
   kInFlight,
   kServerTimings,
   kSweepPoint,
+  kWarmup,
   kTimingBasis,
   kProxyLag,
   kTraceId,
@@ -116,6 +117,7 @@ constexpr std::pair<std::string_view, Field> kFields[] = {
     {"in_flight_at_start", Field::kInFlight},
     {"server_timings", Field::kServerTimings},
     {"sweep_point", Field::kSweepPoint},
+    {"warmup", Field::kWarmup},
     {"timing_basis", Field::kTimingBasis},
     {"proxy_lag_ms", Field::kProxyLag},
     {"trace_id", Field::kTraceId},
@@ -128,7 +130,7 @@ constexpr std::pair<std::string_view, Field> kFields[] = {
 constexpr std::size_t kMaxKeyLength = 32;
 constexpr std::size_t field_slot(std::string_view k) {
   const auto at = [&k](std::size_t i) { return static_cast<std::size_t>(static_cast<unsigned char>(k[i])); };
-  return (k.size() + 6 * at(0) + 5 * at(1) + 5 * at(k.size() / 2) + 3 * at(k.size() - 2)) % 64;
+  return (k.size() + 5 * at(1) + 12 * at(k.size() / 2) + 8 * at(k.size() - 2) + at(k.size() - 1)) % 64;
 }
 struct FieldSlots {
   std::int8_t field[64] = {};  // index into kFields, or -1
@@ -234,6 +236,11 @@ Status from_ours(simdjson::dom::object o, LedgerRecordView& r, std::string& scra
         break;
       case Field::kInFlight: r.in_flight_at_start = sj::integer_of(v); break;
       case Field::kSweepPoint: r.sweep_point = str_of(v); break;
+      case Field::kWarmup: {
+        bool b = false;
+        if (v.get_bool().get(b) == simdjson::SUCCESS) r.warmup = b;
+        break;
+      }
       case Field::kTimingBasis: r.timing_basis = str_of(v); break;
       case Field::kProxyLag: r.proxy_lag_ms = sj::number_of(v); break;
       case Field::kTraceId: r.trace_id = str_of(v); break;
@@ -335,6 +342,7 @@ BasicLedgerRecord<To> convert(const BasicLedgerRecord<From>& f) {
   t.in_flight_at_start = f.in_flight_at_start;
   t.server_timings = opt(f.server_timings);
   t.sweep_point = opt(f.sweep_point);
+  t.warmup = f.warmup;
   t.timing_basis = opt(f.timing_basis);
   t.proxy_lag_ms = f.proxy_lag_ms;
   t.trace_id = opt(f.trace_id);

@@ -110,8 +110,11 @@ std::string timing_summary(const GroupStats& g) {
 
 std::string render_markdown(const ReportInput& in) {
   std::string o = "# modelperfobs report\n\n";
-  fmt::format_to(std::back_inserter(o), "{} observations from {} ({} fak lines); grouped by {}.\n", in.table.size(),
-                 fmt::join(in.sources, ", "), in.read.fak_lines, group_by_name(in.options.by));
+  fmt::format_to(
+      std::back_inserter(o), "{} observations from {} ({} fak lines{}); grouped by {}.\n", in.table.size(),
+      fmt::join(in.sources, ", "), in.read.fak_lines,
+      in.table.warmup_lines() > 0 ? fmt::format(", {} warm-up lines left out", in.table.warmup_lines()) : std::string(),
+      group_by_name(in.options.by));
   if (in.read.invalid_lines > 0 || in.read.torn_last_line || in.read.foreign_lines > 0 || in.read.dropped_lines > 0) {
     fmt::format_to(std::back_inserter(o),
                    "\n> Input problems: {} invalid line(s), {} of another schema, torn last line: {}, {} line(s) "
@@ -323,6 +326,7 @@ std::string render_json(const ReportInput& in) {
                                          .field("lines", in.read.lines)
                                          .field("observations", static_cast<std::uint64_t>(in.table.size()))
                                          .field("fak_lines", in.read.fak_lines)
+                                         .field("warmup_lines", static_cast<std::uint64_t>(in.table.warmup_lines()))
                                          .field("invalid_lines", in.read.invalid_lines)
                                          .field("foreign_lines", in.read.foreign_lines)
                                          .field("torn_last_line", in.read.torn_last_line)

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <charconv>
 #include <mutex>
+#include <utility>
 
 namespace mpo::report {
 
@@ -145,6 +146,10 @@ std::optional<float> timings_prompt_ms(std::string_view t) {
 }
 
 void RowTable::add(const ledger::LedgerRecordView& r) {
+  if (r.warmup) {  // a sweep's warm-up request measures nothing (issue 38: --by sweep_point counted them)
+    ++warmup_lines_;
+    return;
+  }
   Row row;
   const std::string_view group = intern(group_key(r, by_), last_group_);
   // Most rows repeat the previous row's names: compare with those before asking the shared table.
@@ -209,6 +214,7 @@ std::uint16_t RowTable::phase_index(std::string_view interned) {
 }
 
 void RowTable::append(RowTable&& other) {
+  warmup_lines_ += std::exchange(other.warmup_lines_, 0);
   if (other.phases_.size() > 1) {
     // The other table numbered its phases itself: renumber its rows into ours (its strings move
     // to our storage below, so the names stay valid).

@@ -144,6 +144,8 @@ class RowTable {
   // Appends each part in turn, each group's row list sized once for all of them.
   void append(std::vector<RowTable>&& parts);
   std::size_t size() const;
+  // `sweep` warm-up lines: left out of every group and statistic, counted here.
+  std::size_t warmup_lines() const { return warmup_lines_; }
   GroupBy by() const { return by_; }
   // Every generating row's address by group, in the order added (rows never move once added).
   const std::map<std::string_view, RowList>& groups() const { return groups_; }
@@ -165,6 +167,7 @@ class RowTable {
   std::string_view intern(std::string_view s, std::string_view& last);
   std::uint16_t phase_index(std::string_view interned);
   GroupBy by_;
+  std::size_t warmup_lines_ = 0;
   std::vector<Segment> segments_;
   std::map<std::string_view, RowList> groups_, others_;
   RowList* last_bucket_ = nullptr;

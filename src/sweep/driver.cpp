@@ -185,6 +185,7 @@ struct Driver::Impl {
     o.scheduled_at_us = wall_start - (sent_us - scheduled_us);
     o.send_lateness_ms = round_ms(static_cast<double>(sent_us - scheduled_us) / 1000.0);
     o.sweep_point = label;
+    o.warmup = warmup;
     ++in_flight;
 
     const std::string body = request_body(r, target.model, target.ignore_eos, target.api);

@@ -73,7 +73,8 @@ std::string fitted_text(const std::vector<std::string>& words, std::size_t keep,
 boost::asio::awaitable<Result<std::string>> EngineTokenizer::find() {
   const std::vector<Message> probe = probe_messages();
   route_ = Route::kVllm;
-  if (auto c = co_await count(probe); c) co_return std::string("vLLM POST /tokenize (messages, the chat template applied)");
+  if (auto c = co_await count(probe); c)
+    co_return std::string("vLLM POST /tokenize (messages, the chat template applied)");
   route_ = Route::kLlamaCpp;
   if (auto c = co_await count(probe); c) {
     co_return std::string("llama.cpp POST /apply-template + POST /tokenize (add_special, parse_special)");
@@ -103,7 +104,8 @@ boost::asio::awaitable<Result<std::int64_t>> EngineTokenizer::count(const std::v
     std::string templ = template_body(messages);
     auto [status, text] = co_await driver_.post_json_admin("/apply-template", std::move(templ));
     const auto doc = parse_json(text);
-    const auto prompt = status == 200 && doc && doc->is_object() ? json_string(doc->as_object(), "prompt") : std::nullopt;
+    const auto prompt =
+        status == 200 && doc && doc->is_object() ? json_string(doc->as_object(), "prompt") : std::nullopt;
     if (!prompt) co_return make_error("sweep.tokenize", "POST /apply-template: " + answer(status, text));
     std::string body = llamacpp_tokenize_body(*prompt);
     auto [st, tokens_text] = co_await driver_.post_json_admin("/tokenize", std::move(body));
@@ -116,7 +118,7 @@ boost::asio::awaitable<Result<std::int64_t>> EngineTokenizer::count(const std::v
 }
 
 boost::asio::awaitable<Result<std::vector<std::int64_t>>> PromptFitter::fit(std::vector<ServingRequest>& requests,
-                                                                           std::size_t keep_words) {
+                                                                            std::size_t keep_words) {
   std::vector<std::int64_t> out;
   out.reserve(requests.size());
   for (auto& r : requests) {
