@@ -317,7 +317,9 @@ int run(const ReportArgs& a) {
 
 std::function<int()> setup_report(CLI::App& app) {
   auto a = std::make_shared<ReportArgs>();
-  app.add_option("--input,input", a->inputs, "ledger files or globs (ours or fak's lines); - for stdin")->required();
+  // Not ->required(): CLI11 would mark the positional and the flag REQUIRED both; run() says what is missing.
+  app.add_option("--input,input", a->inputs, "ledger files or globs (ours or fak's lines); - for stdin (required)")
+      ->type_name("FILE");
   app.add_option("--by", a->by,
                  "group by model, backend, operation, path or sweep_point (sweep ledgers: one group per load point)")
       ->check(CLI::IsMember({"model", "backend", "operation", "path", "sweep_point"}))

@@ -555,8 +555,11 @@ std::function<int()> setup_sweep(CLI::App& app) {
   app.add_option("--url", a->url, "OpenAI base URL of the server under test (http://host:port/v1)");
   app.add_option("--model", a->model, "the exact model to request (required)");
   app.add_option("--concurrencies", a->concurrencies, "closed loop: in-flight requests per point, e.g. 1,2,4,8,16")
-      ->delimiter(',');
-  app.add_option("--rates", a->rates, "open loop: offered requests/s per point, e.g. 2,4,8")->delimiter(',');
+      ->delimiter(',')
+      ->type_name("N,N");
+  app.add_option("--rates", a->rates, "open loop: offered requests/s per point, e.g. 2,4,8")
+      ->delimiter(',')
+      ->type_name("R,R");
   app.add_option("--arrival", a->arrival, "open loop arrivals: poisson, gamma (with --burstiness) or constant")
       ->capture_default_str();
   app.add_option("--burstiness", a->burstiness, "gamma shape: < 1 burstier than Poisson, > 1 smoother")
@@ -572,7 +575,8 @@ std::function<int()> setup_sweep(CLI::App& app) {
   app.add_option("--replay", a->replay, "replay a ledger: its arrival times and token lengths (prompts synthesised)")
       ->check(CLI::ExistingFile);
   app.add_option("--replay-speeds", a->replay_speeds, "with --replay: points played this many times faster, e.g. 1,2,4")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->type_name("S,S");
   app.add_option("--max-output-tokens", a->max_output_tokens,
                  "web tasks: max_tokens per request (ShareGPT: the reply's length unless set)")
       ->capture_default_str();

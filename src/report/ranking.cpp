@@ -85,9 +85,14 @@ Candidate queueing(const GroupStats& g, double excess_median, bool any_ttft, con
   } else {
     c.score = client;
     if (any_ttft) {
-      c.evidence.push_back(fmt::format(
-          "median TTFT exceeds what its prompt could take to prefill (at 1,000 tok/s, + {:.0f} ms) by {:.0f} ms",
-          kStepAllowanceMs, excess_median));
+      c.evidence.push_back(
+          excess_median >= 0
+              ? fmt::format("median TTFT exceeds what its prompt could take to prefill (at 1,000 tok/s, + {:.0f} ms) "
+                            "by {:.0f} ms",
+                            kStepAllowanceMs, excess_median)
+              : fmt::format("median TTFT is {:.0f} ms within what its prompt could take to prefill (at 1,000 tok/s, + "
+                            "{:.0f} ms): no sign of a queue",
+                            -excess_median, kStepAllowanceMs));
     }
   }
   if (engine && engine->waiting) {

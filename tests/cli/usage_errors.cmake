@@ -20,6 +20,12 @@ expect("" 2 "" "Usage: modelperfobs")
 expect("no-such-command" 2 "" "unknown subcommand 'no-such-command'.*Usage")
 expect("simulate;--no-such-flag" 2 "" "--no-such-flag.*Usage: .*simulate")
 expect("simulate;--listen;nonsense" 2 "" "invalid address 'nonsense'")
+# Issue 38: a typo or a flag given a list it does not take says what was meant, not 60 lines of help.
+expect("sweep;--concurency;1" 2 "" "did you mean --concurrency\\?\nUsage: modelperfobs sweep .*Run 'modelperfobs sweep --help'")
+expect("sweep;--url;http://127.0.0.1:1/v1;--model;m;--concurrency;1,2,4" 2 ""
+       "--concurrency: parity runs: requests in flight.*did you mean --concurrencies\\?")
+expect("sweep;gate;--claim;x" 2 "" "--artifact is required.*Usage: modelperfobs sweep gate")
+expect("report" 2 "" "no input: pass --input FILE")
 
 # bandwidth: refused flags say why (exit 2); a failing import exits 1 with the reason; verify
 # accepts what collect wrote and says INVALID (exit 1) for anything else.

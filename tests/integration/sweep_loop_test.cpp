@@ -147,6 +147,14 @@ TEST(SweepPromptLengths, EachPromptIsTheLengthAskedForAsTheServerCountsIt) {
   }
   EXPECT_GE(checked, 16u);
   EXPECT_EQ(run_cli({"sweep", "verify", dir + "/sweep.json"}).exit_code, 0);
+  // The receipt given to `report` in place of its ledger is named as such, with the ledger's path.
+  const auto wrong = run_cli_with_stderr("report " + dir + "/sweep.json");
+  EXPECT_EQ(wrong.exit_code, 1) << wrong.out;
+  EXPECT_NE(wrong.out.find("sweep.json is one fak.serving-sweep.v1 document, not a ledger (one JSON object per line): "
+                           "its requests are in the sweep's ledger, " +
+                           dir + "/sweep.ledger.jsonl"),
+            std::string::npos)
+      << wrong.out;
   // Asked not to: the words as they are, the chat template's tokens on top.
   const auto rough =
       run_cli({"sweep", "--url", "http://127.0.0.1:" + std::to_string(sim.port) + "/v1", "--model", "sim-model",
