@@ -14,6 +14,14 @@
 #include "present/page.hpp"
 
 namespace mpo::report {
+
+namespace {
+// Said under every comparison: what its intervals leave out (issue 38).
+constexpr const char* kOneRunPerSide =
+    "One run per side: each interval resamples the requests within a run, so it leaves out how much a rerun of the "
+    "same workload varies; a change near that size may be run-to-run noise. Compare two runs of the baseline with "
+    "each other first to see it.";
+}  // namespace
 namespace {
 
 struct Metric {
@@ -288,6 +296,7 @@ std::string render_comparison_md(const Comparison& c) {
     o += fmt::format("\nOnly in the baseline: {}.\n", fmt::join(c.only_in_baseline, ", "));
   if (!c.only_in_new.empty()) o += fmt::format("\nOnly in the new run: {}.\n", fmt::join(c.only_in_new, ", "));
   for (const auto& u : c.ungated) o += fmt::format("\n--max-regression not judged: {}.\n", u);
+  o += fmt::format("\n{}\n", kOneRunPerSide);
   if (!c.gate_failures.empty()) {
     o += "\n**Regressions beyond --max-regression** (exit 3):\n\n";
     for (const auto& f : c.gate_failures) o += "- " + f + "\n";
@@ -326,6 +335,7 @@ std::string render_comparison_html(const Comparison& c) {
     notes.push_back(fmt::format("Only in the baseline: {}.", fmt::join(c.only_in_baseline, ", ")));
   if (!c.only_in_new.empty()) notes.push_back(fmt::format("Only in the new run: {}.", fmt::join(c.only_in_new, ", ")));
   for (const auto& u : c.ungated) notes.push_back(fmt::format("--max-regression not judged: {}.", u));
+  notes.emplace_back(kOneRunPerSide);
   return o + present::bullets(notes);
 }
 

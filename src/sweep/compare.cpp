@@ -320,6 +320,28 @@ Result<SweepComparison> compare_sweeps(const SweepReceipt& a, const SweepReceipt
   c.moved.push_back(moved("peak", sa->peak ? std::optional(sa->peak->coordinate) : std::nullopt,
                           sb->peak ? std::optional(sb->peak->coordinate) : std::nullopt));
   c.moved.push_back(moved("p99 SLA boundary", sa->p99_boundary.coordinate, sb->p99_boundary.coordinate));
+  // No finding from rows that could not be judged (issue 38: eight requests a point, every row
+  // "not enough data", and still "peak 4 -> 2, moved down").
+  auto judged_at = [&](std::optional<double> coordinate) {
+    if (!coordinate) return false;
+    for (const auto& p : c.points) {
+      if (p.coordinate != *coordinate) continue;
+      for (const auto& m : p.changes)
+        if (m.verdict != "not enough data") return true;
+    }
+    return false;
+  };
+  for (auto& m : c.moved) {
+    if ((m.verdict == "moved up" || m.verdict == "moved down") && !judged_at(m.a) && !judged_at(m.b)) {
+      m.verdict = "not judged: not enough data at these points";
+    }
+  }
+  // The intervals resample requests within one run per side: a rerun's own variation is not in them.
+  c.notes.push_back(
+      "one receipt per side: each interval resamples the requests within a run, so it leaves out how much a "
+      "rerun of the same sweep varies (two identical sweeps against a real llama-server differed by half the "
+      "throughput at one point); a change near that size may be run-to-run noise: run each side twice and compare "
+      "the reruns of one side with each other first");
   return c;
 }
 

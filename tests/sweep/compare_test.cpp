@@ -153,13 +153,32 @@ TEST(SweepCompare, APointWhereThePrefixCacheServedDifferentSharesIsNoted) {
   }
   const auto c = compare_sweeps(a, b, fast(1));
   ASSERT_TRUE(c.ok());
-  ASSERT_EQ(c->notes.size(), 1u);
+  ASSERT_EQ(c->notes.size(), 2u);  // the cache's, then one run per side (always said)
   EXPECT_NE(c->notes[0].find("at concurrency 4 (A 0%, B 62%), 16 (A 0%, B 62%)"), std::string::npos) << c->notes[0];
+  EXPECT_EQ(c->notes[1].rfind("one receipt per side", 0), 0u) << c->notes[1];
   EXPECT_NE(c->notes[0].find("--reset-cache-between-points"), std::string::npos);
   EXPECT_NE(sweep_comparison_md(*c).find("- note: the prefix cache served"), std::string::npos);
   b.points[1].tracks[0].evidence.cache->status = "not_measured";  // unmeasured is not a difference
   b.points[2].tracks[0].evidence.cache.reset();
-  EXPECT_TRUE(compare_sweeps(a, b, fast(1))->notes.empty());
+  EXPECT_EQ(compare_sweeps(a, b, fast(1))->notes.size(), 1u);
+}
+
+// Issue 38: eight requests a point, every row "not enough data", and the findings still said
+// "peak 4 -> 2, moved down". A move is stated only where a row at its points was judged.
+TEST(SweepCompare, NoFindingFromRowsThatCouldNotBeJudged) {
+  auto a = receipt(1, 1.0, 2, "sha256:w", 4);  // two requests a point: nothing can be judged
+  auto b = receipt(2, 1.4, 2, "sha256:w", 16);
+  a.tracks[0].peak = Selection{4, 100};
+  b.tracks[0].peak = Selection{1, 90};
+  const auto few = compare_sweeps(a, b, fast(1));
+  ASSERT_TRUE(few.ok());
+  for (const auto& m : few->moved) {
+    EXPECT_NE(m.verdict, "moved down") << m.what;
+    EXPECT_NE(m.verdict, "moved up") << m.what;
+  }
+  const auto peak = std::find_if(few->moved.begin(), few->moved.end(), [](const Moved& m) { return m.what == "peak"; });
+  ASSERT_NE(peak, few->moved.end());
+  EXPECT_EQ(peak->verdict, "not judged: not enough data at these points");
 }
 
 TEST(SweepCompare, PointsOnlyOneReceiptHasAreListedAndEveryFormatSaysTheSame) {
