@@ -374,6 +374,33 @@ TEST_F(RealLlamaCppSweep, InputTokensAreWhatTheEngineCounts) {
   EXPECT_GT(point(rough, 1).at("evidence").at("tokens").at("input_min").to_number<std::int64_t>(), 100);
 }
 
+// Issue 38: the loop a CI pipeline runs: measure, change the engine, measure again, gate. One slot
+// instead of four for four clients is a real regression (requests wait for the slot): exit 3. A
+// bound the data cannot judge (a p99 from 24 requests) is not a pass: exit 4.
+TEST_F(RealLlamaCppSweep, ACiGateFailsOnASlowerEngineAndCannotPassWhatItCannotJudge) {
+  auto measure = [&](std::vector<std::string> server_args, const std::string& name) {
+    LlamaServer server(dir_ + "/" + name + ".log", std::move(server_args));
+    const auto cli = run_cli(
+        {"sweep", "--url", server.url() + "/v1", "--model", "real-llama", "--concurrencies", "4", "--requests", "24",
+         "--input-tokens", "200", "--output-tokens", "16", "--quiet", "--output", dir_ + "/" + name + ".json"},
+        180000);
+    EXPECT_EQ(cli.exit_code, 0) << cli.out;
+    return dir_ + "/" + name + ".ledger.jsonl";
+  };
+  const std::string before = measure({}, "before");
+  const std::string after = measure({"-np", "1"}, "after");
+  auto gate = [&](const std::string& bound) {
+    return run_cli_with_stderr("report --input " + after + " --baseline " + before + " --format json --output " + dir_ +
+                               "/gate.json --max-regression " + bound);
+  };
+  const auto regressed = gate("ttft_p50_ms=20%");
+  EXPECT_EQ(regressed.exit_code, 3) << regressed.out;
+  EXPECT_NE(regressed.out.find("a significant regression beyond --max-regression (exit 3)"), std::string::npos)
+      << regressed.out;
+  const auto unjudged = gate("ttft_p99_ms=20%");
+  EXPECT_EQ(unjudged.exit_code, 4) << unjudged.out;
+}
+
 // Issue 38: llama.cpp answers any model name as its own; a sweep with a wrong --model ran to the end
 // and was found model_identity_mismatch afterwards. It now stops at the first answer, exit 1.
 TEST_F(RealLlamaCppSweep, AWrongModelStopsAtTheFirstAnswer) {
