@@ -489,28 +489,43 @@ struct CompareArgs {
   bool allow_different_workload = false;
 };
 
-// `sweep compare A.json B.json`: point by point, with intervals (sweep/compare.hpp).
+// `sweep compare A.json B.json` (or reruns of a side, comma-separated: A1.json,A2.json): point by
+// point, with intervals (sweep/compare.hpp).
 int run_compare(const CompareArgs& c) {
-  std::vector<sweep::SweepReceipt> receipts;
-  for (const auto& f : {c.a, c.b}) {
-    const auto text = read_text_file(f);
-    if (!text) {
-      std::cerr << "modelperfobs sweep compare: cannot read " << f << "\n";
-      return 1;
+  std::vector<std::vector<sweep::SweepReceipt>> sides(2);
+  for (int side = 0; side < 2; ++side) {
+    const std::string& list = side == 0 ? c.a : c.b;
+    std::size_t start = 0;
+    while (start <= list.size()) {
+      const std::size_t comma = list.find(',', start);
+      const std::string f = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      start = comma == std::string::npos ? list.size() + 1 : comma + 1;
+      if (f.empty()) continue;
+      const auto text = read_text_file(f);
+      if (!text) {
+        std::cerr << "modelperfobs sweep compare: cannot read " << f << "\n";
+        return exit_code::kFailed;
+      }
+      auto r = sweep::parse_sweep_receipt(*text);
+      if (!r) {
+        std::cerr << "modelperfobs sweep compare: " << f << ": " << r.error().message << "\n";
+        return exit_code::kFailed;
+      }
+      sides[side].push_back(std::move(*r));
     }
-    auto r = sweep::parse_sweep_receipt(*text);
-    if (!r) {
-      std::cerr << "modelperfobs sweep compare: " << f << ": " << r.error().message << "\n";
-      return 1;
-    }
-    receipts.push_back(std::move(*r));
+    if (sides[side].empty()) return usage_error("sweep compare: give a receipt for each side");
   }
+  auto pointers = [](const std::vector<sweep::SweepReceipt>& v) {
+    std::vector<const sweep::SweepReceipt*> out;
+    for (const auto& r : v) out.push_back(&r);
+    return out;
+  };
   if (c.resamples < 200) return usage_error("--resamples must be at least 200");
   sweep::SweepCompareOptions o;
   o.resamples = c.resamples;
   o.seed = c.seed;
   o.allow_different_workload = c.allow_different_workload;
-  const auto cmp = sweep::compare_sweeps(receipts[0], receipts[1], o);
+  const auto cmp = sweep::compare_sweep_runs(pointers(sides[0]), pointers(sides[1]), o);
   if (!cmp) {
     std::cerr << "modelperfobs sweep compare: " << cmp.error().message << "\n";
     return 1;
@@ -691,10 +706,13 @@ std::function<int()> setup_sweep(CLI::App& app) {
       "Exit codes (docs/EXIT_CODES.md): 0 compared (the verdicts are in the output; to fail a pipeline "
       "on a claim use `sweep gate`, on a regression `report --baseline --max-regression`); 1 a receipt "
       "cannot be read, or the workloads differ without --allow-different-workload; 2 usage.");
-  compare->add_option("A", compare_args->a, "the receipt to compare against (before)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  compare->add_option("B", compare_args->b, "the receipt to compare (after)")->required()->check(CLI::ExistingFile);
+  compare
+      ->add_option("A", compare_args->a,
+                   "the receipt to compare against (before); reruns of the same settings comma-separated "
+                   "(A1.json,A2.json): the intervals then carry how much reruns differ")
+      ->required();
+  compare->add_option("B", compare_args->b, "the receipt to compare (after); reruns comma-separated likewise")
+      ->required();
   compare->add_flag("--allow-different-workload", compare_args->allow_different_workload,
                     "compare receipts whose workload digests differ (refused by default)");
   compare->add_option("--resamples", compare_args->resamples, "bootstrap resamples")->capture_default_str();

@@ -28,23 +28,34 @@ struct PointData {
   std::vector<std::vector<double>> itl;  // per request, so a resample keeps a request's gaps together
   std::vector<double> tokens;            // output tokens per request
   double total_tokens = 0, total_e2e = 0;
-  std::optional<double> throughput;  // the receipt's figure
+  std::optional<double> throughput;  // the receipt's figure (the mean of the runs' figures)
   bool closed_loop = true;           // throughput follows request time (closed) or the arrivals (open)
+  // Several runs of one side pooled: each run's requests are [run_start[r], run_start[r + 1]).
+  std::vector<std::size_t> run_start{0};
 };
 
-PointData data_of(const TrackPoint& tp, LoadMode mode) {
+// One side's runs of a point, pooled (one run: its requests as they are).
+PointData data_of(const std::vector<const TrackPoint*>& runs, LoadMode mode) {
   PointData d;
   d.closed_loop = mode == LoadMode::kConcurrency;
-  for (const auto& s : tp.samples) {
-    if (s.warmup || !s.ok) continue;
-    d.ttft.push_back(s.ttft_ms.value_or(std::nan("")));
-    d.e2e.push_back(s.end_to_end_ms);
-    d.itl.push_back(s.itl_ms);
-    d.tokens.push_back(static_cast<double>(s.output_tokens_exact.value_or(s.output_token_estimate)));
-    d.total_tokens += d.tokens.back();
-    d.total_e2e += s.end_to_end_ms;
+  d.run_start.clear();
+  double figures = 0;
+  std::size_t with_figure = 0;
+  for (const TrackPoint* tp : runs) {
+    d.run_start.push_back(d.e2e.size());
+    for (const auto& s : tp->samples) {
+      if (s.warmup || !s.ok) continue;
+      d.ttft.push_back(s.ttft_ms.value_or(std::nan("")));
+      d.e2e.push_back(s.end_to_end_ms);
+      d.itl.push_back(s.itl_ms);
+      d.tokens.push_back(static_cast<double>(s.output_tokens_exact.value_or(s.output_token_estimate)));
+      d.total_tokens += d.tokens.back();
+      d.total_e2e += s.end_to_end_ms;
+    }
+    if (auto t = tp->stats.throughput_tok_s.measured_value()) figures += *t, ++with_figure;
   }
-  d.throughput = tp.stats.throughput_tok_s.measured_value();
+  d.run_start.push_back(d.e2e.size());
+  if (with_figure == runs.size() && with_figure > 0) d.throughput = figures / static_cast<double>(with_figure);
   return d;
 }
 
@@ -57,10 +68,20 @@ double nearest_rank(std::vector<double> v, double q) {
   return *at;
 }
 
-std::vector<std::size_t> draw(std::size_t n, std::mt19937_64& rng) {
-  std::uniform_int_distribution<std::size_t> pick(0, n - 1);
-  std::vector<std::size_t> idx(n);
-  for (auto& i : idx) i = pick(rng);
+// A resample of a side's requests: one run, its requests with replacement; several runs, the runs
+// with replacement and then each drawn run's requests, so the interval carries how much reruns differ.
+std::vector<std::size_t> draw(const PointData& d, std::mt19937_64& rng) {
+  const std::size_t runs = d.run_start.size() - 1;
+  std::vector<std::size_t> idx;
+  idx.reserve(d.e2e.size());
+  std::uniform_int_distribution<std::size_t> pick_run(0, runs - 1);
+  for (std::size_t k = 0; k < runs; ++k) {
+    const std::size_t r = runs == 1 ? 0 : pick_run(rng);
+    const std::size_t lo = d.run_start[r], hi = d.run_start[r + 1];
+    if (hi == lo) continue;
+    std::uniform_int_distribution<std::size_t> pick(lo, hi - 1);
+    for (std::size_t i = lo; i < hi; ++i) idx.push_back(pick(rng));
+  }
   return idx;
 }
 
@@ -156,7 +177,7 @@ MetricChange compare_metric(const MetricDef& m, const PointData& a, const PointD
   std::vector<double> deltas;
   deltas.reserve(static_cast<std::size_t>(o.resamples));
   for (int i = 0; i < o.resamples; ++i) {
-    const auto ia = draw(a.e2e.size(), rng), ib = draw(b.e2e.size(), rng);
+    const auto ia = draw(a, rng), ib = draw(b, rng);
     const auto ra = m.stat(a, &ia), rb = m.stat(b, &ib);
     if (ra && rb) deltas.push_back(*rb - *ra);
   }
@@ -245,6 +266,24 @@ std::optional<double> measured_cached_share(const TrackPoint& tp) {
 }  // namespace
 
 Result<SweepComparison> compare_sweeps(const SweepReceipt& a, const SweepReceipt& b, const SweepCompareOptions& o) {
+  return compare_sweep_runs({&a}, {&b}, o);
+}
+
+Result<SweepComparison> compare_sweep_runs(const std::vector<const SweepReceipt*>& as,
+                                           const std::vector<const SweepReceipt*>& bs, const SweepCompareOptions& o) {
+  if (as.empty() || bs.empty()) return make_error("sweep.compare", "each side needs at least one receipt");
+  const SweepReceipt& a = *as.front();
+  const SweepReceipt& b = *bs.front();
+  for (const auto* side : {&as, &bs}) {
+    for (const SweepReceipt* r : *side) {
+      if (r->workload_digest != side->front()->workload_digest || r->mode != side->front()->mode) {
+        return make_error("sweep.compare",
+                          fmt::format("the runs of side {} are not runs of one sweep (workload {} against {}, or "
+                                      "another kind of load): pool only reruns of the same settings",
+                                      side == &as ? 'A' : 'B', r->workload_digest, side->front()->workload_digest));
+      }
+    }
+  }
   if (a.mode != b.mode) {
     return make_error("sweep.compare", fmt::format("A swept {} and B {}: their points are not the same kind of load",
                                                    axis_name(a.mode), axis_name(b.mode)));
@@ -292,7 +331,18 @@ Result<SweepComparison> compare_sweeps(const SweepReceipt& a, const SweepReceipt
       continue;
     }
     PointComparison pc{pa.coordinate, ta->status, tb->status, {}};
-    const auto da = data_of(*ta, a.mode), db = data_of(*tb, b.mode);
+    // Every run of a side that measured the point.
+    auto runs_at = [&](const std::vector<const SweepReceipt*>& side, const std::string& track) {
+      std::vector<const TrackPoint*> out;
+      for (const SweepReceipt* r : side) {
+        for (const auto& p : r->points) {
+          if (p.coordinate != pa.coordinate) continue;
+          if (const auto* tp = track_at(p, track)) out.push_back(tp);
+        }
+      }
+      return out;
+    };
+    const auto da = data_of(runs_at(as, c.track_a), a.mode), db = data_of(runs_at(bs, c.track_b), b.mode);
     for (const auto& m : defs) pc.changes.push_back(compare_metric(m, da, db, o, alpha, rng));
     c.points.push_back(std::move(pc));
     const auto ca = measured_cached_share(*ta), cb = measured_cached_share(*tb);
@@ -336,12 +386,21 @@ Result<SweepComparison> compare_sweeps(const SweepReceipt& a, const SweepReceipt
       m.verdict = "not judged: not enough data at these points";
     }
   }
-  // The intervals resample requests within one run per side: a rerun's own variation is not in them.
-  c.notes.push_back(
-      "one receipt per side: each interval resamples the requests within a run, so it leaves out how much a "
-      "rerun of the same sweep varies (two identical sweeps against a real llama-server differed by half the "
-      "throughput at one point); a change near that size may be run-to-run noise: run each side twice and compare "
-      "the reruns of one side with each other first");
+  c.runs_a = as.size(), c.runs_b = bs.size();
+  if (as.size() == 1 || bs.size() == 1) {
+    // The intervals resample requests within one run: a rerun's own variation is not in them.
+    c.notes.push_back(
+        "one receipt per side: each interval resamples the requests within a run, so it leaves out how much a "
+        "rerun of the same sweep varies (two identical sweeps against a real llama-server differed by half the "
+        "throughput at one point); a change near that size may be run-to-run noise: give each side two or more "
+        "reruns (sweep compare A1.json,A2.json B1.json,B2.json)");
+  } else {
+    c.notes.push_back(fmt::format(
+        "{} runs of A and {} of B: each interval resamples the runs and then the requests within them, so it "
+        "carries how much reruns of the same sweep differ; the findings (knee, peak, boundary) are the first run's "
+        "of each side",
+        as.size(), bs.size()));
+  }
   return c;
 }
 

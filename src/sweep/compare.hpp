@@ -54,9 +54,15 @@ struct SweepComparison {
   std::vector<std::string> notes;
   int resamples = 0;
   double interval_level = 0;  // each interval's level after the correction
+  std::size_t runs_a = 1, runs_b = 1;
 };
 
 Result<SweepComparison> compare_sweeps(const SweepReceipt& a, const SweepReceipt& b, const SweepCompareOptions& o);
+// Reruns of the same settings pooled per side (issue 38): each interval resamples a side's runs,
+// then the requests within each drawn run, so run-to-run variation is in it. The knee, peak and
+// boundary findings are the first run's of each side.
+Result<SweepComparison> compare_sweep_runs(const std::vector<const SweepReceipt*>& as,
+                                           const std::vector<const SweepReceipt*>& bs, const SweepCompareOptions& o);
 
 std::string sweep_comparison_md(const SweepComparison& c);
 std::string sweep_comparison_json(const SweepComparison& c);

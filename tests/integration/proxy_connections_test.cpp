@@ -86,13 +86,12 @@ struct Fronted {
 TEST(ProxyClientConnections, KeepAliveClientsAreNeverTakenForGone) {
   Stack s;
   const auto dir = make_temp_dir();
-  const auto run =
-      run_cli({"sweep", "--url", fmt::format("http://127.0.0.1:{}/v1", s.proxy.port), "--model", "sim-model",
-               "--concurrencies", "20", "--requests", "100", "--warmup", "0", "--input-tokens", "32", "--output-tokens",
-               "50", "--ignore-eos",
-               // No POST /tokenize calls through the proxy: the ledger holds the streams alone.
-               "--approximate-input-tokens", "--quiet", "--output", dir + "/receipt.json"},
-              180000);
+  const auto run = run_cli(
+      {"sweep", "--url", fmt::format("http://127.0.0.1:{}/v1", s.proxy.port), "--model", "sim-model", "--concurrencies",
+       "20", "--requests", "100", "--warmup", "0", "--input-tokens", "32", "--output-tokens", "50", "--ignore-eos",
+       // No POST /tokenize calls through the proxy: the ledger holds the streams alone.
+       "--approximate-input-tokens", "--quiet", "--output", dir + "/receipt.json"},
+      180000);
   EXPECT_EQ(run.exit_code, 0) << run.out;
   s.stop_proxy();
   const auto l = read_ledger(s.ledger_path());

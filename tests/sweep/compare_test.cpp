@@ -163,6 +163,45 @@ TEST(SweepCompare, APointWhereThePrefixCacheServedDifferentSharesIsNoted) {
   EXPECT_EQ(compare_sweeps(a, b, fast(1))->notes.size(), 1u);
 }
 
+// Issue 38: two identically configured sweeps came out "better" at 2 of 3 points, because the
+// interval resampled requests within one run. Reruns pooled per side: the runs are resampled first,
+// so a difference between reruns is in the interval.
+TEST(SweepCompare, RerunsPooledPerSideCarryRunToRunVariation) {
+  // Each side has one fast run and one slow run (30% apart): no engine change, only rerun noise.
+  const auto a1 = receipt(1, 1.0), a2 = receipt(2, 1.3), b1 = receipt(3, 1.3), b2 = receipt(4, 1.0);
+  const auto one = compare_sweeps(a1, b1, fast(1));
+  ASSERT_TRUE(one.ok());
+  std::size_t worse = 0;
+  for (const auto& p : one->points)
+    for (const auto& m : p.changes) worse += m.metric == "ttft_p50_ms" && m.verdict == "worse";
+  EXPECT_EQ(worse, 3u);  // one run a side: the slower rerun reads as a regression at every point
+  const auto pooled = compare_sweep_runs({&a1, &a2}, {&b1, &b2}, fast(1));
+  ASSERT_TRUE(pooled.ok());
+  for (const auto& p : pooled->points) {
+    for (const auto& m : p.changes) {
+      if (m.metric == "ttft_p50_ms") {
+        EXPECT_EQ(m.verdict, "no significant change") << p.coordinate;
+      }
+    }
+  }
+  EXPECT_EQ(pooled->runs_a, 2u);
+  EXPECT_NE(pooled->notes.back().find("2 runs of A and 2 of B"), std::string::npos) << pooled->notes.back();
+  // A real change still shows through the reruns' noise.
+  const auto c1 = receipt(5, 2.6), c2 = receipt(6, 2.0);
+  const auto slower = compare_sweep_runs({&a1, &a2}, {&c1, &c2}, fast(1));
+  ASSERT_TRUE(slower.ok());
+  for (const auto& p : slower->points) {
+    for (const auto& m : p.changes) {
+      if (m.metric == "ttft_p50_ms") {
+        EXPECT_EQ(m.verdict, "worse") << p.coordinate;
+      }
+    }
+  }
+  // Runs of different workloads are not reruns.
+  const auto other = receipt(7, 1.0, 300, "sha256:other");
+  EXPECT_FALSE(compare_sweep_runs({&a1, &other}, {&b1}, fast(1)).ok());
+}
+
 // Issue 38: eight requests a point, every row "not enough data", and the findings still said
 // "peak 4 -> 2, moved down". A move is stated only where a row at its points was judged.
 TEST(SweepCompare, NoFindingFromRowsThatCouldNotBeJudged) {
