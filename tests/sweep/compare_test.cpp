@@ -175,28 +175,24 @@ TEST(SweepCompare, RerunsPooledPerSideCarryRunToRunVariation) {
   for (const auto& p : one->points)
     for (const auto& m : p.changes) worse += m.metric == "ttft_p50_ms" && m.verdict == "worse";
   EXPECT_EQ(worse, 3u);  // one run a side: the slower rerun reads as a regression at every point
+  // The TTFT p50 verdict at every point.
+  auto ttft_p50 = [](const SweepComparison& c) {
+    std::vector<std::string> out;
+    for (const auto& p : c.points)
+      for (const auto& m : p.changes)
+        if (m.metric == "ttft_p50_ms") out.push_back(m.verdict);
+    return out;
+  };
   const auto pooled = compare_sweep_runs({&a1, &a2}, {&b1, &b2}, fast(1));
   ASSERT_TRUE(pooled.ok());
-  for (const auto& p : pooled->points) {
-    for (const auto& m : p.changes) {
-      if (m.metric == "ttft_p50_ms") {
-        EXPECT_EQ(m.verdict, "no significant change") << p.coordinate;
-      }
-    }
-  }
+  EXPECT_EQ(ttft_p50(*pooled), std::vector<std::string>(3, "no significant change"));
   EXPECT_EQ(pooled->runs_a, 2u);
   EXPECT_NE(pooled->notes.back().find("2 runs of A and 2 of B"), std::string::npos) << pooled->notes.back();
   // A real change still shows through the reruns' noise.
   const auto c1 = receipt(5, 2.6), c2 = receipt(6, 2.0);
   const auto slower = compare_sweep_runs({&a1, &a2}, {&c1, &c2}, fast(1));
   ASSERT_TRUE(slower.ok());
-  for (const auto& p : slower->points) {
-    for (const auto& m : p.changes) {
-      if (m.metric == "ttft_p50_ms") {
-        EXPECT_EQ(m.verdict, "worse") << p.coordinate;
-      }
-    }
-  }
+  EXPECT_EQ(ttft_p50(*slower), std::vector<std::string>(3, "worse"));
   // Runs of different workloads are not reruns.
   const auto other = receipt(7, 1.0, 300, "sha256:other");
   EXPECT_FALSE(compare_sweep_runs({&a1, &other}, {&b1}, fast(1)).ok());
