@@ -7,6 +7,7 @@
 #include "core/json.hpp"
 #include "present/chart.hpp"
 #include "present/page.hpp"
+#include "sweep/fold.hpp"
 
 namespace mpo::sweep {
 namespace {
@@ -158,6 +159,18 @@ std::string sweep_markdown(const SweepReceipt& r) {
     out += fmt::format("\n## Track {}\n\n", t.track);
     out += finding(t, r.mode);
   }
+  // Why requests failed, in the server's own words, point by point (issue 38: the reason was only in
+  // the ledger).
+  std::string failures;
+  for (const auto& p : r.points) {
+    for (const auto& tp : p.tracks) {
+      for (const auto& line : failure_lines(tp.samples)) {
+        failures += fmt::format("- {} {}{}: {}\n", point_key(r.mode), go_float_text(p.coordinate),
+                                r.tracks.size() > 1 ? " (" + tp.track + ")" : "", line);
+      }
+    }
+  }
+  if (!failures.empty()) out += "\n## Failed requests\n\n" + failures;
   if (const auto spec = speculative_rows(r); !spec.empty()) {
     out += fmt::format("\n## Speculative decoding\n\n{}\n\n", kSpeculativeNote);
     out += markdown_table(speculative_headers(r.mode), spec);

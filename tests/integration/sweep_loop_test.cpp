@@ -105,6 +105,11 @@ TEST(SweepStopsEarly, AModelTheServerDoesNotServeStopsWithinItsFirstRequestsWith
   // Why, grouped as the point ends, in the server's own words.
   EXPECT_NE(run.out.find("failed: 7 x HTTP 404: The model `wrong-model` does not exist."), std::string::npos)
       << run.out;
+  // And again in the summary (the receipt's markdown, printed at the end and written beside it).
+  EXPECT_NE(read_file(dir + "/sweep.md")
+                .find("## Failed requests\n\n- concurrency 1: 7 x HTTP 404: The model `wrong-model` does not exist."),
+            std::string::npos)
+      << read_file(dir + "/sweep.md");
   EXPECT_LE(read_lines(dir + "/sweep.ledger.jsonl").size(), 9u);
   EXPECT_NE(json::serialize(receipt(dir).at("load").at("interrupted")).find("stopped early"), std::string::npos);
 }
