@@ -122,6 +122,34 @@ class Parser {
     return i;
   }
 
+  // A double-quoted string at line_[i] == '"' (a label value, or a Prometheus 3 UTF-8 name): its
+  // text unescaped into `out`, and the index after the closing quote. `what` names it in errors.
+  Result<std::size_t> quoted_at(std::size_t i, std::string& out, std::string_view what) const {
+    ++i;  // '"'
+    while (true) {
+      // Copy the run up to the next quote or backslash at once.
+      std::size_t run = i;
+      while (run < line_.size() && line_[run] != '"' && line_[run] != '\\') ++run;
+      out.append(line_.data() + i, run - i);
+      i = run;
+      if (i >= line_.size()) return fail(i, fmt::format("{} is not closed with '\"'", what));
+      if (line_[i] == '"') return i + 1;
+      if (i + 1 >= line_.size()) return fail(i, fmt::format("a backslash ends the line inside {}", what));
+      const char n = line_[i + 1];
+      // \\, \" and \n are escapes; a backslash before any other character is kept as written, as
+      // the OpenMetrics 1.0 grammar allows and Prometheus's parser does.
+      if (n == '\\' || n == '"') {
+        out += n;
+      } else if (n == 'n') {
+        out += '\n';
+      } else {
+        out += '\\';
+        out += n;
+      }
+      i += 2;
+    }
+  }
+
   std::size_t skip_space(std::size_t i) const {
     while (i < line_.size() && is_space(line_[i])) ++i;
     return i;
@@ -141,11 +169,20 @@ class Parser {
     }
     if (kw != "HELP" && kw != "TYPE" && kw != "UNIT") return Ok{};  // any other comment is ignored
     const std::size_t name_at = skip_space(kw_end);
-    const std::size_t ne = name_end(name_at, false);
-    if (ne == std::string_view::npos || (ne < line_.size() && !is_space(line_[ne]))) {
-      return fail(name_at, fmt::format("'# {}' needs a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)", kw));
+    std::string quoted;
+    std::size_t ne = std::string_view::npos;
+    if (name_at < line_.size() && line_[name_at] == '"') {  // Prometheus 3: # TYPE "my.metric" counter
+      auto end = quoted_at(name_at, quoted, "a quoted metric name");
+      if (!end) return end.error();
+      ne = *end;
+      if (quoted.empty()) return fail(name_at, "a quoted metric name is empty");
+    } else {
+      ne = name_end(name_at, false);
     }
-    const std::string_view name = line_.substr(name_at, ne - name_at);
+    if (ne == std::string_view::npos || (ne < line_.size() && !is_space(line_[ne]))) {
+      return fail(name_at, fmt::format("'# {}' needs a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*, or quoted)", kw));
+    }
+    const std::string name = line_[name_at] == '"' ? quoted : std::string(line_.substr(name_at, ne - name_at));
     // One separating blank; the rest of the line is the text (HELP may be empty).
     std::string_view rest = ne < line_.size() ? line_.substr(ne + 1) : std::string_view{};
     MetricFamily& f = family_named(name);
@@ -207,53 +244,47 @@ class Parser {
     return family_named(name);
   }
 
-  // Parses `{a="b",...}` starting at line_[i] == '{'; returns the index after '}'.
-  Result<std::size_t> parse_labels(std::size_t i, Labels& labels) {
+  // Parses `{a="b",...}` starting at line_[i] == '{'; returns the index after '}'. Prometheus 3's
+  // UTF-8 names: a label name may be quoted (`"label.name"="v"`), and with `metric_name` a first
+  // quoted string on its own is the sample's metric name (`{"my.metric",a="b"}`).
+  Result<std::size_t> parse_labels(std::size_t i, Labels& labels, std::string* metric_name = nullptr) {
     ++i;  // '{'
+    bool first = true;
     while (true) {
       i = skip_space(i);
       if (i >= line_.size()) return fail(i, "label set is not closed with '}'");
       if (line_[i] == '}') return i + 1;
-      const std::size_t ne = name_end(i, true);
-      if (ne == std::string_view::npos) return fail(i, "expected a label name ([a-zA-Z_][a-zA-Z0-9_]*) or '}'");
-      std::string lname(line_.substr(i, ne - i));
-      i = skip_space(ne);
+      std::string lname;
+      if (line_[i] == '"') {
+        auto end = quoted_at(i, lname, "a quoted name");
+        if (!end) return end.error();
+        const std::size_t after = skip_space(*end);
+        if (after < line_.size() && line_[after] != '=' && metric_name != nullptr && first && metric_name->empty()) {
+          if (lname.empty()) return fail(i, "a quoted metric name is empty");
+          *metric_name = std::move(lname);
+          first = false;
+          i = after;
+          if (i < line_.size() && line_[i] == ',') ++i;
+          continue;
+        }
+        if (lname.empty()) return fail(i, "a quoted label name is empty");
+        i = after;
+      } else {
+        const std::size_t ne = name_end(i, true);
+        if (ne == std::string_view::npos) {
+          return fail(i, "expected a label name ([a-zA-Z_][a-zA-Z0-9_]*, or quoted) or '}'");
+        }
+        lname.assign(line_.substr(i, ne - i));
+        i = skip_space(ne);
+      }
+      first = false;
       if (i >= line_.size() || line_[i] != '=') return fail(i, fmt::format("expected '=' after label {}", lname));
       i = skip_space(i + 1);
       if (i >= line_.size() || line_[i] != '"') return fail(i, fmt::format("label {}'s value must be quoted", lname));
-      ++i;
       std::string value;
-      while (true) {
-        // Copy the run up to the next quote or backslash at once.
-        std::size_t run = i;
-        while (run < line_.size() && line_[run] != '"' && line_[run] != '\\') ++run;
-        value.append(line_.data() + i, run - i);
-        i = run;
-        if (i >= line_.size()) return fail(i, fmt::format("label {}'s value is not closed with '\"'", lname));
-        const char c = line_[i];
-        if (c == '"') {
-          ++i;
-          break;
-        }
-        if (c == '\\') {
-          if (i + 1 >= line_.size()) return fail(i, "a backslash ends the line inside a label value");
-          const char n = line_[i + 1];
-          // \\, \" and \n are escapes; a backslash before any other character is kept as written, as
-          // the OpenMetrics 1.0 grammar allows and Prometheus's parser does.
-          if (n == '\\' || n == '"') {
-            value += n;
-          } else if (n == 'n') {
-            value += '\n';
-          } else {
-            value += '\\';
-            value += n;
-          }
-          i += 2;
-          continue;
-        }
-        value += c;
-        ++i;
-      }
+      auto end = quoted_at(i, value, fmt::format("label {}'s value", lname));
+      if (!end) return end.error();
+      i = *end;
       for (const Label& l : labels) {
         if (l.name == lname) return fail(i, fmt::format("label {} appears twice", lname));
       }
@@ -279,11 +310,20 @@ class Parser {
   }
 
   Status parse_sample(std::size_t i) {
-    const std::size_t ne = name_end(i, false);
-    if (ne == std::string_view::npos) return fail(i, "expected a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*) or '#'");
     Sample s;
-    s.name = std::string(line_.substr(i, ne - i));
     s.line = line_no_;
+    if (line_[i] == '{') {  // Prometheus 3: {"my.metric",a="b"} 1
+      const std::size_t at = i;
+      auto r = parse_labels(i, s.labels, &s.name);
+      if (!r) return r.error();
+      if (s.name.empty()) return fail(at, "a label set without a metric name: put the name first, quoted");
+      return parse_sample_value(*r, std::move(s));
+    }
+    const std::size_t ne = name_end(i, false);
+    if (ne == std::string_view::npos) {
+      return fail(i, "expected a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*, or quoted first in '{...}') or '#'");
+    }
+    s.name = std::string(line_.substr(i, ne - i));
     i = ne;
     // Text format 0.0.4 allows blanks between the name and its label set (promtool and Prometheus
     // accept `m {a="b"} 1`).
@@ -293,6 +333,11 @@ class Parser {
       if (!r) return r.error();
       i = *r;
     }
+    return parse_sample_value(i, std::move(s));
+  }
+
+  // The rest of a sample line after its name and labels, at `i`: value, timestamp, exemplar.
+  Status parse_sample_value(std::size_t i, Sample s) {
     const std::size_t value_at = skip_space(i);
     if (value_at == i) return fail(i, fmt::format("expected a space and a value after {}", s.name));
     if (value_at >= line_.size()) return fail(value_at, fmt::format("{} has no value", s.name));

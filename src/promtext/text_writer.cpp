@@ -23,6 +23,30 @@ void append_escaped(std::string& out, std::string_view v, bool quote) {
   }
 }
 
+// A name Prometheus 2 reads unquoted: [a-zA-Z_:][a-zA-Z0-9_:]* (label names without ':').
+bool legacy_name(std::string_view n, bool label) {
+  if (n.empty()) return false;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const char c = n[i];
+    const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (!label && c == ':');
+    if (!letter && !(i > 0 && c >= '0' && c <= '9')) return false;
+  }
+  return true;
+}
+
+// A metric or label name: as it is when Prometheus 2 can read it, else quoted as Prometheus 3's
+// text format writes UTF-8 names ("my.metric"), escaped like a label value. Our own names are all
+// legacy: only a page read from elsewhere (and written back) carries quoted ones.
+void append_name(std::string& out, std::string_view n, bool label) {
+  if (legacy_name(n, label)) {
+    out += n;
+    return;
+  }
+  out += '"';
+  append_escaped(out, n, true);
+  out += '"';
+}
+
 const std::string_view& label_name(const LabelView& l) { return l.first; }
 const std::string_view& label_value(const LabelView& l) { return l.second; }
 const std::string& label_name(const Label& l) { return l.name; }
@@ -46,7 +70,7 @@ std::string escape_label_value(std::string_view v) {
 TextWriter& TextWriter::family(std::string_view name, MetricType type, std::optional<std::string_view> help) {
   if (help) {
     out_ += "# HELP ";
-    out_ += name;
+    append_name(out_, name, false);
     out_ += ' ';
     // Text 0.0.4 escapes only backslash and newline in HELP; OpenMetrics also the double quote.
     append_escaped(out_, *help, format_ == Format::kOpenMetrics);
@@ -54,24 +78,42 @@ TextWriter& TextWriter::family(std::string_view name, MetricType type, std::opti
   }
   const std::string_view t =
       type == MetricType::kUntyped && format_ == Format::kOpenMetrics ? "unknown" : to_string(type);
-  fmt::format_to(std::back_inserter(out_), "# TYPE {} {}\n", name, t);
+  out_ += "# TYPE ";
+  append_name(out_, name, false);
+  fmt::format_to(std::back_inserter(out_), " {}\n", t);
   return *this;
 }
 
 TextWriter& TextWriter::unit(std::string_view name, std::string_view unit) {
-  fmt::format_to(std::back_inserter(out_), "# UNIT {} {}\n", name, unit);
+  out_ += "# UNIT ";
+  append_name(out_, name, false);
+  fmt::format_to(std::back_inserter(out_), " {}\n", unit);
   return *this;
+}
+
+void TextWriter::sample_name(std::string_view name) {
+  if (legacy_name(name, false)) {
+    out_ += name;
+  } else {
+    quoted_name_ = name;  // written first inside the label set: {"my.metric",...}
+  }
 }
 
 template <class Range>
 void TextWriter::labels(const Range& ls) {
-  if (std::empty(ls)) return;
+  const bool named = !quoted_name_.empty();
+  if (std::empty(ls) && !named) return;
   out_ += '{';
   bool first = true;
+  if (named) {
+    append_name(out_, quoted_name_, false);
+    quoted_name_ = {};
+    first = false;
+  }
   for (const auto& l : ls) {
     if (!first) out_ += ',';
     first = false;
-    out_ += label_name(l);
+    append_name(out_, label_name(l), true);
     out_ += "=\"";
     append_escaped(out_, label_value(l), true);
     out_ += '"';
@@ -86,7 +128,7 @@ TextWriter& TextWriter::sample(std::string_view name, std::initializer_list<Labe
 }
 
 TextWriter& TextWriter::sample(std::string_view name, std::span<const LabelView> ls, double value) {
-  out_ += name;
+  sample_name(name);
   labels(ls);
   out_ += ' ';
   number(value);
@@ -96,7 +138,7 @@ TextWriter& TextWriter::sample(std::string_view name, std::span<const LabelView>
 
 TextWriter& TextWriter::sample(std::string_view name, const Labels& ls, double value, std::optional<double> timestamp,
                                const Exemplar* exemplar) {
-  out_ += name;
+  sample_name(name);
   labels(ls);
   out_ += ' ';
   number(value);
@@ -138,7 +180,7 @@ TextWriter& TextWriter::histogram_samples(std::string_view name, std::span<const
     cumulative += i < counts.size() ? counts[i] : 0;
     const std::string le = i < upper_bounds.size() ? format_number(upper_bounds[i], numbers_) : "+Inf";
     with_le[le_at].second = le;
-    out_ += bucket;
+    sample_name(bucket);
     labels(with_le);
     out_ += ' ';
     number(static_cast<double>(cumulative));

@@ -56,12 +56,16 @@ class TextWriter {
   std::string take() &&;
 
  private:
+  // A sample's name: written now when Prometheus 2 can read it, else kept for labels() to write
+  // quoted as the label set's first member (Prometheus 3's form for UTF-8 names).
+  void sample_name(std::string_view name);
   template <class Range>
   void labels(const Range& labels);
   void number(double v);
   Format format_;
   NumberStyle numbers_;
   std::string out_;
+  std::string_view quoted_name_;
 };
 
 }  // namespace mpo::promtext

@@ -6,6 +6,7 @@
 
 #include "promtext/exposition.hpp"
 #include "promtext/histogram.hpp"
+#include "promtext/signals.hpp"
 #include "support/fixtures.hpp"
 
 namespace mpo::promtext {
@@ -296,6 +297,44 @@ TEST(Parse, EmptyAndBlankInputsAreEmptyExpositions) {
     auto e = parse_exposition(t);
     ASSERT_TRUE(e.ok());
     EXPECT_TRUE(e->families.empty());
+  }
+}
+
+// Issue 39: Prometheus 3's text format (and OpenMetrics 2 drafts) quote UTF-8 metric and label
+// names: `# TYPE "my.metric" counter`, `{"my.metric","label.name"="v"} 1`. Invented to the shape
+// of the Prometheus 3 exposition format's documented examples.
+TEST(Parse, SyntheticPrometheus3QuotedNamesAreReadAndWrittenBackAsTheyCame) {
+  const std::string page =
+      "# HELP \"my.metric\" A counter with a UTF-8 name.\n"
+      "# TYPE \"my.metric\" counter\n"
+      "{\"my.metric\", \"label.name\"=\"v\", plain=\"x\"} 1\n"
+      "{\"my.metric\"} 2\n"
+      "legacy_total{\"quoted.label\"=\"q\",a=\"b\"} 3\n"
+      "{\"vllm:num_requests_running\",model_name=\"m\"} 4\n";
+  auto e = parse_exposition(page);
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  const MetricFamily* f = e->family("my.metric");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->type, MetricType::kCounter);
+  EXPECT_EQ(f->help.value_or(""), "A counter with a UTF-8 name.");
+  ASSERT_EQ(f->samples.size(), 2u);
+  EXPECT_EQ(*find_label(f->samples[0].labels, "label.name"), "v");
+  EXPECT_EQ(*find_label(f->samples[0].labels, "plain"), "x");
+  EXPECT_EQ(f->samples[1].value, 2);
+  EXPECT_EQ(*find_label(e->family("legacy_total")->samples[0].labels, "quoted.label"), "q");
+  // A legacy-valid name in quotes is the same name: the engines' catalogs find it.
+  EXPECT_EQ(extract_signals(*e).value(Signal::kRunning).value_or(-1), 4);
+  // Written back: quoted where Prometheus 2 could not read the name, as it was otherwise.
+  const std::string written = write_exposition(*e);
+  EXPECT_NE(written.find("# TYPE \"my.metric\" counter\n"), std::string::npos) << written;
+  EXPECT_NE(written.find("{\"my.metric\",\"label.name\"=\"v\",plain=\"x\"} 1\n"), std::string::npos) << written;
+  EXPECT_NE(written.find("vllm:num_requests_running{model_name=\"m\"} 4\n"), std::string::npos) << written;
+  auto again = parse_exposition(written);
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_TRUE(same_content(*e, *again));
+  // What stays refused: a label set with no name, an empty quoted name, an unclosed quote.
+  for (const char* bad : {"{a=\"b\"} 1\n", "{\"\"} 1\n", "{\"my.metric} 1\n", "# TYPE \"\" counter\n"}) {
+    EXPECT_FALSE(parse_exposition(bad).ok()) << bad;
   }
 }
 
