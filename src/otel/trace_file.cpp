@@ -84,8 +84,12 @@ void read_span(element s, const std::string& service, TraceFileRead& out) {
       if (key == vllm_attr::kDecode) e.decode_s = n;
       if (key == vllm_attr::kInference) e.inference_s = n;
       if (key == vllm_attr::kE2e) e.e2e_s = n;
-      if (key == vllm_attr::kPromptTokens) e.prompt_tokens = static_cast<std::int64_t>(*n);
-      if (key == vllm_attr::kCompletionTokens) e.completion_tokens = static_cast<std::int64_t>(*n);
+      if (key == vllm_attr::kPromptTokens || key == vllm_attr::kInputTokens) {
+        e.prompt_tokens = static_cast<std::int64_t>(*n);
+      }
+      if (key == vllm_attr::kCompletionTokens || key == vllm_attr::kOutputTokens) {
+        e.completion_tokens = static_cast<std::int64_t>(*n);
+      }
     }
   }
   if (!engine || e.trace_id.empty()) {

@@ -54,6 +54,24 @@ TEST(TraceFile, ReadsEngineSpansAndCountsTheRest) {
   EXPECT_FALSE(s.inference_s);
 }
 
+// Issue 39: vLLM writes the deprecated gen_ai.usage.prompt_tokens / completion_tokens; the GenAI
+// conventions now spell them input_tokens / output_tokens. Either is read, the same way.
+TEST(TraceFile, ReadsBothSpellingsOfTheTokenCounts) {
+  std::string current = kSyntheticLine;
+  for (const auto& [from, to] :
+       {std::pair<std::string, std::string>{"gen_ai.usage.prompt_tokens", "gen_ai.usage.input_tokens"},
+        {"gen_ai.usage.completion_tokens", "gen_ai.usage.output_tokens"}}) {
+    current.replace(current.find(from), from.size(), to);
+  }
+  ASSERT_EQ(current.find("prompt_tokens"), std::string::npos);
+  for (const std::string& line : {std::string(kSyntheticLine), current}) {
+    const auto read = read_otlp_json_traces(line);
+    ASSERT_EQ(read.spans.size(), 1u) << line;
+    EXPECT_EQ(read.spans[0].prompt_tokens, 12) << line;
+    EXPECT_EQ(read.spans[0].completion_tokens, 5) << line;
+  }
+}
+
 TEST(TraceFile, ReadsAPrettyPrintedDocumentAndSurvivesGarbage) {
   std::string pretty = kSyntheticLine;
   for (std::size_t at = pretty.find(",\""); at != std::string::npos; at = pretty.find(",\"", at + 3)) {
