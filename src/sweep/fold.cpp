@@ -8,6 +8,7 @@
 #include <random>
 
 #include "core/json.hpp"
+#include "openai/chunk.hpp"
 
 namespace mpo::sweep {
 namespace {
@@ -290,19 +291,11 @@ std::optional<TokenEvidence> token_evidence(std::span<const Sample> samples) {
 
 namespace {
 
-// The server's own message in an error body ({"error":{"message":..}}, {"error":".."},
-// {"message":..}, {"detail":..}), else the text as it is.
+// The server's own message in an error body, as the proxy reads one (openai/chunk.hpp: OpenAI's
+// and vLLM's error shapes, Anthropic's); else the text as it is.
 std::string server_message(const std::string& text) {
-  const auto doc = parse_json(text);
-  if (!doc || !doc->is_object()) return text;
-  const auto& o = doc->as_object();
-  if (const auto* e = json_object(o, "error")) {
-    if (auto m = json_string(*e, "message")) return std::string(*m);
-  }
-  for (const char* key : {"error", "message", "detail"}) {
-    if (auto m = json_string(o, key)) return std::string(*m);
-  }
-  return text;
+  std::string message = openai::parse_response_body(text).error_message;
+  return message.empty() ? text : message;
 }
 
 }  // namespace

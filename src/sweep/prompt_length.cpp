@@ -73,20 +73,14 @@ std::string fitted_text(const std::vector<std::string>& words, std::size_t keep,
 boost::asio::awaitable<Result<std::string>> EngineTokenizer::find() {
   const std::vector<Message> probe = probe_messages();
   route_ = Route::kVllm;
-  if (auto c = co_await count(probe); c)
-    co_return std::string("vLLM POST /tokenize (messages, the chat template applied)");
+  auto vllm = co_await count(probe);
+  if (vllm) co_return std::string("vLLM POST /tokenize (messages, the chat template applied)");
   route_ = Route::kLlamaCpp;
-  if (auto c = co_await count(probe); c) {
-    co_return std::string("llama.cpp POST /apply-template + POST /tokenize (add_special, parse_special)");
-  }
+  auto llamacpp = co_await count(probe);
+  if (llamacpp) co_return std::string("llama.cpp POST /apply-template + POST /tokenize (add_special, parse_special)");
   route_ = Route::kNone;
-  std::string plain = llamacpp_tokenize_body("x");
-  auto [status, body] = co_await driver_.post_json_admin("/tokenize", std::move(plain));
-  co_return make_error("sweep.tokenize",
-                       fmt::format("the server offers no tokenizer route this sweep knows (vLLM's POST /tokenize with "
-                                   "messages, llama.cpp's POST /apply-template and /tokenize; POST /tokenize answered "
-                                   "{})",
-                                   answer(status, body)));
+  co_return make_error("sweep.tokenize", fmt::format("the server offers no tokenizer route this sweep knows ({}; {})",
+                                                     vllm.error().message, llamacpp.error().message));
 }
 
 boost::asio::awaitable<Result<std::int64_t>> EngineTokenizer::count(const std::vector<Message>& messages) {

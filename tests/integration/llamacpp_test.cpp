@@ -517,10 +517,7 @@ class RealLlamaCppVerdicts : public ::testing::Test {
     // With --scrape, a scrape that began after the last response closes the window (waited on the
     // file, paced by round trips).
     const std::string snaps = dir_ + "/ledger.scrape.jsonl";
-    if (std::filesystem::exists(snaps)) {
-      const std::size_t now = read_lines(snaps).size();
-      for (int i = 0; i < 2000 && read_lines(snaps).size() < now + 2; ++i) http_get(proxy.admin_port, "/healthz");
-    }
+    if (std::filesystem::exists(snaps)) await_more_lines(snaps, 2, [&] { http_get(proxy.admin_port, "/healthz"); });
     EXPECT_EQ(proxy.process.terminate(), 0);
     const auto report = run_cli({"report", dir_ + "/ledger.jsonl", "--format", "json"});
     const auto doc = json::parse(report.out).as_object();

@@ -39,14 +39,22 @@ CliRun run_report(std::vector<std::string> args) {
   return run_cli(args);
 }
 
+// The JSON report's only group of a ledger (`extra`: more report flags).
+json::object only_group(const std::string& ledger, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"--input", ledger, "--format", "json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto r = run_report(args);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  const auto doc = json::parse(r.out).as_object();
+  EXPECT_EQ(doc.at("schema"), "modelperfobs.report.v1");
+  return doc.at("result").at("groups").as_array().at(0).as_object();
+}
+
 // The ranking of the only group of a ledger, best first.
 std::vector<std::string> ranking(const std::string& ledger) {
-  auto r = run_report({"--input", ledger, "--format", "json"});
-  EXPECT_EQ(r.exit_code, 0) << r.out;
-  auto doc = json::parse(r.out).as_object();
-  EXPECT_EQ(doc["schema"], "modelperfobs.report.v1");
   std::vector<std::string> names;
-  for (const auto& c : doc["result"].as_object()["groups"].as_array()[0].as_object()["ranking"].as_array()) {
+  const auto group = only_group(ledger);  // a local: range-for over a temporary's member dangles
+  for (const auto& c : group.at("ranking").as_array()) {
     names.emplace_back(c.as_object().at("candidate").as_string());
   }
   return names;
@@ -126,9 +134,7 @@ struct ScrapedStack {
   // Stops the proxy once a scrape began after the traffic (two more snapshots than now), so the
   // window holds every request's counts; waits on the file, paced by round trips, never on time.
   void stop_after_a_scrape() {
-    const std::string snaps = dir + "/ledger.scrape.jsonl";
-    const std::size_t now = read_lines(snaps).size();
-    for (int i = 0; i < 2000 && read_lines(snaps).size() < now + 2; ++i) http_get(sim.port, "/v1/models");
+    await_more_lines(dir + "/ledger.scrape.jsonl", 2, [&] { http_get(sim.port, "/v1/models"); });
     EXPECT_EQ(proxy.process.terminate(), 0);
   }
   std::string dir = make_temp_dir();
@@ -139,13 +145,9 @@ struct ScrapedStack {
 // The ranking of a ledger's only group: candidate -> (score, evidence joined by newlines).
 std::map<std::string, std::pair<double, std::string>> candidates(const std::string& ledger,
                                                                  std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"--input", ledger, "--format", "json"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  auto r = run_report(args);
-  EXPECT_EQ(r.exit_code, 0) << r.out;
   std::map<std::string, std::pair<double, std::string>> out;
-  const json::value doc = json::parse(r.out);
-  for (const auto& c : doc.at("result").at("groups").as_array()[0].at("ranking").as_array()) {
+  const auto group = only_group(ledger, std::move(extra));
+  for (const auto& c : group.at("ranking").as_array()) {
     std::string all;
     for (const auto& e : c.at("evidence").as_array()) all += std::string(e.as_string()) + "\n";
     out[std::string(c.at("candidate").as_string())] = {c.at("score").to_number<double>(), all};
@@ -213,9 +215,7 @@ json::object simulated_llamacpp_group(const std::string& profile_json, int clien
   }
   for (auto& t : threads) t.join();
   s.stop_proxy();
-  auto r = run_report({"--input", s.ledger_path(), "--format", "json"});
-  EXPECT_EQ(r.exit_code, 0) << r.out;
-  return json::parse(r.out).at("result").at("groups").as_array().at(0).as_object();
+  return only_group(s.ledger_path());
 }
 
 double score_of(const json::object& g, std::string_view name) {

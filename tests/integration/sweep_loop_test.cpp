@@ -2,6 +2,7 @@
 // sweep` process against `simulate`): Ctrl-C once drains the point and exits 130 with a receipt
 // marked interrupted, twice stops at once; a run that cannot measure anything stops within its first
 // requests with the server's reason and a non-zero exit.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -22,32 +23,38 @@ double sim_metric(std::uint16_t sim_port, std::string_view name) {
   return read_exposition(http_get(sim_port, "/metrics").body).find(name).value_or(0);
 }
 
-// A sweep process against the simulator whose engine takes `step_s` per step (40 tokens a request),
-// its stderr in `dir`/sweep.err.
-struct SweepProcess {
-  SweepProcess(const std::string& dir, const Simulator& sim, const std::string& model = "sim-model")
-      : process({binary_path(), "sweep", "--url", "http://127.0.0.1:" + std::to_string(sim.port) + "/v1", "--model",
-                 model, "--concurrencies", "2,4", "--requests", "4", "--warmup", "0", "--output-tokens", "40",
+// Waits (paced by round trips to the simulator, never by time) until `n` requests run in it.
+void until_running(std::uint16_t sim_port, double n) {
+  for (int i = 0; i < 20000 && sim_metric(sim_port, "vllm:num_requests_running") < n; ++i) {
+  }
+  ASSERT_GE(sim_metric(sim_port, "vllm:num_requests_running"), n);
+}
+
+// A sweep process (concurrency 2 then 4, 40 tokens a request) against a simulator whose engine
+// takes `step_s` a step, its files in `dir` (stderr in sweep.err); ready once two requests run.
+struct SweepInFlight {
+  explicit SweepInFlight(double step_s)
+      : dir(make_temp_dir()),
+        sim([&] {
+          write_file(dir + "/p.json", fmt::format(R"({{"engine":{{"step_base_s":{}}}}})", step_s));
+          return std::vector<std::string>{"--profile", dir + "/p.json"};
+        }()),
+        process({binary_path(), "sweep", "--url", "http://127.0.0.1:" + std::to_string(sim.port) + "/v1", "--model",
+                 "sim-model", "--concurrencies", "2,4", "--requests", "4", "--warmup", "0", "--output-tokens", "40",
                  "--ignore-eos", "--output", dir + "/sweep.json"},
-                process::ChildOptions{dir + "/sweep.err"}) {}
+                process::ChildOptions{dir + "/sweep.err"}) {
+    until_running(sim.port, 2);
+  }
+  std::string dir;
+  Simulator sim;
   ChildProcess process;
 };
-
-// Waits (paced by round trips to the simulator, never by time) until `n` requests run in it.
-void until_running(const Simulator& sim, double n) {
-  for (int i = 0; i < 20000 && sim_metric(sim.port, "vllm:num_requests_running") < n; ++i) {
-  }
-  ASSERT_GE(sim_metric(sim.port, "vllm:num_requests_running"), n);
-}
 
 json::object receipt(const std::string& dir) { return json::parse(read_file(dir + "/sweep.json")).as_object(); }
 
 TEST(SweepInterrupted, TheFirstCtrlCFinishesTheRequestsInFlightAndExits130) {
-  const std::string dir = make_temp_dir();
-  write_file(dir + "/p.json", R"({"engine":{"step_base_s":0.05}})");  // about 2 s a request
-  Simulator sim({"--profile", dir + "/p.json"});
-  SweepProcess sweep(dir, sim);
-  until_running(sim, 2);
+  SweepInFlight sweep(0.05);  // about 2 s a request
+  const std::string& dir = sweep.dir;
   ::kill(sweep.process.pid(), SIGINT);
   EXPECT_EQ(sweep.process.wait(), 130) << read_file(dir + "/sweep.err");
   // The two requests in flight were drained, not cut; nothing further was sent.
@@ -66,15 +73,12 @@ TEST(SweepInterrupted, TheFirstCtrlCFinishesTheRequestsInFlightAndExits130) {
 }
 
 TEST(SweepInterrupted, ASecondCtrlCStopsAtOnceAndTheLedgerStaysWhole) {
-  const std::string dir = make_temp_dir();
-  write_file(dir + "/p.json", R"({"engine":{"step_base_s":0.5}})");  // about 20 s a request
-  Simulator sim({"--profile", dir + "/p.json"});
-  SweepProcess sweep(dir, sim);
-  until_running(sim, 2);
+  SweepInFlight sweep(0.5);  // about 20 s a request
+  const std::string& dir = sweep.dir;
   ::kill(sweep.process.pid(), SIGINT);
   // The first was taken (the note says so) before the second is sent.
   for (int i = 0; i < 20000 && read_file(dir + "/sweep.err").find("interrupted (SIGINT)") == std::string::npos; ++i) {
-    http_get(sim.port, "/v1/models");
+    http_get(sweep.sim.port, "/v1/models");
   }
   ::kill(sweep.process.pid(), SIGINT);
   EXPECT_EQ(sweep.process.wait(), 130) << read_file(dir + "/sweep.err");

@@ -115,6 +115,11 @@ std::size_t Dom::count(const std::string& needle) const {
   return n;
 }
 
+void await_more_lines(const std::string& path, std::size_t more, const std::function<void()>& pace) {
+  const std::size_t target = read_lines(path).size() + more;
+  for (int i = 0; i < 2000 && read_lines(path).size() < target; ++i) pace();
+}
+
 std::vector<std::string> read_lines(const std::string& path) {
   const std::string text = read_file(path);
   std::vector<std::string> lines;

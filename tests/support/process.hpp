@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,9 @@ CliRun run_cli(const std::vector<std::string>& args, int timeout_ms = 60000);
 CliRun run_cli_with_stderr(const std::string& args, int timeout_ms = 60000);
 
 std::vector<std::string> read_lines(const std::string& path);
+// Waits until `path` has `more` lines beyond what it has now, calling `pace` (a round trip to a
+// server) between looks: a wait on the file, never on time (bounded: 2,000 looks).
+void await_more_lines(const std::string& path, std::size_t more, const std::function<void()>& pace);
 
 // The DOM headless Chromium builds from a local HTML file (what a browser would show), and its exit
 // code; `profile_dir` holds Chromium's throwaway profile.
