@@ -1,6 +1,7 @@
 #include "otel/genai.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 #include "promtext/text_writer.hpp"
 
@@ -14,22 +15,69 @@ constexpr double kSecondsBuckets[] = {0.01, 0.02, 0.04, 0.08,  0.16,  0.32,  0.6
 constexpr double kTokenBuckets[] = {1,     4,     16,     64,      256,     1024,     4096,
                                     16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864};
 
+enum class Kind { kSeconds, kTokens, kCounter };
 struct MetricName {
   const char* otel;
   const char* prometheus;
   const char* unit;
   const char* help;
+  Kind kind;
+  const char* extra;  // the attribute Key::extra is written as ("" none)
 };
-constexpr MetricName kDuration{"gen_ai.client.operation.duration", "gen_ai_client_operation_duration_seconds", "s",
-                               "GenAI operation duration."};
-constexpr MetricName kTokens{"gen_ai.client.token.usage", "gen_ai_client_token_usage", "{token}",
-                             "Number of input and output tokens used."};
-constexpr MetricName kTtfc{"gen_ai.client.operation.time_to_first_chunk",
-                           "gen_ai_client_operation_time_to_first_chunk_seconds", "s",
-                           "Time to receive the first chunk of generated content in the response stream."};
-constexpr MetricName kTpoc{"gen_ai.client.operation.time_per_output_chunk",
-                           "gen_ai_client_operation_time_per_output_chunk_seconds", "s",
-                           "Time per output chunk, recorded for each content chunk after the first one."};
+using F = GenAiMetrics::Family;
+// Names, units and descriptions: semantic-conventions v1.41.0 docs/gen-ai/gen-ai-metrics.md for
+// the first four; open-telemetry/semantic-conventions-genai docs/gen-ai/client-inference.md,
+// gen-ai-token-metrics.md and client-embeddings.md for the rest (its non-normative/migration.md
+// maps one set onto the other).
+constexpr MetricName kFamilies[F::kFamilyCount] = {
+    {"gen_ai.client.operation.duration", "gen_ai_client_operation_duration_seconds", "s", "GenAI operation duration.",
+     Kind::kSeconds, ""},
+    {"gen_ai.client.token.usage", "gen_ai_client_token_usage", "{token}", "Number of input and output tokens used.",
+     Kind::kTokens, "gen_ai.token.type"},
+    {"gen_ai.client.operation.time_to_first_chunk", "gen_ai_client_operation_time_to_first_chunk_seconds", "s",
+     "Time to receive the first chunk of generated content in the response stream.", Kind::kSeconds, ""},
+    {"gen_ai.client.operation.time_per_output_chunk", "gen_ai_client_operation_time_per_output_chunk_seconds", "s",
+     "Time per output chunk, recorded for each content chunk after the first one.", Kind::kSeconds, ""},
+    {"gen_ai.client.inference.duration", "gen_ai_client_inference_duration_seconds", "s",
+     "GenAI client inference operation duration.", Kind::kSeconds, ""},
+    {"gen_ai.client.inference.time_to_first_chunk", "gen_ai_client_inference_time_to_first_chunk_seconds", "s",
+     "Time to receive the first chunk of generated content in the response stream.", Kind::kSeconds, ""},
+    {"gen_ai.client.inference.time_per_output_chunk", "gen_ai_client_inference_time_per_output_chunk_seconds", "s",
+     "Time per output chunk, recorded for each content chunk after the first one.", Kind::kSeconds, ""},
+    {"gen_ai.client.inference.operation.input_tokens", "gen_ai_client_inference_operation_input_tokens", "{token}",
+     "The number of input (prompt) tokens used per inference operation.", Kind::kTokens, ""},
+    {"gen_ai.client.inference.operation.output_tokens", "gen_ai_client_inference_operation_output_tokens", "{token}",
+     "The number of output (completion) tokens used per inference operation.", Kind::kTokens, ""},
+    {"gen_ai.client.inference.usage.input_tokens", "gen_ai_client_inference_usage_input_tokens_total", "{token}",
+     "The number of input (prompt) tokens used, including cached tokens.", Kind::kCounter, "gen_ai.token.modality"},
+    {"gen_ai.client.inference.usage.output_tokens", "gen_ai_client_inference_usage_output_tokens_total", "{token}",
+     "The number of output (completion) tokens used, including reasoning tokens.", Kind::kCounter,
+     "gen_ai.token.modality"},
+    {"gen_ai.client.inference.usage.cache_read.input_tokens",
+     "gen_ai_client_inference_usage_cache_read_input_tokens_total", "{token}",
+     "The number of input tokens served from the provider's cache.", Kind::kCounter, "gen_ai.token.modality"},
+    {"gen_ai.client.inference.usage.reasoning.output_tokens",
+     "gen_ai_client_inference_usage_reasoning_output_tokens_total", "{token}",
+     "The number of output tokens spent on reasoning.", Kind::kCounter, "gen_ai.token.modality"},
+    {"gen_ai.client.embeddings.duration", "gen_ai_client_embeddings_duration_seconds", "s",
+     "GenAI client embeddings operation duration.", Kind::kSeconds, ""},
+    {"gen_ai.client.embeddings.operation.input_tokens", "gen_ai_client_embeddings_operation_input_tokens", "{token}",
+     "The number of input tokens used per embeddings operation.", Kind::kTokens, ""},
+};
+
+// The proxy cannot tell a provider's text tokens from its image or audio ones: the conventions'
+// value for that (gen-ai-token-metrics.md, gen_ai.token.modality).
+constexpr std::string_view kUnknownModality = "unknown";
+
+bool has(GenAiConventions set, GenAiConventions c) {
+  return (static_cast<unsigned>(set) & static_cast<unsigned>(c)) != 0;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
 
 void add(Attributes& a, std::string key, AttributeValue v) { a.push_back({std::move(key), std::move(v)}); }
 void add_if(Attributes& a, std::string key, const std::optional<std::string>& v) {
@@ -65,6 +113,32 @@ std::string genai_error_type(const ledger::Observation& o) {
   return o.outcome;
 }
 
+GenAiConventions genai_conventions(std::optional<std::string_view> opt_in) {
+  if (!opt_in) return GenAiConventions::kV1_41;
+  auto result = GenAiConventions::kV1_41;
+  const std::string text = lower(*opt_in);
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+    if (item == "gen_ai_latest_experimental/dup") return GenAiConventions::kBoth;
+    if (item == "gen_ai_latest_experimental") result = GenAiConventions::kLatest;
+  }
+  return result;
+}
+
+std::string_view to_string(GenAiConventions c) {
+  switch (c) {
+    case GenAiConventions::kV1_41: return "v1.41.0";
+    case GenAiConventions::kLatest: return "gen_ai_latest_experimental";
+    case GenAiConventions::kBoth: return "gen_ai_latest_experimental/dup";
+  }
+  return "v1.41.0";
+}
+
 Span span_from_observation(const ledger::Observation& o, const RequestTrace& trace, std::string_view trace_state,
                            const GenAiOptions& opts) {
   Span s;
@@ -87,6 +161,7 @@ Span span_from_observation(const ledger::Observation& o, const RequestTrace& tra
   if (o.finish_reason) add(a, "gen_ai.response.finish_reasons", std::vector<std::string>{*o.finish_reason});
   add_if(a, "gen_ai.usage.input_tokens", o.prompt_tokens);
   add_if(a, "gen_ai.usage.output_tokens", o.completion_tokens);
+  add_if(a, "gen_ai.usage.cache_read.input_tokens", o.cached_prompt_tokens);
   if (o.stream && o.ttft_ms) add(a, "gen_ai.response.time_to_first_chunk", *o.ttft_ms / 1000.0);
   if (!opts.server_address.empty()) {
     add(a, "server.address", opts.server_address);
@@ -131,40 +206,91 @@ std::string_view GenAiMetrics::model_label(const std::optional<std::string>& mod
   return models_.label(*model);
 }
 
-Histogram& GenAiMetrics::at(Series& s, const KeyView& k, std::span<const double> bounds) {
-  auto it = s.find(k);
-  if (it == s.end()) {
+void GenAiMetrics::observe(Family f, const KeyView& k, double value) {
+  auto& series = histograms_[f];
+  auto it = series.find(k);
+  if (it == series.end()) {
     Key key{std::string(k.operation),      std::string(k.provider),   std::string(k.request_model),
-            std::string(k.response_model), std::string(k.error_type), std::string(k.token_type)};
-    it = s.emplace(std::move(key), Histogram(bounds)).first;
+            std::string(k.response_model), std::string(k.error_type), std::string(k.extra)};
+    const std::span<const double> bounds =
+        kFamilies[f].kind == Kind::kSeconds ? std::span<const double>(kSecondsBuckets) : kTokenBuckets;
+    it = series.emplace(std::move(key), Histogram(bounds)).first;
   }
-  return it->second;
+  it->second.observe(value);
+}
+
+void GenAiMetrics::increase(Family f, const KeyView& k, std::int64_t value) {
+  auto& counts = counters_[f];
+  auto it = counts.find(k);
+  if (it == counts.end()) {
+    Key key{std::string(k.operation),      std::string(k.provider),   std::string(k.request_model),
+            std::string(k.response_model), std::string(k.error_type), std::string(k.extra)};
+    it = counts.emplace(std::move(key), 0).first;
+  }
+  it->second += value;
 }
 
 void GenAiMetrics::record(const ledger::Observation& o) {
   if (!is_genai_operation(o.operation)) return;
   const std::string_view provider = genai_provider(o, opts_);
   const std::string error = genai_error_type(o);  // "" (no allocation) for the usual ok
-  KeyView k{genai_operation(o.operation), provider, model_label(o.model), model_label(o.response_model), error, ""};
-  if (o.e2e_ms) at(duration_, k, kSecondsBuckets).observe(*o.e2e_ms / 1000.0);
-  if (o.stream && o.ttft_ms) at(ttfc_, k, kSecondsBuckets).observe(*o.ttft_ms / 1000.0);
-  if (o.stream && !o.itl_ms.empty()) {
-    auto& h = at(tpoc_, k, kSecondsBuckets);
-    for (double gap : o.itl_ms) h.observe(gap / 1000.0);
+  const std::string_view operation = genai_operation(o.operation);
+  const KeyView k{operation, provider, model_label(o.model), model_label(o.response_model), error, ""};
+  const bool streamed_chunks = o.stream && !o.itl_ms.empty();
+  const auto chunks = [&](Family ttfc, Family tpoc) {
+    if (o.stream && o.ttft_ms) observe(ttfc, k, *o.ttft_ms / 1000.0);
+    if (streamed_chunks) {
+      for (double gap : o.itl_ms) observe(tpoc, k, gap / 1000.0);
+    }
+  };
+  if (has(opts_.conventions, GenAiConventions::kV1_41)) {
+    if (o.e2e_ms) observe(kOperationDuration, k, *o.e2e_ms / 1000.0);
+    chunks(kOperationTtfc, kOperationTpoc);
+    // Token usage only where the count is known (v1.41.0: MUST NOT report otherwise).
+    KeyView t = k;
+    t.error_type = "";
+    t.extra = "input";
+    if (o.prompt_tokens) observe(kTokenUsage, t, static_cast<double>(*o.prompt_tokens));
+    t.extra = "output";
+    if (o.completion_tokens) observe(kTokenUsage, t, static_cast<double>(*o.completion_tokens));
   }
-  // Token usage only where the count is known (the conventions: MUST NOT report otherwise).
-  k.error_type = "";
-  if (o.prompt_tokens) {
-    k.token_type = "input";
-    at(tokens_, k, kTokenBuckets).observe(static_cast<double>(*o.prompt_tokens));
+  if (!has(opts_.conventions, GenAiConventions::kLatest)) return;
+  // The latest conventions: a count the provider did not give is 0 for a failed operation (the
+  // response never came) and not reported for a successful one (it cannot be obtained).
+  const bool failed = o.outcome != "ok";
+  const auto tokens = [&](const std::optional<std::int64_t>& n) -> std::optional<std::int64_t> {
+    if (n) return n;
+    if (failed) return 0;
+    return std::nullopt;
+  };
+  if (operation == "embeddings") {
+    if (o.e2e_ms) observe(kEmbeddingsDuration, k, *o.e2e_ms / 1000.0);
+    if (const auto n = tokens(o.prompt_tokens)) observe(kEmbeddingsInputTokens, k, static_cast<double>(*n));
+    return;
   }
-  if (o.completion_tokens) {
-    k.token_type = "output";
-    at(tokens_, k, kTokenBuckets).observe(static_cast<double>(*o.completion_tokens));
+  if (operation != "chat" && operation != "text_completion") {
+    // rerank and score: other GenAI client operations keep gen_ai.client.operation.duration.
+    if (o.e2e_ms && !has(opts_.conventions, GenAiConventions::kV1_41))
+      observe(kOperationDuration, k, *o.e2e_ms / 1000.0);
+    return;
   }
+  if (o.e2e_ms) observe(kInferenceDuration, k, *o.e2e_ms / 1000.0);
+  chunks(kInferenceTtfc, kInferenceTpoc);
+  const auto input = tokens(o.prompt_tokens);
+  const auto output = tokens(o.completion_tokens);
+  if (input) observe(kInferenceInputTokens, k, static_cast<double>(*input));
+  if (output) observe(kInferenceOutputTokens, k, static_cast<double>(*output));
+  // The usage counters carry no error.type (gen-ai-token-metrics.md).
+  KeyView u = k;
+  u.error_type = "";
+  u.extra = kUnknownModality;
+  if (input) increase(kUsageInputTokens, u, *input);
+  if (output) increase(kUsageOutputTokens, u, *output);
+  if (o.cached_prompt_tokens) increase(kUsageCacheReadTokens, u, *o.cached_prompt_tokens);
+  if (o.reasoning_tokens) increase(kUsageReasoningTokens, u, *o.reasoning_tokens);
 }
 
-Attributes GenAiMetrics::attributes_of(const Key& k) const {
+Attributes GenAiMetrics::attributes_of(Family f, const Key& k) const {
   Attributes a;
   add(a, "gen_ai.operation.name", k.operation);
   add(a, "gen_ai.provider.name", k.provider);
@@ -175,52 +301,72 @@ Attributes GenAiMetrics::attributes_of(const Key& k) const {
     add(a, "server.port", static_cast<std::int64_t>(opts_.server_port));
   }
   if (!k.error_type.empty()) add(a, "error.type", k.error_type);
-  if (!k.token_type.empty()) add(a, "gen_ai.token.type", k.token_type);
+  if (!k.extra.empty()) add(a, kFamilies[f].extra, k.extra);
   return a;
 }
 
-void GenAiMetrics::render_family(promtext::TextWriter& w, std::string_view name, std::string_view help,
-                                 const Series& s) const {
-  w.family(name, promtext::MetricType::kHistogram, help);
+bool GenAiMetrics::active(Family f) const {
+  if (f == kOperationDuration) return true;
+  return has(opts_.conventions, f < kInferenceDuration ? GenAiConventions::kV1_41 : GenAiConventions::kLatest);
+}
+
+void GenAiMetrics::render_family(promtext::TextWriter& w, Family f) const {
+  const MetricName& name = kFamilies[f];
+  const bool counter = name.kind == Kind::kCounter;
+  if (!active(f) && (counter ? counters_[f].empty() : histograms_[f].empty())) return;
+  w.family(name.prometheus, counter ? promtext::MetricType::kCounter : promtext::MetricType::kHistogram, name.help);
   const std::string port = std::to_string(opts_.server_port);
-  for (const auto& [k, h] : s) {
-    // Label names in Prometheus spelling, sorted by name (`le` is placed among them).
+  std::string extra_label = name.extra;
+  std::replace(extra_label.begin(), extra_label.end(), '.', '_');
+  // Label names in Prometheus spelling, sorted by name (`le` is placed among them).
+  const auto labels_of = [&](const Key& k) {
     std::vector<promtext::LabelView> labels;
     if (!k.error_type.empty()) labels.emplace_back("error_type", k.error_type);
     labels.emplace_back("gen_ai_operation_name", k.operation);
     labels.emplace_back("gen_ai_provider_name", k.provider);
     if (!k.request_model.empty()) labels.emplace_back("gen_ai_request_model", k.request_model);
     if (!k.response_model.empty()) labels.emplace_back("gen_ai_response_model", k.response_model);
-    if (!k.token_type.empty()) labels.emplace_back("gen_ai_token_type", k.token_type);
+    if (!k.extra.empty()) labels.emplace_back(extra_label, k.extra);
     if (!opts_.server_address.empty()) {
       labels.emplace_back("server_address", opts_.server_address);
       labels.emplace_back("server_port", port);
     }
-    w.histogram_samples(name, labels, h.bounds(), h.counts(), h.sum());
+    return labels;
+  };
+  if (counter) {
+    for (const auto& [k, n] : counters_[f]) w.sample(name.prometheus, labels_of(k), static_cast<double>(n));
+    return;
+  }
+  for (const auto& [k, h] : histograms_[f]) {
+    w.histogram_samples(name.prometheus, labels_of(k), h.bounds(), h.counts(), h.sum());
   }
 }
 
 void GenAiMetrics::render_prometheus(promtext::TextWriter& w) const {
-  render_family(w, kDuration.prometheus, kDuration.help, duration_);
-  render_family(w, kTokens.prometheus, kTokens.help, tokens_);
-  render_family(w, kTtfc.prometheus, kTtfc.help, ttfc_);
-  render_family(w, kTpoc.prometheus, kTpoc.help, tpoc_);
+  for (std::size_t f = 0; f < kFamilyCount; ++f) render_family(w, static_cast<Family>(f));
   w.family("modelperfobs_genai_models_folded_total", promtext::MetricType::kCounter,
            "Requests whose model name was recorded as _other in the gen_ai_* series (over --max-model-labels).")
       .sample("modelperfobs_genai_models_folded_total", {}, static_cast<double>(models_.folded()));
 }
 
-std::vector<HistogramMetric> GenAiMetrics::snapshot(std::int64_t now_unix_ns) const {
-  std::vector<HistogramMetric> out;
-  for (const auto& [name, series] : {std::pair{&kDuration, &duration_}, std::pair{&kTokens, &tokens_},
-                                     std::pair{&kTtfc, &ttfc_}, std::pair{&kTpoc, &tpoc_}}) {
-    if (series->empty()) continue;
-    HistogramMetric m{name->otel, name->help, name->unit, {}};
-    for (const auto& [k, h] : *series) {
-      m.points.push_back(
-          HistogramPoint{attributes_of(k), start_unix_ns_, now_unix_ns, h.count(), h.sum(), h.counts(), h.bounds()});
+std::vector<Metric> GenAiMetrics::snapshot(std::int64_t now_unix_ns) const {
+  std::vector<Metric> out;
+  for (std::size_t i = 0; i < kFamilyCount; ++i) {
+    const auto f = static_cast<Family>(i);
+    const MetricName& name = kFamilies[f];
+    Metric m{name.otel, name.help, name.unit, {}};
+    if (name.kind == Kind::kCounter) {
+      m.is_counter = true;
+      for (const auto& [k, n] : counters_[f]) {
+        m.sum_points.push_back(SumPoint{attributes_of(f, k), start_unix_ns_, now_unix_ns, n});
+      }
+    } else {
+      for (const auto& [k, h] : histograms_[f]) {
+        m.points.push_back(HistogramPoint{attributes_of(f, k), start_unix_ns_, now_unix_ns, h.count(), h.sum(),
+                                          h.counts(), h.bounds()});
+      }
     }
-    out.push_back(std::move(m));
+    if (!m.points.empty() || !m.sum_points.empty()) out.push_back(std::move(m));
   }
   return out;
 }

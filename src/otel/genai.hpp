@@ -1,9 +1,12 @@
 // The OpenTelemetry GenAI semantic conventions applied to a ledger line: the request's span
-// (kind CLIENT, `{gen_ai.operation.name} {gen_ai.request.model}`) and the four client metrics
-// (gen_ai.client.operation.duration, gen_ai.client.token.usage,
-// gen_ai.client.operation.time_to_first_chunk, gen_ai.client.operation.time_per_output_chunk) with
-// the bucket boundaries the conventions recommend, for OTLP and for the proxy's Prometheus page.
-// Attribute table: docs/OTEL.md. Never any prompt or completion text. Pure.
+// (kind CLIENT, `{gen_ai.operation.name} {gen_ai.request.model}`) and the client metrics with the
+// bucket boundaries the conventions recommend, for OTLP and for the proxy's Prometheus page. By
+// default the metrics of semantic-conventions v1.41.0 (gen_ai.client.operation.duration,
+// gen_ai.client.token.usage, gen_ai.client.operation.time_to_first_chunk and
+// time_per_output_chunk); under OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental those
+// that replaced them in open-telemetry/semantic-conventions-genai (gen_ai.client.inference.*,
+// the usage counters, gen_ai.client.embeddings.*), both under `gen_ai_latest_experimental/dup`.
+// Tables: docs/OTEL.md. Never any prompt or completion text. Pure.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +30,13 @@ class TextWriter;
 
 namespace mpo::otel {
 
+// Which generation of the GenAI metric names to emit (a bit set).
+enum class GenAiConventions : unsigned { kV1_41 = 1, kLatest = 2, kBoth = 3 };
+// From OTEL_SEMCONV_STABILITY_OPT_IN (a comma-separated list, case-insensitive; nullopt: unset):
+// `gen_ai_latest_experimental` the latest, `gen_ai_latest_experimental/dup` both, else v1.41.0.
+GenAiConventions genai_conventions(std::optional<std::string_view> opt_in);
+std::string_view to_string(GenAiConventions c);
+
 struct GenAiOptions {
   std::string provider;  // gen_ai.provider.name; "" = by API ("anthropic" for Messages, else "openai")
   std::string server_address;
@@ -35,6 +45,7 @@ struct GenAiOptions {
   std::size_t max_models = 50;
   // Longer model names are folded into kOtherModel too.
   std::size_t max_model_bytes = 256;
+  GenAiConventions conventions = GenAiConventions::kV1_41;
 };
 inline constexpr const char* kOtherModel = "_other";
 
@@ -56,18 +67,40 @@ class GenAiMetrics {
  public:
   GenAiMetrics(GenAiOptions opts, std::int64_t start_unix_ns);
   void record(const ledger::Observation& o);
-  // Prometheus spelling: dots to underscores, unit suffix `_seconds` for "s" (none for {token}).
+  // Prometheus spelling: dots to underscores, unit suffix `_seconds` for "s" (none for {token}),
+  // `_total` for counters.
   void render_prometheus(promtext::TextWriter& w) const;
-  std::vector<HistogramMetric> snapshot(std::int64_t now_unix_ns) const;
+  std::vector<Metric> snapshot(std::int64_t now_unix_ns) const;
   std::size_t models_folded() const { return models_.folded(); }
 
+  // The metrics, v1.41.0's first; `kFamilies` describes each.
+  enum Family : std::size_t {
+    kOperationDuration,  // v1.41.0: every GenAI operation; latest: the operations neither below covers
+    kTokenUsage,
+    kOperationTtfc,
+    kOperationTpoc,
+    kInferenceDuration,  // latest: chat and text_completion
+    kInferenceTtfc,
+    kInferenceTpoc,
+    kInferenceInputTokens,
+    kInferenceOutputTokens,
+    kUsageInputTokens,  // counters
+    kUsageOutputTokens,
+    kUsageCacheReadTokens,
+    kUsageReasoningTokens,
+    kEmbeddingsDuration,  // latest: embeddings
+    kEmbeddingsInputTokens,
+    kFamilyCount
+  };
+
  private:
+  // `extra`: gen_ai.token.type (v1.41.0's token usage) or gen_ai.token.modality (the counters).
   struct Key {
-    std::string operation, provider, request_model, response_model, error_type, token_type;
+    std::string operation, provider, request_model, response_model, error_type, extra;
   };
   // The same fields viewed, so that recording a request builds no strings unless its series is new.
   struct KeyView {
-    std::string_view operation, provider, request_model, response_model, error_type, token_type;
+    std::string_view operation, provider, request_model, response_model, error_type, extra;
   };
   struct KeyLess {
     using is_transparent = void;
@@ -77,7 +110,7 @@ class GenAiMetrics {
     static auto views(const K& k) {
       using V = std::string_view;
       return std::tuple<V, V, V, V, V, V>(k.operation, k.provider, k.request_model, k.response_model, k.error_type,
-                                          k.token_type);
+                                          k.extra);
     }
     template <class A, class B>
     bool operator()(const A& a, const B& b) const {
@@ -85,16 +118,20 @@ class GenAiMetrics {
     }
   };
   using Series = std::map<Key, Histogram, KeyLess>;
+  using Counts = std::map<Key, std::int64_t, KeyLess>;
   // The label for a model name ("" when none, kOtherModel past the cap); views into models_.
   std::string_view model_label(const std::optional<std::string>& model);
-  Histogram& at(Series& s, const KeyView& k, std::span<const double> bounds);
-  void render_family(promtext::TextWriter& w, std::string_view name, std::string_view help, const Series& s) const;
-  Attributes attributes_of(const Key& k) const;
+  void observe(Family f, const KeyView& k, double value);
+  void increase(Family f, const KeyView& k, std::int64_t value);
+  bool active(Family f) const;
+  void render_family(promtext::TextWriter& w, Family f) const;
+  Attributes attributes_of(Family f, const Key& k) const;
 
   GenAiOptions opts_;
   std::int64_t start_unix_ns_;
   LabelCap models_;
-  Series duration_, tokens_, ttfc_, tpoc_;
+  Series histograms_[kFamilyCount];
+  Counts counters_[kFamilyCount];
 };
 
 }  // namespace mpo::otel

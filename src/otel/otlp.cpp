@@ -85,7 +85,30 @@ ProtoWriter span_message(const Span& s) {
   return w;
 }
 
-ProtoWriter metric_message(const HistogramMetric& m) {
+ProtoWriter sum_message(const Metric& m) {
+  ProtoWriter sum;  // Sum { data_points 1, aggregation_temporality 2, is_monotonic 3 }
+  for (const auto& p : m.sum_points) {
+    ProtoWriter point;  // NumberDataPoint { start 2, time 3, as_int 6 (sfixed64), attributes 7 }
+    point.fixed64(2, static_cast<std::uint64_t>(p.start_unix_ns));
+    point.fixed64(3, static_cast<std::uint64_t>(p.time_unix_ns));
+    point.fixed64(6, static_cast<std::uint64_t>(p.value));
+    attributes(point, 7, p.attributes);
+    sum.message(1, point);
+  }
+  sum.varint(2, 2);  // AGGREGATION_TEMPORALITY_CUMULATIVE
+  sum.varint(3, 1);
+  return sum;
+}
+
+ProtoWriter metric_message(const Metric& m) {
+  ProtoWriter w;  // Metric { name 1, description 2, unit 3, sum 7, histogram 9 }
+  w.bytes(1, m.name);
+  w.bytes(2, m.description);
+  w.bytes(3, m.unit);
+  if (m.is_counter) {
+    w.message(7, sum_message(m));
+    return w;
+  }
   ProtoWriter histogram;  // Histogram { data_points 1, aggregation_temporality 2 }
   for (const auto& p : m.points) {
     ProtoWriter point;  // HistogramDataPoint
@@ -99,10 +122,6 @@ ProtoWriter metric_message(const HistogramMetric& m) {
     histogram.message(1, point);
   }
   histogram.varint(2, 2);  // AGGREGATION_TEMPORALITY_CUMULATIVE
-  ProtoWriter w;           // Metric { name 1, description 2, unit 3, histogram 9 }
-  w.bytes(1, m.name);
-  w.bytes(2, m.description);
-  w.bytes(3, m.unit);
   w.message(9, histogram);
   return w;
 }
@@ -180,13 +199,26 @@ std::string json_span(const Span& s) {
   return out;
 }
 
-std::string json_metric(const HistogramMetric& m) {
+std::string json_metric(const Metric& m) {
   std::string out = "{\"name\":";
   append_json_string(out, m.name);
   out += ",\"description\":";
   append_json_string(out, m.description);
   out += ",\"unit\":";
   append_json_string(out, m.unit);
+  if (m.is_counter) {
+    out += ",\"sum\":{\"dataPoints\":[";
+    for (std::size_t i = 0; i < m.sum_points.size(); ++i) {
+      const auto& p = m.sum_points[i];
+      if (i > 0) out += ',';
+      out += fmt::format(R"({{"startTimeUnixNano":"{}","timeUnixNano":"{}","asInt":"{}",)", p.start_unix_ns,
+                         p.time_unix_ns, p.value);
+      json_attributes(out, p.attributes);
+      out += '}';
+    }
+    out += "],\"aggregationTemporality\":2,\"isMonotonic\":true}}";
+    return out;
+  }
   out += ",\"histogram\":{\"dataPoints\":[";
   for (std::size_t i = 0; i < m.points.size(); ++i) {
     const auto& p = m.points[i];
@@ -235,7 +267,7 @@ std::string encode_traces(const Origin& origin, std::span<const Span> spans, Enc
   return encode(origin, spans, e, json_span, span_message, "resourceSpans", "scopeSpans", "spans");
 }
 
-std::string encode_metrics(const Origin& origin, std::span<const HistogramMetric> metrics, Encoding e) {
+std::string encode_metrics(const Origin& origin, std::span<const Metric> metrics, Encoding e) {
   return encode(origin, metrics, e, json_metric, metric_message, "resourceMetrics", "scopeMetrics", "metrics");
 }
 

@@ -65,13 +65,25 @@ struct HistogramPoint {
   std::vector<double> bounds;
 };
 
-struct HistogramMetric {
+// A cumulative monotonic sum's point (metrics.proto NumberDataPoint, as_int): a counter.
+struct SumPoint {
+  Attributes attributes;
+  std::int64_t start_unix_ns = 0;
+  std::int64_t time_unix_ns = 0;
+  std::int64_t value = 0;
+};
+
+// One metric: a cumulative histogram (`points`), or, when `is_counter`, a cumulative monotonic
+// sum (`sum_points`).
+struct Metric {
   std::string name;
   std::string description;
   std::string unit;
   std::vector<HistogramPoint> points;
+  bool is_counter = false;
+  std::vector<SumPoint> sum_points;
 };
 
-std::string encode_metrics(const Origin& origin, std::span<const HistogramMetric> metrics, Encoding e);
+std::string encode_metrics(const Origin& origin, std::span<const Metric> metrics, Encoding e);
 
 }  // namespace mpo::otel

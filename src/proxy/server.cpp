@@ -57,11 +57,17 @@ Status Proxy::open(std::uint16_t port) {
   pool_ = std::make_unique<UpstreamPool>(*client_, opts_.connect_timeout_s, opts_.pool_idle_s, opts_.kernel_timestamps);
   if (index_ == 0) {
     if (auto st = shared_.ledger.open(); !st) return st;
-    auto telemetry = Telemetry::make(
-        {opts_.otlp,
-         {opts_.genai_provider, backend_.host, backend_.port, opts_.max_model_labels, opts_.max_label_bytes},
-         opts_.instance},
-        [](std::string_view name) -> std::optional<std::string> {
+    // Filled field by field: GCC 12 takes the nested braced form for a read of uninitialised strings.
+    TelemetryOptions telemetry_opts;
+    telemetry_opts.otlp = opts_.otlp;
+    telemetry_opts.genai.provider = opts_.genai_provider;
+    telemetry_opts.genai.server_address = backend_.host;
+    telemetry_opts.genai.server_port = backend_.port;
+    telemetry_opts.genai.max_models = opts_.max_model_labels;
+    telemetry_opts.genai.max_model_bytes = opts_.max_label_bytes;
+    telemetry_opts.instance = opts_.instance;
+    auto telemetry =
+        Telemetry::make(std::move(telemetry_opts), [](std::string_view name) -> std::optional<std::string> {
           const char* v = std::getenv(std::string(name).c_str());
           return v ? std::optional<std::string>(v) : std::nullopt;
         });

@@ -19,6 +19,9 @@ Telemetry::~Telemetry() { stop(0); }
 Result<std::unique_ptr<Telemetry>> Telemetry::make(TelemetryOptions opts, const otel::EnvLookup& env) {
   auto config = otel::resolve_export_config(opts.otlp, env, MPO_VERSION, opts.instance);
   if (!config) return config.error();
+  // The GenAI metric names' generation, as the conventions ask existing instrumentations to choose it.
+  const auto opt_in = env("OTEL_SEMCONV_STABILITY_OPT_IN");
+  opts.genai.conventions = otel::genai_conventions(opt_in ? std::optional<std::string_view>(*opt_in) : std::nullopt);
   std::unique_ptr<Telemetry> t(new Telemetry(std::move(opts)));
   if (config->enabled()) {
     otel::Origin origin{config->resource, "modelperfobs", MPO_VERSION};
@@ -54,15 +57,20 @@ void Telemetry::stop(double flush_s) {
 }
 
 std::string Telemetry::describe() const {
-  if (!exporter_) return "";
-  const auto& c = exporter_->config();
-  std::string out = "OTLP";
-  if (!c.traces_url.empty()) out += fmt::format(" traces to {}", c.traces_url);
-  if (!c.metrics_url.empty()) {
-    out += fmt::format("{} metrics to {} every {} s", c.traces_url.empty() ? "" : ",", c.metrics_url,
-                       c.metrics_interval_s);
+  std::string out;
+  if (exporter_) {
+    const auto& c = exporter_->config();
+    out = "OTLP";
+    if (!c.traces_url.empty()) out += fmt::format(" traces to {}", c.traces_url);
+    if (!c.metrics_url.empty()) {
+      out += fmt::format("{} metrics to {} every {} s", c.traces_url.empty() ? "" : ",", c.metrics_url,
+                         c.metrics_interval_s);
+    }
+    out += c.encoding == otel::Encoding::kProtobuf ? " (http/protobuf)" : " (http/json)";
   }
-  out += c.encoding == otel::Encoding::kProtobuf ? " (http/protobuf)" : " (http/json)";
+  if (opts_.genai.conventions != otel::GenAiConventions::kV1_41) {
+    out += fmt::format("{}GenAI metrics as {}", out.empty() ? "" : ", ", otel::to_string(opts_.genai.conventions));
+  }
   return out;
 }
 

@@ -50,7 +50,8 @@ class Telemetry {
   void export_metrics_now();
   // A last metrics snapshot, then what is queued, within `flush_s`.
   void stop(double flush_s);
-  // One line for start-up: where the OTLP export goes, or "" when there is none.
+  // One line for start-up: where the OTLP export goes and which GenAI metric names are used past
+  // v1.41.0's, or "" when neither applies.
   std::string describe() const;
 
  private:

@@ -214,6 +214,91 @@ test('spans and GenAI metrics reach an OTLP collector, and the trace reaches the
   const output = tokens.histogram.dataPoints.find((p) => attrs(p.attributes)['gen_ai.token.type'] === 'output');
   assert.equal(Number(output.sum), lines.reduce((n, l) => n + l.completion_tokens, 0));
   assert.equal(Number(byName['gen_ai.client.operation.time_to_first_chunk'].histogram.dataPoints[0].count), 2);
+  // Without OTEL_SEMCONV_STABILITY_OPT_IN: v1.41.0's names only.
+  assert.ok(Object.keys(byName).every((n) => !n.startsWith('gen_ai.client.inference.')), Object.keys(byName).join());
+});
+
+// Issue 39: the latest GenAI conventions (open-telemetry/semantic-conventions-genai, its
+// non-normative/migration.md) under OTEL_SEMCONV_STABILITY_OPT_IN, decoded with the official
+// decoders; the guide's cache-hit ratio query evaluated by promtool over the proxy's own series.
+test('OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental: the renamed metrics, and the guide\'s cache-hit query works', async () => {
+  const otlp = await receiver();
+  const st = await stack(['--otlp-endpoint', otlp.url, '--otlp-metrics-interval', '200ms'],
+    { OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_SEMCONV_STABILITY_OPT_IN: 'http, gen_ai_latest_experimental' });
+  // One long system prompt four times: the simulator's prefix cache serves it from the second on.
+  const system = Array.from({ length: 200 }, (_, i) => `rule ${i}`).join(' ');
+  const client = new OpenAI({ baseURL: `${st.proxyURL}/v1`, apiKey: 'unused', maxRetries: 0 });
+  let page = '';
+  try {
+    assert.match(st.line, /GenAI metrics as gen_ai_latest_experimental/);
+    for (let i = 0; i < 4; i += 1) {
+      const s = await client.chat.completions.create({
+        model: 'sim-model', messages: [{ role: 'system', content: system }, { role: 'user', content: `q${i}` }],
+        max_tokens: 3, stream: true, stream_options: { include_usage: true },
+      });
+      for await (const c of s) void c;
+    }
+    page = await (await fetch(`${st.adminURL}/metrics`)).text();
+  } finally {
+    await st.stop();
+    await otlp.close();
+  }
+  const lines = readJsonl(st.ledger);
+  assert.equal(lines.length, 4);
+  const input = lines.reduce((n, l) => n + l.prompt_tokens, 0);
+  const cached = lines.reduce((n, l) => n + (l.cached_prompt_tokens ?? 0), 0);
+  assert.ok(cached > 0, 'the prefix cache served some of the prompts');
+  // OTLP, decoded by the official decoders: the new names only; usage as monotonic cumulative sums.
+  const last = otlp.metrics.at(-1).resourceMetrics[0].scopeMetrics[0].metrics;
+  const byName = Object.fromEntries(last.map((m) => [m.name, m]));
+  assert.deepEqual(Object.keys(byName).sort(), [
+    'gen_ai.client.inference.duration',
+    'gen_ai.client.inference.operation.input_tokens',
+    'gen_ai.client.inference.operation.output_tokens',
+    'gen_ai.client.inference.time_per_output_chunk',
+    'gen_ai.client.inference.time_to_first_chunk',
+    'gen_ai.client.inference.usage.cache_read.input_tokens',
+    'gen_ai.client.inference.usage.input_tokens',
+    'gen_ai.client.inference.usage.output_tokens',
+  ]);
+  const usage = byName['gen_ai.client.inference.usage.input_tokens'].sum;
+  assert.equal(usage.isMonotonic, true);
+  assert.equal(usage.aggregationTemporality, 2);
+  assert.equal(usage.dataPoints.reduce((n, p) => n + Number(p.asInt), 0), input);
+  assert.equal(attrs(usage.dataPoints[0].attributes)['gen_ai.token.modality'], 'unknown');
+  const read = byName['gen_ai.client.inference.usage.cache_read.input_tokens'].sum;
+  assert.equal(read.dataPoints.reduce((n, p) => n + Number(p.asInt), 0), cached);
+  assert.equal(Number(byName['gen_ai.client.inference.operation.output_tokens'].histogram.dataPoints[0].sum),
+    lines.reduce((n, l) => n + l.completion_tokens, 0));
+  assert.equal(Number(byName['gen_ai.client.inference.duration'].histogram.dataPoints[0].count), 4);
+  // The spans carry the cache read under the conventions' attribute.
+  const spans = otlp.spans.filter((s) => s.kind === 3);
+  assert.equal(spans.reduce((n, s) => n + Number(s.attributes['gen_ai.usage.cache_read.input_tokens'] ?? 0), 0), cached);
+  // /metrics: the Prometheus spelling of the same names, no v1.41.0 token histogram.
+  assert.doesNotMatch(page, /gen_ai_client_token_usage/);
+  assert.doesNotMatch(page, /gen_ai_client_operation_time_to_first_chunk/);
+  // The migration guide's "Cache hit ratio" query, in the Prometheus 2 spelling of its names, over
+  // the proxy's counters as a Prometheus scraping it would have stored them (0, then the page).
+  const series = page.split('\n').filter((l) => /^gen_ai_client_inference_usage_(cache_read_)?input_tokens_total\{/.test(l));
+  assert.equal(series.length, 2, page);
+  const dir = mkdtempSync(join(tmpdir(), 'mpo-promql-'));
+  const yaml = [
+    'evaluation_interval: 1m',
+    'tests:',
+    '  - interval: 1m',
+    '    input_series:',
+    ...series.map((l) => {
+      const [name, value] = [l.slice(0, l.lastIndexOf(' ')), l.slice(l.lastIndexOf(' ') + 1)];
+      return `      - series: '${name}'\n        values: '0 ${value} ${value} ${value} ${value} ${value}'`;
+    }),
+    '    promql_expr_test:',
+    '      - expr: sum(increase(gen_ai_client_inference_usage_cache_read_input_tokens_total[5m])) / sum(increase(gen_ai_client_inference_usage_input_tokens_total[5m]))',
+    '        eval_time: 5m',
+    '        exp_samples:',
+    `          - value: ${cached / input}`,
+  ].join('\n');
+  writeFileSync(join(dir, 'ratio.test.yml'), `${yaml}\n`);
+  execFileSync('promtool', ['test', 'rules', join(dir, 'ratio.test.yml')], { stdio: 'pipe' });
 });
 
 test('OTLP/JSON is spoken when asked', async () => {

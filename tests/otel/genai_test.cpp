@@ -207,5 +207,149 @@ TEST(GenAiMetrics, SnapshotIsCumulativeFromTheStart) {
   EXPECT_EQ(snap[3].points[0].count, 6u);
 }
 
+// OTEL_SEMCONV_STABILITY_OPT_IN as the conventions define it: a comma-separated list, the GenAI
+// value among others (http, database, ...), `/dup` for both generations.
+TEST(GenAiConventionsOptIn, ReadFromTheEnvironmentsList) {
+  EXPECT_EQ(genai_conventions(std::nullopt), GenAiConventions::kV1_41);
+  EXPECT_EQ(genai_conventions(""), GenAiConventions::kV1_41);
+  EXPECT_EQ(genai_conventions("http"), GenAiConventions::kV1_41);
+  EXPECT_EQ(genai_conventions("gen_ai_latest_experimental"), GenAiConventions::kLatest);
+  EXPECT_EQ(genai_conventions("http/dup, GEN_AI_LATEST_EXPERIMENTAL"), GenAiConventions::kLatest);
+  EXPECT_EQ(genai_conventions("gen_ai_latest_experimental/dup"), GenAiConventions::kBoth);
+  EXPECT_EQ(genai_conventions("database,gen_ai_latest_experimental,gen_ai_latest_experimental/dup"),
+            GenAiConventions::kBoth);
+  EXPECT_EQ(genai_conventions("gen_ai_latest"), GenAiConventions::kV1_41);  // not the value
+}
+
+GenAiOptions latest(GenAiConventions c = GenAiConventions::kLatest) {
+  GenAiOptions o;
+  o.conventions = c;
+  return o;
+}
+
+const Metric* metric(const std::vector<Metric>& snap, std::string_view name) {
+  auto it = std::find_if(snap.begin(), snap.end(), [&](const Metric& m) { return m.name == name; });
+  return it == snap.end() ? nullptr : &*it;
+}
+
+std::vector<std::string> names(const std::vector<Metric>& snap) {
+  std::vector<std::string> out;
+  for (const auto& m : snap) out.push_back(m.name);
+  return out;
+}
+
+// open-telemetry/semantic-conventions-genai's non-normative/migration.md: the inference metrics
+// renamed, gen_ai.client.token.usage replaced by counters and per-operation histograms.
+TEST(GenAiMetrics, LatestConventionsRenameTheInferenceMetricsAndCountUsage) {
+  GenAiMetrics m(latest(), 5);
+  auto o = streamed_chat();
+  o.cached_prompt_tokens = 64;
+  o.reasoning_tokens = 2;
+  m.record(o);
+  m.record(streamed_chat());
+  const auto snap = m.snapshot(9);
+  EXPECT_EQ(names(snap),
+            (std::vector<std::string>{
+                "gen_ai.client.inference.duration", "gen_ai.client.inference.time_to_first_chunk",
+                "gen_ai.client.inference.time_per_output_chunk", "gen_ai.client.inference.operation.input_tokens",
+                "gen_ai.client.inference.operation.output_tokens", "gen_ai.client.inference.usage.input_tokens",
+                "gen_ai.client.inference.usage.output_tokens", "gen_ai.client.inference.usage.cache_read.input_tokens",
+                "gen_ai.client.inference.usage.reasoning.output_tokens"}));
+  const auto* input = metric(snap, "gen_ai.client.inference.usage.input_tokens");
+  ASSERT_TRUE(input->is_counter);
+  ASSERT_EQ(input->sum_points.size(), 1u);
+  EXPECT_EQ(input->unit, "{token}");
+  EXPECT_EQ(input->sum_points[0].value, 200);
+  EXPECT_EQ(input->sum_points[0].start_unix_ns, 5);
+  EXPECT_EQ(std::get<std::string>(*find(input->sum_points[0].attributes, "gen_ai.token.modality")), "unknown");
+  EXPECT_EQ(find(input->sum_points[0].attributes, "gen_ai.token.type"), nullptr);
+  EXPECT_EQ(metric(snap, "gen_ai.client.inference.usage.cache_read.input_tokens")->sum_points[0].value, 64);
+  EXPECT_EQ(metric(snap, "gen_ai.client.inference.usage.reasoning.output_tokens")->sum_points[0].value, 2);
+  const auto* per_call = metric(snap, "gen_ai.client.inference.operation.output_tokens");
+  ASSERT_FALSE(per_call->is_counter);
+  EXPECT_EQ(per_call->points[0].count, 2u);
+  EXPECT_EQ(per_call->points[0].sum, 8);
+  EXPECT_EQ(find(per_call->points[0].attributes, "gen_ai.token.modality"), nullptr);  // never by modality
+  EXPECT_EQ(metric(snap, "gen_ai.client.inference.time_per_output_chunk")->points[0].count, 6u);
+
+  const auto text = prometheus(m);
+  EXPECT_NE(text.find("# TYPE gen_ai_client_inference_usage_input_tokens_total counter"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"(gen_ai_client_inference_usage_cache_read_input_tokens_total{gen_ai_operation_name="chat",)"
+                      R"(gen_ai_provider_name="openai",gen_ai_request_model="llama",gen_ai_response_model="llama-3",)"
+                      R"(gen_ai_token_modality="unknown"} 64)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("gen_ai_client_inference_duration_seconds_count{"), std::string::npos);
+  EXPECT_EQ(text.find("gen_ai_client_token_usage"), std::string::npos);
+  EXPECT_EQ(text.find("gen_ai_client_operation_time_to_first_chunk"), std::string::npos);
+  EXPECT_EQ(text.find("gen_ai_client_operation_duration_seconds_count"), std::string::npos);
+}
+
+TEST(GenAiMetrics, LatestConventionsRecordAFailedCallsUnknownCountsAsZero) {
+  GenAiMetrics m(latest(), 0);
+  auto failed = streamed_chat();
+  failed.outcome = "upstream_timeout";
+  failed.prompt_tokens.reset();
+  failed.completion_tokens.reset();
+  m.record(failed);
+  auto ok_without_usage = streamed_chat();
+  ok_without_usage.prompt_tokens.reset();
+  ok_without_usage.completion_tokens.reset();
+  m.record(ok_without_usage);  // a successful call whose counts cannot be obtained: not reported
+  const auto snap = m.snapshot(1);
+  const auto* input = metric(snap, "gen_ai.client.inference.operation.input_tokens");
+  ASSERT_NE(input, nullptr);
+  ASSERT_EQ(input->points.size(), 1u);
+  EXPECT_EQ(input->points[0].count, 1u);
+  EXPECT_EQ(input->points[0].sum, 0);
+  EXPECT_EQ(std::get<std::string>(*find(input->points[0].attributes, "error.type")), "upstream_timeout");
+  const auto* usage = metric(snap, "gen_ai.client.inference.usage.input_tokens");
+  ASSERT_EQ(usage->sum_points.size(), 1u);
+  EXPECT_EQ(usage->sum_points[0].value, 0);
+  EXPECT_EQ(find(usage->sum_points[0].attributes, "error.type"), nullptr);         // counters carry none
+  EXPECT_EQ(metric(snap, "gen_ai.client.inference.duration")->points.size(), 2u);  // with and without error.type
+}
+
+TEST(GenAiMetrics, LatestConventionsGiveEmbeddingsTheirOwnMetricsAndRerankTheOperationDuration) {
+  GenAiMetrics m(latest(), 0);
+  auto embed = streamed_chat();
+  embed.operation = "embeddings";
+  embed.stream = false;
+  embed.completion_tokens.reset();
+  m.record(embed);
+  auto rerank = embed;
+  rerank.operation = "rerank";
+  m.record(rerank);
+  const auto snap = m.snapshot(1);
+  EXPECT_EQ(names(snap),
+            (std::vector<std::string>{"gen_ai.client.operation.duration", "gen_ai.client.embeddings.duration",
+                                      "gen_ai.client.embeddings.operation.input_tokens"}));
+  EXPECT_EQ(std::get<std::string>(*find(snap[0].points[0].attributes, "gen_ai.operation.name")), "rerank");
+  EXPECT_EQ(metric(snap, "gen_ai.client.embeddings.operation.input_tokens")->points[0].sum, 100);
+}
+
+TEST(GenAiMetrics, BothGenerationsUnderDupCountEveryRequestOnce) {
+  GenAiMetrics m(latest(GenAiConventions::kBoth), 0);
+  m.record(streamed_chat());
+  auto rerank = streamed_chat();
+  rerank.operation = "rerank";
+  m.record(rerank);
+  const auto snap = m.snapshot(1);
+  std::uint64_t operation_count = 0;
+  for (const auto& p : metric(snap, "gen_ai.client.operation.duration")->points) operation_count += p.count;
+  EXPECT_EQ(operation_count, 2u);  // v1.41.0: both; the latest adds no second rerank point
+  EXPECT_EQ(metric(snap, "gen_ai.client.inference.duration")->points[0].count, 1u);
+  EXPECT_NE(metric(snap, "gen_ai.client.token.usage"), nullptr);
+  EXPECT_NE(metric(snap, "gen_ai.client.inference.usage.output_tokens"), nullptr);
+}
+
+TEST(GenAiSpan, CacheReadTokensAreTheConventionsAttribute) {
+  auto o = streamed_chat();
+  o.cached_prompt_tokens = 64;
+  IdGenerator ids(3);
+  const auto s = span_from_observation(o, trace_for_request(std::nullopt, ids), "", {});
+  EXPECT_EQ(std::get<std::int64_t>(*find(s.attributes, "gen_ai.usage.cache_read.input_tokens")), 64);
+}
+
 }  // namespace
 }  // namespace mpo::otel

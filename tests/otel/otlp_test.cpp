@@ -89,9 +89,9 @@ TEST(Otlp, TracesAsProtobufCarryTheIdsAsRawBytes) {
 }
 
 TEST(Otlp, MetricsAsJsonCarryCumulativeHistograms) {
-  HistogramMetric m{"gen_ai.client.operation.duration", "GenAI operation duration.", "s", {}};
+  Metric m{"gen_ai.client.operation.duration", "GenAI operation duration.", "s", {}};
   m.points.push_back({{{"gen_ai.operation.name", std::string("chat")}}, 1, 2, 3, 0.75, {1, 2, 0}, {0.1, 1.0}});
-  const HistogramMetric ms[] = {m};
+  const Metric ms[] = {m};
   const auto doc = boost::json::parse(encode_metrics(Origin{}, ms, Encoding::kJson));
   const auto& metric = doc.at("resourceMetrics").at(0).at("scopeMetrics").at(0).at("metrics").at(0);
   EXPECT_EQ(metric.at("unit"), "s");
@@ -104,6 +104,21 @@ TEST(Otlp, MetricsAsJsonCarryCumulativeHistograms) {
   ASSERT_EQ(bounds.size(), 2u);
   EXPECT_EQ(bounds[0].to_number<double>(), 0.1);
   EXPECT_EQ(bounds[1].to_number<double>(), 1.0);
+}
+
+TEST(Otlp, CountersAreCumulativeMonotonicSums) {
+  Metric m{"gen_ai.client.inference.usage.input_tokens", "Input tokens.", "{token}", {}};
+  m.is_counter = true;
+  m.sum_points.push_back({{{"gen_ai.token.modality", std::string("unknown")}}, 1, 2, 5000000000});
+  const Metric ms[] = {m};
+  const auto doc = boost::json::parse(encode_metrics(Origin{}, ms, Encoding::kJson));
+  const auto& metric = doc.at("resourceMetrics").at(0).at("scopeMetrics").at(0).at("metrics").at(0);
+  EXPECT_FALSE(metric.as_object().contains("histogram"));
+  const auto& sum = metric.at("sum");
+  EXPECT_EQ(sum.at("aggregationTemporality"), 2);
+  EXPECT_EQ(sum.at("isMonotonic"), true);
+  EXPECT_EQ(sum.at("dataPoints").at(0).at("asInt"), "5000000000");  // 64-bit integers as strings
+  EXPECT_EQ(sum.at("dataPoints").at(0).at("attributes").at(0).at("key"), "gen_ai.token.modality");
 }
 
 }  // namespace
