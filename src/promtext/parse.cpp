@@ -245,11 +245,11 @@ class Parser {
   }
 
   // Parses `{a="b",...}` starting at line_[i] == '{'; returns the index after '}'. Prometheus 3's
-  // UTF-8 names: a label name may be quoted (`"label.name"="v"`), and with `metric_name` a first
-  // quoted string on its own is the sample's metric name (`{"my.metric",a="b"}`).
+  // UTF-8 names: a label name may be quoted (`"label.name"="v"`), and with `metric_name` a quoted
+  // string on its own, anywhere in the set, is the sample's metric name (`{"my.metric",a="b"}`,
+  // `{a="b", "my.metric"}`, as prometheus/common's text parser reads them).
   Result<std::size_t> parse_labels(std::size_t i, Labels& labels, std::string* metric_name = nullptr) {
     ++i;  // '{'
-    bool first = true;
     while (true) {
       i = skip_space(i);
       if (i >= line_.size()) return fail(i, "label set is not closed with '}'");
@@ -259,12 +259,12 @@ class Parser {
         auto end = quoted_at(i, lname, "a quoted name");
         if (!end) return end.error();
         const std::size_t after = skip_space(*end);
-        if (after < line_.size() && line_[after] != '=' && metric_name != nullptr && first && metric_name->empty()) {
+        if (after < line_.size() && line_[after] != '=' && metric_name != nullptr && metric_name->empty()) {
           if (lname.empty()) return fail(i, "a quoted metric name is empty");
+          if (line_[after] != ',' && line_[after] != '}') return fail(after, "expected ',' or '}' after a metric name");
           *metric_name = std::move(lname);
-          first = false;
           i = after;
-          if (i < line_.size() && line_[i] == ',') ++i;
+          if (line_[i] == ',') ++i;
           continue;
         }
         if (lname.empty()) return fail(i, "a quoted label name is empty");
@@ -277,7 +277,6 @@ class Parser {
         lname.assign(line_.substr(i, ne - i));
         i = skip_space(ne);
       }
-      first = false;
       if (i >= line_.size() || line_[i] != '=') return fail(i, fmt::format("expected '=' after label {}", lname));
       i = skip_space(i + 1);
       if (i >= line_.size() || line_[i] != '"') return fail(i, fmt::format("label {}'s value must be quoted", lname));
@@ -316,12 +315,12 @@ class Parser {
       const std::size_t at = i;
       auto r = parse_labels(i, s.labels, &s.name);
       if (!r) return r.error();
-      if (s.name.empty()) return fail(at, "a label set without a metric name: put the name first, quoted");
+      if (s.name.empty()) return fail(at, "a label set without a metric name: name it, quoted, in the set");
       return parse_sample_value(*r, std::move(s));
     }
     const std::size_t ne = name_end(i, false);
     if (ne == std::string_view::npos) {
-      return fail(i, "expected a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*, or quoted first in '{...}') or '#'");
+      return fail(i, "expected a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*, or quoted in '{...}') or '#'");
     }
     s.name = std::string(line_.substr(i, ne - i));
     i = ne;

@@ -37,21 +37,9 @@ bool known_basis(std::string_view b) {
   return b == "usage.completion_tokens" || b == "stream_content_events" || b == "estimated_content_tokens";
 }
 
-// The identity the track's points are held to: its lowest point with a measured throughput in a
-// known basis.
-std::optional<ThroughputIdentity> track_reference(const SweepReceipt& r, const std::string& track) {
-  std::vector<std::pair<double, ThroughputIdentity>> found;
-  for (const auto& p : r.points) {
-    for (const auto& tp : p.tracks) {
-      if (tp.track != track || !tp.stats.throughput_tok_s.measured_value()) continue;
-      auto id = throughput_identity(tp);
-      if (!id.unit.empty() && known_basis(id.basis) && id.unit == id.basis + "/s") found.emplace_back(p.coordinate, id);
-    }
-  }
-  if (found.empty()) return std::nullopt;
-  return std::min_element(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; })
-      ->second;
-}
+// The throughput identity each track's points are held to (fak, generation 2): that of the track's
+// first valid point, in coordinate order; filled as the points are judged.
+using References = std::map<std::string, ThroughputIdentity>;
 
 void set(TrackPoint& tp, std::string status, std::string code, std::string reason) {
   tp.status = std::move(status);
@@ -59,8 +47,7 @@ void set(TrackPoint& tp, std::string status, std::string code, std::string reaso
   tp.reason = std::move(reason);
 }
 
-void evaluate_point(const SweepReceipt& r, const Point& p, TrackPoint& tp, const Contract* c,
-                    const std::optional<ThroughputIdentity>& reference) {
+void evaluate_point(const SweepReceipt& r, const Point& p, TrackPoint& tp, const Contract* c, References& references) {
   const std::string coord = go_float_text(p.coordinate);
   if (c == nullptr) return set(tp, "invalid", "contract_missing", "no contract declared for track " + tp.track);
   if (p.workload_digest != r.workload_digest) {
@@ -168,22 +155,27 @@ void evaluate_point(const SweepReceipt& r, const Point& p, TrackPoint& tp, const
   const auto thr = tp.stats.throughput_tok_s.measured_value();
   if (!thr || *thr <= 0) return set(tp, "not_measured", "throughput_missing", "token throughput was not measured");
   if (r.rules_generation >= 2) {
+    // fak's validServingSweepThroughputPair: a known basis and its own unit, else unknown; a valid
+    // pair other than the track's first valid point's is a mismatch (internal/webbench/serving_sweep.go).
     const auto id = throughput_identity(tp);
-    if (id.basis != "mixed" && (id.unit.empty() || id.basis.empty() || !known_basis(id.basis))) {
+    if (!known_basis(id.basis) || id.unit != id.basis + "/s") {
       return set(tp, "invalid", "throughput_identity_unknown",
-                 fmt::format("the throughput's unit ('{}') or token-count basis ('{}') is missing or not one this "
-                             "generation knows",
+                 fmt::format("the throughput's unit '{}' and token-count basis '{}' are not a recognised pair "
+                             "(usage.completion_tokens, stream_content_events or estimated_content_tokens, with that "
+                             "basis + '/s' as the unit)",
                              id.unit, id.basis));
     }
-    if (id.basis == "mixed" || id.unit != id.basis + "/s" || id.sample_basis_missing) {
+    if (id.sample_basis_missing) {
       return set(tp, "invalid", "throughput_identity_mismatch",
-                 fmt::format("the point's samples count tokens on different bases (unit '{}', basis '{}'{})", id.unit,
-                             id.basis, id.sample_basis_missing ? ", a successful sample without one" : ""));
+                 fmt::format("a successful sample names no token-count basis where the point counts '{}'", id.basis));
     }
-    if (reference && (reference->unit != id.unit || reference->basis != id.basis)) {
-      return set(tp, "invalid", "throughput_identity_mismatch",
-                 fmt::format("throughput in '{}', where the track's lowest point has '{}'", id.unit, reference->unit));
+    const auto ref = references.find(tp.track);
+    if (ref != references.end() && (ref->second.unit != id.unit || ref->second.basis != id.basis)) {
+      return set(
+          tp, "invalid", "throughput_identity_mismatch",
+          fmt::format("throughput in '{}', where the track's first valid point has '{}'", id.unit, ref->second.unit));
     }
+    references.emplace(tp.track, id);
   }
   set(tp, "valid", "", "");
 }
@@ -388,11 +380,45 @@ Saturation saturation(const SweepReceipt& r, const Contract& c,
   return o;
 }
 
+using TrackPoints = std::vector<std::pair<const Point*, const TrackPoint*>>;
+
+// Why no extremum can be located over the track's points (status, reason), as fak's sweepcert
+// `prepare` decides it: every declared coordinate needs its point, and each point in coordinate
+// order must be measured and carry the metrics the finding reads (throughput, and the p99 of each
+// budget in `sla`). nullopt: it can be located.
+std::optional<std::pair<std::string, std::string>> unlocatable(const SweepReceipt& r, const TrackPoints& pts,
+                                                               const SlaBudgets& sla) {
+  if (pts.size() != r.coordinates.size()) return std::pair{"not_identifiable", "missing declared sweep point"};
+  for (const auto& [p, tp] : pts) {
+    if (tp->status == "invalid") return std::pair{"invalid", "invalid point: " + tp->reason_code};
+    if (tp->status != "valid") {
+      return std::pair{"not_identifiable", "a declared point was not measured; transition remains an interval/unknown"};
+    }
+    if (!tp->stats.throughput_tok_s.measured_value() || !meets(sla, *tp)) {
+      return std::pair{"not_identifiable", "required observation was not measured"};
+    }
+  }
+  return std::nullopt;
+}
+
+// The point of highest throughput among those `eligible` admits, the lower coordinate on a tie.
+template <class Eligible>
+const TrackPoints::value_type* highest_throughput(const TrackPoints& pts, Eligible eligible) {
+  const TrackPoints::value_type* best = nullptr;
+  for (const auto& pt : pts) {
+    if (!eligible(*pt.second)) continue;
+    const double v = pt.second->stats.throughput_tok_s.measured_value().value_or(0);
+    const double b = best ? best->second->stats.throughput_tok_s.measured_value().value_or(0) : 0;
+    if (!best || v > b || (v == b && pt.first->coordinate < best->first->coordinate)) best = &pt;
+  }
+  return best;
+}
+
 TrackSummary summarize(const SweepReceipt& r, const Contract& c) {
   TrackSummary s;
   s.track = c.track;
   s.envelope_digest = envelope_digest(r, c);
-  std::vector<std::pair<const Point*, const TrackPoint*>> pts;
+  TrackPoints pts;
   for (const auto& p : r.points) {
     for (const auto& tp : p.tracks) {
       if (tp.track == c.track) pts.emplace_back(&p, &tp);
@@ -437,20 +463,21 @@ TrackSummary summarize(const SweepReceipt& r, const Contract& c) {
     return s;
   }
   s.status = "measured";
-  // Peak.
-  const bool all_declared_measured =
-      pts.size() == r.coordinates.size() &&
-      std::all_of(pts.begin(), pts.end(), [](const auto& pt) { return pt.second->status == "valid"; });
-  if (!all_declared_measured) {
-    s.peak_status = "not_identifiable";
-    s.peak_reason = "a declared point was not measured; the peak cannot be located";
-  } else {
-    const std::pair<const Point*, const TrackPoint*>* best = nullptr;
-    for (const auto& pt : pts) {
-      const double v = pt.second->stats.throughput_tok_s.measured_value().value_or(0);
-      if (!best || v > best->second->stats.throughput_tok_s.measured_value().value_or(0)) best = &pt;
+  const auto selected = [&](const std::pair<const Point*, const TrackPoint*>& pt) {
+    Selection sel = selection_of(*pt.first, *pt.second);
+    if (r.rules_generation >= 2) {
+      sel.throughput_unit = pt.second->stats.throughput_tok_s.unit.value_or("");
+      sel.token_count_basis = pt.second->stats.token_count_basis;
     }
-    s.peak = selection_of(*best->first, *best->second);
+    return sel;
+  };
+  // Peak: fak's ObservedExtremum over throughput.
+  if (const auto blocked = unlocatable(r, pts, {})) {
+    s.peak_status = blocked->first;
+    s.peak_reason = blocked->second;
+  } else {
+    const auto* best = highest_throughput(pts, [](const TrackPoint&) { return true; });
+    s.peak = selected(*best);
     s.peak_status = censoring(r, c, best->first->coordinate);
     if (s.peak_status == "right_censored") {
       s.peak_reason =
@@ -460,36 +487,24 @@ TrackSummary summarize(const SweepReceipt& r, const Contract& c) {
       s.peak_reason = "throughput is highest at the lowest tested point and the axis does not start at 1";
     }
   }
-  // SLA knee.
+  // SLA knee: fak's ConstrainedExtremum, the budgets' p99 metrics required at every point.
   if (!r.sla.any()) {
     s.sla_status = "not_configured";
     s.sla_reason = "no p99 latency budget configured; no SLA knee claimed";
     return s;
   }
-  const std::pair<const Point*, const TrackPoint*>* knee = nullptr;
-  if (pts.size() < r.coordinates.size()) {
-    s.sla_status = "not_identifiable";
-    s.sla_reason = "a declared point was not measured; the knee cannot be located";
+  if (const auto blocked = unlocatable(r, pts, r.sla)) {
+    s.sla_status = blocked->first;
+    s.sla_reason = blocked->second;
     return s;
   }
-  for (const auto& pt : pts) {
-    const auto m = meets(r.sla, *pt.second);
-    if (!m || pt.second->status == "not_measured") {
-      s.sla_status = "not_identifiable";
-      s.sla_reason = (m ? "a point was not measured at " : "a point lacks a constrained p99 metric at ") +
-                     go_float_text(pt.first->coordinate);
-      return s;
-    }
-    if (!*m || pt.second->status != "valid") continue;
-    const double v = pt.second->stats.throughput_tok_s.measured_value().value_or(0);
-    if (!knee || v > knee->second->stats.throughput_tok_s.measured_value().value_or(0)) knee = &pt;
-  }
+  const auto* knee = highest_throughput(pts, [&](const TrackPoint& tp) { return meets(r.sla, tp).value_or(false); });
   if (!knee) {
     s.sla_status = "not_identifiable";
     s.sla_reason = "no measured point satisfies every declared constraint";
     return s;
   }
-  s.sla_knee = selection_of(*knee->first, *knee->second);
+  s.sla_knee = selected(*knee);
   s.sla_status = censoring(r, c, knee->first->coordinate);
   if (s.sla_status == "right_censored") {
     s.sla_reason = "the knee is at the largest tested point, below the declared capacity";
@@ -561,9 +576,16 @@ std::string envelope_digest(const SweepReceipt& r, const Contract& c) {
       {"environment", or_missing(r.machine_id)},
   };
   if (r.rules_generation >= 2) {
-    const auto id = track_reference(r, c.track);
-    bindings["throughput_unit"] = id ? id->unit : "<missing>";
-    bindings["token_count_basis"] = id ? id->basis : "<missing>";
+    // The first valid point's (fak's servingSweepEvidence), "<missing>" when none is valid.
+    const TrackPoint* first = nullptr;
+    for (const auto& p : r.points) {
+      for (const auto& tp : p.tracks) {
+        if (!first && tp.track == c.track && tp.status == "valid") first = &tp;
+      }
+    }
+    const auto id = first ? std::optional(throughput_identity(*first)) : std::nullopt;
+    bindings["throughput_unit"] = id && !id->unit.empty() ? id->unit : "<missing>";
+    bindings["token_count_basis"] = id && !id->basis.empty() ? id->basis : "<missing>";
   }
   boost::json::array coords;
   for (double v : r.coordinates) coords.push_back(v);
@@ -612,15 +634,12 @@ Status evaluate_sweep(SweepReceipt& r) {
   r.coordinates.assign(coords.begin(), coords.end());
   std::sort(r.points.begin(), r.points.end(),
             [](const Point& a, const Point& b) { return a.coordinate < b.coordinate; });
-  std::map<std::string, std::optional<ThroughputIdentity>> references;  // once per track, before any status moves
-  for (const auto& p : r.points)
-    for (const auto& tp : p.tracks)
-      if (!references.count(tp.track)) references[tp.track] = track_reference(r, tp.track);
+  References references;
   for (auto& p : r.points) {
     for (auto& tp : p.tracks) {
       const auto it =
           std::find_if(r.contracts.begin(), r.contracts.end(), [&](const Contract& c) { return c.track == tp.track; });
-      evaluate_point(r, p, tp, it == r.contracts.end() ? nullptr : &*it, references[tp.track]);
+      evaluate_point(r, p, tp, it == r.contracts.end() ? nullptr : &*it, references);
     }
   }
   r.tracks.clear();

@@ -22,6 +22,14 @@ inline constexpr const char* kCapacityRule =
 inline constexpr const char* kPeakRule =
     "peak is the maximum measured token throughput across at least two comparable valid points; "
     "ties choose lower concurrency";
+// Generation 2 (fak's internal/webbench/serving_sweep.go with the throughput identity): these two
+// name it.
+inline constexpr const char* kComparablePointRuleGeneration2 =
+    "workload digest, model, engine, engine receipt, capacity, and capacity source must match the "
+    "declared track contract; throughput unit and non-mixed token count basis must match across points";
+inline constexpr const char* kPeakRuleGeneration2 =
+    "peak is the maximum measured throughput in one unit and token count basis across at least two "
+    "comparable valid points; ties choose lower concurrency";
 inline constexpr const char* kSlaKneeRule =
     "when p99 budgets are configured, the knee is the maximum-throughput valid point satisfying "
     "every configured budget; ties choose lower concurrency";

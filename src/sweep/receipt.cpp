@@ -90,6 +90,8 @@ boost::json::object selection_json(LoadMode m, const Selection& s) {
   boost::json::object o;
   o[point_key(m)] = coordinate_json(m, s.coordinate);
   o["throughput_tok_s"] = s.throughput_tok_s;
+  put_if(o, "throughput_unit", s.throughput_unit);
+  put_if(o, "token_count_basis", s.token_count_basis);
   if (s.goodput_rps) o["goodput_rps"] = *s.goodput_rps;
   if (s.ttft_p99_ms) o["ttft_p99_ms"] = *s.ttft_p99_ms;
   if (s.itl_p99_ms) o["itl_p99_ms"] = *s.itl_p99_ms;
@@ -101,6 +103,8 @@ Selection selection_from(LoadMode m, const boost::json::object& o) {
   Selection s;
   s.coordinate = json_double(o, point_key(m)).value_or(0);
   s.throughput_tok_s = json_double(o, "throughput_tok_s").value_or(0);
+  s.throughput_unit = json_string(o, "throughput_unit").value_or("");
+  s.token_count_basis = json_string(o, "token_count_basis").value_or("");
   s.goodput_rps = json_double(o, "goodput_rps");
   s.ttft_p99_ms = json_double(o, "ttft_p99_ms");
   s.itl_p99_ms = json_double(o, "itl_p99_ms");
@@ -260,9 +264,10 @@ boost::json::value receipt_json(const SweepReceipt& r) {
   }
   o["tracks"] = std::move(summaries);
   boost::json::object honesty;
-  honesty["comparable_point_rule"] = kComparablePointRule;
+  const bool newer = r.rules_generation >= 2;
+  honesty["comparable_point_rule"] = newer ? kComparablePointRuleGeneration2 : kComparablePointRule;
   honesty["capacity_rule"] = kCapacityRule;
-  honesty["peak_rule"] = kPeakRule;
+  honesty["peak_rule"] = newer ? kPeakRuleGeneration2 : kPeakRule;
   honesty["sla_knee_rule"] = kSlaKneeRule;
   honesty["unknown_rule"] = kUnknownRule;
   o["honesty"] = std::move(honesty);
@@ -405,7 +410,12 @@ Result<SweepReceipt> parse_sweep_receipt(std::string_view text) {
     r.rules_generation = static_cast<int>(json_int(*tool, "rules_generation").value_or(1));
   }
   if (r.tool_name.empty()) {
-    // A fak receipt that carries the newer codes was judged by the newer rules.
+    // A fak receipt that carries the newer codes or the newer honesty string was judged by the
+    // newer rules.
+    if (const auto* h = json_object(o, "honesty");
+        h && str(*h, "comparable_point_rule").find("throughput unit") != std::string::npos) {
+      r.rules_generation = 2;
+    }
     for (const auto& p : r.points)
       for (const auto& tp : p.tracks)
         if (tp.reason_code.rfind("throughput_identity_", 0) == 0) r.rules_generation = 2;

@@ -49,6 +49,8 @@ struct Point {
 struct Selection {
   double coordinate = 0;
   double throughput_tok_s = 0;
+  // What the throughput counts (fak's rules of generation 2 write both on a selection); "" unknown.
+  std::string throughput_unit, token_count_basis;
   std::optional<double> goodput_rps, ttft_p99_ms, itl_p99_ms, e2e_p99_ms;
 };
 

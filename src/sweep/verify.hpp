@@ -23,8 +23,10 @@ struct VerifyOutcome {
 VerifyOutcome verify_sweep(std::string_view text);
 
 // Every field `text` states that differs from `derived` (the same receipt re-derived and
-// re-evaluated): for our receipts every field, for fak's the fields fak writes.
-std::vector<JsonDifference> stated_differences(std::string_view text, const SweepReceipt& derived);
+// re-evaluated): for our receipts every field; for fak's the fields fak writes, a field fak's
+// version left out being absent by design and its reasons fak's own wording (said in `notes`).
+std::vector<JsonDifference> stated_differences(std::string_view text, const SweepReceipt& derived,
+                                               std::vector<std::string>* notes = nullptr);
 
 // A report with every point's stats and evidence figures recomputed from its samples (points
 // without samples keep theirs), before evaluation: what the runner writes and verify expects.

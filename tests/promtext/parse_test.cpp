@@ -303,6 +303,70 @@ TEST(Parse, EmptyAndBlankInputsAreEmptyExpositions) {
 // Issue 39: Prometheus 3's text format (and OpenMetrics 2 drafts) quote UTF-8 metric and label
 // names: `# TYPE "my.metric" counter`, `{"my.metric","label.name"="v"} 1`. Invented to the shape
 // of the Prometheus 3 exposition format's documented examples.
+// The quoted-name cases of Prometheus's own text parser tests (prometheus/common
+// expfmt/text_parse_test.go, scenarios 5-11, Apache-2.0): the pages as they stand there, the facts
+// asserted as that test expects them, and each page written back and read again unchanged.
+TEST(Parse, PrometheusCommonsQuotedNameScenariosAreRead) {
+  struct Case {
+    const char* page;
+    const char* family;
+    MetricType type;
+    std::size_t samples;
+  };
+  const Case cases[] = {
+      {"\n# HELP \"my.noncompliant.metric\" help text\n# TYPE \"my.noncompliant.metric\" counter\n"
+       "{\"my.noncompliant.metric\",\"label.name\"=\"value\"} 1\n",
+       "my.noncompliant.metric", MetricType::kCounter, 1},
+      {"\n# HELP \"name.with.dots\" boring help\n# TYPE \"name.with.dots\" counter\n"
+       "{\"name.with.dots\",labelname=\"val1\",basename=\"basevalue\"} 42.0\n"
+       "{\"name.with.dots\",labelname=\"val2\",basename=\"basevalue\"} 0.23 1234567890\n",
+       "name.with.dots", MetricType::kCounter, 2},
+      {"\n\t\t\t\t# HELP \"name.with.dots\" boring help\n\t\t\t\t# TYPE \"name.with.dots\" counter\n"
+       "\t\t\t\t{\"name.with.dots\"} 42.0\n\t\t\t\t{\"name.with.dots\"} 0.23 1234567890\n\t\t\t\t",
+       "name.with.dots", MetricType::kCounter, 2},
+      {"# HELP \"gauge.name\" gauge\\ndoc\\nstr\\\"ing\n# TYPE \"gauge.name\" gauge\n"
+       "{\"gauge.name\",\"name.1\"=\"val with\\nnew line\",\"name*2\"=\"val with \\\\backslash and \\\"quotes\\\"\"} "
+       "+Inf\n{\"gauge.name\",\"name.1\"=\"Bj\xc3\xb6rn\",\"name*2\"=\"\xe4\xbd\x96\xe4\xbd\xa5\"} 3.14e+42\n",
+       "gauge.name", MetricType::kGauge, 2},
+      {"\n# HELP \"my\\\"noncompliant\\nmetric\\\\\" help text\n# TYPE \"my\\\"noncompliant\\nmetric\\\\\" counter\n"
+       "{\"my\\\"noncompliant\\nmetric\\\\\",\"label\\\"name\\n\"=\"value\"} 1\n",
+       "my\"noncompliant\nmetric\\", MetricType::kCounter, 1},
+      {"\n# HELP \"my.noncompliant.metric\" help text\n# TYPE \"my.noncompliant.metric\" counter\n"
+       "{labelname=\"value\", \"my.noncompliant.metric\"} 1\n",
+       "my.noncompliant.metric", MetricType::kCounter, 1},
+      {"\n{\"name.1\"} 1\n{\"name.2\"} 1\n{\"name.3\"} 1\n", "name.2", MetricType::kUntyped, 1},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.page);
+    auto e = parse_exposition(c.page);
+    ASSERT_TRUE(e.ok()) << e.error().message;
+    const MetricFamily* f = e->family(c.family);
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f->type, c.type);
+    EXPECT_EQ(f->samples.size(), c.samples);
+    auto again = parse_exposition(write_exposition(*e));
+    ASSERT_TRUE(again.ok()) << again.error().message << "\n" << write_exposition(*e);
+    EXPECT_TRUE(same_content(*e, *again));
+  }
+  // The facts the scenarios assert, where a name or value is out of the ordinary.
+  auto dotted = parse_exposition(cases[1].page);
+  EXPECT_EQ(dotted->family("name.with.dots")->help.value_or(""), "boring help");
+  EXPECT_EQ(dotted->family("name.with.dots")->samples[1].timestamp.value_or(0), 1234567890);
+  EXPECT_EQ(dotted->family("name.with.dots")->samples[1].value, 0.23);
+  auto gauge = parse_exposition(cases[3].page);
+  const auto* g = gauge->family("gauge.name");
+  EXPECT_EQ(g->help.value_or(""), "gauge\ndoc\nstr\"ing");
+  EXPECT_EQ(*find_label(g->samples[0].labels, "name.1"), "val with\nnew line");
+  EXPECT_EQ(*find_label(g->samples[0].labels, "name*2"), "val with \\backslash and \"quotes\"");
+  EXPECT_EQ(*find_label(g->samples[1].labels, "name.1"), "Bj\xc3\xb6rn");
+  EXPECT_EQ(g->samples[1].value, 3.14e42);
+  auto escaped = parse_exposition(cases[4].page);
+  EXPECT_EQ(*find_label(escaped->family("my\"noncompliant\nmetric\\")->samples[0].labels, "label\"name\n"), "value");
+  auto not_first = parse_exposition(cases[5].page);
+  EXPECT_EQ(*find_label(not_first->family("my.noncompliant.metric")->samples[0].labels, "labelname"), "value");
+  EXPECT_EQ(parse_exposition(cases[6].page)->families.size(), 3u);
+}
+
 TEST(Parse, SyntheticPrometheus3QuotedNamesAreReadAndWrittenBackAsTheyCame) {
   const std::string page =
       "# HELP \"my.metric\" A counter with a UTF-8 name.\n"

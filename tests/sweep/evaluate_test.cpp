@@ -150,8 +150,11 @@ TEST(SweepEvaluate, AnUnmeasuredPointLeavesTheKneeAndTheBoundaryNotIdentifiable)
   ASSERT_TRUE(evaluate_sweep(r).ok());
   EXPECT_EQ(at(r, 2).status, "not_measured");
   const auto& t = r.tracks[0];
+  // fak's sweepcert: an unmeasured declared point leaves both findings not identifiable.
+  EXPECT_EQ(t.peak_status, "not_identifiable");
+  EXPECT_FALSE(t.peak);
   EXPECT_EQ(t.sla_status, "not_identifiable");
-  EXPECT_EQ(t.sla_reason, "a point was not measured at 2");
+  EXPECT_EQ(t.sla_reason, "a declared point was not measured; transition remains an interval/unknown");
   EXPECT_FALSE(t.sla_knee);
   EXPECT_EQ(t.p99_boundary.status, "not_identifiable");
   EXPECT_EQ(t.p99_boundary.reason, "a constrained p99 is missing at 2");
@@ -171,7 +174,8 @@ TEST(SweepEvaluate, AnUnmeasuredPointLeavesTheKneeAndTheBoundaryNotIdentifiable)
   ASSERT_EQ(two.tracks.size(), 2u);
   EXPECT_EQ(two.tracks[0].sla_status, "right_censored");  // complete: the knee at 8, below capacity 16
   EXPECT_EQ(two.tracks[1].sla_status, "not_identifiable");
-  EXPECT_EQ(two.tracks[1].sla_reason, "a declared point was not measured; the knee cannot be located");
+  EXPECT_EQ(two.tracks[1].sla_reason, "missing declared sweep point");
+  EXPECT_EQ(two.tracks[1].peak_status, "not_identifiable");
   EXPECT_EQ(two.tracks[1].p99_boundary.status, "not_identifiable");
 }
 
