@@ -87,9 +87,9 @@ std::string fak_written(const SweepReceipt& r) {
       tp.erase("evidence");
       tp.erase("samples");
       auto& stats = tp["stats"].as_object();
-      for (const char* k : {"goodput_tok_s", "wall_seconds", "goodput_slo_seconds", "successful_output_tokens_exact",
-                            "slo_successful_output_tokens_exact", "observed_max_in_flight",
-                            "observed_in_flight_basis"}) {
+      for (const char* k :
+           {"goodput_tok_s", "wall_seconds", "goodput_slo_seconds", "successful_output_tokens_exact",
+            "slo_successful_output_tokens_exact", "observed_max_in_flight", "observed_in_flight_basis"}) {
         stats.erase(k);
       }
     }
@@ -250,19 +250,17 @@ struct IdentityCase {
 
 // fak's TestServingSweepThroughputIdentityRefusalPreservesMeasurements, case by case.
 TEST(FakRules, ThroughputIdentityRefusalsKeepTheMeasurement) {
-  for (const auto& c : {IdentityCase{"missing unit", "", "usage.completion_tokens", "throughput_identity_unknown"},
-                        IdentityCase{"missing basis", "usage.completion_tokens/s", "", "throughput_identity_unknown"},
-                        IdentityCase{"legacy token label", "tok/s", "usage.completion_tokens",
-                                     "throughput_identity_unknown"},
-                        IdentityCase{"unknown basis", "unknown/s", "unknown", "throughput_identity_unknown"},
-                        IdentityCase{"mismatched pair", "stream_content_events/s", "usage.completion_tokens",
-                                     "throughput_identity_unknown"},
-                        IdentityCase{"mixed aggregate", "output_token_estimate/s", "mixed",
-                                     "throughput_identity_unknown"},
-                        IdentityCase{"event drift", "stream_content_events/s", "stream_content_events",
-                                     "throughput_identity_mismatch"},
-                        IdentityCase{"estimate drift", "estimated_content_tokens/s", "estimated_content_tokens",
-                                     "throughput_identity_mismatch"}}) {
+  for (const auto& c :
+       {IdentityCase{"missing unit", "", "usage.completion_tokens", "throughput_identity_unknown"},
+        IdentityCase{"missing basis", "usage.completion_tokens/s", "", "throughput_identity_unknown"},
+        IdentityCase{"legacy token label", "tok/s", "usage.completion_tokens", "throughput_identity_unknown"},
+        IdentityCase{"unknown basis", "unknown/s", "unknown", "throughput_identity_unknown"},
+        IdentityCase{"mismatched pair", "stream_content_events/s", "usage.completion_tokens",
+                     "throughput_identity_unknown"},
+        IdentityCase{"mixed aggregate", "output_token_estimate/s", "mixed", "throughput_identity_unknown"},
+        IdentityCase{"event drift", "stream_content_events/s", "stream_content_events", "throughput_identity_mismatch"},
+        IdentityCase{"estimate drift", "estimated_content_tokens/s", "estimated_content_tokens",
+                     "throughput_identity_mismatch"}}) {
     SCOPED_TRACE(c.name);
     auto r = synthetic({{1, 10}, {2, 90}});
     auto& stats = r.points[1].tracks[0].stats;
