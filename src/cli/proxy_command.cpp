@@ -213,9 +213,9 @@ std::function<int()> setup_proxy(CLI::App& app) {
   app.add_option("--genai-provider", a->opts.genai_provider,
                  "gen_ai.provider.name on spans and metrics, e.g. openai, anthropic, aws.bedrock (default: anthropic "
                  "for the Messages API, openai for the rest)");
-  app.add_option("--max-model-labels", a->opts.max_model_labels,
-                 "distinct model names kept as label values of /metrics (modelperfobs_requests_total and the gen_ai_* "
-                 "metrics); later ones are counted as _other")
+  app.add_option("--max-model-labels,--max-models", a->opts.max_model_labels,
+                 "distinct model names kept as label values of /metrics (modelperfobs_requests_total, the latency "
+                 "histograms and the gen_ai_* metrics); later ones are counted as _other")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--max-label-bytes", a->opts.max_label_bytes,

@@ -202,13 +202,14 @@ class RunOutput {
   sweep::SweepCallbacks callbacks() {
     sweep::SweepCallbacks cb;
     cb.on_observation = [this](const ledger::Observation& obs) { writer_.submit(ledger::render_observation(obs)); };
-    cb.on_progress = [this](const std::string& label, std::size_t done, std::size_t total) {
-      if (!tty_ || total == 0) return;
-      const int width = 30;
-      const int filled = static_cast<int>(static_cast<double>(done) / static_cast<double>(total) * width);
-      std::cerr << fmt::format("\r{:<18} [{}{}] {}/{}", label, std::string(filled, '#'),
-                               std::string(width - filled, '.'), done, total)
-                << std::flush;
+    cb.on_progress = [this](const std::string& label, const sweep::PointProgress& p) {
+      if (!tty_ || p.total == 0) return;
+      const int width = 24;
+      const int filled = static_cast<int>(static_cast<double>(p.done) / static_cast<double>(p.total) * width);
+      std::string line = fmt::format("\r{:<18} [{}{}] {}/{}  ok {}  failed {}", label, std::string(filled, '#'),
+                                     std::string(width - filled, '.'), p.done, p.total, p.ok, p.failed);
+      if (!p.latest_error.empty()) line += " (" + p.latest_error + ")";
+      std::cerr << line << "\033[K" << std::flush;
     };
     cb.on_note = [this](const std::string& line) {
       if (a_.quiet && line.rfind("warning", 0) != 0) return;

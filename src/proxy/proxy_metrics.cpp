@@ -19,30 +19,45 @@ void histogram(promtext::TextWriter& w, std::string_view name, std::string_view 
   w.histogram_samples(name, {}, h.bounds(), h.counts(), h.sum());
 }
 
+// One histogram family with a series per model and operation; `member` picks the histogram.
+template <class Map, class Latencies>
+void histograms_by_model(promtext::TextWriter& w, std::string_view name, std::string_view help, const Map& latencies,
+                         Histogram Latencies::*member) {
+  w.family(name, MetricType::kHistogram, help);
+  for (const auto& [key, l] : latencies) {
+    const Histogram& h = l.*member;
+    w.histogram_samples(name, {{"model", key.first}, {"operation", key.second}}, h.bounds(), h.counts(), h.sum());
+  }
+}
+
 void counter(promtext::TextWriter& w, std::string_view name, std::string_view help, std::uint64_t v) {
   w.family(name, MetricType::kCounter, help).sample(name, {}, static_cast<double>(v));
 }
 
 }  // namespace
 
+ProxyMetrics::Latencies::Latencies()
+    : ttft(vllm_buckets::kTtftBuckets),
+      tpot(vllm_buckets::kItlBuckets),
+      itl(vllm_buckets::kItlBuckets),
+      e2e(vllm_buckets::kLatencyBuckets),
+      ttfb(vllm_buckets::kTtftBuckets) {}
+
 ProxyMetrics::ProxyMetrics(std::size_t max_models, std::size_t max_model_bytes)
-    : models_(max_models, max_model_bytes),
-      ttft_(vllm_buckets::kTtftBuckets),
-      tpot_(vllm_buckets::kItlBuckets),
-      itl_(vllm_buckets::kItlBuckets),
-      e2e_(vllm_buckets::kLatencyBuckets),
-      ttfb_(vllm_buckets::kTtftBuckets),
-      lag_(kLagBuckets) {}
+    : models_(max_models, max_model_bytes), lag_(kLagBuckets) {}
 
 void ProxyMetrics::record(const ledger::Observation& o) {
   const std::string code = o.http_status ? std::to_string(*o.http_status) : "none";
-  const std::string_view model = o.model && !o.model->empty() ? models_.label(*o.model) : std::string_view();
-  ++requests_[{std::string(model), o.outcome, code}];
-  if (o.ttft_ms) ttft_.observe(*o.ttft_ms / 1000.0);
-  if (auto t = ledger::tpot_ms(o)) tpot_.observe(*t / 1000.0);
-  for (double g : o.itl_ms) itl_.observe(g / 1000.0);
-  if (o.e2e_ms) e2e_.observe(*o.e2e_ms / 1000.0);
-  if (o.ttfb_ms) ttfb_.observe(*o.ttfb_ms / 1000.0);
+  const std::string model(o.model && !o.model->empty() ? models_.label(*o.model) : std::string_view());
+  ++requests_[{model, o.operation, o.outcome, code}];
+  auto it = latencies_.find({model, o.operation});
+  if (it == latencies_.end()) it = latencies_.emplace(std::pair{model, o.operation}, Latencies{}).first;
+  Latencies& l = it->second;
+  if (o.ttft_ms) l.ttft.observe(*o.ttft_ms / 1000.0);
+  if (auto t = ledger::tpot_ms(o)) l.tpot.observe(*t / 1000.0);
+  for (double g : o.itl_ms) l.itl.observe(g / 1000.0);
+  if (o.e2e_ms) l.e2e.observe(*o.e2e_ms / 1000.0);
+  if (o.ttfb_ms) l.ttfb.observe(*o.ttfb_ms / 1000.0);
   if (o.prompt_tokens) prompt_tokens_ += static_cast<std::uint64_t>(*o.prompt_tokens);
   if (o.completion_tokens) generation_tokens_ += static_cast<std::uint64_t>(*o.completion_tokens);
 }
@@ -50,21 +65,28 @@ void ProxyMetrics::record(const ledger::Observation& o) {
 std::string ProxyMetrics::render(const LedgerCounts& ledger) const {
   promtext::TextWriter w(promtext::Format::kText004, promtext::NumberStyle::kPython);
   w.family("modelperfobs_requests_total", MetricType::kCounter,
-           "Requests seen by the proxy, by model, outcome and HTTP status.");
+           "Requests seen by the proxy, by model, operation, outcome and HTTP status.");
   for (const auto& [key, n] : requests_) {
-    const auto& [model, outcome, code] = key;
-    w.sample("modelperfobs_requests_total", {{"model", model}, {"outcome", outcome}, {"code", code}},
+    const auto& [model, operation, outcome, code] = key;
+    w.sample("modelperfobs_requests_total",
+             {{"code", code}, {"model", model}, {"operation", operation}, {"outcome", outcome}},
              static_cast<double>(n));
   }
   w.family("modelperfobs_requests_in_flight", MetricType::kGauge, "Requests in flight at the proxy.")
       .sample("modelperfobs_requests_in_flight", {}, static_cast<double>(in_flight_));
-  histogram(w, "modelperfobs_time_to_first_token_seconds", "Client-side time to the first generated-content event.",
-            ttft_);
-  histogram(w, "modelperfobs_time_per_output_token_seconds", "Client-side (e2e - ttft) / (completion_tokens - 1).",
-            tpot_);
-  histogram(w, "modelperfobs_inter_token_latency_seconds", "Gaps between consecutive content events.", itl_);
-  histogram(w, "modelperfobs_e2e_request_latency_seconds", "Request head received to last byte forwarded.", e2e_);
-  histogram(w, "modelperfobs_time_to_first_byte_seconds", "Request head received to upstream response head.", ttfb_);
+  using L = Latencies;
+  histograms_by_model(w, "modelperfobs_time_to_first_token_seconds",
+                      "Client-side time to the first generated-content event, by model and operation.", latencies_,
+                      &L::ttft);
+  histograms_by_model(w, "modelperfobs_time_per_output_token_seconds",
+                      "Client-side (e2e - ttft) / (completion_tokens - 1), by model and operation.", latencies_,
+                      &L::tpot);
+  histograms_by_model(w, "modelperfobs_inter_token_latency_seconds",
+                      "Gaps between consecutive content events, by model and operation.", latencies_, &L::itl);
+  histograms_by_model(w, "modelperfobs_e2e_request_latency_seconds",
+                      "Request head received to last byte forwarded, by model and operation.", latencies_, &L::e2e);
+  histograms_by_model(w, "modelperfobs_time_to_first_byte_seconds",
+                      "Request head received to upstream response head, by model and operation.", latencies_, &L::ttfb);
   histogram(w, "modelperfobs_proxy_lag_seconds",
             "The proxy's own lateness: the kernel's receive timestamp of bytes to the moment the proxy read them, "
             "per read (requests and responses; reads without a kernel timestamp are not counted).",

@@ -1,5 +1,7 @@
 // The proxy's own Prometheus metrics (client-side SLO signals for any backend, hosted providers
-// included), fed from finished observations. Pure; the admin listener renders it.
+// included), fed from finished observations: requests and the latency histograms by model and
+// operation (so dashboards and alerts can be per model), the rest for the whole proxy. Pure; the
+// admin listener renders it.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +19,8 @@ namespace mpo::proxy {
 class ProxyMetrics {
  public:
   // Model names become label values: at most `max_models` distinct ones, each at most
-  // `max_model_bytes` long; the rest are counted as _other (core/label_cap.hpp).
+  // `max_model_bytes` long; the rest are counted as _other (core/label_cap.hpp). Operations are
+  // the ledger's fixed set (chat, responses, messages, ...), so they need no bound.
   explicit ProxyMetrics(std::size_t max_models = 50, std::size_t max_model_bytes = 256);
   void record(const ledger::Observation& o);
   void set_in_flight(std::int64_t n) { in_flight_ = n; }
@@ -46,8 +49,15 @@ class ProxyMetrics {
   std::string render(const LedgerCounts& ledger) const;
 
  private:
+  // The latency histograms of one model and operation.
+  struct Latencies {
+    Latencies();
+    Histogram ttft, tpot, itl, e2e, ttfb;
+  };
   LabelCap models_;
-  std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t> requests_;  // model, outcome, code
+  // model, operation, outcome, code
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::uint64_t> requests_;
+  std::map<std::pair<std::string, std::string>, Latencies> latencies_;  // model, operation
   std::map<std::string, std::uint64_t> accept_pauses_;
   std::uint64_t refused_answered_ = 0, refused_closed_ = 0;
   std::int64_t in_flight_ = 0;
@@ -56,7 +66,7 @@ class ProxyMetrics {
   std::map<std::string, std::uint64_t> unknown_events_;
   std::uint64_t prompt_tokens_ = 0;
   std::uint64_t generation_tokens_ = 0;
-  Histogram ttft_, tpot_, itl_, e2e_, ttfb_, lag_;
+  Histogram lag_;
 };
 
 }  // namespace mpo::proxy

@@ -122,6 +122,22 @@ EngineIdentity read_identity(int status, const std::string& body) {
   return id;
 }
 
+// What a point's requests have come to so far, for its progress line.
+struct PointCounts {
+  std::size_t ok = 0, failed = 0;
+  std::string latest_error;
+  void count(const ledger::Observation& ob) {
+    if (ob.outcome == "ok") {
+      ++ok;
+      return;
+    }
+    ++failed;
+    latest_error =
+        ob.http_status && ob.outcome == "http_error" ? fmt::format("{} {}", ob.outcome, *ob.http_status) : ob.outcome;
+  }
+  PointProgress at(std::size_t done, std::size_t total) const { return {done, total, ok, failed, latest_error}; }
+};
+
 class SweepRun {
  public:
   SweepRun(const SweepOptions& o, const SweepCallbacks& cb, std::atomic<bool>& stop)
@@ -131,7 +147,7 @@ class SweepRun {
         driver_(
             o.target, [this](const ledger::Observation& ob) { observe(ob); },
             [this](std::size_t d, std::size_t t) {
-              if (cb_.on_progress) cb_.on_progress(label_, d, t);
+              if (cb_.on_progress) cb_.on_progress(label_, point_.at(d, t));
             }) {}
 
   // Result<T> has no empty state, which co_spawn's completion needs: wrap it.
@@ -312,6 +328,7 @@ class SweepRun {
   // the whole sweep): the server answering as another model, or the first requests all failing.
   void observe(const ledger::Observation& ob) {
     if (cb_.on_observation) cb_.on_observation(ob);
+    point_.count(ob);
     if (ob.outcome == "ok")
       ++ok_;
     else
@@ -391,6 +408,7 @@ class SweepRun {
     plan.burstiness = o_.burstiness;
     plan.seed = o_.seed * 1000003u + static_cast<std::uint64_t>(c * 1000);
     plan.label = label_ = coordinate_label(o_.mode, c);
+    point_ = {};
     plan.warmup = warmup_for(c);
     const std::size_t index = point_index_++;
     for (std::size_t i = 0; i < plan.warmup; ++i) {
@@ -643,6 +661,7 @@ class SweepRun {
   Contract contract_;
   SweepReceipt r_;
   std::string label_;
+  PointCounts point_;  // the point running now
 };
 
 }  // namespace
@@ -716,9 +735,16 @@ Result<ParityReport> run_parity(const SweepOptions& opts, const std::vector<Pari
           Target target = opts.target;
           target.url = it->url;
           const std::string label = std::string("track ") + name;
-          Driver driver(target, cb.on_observation, [&](std::size_t d, std::size_t t) {
-            if (cb.on_progress) cb.on_progress(label, d, t);
-          });
+          PointCounts counts;
+          Driver driver(
+              target,
+              [&](const ledger::Observation& ob) {
+                counts.count(ob);
+                if (cb.on_observation) cb.on_observation(ob);
+              },
+              [&](std::size_t d, std::size_t t) {
+                if (cb.on_progress) cb.on_progress(label, counts.at(d, t));
+              });
           PointPlan plan;
           plan.mode = LoadMode::kConcurrency;
           plan.coordinate = static_cast<double>(r.concurrency);

@@ -65,9 +65,17 @@ struct SweepOptions {
   double point_period_s = 0;
 };
 
+// A point's progress as it runs: requests finished of those planned (warm-up included), how many
+// ended ok and how many failed, and the latest failure's class ("http_error 503",
+// "upstream_timeout"; "" before any).
+struct PointProgress {
+  std::size_t done = 0, total = 0, ok = 0, failed = 0;
+  std::string latest_error;
+};
+
 struct SweepCallbacks {
   std::function<void(const ledger::Observation&)> on_observation;
-  std::function<void(const std::string& label, std::size_t done, std::size_t total)> on_progress;
+  std::function<void(const std::string& label, const PointProgress& progress)> on_progress;
   std::function<void(const std::string& line)> on_note;  // one line per finished point, warnings
   // Every /metrics snapshot taken (with --metrics-url), in order.
   std::function<void(const scrape::Snapshot&)> on_snapshot;

@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <boost/json.hpp>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -131,6 +132,37 @@ TEST(SweepStopsEarly, NothingMeasuredIsNotAPass) {
                                        dir + "/sweep.json");
   EXPECT_EQ(run.exit_code, 4) << run.out;
   EXPECT_NE(run.out.find("no request succeeded, so nothing was measured (exit 4)"), std::string::npos) << run.out;
+}
+
+// Issue 42: on a terminal a sweep says what goes wrong while it goes wrong: the progress line
+// counts the point's ok and failed requests and names the latest failure's class.
+TEST(SweepProgress, OnATerminalTheProgressLineCountsFailuresAndNamesTheLatest) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json", R"({"scenarios":{"faults":{"error_share":0.3,"truncate_share":0,"stall_share":0}}})");
+  Simulator sim({"--profile", dir + "/p.json"});
+  ASSERT_EQ(http_post(sim.port, "/scenario?name=faults", "").status, 200);
+  const auto run = run_cli_on_terminal(
+      "sweep --url http://127.0.0.1:" + std::to_string(sim.port) +
+      "/v1 --model sim-model --concurrencies 2 --requests 24 --warmup 0 --output-tokens 4 --output " + dir +
+      "/sweep.json");
+  std::smatch m;
+  const std::regex progress(R"(\[[#.]+\] (\d+)/24  ok (\d+)  failed ([1-9]\d*) \(http_error 500\))");
+  ASSERT_TRUE(std::regex_search(run.out, m, progress)) << run.out;
+  EXPECT_EQ(std::stoi(m[1]), std::stoi(m[2]) + std::stoi(m[3]));  // every finished request is ok or failed
+  // The last progress line of the point agrees with the ledger.
+  std::size_t failed = 0;
+  for (const auto& line : read_lines(dir + "/sweep.ledger.jsonl")) {
+    if (json::parse(line).at("outcome").as_string() != "ok") ++failed;
+  }
+  EXPECT_NE(run.out.find("24/24  ok " + std::to_string(24 - failed) + "  failed " + std::to_string(failed)),
+            std::string::npos)
+      << run.out;
+  // Off a terminal there is no progress line (the per-point lines say it as each point ends).
+  const auto plain = run_cli_with_stderr(
+      "sweep --url http://127.0.0.1:" + std::to_string(sim.port) +
+      "/v1 --model sim-model --concurrencies 2 --requests 8 --warmup 0 --output-tokens 4 --output " + dir +
+      "/plain.json");
+  EXPECT_EQ(plain.out.find("  ok "), std::string::npos) << plain.out;
 }
 
 // Issue 38: prompt lengths are what was asked, as the server's tokenizer counts them (the simulator

@@ -11,6 +11,7 @@ TEST(ProxyMetrics, CountsOutcomesAndObservesLatencies) {
   ProxyMetrics m;
   ledger::Observation o;
   o.model = "qwen";
+  o.operation = "chat";
   o.outcome = "ok";
   o.http_status = 200;
   o.stream = true;
@@ -26,15 +27,58 @@ TEST(ProxyMetrics, CountsOutcomesAndObservesLatencies) {
   m.record(e);
   m.set_in_flight(3);
   const auto x = mpo::test::read_exposition(m.render({10, 2, 0}));
-  EXPECT_EQ(x.find("modelperfobs_requests_total", {"model=\"qwen\"", "outcome=\"ok\"", "code=\"200\""}), 1);
+  EXPECT_EQ(
+      x.find("modelperfobs_requests_total", {"model=\"qwen\"", "operation=\"chat\"", "outcome=\"ok\"", "code=\"200\""}),
+      1);
   EXPECT_EQ(x.find("modelperfobs_requests_total", {"upstream_unreachable", "502"}), 1);
   EXPECT_EQ(x.find("modelperfobs_requests_in_flight"), 3);
-  EXPECT_EQ(x.find("modelperfobs_time_to_first_token_seconds_bucket", {"le=\"0.1\""}), 0);
-  EXPECT_EQ(x.find("modelperfobs_time_to_first_token_seconds_bucket", {"le=\"0.25\""}), 1);
-  EXPECT_EQ(x.find("modelperfobs_inter_token_latency_seconds_count"), 4);
-  EXPECT_EQ(x.find("modelperfobs_time_per_output_token_seconds_sum"), 0.1);
+  const std::string qwen = "model=\"qwen\"";
+  EXPECT_EQ(x.find("modelperfobs_time_to_first_token_seconds_bucket", {"le=\"0.1\"", qwen}), 0);
+  EXPECT_EQ(x.find("modelperfobs_time_to_first_token_seconds_bucket", {"le=\"0.25\"", qwen, "operation=\"chat\""}), 1);
+  EXPECT_EQ(x.find("modelperfobs_inter_token_latency_seconds_count", {qwen}), 4);
+  EXPECT_EQ(x.find("modelperfobs_time_per_output_token_seconds_sum", {qwen}), 0.1);
   EXPECT_EQ(x.find("modelperfobs_ledger_lines_dropped_total"), 2);
   EXPECT_EQ(x.find("modelperfobs_generation_tokens_total"), 5);
+}
+
+ledger::Observation finished(std::string model, std::string operation, double ttft_ms) {
+  ledger::Observation o;
+  o.model = std::move(model);
+  o.operation = std::move(operation);
+  o.outcome = "ok";
+  o.http_status = 200;
+  o.ttft_ms = ttft_ms;
+  o.e2e_ms = ttft_ms + 100;
+  return o;
+}
+
+// Issue 42: latencies by model and operation, so a dashboard and alerts can tell a slow model from
+// a fast one behind the same proxy; model names past the cap are one "_other" series.
+TEST(ProxyMetrics, LatenciesAreSeriesPerModelAndOperationWithinTheCap) {
+  ProxyMetrics m(2);
+  struct Request {
+    const char *model, *operation;
+    double ttft_ms;
+  };
+  for (const Request& r :
+       {Request{"fast", "chat", 50}, Request{"fast", "chat", 60}, Request{"slow", "chat", 3000},
+        Request{"fast", "responses", 70}, Request{"third", "chat", 10}, Request{"fourth", "chat", 20}}) {
+    m.record(finished(r.model, r.operation, r.ttft_ms));
+  }
+  const auto x = mpo::test::read_exposition(m.render({}));
+  const auto count = [&](const char* model, const char* operation) {
+    return x.find("modelperfobs_time_to_first_token_seconds_count",
+                  {std::string("model=\"") + model + "\"", std::string("operation=\"") + operation + "\""});
+  };
+  EXPECT_EQ(count("fast", "chat"), 2);
+  EXPECT_EQ(count("fast", "responses"), 1);
+  EXPECT_EQ(count("slow", "chat"), 1);
+  EXPECT_EQ(count("_other", "chat"), 2);  // the third and fourth names
+  EXPECT_EQ(x.find("modelperfobs_time_to_first_token_seconds_bucket", {"model=\"slow\"", "le=\"2.5\""}), 0);
+  EXPECT_EQ(
+      x.find("modelperfobs_time_to_first_token_seconds_bucket", {"model=\"fast\"", "operation=\"chat\"", "le=\"0.1\""}),
+      2);
+  EXPECT_EQ(x.find("modelperfobs_requests_total", {"model=\"_other\"", "operation=\"chat\""}), 2);
 }
 
 TEST(ProxyMetrics, RetriesAreCountedByCauseAndEveryCauseIsExposedFromTheStart) {

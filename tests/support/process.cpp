@@ -95,6 +95,11 @@ CliRun run_cli_with_stderr(const std::string& args, int timeout_ms) {
   return run_to_end({"/bin/sh", "-c", binary_path() + " " + args + " 2>&1"}, timeout_ms);
 }
 
+CliRun run_cli_on_terminal(const std::string& args, int timeout_ms) {
+  return run_to_end({"/usr/bin/script", "--quiet", "--return", "--command", binary_path() + " " + args, "/dev/null"},
+                    timeout_ms);
+}
+
 Dom dump_dom(const std::string& html_path, const std::string& profile_dir) {
   ChildProcess chromium({"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                          "--no-first-run", "--disable-background-networking", "--disable-component-update",

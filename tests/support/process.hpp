@@ -59,6 +59,9 @@ struct CliRun {
 CliRun run_cli(const std::vector<std::string>& args, int timeout_ms = 60000);
 // The same through /bin/sh with stderr joined to stdout (ARGS as one shell-quoted string).
 CliRun run_cli_with_stderr(const std::string& args, int timeout_ms = 60000);
+// The same on a terminal (script(1) gives it a pseudo-terminal): what a person at one would see,
+// carriage returns and escape sequences included.
+CliRun run_cli_on_terminal(const std::string& args, int timeout_ms = 60000);
 
 std::vector<std::string> read_lines(const std::string& path);
 // Waits until `path` has `more` lines beyond what it has now, calling `pace` (a round trip to a
