@@ -5,7 +5,7 @@
 namespace mpo::cli {
 
 std::span<const Command> commands() {
-  static const std::array<Command, 9> kCommands = {{
+  static const std::array<Command, 10> kCommands = {{
       {"attribute", "server counter deltas joined to a ledger's requests, graded by what the evidence proves",
        setup_attribute},
       {"bandwidth", "HBM bandwidth receipts from Nsight Compute CSVs; host-memory roofline; verify a receipt",
@@ -22,6 +22,8 @@ std::span<const Command> commands() {
       {"simulate", "vLLM-compatible engine simulator: OpenAI API, SSE streams, real vLLM /metrics", setup_simulate},
       {"sweep", "load sweep: throughput, p99s, knee and SLA boundary per point; receipts you can verify and gate",
        setup_sweep},
+      {"top", "live view of a running proxy: per model req/s, TTFT/TPOT, errors, the engine's queue, the bottleneck",
+       setup_top},
   }};
   return kCommands;
 }

@@ -29,5 +29,6 @@ std::function<int()> setup_bandwidth(CLI::App& app);
 std::function<int()> setup_sweep(CLI::App& app);
 std::function<int()> setup_attribute(CLI::App& app);
 std::function<int()> setup_cache_state(CLI::App& app);
+std::function<int()> setup_top(CLI::App& app);
 
 }  // namespace mpo::cli

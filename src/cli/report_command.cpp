@@ -15,11 +15,11 @@
 #include "core/clock.hpp"
 #include "core/time.hpp"
 #include "ledger/reader.hpp"
+#include "live/engine_evidence.hpp"
 #include "otel/trace_file.hpp"
 #include "report/analysis.hpp"
 #include "report/compare.hpp"
 #include "report/render.hpp"
-#include "scrape/facts_report.hpp"
 #include "scrape/snapshot_reader.hpp"
 
 #ifndef MPO_VERSION
@@ -97,10 +97,6 @@ bool engine_trace_split(const ReportArgs& a, const std::vector<std::string>& fil
 }
 
 // A gauge over the window as the report states it.
-report::EngineGauge gauge_of(const scrape::GaugeOverWindow& g) {
-  return report::EngineGauge{g.source, g.samples, g.max, g.mean, g.share_above_zero};
-}
-
 // The engine's own numbers over the report's window, from the scrape file the proxy wrote beside
 // the ledger (`proxy --scrape`) or --scrapes: speculative-decoding acceptance, the queue and load
 // gauges, the queue-time histogram and preemptions. Absent file, or nothing of these: nothing said.
@@ -125,52 +121,12 @@ std::optional<report::EngineEvidence> engine_evidence(const ReportArgs& a, const
     if (opts.until_us && s.started_at_us >= *opts.until_us) continue;
     window.push_back(std::move(s));
   }
-  const auto facts = scrape::build_facts_report(window);
-  if (!facts.delta) {
-    if (!facts.reset.empty()) {
-      std::cerr << "modelperfobs report: the engine's scrapes form no window (" << facts.reset
-                << "); engine evidence left out\n";
-    }
-    return std::nullopt;
+  auto engine = live::engine_window(window);
+  if (!engine.evidence && !engine.no_window.empty()) {
+    std::cerr << "modelperfobs report: the engine's scrapes form no window (" << engine.no_window
+              << "); engine evidence left out\n";
   }
-  report::EngineEvidence e;
-  e.window = facts.window;
-  e.engine = std::string(promtext::engine_name(facts.delta->engine));
-  bool any = false;
-  if (const promtext::Fact* spec = promtext::find_fact(facts.facts, "speculative_decoding");
-      spec && spec->status != promtext::FactStatus::kUnavailable) {
-    const promtext::FactValue* rate = spec->value("acceptance_rate");
-    if (!rate) rate = spec->value("spec_accept_rate");
-    const promtext::FactValue* length = spec->value("mean_accepted_length");
-    if (!length) length = spec->value("spec_accept_length");
-    if (rate) {
-      e.spec_acceptance_rate = rate->value;
-      if (length) e.spec_mean_accepted_length = length->value;
-      for (const auto& src : spec->sources) e.spec_source += (e.spec_source.empty() ? "" : ", ") + src;
-      any = true;
-    }
-  }
-  for (const auto& g : facts.gauges) {
-    if (g.signal == promtext::Signal::kWaiting) e.waiting = gauge_of(g), any = true;
-    if (g.signal == promtext::Signal::kRunning) e.running = gauge_of(g);
-  }
-  if (const promtext::HistogramSignal* q = facts.delta->histogram(promtext::Signal::kQueueTime);
-      q && q->merged.count && *q->merged.count > 0 && q->merged.sum) {
-    report::EngineQueueTime qt;
-    qt.source = q->source;
-    qt.requests = *q->merged.count;
-    qt.mean_ms = 1000 * *q->merged.sum / *q->merged.count;
-    if (const auto b = promtext::quantile_bucket(0.5, q->merged.buckets)) {
-      qt.p50_bucket_ms = std::pair(1000 * b->first, 1000 * b->second);
-    }
-    e.queue_time = qt;
-    any = true;
-  }
-  if (const promtext::ScalarSignal* p = facts.delta->scalar(promtext::Signal::kPreemptions)) {
-    e.preemptions = p->value;
-    e.preemptions_source = p->source;
-  }
-  return any ? std::optional(std::move(e)) : std::nullopt;
+  return std::move(engine.evidence);
 }
 
 // Files named, globs expanded, "-" for stdin. Missing files are an error, with their names.

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <regex>
 #include <thread>
 
 #include "support/http_client.hpp"
@@ -571,6 +572,12 @@ TEST_F(RealLlamaCppVerdicts, MoreClientsThanSlotsIsQueueingNeverTransport) {
   const std::string q = evidence(g, "queueing");
   EXPECT_NE(q.find("the engine's waiting gauge (llamacpp:requests_deferred) over"), std::string::npos) << q;
   EXPECT_EQ(q.find("was 0 in all"), std::string::npos) << q;
+  // Issue 42: `top` over the same ledger and scrapes names queueing and shows the engine's queue.
+  const auto top = run_cli({"top", dir_ + "/ledger.jsonl", "--once", "--window", "600s"});
+  EXPECT_EQ(top.exit_code, 0) << top.out;
+  EXPECT_NE(top.out.find(" model=real-llama "), std::string::npos) << top.out;
+  EXPECT_NE(top.out.find(" bottleneck=queueing "), std::string::npos) << top.out;
+  EXPECT_TRUE(std::regex_search(top.out, std::regex(R"(engine \([^)]*\): waiting \d+ \(max [1-9])"))) << top.out;
 }
 
 // As many clients as slots, long outputs: nothing waits and prompts are short, so nothing but

@@ -1,0 +1,307 @@
+// `modelperfobs top LEDGER`: a live view of a running proxy, read from the ledger it is writing
+// (followed as `tail -f` follows a file, across rotation) and the engine's scrapes beside it. Each
+// refresh takes the last --window of lines through the report's analysis (by model) and draws the
+// screen (live/top_view.*); off a terminal it prints plain lines. Written to the terminal directly
+// (ANSI sequences and termios): docs/ARCHITECTURE.md says why.
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <deque>
+#include <fstream>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
+#include "core/clock.hpp"
+#include "core/duration.hpp"
+#include "ledger/reader.hpp"
+#include "live/engine_evidence.hpp"
+#include "live/top_view.hpp"
+#include "scrape/snapshot.hpp"
+#include "scrape/snapshot_reader.hpp"
+
+namespace mpo::cli {
+namespace {
+
+struct TopArgs {
+  std::string ledger;
+  std::string scrapes;  // "" beside the ledger; "none"
+  std::string window = "30s";
+  std::string interval = "1s";
+  bool plain = false;
+  bool once = false;
+};
+
+volatile sig_atomic_t g_signal = 0;
+void on_signal(int s) { g_signal = s; }
+
+// A file read as it grows: the complete lines appended since the last call. Starts over when the
+// file is replaced (another inode: SIGHUP rotation) or cut shorter.
+class FollowedFile {
+ public:
+  explicit FollowedFile(std::string path) : path_(std::move(path)) {}
+  std::vector<std::string> new_lines() {
+    std::vector<std::string> out;
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) != 0) return out;
+    if (st.st_ino != inode_ || st.st_size < offset_) {
+      inode_ = st.st_ino;
+      offset_ = 0;
+      partial_.clear();
+    }
+    if (st.st_size == offset_) return out;
+    std::ifstream in(path_, std::ios::binary);
+    if (!in) return out;
+    in.seekg(offset_);
+    std::string chunk(static_cast<std::size_t>(st.st_size - offset_), '\0');
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    chunk.resize(static_cast<std::size_t>(in.gcount()));
+    offset_ += static_cast<off_t>(chunk.size());
+    partial_ += chunk;
+    std::size_t start = 0;
+    for (std::size_t nl; (nl = partial_.find('\n', start)) != std::string::npos; start = nl + 1) {
+      if (nl > start) out.emplace_back(partial_.substr(start, nl - start));
+    }
+    partial_.erase(0, start);
+    return out;
+  }
+  bool exists() const {
+    struct stat st {};
+    return ::stat(path_.c_str(), &st) == 0;
+  }
+
+ private:
+  std::string path_;
+  ino_t inode_ = 0;
+  off_t offset_ = 0;
+  std::string partial_;
+};
+
+// The terminal in the mode a full-screen view needs, restored however the view ends.
+class Screen {
+ public:
+  Screen() {
+    if (::isatty(STDIN_FILENO) && ::tcgetattr(STDIN_FILENO, &saved_) == 0) {
+      termios raw = saved_;
+      raw.c_lflag &= ~static_cast<tcflag_t>(ICANON | ECHO);
+      raw.c_cc[VMIN] = 0;
+      raw.c_cc[VTIME] = 0;
+      keys_ = ::tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
+    }
+    std::cout << "\033[?1049h\033[?25l" << std::flush;  // alternate screen, cursor hidden
+  }
+  ~Screen() {
+    std::cout << "\033[?25h\033[?1049l" << std::flush;
+    if (keys_) ::tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
+  }
+  bool keys() const { return keys_; }
+  static std::pair<int, int> size() {
+    winsize ws{};
+    if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 && ws.ws_row > 0) return {ws.ws_col, ws.ws_row};
+    return {80, 24};
+  }
+  static void draw(const std::vector<std::string>& lines) {
+    std::string out = "\033[H";
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      out += lines[i];
+      out += "\033[K";
+      if (i + 1 < lines.size()) out += "\r\n";
+    }
+    std::cout << out << std::flush;
+  }
+
+ private:
+  termios saved_{};
+  bool keys_ = false;
+};
+
+class Top {
+ public:
+  Top(const TopArgs& a, double window_s)
+      : a_(a), ledger_(a.ledger), scrapes_(a.scrapes.empty() ? scrape::snapshots_path_for(a.ledger) : a.scrapes) {
+    opts_.window_s = window_s;
+  }
+
+  // Reads what was appended, then builds the frame of the window ending now.
+  live::TopFrame frame() {
+    read_new();
+    const std::int64_t now = SystemClock::instance().wall_us();
+    live::TopFrame f;
+    f.now_us = now;
+    f.source = "ledger " + a_.ledger + (ledger_.exists() ? "" : " (waiting for it)");
+    f.lines = lines_;
+    f.unreadable_lines = unreadable_;
+    const std::int64_t since = now - static_cast<std::int64_t>(opts_.window_s * 1e6);
+    std::vector<ledger::LedgerRecord> window;
+    for (const auto& r : records_) {
+      if (r.started_at_us < since) continue;
+      window.push_back(r);
+      if (r.outcome != "ok" && r.model) {
+        f.latest_error[*r.model] = r.outcome + (r.http_status ? " " + std::to_string(*r.http_status) : "") +
+                                   (r.error_message ? ": " + *r.error_message : "");
+      }
+    }
+    report::Options ro;
+    ro.by = report::GroupBy::kModel;
+    ro.since_us = since;
+    std::vector<scrape::Snapshot> snaps;
+    for (const auto& s : snapshots_) {
+      if (s.started_at_us >= since) snaps.push_back(s);
+    }
+    if (!snaps.empty()) {
+      f.engine = live::engine_window(snaps);
+      ro.engine = f.engine->evidence;
+    }
+    f.groups = report::analyse(window, ro);
+    // Rates over the window as a live view means them (requests finished in the last N seconds / N),
+    // not over the span of the requests themselves as a report does; a window longer than what has
+    // been read so far is cut to it.
+    if (!records_.empty()) {
+      const double span_s = static_cast<double>(now - records_.front().started_at_us) / 1e6;
+      const double seconds = std::max(1.0, std::min(opts_.window_s, span_s));
+      for (auto& g : f.groups) {
+        g.requests_per_s = static_cast<double>(g.requests) / seconds;
+        if (g.output_tokens_per_s) g.output_tokens_per_s = static_cast<double>(g.completion_tokens_total) / seconds;
+      }
+    }
+    return f;
+  }
+
+  int run_plain(double interval_s) {
+    for (;;) {
+      for (const auto& line : live::render_lines(frame(), opts_)) std::cout << line << "\n";
+      std::cout << std::flush;
+      if (a_.once) return exit_code::kOk;
+      if (sleep_or_signal(interval_s)) return 128 + g_signal;
+    }
+  }
+
+  int run_screen(double interval_s) {
+    Screen screen;
+    live::History history;
+    live::TopFrame f = frame();
+    history.add(f);
+    for (;;) {
+      const auto [w, h] = Screen::size();
+      Screen::draw(live::render_screen(f, opts_, history, w, h));
+      if (a_.once) return exit_code::kOk;
+      // Wait for a key or the next refresh.
+      pollfd p{STDIN_FILENO, POLLIN, 0};
+      const int ready = ::poll(&p, screen.keys() ? 1 : 0, static_cast<int>(interval_s * 1000));
+      if (g_signal) return 128 + g_signal;
+      if (ready > 0) {
+        char c = 0;
+        if (::read(STDIN_FILENO, &c, 1) == 1 && !key(c, f)) return exit_code::kOk;
+        continue;  // redraw at once, same data
+      }
+      if (!opts_.paused) {
+        f = frame();
+        history.add(f);
+      }
+    }
+  }
+
+ private:
+  // Handles a key; false: quit.
+  bool key(char c, const live::TopFrame& f) {
+    switch (c) {
+      case 'q':
+      case 'Q': return false;
+      case 'p':
+      case ' ': opts_.paused = !opts_.paused; break;
+      case 's': opts_.sort = live::next(opts_.sort); break;
+      case 'm': {  // the next model in the screen's order, then all again
+        const auto groups = live::sorted_groups(f, opts_.sort);
+        std::size_t i = 0;
+        while (i < groups.size() && groups[i]->key != opts_.focus) ++i;
+        opts_.focus = opts_.focus.empty()     ? (groups.empty() ? "" : groups.front()->key)
+                      : i + 1 < groups.size() ? groups[i + 1]->key
+                                              : "";
+        break;
+      }
+      case '+': opts_.window_s = std::min(opts_.window_s * 2, 3600.0); break;
+      case '-': opts_.window_s = std::max(opts_.window_s / 2, 5.0); break;
+      default: break;
+    }
+    return true;
+  }
+
+  static bool sleep_or_signal(double s) {
+    ::poll(nullptr, 0, static_cast<int>(s * 1000));
+    return g_signal != 0;
+  }
+
+  void read_new() {
+    if (opts_.paused) return;
+    ledger::LineDecoder decoder;
+    decoder.set_sink([this](ledger::LedgerRecord&& r) { records_.push_back(std::move(r)); });
+    for (const auto& line : ledger_.new_lines()) decoder.line(line, ++lines_, false);
+    unreadable_ += std::move(decoder).take().invalid_lines;
+    if (a_.scrapes != "none") {
+      std::string text;
+      for (const auto& line : scrapes_.new_lines()) text += line + "\n";
+      if (!text.empty()) {
+        auto read = scrape::read_snapshots(text);
+        for (auto& s : read.snapshots) snapshots_.push_back(std::move(s));
+      }
+    }
+    // Keep an hour at most (the widest window '+' reaches).
+    const std::int64_t keep_from = SystemClock::instance().wall_us() - 3'600'000'000;
+    while (!records_.empty() && records_.front().started_at_us < keep_from) records_.pop_front();
+    while (!snapshots_.empty() && snapshots_.front().started_at_us < keep_from) snapshots_.pop_front();
+  }
+
+  const TopArgs& a_;
+  live::TopOptions opts_;
+  FollowedFile ledger_, scrapes_;
+  std::deque<ledger::LedgerRecord> records_;
+  std::deque<scrape::Snapshot> snapshots_;
+  std::uint64_t lines_ = 0, unreadable_ = 0;
+};
+
+int run(const TopArgs& a) {
+  auto window = parse_duration_s(a.window);
+  if (!window || *window <= 0) {
+    std::cerr << "modelperfobs top: --window: give a duration such as 30s or 2m\n";
+    return 2;
+  }
+  auto interval = parse_duration_s(a.interval);
+  if (!interval || *interval <= 0) {
+    std::cerr << "modelperfobs top: --interval: give a duration such as 1s\n";
+    return 2;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;  // no SA_RESTART: the wait returns at once
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  Top top(a, *window);
+  const bool screen = !a.plain && ::isatty(STDOUT_FILENO);
+  return screen ? top.run_screen(*interval) : top.run_plain(*interval);
+}
+
+}  // namespace
+
+std::function<int()> setup_top(CLI::App& app) {
+  auto a = std::make_shared<TopArgs>();
+  app.add_option("ledger", a->ledger, "the ledger a proxy is writing (followed as it grows, across rotation)")
+      ->required();
+  app.add_option("--scrapes", a->scrapes,
+                 "the engine's snapshots (proxy --scrape): default the file beside the ledger; 'none' to leave them "
+                 "out");
+  app.add_option("--window", a->window, "the last stretch of time the figures cover (+ and - change it)")
+      ->capture_default_str();
+  app.add_option("--interval", a->interval, "time between refreshes")->capture_default_str();
+  app.add_flag("--plain", a->plain, "plain lines, one per model per refresh, even on a terminal");
+  app.add_flag("--once", a->once, "one refresh, then exit");
+  app.footer(
+      "Keys: q quit, p pause, s sort (req/s, TTFT p99, errors, model), m the model whose bottleneck and "
+      "sparklines are shown, + and - the window. Off a terminal (or with --plain) it prints plain lines.");
+  return [a] { return run(*a); };
+}
+
+}  // namespace mpo::cli

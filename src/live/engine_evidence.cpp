@@ -1,0 +1,68 @@
+#include "live/engine_evidence.hpp"
+
+#include "promtext/histogram.hpp"
+#include "scrape/facts_report.hpp"
+
+namespace mpo::live {
+namespace {
+
+report::EngineGauge gauge_of(const scrape::GaugeOverWindow& g) {
+  return report::EngineGauge{g.source, g.samples, g.max, g.mean, g.share_above_zero};
+}
+
+}  // namespace
+
+EngineWindow engine_window(const std::vector<scrape::Snapshot>& snapshots) {
+  EngineWindow out;
+  const auto facts = scrape::build_facts_report(snapshots);
+  if (facts.last) {
+    out.waiting_now = facts.last->signals.value(promtext::Signal::kWaiting);
+    out.running_now = facts.last->signals.value(promtext::Signal::kRunning);
+    out.kv_usage_now = facts.last->signals.value(promtext::Signal::kKvUsage);
+  }
+  if (!facts.delta) {
+    out.no_window = facts.reset;
+    return out;
+  }
+  report::EngineEvidence e;
+  e.window = facts.window;
+  e.engine = std::string(promtext::engine_name(facts.delta->engine));
+  bool any = false;
+  if (const promtext::Fact* spec = promtext::find_fact(facts.facts, "speculative_decoding");
+      spec && spec->status != promtext::FactStatus::kUnavailable) {
+    const promtext::FactValue* rate = spec->value("acceptance_rate");
+    if (!rate) rate = spec->value("spec_accept_rate");
+    const promtext::FactValue* length = spec->value("mean_accepted_length");
+    if (!length) length = spec->value("spec_accept_length");
+    if (rate) {
+      e.spec_acceptance_rate = rate->value;
+      if (length) e.spec_mean_accepted_length = length->value;
+      for (const auto& src : spec->sources) e.spec_source += (e.spec_source.empty() ? "" : ", ") + src;
+      any = true;
+    }
+  }
+  for (const auto& g : facts.gauges) {
+    if (g.signal == promtext::Signal::kWaiting) e.waiting = gauge_of(g), any = true;
+    if (g.signal == promtext::Signal::kRunning) e.running = gauge_of(g);
+  }
+  if (const promtext::HistogramSignal* q = facts.delta->histogram(promtext::Signal::kQueueTime);
+      q && q->merged.count && *q->merged.count > 0 && q->merged.sum) {
+    report::EngineQueueTime qt;
+    qt.source = q->source;
+    qt.requests = *q->merged.count;
+    qt.mean_ms = 1000 * *q->merged.sum / *q->merged.count;
+    if (const auto b = promtext::quantile_bucket(0.5, q->merged.buckets)) {
+      qt.p50_bucket_ms = std::pair(1000 * b->first, 1000 * b->second);
+    }
+    e.queue_time = qt;
+    any = true;
+  }
+  if (const promtext::ScalarSignal* p = facts.delta->scalar(promtext::Signal::kPreemptions)) {
+    e.preemptions = p->value;
+    e.preemptions_source = p->source;
+  }
+  if (any) out.evidence = std::move(e);
+  return out;
+}
+
+}  // namespace mpo::live

@@ -1,0 +1,131 @@
+// `top`'s screen as a person would read it, from a frame built the way `top` builds it (the
+// report's analysis of the window's lines, by model). Invented lines: a fast model and a slow
+// one that fails now and then.
+#include "live/top_view.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace mpo::live {
+namespace {
+
+ledger::LedgerRecord line(const std::string& model, std::int64_t start_ms, double ttft, double e2e,
+                          std::string outcome = "ok") {
+  ledger::LedgerRecord r;
+  r.observation_id = model + std::to_string(start_ms);
+  r.started_at_us = 1'800'000'000'000'000 + start_ms * 1000;
+  r.ended_at_us = r.started_at_us + static_cast<std::int64_t>(e2e * 1000);
+  r.model = model;
+  r.operation = "chat";
+  r.stream = true;
+  r.outcome = std::move(outcome);
+  r.http_status = r.outcome == "ok" ? 200 : 503;
+  r.ttft_ms = ttft;
+  r.e2e_ms = e2e;
+  r.prompt_tokens = 100;
+  r.completion_tokens = 11;
+  r.token_source = "usage";
+  return r;
+}
+
+TopFrame frame() {
+  std::vector<ledger::LedgerRecord> lines;
+  for (int i = 0; i < 40; ++i) lines.push_back(line("fast-model", i * 100, 20 + i % 5, 220));
+  for (int i = 0; i < 10; ++i)
+    lines.push_back(line("slow-model", i * 400, 900 + 10 * i, 2900, i % 5 == 4 ? "http_error" : "ok"));
+  report::Options o;
+  o.by = report::GroupBy::kModel;
+  TopFrame f;
+  f.now_us = 1'800'000'000'000'000 + 5'000'000;
+  f.source = "ledger runs/x.jsonl";
+  f.groups = report::analyse(lines, o);
+  f.latest_error["slow-model"] = "http_error 503: the engine is overloaded";
+  f.lines = 50;
+  return f;
+}
+
+std::size_t columns(const std::string& s) {
+  std::size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+const std::string* row_of(const std::vector<std::string>& screen, const std::string& model) {
+  for (const auto& l : screen) {
+    if (l.find(model) == 1) return &l;
+  }
+  return nullptr;
+}
+
+TEST(TopScreen, FitsAnEightyByTwentyFourTerminalAndShowsEachModelsFigures) {
+  const auto f = frame();
+  History h;
+  h.add(f);
+  const auto screen = render_screen(f, TopOptions{}, h, 80, 24);
+  ASSERT_EQ(screen.size(), 24u);
+  for (const auto& l : screen) EXPECT_LE(columns(l), 80u) << l;
+  const auto* fast = row_of(screen, "fast-model");
+  const auto* slow = row_of(screen, "slow-model");
+  ASSERT_TRUE(fast && slow) << screen[2];
+  // The figures are the report's: TTFT p50 and p99 of the model's requests, errors in percent.
+  const auto& g = *std::find_if(f.groups.begin(), f.groups.end(), [](const auto& x) { return x.key == "slow-model"; });
+  EXPECT_NE(slow->find(fmt::format("{:.0f}", g.ttft_ms->p50)), std::string::npos) << *slow;
+  EXPECT_NE(slow->find(fmt::format("{:.0f}", g.ttft_ms->p99)), std::string::npos) << *slow;
+  EXPECT_NE(slow->find(" 20.0 "), std::string::npos) << *slow;  // 2 of 10 failed
+  // Sorted by requests per second: the fast model first.
+  EXPECT_LT(fast, slow);
+  // The busiest model's bottleneck and sparklines, the keys at the bottom.
+  EXPECT_NE(std::find_if(screen.begin(), screen.end(),
+                         [](const std::string& l) { return l.rfind("likely bottleneck: ", 0) == 0; }),
+            screen.end());
+  EXPECT_EQ(screen.back().rfind("q quit", 0), 0u) << screen.back();
+}
+
+TEST(TopScreen, SortingAndFocusChangeWhatIsShown) {
+  const auto f = frame();
+  History h;
+  TopOptions o;
+  o.sort = SortBy::kTtftP99;
+  o.focus = "slow-model";
+  const auto screen = render_screen(f, o, h, 80, 24);
+  EXPECT_LT(row_of(screen, "slow-model"), row_of(screen, "fast-model"));
+  EXPECT_EQ(row_of(screen, "slow-model")->front(), '>');  // the focused model is marked
+  bool marked = false, errors = false;
+  for (const auto& l : screen) {
+    marked = marked || l.rfind(">slow-model", 0) == 0;
+    errors = errors || l.find("latest: http_error 503: the engine is overloaded") != std::string::npos;
+  }
+  EXPECT_TRUE(marked);
+  EXPECT_TRUE(errors) << "the focused model's failures and the latest one's message";
+  EXPECT_EQ(next(SortBy::kName), SortBy::kRequests);
+}
+
+TEST(TopScreen, ANarrowOrShortTerminalStillGetsWholeLines) {
+  const auto f = frame();
+  const auto screen = render_screen(f, TopOptions{}, History{}, 50, 12);
+  ASSERT_EQ(screen.size(), 12u);
+  for (const auto& l : screen) EXPECT_LE(columns(l), 50u) << l;
+}
+
+TEST(TopSparkline, ScalesToTheLargestValueOfTheLastOnes) {
+  const std::deque<double> v = {0, 1, 2, 4, 8};
+  EXPECT_EQ(sparkline(v, 5), "\u2581\u2581\u2582\u2584\u2588");
+  EXPECT_EQ(sparkline(v, 2), "\u2584\u2588");
+  EXPECT_EQ(sparkline({}, 4), "");
+  EXPECT_EQ(sparkline({0, 0}, 4), "\u2581\u2581");
+}
+
+TEST(TopLines, OffATerminalOneLinePerModel) {
+  const auto lines = render_lines(frame(), TopOptions{});
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find(" model=fast-model "), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find(" model=slow-model "), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find(" err_pct=20.0 "), std::string::npos) << lines[1];
+  TopFrame empty;
+  EXPECT_NE(render_lines(empty, TopOptions{})[0].find("no requests finished in the last 30 s"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mpo::live
