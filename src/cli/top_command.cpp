@@ -14,6 +14,7 @@
 #include <deque>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
@@ -40,8 +41,8 @@ struct TopArgs {
 volatile sig_atomic_t g_signal = 0;
 void on_signal(int s) { g_signal = s; }
 
-// A file read as it grows: the complete lines appended since the last call. Starts over when the
-// file is replaced (another inode: SIGHUP rotation) or cut shorter.
+// A file read as it grows: the complete lines appended since the last call, at most 64 MiB a call.
+// Starts over when the file is replaced (another inode: SIGHUP rotation) or cut shorter.
 class FollowedFile {
  public:
   explicit FollowedFile(std::string path) : path_(std::move(path)) {}
@@ -51,19 +52,27 @@ class FollowedFile {
     if (::stat(path_.c_str(), &st) != 0) return out;
     if (st.st_ino != inode_ || st.st_size < offset_) {
       inode_ = st.st_ino;
-      offset_ = 0;
+      // A large file is read from its last kTail bytes (the recent lines), past the first cut line.
+      offset_ = st.st_size > kTail ? st.st_size - kTail : 0;
+      skip_first_ = offset_ > 0;
       partial_.clear();
     }
     if (st.st_size == offset_) return out;
     std::ifstream in(path_, std::ios::binary);
     if (!in) return out;
     in.seekg(offset_);
-    std::string chunk(static_cast<std::size_t>(st.st_size - offset_), '\0');
+    std::string chunk(static_cast<std::size_t>(std::min<off_t>(st.st_size - offset_, kTail)), '\0');
     in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
     chunk.resize(static_cast<std::size_t>(in.gcount()));
     offset_ += static_cast<off_t>(chunk.size());
     partial_ += chunk;
     std::size_t start = 0;
+    if (skip_first_) {
+      const auto nl = partial_.find('\n');
+      if (nl == std::string::npos) return out;
+      start = nl + 1;
+      skip_first_ = false;
+    }
     for (std::size_t nl; (nl = partial_.find('\n', start)) != std::string::npos; start = nl + 1) {
       if (nl > start) out.emplace_back(partial_.substr(start, nl - start));
     }
@@ -76,7 +85,9 @@ class FollowedFile {
   }
 
  private:
+  static constexpr off_t kTail = 64 << 20;
   std::string path_;
+  bool skip_first_ = false;
   ino_t inode_ = 0;
   off_t offset_ = 0;
   std::string partial_;
@@ -161,8 +172,8 @@ class Top {
     // Rates over the window as a live view means them (requests finished in the last N seconds / N),
     // not over the span of the requests themselves as a report does; a window longer than what has
     // been read so far is cut to it.
-    if (!records_.empty()) {
-      const double span_s = static_cast<double>(now - records_.front().started_at_us) / 1e6;
+    if (first_started_us_) {
+      const double span_s = static_cast<double>(now - *first_started_us_) / 1e6;
       const double seconds = std::max(1.0, std::min(opts_.window_s, span_s));
       for (auto& g : f.groups) {
         g.requests_per_s = static_cast<double>(g.requests) / seconds;
@@ -239,7 +250,10 @@ class Top {
   void read_new() {
     if (opts_.paused) return;
     ledger::LineDecoder decoder;
-    decoder.set_sink([this](ledger::LedgerRecord&& r) { records_.push_back(std::move(r)); });
+    decoder.set_sink([this](ledger::LedgerRecord&& r) {
+      if (!first_started_us_ || r.started_at_us < *first_started_us_) first_started_us_ = r.started_at_us;
+      records_.push_back(std::move(r));
+    });
     for (const auto& line : ledger_.new_lines()) decoder.line(line, ++lines_, false);
     unreadable_ += std::move(decoder).take().invalid_lines;
     if (a_.scrapes != "none") {
@@ -250,18 +264,23 @@ class Top {
         for (auto& s : read.snapshots) snapshots_.push_back(std::move(s));
       }
     }
-    // Keep an hour at most (the widest window '+' reaches).
-    const std::int64_t keep_from = SystemClock::instance().wall_us() - 3'600'000'000;
-    while (!records_.empty() && records_.front().started_at_us < keep_from) records_.pop_front();
+    // Only the window is kept (a wider one, after '+', fills as lines arrive), and at most
+    // kMaxRecords lines of it: memory stays bounded at any request rate.
+    const std::int64_t keep_from = SystemClock::instance().wall_us() - static_cast<std::int64_t>(opts_.window_s * 1e6);
+    while (!records_.empty() && (records_.front().started_at_us < keep_from || records_.size() > kMaxRecords)) {
+      records_.pop_front();
+    }
     while (!snapshots_.empty() && snapshots_.front().started_at_us < keep_from) snapshots_.pop_front();
   }
 
+  static constexpr std::size_t kMaxRecords = 500'000;
   const TopArgs& a_;
   live::TopOptions opts_;
   FollowedFile ledger_, scrapes_;
   std::deque<ledger::LedgerRecord> records_;
   std::deque<scrape::Snapshot> snapshots_;
   std::uint64_t lines_ = 0, unreadable_ = 0;
+  std::optional<std::int64_t> first_started_us_;  // the earliest line read: how far back the ledger goes
 };
 
 int run(const TopArgs& a) {
@@ -293,7 +312,8 @@ std::function<int()> setup_top(CLI::App& app) {
   app.add_option("--scrapes", a->scrapes,
                  "the engine's snapshots (proxy --scrape): default the file beside the ledger; 'none' to leave them "
                  "out");
-  app.add_option("--window", a->window, "the last stretch of time the figures cover (+ and - change it)")
+  app.add_option("--window", a->window,
+                 "the last stretch of time the figures cover (+ and - change it; a wider one fills as lines arrive)")
       ->capture_default_str();
   app.add_option("--interval", a->interval, "time between refreshes")->capture_default_str();
   app.add_flag("--plain", a->plain, "plain lines, one per model per refresh, even on a terminal");

@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <fstream>
+#include <sstream>
 
 #include "core/go_json.hpp"
 #include "sweep/evaluate.hpp"
@@ -360,6 +362,68 @@ TEST(FakRules, AnOlderFakReceiptWithoutTheNewerFieldsVerifies) {
   bool said = false;
   for (const auto& n : v.notes) said = said || n.find("absent by design") != std::string::npos;
   EXPECT_TRUE(said) << "the fields fak did not write are named as absent by design";
+}
+
+// A real fak receipt (tests/fixtures/SOURCES.md: fak's live Qwen3.8 run, 2026-09-10), written by
+// fak's older evaluator, which marked its concurrency 32 point (16 of 32 requests refused with HTTP
+// 429) valid and claimed a peak there. fak's own fixed library re-reads that point as invalid
+// (measurement_incomplete); so must verify, for that reason and nothing else: none of the fields
+// fak's version did not write is held against it.
+TEST(FakRules, ARealFakReceiptIsRefusedForItsIncompletePointAndNothingElse) {
+  std::ifstream in(
+      std::string(MPO_SOURCE_DIR) + "/tests/fixtures/fak/fak_modular-10078-live_serving-sweep_receipt.json",
+      std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  ASSERT_FALSE(text.str().empty());
+  const auto v = verify_sweep(text.str());
+  EXPECT_FALSE(v.holds);
+  ASSERT_FALSE(v.problems.empty());
+  EXPECT_EQ(v.problems.front(), "points[concurrency 32].tracks[ours].status: written \"valid\", re-derived \"invalid\"")
+      << v.summary;
+  bool code = false;
+  for (const auto& p : v.problems) {
+    code = code || p == "points[concurrency 32].tracks[ours].reason_code: written (absent), re-derived "
+                        "\"measurement_incomplete\"";
+    // Only the point and what follows from it (the track's summary) are named.
+    EXPECT_TRUE(p.rfind("points[concurrency 32].", 0) == 0 || p.rfind("tracks[ours].", 0) == 0) << p;
+    EXPECT_EQ(p.find("goodput_tok_s"), std::string::npos) << p;
+  }
+  EXPECT_TRUE(code) << v.summary;
+  bool absent_by_design = false;
+  for (const auto& n : v.notes) absent_by_design = absent_by_design || n.find("absent by design") != std::string::npos;
+  EXPECT_TRUE(absent_by_design);
+  // Its other five points are valid as written, and the re-evaluation leaves no peak to claim.
+  auto r = parse_sweep_receipt(text.str());
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(evaluate_sweep(*r).ok());
+  for (double c : {1, 2, 4, 8, 16}) EXPECT_EQ(at(*r, c).status, "valid") << c;
+  EXPECT_EQ(at(*r, 32).reason_code, "measurement_incomplete");
+  EXPECT_EQ(r->tracks.at(0).status, "invalid");
+  EXPECT_FALSE(gate_claim("ours serving peak is 5.2 tok/s", text.str()).allowed);
+  // The same receipt with the point written as fak's fixed library writes it verifies.
+  auto doc = boost::json::parse(text.str()).as_object();
+  auto fixed = receipt_json(*r).as_object();
+  fixed.erase("tool");
+  fixed.erase("load");
+  fixed.erase("validity");
+  for (auto& p : fixed["points"].as_array()) {
+    for (auto& t : p.as_object()["tracks"].as_array()) {
+      t.as_object().erase("evidence");
+      t.as_object().erase("samples");
+      for (const char* k :
+           {"goodput_tok_s", "wall_seconds", "goodput_slo_seconds", "successful_output_tokens_exact",
+            "slo_successful_output_tokens_exact", "observed_max_in_flight", "observed_in_flight_basis"}) {
+        t.as_object()["stats"].as_object().erase(k);
+      }
+    }
+  }
+  for (auto& t : fixed["tracks"].as_array()) {
+    t.as_object().erase("p99_boundary");
+    t.as_object().erase("saturation");
+  }
+  const auto again = verify_sweep(go_marshal_indent(fixed));
+  EXPECT_TRUE(again.holds) << again.summary;
 }
 
 // Ours: removing a field of ours stays tampering.
