@@ -1,5 +1,6 @@
 // `modelperfobs top LEDGER`: a live view of a running proxy, read from the ledger it is writing
-// (followed as `tail -f` follows a file, across rotation) and the engine's scrapes beside it. Each
+// (followed as `tail -f` follows a file, across rotation) and the engine's scrapes beside it, or
+// from the proxy's admin listener (`--admin URL`, its recent lines: no file access needed). Each
 // refresh takes the last --window of lines through the report's analysis (by model) and draws the
 // screen (live/top_view.*); off a terminal it prints plain lines. Written to the terminal directly
 // (ANSI sequences and termios): docs/ARCHITECTURE.md says why.
@@ -10,6 +11,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <boost/json.hpp>
 #include <cstdio>
 #include <deque>
 #include <fstream>
@@ -23,6 +25,8 @@
 #include "ledger/reader.hpp"
 #include "live/engine_evidence.hpp"
 #include "live/top_view.hpp"
+#include "net/client.hpp"
+#include "promtext/exposition.hpp"
 #include "scrape/snapshot.hpp"
 #include "scrape/snapshot_reader.hpp"
 
@@ -31,6 +35,7 @@ namespace {
 
 struct TopArgs {
   std::string ledger;
+  std::string admin;    // the proxy's admin listener, read instead of a ledger file
   std::string scrapes;  // "" beside the ledger; "none"
   std::string window = "30s";
   std::string interval = "1s";
@@ -93,6 +98,48 @@ class FollowedFile {
   std::string partial_;
 };
 
+// A proxy's recent lines from its admin listener (`GET /lines?after=N`, docs/FORMATS.md): for a
+// ledger that is not at hand. Lines the ring dropped before they were read are counted.
+class AdminLines {
+ public:
+  explicit AdminLines(net::BackendUrl url) : url_(std::move(url)) {}
+  std::vector<std::string> new_lines() {
+    std::vector<std::string> out;
+    net::ExchangeOptions req;
+    req.target = url_.target_for("/lines?after=" + std::to_string(after_));
+    const auto x = net::exchange_blocking(url_, {}, std::move(req), 5);
+    reachable_ = x.status == 200;
+    if (!reachable_) return out;
+    std::size_t start = 0;
+    bool header = true;
+    for (std::size_t nl; (nl = x.body.find('\n', start)) != std::string::npos; start = nl + 1) {
+      std::string_view line(x.body.data() + start, nl - start);
+      if (header) {
+        header = false;
+        boost::system::error_code ec;
+        const auto doc = boost::json::parse(line, ec);
+        if (ec || !doc.is_object()) return out;
+        const auto& o = doc.as_object();
+        if (const auto* n = o.if_contains("next"); n && n->is_int64()) {
+          after_ = static_cast<std::uint64_t>(n->as_int64());  // lower after a proxy restart: it counts anew
+        }
+        if (const auto* m = o.if_contains("missed"); m && m->is_int64())
+          missed_ += static_cast<std::uint64_t>(m->as_int64());
+        continue;
+      }
+      if (!line.empty()) out.emplace_back(line);
+    }
+    return out;
+  }
+  bool reachable() const { return reachable_; }
+  std::uint64_t missed() const { return missed_; }
+
+ private:
+  net::BackendUrl url_;
+  std::uint64_t after_ = 0, missed_ = 0;
+  bool reachable_ = false;
+};
+
 // The terminal in the mode a full-screen view needs, restored however the view ends.
 class Screen {
  public:
@@ -133,9 +180,13 @@ class Screen {
 
 class Top {
  public:
-  Top(const TopArgs& a, double window_s)
-      : a_(a), ledger_(a.ledger), scrapes_(a.scrapes.empty() ? scrape::snapshots_path_for(a.ledger) : a.scrapes) {
+  Top(const TopArgs& a, double window_s, std::optional<net::BackendUrl> admin)
+      : a_(a), ledger_(a.ledger), scrapes_(scrapes_path(a)) {
     opts_.window_s = window_s;
+    if (admin) {
+      admin_url_ = *admin;
+      if (a.ledger.empty()) admin_.emplace(std::move(*admin));
+    }
   }
 
   // Reads what was appended, then builds the frame of the window ending now.
@@ -144,9 +195,13 @@ class Top {
     const std::int64_t now = SystemClock::instance().wall_us();
     live::TopFrame f;
     f.now_us = now;
-    f.source = "ledger " + a_.ledger + (ledger_.exists() ? "" : " (waiting for it)");
+    if (admin_) {
+      f.source = "proxy " + a_.admin + (admin_->reachable() ? "" : " (not answering)");
+    } else {
+      f.source = "ledger " + a_.ledger + (ledger_.exists() ? "" : " (waiting for it)");
+    }
     f.lines = lines_;
-    f.unreadable_lines = unreadable_;
+    f.unreadable_lines = unreadable_ + (admin_ ? admin_->missed() : 0);
     const std::int64_t since = now - static_cast<std::int64_t>(opts_.window_s * 1e6);
     std::vector<ledger::LedgerRecord> window;
     for (const auto& r : records_) {
@@ -169,6 +224,7 @@ class Top {
       ro.engine = f.engine->evidence;
     }
     f.groups = report::analyse(window, ro);
+    if (admin_url_) f.in_flight = in_flight_by_model(*admin_url_);
     // Rates over the window as a live view means them (requests finished in the last N seconds / N),
     // not over the span of the requests themselves as a report does; a window longer than what has
     // been read so far is cut to it.
@@ -242,6 +298,31 @@ class Top {
     return true;
   }
 
+  // The engine's snapshots: --scrapes, else the file beside the ledger (none without one).
+  static std::string scrapes_path(const TopArgs& a) {
+    if (!a.scrapes.empty()) return a.scrapes;
+    return a.ledger.empty() ? std::string() : scrape::snapshots_path_for(a.ledger);
+  }
+
+  // The proxy's in-flight gauge by model, from its admin listener's /metrics; empty when it does not
+  // answer or has no such gauge.
+  static std::map<std::string, double> in_flight_by_model(const net::BackendUrl& admin) {
+    std::map<std::string, double> out;
+    net::ExchangeOptions req;
+    req.target = admin.target_for("/metrics");
+    const auto x = net::exchange_blocking(admin, {}, std::move(req), 5);
+    if (x.status != 200) return out;
+    auto page = promtext::parse_exposition(x.body);
+    if (!page) return out;
+    if (const auto* family = page->family("modelperfobs_requests_in_flight_by_model")) {
+      for (const auto& sample : family->samples) {
+        const std::string* model = promtext::find_label(sample.labels, "model");
+        out[model ? *model : std::string()] += sample.value;
+      }
+    }
+    return out;
+  }
+
   static bool sleep_or_signal(double s) {
     ::poll(nullptr, 0, static_cast<int>(s * 1000));
     return g_signal != 0;
@@ -254,9 +335,9 @@ class Top {
       if (!first_started_us_ || r.started_at_us < *first_started_us_) first_started_us_ = r.started_at_us;
       records_.push_back(std::move(r));
     });
-    for (const auto& line : ledger_.new_lines()) decoder.line(line, ++lines_, false);
+    for (const auto& line : admin_ ? admin_->new_lines() : ledger_.new_lines()) decoder.line(line, ++lines_, false);
     unreadable_ += std::move(decoder).take().invalid_lines;
-    if (a_.scrapes != "none") {
+    if (a_.scrapes != "none" && !(a_.ledger.empty() && a_.scrapes.empty())) {
       std::string text;
       for (const auto& line : scrapes_.new_lines()) text += line + "\n";
       if (!text.empty()) {
@@ -277,6 +358,8 @@ class Top {
   const TopArgs& a_;
   live::TopOptions opts_;
   FollowedFile ledger_, scrapes_;
+  std::optional<AdminLines> admin_;           // the lines' source when no ledger file was given
+  std::optional<net::BackendUrl> admin_url_;  // the proxy's admin listener, for its gauges
   std::deque<ledger::LedgerRecord> records_;
   std::deque<scrape::Snapshot> snapshots_;
   std::uint64_t lines_ = 0, unreadable_ = 0;
@@ -294,11 +377,26 @@ int run(const TopArgs& a) {
     std::cerr << "modelperfobs top: --interval: give a duration such as 1s\n";
     return 2;
   }
+  if (a.ledger.empty() && a.admin.empty()) {
+    std::cerr << "modelperfobs top: give the ledger a proxy is writing, or --admin URL of its admin listener "
+                 "(e.g. http://127.0.0.1:9464), or both (the lines from the file, the in-flight gauge from the "
+                 "listener)\n";
+    return 2;
+  }
+  std::optional<net::BackendUrl> admin;
+  if (!a.admin.empty()) {
+    auto url = net::parse_backend_url(a.admin);
+    if (!url) {
+      std::cerr << "modelperfobs top: --admin: " << url.error().message << "\n";
+      return 2;
+    }
+    admin = *url;
+  }
   struct sigaction sa {};
   sa.sa_handler = on_signal;  // no SA_RESTART: the wait returns at once
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
-  Top top(a, *window);
+  Top top(a, *window, std::move(admin));
   const bool screen = !a.plain && ::isatty(STDOUT_FILENO);
   return screen ? top.run_screen(*interval) : top.run_plain(*interval);
 }
@@ -307,8 +405,11 @@ int run(const TopArgs& a) {
 
 std::function<int()> setup_top(CLI::App& app) {
   auto a = std::make_shared<TopArgs>();
-  app.add_option("ledger", a->ledger, "the ledger a proxy is writing (followed as it grows, across rotation)")
-      ->required();
+  app.add_option("ledger", a->ledger, "the ledger a proxy is writing (followed as it grows, across rotation)");
+  app.add_option("--admin", a->admin,
+                 "the proxy's admin listener (http://127.0.0.1:9464): requests in flight per model from its /metrics, "
+                 "and, without a ledger file, the lines from its /lines (the engine's snapshots then only with "
+                 "--scrapes)");
   app.add_option("--scrapes", a->scrapes,
                  "the engine's snapshots (proxy --scrape): default the file beside the ledger; 'none' to leave them "
                  "out");

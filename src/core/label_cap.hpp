@@ -16,11 +16,12 @@ inline constexpr std::string_view kOtherLabel = "_other";
 class LabelCap {
  public:
   LabelCap(std::size_t max_values, std::size_t max_bytes) : max_values_(max_values), max_bytes_(max_bytes) {}
-  // The label for `value`: itself (a view that lives as long as this cap) or kOtherLabel.
-  std::string_view label(std::string_view value) {
+  // The label for `value`: itself (a view that lives as long as this cap) or kOtherLabel;
+  // `count_fold`: whether a fold counts in folded() (once per request: the caller that records it).
+  std::string_view label(std::string_view value, bool count_fold = true) {
     if (auto it = values_.find(value); it != values_.end()) return *it;
     if (value.size() > max_bytes_ || values_.size() >= max_values_) {
-      ++folded_;
+      if (count_fold) ++folded_;
       return kOtherLabel;
     }
     return *values_.emplace(value).first;

@@ -153,23 +153,40 @@ std::vector<std::string> render_screen(const TopFrame& f, const TopOptions& o, c
   lines.push_back(fit(fmt::format("modelperfobs top  {}  window {:.0f} s  {}{}", f.source, o.window_s,
                                   format_rfc3339_us(f.now_us).substr(11, 8), o.paused ? "  [paused]" : ""),
                       w));
-  lines.push_back(fit(fmt::format("{:<16}{:>7}{:>6}{:>8}{:>7}{:>7}{:>6}{:>8}{:>9}{:>6}", "MODEL", "req/s", "err%",
-                                  "TTFT50", "p99 ms", "TPOT50", "p99", "ITLp95", "tok/s", "cache"),
+  lines.push_back(fit(fmt::format("{:<15}{:>7}{:>5}{:>6}{:>7}{:>7}{:>7}{:>6}{:>7}{:>7}{:>6}", "MODEL", "req/s", "infl",
+                                  "err%", "TTFT50", "p99ms", "TPOT50", "p99", "ITL95", "tok/s", "cache"),
                       w));
   const auto groups = sorted_groups(f, o.sort);
   const std::size_t body = static_cast<std::size_t>(std::max(height, 12)) - 10;  // room for what follows
-  for (std::size_t i = 0; i < groups.size() && i < body; ++i) {
-    const auto& g = *groups[i];
+  std::size_t shown = 0, rows = 0;
+  for (; shown < groups.size() && rows < body; ++shown) {
+    const auto& g = *groups[shown];
     const std::string mark = !o.focus.empty() && g.key == o.focus ? ">" : " ";
+    const auto in_flight = f.in_flight.find(g.key);
     lines.push_back(
-        fit(fmt::format("{}{}{}{}{}{}{}{}{}{}{}", mark, fit(model_name(g), 15, true), number(g.requests_per_s, 7, 1),
-                        number(100 * g.error_rate, 6, 1), number(p50(g.ttft_ms), 8), number(p99(g.ttft_ms), 7),
-                        number(p50(g.tpot_ms), 7, 1), number(p99(g.tpot_ms), 6, 1), number(p50(g.itl_p95_ms), 8, 1),
-                        number(g.output_tokens_per_s, 9),
+        fit(fmt::format("{}{}{}{}{}{}{}{}{}{}{}{}", mark, fit(model_name(g), 14, true), number(g.requests_per_s, 7, 1),
+                        number(in_flight == f.in_flight.end() ? std::nullopt : std::optional(in_flight->second), 5),
+                        number(100 * g.error_rate, 6, 1), number(p50(g.ttft_ms), 7), number(p99(g.ttft_ms), 7),
+                        number(p50(g.tpot_ms), 7, 1), number(p99(g.tpot_ms), 6, 1), number(p50(g.itl_p95_ms), 7, 1),
+                        number(g.output_tokens_per_s, 7),
                         g.cached_share ? number(100 * *g.cached_share, 5) + "%" : "     -"),
             w));
+    ++rows;
+    // A model spoken to through several APIs: a row for each, its share of the model's requests.
+    if (g.apis.size() < 2) continue;
+    for (const auto& api : g.apis) {
+      if (rows >= body) break;
+      const double rate =
+          g.requests > 0 ? g.requests_per_s * static_cast<double>(api.requests) / static_cast<double>(g.requests) : 0;
+      lines.push_back(
+          fit(fmt::format(" {}{}{:>11}{}{}{}{}{}", fit("  " + api.operation, 14, true), number(rate, 7, 1), "",
+                          number(p50(api.ttft_ms), 7), number(p99(api.ttft_ms), 7), number(p50(api.tpot_ms), 7, 1),
+                          number(p99(api.tpot_ms), 6, 1), number(p50(api.itl_p95_ms), 7, 1)),
+              w));
+      ++rows;
+    }
   }
-  if (groups.size() > body) lines.push_back(fmt::format(" ... {} more models (s: sort)", groups.size() - body));
+  if (shown < groups.size()) lines.push_back(fmt::format(" ... {} more models (s: sort)", groups.size() - shown));
   if (groups.empty()) lines.push_back(" no requests finished in the window");
   lines.emplace_back();
   if (const auto* g = focused_group(f, o)) {
@@ -215,6 +232,8 @@ std::vector<std::string> render_lines(const TopFrame& f, const TopOptions& o) {
         when, model_name(*g), o.window_s, g->requests, g->requests_per_s, 100 * g->error_rate,
         number(p50(g->ttft_ms), 0), number(p99(g->ttft_ms), 0), number(p50(g->tpot_ms), 0, 1),
         number(g->output_tokens_per_s, 0));
+    if (const auto n = f.in_flight.find(g->key); n != f.in_flight.end())
+      line += fmt::format(" in_flight={:.0f}", n->second);
     if (!g->ranking.empty() && g->ranking.front().score >= 1) {
       line += fmt::format(" bottleneck={} score={:.2f}", g->ranking.front().name, g->ranking.front().score);
     }

@@ -34,8 +34,10 @@ struct TopFrame {
   std::string source;                               // "ledger runs/qwen/model-perf.jsonl"
   std::vector<report::GroupStats> groups;           // by model, over the window
   std::map<std::string, std::string> latest_error;  // by model: "http_error 503: The server is busy"
-  std::optional<EngineWindow> engine;               // from the scrape file, when there is one
-  std::uint64_t lines = 0, unreadable_lines = 0;    // read from the ledger so far
+  // Requests in flight now, by model (the proxy's gauge, from its admin listener); empty: unknown.
+  std::map<std::string, double> in_flight;
+  std::optional<EngineWindow> engine;             // from the scrape file, when there is one
+  std::uint64_t lines = 0, unreadable_lines = 0;  // read from the ledger so far
 };
 
 // The last values of a few figures per model, one per refresh, for the sparklines.

@@ -84,6 +84,7 @@ struct Exchange {
   RxStamp last_rx;  // the latest read of this exchange (request, response head, body)
   otel::RequestTrace trace;
   std::string trace_state;  // the client's tracestate, forwarded when its traceparent was valid
+  std::pair<std::string, std::string> in_flight_key;  // (model label, operation) in the in-flight gauge
 };
 
 class Proxy {

@@ -46,6 +46,20 @@ ProxyMetrics::Latencies::Latencies()
 ProxyMetrics::ProxyMetrics(std::size_t max_models, std::size_t max_model_bytes)
     : models_(max_models, max_model_bytes), lag_(kLagBuckets) {}
 
+std::pair<std::string, std::string> ProxyMetrics::request_started(const std::optional<std::string>& model,
+                                                                  std::string_view operation) {
+  std::pair<std::string, std::string> key{
+      std::string(model && !model->empty() ? models_.label(*model, false) : std::string_view()),
+      std::string(operation)};
+  ++in_flight_by_model_[key];
+  return key;
+}
+
+void ProxyMetrics::request_ended(const std::pair<std::string, std::string>& key) {
+  auto it = in_flight_by_model_.find(key);
+  if (it != in_flight_by_model_.end() && it->second > 0) --it->second;
+}
+
 void ProxyMetrics::record(const ledger::Observation& o) {
   const std::string code = o.http_status ? std::to_string(*o.http_status) : "none";
   const std::string model(o.model && !o.model->empty() ? models_.label(*o.model) : std::string_view());
@@ -74,6 +88,12 @@ std::string ProxyMetrics::render(const LedgerCounts& ledger) const {
   }
   w.family("modelperfobs_requests_in_flight", MetricType::kGauge, "Requests in flight at the proxy.")
       .sample("modelperfobs_requests_in_flight", {}, static_cast<double>(in_flight_));
+  w.family("modelperfobs_requests_in_flight_by_model", MetricType::kGauge,
+           "Requests in flight at the proxy, by model and operation (the model as the request named it).");
+  for (const auto& [key, n] : in_flight_by_model_) {
+    w.sample("modelperfobs_requests_in_flight_by_model", {{"model", key.first}, {"operation", key.second}},
+             static_cast<double>(n));
+  }
   using L = Latencies;
   histograms_by_model(w, "modelperfobs_time_to_first_token_seconds",
                       "Client-side time to the first generated-content event, by model and operation.", latencies_,

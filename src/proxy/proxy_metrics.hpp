@@ -24,6 +24,11 @@ class ProxyMetrics {
   explicit ProxyMetrics(std::size_t max_models = 50, std::size_t max_model_bytes = 256);
   void record(const ledger::Observation& o);
   void set_in_flight(std::int64_t n) { in_flight_ = n; }
+  // A request begun and ended, for the in-flight gauge by model and operation: started returns the
+  // key (model label, operation) that its end must give back.
+  std::pair<std::string, std::string> request_started(const std::optional<std::string>& model,
+                                                      std::string_view operation);
+  void request_ended(const std::pair<std::string, std::string>& key);
   void count_connect_error() { ++upstream_connect_errors_; }
   // accept() failed for want of file descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) and
   // the loop paused accepting; `reason`: the errno's name.
@@ -58,6 +63,7 @@ class ProxyMetrics {
   // model, operation, outcome, code
   std::map<std::tuple<std::string, std::string, std::string, std::string>, std::uint64_t> requests_;
   std::map<std::pair<std::string, std::string>, Latencies> latencies_;  // model, operation
+  std::map<std::pair<std::string, std::string>, std::int64_t> in_flight_by_model_;
   std::map<std::string, std::uint64_t> accept_pauses_;
   std::uint64_t refused_answered_ = 0, refused_closed_ = 0;
   std::int64_t in_flight_ = 0;

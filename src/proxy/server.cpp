@@ -282,9 +282,19 @@ awaitable<void> Proxy::admin_session(beast::tcp_stream stream) {
   } else if (req.target() == "/healthz") {
     res.set(http::field::content_type, "text/plain");
     res.body() = "ok\n";
+  } else if (const std::string_view t = req.target(); t == "/lines" || t.starts_with("/lines?")) {
+    // The last ledger lines, numbered (docs/FORMATS.md "recent lines"): `top --admin` reads them.
+    std::uint64_t after = 0;
+    if (const auto at = t.find("after="); at != std::string_view::npos) {
+      for (std::size_t i = at + 6; i < t.size() && t[i] >= '0' && t[i] <= '9' && after < (1ull << 60); ++i) {
+        after = after * 10 + static_cast<std::uint64_t>(t[i] - '0');
+      }
+    }
+    res.set(http::field::content_type, "application/x-ndjson");
+    res.body() = shared_.with_metrics([&](ProxyMetrics&) { return shared_.recent.since(after, 5000); });
   } else {
     res.result(http::status::not_found);
-    res.body() = "not found: try /metrics or /healthz\n";
+    res.body() = "not found: try /metrics, /lines?after=N or /healthz\n";
   }
   res.keep_alive(false);
   res.prepare_payload();
@@ -491,6 +501,7 @@ Exchange Proxy::begin(const http::request<http::string_body>& req, const std::op
   o.request_bytes = req.body().size();
   o.in_flight_at_start = shared_.in_flight++;
   ++in_flight_here_;
+  x.in_flight_key = shared_.with_metrics([&](ProxyMetrics& m) { return m.request_started(o.model, o.operation); });
   o.upstream_retries = 0;
   return x;
 }
@@ -515,12 +526,15 @@ void Proxy::finish(Exchange& x) {
   }
   o.timing_basis = std::string(x.timing.basis());
   o.proxy_lag_ms = x.timing.max_lag_ms();
+  std::string line = ledger::render_observation(o);
   const auto note = shared_.with_metrics([&](ProxyMetrics& m) {
     m.record(o);
+    m.request_ended(x.in_flight_key);
+    shared_.recent.add(line);
     return shared_.notes.observe(o);
   });
   if (note) std::cerr << *note << "\n";
-  shared_.ledger.submit(ledger::render_observation(o));
+  shared_.ledger.submit(std::move(line));
   --shared_.in_flight;
   --in_flight_here_;
   // Last: the line moves to the exporter (x.obs is not read after finish()).

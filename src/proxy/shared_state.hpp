@@ -15,6 +15,7 @@
 #include "ledger/writer.hpp"
 #include "proxy/backend_notes.hpp"
 #include "proxy/proxy_metrics.hpp"
+#include "proxy/recent_lines.hpp"
 #include "proxy/server.hpp"
 #include "proxy/telemetry.hpp"
 
@@ -26,9 +27,10 @@ struct Shared {
         metrics(o.max_model_labels, o.max_label_bytes),
         notes(o.backend) {}
   ledger::LedgerWriter ledger;
-  std::mutex metrics_mutex;  // metrics and notes
+  std::mutex metrics_mutex;  // metrics, notes and the recent lines
   ProxyMetrics metrics;
   BackendNotes notes;
+  RecentLines recent;  // the admin listener's /lines
   std::mutex telemetry_mutex;
   std::unique_ptr<Telemetry> telemetry;
   std::atomic<std::int64_t> in_flight{0};

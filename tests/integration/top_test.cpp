@@ -62,15 +62,15 @@ TEST(Top, InATerminalItShowsTheReportsFiguresPerModelAndTheEnginesQueueAndQuitsO
 
   const std::string session = "mpo-top-" + std::to_string(::getpid());
   ASSERT_TRUE(sh("tmux new-session -d -s " + session + " -x 80 -y 24 '" + binary_path() + " top " + ledger +
-                 " --window 600s --interval 200ms'")
+                 " --admin http://127.0.0.1:" + std::to_string(proxy.admin_port) + " --window 600s --interval 200ms'")
                   .second);
   std::string pane;
   std::vector<std::string> words;
-  for (int i = 0; i < 1000 && (words.size() < 10 || pane.find("engine (vllm)") == std::string::npos); ++i) {
+  for (int i = 0; i < 1000 && (words.size() < 11 || pane.find("engine (vllm)") == std::string::npos); ++i) {
     pane = sh("tmux capture-pane -p -t " + session).first;
     words = row(pane, "sim-model");
   }
-  ASSERT_EQ(words.size(), 10u) << pane;
+  ASSERT_EQ(words.size(), 11u) << pane;
 
   // The same ledger through `report`: the same code, so the same figures, as the screen rounds them.
   const auto rep = test::run_cli({"report", "--input", ledger, "--format", "json"});
@@ -81,11 +81,12 @@ TEST(Top, InATerminalItShowsTheReportsFiguresPerModelAndTheEnginesQueueAndQuitsO
   }
   ASSERT_NE(g, nullptr) << rep.out;
   const auto figure = [&](const char* metric, const char* q) { return g->at(metric).at(q).to_number<double>(); };
-  EXPECT_EQ(words[2], shown(100 * g->at("error_rate").to_number<double>(), 1)) << pane;
-  EXPECT_EQ(words[3], shown(figure("ttft_ms", "p50"), 0)) << pane;
-  EXPECT_EQ(words[4], shown(figure("ttft_ms", "p99"), 0)) << pane;
-  EXPECT_EQ(words[5], shown(figure("tpot_ms", "p50"), 1)) << pane;
-  EXPECT_EQ(words[6], shown(figure("tpot_ms", "p99"), 1)) << pane;
+  EXPECT_EQ(words[2], "0") << pane;  // in flight now, from the proxy's admin listener: the sweep is over
+  EXPECT_EQ(words[3], shown(100 * g->at("error_rate").to_number<double>(), 1)) << pane;
+  EXPECT_EQ(words[4], shown(figure("ttft_ms", "p50"), 0)) << pane;
+  EXPECT_EQ(words[5], shown(figure("ttft_ms", "p99"), 0)) << pane;
+  EXPECT_EQ(words[6], shown(figure("tpot_ms", "p50"), 1)) << pane;
+  EXPECT_EQ(words[7], shown(figure("tpot_ms", "p99"), 1)) << pane;
   // The engine's own gauges from the proxy's scrape file, and the likely bottleneck.
   EXPECT_NE(pane.find("engine (vllm): waiting "), std::string::npos) << pane;
   EXPECT_NE(pane.find("likely bottleneck: "), std::string::npos) << pane;
@@ -117,6 +118,25 @@ TEST(Top, OffATerminalItPrintsPlainLines) {
   EXPECT_EQ(run.exit_code, 0);
   EXPECT_NE(run.out.find(" model=sim-model window_s=600 requests=12 "), std::string::npos) << run.out;
   EXPECT_EQ(run.out.find("\033["), std::string::npos) << "no escape sequences off a terminal";
+
+  // Without the file: the proxy's admin listener serves its recent lines, numbered.
+  const auto admin = test::run_cli(
+      {"top", "--admin", "http://127.0.0.1:" + std::to_string(proxy.admin_port), "--once", "--window", "600s"});
+  EXPECT_EQ(admin.exit_code, 0) << admin.out;
+  EXPECT_NE(admin.out.find(" model=sim-model window_s=600 requests=12 "), std::string::npos) << admin.out;
+  EXPECT_NE(admin.out.find(" in_flight=0"), std::string::npos) << admin.out;
+  const auto lines = test::read_lines(ledger);
+  const auto page = sh("curl -s http://127.0.0.1:" + std::to_string(proxy.admin_port) + "/lines?after=0").first;
+  // The first line says how far the numbering goes: every line the ledger holds so far (the
+  // ledger's writer may still be behind the ring, never ahead of it).
+  const auto header = json::parse(page.substr(0, page.find('\n'))).as_object();
+  EXPECT_EQ(header.at("schema"), "modelperfobs.recent-lines.v1");
+  EXPECT_EQ(header.at("missed"), 0);
+  EXPECT_GE(header.at("next").as_int64(), static_cast<std::int64_t>(lines.size())) << page;
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(page.find(lines.back()), std::string::npos) << "the ledger's last line is the last one served";
+  // No source: a usage error.
+  EXPECT_EQ(test::run_cli({"top", "--once"}).exit_code, 2);
 }
 
 }  // namespace

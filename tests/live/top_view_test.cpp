@@ -109,6 +109,31 @@ TEST(TopScreen, ANarrowOrShortTerminalStillGetsWholeLines) {
   for (const auto& l : screen) EXPECT_LE(columns(l), 50u) << l;
 }
 
+TEST(TopScreen, AModelSpokenToThroughSeveralApisHasARowForEach) {
+  std::vector<ledger::LedgerRecord> lines;
+  for (int i = 0; i < 12; ++i) {
+    auto l = line("mixed", i * 100, i < 8 ? 30 : 300, 400);
+    l.operation = i < 8 ? "chat" : "responses";
+    lines.push_back(std::move(l));
+  }
+  report::Options o;
+  o.by = report::GroupBy::kModel;
+  TopFrame f;
+  f.now_us = 1'800'000'000'000'000 + 5'000'000;
+  f.groups = report::analyse(lines, o);
+  ASSERT_EQ(f.groups.at(0).apis.size(), 2u);
+  const auto screen = render_screen(f, TopOptions{}, History{}, 80, 24);
+  const std::string* chat = nullptr;
+  const std::string* responses = nullptr;
+  for (const auto& l : screen) {
+    if (l.rfind("   chat ", 0) == 0) chat = &l;
+    if (l.rfind("   responses ", 0) == 0) responses = &l;
+  }
+  ASSERT_TRUE(chat && responses) << screen[2] << "\n" << screen[3] << "\n" << screen[4];
+  EXPECT_NE(responses->find(" 300 "), std::string::npos) << *responses;  // its own TTFT
+  EXPECT_NE(chat->find(" 30 "), std::string::npos) << *chat;
+}
+
 TEST(TopSparkline, ScalesToTheLargestValueOfTheLastOnes) {
   const std::deque<double> v = {0, 1, 2, 4, 8};
   EXPECT_EQ(sparkline(v, 5), "\u2581\u2581\u2582\u2584\u2588");

@@ -81,6 +81,26 @@ TEST(ProxyMetrics, LatenciesAreSeriesPerModelAndOperationWithinTheCap) {
   EXPECT_EQ(x.find("modelperfobs_requests_total", {"model=\"_other\"", "operation=\"chat\""}), 2);
 }
 
+// Issue 42: requests in flight by model and operation, the model within the cap, the gauge back to 0
+// as they end, and a fold counted once per request (by the line's record).
+TEST(ProxyMetrics, InFlightByModelGoesUpAndBackDown) {
+  ProxyMetrics m(1);
+  const auto a = m.request_started(std::optional<std::string>("alpha"), "chat");
+  const auto b = m.request_started(std::optional<std::string>("alpha"), "chat");
+  const auto c = m.request_started(std::optional<std::string>("beta"), "responses");  // past the cap
+  auto x = mpo::test::read_exposition(m.render({}));
+  EXPECT_EQ(x.find("modelperfobs_requests_in_flight_by_model", {"model=\"alpha\"", "operation=\"chat\""}), 2);
+  EXPECT_EQ(x.find("modelperfobs_requests_in_flight_by_model", {"model=\"_other\""}), 1);
+  EXPECT_EQ(x.find("modelperfobs_model_labels_folded_total"), 0);
+  m.request_ended(a);
+  m.request_ended(b);
+  m.request_ended(c);
+  m.request_ended(c);  // never below 0
+  x = mpo::test::read_exposition(m.render({}));
+  EXPECT_EQ(x.find("modelperfobs_requests_in_flight_by_model", {"model=\"alpha\""}), 0);
+  EXPECT_EQ(x.find("modelperfobs_requests_in_flight_by_model", {"model=\"_other\""}), 0);
+}
+
 TEST(ProxyMetrics, RetriesAreCountedByCauseAndEveryCauseIsExposedFromTheStart) {
   ProxyMetrics m;
   auto before = mpo::test::read_exposition(m.render({}));

@@ -1,0 +1,31 @@
+#include "proxy/recent_lines.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace mpo::proxy {
+
+void RecentLines::add(std::string line) {
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  lines_.push_back(std::move(line));
+  ++next_;
+  while (lines_.size() > capacity_) lines_.pop_front();
+}
+
+std::string RecentLines::since(std::uint64_t after, std::size_t max) const {
+  const std::uint64_t first = next_ - lines_.size();  // the number of lines_.front()
+  after = std::min(after, next_ - 1);                 // a reader ahead of us (a restarted proxy) starts over below
+  const std::uint64_t from = std::max(after + 1, first);
+  const std::uint64_t missed = from - (after + 1);
+  const std::uint64_t to = std::min<std::uint64_t>(next_, from + max);  // exclusive
+  std::string out = fmt::format(R"({{"schema":"{}","next":{},"missed":{}}})", kRecentLinesSchema, to - 1, missed);
+  out += '\n';
+  for (std::uint64_t n = from; n < to; ++n) {
+    out += lines_[static_cast<std::size_t>(n - first)];
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace mpo::proxy
