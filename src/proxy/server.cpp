@@ -291,7 +291,7 @@ awaitable<void> Proxy::admin_session(beast::tcp_stream stream) {
       }
     }
     res.set(http::field::content_type, "application/x-ndjson");
-    res.body() = shared_.with_metrics([&](ProxyMetrics&) { return shared_.recent.since(after, 5000); });
+    res.body() = shared_.with_metrics([&](ProxyMetrics&) { return shared_.recent.since(after, 2000); });
   } else {
     res.result(http::status::not_found);
     res.body() = "not found: try /metrics, /lines?after=N or /healthz\n";
