@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/text.hpp"
 #include "promtext/text_writer.hpp"
 
 namespace mpo::otel {
@@ -120,10 +121,8 @@ GenAiConventions genai_conventions(std::optional<std::string_view> opt_in) {
   std::string_view rest = text;
   while (!rest.empty()) {
     const auto comma = rest.find(',');
-    std::string_view item = rest.substr(0, comma);
+    const std::string_view item = trim_blanks(rest.substr(0, comma));
     rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
-    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
     if (item == "gen_ai_latest_experimental/dup") return GenAiConventions::kBoth;
     if (item == "gen_ai_latest_experimental") result = GenAiConventions::kLatest;
   }
