@@ -133,7 +133,7 @@ std::vector<JsonDifference> without_fak_wording(std::vector<JsonDifference> foun
       ++absent;
     } else if (is_reason(d.path) && d.written != "(absent)" && d.derived != "(absent)") {
       ++worded;
-    } else if (out.size() < 20) {
+    } else if (out.size() < JsonDiffOptions{}.max_differences) {
       out.push_back(std::move(d));
     }
   }
@@ -144,7 +144,8 @@ std::vector<JsonDifference> without_fak_wording(std::vector<JsonDifference> foun
                     absent));
   }
   if (notes && worded > 0) {
-    notes->push_back(fmt::format("{} reason(s) are worded as fak words them; their statuses and codes agree", worded));
+    notes->push_back(fmt::format(
+        "{} reason(s) are in fak's wording and not compared (the statuses and codes beside them are)", worded));
   }
   return out;
 }
