@@ -16,6 +16,7 @@ constexpr double kTpotThresholdMs = 100;         // decode: 10 tokens/s per stre
 constexpr double kTransportMinTtfbMs = 200;      // transport: a head sent before output that takes this long
 constexpr double kHeadWithOutputShare = 0.9;     // a head at 90%+ of TTFT came with the output (held by the server)
 constexpr double kBusyShareThreshold = 0.5;      // workload: the proxy saw requests less than half the time
+constexpr double kHeadOnAcceptWaitShare = 0.25;  // on accept: TTFB p50 at most this share of the wait p50
 constexpr double kHeadRuleToleranceMs = 5;       // TTFT - TTFB within this (or 10%) of the engine's prefill
 constexpr double kBelowThreshold = 0.9;          // a score the engine's evidence holds under its threshold
 
@@ -141,7 +142,7 @@ Candidate queueing(const GroupStats& g, double excess_median, bool any_ttft, con
 double median(std::vector<double> v) { return v.empty() ? 0 : *quantile_cont(std::move(v), 0.5); }
 
 std::optional<EngineSplit> engine_split_of(std::span<const EngineTimes> times, std::size_t of, std::string source) {
-  std::vector<double> wait, prefill, queue, outside, head_to_token, off_prefill;
+  std::vector<double> wait, prefill, queue, outside, head_to_token, off_prefill, head_at;
   for (const EngineTimes& t : times) {
     wait.push_back(t.ttft_ms - t.prefill_ms);
     prefill.push_back(t.prefill_ms);
@@ -151,6 +152,7 @@ std::optional<EngineSplit> engine_split_of(std::span<const EngineTimes> times, s
       const double gap = t.ttft_ms - *t.ttfb_ms;
       head_to_token.push_back(gap);
       off_prefill.push_back(std::abs(gap - t.prefill_ms));
+      head_at.push_back(*t.ttfb_ms);
     }
   }
   if (wait.empty() || wait.size() * 2 < of) return std::nullopt;
@@ -170,12 +172,16 @@ std::optional<EngineSplit> engine_split_of(std::span<const EngineTimes> times, s
     const double tolerance = std::max(kHeadRuleToleranceMs, 0.1 * prefill50);
     // Each rule needs the parts it tells apart to be longer than the tolerance: a head that came
     // with the first token is told from one at slot start only when prefill takes time, and a slot's
-    // start from the accept only when there was a wait.
+    // start from the accept only when there was a wait. Each compares a per-request quantity's
+    // median, never a difference of two medians (those come from different requests: with a queue
+    // the wait's median and the head's moved apart by more than the tolerance on a loaded machine).
+    // A head on accept left before the wait: its TTFB is the path to the engine and back, a small
+    // part of the wait (at most a quarter of it, or the tolerance).
     if (head50 <= tolerance && prefill50 > 2 * tolerance) {
       e.head_rule = "with_output";
     } else if (wait50 > 2 * tolerance && off50 <= tolerance) {
       e.head_rule = "slot_start";
-    } else if (wait50 > 2 * tolerance && head50 >= wait50 + prefill50 - tolerance) {
+    } else if (wait50 > 2 * tolerance && median(head_at) <= std::max(tolerance, kHeadOnAcceptWaitShare * wait50)) {
       e.head_rule = "on_accept";
     }
   }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "report/ranking.hpp"
 #include "report/render.hpp"
 
 namespace mpo::report {
@@ -253,6 +254,34 @@ TEST(RankingFromEngineEvidence, ClientsBeyondTheSlotsAreQueueingNeverTransport) 
   ReportInput in;
   in.groups = {g};
   EXPECT_NE(render_json(in).find(R"("head_rule":"slot_start")"), std::string::npos);
+}
+
+// CI, stop 45: six requests on two slots of the simulator (its head on accept, as vLLM's HTTP
+// layer) on a loaded machine: TTFB 3-9 ms, two requests served at once, four queued 100-205 ms.
+// The rule compared the median of TTFT - TTFB with the wait's median plus the prefill's: medians
+// of different requests, 5.5 ms apart, past the 5 ms tolerance, so no rule. Per request the head
+// plainly left before the wait.
+TEST(RankingFromEngineEvidence, HeadOnAcceptIsToldPerRequestNotFromMediansOfDifferentRequests) {
+  const double ttfb[] = {3, 4, 5, 6, 7, 9}, wait[] = {5, 6, 100, 110, 200, 205};
+  std::vector<EngineTimes> times;
+  for (int i = 0; i < 6; ++i) {
+    EngineTimes t;
+    t.prefill_ms = 12.6;
+    t.ttft_ms = wait[i] + t.prefill_ms;
+    t.ttfb_ms = ttfb[i];
+    times.push_back(t);
+  }
+  auto e = engine_split_of(times, 6, "spans");
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->head_rule, "on_accept");
+  // A head that left halfway through the wait is neither at accept nor at slot start: no rule.
+  for (int i = 0; i < 6; ++i) times[i].ttfb_ms = wait[i] / 2;
+  e = engine_split_of(times, 6, "spans");
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->head_rule, "");
+  // A head at slot start stays slot_start.
+  for (int i = 0; i < 6; ++i) times[i].ttfb_ms = wait[i] + 0.5;
+  EXPECT_EQ(engine_split_of(times, 6, "spans")->head_rule, "slot_start");
 }
 
 // One client on one slot cannot wait: long prompts are prefill, and queueing does not cross (it
