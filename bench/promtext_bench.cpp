@@ -21,6 +21,7 @@
 
 #include "promtext/exposition.hpp"
 #include "promtext/signals.hpp"
+#include "support/build_paths.hpp"
 
 namespace {
 
@@ -79,9 +80,9 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--models") == 0) models = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::atoi(argv[i + 1]);
   }
-  const std::string page = replicate(
-      read(std::string(MPO_SOURCE_DIR) + "/tests/fixtures/vllm/vllm-v1_0.29.0_qwen2.5-1.5b_t4_after-load.prom"),
-      models);
+  const std::string page = replicate(read(std::string(mpo::test::source_dir()) +
+                                          "/tests/fixtures/vllm/vllm-v1_0.29.0_qwen2.5-1.5b_t4_after-load.prom"),
+                                     models);
   const double mb = static_cast<double>(page.size()) / 1e6;
   std::size_t samples = 0;
   {

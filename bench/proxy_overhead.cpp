@@ -35,6 +35,7 @@
 #include "core/stats.hpp"
 #include "core/time.hpp"
 #include "stream_driver.hpp"
+#include "support/build_paths.hpp"
 #include "support/process.hpp"
 
 namespace {
@@ -143,7 +144,7 @@ http {{
   while (!test::is_listening(nginx_port)) usleep(10'000);  // a benchmark may wait; tests may not
 
   // The floor: a byte relay (no HTTP, no timers, no ledger) shows what one more process hop costs.
-  test::ChildProcess relay({MPO_TCP_RELAY, std::to_string(sim.port)});
+  test::ChildProcess relay({mpo::test::built_tcp_relay(), std::to_string(sim.port)});
   const std::string relay_line = relay.read_line();
   const auto relay_port = static_cast<std::uint16_t>(std::stoi(relay_line.substr(relay_line.rfind(' ') + 1)));
 

@@ -16,11 +16,12 @@
 #include <vector>
 
 #include "openai/stream_tap.hpp"
+#include "support/build_paths.hpp"
 
 namespace {
 
 std::string capture_body(const std::string& name) {
-  std::ifstream in(std::string(MPO_SOURCE_DIR) + "/tests/fixtures/llamacpp/" + name, std::ios::binary);
+  std::ifstream in(std::string(mpo::test::source_dir()) + "/tests/fixtures/llamacpp/" + name, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string raw = ss.str();

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <set>
 
+#include "support/build_paths.hpp"
 #include "support/http_client.hpp"
 #include "support/process.hpp"
 
@@ -29,7 +30,8 @@ std::string url_encode(std::string_view s) {
 }
 
 std::vector<std::string> panel_queries() {
-  const auto doc = json::parse(read_file(std::string(MPO_SOURCE_DIR) + "/deploy/grafana/modelperfobs-dashboard.json"));
+  const auto doc =
+      json::parse(read_file(std::string(mpo::test::source_dir()) + "/deploy/grafana/modelperfobs-dashboard.json"));
   std::vector<std::string> out;
   for (const auto& p : doc.at("panels").as_array()) {
     const auto& panel = p.as_object();
@@ -77,7 +79,7 @@ TEST(Dashboard, EveryPanelQueryReturnsDataFromARealPrometheus) {
                          "scrape_configs:\n"
                          "  - job_name: vllm\n    static_configs: [{{targets: [\"127.0.0.1:{}\"]}}]\n"
                          "  - job_name: modelperfobs-proxy\n    static_configs: [{{targets: [\"127.0.0.1:{}\"]}}]\n",
-                         MPO_SOURCE_DIR, sim.port, proxy.admin_port));
+                         mpo::test::source_dir(), sim.port, proxy.admin_port));
   ChildProcess prometheus({"/usr/bin/prometheus", "--config.file=" + dir + "/prometheus.yml",
                            "--storage.tsdb.path=" + dir + "/tsdb",
                            fmt::format("--web.listen-address=127.0.0.1:{}", prom_port), "--log.level=warn"});

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "promtext/catalog.hpp"
+#include "support/build_paths.hpp"
 
 namespace mpo::promtext {
 namespace {
@@ -33,7 +34,7 @@ std::string row(const CatalogEntry& e) {
 }
 
 TEST(CatalogDoc, EveryEntryHasItsRow) {
-  std::ifstream in(std::string(MPO_SOURCE_DIR) + "/docs/METRICS.md");
+  std::ifstream in(std::string(mpo::test::source_dir()) + "/docs/METRICS.md");
   ASSERT_TRUE(in) << "docs/METRICS.md is missing";
   std::stringstream ss;
   ss << in.rdbuf();

@@ -1,4 +1,4 @@
-// Reading test fixtures from tests/fixtures/ (MPO_SOURCE_DIR is set by CMake).
+// Reading test fixtures from tests/fixtures/ (support/build_paths.hpp says where the checkout is).
 #pragma once
 
 #include <fstream>
@@ -6,10 +6,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "support/build_paths.hpp"
+
 namespace mpo::test {
 
 inline std::string fixture_path(const std::string& name) {
-  return std::string(MPO_SOURCE_DIR) + "/tests/fixtures/" + name;
+  return std::string(mpo::test::source_dir()) + "/tests/fixtures/" + name;
 }
 
 inline std::string read_fixture(const std::string& name) {

@@ -10,11 +10,13 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "support/build_paths.hpp"
+
 namespace mpo::test {
 
 std::string binary_path() {
   if (const char* env = std::getenv("MPO_BIN")) return env;
-  return MPO_BINARY_PATH;
+  return built_binary_path();
 }
 
 namespace {

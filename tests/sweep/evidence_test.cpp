@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "promtext/signals.hpp"
+#include "support/build_paths.hpp"
 
 namespace mpo::sweep {
 namespace {
@@ -92,7 +93,7 @@ TEST(SweepEvidence, PowerDrawIsIntegratedOverThePoint) {
 
 TEST(SweepEvidence, DcgmEnergyCounterFromTheRealCapture) {
   const std::string page =
-      read(std::string(MPO_SOURCE_DIR) + "/tests/fixtures/dcgm/dcgm-exporter_datadog-fixture_t4-mixed.prom");
+      read(std::string(mpo::test::source_dir()) + "/tests/fixtures/dcgm/dcgm-exporter_datadog-fixture_t4-mixed.prom");
   const auto mj = parse_dcgm_energy_mj(page);
   ASSERT_TRUE(mj.has_value());
   EXPECT_EQ(*mj, 128996013.0);

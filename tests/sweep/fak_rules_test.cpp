@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "core/go_json.hpp"
+#include "support/build_paths.hpp"
 #include "sweep/evaluate.hpp"
 #include "sweep/receipt.hpp"
 #include "sweep/verify.hpp"
@@ -371,7 +372,7 @@ TEST(FakRules, AnOlderFakReceiptWithoutTheNewerFieldsVerifies) {
 // fak's version did not write is held against it.
 TEST(FakRules, ARealFakReceiptIsRefusedForItsIncompletePointAndNothingElse) {
   std::ifstream in(
-      std::string(MPO_SOURCE_DIR) + "/tests/fixtures/fak/fak_modular-10078-live_serving-sweep_receipt.json",
+      std::string(mpo::test::source_dir()) + "/tests/fixtures/fak/fak_modular-10078-live_serving-sweep_receipt.json",
       std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
