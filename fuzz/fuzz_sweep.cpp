@@ -5,17 +5,18 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "loadgen/workload.hpp"
 #include "sweep/evaluate.hpp"
 #include "sweep/receipt.hpp"
 #include "sweep/verify.hpp"
-#include "sweep/workload.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace mpo::sweep;
+  namespace loadgen = mpo::loadgen;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  (void)parse_web_tasks(text, WebTaskOptions{3, 8, "p"});
-  (void)parse_sharegpt(text, {});
-  (void)parse_length_distribution(text.substr(0, 64));
+  (void)loadgen::parse_web_tasks(text, loadgen::WebTaskOptions{3, 8, "p"});
+  (void)loadgen::parse_sharegpt(text, {});
+  (void)loadgen::parse_length_distribution(text.substr(0, 64));
   auto r = parse_sweep_receipt(text);
   if (r) {
     // Bounded work per input: verifying bootstraps every point's p99s (1,000 resamples each).

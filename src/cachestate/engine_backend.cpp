@@ -8,11 +8,11 @@
 
 #include "core/clock.hpp"
 #include "core/json.hpp"
+#include "loadgen/cache_reset.hpp"
+#include "loadgen/driver.hpp"
 #include "net/client.hpp"
 #include "promtext/signals.hpp"
 #include "scrape/fetch.hpp"
-#include "sweep/cache_reset.hpp"
-#include "sweep/driver.hpp"
 
 namespace mpo::cachestate {
 
@@ -80,8 +80,8 @@ struct EngineBackend::Impl {
   }
 
   // What the load generator is pointed at: the engine, the model, the API the probes speak.
-  sweep::Target target() const {
-    sweep::Target t;
+  loadgen::Target target() const {
+    loadgen::Target t;
     t.url = opts.api;
     t.model = opts.model;
     t.timeout_s = opts.timeout_s;
@@ -93,16 +93,16 @@ struct EngineBackend::Impl {
   // One request with `prompt` in the API asked for; its ledger-shaped observation.
   Result<ledger::Observation> send(const std::string& prompt, const std::string& id) {
     std::optional<ledger::Observation> seen;
-    sweep::Driver driver(
+    loadgen::Driver driver(
         target(), [&](const ledger::Observation& o) { seen = o; }, nullptr);
-    sweep::PointPlan plan;
+    loadgen::PointPlan plan;
     plan.coordinate = 1;
-    sweep::ServingRequest r;
+    loadgen::ServingRequest r;
     r.id = id;
     r.messages = {{"user", prompt}};
     r.max_output_tokens = 1;
     plan.requests = {r};
-    run_sync<sweep::PointRun>([&]() { return driver.run_point(plan); });
+    run_sync<loadgen::PointRun>([&]() { return driver.run_point(plan); });
     if (!seen) return make_error("cache_state.request", "the request produced no observation");
     if (seen->outcome != "ok") {
       return make_error("cache_state.request",
@@ -111,14 +111,14 @@ struct EngineBackend::Impl {
     return *seen;
   }
 
-  // The engine's prefix-cache reset (sweep/cache_reset.hpp): vLLM's, SGLang's or llama.cpp's slot
+  // The engine's prefix-cache reset (loadgen/cache_reset.hpp): vLLM's, SGLang's or llama.cpp's slot
   // erase, whichever the server offers; the route that worked is kept for the next arm.
   Result<std::string> reset_cache() {
-    sweep::Driver driver(
+    loadgen::Driver driver(
         target(), [](const ledger::Observation&) {}, nullptr);
     const auto [ok, text] =
         run_sync<std::pair<bool, std::string>>([&]() -> asio::awaitable<std::pair<bool, std::string>> {
-          auto how = co_await sweep::reset_prefix_cache(driver, reset_route);
+          auto how = co_await reset_prefix_cache(driver, reset_route);
           co_return how ? std::pair(true, *how) : std::pair(false, how.error().message);
         });
     if (!ok) return make_error("cache_state.mechanism", text);

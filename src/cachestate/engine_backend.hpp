@@ -1,7 +1,7 @@
 // The engine adapter of `cache-state-bench` (edge): a vLLM-compatible server's process-local KV
 // prefix cache, observed through its /metrics and the usage of pinned-prefix probe requests.
 // Mechanisms: cold start and invalidation through the engine's prefix-cache reset (vLLM's, SGLang's
-// or llama.cpp's slot erase: sweep/cache_reset.hpp); eviction by admitting
+// or llama.cpp's slot erase: loadgen/cache_reset.hpp); eviction by admitting
 // competing prefixes worth one and a half KV pools. Counters vLLM does not publish (hit counts,
 // entries, invalidations, expirations, evictions) stay absent in the receipts: the probes carry
 // those postconditions. Layers with no safe mechanism are unsupported.
@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "cachestate/runner.hpp"
+#include "loadgen/api.hpp"
 #include "net/backend_url.hpp"
-#include "sweep/api.hpp"
 
 namespace mpo::cachestate {
 
@@ -23,7 +23,7 @@ struct EngineBackendOptions {
   net::BackendUrl metrics;  // its /metrics
   std::string model;
   double timeout_s = 60;
-  sweep::Api speak = sweep::Api::kChat;  // the API the probe requests speak (--api)
+  loadgen::Api speak = loadgen::Api::kChat;  // the API the probe requests speak (--api)
 };
 
 class EngineBackend : public Backend {

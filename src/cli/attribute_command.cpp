@@ -20,14 +20,14 @@
 #include "core/json_diff.hpp"
 #include "core/time.hpp"
 #include "ledger/reader.hpp"
+#include "loadgen/api.hpp"
+#include "loadgen/driver.hpp"
+#include "loadgen/workload.hpp"
 #include "net/backend_url.hpp"
 #include "otel/trace_file.hpp"
 #include "present/page.hpp"
 #include "scrape/fetch.hpp"
 #include "scrape/snapshot_reader.hpp"
-#include "sweep/api.hpp"
-#include "sweep/driver.hpp"
-#include "sweep/workload.hpp"
 
 #ifndef MPO_VERSION
 #define MPO_VERSION "0.0.0"
@@ -75,17 +75,17 @@ int run_probe(const AttributeArgs& a, std::vector<scrape::Snapshot>& snaps,
   auto murl = scrape::parse_metrics_url(metrics);
   if (!murl) return usage_error("--metrics-url: " + murl.error().message);
   scrape::Fetcher fetcher(*murl, scrape::FetchOptions{});
-  sweep::Target target;
+  loadgen::Target target;
   target.url = *base;
   target.model = a.model;
   target.run_id = "attribute-probe";
   target.ignore_eos = true;
-  target.api = *sweep::parse_api(a.api);  // checked by CLI11
-  sweep::Driver driver(
+  target.api = *loadgen::parse_api(a.api);  // checked by CLI11
+  loadgen::Driver driver(
       target, [&](const ledger::Observation& o) { records.push_back(record_of(o)); }, nullptr);
-  sweep::ServingRequest req;
+  loadgen::ServingRequest req;
   req.id = "probe";
-  req.messages = {{"user", a.prompt.empty() ? sweep::synthetic_words(64, 7) : a.prompt}};
+  req.messages = {{"user", a.prompt.empty() ? loadgen::synthetic_words(64, 7) : a.prompt}};
   req.max_output_tokens = a.max_tokens;
   boost::asio::io_context io;
   std::exception_ptr failure;
@@ -96,7 +96,7 @@ int run_probe(const AttributeArgs& a, std::vector<scrape::Snapshot>& snaps,
         std::uint64_t seq = 0;
         for (int i = 0; i < a.repeat; ++i) {
           if (i == 0) snaps.push_back(co_await fetcher.scrape(++seq, SystemClock::instance().wall_us()));
-          sweep::PointPlan plan;
+          loadgen::PointPlan plan;
           plan.coordinate = 1;
           plan.requests = {req};
           plan.label = fmt::format("probe {}", i + 1);
@@ -104,7 +104,7 @@ int run_probe(const AttributeArgs& a, std::vector<scrape::Snapshot>& snaps,
           if (records.empty() || records.back().outcome != "ok") {
             const auto* r = records.empty() ? nullptr : &records.back();
             probe_failed = fmt::format(
-                "probe request {} to {}{} {}{}{}", i + 1, base->origin, base->target_for(sweep::api_path(target.api)),
+                "probe request {} to {}{} {}{}{}", i + 1, base->origin, base->target_for(loadgen::api_path(target.api)),
                 r && r->http_status ? fmt::format("answered HTTP {}", *r->http_status) : std::string("got no answer"),
                 r ? fmt::format(" ({}{})", r->outcome, r->error_message ? ": " + *r->error_message : "") : "",
                 net::openai_base_hint(*base));
@@ -351,8 +351,8 @@ std::function<int()> setup_attribute(CLI::App& app) {
   app.add_option("--metrics-url", a->metrics_url,
                  "--probe: the engine's metrics (default: the probe origin's /metrics)");
   app.add_option("--model", a->model, "--probe: the model to request");
-  app.add_option("--api", a->api, std::string("--probe: ") + sweep::kApiHelp)
-      ->check(CLI::IsMember(sweep::kApiNames))
+  app.add_option("--api", a->api, std::string("--probe: ") + loadgen::kApiHelp)
+      ->check(CLI::IsMember(loadgen::kApiNames))
       ->capture_default_str();
   app.add_option("--prompt", a->prompt, "--probe: the prompt (default: 64 fixed words)");
   app.add_option("--repeat", a->repeat,

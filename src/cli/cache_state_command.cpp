@@ -125,7 +125,7 @@ int run(const CacheStateArgs& a) {
     if (!metrics) return usage_error("--metrics-url: " + metrics.error().message);
     if (a.prefix_tokens < 32) return usage_error("--prefix-tokens must be at least 32 (engines cache whole blocks)");
     auto engine = std::make_unique<cachestate::EngineBackend>(
-        cachestate::EngineBackendOptions{*api, *metrics, a.model, 60, *sweep::parse_api(a.api)});
+        cachestate::EngineBackendOptions{*api, *metrics, a.model, 60, *loadgen::parse_api(a.api)});
     if (auto st = engine->check(); !st) {
       std::cerr << "modelperfobs cache-state-bench: " << st.error().message << "\n";
       return 1;
@@ -201,8 +201,8 @@ std::function<int()> setup_cache_state(CLI::App& app) {
   app.add_option("--url", a->url, "vllm: the OpenAI base URL (http://host:port/v1)");
   app.add_option("--metrics-url", a->metrics_url, "vllm: its metrics (default: the URL's origin /metrics)");
   app.add_option("--model", a->model, "vllm: the model to probe");
-  app.add_option("--api", a->api, std::string("vllm: ") + sweep::kApiHelp)
-      ->check(CLI::IsMember(sweep::kApiNames))
+  app.add_option("--api", a->api, std::string("vllm: ") + loadgen::kApiHelp)
+      ->check(CLI::IsMember(loadgen::kApiNames))
       ->capture_default_str();
   app.add_option("--layer", a->layer,
                  "cache layer (default: fak_workflow_cache in process, process_local_kv for vllm)");

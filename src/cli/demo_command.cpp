@@ -16,11 +16,11 @@
 #include "cli/report_input.hpp"
 #include "core/clock.hpp"
 #include "ledger/reader.hpp"
+#include "loadgen/api.hpp"
 #include "net/client.hpp"
 #include "process/child.hpp"
 #include "report/analysis.hpp"
 #include "report/render.hpp"
-#include "sweep/api.hpp"
 
 #ifndef MPO_VERSION
 #define MPO_VERSION "0.0.0"
@@ -63,7 +63,7 @@ bool stream_one(const net::BackendUrl& proxy, std::string_view path, const std::
   return !x.failure && x.status == 200;
 }
 
-constexpr sweep::Api kDemoApis[] = {sweep::Api::kChat, sweep::Api::kResponses, sweep::Api::kMessages};
+constexpr loadgen::Api kDemoApis[] = {loadgen::Api::kChat, loadgen::Api::kResponses, loadgen::Api::kMessages};
 
 std::string prompt_for(int phase, int worker, int i) {
   std::string p = fmt::format("demo phase {} worker {} request {}:", phase, worker, i);
@@ -125,11 +125,12 @@ int run_demo(const std::string& out_dir) {
       workers.emplace_back([&, w] {
         for (int i = 0; i < ph.per_worker; ++i) {
           // Today's clients speak three APIs: chat, the Responses API and Anthropic Messages.
-          const sweep::Api api = kDemoApis[static_cast<std::size_t>(w + i + phase_no) % std::size(kDemoApis)];
-          sweep::ServingRequest r;
+          const loadgen::Api api = kDemoApis[static_cast<std::size_t>(w + i + phase_no) % std::size(kDemoApis)];
+          loadgen::ServingRequest r;
           r.messages = {{"user", prompt_for(phase_no, w, i)}};
           r.max_output_tokens = 16 + 8 * ((w + i) % 4);
-          if (stream_one(*proxy_url, sweep::api_path(api), sweep::request_body(r, "demo-model", false, api))) ++good;
+          if (stream_one(*proxy_url, loadgen::api_path(api), loadgen::request_body(r, "demo-model", false, api)))
+            ++good;
         }
       });
     }

@@ -24,9 +24,9 @@
 #include "net/backend_url.hpp"
 #include "net/ca_rule.hpp"
 #include "sweep/compare.hpp"
+#include "sweep/merge.hpp"
 #include "sweep/render.hpp"
 #include "sweep/runner.hpp"
-#include "sweep/shard.hpp"
 #include "sweep/verify.hpp"
 
 #ifndef MPO_VERSION
@@ -98,12 +98,12 @@ std::string hostname() {
   return host;
 }
 
-Result<std::vector<sweep::ServingRequest>> build_workload(const SweepArgs& a, std::string& source) {
+Result<std::vector<loadgen::ServingRequest>> build_workload(const SweepArgs& a, std::string& source) {
   if (!a.replay.empty()) {
     ledger::FileReadOptions fo;
     auto read = ledger::read_ledger_file(a.replay, fo);
     if (!read) return read.error();
-    auto replay = sweep::replay_ledger(std::move(read->records), a.seed);
+    auto replay = loadgen::replay_ledger(std::move(read->records), a.seed);
     if (replay.requests.empty()) {
       return make_error("sweep.replay",
                         fmt::format("{} holds no request with prompt and completion token counts to replay", a.replay));
@@ -119,20 +119,20 @@ Result<std::vector<sweep::ServingRequest>> build_workload(const SweepArgs& a, st
     if (format == "auto") format = text->find("\"conversations\"") != std::string::npos ? "sharegpt" : "web-tasks";
     source = fmt::format("{} {}", format, a.dataset);
     if (format == "sharegpt") {
-      sweep::ShareGptOptions o;
+      loadgen::ShareGptOptions o;
       o.max_output_tokens = a.max_output_tokens;
-      return sweep::parse_sharegpt(*text, o);
+      return parse_sharegpt(*text, o);
     }
     if (format != "web-tasks") return make_error("sweep.dataset", "--dataset-format is auto, sharegpt or web-tasks");
-    sweep::WebTaskOptions o;
+    loadgen::WebTaskOptions o;
     o.max_output_tokens = a.max_output_tokens;
-    return sweep::parse_web_tasks(*text, o);
+    return parse_web_tasks(*text, o);
   }
-  sweep::SyntheticOptions o;
+  loadgen::SyntheticOptions o;
   o.count = a.requests;
-  auto in = sweep::parse_length_distribution(a.input_tokens);
+  auto in = loadgen::parse_length_distribution(a.input_tokens);
   if (!in) return in.error();
-  auto out = sweep::parse_length_distribution(a.output_tokens);
+  auto out = loadgen::parse_length_distribution(a.output_tokens);
   if (!out) return out.error();
   o.input = *in;
   o.output = *out;
@@ -140,7 +140,7 @@ Result<std::vector<sweep::ServingRequest>> build_workload(const SweepArgs& a, st
   o.seed = a.seed;
   source = fmt::format("synthetic input={} output={} shared_prefix={} seed={}", a.input_tokens, a.output_tokens,
                        a.shared_prefix_tokens, a.seed);
-  return sweep::synthetic_workload(o);
+  return synthetic_workload(o);
 }
 
 // What sweeps and parity runs share: the target, the workload, requests, warm-up, SLO, machine.
@@ -154,7 +154,7 @@ int common_options(const SweepArgs& a, sweep::SweepOptions& o) {
   if (!timeout) return usage_error("--timeout: " + timeout.error().message);
   o.target.timeout_s = *timeout;
   o.target.ignore_eos = a.ignore_eos;
-  o.target.api = *sweep::parse_api(a.api);  // --api is checked by CLI11
+  o.target.api = *loadgen::parse_api(a.api);  // --api is checked by CLI11
   o.target.run_id = fmt::format("{}-{}", hostname(), getpid());
   std::string source;
   auto workload = build_workload(a, source);
@@ -294,7 +294,8 @@ int sweep_exit_code(const sweep::SweepReceipt& r) {
   // receipt's to say, and `sweep gate`'s to judge).
   const bool measured = std::any_of(r.points.begin(), r.points.end(), [](const sweep::Point& p) {
     return std::any_of(p.tracks.begin(), p.tracks.end(), [](const sweep::TrackPoint& t) {
-      return std::any_of(t.samples.begin(), t.samples.end(), [](const sweep::Sample& s) { return s.ok && !s.warmup; });
+      return std::any_of(t.samples.begin(), t.samples.end(),
+                         [](const loadgen::Sample& s) { return s.ok && !s.warmup; });
     });
   });
   if (!measured) {
@@ -330,16 +331,16 @@ int run_sweep_command(const SweepArgs& a) {
   if (!url) return usage_error(url.error().message);
   o.target.url = *url;
   if (int rc = common_options(a, o)) return rc;
-  o.mode = a.concurrencies.empty() ? sweep::LoadMode::kRate : sweep::LoadMode::kConcurrency;
+  o.mode = a.concurrencies.empty() ? loadgen::LoadMode::kRate : loadgen::LoadMode::kConcurrency;
   o.coordinates = coords;
   if (!a.replay_speeds.empty()) {
-    o.arrival = sweep::Arrival::kRecorded;
+    o.arrival = loadgen::Arrival::kRecorded;
   } else if (a.arrival == "poisson") {
-    o.arrival = sweep::Arrival::kPoisson;
+    o.arrival = loadgen::Arrival::kPoisson;
   } else if (a.arrival == "gamma") {
-    o.arrival = sweep::Arrival::kGamma;
+    o.arrival = loadgen::Arrival::kGamma;
   } else if (a.arrival == "constant") {
-    o.arrival = sweep::Arrival::kConstant;
+    o.arrival = loadgen::Arrival::kConstant;
   } else {
     return usage_error("--arrival is poisson, gamma or constant");
   }
@@ -357,7 +358,7 @@ int run_sweep_command(const SweepArgs& a) {
         "--refine needs a p99 budget (--ttft-p99-budget-ms, --itl-p99-budget-ms or --e2e-p99-budget-ms)");
   o.lateness_bound_ms = a.lateness_bound_ms;
   if (!a.shard.empty()) {
-    auto shard = sweep::parse_shard(a.shard);
+    auto shard = loadgen::parse_shard(a.shard);
     if (!shard) return usage_error(shard.error().message);
     o.shard = *shard;
     if (a.refine)
@@ -621,7 +622,7 @@ std::function<int()> setup_sweep(CLI::App& app) {
                "its host-memory prompt cache survives an erase); the sweep stops at start-up (exit 1) when none "
                "works, and a point still served from a cache is cache_carryover");
   app.add_flag("--ignore-eos", a->ignore_eos, "ask the server to generate exactly max_tokens (vLLM/SGLang extension)");
-  app.add_option("--api", a->api, sweep::kApiHelp)->check(CLI::IsMember(sweep::kApiNames))->capture_default_str();
+  app.add_option("--api", a->api, loadgen::kApiHelp)->check(CLI::IsMember(loadgen::kApiNames))->capture_default_str();
   app.add_option("--api-key-env", a->api_key_env, "environment variable holding the API key")->capture_default_str();
   app.add_option("--ca", a->ca, net::kCaFileHelp)->check(CLI::ExistingFile);
   app.add_option("--timeout", a->timeout, "per-request timeout")->capture_default_str();

@@ -35,9 +35,9 @@ struct PointData {
 };
 
 // One side's runs of a point, pooled (one run: its requests as they are).
-PointData data_of(const std::vector<const TrackPoint*>& runs, LoadMode mode) {
+PointData data_of(const std::vector<const TrackPoint*>& runs, loadgen::LoadMode mode) {
   PointData d;
-  d.closed_loop = mode == LoadMode::kConcurrency;
+  d.closed_loop = mode == loadgen::LoadMode::kConcurrency;
   d.run_start.clear();
   double figures = 0;
   std::size_t with_figure = 0;

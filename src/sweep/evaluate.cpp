@@ -79,11 +79,11 @@ void evaluate_point(const SweepReceipt& r, const Point& p, TrackPoint& tp, const
     return set(tp, "invalid", "capacity_identity_mismatch",
                "point capacity or capacity source differs from the contract's");
   }
-  if (r.mode == LoadMode::kConcurrency && p.coordinate > static_cast<double>(c->batch_capacity)) {
+  if (r.mode == loadgen::LoadMode::kConcurrency && p.coordinate > static_cast<double>(c->batch_capacity)) {
     return set(tp, "invalid", "capacity_exceeded",
                fmt::format("concurrency {} is above the declared batch capacity {}", coord, c->batch_capacity));
   }
-  if (r.mode == LoadMode::kRate) {
+  if (r.mode == loadgen::LoadMode::kRate) {
     const auto in_flight = tp.stats.observed_max_in_flight;
     if (in_flight && *in_flight > c->batch_capacity) {
       return set(tp, "invalid", "capacity_exceeded",
@@ -129,7 +129,7 @@ void evaluate_point(const SweepReceipt& r, const Point& p, TrackPoint& tp, const
     // saturated client is not hidden among the others' punctual sends.
     std::map<int, std::vector<double>> by_shard;
     for (const auto& s : tp.samples) {
-      if (s.shard && !s.warmup) by_shard[*s.shard].push_back(send_lateness_ms(s));
+      if (s.shard && !s.warmup) by_shard[*s.shard].push_back(loadgen::send_lateness_ms(s));
     }
     if (by_shard.size() > 1) {
       for (auto& [shard, late] : by_shard) {
@@ -209,9 +209,9 @@ std::optional<bool> meets(const SlaBudgets& b, const TrackPoint& tp) {
 }
 
 std::string censoring(const SweepReceipt& r, const Contract& c, double coordinate) {
-  const bool lower_closed = r.mode == LoadMode::kConcurrency && r.coordinates.front() == 1;
+  const bool lower_closed = r.mode == loadgen::LoadMode::kConcurrency && r.coordinates.front() == 1;
   const bool upper_closed =
-      r.mode == LoadMode::kConcurrency && r.coordinates.back() == static_cast<double>(c.batch_capacity);
+      r.mode == loadgen::LoadMode::kConcurrency && r.coordinates.back() == static_cast<double>(c.batch_capacity);
   if (coordinate == r.coordinates.front() && !lower_closed) return "left_censored";
   if (coordinate == r.coordinates.back() && !upper_closed) return "right_censored";
   return "measured";
@@ -334,7 +334,7 @@ Saturation saturation(const SweepReceipt& r, const Contract& c,
         }
       }
     }
-    if (r.mode == LoadMode::kRate) {
+    if (r.mode == loadgen::LoadMode::kRate) {
       const auto& load = tp->evidence.load;
       const auto offered = load ? load->offered_rate_rps : std::nullopt;
       const auto achieved = load ? load->achieved_rate_rps : std::nullopt;
@@ -557,9 +557,11 @@ bool is_hard_code(std::string_view code) {
   return hard.count(code) != 0;
 }
 
-const char* axis_name(LoadMode m) { return m == LoadMode::kConcurrency ? "serving_concurrency" : "serving_rate"; }
-const char* axis_unit(LoadMode m) { return m == LoadMode::kConcurrency ? "requests" : "requests/s"; }
-const char* point_key(LoadMode m) { return m == LoadMode::kConcurrency ? "concurrency" : "rate_rps"; }
+const char* axis_name(loadgen::LoadMode m) {
+  return m == loadgen::LoadMode::kConcurrency ? "serving_concurrency" : "serving_rate";
+}
+const char* axis_unit(loadgen::LoadMode m) { return m == loadgen::LoadMode::kConcurrency ? "requests" : "requests/s"; }
+const char* point_key(loadgen::LoadMode m) { return m == loadgen::LoadMode::kConcurrency ? "concurrency" : "rate_rps"; }
 
 std::string envelope_digest(const SweepReceipt& r, const Contract& c) {
   auto or_missing = [](const std::string& v) { return v.empty() ? std::string("<missing>") : v; };
@@ -593,8 +595,9 @@ std::string envelope_digest(const SweepReceipt& r, const Contract& c) {
   axis["name"] = axis_name(r.mode);
   axis["unit"] = axis_unit(r.mode);
   axis["coordinates"] = std::move(coords);
-  axis["lower_closed"] = r.mode == LoadMode::kConcurrency && !r.coordinates.empty() && r.coordinates.front() == 1;
-  axis["upper_closed"] = r.mode == LoadMode::kConcurrency && !r.coordinates.empty() &&
+  axis["lower_closed"] =
+      r.mode == loadgen::LoadMode::kConcurrency && !r.coordinates.empty() && r.coordinates.front() == 1;
+  axis["upper_closed"] = r.mode == loadgen::LoadMode::kConcurrency && !r.coordinates.empty() &&
                          r.coordinates.back() == static_cast<double>(c.batch_capacity);
   boost::json::array b;
   for (const auto& [name, value] : bindings) {

@@ -30,7 +30,7 @@ std::optional<double> requests_counter(const promtext::EngineSignals& s) {
 
 }  // namespace
 
-std::int64_t requests_reaching_server(const std::vector<Sample>& samples) {
+std::int64_t requests_reaching_server(const std::vector<loadgen::Sample>& samples) {
   std::int64_t n = 0;
   for (const auto& s : samples) {
     if (s.http_status || s.error_class == "timeout" || s.error_class == "stream_read") ++n;

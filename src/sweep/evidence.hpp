@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "loadgen/sample.hpp"
 #include "scrape/snapshot.hpp"
-#include "sweep/sample.hpp"
 
 namespace mpo::sweep {
 
 // Requests of the point that reached the server (it answered, or the client gave up waiting).
-std::int64_t requests_reaching_server(const std::vector<Sample>& samples);
+std::int64_t requests_reaching_server(const std::vector<loadgen::Sample>& samples);
 
 // The evidence block's "server" member. `previous_after`: the last scrape of the previous point
 // (nullptr for the first), so a restart between points is caught too.

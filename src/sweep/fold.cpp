@@ -13,8 +13,8 @@
 namespace mpo::sweep {
 namespace {
 
-std::vector<const Sample*> measured(std::span<const Sample> samples) {
-  std::vector<const Sample*> out;
+std::vector<const loadgen::Sample*> measured(std::span<const loadgen::Sample> samples) {
+  std::vector<const loadgen::Sample*> out;
   for (const auto& s : samples) {
     if (!s.warmup) out.push_back(&s);
   }
@@ -43,10 +43,10 @@ double nearest_rank(std::span<const double> sorted, double q) {
   if (sorted.empty()) return 0;
   auto idx = static_cast<std::int64_t>(std::ceil(q * static_cast<double>(sorted.size()))) - 1;
   idx = std::clamp<std::int64_t>(idx, 0, static_cast<std::int64_t>(sorted.size()) - 1);
-  return round_ms(sorted[static_cast<std::size_t>(idx)]);
+  return loadgen::round_ms(sorted[static_cast<std::size_t>(idx)]);
 }
 
-std::vector<double> ttft_values(std::span<const Sample> samples) {
+std::vector<double> ttft_values(std::span<const loadgen::Sample> samples) {
   std::vector<double> v;
   for (const auto* s : measured(samples)) {
     if (s->ok && s->ttft_ms) v.push_back(*s->ttft_ms);
@@ -54,7 +54,7 @@ std::vector<double> ttft_values(std::span<const Sample> samples) {
   return v;
 }
 
-std::vector<double> itl_values(std::span<const Sample> samples) {
+std::vector<double> itl_values(std::span<const loadgen::Sample> samples) {
   std::vector<double> v;
   for (const auto* s : measured(samples)) {
     if (s->ok) v.insert(v.end(), s->itl_ms.begin(), s->itl_ms.end());
@@ -62,7 +62,7 @@ std::vector<double> itl_values(std::span<const Sample> samples) {
   return v;
 }
 
-std::vector<double> e2e_values(std::span<const Sample> samples) {
+std::vector<double> e2e_values(std::span<const loadgen::Sample> samples) {
   std::vector<double> v;
   for (const auto* s : measured(samples)) {
     if (s->ok) v.push_back(s->end_to_end_ms);
@@ -70,7 +70,7 @@ std::vector<double> e2e_values(std::span<const Sample> samples) {
   return v;
 }
 
-ServingStats fold_samples(std::span<const Sample> samples, const FoldOptions& opts) {
+ServingStats fold_samples(std::span<const loadgen::Sample> samples, const FoldOptions& opts) {
   const auto m = measured(samples);
   std::int64_t ok = 0, failed = 0;
   std::vector<double> tpot;
@@ -148,7 +148,7 @@ ServingStats fold_samples(std::span<const Sample> samples, const FoldOptions& op
   return o;
 }
 
-std::int64_t max_in_flight(std::span<const Sample> samples) {
+std::int64_t max_in_flight(std::span<const loadgen::Sample> samples) {
   // Ends sort before starts at the same instant: a request that finished as another was sent was
   // not in flight with it.
   std::vector<std::pair<double, int>> events;
@@ -184,12 +184,12 @@ std::optional<Interval> bootstrap_p99(std::span<const double> values, std::uint6
   return Interval{nearest_rank(p99s, (1 - level) / 2), nearest_rank(p99s, (1 + level) / 2)};
 }
 
-GeneratorEvidence generator_evidence(std::span<const Sample> samples, const GeneratorFigures& g) {
+GeneratorEvidence generator_evidence(std::span<const loadgen::Sample> samples, const GeneratorFigures& g) {
   // Over the measured requests: the first round of a closed loop is all due at once and one thread
   // sends it in turn; it is the warm-up, and what it says about start-up is not the steady state.
   std::vector<double> lateness;
   for (const auto& s : samples) {
-    if (!s.warmup) lateness.push_back(send_lateness_ms(s));
+    if (!s.warmup) lateness.push_back(loadgen::send_lateness_ms(s));
   }
   std::sort(lateness.begin(), lateness.end());
   GeneratorEvidence o;
@@ -197,7 +197,7 @@ GeneratorEvidence generator_evidence(std::span<const Sample> samples, const Gene
   if (!lateness.empty()) {
     o.send_lateness_p50_ms = nearest_rank(lateness, 0.50);
     o.send_lateness_p99_ms = nearest_rank(lateness, 0.99);
-    o.send_lateness_max_ms = round_ms(lateness.back());
+    o.send_lateness_max_ms = loadgen::round_ms(lateness.back());
   }
   // Rounded first, so that a verifier reading them back derives the same share.
   o.cpu_seconds = std::round(g.cpu_seconds * 1e6) / 1e6;
@@ -206,7 +206,7 @@ GeneratorEvidence generator_evidence(std::span<const Sample> samples, const Gene
   return o;
 }
 
-ConfidenceEvidence confidence_evidence(std::span<const Sample> samples, std::uint64_t seed) {
+ConfidenceEvidence confidence_evidence(std::span<const loadgen::Sample> samples, std::uint64_t seed) {
   ConfidenceEvidence o;
   o.method = "percentile-bootstrap-of-nearest-rank-p99";
   o.resamples = 1000;
@@ -222,7 +222,7 @@ ConfidenceEvidence confidence_evidence(std::span<const Sample> samples, std::uin
   return o;
 }
 
-SteadyStateEvidence steady_state_evidence(std::span<const Sample> samples) {
+SteadyStateEvidence steady_state_evidence(std::span<const loadgen::Sample> samples) {
   const auto m = measured(samples);
   SteadyStateEvidence o;
   o.rule = "output tokens of measured requests completing between the first and the last measured send, over that span";
@@ -258,7 +258,7 @@ SteadyStateEvidence steady_state_evidence(std::span<const Sample> samples) {
   return o;
 }
 
-std::map<std::string, std::int64_t> errors_by_class(std::span<const Sample> samples) {
+std::map<std::string, std::int64_t> errors_by_class(std::span<const loadgen::Sample> samples) {
   std::map<std::string, std::int64_t> counts;
   for (const auto& s : samples) {
     if (!s.warmup && !s.ok) ++counts[s.error_class.empty() ? "unknown" : s.error_class];
@@ -266,7 +266,7 @@ std::map<std::string, std::int64_t> errors_by_class(std::span<const Sample> samp
   return counts;
 }
 
-std::optional<TokenEvidence> token_evidence(std::span<const Sample> samples) {
+std::optional<TokenEvidence> token_evidence(std::span<const loadgen::Sample> samples) {
   std::vector<std::int64_t> in, out;
   for (const auto& s : samples) {
     if (s.warmup || !s.ok || !s.usage) continue;
@@ -300,7 +300,7 @@ std::string server_message(const std::string& text) {
 
 }  // namespace
 
-std::vector<std::string> failure_lines(std::span<const Sample> samples) {
+std::vector<std::string> failure_lines(std::span<const loadgen::Sample> samples) {
   std::map<std::pair<int, std::string>, std::int64_t> groups;
   for (const auto& s : samples) {
     if (s.warmup || s.ok) continue;
@@ -339,7 +339,7 @@ std::optional<ScalarMetric> prefix_hit_rate_metric(const boost::json::object& se
   return m;
 }
 
-LoadEvidence load_evidence(std::span<const Sample> samples, const LoadFigures& f) {
+LoadEvidence load_evidence(std::span<const loadgen::Sample> samples, const LoadFigures& f) {
   std::int64_t warmup = 0, measured = 0;
   double first_due = 0, last_due = 0, first_sent = 0, last_end = 0;
   for (const auto& s : samples) {
@@ -376,7 +376,7 @@ LoadEvidence load_evidence(std::span<const Sample> samples, const LoadFigures& f
   return o;
 }
 
-CacheEvidence cache_evidence(std::span<const Sample> samples, const CacheDeclaration& d,
+CacheEvidence cache_evidence(std::span<const loadgen::Sample> samples, const CacheDeclaration& d,
                              const boost::json::object* server) {
   CacheEvidence o;
   o.prompts = d.prompts;

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "loadgen/sample.hpp"
 #include "sweep/point_evidence.hpp"
-#include "sweep/sample.hpp"
 #include "sweep/serving_stats.hpp"
 
 namespace mpo::sweep {
@@ -29,10 +29,10 @@ struct FoldOptions {
 
 // ServingStats over the measured (non-warm-up) samples. The wall time runs from the first
 // measured send to the last measured completion.
-ServingStats fold_samples(std::span<const Sample> samples, const FoldOptions& opts);
+ServingStats fold_samples(std::span<const loadgen::Sample> samples, const FoldOptions& opts);
 
 // The largest number of requests in flight at once, over every sample (warm-up included).
-std::int64_t max_in_flight(std::span<const Sample> samples);
+std::int64_t max_in_flight(std::span<const loadgen::Sample> samples);
 
 struct Interval {
   double low = 0, high = 0;
@@ -43,9 +43,9 @@ std::optional<Interval> bootstrap_p99(std::span<const double> values, std::uint6
                                       double level = 0.95);
 
 // The measured samples' values of one latency, in sample order (itl pooled).
-std::vector<double> ttft_values(std::span<const Sample> samples);
-std::vector<double> itl_values(std::span<const Sample> samples);
-std::vector<double> e2e_values(std::span<const Sample> samples);
+std::vector<double> ttft_values(std::span<const loadgen::Sample> samples);
+std::vector<double> itl_values(std::span<const loadgen::Sample> samples);
+std::vector<double> e2e_values(std::span<const loadgen::Sample> samples);
 
 // The "generator", "confidence" and "errors_by_class" members of a point's evidence block (send
 // lateness over the measured requests; warm-up excluded like everywhere else).
@@ -54,17 +54,17 @@ struct GeneratorFigures {
   double cpu_seconds = 0;   // the generator's CPU time over the point (measured by the driver)
   double wall_seconds = 0;  // the point's whole duration, warm-up included
 };
-GeneratorEvidence generator_evidence(std::span<const Sample> samples, const GeneratorFigures& g);
-ConfidenceEvidence confidence_evidence(std::span<const Sample> samples, std::uint64_t seed);
-std::map<std::string, std::int64_t> errors_by_class(std::span<const Sample> samples);
+GeneratorEvidence generator_evidence(std::span<const loadgen::Sample> samples, const GeneratorFigures& g);
+ConfidenceEvidence confidence_evidence(std::span<const loadgen::Sample> samples, std::uint64_t seed);
+std::map<std::string, std::int64_t> errors_by_class(std::span<const loadgen::Sample> samples);
 // The prompt and output token counts of the measured ok requests, as their usage gave them
 // (nearest-rank p50); nullopt when none carries usage.
-std::optional<TokenEvidence> token_evidence(std::span<const Sample> samples);
+std::optional<TokenEvidence> token_evidence(std::span<const loadgen::Sample> samples);
 // The measured requests that failed, grouped by HTTP status and the server's own message (at most
 // kFailureGroups groups, most frequent first, each message cut to 200 bytes): "3 x HTTP 400:
 // request (272547 tokens) exceeds the available context size (1024 tokens)". Empty when none failed.
 inline constexpr std::size_t kFailureGroups = 5;
-std::vector<std::string> failure_lines(std::span<const Sample> samples);
+std::vector<std::string> failure_lines(std::span<const loadgen::Sample> samples);
 
 // The "load" member of a point's evidence block. `coordinate`, `duration_s` (0: none) and the wall
 // times are how the point was driven; the counts and rates follow from the samples: warm-up and
@@ -78,7 +78,7 @@ struct LoadFigures {
   double duration_s = 0;
   std::string started_at, ended_at;
 };
-LoadEvidence load_evidence(std::span<const Sample> samples, const LoadFigures& f);
+LoadEvidence load_evidence(std::span<const loadgen::Sample> samples, const LoadFigures& f);
 
 // The "cache" member: how much of the point's prompts the server served from its prefix cache,
 // against what the workload declares shared (docs/SWEEP.md "Prompts per point"). From the
@@ -93,14 +93,14 @@ struct CacheDeclaration {
   double declared_shared_share = 0;  // of the point's measured prompt bytes (repeats within the point count whole)
   std::optional<CacheReset> reset;   // how the cache was reset before the point, if it was
 };
-CacheEvidence cache_evidence(std::span<const Sample> samples, const CacheDeclaration& d,
+CacheEvidence cache_evidence(std::span<const loadgen::Sample> samples, const CacheDeclaration& d,
                              const boost::json::object* server_evidence);
 
 // The steady-state window: from the first measured send to the last measured send (after it the
 // load only drains: fewer requests in flight than the point asks for), and the output tokens of
 // the measured requests that completed inside it, over its length. Not measured when the window is
 // empty or nothing completed in it.
-SteadyStateEvidence steady_state_evidence(std::span<const Sample> samples);
+SteadyStateEvidence steady_state_evidence(std::span<const loadgen::Sample> samples);
 
 }  // namespace mpo::sweep
 

@@ -123,7 +123,7 @@ boost::json::value parity_json(const ParityReport& r) {
     if (!t.base_url.empty()) j["base_url"] = t.base_url;
     if (!t.samples.empty()) {
       boost::json::array samples;
-      for (const auto& s : t.samples) samples.push_back(sample_json(s));
+      for (const auto& s : t.samples) samples.push_back(loadgen::sample_json(s));
       j["samples"] = std::move(samples);
     }
     FoldOptions none;
@@ -189,7 +189,7 @@ Result<ParityReport> parse_parity(std::string_view text) {
       if (const auto* ss = json_array(t, "samples")) {
         for (const auto& sv : *ss) {
           if (!sv.is_object()) return make_error("parity.json", "a sample is not an object");
-          auto sample = sample_from_json(sv.as_object());
+          auto sample = loadgen::sample_from_json(sv.as_object());
           if (!sample) return sample.error();
           pt.samples.push_back(std::move(*sample));
         }

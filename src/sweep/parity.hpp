@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/result.hpp"
-#include "sweep/sample.hpp"
+#include "loadgen/sample.hpp"
 #include "sweep/serving_stats.hpp"
 
 namespace mpo::sweep {
@@ -27,7 +27,7 @@ struct ParityTrack {
   bool measured = false;  // the track was run (it had a base URL)
   std::string reason;     // why not, when not
   std::string base_url;
-  std::vector<Sample> samples;
+  std::vector<loadgen::Sample> samples;
   std::optional<ServingStats> stats;  // nullopt: not measured (written as folded from no samples)
 };
 

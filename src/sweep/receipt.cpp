@@ -71,8 +71,8 @@ boost::json::object engine_identity_json(const EngineIdentity& id) {
 
 namespace {
 
-boost::json::value coordinate_json(LoadMode m, double v) {
-  if (m == LoadMode::kConcurrency && v == std::floor(v) && std::fabs(v) < 9e15) {
+boost::json::value coordinate_json(loadgen::LoadMode m, double v) {
+  if (m == loadgen::LoadMode::kConcurrency && v == std::floor(v) && std::fabs(v) < 9e15) {
     return static_cast<std::int64_t>(v);
   }
   return v;
@@ -86,7 +86,7 @@ void put_if(boost::json::object& o, std::string_view key, const std::string& v) 
   if (!v.empty()) o[key] = v;
 }
 
-boost::json::object selection_json(LoadMode m, const Selection& s) {
+boost::json::object selection_json(loadgen::LoadMode m, const Selection& s) {
   boost::json::object o;
   o[point_key(m)] = coordinate_json(m, s.coordinate);
   o["throughput_tok_s"] = s.throughput_tok_s;
@@ -99,7 +99,7 @@ boost::json::object selection_json(LoadMode m, const Selection& s) {
   return o;
 }
 
-Selection selection_from(LoadMode m, const boost::json::object& o) {
+Selection selection_from(loadgen::LoadMode m, const boost::json::object& o) {
   Selection s;
   s.coordinate = json_double(o, point_key(m)).value_or(0);
   s.throughput_tok_s = json_double(o, "throughput_tok_s").value_or(0);
@@ -205,7 +205,7 @@ boost::json::value receipt_json(const SweepReceipt& r) {
   workload["requests"] = r.workload_requests;
   boost::json::array coords;
   for (double v : r.coordinates) coords.push_back(coordinate_json(r.mode, v));
-  workload[r.mode == LoadMode::kConcurrency ? "concurrencies" : "rates"] = std::move(coords);
+  workload[r.mode == loadgen::LoadMode::kConcurrency ? "concurrencies" : "rates"] = std::move(coords);
   o["workload"] = std::move(workload);
   boost::json::array contracts;
   for (const auto& c : r.contracts) contracts.push_back(contract_json(c));
@@ -236,7 +236,7 @@ boost::json::value receipt_json(const SweepReceipt& r) {
       t["stats"] = stats_json(tp.stats);
       t["evidence"] = evidence_json(tp.evidence);
       boost::json::array samples;
-      for (const auto& s : tp.samples) samples.push_back(sample_json(s));
+      for (const auto& s : tp.samples) samples.push_back(loadgen::sample_json(s));
       t["samples"] = std::move(samples);
       tracks.push_back(std::move(t));
     }
@@ -305,7 +305,7 @@ Result<SweepReceipt> parse_sweep_receipt(std::string_view text) {
     r.workload_digest = str(*w, "digest");
     r.workload_requests = json_int(*w, "requests").value_or(0);
     const auto* rates = json_array(*w, "rates");
-    r.mode = rates ? LoadMode::kRate : LoadMode::kConcurrency;
+    r.mode = rates ? loadgen::LoadMode::kRate : loadgen::LoadMode::kConcurrency;
     const auto* coords = rates ? rates : json_array(*w, "concurrencies");
     if (coords) {
       for (const auto& v : *coords) {
@@ -369,7 +369,7 @@ Result<SweepReceipt> parse_sweep_receipt(std::string_view text) {
           if (const auto* ss = json_array(t, "samples")) {
             for (const auto& sv : *ss) {
               if (!sv.is_object()) return make_error("sweep.json", "a sample is not an object");
-              auto s = sample_from_json(sv.as_object());
+              auto s = loadgen::sample_from_json(sv.as_object());
               if (!s) return s.error();
               tp.samples.push_back(std::move(*s));
             }

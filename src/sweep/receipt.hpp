@@ -11,16 +11,15 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "loadgen/load_mode.hpp"
+#include "loadgen/sample.hpp"
 #include "sweep/point_evidence.hpp"
-#include "sweep/sample.hpp"
 #include "sweep/serving_stats.hpp"
 
 namespace mpo::sweep {
 
 inline constexpr const char* kSweepSchema = "fak.serving-sweep.v1";
 inline constexpr const char* kEnvelopeSchema = "fak.sweep-envelope.v1";
-
-enum class LoadMode { kConcurrency, kRate };
 
 inline constexpr int kRulesGeneration = 2;
 
@@ -36,8 +35,8 @@ struct TrackPoint {
   std::int64_t batch_capacity = 0;
   std::string capacity_source;
   ServingStats stats;
-  PointEvidence evidence;       // ours
-  std::vector<Sample> samples;  // ours: every request of the point, warm-up included
+  PointEvidence evidence;                // ours
+  std::vector<loadgen::Sample> samples;  // ours: every request of the point, warm-up included
 };
 
 struct Point {
@@ -158,7 +157,7 @@ struct SweepReceipt {
   std::string generated_at;  // RFC 3339, seconds
   std::string machine_id = "unknown";
   std::string model;
-  LoadMode mode = LoadMode::kConcurrency;
+  loadgen::LoadMode mode = loadgen::LoadMode::kConcurrency;
   std::string workload_digest;
   std::int64_t workload_requests = 0;
   std::vector<double> coordinates;  // concurrencies or rates, ascending
@@ -182,9 +181,9 @@ struct SweepReceipt {
   std::vector<std::string> validity_reasons, warnings;
 };
 
-const char* axis_name(LoadMode m);
-const char* axis_unit(LoadMode m);
-const char* point_key(LoadMode m);  // "concurrency" | "rate_rps"
+const char* axis_name(loadgen::LoadMode m);
+const char* axis_unit(loadgen::LoadMode m);
+const char* point_key(loadgen::LoadMode m);  // "concurrency" | "rate_rps"
 
 boost::json::value receipt_json(const SweepReceipt& r);
 std::string receipt_text(const SweepReceipt& r);  // pretty Go JSON, one trailing newline

@@ -18,7 +18,9 @@ std::string fixed(std::optional<double> v, int digits = 1) { return v ? fmt::for
 std::optional<double> p50(const QuantileMetric& q) { return q.measured() ? q.p50 : std::nullopt; }
 std::optional<double> p99(const QuantileMetric& q) { return q.measured() ? q.p99 : std::nullopt; }
 
-std::string axis_title(LoadMode m) { return m == LoadMode::kConcurrency ? "concurrency" : "offered rate (req/s)"; }
+std::string axis_title(loadgen::LoadMode m) {
+  return m == loadgen::LoadMode::kConcurrency ? "concurrency" : "offered rate (req/s)";
+}
 
 // Acceptance of speculative decoding per point, where the engine published it: TPOT depends on it.
 const char* kSpeculativeNote =
@@ -39,7 +41,7 @@ std::vector<std::vector<std::string>> speculative_rows(const SweepReceipt& r) {
   return rows;
 }
 
-std::vector<std::string> speculative_headers(LoadMode m) {
+std::vector<std::string> speculative_headers(loadgen::LoadMode m) {
   return {axis_title(m), "track", "accepted", "tokens per step", "TPOT p50", "ITL p50"};
 }
 
@@ -74,7 +76,7 @@ struct Findings {
   std::vector<std::string> signals;  // "`signal` at X: detail" (markdown's code marks stripped on the page)
 };
 
-Findings findings(const TrackSummary& t, LoadMode m) {
+Findings findings(const TrackSummary& t, loadgen::LoadMode m) {
   Findings f;
   auto add = [&](const char* name, std::string value) { f.items.emplace_back(name, std::move(value)); };
   add("status", t.status + (t.reason.empty() ? "" : " — " + t.reason));
@@ -99,7 +101,7 @@ Findings findings(const TrackSummary& t, LoadMode m) {
   return f;
 }
 
-std::string finding(const TrackSummary& t, LoadMode m) {
+std::string finding(const TrackSummary& t, loadgen::LoadMode m) {
   const auto f = findings(t, m);
   std::string out;
   for (const auto& [name, value] : f.items) out += fmt::format("- **{}**: {}\n", name, value);
@@ -111,7 +113,7 @@ std::string finding(const TrackSummary& t, LoadMode m) {
 }
 
 // The points table, cell by cell: markdown and the page render the same cells.
-std::vector<std::string> point_headers(LoadMode m) {
+std::vector<std::string> point_headers(loadgen::LoadMode m) {
   return {axis_title(m),     "status",   "ok",
           "failed",          "tok/s",    "steady tok/s",
           "goodput req/s",   "TTFT p50", "TTFT p99",
@@ -215,7 +217,7 @@ std::string sweep_html(const SweepReceipt& r) {
                                                 "excluded); the receipt holds a bootstrap interval for each. Rows not "
                                                 "valid for claims are shaded.",
                                                 "note"));
-  const std::string x = r.mode == LoadMode::kConcurrency ? "concurrency" : "offered rate (req/s)";
+  const std::string x = r.mode == loadgen::LoadMode::kConcurrency ? "concurrency" : "offered rate (req/s)";
   for (const auto& t : r.tracks) {
     std::vector<present::Point> thr, valid, ttft99, ttft50, itl99;
     std::vector<double> xs, ms;
@@ -234,7 +236,8 @@ std::string sweep_html(const SweepReceipt& r) {
     }
     if (r.sla.ttft_p99_ms > 0) ms.push_back(r.sla.ttft_p99_ms);
     if (r.sla.itl_p99_ms > 0) ms.push_back(r.sla.itl_p99_ms);
-    const auto xscale = r.mode == LoadMode::kConcurrency ? present::scale_for_counts(xs) : present::scale_for(xs, 8);
+    const auto xscale =
+        r.mode == loadgen::LoadMode::kConcurrency ? present::scale_for_counts(xs) : present::scale_for(xs, 8);
     Chart throughput("Output token throughput", Axis{x, xscale}, Axis{"tokens/s"});
     throughput.add({"throughput", thr, Mark::kLineDots, "#1f77b4"});
     throughput.add({"valid points", valid, Mark::kDots, "#2ca02c"});

@@ -19,13 +19,13 @@
 #include "core/go_json.hpp"
 #include "core/json.hpp"
 #include "core/time.hpp"
+#include "loadgen/cache_reset.hpp"
+#include "loadgen/prompt_length.hpp"
+#include "loadgen/wait_group.hpp"
 #include "scrape/fetch.hpp"
-#include "sweep/cache_reset.hpp"
 #include "sweep/evaluate.hpp"
 #include "sweep/evidence.hpp"
 #include "sweep/fold.hpp"
-#include "sweep/prompt_length.hpp"
-#include "sweep/wait_group.hpp"
 
 namespace mpo::sweep {
 
@@ -35,16 +35,16 @@ namespace {
 
 constexpr auto kNoThrow = asio::as_tuple(asio::use_awaitable);
 
-std::string coordinate_label(LoadMode m, double c) {
-  return std::string(m == LoadMode::kConcurrency ? "concurrency=" : "rate=") + go_float_text(c);
+std::string coordinate_label(loadgen::LoadMode m, double c) {
+  return std::string(m == loadgen::LoadMode::kConcurrency ? "concurrency=" : "rate=") + go_float_text(c);
 }
 
-const char* arrival_name(Arrival a) {
+const char* arrival_name(loadgen::Arrival a) {
   switch (a) {
-    case Arrival::kPoisson: return "poisson";
-    case Arrival::kGamma: return "gamma";
-    case Arrival::kConstant: return "constant";
-    case Arrival::kRecorded: return "recorded";
+    case loadgen::Arrival::kPoisson: return "poisson";
+    case loadgen::Arrival::kGamma: return "gamma";
+    case loadgen::Arrival::kConstant: return "constant";
+    case loadgen::Arrival::kRecorded: return "recorded";
   }
   return "";
 }
@@ -205,9 +205,9 @@ class SweepRun {
     r_.machine_id = o_.machine_id.empty() ? "unknown" : o_.machine_id;
     r_.model = o_.target.model;
     r_.mode = o_.mode;
-    measured_ = take_requests(o_.workload, o_.requests);
-    shared_words_ = shared_leading_words(measured_);
-    r_.workload_digest = workload_digest(measured_);
+    measured_ = loadgen::take_requests(o_.workload, o_.requests);
+    shared_words_ = loadgen::shared_leading_words(measured_);
+    r_.workload_digest = loadgen::workload_digest(measured_);
     r_.workload_requests = static_cast<std::int64_t>(measured_.size());
     contract_ = Contract{
         o_.track,          o_.target.model,   engine, o_.engine_receipt.empty() ? observed_receipt : o_.engine_receipt,
@@ -216,13 +216,13 @@ class SweepRun {
     r_.sla = o_.sla;
     r_.tool_version = o_.tool_version;
     SweepLoad load;
-    load.mode = o_.mode == LoadMode::kConcurrency ? "closed-loop" : "open-loop";
-    if (o_.mode == LoadMode::kRate) {
+    load.mode = o_.mode == loadgen::LoadMode::kConcurrency ? "closed-loop" : "open-loop";
+    if (o_.mode == loadgen::LoadMode::kRate) {
       load.arrival = arrival_name(o_.arrival);
-      if (o_.arrival == Arrival::kGamma) load.burstiness = o_.burstiness;
+      if (o_.arrival == loadgen::Arrival::kGamma) load.burstiness = o_.burstiness;
     }
     load.url = o_.target.url.origin + o_.target.url.base_path;
-    load.api = std::string(api_name(o_.target.api));
+    load.api = std::string(loadgen::api_name(o_.target.api));
     load.workload_source = o_.workload_source;
     load.requests_per_point = static_cast<std::int64_t>(o_.requests);
     load.warmup_rule = o_.warmup >= 0
@@ -246,7 +246,7 @@ class SweepRun {
                              o_.prompt_salt.empty() ? "" : ", followed by the run's prompt_salt");
     if (!o_.prompt_salt.empty()) load.prompt_salt = o_.prompt_salt;
     if (o_.exact_prompt_tokens) {
-      if (o_.target.api != Api::kChat) {
+      if (o_.target.api != loadgen::Api::kChat) {
         load.prompt_lengths = "approximate: exact prompt lengths are fitted for --api chat only";
       } else if (auto route = co_await tokenizer_.find(); route) {
         load.prompt_lengths = "exact: " + *route;
@@ -358,20 +358,20 @@ class SweepRun {
 
   std::size_t warmup_for(double c) const {
     if (o_.warmup >= 0) return static_cast<std::size_t>(o_.warmup);
-    if (o_.mode == LoadMode::kConcurrency) return static_cast<std::size_t>(c);
-    if (o_.arrival == Arrival::kRecorded) return 0;
+    if (o_.mode == loadgen::LoadMode::kConcurrency) return static_cast<std::size_t>(c);
+    if (o_.arrival == loadgen::Arrival::kRecorded) return 0;
     return static_cast<std::size_t>(std::ceil(c));
   }
 
-  // This shard's part of a point (sweep/shard.hpp): closed loop, its workers and their requests;
+  // This shard's part of a point (loadgen/shard.hpp): closed loop, its workers and their requests;
   // open loop, the driver keeps its arrivals.
-  void take_share(PointPlan& plan, double c) const {
-    if (o_.mode == LoadMode::kRate) {
+  void take_share(loadgen::PointPlan& plan, double c) const {
+    if (o_.mode == loadgen::LoadMode::kRate) {
       plan.shard = o_.shard;
       return;
     }
     const auto concurrency = static_cast<std::int64_t>(c);
-    std::vector<ServingRequest> mine;
+    std::vector<loadgen::ServingRequest> mine;
     std::size_t warmup = 0;
     for (std::size_t j = 0; j < plan.requests.size(); ++j) {
       if (!o_.shard.owns_request(j, concurrency)) continue;
@@ -380,7 +380,7 @@ class SweepRun {
     }
     plan.requests = std::move(mine);
     plan.warmup = warmup;
-    plan.coordinate = static_cast<double>(shard_concurrency(concurrency, o_.shard));
+    plan.coordinate = static_cast<double>(loadgen::shard_concurrency(concurrency, o_.shard));
   }
 
   // --start-at: point `index` is due at start_at + index * --point-period (wall clock).
@@ -401,7 +401,7 @@ class SweepRun {
 
   asio::awaitable<void> run_point(double c) {
     auto ex = co_await asio::this_coro::executor;
-    PointPlan plan;
+    loadgen::PointPlan plan;
     plan.mode = o_.mode;
     plan.coordinate = c;
     plan.arrival = o_.arrival;
@@ -412,7 +412,7 @@ class SweepRun {
     plan.warmup = warmup_for(c);
     const std::size_t index = point_index_++;
     for (std::size_t i = 0; i < plan.warmup; ++i) {
-      ServingRequest w = o_.workload[i % o_.workload.size()];
+      loadgen::ServingRequest w = o_.workload[i % o_.workload.size()];
       w.id += fmt::format("#warmup-{:03}", i + 1);
       w.arrival_offset_s.reset();
       plan.requests.push_back(std::move(w));
@@ -421,18 +421,18 @@ class SweepRun {
     // the salt alone: the same at every point, still the run's own).
     const auto marker = [&](bool warmup) {
       return o_.same_prompts_every_point ? (o_.prompt_salt.empty() ? "" : "s" + o_.prompt_salt)
-                                         : point_marker(index, warmup) + o_.prompt_salt;
+                                         : loadgen::point_marker(index, warmup) + o_.prompt_salt;
     };
-    if (const std::string m = marker(true); !m.empty()) mark_prompts(plan.requests, shared_words_, m);
+    if (const std::string m = marker(true); !m.empty()) loadgen::mark_prompts(plan.requests, shared_words_, m);
     const std::size_t keep = shared_words_ + (marker(true).empty() ? 0 : 1);  // the shared words and the marker
     const double replay_shift = plan.warmup > 0 ? 1.0 : 0.0;
-    if (o_.duration_s > 0 && o_.mode == LoadMode::kConcurrency) {
+    if (o_.duration_s > 0 && o_.mode == loadgen::LoadMode::kConcurrency) {
       plan.duration_s = o_.duration_s;
     }
-    auto sent = o_.duration_s > 0 && o_.mode == LoadMode::kRate && o_.arrival != Arrival::kRecorded
-                    ? take_requests(measured_, static_cast<std::size_t>(std::ceil(c * o_.duration_s)))
+    auto sent = o_.duration_s > 0 && o_.mode == loadgen::LoadMode::kRate && o_.arrival != loadgen::Arrival::kRecorded
+                    ? loadgen::take_requests(measured_, static_cast<std::size_t>(std::ceil(c * o_.duration_s)))
                     : measured_;
-    if (const std::string m = marker(false); !m.empty()) mark_prompts(sent, shared_words_, m);
+    if (const std::string m = marker(false); !m.empty()) loadgen::mark_prompts(sent, shared_words_, m);
     if (exact_) {
       // Named results, no co_await inside a conditional expression (GCC 12 destroys its temporaries
       // twice).
@@ -463,7 +463,7 @@ class SweepRun {
       if (r.arrival_offset_s) r.arrival_offset_s = *r.arrival_offset_s + replay_shift;
       plan.requests.push_back(std::move(r));
     }
-    if (o_.arrival == Arrival::kRecorded) {
+    if (o_.arrival == loadgen::Arrival::kRecorded) {
       plan.speed = c;
       for (std::size_t i = 0; i < plan.warmup; ++i)
         plan.requests[i].arrival_offset_s = static_cast<double>(i) / plan.warmup;
@@ -481,7 +481,7 @@ class SweepRun {
       if (f.status == scrape::ScrapeStatus::kOk) dcgm_before = parse_dcgm_energy_mj(f.body);
     }
     // Gauges sampled during the point, on a timer the end of the point cancels.
-    WaitGroup sampler_done(ex);
+    loadgen::WaitGroup sampler_done(ex);
     asio::steady_timer tick(ex);
     bool point_over = false;
     if (metrics_ && o_.metrics_interval_s > 0) {
@@ -499,11 +499,12 @@ class SweepRun {
           },
           [&](std::exception_ptr) { sampler_done.done(); });
     }
-    PointRun run = co_await driver_.run_point(plan);
+    loadgen::PointRun run = co_await driver_.run_point(plan);
     if (o_.shard.sharded()) {
       for (auto& smp : run.samples) smp.shard = o_.shard.index;
       if (index == 0 && o_.start_at_us && r_.load && r_.load->shard) {
-        r_.load->shard->start_lateness_ms = round_ms(static_cast<double>(run.started_at_us - *o_.start_at_us) / 1000.0);
+        r_.load->shard->start_lateness_ms =
+            loadgen::round_ms(static_cast<double>(run.started_at_us - *o_.start_at_us) / 1000.0);
       }
     }
     point_over = true;
@@ -531,7 +532,7 @@ class SweepRun {
     LoadFigures lf;
     lf.coordinate_key = point_key(o_.mode);
     lf.coordinate = c;
-    lf.open_loop = o_.mode == LoadMode::kRate;
+    lf.open_loop = o_.mode == loadgen::LoadMode::kRate;
     lf.duration_s = o_.duration_s;
     lf.started_at = format_rfc3339_us(run.started_at_us);
     lf.ended_at = format_rfc3339_us(run.ended_at_us);
@@ -602,7 +603,7 @@ class SweepRun {
       if (b.status != "measured") co_return;
       const double lo = b.last_passing.value_or(0), hi = b.first_failing.value_or(0);
       double mid;
-      if (o_.mode == LoadMode::kConcurrency) {
+      if (o_.mode == loadgen::LoadMode::kConcurrency) {
         if (hi - lo <= 1) co_return;
         mid = std::floor((lo + hi) / 2);
       } else {
@@ -617,15 +618,15 @@ class SweepRun {
   const SweepOptions& o_;
   const SweepCallbacks& cb_;
   std::atomic<bool>& stop_;
-  Driver driver_;
-  EngineTokenizer tokenizer_{driver_, o_.target.model};  // after driver_: it uses it
-  PromptFitter fitter_{tokenizer_};
+  loadgen::Driver driver_;
+  loadgen::EngineTokenizer tokenizer_{driver_, o_.target.model};  // after driver_: it uses it
+  loadgen::PromptFitter fitter_{tokenizer_};
   bool exact_ = false;
   std::unique_ptr<scrape::Fetcher> metrics_, dcgm_;
   std::unique_ptr<PowerSampler> power_;
   // The declared shared share of the prompts a point sends: a prompt sent earlier in the same point
   // counts whole (the point may reuse its own prompts), any other its shared words.
-  double declared_share(const std::vector<ServingRequest>& sent) const {
+  double declared_share(const std::vector<loadgen::ServingRequest>& sent) const {
     std::set<std::string> seen;
     double shared = 0, total = 0;
     for (const auto& r : sent) {
@@ -634,7 +635,7 @@ class SweepRun {
       double bytes = 0;
       for (const auto& m : r.messages) bytes += static_cast<double>(m.content.size());
       total += bytes;
-      shared += seen.insert(text).second ? declared_shared_share(r, shared_words_) * bytes : bytes;
+      shared += seen.insert(text).second ? loadgen::declared_shared_share(r, shared_words_) * bytes : bytes;
     }
     return total > 0 ? shared / total : 0;
   }
@@ -657,7 +658,7 @@ class SweepRun {
   std::size_t point_index_ = 0, shared_words_ = 0;
   std::string reset_route_;
   std::optional<scrape::Snapshot> previous_after_;
-  std::vector<ServingRequest> measured_;
+  std::vector<loadgen::ServingRequest> measured_;
   Contract contract_;
   SweepReceipt r_;
   std::string label_;
@@ -717,11 +718,11 @@ Result<ParityReport> run_parity(const SweepOptions& opts, const std::vector<Pari
     r.generated_at = r.generated_at.substr(0, dot) + "Z";
   r.machine_id = opts.machine_id.empty() ? "unknown" : opts.machine_id;
   r.model = opts.target.model;
-  const auto measured = take_requests(opts.workload, opts.requests);
+  const auto measured = loadgen::take_requests(opts.workload, opts.requests);
   r.requests = static_cast<std::int64_t>(measured.size());
   r.concurrency = std::min<std::int64_t>(concurrency, r.requests);  // capped at the request count, as fak
   r.slo_ms = opts.slo_ms;
-  r.workload_digest = workload_digest(measured);
+  r.workload_digest = loadgen::workload_digest(measured);
   r.tool_version = opts.tool_version;
   asio::io_context io;
   std::exception_ptr failure;
@@ -732,11 +733,11 @@ Result<ParityReport> run_parity(const SweepOptions& opts, const std::vector<Pari
           auto it =
               std::find_if(tracks.begin(), tracks.end(), [&](const ParityTrackUrl& t) { return t.track == name; });
           if (it == tracks.end()) continue;
-          Target target = opts.target;
+          loadgen::Target target = opts.target;
           target.url = it->url;
           const std::string label = std::string("track ") + name;
           PointCounts counts;
-          Driver driver(
+          loadgen::Driver driver(
               target,
               [&](const ledger::Observation& ob) {
                 counts.count(ob);
@@ -745,19 +746,19 @@ Result<ParityReport> run_parity(const SweepOptions& opts, const std::vector<Pari
               [&](std::size_t d, std::size_t t) {
                 if (cb.on_progress) cb.on_progress(label, counts.at(d, t));
               });
-          PointPlan plan;
-          plan.mode = LoadMode::kConcurrency;
+          loadgen::PointPlan plan;
+          plan.mode = loadgen::LoadMode::kConcurrency;
           plan.coordinate = static_cast<double>(r.concurrency);
           plan.label = label;
           plan.warmup =
               opts.warmup >= 0 ? static_cast<std::size_t>(opts.warmup) : static_cast<std::size_t>(r.concurrency);
           for (std::size_t i = 0; i < plan.warmup; ++i) {
-            ServingRequest w = opts.workload[i % opts.workload.size()];
+            loadgen::ServingRequest w = opts.workload[i % opts.workload.size()];
             w.id += fmt::format("#warmup-{:03}", i + 1);
             plan.requests.push_back(std::move(w));
           }
           plan.requests.insert(plan.requests.end(), measured.begin(), measured.end());
-          PointRun run = co_await driver.run_point(plan);
+          loadgen::PointRun run = co_await driver.run_point(plan);
           ParityTrack t;
           t.track = name;
           t.base_url = it->url.origin + it->url.base_path;

@@ -10,26 +10,26 @@
 #include <vector>
 
 #include "ledger/observation.hpp"
+#include "loadgen/driver.hpp"
+#include "loadgen/workload.hpp"
 #include "scrape/snapshot.hpp"
-#include "sweep/driver.hpp"
+#include "sweep/merge.hpp"
 #include "sweep/parity.hpp"
 #include "sweep/receipt.hpp"
-#include "sweep/shard.hpp"
-#include "sweep/workload.hpp"
 
 namespace mpo::sweep {
 
 struct SweepOptions {
-  Target target;
-  LoadMode mode = LoadMode::kConcurrency;
+  loadgen::Target target;
+  loadgen::LoadMode mode = loadgen::LoadMode::kConcurrency;
   std::vector<double> coordinates;  // concurrencies or rates
-  Arrival arrival = Arrival::kPoisson;
+  loadgen::Arrival arrival = loadgen::Arrival::kPoisson;
   double burstiness = 1;
-  std::vector<ServingRequest> workload;  // the base list; each point sends `requests` of it
-  std::string workload_source;           // "synthetic ...", "web-tasks FILE", "replay FILE"
-  std::size_t requests = 64;             // measured requests per point
-  double duration_s = 0;                 // > 0: each point runs this long instead (the requests cycle)
-  long warmup = -1;                      // -1: one per worker (closed) or one second of arrivals (open)
+  std::vector<loadgen::ServingRequest> workload;  // the base list; each point sends `requests` of it
+  std::string workload_source;                    // "synthetic ...", "web-tasks FILE", "replay FILE"
+  std::size_t requests = 64;                      // measured requests per point
+  double duration_s = 0;                          // > 0: each point runs this long instead (the requests cycle)
+  long warmup = -1;                               // -1: one per worker (closed) or one second of arrivals (open)
   std::uint64_t seed = 1;
   double slo_ms = 2000;
   SlaBudgets sla;
@@ -52,15 +52,15 @@ struct SweepOptions {
   // A word every prompt of this run carries (docs/SWEEP.md "Prompts"), so a run never meets the
   // prefix cache an earlier run of the same workload filled; "" = none (a rerun repeats the prompts).
   std::string prompt_salt;
-  // Fit each prompt to its asked length as the server's tokenizer counts it (sweep/prompt_length.hpp):
+  // Fit each prompt to its asked length as the server's tokenizer counts it (loadgen/prompt_length.hpp):
   // for workloads whose lengths are targets (synthetic, replay).
   bool exact_prompt_tokens = false;
   // Empty the server's prefix cache before each point (vLLM /reset_prefix_cache, SGLang
   // /flush_cache, llama.cpp slot erase); the sweep stops at start-up when the server offers none.
   bool reset_cache_between_points = false;
-  // One share of every point (sweep/shard.hpp); with `start_at_us` the first point is due at that
+  // One share of every point (loadgen/shard.hpp); with `start_at_us` the first point is due at that
   // wall time and point k at start_at_us + k * point_period_s (0: right after the one before).
-  Shard shard;
+  loadgen::Shard shard;
   std::optional<std::int64_t> start_at_us;
   double point_period_s = 0;
 };

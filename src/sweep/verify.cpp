@@ -59,7 +59,7 @@ void recompute(const SweepReceipt& r, const Point& p, TrackPoint& tp, VerifyOutc
     LoadFigures lf;
     lf.coordinate_key = point_key(r.mode);
     lf.coordinate = p.coordinate;
-    lf.open_loop = r.mode == LoadMode::kRate;
+    lf.open_loop = r.mode == loadgen::LoadMode::kRate;
     lf.duration_s = e.load->duration_s.value_or(0);
     lf.started_at = e.load->started_at;
     lf.ended_at = e.load->ended_at;

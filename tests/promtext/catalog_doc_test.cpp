@@ -25,8 +25,8 @@ std::string engines_text(std::uint32_t engines) {
 // The row docs/METRICS.md has for one entry: | engine | signal | `series{label="value"}` | meaning |
 std::string row(const CatalogEntry& e) {
   // fmt rather than operator+ on strings: g++ 12 warns falsely (-Wstringop-overflow) on the chain.
-  const std::string series = e.label.empty() ? fmt::format("`{}`", e.family)
-                                             : fmt::format("`{}{{{}=\"{}\"}}`", e.family, e.label, e.value);
+  const std::string series =
+      e.label.empty() ? fmt::format("`{}`", e.family) : fmt::format("`{}{{{}=\"{}\"}}`", e.family, e.label, e.value);
   std::string meaning(e.meaning);
   if (e.read == Read::kHistogramSum) meaning += " (read: the histogram's `_sum`)";
   if (!e.split.empty()) meaning += fmt::format(" (kept apart by `{}`)", e.split);

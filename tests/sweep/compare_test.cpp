@@ -21,7 +21,7 @@ SweepReceipt receipt(std::uint64_t seed, double ttft_scale, std::size_t n = 300,
                      std::optional<double> knee = 4) {
   SweepReceipt r;
   r.model = "m";
-  r.mode = LoadMode::kConcurrency;
+  r.mode = loadgen::LoadMode::kConcurrency;
   r.workload_digest = digest;
   std::mt19937_64 rng(seed);
   std::lognormal_distribution<double> ttft(std::log(100.0), 0.3), gap(std::log(20.0), 0.2);
@@ -35,7 +35,7 @@ SweepReceipt receipt(std::uint64_t seed, double ttft_scale, std::size_t n = 300,
     tp.status = "valid";
     double total = 0;
     for (std::size_t i = 0; i < n; ++i) {
-      Sample s;
+      loadgen::Sample s;
       s.ok = true;
       s.ttft_ms = ttft(rng) * ttft_scale * std::sqrt(c);
       double e2e = *s.ttft_ms;
@@ -131,7 +131,7 @@ TEST(SweepCompare, DifferentWorkloadsAreRefusedUnlessAllowedAndAKneeThatMovedIsS
   EXPECT_EQ(c->moved.front().verdict, "moved up");
   EXPECT_EQ(c->moved[1].verdict, "in neither");  // no peak in either
   auto other = b;
-  other.mode = LoadMode::kRate;
+  other.mode = loadgen::LoadMode::kRate;
   EXPECT_FALSE(compare_sweeps(a, other, o).ok());
 }
 

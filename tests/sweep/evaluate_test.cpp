@@ -258,7 +258,7 @@ TEST(SweepEvaluate, FewerThanTwoValidPointsIsNotMeasured) {
 TEST(SweepFold, SteadyStateCountsOnlyWhatCompletesWhileLoadIsApplied) {
   // Four requests sent at 0, 100, 200, 300 ms, each taking 150 ms with 10 tokens: inside [0, 300]
   // complete the first two (150, 250); the last two finish while the load drains.
-  std::vector<Sample> s = samples(4, 10, 150, 10);
+  std::vector<loadgen::Sample> s = samples(4, 10, 150, 10);
   for (int i = 0; i < 4; ++i) s[i].sent_offset_ms = s[i].scheduled_offset_ms = 100.0 * i;
   const auto o = steady_state_evidence(s);
   EXPECT_EQ(o.status, "measured");

@@ -17,23 +17,23 @@ inline const std::string kReceipt = sha256_digest("engine identity");
 
 // `n` requests sent together at the start of the point, each taking `e2e_ms`, first token after
 // `ttft_ms`, `tokens` output tokens (exact usage) with evenly spaced gaps.
-inline std::vector<Sample> samples(int n, double ttft_ms, double e2e_ms, std::int64_t tokens) {
-  std::vector<Sample> out;
+inline std::vector<loadgen::Sample> samples(int n, double ttft_ms, double e2e_ms, std::int64_t tokens) {
+  std::vector<loadgen::Sample> out;
   for (int i = 0; i < n; ++i) {
-    Sample s;
+    loadgen::Sample s;
     s.id = "r" + std::to_string(i);
     s.ok = true;
     s.stream_mode = "sse";
     s.ttft_ms = ttft_ms;
     for (std::int64_t k = 1; k < tokens; ++k)
-      s.itl_ms.push_back(round_ms((e2e_ms - ttft_ms) / static_cast<double>(tokens - 1)));
-    if (tokens > 1) s.tpot_ms = round_ms((e2e_ms - ttft_ms) / static_cast<double>(tokens - 1));
+      s.itl_ms.push_back(loadgen::round_ms((e2e_ms - ttft_ms) / static_cast<double>(tokens - 1)));
+    if (tokens > 1) s.tpot_ms = loadgen::round_ms((e2e_ms - ttft_ms) / static_cast<double>(tokens - 1));
     s.end_to_end_ms = e2e_ms;
     s.output_events = tokens;
     s.output_token_estimate = tokens;
     s.output_tokens_exact = tokens;
     s.output_token_count_basis = "usage.completion_tokens";
-    s.usage = SampleUsage{10, tokens, 10 + tokens, 0};
+    s.usage = loadgen::SampleUsage{10, tokens, 10 + tokens, 0};
     s.response_model = "m";
     out.push_back(s);
   }

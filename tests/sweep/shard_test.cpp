@@ -1,21 +1,20 @@
 // The share of a point each shard runs, and the rule that judges each shard's generator on its own.
-#include "sweep/shard.hpp"
-
 #include <gtest/gtest.h>
 
 #include "sweep/evaluate.hpp"
+#include "sweep/merge.hpp"
 #include "sweep/receipt_fixtures.hpp"
 
 namespace mpo::sweep {
 namespace {
 
 TEST(Shard, IndexCountsFromZeroAndOutOfRangeIsRefused) {
-  auto s = parse_shard("2/4");
+  auto s = loadgen::parse_shard("2/4");
   ASSERT_TRUE(s);
   EXPECT_EQ(s->index, 2);
   EXPECT_EQ(s->count, 4);
   for (const char* bad : {"4/4", "-1/4", "1/0", "1", "a/b", "1/2/3", "0/2000"}) {
-    EXPECT_FALSE(parse_shard(bad)) << bad;
+    EXPECT_FALSE(loadgen::parse_shard(bad)) << bad;
   }
 }
 
@@ -26,14 +25,14 @@ TEST(Shard, TheSharesOfAPointAreDisjointAndAddUpToIt) {
       std::vector<int> owners(100, 0);
       std::vector<int> arrivals(100, 0);
       for (int i = 0; i < n; ++i) {
-        const Shard s{i, n};
-        workers += shard_concurrency(c, s);
+        const loadgen::Shard s{i, n};
+        workers += loadgen::shard_concurrency(c, s);
         for (std::size_t j = 0; j < owners.size(); ++j) {
           owners[j] += s.owns_request(j, c) ? 1 : 0;
           arrivals[j] += s.owns_arrival(j) ? 1 : 0;
         }
         // A shard without workers sends no request of the point.
-        if (shard_concurrency(c, s) == 0) {
+        if (loadgen::shard_concurrency(c, s) == 0) {
           for (std::size_t j = 0; j < owners.size(); ++j) EXPECT_FALSE(s.owns_request(j, c));
         }
       }

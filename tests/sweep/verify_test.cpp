@@ -369,7 +369,7 @@ TEST(SweepVerify, AParityReceiptIsReDerived) {
 
 TEST(SweepCache, CarryoverIsJudgedFromTheResponsesOwnCachedTokens) {
   auto s = samples(4, 50, 1000, 10);
-  for (auto& x : s) x.usage = SampleUsage{200, 10, 210, 150};
+  for (auto& x : s) x.usage = loadgen::SampleUsage{200, 10, 210, 150};
   // Declared 10% shared: 20 tokens a request, plus the 16-token allowance; 150 cached is far above.
   auto e = cache_evidence(s, CacheDeclaration{"same_every_point", 0.10, std::nullopt}, nullptr);
   EXPECT_EQ(e.status, "measured");
@@ -401,7 +401,7 @@ TEST(SweepCache, ACarriedOverPointIsInvalidAndTheGateRefusesTheTrack) {
   auto r = scaling_sweep(8, {1, 2, 4, 8});
   for (std::size_t i = 1; i < r.points.size(); ++i) {
     auto& tp = r.points[i].tracks[0];
-    for (auto& x : tp.samples) x.usage = SampleUsage{200, 100, 300, 200};  // every prompt token cached
+    for (auto& x : tp.samples) x.usage = loadgen::SampleUsage{200, 100, 300, 200};  // every prompt token cached
     tp.evidence.cache = cache_evidence(tp.samples, CacheDeclaration{"same_every_point", 0.0, std::nullopt}, nullptr);
   }
   ASSERT_TRUE(evaluate_sweep(r).ok());

@@ -1,9 +1,8 @@
-#include "sweep/shard.hpp"
+#include "sweep/merge.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -15,13 +14,6 @@
 
 namespace mpo::sweep {
 namespace {
-
-std::optional<int> whole(std::string_view s) {
-  int v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
-}
 
 struct Parsed {
   const ShardInput* input;
@@ -97,20 +89,6 @@ Result<std::int64_t> point_start_us(const Parsed& p, const TrackPoint& tp, doubl
 }
 
 }  // namespace
-
-Result<Shard> parse_shard(std::string_view text) {
-  const auto slash = text.find('/');
-  const auto index = slash == std::string_view::npos ? std::nullopt : whole(text.substr(0, slash));
-  const auto count = slash == std::string_view::npos ? std::nullopt : whole(text.substr(slash + 1));
-  if (!index || !count || *count < 1 || *count > kMaxShards || *index < 0 || *index >= *count) {
-    return make_error("sweep.shard", fmt::format("--shard {}: expected I/N with 0 <= I < N <= {} (I counts from 0, "
-                                                 "as Kubernetes' JOB_COMPLETION_INDEX does)",
-                                                 text, kMaxShards));
-  }
-  return Shard{*index, *count};
-}
-
-std::int64_t shard_concurrency(std::int64_t c, const Shard& s) { return c / s.count + (s.index < c % s.count ? 1 : 0); }
 
 Result<SweepReceipt> merge_shards(const std::vector<ShardInput>& inputs, const MergeOptions& options) {
   if (inputs.size() < 2) return make_error("sweep.merge", "sweep merge needs the receipts of two or more shards");
@@ -213,9 +191,9 @@ Result<SweepReceipt> merge_shards(const std::vector<ShardInput>& inputs, const M
       for (std::size_t k = 0; k < shards.size(); ++k) {
         const auto& tp = shards[k].receipt.points[p].tracks[t];
         const double shift_ms = static_cast<double>(starts[k] - first) / 1000.0;
-        for (Sample smp : tp.samples) {
-          smp.scheduled_offset_ms = round_ms(smp.scheduled_offset_ms + shift_ms);
-          smp.sent_offset_ms = round_ms(smp.sent_offset_ms + shift_ms);
+        for (loadgen::Sample smp : tp.samples) {
+          smp.scheduled_offset_ms = loadgen::round_ms(smp.scheduled_offset_ms + shift_ms);
+          smp.sent_offset_ms = loadgen::round_ms(smp.sent_offset_ms + shift_ms);
           smp.shard = shards[k].index;
           into.samples.push_back(std::move(smp));
         }
@@ -225,7 +203,9 @@ Result<SweepReceipt> merge_shards(const std::vector<ShardInput>& inputs, const M
         }
       }
       std::stable_sort(into.samples.begin(), into.samples.end(),
-                       [](const Sample& a, const Sample& b) { return a.scheduled_offset_ms < b.scheduled_offset_ms; });
+                       [](const loadgen::Sample& a, const loadgen::Sample& b) {
+                         return a.scheduled_offset_ms < b.scheduled_offset_ms;
+                       });
       auto& e = into.evidence;
       if (e.load) {
         e.load->started_at = format_rfc3339_us(first);

@@ -1,10 +1,10 @@
-#include "sweep/workload.hpp"
+#include "loadgen/workload.hpp"
 
 #include <gtest/gtest.h>
 
 #include "core/go_json.hpp"
 
-namespace mpo::sweep {
+namespace mpo::loadgen {
 namespace {
 
 TEST(Workload, WebTasksFollowFaksRules) {
@@ -178,4 +178,4 @@ TEST(Workload, EachPointMarksItsPromptsAfterTheSharedPrefixAndKeepsTheirLength) 
 }
 
 }  // namespace
-}  // namespace mpo::sweep
+}  // namespace mpo::loadgen

@@ -1,7 +1,7 @@
 // The pure half of measuring one request of a sweep: from what the load generator saw (when it
 // sent the request and when the body ended, the status, the stream tap over the body, how the body
 // ended) to fak's sample fields and the ledger line's outcome. The driver (driver.cpp) only does
-// the I/O; these rules are unit tested without sockets (tests/sweep/measure_test.cpp).
+// the I/O; these rules are unit tested without sockets (tests/loadgen/measure_test.cpp).
 #pragma once
 
 #include <cstdint>
@@ -9,10 +9,10 @@
 #include <string_view>
 
 #include "ledger/observation.hpp"
+#include "loadgen/sample.hpp"
 #include "openai/stream_tap.hpp"
-#include "sweep/sample.hpp"
 
-namespace mpo::sweep {
+namespace mpo::loadgen {
 
 // No response head arrived: the connection, the write or the head failed (`stage`: resolve,
 // connect, tls, write, header). `message` says what happened.
@@ -40,4 +40,4 @@ struct Response {
 // fak's ok/fail and error class in the sample, ours in the ledger line (`o`, filled from the tap).
 void record_response(Sample& s, ledger::Observation& o, const openai::StreamTap& tap, const Response& r);
 
-}  // namespace mpo::sweep
+}  // namespace mpo::loadgen

@@ -1,4 +1,4 @@
-#include "sweep/driver.hpp"
+#include "loadgen/driver.hpp"
 
 #include <fmt/format.h>
 #include <sys/resource.h>
@@ -23,12 +23,12 @@
 #include "core/clock.hpp"
 #include "core/json.hpp"
 #include "core/uuid.hpp"
+#include "loadgen/measure.hpp"
+#include "loadgen/wait_group.hpp"
 #include "net/client.hpp"
 #include "openai/stream_tap.hpp"
-#include "sweep/measure.hpp"
-#include "sweep/wait_group.hpp"
 
-namespace mpo::sweep {
+namespace mpo::loadgen {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -528,4 +528,4 @@ asio::awaitable<std::pair<int, std::string>> Driver::simple(bool post, std::stri
   co_return std::pair<int, std::string>{x.status, std::move(x.body)};
 }
 
-}  // namespace mpo::sweep
+}  // namespace mpo::loadgen

@@ -1,4 +1,4 @@
-#include "sweep/prompt_length.hpp"
+#include "loadgen/prompt_length.hpp"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "core/json.hpp"
 
-namespace mpo::sweep {
+namespace mpo::loadgen {
 namespace {
 
 namespace json = boost::json;
@@ -199,4 +199,4 @@ boost::asio::awaitable<Result<std::int64_t>> PromptFitter::fit_one(ServingReques
   co_return c;
 }
 
-}  // namespace mpo::sweep
+}  // namespace mpo::loadgen

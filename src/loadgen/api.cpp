@@ -1,8 +1,8 @@
-#include "sweep/api.hpp"
+#include "loadgen/api.hpp"
 
 #include "core/json.hpp"
 
-namespace mpo::sweep {
+namespace mpo::loadgen {
 namespace {
 
 std::string messages_json(const ServingRequest& r, bool skip_system) {
@@ -99,4 +99,4 @@ std::string request_body(const ServingRequest& r, const std::string& model, bool
   return std::move(w).finish();
 }
 
-}  // namespace mpo::sweep
+}  // namespace mpo::loadgen

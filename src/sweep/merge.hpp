@@ -1,5 +1,5 @@
-// Sweeps driven from many machines (docs/SWEEP.md "Sharded sweeps"): `sweep --shard I/N` runs the
-// I-th share of every point and `sweep merge` joins the shards' receipts into one. Pure.
+// `sweep merge`: joins the receipts of a sweep driven from many machines (docs/SWEEP.md "Sharded
+// sweeps"; each shard's share of the load is loadgen/shard.hpp's). Pure.
 //
 // The share, of the same seeded workload, disjoint between shards. Closed loop at concurrency c:
 // worker w of the point belongs to shard w mod N (shard I runs c/N workers, one more when
@@ -16,26 +16,10 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "loadgen/shard.hpp"
 #include "sweep/receipt.hpp"
 
 namespace mpo::sweep {
-
-struct Shard {
-  int index = 0;  // from 0 (Kubernetes' JOB_COMPLETION_INDEX)
-  int count = 1;
-  bool sharded() const { return count > 1; }
-  // Open loop: whether arrival j of a point is this shard's.
-  bool owns_arrival(std::size_t j) const { return static_cast<int>(j % static_cast<std::size_t>(count)) == index; }
-  // Closed loop at concurrency `c`: whether request j of a point is this shard's.
-  bool owns_request(std::size_t j, std::int64_t c) const {
-    return owns_arrival(j % static_cast<std::size_t>(std::max<std::int64_t>(c, 1)));
-  }
-};
-
-// "I/N" with 0 <= I < N <= kMaxShards.
-Result<Shard> parse_shard(std::string_view text);
-// Closed-loop workers of this shard at concurrency `c`.
-std::int64_t shard_concurrency(std::int64_t c, const Shard& s);
 
 struct MergeOptions {
   double max_start_skew_s = 1.0;  // a point's shards must start within this of each other

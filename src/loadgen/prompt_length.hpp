@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "core/result.hpp"
-#include "sweep/driver.hpp"
-#include "sweep/workload.hpp"
+#include "loadgen/driver.hpp"
+#include "loadgen/workload.hpp"
 
-namespace mpo::sweep {
+namespace mpo::loadgen {
 
 class EngineTokenizer {
  public:
@@ -67,4 +67,4 @@ class PromptFitter {
 // The last message's text built from its first `keep + own` words and `pads` single-token words (pure).
 std::string fitted_text(const std::vector<std::string>& words, std::size_t keep, std::size_t own, std::size_t pads);
 
-}  // namespace mpo::sweep
+}  // namespace mpo::loadgen

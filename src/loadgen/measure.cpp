@@ -1,4 +1,4 @@
-#include "sweep/measure.hpp"
+#include "loadgen/measure.hpp"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 
 #include "ledger/from_tap.hpp"
 
-namespace mpo::sweep {
+namespace mpo::loadgen {
 
 void record_failure(Sample& s, ledger::Observation& o, const RequestFailure& f) {
   s.ok = false;
@@ -84,4 +84,4 @@ void record_response(Sample& s, ledger::Observation& o, const openai::StreamTap&
   }
 }
 
-}  // namespace mpo::sweep
+}  // namespace mpo::loadgen

@@ -1,10 +1,10 @@
-// The pure half of the load generator's measurement (sweep/measure.hpp): fak's sample and the
+// The pure half of the load generator's measurement (loadgen/measure.hpp): fak's sample and the
 // ledger outcome from what the driver saw, without sockets.
-#include "sweep/measure.hpp"
+#include "loadgen/measure.hpp"
 
 #include <gtest/gtest.h>
 
-namespace mpo::sweep {
+namespace mpo::loadgen {
 namespace {
 
 const char* kEvents[] = {
@@ -184,4 +184,4 @@ TEST(Measure, AMessagesStreamWithoutMessageStopIsTruncatedAndAnErrorEventIsAStre
 }
 
 }  // namespace
-}  // namespace mpo::sweep
+}  // namespace mpo::loadgen

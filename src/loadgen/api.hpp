@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "sweep/workload.hpp"
+#include "loadgen/workload.hpp"
 
-namespace mpo::sweep {
+namespace mpo::loadgen {
 
 enum class Api { kChat, kCompletions, kResponses, kMessages };
 
@@ -36,4 +36,4 @@ inline constexpr const char* kApiHelp =
 // max_tokens. `ignore_eos` (a vLLM/SGLang extension) is added to any of them when asked.
 std::string request_body(const ServingRequest& r, const std::string& model, bool ignore_eos, Api api = Api::kChat);
 
-}  // namespace mpo::sweep
+}  // namespace mpo::loadgen

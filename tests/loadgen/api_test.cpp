@@ -1,9 +1,9 @@
-// The bodies the load generator sends in each API (sweep/api.hpp).
-#include "sweep/api.hpp"
+// The bodies the load generator sends in each API (loadgen/api.hpp).
+#include "loadgen/api.hpp"
 
 #include <gtest/gtest.h>
 
-namespace mpo::sweep {
+namespace mpo::loadgen {
 namespace {
 
 ServingRequest request() {
@@ -52,4 +52,4 @@ TEST(SweepApi, NamesPathsAndOperations) {
 }
 
 }  // namespace
-}  // namespace mpo::sweep
+}  // namespace mpo::loadgen

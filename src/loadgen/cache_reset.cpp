@@ -1,4 +1,4 @@
-#include "sweep/cache_reset.hpp"
+#include "loadgen/cache_reset.hpp"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "core/json.hpp"
 
-namespace mpo::sweep {
+namespace mpo::loadgen {
 
 namespace asio = boost::asio;
 
@@ -66,4 +66,4 @@ asio::awaitable<Result<std::string>> reset_prefix_cache(Driver& driver, std::str
                                    tried));
 }
 
-}  // namespace mpo::sweep
+}  // namespace mpo::loadgen

@@ -13,9 +13,7 @@
 
 #include "core/result.hpp"
 
-namespace mpo::sweep {
-
-inline constexpr int kMaxShards = 1024;
+namespace mpo::loadgen {
 
 struct SampleUsage {
   std::optional<std::int64_t> prompt_tokens, completion_tokens, total_tokens, cached_tokens;
@@ -54,4 +52,4 @@ inline double send_lateness_ms(const Sample& s) { return round_ms(s.sent_offset_
 boost::json::object sample_json(const Sample& s);
 Result<Sample> sample_from_json(const boost::json::object& o);
 
-}  // namespace mpo::sweep
+}  // namespace mpo::loadgen

@@ -7,7 +7,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-namespace mpo::sweep {
+namespace mpo::loadgen {
 
 class WaitGroup {
  public:
@@ -28,4 +28,4 @@ class WaitGroup {
   boost::asio::steady_timer timer_;
 };
 
-}  // namespace mpo::sweep
+}  // namespace mpo::loadgen

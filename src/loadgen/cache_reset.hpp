@@ -8,9 +8,9 @@
 #include <string>
 
 #include "core/result.hpp"
-#include "sweep/driver.hpp"
+#include "loadgen/driver.hpp"
 
-namespace mpo::sweep {
+namespace mpo::loadgen {
 
 inline constexpr const char* kSlotEraseRoute = "llama.cpp slot erase (GET /slots, POST /slots/ID?action=erase)";
 
@@ -20,4 +20,4 @@ inline constexpr const char* kSlotEraseRoute = "llama.cpp slot erase (GET /slots
 // since its host-memory prompt cache outlives a slot erase).
 boost::asio::awaitable<Result<std::string>> reset_prefix_cache(Driver& driver, std::string& route);
 
-}  // namespace mpo::sweep
+}  // namespace mpo::loadgen

@@ -1,4 +1,4 @@
-#include "sweep/workload.hpp"
+#include "loadgen/workload.hpp"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include "core/go_json.hpp"
 #include "core/json.hpp"
 
-namespace mpo::sweep {
+namespace mpo::loadgen {
 namespace {
 
 std::string trim(std::string_view s) {
@@ -357,4 +357,4 @@ double declared_shared_share(const ServingRequest& r, std::size_t shared_words) 
   return total == 0 ? 0 : static_cast<double>(shared) / static_cast<double>(total);
 }
 
-}  // namespace mpo::sweep
+}  // namespace mpo::loadgen

@@ -1,5 +1,5 @@
 // The load generator (edge: Asio, one thread). Sends a point's requests to an OpenAI-compatible
-// server in the API it is told to speak (sweep/api.hpp: chat, completions, responses, messages), closed loop (N
+// server in the API it is told to speak (loadgen/api.hpp: chat, completions, responses, messages), closed loop (N
 // workers, each sends its next request when the last one ends) or open loop (arrivals on a schedule: Poisson, gamma
 // with burstiness, constant, or the recorded times of a replayed ledger), and measures each one as fak's sample
 // (docs/FAK.md 6.3, with TTFT at the first generated-content event of any kind) and as a ledger line. It measures
@@ -14,14 +14,14 @@
 #include <vector>
 
 #include "ledger/observation.hpp"
+#include "loadgen/api.hpp"
+#include "loadgen/load_mode.hpp"
+#include "loadgen/sample.hpp"
+#include "loadgen/shard.hpp"
+#include "loadgen/workload.hpp"
 #include "net/backend_url.hpp"
-#include "sweep/api.hpp"
-#include "sweep/receipt.hpp"
-#include "sweep/sample.hpp"
-#include "sweep/shard.hpp"
-#include "sweep/workload.hpp"
 
-namespace mpo::sweep {
+namespace mpo::loadgen {
 
 struct Target {
   net::BackendUrl url;  // the OpenAI base URL, e.g. http://127.0.0.1:8000/v1
@@ -48,7 +48,7 @@ struct PointPlan {
   double duration_s = 0;  // closed loop: > 0 sends the measured requests in a cycle
                           // until this long after the first measured one was sent
   std::string label;      // "concurrency=8": the ledger lines' sweep_point
-  Shard shard;            // open loop: only this shard's arrivals are sent (sweep/shard.hpp)
+  Shard shard;            // open loop: only this shard's arrivals are sent (loadgen/shard.hpp)
 };
 
 struct PointRun {
@@ -93,4 +93,4 @@ class Driver {
 // Arrival offsets in seconds from the start of an open-loop point (pure; seeded).
 std::vector<double> arrival_offsets(const PointPlan& plan);
 
-}  // namespace mpo::sweep
+}  // namespace mpo::loadgen

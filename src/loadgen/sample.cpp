@@ -1,12 +1,13 @@
-#include "sweep/sample.hpp"
+#include "loadgen/sample.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
 #include "core/json.hpp"
+#include "loadgen/shard.hpp"
 
-namespace mpo::sweep {
+namespace mpo::loadgen {
 namespace {
 
 boost::json::value optional_int(const std::optional<std::int64_t>& v) {
@@ -106,4 +107,4 @@ Result<Sample> sample_from_json(const boost::json::object& o) {
   return s;
 }
 
-}  // namespace mpo::sweep
+}  // namespace mpo::loadgen

@@ -16,7 +16,7 @@
 #include "core/result.hpp"
 #include "ledger/reader.hpp"
 
-namespace mpo::sweep {
+namespace mpo::loadgen {
 
 struct Message {
   std::string role;
@@ -111,4 +111,4 @@ std::string workload_digest(const std::vector<ServingRequest>& requests);
 // fak's estimate: bytes / 4 (integer).
 std::int64_t estimate_tokens(std::string_view text);
 
-}  // namespace mpo::sweep
+}  // namespace mpo::loadgen
