@@ -265,7 +265,7 @@ int run_traces(const AttributeArgs& a) {
   const auto join = attribution::join_engine_traces(records, traces.spans);
   std::string out;
   if (a.format == "json") {
-    out = attribution::render_trace_join_json(join, inputs, SystemClock::instance().wall_us());
+    out = attribution::render_trace_join_json(join, inputs, document_time_us());
   } else if (a.format == "html") {
     present::Header h;
     h.title = "Engine spans joined to requests";
@@ -305,7 +305,7 @@ int run(const AttributeArgs& a) {
   inputs.window = a.window;
   inputs.max_scrape_age_s = *age;
   inputs.tool_version = MPO_VERSION;
-  inputs.created_at_us = SystemClock::instance().wall_us();
+  inputs.created_at_us = document_time_us();
   const auto run =
       attribution::attribute_run(std::move(snaps), records, *choice, static_cast<std::int64_t>(*age * 1e6));
   std::string text;

@@ -110,7 +110,7 @@ int run_collect(CLI::App& app, const CollectArgs& a) {
   if (!phase) return usage(phase.error().message);
   auto shape = bandwidth::parse_shape(a.shape);
   if (!shape) return usage(shape.error().message);
-  const auto now = SystemClock::instance().wall_us();
+  const auto now = document_time_us();
 
   if (!a.ncu_csv.empty()) {
     for (const char* flag : {"--measured-gb-s", "--bytes", "--seconds", "--bytes-evidence"}) {
@@ -189,10 +189,9 @@ int run_measure(const MeasureArgs& a) {
     std::cerr << fmt::format("modelperfobs bandwidth measure-host: sustainable {:.2f} GB/s, knee at {} thread(s)\n",
                              *analysis.sustainable_gb_s, analysis.knee_threads.value_or(0));
   }
-  return write_receipt(a.output,
-                       bandwidth::host_roofline_receipt_json(o, points, analysis, host_cpu(),
-                                                             SystemClock::instance().wall_us(), MPO_VERSION),
-                       a.html);
+  return write_receipt(
+      a.output, bandwidth::host_roofline_receipt_json(o, points, analysis, host_cpu(), document_time_us(), MPO_VERSION),
+      a.html);
 }
 
 int run_verify(const std::string& file) {

@@ -194,7 +194,9 @@ std::function<int()> setup_cache_state(CLI::App& app) {
       "page (one line on stderr says what came back); 2 usage error.");
   app.add_option("--output", a->output, "report file (modelperfobs.cache-state.v1; default stdout)");
   app.add_option("--html", a->html, "also write the report as one self-contained page here");
-  app.add_option("--verify", a->verify, "re-check a report strictly; one line; exit 1 when it does not hold")
+  app.add_option(
+         "--verify", a->verify,
+         "re-check a report strictly; one line; exit 3 when it does not hold, 1 when it cannot be read or parsed")
       ->check(CLI::ExistingFile);
   app.add_option("--backend", a->backend, "in-process (hermetic: no model, network or GPU) or vllm")
       ->capture_default_str();

@@ -158,7 +158,7 @@ int run_demo(const std::string& out_dir) {
   }
   rep.groups = report::analyse(rep.table, rep.options);
   rep.others = report::analyse_others(rep.table, rep.options);
-  rep.created_at_us = SystemClock::instance().wall_us();
+  rep.created_at_us = document_time_us();
   rep.tool_version = MPO_VERSION;
   if (!write_output(dir + "/report.html", report::render_html(rep), "demo") ||
       !write_output(dir + "/report.json", report::render_json(rep), "demo")) {

@@ -238,7 +238,7 @@ int run(const ReportArgs& a) {
     std::cerr << "modelperfobs report: --max-regression needs --baseline OLD\n";
     return 2;
   }
-  in.created_at_us = SystemClock::instance().wall_us();
+  in.created_at_us = document_time_us();
   in.tool_version = MPO_VERSION;
   std::string text;
   if (a.format == "md") {

@@ -1,4 +1,9 @@
+// The system clock, and the time documents are dated with (core/clock.hpp).
 #include "core/clock.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
 
 namespace mpo {
 
@@ -15,6 +20,20 @@ std::int64_t SystemClock::wall_us() const {
 const SystemClock& SystemClock::instance() {
   static const SystemClock clock;
   return clock;
+}
+
+std::int64_t document_time_us() {
+  if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH")) {
+    std::int64_t seconds = 0;
+    const char* end = epoch + std::strlen(epoch);
+    const auto [at, ec] = std::from_chars(epoch, end, seconds);
+    // Only a whole, non-negative number of seconds that fits in microseconds; anything else is
+    // ignored, as reproducible-builds.org asks of tools.
+    if (ec == std::errc() && at == end && at != epoch && seconds >= 0 && seconds < 9'000'000'000'000) {
+      return seconds * 1'000'000;
+    }
+  }
+  return SystemClock::instance().wall_us();
 }
 
 }  // namespace mpo

@@ -41,4 +41,9 @@ class ManualClock final : public Clock {
   std::atomic<std::int64_t> steady_;
 };
 
+// The time a document (a report, a receipt, a facts page) says it was made: SOURCE_DATE_EPOCH
+// (whole seconds since the epoch, the reproducible-builds convention) when it is set to one, so
+// the same inputs give byte-identical outputs (the golden tests rely on it); otherwise now.
+std::int64_t document_time_us();
+
 }  // namespace mpo

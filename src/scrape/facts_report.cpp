@@ -185,8 +185,7 @@ std::string facts_markdown(const FactsReport& r) {
 
 std::string facts_json(const FactsReport& r, std::string_view tool_version) {
   JsonObjectWriter w;
-  w.field("schema", "modelperfobs.engine-facts.v1")
-      .field("created_at", format_rfc3339_us(SystemClock::instance().wall_us()));
+  w.field("schema", "modelperfobs.engine-facts.v1").field("created_at", format_rfc3339_us(document_time_us()));
   JsonObjectWriter tool;
   tool.field("name", "modelperfobs").field("version", tool_version);
   w.raw_field("tool", std::move(tool).finish());
