@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "engines/signals.hpp"
 #include "promtext/exposition.hpp"
-#include "promtext/signals.hpp"
 #include "support/build_paths.hpp"
 
 namespace {
@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
   const double t_parse = best_seconds(rounds, [&] { (void)mpo::promtext::parse_exposition(page); });
   const double t_signals = best_seconds(rounds, [&] {
     auto e = mpo::promtext::parse_exposition(page);
-    (void)mpo::promtext::extract_signals(*e);
+    (void)mpo::engines::extract_signals(*e);
   });
   const std::string tmp = "/tmp/mpo-promtext-bench.prom";
   std::ofstream(tmp, std::ios::binary) << page;

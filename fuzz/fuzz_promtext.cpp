@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "promtext/delta.hpp"
+#include "engines/delta.hpp"
+#include "engines/facts.hpp"
 #include "promtext/exposition.hpp"
-#include "promtext/facts.hpp"
 #include "promtext/histogram.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -20,9 +20,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   }
   // Catalog lookup, deltas and facts never crash on whatever parsed.
-  const auto signals = mpo::promtext::extract_signals(*e);
-  (void)mpo::promtext::derive_facts(signals, std::nullopt);
-  if (auto d = mpo::promtext::delta_signals(signals, signals)) (void)mpo::promtext::derive_facts(*d, 1.0);
+  const auto signals = mpo::engines::extract_signals(*e);
+  (void)mpo::engines::derive_facts(signals, std::nullopt);
+  if (auto d = mpo::engines::delta_signals(signals, signals)) (void)mpo::engines::derive_facts(*d, 1.0);
   const std::string written = mpo::promtext::write_exposition(*e);
   auto again = mpo::promtext::parse_exposition(written);
   if (!again || !mpo::promtext::same_content(*e, *again)) std::abort();

@@ -7,12 +7,12 @@
 
 #include "core/simdjson_values.hpp"
 #include "core/time.hpp"
-#include "promtext/signals.hpp"
+#include "engines/signals.hpp"
 
 namespace mpo::attribution {
 namespace {
 
-using promtext::Signal;
+using engines::Signal;
 
 void put(CounterSet& c, const char* name, std::optional<double> v) {
   if (v) c[name] = Counter{*v, std::nullopt};
@@ -31,7 +31,7 @@ MetricsSnapshot neutral_snapshot(const scrape::Snapshot& s) {
   }
   m.stale = s.status == scrape::ScrapeStatus::kStale;
   m.server_instance_id = scrape::server_instance_id(s);
-  m.engine = std::string(promtext::engine_name(s.signals.engine));
+  m.engine = std::string(engines::engine_name(s.signals.engine));
   m.models = s.signals.models;
   m.process_start_time_s = s.signals.value(Signal::kProcessStartTime);
   const auto& sig = s.signals;

@@ -8,16 +8,16 @@
 
 #include "core/clock.hpp"
 #include "core/json.hpp"
+#include "engines/signals.hpp"
 #include "loadgen/cache_reset.hpp"
 #include "loadgen/driver.hpp"
 #include "net/client.hpp"
-#include "promtext/signals.hpp"
 #include "scrape/fetch.hpp"
 
 namespace mpo::cachestate {
 
 namespace asio = boost::asio;
-using promtext::Signal;
+using engines::Signal;
 
 namespace {
 
@@ -179,7 +179,7 @@ Result<BackendIdentity> EngineBackend::identity() {
   if (!s) return s.error();
   std::string models;
   for (const auto& m : s->signals.models) models += (models.empty() ? "" : ",") + m;
-  return BackendIdentity{std::string(promtext::engine_name(s->signals.engine)), scrape::server_instance_id(*s),
+  return BackendIdentity{std::string(engines::engine_name(s->signals.engine)), scrape::server_instance_id(*s),
                          models.empty() ? impl_->opts.model : models};
 }
 
@@ -204,7 +204,7 @@ Result<MetricSnapshot> EngineBackend::snapshot(std::string_view) {
   m.source = impl_->fetcher.source();
   if (auto start = sig.value(Signal::kProcessStartTime)) {
     m.counter_epoch = fmt::format("process_start_time={}", *start);
-  } else if (sig.engine == promtext::Engine::kLlamaCpp) {
+  } else if (sig.engine == engines::Engine::kLlamaCpp) {
     m.counter_epoch = impl_->llamacpp_epoch();
   }
   auto u64 = [](std::optional<double> v) -> std::optional<std::uint64_t> {

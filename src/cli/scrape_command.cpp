@@ -91,8 +91,8 @@ int run(const ScrapeArgs& a) {
     if (!a.quiet) {
       std::cerr << fmt::format("scrape {}: {} {}{}\n", s.seq, scrape::to_string(s.status),
                                scrape::has_signals(s.status)
-                                   ? fmt::format("{} {}, {} bytes, {:.1f} ms", promtext::engine_name(s.signals.engine),
-                                                 promtext::engine_generation(s.signals.engine), s.bytes,
+                                   ? fmt::format("{} {}, {} bytes, {:.1f} ms", engines::engine_name(s.signals.engine),
+                                                 engines::engine_generation(s.signals.engine), s.bytes,
                                                  static_cast<double>(s.ended_at_us - s.started_at_us) / 1e3)
                                    : s.error,
                                s.problems.empty() ? "" : fmt::format(" ({} histogram problem(s))", s.problems.size()));

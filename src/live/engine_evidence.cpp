@@ -16,9 +16,9 @@ EngineWindow engine_window(const std::vector<scrape::Snapshot>& snapshots) {
   EngineWindow out;
   const auto facts = scrape::build_facts_report(snapshots);
   if (facts.last) {
-    out.waiting_now = facts.last->signals.value(promtext::Signal::kWaiting);
-    out.running_now = facts.last->signals.value(promtext::Signal::kRunning);
-    out.kv_usage_now = facts.last->signals.value(promtext::Signal::kKvUsage);
+    out.waiting_now = facts.last->signals.value(engines::Signal::kWaiting);
+    out.running_now = facts.last->signals.value(engines::Signal::kRunning);
+    out.kv_usage_now = facts.last->signals.value(engines::Signal::kKvUsage);
   }
   if (!facts.delta) {
     out.no_window = facts.reset;
@@ -26,13 +26,13 @@ EngineWindow engine_window(const std::vector<scrape::Snapshot>& snapshots) {
   }
   report::EngineEvidence e;
   e.window = facts.window;
-  e.engine = std::string(promtext::engine_name(facts.delta->engine));
+  e.engine = std::string(engines::engine_name(facts.delta->engine));
   bool any = false;
-  if (const promtext::Fact* spec = promtext::find_fact(facts.facts, "speculative_decoding");
-      spec && spec->status != promtext::FactStatus::kUnavailable) {
-    const promtext::FactValue* rate = spec->value("acceptance_rate");
+  if (const engines::Fact* spec = engines::find_fact(facts.facts, "speculative_decoding");
+      spec && spec->status != engines::FactStatus::kUnavailable) {
+    const engines::FactValue* rate = spec->value("acceptance_rate");
     if (!rate) rate = spec->value("spec_accept_rate");
-    const promtext::FactValue* length = spec->value("mean_accepted_length");
+    const engines::FactValue* length = spec->value("mean_accepted_length");
     if (!length) length = spec->value("spec_accept_length");
     if (rate) {
       e.spec_acceptance_rate = rate->value;
@@ -42,10 +42,10 @@ EngineWindow engine_window(const std::vector<scrape::Snapshot>& snapshots) {
     }
   }
   for (const auto& g : facts.gauges) {
-    if (g.signal == promtext::Signal::kWaiting) e.waiting = gauge_of(g), any = true;
-    if (g.signal == promtext::Signal::kRunning) e.running = gauge_of(g);
+    if (g.signal == engines::Signal::kWaiting) e.waiting = gauge_of(g), any = true;
+    if (g.signal == engines::Signal::kRunning) e.running = gauge_of(g);
   }
-  if (const promtext::HistogramSignal* q = facts.delta->histogram(promtext::Signal::kQueueTime);
+  if (const engines::HistogramSignal* q = facts.delta->histogram(engines::Signal::kQueueTime);
       q && q->merged.count && *q->merged.count > 0 && q->merged.sum) {
     report::EngineQueueTime qt;
     qt.source = q->source;
@@ -57,7 +57,7 @@ EngineWindow engine_window(const std::vector<scrape::Snapshot>& snapshots) {
     e.queue_time = qt;
     any = true;
   }
-  if (const promtext::ScalarSignal* p = facts.delta->scalar(promtext::Signal::kPreemptions)) {
+  if (const engines::ScalarSignal* p = facts.delta->scalar(engines::Signal::kPreemptions)) {
     e.preemptions = p->value;
     e.preemptions_source = p->source;
   }

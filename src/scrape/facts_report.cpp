@@ -8,13 +8,13 @@
 #include "core/clock.hpp"
 #include "core/json.hpp"
 #include "core/time.hpp"
-#include "promtext/delta.hpp"
+#include "engines/delta.hpp"
 
 namespace mpo::scrape {
 namespace {
 
-using promtext::Fact;
-using promtext::FactStatus;
+using engines::Fact;
+using engines::FactStatus;
 
 // One server answered both: the same engine and models, and the same URL (saved files may come
 // from one server under different names). A restart of that server is a reset, found by the delta.
@@ -27,7 +27,7 @@ bool same_server(const Snapshot& a, const Snapshot& b) {
 std::string percent(double share) { return fmt::format("{:.0f}%", share * 100); }
 
 std::string amount(const GaugeOverWindow& g, double v) {
-  return g.signal == promtext::Signal::kKvUsage ? fmt::format("{:.1f}%", v * 100) : fmt::format("{:.3g}", v);
+  return g.signal == engines::Signal::kKvUsage ? fmt::format("{:.1f}%", v * 100) : fmt::format("{:.3g}", v);
 }
 
 // The gauges stated over a window, as one fact; the last-scrape facts say they are the last.
@@ -37,8 +37,8 @@ Fact window_fact(const std::vector<GaugeOverWindow>& gauges, double seconds, std
   f.status = FactStatus::kStated;
   std::string text;
   for (const auto& g : gauges) {
-    const std::string key(promtext::signal_name(g.signal));
-    const char* unit = g.signal == promtext::Signal::kKvUsage ? "fraction" : "requests";
+    const std::string key(engines::signal_name(g.signal));
+    const char* unit = g.signal == engines::Signal::kKvUsage ? "fraction" : "requests";
     f.values.push_back({key + "_max", g.max, unit, false});
     f.values.push_back({key + "_mean", g.mean, unit, false});
     f.values.push_back({key + "_share_above_zero", g.share_above_zero, "fraction", false});
@@ -54,7 +54,7 @@ Fact window_fact(const std::vector<GaugeOverWindow>& gauges, double seconds, std
 
 std::vector<GaugeOverWindow> gauges_over_window(std::span<const Snapshot> snaps, const Snapshot& first,
                                                 const Snapshot& last) {
-  using S = promtext::Signal;
+  using S = engines::Signal;
   static constexpr std::pair<S, const char*> kGauges[] = {
       {S::kWaiting, "requests waiting"},          {S::kWaitingCapacity, "waiting for capacity"},
       {S::kWaitingDeferred, "waiting, deferred"}, {S::kRunning, "requests running"},
@@ -109,13 +109,13 @@ FactsReport build_facts_report(std::span<const Snapshot> snaps) {
     r.last = &s;
   }
   if (!r.last) return r;
-  const promtext::EngineSignals* window = &r.last->signals;
-  std::optional<promtext::EngineSignals> delta;
+  const engines::EngineSignals* window = &r.last->signals;
+  std::optional<engines::EngineSignals> delta;
   if (r.first != r.last) {
     if (!same_server(*r.first, *r.last)) {
       r.reset = fmt::format("another server instance answered ({} -> {}); no interval is formed",
                             server_instance_id(*r.first), server_instance_id(*r.last));
-    } else if (auto d = promtext::delta_signals(r.first->signals, r.last->signals); d) {
+    } else if (auto d = engines::delta_signals(r.first->signals, r.last->signals); d) {
       delta = std::move(*d);
       window = &*delta;
       r.window_seconds = static_cast<double>(r.last->started_at_us - r.first->started_at_us) / 1e6;
@@ -128,7 +128,7 @@ FactsReport build_facts_report(std::span<const Snapshot> snaps) {
     r.first = nullptr;
     r.window = fmt::format("since the process started (scrape {})", r.last->seq);
   }
-  r.facts = promtext::derive_facts(*window, r.window_seconds);
+  r.facts = engines::derive_facts(*window, r.window_seconds);
   if (delta) {
     r.gauges = gauges_over_window(snaps, *r.first, *r.last);
     r.delta = std::move(delta);
@@ -156,19 +156,19 @@ std::string facts_markdown(const FactsReport& r) {
     for (const std::string& e : r.errors) out += fmt::format("- {}\n", e);
     return out;
   }
-  const promtext::EngineSignals& s = r.last->signals;
+  const engines::EngineSignals& s = r.last->signals;
   std::string models;
   for (const std::string& m : s.models) models += (models.empty() ? "" : ", ") + m;
-  const auto gen = promtext::engine_generation(s.engine);
+  const auto gen = engines::engine_generation(s.engine);
   out += fmt::format("- Source: {}\n- Engine: {}{}{}\n- Window: {}\n- Scrapes: {} ({} failed, {} stale)\n",
-                     r.last->source, promtext::engine_name(s.engine), gen.empty() ? "" : fmt::format(" {}", gen),
+                     r.last->source, engines::engine_name(s.engine), gen.empty() ? "" : fmt::format(" {}", gen),
                      models.empty() ? "" : fmt::format(", model {}", models), r.window, r.scrapes, r.failed, r.stale);
   if (!r.reset.empty())
     out +=
         fmt::format("\n**Reset between scrapes:** {}. The facts below are since the latest process start.\n", r.reset);
   for (const std::string& n : s.notes) out += fmt::format("- Note: {}\n", n);
   for (const std::string& e : r.errors) out += fmt::format("- Failed: {}\n", e);
-  if (s.engine == promtext::Engine::kUnknown) {
+  if (s.engine == engines::Engine::kUnknown) {
     out += "\nNo known engine's metric names: the exposition parsed, and nothing is claimed about it.\n";
     return out;
   }
@@ -178,7 +178,7 @@ std::string facts_markdown(const FactsReport& r) {
     if (f.status == FactStatus::kNotEnabled) statement += " " + f.reason;
     std::string sources;
     for (const std::string& src : f.sources) sources += (sources.empty() ? "" : "<br>") + ("`" + src + "`");
-    out += fmt::format("| {} | {} | {} | {} |\n", f.id, promtext::to_string(f.status), statement, sources);
+    out += fmt::format("| {} | {} | {} | {} |\n", f.id, engines::to_string(f.status), statement, sources);
   }
   return out;
 }
@@ -202,15 +202,15 @@ std::string facts_json(const FactsReport& r, std::string_view tool_version) {
 
   JsonObjectWriter result;
   if (r.last) {
-    result.field("engine", promtext::engine_name(r.last->signals.engine))
-        .field("generation", promtext::engine_generation(r.last->signals.engine));
+    result.field("engine", engines::engine_name(r.last->signals.engine))
+        .field("generation", engines::engine_generation(r.last->signals.engine));
   }
   std::string facts = "[";
   for (std::size_t i = 0; i < r.facts.size(); ++i) {
     const Fact& f = r.facts[i];
     if (i) facts += ',';
     JsonObjectWriter o;
-    o.field("id", f.id).field("status", promtext::to_string(f.status));
+    o.field("id", f.id).field("status", engines::to_string(f.status));
     if (!f.statement.empty()) o.field("statement", f.statement);
     if (!f.reason.empty()) o.field("reason", f.reason);
     std::string values = "{";
@@ -242,7 +242,7 @@ std::string facts_json(const FactsReport& r, std::string_view tool_version) {
   std::vector<std::string> reasons;
   if (!r.last) reasons.emplace_back("no successful scrape");
   if (!r.reset.empty()) reasons.push_back(r.reset);
-  if (r.last && r.last->signals.engine == promtext::Engine::kUnknown)
+  if (r.last && r.last->signals.engine == engines::Engine::kUnknown)
     reasons.emplace_back("unknown engine: no facts claimed");
   JsonObjectWriter validity;
   validity.field("valid", r.last != nullptr && r.reset.empty()).raw_field("reasons", json_string_array(reasons));

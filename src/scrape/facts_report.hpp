@@ -8,14 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "promtext/facts.hpp"
+#include "engines/facts.hpp"
 #include "scrape/snapshot.hpp"
 
 namespace mpo::scrape {
 
 // One gauge over the window's scrapes (step function: each sample holds until the next scrape).
 struct GaugeOverWindow {
-  promtext::Signal signal;
+  engines::Signal signal;
   std::string name;  // "requests waiting", "requests running", "KV pool used", ...
   std::string source;
   std::size_t samples = 0;
@@ -40,11 +40,11 @@ struct FactsReport {
   std::string window;               // for a person: "since the process started", "12.0 s between scrapes 1 and 13"
   std::string reset;                // why no interval could be formed (a restart, a counter reset, another server)
   std::vector<std::string> errors;  // failed scrapes, one line each (at most a few)
-  std::vector<promtext::Fact> facts;
+  std::vector<engines::Fact> facts;
   // What the facts were read from, for readers that judge with the numbers (the report): the
   // counters and histograms as the window's difference, and the gauges over its scrapes. Empty
   // when no interval was formed.
-  std::optional<promtext::EngineSignals> delta;
+  std::optional<engines::EngineSignals> delta;
   std::vector<GaugeOverWindow> gauges;
 };
 

@@ -12,8 +12,8 @@
 namespace mpo::scrape {
 namespace {
 
-using promtext::Signal;
-using promtext::SignalKind;
+using engines::Signal;
+using engines::SignalKind;
 
 // A number of a snapshot line: JSON has no NaN or Inf, so those are the strings "NaN", "+Inf" and
 // "-Inf" (as OpenMetrics writes them), which the reader takes back.
@@ -45,16 +45,16 @@ std::string buckets_json(const promtext::HistogramSeries& h) {
   return out + "]";
 }
 
-std::string signals_json(const promtext::EngineSignals& s) {
+std::string signals_json(const engines::EngineSignals& s) {
   JsonObjectWriter w;
-  for (std::size_t i = 0; i < promtext::kSignalCount; ++i) {
+  for (std::size_t i = 0; i < engines::kSignalCount; ++i) {
     const auto sig = static_cast<Signal>(i);
-    if (const promtext::ScalarSignal* v = s.scalar(sig)) {
+    if (const engines::ScalarSignal* v = s.scalar(sig)) {
       JsonObjectWriter o;
       o.raw_field("value", value_json(v->value)).field("source", v->source).field("series", v->series);
       if (!v->parts.empty()) {
         std::string parts = "[";
-        for (const promtext::SignalPart& p : v->parts) {
+        for (const engines::SignalPart& p : v->parts) {
           if (parts.size() > 1) parts += ',';
           parts += '[';
           append_json_string(parts, p.key);
@@ -64,15 +64,15 @@ std::string signals_json(const promtext::EngineSignals& s) {
         }
         o.raw_field("parts", parts + "]");
       }
-      w.raw_field(promtext::signal_name(sig), std::move(o).finish());
-    } else if (const promtext::HistogramSignal* h = s.histogram(sig)) {
+      w.raw_field(engines::signal_name(sig), std::move(o).finish());
+    } else if (const engines::HistogramSignal* h = s.histogram(sig)) {
       JsonObjectWriter o;
       o.field("source", h->source).field("series", h->series);
       if (h->merged.count) o.raw_field("count", value_json(*h->merged.count));
       if (h->merged.sum) o.raw_field("sum", value_json(*h->merged.sum));
       o.raw_field("buckets", buckets_json(h->merged));
       if (!h->merged.valid()) o.field("invalid", h->merged.problems.front().message);
-      w.raw_field(promtext::signal_name(sig), std::move(o).finish());
+      w.raw_field(engines::signal_name(sig), std::move(o).finish());
     }
   }
   return std::move(w).finish();
@@ -108,13 +108,12 @@ void absorb_body(Snapshot& s, std::string_view body) {
   }
   s.format = e->format;
   s.problems = std::move(e->problems);
-  s.signals = promtext::extract_signals(*e);
+  s.signals = engines::extract_signals(*e);
 }
 
 std::string server_instance_id(const Snapshot& s) {
-  std::string engine(promtext::engine_name(s.signals.engine));
-  if (const auto g = promtext::engine_generation(s.signals.engine); !g.empty())
-    engine = fmt::format("{}-{}", engine, g);
+  std::string engine(engines::engine_name(s.signals.engine));
+  if (const auto g = engines::engine_generation(s.signals.engine); !g.empty()) engine = fmt::format("{}-{}", engine, g);
   std::string models;
   for (const std::string& m : s.signals.models) models += (models.empty() ? "" : ",") + m;
   const auto start = s.signals.value(Signal::kProcessStartTime);
@@ -138,8 +137,8 @@ std::string snapshot_json_line(const Snapshot& s) {
   if (has_signals(s.status)) {
     JsonObjectWriter server;
     server.field("instance_id", server_instance_id(s))
-        .field("engine", promtext::engine_name(s.signals.engine))
-        .field("generation", promtext::engine_generation(s.signals.engine))
+        .field("engine", engines::engine_name(s.signals.engine))
+        .field("generation", engines::engine_generation(s.signals.engine))
         .field("prefix", s.signals.prefix);
     server.raw_field("models", json_string_array(s.signals.models));
     if (auto start = s.signals.value(Signal::kProcessStartTime)) server.field("process_start_time_s", *start);

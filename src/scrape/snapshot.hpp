@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "engines/signals.hpp"
 #include "promtext/exposition.hpp"
-#include "promtext/signals.hpp"
 
 namespace mpo::scrape {
 
@@ -36,7 +36,7 @@ struct Snapshot {
   std::uint64_t bytes = 0;
   std::optional<promtext::Format> format;
   std::vector<promtext::Problem> problems;
-  promtext::EngineSignals signals;
+  engines::EngineSignals signals;
 };
 
 // Fills status, error, format, problems and signals from a response body.

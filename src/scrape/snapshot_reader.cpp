@@ -69,23 +69,23 @@ std::optional<ScrapeStatus> status_of(std::string_view s) {
   return std::nullopt;
 }
 
-std::optional<promtext::Engine> engine_of(std::string_view name, std::string_view generation) {
-  for (promtext::Engine e : {promtext::Engine::kUnknown, promtext::Engine::kVllmV0, promtext::Engine::kVllmV1,
-                             promtext::Engine::kSglang, promtext::Engine::kLlamaCpp, promtext::Engine::kTgi}) {
-    if (promtext::engine_name(e) == name && promtext::engine_generation(e) == generation) return e;
+std::optional<engines::Engine> engine_of(std::string_view name, std::string_view generation) {
+  for (engines::Engine e : {engines::Engine::kUnknown, engines::Engine::kVllmV0, engines::Engine::kVllmV1,
+                            engines::Engine::kSglang, engines::Engine::kLlamaCpp, engines::Engine::kTgi}) {
+    if (engines::engine_name(e) == name && engines::engine_generation(e) == generation) return e;
   }
   return std::nullopt;
 }
 
-std::optional<promtext::Signal> signal_of(std::string_view name) {
-  for (std::size_t i = 0; i < promtext::kSignalCount; ++i) {
-    const auto s = static_cast<promtext::Signal>(i);
-    if (promtext::signal_name(s) == name) return s;
+std::optional<engines::Signal> signal_of(std::string_view name) {
+  for (std::size_t i = 0; i < engines::kSignalCount; ++i) {
+    const auto s = static_cast<engines::Signal>(i);
+    if (engines::signal_name(s) == name) return s;
   }
   return std::nullopt;
 }
 
-Status read_signal(promtext::EngineSignals& out, std::string_view name, element e) {
+Status read_signal(engines::EngineSignals& out, std::string_view name, element e) {
   const auto sig = signal_of(name);
   object o;
   if (!sig || e.get(o)) return bad(fmt::format("signals.{} is not a known signal object", name));
@@ -93,8 +93,8 @@ Status read_signal(promtext::EngineSignals& out, std::string_view name, element 
   const auto series = whole<int>(number(o, "series"), 0, std::numeric_limits<int>::max());
   if (!source || !series) return bad(fmt::format("signals.{} needs source and series (a count)", name));
   const auto i = static_cast<std::size_t>(*sig);
-  if (promtext::signal_kind(*sig) == promtext::SignalKind::kHistogram) {
-    promtext::HistogramSignal h;
+  if (engines::signal_kind(*sig) == engines::SignalKind::kHistogram) {
+    engines::HistogramSignal h;
     h.source = std::string(*source);
     h.series = static_cast<int>(*series);
     h.merged.count = number(o, "count");
@@ -119,7 +119,7 @@ Status read_signal(promtext::EngineSignals& out, std::string_view name, element 
   }
   const auto value = number(o, "value");
   if (!value) return bad(fmt::format("signals.{} has no value", name));
-  promtext::ScalarSignal v{*value, std::string(*source), static_cast<int>(*series), {}};
+  engines::ScalarSignal v{*value, std::string(*source), static_cast<int>(*series), {}};
   if (element parts; o["parts"].get(parts) == simdjson::SUCCESS) {
     array list;
     if (parts.get(list)) return bad(fmt::format("signals.{}.parts holds [key, value] pairs", name));

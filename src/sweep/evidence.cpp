@@ -5,14 +5,14 @@
 #include <algorithm>
 #include <cmath>
 
-#include "promtext/delta.hpp"
+#include "engines/delta.hpp"
 #include "promtext/exposition.hpp"
 #include "promtext/number.hpp"
 
 namespace mpo::sweep {
 namespace {
 
-using promtext::Signal;
+using engines::Signal;
 
 boost::json::object not_measured(std::string reason) {
   boost::json::object o;
@@ -21,7 +21,7 @@ boost::json::object not_measured(std::string reason) {
   return o;
 }
 
-std::optional<double> requests_counter(const promtext::EngineSignals& s) {
+std::optional<double> requests_counter(const engines::EngineSignals& s) {
   if (auto v = s.value(Signal::kRequestsTotal)) return v;
   auto finished = s.value(Signal::kRequestsFinished);
   if (!finished) return std::nullopt;
@@ -52,18 +52,18 @@ boost::json::object server_evidence(const scrape::Snapshot* previous_after, cons
   boost::json::object o;
   o["status"] = "measured";
   o["source"] = before.source;
-  o["engine"] = std::string(promtext::engine_name(after.signals.engine));
+  o["engine"] = std::string(engines::engine_name(after.signals.engine));
   o["instance_before"] = scrape::server_instance_id(before);
   o["instance_after"] = scrape::server_instance_id(after);
   std::string reset;
   if (previous_after && scrape::has_signals(previous_after->status)) {
     if (scrape::server_instance_id(*previous_after) != scrape::server_instance_id(before)) {
       reset = "the server's identity (process start time) changed since the previous point";
-    } else if (auto d = promtext::delta_signals(previous_after->signals, before.signals); !d) {
+    } else if (auto d = engines::delta_signals(previous_after->signals, before.signals); !d) {
       reset = "between points: " + d.error().message;
     }
   }
-  auto delta = promtext::delta_signals(before.signals, after.signals);
+  auto delta = engines::delta_signals(before.signals, after.signals);
   if (reset.empty() && scrape::server_instance_id(before) != scrape::server_instance_id(after)) {
     reset = "the server's identity (process start time) changed during the point";
   }

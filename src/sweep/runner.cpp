@@ -190,7 +190,7 @@ class SweepRun {
                              fmt::format("--metrics-url {}: {}{}", o_.metrics_url, first.error,
                                          said ? "" : " (expected the engine's Prometheus /metrics page)"));
       }
-      id.metrics_engine = std::string(promtext::engine_name(first.signals.engine));
+      id.metrics_engine = std::string(engines::engine_name(first.signals.engine));
       id.server_instance = scrape::server_instance_id(first);
     }
     const std::string observed_receipt = sha256_digest(go_marshal(engine_identity_json(id)));

@@ -35,7 +35,7 @@ RequestWindow req(std::string id, std::int64_t from_s, std::int64_t to_s) {
 }
 
 // `n` successful scrapes of one server, one a second from 10 s on.
-std::vector<scrape::Snapshot> scrapes(int n, promtext::Engine engine) {
+std::vector<scrape::Snapshot> scrapes(int n, engines::Engine engine) {
   std::vector<scrape::Snapshot> out;
   for (int i = 0; i < n; ++i) {
     scrape::Snapshot s;
@@ -208,12 +208,12 @@ TEST(Attribution, FewerServerRequestsThanObservedIsNoted) {
 }
 
 TEST(Attribution, TheSameInputInAnyOrderGivesTheSameDocuments) {
-  auto snaps = scrapes(5, promtext::Engine::kVllmV1);
+  auto snaps = scrapes(5, engines::Engine::kVllmV1);
   for (std::size_t i = 0; i < snaps.size(); ++i) {
     auto& sig = snaps[i].signals;
-    sig.scalars[static_cast<std::size_t>(promtext::Signal::kRequestsFinished)] =
-        promtext::ScalarSignal{double(i), "r", 1};
-    sig.scalars[static_cast<std::size_t>(promtext::Signal::kProcessStartTime)] = promtext::ScalarSignal{1.0, "p", 1};
+    sig.scalars[static_cast<std::size_t>(engines::Signal::kRequestsFinished)] =
+        engines::ScalarSignal{double(i), "r", 1};
+    sig.scalars[static_cast<std::size_t>(engines::Signal::kProcessStartTime)] = engines::ScalarSignal{1.0, "p", 1};
   }
   std::vector<ledger::LedgerRecord> recs(4);
   for (int i = 0; i < 4; ++i) {
@@ -236,7 +236,7 @@ TEST(Attribution, TheSameInputInAnyOrderGivesTheSameDocuments) {
 // the chat template's 5 cached tokens, each request up to 10 times. Now one row per distinct
 // evidence, each request once, and a template-sized hit shared by all is a note.
 TEST(AttributionRender, CausesAreOneRowPerEvidenceAndATemplateSizedHitIsANote) {
-  const auto snaps = scrapes(4, promtext::Engine::kLlamaCpp);
+  const auto snaps = scrapes(4, engines::Engine::kLlamaCpp);
   // Six requests spanning all three windows, each with llama.cpp's own cache_n.
   auto records = [](std::vector<int> cache_n) {
     std::vector<ledger::LedgerRecord> recs(cache_n.size());
@@ -294,7 +294,7 @@ TEST(Attribution, AFailedScrapesWindowShowsTheScrapesOwnTimes) {
     snaps[i].source = "http://x/metrics";
     snaps[i].started_at_us = (10 + i) * kS - 500;
     snaps[i].ended_at_us = (10 + i) * kS;
-    snaps[i].signals.engine = promtext::Engine::kVllmV1;
+    snaps[i].signals.engine = engines::Engine::kVllmV1;
   }
   snaps[1].status = scrape::ScrapeStatus::kUnreachable;
   snaps[1].error = "connection refused";
@@ -313,9 +313,9 @@ TEST(Attribution, FakFormatKeepsFaksShape) {
     snaps[i].source = "http://x/metrics";
     snaps[i].started_at_us = (10 + 2 * i) * kS - 500;
     snaps[i].ended_at_us = (10 + 2 * i) * kS + 123400;
-    snaps[i].signals.engine = promtext::Engine::kVllmV1;
-    snaps[i].signals.scalars[static_cast<std::size_t>(promtext::Signal::kRequestsFinished)] =
-        promtext::ScalarSignal{double(5 + i), "r", 1};
+    snaps[i].signals.engine = engines::Engine::kVllmV1;
+    snaps[i].signals.scalars[static_cast<std::size_t>(engines::Signal::kRequestsFinished)] =
+        engines::ScalarSignal{double(5 + i), "r", 1};
   }
   std::vector<ledger::LedgerRecord> recs(1);
   recs[0].observation_id = "a";

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <limits>
 
+#include "engines/signals.hpp"
 #include "promtext/exposition.hpp"
 #include "promtext/histogram.hpp"
-#include "promtext/signals.hpp"
 #include "support/fixtures.hpp"
 
 namespace mpo::promtext {
@@ -387,7 +387,7 @@ TEST(Parse, SyntheticPrometheus3QuotedNamesAreReadAndWrittenBackAsTheyCame) {
   EXPECT_EQ(f->samples[1].value, 2);
   EXPECT_EQ(*find_label(e->family("legacy_total")->samples[0].labels, "quoted.label"), "q");
   // A legacy-valid name in quotes is the same name: the engines' catalogs find it.
-  EXPECT_EQ(extract_signals(*e).value(Signal::kRunning).value_or(-1), 4);
+  EXPECT_EQ(engines::extract_signals(*e).value(engines::Signal::kRunning).value_or(-1), 4);
   // Written back: quoted where Prometheus 2 could not read the name, as it was otherwise.
   const std::string written = write_exposition(*e);
   EXPECT_NE(written.find("# TYPE \"my.metric\" counter\n"), std::string::npos) << written;

@@ -75,9 +75,9 @@ TEST(Snapshot, HistogramProblemsTravelWithTheSnapshot) {
   EXPECT_EQ(problem.at("line").to_number<int>(), 3);
   EXPECT_TRUE(doc.at("signals").as_object().at("ttft_seconds").as_object().contains("invalid"));
   const FactsReport r = build_facts_report(std::vector<Snapshot>{s});
-  const promtext::Fact* ttft = promtext::find_fact(r.facts, "ttft_seconds");
+  const engines::Fact* ttft = engines::find_fact(r.facts, "ttft_seconds");
   ASSERT_NE(ttft, nullptr);
-  EXPECT_EQ(ttft->status, promtext::FactStatus::kUnavailable);  // an inconsistent histogram gives no number
+  EXPECT_EQ(ttft->status, engines::FactStatus::kUnavailable);  // an inconsistent histogram gives no number
 }
 
 TEST(FactsReport, FailedAndStaleScrapesAreCountedAndTheWindowSpansTheGoodOnes) {
@@ -98,7 +98,7 @@ TEST(FactsReport, FailedAndStaleScrapesAreCountedAndTheWindowSpansTheGoodOnes) {
   EXPECT_EQ(*r.window_seconds, 4.0);
   EXPECT_EQ(r.window, "4.0 s between scrapes 1 and 3");
   // Identical bodies: nothing happened in the window.
-  EXPECT_EQ(promtext::find_fact(r.facts, "tokens")->value("generation_tokens")->value, 0.0);
+  EXPECT_EQ(engines::find_fact(r.facts, "tokens")->value("generation_tokens")->value, 0.0);
   const std::string md = facts_markdown(r);
   EXPECT_NE(md.find("scrape 2: timeout: no answer within 5 s"), std::string::npos) << md;
   const auto doc = json::parse(facts_json(r, "test")).as_object();
@@ -121,7 +121,7 @@ TEST(FactsReport, QueueGaugesAreStatedOverTheWholeWindowNotTheLastScrape) {
   snaps.push_back(snapshot(17, page(0, 0), 16'000'000));
   snaps.push_back(snapshot(18, page(0, 0), 20'000'000));
   const FactsReport r = build_facts_report(snaps);
-  const promtext::Fact* w = promtext::find_fact(r.facts, "gauges_over_window");
+  const engines::Fact* w = engines::find_fact(r.facts, "gauges_over_window");
   ASSERT_NE(w, nullptr);
   EXPECT_EQ(w->value("waiting_max")->value, 4.0);
   EXPECT_DOUBLE_EQ(w->value("waiting_share_above_zero")->value, 15.0 / 20.0);
@@ -183,7 +183,7 @@ TEST(SnapshotReader, EveryCaptureRoundTrips) {
   EXPECT_NE(parts_line.find(R"("parts":[["0",12000],["1",8000],["2",4000]])"), std::string::npos) << parts_line;
   auto split = parse_snapshot_line(parts_line);
   ASSERT_TRUE(split.ok());
-  EXPECT_EQ(split->signals.scalar(promtext::Signal::kKvOffloadBytes)->part("CPU_to_GPU")->value, 2e9);
+  EXPECT_EQ(split->signals.scalar(engines::Signal::kKvOffloadBytes)->part("CPU_to_GPU")->value, 2e9);
   Snapshot failed;
   failed.seq = 4;
   failed.source = "http://e/metrics";
@@ -212,9 +212,9 @@ TEST(SnapshotReader, SyntheticNonFiniteValuesRoundTrip) {
   const SnapshotsRead read = read_snapshots(line + "\n");
   ASSERT_EQ(read.snapshots.size(), 1u) << (read.problems.empty() ? "" : read.problems[0]);
   const auto& back = read.snapshots[0].signals;
-  EXPECT_TRUE(std::isnan(*back.value(promtext::Signal::kKvUsage)));
-  EXPECT_EQ(*back.value(promtext::Signal::kWaiting), std::numeric_limits<double>::infinity());
-  EXPECT_EQ(*back.value(promtext::Signal::kRunning), -std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(std::isnan(*back.value(engines::Signal::kKvUsage)));
+  EXPECT_EQ(*back.value(engines::Signal::kWaiting), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(*back.value(engines::Signal::kRunning), -std::numeric_limits<double>::infinity());
   EXPECT_EQ(snapshot_json_line(read.snapshots[0]), line);
 }
 

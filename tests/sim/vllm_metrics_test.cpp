@@ -70,8 +70,8 @@ TEST(VllmMetrics, WaitingSplitsIntoCapacityAndDeferred) {
 }  // namespace
 }  // namespace mpo::sim
 
+#include "engines/facts.hpp"
 #include "promtext/exposition.hpp"
-#include "promtext/facts.hpp"
 
 namespace mpo::sim {
 namespace {
@@ -94,13 +94,13 @@ TEST(VllmMetrics, ExpositionParsesRoundTripsAndStatesTheConfiguration) {
   auto again = promtext::parse_exposition(promtext::write_exposition(*parsed));
   ASSERT_TRUE(again.ok());
   EXPECT_TRUE(promtext::same_content(*parsed, *again));
-  const auto signals = promtext::extract_signals(*parsed);
-  EXPECT_EQ(signals.engine, promtext::Engine::kVllmV1);
-  const auto facts = promtext::derive_facts(signals, std::nullopt);
-  EXPECT_EQ(promtext::find_fact(facts, "kv_pool_tokens")->value("kv_pool_tokens")->value, 640.0 * 16.0);
-  EXPECT_EQ(promtext::find_fact(facts, "cached_prompt_fraction")->value("cached_prompt_fraction")->value, 0.0);
-  EXPECT_EQ(promtext::find_fact(facts, "requests")->value("requests_finished")->value, 8.0);
-  EXPECT_EQ(promtext::find_fact(facts, "estimated_flops")->status, promtext::FactStatus::kNotEnabled);
+  const auto signals = engines::extract_signals(*parsed);
+  EXPECT_EQ(signals.engine, engines::Engine::kVllmV1);
+  const auto facts = engines::derive_facts(signals, std::nullopt);
+  EXPECT_EQ(engines::find_fact(facts, "kv_pool_tokens")->value("kv_pool_tokens")->value, 640.0 * 16.0);
+  EXPECT_EQ(engines::find_fact(facts, "cached_prompt_fraction")->value("cached_prompt_fraction")->value, 0.0);
+  EXPECT_EQ(engines::find_fact(facts, "requests")->value("requests_finished")->value, 8.0);
+  EXPECT_EQ(engines::find_fact(facts, "estimated_flops")->status, engines::FactStatus::kNotEnabled);
 }
 
 // Issue 20: token-count buckets follow max_model_len as vLLM builds them (1, 2, 5, 10, ... up to it).
@@ -146,8 +146,8 @@ TEST(VllmMetrics, SpeculativeDecodingCountersAreConsistentWithWhatWasServed) {
   // The catalog reads it back: acceptance and mean accepted length as the facts state them.
   auto parsed = promtext::parse_exposition(render_vllm_metrics(e, {"m", run.end_s, 1.7e9, 1.7e9}));
   ASSERT_TRUE(parsed.ok());
-  const auto facts = promtext::derive_facts(promtext::extract_signals(*parsed), std::nullopt);
-  const auto* spec = promtext::find_fact(facts, "speculative_decoding");
+  const auto facts = engines::derive_facts(engines::extract_signals(*parsed), std::nullopt);
+  const auto* spec = engines::find_fact(facts, "speculative_decoding");
   ASSERT_NE(spec, nullptr);
   EXPECT_DOUBLE_EQ(spec->value("mean_accepted_length")->value, 1 + accepted / drafts);
   EXPECT_DOUBLE_EQ(spec->value("acceptance_at_position_0")->value, p0 / drafts);

@@ -6,13 +6,13 @@
 #include <fstream>
 #include <sstream>
 
-#include "promtext/signals.hpp"
+#include "engines/signals.hpp"
 #include "support/build_paths.hpp"
 
 namespace mpo::sweep {
 namespace {
 
-using promtext::Signal;
+using engines::Signal;
 
 std::string read(const std::string& path) {
   std::ifstream in(path);
@@ -25,10 +25,10 @@ scrape::Snapshot snap(double start_time, double finished, double waiting_capacit
                       double hits = 40) {
   scrape::Snapshot s;
   s.source = "http://127.0.0.1:1/metrics";
-  s.signals.engine = promtext::Engine::kVllmV1;
+  s.signals.engine = engines::Engine::kVllmV1;
   s.signals.models = {"m"};
   auto put = [&](Signal sig, double v) {
-    s.signals.scalars[static_cast<std::size_t>(sig)] = promtext::ScalarSignal{v, "x", 1};
+    s.signals.scalars[static_cast<std::size_t>(sig)] = engines::ScalarSignal{v, "x", 1};
   };
   put(Signal::kProcessStartTime, start_time);
   put(Signal::kRequestsFinished, finished);

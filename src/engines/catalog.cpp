@@ -7,11 +7,11 @@
 // KV-connector stats (kv_block_*, kv_offload_*, nixl_*, mm_cache_*, spec_decode_*_per_pos), SGLang's
 // python/sglang/srt/metrics/collector.py (retraction, kv_*_tokens, spec_verify_calls), TGI's router
 // (tgi_batch_*), as NVIDIA AIPerf's server-metrics reference lists them too.
-#include "promtext/catalog.hpp"
+#include "engines/catalog.hpp"
 
 #include <array>
 
-namespace mpo::promtext {
+namespace mpo::engines {
 namespace {
 
 constexpr std::uint32_t kV0 = engine_bit(Engine::kVllmV0);
@@ -330,4 +330,4 @@ std::string_view engine_generation(Engine e) {
   return "";
 }
 
-}  // namespace mpo::promtext
+}  // namespace mpo::engines

@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "promtext/signals.hpp"
+#include "engines/signals.hpp"
 
-namespace mpo::promtext {
+namespace mpo::engines {
 
 // kNotEnabled: published but never moving (vLLM registers its FLOPs/bytes counters always and moves
 // them only with --enable-mfu-metrics; an older build may not implement them at all).
@@ -47,4 +47,4 @@ std::vector<Fact> derive_facts(const EngineSignals& s, std::optional<double> win
 
 const Fact* find_fact(const std::vector<Fact>& facts, std::string_view id);
 
-}  // namespace mpo::promtext
+}  // namespace mpo::engines

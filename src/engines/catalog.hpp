@@ -7,7 +7,7 @@
 #include <span>
 #include <string_view>
 
-namespace mpo::promtext {
+namespace mpo::engines {
 
 enum class Engine : std::uint8_t { kUnknown, kVllmV0, kVllmV1, kSglang, kLlamaCpp, kTgi };
 
@@ -115,4 +115,4 @@ struct CatalogEntry {
 
 std::span<const CatalogEntry> catalog();
 
-}  // namespace mpo::promtext
+}  // namespace mpo::engines

@@ -1,5 +1,5 @@
 // Catalogs and facts on the real captures: what each engine states, and what is withheld.
-#include "promtext/facts.hpp"
+#include "engines/facts.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "promtext/delta.hpp"
+#include "engines/delta.hpp"
 #include "support/fixtures.hpp"
 
-namespace mpo::promtext {
+namespace mpo::engines {
 namespace {
 
 constexpr const char* kVllmV1 = "vllm/vllm-v1_0.29.0_qwen2.5-1.5b_t4_after-load.prom";
@@ -22,7 +22,7 @@ constexpr const char* kTgi = "tgi/tgi_datadog-fixture_payload.prom";
 constexpr const char* kDcgm = "dcgm/dcgm-exporter_datadog-fixture_t4-mixed.prom";
 
 EngineSignals signals_of(const char* file) {
-  auto e = parse_exposition(test::read_fixture(file));
+  auto e = promtext::parse_exposition(test::read_fixture(file));
   EXPECT_TRUE(e.ok());
   return extract_signals(*e);
 }
@@ -46,7 +46,7 @@ TEST(Catalog, DetectsEachEngineFromTheNamesPresent) {
 }
 
 TEST(Catalog, RayVllmPrefixIsTheSameCatalog) {
-  auto e = parse_exposition(
+  auto e = promtext::parse_exposition(
       "# TYPE ray_vllm:num_requests_waiting gauge\n"
       "ray_vllm:num_requests_waiting{model_name=\"m\",WorkerId=\"a\"} 3\n"
       "ray_vllm:num_requests_waiting{model_name=\"m\",WorkerId=\"b\"} 4\n"
@@ -66,7 +66,7 @@ TEST(Catalog, RayVllmPrefixIsTheSameCatalog) {
 // Issue 20: since vLLM #25439 Ray Serve exports vLLM's metrics with every ':' as '_' (invented page
 // in that spelling).
 TEST(Catalog, SyntheticRayVllmUnderscoreNamesAreTheSameCatalog) {
-  auto e = parse_exposition(
+  auto e = promtext::parse_exposition(
       "# TYPE ray_vllm_num_requests_waiting gauge\n"
       "ray_vllm_num_requests_waiting{model_name=\"m\",WorkerId=\"a\"} 3\n"
       "ray_vllm_num_requests_waiting{model_name=\"m\",WorkerId=\"b\"} 4\n"
@@ -97,7 +97,7 @@ TEST(Facts, LlamaCppPromptTokensAreComputedTokensAndATotalNeedsTheCachedCounter)
   EXPECT_EQ(fact(facts, "cached_prompt_fraction").status, FactStatus::kUnavailable);
 
   // Invented page in the newer builds' shape (llama.cpp #26920): the total is the sum.
-  auto newer = parse_exposition(
+  auto newer = promtext::parse_exposition(
       "# TYPE llamacpp:prompt_tokens_total counter\nllamacpp:prompt_tokens_total 14\n"
       "# TYPE llamacpp:prompt_tokens_cached_total counter\nllamacpp:prompt_tokens_cached_total 36\n"
       "# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing 0\n");
@@ -127,8 +127,8 @@ TEST(Facts, SpeculativeDecodingAcceptanceFromEachEnginesCounters) {
         "# TYPE vllm:spec_decode_num_accepted_tokens counter\nvllm:spec_decode_num_accepted_tokens_total {}\n",
         drafts, proposed, accepted);
   };
-  auto before = parse_exposition(page(100, 300, 150));
-  auto after = parse_exposition(page(300, 900, 660));
+  auto before = promtext::parse_exposition(page(100, 300, 150));
+  auto after = promtext::parse_exposition(page(300, 900, 660));
   ASSERT_TRUE(before.ok() && after.ok());
   const auto d = delta_signals(extract_signals(*before), extract_signals(*after));
   ASSERT_TRUE(d.ok()) << d.error().message;
@@ -139,7 +139,7 @@ TEST(Facts, SpeculativeDecodingAcceptanceFromEachEnginesCounters) {
   EXPECT_DOUBLE_EQ(spec.value("mean_accepted_length")->value, 1 + 510.0 / 200.0);
   EXPECT_DOUBLE_EQ(spec.value("draft_tokens_per_draft")->value, 3.0);
 
-  auto sglang = parse_exposition(
+  auto sglang = promtext::parse_exposition(
       "# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs 1\n"
       "# TYPE sglang:spec_accept_length gauge\nsglang:spec_accept_length 2.5\n"
       "# TYPE sglang:spec_accept_rate gauge\nsglang:spec_accept_rate 0.75\n");
@@ -151,7 +151,7 @@ TEST(Facts, SpeculativeDecodingAcceptanceFromEachEnginesCounters) {
 
 // Issue 20, invented edge cases: one series with two points is not two series.
 TEST(Catalog, SyntheticARepeatedPointOfOneSeriesIsItsLastNeverTheSum) {
-  auto e = parse_exposition(
+  auto e = promtext::parse_exposition(
       "# TYPE vllm:prompt_tokens counter\n"
       "vllm:prompt_tokens_total{model_name=\"m\"} 10 100\n"
       "vllm:prompt_tokens_total{model_name=\"m\"} 20 200\n"
@@ -172,7 +172,7 @@ TEST(Catalog, SyntheticARepeatedPointOfOneSeriesIsItsLastNeverTheSum) {
 
 // OpenMetrics spells an info family without its _info suffix (`# TYPE vllm:cache_config info`).
 TEST(Catalog, SyntheticAnOpenMetricsInfoFamilyIsFoundByEitherSpelling) {
-  auto e = parse_exposition(
+  auto e = promtext::parse_exposition(
       "# TYPE vllm:num_requests_running gauge\n"
       "vllm:num_requests_running 1\n"
       "# TYPE vllm:cache_config info\n"
@@ -181,12 +181,12 @@ TEST(Catalog, SyntheticAnOpenMetricsInfoFamilyIsFoundByEitherSpelling) {
   ASSERT_TRUE(e.ok()) << e.error().message;
   const EngineSignals s = extract_signals(*e);
   ASSERT_FALSE(s.cache_config.empty());
-  EXPECT_EQ(*find_label(s.cache_config, "num_gpu_blocks"), "1000");
+  EXPECT_EQ(*promtext::find_label(s.cache_config, "num_gpu_blocks"), "1000");
 }
 
 // Issue 20, invented page: "nan prompt_tokens" was printed as a stated fact.
 TEST(Facts, SyntheticNonFiniteOrNegativeCountersAreDefectsNeverStated) {
-  auto e = parse_exposition(
+  auto e = promtext::parse_exposition(
       "# TYPE vllm:prompt_tokens counter\nvllm:prompt_tokens_total NaN\n"
       "# TYPE vllm:generation_tokens counter\nvllm:generation_tokens_total -5\n"
       "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running +Inf\n"
@@ -261,7 +261,7 @@ std::string v0_head() {
 }
 
 TEST(Facts, V0PrefixCachingOffMakesCachedShareExactlyZero) {
-  auto e = parse_exposition(v0_head());
+  auto e = promtext::parse_exposition(v0_head());
   ASSERT_TRUE(e.ok());
   const EngineSignals s = extract_signals(*e);
   EXPECT_EQ(s.engine, Engine::kVllmV0);
@@ -382,7 +382,7 @@ TEST(Facts, SglangRetractionIsPreemptionAndThePoolSplitsIntoHeldEvictableFree) {
 }
 
 TEST(Facts, AFullLookingSglangPoolOfEvictableCacheIsNotPressure) {
-  auto e = parse_exposition(
+  auto e = promtext::parse_exposition(
       "# TYPE sglang:kv_used_tokens gauge\nsglang:kv_used_tokens{tp_rank=\"0\"} 100\n"
       "# TYPE sglang:kv_evictable_tokens gauge\nsglang:kv_evictable_tokens{tp_rank=\"0\"} 850\n"
       "# TYPE sglang:kv_available_tokens gauge\nsglang:kv_available_tokens{tp_rank=\"0\"} 50\n");
@@ -442,8 +442,8 @@ TEST(Facts, AcceptanceByPositionAndOffloadDirectionsAreDeltasOverAWindow) {
         "vllm:kv_offload_total_bytes_total{{transfer_type=\"CPU_to_GPU\"}} {5}\n",
         drafts, 2 * drafts, pos0 + pos1, pos0, pos1, up);
   };
-  auto before = parse_exposition(page(100, 90, 50, 1000));
-  auto after = parse_exposition(page(300, 250, 90, 5000));
+  auto before = promtext::parse_exposition(page(100, 90, 50, 1000));
+  auto after = promtext::parse_exposition(page(300, 250, 90, 5000));
   ASSERT_TRUE(before.ok() && after.ok());
   const auto d = delta_signals(extract_signals(*before), extract_signals(*after));
   ASSERT_TRUE(d.ok()) << d.error().message;
@@ -453,7 +453,7 @@ TEST(Facts, AcceptanceByPositionAndOffloadDirectionsAreDeltasOverAWindow) {
   EXPECT_DOUBLE_EQ(spec.value("acceptance_at_position_1")->value, 40.0 / 200.0);
   EXPECT_EQ(d->scalar(Signal::kKvOffloadBytes)->part("CPU_to_GPU")->value, 4000.0);
 
-  auto down = parse_exposition(page(400, 240, 100, 6000));  // position 0 went down: a reset
+  auto down = promtext::parse_exposition(page(400, 240, 100, 6000));  // position 0 went down: a reset
   ASSERT_TRUE(down.ok());
   const auto reset = delta_signals(extract_signals(*after), extract_signals(*down));
   ASSERT_FALSE(reset.ok());
@@ -474,7 +474,7 @@ TEST(Facts, TgiBatchForwardPassesAndConcatenationReasons) {
 }
 
 EngineSignals with_counter(const char* start, double generated) {
-  auto e = parse_exposition(
+  auto e = promtext::parse_exposition(
       fmt::format("process_start_time_seconds {}\n"
                   "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{{model_name=\"m\"}} {}\n"
                   "# TYPE vllm:time_to_first_token_seconds histogram\n"
@@ -513,4 +513,4 @@ TEST(Delta, RestartOrDecreaseIsAResetWithNoDelta) {
 }
 
 }  // namespace
-}  // namespace mpo::promtext
+}  // namespace mpo::engines

@@ -9,11 +9,11 @@
 #include <string_view>
 #include <vector>
 
-#include "promtext/catalog.hpp"
+#include "engines/catalog.hpp"
 #include "promtext/exposition.hpp"
 #include "promtext/histogram.hpp"
 
-namespace mpo::promtext {
+namespace mpo::engines {
 
 // One value of a split signal: the value of the catalog entry's `split` label and the series' value
 // (summed over the rest of the labels).
@@ -37,7 +37,7 @@ struct ScalarSignal {
 };
 
 struct HistogramSignal {
-  HistogramSeries merged;  // buckets, sum and count over every matching series
+  promtext::HistogramSeries merged;  // buckets, sum and count over every matching series
   std::string source;
   int series = 0;
 };
@@ -50,7 +50,7 @@ struct EngineSignals {
   std::vector<std::string> models;  // distinct model_name label values
   std::array<std::optional<ScalarSignal>, kSignalCount> scalars;
   std::array<std::optional<HistogramSignal>, kSignalCount> histograms;
-  Labels cache_config;  // the labels of vllm:cache_config_info, when published
+  promtext::Labels cache_config;  // the labels of vllm:cache_config_info, when published
   std::string cache_config_source;
   std::vector<std::string> notes;
 
@@ -66,10 +66,10 @@ struct EngineSignals {
     const ScalarSignal* v = scalar(s);
     return v ? std::optional<double>(v->value) : std::nullopt;
   }
-  const std::string* config(std::string_view name) const { return find_label(cache_config, name); }
+  const std::string* config(std::string_view name) const { return promtext::find_label(cache_config, name); }
 };
 
-Engine detect_engine(const Exposition& e, std::string* prefix = nullptr);
-EngineSignals extract_signals(const Exposition& e);
+Engine detect_engine(const promtext::Exposition& e, std::string* prefix = nullptr);
+EngineSignals extract_signals(const promtext::Exposition& e);
 
-}  // namespace mpo::promtext
+}  // namespace mpo::engines

@@ -1,4 +1,4 @@
-#include "promtext/delta.hpp"
+#include "engines/delta.hpp"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 
 #include "promtext/number.hpp"
 
-namespace mpo::promtext {
+namespace mpo::engines {
 namespace {
 
 // The increase of each part; a part that went down is a reset, a part the first scrape lacks makes
@@ -23,8 +23,9 @@ Result<std::vector<SignalPart>> part_increases(const std::vector<SignalPart>& be
       return std::vector<SignalPart>{};
     }
     if (p.value < prev->value) {
-      return make_error("scrape.reset", fmt::format("{} part \"{}\" went down from {} to {}: a reset; no delta", source,
-                                                    p.key, format_number(prev->value), format_number(p.value)));
+      return make_error("scrape.reset",
+                        fmt::format("{} part \"{}\" went down from {} to {}: a reset; no delta", source, p.key,
+                                    promtext::format_number(prev->value), promtext::format_number(p.value)));
     }
     out.push_back(SignalPart{p.key, p.value - prev->value});
   }
@@ -41,9 +42,10 @@ Result<EngineSignals> delta_signals(const EngineSignals& before, const EngineSig
   const auto start_before = before.value(Signal::kProcessStartTime);
   const auto start_after = after.value(Signal::kProcessStartTime);
   if (start_before && start_after && *start_before != *start_after) {
-    return make_error("scrape.reset", fmt::format("process_start_time_seconds changed from {} to {}: the server "
-                                                  "restarted between scrapes, so its counters restarted; no delta",
-                                                  format_number(*start_before), format_number(*start_after)));
+    return make_error("scrape.reset",
+                      fmt::format("process_start_time_seconds changed from {} to {}: the server "
+                                  "restarted between scrapes, so its counters restarted; no delta",
+                                  promtext::format_number(*start_before), promtext::format_number(*start_after)));
   }
   EngineSignals d = after;
   for (std::size_t i = 0; i < kSignalCount; ++i) {
@@ -58,9 +60,10 @@ Result<EngineSignals> delta_signals(const EngineSignals& before, const EngineSig
       const double a = before.scalars[i]->value;
       const double b = d.scalars[i]->value;
       if (b < a) {
-        return make_error("scrape.reset", fmt::format("{} went down from {} to {}: a counter reset (a restart or a "
-                                                      "re-created exporter); no delta",
-                                                      d.scalars[i]->source, format_number(a), format_number(b)));
+        return make_error("scrape.reset",
+                          fmt::format("{} went down from {} to {}: a counter reset (a restart or a "
+                                      "re-created exporter); no delta",
+                                      d.scalars[i]->source, promtext::format_number(a), promtext::format_number(b)));
       }
       d.scalars[i]->value = b - a;
       if (auto parts = part_increases(before.scalars[i]->parts, d.scalars[i]->parts, d.scalars[i]->source, d.notes);
@@ -72,14 +75,14 @@ Result<EngineSignals> delta_signals(const EngineSignals& before, const EngineSig
     }
     if (d.histograms[i]) {
       const HistogramSignal* prev = before.histogram(s);
-      HistogramSeries& h = d.histograms[i]->merged;
+      promtext::HistogramSeries& h = d.histograms[i]->merged;
       if (!prev || prev->merged.buckets.size() != h.buckets.size()) {
         d.notes.push_back(fmt::format("{}: no matching histogram in the first scrape; no increase is claimed",
                                       d.histograms[i]->source));
         d.histograms[i].reset();
         continue;
       }
-      const HistogramSeries& p = prev->merged;
+      const promtext::HistogramSeries& p = prev->merged;
       for (std::size_t k = 0; k < h.buckets.size(); ++k) {
         if (h.buckets[k].upper != p.buckets[k].upper) {
           return make_error("scrape.reset", fmt::format("{}: bucket bounds changed between scrapes; no delta",
@@ -89,8 +92,8 @@ Result<EngineSignals> delta_signals(const EngineSignals& before, const EngineSig
           return make_error(
               "scrape.reset",
               fmt::format("{}: bucket le=\"{}\" went down from {} to {}: a reset; no delta", d.histograms[i]->source,
-                          format_number(h.buckets[k].upper), format_number(p.buckets[k].cumulative),
-                          format_number(h.buckets[k].cumulative)));
+                          promtext::format_number(h.buckets[k].upper), promtext::format_number(p.buckets[k].cumulative),
+                          promtext::format_number(h.buckets[k].cumulative)));
         }
         h.buckets[k].cumulative -= p.buckets[k].cumulative;
       }
@@ -112,4 +115,4 @@ Result<EngineSignals> delta_signals(const EngineSignals& before, const EngineSig
   return d;
 }
 
-}  // namespace mpo::promtext
+}  // namespace mpo::engines

@@ -4,11 +4,11 @@
 #pragma once
 
 #include "core/result.hpp"
-#include "promtext/signals.hpp"
+#include "engines/signals.hpp"
 
-namespace mpo::promtext {
+namespace mpo::engines {
 
 // Errors: "scrape.reset" (restart or a decreasing counter), "scrape.identity" (another engine).
 Result<EngineSignals> delta_signals(const EngineSignals& before, const EngineSignals& after);
 
-}  // namespace mpo::promtext
+}  // namespace mpo::engines

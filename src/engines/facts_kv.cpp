@@ -7,10 +7,10 @@
 
 #include <cmath>
 
-#include "promtext/facts_detail.hpp"
+#include "engines/facts_detail.hpp"
 #include "promtext/histogram.hpp"
 
-namespace mpo::promtext::detail {
+namespace mpo::engines::detail {
 namespace {
 
 using S = Signal;
@@ -31,7 +31,7 @@ std::optional<HistogramSummary> summarize(const EngineSignals& s, Signal sig) {
   if (out.count <= 0) return std::nullopt;
   if (h->merged.sum) out.mean = *h->merged.sum / out.count;
   if (h->merged.buckets.size() >= 2) {
-    const double v = histogram_quantile(0.5, h->merged.buckets);
+    const double v = promtext::histogram_quantile(0.5, h->merged.buckets);
     if (std::isfinite(v)) out.p50 = v;
   }
   return out;
@@ -277,4 +277,4 @@ Fact tgi_batching(const EngineSignals& s) {
   return f;
 }
 
-}  // namespace mpo::promtext::detail
+}  // namespace mpo::engines::detail

@@ -1,4 +1,4 @@
-// docs/METRICS.md lists every catalog entry, row for row as the table in src/promtext/catalog.cpp
+// docs/METRICS.md lists every catalog entry, row for row as the table in src/engines/catalog.cpp
 // has it: an entry added, changed or split without its row here fails.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -6,10 +6,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "promtext/catalog.hpp"
+#include "engines/catalog.hpp"
 #include "support/build_paths.hpp"
 
-namespace mpo::promtext {
+namespace mpo::engines {
 namespace {
 
 std::string engines_text(std::uint32_t engines) {
@@ -45,4 +45,4 @@ TEST(CatalogDoc, EveryEntryHasItsRow) {
 }
 
 }  // namespace
-}  // namespace mpo::promtext
+}  // namespace mpo::engines

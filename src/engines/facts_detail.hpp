@@ -8,9 +8,9 @@
 #include <string_view>
 #include <utility>
 
-#include "promtext/facts.hpp"
+#include "engines/facts.hpp"
 
-namespace mpo::promtext::detail {
+namespace mpo::engines::detail {
 
 std::string num(double v);  // integers without decimals, else 4 significant digits
 std::string source_of(const EngineSignals& s, Signal sig);
@@ -33,4 +33,4 @@ Fact external_prefix_cache(const EngineSignals& s);
 Fact mm_cache(const EngineSignals& s);
 Fact tgi_batching(const EngineSignals& s);
 
-}  // namespace mpo::promtext::detail
+}  // namespace mpo::engines::detail

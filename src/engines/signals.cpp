@@ -1,31 +1,31 @@
-#include "promtext/signals.hpp"
+#include "engines/signals.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-namespace mpo::promtext {
+namespace mpo::engines {
 namespace {
 
-bool starts_with_any(const Exposition& e, std::string_view prefix) {
+bool starts_with_any(const promtext::Exposition& e, std::string_view prefix) {
   return std::any_of(e.families.begin(), e.families.end(),
-                     [&](const MetricFamily& f) { return std::string_view(f.name).starts_with(prefix); });
+                     [&](const promtext::MetricFamily& f) { return std::string_view(f.name).starts_with(prefix); });
 }
 
 // The family named `name` in this exposition, after the ray_vllm: rewrite; in OpenMetrics a
 // counter's family has no _total and an info family no _info (`# TYPE vllm:cache_config info`), so
 // those spellings are tried too.
-const MetricFamily* find_family(const Exposition& e, const std::string& name) {
-  if (const MetricFamily* f = e.family(name)) return f;
+const promtext::MetricFamily* find_family(const promtext::Exposition& e, const std::string& name) {
+  if (const promtext::MetricFamily* f = e.family(name)) return f;
   for (std::string_view suffix : {"_total", "_info"}) {
     if (name.ends_with(suffix)) return e.family(std::string_view(name).substr(0, name.size() - suffix.size()));
   }
   return nullptr;
 }
 
-bool matches(const Labels& labels, const CatalogEntry& c) {
+bool matches(const promtext::Labels& labels, const CatalogEntry& c) {
   if (c.label.empty()) return true;
-  const std::string* v = find_label(labels, c.label);
+  const std::string* v = promtext::find_label(labels, c.label);
   return v && *v == c.value;
 }
 
@@ -42,32 +42,32 @@ constexpr std::string_view kSglangReplicaLabels[] = {"tp_rank", "pp_rank", "moe_
 
 // A series that is a breakdown of another on the same page: SGLang's per-priority queue gauges
 // (`priority="3"`) beside their total (`priority=""`).
-bool counted(Engine e, const Labels& labels) {
+bool counted(Engine e, const promtext::Labels& labels) {
   if (e != Engine::kSglang) return true;
-  const std::string* priority = find_label(labels, "priority");
+  const std::string* priority = promtext::find_label(labels, "priority");
   return !priority || priority->empty();
 }
 
-Labels replica_key(const Labels& labels) {
-  Labels key;
-  for (const Label& l : labels) {
+promtext::Labels replica_key(const promtext::Labels& labels) {
+  promtext::Labels key;
+  for (const promtext::Label& l : labels) {
     if (std::find(std::begin(kSglangReplicaLabels), std::end(kSglangReplicaLabels), l.name) ==
         std::end(kSglangReplicaLabels))
       key.push_back(l);
   }
-  std::sort(key.begin(), key.end(), [](const Label& a, const Label& b) { return a.name < b.name; });
+  std::sort(key.begin(), key.end(), [](const promtext::Label& a, const promtext::Label& b) { return a.name < b.name; });
   return key;
 }
 
 struct Point {
-  const Labels* labels;
+  const promtext::Labels* labels;
   double value;
 };
 
-const Labels& labels_of(const Point& p) { return *p.labels; }
-const Labels& labels_of(const HistogramSeries& h) { return h.labels; }
+const promtext::Labels& labels_of(const Point& p) { return *p.labels; }
+const promtext::Labels& labels_of(const promtext::HistogramSeries& h) { return h.labels; }
 double size_of(const Point& p) { return p.value; }
-double size_of(const HistogramSeries& h) { return h.count.value_or(0); }
+double size_of(const promtext::HistogramSeries& h) { return h.count.value_or(0); }
 
 // Of the series that are copies of one scheduler (same labels but the replica labels), keeps the
 // largest (a counter read a moment later on one rank); a note says when the copies disagree.
@@ -75,11 +75,11 @@ template <typename T>
 std::vector<T> one_per_replica_set(Engine e, std::vector<T> series, const std::string& source,
                                    std::vector<std::string>& replicated) {
   if (e != Engine::kSglang || series.size() < 2) return series;
-  std::vector<std::pair<Labels, T>> kept;
+  std::vector<std::pair<promtext::Labels, T>> kept;
   bool copies = false;
   bool disagree = false;
   for (T& s : series) {
-    Labels key = replica_key(labels_of(s));
+    promtext::Labels key = replica_key(labels_of(s));
     auto same = std::find_if(kept.begin(), kept.end(), [&](const auto& k) { return k.first == key; });
     if (same == kept.end()) {
       kept.emplace_back(std::move(key), std::move(s));
@@ -97,7 +97,7 @@ std::vector<T> one_per_replica_set(Engine e, std::vector<T> series, const std::s
 
 }  // namespace
 
-Engine detect_engine(const Exposition& e, std::string* prefix) {
+Engine detect_engine(const promtext::Exposition& e, std::string* prefix) {
   auto set = [&](std::string_view p) {
     if (prefix) *prefix = std::string(p);
   };
@@ -117,7 +117,7 @@ Engine detect_engine(const Exposition& e, std::string* prefix) {
   return Engine::kUnknown;
 }
 
-EngineSignals extract_signals(const Exposition& e) {
+EngineSignals extract_signals(const promtext::Exposition& e) {
   EngineSignals out;
   out.engine = detect_engine(e, &out.prefix);
   if (out.engine == Engine::kUnknown) {
@@ -141,10 +141,10 @@ EngineSignals extract_signals(const Exposition& e) {
       std::replace(name.begin(), name.end(), ':', '_');
       name = "ray_" + name;
     }
-    const MetricFamily* f = find_family(e, name);
+    const promtext::MetricFamily* f = find_family(e, name);
     if (!f) continue;
     if (kind == SignalKind::kInfo) {
-      for (const Sample& s : f->samples) {
+      for (const promtext::Sample& s : f->samples) {
         out.cache_config = s.labels;
         out.cache_config_source = name;
         break;
@@ -152,20 +152,20 @@ EngineSignals extract_signals(const Exposition& e) {
       continue;
     }
     if (kind == SignalKind::kHistogram || c.read == Read::kHistogramSum) {
-      if (f->type != MetricType::kHistogram) continue;
-      std::vector<HistogramSeries> picked;
-      for (HistogramSeries& h : assemble_histograms(*f)) {
+      if (f->type != promtext::MetricType::kHistogram) continue;
+      std::vector<promtext::HistogramSeries> picked;
+      for (promtext::HistogramSeries& h : promtext::assemble_histograms(*f)) {
         if (matches(h.labels, c) && counted(out.engine, h.labels)) picked.push_back(std::move(h));
       }
       picked = one_per_replica_set(out.engine, std::move(picked), source_text(name, c), replicated);
       if (picked.empty()) continue;
       if (c.read == Read::kHistogramSum) {
         ScalarSignal v{0, fmt::format("{}_sum", name), static_cast<int>(picked.size())};
-        for (const HistogramSeries& h : picked) v.value += h.sum.value_or(0);
+        for (const promtext::HistogramSeries& h : picked) v.value += h.sum.value_or(0);
         out.scalars[idx] = std::move(v);
         continue;
       }
-      auto merged = merge_histograms(picked);
+      auto merged = promtext::merge_histograms(picked);
       if (!merged) {
         out.notes.push_back(fmt::format("{}: series have different bucket bounds; not merged", name));
         continue;
@@ -177,7 +177,7 @@ EngineSignals extract_signals(const Exposition& e) {
     // last point, never the sum of its points.
     std::vector<Point> series;
     bool repeated = false;
-    for (const Sample& smp : f->samples) {
+    for (const promtext::Sample& smp : f->samples) {
       if (smp.name != name || !matches(smp.labels, c) || !counted(out.engine, smp.labels)) continue;
       auto same = std::find_if(series.begin(), series.end(), [&](const Point& p) { return *p.labels == smp.labels; });
       if (same != series.end()) {
@@ -197,7 +197,7 @@ EngineSignals extract_signals(const Exposition& e) {
       v.value = v.series == 0 ? p.value : signal_takes_max(c.signal) ? std::max(v.value, p.value) : v.value + p.value;
       ++v.series;
       if (c.split.empty()) continue;
-      const std::string* key = find_label(*p.labels, c.split);
+      const std::string* key = promtext::find_label(*p.labels, c.split);
       const std::string k = key ? *key : std::string();
       auto part = std::find_if(v.parts.begin(), v.parts.end(), [&](const SignalPart& x) { return x.key == k; });
       if (part == v.parts.end())
@@ -219,10 +219,10 @@ EngineSignals extract_signals(const Exposition& e) {
     out.scalars[static_cast<std::size_t>(Signal::kPromptTokens)] =
         ScalarSignal{computed->value + cached->value, computed->source + " + " + cached->source, computed->series};
   }
-  for (const MetricFamily& f : e.families) {
+  for (const promtext::MetricFamily& f : e.families) {
     if (!std::string_view(f.name).starts_with(out.prefix)) continue;
-    for (const Sample& s : f.samples) {
-      const std::string* m = find_label(s.labels, "model_name");
+    for (const promtext::Sample& s : f.samples) {
+      const std::string* m = promtext::find_label(s.labels, "model_name");
       if (m && std::find(out.models.begin(), out.models.end(), *m) == out.models.end()) out.models.push_back(*m);
     }
   }
@@ -233,4 +233,4 @@ EngineSignals extract_signals(const Exposition& e) {
   return out;
 }
 
-}  // namespace mpo::promtext
+}  // namespace mpo::engines

@@ -1,4 +1,4 @@
-#include "promtext/facts.hpp"
+#include "engines/facts.hpp"
 
 #include <fmt/format.h>
 
@@ -6,10 +6,10 @@
 #include <charconv>
 #include <cmath>
 
-#include "promtext/facts_detail.hpp"
+#include "engines/facts_detail.hpp"
 #include "promtext/number.hpp"
 
-namespace mpo::promtext {
+namespace mpo::engines {
 namespace detail {
 
 using S = Signal;
@@ -88,8 +88,8 @@ Fact latency(const EngineSignals& s, Signal sig, std::string_view label) {
   const bool has_buckets = h->merged.buckets.size() >= 2;
   for (const auto& [q, name] : {std::pair{0.5, "p50"}, std::pair{0.9, "p90"}, std::pair{0.99, "p99"}}) {
     if (!has_buckets) break;
-    const double v = histogram_quantile(q, h->merged.buckets);
-    const auto bucket = quantile_bucket(q, h->merged.buckets);
+    const double v = promtext::histogram_quantile(q, h->merged.buckets);
+    const auto bucket = promtext::quantile_bucket(q, h->merged.buckets);
     if (std::isnan(v) || !bucket) continue;
     f.values.push_back({name, v, "s", true, bucket});
     if (std::isinf(bucket->second))
@@ -571,4 +571,4 @@ std::vector<Fact> derive_facts(const EngineSignals& page, std::optional<double> 
   return out;
 }
 
-}  // namespace mpo::promtext
+}  // namespace mpo::engines
