@@ -89,14 +89,14 @@ Result<WindowChoice> parse_window(std::string_view text) {
   }
   const auto comma = text.find(',');
   if (comma == std::string_view::npos) {
-    return make_error("attribute.window",
+    return make_error(errc::kAttributeWindow,
                       fmt::format("--window '{}': use auto, per-request or FROM,TO (RFC 3339)", text));
   }
   auto from = parse_rfc3339(text.substr(0, comma));
   auto to = parse_rfc3339(text.substr(comma + 1));
   if (!from || !to)
-    return make_error("attribute.window", fmt::format("--window '{}': FROM and TO must be RFC 3339 times", text));
-  if (!(*to > *from)) return make_error("attribute.window", "--window: TO must be after FROM");
+    return make_error(errc::kAttributeWindow, fmt::format("--window '{}': FROM and TO must be RFC 3339 times", text));
+  if (!(*to > *from)) return make_error(errc::kAttributeWindow, "--window: TO must be after FROM");
   c.mode = WindowMode::kExplicit;
   c.from_us = *from;
   c.to_us = *to;

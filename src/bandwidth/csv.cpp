@@ -62,7 +62,7 @@ Result<CsvRecord> read_csv_record(std::string_view text, std::size_t& pos, std::
     ++i;
   }
   if (quoted) {
-    return make_error("ncu.csv",
+    return make_error(errc::kNcuCsv,
                       fmt::format("line {}: a quoted field is not closed before the end of the file", r.line));
   }
   end_field();

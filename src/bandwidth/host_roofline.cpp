@@ -52,17 +52,17 @@ double timed_copy(char* dst, const char* src, std::uint64_t bytes, int threads, 
 
 Status check_roofline_options(const RooflineOptions& o) {
   if (o.working_set_bytes < (1ull << 20) || o.working_set_bytes > (512ull << 20)) {
-    return make_error("bandwidth.roofline", "--working-set must be between 1 MiB and 512 MiB");
+    return make_error(errc::kBandwidthRoofline, "--working-set must be between 1 MiB and 512 MiB");
   }
-  if (o.trials < 3 || o.trials > 15) return make_error("bandwidth.roofline", "--trials must be between 3 and 15");
+  if (o.trials < 3 || o.trials > 15) return make_error(errc::kBandwidthRoofline, "--trials must be between 3 and 15");
   if (!(o.target_trial_s >= 0.01 && o.target_trial_s <= 2)) {
-    return make_error("bandwidth.roofline", "--trial-time must be between 10ms and 2s");
+    return make_error(errc::kBandwidthRoofline, "--trial-time must be between 10ms and 2s");
   }
   for (int t : o.threads) {
-    if (t < 1 || t > 256) return make_error("bandwidth.roofline", "--threads values must be between 1 and 256");
+    if (t < 1 || t > 256) return make_error(errc::kBandwidthRoofline, "--threads values must be between 1 and 256");
   }
   if (!(o.knee_threshold > 0 && o.knee_threshold <= 1)) {
-    return make_error("bandwidth.roofline", "--knee-threshold must be in (0, 1]");
+    return make_error(errc::kBandwidthRoofline, "--knee-threshold must be in (0, 1]");
   }
   return Ok{};
 }

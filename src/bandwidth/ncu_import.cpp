@@ -157,16 +157,17 @@ Result<NcuImport> import_ncu_csv(std::string_view text) {
     if (rec) cols = header_columns(*rec);
   }
   if (!cols) {
-    return make_error("ncu.header", fmt::format("Nsight Compute CSV header not found: no row names the columns \"ID\", "
-                                                "\"Process ID\" and \"Process Name\"; {}",
-                                                kCapture));
+    return make_error(errc::kNcuHeader,
+                      fmt::format("Nsight Compute CSV header not found: no row names the columns \"ID\", "
+                                  "\"Process ID\" and \"Process Name\"; {}",
+                                  kCapture));
   }
   NcuImport out;
   out.layout = is_details(*cols) ? NcuLayout::kDetails : NcuLayout::kRaw;
   out.host_column = cols->host >= 0;
   if (out.layout == NcuLayout::kRaw && cols->read < 0 && cols->write < 0 && cols->duration < 0) {
-    return make_error("ncu.metric", fmt::format("the --page raw table has none of the columns {}, {}, {}; {}",
-                                                kReadMetric, kWriteMetric, kDurationMetric, kCapture));
+    return make_error(errc::kNcuMetric, fmt::format("the --page raw table has none of the columns {}, {}, {}; {}",
+                                                    kReadMetric, kWriteMetric, kDurationMetric, kCapture));
   }
 
   // 2. The records after it, as observations.
@@ -178,15 +179,17 @@ Result<NcuImport> import_ncu_csv(std::string_view text) {
     if (!rec) return rec.error();
     if (skippable(*rec)) continue;
     if (header_columns(*rec)) {
-      return make_error("ncu.header", fmt::format("line {}: a second header block; one capture per file (ncu appends "
-                                                  "when --log-file names an existing file)",
-                                                  rec->line));
+      return make_error(errc::kNcuHeader,
+                        fmt::format("line {}: a second header block; one capture per file (ncu appends "
+                                    "when --log-file names an existing file)",
+                                    rec->line));
     }
     if (!units_read) {
       // --page raw: the row after the header gives each metric column's unit; identity cells are empty.
       if (!at(*rec, cols->id).empty()) {
-        return make_error("ncu.unit", fmt::format("line {}: the --page raw table has no units row after its header; {}",
-                                                  rec->line, kCapture));
+        return make_error(
+            errc::kNcuUnit,
+            fmt::format("line {}: the --page raw table has no units row after its header; {}", rec->line, kCapture));
       }
       raw_units = {at(*rec, cols->read), at(*rec, cols->write), at(*rec, cols->duration)};
       units_read = true;
@@ -202,7 +205,7 @@ Result<NcuImport> import_ncu_csv(std::string_view text) {
     base.line = rec->line;
     if (out.layout == NcuLayout::kDetails) {
       if (static_cast<int>(rec->fields.size()) <= cols->metric_value) {
-        return make_error("ncu.csv",
+        return make_error(errc::kNcuCsv,
                           fmt::format("line {}: a row with {} fields, fewer than the header's Metric Value column",
                                       rec->line, rec->fields.size()));
       }
@@ -227,7 +230,7 @@ Result<NcuImport> import_ncu_csv(std::string_view text) {
     }
   }
   if (obs.empty()) {
-    return make_error("ncu.metric",
+    return make_error(errc::kNcuMetric,
                       fmt::format("the CSV has none of the required metrics {}, {}, {} ({} layout); {}", kReadMetric,
                                   kWriteMetric, kDurationMetric, to_string(out.layout), kCapture));
   }
@@ -238,31 +241,31 @@ Result<NcuImport> import_ncu_csv(std::string_view text) {
   const Observation& first = obs.front();
   for (const Observation& o : obs) {
     if (o.id.empty() || o.pid.empty() || o.pname.empty()) {
-      return make_error("ncu.csv",
+      return make_error(errc::kNcuCsv,
                         fmt::format("line {}: metric {} has an incomplete launch identity (ID, Process ID and "
                                     "Process Name must be set)",
                                     o.line, o.metric));
     }
     if (o.pid != first.pid || o.pname != first.pname) {
-      return make_error("ncu.mixed",
+      return make_error(errc::kNcuMixed,
                         fmt::format("mixed-process capture: {}/{} and {}/{} (line {}); profile one process "
                                     "per file",
                                     first.pid, first.pname, o.pid, o.pname, o.line));
     }
     if (out.host_column && o.host != first.host) {
-      return make_error("ncu.mixed",
+      return make_error(errc::kNcuMixed,
                         fmt::format("mixed-host capture: launch {} (line {}) names another host than launch "
                                     "{}; profile one host per file",
                                     o.id, o.line, first.id));
     }
     if (cols->device >= 0) {
       if (o.device.empty()) {
-        return make_error("ncu.mixed", fmt::format("line {}: launch {} has an empty Device field", o.line, o.id));
+        return make_error(errc::kNcuMixed, fmt::format("line {}: launch {} has an empty Device field", o.line, o.id));
       }
       if (o.device != first.device) {
-        return make_error("ncu.mixed", fmt::format("mixed-device capture: \"{}\" and \"{}\" (launch {}, line {}); "
-                                                   "profile one device with --devices N",
-                                                   first.device, o.device, o.id, o.line));
+        return make_error(errc::kNcuMixed, fmt::format("mixed-device capture: \"{}\" and \"{}\" (launch {}, line {}); "
+                                                       "profile one device with --devices N",
+                                                       first.device, o.device, o.id, o.line));
       }
     }
     const std::string key = o.pid + "/" + o.id;
@@ -270,8 +273,8 @@ Result<NcuImport> import_ncu_csv(std::string_view text) {
     if (fresh) launches.push_back(Launch{o.id, o.kernel, {}});
     Launch& l = launches[it->second];
     if (auto dup = l.metrics.find(o.metric); dup != l.metrics.end()) {
-      return make_error("ncu.metric", fmt::format("launch {} has duplicate metric {} (lines {} and {})", o.id, o.metric,
-                                                  dup->second.line, o.line));
+      return make_error(errc::kNcuMetric, fmt::format("launch {} has duplicate metric {} (lines {} and {})", o.id,
+                                                      o.metric, dup->second.line, o.line));
     }
     l.metrics.emplace(o.metric, o);
   }
@@ -298,7 +301,7 @@ Result<NcuImport> import_ncu_csv(std::string_view text) {
     for (std::string_view metric : {kReadMetric, kWriteMetric, kDurationMetric}) {
       auto it = l.metrics.find(metric);
       if (it == l.metrics.end()) {
-        return make_error("ncu.metric", fmt::format("launch {} is missing {}; {}", l.id, metric, kCapture));
+        return make_error(errc::kNcuMetric, fmt::format("launch {} is missing {}; {}", l.id, metric, kCapture));
       }
       const Observation& o = it->second;
       if (is_unavailable(o.value)) {
@@ -312,7 +315,7 @@ Result<NcuImport> import_ncu_csv(std::string_view text) {
         continue;
       }
       if (!base_unit_ok(metric, o.unit)) {
-        return make_error("ncu.unit",
+        return make_error(errc::kNcuUnit,
                           fmt::format("{} of launch {} must use a base unit ({}), got \"{}\" (line {}); pass "
                                       "--print-units base to ncu",
                                       metric, l.id, metric == kDurationMetric ? "nsecond" : "byte", o.unit, o.line));
@@ -322,9 +325,10 @@ Result<NcuImport> import_ncu_csv(std::string_view text) {
         double d = 0;
         const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
         if (ec != std::errc{} || end != v.data() + v.size() || !std::isfinite(d) || d < 0) {
-          return make_error("ncu.value", fmt::format("{} of launch {} is \"{}\", not a finite non-negative number of "
-                                                     "nanoseconds (line {})",
-                                                     metric, l.id, o.value, o.line));
+          return make_error(errc::kNcuValue,
+                            fmt::format("{} of launch {} is \"{}\", not a finite non-negative number of "
+                                        "nanoseconds (line {})",
+                                        metric, l.id, o.value, o.line));
         }
         dur_sum += d;
         if (kt.duration_ns) *kt.duration_ns += d;
@@ -332,14 +336,15 @@ Result<NcuImport> import_ncu_csv(std::string_view text) {
       }
       const auto bytes = parse_byte_count(o.value);
       if (!bytes) {
-        return make_error("ncu.value", fmt::format("{} of launch {} is \"{}\", not a non-negative integer byte count "
-                                                   "(line {})",
-                                                   metric, l.id, o.value, o.line));
+        return make_error(errc::kNcuValue,
+                          fmt::format("{} of launch {} is \"{}\", not a non-negative integer byte count "
+                                      "(line {})",
+                                      metric, l.id, o.value, o.line));
       }
       std::uint64_t& sum = metric == kReadMetric ? read_sum : write_sum;
       std::optional<std::uint64_t>& ksum = metric == kReadMetric ? kt.read_bytes : kt.write_bytes;
       if (*bytes > UINT64_MAX - sum) {
-        return make_error("ncu.value", fmt::format("the sum of {} overflows 64 bits at launch {}", metric, l.id));
+        return make_error(errc::kNcuValue, fmt::format("the sum of {} overflows 64 bits at launch {}", metric, l.id));
       }
       sum += *bytes;
       if (ksum) *ksum += *bytes;
@@ -350,7 +355,7 @@ Result<NcuImport> import_ncu_csv(std::string_view text) {
   if (dur_ok) out.duration_ns = dur_sum;
   if (out.duration_ns && *out.duration_ns == 0 &&
       ((out.read_bytes && *out.read_bytes > 0) || (out.write_bytes && *out.write_bytes > 0))) {
-    return make_error("ncu.duration",
+    return make_error(errc::kNcuDuration,
                       fmt::format("the cumulative profiled kernel duration of {} launch(es) is zero while "
                                   "bytes were counted; the capture cannot give a bandwidth",
                                   out.launch_count));

@@ -33,14 +33,14 @@ Result<Phase> parse_phase(std::string_view s) {
   if (s == "decode") return Phase::kDecode;
   if (s == "transfer") return Phase::kTransfer;
   if (s == "other") return Phase::kOther;
-  return make_error("bandwidth.phase", fmt::format("--phase '{}': use prefill, decode, transfer or other", s));
+  return make_error(errc::kBandwidthPhase, fmt::format("--phase '{}': use prefill, decode, transfer or other", s));
 }
 
 Result<Shape> parse_shape(std::string_view s) {
   if (s == "small") return Shape::kSmall;
   if (s == "medium") return Shape::kMedium;
   if (s == "large") return Shape::kLarge;
-  return make_error("bandwidth.shape", fmt::format("--shape '{}': use small, medium or large", s));
+  return make_error(errc::kBandwidthShape, fmt::format("--shape '{}': use small, medium or large", s));
 }
 
 std::string_view to_string(Phase p) {
@@ -64,18 +64,18 @@ std::string_view to_string(Shape s) {
 
 Status check_context(const CaptureContext& c) {
   if (c.device.find_first_not_of(" \t") == std::string::npos) {
-    return make_error("bandwidth.device",
+    return make_error(errc::kBandwidthDevice,
                       "--device is required: the label of the device the capture ran on, e.g. "
                       "\"NVIDIA H100 80GB HBM3 (0)\"");
   }
   if (c.capture_end_us <= c.capture_start_us) {
-    return make_error("bandwidth.window",
+    return make_error(errc::kBandwidthWindow,
                       "--capture-end must be after --capture-start (the window the capture ran in)");
   }
   for (const auto& [flag, v] : {std::pair{"--theoretical-gb-s", c.theoretical_gb_s},
                                 std::pair{"--device-roofline-gb-s", c.device_roofline_gb_s}}) {
     if (v && !(std::isfinite(*v) && *v > 0)) {
-      return make_error("bandwidth.roofline", fmt::format("{} must be a number above 0", flag));
+      return make_error(errc::kBandwidthRoofline, fmt::format("{} must be a number above 0", flag));
     }
   }
   return Ok{};
@@ -169,17 +169,17 @@ std::string ncu_receipt_json(const NcuImport& im, const CaptureContext& c, std::
 
 Status check_host_sample(const HostSample& s) {
   if (!(std::isfinite(s.measured_roofline_gb_s) && s.measured_roofline_gb_s > 0)) {
-    return make_error("bandwidth.roofline",
+    return make_error(errc::kBandwidthRoofline,
                       "--measured-gb-s must be a number above 0 (from `modelperfobs bandwidth measure-host`)");
   }
   if (!(std::isfinite(s.seconds) && s.seconds > 0)) {
-    return make_error("bandwidth.host", "--seconds must be above 0: the wall time the --bytes were moved in");
+    return make_error(errc::kBandwidthHost, "--seconds must be above 0: the wall time the --bytes were moved in");
   }
   if (s.capture_end_us <= s.capture_start_us) {
-    return make_error("bandwidth.window", "--capture-end must be after --capture-start");
+    return make_error(errc::kBandwidthWindow, "--capture-end must be after --capture-start");
   }
   if (s.bytes_evidence.find_first_not_of(" \t") == std::string::npos) {
-    return make_error("bandwidth.host",
+    return make_error(errc::kBandwidthHost,
                       "--bytes-evidence is required: say what the --bytes figure rests on (e.g. "
                       "\"weights 4.1 GB x 52 decode steps\")");
   }

@@ -101,13 +101,14 @@ std::string roofline_body(const json::object& result) {
 Result<std::string> receipt_html(std::string_view receipt_json) {
   boost::system::error_code ec;
   auto doc = json::parse(receipt_json, ec);
-  if (ec || !doc.is_object()) return make_error("bandwidth.html", "the receipt is not a JSON object");
+  if (ec || !doc.is_object()) return make_error(errc::kBandwidthHtml, "the receipt is not a JSON object");
   const auto& o = doc.as_object();
   const auto schema = json_string(o, "schema").value_or("");
   const auto* result = json_object(o, "result");
   const auto* inputs = json_object(o, "inputs");
   if ((schema != "modelperfobs.bandwidth.v1" && schema != "modelperfobs.host-roofline.v1") || !result || !inputs) {
-    return make_error("bandwidth.html", fmt::format("not a bandwidth or host-roofline receipt (schema '{}')", schema));
+    return make_error(errc::kBandwidthHtml,
+                      fmt::format("not a bandwidth or host-roofline receipt (schema '{}')", schema));
   }
   const std::string kind(json_string(*result, "kind").value_or(""));
   present::Header h;

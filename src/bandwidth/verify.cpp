@@ -19,7 +19,7 @@ namespace {
 using simdjson::dom::element;
 using simdjson::dom::object;
 
-Error bad(std::string message) { return make_error("bandwidth.verify", std::move(message)); }
+Error bad(std::string message) { return make_error(errc::kBandwidthVerify, std::move(message)); }
 
 // No null anywhere: an unavailable value is omitted, never written as null.
 std::optional<std::string> find_null(element e, const std::string& path) {
@@ -306,7 +306,7 @@ Result<Verdict> verify_receipt(std::string_view json) {
   const simdjson::padded_string padded(json);
   element root;
   if (auto err = parser.parse(padded).get(root)) {
-    return bad(fmt::format("not one JSON document: {}", simdjson::error_message(err)));
+    return make_error(errc::kJsonParse, fmt::format("not one JSON document: {}", simdjson::error_message(err)));
   }
   object top;
   if (root.get(top)) return bad("a receipt is a JSON object");

@@ -68,11 +68,15 @@ struct EngineBackend::Impl {
 
   explicit Impl(EngineBackendOptions o) : opts(std::move(o)), fetcher(opts.metrics, scrape::FetchOptions{}) {}
 
+  scrape::Snapshot scrape_raw() {
+    return run_sync<scrape::Snapshot>(
+        [&]() { return fetcher.scrape(++scrape_seq, SystemClock::instance().wall_us()); });
+  }
+
   Result<scrape::Snapshot> scrape_now() {
-    auto s =
-        run_sync<scrape::Snapshot>([&]() { return fetcher.scrape(++scrape_seq, SystemClock::instance().wall_us()); });
+    auto s = scrape_raw();
     if (s.status != scrape::ScrapeStatus::kOk) {
-      return make_error("cache_state.scrape",
+      return make_error(errc::kCacheStateScrape,
                         fmt::format("{}: {}", fetcher.source(),
                                     s.error.empty() ? std::string(scrape::to_string(s.status)) : s.error));
     }
@@ -103,9 +107,9 @@ struct EngineBackend::Impl {
     r.max_output_tokens = 1;
     plan.requests = {r};
     run_sync<loadgen::PointRun>([&]() { return driver.run_point(plan); });
-    if (!seen) return make_error("cache_state.request", "the request produced no observation");
+    if (!seen) return make_error(errc::kCacheStateRequest, "the request produced no observation");
     if (seen->outcome != "ok") {
-      return make_error("cache_state.request",
+      return make_error(errc::kCacheStateRequest,
                         fmt::format("the request failed: {} {}", seen->outcome, seen->error_message.value_or("")));
     }
     return *seen;
@@ -121,7 +125,7 @@ struct EngineBackend::Impl {
           auto how = co_await reset_prefix_cache(driver, reset_route);
           co_return how ? std::pair(true, *how) : std::pair(false, how.error().message);
         });
-    if (!ok) return make_error("cache_state.mechanism", text);
+    if (!ok) return make_error(errc::kCacheStateMechanism, text);
     return text;
   }
   std::string reset_route;
@@ -149,7 +153,7 @@ struct EngineBackend::Impl {
     req.target = path;
     req.user_agent = "modelperfobs-cache-state-bench";
     const auto x = net::exchange_blocking(opts.api, {}, std::move(req), opts.timeout_s);
-    if (x.failure) return make_error("cache_state.mechanism", fmt::format("POST {}: {}", path, x.failure->message));
+    if (x.failure) return make_error(errc::kCacheStateMechanism, fmt::format("POST {}: {}", path, x.failure->message));
     return x.status;
   }
 };
@@ -164,12 +168,14 @@ Status EngineBackend::check() {
   const auto x = net::exchange_blocking(impl_->opts.api, {}, std::move(req), 10);
   if (auto problem = net::openai_models_problem(impl_->opts.api, x.failure ? 0 : x.status, x.body,
                                                 x.failure ? x.failure->message : std::string())) {
-    return make_error("cache_state.url", "--url: " + *problem);
+    return make_error(errc::kCacheStateUrl, "--url: " + *problem);
   }
-  if (auto s = impl_->scrape_now(); !s) {
-    const bool said = s.error().message.find("/metrics URL?") != std::string::npos;
-    return make_error("cache_state.metrics_url", "--metrics-url " + s.error().message +
-                                                     (said ? "" : " (expected the engine's Prometheus /metrics page)"));
+  if (const auto s = impl_->scrape_raw(); s.status != scrape::ScrapeStatus::kOk) {
+    // A page of another kind already asks whether the URL is right.
+    return make_error(errc::kCacheStateMetricsUrl,
+                      fmt::format("--metrics-url {}: {}{}", impl_->fetcher.source(),
+                                  s.error.empty() ? std::string(scrape::to_string(s.status)) : s.error,
+                                  s.not_prometheus_text ? "" : " (expected the engine's Prometheus /metrics page)"));
   }
   return Ok{};
 }
@@ -228,7 +234,7 @@ Result<MechanismReceipt> EngineBackend::apply(std::string_view, std::string_view
     const auto* blocks = s->signals.config("num_gpu_blocks");
     const auto* block_size = s->signals.config("block_size");
     if (!blocks || !block_size) {
-      return make_error("cache_state.mechanism", "the server does not publish its KV pool size (cache_config_info)");
+      return make_error(errc::kCacheStateMechanism, "the server does not publish its KV pool size (cache_config_info)");
     }
     const double pool = std::stod(*blocks) * std::stod(*block_size);
     // Competing prompts of about a quarter pool each, distinct from the pinned one from the first token.
@@ -261,7 +267,7 @@ Result<MechanismReceipt> EngineBackend::apply(std::string_view, std::string_view
 }
 
 Result<ProbeObservation> EngineBackend::probe(std::string_view, const std::vector<std::int64_t>& prefix) {
-  if (prefix.empty()) return make_error("cache_state.probe", "an empty prefix cannot be probed");
+  if (prefix.empty()) return make_error(errc::kCacheStateProbe, "an empty prefix cannot be probed");
   // Concurrent traffic: anything running or waiting at the server just before the probe.
   auto s = impl_->scrape_now();
   if (!s) return s.error();
@@ -277,7 +283,7 @@ Result<ProbeObservation> EngineBackend::probe(std::string_view, const std::vecto
   p.reused = p.reused_tokens > 0;
   p.concurrent_requests = static_cast<std::uint64_t>(busy);
   if (!o->cached_prompt_tokens) {
-    return make_error("cache_state.probe",
+    return make_error(errc::kCacheStateProbe,
                       "the server's usage carries no prompt_tokens_details.cached_tokens (vLLM: "
                       "--enable-prompt-tokens-details); reuse cannot be observed per probe");
   }

@@ -505,7 +505,7 @@ Result<Report> parse_report(std::string_view text) {
   simdjson::padded_string padded(text);
   element root;
   if (auto e = parser.parse(padded).get(root); e) {
-    return make_error("cache_state.json", std::string("not one JSON document: ") + simdjson::error_message(e));
+    return make_error(errc::kCacheStateJson, std::string("not one JSON document: ") + simdjson::error_message(e));
   }
   std::string err;
   std::string_view schema;
@@ -565,7 +565,7 @@ Result<Report> parse_report(std::string_view text) {
       }
     }
   }
-  if (!err.empty()) return make_error("cache_state.field", err);
+  if (!err.empty()) return make_error(errc::kCacheStateField, err);
   return out;
 }
 

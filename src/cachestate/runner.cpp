@@ -104,7 +104,7 @@ std::optional<std::string> InProcessBackend::supports(std::string_view layer, st
 
 Result<MetricSnapshot> InProcessBackend::snapshot(std::string_view layer) {
   if (layer != "fak_workflow_cache")
-    return make_error("cache_state.layer", "the in-process cache has no layer " + std::string(layer));
+    return make_error(errc::kCacheStateLayer, "the in-process cache has no layer " + std::string(layer));
   const CacheCounters c = cache_.counters();
   MetricSnapshot m;
   m.captured_at_us = wall_.wall_us();
@@ -146,13 +146,13 @@ Result<MechanismReceipt> InProcessBackend::apply(std::string_view, std::string_v
     cache_clock_.advance_us(cache_.ttl_us());
     m.detail = fmt::format("advanced the cache's clock by its TTL ({} us)", cache_.ttl_us());
   } else {
-    return make_error("cache_state.transition", "unknown transition " + std::string(transition));
+    return make_error(errc::kCacheStateTransition, "unknown transition " + std::string(transition));
   }
   return m;
 }
 
 Result<ProbeObservation> InProcessBackend::probe(std::string_view, const std::vector<std::int64_t>& prefix) {
-  if (prefix.empty()) return make_error("cache_state.probe", "an empty prefix cannot be probed");
+  if (prefix.empty()) return make_error(errc::kCacheStateProbe, "an empty prefix cannot be probed");
   ProbeObservation p;
   p.started_at_us = wall_.wall_us();
   const Lookup l = cache_.request(prefix);

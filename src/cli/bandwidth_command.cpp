@@ -9,6 +9,7 @@
 #include "bandwidth/receipt.hpp"
 #include "bandwidth/render_html.hpp"
 #include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
 #include "cli/files.hpp"
 #include "core/clock.hpp"
 #include "core/duration.hpp"
@@ -203,7 +204,8 @@ int run_verify(const std::string& file) {
   auto v = bandwidth::verify_receipt(*text);
   if (!v) {
     std::cout << fmt::format("INVALID {}: {}\n", file, v.error().message);
-    return 1;
+    // Not JSON: it could not be judged; anything else was judged and does not hold.
+    return v.error().code == errc::kJsonParse.name() ? 1 : exit_code::kViolated;
   }
   std::cout << fmt::format("OK {} ({}): {}\n", file, v->kind, v->summary);
   return 0;
@@ -250,7 +252,8 @@ std::function<int()> setup_bandwidth(CLI::App& app) {
       ->capture_default_str();
   measure->add_option("--output", m->output, "receipt file (default: stdout)");
   measure->add_option("--html", m->html, "also write the receipt as one self-contained page here");
-  auto* verify = app.add_subcommand("verify", "re-check a bandwidth or host-roofline receipt");
+  auto* verify = app.add_subcommand(
+      "verify", "re-check a bandwidth or host-roofline receipt; exit 3 when it does not hold, 1 when it is not JSON");
   auto file = std::make_shared<std::string>();
   verify->add_option("FILE", *file, "the receipt")->required();
   return [collect, measure, c, m, file] {

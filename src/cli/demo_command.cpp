@@ -43,8 +43,7 @@ Result<Child> start_child(std::vector<std::string> args, const std::string& log_
   if (!child) return child.error();
   auto line = child->read_line(20000);
   if (!line)
-    return make_error(line.error().code,
-                      fmt::format("{} did not start ({}; see {})", what, line.error().message, log_path));
+    return make_error(line.error(), fmt::format("{} did not start ({}; see {})", what, line.error().message, log_path));
   auto port = process::port_after(*line, "listening on ");
   if (!port) return port.error();
   return Child{std::move(child).value(), static_cast<std::uint16_t>(*port)};

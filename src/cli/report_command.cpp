@@ -154,11 +154,11 @@ Result<Gate> compare_with_baseline(const ReportArgs& a, report::ReportInput& in)
   auto bounds = report::parse_regression_bounds(a.max_regression);
   if (!bounds) return bounds.error();
   std::vector<std::string> files;
-  if (!expand_inputs(a.baseline, files)) return make_error("report.baseline", "--baseline: no such file");
+  if (!expand_inputs(a.baseline, files)) return make_error(errc::kReportBaseline, "--baseline: no such file");
   report::ReportInput base;
   base.options.by = in.options.by;
   if (auto st = load_ledgers(files, base); !st) return st.error();
-  if (base.table.size() == 0) return make_error("report.baseline", "--baseline: no observations in its ledger(s)");
+  if (base.table.size() == 0) return make_error(errc::kReportBaseline, "--baseline: no observations in its ledger(s)");
   report::Options all;  // the baseline is compared whole: --since/--until choose the new run's window
   all.by = in.options.by;
   const auto comparison =
@@ -230,7 +230,7 @@ int run(const ReportArgs& a) {
     auto r = compare_with_baseline(a, in);
     if (!r) {
       std::cerr << "modelperfobs report: " << r.error().message << "\n";
-      return r.error().code == "report.max_regression" ? 2 : 1;
+      return exit_code_of(r.error());  // a malformed --max-regression is a usage error (docs/ERRORS.md)
     }
     regressed = r->regressed;
     ungated = r->not_judged;

@@ -57,7 +57,7 @@ Status load_ledgers(const std::vector<std::string>& files, report::ReportInput& 
       for (const auto& r : read.records) parts[0].add(r);
       read.records.clear();
     } else {
-      if (auto why = not_a_ledger(f)) return make_error("report.input", *why);
+      if (auto why = not_a_ledger(f)) return make_error(errc::kReportInput, *why);
       opts.view_sink = [&parts](unsigned part, const ledger::LedgerRecordView& r) { parts[part].add(r); };
       auto r = ledger::read_ledger_file(f, opts);
       if (!r) return r.error();

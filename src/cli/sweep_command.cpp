@@ -105,7 +105,7 @@ Result<std::vector<loadgen::ServingRequest>> build_workload(const SweepArgs& a, 
     if (!read) return read.error();
     auto replay = loadgen::replay_ledger(std::move(read->records), a.seed);
     if (replay.requests.empty()) {
-      return make_error("sweep.replay",
+      return make_error(errc::kSweepReplay,
                         fmt::format("{} holds no request with prompt and completion token counts to replay", a.replay));
     }
     source = fmt::format("replay {} ({} requests, {} skipped without token counts)", a.replay, replay.requests.size(),
@@ -114,7 +114,7 @@ Result<std::vector<loadgen::ServingRequest>> build_workload(const SweepArgs& a, 
   }
   if (!a.dataset.empty()) {
     const auto text = read_text_file(a.dataset);
-    if (!text) return make_error("sweep.dataset", "cannot read " + a.dataset);
+    if (!text) return make_error(errc::kSweepDataset, "cannot read " + a.dataset);
     std::string format = a.dataset_format;
     if (format == "auto") format = text->find("\"conversations\"") != std::string::npos ? "sharegpt" : "web-tasks";
     source = fmt::format("{} {}", format, a.dataset);
@@ -123,7 +123,8 @@ Result<std::vector<loadgen::ServingRequest>> build_workload(const SweepArgs& a, 
       o.max_output_tokens = a.max_output_tokens;
       return parse_sharegpt(*text, o);
     }
-    if (format != "web-tasks") return make_error("sweep.dataset", "--dataset-format is auto, sharegpt or web-tasks");
+    if (format != "web-tasks")
+      return make_error(errc::kSweepDataset, "--dataset-format is auto, sharegpt or web-tasks");
     loadgen::WebTaskOptions o;
     o.max_output_tokens = a.max_output_tokens;
     return parse_web_tasks(*text, o);

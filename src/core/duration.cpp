@@ -8,7 +8,7 @@ namespace mpo {
 
 Result<double> parse_duration_s(std::string_view text) {
   const auto bad = [&] {
-    return make_error("duration.syntax",
+    return make_error(errc::kDurationSyntax,
                       "'" + std::string(text) +
                           "' is not a duration: write a number with a unit (250us, 500ms, 1s, 2m, 1h) "
                           "or a bare number of seconds");

@@ -232,7 +232,7 @@ Result<boost::json::value> parse_exact_json(std::string_view text) {
   simdjson::padded_string padded(text);
   simdjson::dom::element root;
   if (auto err = parser.parse(padded).get(root); err) {
-    return make_error("json.parse", std::string("not valid JSON: ") + simdjson::error_message(err));
+    return make_error(errc::kJsonParse, std::string("not valid JSON: ") + simdjson::error_message(err));
   }
   return convert(root);
 }

@@ -8,9 +8,9 @@ namespace mpo {
 
 Result<HostPort> parse_host_port(std::string_view text) {
   auto bad = [&](std::string_view why) {
-    return make_error("address.syntax", fmt::format("invalid address '{}': {} (expected HOST:PORT, "
-                                                    "e.g. 127.0.0.1:8000 or [::1]:8000)",
-                                                    text, why));
+    return make_error(errc::kAddressSyntax, fmt::format("invalid address '{}': {} (expected HOST:PORT, "
+                                                        "e.g. 127.0.0.1:8000 or [::1]:8000)",
+                                                        text, why));
   };
   const auto colon = text.rfind(':');
   if (colon == std::string_view::npos) return bad("missing ':PORT'");

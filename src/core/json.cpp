@@ -194,7 +194,7 @@ Result<boost::json::value> parse_json(std::string_view text) {
   boost::system::error_code ec;
   boost::json::value v = boost::json::parse(text, ec);
   if (ec) {
-    return make_error("json.parse", fmt::format("invalid JSON: {}", ec.message()));
+    return make_error(errc::kJsonParse, fmt::format("invalid JSON: {}", ec.message()));
   }
   return v;
 }

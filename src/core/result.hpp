@@ -7,11 +7,14 @@
 #include <utility>
 #include <variant>
 
+#include "core/error_codes.hpp"
+
 namespace mpo {
 
 struct Error {
-  std::string code;     // stable, machine-readable: "json.parse", "rfc3339.range", ...
+  std::string code;     // stable, machine-readable: "json.parse", "rfc3339.range", ... (core/error_codes.hpp)
   std::string message;  // for a person: what is wrong and, where possible, what to do
+  std::string subject;  // what it is about, where a caller needs it apart: a request's parameter
 };
 
 template <typename T>
@@ -46,6 +49,17 @@ class [[nodiscard]] Result {
 struct Ok {};
 using Status = Result<Ok>;
 
-inline Error make_error(std::string code, std::string message) { return Error{std::move(code), std::move(message)}; }
+inline Error make_error(ErrorCode code, std::string message) {
+  return Error{std::string(code.name()), std::move(message), {}};
+}
+// The same error told again with more context: the cause's code and subject, a new message.
+inline Error make_error(const Error& cause, std::string message) {
+  return Error{cause.code, std::move(message), cause.subject};
+}
+// The exit code of a command that stops on `e` (its catalog entry; 1 where it ends no command).
+inline int exit_code_of(const Error& e) {
+  const ErrorInfo* info = find_error(e.code);
+  return info && info->exit_code != 0 ? info->exit_code : 1;
+}
 
 }  // namespace mpo

@@ -74,9 +74,9 @@ bool select_ranks(std::span<const double> v, std::span<const std::size_t> ranks,
 }  // namespace
 
 Result<double> quantile_cont_sorted(std::span<const double> sorted, double q) {
-  if (sorted.empty()) return make_error("stats.empty", "quantile of an empty set");
+  if (sorted.empty()) return make_error(errc::kStatsEmpty, "quantile of an empty set");
   if (!(q >= 0.0 && q <= 1.0)) {
-    return make_error("stats.q", fmt::format("quantile {} is outside [0, 1]", q));
+    return make_error(errc::kStatsQ, fmt::format("quantile {} is outside [0, 1]", q));
   }
   const double h = q * static_cast<double>(sorted.size() - 1);
   return interpolate(sorted[static_cast<std::size_t>(std::floor(h))], sorted[static_cast<std::size_t>(std::ceil(h))],

@@ -115,9 +115,9 @@ bool parse_canonical_us(std::string_view t, std::int64_t& out) {
 Result<std::int64_t> parse_rfc3339(std::string_view t) {
   if (std::int64_t us = 0; parse_canonical_us(t, us)) return us;
   auto bad = [&](std::string_view why) {
-    return make_error("rfc3339.syntax", fmt::format("invalid RFC 3339 timestamp '{}': {} (expected e.g. "
-                                                    "2026-08-27T10:00:00Z)",
-                                                    t.substr(0, 64), why));
+    return make_error(errc::kRfc3339Syntax, fmt::format("invalid RFC 3339 timestamp '{}': {} (expected e.g. "
+                                                        "2026-08-27T10:00:00Z)",
+                                                        t.substr(0, 64), why));
   };
   std::size_t i = 0;
   auto digits = [&](std::size_t n, int& out) -> bool {
@@ -180,7 +180,7 @@ Result<std::int64_t> parse_rfc3339(std::string_view t) {
   if (year < 1 || month < 1 || month > 12 || day < 1 ||
       static_cast<unsigned>(day) > days_in_month(year, static_cast<unsigned>(month)) || hour > 23 || minute > 59 ||
       second > 60) {
-    return make_error("rfc3339.range", fmt::format("timestamp '{}' is out of range", t));
+    return make_error(errc::kRfc3339Range, fmt::format("timestamp '{}' is out of range", t));
   }
   if (second == 60) second = 59;  // leap second: clamp, Unix time has none
   const std::int64_t days = days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));

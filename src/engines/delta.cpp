@@ -23,7 +23,7 @@ Result<std::vector<SignalPart>> part_increases(const std::vector<SignalPart>& be
       return std::vector<SignalPart>{};
     }
     if (p.value < prev->value) {
-      return make_error("scrape.reset",
+      return make_error(errc::kScrapeReset,
                         fmt::format("{} part \"{}\" went down from {} to {}: a reset; no delta", source, p.key,
                                     promtext::format_number(prev->value), promtext::format_number(p.value)));
     }
@@ -36,13 +36,13 @@ Result<std::vector<SignalPart>> part_increases(const std::vector<SignalPart>& be
 
 Result<EngineSignals> delta_signals(const EngineSignals& before, const EngineSignals& after) {
   if (before.engine != after.engine || before.prefix != after.prefix) {
-    return make_error("scrape.identity", fmt::format("the engine changed between scrapes ({} -> {}); no delta",
-                                                     engine_name(before.engine), engine_name(after.engine)));
+    return make_error(errc::kScrapeIdentity, fmt::format("the engine changed between scrapes ({} -> {}); no delta",
+                                                         engine_name(before.engine), engine_name(after.engine)));
   }
   const auto start_before = before.value(Signal::kProcessStartTime);
   const auto start_after = after.value(Signal::kProcessStartTime);
   if (start_before && start_after && *start_before != *start_after) {
-    return make_error("scrape.reset",
+    return make_error(errc::kScrapeReset,
                       fmt::format("process_start_time_seconds changed from {} to {}: the server "
                                   "restarted between scrapes, so its counters restarted; no delta",
                                   promtext::format_number(*start_before), promtext::format_number(*start_after)));
@@ -60,7 +60,7 @@ Result<EngineSignals> delta_signals(const EngineSignals& before, const EngineSig
       const double a = before.scalars[i]->value;
       const double b = d.scalars[i]->value;
       if (b < a) {
-        return make_error("scrape.reset",
+        return make_error(errc::kScrapeReset,
                           fmt::format("{} went down from {} to {}: a counter reset (a restart or a "
                                       "re-created exporter); no delta",
                                       d.scalars[i]->source, promtext::format_number(a), promtext::format_number(b)));
@@ -85,12 +85,12 @@ Result<EngineSignals> delta_signals(const EngineSignals& before, const EngineSig
       const promtext::HistogramSeries& p = prev->merged;
       for (std::size_t k = 0; k < h.buckets.size(); ++k) {
         if (h.buckets[k].upper != p.buckets[k].upper) {
-          return make_error("scrape.reset", fmt::format("{}: bucket bounds changed between scrapes; no delta",
-                                                        d.histograms[i]->source));
+          return make_error(errc::kScrapeReset, fmt::format("{}: bucket bounds changed between scrapes; no delta",
+                                                            d.histograms[i]->source));
         }
         if (h.buckets[k].cumulative < p.buckets[k].cumulative) {
           return make_error(
-              "scrape.reset",
+              errc::kScrapeReset,
               fmt::format("{}: bucket le=\"{}\" went down from {} to {}: a reset; no delta", d.histograms[i]->source,
                           promtext::format_number(h.buckets[k].upper), promtext::format_number(p.buckets[k].cumulative),
                           promtext::format_number(h.buckets[k].cumulative)));
@@ -99,7 +99,7 @@ Result<EngineSignals> delta_signals(const EngineSignals& before, const EngineSig
       }
       if (h.count && p.count) {
         if (*h.count < *p.count) {
-          return make_error("scrape.reset",
+          return make_error(errc::kScrapeReset,
                             fmt::format("{}_count went down: a reset; no delta", d.histograms[i]->source));
         }
         *h.count -= *p.count;

@@ -46,7 +46,7 @@ Result<std::uint64_t> line_start_after(int fd, std::uint64_t offset, std::uint64
   std::uint64_t pos = offset - 1;  // the byte before `offset` may itself be the newline
   while (pos < size) {
     const ssize_t n = read_at(fd, buf, sizeof buf, pos);
-    if (n < 0) return make_error("ledger.read", std::strerror(errno));
+    if (n < 0) return make_error(errc::kLedgerRead, std::strerror(errno));
     if (n == 0) break;
     if (const void* nl = std::memchr(buf, '\n', static_cast<std::size_t>(n))) {
       return pos + static_cast<std::uint64_t>(static_cast<const char*>(nl) - buf) + 1;
@@ -125,10 +125,10 @@ void read_range(int fd, std::uint64_t begin, std::uint64_t end, bool is_file_end
 
 Result<LedgerRead> read_ledger_file(const std::string& path, const FileReadOptions& opts) {
   Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (f.fd < 0) return make_error("ledger.open", fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+  if (f.fd < 0) return make_error(errc::kLedgerOpen, fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
   struct stat st {};
   if (::fstat(f.fd, &st) != 0)
-    return make_error("ledger.open", fmt::format("cannot stat '{}': {}", path, std::strerror(errno)));
+    return make_error(errc::kLedgerOpen, fmt::format("cannot stat '{}': {}", path, std::strerror(errno)));
   const auto size = static_cast<std::uint64_t>(st.st_size);
   // Ranges of at least min_bytes_per_thread, up to threads x parts_per_thread of them; the threads
   // take them in turn, so one slow range does not leave the other threads idle.
@@ -139,7 +139,7 @@ Result<LedgerRead> read_ledger_file(const std::string& path, const FileReadOptio
   std::vector<std::uint64_t> bounds{0};
   for (unsigned k = 1; k < n; ++k) {
     auto b = line_start_after(f.fd, size * k / n, size);
-    if (!b) return make_error("ledger.read", fmt::format("reading '{}' failed: {}", path, b.error().message));
+    if (!b) return make_error(errc::kLedgerRead, fmt::format("reading '{}' failed: {}", path, b.error().message));
     bounds.push_back(std::max(*b, bounds.back()));
   }
   bounds.push_back(size);
@@ -171,7 +171,7 @@ Result<LedgerRead> read_ledger_file(const std::string& path, const FileReadOptio
   if (parts.size() > 1) out.records.reserve(total);  // one allocation; each part is moved in once
   std::uint64_t offset = 0;
   for (RangeResult& p : parts) {
-    if (!p.error.empty()) return make_error("ledger.read", fmt::format("reading '{}' failed: {}", path, p.error));
+    if (!p.error.empty()) return make_error(errc::kLedgerRead, fmt::format("reading '{}' failed: {}", path, p.error));
     const std::uint64_t lines = p.lines;
     merge_into(out, std::move(p.read), offset);
     offset += lines;

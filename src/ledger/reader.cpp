@@ -255,7 +255,7 @@ Status from_ours(simdjson::dom::object o, LedgerRecordView& r, std::string& scra
     }
   }
   if (!has_id || !has_started || !has_outcome) {
-    return make_error("ledger.fields", "observation line without observation_id, started_at or outcome");
+    return make_error(errc::kLedgerFields, "observation line without observation_id, started_at or outcome");
   }
   return Ok{};
 }
@@ -265,7 +265,7 @@ Status from_fak(element o, LedgerRecordView& r) {
   r.source_schema = "fak-model-perf/1";
   auto id = opt_str(o, "request_id");
   auto started = opt_time(o, "timestamp");
-  if (!id || !started) return make_error("ledger.fields", "fak-model-perf/1 line without request_id or timestamp");
+  if (!id || !started) return make_error(errc::kLedgerFields, "fak-model-perf/1 line without request_id or timestamp");
   r.observation_id = *id;
   r.started_at_us = *started;
   r.ended_at_us = opt_time(o, "completed_at");

@@ -20,7 +20,7 @@ Result<FsyncPolicy> parse_fsync_policy(std::string_view s) {
   if (s == "interval") return FsyncPolicy::kInterval;
   if (s == "always") return FsyncPolicy::kAlways;
   if (s == "never") return FsyncPolicy::kNever;
-  return make_error("ledger.fsync", fmt::format("unknown fsync policy '{}': use interval, always or never", s));
+  return make_error(errc::kLedgerFsync, fmt::format("unknown fsync policy '{}': use interval, always or never", s));
 }
 
 LedgerWriter::LedgerWriter(Options opts) : opts_(std::move(opts)) {}
@@ -30,7 +30,7 @@ LedgerWriter::~LedgerWriter() { close(); }
 Status LedgerWriter::open_fd() {
   const int fd = ::open(opts_.path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {
-    return make_error("ledger.open",
+    return make_error(errc::kLedgerOpen,
                       fmt::format("cannot open ledger '{}' for appending: {}", opts_.path, std::strerror(errno)));
   }
   if (fd_ >= 0) ::close(fd_);
@@ -44,14 +44,14 @@ Status LedgerWriter::open() {
   if (p.has_parent_path()) {
     std::filesystem::create_directories(p.parent_path(), ec);
     if (ec) {
-      return make_error("ledger.mkdir", fmt::format("cannot create folder '{}' for the ledger: {}",
-                                                    p.parent_path().string(), ec.message()));
+      return make_error(errc::kLedgerMkdir, fmt::format("cannot create folder '{}' for the ledger: {}",
+                                                        p.parent_path().string(), ec.message()));
     }
   }
   if (auto st = open_fd(); !st) return st;
   struct statvfs vfs {};
   if (fstatvfs(fd_, &vfs) == 0 && (geteuid() == 0 ? vfs.f_bfree : vfs.f_bavail) == 0) {
-    return make_error("ledger.full", fmt::format("the disk holding '{}' is full", opts_.path));
+    return make_error(errc::kLedgerFull, fmt::format("the disk holding '{}' is full", opts_.path));
   }
   thread_ = std::thread([this] { run(); });
   return Ok{};

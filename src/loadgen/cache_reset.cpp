@@ -60,7 +60,7 @@ asio::awaitable<Result<std::string>> reset_prefix_cache(Driver& driver, std::str
       tried += failed;
     }
   }
-  co_return make_error("sweep.cache_reset",
+  co_return make_error(errc::kSweepCacheReset,
                        fmt::format("the server offers no prefix-cache reset that works ({}). vLLM needs "
                                    "VLLM_SERVER_DEV_MODE=1 for /reset_prefix_cache",
                                    tried));

@@ -79,8 +79,9 @@ boost::asio::awaitable<Result<std::string>> EngineTokenizer::find() {
   auto llamacpp = co_await count(probe);
   if (llamacpp) co_return std::string("llama.cpp POST /apply-template + POST /tokenize (add_special, parse_special)");
   route_ = Route::kNone;
-  co_return make_error("sweep.tokenize", fmt::format("the server offers no tokenizer route this sweep knows ({}; {})",
-                                                     vllm.error().message, llamacpp.error().message));
+  co_return make_error(errc::kSweepTokenize,
+                       fmt::format("the server offers no tokenizer route this sweep knows ({}; {})",
+                                   vllm.error().message, llamacpp.error().message));
 }
 
 boost::asio::awaitable<Result<std::int64_t>> EngineTokenizer::count(const std::vector<Message>& messages) {
@@ -92,7 +93,7 @@ boost::asio::awaitable<Result<std::int64_t>> EngineTokenizer::count(const std::v
     if (status == 200 && doc && doc->is_object()) {
       if (auto n = json_int(doc->as_object(), "count")) co_return *n;
     }
-    co_return make_error("sweep.tokenize", "POST /tokenize (messages): " + answer(status, text));
+    co_return make_error(errc::kSweepTokenize, "POST /tokenize (messages): " + answer(status, text));
   }
   if (route_ == Route::kLlamaCpp) {
     std::string templ = template_body(messages);
@@ -100,15 +101,15 @@ boost::asio::awaitable<Result<std::int64_t>> EngineTokenizer::count(const std::v
     const auto doc = parse_json(text);
     const auto prompt =
         status == 200 && doc && doc->is_object() ? json_string(doc->as_object(), "prompt") : std::nullopt;
-    if (!prompt) co_return make_error("sweep.tokenize", "POST /apply-template: " + answer(status, text));
+    if (!prompt) co_return make_error(errc::kSweepTokenize, "POST /apply-template: " + answer(status, text));
     std::string body = llamacpp_tokenize_body(*prompt);
     auto [st, tokens_text] = co_await driver_.post_json_admin("/tokenize", std::move(body));
     const auto tokens = parse_json(tokens_text);
     const auto* list = st == 200 && tokens && tokens->is_object() ? json_array(tokens->as_object(), "tokens") : nullptr;
-    if (list == nullptr) co_return make_error("sweep.tokenize", "POST /tokenize: " + answer(st, tokens_text));
+    if (list == nullptr) co_return make_error(errc::kSweepTokenize, "POST /tokenize: " + answer(st, tokens_text));
     co_return static_cast<std::int64_t>(list->size());
   }
-  co_return make_error("sweep.tokenize", "no tokenizer route");
+  co_return make_error(errc::kSweepTokenize, "no tokenizer route");
 }
 
 boost::asio::awaitable<Result<std::vector<std::int64_t>>> PromptFitter::fit(std::vector<ServingRequest>& requests,

@@ -61,7 +61,7 @@ boost::json::object sample_json(const Sample& s) {
 Result<Sample> sample_from_json(const boost::json::object& o) {
   Sample s;
   auto bad = [&](std::string_view what) {
-    return make_error("sweep.sample", fmt::format("sample '{}': {}", s.id, what));
+    return make_error(errc::kSweepSample, fmt::format("sample '{}': {}", s.id, what));
   };
   s.id = std::string(json_string(o, "id").value_or(""));
   const auto status = json_string(o, "status");
@@ -101,7 +101,7 @@ Result<Sample> sample_from_json(const boost::json::object& o) {
   s.warmup = json_bool(o, "warmup").value_or(false);
   s.response_model = std::string(json_string(o, "response_model").value_or(""));
   if (const auto shard = json_int(o, "shard")) {
-    if (*shard < 0 || *shard > kMaxShards) return make_error("sweep.json", "a sample's shard is out of range");
+    if (*shard < 0 || *shard > kMaxShards) return make_error(errc::kSweepJson, "a sample's shard is out of range");
     s.shard = static_cast<int>(*shard);
   }
   return s;

@@ -23,9 +23,9 @@ Result<Shard> parse_shard(std::string_view text) {
   const auto index = slash == std::string_view::npos ? std::nullopt : whole(text.substr(0, slash));
   const auto count = slash == std::string_view::npos ? std::nullopt : whole(text.substr(slash + 1));
   if (!index || !count || *count < 1 || *count > kMaxShards || *index < 0 || *index >= *count) {
-    return make_error("sweep.shard", fmt::format("--shard {}: expected I/N with 0 <= I < N <= {} (I counts from 0, "
-                                                 "as Kubernetes' JOB_COMPLETION_INDEX does)",
-                                                 text, kMaxShards));
+    return make_error(errc::kSweepShard, fmt::format("--shard {}: expected I/N with 0 <= I < N <= {} (I counts from 0, "
+                                                     "as Kubernetes' JOB_COMPLETION_INDEX does)",
+                                                     text, kMaxShards));
   }
   return Shard{*index, *count};
 }

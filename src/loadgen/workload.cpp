@@ -24,16 +24,16 @@ Result<std::vector<boost::json::object>> parse_objects(std::string_view text, st
   std::vector<boost::json::object> out;
   const auto first = text.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos) {
-    return make_error("workload.empty", fmt::format("the {} file is empty", what));
+    return make_error(errc::kWorkloadEmpty, fmt::format("the {} file is empty", what));
   }
   if (text[first] == '[') {
     auto doc = parse_exact_json(text);
-    if (!doc) return make_error("workload.json", fmt::format("{} file: {}", what, doc.error().message));
+    if (!doc) return make_error(errc::kWorkloadJson, fmt::format("{} file: {}", what, doc.error().message));
     std::size_t i = 0;
     for (const auto& item : doc->as_array()) {
       ++i;
       if (!item.is_object()) {
-        return make_error("workload.json", fmt::format("{} file: element {} is not an object", what, i));
+        return make_error(errc::kWorkloadJson, fmt::format("{} file: element {} is not an object", what, i));
       }
       out.push_back(item.as_object());
     }
@@ -49,8 +49,8 @@ Result<std::vector<boost::json::object>> parse_objects(std::string_view text, st
     if (line.empty()) continue;
     auto doc = parse_exact_json(line);
     if (!doc || !doc->is_object()) {
-      return make_error("workload.json", fmt::format("{} file, line {}: not a JSON object{}", what, line_no,
-                                                     doc ? "" : " (" + doc.error().message + ")"));
+      return make_error(errc::kWorkloadJson, fmt::format("{} file, line {}: not a JSON object{}", what, line_no,
+                                                         doc ? "" : " (" + doc.error().message + ")"));
     }
     out.push_back(std::move(doc->as_object()));
   }
@@ -81,14 +81,14 @@ std::int64_t estimate_tokens(std::string_view text) { return static_cast<std::in
 Result<std::vector<ServingRequest>> parse_web_tasks(std::string_view text, const WebTaskOptions& opts) {
   auto objects = parse_objects(text, "web-task");
   if (!objects) return objects.error();
-  if (objects->empty()) return make_error("workload.empty", "the web-task file holds no tasks");
+  if (objects->empty()) return make_error(errc::kWorkloadEmpty, "the web-task file holds no tasks");
   std::vector<ServingRequest> tasks;
   for (std::size_t i = 0; i < objects->size(); ++i) {
     const auto& o = (*objects)[i];
     ServingRequest r;
     r.id = string_field(o, "id");
     if (r.id.empty()) {
-      return make_error("workload.field", fmt::format("web task {} has no \"id\"", i + 1));
+      return make_error(errc::kWorkloadField, fmt::format("web task {} has no \"id\"", i + 1));
     }
     const std::string description = string_field(o, "description");
     const std::string instructions = string_field(o, "instructions");
@@ -126,7 +126,7 @@ Result<std::vector<ServingRequest>> parse_sharegpt(std::string_view text, const 
     const auto& o = (*objects)[i];
     const auto* turns = json_array(o, "conversations");
     if (turns == nullptr) {
-      return make_error("workload.field", fmt::format("conversation {} has no \"conversations\" array", i + 1));
+      return make_error(errc::kWorkloadField, fmt::format("conversation {} has no \"conversations\" array", i + 1));
     }
     if (turns->empty() || !(*turns)[0].is_object()) continue;
     const auto& first = (*turns)[0].as_object();
@@ -147,7 +147,7 @@ Result<std::vector<ServingRequest>> parse_sharegpt(std::string_view text, const 
     out.push_back(std::move(r));
   }
   if (out.empty()) {
-    return make_error("workload.empty",
+    return make_error(errc::kWorkloadEmpty,
                       "the conversations file holds no conversation that starts "
                       "with a human turn");
   }
@@ -156,9 +156,9 @@ Result<std::vector<ServingRequest>> parse_sharegpt(std::string_view text, const 
 
 Result<LengthDistribution> parse_length_distribution(std::string_view text) {
   auto bad = [&] {
-    return make_error("workload.distribution", fmt::format("'{}' is not a length distribution: use N, uniform:A,B, "
-                                                           "normal:MEAN,SD or exp:MEAN (token counts)",
-                                                           text));
+    return make_error(errc::kWorkloadDistribution, fmt::format("'{}' is not a length distribution: use N, uniform:A,B, "
+                                                               "normal:MEAN,SD or exp:MEAN (token counts)",
+                                                               text));
   };
   auto number = [](std::string_view s, double& out) {
     try {

@@ -13,10 +13,10 @@ std::string BackendUrl::target_for(std::string_view client_target) const {
   return base_path + std::string(client_target);
 }
 
-Result<BackendUrl> parse_backend_url(std::string_view text) {
+Result<BackendUrl> parse_backend_url(std::string_view text, std::string_view what, std::string_view example) {
   auto bad = [&](std::string_view why) {
-    return make_error("backend.url",
-                      fmt::format("invalid --backend '{}': {} (expected e.g. http://127.0.0.1:8000)", text, why));
+    return make_error(errc::kBackendUrl,
+                      fmt::format("invalid {} '{}': {} (expected e.g. {})", what, text, why, example));
   };
   auto u = boost::urls::parse_absolute_uri(text);
   if (!u) return bad(u.error().message());

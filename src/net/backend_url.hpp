@@ -21,7 +21,9 @@ struct BackendUrl {
   std::string target_for(std::string_view client_target) const;
 };
 
-Result<BackendUrl> parse_backend_url(std::string_view text);
+// `what` and `example` name the URL in an error: "invalid --backend '...': ... (expected e.g. ...)".
+Result<BackendUrl> parse_backend_url(std::string_view text, std::string_view what = "--backend",
+                                     std::string_view example = "http://127.0.0.1:8000");
 
 // For a request to an OpenAI base URL that failed: " (did you mean http://host:port/v1?)" when the
 // URL's path does not end in /v1 (the usual slip: the server's origin given as its API base), else

@@ -62,8 +62,8 @@ mpo::Result<std::unique_ptr<Client>> Client::make(asio::any_io_executor ex, Back
       c->tls_->load_verify_file(ca_file, ec);
     }
     if (ec) {
-      return make_error("net.tls", fmt::format("cannot load CA certificates{}: {}",
-                                               ca_file.empty() ? std::string() : " from " + ca_file, ec.message()));
+      return make_error(errc::kNetTls, fmt::format("cannot load CA certificates{}: {}",
+                                                   ca_file.empty() ? std::string() : " from " + ca_file, ec.message()));
     }
   }
   return c;

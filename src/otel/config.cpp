@@ -21,10 +21,10 @@ Result<std::string> percent_decode(std::string_view s, std::string_view what) {
       continue;
     }
     unsigned v = 0;
-    if (i + 2 >= s.size()) return make_error("otel.config", fmt::format("{}: a '%' without two hex digits", what));
+    if (i + 2 >= s.size()) return make_error(errc::kOtelConfig, fmt::format("{}: a '%' without two hex digits", what));
     auto [p, ec] = std::from_chars(s.data() + i + 1, s.data() + i + 3, v, 16);
     if (ec != std::errc() || p != s.data() + i + 3) {
-      return make_error("otel.config", fmt::format("{}: a '%' without two hex digits", what));
+      return make_error(errc::kOtelConfig, fmt::format("{}: a '%' without two hex digits", what));
     }
     out.push_back(static_cast<char>(v));
     i += 2;
@@ -46,7 +46,7 @@ Result<double> milliseconds(const EnvLookup& env, std::string_view name, double 
   double ms = 0;
   auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), ms);
   if (ec != std::errc() || p != t.data() + t.size() || !(ms > 0) || !std::isfinite(ms)) {
-    return make_error("otel.config", fmt::format("{}={}: expected a positive number of milliseconds", name, *v));
+    return make_error(errc::kOtelConfig, fmt::format("{}={}: expected a positive number of milliseconds", name, *v));
   }
   return ms / 1000.0;
 }
@@ -58,7 +58,7 @@ Result<std::size_t> count(const EnvLookup& env, std::string_view name, std::size
   std::size_t n = 0;
   auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
   if (ec != std::errc() || p != t.data() + t.size() || n == 0) {
-    return make_error("otel.config", fmt::format("{}={}: expected a positive whole number", name, *v));
+    return make_error(errc::kOtelConfig, fmt::format("{}={}: expected a positive whole number", name, *v));
   }
   return n;
 }
@@ -79,7 +79,7 @@ Result<Headers> parse_key_values(std::string_view text, std::string_view what) {
     if (item.empty()) continue;
     const auto eq = item.find('=');
     if (eq == std::string_view::npos || trim(item.substr(0, eq)).empty()) {
-      return make_error("otel.config", fmt::format("{}: '{}' is not key=value", what, item));
+      return make_error(errc::kOtelConfig, fmt::format("{}: '{}' is not key=value", what, item));
     }
     auto key = percent_decode(trim(item.substr(0, eq)), what);
     if (!key) return key.error();
@@ -115,7 +115,7 @@ Result<ExportConfig> resolve_export_config(const ExportFlags& flags, const EnvLo
   } else if (protocol == "http/json") {
     c.encoding = Encoding::kJson;
   } else {
-    return make_error("otel.config",
+    return make_error(errc::kOtelConfig,
                       fmt::format("OTLP protocol '{}' is not supported: use http/protobuf (the default) or http/json "
                                   "(grpc is not spoken; point at the collector's OTLP/HTTP port, usually 4318)",
                                   protocol));
@@ -157,7 +157,7 @@ Result<ExportConfig> resolve_export_config(const ExportFlags& flags, const EnvLo
 
   if (flags.metrics_interval_s) {
     if (!(*flags.metrics_interval_s > 0)) {
-      return make_error("otel.config", "--otlp-metrics-interval: expected a positive number of seconds");
+      return make_error(errc::kOtelConfig, "--otlp-metrics-interval: expected a positive number of seconds");
     }
     c.metrics_interval_s = *flags.metrics_interval_s;
   } else {

@@ -20,7 +20,7 @@ Status Exporter::start() {
     if (text->empty()) continue;
     auto url = net::parse_backend_url(*text);
     if (!url) {
-      return make_error("otel.endpoint", fmt::format("OTLP {} endpoint {}: {}", what, *text, url.error().message));
+      return make_error(errc::kOtelEndpoint, fmt::format("OTLP {} endpoint {}: {}", what, *text, url.error().message));
     }
     *into = std::move(*url);
   }

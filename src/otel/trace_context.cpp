@@ -44,28 +44,29 @@ void fill_random(std::mt19937_64& rng, std::array<std::uint8_t, N>& out) {
 Result<TraceParent> parse_traceparent(std::string_view v) {
   // 2 + 1 + 32 + 1 + 16 + 1 + 2 = 55
   constexpr std::size_t kLength = 55;
-  if (v.size() < kLength) return make_error("traceparent.length", "traceparent shorter than 55 characters");
+  if (v.size() < kLength) return make_error(errc::kTraceparentLength, "traceparent shorter than 55 characters");
   std::array<std::uint8_t, 1> version{};
-  if (!read_hex(v.substr(0, 2), version, true)) return make_error("traceparent.version", "version is not 2 hex digits");
-  if (version[0] == 0xff) return make_error("traceparent.version", "version ff is invalid");
+  if (!read_hex(v.substr(0, 2), version, true))
+    return make_error(errc::kTraceparentVersion, "version is not 2 hex digits");
+  if (version[0] == 0xff) return make_error(errc::kTraceparentVersion, "version ff is invalid");
   if (version[0] == 0x00 && v.size() != kLength) {
-    return make_error("traceparent.length", "a version-00 traceparent is exactly 55 characters");
+    return make_error(errc::kTraceparentLength, "a version-00 traceparent is exactly 55 characters");
   }
   if (v.size() > kLength && v[kLength] != '-') {
-    return make_error("traceparent.format", "fields after the flags must follow a '-'");
+    return make_error(errc::kTraceparentFormat, "fields after the flags must follow a '-'");
   }
   if (v[2] != '-' || v[35] != '-' || v[52] != '-')
-    return make_error("traceparent.format", "fields not separated by '-'");
+    return make_error(errc::kTraceparentFormat, "fields not separated by '-'");
   TraceParent tp;
   if (!read_hex(v.substr(3, 32), tp.trace_id, true))
-    return make_error("traceparent.trace_id", "trace-id is not 32 lowercase hex digits");
-  if (all_zero(tp.trace_id)) return make_error("traceparent.trace_id", "trace-id is all zeros");
+    return make_error(errc::kTraceparentTraceId, "trace-id is not 32 lowercase hex digits");
+  if (all_zero(tp.trace_id)) return make_error(errc::kTraceparentTraceId, "trace-id is all zeros");
   if (!read_hex(v.substr(36, 16), tp.parent_id, true))
-    return make_error("traceparent.parent_id", "parent-id is not 16 lowercase hex digits");
-  if (all_zero(tp.parent_id)) return make_error("traceparent.parent_id", "parent-id is all zeros");
+    return make_error(errc::kTraceparentParentId, "parent-id is not 16 lowercase hex digits");
+  if (all_zero(tp.parent_id)) return make_error(errc::kTraceparentParentId, "parent-id is all zeros");
   std::array<std::uint8_t, 1> flags{};
   if (!read_hex(v.substr(53, 2), flags, true))
-    return make_error("traceparent.flags", "trace-flags are not 2 hex digits");
+    return make_error(errc::kTraceparentFlags, "trace-flags are not 2 hex digits");
   tp.flags = flags[0];
   return tp;
 }

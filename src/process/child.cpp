@@ -55,9 +55,9 @@ int exit_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128
 }  // namespace
 
 Result<Child> Child::start(std::vector<std::string> argv, const ChildOptions& options) {
-  if (argv.empty()) return make_error("process.argv", "no program to start");
+  if (argv.empty()) return make_error(errc::kProcessArgv, "no program to start");
   int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return make_error("process.pipe", std::string("pipe: ") + std::strerror(errno));
+  if (pipe2(fds, O_CLOEXEC) != 0) return make_error(errc::kProcessPipe, std::string("pipe: ") + std::strerror(errno));
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
@@ -74,7 +74,7 @@ Result<Child> Child::start(std::vector<std::string> argv, const ChildOptions& op
   close(fds[1]);
   if (rc != 0) {
     close(fds[0]);
-    return make_error("process.spawn", "cannot start " + argv[0] + ": " + std::strerror(rc));
+    return make_error(errc::kProcessSpawn, "cannot start " + argv[0] + ": " + std::strerror(rc));
   }
   track(pid);
   return Child(pid, fds[0]);
@@ -112,16 +112,16 @@ Result<std::string> Child::read_line(int timeout_ms) {
       buffered_.erase(0, nl + 1);
       return line;
     }
-    if (out_fd_ < 0) return make_error("process.eof", "the child's stdout is closed");
+    if (out_fd_ < 0) return make_error(errc::kProcessEof, "the child's stdout is closed");
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-    if (left <= 0) return make_error("process.timeout", "the child printed no line in time");
+    if (left <= 0) return make_error(errc::kProcessTimeout, "the child printed no line in time");
     pollfd p{out_fd_, POLLIN, 0};
     if (poll(&p, 1, static_cast<int>(left)) <= 0) continue;
     char buf[4096];
     const ssize_t n = read(out_fd_, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return make_error("process.eof", "the child closed its stdout before printing a line");
+    if (n <= 0) return make_error(errc::kProcessEof, "the child closed its stdout before printing a line");
     buffered_.append(buf, static_cast<std::size_t>(n));
   }
 }
@@ -170,7 +170,7 @@ Result<unsigned> port_after(std::string_view line, std::string_view marker) {
     if (ec == std::errc() && port > 0 && port < 65536) return port;
     break;
   }
-  return make_error("process.output", "no address after '" + std::string(marker) + "' in: " + std::string(line));
+  return make_error(errc::kProcessOutput, "no address after '" + std::string(marker) + "' in: " + std::string(line));
 }
 
 }  // namespace mpo::process

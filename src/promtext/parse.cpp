@@ -101,7 +101,7 @@ class Parser {
 
  private:
   Error fail(std::size_t column0, std::string_view message) const {
-    return make_error("promtext.syntax", fmt::format("line {}, column {}: {}", line_no_, column0 + 1, message));
+    return make_error(errc::kPromtextSyntax, fmt::format("line {}, column {}: {}", line_no_, column0 + 1, message));
   }
 
   Status parse_line() {

@@ -15,7 +15,7 @@ namespace {
 
 constexpr std::string_view kCrlf = "\r\n";
 
-Error bad(std::string message) { return make_error("request.bad", std::move(message)); }
+Error bad(std::string message) { return make_error(errc::kRequestBad, std::move(message)); }
 
 char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
@@ -183,7 +183,7 @@ Status check_transfer_encoding(std::string_view joined) {
       if (!is_token(element) && element.find(';') == std::string_view::npos) {
         return bad(fmt::format("Transfer-Encoding '{}' is not a list of codings", joined));
       }
-      return make_error("request.transfer_coding",
+      return make_error(errc::kRequestTransferCoding,
                         fmt::format("transfer coding '{}' is not implemented (only chunked)", element));
     }
     if (coding == "chunked") {
@@ -197,7 +197,7 @@ Status check_transfer_encoding(std::string_view joined) {
   if (chunked > 1) return bad("chunked applied more than once");
   if (last != "chunked") return bad("Transfer-Encoding without chunked as the final coding (RFC 9112 6.3)");
   if (!other.empty()) {
-    return make_error("request.transfer_coding",
+    return make_error(errc::kRequestTransferCoding,
                       fmt::format("transfer coding '{}' is not implemented (only chunked)", other));
   }
   return Ok{};
@@ -248,7 +248,7 @@ HeadScanner::State HeadScanner::scan(std::string_view bytes) {
 
 Result<RequestHead> parse_request_head(std::string_view head, const HeadLimits& limits) {
   if (head.size() > limits.max_bytes) {
-    return make_error("request.too_large", fmt::format("request headers over {} bytes", limits.max_bytes));
+    return make_error(errc::kRequestTooLarge, fmt::format("request headers over {} bytes", limits.max_bytes));
   }
   if (head.size() < 4 || head.substr(head.size() - 4) != "\r\n\r\n") {
     return bad("the request head does not end with an empty line (CRLF CRLF)");
@@ -281,7 +281,7 @@ Result<RequestHead> parse_request_head(std::string_view head, const HeadLimits& 
         h.version = 10;
       } else if (version.size() == 8 && version.substr(0, 5) == "HTTP/" && is_digit(version[5]) && version[6] == '.' &&
                  is_digit(version[7]) && version[5] >= '2') {
-        return make_error("request.version", fmt::format("{} is not supported (HTTP/1.1 and 1.0 are)", version));
+        return make_error(errc::kRequestVersion, fmt::format("{} is not supported (HTTP/1.1 and 1.0 are)", version));
       } else {
         return bad("the request line's version is not HTTP/1.1 or HTTP/1.0");
       }
@@ -291,7 +291,7 @@ Result<RequestHead> parse_request_head(std::string_view head, const HeadLimits& 
           return bad(fmt::format("invalid request method '{}' (methods are upper case)", h.method));
         }
       }
-      if (h.method == "CONNECT") return make_error("request.method", "CONNECT is not proxied");
+      if (h.method == "CONNECT") return make_error(errc::kRequestMethod, "CONNECT is not proxied");
       if (h.target.empty()) return bad("an empty request target");
       auto origin = origin_form(h.target);
       if (!origin) return origin.error();
@@ -302,7 +302,7 @@ Result<RequestHead> parse_request_head(std::string_view head, const HeadLimits& 
       return bad("a folded header line (obsolete line folding, RFC 9112 5.2)");
     }
     if (++h.fields > limits.max_fields) {
-      return make_error("request.too_large", fmt::format("more than {} header fields", limits.max_fields));
+      return make_error(errc::kRequestTooLarge, fmt::format("more than {} header fields", limits.max_fields));
     }
     const auto colon = line.find(':');
     if (colon == std::string_view::npos) return bad("a header line without a colon");
@@ -343,10 +343,10 @@ Result<RequestHead> parse_request_head(std::string_view head, const HeadLimits& 
 }
 
 int status_for(const Error& e) {
-  if (e.code == "request.method") return 405;
-  if (e.code == "request.too_large") return 431;
-  if (e.code == "request.transfer_coding") return 501;
-  if (e.code == "request.version") return 505;
+  if (e.code == errc::kRequestMethod.name()) return 405;
+  if (e.code == errc::kRequestTooLarge.name()) return 431;
+  if (e.code == errc::kRequestTransferCoding.name()) return 501;
+  if (e.code == errc::kRequestVersion.name()) return 505;
   return 400;
 }
 

@@ -52,7 +52,7 @@ namespace mpo::proxy {
 
 Status Proxy::open(std::uint16_t port) {
   auto client = net::Client::make(io_.get_executor(), backend_, opts_.backend_ca, "--backend-ca");
-  if (!client) return make_error("proxy.tls", client.error().message);
+  if (!client) return make_error(errc::kProxyTls, client.error().message);
   client_ = std::move(*client);
   pool_ = std::make_unique<UpstreamPool>(*client_, opts_.connect_timeout_s, opts_.pool_idle_s, opts_.kernel_timestamps);
   if (index_ == 0) {
@@ -71,7 +71,7 @@ Status Proxy::open(std::uint16_t port) {
           const char* v = std::getenv(std::string(name).c_str());
           return v ? std::optional<std::string>(v) : std::nullopt;
         });
-    if (!telemetry) return make_error("proxy.otlp", telemetry.error().message);
+    if (!telemetry) return make_error(errc::kProxyOtlp, telemetry.error().message);
     shared_.telemetry = std::move(*telemetry);
     if (scraper_) {
       if (auto st = scraper_->open(); !st) return st;
@@ -125,10 +125,10 @@ void Proxy::reopen_ledger() {
 Status Proxy::listen(tcp::acceptor& a, const HostPort& hp, std::string_view flag, bool reuse_port) {
   boost::system::error_code ec;
   const auto addr = asio::ip::make_address(hp.host, ec);
-  if (ec) return make_error("proxy.listen", fmt::format("{}: invalid address '{}'", flag, hp.host));
+  if (ec) return make_error(errc::kProxyListen, fmt::format("{}: invalid address '{}'", flag, hp.host));
   const tcp::endpoint ep(addr, hp.port);
   auto fail = [&](std::string_view why) {
-    return make_error("proxy.listen", fmt::format("{}: cannot listen on {}:{}: {}", flag, hp.host, hp.port, why));
+    return make_error(errc::kProxyListen, fmt::format("{}: cannot listen on {}:{}: {}", flag, hp.host, hp.port, why));
   };
   // The loops of one proxy share their port through SO_REUSEPORT, which any other process of the
   // same user could join unnoticed, taking a share of the traffic into its own ledger. Unless

@@ -181,7 +181,7 @@ Result<GroupBy> parse_group_by(std::string_view s) {
   for (std::size_t i = 0; i < std::size(kGroupByNames); ++i) {
     if (s == kGroupByNames[i]) return static_cast<GroupBy>(i);
   }
-  return make_error("report.by", fmt::format("--by {}: use model, backend, operation, path or sweep_point", s));
+  return make_error(errc::kReportBy, fmt::format("--by {}: use model, backend, operation, path or sweep_point", s));
 }
 
 std::optional<std::vector<double>> least_squares(const std::vector<std::vector<double>>& x,
@@ -433,18 +433,18 @@ Result<std::vector<Slo>> parse_slos(std::string_view text) {
     if (item.empty()) continue;
     const auto eq = item.find('=');
     if (eq == std::string_view::npos)
-      return make_error("report.slo", fmt::format("--slo item '{}' needs NAME=LIMIT", item));
+      return make_error(errc::kReportSlo, fmt::format("--slo item '{}' needs NAME=LIMIT", item));
     const std::string name(item.substr(0, eq));
     if (std::find(std::begin(kKnown), std::end(kKnown), name) == std::end(kKnown)) {
-      return make_error("report.slo", fmt::format("unknown SLO '{}': use ttft_p50/p95/p99_ms, tpot_p50/p95/p99_ms, "
-                                                  "e2e_p95/p99_ms or error_rate",
-                                                  name));
+      return make_error(errc::kReportSlo, fmt::format("unknown SLO '{}': use ttft_p50/p95/p99_ms, tpot_p50/p95/p99_ms, "
+                                                      "e2e_p95/p99_ms or error_rate",
+                                                      name));
     }
     char* end = nullptr;
     const std::string value(item.substr(eq + 1));
     const double limit = std::strtod(value.c_str(), &end);
     if (value.empty() || *end != '\0' || !(limit >= 0)) {
-      return make_error("report.slo", fmt::format("--slo {}: '{}' is not a non-negative number", name, value));
+      return make_error(errc::kReportSlo, fmt::format("--slo {}: '{}' is not a non-negative number", name, value));
     }
     out.push_back({name, limit});
   }

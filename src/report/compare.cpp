@@ -205,7 +205,7 @@ Result<std::vector<RegressionBound>> parse_regression_bounds(std::string_view te
     if (item.empty()) continue;
     const auto eq = item.find('=');
     if (eq == std::string_view::npos) {
-      return make_error("report.max_regression", fmt::format("--max-regression: '{}' is not METRIC=LIMIT", item));
+      return make_error(errc::kReportMaxRegression, fmt::format("--max-regression: '{}' is not METRIC=LIMIT", item));
     }
     RegressionBound b;
     b.metric = std::string(item.substr(0, eq));
@@ -224,20 +224,20 @@ Result<std::vector<RegressionBound>> parse_regression_bounds(std::string_view te
       }
     }
     if (!known) {
-      return make_error("report.max_regression",
+      return make_error(errc::kReportMaxRegression,
                         fmt::format("--max-regression: unknown metric '{}' (ttft|tpot|itl|e2e _p50|_p90|_p95|_p99 "
                                     "_ms, or error_rate)",
                                     b.metric));
     }
     if ((b.metric == "error_rate") != (b.kind == RegressionBound::Kind::kPoints)) {
-      return make_error("report.max_regression",
+      return make_error(errc::kReportMaxRegression,
                         fmt::format("--max-regression {}: the error rate takes percentage points (0.5pp), latencies a "
                                     "percentage (10%) or milliseconds (200)",
                                     b.metric));
     }
     auto [p, ec] = std::from_chars(limit.data(), limit.data() + limit.size(), b.limit);
     if (ec != std::errc() || p != limit.data() + limit.size() || !(b.limit >= 0) || !std::isfinite(b.limit)) {
-      return make_error("report.max_regression",
+      return make_error(errc::kReportMaxRegression,
                         fmt::format("--max-regression {}: '{}' is not a non-negative number", b.metric, limit));
     }
     out.push_back(std::move(b));

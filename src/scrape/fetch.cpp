@@ -30,13 +30,8 @@ std::string Fetcher::source() const { return url_.origin + target(); }
 std::string Fetcher::target() const { return url_.base_path.empty() ? "/" : url_.base_path; }
 
 Result<net::BackendUrl> parse_metrics_url(std::string_view text) {
-  auto u = net::parse_backend_url(text);
-  if (!u) {
-    std::string message = u.error().message;
-    if (auto at = message.find("--backend"); at != std::string::npos) message.replace(at, 9, "metrics URL");
-    if (auto at = message.find("http://127.0.0.1:8000"); at != std::string::npos) message.insert(at + 21, "/metrics");
-    return make_error(u.error().code, message);
-  }
+  auto u = net::parse_backend_url(text, "metrics URL", "http://127.0.0.1:8000/metrics");
+  if (!u) return u.error();
   if (u->base_path.empty()) u->base_path = "/metrics";
   return u;
 }

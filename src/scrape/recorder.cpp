@@ -17,8 +17,8 @@ Recorder::~Recorder() { stop(); }
 
 Status Recorder::open() {
   auto url = parse_metrics_url(opts_.url);
-  if (!url) return make_error(url.error().code, "--scrape: " + url.error().message);
-  if (auto st = writer_.open(); !st) return make_error(st.error().code, "--scrape-output: " + st.error().message);
+  if (!url) return make_error(url.error(), "--scrape: " + url.error().message);
+  if (auto st = writer_.open(); !st) return make_error(st.error(), "--scrape-output: " + st.error().message);
   fetcher_ = std::make_unique<Fetcher>(*url, FetchOptions{opts_.timeout_s, {}});
   return Ok{};
 }

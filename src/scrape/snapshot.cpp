@@ -100,7 +100,8 @@ void absorb_body(Snapshot& s, std::string_view body) {
   if (!e) {
     s.status = ScrapeStatus::kParseError;
     const std::string kind = body_kind(body);
-    s.error = kind.rfind("text", 0) == 0
+    s.not_prometheus_text = kind.rfind("text", 0) != 0;
+    s.error = !s.not_prometheus_text
                   ? e.error().message
                   : fmt::format("the page is {}, not Prometheus text: is this the engine's /metrics URL? ({})", kind,
                                 e.error().message);

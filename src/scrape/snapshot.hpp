@@ -33,6 +33,7 @@ struct Snapshot {
   ScrapeStatus status = ScrapeStatus::kOk;
   std::optional<int> http_status;
   std::string error;
+  bool not_prometheus_text = false;  // the page was another kind (HTML, JSON): `error` asks whether the URL is right
   std::uint64_t bytes = 0;
   std::optional<promtext::Format> format;
   std::vector<promtext::Problem> problems;

@@ -16,7 +16,7 @@ using simdjson::dom::array;
 using simdjson::dom::element;
 using simdjson::dom::object;
 
-Error bad(std::string m) { return make_error("scrape.line", std::move(m)); }
+Error bad(std::string m) { return make_error(errc::kScrapeLine, std::move(m)); }
 
 // A JSON number, or one of the strings a snapshot line writes for a non-finite value ("NaN",
 // "+Inf", "-Inf"): a page's NaN or Inf survives the round trip (FORMATS.md).

@@ -28,13 +28,13 @@ Setter number_setter(T& field, std::string key, double lo, double hi) {
     else if (v.is_double())
       d = v.get_double();
     else
-      return make_error("profile.type", fmt::format("'{}' must be a number", key));
+      return make_error(errc::kProfileType, fmt::format("'{}' must be a number", key));
     if (!(d >= lo && d <= hi)) {
-      return make_error("profile.range", fmt::format("'{}' = {} is outside [{}, {}]", key, d, lo, hi));
+      return make_error(errc::kProfileRange, fmt::format("'{}' = {} is outside [{}, {}]", key, d, lo, hi));
     }
     if constexpr (std::is_integral_v<T>) {
       if (d != static_cast<double>(static_cast<T>(d))) {
-        return make_error("profile.type", fmt::format("'{}' must be an integer", key));
+        return make_error(errc::kProfileType, fmt::format("'{}' must be an integer", key));
       }
     }
     field = static_cast<T>(d);
@@ -44,19 +44,19 @@ Setter number_setter(T& field, std::string key, double lo, double hi) {
 
 Setter bool_setter(bool& field, std::string key) {
   return [&field, key = std::move(key)](const json::value& v) -> Status {
-    if (!v.is_bool()) return make_error("profile.type", fmt::format("'{}' must be true or false", key));
+    if (!v.is_bool()) return make_error(errc::kProfileType, fmt::format("'{}' must be true or false", key));
     field = v.get_bool();
     return Ok{};
   };
 }
 
 Status apply(const json::value& v, const Section& section, std::string_view where) {
-  if (!v.is_object()) return make_error("profile.type", fmt::format("'{}' must be an object", where));
+  if (!v.is_object()) return make_error(errc::kProfileType, fmt::format("'{}' must be an object", where));
   for (const auto& [k, val] : v.get_object()) {
     auto it = section.find(std::string_view(k.data(), k.size()));
     if (it == section.end()) {
-      return make_error("profile.unknown_key", fmt::format("unknown key '{}.{}' in profile (see docs/SIMULATOR.md)",
-                                                           where, std::string_view(k.data(), k.size())));
+      return make_error(errc::kProfileUnknownKey, fmt::format("unknown key '{}.{}' in profile (see docs/SIMULATOR.md)",
+                                                              where, std::string_view(k.data(), k.size())));
     }
     if (auto st = it->second(val); !st) return st;
   }
@@ -67,8 +67,8 @@ Status apply(const json::value& v, const Section& section, std::string_view wher
 
 Result<Profile> parse_profile(std::string_view json_text) {
   auto parsed = parse_json(json_text);
-  if (!parsed) return make_error("profile.json", "profile: " + parsed.error().message);
-  if (!parsed->is_object()) return make_error("profile.type", "profile must be a JSON object");
+  if (!parsed) return make_error(errc::kProfileJson, "profile: " + parsed.error().message);
+  if (!parsed->is_object()) return make_error(errc::kProfileType, "profile must be a JSON object");
   Profile p;
   auto& e = p.engine;
   auto& o = p.output;
@@ -125,7 +125,7 @@ Result<Profile> parse_profile(std::string_view json_text) {
       {"model",
        [&](const json::value& v) -> Status {
          if (!v.is_string() || v.get_string().empty()) {
-           return make_error("profile.type", "'model' must be a non-empty string");
+           return make_error(errc::kProfileType, "'model' must be a non-empty string");
          }
          p.model = std::string(v.get_string());
          return Ok{};
@@ -142,16 +142,17 @@ Result<Profile> parse_profile(std::string_view json_text) {
 Status validate(const Profile& p) {
   const auto& e = p.engine;
   if (e.max_num_batched_tokens < e.block_size) {
-    return make_error("profile.range", "engine.max_num_batched_tokens must be >= engine.block_size");
+    return make_error(errc::kProfileRange, "engine.max_num_batched_tokens must be >= engine.block_size");
   }
   if (static_cast<long long>(e.num_gpu_blocks) * e.block_size < e.max_model_len) {
-    return make_error("profile.range", "engine.num_gpu_blocks * engine.block_size must hold one max_model_len request");
+    return make_error(errc::kProfileRange,
+                      "engine.num_gpu_blocks * engine.block_size must hold one max_model_len request");
   }
   if (p.output.natural_min_tokens > p.output.natural_max_tokens) {
-    return make_error("profile.range", "output.natural_min_tokens must be <= output.natural_max_tokens");
+    return make_error(errc::kProfileRange, "output.natural_min_tokens must be <= output.natural_max_tokens");
   }
   if (p.faults.error_share + p.faults.truncate_share + p.faults.stall_share > 1.0) {
-    return make_error("profile.range", "faults: error_share + truncate_share + stall_share must be <= 1");
+    return make_error(errc::kProfileRange, "faults: error_share + truncate_share + stall_share must be <= 1");
   }
   return Ok{};
 }

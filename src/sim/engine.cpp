@@ -48,15 +48,15 @@ Engine::~Engine() = default;
 
 Result<RequestId> Engine::add_request(RequestSpec spec, double now_s) {
   const int prompt_len = static_cast<int>(spec.prompt.size());
-  if (prompt_len == 0) return make_error("sim.empty_prompt", "The prompt must not be empty.");
+  if (prompt_len == 0) return make_error(errc::kSimEmptyPrompt, "The prompt must not be empty.");
   if (prompt_len >= config_.max_model_len) {
-    return make_error("sim.context_length",
+    return make_error(errc::kSimContextLength,
                       fmt::format("This model's maximum context length is {} tokens. However, your request has "
                                   "{} input tokens. Please reduce the length of the input messages.",
                                   config_.max_model_len, prompt_len));
   }
   if (spec.max_tokens && *spec.max_tokens < 1) {
-    return make_error("sim.max_tokens", fmt::format("max_tokens must be at least 1, got {}.", *spec.max_tokens));
+    return make_error(errc::kSimMaxTokens, fmt::format("max_tokens must be at least 1, got {}.", *spec.max_tokens));
   }
   auto r = std::make_unique<Request>();
   r->id = next_id_++;

@@ -13,7 +13,12 @@ namespace {
 
 namespace json = boost::json;
 
-Error bad(std::string_view param, std::string message) { return make_error(std::string(param), std::move(message)); }
+// A refused request body: the parameter it is about is the OpenAI error's `param`.
+Error bad(std::string_view param, std::string message) {
+  Error e = make_error(errc::kSimRequest, std::move(message));
+  e.subject = std::string(param);
+  return e;
+}
 
 Result<std::string> message_text(const json::value& content) {
   if (content.is_null()) return std::string();

@@ -26,7 +26,7 @@ Result<Scenario> parse_scenario(std::string_view name) {
   for (const auto& [v, n] : kNames) {
     if (n == name) return v;
   }
-  return make_error("scenario.unknown",
+  return make_error(errc::kScenarioUnknown,
                     fmt::format("unknown scenario '{}': use normal, ramp, saturation or faults", name));
 }
 

@@ -454,7 +454,7 @@ class Simulator {
     auto parsed = parse_completion_request(req.body(), endpoint);
     if (!parsed)
       co_return co_await write(stream, api_error(req, endpoint, http::status::bad_request, "BadRequestError",
-                                                 parsed.error().message, parsed.error().code));
+                                                 parsed.error().message, parsed.error().subject));
     CompletionRequest& creq = *parsed;
     if (creq.model && *creq.model != profile_.model) {
       co_return co_await write(stream, api_error(req, endpoint, http::status::not_found, "NotFoundError",

@@ -271,13 +271,13 @@ Result<SweepComparison> compare_sweeps(const SweepReceipt& a, const SweepReceipt
 
 Result<SweepComparison> compare_sweep_runs(const std::vector<const SweepReceipt*>& as,
                                            const std::vector<const SweepReceipt*>& bs, const SweepCompareOptions& o) {
-  if (as.empty() || bs.empty()) return make_error("sweep.compare", "each side needs at least one receipt");
+  if (as.empty() || bs.empty()) return make_error(errc::kSweepCompare, "each side needs at least one receipt");
   const SweepReceipt& a = *as.front();
   const SweepReceipt& b = *bs.front();
   for (const auto* side : {&as, &bs}) {
     for (const SweepReceipt* r : *side) {
       if (r->workload_digest != side->front()->workload_digest || r->mode != side->front()->mode) {
-        return make_error("sweep.compare",
+        return make_error(errc::kSweepCompare,
                           fmt::format("the runs of side {} are not runs of one sweep (workload {} against {}, or "
                                       "another kind of load): pool only reruns of the same settings",
                                       side == &as ? 'A' : 'B', r->workload_digest, side->front()->workload_digest));
@@ -285,8 +285,9 @@ Result<SweepComparison> compare_sweep_runs(const std::vector<const SweepReceipt*
     }
   }
   if (a.mode != b.mode) {
-    return make_error("sweep.compare", fmt::format("A swept {} and B {}: their points are not the same kind of load",
-                                                   axis_name(a.mode), axis_name(b.mode)));
+    return make_error(errc::kSweepCompare,
+                      fmt::format("A swept {} and B {}: their points are not the same kind of load", axis_name(a.mode),
+                                  axis_name(b.mode)));
   }
   SweepComparison c;
   c.mode = point_key(a.mode) == std::string("concurrency") ? "concurrency" : "rate_rps";
@@ -294,7 +295,7 @@ Result<SweepComparison> compare_sweep_runs(const std::vector<const SweepReceipt*
   c.workload_a = a.workload_digest, c.workload_b = b.workload_digest;
   if (a.workload_digest != b.workload_digest) {
     if (!o.allow_different_workload) {
-      return make_error("sweep.compare",
+      return make_error(errc::kSweepCompare,
                         fmt::format("the receipts' workloads differ (A {}, B {}): their points sent different "
                                     "requests, so a change may be the workload's; --allow-different-workload "
                                     "compares them anyway",
@@ -302,12 +303,12 @@ Result<SweepComparison> compare_sweep_runs(const std::vector<const SweepReceipt*
     }
     c.notes.push_back("the workloads differ (--allow-different-workload): a change may be the workload's");
   }
-  if (a.tracks.empty() || b.tracks.empty()) return make_error("sweep.compare", "a receipt has no track");
+  if (a.tracks.empty() || b.tracks.empty()) return make_error(errc::kSweepCompare, "a receipt has no track");
   // The same track by name; one track each is compared whatever its name.
   c.track_a = a.tracks.front().track, c.track_b = b.tracks.front().track;
   if (!(a.tracks.size() == 1 && b.tracks.size() == 1)) {
     if (!summary_of(b, c.track_a)) {
-      return make_error("sweep.compare", fmt::format("B has no track '{}' (A's first)", c.track_a));
+      return make_error(errc::kSweepCompare, fmt::format("B has no track '{}' (A's first)", c.track_a));
     }
     c.track_b = c.track_a;
   }

@@ -616,22 +616,22 @@ std::string envelope_digest(const SweepReceipt& r, const Contract& c) {
 Status evaluate_sweep(SweepReceipt& r) {
   if (r.schema.empty()) r.schema = kSweepSchema;
   if (r.schema != kSweepSchema) {
-    return make_error("sweep.schema", fmt::format("schema is '{}', not {}", r.schema, kSweepSchema));
+    return make_error(errc::kSweepSchema, fmt::format("schema is '{}', not {}", r.schema, kSweepSchema));
   }
   std::set<std::string> tracks;
   for (const auto& c : r.contracts) {
     if (!tracks.insert(c.track).second) {
-      return make_error("sweep.contract", "duplicate contract for track " + c.track);
+      return make_error(errc::kSweepContract, "duplicate contract for track " + c.track);
     }
   }
   std::set<double> coords;
   for (const auto& p : r.points) {
     if (!(p.coordinate > 0) || !std::isfinite(p.coordinate)) {
-      return make_error("sweep.point",
+      return make_error(errc::kSweepPoint,
                         fmt::format("point {} is not a positive {}", go_float_text(p.coordinate), point_key(r.mode)));
     }
     if (!coords.insert(p.coordinate).second) {
-      return make_error("sweep.point", fmt::format("duplicate point {}", go_float_text(p.coordinate)));
+      return make_error(errc::kSweepPoint, fmt::format("duplicate point {}", go_float_text(p.coordinate)));
     }
   }
   r.coordinates.assign(coords.begin(), coords.end());

@@ -28,7 +28,7 @@ Status same_settings(const Parsed& base, const Parsed& other) {
   const auto& a = base.receipt;
   const auto& b = other.receipt;
   auto differ = [&](std::string_view what, const std::string& x, const std::string& y) {
-    return make_error("sweep.merge",
+    return make_error(errc::kSweepMerge,
                       fmt::format("{}: {} {} differs from shard {}'s {}", who(other), what, y, base.index, x));
   };
   if (a.mode != b.mode) return differ("the load axis", axis_name(a.mode), axis_name(b.mode));
@@ -80,10 +80,12 @@ Status same_settings(const Parsed& base, const Parsed& other) {
 
 Result<std::int64_t> point_start_us(const Parsed& p, const TrackPoint& tp, double coordinate) {
   const auto& load = tp.evidence.load;
-  auto at = load ? parse_rfc3339(load->started_at) : Result<std::int64_t>(make_error("", ""));
+  auto at =
+      load ? parse_rfc3339(load->started_at) : Result<std::int64_t>(make_error(errc::kSweepMerge, "no start time"));
   if (!at) {
-    return make_error("sweep.merge", fmt::format("{}: the point at {} {} has no start time (evidence.load.started_at)",
-                                                 who(p), point_key(p.receipt.mode), go_float_text(coordinate)));
+    return make_error(errc::kSweepMerge,
+                      fmt::format("{}: the point at {} {} has no start time (evidence.load.started_at)", who(p),
+                                  point_key(p.receipt.mode), go_float_text(coordinate)));
   }
   return *at;
 }
@@ -91,13 +93,13 @@ Result<std::int64_t> point_start_us(const Parsed& p, const TrackPoint& tp, doubl
 }  // namespace
 
 Result<SweepReceipt> merge_shards(const std::vector<ShardInput>& inputs, const MergeOptions& options) {
-  if (inputs.size() < 2) return make_error("sweep.merge", "sweep merge needs the receipts of two or more shards");
+  if (inputs.size() < 2) return make_error(errc::kSweepMerge, "sweep merge needs the receipts of two or more shards");
   std::vector<Parsed> shards;
   for (const auto& in : inputs) {
     auto r = parse_sweep_receipt(in.text);
-    if (!r) return make_error("sweep.merge", fmt::format("{}: {}", in.name, r.error().message));
+    if (!r) return make_error(errc::kSweepMerge, fmt::format("{}: {}", in.name, r.error().message));
     if (!r->load || !r->load->shard) {
-      return make_error("sweep.merge",
+      return make_error(errc::kSweepMerge,
                         fmt::format("{}: not a shard's receipt (it was not run with --shard I/N)", in.name));
     }
     const int index = static_cast<int>(r->load->shard->index);
@@ -107,8 +109,8 @@ Result<SweepReceipt> merge_shards(const std::vector<ShardInput>& inputs, const M
   const auto count = shards.front().receipt.load->shard->count;
   for (const auto& s : shards) {
     if (s.receipt.load->shard->count != count) {
-      return make_error("sweep.merge", fmt::format("{} is one of {} shards, shard {} one of {}", who(s),
-                                                   s.receipt.load->shard->count, shards.front().index, count));
+      return make_error(errc::kSweepMerge, fmt::format("{} is one of {} shards, shard {} one of {}", who(s),
+                                                       s.receipt.load->shard->count, shards.front().index, count));
     }
   }
   std::string missing, doubled;
@@ -117,11 +119,11 @@ Result<SweepReceipt> merge_shards(const std::vector<ShardInput>& inputs, const M
     if (n == 0) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
     if (n > 1) doubled += (doubled.empty() ? "" : ", ") + std::to_string(i);
   }
-  if (!doubled.empty()) return make_error("sweep.merge", "the same shard given twice: " + doubled);
+  if (!doubled.empty()) return make_error(errc::kSweepMerge, "the same shard given twice: " + doubled);
   if (!missing.empty()) {
-    return make_error("sweep.merge", fmt::format("shards {} of {} are missing: a merge of part of the load would "
-                                                 "state figures for a load that was not offered",
-                                                 missing, count));
+    return make_error(errc::kSweepMerge, fmt::format("shards {} of {} are missing: a merge of part of the load would "
+                                                     "state figures for a load that was not offered",
+                                                     missing, count));
   }
   for (std::size_t i = 1; i < shards.size(); ++i) {
     if (auto st = same_settings(shards.front(), shards[i]); !st) return st.error();
@@ -162,8 +164,8 @@ Result<SweepReceipt> merge_shards(const std::vector<ShardInput>& inputs, const M
       std::vector<std::int64_t> starts;
       for (const auto& s : shards) {
         if (s.receipt.points.size() != merged.points.size() || s.receipt.points[p].tracks.size() <= t) {
-          return make_error("sweep.merge", fmt::format("{} has no point at {} {}", who(s), point_key(base.mode),
-                                                       go_float_text(point.coordinate)));
+          return make_error(errc::kSweepMerge, fmt::format("{} has no point at {} {}", who(s), point_key(base.mode),
+                                                           go_float_text(point.coordinate)));
         }
         const auto& tp = s.receipt.points[p].tracks[t];
         auto start = point_start_us(s, tp, point.coordinate);
@@ -178,7 +180,7 @@ Result<SweepReceipt> merge_shards(const std::vector<ShardInput>& inputs, const M
         const auto late = std::max_element(starts.begin(), starts.end()) - starts.begin();
         const auto early = std::min_element(starts.begin(), starts.end()) - starts.begin();
         return make_error(
-            "sweep.merge",
+            errc::kSweepMerge,
             fmt::format("the point at {} {}: shard {} started {:.3f} s after shard {} (at most {} s apart): the "
                         "shards did not offer the point's load together; start them with --start-at (and "
                         "--point-period when a sweep has several points)",

@@ -81,7 +81,7 @@ Result<std::string> canonical_track(std::string_view name) {
   for (const char* k : kParityTracks) {
     if (t == k) return t;
   }
-  return make_error("parity.track",
+  return make_error(errc::kParityTrack,
                     fmt::format("'{}' is not a track: use ours, sglang, vllm or fak-fronts-fleet", name));
 }
 
@@ -152,10 +152,10 @@ boost::json::value parity_json(const ParityReport& r) {
 Result<ParityReport> parse_parity(std::string_view text) {
   auto doc = parse_exact_json(text);
   if (!doc) return doc.error();
-  if (!doc->is_object()) return make_error("parity.json", "a parity receipt is a JSON object");
+  if (!doc->is_object()) return make_error(errc::kParityJson, "a parity receipt is a JSON object");
   const auto& o = doc->as_object();
   if (json_string(o, "schema").value_or("") != kParitySchema) {
-    return make_error("parity.json", fmt::format("schema is not {}", kParitySchema));
+    return make_error(errc::kParityJson, fmt::format("schema is not {}", kParitySchema));
   }
   ParityReport r;
   auto str = [](const boost::json::object& x, std::string_view k) {
@@ -174,7 +174,7 @@ Result<ParityReport> parse_parity(std::string_view text) {
   if (const auto* tool = json_object(o, "tool")) r.tool_version = str(*tool, "version");
   if (const auto* ts = json_array(o, "tracks")) {
     for (const auto& v : *ts) {
-      if (!v.is_object()) return make_error("parity.json", "a track is not an object");
+      if (!v.is_object()) return make_error(errc::kParityJson, "a track is not an object");
       const auto& t = v.as_object();
       ParityTrack pt;
       pt.track = str(t, "track");
@@ -188,7 +188,7 @@ Result<ParityReport> parse_parity(std::string_view text) {
       }
       if (const auto* ss = json_array(t, "samples")) {
         for (const auto& sv : *ss) {
-          if (!sv.is_object()) return make_error("parity.json", "a sample is not an object");
+          if (!sv.is_object()) return make_error(errc::kParityJson, "a sample is not an object");
           auto sample = loadgen::sample_from_json(sv.as_object());
           if (!sample) return sample.error();
           pt.samples.push_back(std::move(*sample));

@@ -139,7 +139,7 @@ boost::json::object evidence_json(const PointEvidence& e) { return write_with_un
 
 Result<PointEvidence> parse_point_evidence(const boost::json::object& o) {
   PointEvidence e;
-  if (auto error = read_with_unknown(o, "evidence", e)) return make_error("sweep.evidence", *error);
+  if (auto error = read_with_unknown(o, "evidence", e)) return make_error(errc::kSweepEvidence, *error);
   return e;
 }
 

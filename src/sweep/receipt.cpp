@@ -294,7 +294,7 @@ std::string receipt_text(const SweepReceipt& r) { return go_marshal_indent(recei
 Result<SweepReceipt> parse_sweep_receipt(std::string_view text) {
   auto doc = parse_exact_json(text);
   if (!doc) return doc.error();
-  if (!doc->is_object()) return make_error("sweep.json", "a sweep receipt is a JSON object");
+  if (!doc->is_object()) return make_error(errc::kSweepJson, "a sweep receipt is a JSON object");
   const auto& o = doc->as_object();
   SweepReceipt r;
   r.schema = str(o, "schema");
@@ -314,13 +314,13 @@ Result<SweepReceipt> parse_sweep_receipt(std::string_view text) {
         else if (v.is_double())
           r.coordinates.push_back(v.get_double());
         else
-          return make_error("sweep.json", "workload coordinates must be numbers");
+          return make_error(errc::kSweepJson, "workload coordinates must be numbers");
       }
     }
   }
   if (const auto* cs = json_array(o, "contracts")) {
     for (const auto& v : *cs) {
-      if (!v.is_object()) return make_error("sweep.json", "a contract is not an object");
+      if (!v.is_object()) return make_error(errc::kSweepJson, "a contract is not an object");
       const auto& c = v.as_object();
       r.contracts.push_back(Contract{str(c, "track"), str(c, "model"), str(c, "engine"),
                                      str(c, "engine_receipt_digest"), json_int(c, "batch_capacity").value_or(0),
@@ -334,16 +334,16 @@ Result<SweepReceipt> parse_sweep_receipt(std::string_view text) {
   }
   if (const auto* ps = json_array(o, "points")) {
     for (const auto& v : *ps) {
-      if (!v.is_object()) return make_error("sweep.json", "a point is not an object");
+      if (!v.is_object()) return make_error(errc::kSweepJson, "a point is not an object");
       const auto& po = v.as_object();
       Point p;
       const auto c = json_double(po, point_key(r.mode));
-      if (!c) return make_error("sweep.json", fmt::format("a point has no \"{}\"", point_key(r.mode)));
+      if (!c) return make_error(errc::kSweepJson, fmt::format("a point has no \"{}\"", point_key(r.mode)));
       p.coordinate = *c;
       p.workload_digest = str(po, "workload_digest");
       if (const auto* ts = json_array(po, "tracks")) {
         for (const auto& tv : *ts) {
-          if (!tv.is_object()) return make_error("sweep.json", "a track point is not an object");
+          if (!tv.is_object()) return make_error(errc::kSweepJson, "a track point is not an object");
           const auto& t = tv.as_object();
           TrackPoint tp;
           tp.track = str(t, "track");
@@ -368,7 +368,7 @@ Result<SweepReceipt> parse_sweep_receipt(std::string_view text) {
           }
           if (const auto* ss = json_array(t, "samples")) {
             for (const auto& sv : *ss) {
-              if (!sv.is_object()) return make_error("sweep.json", "a sample is not an object");
+              if (!sv.is_object()) return make_error(errc::kSweepJson, "a sample is not an object");
               auto s = loadgen::sample_from_json(sv.as_object());
               if (!s) return s.error();
               tp.samples.push_back(std::move(*s));
@@ -421,7 +421,7 @@ Result<SweepReceipt> parse_sweep_receipt(std::string_view text) {
         if (tp.reason_code.rfind("throughput_identity_", 0) == 0) r.rules_generation = 2;
   }
   if (const auto* load = json_object(o, "load")) {
-    if (auto error = read_with_unknown(*load, "load", r.load.emplace())) return make_error("sweep.json", *error);
+    if (auto error = read_with_unknown(*load, "load", r.load.emplace())) return make_error(errc::kSweepJson, *error);
   }
   if (const auto* v = json_object(o, "validity")) {
     r.valid = json_bool(*v, "valid").value_or(false);

@@ -175,7 +175,7 @@ class SweepRun {
       std::string advice = " (--url is the OpenAI base URL, e.g. http://127.0.0.1:8000/v1)";
       if (status == 0 && body.rfind("tls", 0) == 0) advice = " (pass --ca FILE for a private CA)";
       if (problem->find("did you mean") != std::string::npos || status == 401 || status == 403) advice.clear();
-      co_return make_error("sweep.url", *problem + advice);
+      co_return make_error(errc::kSweepUrl, *problem + advice);
     }
     EngineIdentity id = read_identity(status, body);
     if (std::find(id.models.begin(), id.models.end(), o_.target.model) == id.models.end()) {
@@ -185,8 +185,8 @@ class SweepRun {
     if (metrics_) {
       scrape::Snapshot first = co_await scrape_engine();
       if (!scrape::has_signals(first.status)) {
-        const bool said = first.error.find("/metrics URL?") != std::string::npos;
-        co_return make_error("sweep.metrics_url",
+        const bool said = first.not_prometheus_text;  // its error already asks whether the URL is right
+        co_return make_error(errc::kSweepMetricsUrl,
                              fmt::format("--metrics-url {}: {}{}", o_.metrics_url, first.error,
                                          said ? "" : " (expected the engine's Prometheus /metrics page)"));
       }
@@ -650,7 +650,7 @@ class SweepRun {
 
   asio::awaitable<Result<std::string>> reset_cache() {
     auto how = co_await reset_prefix_cache(driver_, reset_route_);
-    if (!how) co_return make_error(how.error().code, "--reset-cache-between-points: " + how.error().message);
+    if (!how) co_return make_error(how.error(), "--reset-cache-between-points: " + how.error().message);
     co_return how;
   }
 
@@ -668,7 +668,7 @@ class SweepRun {
 }  // namespace
 
 Result<SweepReceipt> run_sweep(const SweepOptions& opts, const SweepCallbacks& cb) {
-  if (opts.workload.empty()) return make_error("sweep.workload", "the workload is empty");
+  if (opts.workload.empty()) return make_error(errc::kSweepWorkload, "the workload is empty");
   asio::io_context io;
   std::atomic<bool> stop{false};
   asio::signal_set signals(io, SIGINT, SIGTERM);
@@ -710,7 +710,7 @@ Result<SweepReceipt> run_sweep(const SweepOptions& opts, const SweepCallbacks& c
 
 Result<ParityReport> run_parity(const SweepOptions& opts, const std::vector<ParityTrackUrl>& tracks,
                                 std::int64_t concurrency, const SweepCallbacks& cb) {
-  if (opts.workload.empty()) return make_error("sweep.workload", "the workload is empty");
+  if (opts.workload.empty()) return make_error(errc::kSweepWorkload, "the workload is empty");
   const Clock& clock = SystemClock::instance();
   ParityReport r;
   r.generated_at = format_rfc3339_us(clock.wall_us());

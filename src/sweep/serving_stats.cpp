@@ -58,7 +58,7 @@ boost::json::object stats_json(const ServingStats& s) { return write_with_unknow
 
 Result<ServingStats> parse_serving_stats(const boost::json::object& o) {
   ServingStats s;
-  if (auto error = read_with_unknown(o, "stats", s)) return make_error("sweep.stats", *error);
+  if (auto error = read_with_unknown(o, "stats", s)) return make_error(errc::kSweepStats, *error);
   return s;
 }
 

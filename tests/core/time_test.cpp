@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
+#include "core/clock.hpp"
+
 namespace mpo {
 namespace {
 
@@ -56,6 +60,21 @@ TEST(Rfc3339, RejectsMalformedAndOutOfRangeWithAMessage) {
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_FALSE(r.error().message.empty());
   }
+}
+
+// Documents are dated from SOURCE_DATE_EPOCH where it holds whole seconds (reproducible outputs:
+// the golden tests), and from the clock where it is unset or anything else.
+TEST(DocumentTime, SourceDateEpochDatesDocumentsAndAnythingElseIsIgnored) {
+  ASSERT_EQ(setenv("SOURCE_DATE_EPOCH", "1767225600", 1), 0);
+  EXPECT_EQ(document_time_us(), 1'767'225'600'000'000);
+  EXPECT_EQ(format_rfc3339_us(document_time_us()), "2026-01-01T00:00:00.000000Z");
+  const std::int64_t before = SystemClock::instance().wall_us();
+  for (const char* ignored : {"", "12x", "-5", "1.5", "99999999999999999999"}) {
+    ASSERT_EQ(setenv("SOURCE_DATE_EPOCH", ignored, 1), 0);
+    EXPECT_GE(document_time_us(), before) << "'" << ignored << "'";
+  }
+  ASSERT_EQ(unsetenv("SOURCE_DATE_EPOCH"), 0);
+  EXPECT_GE(document_time_us(), before);
 }
 
 }  // namespace

@@ -70,7 +70,8 @@ TEST(ParseRequest, RejectsWhatVllmRejectsNamingTheParam) {
         Case{R"({"prompt":{}})", Endpoint::kCompletions, "prompt"}, Case{R"({})", Endpoint::kCompletions, "prompt"}}) {
     auto r = parse_completion_request(c.body, c.ep);
     ASSERT_FALSE(r.ok()) << c.body;
-    EXPECT_EQ(r.error().code, c.param) << c.body;
+    EXPECT_EQ(r.error().code, "sim.request") << c.body;
+    EXPECT_EQ(r.error().subject, c.param) << c.body;
   }
 }
 
