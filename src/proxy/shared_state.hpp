@@ -14,9 +14,9 @@
 
 #include "ledger/writer.hpp"
 #include "proxy/backend_notes.hpp"
+#include "proxy/options.hpp"
 #include "proxy/proxy_metrics.hpp"
 #include "proxy/recent_lines.hpp"
-#include "proxy/server.hpp"
 #include "proxy/telemetry.hpp"
 
 namespace mpo::proxy {

@@ -1,6 +1,8 @@
-// One exchange of a proxy loop (proxy/loop.hpp): the request checked and forwarded upstream
-// (with the stale-connection retry), the response relayed to the client read by read while the
-// stream tap times it, the client watched for leaving, the outcome decided and the line written.
+// One exchange of a proxy loop (proxy/proxy.hpp), top to bottom as a request lives: begun (its
+// line's identity, trace context, in-flight counts), checked and forwarded upstream (with the
+// stale-connection retry), the response relayed to the client read by read while the stream tap
+// times it, the client watched for leaving, the outcome decided; the answers the proxy gives
+// itself (limits, an unreachable backend, a refusal); and finish(), which writes the line.
 #include <fmt/format.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -32,8 +34,8 @@
 #include "proxy/backend_notes.hpp"
 #include "proxy/correlation.hpp"
 #include "proxy/hop_by_hop.hpp"
-#include "proxy/loop.hpp"
 #include "proxy/outcome.hpp"
+#include "proxy/proxy.hpp"
 #include "proxy/proxy_metrics.hpp"
 #include "proxy/receive.hpp"
 #include "proxy/request_head.hpp"
@@ -46,6 +48,65 @@
 #include "scrape/recorder.hpp"
 
 namespace mpo::proxy {
+
+Exchange Proxy::begin(const http::request<http::string_body>& req, const std::optional<RxStamp>& arrival) {
+  Exchange x;
+  auto& o = x.obs;
+  if (arrival) {
+    x.t0_us = arrival->steady_us;
+    o.started_at_us = arrival->wall_us;
+    note(x, *arrival);
+  } else {
+    x.t0_us = SystemClock::instance().steady_us();
+    o.started_at_us = SystemClock::instance().wall_us();
+    x.timing.note_loop();
+  }
+  o.proxy_instance = opts_.instance;
+  o.backend = backend_.origin;
+  o.method = std::string(req.method_string());
+  o.path = std::string(req.target());
+  auto id_it = req.find(opts_.id_header);
+  const std::string_view client_id = id_it == req.end() ? std::string_view() : std::string_view(id_it->value());
+  o.observation_id = adopt_or_new_id(client_id, ids_, o.started_at_us / 1000);
+  // W3C trace context: one traceparent continues the client's trace (two make it invalid).
+  std::optional<std::string_view> traceparent;
+  if (auto tp = req.find("traceparent"); tp != req.end() && req.count("traceparent") == 1) traceparent = tp->value();
+  x.trace = shared_.with_telemetry([&](Telemetry& t) { return t.begin(traceparent); });
+  if (x.trace.continued) {
+    for (auto [it, end] = req.equal_range("tracestate"); it != end; ++it) {
+      if (!x.trace_state.empty()) x.trace_state += ',';
+      x.trace_state += it->value();
+    }
+  }
+  o.trace_id = otel::to_hex(x.trace.trace_id);
+  o.span_id = otel::to_hex(x.trace.span_id);
+  const auto info = openai::inspect_request(req.target(), req.body());
+  o.operation = std::string(openai::to_string(info.operation));
+  o.model = info.model;
+  o.stream = info.stream;
+  o.usage_requested = info.usage_requested;
+  o.request_bytes = req.body().size();
+  o.in_flight_at_start = shared_.in_flight++;
+  ++in_flight_here_;
+  x.in_flight_key = shared_.with_metrics([&](ProxyMetrics& m) { return m.request_started(o.model, o.operation); });
+  o.upstream_retries = 0;
+  return x;
+}
+
+void Proxy::note(Exchange& x, const RxStamp& s) {
+  x.timing.note(s);
+  x.last_rx = s;
+  if (s.kernel) shared_.with_metrics([&](ProxyMetrics& m) { m.observe_lag(s.lag_us / 1e6); });
+}
+
+void Proxy::note_loop_read(Exchange& x) {
+  x.timing.note_loop();
+  x.last_rx = loop_stamp(SystemClock::instance().wall_us(), SystemClock::instance().steady_us());
+}
+
+double Proxy::since_ms(const Exchange& x) const {
+  return static_cast<double>(SystemClock::instance().steady_us() - x.t0_us) / 1000.0;
+}
 
 http::request<http::string_body> Proxy::upstream_request(const http::request<http::string_body>& req, const Exchange& x,
                                                          std::string body) const {
@@ -417,6 +478,84 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const http::request<http
   if (reusable) pool_->give_back(std::move(up), keep_alive_hint, sse);
   finish(x);
   co_return complete&& req.keep_alive() && !close_delimited;
+}
+
+awaitable<bool> Proxy::answer_error(beast::tcp_stream& client, Exchange& x, unsigned version, bool keep_alive,
+                                    http::status status, std::string_view type, std::string message) {
+  http::response<http::string_body> res(status, version);
+  res.set(http::field::content_type, "application/json");
+  res.set(opts_.id_header, x.obs.observation_id);
+  res.body() = fmt::format(R"({{"error":{{"message":{},"type":{},"param":null,"code":{}}}}})", json_quote(message),
+                           json_quote(type), static_cast<int>(status));
+  res.keep_alive(keep_alive);
+  res.prepare_payload();
+  x.obs.http_status = static_cast<int>(status);
+  x.obs.outcome = std::string(type);
+  x.obs.error_type = std::string(type);
+  x.obs.error_message = message;
+  x.obs.response_bytes = res.body().size();
+  client.expires_after(std::chrono::seconds(30));
+  auto [ec, n] = co_await http::async_write(client, res, kNoThrow);
+  finish(x);
+  co_return !ec && keep_alive;
+}
+
+awaitable<bool> Proxy::answer_upstream_failure(beast::tcp_stream& client, Exchange& x, unsigned version,
+                                               bool keep_alive, boost::system::error_code ec,
+                                               std::string_view otherwise_type, std::string_view timed_out_what,
+                                               std::string_view otherwise_what) {
+  const bool timed_out = ec == beast::error::timeout;
+  const auto status = timed_out ? http::status::gateway_timeout : http::status::bad_gateway;
+  const std::string_view type = timed_out ? std::string_view("upstream_timeout") : otherwise_type;
+  std::string message = fmt::format("modelperfobs proxy: backend {} {}: {}", backend_.origin,
+                                    timed_out ? timed_out_what : otherwise_what, ec.message());
+  co_return co_await answer_error(client, x, version, keep_alive, status, type, std::move(message));
+}
+
+awaitable<void> Proxy::refuse(beast::tcp_stream& client, const http::request<http::string_body>& partial,
+                              http::status status, std::string outcome, std::string message) {
+  Exchange x = begin(partial);
+  const auto version = partial.version() == 10 ? 10u : 11u;
+  co_await answer_error(client, x, version, false, status, outcome, std::move(message));
+  // Lingering close (nginx's lingering_close): the client may still be sending what was refused; a
+  // close with its bytes unread would reset the connection and lose the answer. Say we are done
+  // and read what comes, for a short while.
+  boost::system::error_code ec;
+  client.socket().shutdown(tcp::socket::shutdown_send, ec);
+  if (ec) co_return;
+  ReadableWait wait(io_.get_executor());
+  beast::flat_buffer sink;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (std::size_t drained = 0; drained < (4u << 20) && std::chrono::steady_clock::now() < until;) {
+    auto r = co_await receive_some(client.socket(), sink, wait, std::chrono::milliseconds(500));
+    if (r.ec) break;
+    drained += r.bytes;
+    sink.clear();
+  }
+}
+
+void Proxy::finish(Exchange& x) {
+  auto& o = x.obs;
+  o.ended_at_us = SystemClock::instance().wall_us();
+  if (!o.e2e_ms) {
+    x.timing.note_loop();
+    o.e2e_ms = since_ms(x);
+  }
+  o.timing_basis = std::string(x.timing.basis());
+  o.proxy_lag_ms = x.timing.max_lag_ms();
+  std::string line = ledger::render_observation(o);
+  const auto note = shared_.with_metrics([&](ProxyMetrics& m) {
+    m.record(o);
+    m.request_ended(x.in_flight_key);
+    shared_.recent.add(line);
+    return shared_.notes.observe(o);
+  });
+  if (note) std::cerr << *note << "\n";
+  shared_.ledger.submit(std::move(line));
+  --shared_.in_flight;
+  --in_flight_here_;
+  // Last: the line moves to the exporter (x.obs is not read after finish()).
+  shared_.with_telemetry([&](Telemetry& t) { t.finish(std::move(o), x.trace, std::move(x.trace_state)); });
 }
 
 }  // namespace mpo::proxy

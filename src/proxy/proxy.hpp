@@ -1,8 +1,9 @@
-// One event loop of the proxy (edge): its listener, its upstream connection pool, its client
+// The proxy: one event loop (edge), its listener, its upstream connection pool, its client
 // connections and their requests. `run_proxy` (server.cpp) makes one per --threads and shares what
 // they share through `Shared` (shared_state.hpp). The loop's life (open, accept, admin, drain) and
-// the client connection are in server.cpp; one exchange with the backend (the request forwarded,
-// the response relayed read by read, the line) in relay.cpp.
+// the client connection are in server.cpp; one exchange with the backend, top to bottom (begun, the
+// request forwarded, the response relayed read by read, the proxy's own answers, the line), in
+// exchange.cpp.
 #pragma once
 
 #include <fmt/format.h>
@@ -37,10 +38,10 @@
 #include "proxy/correlation.hpp"
 #include "proxy/hop_by_hop.hpp"
 #include "proxy/limits.hpp"
+#include "proxy/options.hpp"
 #include "proxy/outcome.hpp"
 #include "proxy/proxy_metrics.hpp"
 #include "proxy/receive.hpp"
-#include "proxy/server.hpp"
 #include "proxy/shared_state.hpp"
 #include "proxy/telemetry.hpp"
 #include "proxy/timing.hpp"
@@ -194,7 +195,7 @@ class Proxy {
   http::request<http::string_body> upstream_request(const http::request<http::string_body>& req, const Exchange& x,
                                                     std::string body) const;
 
-  // One request (relay.cpp): checked, sent upstream on a pooled connection (retried once on a fresh
+  // One request (exchange.cpp): checked, sent upstream on a pooled connection (retried once on a fresh
   // one when the pooled one was stale), the response head awaited; false: close the client.
   awaitable<bool> handle(beast::tcp_stream& client, http::request<http::string_body> req,
                          std::optional<RxStamp> arrival);
