@@ -1,3 +1,6 @@
+// The implementation of attribution/adapter.hpp. From what this project records to attribution's
+// neutral inputs: scrape snapshots (any engine the catalogs know) to MetricsSnapshot, ledger lines
+// to RequestWindow, and the windows to grade.
 #include "attribution/adapter.hpp"
 
 #include <fmt/format.h>

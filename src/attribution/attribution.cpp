@@ -1,3 +1,6 @@
+// The implementation of attribution/attribution.hpp. Server counter deltas joined to requests, only
+// as far as the evidence allows (docs/FAK.md 3; fak's grades, counters, causes and decision order,
+// with the improvements of its section 8.3).
 #include "attribution/attribution.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,8 @@
+// The implementation of attribution/engine_trace.hpp. Engine spans joined to ledger lines by W3C
+// trace context (docs/OTEL.md "Engine spans"): for each request the engine's own queue, prefill and
+// decode times beside the TTFT and e2e the client saw through the proxy; what is left is outside
+// the server (the network, the proxy, the HTTP server's parsing and tokenization before the engine
+// counted the request as arrived).
 #include "attribution/engine_trace.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,6 @@
+// The implementation of attribution/render.hpp. Attribution output: ours
+// (`modelperfobs.attribution.v1`, one document), fak's (`fak-model-perf-attribution/1`, one
+// document per window, as JSON lines), and markdown.
 #include "attribution/render.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// The implementation of bandwidth/csv.hpp. CSV records as Nsight Compute writes them (RFC 4180:
+// quoted fields, "" for a quote, newlines inside quotes, CRLF or LF), read from a given offset.
 #include "bandwidth/csv.hpp"
 
 #include <fmt/format.h>

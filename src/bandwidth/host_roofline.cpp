@@ -1,3 +1,5 @@
+// The implementation of bandwidth/host_roofline.hpp. `bandwidth measure-host`: a host-memory
+// roofline measured on the machine it runs on.
 #include "bandwidth/host_roofline.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,7 @@
+// The implementation of bandwidth/ncu_import.hpp. The Nsight Compute CSV importer: both layouts ncu
+// writes (the long "details" page, one row per launch per metric, and the wide `--page raw` table,
+// one column per metric under a units row), grouped by (process, launch), failing closed with a
+// message that names the launch and metric.
 #include "bandwidth/ncu_import.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// The implementation of bandwidth/receipt.hpp. `modelperfobs.bandwidth.v1`: what a profile import
+// (or a host-memory sample) proves, and only that.
 #include "bandwidth/receipt.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,7 @@
+// The implementation of bandwidth/render_html.hpp. A bandwidth or host-roofline receipt as a page
+// (pure, src/present): the figure with its validity and what it rests on; per-kernel rates for an
+// Nsight Compute capture; the threads-against-GB/s curve with its trials, the sustainable figure
+// and the knee for a host roofline.
 #include "bandwidth/render_html.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,6 @@
+// The implementation of cachestate/engine_backend.hpp. The engine adapter of `cache-state-bench`
+// (edge): a vLLM-compatible server's process-local KV prefix cache, observed through its /metrics
+// and the usage of pinned-prefix probe requests.
 #include "cachestate/engine_backend.hpp"
 
 #include <fmt/format.h>

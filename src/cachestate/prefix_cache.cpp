@@ -1,3 +1,5 @@
+// The implementation of cachestate/prefix_cache.hpp. This project's in-process token-prefix cache:
+// the hermetic backend `cache-state-bench` observes.
 #include "cachestate/prefix_cache.hpp"
 
 #include <openssl/evp.h>

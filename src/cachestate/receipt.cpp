@@ -1,3 +1,6 @@
+// The implementation of cachestate/receipt.hpp. Cache-state transition receipts (docs/FAK.md 4:
+// vocabulary, fields, exclusion rules) and the report around them, `modelperfobs.cache-state.v1`;
+// strict reading (unknown fields and trailing data rejected) and verification.
 #include "cachestate/receipt.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,6 @@
+// The implementation of cachestate/render_html.hpp. The cache-state report as a page (pure,
+// src/present): the verdict, each arm's transition with its result and the counters that prove it,
+// and the probes' reused tokens.
 #include "cachestate/render_html.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// The implementation of cachestate/runner.hpp. Running cache-state transitions against a backend
+// (docs/FAK.md 4.3, 4.5) and the hermetic in-process backend over this project's PrefixCache.
 #include "cachestate/runner.hpp"
 
 #include <fmt/format.h>

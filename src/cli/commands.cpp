@@ -1,3 +1,5 @@
+// The implementation of cli/commands.hpp. The one table of subcommands: name, one-line summary,
+// flag setup, handler.
 #include "cli/commands.hpp"
 
 #include <array>

@@ -1,3 +1,5 @@
+// The implementation of cli/files.hpp. Reading a whole (small) file for a command: a profile, a
+// saved page, a CSV, a receipt.
 #include "cli/files.hpp"
 
 #include <fcntl.h>

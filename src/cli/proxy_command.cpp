@@ -1,3 +1,5 @@
+// `modelperfobs proxy`: its flags into ProxyOptions (with the OTEL_* variables), checked, then
+// proxy::run_proxy.
 #include <iostream>
 
 #include "cli/commands.hpp"

@@ -1,3 +1,5 @@
+// `modelperfobs report`: its flags, the ledgers read, the engine evidence joined (scrapes, traces),
+// SLOs and the baseline gate, and the exit code.
 #include <glob.h>
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// The implementation of cli/report_input.hpp. Loading ledgers into a ReportInput (shared by
+// `report` and `demo`): each file read by as many threads as there are cores, its records kept as
+// compact rows in file order; "-" is stdin.
 #include "cli/report_input.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// `modelperfobs scrape`: snapshots of an engine's /metrics (a URL, or saved pages with --file) and
+// the facts they state, as md or json.
 #include <fmt/format.h>
 #include <sys/stat.h>
 

@@ -1,3 +1,4 @@
+// `modelperfobs simulate`: its flags, the profile and scenario read, then the simulator's server.
 #include <iostream>
 
 #include "cli/commands.hpp"

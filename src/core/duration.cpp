@@ -1,3 +1,5 @@
+// The implementation of core/duration.hpp. Durations on the command line: "1s", "500ms", "2m",
+// "1h", "250us", or a bare number of seconds.
 #include "core/duration.hpp"
 
 #include <charconv>

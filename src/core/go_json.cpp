@@ -1,3 +1,8 @@
+// The implementation of core/go_json.hpp. JSON text exactly as Go's encoding/json writes it
+// (docs/FAK.md section 0), for documents that keep fak's schema names (sweep and parity receipts,
+// attribution) and the digests taken over them: keys in insertion order, `<`, `>`, `&`, U+2028 and
+// U+2029 escaped, invalid UTF-8 as \ufffd, floats in Go's shortest form (plain decimal unless the
+// exponent is < -6 or >= 21; integral floats without a decimal point).
 #include "core/go_json.hpp"
 
 #include <openssl/evp.h>

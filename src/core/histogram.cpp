@@ -1,3 +1,6 @@
+// The implementation of core/histogram.hpp. A Prometheus-style histogram (fixed upper bounds, non-
+// cumulative counts, sum, count) and the bucket bounds vLLM 0.29.0 publishes, shared by the
+// simulator and the proxy's own metrics.
 #include "core/histogram.hpp"
 
 #include <algorithm>

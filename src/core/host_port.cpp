@@ -1,3 +1,5 @@
+// The implementation of core/host_port.hpp. "HOST:PORT" as given to --listen: IPv4
+// "127.0.0.1:8000", IPv6 "[::1]:8000", "localhost:0".
 #include "core/host_port.hpp"
 
 #include <fmt/format.h>

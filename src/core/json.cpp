@@ -1,3 +1,4 @@
+// The implementation of core/json.hpp. JSON helpers.
 #include "core/json.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,6 @@
+// The implementation of core/json_diff.hpp. Where two JSON documents differ, field by field: what
+// `verify` commands use to name the first stated field that does not follow from a receipt's own
+// contents, with the value written and the value re-derived.
 #include "core/json_diff.hpp"
 
 #include <fmt/format.h>

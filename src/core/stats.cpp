@@ -1,3 +1,4 @@
+// The implementation of core/stats.hpp. Exact order statistics.
 #include "core/stats.hpp"
 
 #include <fmt/format.h>

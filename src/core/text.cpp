@@ -1,3 +1,5 @@
+// The implementation of core/text.hpp. Words about text a server sent back, for messages, and small
+// text helpers.
 #include "core/text.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// The implementation of core/time.hpp. RFC 3339 timestamps with microseconds, always UTC ("Z") on
+// output.
 #include "core/time.hpp"
 
 #include <fmt/format.h>

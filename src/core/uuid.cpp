@@ -1,3 +1,5 @@
+// The implementation of core/uuid.hpp. UUIDv7 (RFC 9562): 48-bit Unix milliseconds, version 7, 74
+// random bits.
 #include "core/uuid.hpp"
 
 #include <array>

@@ -1,3 +1,5 @@
+// The implementation of engines/delta.hpp. Two snapshots' signals as one interval: counters and
+// histograms become their increase, gauges keep the later value.
 #include "engines/delta.hpp"
 
 #include <fmt/format.h>

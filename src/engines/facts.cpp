@@ -1,3 +1,5 @@
+// The implementation of engines/facts.hpp. The facts an engine states about itself, over a window
+// (one snapshot: since the process started; two snapshots: their interval).
 #include "engines/facts.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,6 @@
+// The implementation of engines/signals.hpp. The canonical signals of one exposition: the engine
+// detected from the family names present, and for each catalog signal its value (summed, or the
+// largest for ratios, across label sets) with the series it came from.
 #include "engines/signals.hpp"
 
 #include <fmt/format.h>

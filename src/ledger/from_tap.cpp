@@ -1,3 +1,6 @@
+// The implementation of ledger/from_tap.hpp. What a stream tap saw, written into a ledger line:
+// response identity, timing from `t0_us` (the steady time the request started), tokens and their
+// source.
 #include "ledger/from_tap.hpp"
 
 namespace mpo::ledger {

@@ -1,3 +1,5 @@
+// The implementation of ledger/observation.hpp. The ledger line, schema
+// `modelperfobs.observation.v1` (contract 1: docs/ARCHITECTURE.md, docs/FORMATS.md).
 #include "ledger/observation.hpp"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// The implementation of ledger/reader.hpp. Reading ledgers: our `modelperfobs.observation.v1` lines
+// and fak's `fak-model-perf/1` lines alike, mapped onto one record.
 #include "ledger/reader.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,7 @@
+// The implementation of ledger/writer.hpp. Appends ledger lines off the request path: a writer
+// thread fed by a bounded queue, taking lines that come close together in batches; O_APPEND and one
+// write(2) per batch (whole lines: a write the disk took part of is cut back to the last whole
+// line); fsync by policy; reopened on request (SIGHUP, for logrotate).
 #include "ledger/writer.hpp"
 
 #include <fcntl.h>

@@ -1,3 +1,7 @@
+// The implementation of live/engine_evidence.hpp. The engine's own numbers over a window of its
+// /metrics snapshots (the proxy's `--scrape` file): speculative-decoding acceptance, the queue and
+// load gauges, the queue-time histogram and preemptions, as the report's ranking reads them
+// (report::EngineEvidence).
 #include "live/engine_evidence.hpp"
 
 #include "promtext/histogram.hpp"

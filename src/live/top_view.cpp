@@ -1,3 +1,5 @@
+// The implementation of live/top_view.hpp. `modelperfobs top`: what a running proxy sees, over the
+// last N seconds, as a terminal screen or as plain lines.
 #include "live/top_view.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,6 @@
+// The implementation of loadgen/api.hpp. Which API the load generator speaks (`sweep --api`,
+// `attribute --probe --api`, `cache-state-bench --api`): the path it POSTs to, the body it sends
+// for a workload request, and the ledger's operation.
 #include "loadgen/api.hpp"
 
 #include "core/json.hpp"

@@ -1,3 +1,6 @@
+// The implementation of loadgen/cache_reset.hpp. Empties an engine's prefix cache by the first
+// route it offers (edge): vLLM's POST /reset_prefix_cache, SGLang's POST /flush_cache, llama.cpp's
+// slot erase (GET /slots, then POST /slots/ID?action=erase for each).
 #include "loadgen/cache_reset.hpp"
 
 #include <fmt/format.h>

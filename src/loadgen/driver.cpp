@@ -1,3 +1,4 @@
+// The implementation of loadgen/driver.hpp. The load generator (edge: Asio, one thread).
 #include "loadgen/driver.hpp"
 
 #include <fmt/format.h>

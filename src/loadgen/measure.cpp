@@ -1,3 +1,7 @@
+// The implementation of loadgen/measure.hpp. The pure half of measuring one request of a sweep:
+// from what the load generator saw (when it sent the request and when the body ended, the status,
+// the stream tap over the body, how the body ended) to fak's sample fields and the ledger line's
+// outcome.
 #include "loadgen/measure.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// The implementation of loadgen/prompt_length.hpp. Token-exact prompts (issue 38; docs/SWEEP.md
+// "Prompt lengths").
 #include "loadgen/prompt_length.hpp"
 
 #include <fmt/format.h>

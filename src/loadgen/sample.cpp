@@ -1,3 +1,8 @@
+// The implementation of loadgen/sample.hpp. One measured request of a sweep or parity run
+// (docs/FAK.md 6.3: the fields of fak's `MeasureSSERequest` sample, in its order), plus what this
+// project adds so that a receipt can be re-verified from its own contents: when the request was due
+// and when it was sent (offsets from the start of the point, so lateness is visible), whether it
+// was a warm-up request, and its correlation ID (the ledger line of the same request carries it).
 #include "loadgen/sample.hpp"
 
 #include <fmt/format.h>

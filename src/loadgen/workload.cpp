@@ -1,3 +1,4 @@
+// The implementation of loadgen/workload.hpp. The requests a sweep sends, and their digest.
 #include "loadgen/workload.hpp"
 
 #include <fmt/format.h>

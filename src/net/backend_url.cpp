@@ -1,3 +1,5 @@
+// The implementation of net/backend_url.hpp. The --backend URL: scheme, host, port, and a base path
+// that every forwarded target is put under.
 #include "net/backend_url.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// The implementation of net/client.hpp. THE client for http and https peers (edge: Asio/Beast),
+// used by the proxy's upstream pool, the load generator, the scraper, the probes and the demo.
 #include "net/client.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,6 @@
+// The implementation of openai/api_events.hpp. Readers of the two event-typed APIs: the OpenAI
+// Responses API (`/v1/responses`) and the Anthropic Messages API (`/v1/messages`), streamed events
+// and whole bodies.
 #include "openai/api_events.hpp"
 
 #include <array>

@@ -1,3 +1,6 @@
+// The implementation of openai/chunk.hpp. Reading OpenAI-compatible payloads for timing and
+// accounting: the kind of each streamed chunk (does it carry generated content?), usage, ids and
+// errors; the same for a whole non-streamed body; and what a request asks for.
 #include "openai/chunk.hpp"
 
 #include <simdjson.h>

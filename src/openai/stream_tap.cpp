@@ -1,3 +1,7 @@
+// The implementation of openai/stream_tap.hpp. Watches a response body as it is forwarded and keeps
+// what timing and accounting need: when the first generated-content event arrived, the gaps between
+// content events, the last usage seen, ids, finish reason, errors, and whether the stream was well
+// formed.
 #include "openai/stream_tap.hpp"
 
 #include <simdjson.h>

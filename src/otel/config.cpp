@@ -1,3 +1,6 @@
+// The implementation of otel/config.hpp. Where and how the proxy exports OTLP: its flags and the
+// standard OTEL_* environment variables resolved into one configuration (docs/OTEL.md
+// "Configuration"), and the exporter's retry rule.
 #include "otel/config.hpp"
 
 #include <fmt/format.h>

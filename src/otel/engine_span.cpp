@@ -1,3 +1,8 @@
+// The implementation of otel/engine_span.hpp. An engine's own span of one request, shaped as vLLM
+// exports it with --otlp-traces-endpoint (vllm/tracing.py SpanAttributes,
+// vllm/v1/engine/output_processor.py): named `llm_request`, kind SERVER, a child of the request's
+// incoming traceparent, with the engine's queue, prefill, decode, inference and end-to-end times in
+// seconds.
 #include "otel/engine_span.hpp"
 
 namespace mpo::otel {

@@ -1,3 +1,7 @@
+// The implementation of otel/genai.hpp. The OpenTelemetry GenAI semantic conventions applied to a
+// ledger line: the request's span (kind CLIENT, `{gen_ai.operation.name} {gen_ai.request.model}`)
+// and the client metrics with the bucket boundaries the conventions recommend, for OTLP and for the
+// proxy's Prometheus page.
 #include "otel/genai.hpp"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// The implementation of otel/otlp.hpp. OTLP (OpenTelemetry Protocol) request bodies for HTTP
+// export: ExportTraceServiceRequest and ExportMetricsServiceRequest, in binary protobuf (the
+// collector's default, `http/protobuf`) or in OTLP/JSON (`http/json`).
 #include "otel/otlp.hpp"
 
 #include <fmt/format.h>

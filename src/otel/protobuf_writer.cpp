@@ -1,3 +1,6 @@
+// The implementation of otel/protobuf_writer.hpp. The protobuf wire format
+// (https://protobuf.dev/programming-guides/encoding/), writing side only: enough for OTLP request
+// bodies.
 #include "otel/protobuf_writer.hpp"
 
 #include <bit>

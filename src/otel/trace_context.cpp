@@ -1,3 +1,6 @@
+// The implementation of otel/trace_context.hpp. W3C Trace Context (https://www.w3.org/TR/trace-
+// context/): the `traceparent` header read and written, trace and span ids made, and what the proxy
+// does with a request's trace headers (docs/OTEL.md "Trace context").
 #include "otel/trace_context.hpp"
 
 #include <algorithm>

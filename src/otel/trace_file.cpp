@@ -1,3 +1,6 @@
+// The implementation of otel/trace_file.hpp. Reading engine spans back: OTLP/JSON trace files as
+// the OpenTelemetry Collector's file exporter writes them (one ExportTraceServiceRequest per line;
+// a single pretty-printed document is read too).
 #include "otel/trace_file.hpp"
 
 #include <fmt/format.h>

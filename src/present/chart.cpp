@@ -1,3 +1,6 @@
+// The implementation of present/chart.hpp. Charts for the HTML pages (pure): inline SVG drawn here,
+// no scripts and no network, so a page is one self-contained file that opens offline and reads the
+// same in every browser.
 #include "present/chart.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,6 @@
+// The implementation of present/page.hpp. The HTML pages' frame (pure): one stylesheet, a header
+// that says what was measured, when, against what, and whether the evidence holds for claims;
+// sections with a table of contents; rendered tables.
 #include "present/page.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,6 @@
+// The implementation of process/child.hpp. A child process started from argv with its stdout piped
+// to us: the one child-process class of the repository (the demo starts `simulate` and `proxy` with
+// it; the tests start the binary, nginx, Chromium and llama-server with it).
 #include "process/child.hpp"
 
 #include <fcntl.h>

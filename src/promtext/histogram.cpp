@@ -1,3 +1,5 @@
+// The implementation of promtext/histogram.hpp. Histograms assembled from their samples (_bucket /
+// _sum / _count / _created) and validated, and PromQL's histogram_quantile over cumulative buckets.
 #include "promtext/histogram.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,6 @@
+// The implementation of promtext/number.hpp. Numbers as the exposition formats write them: Go's
+// ParseFloat spellings (+Inf, -Inf, Inf, NaN, case-insensitive, an optional leading '+'), and the
+// shortest text that reads back exactly.
 #include "promtext/number.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// The implementation of promtext/text_writer.hpp. The one writer of Prometheus exposition text in
+// this project.
 #include "promtext/text_writer.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,7 @@
+// The implementation of proxy/backend_notes.hpp. One line on stderr when the backend looks wrong,
+// from what the proxy's own requests found (the proxy sends nothing of its own to the backend): it
+// refuses or times out connections, or it answers 404 to the API paths clients send, the usual sign
+// of a --backend given with the wrong base path.
 #include "proxy/backend_notes.hpp"
 
 #include <fmt/format.h>

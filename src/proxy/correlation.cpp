@@ -1,3 +1,5 @@
+// The implementation of proxy/correlation.hpp. Contract 2 (docs/ARCHITECTURE.md): the correlation
+// ID.
 #include "proxy/correlation.hpp"
 
 namespace mpo::proxy {

@@ -1,3 +1,5 @@
+// The implementation of proxy/outcome.hpp. The outcome of a relayed response (docs/PROXY.md
+// "Outcomes"), decided from what the relay saw.
 #include "proxy/outcome.hpp"
 
 namespace mpo::proxy {

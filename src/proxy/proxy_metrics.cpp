@@ -1,3 +1,7 @@
+// The implementation of proxy/proxy_metrics.hpp. The proxy's own Prometheus metrics (client-side
+// SLO signals for any backend, hosted providers included), fed from finished observations: requests
+// and the latency histograms by model and operation (so dashboards and alerts can be per model),
+// the rest for the whole proxy.
 #include "proxy/proxy_metrics.hpp"
 
 #include <fmt/format.h>

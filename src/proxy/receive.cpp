@@ -1,3 +1,5 @@
+// The implementation of proxy/receive.hpp. Reads from a plain TCP socket with the kernel's receive
+// timestamp (edge: Asio, recvmsg).
 #include "proxy/receive.hpp"
 
 #include <errno.h>

@@ -1,3 +1,6 @@
+// The implementation of proxy/recent_lines.hpp. The last ledger lines the proxy wrote, numbered,
+// for `GET /lines?after=N` on the admin listener: what `modelperfobs top --admin URL` reads when
+// the ledger file is not at hand.
 #include "proxy/recent_lines.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,7 @@
+// The implementation of proxy/shared_state.hpp. What the proxy's event loops share (edge): one
+// ledger writer (its queue is thread-safe), one set of metrics and what the backend's answers
+// showed (under one mutex), the OpenTelemetry side (under another), the requests and connections in
+// flight, and the loops themselves (the primary stops them all once it has drained).
 #include "proxy/shared_state.hpp"
 
 #include "promtext/text_writer.hpp"

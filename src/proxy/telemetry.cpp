@@ -1,3 +1,7 @@
+// The implementation of proxy/telemetry.hpp. The proxy's OpenTelemetry side (docs/OTEL.md): each
+// request's place in a trace (the client's traceparent continued or a trace started, the proxy's
+// span id forwarded upstream), the GenAI client metrics for /metrics and OTLP, and the OTLP
+// exporter when an endpoint is configured.
 #include "proxy/telemetry.hpp"
 
 #include <fmt/format.h>

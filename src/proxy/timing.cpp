@@ -1,3 +1,5 @@
+// The implementation of proxy/timing.hpp. When the bytes of a request and of its response reached
+// the proxy's sockets (pure).
 #include "proxy/timing.hpp"
 
 #include <algorithm>

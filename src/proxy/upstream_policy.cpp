@@ -1,3 +1,7 @@
+// The implementation of proxy/upstream_policy.hpp. The rules of the upstream keep-alive pool, pure
+// so they are unit tested without sockets: what a response's `Keep-Alive` header allows, whether a
+// failed exchange is retried, and what the proxy has learned about when a backend closes its
+// connections.
 #include "proxy/upstream_policy.hpp"
 
 #include <algorithm>

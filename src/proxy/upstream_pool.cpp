@@ -1,3 +1,7 @@
+// The implementation of proxy/upstream_pool.hpp. The proxy's connections to its backend (edge:
+// Asio/Beast): fresh ones from net::Client, with kernel receive timestamps on plain connections,
+// and the keep-alive pool whose rules live in upstream_policy.hpp (how long a connection may wait,
+// what the backend is learned to close).
 #include "proxy/upstream_pool.hpp"
 
 #include <errno.h>

@@ -1,3 +1,6 @@
+// The implementation of proxy/usage_injection.hpp. `--usage inject`: make a streamed
+// chat/completions request ask for usage, and keep the usage-only chunk from a client that had not
+// asked for it.
 #include "proxy/usage_injection.hpp"
 
 #include <simdjson.h>

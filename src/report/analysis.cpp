@@ -1,3 +1,7 @@
+// The implementation of report/analysis.hpp. The report's analysis, pure: ledger records -> per-
+// group statistics, a least-squares fit of TTFT against prompt length and concurrency, and a
+// ranking of likely bottlenecks with the evidence behind each (rules and thresholds:
+// docs/REPORT.md).
 #include "report/analysis.hpp"
 
 #include <fmt/format.h>

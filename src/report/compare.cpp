@@ -1,3 +1,5 @@
+// The implementation of report/compare.hpp. Before and after: `report --input NEW --baseline OLD`
+// (docs/REPORT.md "Before and after").
 #include "report/compare.hpp"
 
 #include <fmt/format.h>

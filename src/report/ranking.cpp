@@ -1,3 +1,7 @@
+// The implementation of report/ranking.hpp. The ranking of a group's likely bottlenecks (errors,
+// queueing, prefill, decode, transport, workload, not enough evidence), each scored against its
+// threshold (>= 1: the evidence crosses it) with the evidence behind the score, and the engine's
+// own split of TTFT the scores prefer to the client-side estimate.
 #include "report/ranking.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// The implementation of report/render.hpp. Report renderers: Markdown for people, JSON
+// (`modelperfobs.report.v1`) for machines, CSV for spreadsheets.
 #include "report/render.hpp"
 
 #include <fmt/format.h>

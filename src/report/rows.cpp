@@ -1,3 +1,6 @@
+// The implementation of report/rows.hpp. What the report keeps of each ledger record: the group it
+// falls in (under --by), its outcome and token source (interned), and the numbers the statistics,
+// the fit, the ranking and the charts read.
 #include "report/rows.hpp"
 
 #include <sys/mman.h>

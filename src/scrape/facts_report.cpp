@@ -1,3 +1,7 @@
+// The implementation of scrape/facts_report.hpp. What `scrape --format md|json` prints: the facts
+// over the widest window the snapshots allow (first to last successful scrape of one server
+// instance; one snapshot: since the process started), with a restart or counter reset between them
+// said first, never turned into numbers.
 #include "scrape/facts_report.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// The implementation of scrape/fetch.hpp. GET an engine's /metrics over http or https (net::Client:
+// verified TLS, SNI), with one deadline for the whole exchange.
 #include "scrape/fetch.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,6 @@
+// The implementation of scrape/recorder.hpp. Scrapes an engine's /metrics on a schedule inside
+// another program's event loop (the proxy's `--scrape`) and appends every snapshot, failed ones
+// included, to a JSONL file beside the ledger.
 #include "scrape/recorder.hpp"
 
 #include <boost/asio/co_spawn.hpp>

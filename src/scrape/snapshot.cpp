@@ -1,3 +1,6 @@
+// The implementation of scrape/snapshot.hpp. One scrape of an engine's /metrics as a record
+// (`modelperfobs.scrape.v1`, one JSON line each): when it was scheduled, started and ended, what
+// came back, the server's identity, and the canonical signals.
 #include "scrape/snapshot.hpp"
 
 #include <fmt/format.h>

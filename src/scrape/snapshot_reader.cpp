@@ -1,3 +1,6 @@
+// The implementation of scrape/snapshot_reader.hpp. Reading `modelperfobs.scrape.v1` lines back
+// (the proxy's `<ledger>.scrape.jsonl`, `scrape --output`), so facts can be taken over a recorded
+// run.
 #include "scrape/snapshot_reader.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,6 @@
+// The implementation of sim/block_pool.hpp. The KV cache: a pool of fixed-size blocks with
+// reference counts, and a prefix cache keyed by the chained hash of full blocks (as vLLM V1's
+// BlockPool).
 #include "sim/block_pool.hpp"
 
 namespace mpo::sim {

@@ -1,3 +1,5 @@
+// The implementation of sim/config.hpp. Simulator parameters: the engine (vLLM V1 scheduler knobs
+// and the step-time model), the output behaviour, and the scenarios.
 #include "sim/config.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// The implementation of sim/engine.hpp. A continuous-batching engine modelled on vLLM V1's
+// scheduler, in virtual time (pure: no clock, no I/O).
 #include "sim/engine.hpp"
 
 #include <fmt/format.h>

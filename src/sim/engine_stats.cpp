@@ -1,3 +1,6 @@
+// The implementation of sim/engine_stats.hpp. What the engine counts, in vLLM V1's terms: counters,
+// gauges' sources, and histograms that hold exactly the per-request values the engine produced
+// (bucket bounds as vLLM 0.29.0 publishes).
 #include "sim/engine_stats.hpp"
 
 #include <algorithm>

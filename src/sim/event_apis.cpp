@@ -1,3 +1,7 @@
+// The implementation of sim/event_apis.hpp. The simulator's Responses API (`/v1/responses`) and
+// Anthropic Messages API (`/v1/messages`) output, pure: streamed events and whole bodies, shaped
+// like the captures of a real llama.cpp b10309 server (tests/fixtures/llamacpp/*_b10309_*) and the
+// public API references (event names, field names, the order of events).
 #include "sim/event_apis.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,6 @@
+// The implementation of sim/openai_api.hpp. The simulator's OpenAI-compatible surface, pure:
+// request bodies in, response bodies and SSE events out, shaped as vLLM's OpenAI server shapes them
+// (chat, completions); the Responses and Anthropic Messages APIs are rendered by sim/event_apis.
 #include "sim/openai_api.hpp"
 
 #include <fmt/format.h>

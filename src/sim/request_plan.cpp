@@ -1,3 +1,7 @@
+// The implementation of sim/request_plan.hpp. The pure half of the simulator's completion handler:
+// from a parsed request, the profile, the scenario's fault draw and the server seed, what the
+// engine is asked to do (the RequestSpec), how many tokens the response will carry, where a
+// 'truncate' fault cuts the stream, and how many of the tokens are reasoning.
 #include "sim/request_plan.hpp"
 
 #include <algorithm>

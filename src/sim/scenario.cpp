@@ -1,3 +1,6 @@
+// The implementation of sim/scenario.hpp. Scenarios change the engine for real: background requests
+// that occupy slots and KV blocks (and count in every metric like any other client's), capacity
+// cuts, and faults for client requests.
 #include "sim/scenario.hpp"
 
 #include <fmt/format.h>

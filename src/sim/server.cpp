@@ -1,3 +1,5 @@
+// The implementation of sim/server.hpp. `modelperfobs simulate`: the HTTP shell around the engine
+// (edge: Asio/Beast, one thread).
 #include "sim/server.hpp"
 
 #include <fmt/format.h>

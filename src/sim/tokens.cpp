@@ -1,3 +1,5 @@
+// The implementation of sim/tokens.hpp. The simulator's stand-in for a tokenizer and a model's
+// sampler, both deterministic.
 #include "sim/tokens.hpp"
 
 #include <array>

@@ -1,3 +1,5 @@
+// The implementation of sim/truth.hpp. The simulator's ground truth: one JSONL line per finished
+// request (schema "modelperfobs.sim-truth.v1"), with the engine's own times on the wall clock.
 #include "sim/truth.hpp"
 
 #include <cmath>

@@ -1,3 +1,5 @@
+// The implementation of sweep/compare.hpp. `sweep compare A.json B.json`: two sweep receipts of the
+// same workload, point by point (docs/SWEEP.md "Comparing two sweeps").
 #include "sweep/compare.hpp"
 
 #include <fmt/format.h>

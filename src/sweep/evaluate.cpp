@@ -1,3 +1,6 @@
+// The implementation of sweep/evaluate.hpp. Judging a sweep from its own contents (docs/FAK.md
+// 6.7-6.8, and ours): each track point's validity (first failure wins), and per track the peak, the
+// SLA knee, the p99 SLA boundary and the saturation finding.
 #include "sweep/evaluate.hpp"
 
 #include <fmt/format.h>

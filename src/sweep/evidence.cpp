@@ -1,3 +1,7 @@
+// The implementation of sweep/evidence.hpp. What the server and the power source say about one
+// point (pure): counter deltas between the scrape before and the scrape after the point, peaks of
+// the gauges sampled during it, restart detection (also against the previous point's last scrape),
+// and energy from power samples or a DCGM energy counter.
 #include "sweep/evidence.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,6 @@
+// The implementation of sweep/merge.hpp. `sweep merge`: joins the receipts of a sweep driven from
+// many machines (docs/SWEEP.md "Sharded sweeps"; each shard's share of the load is
+// loadgen/shard.hpp's).
 #include "sweep/merge.hpp"
 
 #include <fmt/format.h>

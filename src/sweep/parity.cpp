@@ -1,3 +1,6 @@
+// The implementation of sweep/parity.hpp. The single-point, multi-track comparison `fak.serving-
+// parity.v1` (docs/FAK.md 6.5): the same workload at the same concurrency against each track's
+// server, with the ours-vs-SGLang "tax".
 #include "sweep/parity.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,8 @@
+// The implementation of sweep/point_evidence.hpp. The evidence block of one track at one point of a
+// sweep (ours; fak's receipts have none), as typed structs: how the point was driven (`load`), how
+// late the load generator sent (`generator`), bootstrap intervals on the p99s (`confidence`),
+// failures by class, the steady-state window's throughput, and whether the prefix cache carried
+// over from an earlier point (`cache`).
 #include "sweep/point_evidence.hpp"
 
 #include <cmath>

@@ -1,3 +1,7 @@
+// The implementation of sweep/receipt.hpp. The sweep receipt `fak.serving-sweep.v1` as data
+// (docs/FAK.md 6.6, field order kept), with what this project adds: rate (open-loop) sweeps, per-
+// point samples and evidence (generator lateness, server counters, energy, confidence intervals),
+// an e2e budget, the p99 SLA boundary, the saturation finding, and a validity block.
 #include "sweep/receipt.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,6 @@
+// The implementation of sweep/render.hpp. A sweep receipt for people: a markdown summary (points,
+// findings, validity) and a self-contained HTML page (throughput and p99 TTFT/ITL against the load
+// axis, budgets drawn, knee marked).
 #include "sweep/render.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,7 @@
+// The implementation of sweep/runner.hpp. Runs a whole sweep (edge): the engine identity, then each
+// point in ascending order (scrape before, gauges sampled during, the point's requests, scrape
+// after, energy), optional bisection between the last point inside the p99 budgets and the first
+// outside, and the evaluated receipt.
 #include "sweep/runner.hpp"
 
 #include <fmt/format.h>

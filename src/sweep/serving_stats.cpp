@@ -1,3 +1,5 @@
+// The implementation of sweep/serving_stats.hpp. fak's ServingStats (docs/FAK.md 6.4) as a typed
+// struct: what one track measured at one point of a sweep or parity run.
 #include "sweep/serving_stats.hpp"
 
 #include "sweep/typed_json.hpp"

@@ -1,3 +1,5 @@
+// The implementation of sweep/verify.hpp. `sweep verify`: re-derives a receipt from its own
+// contents.
 #include "sweep/verify.hpp"
 
 #include <fmt/format.h>

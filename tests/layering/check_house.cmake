@@ -1,0 +1,65 @@
+# The house rules a reader relies on (issue 40), checked on every run:
+#   - every .cpp under src/ opens with a comment saying what it holds;
+#   - docs/ARCHITECTURE.md's "Modules built" table names every library and the program CMake
+#     builds from src/ (`mpo_x` in a row), and names none that CMake does not build.
+#   cmake -DSRC_DIR=<src> -DDOC=<docs/ARCHITECTURE.md> -P check_house.cmake
+# Fails (FATAL_ERROR) with one line per problem.
+cmake_minimum_required(VERSION 3.20)
+
+get_filename_component(SRC_DIR "${SRC_DIR}" ABSOLUTE)
+set(problems "")
+
+file(GLOB_RECURSE sources RELATIVE "${SRC_DIR}" "${SRC_DIR}/*.cpp")
+foreach(f IN LISTS sources)
+  file(STRINGS "${SRC_DIR}/${f}" first LIMIT_COUNT 1)
+  if(NOT first MATCHES "^// ")
+    list(APPEND problems "src/${f}: does not open with a comment saying what it holds")
+  endif()
+endforeach()
+
+# The targets CMake builds from src/: mpo_module(NAME ...) is mpo_NAME; add_library(mpo_x ...).
+file(GLOB lists "${SRC_DIR}/*/CMakeLists.txt")
+set(targets "")
+foreach(l IN LISTS lists)
+  file(READ "${l}" text)
+  string(REGEX MATCHALL "mpo_module\\([a-z_]+" mods "${text}")
+  foreach(m IN LISTS mods)
+    string(REPLACE "mpo_module(" "mpo_" m "${m}")
+    list(APPEND targets "${m}")
+  endforeach()
+  string(REGEX MATCHALL "add_library\\(mpo_[a-z_]+" libs "${text}")
+  foreach(m IN LISTS libs)
+    string(REPLACE "add_library(" "" m "${m}")
+    list(APPEND targets "${m}")
+  endforeach()
+endforeach()
+
+file(READ "${DOC}" doc)
+string(REGEX MATCH "## Modules built(.*)\n## " _ "${doc}")
+set(table "${CMAKE_MATCH_1}")
+if(table STREQUAL "")
+  message(FATAL_ERROR "no '## Modules built' section in ${DOC}")
+endif()
+foreach(t IN LISTS targets)
+  string(FIND "${table}" "`${t}`" at)
+  if(at EQUAL -1)
+    list(APPEND problems "docs/ARCHITECTURE.md \"Modules built\" has no row for `${t}` (built by src/*/CMakeLists.txt)")
+  endif()
+endforeach()
+string(REGEX MATCHALL "`mpo_[a-z_]+`" named "${table}")
+foreach(n IN LISTS named)
+  string(REPLACE "`" "" n "${n}")
+  list(FIND targets "${n}" at)
+  if(at EQUAL -1)
+    list(APPEND problems "docs/ARCHITECTURE.md \"Modules built\" names `${n}`, which CMake does not build")
+  endif()
+endforeach()
+
+if(problems)
+  list(LENGTH problems n)
+  string(REPLACE ";" "\n  " text "${problems}")
+  message(FATAL_ERROR "house rules: ${n} problem(s):\n  ${text}")
+endif()
+list(LENGTH sources ns)
+list(LENGTH targets nt)
+message(STATUS "house rules: ${ns} sources open with a comment; ${nt} libraries, each with its row")
