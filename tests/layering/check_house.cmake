@@ -1,5 +1,6 @@
 # The house rules a reader relies on (issue 40), checked on every run:
 #   - every .cpp under src/ opens with a comment saying what it holds;
+#   - an error code is made only in core/error_codes.hpp's table (nowhere else `ErrorCode{"..."}`);
 #   - docs/ARCHITECTURE.md's "Modules built" table names every library and the program CMake
 #     builds from src/ (`mpo_x` in a row), and names none that CMake does not build.
 #   cmake -DSRC_DIR=<src> -DDOC=<docs/ARCHITECTURE.md> -P check_house.cmake
@@ -14,6 +15,17 @@ foreach(f IN LISTS sources)
   file(STRINGS "${SRC_DIR}/${f}" first LIMIT_COUNT 1)
   if(NOT first MATCHES "^// ")
     list(APPEND problems "src/${f}: does not open with a comment saying what it holds")
+  endif()
+endforeach()
+
+file(GLOB_RECURSE all_files RELATIVE "${SRC_DIR}" "${SRC_DIR}/*.cpp" "${SRC_DIR}/*.hpp")
+foreach(f IN LISTS all_files)
+  if(f STREQUAL "core/error_codes.hpp")
+    continue()
+  endif()
+  file(READ "${SRC_DIR}/${f}" text)
+  if(text MATCHES "ErrorCode[{(] *\"")
+    list(APPEND problems "src/${f}: makes an error code of its own; add it to core/error_codes.hpp's table")
   endif()
 endforeach()
 
