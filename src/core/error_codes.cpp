@@ -119,7 +119,9 @@ constexpr std::array kCatalog{
     ErrorInfo{errc::kSweepDataset, 1,
               "a `sweep --dataset` file that cannot be read, or `--dataset-format` it cannot take"},
     ErrorInfo{errc::kSweepEvidence, 1, "a sweep receipt whose point evidence has a field of the wrong type"},
-    ErrorInfo{errc::kSweepJson, 1, "a sweep receipt that is not JSON or has a field of the wrong type"},
+    ErrorInfo{errc::kSweepJson, 1,
+              "a sweep receipt that is not JSON or has a field of the wrong type (`sweep verify` refuses such a file "
+              "with 3, as any receipt that does not hold)"},
     ErrorInfo{errc::kSweepMerge, 1, "`sweep merge` shards that do not line up (workload, points, settings, windows)"},
     ErrorInfo{errc::kSweepMetricsUrl, 1, "`sweep --metrics-url` that does not answer as a Prometheus page"},
     ErrorInfo{errc::kSweepPoint, 1, "a sweep receipt with a point that is not positive, or twice"},
