@@ -29,7 +29,7 @@ MetricsSnapshot neutral_snapshot(const scrape::Snapshot& s) {
   m.scraped_at_us = s.ended_at_us;
   m.source = s.source;
   if (!scrape::has_signals(s.status)) {
-    m.failure = fmt::format("{} ({})", s.error.empty() ? std::string(scrape::to_string(s.status)) : s.error, s.source);
+    m.failure = fmt::format("{} ({})", scrape::failure_text(s), s.source);
     return m;
   }
   m.stale = s.status == scrape::ScrapeStatus::kStale;

@@ -79,9 +79,7 @@ struct EngineBackend::Impl {
   Result<scrape::Snapshot> scrape_now() {
     auto s = scrape_raw();
     if (s.status != scrape::ScrapeStatus::kOk) {
-      return make_error(errc::kCacheStateScrape,
-                        fmt::format("{}: {}", fetcher.source(),
-                                    s.error.empty() ? std::string(scrape::to_string(s.status)) : s.error));
+      return make_error(errc::kCacheStateScrape, fmt::format("{}: {}", fetcher.source(), scrape::failure_text(s)));
     }
     return s;
   }
@@ -176,8 +174,7 @@ Status EngineBackend::check() {
   if (const auto s = impl_->scrape_raw(); s.status != scrape::ScrapeStatus::kOk) {
     // A page of another kind already asks whether the URL is right.
     return make_error(errc::kCacheStateMetricsUrl,
-                      fmt::format("--metrics-url {}: {}{}", impl_->fetcher.source(),
-                                  s.error.empty() ? std::string(scrape::to_string(s.status)) : s.error,
+                      fmt::format("--metrics-url {}: {}{}", impl_->fetcher.source(), scrape::failure_text(s),
                                   s.not_prometheus_text ? "" : " (expected the engine's Prometheus /metrics page)"));
   }
   return Ok{};

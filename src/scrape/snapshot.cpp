@@ -97,6 +97,8 @@ std::string_view to_string(ScrapeStatus s) {
 
 bool has_signals(ScrapeStatus s) { return s == ScrapeStatus::kOk || s == ScrapeStatus::kStale; }
 
+std::string failure_text(const Snapshot& s) { return s.error.empty() ? std::string(to_string(s.status)) : s.error; }
+
 void absorb_body(Snapshot& s, std::string_view body) {
   s.bytes = body.size();
   auto e = promtext::parse_exposition(body);

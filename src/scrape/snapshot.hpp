@@ -40,6 +40,9 @@ struct Snapshot {
   engines::EngineSignals signals;
 };
 
+// What went wrong with a scrape, for a message: its error, or its status where it has none.
+std::string failure_text(const Snapshot& s);
+
 // Fills status, error, format, problems and signals from a response body.
 void absorb_body(Snapshot& s, std::string_view body);
 

@@ -48,7 +48,7 @@ boost::json::object server_evidence(const scrape::Snapshot* previous_after, cons
   for (const auto* s : {&before, &after}) {
     if (!scrape::has_signals(s->status) || s->status == scrape::ScrapeStatus::kStale) {
       auto o = not_measured(fmt::format("the scrape {} the point failed: {}", s == &before ? "before" : "after",
-                                        s->error.empty() ? std::string(scrape::to_string(s->status)) : s->error));
+                                        scrape::failure_text(*s)));
       o["source"] = before.source;
       return o;
     }
