@@ -24,6 +24,9 @@ inline std::optional<std::string> read_text_file(const std::string& path) {
 // `path` under a temporary name, flushed to disk and renamed over it: a reader never sees half a
 // file, and a failed write (a full disk) leaves an existing `path` as it was. On failure says why
 // on stderr, as `modelperfobs <command>: ...`, and returns false.
+// A path that is not a regular file is written in place, never renamed over: a pipe or a device
+// (`--html /dev/stdout`, `/dev/fd/1`, a FIFO) is opened and appended to, as a shell's `>>` would;
+// a symbolic link to a file stays a link, the file it names replaced atomically.
 bool write_output(const std::string& path, const std::string& text, std::string_view command);
 
 }  // namespace mpo::cli
