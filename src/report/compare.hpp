@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compare/change.hpp"
 #include "core/result.hpp"
 #include "report/rows.hpp"
 
@@ -28,18 +29,10 @@ struct RegressionBound {
 };
 Result<std::vector<RegressionBound>> parse_regression_bounds(std::string_view text);
 
-struct Change {
-  std::string metric;  // ttft_p50_ms, ..., error_rate
-  std::size_t n_base = 0, n_new = 0;
-  std::optional<double> base, next, delta, ci_lo, ci_hi;  // delta = new - base; error rate as a fraction
-  std::string verdict;                                    // better | worse | no significant change | not enough data
-  std::optional<double> bound;                            // the gate's limit in the metric's unit, when gated
-  bool beyond_bound = false;                              // worse, and past the bound: the gate fails
-};
-
+// A group's changes: A is the baseline, B the new run.
 struct GroupChange {
   std::string key;
-  std::vector<Change> changes;
+  std::vector<compare::Change> changes;
 };
 
 struct CompareOptions {
@@ -56,10 +49,6 @@ struct Comparison {
   std::vector<std::string> gate_failures;  // "qwen3 ttft_p95_ms: +23.1% (bound 10%)"
   std::vector<std::string> ungated;        // bounds that could not be judged (not enough data)
 };
-
-// A quantile of n values is an estimate only with at least 5 values beyond it (and 10 values): a
-// p99 of fewer than 500 is the sample's largest few, not an estimate. `sweep compare` rules alike.
-bool enough_for_quantile(std::size_t n, double q);
 
 using GroupRows = std::map<std::string_view, RowList>;
 Comparison compare_runs(const GroupRows& baseline, const GroupRows& next, const CompareOptions& opts,

@@ -10,12 +10,13 @@
 #include <functional>
 #include <random>
 
+#include "compare/bootstrap.hpp"
+#include "compare/table.hpp"
 #include "core/go_json.hpp"
 #include "core/json.hpp"
 #include "core/stats.hpp"
 #include "present/chart.hpp"
 #include "present/page.hpp"
-#include "report/compare.hpp"
 
 namespace mpo::sweep {
 namespace {
@@ -61,32 +62,6 @@ PointData data_of(const std::vector<const TrackPoint*>& runs, loadgen::LoadMode 
   return d;
 }
 
-// fak's nearest-rank quantile (sweep/fold.hpp `nearest_rank`'s index rule), on an unsorted copy:
-// a resample is not sorted, and nth_element is linear.
-double nearest_rank(std::vector<double> v, double q) {
-  const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
-  const auto at = v.begin() + static_cast<std::ptrdiff_t>(std::max<std::size_t>(rank, 1) - 1);
-  std::nth_element(v.begin(), at, v.end());
-  return *at;
-}
-
-// A resample of a side's requests: one run, its requests with replacement; several runs, the runs
-// with replacement and then each drawn run's requests, so the interval carries how much reruns differ.
-std::vector<std::size_t> draw(const PointData& d, std::mt19937_64& rng) {
-  const std::size_t runs = d.run_start.size() - 1;
-  std::vector<std::size_t> idx;
-  idx.reserve(d.e2e.size());
-  std::uniform_int_distribution<std::size_t> pick_run(0, runs - 1);
-  for (std::size_t k = 0; k < runs; ++k) {
-    const std::size_t r = runs == 1 ? 0 : pick_run(rng);
-    const std::size_t lo = d.run_start[r], hi = d.run_start[r + 1];
-    if (hi == lo) continue;
-    std::uniform_int_distribution<std::size_t> pick(lo, hi - 1);
-    for (std::size_t i = lo; i < hi; ++i) idx.push_back(pick(rng));
-  }
-  return idx;
-}
-
 // One statistic of a point, computed on the data or on a resample of its requests.
 using Statistic = std::function<std::optional<double>(const PointData&, const std::vector<std::size_t>*)>;
 
@@ -105,8 +80,8 @@ std::vector<double> pick_values(const std::vector<double>& v, const std::vector<
 Statistic quantile_of(std::vector<double> PointData::*field, double q) {
   return [field, q](const PointData& d, const std::vector<std::size_t>* idx) -> std::optional<double> {
     auto v = pick_values(d.*field, idx);
-    if (!report::enough_for_quantile(v.size(), q)) return std::nullopt;
-    return nearest_rank(std::move(v), q);
+    if (!compare::enough_for_quantile(v.size(), q)) return std::nullopt;
+    return compare::nearest_rank(std::move(v), q);
   };
 }
 
@@ -117,8 +92,8 @@ std::optional<double> itl_p99(const PointData& d, const std::vector<std::size_t>
     const auto& r = d.itl[idx ? (*idx)[k] : k];
     gaps.insert(gaps.end(), r.begin(), r.end());
   }
-  if (!report::enough_for_quantile(gaps.size(), 0.99) || d.itl.size() < 10) return std::nullopt;
-  return nearest_rank(std::move(gaps), 0.99);
+  if (!compare::enough_for_quantile(gaps.size(), 0.99) || d.itl.size() < 10) return std::nullopt;
+  return compare::nearest_rank(std::move(gaps), 0.99);
 }
 
 // A resample's throughput: the receipt's figure scaled by how the resample's requests differ from
@@ -163,35 +138,31 @@ std::size_t count_for(const PointData& d, const std::string& metric) {
   return d.e2e.size();
 }
 
-MetricChange compare_metric(const MetricDef& m, const PointData& a, const PointData& b, const SweepCompareOptions& o,
-                            double alpha, std::mt19937_64& rng) {
-  MetricChange c;
+compare::Change compare_metric(const MetricDef& m, const PointData& a, const PointData& b, const SweepCompareOptions& o,
+                               double alpha, std::mt19937_64& rng) {
+  compare::Change c;
   c.metric = m.name;
   c.n_a = count_for(a, m.name);
   c.n_b = count_for(b, m.name);
   c.a = m.stat(a, nullptr);
   c.b = m.stat(b, nullptr);
   if (!c.a || !c.b) {
-    c.verdict = "not enough data";
+    c.verdict = compare::kNotEnoughData;
     return c;
   }
   c.delta = *c.b - *c.a;
   std::vector<double> deltas;
   deltas.reserve(static_cast<std::size_t>(o.resamples));
   for (int i = 0; i < o.resamples; ++i) {
-    const auto ia = draw(a, rng), ib = draw(b, rng);
+    const auto ia = compare::draw_requests(a.run_start, rng), ib = compare::draw_requests(b.run_start, rng);
     const auto ra = m.stat(a, &ia), rb = m.stat(b, &ib);
     if (ra && rb) deltas.push_back(*rb - *ra);
   }
   if (deltas.size() < 100) {
-    c.verdict = "not enough data";
+    c.verdict = compare::kNotEnoughData;
     return c;
   }
-  std::sort(deltas.begin(), deltas.end());
-  c.ci_lo = *quantile_cont_sorted(deltas, alpha / 2);
-  c.ci_hi = *quantile_cont_sorted(deltas, 1 - alpha / 2);
-  const bool up = *c.ci_lo > 0, down = *c.ci_hi < 0;
-  c.verdict = !up && !down ? "no significant change" : (up == m.higher_is_better ? "better" : "worse");
+  compare::judge(c, deltas, alpha, m.higher_is_better);
   return c;
 }
 
@@ -220,31 +191,11 @@ Moved moved(std::string what, std::optional<double> a, std::optional<double> b) 
   return m;
 }
 
-std::string value_text(const std::optional<double>& v, const std::string& metric) {
-  if (!v) return "-";
-  return metric == "throughput_tok_s" ? fmt::format("{:.1f}", *v) : fmt::format("{:.2f}", *v);
-}
-
-std::string signed_text(const std::optional<double>& v, const std::string& metric) {
-  if (!v) return "-";
-  return metric == "throughput_tok_s" ? fmt::format("{:+.1f}", *v) : fmt::format("{:+.2f}", *v);
-}
-
 std::string coordinate_text(const std::optional<double>& v) { return v ? go_float_text(*v) : "-"; }
 
 std::string axis(const SweepComparison& c) { return c.mode == "concurrency" ? "concurrency" : "offered rate (req/s)"; }
 
-std::vector<std::string> metric_cells(const MetricChange& x) {
-  return {x.metric,
-          fmt::format("{} / {}", x.n_a, x.n_b),
-          value_text(x.a, x.metric),
-          value_text(x.b, x.metric),
-          signed_text(x.delta, x.metric),
-          x.ci_lo ? fmt::format("[{}, {}]", signed_text(x.ci_lo, x.metric), signed_text(x.ci_hi, x.metric)) : "-",
-          x.verdict};
-}
-
-const std::vector<std::string> kMetricHeaders = {"metric", "n A / B", "A", "B", "change", "interval", "verdict"};
+const compare::Labels kLabels{"n A / B", "A", "B", "a", "b", false};
 
 std::string header_sentence(const SweepComparison& c) {
   return fmt::format(
@@ -319,8 +270,9 @@ Result<SweepComparison> compare_sweep_runs(const std::vector<const SweepReceipt*
     c.notes.push_back("the p99 budgets differ: the boundaries are judged against different limits");
   }
   c.resamples = o.resamples;
-  const double alpha = o.family_alpha / kComparisonsPerPoint;
-  c.interval_level = 1 - alpha;
+  const compare::Family family{o.family_alpha, kComparisonsPerPoint};
+  const double alpha = family.alpha();
+  c.interval_level = family.interval_level();
   std::mt19937_64 rng(o.seed);
   const auto defs = metrics();
   std::vector<std::string> cache_differs;  // points where the prefix cache served different shares
@@ -380,7 +332,7 @@ Result<SweepComparison> compare_sweep_runs(const std::vector<const SweepReceipt*
     for (const auto& p : c.points) {
       if (p.coordinate != *coordinate) continue;
       for (const auto& m : p.changes)
-        if (m.verdict != "not enough data") return true;
+        if (m.verdict != compare::kNotEnoughData) return true;
     }
     return false;
   };
@@ -416,13 +368,8 @@ std::string sweep_comparison_md(const SweepComparison& c) {
   for (const auto& m : c.moved)
     o += fmt::format("| {} | {} | {} | {} |\n", m.what, coordinate_text(m.a), coordinate_text(m.b), m.verdict);
   for (const auto& p : c.points) {
-    o += fmt::format("\n## {} {} (A {}, B {})\n\n| {} |\n|---|---|---|---|---|---|---|\n", axis(c),
-                     go_float_text(p.coordinate), p.status_a, p.status_b, fmt::join(kMetricHeaders, " | "));
-    for (const auto& x : p.changes) {
-      auto cells = metric_cells(x);
-      if (x.verdict == "better" || x.verdict == "worse") cells.back() = "**" + x.verdict + "**";
-      o += fmt::format("| {} |\n", fmt::join(cells, " | "));
-    }
+    o += fmt::format("\n## {} {} (A {}, B {})\n\n{}", axis(c), go_float_text(p.coordinate), p.status_a, p.status_b,
+                     compare::md_table(p.changes, kLabels));
   }
   if (!c.only_a.empty()) o += fmt::format("\nOnly in A: {} {}.\n", axis(c), fmt::join(c.only_a, ", "));
   if (!c.only_b.empty()) o += fmt::format("\nOnly in B: {} {}.\n", axis(c), fmt::join(c.only_b, ", "));
@@ -432,23 +379,9 @@ std::string sweep_comparison_md(const SweepComparison& c) {
 std::string sweep_comparison_json(const SweepComparison& c) {
   std::vector<std::string> points;
   for (const auto& p : c.points) {
-    std::vector<std::string> changes;
-    for (const auto& x : p.changes) {
-      JsonObjectWriter w;
-      w.field("metric", x.metric)
-          .field("n_a", static_cast<std::uint64_t>(x.n_a))
-          .field("n_b", static_cast<std::uint64_t>(x.n_b))
-          .optional_field("a", x.a)
-          .optional_field("b", x.b)
-          .optional_field("change", x.delta)
-          .optional_field("interval_low", x.ci_lo)
-          .optional_field("interval_high", x.ci_hi)
-          .field("verdict", x.verdict);
-      changes.push_back(std::move(w).finish());
-    }
     JsonObjectWriter w;
     w.field(c.mode, p.coordinate).field("status_a", p.status_a).field("status_b", p.status_b);
-    w.raw_field("changes", "[" + fmt::format("{}", fmt::join(changes, ",")) + "]");
+    w.raw_field("changes", compare::changes_json(p.changes, kLabels));
     points.push_back(std::move(w).finish());
   }
   std::vector<std::string> moved;
@@ -514,13 +447,9 @@ std::string sweep_comparison_html(const SweepComparison& c) {
   page.section("Findings", findings.html("findings") + thr.svg() + ttft.svg());
   std::string points;
   for (const auto& p : c.points) {
-    present::Table t(kMetricHeaders,
-                     fmt::format("{} {} (A {}, B {})", axis(c), go_float_text(p.coordinate), p.status_a, p.status_b));
-    for (const auto& x : p.changes) {
-      // Rows coloured by what they mean for the user: worse red, better green.
-      t.row(metric_cells(x), x.verdict == "worse" || x.verdict == "better" ? x.verdict : std::string());
-    }
-    points += t.html("comparison");
+    points += compare::html_table(
+        p.changes, kLabels,
+        fmt::format("{} {} (A {}, B {})", axis(c), go_float_text(p.coordinate), p.status_a, p.status_b));
   }
   std::vector<std::string> only;
   if (!c.only_a.empty()) only.push_back(fmt::format("Only in A: {} {}.", axis(c), fmt::join(c.only_a, ", ")));

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "compare/change.hpp"
 #include "core/result.hpp"
 #include "sweep/receipt.hpp"
 
@@ -25,17 +26,10 @@ struct SweepCompareOptions {
   bool allow_different_workload = false;
 };
 
-struct MetricChange {
-  std::string metric;  // throughput_tok_s, ttft_p50_ms, ttft_p99_ms, itl_p99_ms, e2e_p99_ms
-  std::size_t n_a = 0, n_b = 0;
-  std::optional<double> a, b, delta, ci_lo, ci_hi;  // delta = b - a
-  std::string verdict;                              // better | worse | no significant change | not enough data
-};
-
 struct PointComparison {
   double coordinate = 0;
-  std::string status_a, status_b;  // each receipt's status of the point (valid, invalid, ...)
-  std::vector<MetricChange> changes;
+  std::string status_a, status_b;        // each receipt's status of the point (valid, invalid, ...)
+  std::vector<compare::Change> changes;  // throughput_tok_s, ttft_p50_ms, ttft_p99_ms, itl_p99_ms, e2e_p99_ms
 };
 
 // A finding that is a coordinate: the knee, the peak, the p99 boundary.

@@ -37,7 +37,7 @@ Sample sample(std::size_t n, std::uint64_t seed, double ttft_shift = 1.0, double
 
 GroupRows rows_of(const Sample& s) { return {{std::string_view("m"), s.ptrs}}; }
 
-const Change& change(const Comparison& c, std::string_view metric) {
+const compare::Change& change(const Comparison& c, std::string_view metric) {
   for (const auto& x : c.groups.at(0).changes) {
     if (x.metric == metric) return x;
   }
@@ -91,8 +91,8 @@ TEST(Compare, ErrorRateInPercentagePoints) {
   const auto c = compare_runs(rows_of(a), rows_of(b), {2000, 1, 0.05}, *parse_regression_bounds("error_rate=5pp"));
   const auto& e = change(c, "error_rate");
   EXPECT_EQ(e.verdict, "worse");
-  EXPECT_DOUBLE_EQ(*e.base, 0.0);
-  EXPECT_NEAR(*e.next, 0.2, 0.06);
+  EXPECT_DOUBLE_EQ(*e.a, 0.0);
+  EXPECT_NEAR(*e.b, 0.2, 0.06);
   EXPECT_TRUE(e.beyond_bound);
   EXPECT_NE(render_comparison_md(c).find("Regressions beyond --max-regression"), std::string::npos);
 }

@@ -66,7 +66,7 @@ SweepCompareOptions fast(std::uint64_t seed) {
   return o;
 }
 
-const MetricChange& change(const PointComparison& p, const std::string& metric) {
+const compare::Change& change(const PointComparison& p, const std::string& metric) {
   for (const auto& c : p.changes) {
     if (c.metric == metric) return c;
   }
