@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/envelope.hpp"
 #include "core/json.hpp"
 #include "core/stats.hpp"
 #include "core/text.hpp"
@@ -284,18 +285,16 @@ std::string render_trace_join_result_json(const TraceJoin& j) {
   return std::move(result).finish();
 }
 
-std::string render_trace_join_json(const TraceJoin& j, const std::string& inputs_json, std::int64_t created_at_us) {
+std::string render_trace_join_json(const TraceJoin& j, const std::string& inputs_json, std::int64_t created_at_us,
+                                   std::string_view tool_version) {
   std::vector<std::string> reasons;
   if (j.requests.empty()) reasons.push_back("no_request_joined");
   if (j.outside_negative > 0) reasons.push_back("client_time_below_server_time");
-  JsonObjectWriter validity;
-  validity.field("valid", reasons.empty()).raw_field("reasons", json_string_array(reasons));
   JsonObjectWriter doc;
-  doc.field("schema", kEngineTraceSchema)
-      .field("created_at", format_rfc3339_us(created_at_us))
-      .raw_field("inputs", inputs_json)
+  put_envelope_head(doc, kEngineTraceSchema, created_at_us, tool_version);
+  doc.raw_field("inputs", inputs_json)
       .raw_field("result", render_trace_join_result_json(j))
-      .raw_field("validity", std::move(validity).finish());
+      .raw_field("validity", validity_json({reasons.empty(), reasons, {}}));
   return std::move(doc).finish() + "\n";
 }
 

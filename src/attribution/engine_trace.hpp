@@ -64,6 +64,7 @@ std::string render_trace_join_html(const TraceJoin& j);
 // The `result` object alone (the report embeds it as `result.engine_trace`).
 std::string render_trace_join_result_json(const TraceJoin& j);
 // `inputs`: a JSON object (the files read and their digests).
-std::string render_trace_join_json(const TraceJoin& j, const std::string& inputs_json, std::int64_t created_at_us);
+std::string render_trace_join_json(const TraceJoin& j, const std::string& inputs_json, std::int64_t created_at_us,
+                                   std::string_view tool_version);
 
 }  // namespace mpo::attribution

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "core/envelope.hpp"
 #include "core/go_json.hpp"
 #include "core/time.hpp"
 #include "present/chart.hpp"
@@ -132,9 +133,7 @@ std::string fak_json_lines(const AttributionRun& run) {
 
 std::string attribution_json(const AttributionRun& run, const RunInputs& in) {
   boost::json::object o;
-  o["schema"] = kSchema;
-  o["created_at"] = format_rfc3339_us(in.created_at_us);
-  o["tool"] = boost::json::object{{"name", "modelperfobs"}, {"version", in.tool_version}};
+  put_envelope_head(o, kSchema, in.created_at_us, in.tool_version);
   boost::json::object inputs;
   if (!in.ledger.empty()) inputs["ledger"] = in.ledger;
   if (!in.ledger_sha256.empty()) inputs["ledger_sha256"] = strings(in.ledger_sha256);
@@ -210,7 +209,7 @@ std::string attribution_json(const AttributionRun& run, const RunInputs& in) {
   for (const auto& [g, n] : by_grade) grades[g] = n;
   o["result"] = boost::json::object{{"windows", std::move(windows)}, {"windows_by_grade", std::move(grades)}};
   if (run.windows.empty()) reasons.push_back("no window: fewer than two snapshots cover the requests");
-  o["validity"] = boost::json::object{{"valid", reasons.empty()}, {"reasons", strings(reasons)}};
+  o["validity"] = validity_object({reasons.empty(), reasons, {}});
   return go_marshal_indent(o);
 }
 

@@ -12,6 +12,7 @@
 #include <memory>
 #include <thread>
 
+#include "core/envelope.hpp"
 #include "core/json.hpp"
 #include "core/time.hpp"
 
@@ -147,10 +148,7 @@ std::string host_roofline_receipt_json(const RooflineOptions& o, const std::vect
                                        const RooflineAnalysis& a, std::string_view host_cpu, std::int64_t created_at_us,
                                        std::string_view tool_version) {
   JsonObjectWriter w;
-  w.field("schema", "modelperfobs.host-roofline.v1").field("created_at", format_rfc3339_us(created_at_us));
-  JsonObjectWriter tool;
-  tool.field("name", "modelperfobs").field("version", tool_version);
-  w.raw_field("tool", std::move(tool).finish());
+  put_envelope_head(w, "modelperfobs.host-roofline.v1", created_at_us, tool_version);
   JsonObjectWriter in;
   in.field("working_set_bytes", o.working_set_bytes)
       .field("trials", o.trials)
@@ -182,11 +180,9 @@ std::string host_roofline_receipt_json(const RooflineOptions& o, const std::vect
   if (a.sustainable_gb_s) r.field("sustainable_gb_s", *a.sustainable_gb_s);
   if (a.knee_threads) r.field("knee_threads", *a.knee_threads);
   w.raw_field("result", std::move(r).finish());
-  JsonObjectWriter v;
-  const std::vector<std::string> reasons =
-      a.reason.empty() ? std::vector<std::string>{} : std::vector<std::string>{a.reason};
-  v.field("valid", a.sustainable_gb_s.has_value()).raw_field("reasons", json_string_array(reasons));
-  w.raw_field("validity", std::move(v).finish());
+  Validity v{a.sustainable_gb_s.has_value(), {}, {}};
+  if (!a.reason.empty()) v.reasons.push_back(a.reason);
+  w.raw_field("validity", validity_json(v));
   return std::move(w).finish();
 }
 

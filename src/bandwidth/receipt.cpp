@@ -6,18 +6,12 @@
 
 #include <cmath>
 
+#include "core/envelope.hpp"
 #include "core/json.hpp"
 #include "core/time.hpp"
 
 namespace mpo::bandwidth {
 namespace {
-
-void tool_and_time(JsonObjectWriter& w, std::string_view schema, std::int64_t created_at_us, std::string_view version) {
-  w.field("schema", schema).field("created_at", format_rfc3339_us(created_at_us));
-  JsonObjectWriter tool;
-  tool.field("name", "modelperfobs").field("version", version);
-  w.raw_field("tool", std::move(tool).finish());
-}
 
 void rates_fields(JsonObjectWriter& r, const Rates& rates) {
   if (rates.read_gb_s) r.field("read_gb_s", *rates.read_gb_s);
@@ -109,7 +103,7 @@ Rates compute_rates(std::optional<std::uint64_t> read_bytes, std::optional<std::
 std::string ncu_receipt_json(const NcuImport& im, const CaptureContext& c, std::int64_t created_at_us,
                              std::string_view tool_version) {
   JsonObjectWriter w;
-  tool_and_time(w, "modelperfobs.bandwidth.v1", created_at_us, tool_version);
+  put_envelope_head(w, "modelperfobs.bandwidth.v1", created_at_us, tool_version);
 
   JsonObjectWriter in;
   in.field("source", "nvidia-nsight-compute-csv").field("file", c.file);
@@ -163,9 +157,7 @@ std::string ncu_receipt_json(const NcuImport& im, const CaptureContext& c, std::
   w.raw_field("result", std::move(r).finish());
 
   const auto reasons = hbm_validity_reasons(rates, im.duration_ns.has_value());
-  JsonObjectWriter v;
-  v.field("valid", rates.total_gb_s.has_value()).raw_field("reasons", json_string_array(reasons));
-  w.raw_field("validity", std::move(v).finish());
+  w.raw_field("validity", validity_json({rates.total_gb_s.has_value(), reasons, {}}));
   return std::move(w).finish();
 }
 
@@ -190,7 +182,7 @@ Status check_host_sample(const HostSample& s) {
 
 std::string host_sample_receipt_json(const HostSample& s, std::int64_t created_at_us, std::string_view tool_version) {
   JsonObjectWriter w;
-  tool_and_time(w, "modelperfobs.bandwidth.v1", created_at_us, tool_version);
+  put_envelope_head(w, "modelperfobs.bandwidth.v1", created_at_us, tool_version);
   JsonObjectWriter in;
   in.field("source", "operator-host-sample")
       .field("measured_roofline_gb_s", s.measured_roofline_gb_s)
@@ -214,9 +206,7 @@ std::string host_sample_receipt_json(const HostSample& s, std::int64_t created_a
                                    "evidence and no HBM utilisation can be read from it.",
                                }));
   w.raw_field("result", std::move(r).finish());
-  JsonObjectWriter v;
-  v.field("valid", true).raw_field("reasons", "[]");
-  w.raw_field("validity", std::move(v).finish());
+  w.raw_field("validity", validity_json({true, {}, {}}));
   return std::move(w).finish();
 }
 

@@ -8,6 +8,7 @@
 
 #include <boost/json.hpp>
 
+#include "core/envelope.hpp"
 #include "core/json.hpp"
 #include "present/chart.hpp"
 #include "present/page.hpp"
@@ -125,13 +126,12 @@ Result<std::string> receipt_html(std::string_view receipt_json) {
                : kind == "host-memory-sample"
                    ? "Bytes a workload moved over its wall time, against this machine's measured copy roofline."
                    : "Bytes the profiled kernels moved over the time they ran, from the profiler's own counters.";
-  if (const auto* v = json_object(o, "validity")) {
+  if (json_object(o, "validity")) {
+    auto validity = read_validity(o);
     present::Verdict verdict;
-    verdict.valid = v->contains("valid") && v->at("valid").is_bool() && v->at("valid").as_bool();
+    verdict.valid = validity.valid;
     verdict.label = verdict.valid ? "valid for claims" : "not valid for claims";
-    if (const auto* reasons = json_array(*v, "reasons")) {
-      for (const auto& r : *reasons) verdict.reasons.push_back(text_of(r));
-    }
+    verdict.reasons = std::move(validity.reasons);
     h.verdict = std::move(verdict);
   }
   h.facts.emplace_back("made", std::string(json_string(o, "created_at").value_or("n/a")));

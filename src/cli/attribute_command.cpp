@@ -265,7 +265,7 @@ int run_traces(const AttributeArgs& a) {
   const auto join = attribution::join_engine_traces(records, traces.spans);
   std::string out;
   if (a.format == "json") {
-    out = attribution::render_trace_join_json(join, inputs, document_time_us());
+    out = attribution::render_trace_join_json(join, inputs, document_time_us(), MPO_VERSION);
   } else if (a.format == "html") {
     present::Header h;
     h.title = "Engine spans joined to requests";

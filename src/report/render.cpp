@@ -6,6 +6,7 @@
 
 #include <map>
 
+#include "core/envelope.hpp"
 #include "core/json.hpp"
 #include "core/time.hpp"
 
@@ -316,24 +317,20 @@ std::string render_json(const ReportInput& in) {
   if (in.read.torn_last_line) why.emplace_back("torn last line skipped");
   if (in.read.dropped_lines)
     why.push_back(fmt::format("{} lines dropped by the proxy (ledger gap)", in.read.dropped_lines));
-  const std::string reasons = json_array(why, true);
   JsonObjectWriter doc;
-  doc.field("schema", "modelperfobs.report.v1")
-      .field("created_at", format_rfc3339_us(in.created_at_us))
-      .raw_field("tool",
-                 std::move(JsonObjectWriter().field("name", "modelperfobs").field("version", in.tool_version)).finish())
-      .raw_field("inputs", std::move(JsonObjectWriter()
-                                         .raw_field("sources", sources)
-                                         .field("by", group_by_name(in.options.by))
-                                         .field("lines", in.read.lines)
-                                         .field("observations", static_cast<std::uint64_t>(in.table.size()))
-                                         .field("fak_lines", in.read.fak_lines)
-                                         .field("warmup_lines", static_cast<std::uint64_t>(in.table.warmup_lines()))
-                                         .field("invalid_lines", in.read.invalid_lines)
-                                         .field("foreign_lines", in.read.foreign_lines)
-                                         .field("torn_last_line", in.read.torn_last_line)
-                                         .field("dropped_lines", in.read.dropped_lines))
-                               .finish())
+  put_envelope_head(doc, "modelperfobs.report.v1", in.created_at_us, in.tool_version);
+  doc.raw_field("inputs", std::move(JsonObjectWriter()
+                                        .raw_field("sources", sources)
+                                        .field("by", group_by_name(in.options.by))
+                                        .field("lines", in.read.lines)
+                                        .field("observations", static_cast<std::uint64_t>(in.table.size()))
+                                        .field("fak_lines", in.read.fak_lines)
+                                        .field("warmup_lines", static_cast<std::uint64_t>(in.table.warmup_lines()))
+                                        .field("invalid_lines", in.read.invalid_lines)
+                                        .field("foreign_lines", in.read.foreign_lines)
+                                        .field("torn_last_line", in.read.torn_last_line)
+                                        .field("dropped_lines", in.read.dropped_lines))
+                              .finish())
       .raw_field("result", std::move(JsonObjectWriter()
                                          .raw_field("groups", groups)
                                          .raw_field("other_requests", others_json(in.others))
@@ -343,8 +340,7 @@ std::string render_json(const ReportInput& in) {
                                          .raw_field("comparison", in.comparison_json.empty() ? std::string("null")
                                                                                              : in.comparison_json))
                                .finish())
-      .raw_field("validity",
-                 std::move(JsonObjectWriter().field("valid", valid).raw_field("reasons", reasons)).finish());
+      .raw_field("validity", validity_json({valid, std::move(why), {}}));
   return std::move(doc).finish() + "\n";
 }
 

@@ -8,12 +8,37 @@
 
 #include <cmath>
 
+#include "core/envelope.hpp"
 #include "core/go_json.hpp"
 #include "core/json.hpp"
 #include "sweep/evaluate.hpp"
 #include "sweep/typed_json.hpp"
 
 namespace mpo::sweep {
+
+// Keys in the order evaluate.cpp has always written them, so receipts stay byte for byte the same;
+// an unset string is left out.
+constexpr auto json_fields(const P99Boundary*) {
+  return std::tuple{field_omit_empty("rule", &P99Boundary::rule),
+                    field_omit_empty("status", &P99Boundary::status),
+                    field("coordinate", &P99Boundary::coordinate),
+                    field("last_passing", &P99Boundary::last_passing),
+                    field_omit_empty("reason", &P99Boundary::reason),
+                    field("first_failing", &P99Boundary::first_failing),
+                    field_omit_empty("confidence", &P99Boundary::confidence),
+                    field_omit_empty("note", &P99Boundary::note)};
+}
+constexpr auto json_fields(const SaturationSignal*) {
+  return std::tuple{field("signal", &SaturationSignal::signal), field("at", &SaturationSignal::at),
+                    field("detail", &SaturationSignal::detail)};
+}
+// `signals` is written by saturation_json: always with a rule (an empty list says none fired), never
+// without one (a fak receipt has no saturation block at all).
+constexpr auto json_fields(const Saturation*) {
+  return std::tuple{field_omit_empty("rule", &Saturation::rule), field_omit_empty("status", &Saturation::status),
+                    field_omit_empty("reason", &Saturation::reason), field("knee", &Saturation::knee),
+                    field("saturated_at", &Saturation::saturated_at)};
+}
 
 constexpr auto json_fields(const EngineIdentity*) {
   using I = EngineIdentity;
@@ -127,73 +152,26 @@ boost::json::object contract_json(const Contract& c) {
   return o;
 }
 
-void put_if(boost::json::object& o, std::string_view key, const std::optional<double>& v) {
-  if (v) o[key] = *v;
-}
-
-// Keys in the order evaluate.cpp has always written them, so receipts stay byte for byte the same.
-boost::json::object p99_boundary_json(const P99Boundary& b) {
-  boost::json::object o;
-  put_if(o, "rule", b.rule);
-  put_if(o, "status", b.status);
-  put_if(o, "coordinate", b.coordinate);
-  put_if(o, "last_passing", b.last_passing);
-  put_if(o, "reason", b.reason);
-  put_if(o, "first_failing", b.first_failing);
-  put_if(o, "confidence", b.confidence);
-  put_if(o, "note", b.note);
-  return o;
-}
-
-P99Boundary p99_boundary_from(const boost::json::object& o) {
-  P99Boundary b;
-  b.rule = str(o, "rule");
-  b.status = str(o, "status");
-  b.coordinate = json_double(o, "coordinate");
-  b.last_passing = json_double(o, "last_passing");
-  b.reason = str(o, "reason");
-  b.first_failing = json_double(o, "first_failing");
-  b.confidence = str(o, "confidence");
-  b.note = str(o, "note");
-  return b;
-}
-
 boost::json::object saturation_json(const Saturation& s) {
   boost::json::object o;
-  put_if(o, "rule", s.rule);
-  put_if(o, "status", s.status);
-  put_if(o, "reason", s.reason);
-  put_if(o, "knee", s.knee);
-  put_if(o, "saturated_at", s.saturated_at);
-  if (!s.rule.empty() || !s.signals.empty()) {  // a fak receipt has no saturation block at all
-    boost::json::array signals;
-    for (const auto& g : s.signals) {
-      boost::json::object x;
-      x["signal"] = g.signal;
-      x["at"] = g.at;
-      x["detail"] = g.detail;
-      signals.push_back(std::move(x));
-    }
-    o["signals"] = std::move(signals);
-  }
+  write_fields_into(o, s);
+  if (!s.rule.empty() || !s.signals.empty()) write_member(o, "signals", s.signals);
   return o;
 }
 
-Saturation saturation_from(const boost::json::object& o) {
-  Saturation s;
-  s.rule = str(o, "rule");
-  s.status = str(o, "status");
-  s.reason = str(o, "reason");
-  s.knee = json_double(o, "knee");
-  s.saturated_at = json_double(o, "saturated_at");
-  if (const auto* signals = json_array(o, "signals")) {
-    for (const auto& v : *signals) {
-      if (!v.is_object()) continue;
-      const auto& x = v.as_object();
-      s.signals.push_back({str(x, "signal"), json_double(x, "at").value_or(0), str(x, "detail")});
-    }
+// A track's p99 boundary and saturation (ours), read member by member; a member of the wrong type
+// is an error naming it.
+std::optional<std::string> read_findings(const boost::json::object& track, std::size_t index, TrackSummary& s) {
+  JsonReader r(track, fmt::format("tracks[{}]", index));
+  read_member(r, "p99_boundary", s.p99_boundary);
+  if (const auto* sat = r.object("saturation")) {
+    JsonReader nested(*sat, r.path("saturation"));
+    read_fields(nested, s.saturation);
+    read_member(nested, "signals", s.saturation.signals);
+    r.adopt(nested);
   }
-  return s;
+  if (!r.ok()) return r.error();
+  return std::nullopt;
 }
 
 }  // namespace
@@ -262,7 +240,7 @@ boost::json::value receipt_json(const SweepReceipt& r) {
     t["sla_status"] = s.sla_status;
     put_if(t, "sla_reason", s.sla_reason);
     if (s.sla_knee) t["sla_knee"] = selection_json(r.mode, *s.sla_knee);
-    t["p99_boundary"] = p99_boundary_json(s.p99_boundary);
+    write_member(t, "p99_boundary", s.p99_boundary);
     t["saturation"] = saturation_json(s.saturation);
     summaries.push_back(std::move(t));
   }
@@ -276,20 +254,11 @@ boost::json::value receipt_json(const SweepReceipt& r) {
   honesty["unknown_rule"] = kUnknownRule;
   o["honesty"] = std::move(honesty);
   put_if(o, "artifact", r.artifact);
-  boost::json::object tool;
-  tool["name"] = "modelperfobs";
-  tool["version"] = r.tool_version;
+  boost::json::object tool = tool_object(r.tool_version);
   if (r.rules_generation > 1) tool["rules_generation"] = r.rules_generation;
   o["tool"] = std::move(tool);
   o["load"] = r.load ? write_with_unknown(*r.load) : boost::json::object();
-  boost::json::object validity;
-  validity["valid"] = r.valid;
-  boost::json::array reasons, warnings;
-  for (const auto& v : r.validity_reasons) reasons.push_back(boost::json::string(v));
-  for (const auto& v : r.warnings) warnings.push_back(boost::json::string(v));
-  validity["reasons"] = std::move(reasons);
-  validity["warnings"] = std::move(warnings);
-  o["validity"] = std::move(validity);
+  o["validity"] = validity_object({r.valid, r.validity_reasons, r.warnings}, true);
   return o;
 }
 
@@ -400,8 +369,7 @@ Result<SweepReceipt> parse_sweep_receipt(std::string_view text) {
       s.sla_status = str(t, "sla_status");
       s.sla_reason = str(t, "sla_reason");
       if (const auto* k = json_object(t, "sla_knee")) s.sla_knee = selection_from(r.mode, *k);
-      if (const auto* b = json_object(t, "p99_boundary")) s.p99_boundary = p99_boundary_from(*b);
-      if (const auto* sat = json_object(t, "saturation")) s.saturation = saturation_from(*sat);
+      if (auto error = read_findings(t, r.tracks.size(), s)) return make_error(errc::kSweepJson, *error);
       r.tracks.push_back(std::move(s));
     }
   }
@@ -427,17 +395,10 @@ Result<SweepReceipt> parse_sweep_receipt(std::string_view text) {
   if (const auto* load = json_object(o, "load")) {
     if (auto error = read_with_unknown(*load, "load", r.load.emplace())) return make_error(errc::kSweepJson, *error);
   }
-  if (const auto* v = json_object(o, "validity")) {
-    r.valid = json_bool(*v, "valid").value_or(false);
-    if (const auto* a = json_array(*v, "reasons")) {
-      for (const auto& x : *a)
-        if (x.is_string()) r.validity_reasons.emplace_back(x.get_string());
-    }
-    if (const auto* a = json_array(*v, "warnings")) {
-      for (const auto& x : *a)
-        if (x.is_string()) r.warnings.emplace_back(x.get_string());
-    }
-  }
+  auto validity = read_validity(o);
+  r.valid = validity.valid;
+  r.validity_reasons = std::move(validity.reasons);
+  r.warnings = std::move(validity.warnings);
   return r;
 }
 

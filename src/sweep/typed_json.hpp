@@ -145,6 +145,17 @@ template <class S, class T>
 constexpr Field<S, T> field(std::string_view name, T S::*member) {
   return {name, member};
 }
+// A member written only when not empty (a string, a list): receipts that have always left an
+// unset string out keep doing so. Read as any other member.
+template <class S, class T>
+struct OmitEmptyField {
+  std::string_view name;
+  T S::*member;
+};
+template <class S, class T>
+constexpr OmitEmptyField<S, T> field_omit_empty(std::string_view name, T S::*member) {
+  return {name, member};
+}
 
 template <class T>
 concept HasJsonFields = requires(const T* p) {
@@ -190,9 +201,18 @@ void write_member(boost::json::object& o, std::string_view key, const std::vecto
   o[key] = std::move(a);
 }
 
+template <class S, class T>
+void write_field(boost::json::object& o, const Field<S, T>& f, const S& s) {
+  write_member(o, f.name, s.*(f.member));
+}
+template <class S, class T>
+void write_field(boost::json::object& o, const OmitEmptyField<S, T>& f, const S& s) {
+  if (!(s.*(f.member)).empty()) write_member(o, f.name, s.*(f.member));
+}
+
 template <HasJsonFields S>
 void write_fields_into(boost::json::object& o, const S& s) {
-  std::apply([&](const auto&... f) { (write_member(o, f.name, s.*(f.member)), ...); }, json_fields(&s));
+  std::apply([&](const auto&... f) { (write_field(o, f, s), ...); }, json_fields(&s));
 }
 
 template <HasJsonFields S>
@@ -214,10 +234,10 @@ void read_member(JsonReader& r, std::string_view key, std::optional<S>& out) {
   if (r.object(key) != nullptr) read_member(r, key, out.emplace());
 }
 template <HasJsonFields S>
-void read_member(JsonReader& r, std::string_view key, std::optional<std::vector<S>>& out) {
+void read_member(JsonReader& r, std::string_view key, std::vector<S>& list) {
   const auto* a = r.array(key);
   if (a == nullptr) return;
-  auto& list = out.emplace();
+  list.clear();
   for (std::size_t i = 0; i < a->size(); ++i) {
     const auto* e = (*a)[i].if_object();
     const std::string where = r.path(key) + "[" + std::to_string(i) + "]";
@@ -226,6 +246,10 @@ void read_member(JsonReader& r, std::string_view key, std::optional<std::vector<
     read_fields(nested, list.emplace_back());
     r.adopt(nested);
   }
+}
+template <HasJsonFields S>
+void read_member(JsonReader& r, std::string_view key, std::optional<std::vector<S>>& out) {
+  if (r.array(key) != nullptr) read_member(r, key, out.emplace());
 }
 inline void read_member(JsonReader& r, std::string_view key, std::optional<boost::json::object>& out) {
   if (const auto* m = r.object(key)) out = *m;

@@ -74,8 +74,10 @@ TEST(EngineTrace, AClientTimeBelowTheServersIsFlaggedNotHidden) {
   const std::vector<otel::EngineSpan> spans = {span("t1", "p1", 0.05, 0.02, 0.2)};
   const auto j = join_engine_traces(lines, spans);
   EXPECT_EQ(j.outside_negative, 1u);
-  const auto doc = boost::json::parse(render_trace_join_json(j, "{}", 0));
+  const auto doc = boost::json::parse(render_trace_join_json(j, "{}", 0, "0.0.0-test"));
   EXPECT_EQ(doc.at("schema"), kEngineTraceSchema);
+  EXPECT_EQ(doc.at("tool").at("name"), "modelperfobs");  // contract 3's envelope, as every receipt
+  EXPECT_EQ(doc.at("tool").at("version"), "0.0.0-test");
   EXPECT_EQ(doc.at("validity").at("valid"), false);
   EXPECT_EQ(doc.at("validity").at("reasons").at(0), "client_time_below_server_time");
   const auto& r = doc.at("result").at("requests").at(0);

@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 
 #include "core/go_json.hpp"
+#include "sweep/evaluate.hpp"
 #include "sweep/fold.hpp"
 #include "sweep/point_evidence.hpp"
 #include "sweep/receipt.hpp"
@@ -136,6 +137,43 @@ TEST(SweepLoad, WhatAReceiptStatesOfItsSettingsIsWhatItStatesAgain) {
   read = parse_sweep_receipt(go_marshal_indent(doc));
   ASSERT_FALSE(read);
   EXPECT_EQ(read.error().message, "load.seed is not an unsigned integer");
+}
+
+// A track's p99 boundary and saturation: written as the evaluation left them (an unset string left
+// out, signals listed whenever a rule ran), read back the same, a member of the wrong type refused
+// by its path.
+TEST(SweepFindings, TheBoundaryAndSaturationAreReadAsWrittenAndAWrongTypeIsNamed) {
+  auto r = fixtures::scaling_sweep(8, {1, 2});
+  ASSERT_TRUE(evaluate_sweep(r));
+  ASSERT_FALSE(r.tracks.empty());
+  auto& t = r.tracks.front();
+  t.p99_boundary = P99Boundary{"p99 rule", "measured", 1.0, 1.0, "", 2.0, "robust", ""};
+  t.saturation = Saturation{"sat rule", "measured", "", 1.0, 2.0, {{"throughput_plateau", 2.0, "gain -14%"}}};
+  auto doc = receipt_json(r);
+  auto& track = doc.at("tracks").as_array().at(0).as_object();
+  EXPECT_EQ(keys(track.at("p99_boundary").as_object()),
+            (std::vector<std::string>{"rule", "status", "coordinate", "last_passing", "first_failing", "confidence"}));
+  EXPECT_EQ(keys(track.at("saturation").as_object()),
+            (std::vector<std::string>{"rule", "status", "knee", "saturated_at", "signals"}));
+  auto read = parse_sweep_receipt(go_marshal_indent(doc));
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_EQ(read->tracks.front().p99_boundary.first_failing, 2.0);
+  EXPECT_EQ(read->tracks.front().saturation.signals.at(0).detail, "gain -14%");
+  EXPECT_EQ(go_marshal_indent(receipt_json(*read)), go_marshal_indent(doc));
+  // No signal fired: the list is still there, empty; no rule (a fak receipt): no list at all.
+  t.saturation.signals.clear();
+  EXPECT_TRUE(receipt_json(r).at("tracks").at(0).at("saturation").as_object().contains("signals"));
+  t.saturation = Saturation{};
+  EXPECT_TRUE(receipt_json(r).at("tracks").at(0).at("saturation").as_object().empty());
+  track.at("p99_boundary").as_object()["coordinate"] = "one";
+  read = parse_sweep_receipt(go_marshal_indent(doc));
+  ASSERT_FALSE(read);
+  EXPECT_EQ(read.error().message, "tracks[0].p99_boundary.coordinate is not a number");
+  track.at("p99_boundary").as_object()["coordinate"] = 1.0;
+  track.at("saturation").as_object()["signals"] = boost::json::array{1};
+  read = parse_sweep_receipt(go_marshal_indent(doc));
+  ASSERT_FALSE(read);
+  EXPECT_EQ(read.error().message, "tracks[0].saturation.signals[0] is not an object");
 }
 
 }  // namespace
