@@ -136,10 +136,11 @@ class JsonReader {
 // that list. Optional members are written only when set; a nested struct with its own list is a
 // nested object; a member type with an overload of write_member/read_member of its own (declared
 // before use) is written and read by it.
-template <class S, class T>
+template <class S, class T, bool OmitEmpty = false>
 struct Field {
   std::string_view name;
   T S::*member;
+  static constexpr bool kOmitEmpty = OmitEmpty;
 };
 template <class S, class T>
 constexpr Field<S, T> field(std::string_view name, T S::*member) {
@@ -148,12 +149,7 @@ constexpr Field<S, T> field(std::string_view name, T S::*member) {
 // A member written only when not empty (a string, a list): receipts that have always left an
 // unset string out keep doing so. Read as any other member.
 template <class S, class T>
-struct OmitEmptyField {
-  std::string_view name;
-  T S::*member;
-};
-template <class S, class T>
-constexpr OmitEmptyField<S, T> field_omit_empty(std::string_view name, T S::*member) {
+constexpr Field<S, T, true> field_omit_empty(std::string_view name, T S::*member) {
   return {name, member};
 }
 
@@ -201,13 +197,12 @@ void write_member(boost::json::object& o, std::string_view key, const std::vecto
   o[key] = std::move(a);
 }
 
-template <class S, class T>
-void write_field(boost::json::object& o, const Field<S, T>& f, const S& s) {
+template <class S, class T, bool OmitEmpty>
+void write_field(boost::json::object& o, const Field<S, T, OmitEmpty>& f, const S& s) {
+  if constexpr (OmitEmpty) {
+    if ((s.*(f.member)).empty()) return;
+  }
   write_member(o, f.name, s.*(f.member));
-}
-template <class S, class T>
-void write_field(boost::json::object& o, const OmitEmptyField<S, T>& f, const S& s) {
-  if (!(s.*(f.member)).empty()) write_member(o, f.name, s.*(f.member));
 }
 
 template <HasJsonFields S>
