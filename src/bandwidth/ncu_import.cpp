@@ -145,12 +145,19 @@ std::optional<std::uint64_t> parse_byte_count(std::string_view text) {
   return v;
 }
 
-Result<NcuImport> import_ncu_csv(std::string_view text) {
-  // 1. The header: scan line by line (lines before it need not be CSV).
+namespace {
+
+// Where the records start: the header row (lines before it need not be CSV), scanned line by line.
+struct Header {
+  Columns cols;
+  std::size_t pos = 0;  // the byte after the header row
+  std::uint32_t line = 0;
+};
+
+Result<Header> find_header(std::string_view text) {
   std::size_t pos = 0;
   std::uint32_t line = 0;
-  std::optional<Columns> cols;
-  while (pos < text.size() && !cols) {
+  while (pos < text.size()) {
     const std::size_t nl = text.find('\n', pos);
     const std::string_view one = text.substr(pos, nl == std::string_view::npos ? text.size() - pos : nl - pos + 1);
     std::size_t p = 0;
@@ -158,28 +165,25 @@ Result<NcuImport> import_ncu_csv(std::string_view text) {
     auto rec = read_csv_record(one, p, l);
     ++line;
     pos += one.size();
-    if (rec) cols = header_columns(*rec);
+    if (rec) {
+      if (auto cols = header_columns(*rec)) return Header{*cols, pos, line};
+    }
   }
-  if (!cols) {
-    return make_error(errc::kNcuHeader,
-                      fmt::format("Nsight Compute CSV header not found: no row names the columns \"ID\", "
-                                  "\"Process ID\" and \"Process Name\"; {}",
-                                  kCapture));
-  }
-  NcuImport out;
-  out.layout = is_details(*cols) ? NcuLayout::kDetails : NcuLayout::kRaw;
-  out.host_column = cols->host >= 0;
-  if (out.layout == NcuLayout::kRaw && cols->read < 0 && cols->write < 0 && cols->duration < 0) {
-    return make_error(errc::kNcuMetric, fmt::format("the --page raw table has none of the columns {}, {}, {}; {}",
-                                                    kReadMetric, kWriteMetric, kDurationMetric, kCapture));
-  }
+  return make_error(errc::kNcuHeader,
+                    fmt::format("Nsight Compute CSV header not found: no row names the columns \"ID\", "
+                                "\"Process ID\" and \"Process Name\"; {}",
+                                kCapture));
+}
 
-  // 2. The records after it, as observations.
+// The records after the header, one observation per (launch, metric) of the three we read: the
+// details layout has a row per metric, the raw layout a column per metric and a row of units.
+Result<std::vector<Observation>> read_observations(std::string_view text, Header h, NcuLayout layout) {
+  const Columns& cols = h.cols;
   std::vector<Observation> obs;
   std::vector<std::string> raw_units(3);
-  bool units_read = out.layout == NcuLayout::kDetails;
-  while (pos < text.size()) {
-    auto rec = read_csv_record(text, pos, line);
+  bool units_read = layout == NcuLayout::kDetails;
+  while (h.pos < text.size()) {
+    auto rec = read_csv_record(text, h.pos, h.line);
     if (!rec) return rec.error();
     if (skippable(*rec)) continue;
     if (header_columns(*rec)) {
@@ -190,39 +194,39 @@ Result<NcuImport> import_ncu_csv(std::string_view text) {
     }
     if (!units_read) {
       // --page raw: the row after the header gives each metric column's unit; identity cells are empty.
-      if (!at(*rec, cols->id).empty()) {
+      if (!at(*rec, cols.id).empty()) {
         return make_error(
             errc::kNcuUnit,
             fmt::format("line {}: the --page raw table has no units row after its header; {}", rec->line, kCapture));
       }
-      raw_units = {at(*rec, cols->read), at(*rec, cols->write), at(*rec, cols->duration)};
+      raw_units = {at(*rec, cols.read), at(*rec, cols.write), at(*rec, cols.duration)};
       units_read = true;
       continue;
     }
     Observation base;
-    base.id = at(*rec, cols->id);
-    base.pid = at(*rec, cols->pid);
-    base.pname = at(*rec, cols->pname);
-    base.host = at(*rec, cols->host);
-    base.device = at(*rec, cols->device);
-    base.kernel = at(*rec, cols->kernel);
+    base.id = at(*rec, cols.id);
+    base.pid = at(*rec, cols.pid);
+    base.pname = at(*rec, cols.pname);
+    base.host = at(*rec, cols.host);
+    base.device = at(*rec, cols.device);
+    base.kernel = at(*rec, cols.kernel);
     base.line = rec->line;
-    if (out.layout == NcuLayout::kDetails) {
-      if (static_cast<int>(rec->fields.size()) <= cols->metric_value) {
+    if (layout == NcuLayout::kDetails) {
+      if (static_cast<int>(rec->fields.size()) <= cols.metric_value) {
         return make_error(errc::kNcuCsv,
                           fmt::format("line {}: a row with {} fields, fewer than the header's Metric Value column",
                                       rec->line, rec->fields.size()));
       }
-      const std::string& metric = at(*rec, cols->metric_name);
+      const std::string& metric = at(*rec, cols.metric_name);
       if (metric != kReadMetric && metric != kWriteMetric && metric != kDurationMetric) continue;
       Observation o = base;
       o.metric = metric;
-      o.unit = at(*rec, cols->metric_unit);
-      o.value = at(*rec, cols->metric_value);
+      o.unit = at(*rec, cols.metric_unit);
+      o.value = at(*rec, cols.metric_value);
       obs.push_back(std::move(o));
     } else {
       const std::pair<int, std::string_view> metric_cols[] = {
-          {cols->read, kReadMetric}, {cols->write, kWriteMetric}, {cols->duration, kDurationMetric}};
+          {cols.read, kReadMetric}, {cols.write, kWriteMetric}, {cols.duration, kDurationMetric}};
       for (std::size_t k = 0; k < 3; ++k) {
         if (metric_cols[k].first < 0) continue;
         Observation o = base;
@@ -233,13 +237,12 @@ Result<NcuImport> import_ncu_csv(std::string_view text) {
       }
     }
   }
-  if (obs.empty()) {
-    return make_error(errc::kNcuMetric,
-                      fmt::format("the CSV has none of the required metrics {}, {}, {} ({} layout); {}", kReadMetric,
-                                  kWriteMetric, kDurationMetric, to_string(out.layout), kCapture));
-  }
+  return obs;
+}
 
-  // 3. Identity checks and grouping by (process, launch).
+// One process, one host, one device: every observation is checked against the first, then grouped
+// by (process, launch), each metric once per launch.
+Result<std::vector<Launch>> group_launches(const std::vector<Observation>& obs, const Columns& cols, bool host_column) {
   std::vector<Launch> launches;
   std::map<std::string, std::size_t, std::less<>> index;
   const Observation& first = obs.front();
@@ -256,13 +259,13 @@ Result<NcuImport> import_ncu_csv(std::string_view text) {
                                     "per file",
                                     first.pid, first.pname, o.pid, o.pname, o.line));
     }
-    if (out.host_column && o.host != first.host) {
+    if (host_column && o.host != first.host) {
       return make_error(errc::kNcuMixed,
                         fmt::format("mixed-host capture: launch {} (line {}) names another host than launch "
                                     "{}; profile one host per file",
                                     o.id, o.line, first.id));
     }
-    if (cols->device >= 0) {
+    if (cols.device >= 0) {
       if (o.device.empty()) {
         return make_error(errc::kNcuMixed, fmt::format("line {}: launch {} has an empty Device field", o.line, o.id));
       }
@@ -282,81 +285,116 @@ Result<NcuImport> import_ncu_csv(std::string_view text) {
     }
     l.metrics.emplace(o.metric, o);
   }
-  out.process_id = first.pid;
-  out.process_name = first.pname;
-  if (cols->device >= 0) out.profiler_device = first.device;
-  out.launch_count = launches.size();
+  return launches;
+}
 
-  // 4. Values, per launch, then sums per direction (a direction with any unavailable value is
-  //    unavailable as a whole: no partial sums).
+// The totals so far, per direction: a direction with any unavailable value is unavailable as a
+// whole (no partial sums).
+struct Sums {
   bool read_ok = true, write_ok = true, dur_ok = true;
-  std::uint64_t read_sum = 0, write_sum = 0;
-  double dur_sum = 0;
+  std::uint64_t read = 0, write = 0;
+  double duration_ns = 0;
+};
+
+// One launch's value of one metric, added to its kernel's and to the capture's totals.
+Status add_value(const Launch& l, std::string_view metric, KernelTotals& kt, Sums& sums, NcuImport& out) {
+  auto it = l.metrics.find(metric);
+  if (it == l.metrics.end()) {
+    return make_error(errc::kNcuMetric, fmt::format("launch {} is missing {}; {}", l.id, metric, kCapture));
+  }
+  const Observation& o = it->second;
+  if (is_unavailable(o.value)) {
+    out.unavailable.push_back(fmt::format("{} of launch {} is \"{}\" (line {})", metric, l.id, o.value, o.line));
+    if (metric == kReadMetric)
+      sums.read_ok = false, kt.read_bytes.reset();
+    else if (metric == kWriteMetric)
+      sums.write_ok = false, kt.write_bytes.reset();
+    else
+      sums.dur_ok = false, kt.duration_ns.reset();
+    return Ok{};
+  }
+  if (!base_unit_ok(metric, o.unit)) {
+    return make_error(errc::kNcuUnit,
+                      fmt::format("{} of launch {} must use a base unit ({}), got \"{}\" (line {}); pass "
+                                  "--print-units base to ncu",
+                                  metric, l.id, metric == kDurationMetric ? "nsecond" : "byte", o.unit, o.line));
+  }
+  if (metric == kDurationMetric) {
+    const std::string v = strip_commas(o.value);
+    double d = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
+    if (ec != std::errc{} || end != v.data() + v.size() || !std::isfinite(d) || d < 0) {
+      return make_error(errc::kNcuValue, fmt::format("{} of launch {} is \"{}\", not a finite non-negative number of "
+                                                     "nanoseconds (line {})",
+                                                     metric, l.id, o.value, o.line));
+    }
+    sums.duration_ns += d;
+    if (kt.duration_ns) *kt.duration_ns += d;
+    return Ok{};
+  }
+  const auto bytes = parse_byte_count(o.value);
+  if (!bytes) {
+    return make_error(errc::kNcuValue, fmt::format("{} of launch {} is \"{}\", not a non-negative integer byte count "
+                                                   "(line {})",
+                                                   metric, l.id, o.value, o.line));
+  }
+  std::uint64_t& sum = metric == kReadMetric ? sums.read : sums.write;
+  std::optional<std::uint64_t>& ksum = metric == kReadMetric ? kt.read_bytes : kt.write_bytes;
+  if (*bytes > UINT64_MAX - sum) {
+    return make_error(errc::kNcuValue, fmt::format("the sum of {} overflows 64 bits at launch {}", metric, l.id));
+  }
+  sum += *bytes;
+  if (ksum) *ksum += *bytes;
+  return Ok{};
+}
+
+// Values per launch, into per-kernel totals and the capture's sums.
+Status sum_launches(const std::vector<Launch>& launches, NcuImport& out) {
+  Sums sums;
   std::map<std::string, std::size_t> kernel_index;
   for (const Launch& l : launches) {
-    std::size_t ki = 0;
-    {
-      auto [it, fresh] = kernel_index.try_emplace(l.kernel, out.kernels.size());
-      if (fresh) out.kernels.push_back(KernelTotals{l.kernel, 0, std::uint64_t{0}, std::uint64_t{0}, 0.0});
-      ki = it->second;
-    }
-    KernelTotals& kt = out.kernels[ki];
+    auto [it, fresh] = kernel_index.try_emplace(l.kernel, out.kernels.size());
+    if (fresh) out.kernels.push_back(KernelTotals{l.kernel, 0, std::uint64_t{0}, std::uint64_t{0}, 0.0});
+    KernelTotals& kt = out.kernels[it->second];
     ++kt.launches;
     for (std::string_view metric : {kReadMetric, kWriteMetric, kDurationMetric}) {
-      auto it = l.metrics.find(metric);
-      if (it == l.metrics.end()) {
-        return make_error(errc::kNcuMetric, fmt::format("launch {} is missing {}; {}", l.id, metric, kCapture));
-      }
-      const Observation& o = it->second;
-      if (is_unavailable(o.value)) {
-        out.unavailable.push_back(fmt::format("{} of launch {} is \"{}\" (line {})", metric, l.id, o.value, o.line));
-        if (metric == kReadMetric)
-          read_ok = false, kt.read_bytes.reset();
-        else if (metric == kWriteMetric)
-          write_ok = false, kt.write_bytes.reset();
-        else
-          dur_ok = false, kt.duration_ns.reset();
-        continue;
-      }
-      if (!base_unit_ok(metric, o.unit)) {
-        return make_error(errc::kNcuUnit,
-                          fmt::format("{} of launch {} must use a base unit ({}), got \"{}\" (line {}); pass "
-                                      "--print-units base to ncu",
-                                      metric, l.id, metric == kDurationMetric ? "nsecond" : "byte", o.unit, o.line));
-      }
-      if (metric == kDurationMetric) {
-        const std::string v = strip_commas(o.value);
-        double d = 0;
-        const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
-        if (ec != std::errc{} || end != v.data() + v.size() || !std::isfinite(d) || d < 0) {
-          return make_error(errc::kNcuValue,
-                            fmt::format("{} of launch {} is \"{}\", not a finite non-negative number of "
-                                        "nanoseconds (line {})",
-                                        metric, l.id, o.value, o.line));
-        }
-        dur_sum += d;
-        if (kt.duration_ns) *kt.duration_ns += d;
-        continue;
-      }
-      const auto bytes = parse_byte_count(o.value);
-      if (!bytes) {
-        return make_error(errc::kNcuValue,
-                          fmt::format("{} of launch {} is \"{}\", not a non-negative integer byte count "
-                                      "(line {})",
-                                      metric, l.id, o.value, o.line));
-      }
-      std::uint64_t& sum = metric == kReadMetric ? read_sum : write_sum;
-      std::optional<std::uint64_t>& ksum = metric == kReadMetric ? kt.read_bytes : kt.write_bytes;
-      if (*bytes > UINT64_MAX - sum) {
-        return make_error(errc::kNcuValue, fmt::format("the sum of {} overflows 64 bits at launch {}", metric, l.id));
-      }
-      sum += *bytes;
-      if (ksum) *ksum += *bytes;
+      if (auto st = add_value(l, metric, kt, sums, out); !st) return st;
     }
   }
-  if (read_ok) out.read_bytes = read_sum;
-  if (write_ok) out.write_bytes = write_sum;
-  if (dur_ok) out.duration_ns = dur_sum;
+  if (sums.read_ok) out.read_bytes = sums.read;
+  if (sums.write_ok) out.write_bytes = sums.write;
+  if (sums.dur_ok) out.duration_ns = sums.duration_ns;
+  return Ok{};
+}
+
+}  // namespace
+
+Result<NcuImport> import_ncu_csv(std::string_view text) {
+  auto header = find_header(text);
+  if (!header) return header.error();
+  const Columns& cols = header->cols;
+  NcuImport out;
+  out.layout = is_details(cols) ? NcuLayout::kDetails : NcuLayout::kRaw;
+  out.host_column = cols.host >= 0;
+  if (out.layout == NcuLayout::kRaw && cols.read < 0 && cols.write < 0 && cols.duration < 0) {
+    return make_error(errc::kNcuMetric, fmt::format("the --page raw table has none of the columns {}, {}, {}; {}",
+                                                    kReadMetric, kWriteMetric, kDurationMetric, kCapture));
+  }
+  auto obs = read_observations(text, *header, out.layout);
+  if (!obs) return obs.error();
+  if (obs->empty()) {
+    return make_error(errc::kNcuMetric,
+                      fmt::format("the CSV has none of the required metrics {}, {}, {} ({} layout); {}", kReadMetric,
+                                  kWriteMetric, kDurationMetric, to_string(out.layout), kCapture));
+  }
+  auto launches = group_launches(*obs, cols, out.host_column);
+  if (!launches) return launches.error();
+  const Observation& first = obs->front();
+  out.process_id = first.pid;
+  out.process_name = first.pname;
+  if (cols.device >= 0) out.profiler_device = first.device;
+  out.launch_count = launches->size();
+  if (auto st = sum_launches(*launches, out); !st) return st.error();
   if (out.duration_ns && *out.duration_ns == 0 &&
       ((out.read_bytes && *out.read_bytes > 0) || (out.write_bytes && *out.write_bytes > 0))) {
     return make_error(errc::kNcuDuration,
