@@ -99,56 +99,35 @@ WindowBounds window_bounds(const MetricsSnapshot& before, const MetricsSnapshot&
           after.scraped_at_us};
 }
 
-AttributionResult attribute(const AttributionInput& in) {
-  AttributionResult out;
-  MetricsDelta& d = out.delta;
-  if (!in.scrape_failure.empty()) {
-    d.reason = "metrics scrape failed: " + in.scrape_failure +
-               "; capture successful before and after metrics scrapes before retrying attribution";
-    return out;
-  }
-  if (!in.before || !in.after) {
-    d.reason = "both metrics scrapes are required; capture both snapshots around the request window";
-    return out;
-  }
-  const MetricsSnapshot& before = *in.before;
-  const MetricsSnapshot& after = *in.after;
-  d.server_instance_id = after.server_instance_id;
-  d.scrape_started_at_us = before.scraped_at_us;
-  d.scrape_ended_at_us = after.scraped_at_us;
-  if (!(after.scraped_at_us > before.scraped_at_us)) {
-    d.reason = "scrape bounds are invalid; capture an after scrape timestamp later than the before scrape";
-    return out;
-  }
-  const WindowBounds bounds = window_bounds(before, after);
+namespace {
+
+// The observed requests that overlap the window, by id (sorted), and whether an id came twice.
+struct Overlap {
   std::vector<std::string> ids;
   std::map<std::string, const RequestWindow*> by_id;
   bool duplicate = false;
-  for (const auto& r : in.requests) {
+};
+
+Overlap overlapping(const std::vector<RequestWindow>& requests, const WindowBounds& bounds) {
+  Overlap o;
+  for (const auto& r : requests) {
     if (r.request_id.empty() || r.started_at_us == 0) continue;
     if (bounds.overlaps(r)) {
-      if (by_id.count(r.request_id))
-        duplicate = true;
+      if (o.by_id.count(r.request_id))
+        o.duplicate = true;
       else
-        ids.push_back(r.request_id);
-      by_id[r.request_id] = &r;
+        o.ids.push_back(r.request_id);
+      o.by_id[r.request_id] = &r;
     }
   }
-  std::sort(ids.begin(), ids.end());
-  d.overlapping_request_ids = ids;
-  d.overlapping_observed_requests = static_cast<std::int64_t>(ids.size());
-  if (before.server_instance_id.empty() || after.server_instance_id.empty()) {
-    d.reason =
-        "server-instance identity is unavailable; record the same non-empty server instance ID in both snapshots";
-    return finish(out, ids);
-  }
-  if (before.server_instance_id != after.server_instance_id) {
-    d.server_instance_id = before.server_instance_id + "->" + after.server_instance_id;
-    d.reason = "server instance changed between scrapes; capture a new before/after pair from one server instance";
-    return finish(out, ids);
-  }
-  d.counters = subtract_sets(before.counters, after.counters, &d.counter_resets, &d.counter_wraps);
-  // Correlated counters from the snapshots (request label / trace).
+  std::sort(o.ids.begin(), o.ids.end());
+  return o;
+}
+
+// Per-request counters: those the snapshots correlate to a request (request label or trace), then
+// ours, the evidence the server returned in each request's own response. Returns whether any
+// correlation came from a source that is not trusted.
+bool request_counters(const MetricsSnapshot& before, const MetricsSnapshot& after, const Overlap& o, MetricsDelta& d) {
   bool untrusted = false;
   std::set<std::string> correlated_ids;
   for (const auto& [id, c] : after.request_counters) correlated_ids.insert(id);
@@ -170,15 +149,23 @@ AttributionResult attribute(const AttributionInput& in) {
       d.request_counters[id] = {"", {}};
     }
   }
-  // Ours: evidence the server returned in each request's own response.
-  for (const auto& id : ids) {
-    const RequestWindow* r = by_id[id];
+  for (const auto& id : o.ids) {
+    const RequestWindow* r = o.by_id.at(id);
     if (!r->returned || d.request_counters.count(id)) continue;
     std::map<std::string, CounterDelta> counters;
     for (const auto& [k, v] : r->returned->counters) counters[k] = {CounterState::kOk, v.value};
     d.request_counters[id] = {r->returned->source, std::move(counters)};
   }
+  return untrusted;
+}
 
+// The window's grade and its reason: stale, cohort-only (duplicate ids, several requests,
+// no usable request counter), contaminated (the server counted requests nobody observed) or
+// isolated-window (one observed request is the whole delta); what the counters' resets and
+// untrusted correlation take away is said after the reason.
+void grade_window(const AttributionInput& in, std::size_t observed, bool duplicate, bool untrusted, MetricsDelta& d) {
+  const MetricsSnapshot& before = *in.before;
+  const MetricsSnapshot& after = *in.after;
   auto suffixes = [&] {
     std::string s;
     for (const auto& name : d.counter_resets) {
@@ -190,16 +177,14 @@ AttributionResult attribute(const AttributionInput& in) {
     if (untrusted) s += "; untrusted correlation evidence is ignored; use request-label or trace correlation";
     return s;
   };
-  std::map<std::string, double> shared_magnitudes;
-  out.shared_causes = causes_from(d.counters, &shared_magnitudes);
   const auto requests_it = d.counters.find("requests");
   const bool requests_usable = requests_it != d.counters.end() && requests_it->second.usable();
   const double R = requests_usable ? requests_it->second.value : 0;
-  if (requests_usable && R < static_cast<double>(ids.size())) {
+  if (requests_usable && R < static_cast<double>(observed)) {
     d.notes.push_back(fmt::format(
         "the server counted {} finished request(s) in the window but {} observed request(s) overlap it: some were "
         "still running at the after scrape, or the server does not count them",
-        R, ids.size()));
+        R, observed));
   }
 
   const bool stale_flag = before.stale || after.stale;
@@ -223,7 +208,7 @@ AttributionResult attribute(const AttributionInput& in) {
         suffixes();
   } else {
     if (requests_usable) {
-      const double background = std::max(0.0, R - static_cast<double>(ids.size()));
+      const double background = std::max(0.0, R - static_cast<double>(observed));
       d.background_unobserved_requests = background;
       if (background > 0) {
         d.grade = "contaminated";
@@ -232,14 +217,14 @@ AttributionResult attribute(const AttributionInput& in) {
                        "observed traffic or use request-label or trace correlation",
                        background) +
                    suffixes();
-      } else if (ids.size() == 1 && R == 1) {
+      } else if (observed == 1 && R == 1) {
         d.grade = "isolated-window";
         d.reason = "one observed request accounts for the complete server request delta" + suffixes();
       }
     }
     if (d.grade == "unavailable") {
       d.grade = "cohort-only";
-      if (ids.size() > 1) {
+      if (observed > 1) {
         d.reason =
             "multiple observed requests overlap the shared counter window; use request-label or trace correlation "
             "for per-request attribution";
@@ -255,6 +240,53 @@ AttributionResult attribute(const AttributionInput& in) {
       d.reason += suffixes();
     }
   }
+}
+
+}  // namespace
+
+AttributionResult attribute(const AttributionInput& in) {
+  AttributionResult out;
+  MetricsDelta& d = out.delta;
+  if (!in.scrape_failure.empty()) {
+    d.reason = "metrics scrape failed: " + in.scrape_failure +
+               "; capture successful before and after metrics scrapes before retrying attribution";
+    return out;
+  }
+  if (!in.before || !in.after) {
+    d.reason = "both metrics scrapes are required; capture both snapshots around the request window";
+    return out;
+  }
+  const MetricsSnapshot& before = *in.before;
+  const MetricsSnapshot& after = *in.after;
+  d.server_instance_id = after.server_instance_id;
+  d.scrape_started_at_us = before.scraped_at_us;
+  d.scrape_ended_at_us = after.scraped_at_us;
+  if (!(after.scraped_at_us > before.scraped_at_us)) {
+    d.reason = "scrape bounds are invalid; capture an after scrape timestamp later than the before scrape";
+    return out;
+  }
+  const WindowBounds bounds = window_bounds(before, after);
+  const Overlap overlap = overlapping(in.requests, bounds);
+  const std::vector<std::string>& ids = overlap.ids;
+  const bool duplicate = overlap.duplicate;
+  d.overlapping_request_ids = ids;
+  d.overlapping_observed_requests = static_cast<std::int64_t>(ids.size());
+  if (before.server_instance_id.empty() || after.server_instance_id.empty()) {
+    d.reason =
+        "server-instance identity is unavailable; record the same non-empty server instance ID in both snapshots";
+    return finish(out, ids);
+  }
+  if (before.server_instance_id != after.server_instance_id) {
+    d.server_instance_id = before.server_instance_id + "->" + after.server_instance_id;
+    d.reason = "server instance changed between scrapes; capture a new before/after pair from one server instance";
+    return finish(out, ids);
+  }
+  d.counters = subtract_sets(before.counters, after.counters, &d.counter_resets, &d.counter_wraps);
+  const bool untrusted = request_counters(before, after, overlap, d);
+
+  std::map<std::string, double> shared_magnitudes;
+  out.shared_causes = causes_from(d.counters, &shared_magnitudes);
+  grade_window(in, ids.size(), duplicate, untrusted, d);
   if (d.grade == "stale" || d.grade == "unavailable") out.shared_causes.clear(), shared_magnitudes.clear();
   out.shared_magnitudes = std::move(shared_magnitudes);
   return finish(out, ids);
