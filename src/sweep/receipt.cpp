@@ -264,6 +264,90 @@ boost::json::value receipt_json(const SweepReceipt& r) {
 
 std::string receipt_text(const SweepReceipt& r) { return go_marshal_indent(receipt_json(r)); }
 
+namespace {
+
+// One track's measurement at one point: its status, contract, stats, evidence and samples.
+Result<TrackPoint> track_point_from(const boost::json::object& t) {
+  TrackPoint tp;
+  tp.track = str(t, "track");
+  tp.status = str(t, "status");
+  tp.reason_code = str(t, "reason_code");
+  tp.reason = str(t, "reason");
+  tp.measurement_status = str(t, "measurement_status");
+  tp.model = str(t, "model");
+  tp.engine = str(t, "engine");
+  tp.engine_receipt_digest = str(t, "engine_receipt_digest");
+  tp.batch_capacity = json_int(t, "batch_capacity").value_or(0);
+  tp.capacity_source = str(t, "capacity_source");
+  if (const auto* s = json_object(t, "stats")) {
+    auto stats = parse_serving_stats(*s);
+    if (!stats) return stats.error();
+    tp.stats = std::move(*stats);
+  }
+  if (const auto* e = json_object(t, "evidence")) {
+    auto evidence = parse_point_evidence(*e);
+    if (!evidence) return evidence.error();
+    tp.evidence = std::move(*evidence);
+  }
+  if (const auto* ss = json_array(t, "samples")) {
+    for (const auto& sv : *ss) {
+      if (!sv.is_object()) return make_error(errc::kSweepJson, "a sample is not an object");
+      auto s = loadgen::sample_from_json(sv.as_object());
+      if (!s) return s.error();
+      tp.samples.push_back(std::move(*s));
+    }
+  }
+  return tp;
+}
+
+// The per-track summaries (status, peak, SLA knee, ours: the p99 boundary and saturation).
+Status read_track_summaries(const boost::json::object& o, SweepReceipt& r) {
+  if (const auto* ts = json_array(o, "tracks")) {
+    for (const auto& v : *ts) {
+      if (!v.is_object()) continue;
+      const auto& t = v.as_object();
+      TrackSummary s;
+      s.track = str(t, "track");
+      s.status = str(t, "status");
+      s.reason = str(t, "reason");
+      s.valid_points = json_int(t, "valid_points").value_or(0);
+      s.envelope_digest = str(t, "envelope_digest");
+      s.peak_status = str(t, "peak_status");
+      s.peak_reason = str(t, "peak_reason");
+      if (const auto* p = json_object(t, "peak")) s.peak = selection_from(r.mode, *p);
+      s.sla_status = str(t, "sla_status");
+      s.sla_reason = str(t, "sla_reason");
+      if (const auto* k = json_object(t, "sla_knee")) s.sla_knee = selection_from(r.mode, *k);
+      if (auto error = read_findings(t, r.tracks.size(), s)) return make_error(errc::kSweepJson, *error);
+      r.tracks.push_back(std::move(s));
+    }
+  }
+  return Ok{};
+}
+
+// Who wrote the receipt and by which rules: ours say so in `tool`; a fak receipt that carries the
+// newer codes or the newer honesty string was judged by fak's newer rules.
+void read_tool(const boost::json::object& o, SweepReceipt& r) {
+  r.tool_name.clear();
+  r.rules_generation = 1;
+  if (const auto* tool = json_object(o, "tool")) {
+    r.tool_name = str(*tool, "name");
+    r.tool_version = str(*tool, "version");
+    r.rules_generation = static_cast<int>(json_int(*tool, "rules_generation").value_or(1));
+  }
+  if (r.tool_name.empty()) {
+    if (const auto* h = json_object(o, "honesty");
+        h && str(*h, "comparable_point_rule").find("throughput unit") != std::string::npos) {
+      r.rules_generation = 2;
+    }
+    for (const auto& p : r.points)
+      for (const auto& tp : p.tracks)
+        if (tp.reason_code.rfind("throughput_identity_", 0) == 0) r.rules_generation = 2;
+  }
+}
+
+}  // namespace
+
 Result<SweepReceipt> parse_sweep_receipt(std::string_view text) {
   auto doc = parse_exact_json(text);
   if (!doc) return doc.error();
@@ -317,81 +401,17 @@ Result<SweepReceipt> parse_sweep_receipt(std::string_view text) {
       if (const auto* ts = json_array(po, "tracks")) {
         for (const auto& tv : *ts) {
           if (!tv.is_object()) return make_error(errc::kSweepJson, "a track point is not an object");
-          const auto& t = tv.as_object();
-          TrackPoint tp;
-          tp.track = str(t, "track");
-          tp.status = str(t, "status");
-          tp.reason_code = str(t, "reason_code");
-          tp.reason = str(t, "reason");
-          tp.measurement_status = str(t, "measurement_status");
-          tp.model = str(t, "model");
-          tp.engine = str(t, "engine");
-          tp.engine_receipt_digest = str(t, "engine_receipt_digest");
-          tp.batch_capacity = json_int(t, "batch_capacity").value_or(0);
-          tp.capacity_source = str(t, "capacity_source");
-          if (const auto* s = json_object(t, "stats")) {
-            auto stats = parse_serving_stats(*s);
-            if (!stats) return stats.error();
-            tp.stats = std::move(*stats);
-          }
-          if (const auto* e = json_object(t, "evidence")) {
-            auto evidence = parse_point_evidence(*e);
-            if (!evidence) return evidence.error();
-            tp.evidence = std::move(*evidence);
-          }
-          if (const auto* ss = json_array(t, "samples")) {
-            for (const auto& sv : *ss) {
-              if (!sv.is_object()) return make_error(errc::kSweepJson, "a sample is not an object");
-              auto s = loadgen::sample_from_json(sv.as_object());
-              if (!s) return s.error();
-              tp.samples.push_back(std::move(*s));
-            }
-          }
-          p.tracks.push_back(std::move(tp));
+          auto tp = track_point_from(tv.as_object());
+          if (!tp) return tp.error();
+          p.tracks.push_back(std::move(*tp));
         }
       }
       r.points.push_back(std::move(p));
     }
   }
-  if (const auto* ts = json_array(o, "tracks")) {
-    for (const auto& v : *ts) {
-      if (!v.is_object()) continue;
-      const auto& t = v.as_object();
-      TrackSummary s;
-      s.track = str(t, "track");
-      s.status = str(t, "status");
-      s.reason = str(t, "reason");
-      s.valid_points = json_int(t, "valid_points").value_or(0);
-      s.envelope_digest = str(t, "envelope_digest");
-      s.peak_status = str(t, "peak_status");
-      s.peak_reason = str(t, "peak_reason");
-      if (const auto* p = json_object(t, "peak")) s.peak = selection_from(r.mode, *p);
-      s.sla_status = str(t, "sla_status");
-      s.sla_reason = str(t, "sla_reason");
-      if (const auto* k = json_object(t, "sla_knee")) s.sla_knee = selection_from(r.mode, *k);
-      if (auto error = read_findings(t, r.tracks.size(), s)) return make_error(errc::kSweepJson, *error);
-      r.tracks.push_back(std::move(s));
-    }
-  }
+  if (auto st = read_track_summaries(o, r); !st) return st.error();
   r.artifact = str(o, "artifact");
-  r.tool_name.clear();
-  r.rules_generation = 1;
-  if (const auto* tool = json_object(o, "tool")) {
-    r.tool_name = str(*tool, "name");
-    r.tool_version = str(*tool, "version");
-    r.rules_generation = static_cast<int>(json_int(*tool, "rules_generation").value_or(1));
-  }
-  if (r.tool_name.empty()) {
-    // A fak receipt that carries the newer codes or the newer honesty string was judged by the
-    // newer rules.
-    if (const auto* h = json_object(o, "honesty");
-        h && str(*h, "comparable_point_rule").find("throughput unit") != std::string::npos) {
-      r.rules_generation = 2;
-    }
-    for (const auto& p : r.points)
-      for (const auto& tp : p.tracks)
-        if (tp.reason_code.rfind("throughput_identity_", 0) == 0) r.rules_generation = 2;
-  }
+  read_tool(o, r);
   if (const auto* load = json_object(o, "load")) {
     if (auto error = read_with_unknown(*load, "load", r.load.emplace())) return make_error(errc::kSweepJson, *error);
   }
