@@ -84,8 +84,8 @@ Status check_window(object in) {
   return Ok{};
 }
 
-Result<Verdict> verify_hbm(object in, object r, object validity) {
-  if (auto st = check_window(in); !st) return st.error();
+// inputs: the device named and declared by the operator, an engine only as asserted, positive ceilings.
+Status check_hbm_inputs(object in) {
   const auto device = text(in, "device");
   if (!device || device->find_first_not_of(" \t") == std::string_view::npos) return bad("inputs.device is empty");
   if (text(in, "device_evidence") != std::optional<std::string_view>("operator-declared-capture-device")) {
@@ -98,6 +98,100 @@ Result<Verdict> verify_hbm(object in, object r, object validity) {
   for (std::string_view k : {"theoretical_gb_s", "device_roofline_gb_s"}) {
     if (auto v = number(in, k); v && !(*v > 0)) return bad(fmt::format("inputs.{} must be above 0", k));
   }
+  return Ok{};
+}
+
+// The per-kernel breakdown, where there is one, adds up to the totals: launches, and each
+// direction's bytes and the duration where every kernel has them (a launch without a value leaves
+// its kernel's, and the total, absent).
+Status check_kernels_add_up(object r, std::uint64_t launches, std::optional<std::uint64_t> read,
+                            std::optional<std::uint64_t> write, std::optional<double> dur) {
+  simdjson::dom::array kernels;
+  if (r["kernels"].get(kernels)) return Ok{};
+  std::uint64_t sum = 0, read_sum = 0, write_sum = 0;
+  double dur_sum = 0;
+  bool all_read = true, all_write = true, all_dur = true;
+  for (element k : kernels) {
+    object ko;
+    if (k.get(ko)) return bad("result.kernels must hold objects");
+    sum += count(ko, "launches").value_or(0);
+    const auto kr = count(ko, "read_bytes"), kw = count(ko, "write_bytes");
+    const auto kd = number(ko, "duration_ns");
+    all_read = all_read && kr, all_write = all_write && kw, all_dur = all_dur && kd;
+    read_sum += kr.value_or(0), write_sum += kw.value_or(0), dur_sum += kd.value_or(0);
+  }
+  if (sum != launches)
+    return bad(fmt::format("result.kernels add up to {} launches, not launch_count {}", sum, launches));
+  if (all_read != read.has_value() || (read && read_sum != *read)) {
+    return bad(fmt::format("result.kernels' read_bytes add up to {}, not cumulative_read_bytes {}",
+                           all_read ? std::to_string(read_sum) : "(a kernel has none)",
+                           read ? std::to_string(*read) : "(absent)"));
+  }
+  if (all_write != write.has_value() || (write && write_sum != *write)) {
+    return bad(fmt::format("result.kernels' write_bytes add up to {}, not cumulative_write_bytes {}",
+                           all_write ? std::to_string(write_sum) : "(a kernel has none)",
+                           write ? std::to_string(*write) : "(absent)"));
+  }
+  // Durations are sums of doubles in another order: equal to a relative 1e-9.
+  if (all_dur != dur.has_value() || (dur && std::fabs(dur_sum - *dur) > 1e-9 * std::max(1.0, std::fabs(*dur)))) {
+    return bad(fmt::format("result.kernels' duration_ns add up to {}, not cumulative_duration_ns {}",
+                           all_dur ? fmt::format("{}", dur_sum) : "(a kernel has none)",
+                           dur ? fmt::format("{}", *dur) : "(absent)"));
+  }
+  return Ok{};
+}
+
+// The fixed strings: the counters read and the statements of what the figure is and is not.
+Status check_fixed_strings(object r) {
+  auto strings_equal = [](element e, std::initializer_list<std::string_view> want) {
+    simdjson::dom::array a;
+    if (e.get(a)) return false;
+    std::size_t i = 0;
+    for (element x : a) {
+      std::string_view v;
+      if (i >= want.size() || x.get(v) || v != *(want.begin() + i)) return false;
+      ++i;
+    }
+    return i == want.size();
+  };
+  element cs, st;
+  if (r["counter_source"].get(cs) || !strings_equal(cs, {kReadMetric, kWriteMetric, kDurationMetric})) {
+    return bad(fmt::format("result.counter_source must be [{}, {}, {}]", kReadMetric, kWriteMetric, kDurationMetric));
+  }
+  if (r["statements"].get(st) || !strings_equal(st, {kHbmStatements[0], kHbmStatements[1], kHbmStatements[2]})) {
+    return bad("result.statements are not the receipt's fixed statements (what the figure is and is not)");
+  }
+  return Ok{};
+}
+
+// validity: valid exactly when a total exists, its reasons those the unavailable figures give.
+Status check_hbm_validity(object validity, const Rates& rates, bool has_duration) {
+  bool valid = false;
+  if (validity["valid"].get(valid)) return bad("validity.valid is missing");
+  if (valid != rates.total_gb_s.has_value())
+    return bad("validity.valid must be true exactly when a total bandwidth exists");
+  {
+    const auto want = hbm_validity_reasons(rates, has_duration);
+    element reasons;
+    std::vector<std::string_view> got;
+    simdjson::dom::array a;
+    if (validity["reasons"].get(reasons) || reasons.get(a)) return bad("validity.reasons is missing");
+    for (element x : a) {
+      std::string_view v;
+      if (x.get(v)) return bad("validity.reasons must hold strings");
+      got.push_back(v);
+    }
+    if (got.size() != want.size() || !std::equal(got.begin(), got.end(), want.begin())) {
+      return bad(fmt::format("validity.reasons do not follow from which figures are unavailable (expected {})",
+                             want.empty() ? std::string("none") : fmt::format("\"{}\"", fmt::join(want, "\", \""))));
+    }
+  }
+  return Ok{};
+}
+
+Result<Verdict> verify_hbm(object in, object r, object validity) {
+  if (auto st = check_window(in); !st) return st.error();
+  if (auto st = check_hbm_inputs(in); !st) return st.error();
   if (auto st = only_keys(r,
                           {"kind",
                            "counter_source",
@@ -153,83 +247,12 @@ Result<Verdict> verify_hbm(object in, object r, object validity) {
       !st) {
     return st.error();
   }
-  simdjson::dom::array kernels;
-  if (!r["kernels"].get(kernels)) {
-    // The per-kernel breakdown adds up to the totals: launches, and each direction's bytes and the
-    // duration where every kernel has them (a launch without a value leaves its kernel's, and the
-    // total, absent).
-    std::uint64_t sum = 0, read_sum = 0, write_sum = 0;
-    double dur_sum = 0;
-    bool all_read = true, all_write = true, all_dur = true;
-    for (element k : kernels) {
-      object ko;
-      if (k.get(ko)) return bad("result.kernels must hold objects");
-      sum += count(ko, "launches").value_or(0);
-      const auto kr = count(ko, "read_bytes"), kw = count(ko, "write_bytes");
-      const auto kd = number(ko, "duration_ns");
-      all_read = all_read && kr, all_write = all_write && kw, all_dur = all_dur && kd;
-      read_sum += kr.value_or(0), write_sum += kw.value_or(0), dur_sum += kd.value_or(0);
-    }
-    if (sum != *launches)
-      return bad(fmt::format("result.kernels add up to {} launches, not launch_count {}", sum, *launches));
-    if (all_read != read.has_value() || (read && read_sum != *read)) {
-      return bad(fmt::format("result.kernels' read_bytes add up to {}, not cumulative_read_bytes {}",
-                             all_read ? std::to_string(read_sum) : "(a kernel has none)",
-                             read ? std::to_string(*read) : "(absent)"));
-    }
-    if (all_write != write.has_value() || (write && write_sum != *write)) {
-      return bad(fmt::format("result.kernels' write_bytes add up to {}, not cumulative_write_bytes {}",
-                             all_write ? std::to_string(write_sum) : "(a kernel has none)",
-                             write ? std::to_string(*write) : "(absent)"));
-    }
-    // Durations are sums of doubles in another order: equal to a relative 1e-9.
-    if (all_dur != dur.has_value() || (dur && std::fabs(dur_sum - *dur) > 1e-9 * std::max(1.0, std::fabs(*dur)))) {
-      return bad(fmt::format("result.kernels' duration_ns add up to {}, not cumulative_duration_ns {}",
-                             all_dur ? fmt::format("{}", dur_sum) : "(a kernel has none)",
-                             dur ? fmt::format("{}", *dur) : "(absent)"));
-    }
-  }
+  if (auto st = check_kernels_add_up(r, *launches, read, write, dur); !st) return st.error();
   if (text(r, "aggregation_scope") != std::optional<std::string_view>(kAggregation)) {
     return bad(fmt::format("result.aggregation_scope must be {}", kAggregation));
   }
-  auto strings_equal = [](element e, std::initializer_list<std::string_view> want) {
-    simdjson::dom::array a;
-    if (e.get(a)) return false;
-    std::size_t i = 0;
-    for (element x : a) {
-      std::string_view v;
-      if (i >= want.size() || x.get(v) || v != *(want.begin() + i)) return false;
-      ++i;
-    }
-    return i == want.size();
-  };
-  element cs, st;
-  if (r["counter_source"].get(cs) || !strings_equal(cs, {kReadMetric, kWriteMetric, kDurationMetric})) {
-    return bad(fmt::format("result.counter_source must be [{}, {}, {}]", kReadMetric, kWriteMetric, kDurationMetric));
-  }
-  if (r["statements"].get(st) || !strings_equal(st, {kHbmStatements[0], kHbmStatements[1], kHbmStatements[2]})) {
-    return bad("result.statements are not the receipt's fixed statements (what the figure is and is not)");
-  }
-  bool valid = false;
-  if (validity["valid"].get(valid)) return bad("validity.valid is missing");
-  if (valid != rates.total_gb_s.has_value())
-    return bad("validity.valid must be true exactly when a total bandwidth exists");
-  {
-    const auto want = hbm_validity_reasons(rates, dur.has_value());
-    element reasons;
-    std::vector<std::string_view> got;
-    simdjson::dom::array a;
-    if (validity["reasons"].get(reasons) || reasons.get(a)) return bad("validity.reasons is missing");
-    for (element x : a) {
-      std::string_view v;
-      if (x.get(v)) return bad("validity.reasons must hold strings");
-      got.push_back(v);
-    }
-    if (got.size() != want.size() || !std::equal(got.begin(), got.end(), want.begin())) {
-      return bad(fmt::format("validity.reasons do not follow from which figures are unavailable (expected {})",
-                             want.empty() ? std::string("none") : fmt::format("\"{}\"", fmt::join(want, "\", \""))));
-    }
-  }
+  if (auto st = check_fixed_strings(r); !st) return st.error();
+  if (auto st = check_hbm_validity(validity, rates, dur.has_value()); !st) return st.error();
   std::string summary = fmt::format("{} launches", *launches);
   if (rates.total_gb_s)
     summary += fmt::format(", {:.1f} GB/s total over profiled kernel time", *rates.total_gb_s);
