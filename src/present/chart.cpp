@@ -157,139 +157,156 @@ bool Chart::empty() const {
   return true;
 }
 
-std::string Chart::svg() const {
-  // The ranges, over what each scale can draw.
+namespace {
+
+// What a chart is drawn on: the ticks and the value-to-pixel maps of both axes, over the ranges of
+// the points and reference lines each scale can draw (no data: 0 to 1, linear).
+struct Frame {
+  std::vector<double> xt, yt;
+  Scale xs = Scale::kLinear, ys = Scale::kLinear;
+  Map mx, my;
+  bool no_data = false;
+  std::size_t dropped = 0;  // points a log scale cannot draw
+};
+
+Frame frame_of(const std::vector<Series>& series, const std::vector<ReferenceLine>& rules, const Axis& x,
+               const Axis& y) {
+  Frame f;
   double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
-  std::size_t dropped = 0, thinned_from = 0, thinned_to = 0;
-  for (const auto& s : series_) {
+  for (const auto& s : series) {
     for (const auto& p : s.points) {
-      if (!usable(p.x, x_.scale) || !usable(p.y, y_.scale)) {
-        ++dropped;
+      if (!usable(p.x, x.scale) || !usable(p.y, y.scale)) {
+        ++f.dropped;
         continue;
       }
       x0 = std::min(x0, p.x), x1 = std::max(x1, p.x);
       y0 = std::min(y0, p.y), y1 = std::max(y1, p.y);
     }
   }
-  for (const auto& r : rules_) {
-    if (r.horizontal && usable(r.at, y_.scale)) y0 = std::min(y0, r.at), y1 = std::max(y1, r.at);
-    if (!r.horizontal && usable(r.at, x_.scale)) x0 = std::min(x0, r.at), x1 = std::max(x1, r.at);
+  for (const auto& r : rules) {
+    if (r.horizontal && usable(r.at, y.scale)) y0 = std::min(y0, r.at), y1 = std::max(y1, r.at);
+    if (!r.horizontal && usable(r.at, x.scale)) x0 = std::min(x0, r.at), x1 = std::max(x1, r.at);
   }
-  const bool no_data = !std::isfinite(x0) || !std::isfinite(y0);
-  if (no_data) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
-  if (x_.scale == Scale::kLinear && x_.from_zero && x0 > 0) x0 = 0;
-  if (y_.scale == Scale::kLinear && y_.from_zero && y0 > 0) y0 = 0;
-  const auto xt = ticks(x0, x1, no_data ? Scale::kLinear : x_.scale, 6, x_.integer);
-  const auto yt = ticks(y0, y1, no_data ? Scale::kLinear : y_.scale, 5, y_.integer);
-  const Scale xs = no_data || x0 <= 0 ? Scale::kLinear : x_.scale;
-  const Scale ys = no_data || y0 <= 0 ? Scale::kLinear : y_.scale;
-  const Map mx{xt.front(), xt.back(), kLeft, kRight, xs};
-  const Map my{yt.front(), yt.back(), kBottom, kTop, ys};
+  f.no_data = !std::isfinite(x0) || !std::isfinite(y0);
+  if (f.no_data) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
+  if (x.scale == Scale::kLinear && x.from_zero && x0 > 0) x0 = 0;
+  if (y.scale == Scale::kLinear && y.from_zero && y0 > 0) y0 = 0;
+  f.xt = ticks(x0, x1, f.no_data ? Scale::kLinear : x.scale, 6, x.integer);
+  f.yt = ticks(y0, y1, f.no_data ? Scale::kLinear : y.scale, 5, y.integer);
+  f.xs = f.no_data || x0 <= 0 ? Scale::kLinear : x.scale;
+  f.ys = f.no_data || y0 <= 0 ? Scale::kLinear : y.scale;
+  f.mx = Map{f.xt.front(), f.xt.back(), kLeft, kRight, f.xs};
+  f.my = Map{f.yt.front(), f.yt.back(), kBottom, kTop, f.ys};
+  return f;
+}
 
-  std::string o = fmt::format(R"(<figure class="chart" data-title="{0}"><figcaption>{0}</figcaption>)"
-                              R"(<svg viewBox="0 0 {1} {2}" width="{1}" height="{2}" role="img" aria-label="{0}">)",
-                              html_escape(title_), kW, kH);
-  // Gridlines first, under everything.
-  o += R"(<g class="grid">)";
-  for (double v : xt) o += fmt::format(R"(<line x1="{0}" y1="{1}" x2="{0}" y2="{2}"/>)", num(mx.px(v)), kTop, kBottom);
-  for (double v : yt) o += fmt::format(R"(<line x1="{1}" y1="{0}" x2="{2}" y2="{0}"/>)", num(my.px(v)), kLeft, kRight);
+// Gridlines (under everything), then both axes with their ticks and labels.
+std::string axes_svg(const Frame& f, const Axis& x, const Axis& y) {
+  std::string o = R"(<g class="grid">)";
+  for (double v : f.xt)
+    o += fmt::format(R"(<line x1="{0}" y1="{1}" x2="{0}" y2="{2}"/>)", num(f.mx.px(v)), kTop, kBottom);
+  for (double v : f.yt)
+    o += fmt::format(R"(<line x1="{1}" y1="{0}" x2="{2}" y2="{0}"/>)", num(f.my.px(v)), kLeft, kRight);
   o += "</g>";
-  o += fmt::format(R"(<g class="x-axis" data-scale="{}" data-ticks="{}">)", scale_name(xs), xt.size());
+  o += fmt::format(R"(<g class="x-axis" data-scale="{}" data-ticks="{}">)", scale_name(f.xs), f.xt.size());
   o += fmt::format(R"(<line class="frame" x1="{}" y1="{}" x2="{}" y2="{}"/>)", kLeft, kBottom, kRight, kBottom);
-  for (double v : xt) {
-    o += fmt::format(R"(<line class="tick-mark" x1="{0}" y1="{1}" x2="{0}" y2="{2}"/>)", num(mx.px(v)), kBottom,
+  for (double v : f.xt) {
+    o += fmt::format(R"(<line class="tick-mark" x1="{0}" y1="{1}" x2="{0}" y2="{2}"/>)", num(f.mx.px(v)), kBottom,
                      kBottom + 5);
-    o += fmt::format(R"(<text class="tick" x="{}" y="{}" text-anchor="middle">{}</text>)", num(mx.px(v)), kBottom + 18,
-                     tick_label(v));
+    o += fmt::format(R"(<text class="tick" x="{}" y="{}" text-anchor="middle">{}</text>)", num(f.mx.px(v)),
+                     kBottom + 18, tick_label(v));
   }
   o += fmt::format(R"(<text class="axis-label" x="{}" y="{}" text-anchor="middle">{}</text></g>)", (kLeft + kRight) / 2,
-                   kH - 8, html_escape(x_.label));
-  o += fmt::format(R"(<g class="y-axis" data-scale="{}" data-ticks="{}">)", scale_name(ys), yt.size());
+                   kH - 8, html_escape(x.label));
+  o += fmt::format(R"(<g class="y-axis" data-scale="{}" data-ticks="{}">)", scale_name(f.ys), f.yt.size());
   o += fmt::format(R"(<line class="frame" x1="{}" y1="{}" x2="{}" y2="{}"/>)", kLeft, kTop, kLeft, kBottom);
-  for (double v : yt) {
-    o += fmt::format(R"(<line class="tick-mark" x1="{}" y1="{}" x2="{}" y2="{}"/>)", kLeft - 5, num(my.px(v)), kLeft,
-                     num(my.px(v)));
-    o += fmt::format(R"(<text class="tick" x="{}" y="{}" text-anchor="end">{}</text>)", kLeft - 8, num(my.px(v) + 4),
+  for (double v : f.yt) {
+    o += fmt::format(R"(<line class="tick-mark" x1="{}" y1="{}" x2="{}" y2="{}"/>)", kLeft - 5, num(f.my.px(v)), kLeft,
+                     num(f.my.px(v)));
+    o += fmt::format(R"(<text class="tick" x="{}" y="{}" text-anchor="end">{}</text>)", kLeft - 8, num(f.my.px(v) + 4),
                      tick_label(v));
   }
   const double mid = (kTop + kBottom) / 2;
   o += fmt::format(
       R"x(<text class="axis-label" x="16" y="{0}" transform="rotate(-90 16 {0})" text-anchor="middle">{1}</text></g>)x",
-      mid, html_escape(y_.label));
+      mid, html_escape(y.label));
+  return o;
+}
 
-  // Series, each with its hover values.
-  for (const auto& s : series_) {
-    std::vector<Point> pts;
-    for (const auto& p : s.points) {
-      if (usable(p.x, xs) && usable(p.y, ys)) pts.push_back(p);
-    }
-    if (pts.size() > kMaxDrawn) {
-      thinned_from += pts.size();
-      std::vector<Point> keep;
-      for (std::size_t i = 0; i < kMaxDrawn; ++i) keep.push_back(pts[i * (pts.size() - 1) / (kMaxDrawn - 1)]);
-      thinned_to += keep.size();
-      pts = std::move(keep);
-    }
-    const char* kind = s.mark == Mark::kDots       ? "dots"
-                       : s.mark == Mark::kLineDots ? "line-dots"
-                       : s.mark == Mark::kStep     ? "step"
-                                                   : "line";
-    o += fmt::format(R"(<g class="series" data-name="{}" data-kind="{}" data-points="{}">)", html_escape(s.name), kind,
-                     pts.size());
-    if (s.mark != Mark::kDots && !pts.empty()) {
-      std::string path = fmt::format("M{},{}", num(mx.px(pts[0].x)), num(my.px(pts[0].y)));
-      for (std::size_t i = 1; i < pts.size(); ++i) {
-        if (s.mark == Mark::kStep) path += fmt::format(" H{}", num(mx.px(pts[i].x)));
-        path += fmt::format(" L{},{}", num(mx.px(pts[i].x)), num(my.px(pts[i].y)));
-      }
-      o += fmt::format(R"(<path d="{}" fill="none" stroke="{}" stroke-width="2"><title>{}</title></path>)", path,
-                       s.color, html_escape(s.name));
-    }
-    const bool dots = s.mark == Mark::kDots || s.mark == Mark::kLineDots;
-    if (dots || pts.size() <= kHoverAll) {
-      const char* r = dots ? "3" : "4";
-      const char* opacity = dots ? "0.8" : "0";  // a line's hover targets are invisible
-      for (const auto& p : pts) {
-        o += fmt::format(
-            R"(<circle cx="{}" cy="{}" r="{}" fill="{}" fill-opacity="{}"><title>{}: {} = {}, {} = {}</title></circle>)",
-            num(mx.px(p.x)), num(my.px(p.y)), r, s.color, opacity, html_escape(s.name), html_escape(x_.label),
-            value_text(p.x), html_escape(y_.label), value_text(p.y));
-      }
-    }
-    o += "</g>";
+// One series with its hover values; more than kMaxDrawn points are thinned evenly (counted in
+// thinned_from / thinned_to for the note).
+std::string series_svg(const Series& s, const Frame& f, const Axis& x, const Axis& y, std::size_t& thinned_from,
+                       std::size_t& thinned_to) {
+  std::vector<Point> pts;
+  for (const auto& p : s.points) {
+    if (usable(p.x, f.xs) && usable(p.y, f.ys)) pts.push_back(p);
   }
-  for (const auto& r : rules_) {
-    if (r.horizontal ? !usable(r.at, ys) : !usable(r.at, xs)) continue;
-    o += fmt::format(R"(<g class="reference" data-name="{}">)", html_escape(r.name));
-    if (r.horizontal) {
+  if (pts.size() > kMaxDrawn) {
+    thinned_from += pts.size();
+    std::vector<Point> keep;
+    for (std::size_t i = 0; i < kMaxDrawn; ++i) keep.push_back(pts[i * (pts.size() - 1) / (kMaxDrawn - 1)]);
+    thinned_to += keep.size();
+    pts = std::move(keep);
+  }
+  const char* kind = s.mark == Mark::kDots       ? "dots"
+                     : s.mark == Mark::kLineDots ? "line-dots"
+                     : s.mark == Mark::kStep     ? "step"
+                                                 : "line";
+  std::string o = fmt::format(R"(<g class="series" data-name="{}" data-kind="{}" data-points="{}">)",
+                              html_escape(s.name), kind, pts.size());
+  if (s.mark != Mark::kDots && !pts.empty()) {
+    std::string path = fmt::format("M{},{}", num(f.mx.px(pts[0].x)), num(f.my.px(pts[0].y)));
+    for (std::size_t i = 1; i < pts.size(); ++i) {
+      if (s.mark == Mark::kStep) path += fmt::format(" H{}", num(f.mx.px(pts[i].x)));
+      path += fmt::format(" L{},{}", num(f.mx.px(pts[i].x)), num(f.my.px(pts[i].y)));
+    }
+    o += fmt::format(R"(<path d="{}" fill="none" stroke="{}" stroke-width="2"><title>{}</title></path>)", path, s.color,
+                     html_escape(s.name));
+  }
+  const bool dots = s.mark == Mark::kDots || s.mark == Mark::kLineDots;
+  if (dots || pts.size() <= kHoverAll) {
+    const char* r = dots ? "3" : "4";
+    const char* opacity = dots ? "0.8" : "0";  // a line's hover targets are invisible
+    for (const auto& p : pts) {
       o += fmt::format(
-          R"(<line x1="{0}" y1="{2}" x2="{1}" y2="{2}" stroke="{3}" stroke-width="1.5" stroke-dasharray="6 4"/>)",
-          kLeft, kRight, num(my.px(r.at)), r.color);
-      o += fmt::format(R"(<text class="rule-label" x="{}" y="{}" text-anchor="end" fill="{}">{} {}</text>)", kRight - 4,
-                       num(my.px(r.at) - 4), r.color, html_escape(r.name), value_text(r.at));
-    } else {
-      o += fmt::format(
-          R"(<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="{3}" stroke-width="1.5" stroke-dasharray="3 3"/>)",
-          num(mx.px(r.at)), kTop, kBottom, r.color);
-      o += fmt::format(R"(<text class="rule-label" x="{}" y="{}" fill="{}">{} {}</text>)", num(mx.px(r.at) + 4),
-                       kTop + 10, r.color, html_escape(r.name), value_text(r.at));
+          R"(<circle cx="{}" cy="{}" r="{}" fill="{}" fill-opacity="{}"><title>{}: {} = {}, {} = {}</title></circle>)",
+          num(f.mx.px(p.x)), num(f.my.px(p.y)), r, s.color, opacity, html_escape(s.name), html_escape(x.label),
+          value_text(p.x), html_escape(y.label), value_text(p.y));
     }
-    o += "</g>";
   }
-  if (no_data) {
-    o += fmt::format(R"(<text class="no-data" x="{}" y="{}" text-anchor="middle">no data to draw</text>)",
-                     (kLeft + kRight) / 2, mid);
+  return o + "</g>";
+}
+
+std::string reference_svg(const ReferenceLine& r, const Frame& f) {
+  if (r.horizontal ? !usable(r.at, f.ys) : !usable(r.at, f.xs)) return {};
+  std::string o = fmt::format(R"(<g class="reference" data-name="{}">)", html_escape(r.name));
+  if (r.horizontal) {
+    o += fmt::format(
+        R"(<line x1="{0}" y1="{2}" x2="{1}" y2="{2}" stroke="{3}" stroke-width="1.5" stroke-dasharray="6 4"/>)", kLeft,
+        kRight, num(f.my.px(r.at)), r.color);
+    o += fmt::format(R"(<text class="rule-label" x="{}" y="{}" text-anchor="end" fill="{}">{} {}</text>)", kRight - 4,
+                     num(f.my.px(r.at) - 4), r.color, html_escape(r.name), value_text(r.at));
+  } else {
+    o += fmt::format(
+        R"(<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="{3}" stroke-width="1.5" stroke-dasharray="3 3"/>)",
+        num(f.mx.px(r.at)), kTop, kBottom, r.color);
+    o += fmt::format(R"(<text class="rule-label" x="{}" y="{}" fill="{}">{} {}</text>)", num(f.mx.px(r.at) + 4),
+                     kTop + 10, r.color, html_escape(r.name), value_text(r.at));
   }
-  // The legend, in its own column: never over the data.
-  o += R"(<g class="legend">)";
+  return o + "</g>";
+}
+
+// The legend, in its own column: never over the data.
+std::string legend_svg(const std::vector<Series>& series, const std::vector<ReferenceLine>& rules) {
+  std::string o = R"(<g class="legend">)";
   double ly = kTop + 8;
   auto entry = [&](const std::string& name, const std::string& swatch) {
     o += fmt::format(R"(<g class="legend-item"><title>{}</title>{}<text x="{}" y="{}">{}</text></g>)",
                      html_escape(name), swatch, kRight + 40, num(ly + 4), html_escape(short_name(name)));
     ly += 18;
   };
-  for (const auto& s : series_) {
-    const double lx = kRight + 16;
+  const double lx = kRight + 16;
+  for (const auto& s : series) {
     const std::string swatch =
         s.mark == Mark::kDots
             ? fmt::format(R"(<circle cx="{}" cy="{}" r="4" fill="{}"/>)", lx + 9, num(ly), s.color)
@@ -297,21 +314,39 @@ std::string Chart::svg() const {
                           num(ly), s.color);
     entry(s.name, swatch);
   }
-  for (const auto& r : rules_) {
-    const double lx = kRight + 16;
+  for (const auto& r : rules) {
     entry(r.name,
           fmt::format(
               R"(<line x1="{0}" y1="{2}" x2="{1}" y2="{2}" stroke="{3}" stroke-width="1.5" stroke-dasharray="{4}"/>)",
               lx, lx + 18, num(ly), r.color, r.horizontal ? "6 4" : "3 3"));
   }
-  o += "</g></svg>";
+  return o + "</g>";
+}
+
+}  // namespace
+
+std::string Chart::svg() const {
+  const Frame f = frame_of(series_, rules_, x_, y_);
+  std::string o = fmt::format(R"(<figure class="chart" data-title="{0}"><figcaption>{0}</figcaption>)"
+                              R"(<svg viewBox="0 0 {1} {2}" width="{1}" height="{2}" role="img" aria-label="{0}">)",
+                              html_escape(title_), kW, kH);
+  o += axes_svg(f, x_, y_);
+  std::size_t thinned_from = 0, thinned_to = 0;
+  for (const auto& s : series_) o += series_svg(s, f, x_, y_, thinned_from, thinned_to);
+  for (const auto& r : rules_) o += reference_svg(r, f);
+  if (f.no_data) {
+    o += fmt::format(R"(<text class="no-data" x="{}" y="{}" text-anchor="middle">no data to draw</text>)",
+                     (kLeft + kRight) / 2, (kTop + kBottom) / 2);
+  }
+  o += legend_svg(series_, rules_);
+  o += "</svg>";
   std::string note = note_;
   if (thinned_from > 0) {
     note += fmt::format("{}{} of {} points drawn (evenly spaced).", note.empty() ? "" : " ", thinned_to, thinned_from);
   }
-  if (dropped > 0 && (x_.scale != Scale::kLinear || y_.scale != Scale::kLinear)) {
+  if (f.dropped > 0 && (x_.scale != Scale::kLinear || y_.scale != Scale::kLinear)) {
     note +=
-        fmt::format("{}{} points at or below zero are not drawn on the log scale.", note.empty() ? "" : " ", dropped);
+        fmt::format("{}{} points at or below zero are not drawn on the log scale.", note.empty() ? "" : " ", f.dropped);
   }
   if (!note.empty()) o += fmt::format(R"(<p class="chart-note">{}</p>)", html_escape(note));
   return o + "</figure>";

@@ -45,6 +45,14 @@ struct Series {
   std::string color;  // empty: the next colour of the palette
 };
 
+// A reference line across the plot: horizontal at a y (a budget), vertical at an x (a knee).
+struct ReferenceLine {
+  std::string name;
+  double at = 0;
+  std::string color;
+  bool horizontal = true;
+};
+
 class Chart {
  public:
   Chart(std::string title, Axis x, Axis y) : title_(std::move(title)), x_(std::move(x)), y_(std::move(y)) {}
@@ -59,16 +67,10 @@ class Chart {
   std::string svg() const;
 
  private:
-  struct Rule {
-    std::string name;
-    double at = 0;
-    std::string color;
-    bool horizontal = true;
-  };
   std::string title_;
   Axis x_, y_;
   std::vector<Series> series_;
-  std::vector<Rule> rules_;
+  std::vector<ReferenceLine> rules_;
   std::string note_;
 };
 
