@@ -93,9 +93,9 @@ Result<std::int64_t> point_start_us(const Parsed& p, const TrackPoint& tp, doubl
   return *at;
 }
 
-}  // namespace
-
-Result<SweepReceipt> merge_shards(const std::vector<ShardInput>& inputs, const MergeOptions& options) {
+// The shards' receipts, read and in shard order: each a shard's, all of one count, none missing or
+// given twice, all run with the same settings.
+Result<std::vector<Parsed>> read_shards(const std::vector<ShardInput>& inputs) {
   if (inputs.size() < 2) return make_error(errc::kSweepMerge, "sweep merge needs the receipts of two or more shards");
   std::vector<Parsed> shards;
   for (const auto& in : inputs) {
@@ -132,9 +132,11 @@ Result<SweepReceipt> merge_shards(const std::vector<ShardInput>& inputs, const M
     if (auto st = same_settings(shards.front(), shards[i]); !st) return st.error();
   }
 
-  const auto& base = shards.front().receipt;
-  SweepReceipt merged = base;
-  merged.load->shard.reset();
+  return shards;
+}
+
+// Which shard files the merge was made of, on which machines, when.
+void record_shards(const std::vector<Parsed>& shards, SweepReceipt& merged) {
   std::vector<ShardRecord> records;
   std::string machines;
   for (const auto& s : shards) {
@@ -155,73 +157,90 @@ Result<SweepReceipt> merge_shards(const std::vector<ShardInput>& inputs, const M
   merged.generated_at = std::max_element(shards.begin(), shards.end(), [](const Parsed& a, const Parsed& b) {
                           return a.receipt.generated_at < b.receipt.generated_at;
                         })->receipt.generated_at;
-  merged.artifact = options.output_name;
+}
 
+// One track at one point: the shards must have started it together; their samples are put on one
+// time line from the earliest start, their generators' CPU added up; energy is not carried over.
+Status merge_track_point(const std::vector<Parsed>& shards, std::size_t p, std::size_t t, const MergeOptions& options,
+                         SweepReceipt& merged) {
+  const Point& point = merged.points[p];
+  TrackPoint& into = merged.points[p].tracks[t];
+  // The point's window on each shard: they must start together.
+  std::int64_t first = std::numeric_limits<std::int64_t>::max(), last = std::numeric_limits<std::int64_t>::min();
+  std::int64_t end = std::numeric_limits<std::int64_t>::min();
+  std::vector<std::int64_t> starts;
+  for (const auto& s : shards) {
+    if (s.receipt.points.size() != merged.points.size() || s.receipt.points[p].tracks.size() <= t) {
+      return make_error(errc::kSweepMerge, fmt::format("{} has no point at {} {}", who(s), point_key(merged.mode),
+                                                       go_float_text(point.coordinate)));
+    }
+    const auto& tp = s.receipt.points[p].tracks[t];
+    auto start = point_start_us(s, tp, point.coordinate);
+    if (!start) return start.error();
+    starts.push_back(*start);
+    first = std::min(first, *start);
+    last = std::max(last, *start);
+    if (auto e = parse_rfc3339(tp.evidence.load->ended_at)) end = std::max(end, *e);
+  }
+  const double skew_s = static_cast<double>(last - first) / 1e6;
+  if (skew_s > options.max_start_skew_s) {
+    const auto late = std::max_element(starts.begin(), starts.end()) - starts.begin();
+    const auto early = std::min_element(starts.begin(), starts.end()) - starts.begin();
+    return make_error(
+        errc::kSweepMerge,
+        fmt::format("the point at {} {}: shard {} started {:.3f} s after shard {} (at most {} s apart): the "
+                    "shards did not offer the point's load together; start them with --start-at (and "
+                    "--point-period when a sweep has several points)",
+                    point_key(merged.mode), go_float_text(point.coordinate), shards[late].index, skew_s,
+                    shards[early].index, go_float_text(options.max_start_skew_s)));
+  }
+  // Every shard's samples on one time line, from the earliest shard's start.
+  into.samples.clear();
+  double cpu_seconds = 0, wall_seconds = 0;
+  for (std::size_t k = 0; k < shards.size(); ++k) {
+    const auto& tp = shards[k].receipt.points[p].tracks[t];
+    const double shift_ms = static_cast<double>(starts[k] - first) / 1000.0;
+    for (loadgen::Sample smp : tp.samples) {
+      smp.scheduled_offset_ms = loadgen::round_ms(smp.scheduled_offset_ms + shift_ms);
+      smp.sent_offset_ms = loadgen::round_ms(smp.sent_offset_ms + shift_ms);
+      smp.shard = shards[k].index;
+      into.samples.push_back(std::move(smp));
+    }
+    if (tp.evidence.generator) {
+      cpu_seconds += tp.evidence.generator->cpu_seconds;
+      wall_seconds = std::max(wall_seconds, tp.evidence.generator->wall_seconds);
+    }
+  }
+  std::stable_sort(into.samples.begin(), into.samples.end(), [](const loadgen::Sample& a, const loadgen::Sample& b) {
+    return a.scheduled_offset_ms < b.scheduled_offset_ms;
+  });
+  auto& e = into.evidence;
+  if (e.load) {
+    e.load->started_at = format_rfc3339_us(first);
+    if (end != std::numeric_limits<std::int64_t>::min()) e.load->ended_at = format_rfc3339_us(end);
+  }
+  if (e.generator) {
+    e.generator->cpu_seconds = cpu_seconds;  // every shard's generator, over its own wall time
+    e.generator->wall_seconds = wall_seconds;
+  }
+  // Power measured on one client machine says nothing of the server's: not carried over.
+  e.energy.reset();
+  return Ok{};
+}
+
+}  // namespace
+
+Result<SweepReceipt> merge_shards(const std::vector<ShardInput>& inputs, const MergeOptions& options) {
+  auto read = read_shards(inputs);
+  if (!read) return read.error();
+  const std::vector<Parsed>& shards = *read;
+  SweepReceipt merged = shards.front().receipt;
+  merged.load->shard.reset();
+  record_shards(shards, merged);
+  merged.artifact = options.output_name;
   for (std::size_t p = 0; p < merged.points.size(); ++p) {
-    Point& point = merged.points[p];
-    for (std::size_t t = 0; t < point.tracks.size(); ++t) {
-      TrackPoint& into = point.tracks[t];
-      // The point's window on each shard: they must start together.
-      std::int64_t first = std::numeric_limits<std::int64_t>::max(), last = std::numeric_limits<std::int64_t>::min();
-      std::int64_t end = std::numeric_limits<std::int64_t>::min();
-      std::vector<std::int64_t> starts;
-      for (const auto& s : shards) {
-        if (s.receipt.points.size() != merged.points.size() || s.receipt.points[p].tracks.size() <= t) {
-          return make_error(errc::kSweepMerge, fmt::format("{} has no point at {} {}", who(s), point_key(base.mode),
-                                                           go_float_text(point.coordinate)));
-        }
-        const auto& tp = s.receipt.points[p].tracks[t];
-        auto start = point_start_us(s, tp, point.coordinate);
-        if (!start) return start.error();
-        starts.push_back(*start);
-        first = std::min(first, *start);
-        last = std::max(last, *start);
-        if (auto e = parse_rfc3339(tp.evidence.load->ended_at)) end = std::max(end, *e);
-      }
-      const double skew_s = static_cast<double>(last - first) / 1e6;
-      if (skew_s > options.max_start_skew_s) {
-        const auto late = std::max_element(starts.begin(), starts.end()) - starts.begin();
-        const auto early = std::min_element(starts.begin(), starts.end()) - starts.begin();
-        return make_error(
-            errc::kSweepMerge,
-            fmt::format("the point at {} {}: shard {} started {:.3f} s after shard {} (at most {} s apart): the "
-                        "shards did not offer the point's load together; start them with --start-at (and "
-                        "--point-period when a sweep has several points)",
-                        point_key(base.mode), go_float_text(point.coordinate), shards[late].index, skew_s,
-                        shards[early].index, go_float_text(options.max_start_skew_s)));
-      }
-      // Every shard's samples on one time line, from the earliest shard's start.
-      into.samples.clear();
-      double cpu_seconds = 0, wall_seconds = 0;
-      for (std::size_t k = 0; k < shards.size(); ++k) {
-        const auto& tp = shards[k].receipt.points[p].tracks[t];
-        const double shift_ms = static_cast<double>(starts[k] - first) / 1000.0;
-        for (loadgen::Sample smp : tp.samples) {
-          smp.scheduled_offset_ms = loadgen::round_ms(smp.scheduled_offset_ms + shift_ms);
-          smp.sent_offset_ms = loadgen::round_ms(smp.sent_offset_ms + shift_ms);
-          smp.shard = shards[k].index;
-          into.samples.push_back(std::move(smp));
-        }
-        if (tp.evidence.generator) {
-          cpu_seconds += tp.evidence.generator->cpu_seconds;
-          wall_seconds = std::max(wall_seconds, tp.evidence.generator->wall_seconds);
-        }
-      }
-      std::stable_sort(into.samples.begin(), into.samples.end(),
-                       [](const loadgen::Sample& a, const loadgen::Sample& b) {
-                         return a.scheduled_offset_ms < b.scheduled_offset_ms;
-                       });
-      auto& e = into.evidence;
-      if (e.load) {
-        e.load->started_at = format_rfc3339_us(first);
-        if (end != std::numeric_limits<std::int64_t>::min()) e.load->ended_at = format_rfc3339_us(end);
-      }
-      if (e.generator) {
-        e.generator->cpu_seconds = cpu_seconds;  // every shard's generator, over its own wall time
-        e.generator->wall_seconds = wall_seconds;
-      }
-      // Power measured on one client machine says nothing of the server's: not carried over.
-      e.energy.reset();
+    for (std::size_t t = 0; t < merged.points[p].tracks.size(); ++t) {
+      if (auto st = merge_track_point(shards, p, t, options, merged); !st) return st.error();
     }
   }
   rederive_from_samples(merged);
