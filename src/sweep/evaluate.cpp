@@ -50,82 +50,108 @@ void set(TrackPoint& tp, std::string status, std::string code, std::string reaso
   tp.reason = std::move(reason);
 }
 
-void evaluate_point(const SweepReceipt& r, const Point& p, TrackPoint& tp, const Contract* c, References& references) {
-  const std::string coord = go_float_text(p.coordinate);
-  if (c == nullptr) return set(tp, "invalid", "contract_missing", "no contract declared for track " + tp.track);
+// A point's status, code and reason (fak's point evaluation, then ours): the first check that finds
+// a problem decides.
+struct Judgement {
+  std::string status, code, reason;
+};
+using Check = std::optional<Judgement>;
+
+// The contract, the workload, the model and the engine the point ran against.
+Check identity_problem(const SweepReceipt& r, const Point& p, const TrackPoint& tp, const Contract* c) {
+  if (c == nullptr) return Judgement{"invalid", "contract_missing", "no contract declared for track " + tp.track};
   if (p.workload_digest != r.workload_digest) {
-    return set(tp, "invalid", "workload_identity_mismatch", "point workload digest differs from the report's");
+    return Judgement{"invalid", "workload_identity_mismatch", "point workload digest differs from the report's"};
   }
   if (tp.model != c->model) {
-    return set(tp, "invalid", "model_identity_mismatch",
-               fmt::format("point model '{}' differs from the contract's '{}'", tp.model, c->model));
+    return Judgement{"invalid", "model_identity_mismatch",
+                     fmt::format("point model '{}' differs from the contract's '{}'", tp.model, c->model)};
   }
   for (const auto& s : tp.samples) {
     if (s.ok && !s.response_model.empty() && s.response_model != c->model) {
-      return set(
-          tp, "invalid", "model_identity_mismatch",
-          fmt::format("the server answered request {} as model '{}', not '{}'", s.id, s.response_model, c->model));
+      return Judgement{
+          "invalid", "model_identity_mismatch",
+          fmt::format("the server answered request {} as model '{}', not '{}'", s.id, s.response_model, c->model)};
     }
   }
   if (c->engine.empty() || !is_sha256_digest(c->engine_receipt_digest)) {
-    return set(tp, "invalid", "engine_identity_unknown",
-               "the contract's engine is blank or its engine receipt is not sha256:<64 hex>");
+    return Judgement{"invalid", "engine_identity_unknown",
+                     "the contract's engine is blank or its engine receipt is not sha256:<64 hex>"};
   }
   if (tp.engine != c->engine || tp.engine_receipt_digest != c->engine_receipt_digest) {
-    return set(tp, "invalid", "engine_identity_mismatch", "point engine or engine receipt differs from the contract's");
+    return Judgement{"invalid", "engine_identity_mismatch",
+                     "point engine or engine receipt differs from the contract's"};
   }
-  if (c->batch_capacity <= 0 || c->capacity_source.empty()) {
-    return set(tp, "invalid", "capacity_unknown",
-               "batch capacity or its source is not declared (--batch-capacity N --capacity-source LABEL)");
+  return std::nullopt;
+}
+
+// The declared batch capacity, and the point within it.
+Check capacity_problem(const SweepReceipt& r, const Point& p, const TrackPoint& tp, const Contract& c) {
+  const std::string coord = go_float_text(p.coordinate);
+  if (c.batch_capacity <= 0 || c.capacity_source.empty()) {
+    return Judgement{"invalid", "capacity_unknown",
+                     "batch capacity or its source is not declared (--batch-capacity N --capacity-source LABEL)"};
   }
-  if (tp.batch_capacity != c->batch_capacity || tp.capacity_source != c->capacity_source) {
-    return set(tp, "invalid", "capacity_identity_mismatch",
-               "point capacity or capacity source differs from the contract's");
+  if (tp.batch_capacity != c.batch_capacity || tp.capacity_source != c.capacity_source) {
+    return Judgement{"invalid", "capacity_identity_mismatch",
+                     "point capacity or capacity source differs from the contract's"};
   }
-  if (r.mode == loadgen::LoadMode::kConcurrency && p.coordinate > static_cast<double>(c->batch_capacity)) {
-    return set(tp, "invalid", "capacity_exceeded",
-               fmt::format("concurrency {} is above the declared batch capacity {}", coord, c->batch_capacity));
+  if (r.mode == loadgen::LoadMode::kConcurrency && p.coordinate > static_cast<double>(c.batch_capacity)) {
+    return Judgement{"invalid", "capacity_exceeded",
+                     fmt::format("concurrency {} is above the declared batch capacity {}", coord, c.batch_capacity)};
   }
   if (r.mode == loadgen::LoadMode::kRate) {
     const auto in_flight = tp.stats.observed_max_in_flight;
-    if (in_flight && *in_flight > c->batch_capacity) {
-      return set(tp, "invalid", "capacity_exceeded",
-                 fmt::format("{} requests were in flight at once at {} req/s, above the declared batch capacity {}",
-                             *in_flight, coord, c->batch_capacity));
+    if (in_flight && *in_flight > c.batch_capacity) {
+      return Judgement{
+          "invalid", "capacity_exceeded",
+          fmt::format("{} requests were in flight at once at {} req/s, above the declared batch capacity {}",
+                      *in_flight, coord, c.batch_capacity)};
     }
   }
+  return std::nullopt;
+}
+
+// What the server and its cache say of the point: a restart, traffic not ours, a cache filled earlier.
+Check server_problem(const TrackPoint& tp) {
   if (const auto& server = tp.evidence.server) {
     if (json_bool(*server, "restarted").value_or(false)) {
-      return set(tp, "invalid", "engine_restarted",
-                 "the engine restarted or its counters reset during the point: " +
-                     std::string(json_string(*server, "reset_reason").value_or("counters went down")));
+      return Judgement{"invalid", "engine_restarted",
+                       "the engine restarted or its counters reset during the point: " +
+                           std::string(json_string(*server, "reset_reason").value_or("counters went down"))};
     }
     const auto delta = json_double(*server, "requests_delta");
     const auto sent = json_double(*server, "requests_sent");
     if (delta && sent && *delta > *sent) {
-      return set(tp, "invalid", "foreign_traffic",
-                 fmt::format("the server finished {} requests during the point, this sweep sent {}",
-                             go_float_text(*delta), go_float_text(*sent)));
+      return Judgement{"invalid", "foreign_traffic",
+                       fmt::format("the server finished {} requests during the point, this sweep sent {}",
+                                   go_float_text(*delta), go_float_text(*sent))};
     }
   }
   if (const auto& cache = tp.evidence.cache; cache && cache->carryover.value_or(false)) {
-    return set(tp, "invalid", "cache_carryover",
-               fmt::format("{:.1f}% of the point's prompt tokens came from the prefix cache ({}), above the {:.1f}% "
-                           "its prompts share: the point measured a cache an earlier point, an earlier run or other "
-                           "traffic filled. Rerun with a prompt salt of its own (sweep draws one per run unless "
-                           "--prompt-salt none) and without --same-prompts-every-point, or empty the cache before "
-                           "each point with --reset-cache-between-points (llama.cpp: start it with --slot-save-path "
-                           "DIR and --cache-ram 0)",
-                           100 * cache->cached_share.value_or(0), cache->source.value_or("?"),
-                           100 * cache->limit_share.value_or(0)));
+    return Judgement{
+        "invalid", "cache_carryover",
+        fmt::format("{:.1f}% of the point's prompt tokens came from the prefix cache ({}), above the {:.1f}% "
+                    "its prompts share: the point measured a cache an earlier point, an earlier run or other "
+                    "traffic filled. Rerun with a prompt salt of its own (sweep draws one per run unless "
+                    "--prompt-salt none) and without --same-prompts-every-point, or empty the cache before "
+                    "each point with --reset-cache-between-points (llama.cpp: start it with --slot-save-path "
+                    "DIR and --cache-ram 0)",
+                    100 * cache->cached_share.value_or(0), cache->source.value_or("?"),
+                    100 * cache->limit_share.value_or(0))};
   }
+  return std::nullopt;
+}
+
+// The load generator kept its schedule (each shard's on its own, for a merged point).
+Check generator_problem(const TrackPoint& tp) {
   const auto& gen = tp.evidence.generator;
   const auto lateness = gen ? gen->send_lateness_p99_ms : std::nullopt;
   const auto bound = gen ? std::optional<double>(gen->lateness_bound_ms) : std::nullopt;
   if (lateness && bound && *bound > 0 && *lateness > *bound) {
-    return set(tp, "invalid", "client_saturated",
-               fmt::format("the load generator sent late: p99 send lateness {} ms is over its bound {} ms",
-                           go_float_text(*lateness), go_float_text(*bound)));
+    return Judgement{"invalid", "client_saturated",
+                     fmt::format("the load generator sent late: p99 send lateness {} ms is over its bound {} ms",
+                                 go_float_text(*lateness), go_float_text(*bound))};
   }
   if (bound && *bound > 0) {
     // A merged point (`sweep merge`): each shard's generator is judged on its own requests, so one
@@ -139,47 +165,68 @@ void evaluate_point(const SweepReceipt& r, const Point& p, TrackPoint& tp, const
         std::sort(late.begin(), late.end());
         const double p99 = nearest_rank(late, 0.99);
         if (p99 > *bound) {
-          return set(tp, "invalid", "client_saturated",
-                     fmt::format("shard {}'s load generator sent late: p99 send lateness {} ms is over its bound {} ms",
-                                 shard, go_float_text(p99), go_float_text(*bound)));
+          return Judgement{
+              "invalid", "client_saturated",
+              fmt::format("shard {}'s load generator sent late: p99 send lateness {} ms is over its bound {} ms", shard,
+                          go_float_text(p99), go_float_text(*bound))};
         }
       }
     }
   }
+  return std::nullopt;
+}
+
+// Every request measured, and a throughput to state.
+Check measurement_problem(const TrackPoint& tp) {
   const auto failed = tp.stats.failed;
   const auto ok = tp.stats.ok;
   if (tp.measurement_status == "measured" && failed > 0) {
-    return set(tp, "invalid", "measurement_incomplete", fmt::format("{} of the point's requests failed", failed));
+    return Judgement{"invalid", "measurement_incomplete", fmt::format("{} of the point's requests failed", failed)};
   }
   if (tp.measurement_status != "measured" || ok <= 0) {
-    return set(tp, "not_measured", "measurement_missing",
-               tp.reason.empty() || tp.status == "valid" ? "the point has no successful measurement" : tp.reason);
+    return Judgement{"not_measured", "measurement_missing",
+                     tp.reason.empty() || tp.status == "valid" ? "the point has no successful measurement" : tp.reason};
   }
   const auto thr = tp.stats.throughput_tok_s.measured_value();
-  if (!thr || *thr <= 0) return set(tp, "not_measured", "throughput_missing", "token throughput was not measured");
-  if (r.rules_generation >= 2) {
-    // fak's validServingSweepThroughputPair: a known basis and its own unit, else unknown; a valid
-    // pair other than the track's first valid point's is a mismatch (internal/webbench/serving_sweep.go).
-    const auto id = throughput_identity(tp);
-    if (!known_basis(id.basis) || id.unit != id.basis + "/s") {
-      return set(tp, "invalid", "throughput_identity_unknown",
-                 fmt::format("the throughput's unit '{}' and token-count basis '{}' are not a recognised pair "
-                             "(usage.completion_tokens, stream_content_events or estimated_content_tokens, with that "
-                             "basis + '/s' as the unit)",
-                             id.unit, id.basis));
-    }
-    if (id.sample_basis_missing) {
-      return set(tp, "invalid", "throughput_identity_mismatch",
-                 fmt::format("a successful sample names no token-count basis where the point counts '{}'", id.basis));
-    }
-    const auto ref = references.find(tp.track);
-    if (ref != references.end() && (ref->second.unit != id.unit || ref->second.basis != id.basis)) {
-      return set(
-          tp, "invalid", "throughput_identity_mismatch",
-          fmt::format("throughput in '{}', where the track's first valid point has '{}'", id.unit, ref->second.unit));
-    }
-    references.emplace(tp.track, id);
+  if (!thr || *thr <= 0) return Judgement{"not_measured", "throughput_missing", "token throughput was not measured"};
+  return std::nullopt;
+}
+
+// fak's validServingSweepThroughputPair: a known basis and its own unit, else unknown; a valid pair
+// other than the track's first valid point's is a mismatch (internal/webbench/serving_sweep.go).
+Check throughput_identity_problem(const TrackPoint& tp, References& references) {
+  const auto id = throughput_identity(tp);
+  if (!known_basis(id.basis) || id.unit != id.basis + "/s") {
+    return Judgement{
+        "invalid", "throughput_identity_unknown",
+        fmt::format("the throughput's unit '{}' and token-count basis '{}' are not a recognised pair "
+                    "(usage.completion_tokens, stream_content_events or estimated_content_tokens, with that "
+                    "basis + '/s' as the unit)",
+                    id.unit, id.basis)};
   }
+  if (id.sample_basis_missing) {
+    return Judgement{
+        "invalid", "throughput_identity_mismatch",
+        fmt::format("a successful sample names no token-count basis where the point counts '{}'", id.basis)};
+  }
+  const auto ref = references.find(tp.track);
+  if (ref != references.end() && (ref->second.unit != id.unit || ref->second.basis != id.basis)) {
+    return Judgement{
+        "invalid", "throughput_identity_mismatch",
+        fmt::format("throughput in '{}', where the track's first valid point has '{}'", id.unit, ref->second.unit)};
+  }
+  references.emplace(tp.track, id);
+  return std::nullopt;
+}
+
+void evaluate_point(const SweepReceipt& r, const Point& p, TrackPoint& tp, const Contract* c, References& references) {
+  Check problem = identity_problem(r, p, tp, c);
+  if (!problem) problem = capacity_problem(r, p, tp, *c);
+  if (!problem) problem = server_problem(tp);
+  if (!problem) problem = generator_problem(tp);
+  if (!problem) problem = measurement_problem(tp);
+  if (!problem && r.rules_generation >= 2) problem = throughput_identity_problem(tp, references);
+  if (problem) return set(tp, std::move(problem->status), std::move(problem->code), std::move(problem->reason));
   set(tp, "valid", "", "");
 }
 
