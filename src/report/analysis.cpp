@@ -232,44 +232,45 @@ struct GroupColumns {
   }
 };
 
-GroupStats analyse_group(std::string_view key, const RowList& rs, GroupColumns& c, const Options& opts) {
-  GroupStats g;
-  g.key = std::string(key);
-  g.requests = rs.size();
-  g.window_start_us = rs.front()->started_at_us;
-  g.window_end_us = rs.front()->ended_at_us.value_or(rs.front()->started_at_us);
+void put(Column<double>& v, Maybe<double> x) {
+  if (x) v.push_back(*x);
+}
+template <class T>
+void put_int(Column<double>& v, const T& x) {
+  if (x) v.push_back(static_cast<double>(*x));
+}
+
+// What the first pass counts beside the latencies.
+struct Tally {
   std::size_t errors = 0;
   bool cached_known = false, one_operation = true;
   std::int64_t cached_prompt_base = 0;
   NameCounts outcomes, token_sources, timing_bases;
   IntervalUnion intervals;
+};
+
+// Pass 1: counts, the window, and the five latency summaries.
+void count_and_summarise_latencies(const RowList& rs, GroupColumns& c, GroupStats& g, Tally& t) {
   c.clear(rs.size());
   // Named references, not a structured binding: clang 14 cannot capture a binding in a lambda.
   Column<double>&s0 = c.s[0], &s1 = c.s[1], &s2 = c.s[2], &s3 = c.s[3], &s4 = c.s[4];
-  auto put = [](Column<double>& v, Maybe<double> x) {
-    if (x) v.push_back(*x);
-  };
-  auto put_int = [](Column<double>& v, auto x) {
-    if (x) v.push_back(static_cast<double>(*x));
-  };
-  // Pass 1: counts, the window, and the first five columns.
   for (const auto* r : rs) {
-    outcomes.add(r->outcome());
-    token_sources.add(r->token_source());
-    if (r->timing_basis_index != 0) timing_bases.add(r->timing_basis());
+    t.outcomes.add(r->outcome());
+    t.token_sources.add(r->token_source());
+    if (r->timing_basis_index != 0) t.timing_bases.add(r->timing_basis());
     const std::int64_t end = r->ended_at_us.value_or(r->started_at_us);
     g.window_start_us = std::min(g.window_start_us, r->started_at_us);
     g.window_end_us = std::max(g.window_end_us, end);
-    intervals.add(r->started_at_us, end);
-    if (!r->ok()) ++errors;
+    t.intervals.add(r->started_at_us, end);
+    if (!r->ok()) ++t.errors;
     (r->stream ? g.streamed : g.non_streamed)++;
-    one_operation = one_operation && r->operation == rs.front()->operation;
+    t.one_operation = t.one_operation && r->operation == rs.front()->operation;
     g.prompt_tokens_total += r->prompt_tokens.value_or(0);
     g.completion_tokens_total += r->completion_tokens.value_or(0);
     if (r->cached_prompt_tokens && r->prompt_tokens) {
-      cached_known = true;
+      t.cached_known = true;
       g.cached_prompt_tokens_total += *r->cached_prompt_tokens;
-      cached_prompt_base += *r->prompt_tokens;
+      t.cached_prompt_base += *r->prompt_tokens;
     }
     put(s0, r->ttft_ms);
     put(s1, r->tpot_ms);
@@ -282,8 +283,12 @@ GroupStats analyse_group(std::string_view key, const RowList& rs, GroupColumns& 
   g.itl_p95_ms = summarize_in_place(s2);
   g.e2e_ms = summarize_in_place(s3);
   g.ttfb_ms = summarize_in_place(s4);
+}
+
+// Pass 2: the proxy's lag, prompt lengths, in-flight counts, TPOT against the in-flight count.
+void summarise_load(const RowList& rs, GroupColumns& c, GroupStats& g) {
   c.clear(rs.size());
-  // Pass 2: the proxy's lag, prompt lengths, in-flight counts, TPOT against the in-flight count.
+  Column<double>&s0 = c.s[0], &s1 = c.s[1], &s2 = c.s[2], &s3 = c.s[3], &s4 = c.s[4];
   for (const auto* r : rs) {
     put(s0, r->proxy_lag_ms);
     put_int(s1, r->prompt_tokens);
@@ -300,9 +305,13 @@ GroupStats analyse_group(std::string_view key, const RowList& rs, GroupColumns& 
     auto x = [&s3](std::size_t i, std::size_t col) { return col == 0 ? 1.0 : s3[i]; };
     if (auto beta = solve_least_squares(s3.size(), 2, x, s4)) g.tpot_in_flight_slope_ms = (*beta)[1];
   }
+}
+
+// Pass 3: the TTFT fit's columns (ok rows with TTFT, prompt and in-flight count) and, left in
+// columns 3 and 4 for the ranking, what TTFT exceeds and what a slow prefill of its prompt would explain.
+void fit_ttft_of(const RowList& rs, GroupColumns& c, GroupStats& g) {
   c.clear(rs.size());
-  // Pass 3: the TTFT fit's columns (ok rows with TTFT, prompt and in-flight count) and, for the
-  // ranking, what TTFT exceeds and what a slow prefill of its prompt would explain.
+  Column<double>&s0 = c.s[0], &s1 = c.s[1], &s2 = c.s[2], &s3 = c.s[3], &s4 = c.s[4];
   for (const auto* r : rs) {
     if (!r->ok() || !r->ttft_ms) continue;
     const double allowance =
@@ -316,33 +325,50 @@ GroupStats analyse_group(std::string_view key, const RowList& rs, GroupColumns& 
     }
   }
   g.fit = fit_ttft(s0, s1, s2);
-  outcomes.into(g.outcomes);
-  token_sources.into(g.token_sources);
-  timing_bases.into(g.timing_bases);
+}
+
+// Rates over the window, the cached share, the error rate and how busy the window was.
+void derive_window_figures(const RowList& rs, GroupColumns& c, Tally& t, GroupStats& g) {
+  t.outcomes.into(g.outcomes);
+  t.token_sources.into(g.token_sources);
+  t.timing_bases.into(g.timing_bases);
   g.window_s = static_cast<double>(g.window_end_us - g.window_start_us) / 1e6;
   g.requests_per_s = g.window_s > 0 ? static_cast<double>(g.requests) / g.window_s : 0;
   if (g.window_s > 0 && g.completion_tokens_total > 0) {
     g.output_tokens_per_s = static_cast<double>(g.completion_tokens_total) / g.window_s;
   }
-  if (cached_known && cached_prompt_base > 0) {
-    g.cached_share = static_cast<double>(g.cached_prompt_tokens_total) / static_cast<double>(cached_prompt_base);
+  if (t.cached_known && t.cached_prompt_base > 0) {
+    g.cached_share = static_cast<double>(g.cached_prompt_tokens_total) / static_cast<double>(t.cached_prompt_base);
   }
-  g.error_rate = static_cast<double>(errors) / static_cast<double>(g.requests);
-  if (intervals.sorted) {  // ledger rows usually come in start order
-    g.busy_share = busy_share(intervals.total(), g.window_start_us, g.window_end_us);
+  g.error_rate = static_cast<double>(t.errors) / static_cast<double>(g.requests);
+  if (t.intervals.sorted) {  // ledger rows usually come in start order
+    g.busy_share = busy_share(t.intervals.total(), g.window_start_us, g.window_end_us);
   } else {
     c.intervals.reserve(rs.size());
     for (const auto* r : rs) c.intervals.emplace_back(r->started_at_us, r->ended_at_us.value_or(r->started_at_us));
     g.busy_share = busy_share(c.intervals, g.window_start_us, g.window_end_us);
   }
+}
+
+GroupStats analyse_group(std::string_view key, const RowList& rs, GroupColumns& c, const Options& opts) {
+  GroupStats g;
+  g.key = std::string(key);
+  g.requests = rs.size();
+  g.window_start_us = rs.front()->started_at_us;
+  g.window_end_us = rs.front()->ended_at_us.value_or(rs.front()->started_at_us);
+  Tally t;
+  count_and_summarise_latencies(rs, c, g, t);
+  summarise_load(rs, c, g);
+  fit_ttft_of(rs, c, g);
+  derive_window_figures(rs, c, t, g);
   g.engine_split = engine_split_of(rs);
-  if (const auto t = opts.traced.find(key); !g.engine_split && t != opts.traced.end()) {
+  if (const auto tr = opts.traced.find(key); !g.engine_split && tr != opts.traced.end()) {
     const auto of = static_cast<std::size_t>(
         std::count_if(rs.begin(), rs.end(), [](const Row* r) { return r->ok() && r->ttft_ms.has_value(); }));
-    g.engine_split = engine_split_of(t->second, of, opts.traced_source);
+    g.engine_split = engine_split_of(tr->second, of, opts.traced_source);
   }
-  g.ranking = rank(g, s3, s4, opts.engine ? &*opts.engine : nullptr);
-  if (!one_operation) {
+  g.ranking = rank(g, c.s[3], c.s[4], opts.engine ? &*opts.engine : nullptr);
+  if (!t.one_operation) {
     std::map<std::uint8_t, RowList> by_api;
     for (const auto* r : rs) by_api[r->operation].push_back(r);
     for (const auto& [op, api_rows] : by_api) {
