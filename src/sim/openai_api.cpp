@@ -100,14 +100,11 @@ Result<std::vector<ChatMessage>> anthropic_messages(const json::object& o) {
 
 }  // namespace
 
-Result<CompletionRequest> parse_completion_request(std::string_view body, Endpoint endpoint) {
-  auto doc = parse_json(body);
-  if (!doc) return bad("", fmt::format("Invalid JSON body: {}", doc.error().message));
-  if (!doc->is_object()) return bad("", "The request body must be a JSON object.");
-  const json::object& o = doc->get_object();
-  CompletionRequest r;
-  r.endpoint = endpoint;
+namespace {
 
+// The request's options (model, stream, stream_options, the max-token key of its API, n,
+// ignore_eos, seed, stop), as vLLM's OpenAI server validates them.
+Status read_options(const json::object& o, Endpoint endpoint, CompletionRequest& r) {
   if (const auto* m = o.if_contains("model"); m != nullptr && !m->is_null()) {
     if (!m->is_string()) return bad("model", "'model' must be a string.");
     r.model = std::string(m->get_string());
@@ -161,75 +158,104 @@ Result<CompletionRequest> parse_completion_request(std::string_view body, Endpoi
       return bad("stop", "'stop' must be a string or an array of strings.");
     }
   }
+  return Ok{};
+}
 
-  if (responses) {
+// Chat completions: the messages, each a role and its text.
+Status read_chat_messages(const json::object& o, CompletionRequest& r) {
+  const auto* msgs = json_array(o, "messages");
+  if (msgs == nullptr) return bad("messages", "Field required: 'messages' must be an array of messages.");
+  if (msgs->empty()) return bad("messages", "'messages' must not be empty.");
+  std::vector<ChatMessage> chat;
+  for (const auto& m : *msgs) {
+    if (!m.is_object()) return bad("messages", "Each message must be an object.");
+    const auto role = json_string(m.get_object(), "role");
+    if (!role) return bad("messages", "Each message needs a string 'role'.");
+    const auto* content = m.get_object().if_contains("content");
+    auto text = content != nullptr ? message_text(*content) : Result<std::string>(std::string());
+    if (!text) return text.error();
+    chat.push_back({std::string(*role), std::move(*text)});
+  }
+  r.prompt = tokenize_chat(chat);
+  return Ok{};
+}
+
+// A tool call the request requires (tool_choice "required" or a named function): which tool.
+Status read_tool_choice(const json::object& o, CompletionRequest& r) {
+  const auto* tools = json_array(o, "tools");
+  const auto* choice = o.if_contains("tool_choice");
+  const bool required =
+      choice != nullptr && ((choice->is_string() && choice->get_string() == "required") || choice->is_object());
+  if (required) {
+    if (tools == nullptr || tools->empty()) {
+      return bad("tool_choice", "When using `tool_choice`, `tools` must be set.");
+    }
+    std::string name;
+    if (choice->is_object()) {
+      if (const auto* fn = json_object(choice->get_object(), "function")) {
+        name = std::string(json_string(*fn, "name").value_or(""));
+      }
+    }
+    if (name.empty() && (*tools)[0].is_object()) {
+      if (const auto* fn = json_object((*tools)[0].get_object(), "function")) {
+        name = std::string(json_string(*fn, "name").value_or(""));
+      }
+    }
+    if (name.empty()) return bad("tools", "Each tool needs function.name.");
+    r.tool_name = std::move(name);
+  }
+  return Ok{};
+}
+
+// Completions: the prompt, a string, a list of one string, or a list of token ids.
+Status read_prompt(const json::object& o, CompletionRequest& r) {
+  const auto* p = o.if_contains("prompt");
+  if (p == nullptr || p->is_null()) return bad("prompt", "Field required: 'prompt'.");
+  if (p->is_string()) {
+    tokenize(p->get_string(), r.prompt);
+  } else if (p->is_array()) {
+    const auto& a = p->get_array();
+    if (a.size() == 1 && a[0].is_string()) {
+      tokenize(a[0].get_string(), r.prompt);
+    } else if (!a.empty() && a[0].is_string()) {
+      return bad("prompt", "Only one prompt per request is supported by the simulator.");
+    } else {
+      for (const auto& t : a) {  // a list of token IDs
+        if (!t.is_int64() || t.get_int64() < 0 || t.get_int64() > 0xffffffffLL) {
+          return bad("prompt", "'prompt' must be a string, a list of one string, or a list of token IDs.");
+        }
+        r.prompt.push_back(static_cast<TokenId>(t.get_int64()));
+      }
+    }
+  } else {
+    return bad("prompt", "'prompt' must be a string, a list of one string, or a list of token IDs.");
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+Result<CompletionRequest> parse_completion_request(std::string_view body, Endpoint endpoint) {
+  auto doc = parse_json(body);
+  if (!doc) return bad("", fmt::format("Invalid JSON body: {}", doc.error().message));
+  if (!doc->is_object()) return bad("", "The request body must be a JSON object.");
+  const json::object& o = doc->get_object();
+  CompletionRequest r;
+  r.endpoint = endpoint;
+  if (auto st = read_options(o, endpoint, r); !st) return st.error();
+  if (endpoint == Endpoint::kResponses) {
     auto chat = responses_input(o);
     if (!chat) return chat.error();
     r.prompt = tokenize_chat(*chat);
-  } else if (messages) {
+  } else if (endpoint == Endpoint::kMessages) {
     auto chat = anthropic_messages(o);
     if (!chat) return chat.error();
     r.prompt = tokenize_chat(*chat);
   } else if (endpoint == Endpoint::kChat) {
-    const auto* msgs = json_array(o, "messages");
-    if (msgs == nullptr) return bad("messages", "Field required: 'messages' must be an array of messages.");
-    if (msgs->empty()) return bad("messages", "'messages' must not be empty.");
-    std::vector<ChatMessage> chat;
-    for (const auto& m : *msgs) {
-      if (!m.is_object()) return bad("messages", "Each message must be an object.");
-      const auto role = json_string(m.get_object(), "role");
-      if (!role) return bad("messages", "Each message needs a string 'role'.");
-      const auto* content = m.get_object().if_contains("content");
-      auto text = content != nullptr ? message_text(*content) : Result<std::string>(std::string());
-      if (!text) return text.error();
-      chat.push_back({std::string(*role), std::move(*text)});
-    }
-    r.prompt = tokenize_chat(chat);
-
-    const auto* tools = json_array(o, "tools");
-    const auto* choice = o.if_contains("tool_choice");
-    const bool required =
-        choice != nullptr && ((choice->is_string() && choice->get_string() == "required") || choice->is_object());
-    if (required) {
-      if (tools == nullptr || tools->empty()) {
-        return bad("tool_choice", "When using `tool_choice`, `tools` must be set.");
-      }
-      std::string name;
-      if (choice->is_object()) {
-        if (const auto* fn = json_object(choice->get_object(), "function")) {
-          name = std::string(json_string(*fn, "name").value_or(""));
-        }
-      }
-      if (name.empty() && (*tools)[0].is_object()) {
-        if (const auto* fn = json_object((*tools)[0].get_object(), "function")) {
-          name = std::string(json_string(*fn, "name").value_or(""));
-        }
-      }
-      if (name.empty()) return bad("tools", "Each tool needs function.name.");
-      r.tool_name = std::move(name);
-    }
+    if (auto st = read_chat_messages(o, r); !st) return st.error();
+    if (auto st = read_tool_choice(o, r); !st) return st.error();
   } else {
-    const auto* p = o.if_contains("prompt");
-    if (p == nullptr || p->is_null()) return bad("prompt", "Field required: 'prompt'.");
-    if (p->is_string()) {
-      tokenize(p->get_string(), r.prompt);
-    } else if (p->is_array()) {
-      const auto& a = p->get_array();
-      if (a.size() == 1 && a[0].is_string()) {
-        tokenize(a[0].get_string(), r.prompt);
-      } else if (!a.empty() && a[0].is_string()) {
-        return bad("prompt", "Only one prompt per request is supported by the simulator.");
-      } else {
-        for (const auto& t : a) {  // a list of token IDs
-          if (!t.is_int64() || t.get_int64() < 0 || t.get_int64() > 0xffffffffLL) {
-            return bad("prompt", "'prompt' must be a string, a list of one string, or a list of token IDs.");
-          }
-          r.prompt.push_back(static_cast<TokenId>(t.get_int64()));
-        }
-      }
-    } else {
-      return bad("prompt", "'prompt' must be a string, a list of one string, or a list of token IDs.");
-    }
+    if (auto st = read_prompt(o, r); !st) return st.error();
   }
   return r;
 }
