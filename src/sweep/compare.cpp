@@ -222,8 +222,12 @@ Result<SweepComparison> compare_sweeps(const SweepReceipt& a, const SweepReceipt
   return compare_sweep_runs({&a}, {&b}, o);
 }
 
-Result<SweepComparison> compare_sweep_runs(const std::vector<const SweepReceipt*>& as,
-                                           const std::vector<const SweepReceipt*>& bs, const SweepCompareOptions& o) {
+namespace {
+
+// The two sides, checked (each side's runs of one sweep, both of one kind of load, the same workload
+// unless allowed otherwise) and named: models, workloads, the tracks compared.
+Result<SweepComparison> start_comparison(const std::vector<const SweepReceipt*>& as,
+                                         const std::vector<const SweepReceipt*>& bs, const SweepCompareOptions& o) {
   if (as.empty() || bs.empty()) return make_error(errc::kSweepCompare, "each side needs at least one receipt");
   const SweepReceipt& a = *as.front();
   const SweepReceipt& b = *bs.front();
@@ -269,10 +273,15 @@ Result<SweepComparison> compare_sweep_runs(const std::vector<const SweepReceipt*
   if (a.sla.ttft_p99_ms != b.sla.ttft_p99_ms || a.sla.itl_p99_ms != b.sla.itl_p99_ms) {
     c.notes.push_back("the p99 budgets differ: the boundaries are judged against different limits");
   }
-  c.resamples = o.resamples;
-  const compare::Family family{o.family_alpha, kComparisonsPerPoint};
-  const double alpha = family.alpha();
-  c.interval_level = family.interval_level();
+  return c;
+}
+
+// Each point both sides measured, metric by metric; the points only one side has; a note where the
+// prefix cache served the two sides different shares.
+void compare_points(const std::vector<const SweepReceipt*>& as, const std::vector<const SweepReceipt*>& bs,
+                    const SweepCompareOptions& o, double alpha, SweepComparison& c) {
+  const SweepReceipt& a = *as.front();
+  const SweepReceipt& b = *bs.front();
   std::mt19937_64 rng(o.seed);
   const auto defs = metrics();
   std::vector<std::string> cache_differs;  // points where the prefix cache served different shares
@@ -319,6 +328,10 @@ Result<SweepComparison> compare_sweep_runs(const std::vector<const SweepReceipt*
         std::any_of(a.points.begin(), a.points.end(), [&](const Point& p) { return p.coordinate == pb.coordinate; });
     if (!in_a) c.only_b.push_back(pb.coordinate);
   }
+}
+
+// Whether the knee, the peak and the p99 boundary moved, never from rows that could not be judged.
+void find_moves(const SweepReceipt& a, const SweepReceipt& b, SweepComparison& c) {
   const auto* sa = summary_of(a, c.track_a);
   const auto* sb = summary_of(b, c.track_b);
   c.moved.push_back(moved("saturation knee", sa->saturation.knee, sb->saturation.knee));
@@ -341,6 +354,20 @@ Result<SweepComparison> compare_sweep_runs(const std::vector<const SweepReceipt*
       m.verdict = "not judged: not enough data at these points";
     }
   }
+}
+
+}  // namespace
+
+Result<SweepComparison> compare_sweep_runs(const std::vector<const SweepReceipt*>& as,
+                                           const std::vector<const SweepReceipt*>& bs, const SweepCompareOptions& o) {
+  auto started = start_comparison(as, bs, o);
+  if (!started) return started.error();
+  SweepComparison& c = *started;
+  c.resamples = o.resamples;
+  const compare::Family family{o.family_alpha, kComparisonsPerPoint};
+  c.interval_level = family.interval_level();
+  compare_points(as, bs, o, family.alpha(), c);
+  find_moves(*as.front(), *bs.front(), c);
   c.runs_a = as.size(), c.runs_b = bs.size();
   if (as.size() == 1 || bs.size() == 1) {
     // The intervals resample requests within one run: a rerun's own variation is not in them.
