@@ -208,142 +208,162 @@ std::optional<EngineSplit> engine_split_of(const RowList& rs) {
   return engine_split_of(times, of, "llama.cpp timings.prompt_ms");
 }
 
+namespace {
+
+// Errors and reliability.
+Candidate errors_candidate(const GroupStats& g) {
+  Candidate c{"errors", g.error_rate / kErrorRateThreshold, {}};
+  for (const auto& [outcome, n] : g.outcomes) {
+    if (outcome != "ok") c.evidence.push_back(fmt::format("{} of {} requests ended {}", n, g.requests, outcome));
+  }
+  c.evidence.push_back(
+      fmt::format("error rate {:.1f}% (threshold {:.0f}%)", 100 * g.error_rate, 100 * kErrorRateThreshold));
+  return c;
+}
+
+// Prefill: the engine's own prefill time where it says, else what the prompt length explains of TTFT.
+Candidate prefill_candidate(const GroupStats& g, double explained_median, bool any_ttft) {
+  const auto& e = g.engine_split;
+  Candidate c{"prefill", explained_median / kPrefillThresholdMs, {}};
+  if (e) {
+    c.score = e->prefill_ms.p50 / kPrefillThresholdMs;
+    c.evidence.push_back(fmt::format("{}: the engine's prefill took {:.1f} ms p50, {:.1f} ms p90 (over {} requests){}",
+                                     e->source, e->prefill_ms.p50, e->prefill_ms.p90, e->n,
+                                     g.prompt_tokens ? fmt::format(" for prompts of median {:.0f} tokens (cached "
+                                                                   "ones included; they cost no prefill)",
+                                                                   g.prompt_tokens->p50)
+                                                     : std::string()));
+  } else if (any_ttft && g.prompt_tokens) {
+    c.evidence.push_back(
+        fmt::format("median TTFT explainable by prompt length: {:.0f} ms for prompts of median {:.0f} tokens",
+                    explained_median, g.prompt_tokens->p50));
+  }
+  if (g.fit && g.fit->prompt_varies && g.fit->b_ms_per_token > 0) {
+    c.evidence.push_back(
+        fmt::format("fit: {:.3f} ms per prompt token, an implied prefill rate of {:.0f} tok/s (R² {:.2f})",
+                    g.fit->b_ms_per_token, 1000.0 / g.fit->b_ms_per_token, g.fit->r2));
+  }
+  return c;
+}
+
+// Decode: TPOT against its threshold, and what each request in flight adds to it.
+Candidate decode_candidate(const GroupStats& g) {
+  Candidate c{"decode", g.tpot_ms ? g.tpot_ms->p50 / kTpotThresholdMs : 0.0, {}};
+  if (g.tpot_ms) {
+    c.evidence.push_back(fmt::format("TPOT p50 {:.1f} ms ({:.1f} tok/s per stream), p95 {:.1f} ms; threshold {:.0f} ms",
+                                     g.tpot_ms->p50, 1000.0 / g.tpot_ms->p50, g.tpot_ms->p95, kTpotThresholdMs));
+  }
+  if (g.tpot_in_flight_slope_ms) {
+    c.evidence.push_back(
+        fmt::format("TPOT changes {:+.2f} ms per request in flight (batching cost)", *g.tpot_in_flight_slope_ms));
+  }
+  return c;
+}
+
+// Transport: what passed outside the engine, where the evidence can separate it from the wait for a slot.
+Candidate transport_candidate(const GroupStats& g) {
+  const auto& e = g.engine_split;
+  Candidate c{"transport", 0.0, {}};
+  if (e && e->outside_ms) {
+    c.score = std::max(0.0, e->outside_ms->p50) / kTransportMinTtfbMs;
+    c.evidence.push_back(fmt::format(
+        "{}: {:.1f} ms of TTFT (p50; p90 {:.1f} ms) passed outside the engine (the line's TTFT - the engine's own "
+        "TTFT): the network, the proxy, the server's HTTP layer and tokenization; threshold {:.0f} ms",
+        e->source, e->outside_ms->p50, e->outside_ms->p90, kTransportMinTtfbMs));
+  } else if (e && e->head_rule == "slot_start") {
+    c.evidence.push_back(fmt::format(
+        "not identifiable: the response head came when the engine's slot started (TTFT - TTFB p50 {:.1f} ms = its "
+        "prompt_ms p50 {:.1f} ms), so TTFB (p50 {:.1f} ms) is the wait for a slot, not the network; the network "
+        "takes at most the {:.1f} ms (p50) before the engine began the prompt, and nothing in these requests "
+        "separates it",
+        e->head_to_token_ms->p50, e->prefill_ms.p50, g.ttfb_ms ? g.ttfb_ms->p50 : 0.0, e->wait_ms.p50));
+  } else if (e && e->head_rule.empty() && e->wait_ms.p50 < kTransportMinTtfbMs) {
+    c.evidence.push_back(fmt::format(
+        "at most {:.1f} ms (p50) passed before the engine began the prompt ({}), the network's share included: "
+        "below the {:.0f} ms threshold whatever its share",
+        std::max(0.0, e->wait_ms.p50), e->source, kTransportMinTtfbMs));
+  } else if (e && e->head_rule.empty()) {
+    c.evidence.push_back(fmt::format(
+        "not identifiable: {:.1f} ms (p50) passed before the engine began the prompt, and nothing in these requests "
+        "separates the network's share of it from the wait for a slot",
+        e->wait_ms.p50));
+  } else if (g.ttfb_ms && g.ttft_ms && g.ttft_ms->p50 > 0) {
+    const double share = g.ttfb_ms->p50 / g.ttft_ms->p50;
+    if (share >= kHeadWithOutputShare) {
+      // llama.cpp (and others) send the head together with the first token: a late head is the
+      // server's wait for output, not the network's.
+      c.evidence.push_back(fmt::format(
+          "the response head arrives with the first token (TTFB p50 {:.1f} ms, {:.0f}% of TTFT): the server "
+          "holds its head until it has output, so TTFB says nothing about the network; nothing in these requests "
+          "separates the network from the server (calls that generate nothing, such as GET /v1/models, or the "
+          "engine's own spans: --traces, would)",
+          g.ttfb_ms->p50, 100 * share));
+    } else {
+      // The head came before the output: what it took is the path to the server and back.
+      c.score = g.ttfb_ms->p50 / kTransportMinTtfbMs;
+      c.evidence.push_back(fmt::format(
+          "the response head, sent before any output, takes {:.1f} ms (p50; {:.0f}% of TTFT); threshold {:.0f} ms",
+          g.ttfb_ms->p50, 100 * share, kTransportMinTtfbMs));
+    }
+  }
+  return c;
+}
+
+// Workload: how much of the window the client left the engine idle.
+Candidate workload_candidate(const GroupStats& g) {
+  Candidate c{"workload", (1.0 - g.busy_share) / kBusyShareThreshold, {}};
+  c.evidence.push_back(
+      fmt::format("requests were in flight {:.0f}% of the {:.1f} s window: the client left the engine idle "
+                  "{:.0f}% of the time",
+                  100 * g.busy_share, g.window_s, 100 * (1 - g.busy_share)));
+  if (c.score < 1) c.score *= 0.5;  // below its threshold, idle time says little
+  return c;
+}
+
+// Not enough evidence: nothing streamed, no TTFT or TPOT measured, no token counts.
+Candidate not_enough_evidence_candidate(const GroupStats& g) {
+  Candidate c{"not_enough_evidence", 0.0, {}};
+  if (g.streamed == 0) {
+    c.score = 1.0;
+    c.evidence.push_back("no streamed requests: TTFT and TPOT cannot be measured; turn on streaming");
+  }
+  if (g.streamed > 0 && (!g.ttft_ms || !g.tpot_ms)) {
+    // fak's rule 3 (docs/FAK.md 2.3, `missing-stream-timing`): streamed rows that carry no TTFT or
+    // no TPOT cannot separate prefill from decode.
+    c.score = 1.0;
+    c.evidence.push_back(fmt::format(
+        "{} streamed requests but no {} measured (fak: missing-stream-timing): stream with "
+        "stream_options.include_usage (or proxy --usage inject) and at least 2 output tokens to separate prefill "
+        "from decode",
+        g.streamed,
+        !g.ttft_ms && !g.tpot_ms ? "TTFT or TPOT"
+        : !g.ttft_ms             ? "TTFT"
+                                 : "TPOT"));
+  }
+  const std::size_t none = g.token_sources.count("none") ? g.token_sources.at("none") : 0;
+  if (g.requests > 0 && none * 2 > g.requests) {
+    c.score = std::max(c.score, 0.9);
+    c.evidence.push_back(
+        fmt::format("{} of {} requests have no token counts; ask for usage (proxy --usage inject)", none, g.requests));
+  }
+  return c;
+}
+
+}  // namespace
+
 std::vector<Candidate> rank(const GroupStats& g, std::span<double> excess, std::span<double> explained,
                             const EngineEvidence* engine) {
-  std::vector<Candidate> out;
-  // Errors and reliability.
-  {
-    Candidate c{"errors", g.error_rate / kErrorRateThreshold, {}};
-    for (const auto& [outcome, n] : g.outcomes) {
-      if (outcome != "ok") c.evidence.push_back(fmt::format("{} of {} requests ended {}", n, g.requests, outcome));
-    }
-    c.evidence.push_back(
-        fmt::format("error rate {:.1f}% (threshold {:.0f}%)", 100 * g.error_rate, 100 * kErrorRateThreshold));
-    out.push_back(std::move(c));
-  }
   // Queueing and prefill, from TTFT against what the prompt length could explain.
   const bool any_ttft = !excess.empty();
   const double excess_median = median_in_place(excess), explained_median = median_in_place(explained);
-  const auto& e = g.engine_split;
+  std::vector<Candidate> out;
+  out.push_back(errors_candidate(g));
   out.push_back(queueing(g, excess_median, any_ttft, engine));
-  {
-    Candidate c{"prefill", explained_median / kPrefillThresholdMs, {}};
-    if (e) {
-      c.score = e->prefill_ms.p50 / kPrefillThresholdMs;
-      c.evidence.push_back(
-          fmt::format("{}: the engine's prefill took {:.1f} ms p50, {:.1f} ms p90 (over {} requests){}", e->source,
-                      e->prefill_ms.p50, e->prefill_ms.p90, e->n,
-                      g.prompt_tokens ? fmt::format(" for prompts of median {:.0f} tokens (cached "
-                                                    "ones included; they cost no prefill)",
-                                                    g.prompt_tokens->p50)
-                                      : std::string()));
-    } else if (any_ttft && g.prompt_tokens) {
-      c.evidence.push_back(
-          fmt::format("median TTFT explainable by prompt length: {:.0f} ms for prompts of median {:.0f} tokens",
-                      explained_median, g.prompt_tokens->p50));
-    }
-    if (g.fit && g.fit->prompt_varies && g.fit->b_ms_per_token > 0) {
-      c.evidence.push_back(
-          fmt::format("fit: {:.3f} ms per prompt token, an implied prefill rate of {:.0f} tok/s (R² {:.2f})",
-                      g.fit->b_ms_per_token, 1000.0 / g.fit->b_ms_per_token, g.fit->r2));
-    }
-    out.push_back(std::move(c));
-  }
-  {
-    Candidate c{"decode", g.tpot_ms ? g.tpot_ms->p50 / kTpotThresholdMs : 0.0, {}};
-    if (g.tpot_ms) {
-      c.evidence.push_back(
-          fmt::format("TPOT p50 {:.1f} ms ({:.1f} tok/s per stream), p95 {:.1f} ms; threshold {:.0f} ms",
-                      g.tpot_ms->p50, 1000.0 / g.tpot_ms->p50, g.tpot_ms->p95, kTpotThresholdMs));
-    }
-    if (g.tpot_in_flight_slope_ms) {
-      c.evidence.push_back(
-          fmt::format("TPOT changes {:+.2f} ms per request in flight (batching cost)", *g.tpot_in_flight_slope_ms));
-    }
-    out.push_back(std::move(c));
-  }
-  {
-    Candidate c{"transport", 0.0, {}};
-    if (e && e->outside_ms) {
-      c.score = std::max(0.0, e->outside_ms->p50) / kTransportMinTtfbMs;
-      c.evidence.push_back(fmt::format(
-          "{}: {:.1f} ms of TTFT (p50; p90 {:.1f} ms) passed outside the engine (the line's TTFT - the engine's own "
-          "TTFT): the network, the proxy, the server's HTTP layer and tokenization; threshold {:.0f} ms",
-          e->source, e->outside_ms->p50, e->outside_ms->p90, kTransportMinTtfbMs));
-    } else if (e && e->head_rule == "slot_start") {
-      c.evidence.push_back(fmt::format(
-          "not identifiable: the response head came when the engine's slot started (TTFT - TTFB p50 {:.1f} ms = its "
-          "prompt_ms p50 {:.1f} ms), so TTFB (p50 {:.1f} ms) is the wait for a slot, not the network; the network "
-          "takes at most the {:.1f} ms (p50) before the engine began the prompt, and nothing in these requests "
-          "separates it",
-          e->head_to_token_ms->p50, e->prefill_ms.p50, g.ttfb_ms ? g.ttfb_ms->p50 : 0.0, e->wait_ms.p50));
-    } else if (e && e->head_rule.empty() && e->wait_ms.p50 < kTransportMinTtfbMs) {
-      c.evidence.push_back(fmt::format(
-          "at most {:.1f} ms (p50) passed before the engine began the prompt ({}), the network's share included: "
-          "below the {:.0f} ms threshold whatever its share",
-          std::max(0.0, e->wait_ms.p50), e->source, kTransportMinTtfbMs));
-    } else if (e && e->head_rule.empty()) {
-      c.evidence.push_back(fmt::format(
-          "not identifiable: {:.1f} ms (p50) passed before the engine began the prompt, and nothing in these requests "
-          "separates the network's share of it from the wait for a slot",
-          e->wait_ms.p50));
-    } else if (g.ttfb_ms && g.ttft_ms && g.ttft_ms->p50 > 0) {
-      const double share = g.ttfb_ms->p50 / g.ttft_ms->p50;
-      if (share >= kHeadWithOutputShare) {
-        // llama.cpp (and others) send the head together with the first token: a late head is the
-        // server's wait for output, not the network's.
-        c.evidence.push_back(fmt::format(
-            "the response head arrives with the first token (TTFB p50 {:.1f} ms, {:.0f}% of TTFT): the server "
-            "holds its head until it has output, so TTFB says nothing about the network; nothing in these requests "
-            "separates the network from the server (calls that generate nothing, such as GET /v1/models, or the "
-            "engine's own spans: --traces, would)",
-            g.ttfb_ms->p50, 100 * share));
-      } else {
-        // The head came before the output: what it took is the path to the server and back.
-        c.score = g.ttfb_ms->p50 / kTransportMinTtfbMs;
-        c.evidence.push_back(fmt::format(
-            "the response head, sent before any output, takes {:.1f} ms (p50; {:.0f}% of TTFT); threshold {:.0f} ms",
-            g.ttfb_ms->p50, 100 * share, kTransportMinTtfbMs));
-      }
-    }
-    out.push_back(std::move(c));
-  }
-  {
-    Candidate c{"workload", (1.0 - g.busy_share) / kBusyShareThreshold, {}};
-    c.evidence.push_back(
-        fmt::format("requests were in flight {:.0f}% of the {:.1f} s window: the client left the engine idle "
-                    "{:.0f}% of the time",
-                    100 * g.busy_share, g.window_s, 100 * (1 - g.busy_share)));
-    if (c.score < 1) c.score *= 0.5;  // below its threshold, idle time says little
-    out.push_back(std::move(c));
-  }
-  {
-    Candidate c{"not_enough_evidence", 0.0, {}};
-    if (g.streamed == 0) {
-      c.score = 1.0;
-      c.evidence.push_back("no streamed requests: TTFT and TPOT cannot be measured; turn on streaming");
-    }
-    if (g.streamed > 0 && (!g.ttft_ms || !g.tpot_ms)) {
-      // fak's rule 3 (docs/FAK.md 2.3, `missing-stream-timing`): streamed rows that carry no TTFT or
-      // no TPOT cannot separate prefill from decode.
-      c.score = 1.0;
-      c.evidence.push_back(fmt::format(
-          "{} streamed requests but no {} measured (fak: missing-stream-timing): stream with "
-          "stream_options.include_usage (or proxy --usage inject) and at least 2 output tokens to separate prefill "
-          "from decode",
-          g.streamed,
-          !g.ttft_ms && !g.tpot_ms ? "TTFT or TPOT"
-          : !g.ttft_ms             ? "TTFT"
-                                   : "TPOT"));
-    }
-    const std::size_t none = g.token_sources.count("none") ? g.token_sources.at("none") : 0;
-    if (g.requests > 0 && none * 2 > g.requests) {
-      c.score = std::max(c.score, 0.9);
-      c.evidence.push_back(fmt::format("{} of {} requests have no token counts; ask for usage (proxy --usage inject)",
-                                       none, g.requests));
-    }
-    out.push_back(std::move(c));
-  }
+  out.push_back(prefill_candidate(g, explained_median, any_ttft));
+  out.push_back(decode_candidate(g));
+  out.push_back(transport_candidate(g));
+  out.push_back(workload_candidate(g));
+  out.push_back(not_enough_evidence_candidate(g));
   std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
   return out;
 }
