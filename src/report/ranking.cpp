@@ -43,15 +43,12 @@ std::string gauge_text(const EngineGauge& g) {
 // or TTFT - llama.cpp's prompt_ms; over the window: the engine's queue-time histogram); the
 // client-side estimate (TTFT beyond a slow prefill, the fit's in-flight term) only without them,
 // and never against a waiting gauge that stayed at zero.
-Candidate queueing(const GroupStats& g, double excess_median, bool any_ttft, const EngineEvidence* engine) {
-  Candidate c{"queueing", 0.0, {}};
-  double client = std::max(0.0, excess_median) / kQueueExcessThresholdMs;
-  if (g.fit && g.fit->in_flight_varies && g.in_flight && g.fit->r2 >= 0.5 && g.fit->c_ms_per_in_flight > 0) {
-    client = std::max(client, g.fit->c_ms_per_in_flight * g.in_flight->p90 / kQueueExcessThresholdMs);
-  }
+// The engine's own queueing score, where the run has its numbers (per request: spans' queue time,
+// or TTFT - llama.cpp's prompt_ms; over the window: the queue-time histogram), with its evidence.
+std::optional<double> engine_queue_score(const GroupStats& g, const EngineEvidence* engine, Candidate& c) {
   const auto& e = g.engine_split;
   const double ttft50 = g.ttft_ms ? g.ttft_ms->p50 : 0.0;
-  std::optional<double> decided;  // the engine's score
+  std::optional<double> decided;
   if (e && e->queue_ms) {
     decided = std::max(0.0, e->queue_ms->p50) / kQueueExcessThresholdMs;
     c.evidence.push_back(fmt::format(
@@ -75,31 +72,12 @@ Candidate queueing(const GroupStats& g, double excess_median, bool any_ttft, con
             ? fmt::format(", the median between {:.0f} and {:.0f} ms", q.p50_bucket_ms->first, q.p50_bucket_ms->second)
             : std::string()));
   }
-  if (decided) {
-    c.score = *decided;
-    if (any_ttft) {
-      const bool disagree = (client >= 1) != (*decided >= 1);
-      c.evidence.push_back(fmt::format(
-          "client-side estimate (TTFT beyond a 1,000 tok/s prefill + {:.0f} ms): {:.0f} ms, score {:.2f}{}{}",
-          kStepAllowanceMs, excess_median, client,
-          g.fit && g.fit->in_flight_varies ? " with the fit's in-flight term" : "",
-          disagree ? "; it disagrees with the engine's own numbers, which decide (the estimate knows neither the "
-                     "engine's prefill rate nor its prefix cache)"
-                   : ""));
-    }
-  } else {
-    c.score = client;
-    if (any_ttft) {
-      c.evidence.push_back(
-          excess_median >= 0
-              ? fmt::format("median TTFT exceeds what its prompt could take to prefill (at 1,000 tok/s, + {:.0f} ms) "
-                            "by {:.0f} ms",
-                            kStepAllowanceMs, excess_median)
-              : fmt::format("median TTFT is {:.0f} ms within what its prompt could take to prefill (at 1,000 tok/s, + "
-                            "{:.0f} ms): no sign of a queue",
-                            -excess_median, kStepAllowanceMs));
-    }
-  }
+  return decided;
+}
+
+// The engine's waiting and running gauges and its preemptions; a waiting gauge at 0 in every scrape
+// holds a client-side-only score below its threshold.
+void engine_gauge_evidence(const EngineEvidence* engine, bool decided, Candidate& c) {
   if (engine && engine->waiting) {
     const EngineGauge& w = *engine->waiting;
     if (w.max <= 0) {
@@ -127,6 +105,10 @@ Candidate queueing(const GroupStats& g, double excess_median, bool any_ttft, con
         "the engine preempted {:.0f} running requests over {} ({}): KV pressure sent them back to its queue",
         *engine->preemptions, engine->window, engine->preemptions_source));
   }
+}
+
+// What the TTFT fit says of queueing behind other requests.
+void fit_evidence(const GroupStats& g, Candidate& c) {
   if (g.fit && g.fit->in_flight_varies) {
     c.evidence.push_back(fmt::format("fit: each request already in flight adds {:.1f} ms to TTFT (R² {:.2f}, n {})",
                                      g.fit->c_ms_per_in_flight, g.fit->r2, g.fit->n));
@@ -138,6 +120,42 @@ Candidate queueing(const GroupStats& g, double excess_median, bool any_ttft, con
     c.evidence.push_back(
         "concurrency at this proxy did not vary: queueing behind other clients is read from TTFT alone");
   }
+}
+
+Candidate queueing(const GroupStats& g, double excess_median, bool any_ttft, const EngineEvidence* engine) {
+  Candidate c{"queueing", 0.0, {}};
+  double client = std::max(0.0, excess_median) / kQueueExcessThresholdMs;
+  if (g.fit && g.fit->in_flight_varies && g.in_flight && g.fit->r2 >= 0.5 && g.fit->c_ms_per_in_flight > 0) {
+    client = std::max(client, g.fit->c_ms_per_in_flight * g.in_flight->p90 / kQueueExcessThresholdMs);
+  }
+  const std::optional<double> decided = engine_queue_score(g, engine, c);  // the engine's score
+  if (decided) {
+    c.score = *decided;
+    if (any_ttft) {
+      const bool disagree = (client >= 1) != (*decided >= 1);
+      c.evidence.push_back(fmt::format(
+          "client-side estimate (TTFT beyond a 1,000 tok/s prefill + {:.0f} ms): {:.0f} ms, score {:.2f}{}{}",
+          kStepAllowanceMs, excess_median, client,
+          g.fit && g.fit->in_flight_varies ? " with the fit's in-flight term" : "",
+          disagree ? "; it disagrees with the engine's own numbers, which decide (the estimate knows neither the "
+                     "engine's prefill rate nor its prefix cache)"
+                   : ""));
+    }
+  } else {
+    c.score = client;
+    if (any_ttft) {
+      c.evidence.push_back(
+          excess_median >= 0
+              ? fmt::format("median TTFT exceeds what its prompt could take to prefill (at 1,000 tok/s, + {:.0f} ms) "
+                            "by {:.0f} ms",
+                            kStepAllowanceMs, excess_median)
+              : fmt::format("median TTFT is {:.0f} ms within what its prompt could take to prefill (at 1,000 tok/s, + "
+                            "{:.0f} ms): no sign of a queue",
+                            -excess_median, kStepAllowanceMs));
+    }
+  }
+  engine_gauge_evidence(engine, decided.has_value(), c);
+  fit_evidence(g, c);
   return c;
 }
 
