@@ -111,6 +111,92 @@ std::string timing_summary(const GroupStats& g) {
   return out;
 }
 
+namespace {
+
+// The TTFT fit's line, with what limits its reading.
+std::string fit_md(const GroupStats& g) {
+  if (!g.fit) return {};
+  std::string o;
+  const auto& f = *g.fit;
+  fmt::format_to(std::back_inserter(o), "\nTTFT fit: {:.1f} ms", f.a_ms);
+  if (f.prompt_varies) fmt::format_to(std::back_inserter(o), " + {:.3f} ms/prompt token", f.b_ms_per_token);
+  if (f.in_flight_varies) fmt::format_to(std::back_inserter(o), " + {:.1f} ms/request in flight", f.c_ms_per_in_flight);
+  fmt::format_to(std::back_inserter(o), " (R² {:.2f}, n {}){}\n", f.r2, f.n,
+                 f.collinear ? "; in-flight count rose with prompt length, so the two cannot be split" : "");
+  if (f.prompt_range_narrow) {
+    fmt::format_to(std::back_inserter(o),
+                   "Prompts spanned only {:.0f} to {:.0f} tokens: too narrow a range to measure a cost per prompt "
+                   "token, so the fit leaves prompt length out (vary prompt lengths, e.g. sweep --input-tokens, "
+                   "to measure prefill).\n",
+                   f.prompt_min, f.prompt_max);
+  }
+  if (f.a_ms < 0) {
+    o += "The intercept is negative: a straight line does not describe TTFT over this range; read the "
+         "coefficients as a trend, not as fixed and per-unit costs.\n";
+  }
+  return o;
+}
+
+// One group's section: the verdict line, counts, latencies, by API, the fit and the ranking.
+std::string group_md(const GroupStats& g) {
+  std::string o;
+  fmt::format_to(std::back_inserter(o), "\n## {}\n\n", g.key);
+  const auto& top = g.ranking.front();
+  if (top.score >= 1) {
+    fmt::format_to(std::back_inserter(o), "**Likely bottleneck: {}** (score {:.1f}; >= 1 crosses its threshold)\n\n",
+                   top.name, top.score);
+  } else {
+    o += "**No candidate crosses its threshold**: nothing here looks like a bottleneck.\n\n";
+  }
+  fmt::format_to(std::back_inserter(o), "- {} requests over {:.1f} s ({:.2f} req/s); {} streamed, {} not streamed\n",
+                 g.requests, g.window_s, g.requests_per_s, g.streamed, g.non_streamed);
+  std::string outcomes;
+  for (const auto& [k, n] : g.outcomes) outcomes += fmt::format("{}{} {}", outcomes.empty() ? "" : ", ", k, n);
+  fmt::format_to(std::back_inserter(o), "- outcomes: {}\n", outcomes);
+  std::string sources;
+  for (const auto& [k, n] : g.token_sources) sources += fmt::format("{}{} {}", sources.empty() ? "" : ", ", k, n);
+  fmt::format_to(std::back_inserter(o), "- token counts from: {}{}\n", sources,
+                 (g.token_sources.count("estimated") || g.token_sources.count("none"))
+                     ? " (**warning**: some counts are estimated or missing)"
+                     : "");
+  if (auto t = timing_summary(g); !t.empty()) fmt::format_to(std::back_inserter(o), "- {}\n", t);
+  fmt::format_to(
+      std::back_inserter(o), "- tokens: {} prompt, {} completion{}{}\n", g.prompt_tokens_total,
+      g.completion_tokens_total,
+      g.output_tokens_per_s ? fmt::format(" ({:.1f} output tok/s over the window)", *g.output_tokens_per_s) : "",
+      g.cached_share ? fmt::format("; {:.1f}% of prompt tokens cached", 100 * *g.cached_share) : "");
+  o += "\n| ms | p50 | p90 | p95 | p99 | max |\n|---|---|---|---|---|---|\n";
+  auto row = [&](const char* name, const std::optional<Summary>& s) {
+    fmt::format_to(std::back_inserter(o), "| {} | {} | {} | {} | {} | {} |\n", name, ms(s, &Summary::p50),
+                   ms(s, &Summary::p90), ms(s, &Summary::p95), ms(s, &Summary::p99), ms(s, &Summary::max));
+  };
+  row("TTFT", g.ttft_ms);
+  row("TPOT", g.tpot_ms);
+  row("ITL p95", g.itl_p95_ms);
+  row("e2e", g.e2e_ms);
+  row("TTFB", g.ttfb_ms);
+  if (!g.apis.empty()) {
+    o += "\nBy API (ms):\n\n| API | requests | TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 | ITL p95 p99 | e2e p99 |\n"
+         "|---|---|---|---|---|---|---|---|\n";
+    for (const auto& a : g.apis) {
+      fmt::format_to(std::back_inserter(o), "| {} | {} | {} | {} | {} | {} | {} | {} |\n", a.operation, a.requests,
+                     ms(a.ttft_ms, &Summary::p50), ms(a.ttft_ms, &Summary::p99), ms(a.tpot_ms, &Summary::p50),
+                     ms(a.tpot_ms, &Summary::p99), ms(a.itl_p95_ms, &Summary::p99), ms(a.e2e_ms, &Summary::p99));
+    }
+  }
+  o += fit_md(g);
+  o += "\n| rank | candidate | score | evidence |\n|---|---|---|---|\n";
+  int rank = 0;
+  for (const auto& c : g.ranking) {
+    if (!shown_in_ranking(c)) continue;
+    fmt::format_to(std::back_inserter(o), "| {} | {} | {:.2f} | {} |\n", ++rank, c.name, c.score,
+                   fmt::join(c.evidence, "; "));
+  }
+  return o;
+}
+
+}  // namespace
+
 std::string render_markdown(const ReportInput& in) {
   std::string o = "# modelperfobs report\n\n";
   fmt::format_to(
@@ -125,79 +211,7 @@ std::string render_markdown(const ReportInput& in) {
                    in.read.invalid_lines, in.read.foreign_lines, in.read.torn_last_line ? "yes (skipped)" : "no",
                    in.read.dropped_lines);
   }
-  for (const auto& g : in.groups) {
-    fmt::format_to(std::back_inserter(o), "\n## {}\n\n", g.key);
-    const auto& top = g.ranking.front();
-    if (top.score >= 1) {
-      fmt::format_to(std::back_inserter(o), "**Likely bottleneck: {}** (score {:.1f}; >= 1 crosses its threshold)\n\n",
-                     top.name, top.score);
-    } else {
-      o += "**No candidate crosses its threshold**: nothing here looks like a bottleneck.\n\n";
-    }
-    fmt::format_to(std::back_inserter(o), "- {} requests over {:.1f} s ({:.2f} req/s); {} streamed, {} not streamed\n",
-                   g.requests, g.window_s, g.requests_per_s, g.streamed, g.non_streamed);
-    std::string outcomes;
-    for (const auto& [k, n] : g.outcomes) outcomes += fmt::format("{}{} {}", outcomes.empty() ? "" : ", ", k, n);
-    fmt::format_to(std::back_inserter(o), "- outcomes: {}\n", outcomes);
-    std::string sources;
-    for (const auto& [k, n] : g.token_sources) sources += fmt::format("{}{} {}", sources.empty() ? "" : ", ", k, n);
-    fmt::format_to(std::back_inserter(o), "- token counts from: {}{}\n", sources,
-                   (g.token_sources.count("estimated") || g.token_sources.count("none"))
-                       ? " (**warning**: some counts are estimated or missing)"
-                       : "");
-    if (auto t = timing_summary(g); !t.empty()) fmt::format_to(std::back_inserter(o), "- {}\n", t);
-    fmt::format_to(
-        std::back_inserter(o), "- tokens: {} prompt, {} completion{}{}\n", g.prompt_tokens_total,
-        g.completion_tokens_total,
-        g.output_tokens_per_s ? fmt::format(" ({:.1f} output tok/s over the window)", *g.output_tokens_per_s) : "",
-        g.cached_share ? fmt::format("; {:.1f}% of prompt tokens cached", 100 * *g.cached_share) : "");
-    o += "\n| ms | p50 | p90 | p95 | p99 | max |\n|---|---|---|---|---|---|\n";
-    auto row = [&](const char* name, const std::optional<Summary>& s) {
-      fmt::format_to(std::back_inserter(o), "| {} | {} | {} | {} | {} | {} |\n", name, ms(s, &Summary::p50),
-                     ms(s, &Summary::p90), ms(s, &Summary::p95), ms(s, &Summary::p99), ms(s, &Summary::max));
-    };
-    row("TTFT", g.ttft_ms);
-    row("TPOT", g.tpot_ms);
-    row("ITL p95", g.itl_p95_ms);
-    row("e2e", g.e2e_ms);
-    row("TTFB", g.ttfb_ms);
-    if (!g.apis.empty()) {
-      o += "\nBy API (ms):\n\n| API | requests | TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 | ITL p95 p99 | e2e p99 |\n"
-           "|---|---|---|---|---|---|---|---|\n";
-      for (const auto& a : g.apis) {
-        fmt::format_to(std::back_inserter(o), "| {} | {} | {} | {} | {} | {} | {} | {} |\n", a.operation, a.requests,
-                       ms(a.ttft_ms, &Summary::p50), ms(a.ttft_ms, &Summary::p99), ms(a.tpot_ms, &Summary::p50),
-                       ms(a.tpot_ms, &Summary::p99), ms(a.itl_p95_ms, &Summary::p99), ms(a.e2e_ms, &Summary::p99));
-      }
-    }
-    if (g.fit) {
-      const auto& f = *g.fit;
-      fmt::format_to(std::back_inserter(o), "\nTTFT fit: {:.1f} ms", f.a_ms);
-      if (f.prompt_varies) fmt::format_to(std::back_inserter(o), " + {:.3f} ms/prompt token", f.b_ms_per_token);
-      if (f.in_flight_varies)
-        fmt::format_to(std::back_inserter(o), " + {:.1f} ms/request in flight", f.c_ms_per_in_flight);
-      fmt::format_to(std::back_inserter(o), " (R² {:.2f}, n {}){}\n", f.r2, f.n,
-                     f.collinear ? "; in-flight count rose with prompt length, so the two cannot be split" : "");
-      if (f.prompt_range_narrow) {
-        fmt::format_to(std::back_inserter(o),
-                       "Prompts spanned only {:.0f} to {:.0f} tokens: too narrow a range to measure a cost per prompt "
-                       "token, so the fit leaves prompt length out (vary prompt lengths, e.g. sweep --input-tokens, "
-                       "to measure prefill).\n",
-                       f.prompt_min, f.prompt_max);
-      }
-      if (f.a_ms < 0) {
-        o += "The intercept is negative: a straight line does not describe TTFT over this range; read the "
-             "coefficients as a trend, not as fixed and per-unit costs.\n";
-      }
-    }
-    o += "\n| rank | candidate | score | evidence |\n|---|---|---|---|\n";
-    int rank = 0;
-    for (const auto& c : g.ranking) {
-      if (!shown_in_ranking(c)) continue;
-      fmt::format_to(std::back_inserter(o), "| {} | {} | {:.2f} | {} |\n", ++rank, c.name, c.score,
-                     fmt::join(c.evidence, "; "));
-    }
-  }
+  for (const auto& g : in.groups) o += group_md(g);
   if (!in.others.empty()) {
     o += "\n## Other requests (generate nothing; not ranked)\n\n"
          "| operation | requests | outcomes | e2e p50 ms | e2e p95 ms | e2e p99 ms | prompt tokens |\n"
@@ -222,82 +236,93 @@ std::string render_markdown(const ReportInput& in) {
   return o;
 }
 
+namespace {
+
+std::string engine_split_json(const EngineSplit& e) {
+  JsonObjectWriter split;
+  split.field("source", e.source)
+      .field("requests", static_cast<std::uint64_t>(e.n))
+      .field("of", static_cast<std::uint64_t>(e.of))
+      .raw_field("wait_ms", summary_json(e.wait_ms))
+      .raw_field("prefill_ms", summary_json(e.prefill_ms))
+      .raw_field("head_to_token_ms", summary_json(e.head_to_token_ms));
+  if (e.queue_ms) split.raw_field("queue_ms", summary_json(e.queue_ms));
+  if (e.outside_ms) split.raw_field("outside_ms", summary_json(e.outside_ms));
+  if (e.head_rule.empty()) {
+    split.null_field("head_rule");
+  } else {
+    split.field("head_rule", e.head_rule);
+  }
+  return std::move(split).finish();
+}
+
+// A term not in the model is null, never a fitted 0.
+std::string ttft_fit_json(const TtftFit& f) {
+  JsonObjectWriter fit;
+  fit.field("n", static_cast<std::uint64_t>(f.n)).field("a_ms", f.a_ms);
+  if (f.prompt_varies) {
+    fit.field("b_ms_per_prompt_token", f.b_ms_per_token);
+  } else {
+    fit.null_field("b_ms_per_prompt_token");
+  }
+  if (f.in_flight_varies) {
+    fit.field("c_ms_per_in_flight", f.c_ms_per_in_flight);
+  } else {
+    fit.null_field("c_ms_per_in_flight");
+  }
+  fit.field("r2", f.r2).field("collinear", f.collinear).field("prompt_range_narrow", f.prompt_range_narrow);
+  return std::move(fit).finish();
+}
+
+// One group's object: counts, latencies, the engine's split, the fit, the ranking, by API.
+std::string group_json(const GroupStats& g) {
+  std::vector<std::string> ranking;
+  for (const auto& c : g.ranking) {
+    ranking.push_back(std::move(JsonObjectWriter()
+                                    .field("candidate", c.name)
+                                    .field("score", c.score)
+                                    .raw_field("evidence", json_array(c.evidence, true)))
+                          .finish());
+  }
+  JsonObjectWriter w;
+  w.field("key", g.key)
+      .field("requests", static_cast<std::uint64_t>(g.requests))
+      .raw_field("outcomes", json_counts(g.outcomes))
+      .field("window_start", format_rfc3339_us(g.window_start_us))
+      .field("window_end", format_rfc3339_us(g.window_end_us))
+      .field("requests_per_second", g.requests_per_s)
+      .optional_field("output_tokens_per_second", g.output_tokens_per_s)
+      .raw_field("ttft_ms", summary_json(g.ttft_ms))
+      .raw_field("tpot_ms", summary_json(g.tpot_ms))
+      .raw_field("itl_p95_ms", summary_json(g.itl_p95_ms))
+      .raw_field("e2e_ms", summary_json(g.e2e_ms))
+      .raw_field("ttfb_ms", summary_json(g.ttfb_ms))
+      .field("prompt_tokens", g.prompt_tokens_total)
+      .field("completion_tokens", g.completion_tokens_total)
+      .optional_field("cached_prompt_share", g.cached_share)
+      .raw_field("token_sources", json_counts(g.token_sources))
+      .raw_field("timing_bases", json_counts(g.timing_bases))
+      .raw_field("proxy_lag_ms", summary_json(g.proxy_lag_ms))
+      .field("streamed", static_cast<std::uint64_t>(g.streamed))
+      .field("non_streamed", static_cast<std::uint64_t>(g.non_streamed))
+      .field("error_rate", g.error_rate)
+      .field("busy_share", g.busy_share);
+  if (g.engine_split) w.raw_field("engine_split", engine_split_json(*g.engine_split));
+  if (g.fit) {
+    w.raw_field("ttft_fit", ttft_fit_json(*g.fit));
+  } else {
+    w.null_field("ttft_fit");
+  }
+  w.raw_field("ranking", json_array(ranking, false));
+  w.raw_field("apis", apis_json(g.apis));
+  return std::move(w).finish();
+}
+
+}  // namespace
+
 std::string render_json(const ReportInput& in) {
   std::vector<std::string> group_docs;
-  for (std::size_t i = 0; i < in.groups.size(); ++i) {
-    const auto& g = in.groups[i];
-    std::vector<std::string> ranking;
-    for (const auto& c : g.ranking) {
-      ranking.push_back(std::move(JsonObjectWriter()
-                                      .field("candidate", c.name)
-                                      .field("score", c.score)
-                                      .raw_field("evidence", json_array(c.evidence, true)))
-                            .finish());
-    }
-    JsonObjectWriter w;
-    w.field("key", g.key)
-        .field("requests", static_cast<std::uint64_t>(g.requests))
-        .raw_field("outcomes", json_counts(g.outcomes))
-        .field("window_start", format_rfc3339_us(g.window_start_us))
-        .field("window_end", format_rfc3339_us(g.window_end_us))
-        .field("requests_per_second", g.requests_per_s)
-        .optional_field("output_tokens_per_second", g.output_tokens_per_s)
-        .raw_field("ttft_ms", summary_json(g.ttft_ms))
-        .raw_field("tpot_ms", summary_json(g.tpot_ms))
-        .raw_field("itl_p95_ms", summary_json(g.itl_p95_ms))
-        .raw_field("e2e_ms", summary_json(g.e2e_ms))
-        .raw_field("ttfb_ms", summary_json(g.ttfb_ms))
-        .field("prompt_tokens", g.prompt_tokens_total)
-        .field("completion_tokens", g.completion_tokens_total)
-        .optional_field("cached_prompt_share", g.cached_share)
-        .raw_field("token_sources", json_counts(g.token_sources))
-        .raw_field("timing_bases", json_counts(g.timing_bases))
-        .raw_field("proxy_lag_ms", summary_json(g.proxy_lag_ms))
-        .field("streamed", static_cast<std::uint64_t>(g.streamed))
-        .field("non_streamed", static_cast<std::uint64_t>(g.non_streamed))
-        .field("error_rate", g.error_rate)
-        .field("busy_share", g.busy_share);
-    if (const auto& e = g.engine_split) {
-      JsonObjectWriter split;
-      split.field("source", e->source)
-          .field("requests", static_cast<std::uint64_t>(e->n))
-          .field("of", static_cast<std::uint64_t>(e->of))
-          .raw_field("wait_ms", summary_json(e->wait_ms))
-          .raw_field("prefill_ms", summary_json(e->prefill_ms))
-          .raw_field("head_to_token_ms", summary_json(e->head_to_token_ms));
-      if (e->queue_ms) split.raw_field("queue_ms", summary_json(e->queue_ms));
-      if (e->outside_ms) split.raw_field("outside_ms", summary_json(e->outside_ms));
-      if (e->head_rule.empty()) {
-        split.null_field("head_rule");
-      } else {
-        split.field("head_rule", e->head_rule);
-      }
-      w.raw_field("engine_split", std::move(split).finish());
-    }
-    if (g.fit) {
-      const auto& f = *g.fit;
-      JsonObjectWriter fit;
-      fit.field("n", static_cast<std::uint64_t>(f.n)).field("a_ms", f.a_ms);
-      // A term not in the model is null, never a fitted 0.
-      if (f.prompt_varies) {
-        fit.field("b_ms_per_prompt_token", f.b_ms_per_token);
-      } else {
-        fit.null_field("b_ms_per_prompt_token");
-      }
-      if (f.in_flight_varies) {
-        fit.field("c_ms_per_in_flight", f.c_ms_per_in_flight);
-      } else {
-        fit.null_field("c_ms_per_in_flight");
-      }
-      fit.field("r2", f.r2).field("collinear", f.collinear).field("prompt_range_narrow", f.prompt_range_narrow);
-      w.raw_field("ttft_fit", std::move(fit).finish());
-    } else {
-      w.null_field("ttft_fit");
-    }
-    w.raw_field("ranking", json_array(ranking, false));
-    w.raw_field("apis", apis_json(g.apis));
-    group_docs.push_back(std::move(w).finish());
-  }
+  for (const auto& g : in.groups) group_docs.push_back(group_json(g));
   const std::string groups = json_array(group_docs, false);
   std::vector<std::string> slo_docs;
   for (const auto& s : in.slos) {
