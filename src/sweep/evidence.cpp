@@ -42,23 +42,12 @@ std::int64_t requests_reaching_server(const std::vector<loadgen::Sample>& sample
   return n;
 }
 
-boost::json::object server_evidence(const scrape::Snapshot* previous_after, const scrape::Snapshot& before,
-                                    const std::vector<scrape::Snapshot>& during, const scrape::Snapshot& after,
-                                    std::int64_t requests_sent) {
-  for (const auto* s : {&before, &after}) {
-    if (!scrape::has_signals(s->status) || s->status == scrape::ScrapeStatus::kStale) {
-      auto o = not_measured(fmt::format("the scrape {} the point failed: {}", s == &before ? "before" : "after",
-                                        scrape::failure_text(*s)));
-      o["source"] = before.source;
-      return o;
-    }
-  }
-  boost::json::object o;
-  o["status"] = "measured";
-  o["source"] = before.source;
-  o["engine"] = std::string(engines::engine_name(after.signals.engine));
-  o["instance_before"] = scrape::server_instance_id(before);
-  o["instance_after"] = scrape::server_instance_id(after);
+namespace {
+
+// Why no delta can be taken (the server restarted or its counters went down, since the previous
+// point or during this one), or "".
+std::string reset_reason(const scrape::Snapshot* previous_after, const scrape::Snapshot& before,
+                         const scrape::Snapshot& after, const Result<engines::EngineSignals>& delta) {
   std::string reset;
   if (previous_after && scrape::has_signals(previous_after->status)) {
     if (scrape::server_instance_id(*previous_after) != scrape::server_instance_id(before)) {
@@ -67,17 +56,16 @@ boost::json::object server_evidence(const scrape::Snapshot* previous_after, cons
       reset = "between points: " + d.error().message;
     }
   }
-  auto delta = engines::delta_signals(before.signals, after.signals);
   if (reset.empty() && scrape::server_instance_id(before) != scrape::server_instance_id(after)) {
     reset = "the server's identity (process start time) changed during the point";
   }
   if (reset.empty() && !delta) reset = delta.error().message;
-  o["restarted"] = !reset.empty();
-  if (!reset.empty()) {
-    o["reset_reason"] = reset;
-    return o;  // no delta from a restarted server
-  }
-  const auto& d = *delta;
+  return reset;
+}
+
+// The point's counter deltas: requests, preemptions, the prefix cache, tokens, speculative decoding.
+void put_counter_deltas(const engines::EngineSignals& d, const scrape::Snapshot& after, std::int64_t requests_sent,
+                        boost::json::object& o) {
   o["requests_sent"] = requests_sent;
   if (auto v = requests_counter(d)) o["requests_delta"] = *v;
   if (auto v = d.value(Signal::kPreemptions)) o["preemptions_delta"] = *v;
@@ -112,7 +100,12 @@ boost::json::object server_evidence(const scrape::Snapshot* previous_after, cons
     o["spec_source"] = after.signals.scalar(Signal::kSpecAcceptRate)->source +
                        " (the engine's own recent-window gauge, read after the point)";
   }
-  // Gauges: peaks over every good scrape of the point, before and after included.
+}
+
+// Gauges: peaks over every good scrape of the point, before and after included, and the mean of the
+// waiting-for-capacity gauge during it.
+void put_gauge_peaks(const scrape::Snapshot& before, const std::vector<scrape::Snapshot>& during,
+                     const scrape::Snapshot& after, boost::json::object& o) {
   std::optional<double> waiting, waiting_capacity, waiting_deferred, running, kv;
   auto peak = [](std::optional<double>& acc, std::optional<double> v) {
     if (v) acc = acc ? std::max(*acc, *v) : *v;
@@ -151,6 +144,36 @@ boost::json::object server_evidence(const scrape::Snapshot* previous_after, cons
   if (kv) o["kv_usage_peak"] = *kv;
   o["scrapes"] = used;
   if (failed) o["scrapes_failed"] = failed;
+}
+
+}  // namespace
+
+boost::json::object server_evidence(const scrape::Snapshot* previous_after, const scrape::Snapshot& before,
+                                    const std::vector<scrape::Snapshot>& during, const scrape::Snapshot& after,
+                                    std::int64_t requests_sent) {
+  for (const auto* s : {&before, &after}) {
+    if (!scrape::has_signals(s->status) || s->status == scrape::ScrapeStatus::kStale) {
+      auto o = not_measured(fmt::format("the scrape {} the point failed: {}", s == &before ? "before" : "after",
+                                        scrape::failure_text(*s)));
+      o["source"] = before.source;
+      return o;
+    }
+  }
+  boost::json::object o;
+  o["status"] = "measured";
+  o["source"] = before.source;
+  o["engine"] = std::string(engines::engine_name(after.signals.engine));
+  o["instance_before"] = scrape::server_instance_id(before);
+  o["instance_after"] = scrape::server_instance_id(after);
+  auto delta = engines::delta_signals(before.signals, after.signals);
+  const std::string reset = reset_reason(previous_after, before, after, delta);
+  o["restarted"] = !reset.empty();
+  if (!reset.empty()) {
+    o["reset_reason"] = reset;
+    return o;  // no delta from a restarted server
+  }
+  put_counter_deltas(*delta, after, requests_sent, o);
+  put_gauge_peaks(before, during, after, o);
   return o;
 }
 
