@@ -464,6 +464,62 @@ const TrackPoints::value_type* highest_throughput(const TrackPoints& pts, Eligib
   return best;
 }
 
+// A point chosen as the peak or the knee, with the throughput identity fak's newer rules state.
+Selection selected(const SweepReceipt& r, const std::pair<const Point*, const TrackPoint*>& pt) {
+  Selection sel = selection_of(*pt.first, *pt.second);
+  if (r.rules_generation >= 2) {
+    sel.throughput_unit = pt.second->stats.throughput_tok_s.unit.value_or("");
+    sel.token_count_basis = pt.second->stats.token_count_basis;
+  }
+  return sel;
+}
+
+// Peak: fak's ObservedExtremum over throughput.
+void locate_peak(const SweepReceipt& r, const Contract& c, const TrackPoints& pts, TrackSummary& s) {
+  if (const auto blocked = unlocatable(r, pts, {})) {
+    s.peak_status = blocked->first;
+    s.peak_reason = blocked->second;
+  } else {
+    const auto* best = highest_throughput(pts, [](const TrackPoint&) { return true; });
+    s.peak = selected(r, *best);
+    s.peak_status = censoring(r, c, best->first->coordinate);
+    if (s.peak_status == "right_censored") {
+      s.peak_reason =
+          "throughput is highest at the largest tested point, below the declared capacity; "
+          "test up to the declared capacity to locate the peak";
+    } else if (s.peak_status == "left_censored") {
+      s.peak_reason = "throughput is highest at the lowest tested point and the axis does not start at 1";
+    }
+  }
+}
+
+// SLA knee: fak's ConstrainedExtremum, the budgets' p99 metrics required at every point.
+void locate_sla_knee(const SweepReceipt& r, const Contract& c, const TrackPoints& pts, TrackSummary& s) {
+  if (!r.sla.any()) {
+    s.sla_status = "not_configured";
+    s.sla_reason = "no p99 latency budget configured; no SLA knee claimed";
+    return;
+  }
+  if (const auto blocked = unlocatable(r, pts, r.sla)) {
+    s.sla_status = blocked->first;
+    s.sla_reason = blocked->second;
+    return;
+  }
+  const auto* knee = highest_throughput(pts, [&](const TrackPoint& tp) { return meets(r.sla, tp).value_or(false); });
+  if (!knee) {
+    s.sla_status = "not_identifiable";
+    s.sla_reason = "no measured point satisfies every declared constraint";
+    return;
+  }
+  s.sla_knee = selected(r, *knee);
+  s.sla_status = censoring(r, c, knee->first->coordinate);
+  if (s.sla_status == "right_censored") {
+    s.sla_reason = "the knee is at the largest tested point, below the declared capacity";
+  } else if (s.sla_status == "left_censored") {
+    s.sla_reason = "the knee is at the lowest tested point and the axis does not start at 1";
+  }
+}
+
 TrackSummary summarize(const SweepReceipt& r, const Contract& c) {
   TrackSummary s;
   s.track = c.track;
@@ -513,54 +569,8 @@ TrackSummary summarize(const SweepReceipt& r, const Contract& c) {
     return s;
   }
   s.status = "measured";
-  const auto selected = [&](const std::pair<const Point*, const TrackPoint*>& pt) {
-    Selection sel = selection_of(*pt.first, *pt.second);
-    if (r.rules_generation >= 2) {
-      sel.throughput_unit = pt.second->stats.throughput_tok_s.unit.value_or("");
-      sel.token_count_basis = pt.second->stats.token_count_basis;
-    }
-    return sel;
-  };
-  // Peak: fak's ObservedExtremum over throughput.
-  if (const auto blocked = unlocatable(r, pts, {})) {
-    s.peak_status = blocked->first;
-    s.peak_reason = blocked->second;
-  } else {
-    const auto* best = highest_throughput(pts, [](const TrackPoint&) { return true; });
-    s.peak = selected(*best);
-    s.peak_status = censoring(r, c, best->first->coordinate);
-    if (s.peak_status == "right_censored") {
-      s.peak_reason =
-          "throughput is highest at the largest tested point, below the declared capacity; "
-          "test up to the declared capacity to locate the peak";
-    } else if (s.peak_status == "left_censored") {
-      s.peak_reason = "throughput is highest at the lowest tested point and the axis does not start at 1";
-    }
-  }
-  // SLA knee: fak's ConstrainedExtremum, the budgets' p99 metrics required at every point.
-  if (!r.sla.any()) {
-    s.sla_status = "not_configured";
-    s.sla_reason = "no p99 latency budget configured; no SLA knee claimed";
-    return s;
-  }
-  if (const auto blocked = unlocatable(r, pts, r.sla)) {
-    s.sla_status = blocked->first;
-    s.sla_reason = blocked->second;
-    return s;
-  }
-  const auto* knee = highest_throughput(pts, [&](const TrackPoint& tp) { return meets(r.sla, tp).value_or(false); });
-  if (!knee) {
-    s.sla_status = "not_identifiable";
-    s.sla_reason = "no measured point satisfies every declared constraint";
-    return s;
-  }
-  s.sla_knee = selected(*knee);
-  s.sla_status = censoring(r, c, knee->first->coordinate);
-  if (s.sla_status == "right_censored") {
-    s.sla_reason = "the knee is at the largest tested point, below the declared capacity";
-  } else if (s.sla_status == "left_censored") {
-    s.sla_reason = "the knee is at the lowest tested point and the axis does not start at 1";
-  }
+  locate_peak(r, c, pts, s);
+  locate_sla_knee(r, c, pts, s);
   return s;
 }
 
