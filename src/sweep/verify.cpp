@@ -311,61 +311,37 @@ void rederive_from_samples(SweepReceipt& r, VerifyOutcome* out) {
   }
 }
 
-GateOutcome gate_claim(std::string_view claim, std::string_view artifact_text) {
-  const std::string c = lower(claim);
-  auto has = [&](std::initializer_list<std::string_view> phrases) {
-    return std::any_of(phrases.begin(), phrases.end(),
-                       [&](std::string_view p) { return c.find(p) != std::string::npos; });
-  };
-  auto doc = parse_exact_json(artifact_text);
-  const boost::json::object* root = doc && doc->is_object() ? &doc->as_object() : nullptr;
-  const std::string schema = root ? std::string(json_string(*root, "schema").value_or("")) : "";
-  if (has({"parity or better", "parity-or-better", "parity with vllm", "parity with sglang",
-           "vllm/sglang/native parity"})) {
-    if (schema != "fak.serving-parity.v1") {
-      return {false, "parity claim refused: the artifact is not a fak.serving-parity.v1 receipt"};
-    }
-    for (std::string_view need : {"vllm", "sglang", "fak-fronts-fleet"}) {
-      bool ok = false;
-      if (const auto* tracks = json_array(*root, "tracks")) {
-        for (const auto& t : *tracks) {
-          if (!t.is_object() || json_string(t.as_object(), "track").value_or("") != need) continue;
-          const auto* stats = json_object(t.as_object(), "stats");
-          ok = json_string(t.as_object(), "status").value_or("") == "measured" && stats &&
-               json_int(*stats, "ok").value_or(0) > 0;
-        }
-      }
-      if (!ok) {
-        return {false,
-                fmt::format("parity claim refused: track {} is not measured with successful requests; "
-                            "a parity-or-better claim requires measured vllm, sglang, and fak-fronts-fleet tracks",
-                            need)};
+namespace {
+
+enum class ClaimKind { kNone, kPeak, kCapacityPeak, kSlaKnee };
+
+// A parity-or-better claim: a parity receipt with vllm, sglang and fak-fronts-fleet each measured.
+GateOutcome gate_parity(const boost::json::object* root, const std::string& schema) {
+  if (schema != "fak.serving-parity.v1") {
+    return {false, "parity claim refused: the artifact is not a fak.serving-parity.v1 receipt"};
+  }
+  for (std::string_view need : {"vllm", "sglang", "fak-fronts-fleet"}) {
+    bool ok = false;
+    if (const auto* tracks = json_array(*root, "tracks")) {
+      for (const auto& t : *tracks) {
+        if (!t.is_object() || json_string(t.as_object(), "track").value_or("") != need) continue;
+        const auto* stats = json_object(t.as_object(), "stats");
+        ok = json_string(t.as_object(), "status").value_or("") == "measured" && stats &&
+             json_int(*stats, "ok").value_or(0) > 0;
       }
     }
-    return {true, "serving claim gate: OK"};
-  }
-  enum class Kind { kNone, kPeak, kCapacityPeak, kSlaKnee } kind = Kind::kNone;
-  if (has({"sla knee", "sla-knee", "p99 knee"}))
-    kind = Kind::kSlaKnee;
-  else if (has({"capacity-valid peak", "capacity valid peak"}))
-    kind = Kind::kCapacityPeak;
-  else if (has({"serving peak", "peak serving", "peak throughput"}))
-    kind = Kind::kPeak;
-  if (kind == Kind::kNone) {
-    return {true,
-            "serving claim gate: OK (the text makes no parity or sweep claim), so nothing was judged: the gate knows "
-            "'serving peak', 'capacity-valid peak', 'SLA knee' and 'parity or better' (docs/SWEEP.md)",
-            false};
-  }
-  std::string track = "ours";
-  static const std::regex word("[a-z0-9-]+");
-  for (auto it = std::sregex_iterator(c.begin(), c.end(), word); it != std::sregex_iterator(); ++it) {
-    const std::string w = it->str();
-    if (w == "ours" || w == "vllm" || w == "sglang" || w == "fak-fronts-fleet") {
-      track = w;
-      break;
+    if (!ok) {
+      return {false, fmt::format("parity claim refused: track {} is not measured with successful requests; "
+                                 "a parity-or-better claim requires measured vllm, sglang, and fak-fronts-fleet tracks",
+                                 need)};
     }
   }
+  return {true, "serving claim gate: OK"};
+}
+
+// A peak or SLA-knee claim for one track: a sweep receipt that re-evaluates cleanly and locates it.
+GateOutcome gate_sweep_claim(std::string_view artifact_text, const std::string& schema, const std::string& track,
+                             ClaimKind kind) {
   const auto refuse_peak = [&](const std::string& reason) {
     return GateOutcome{false, fmt::format("serving peak claim for {} refused: {}; rerun with at least two "
                                           "in-capacity identity-stable points",
@@ -391,7 +367,7 @@ GateOutcome gate_claim(std::string_view claim, std::string_view artifact_text) {
     }
     return refuse_peak(why);
   }
-  if (kind == Kind::kSlaKnee) {
+  if (kind == ClaimKind::kSlaKnee) {
     if (!parsed->sla.any()) return {false, "serving SLA-knee claim requires a configured p99 TTFT or ITL budget"};
     if (s->sla_status != "measured" || !s->sla_knee) {
       return {false, fmt::format("serving SLA-knee claim for {} refused: {}", track,
@@ -399,6 +375,46 @@ GateOutcome gate_claim(std::string_view claim, std::string_view artifact_text) {
     }
   }
   return {true, "serving claim gate: OK"};
+}
+
+}  // namespace
+
+GateOutcome gate_claim(std::string_view claim, std::string_view artifact_text) {
+  const std::string c = lower(claim);
+  auto has = [&](std::initializer_list<std::string_view> phrases) {
+    return std::any_of(phrases.begin(), phrases.end(),
+                       [&](std::string_view p) { return c.find(p) != std::string::npos; });
+  };
+  auto doc = parse_exact_json(artifact_text);
+  const boost::json::object* root = doc && doc->is_object() ? &doc->as_object() : nullptr;
+  const std::string schema = root ? std::string(json_string(*root, "schema").value_or("")) : "";
+  if (has({"parity or better", "parity-or-better", "parity with vllm", "parity with sglang",
+           "vllm/sglang/native parity"})) {
+    return gate_parity(root, schema);
+  }
+  ClaimKind kind = ClaimKind::kNone;
+  if (has({"sla knee", "sla-knee", "p99 knee"}))
+    kind = ClaimKind::kSlaKnee;
+  else if (has({"capacity-valid peak", "capacity valid peak"}))
+    kind = ClaimKind::kCapacityPeak;
+  else if (has({"serving peak", "peak serving", "peak throughput"}))
+    kind = ClaimKind::kPeak;
+  if (kind == ClaimKind::kNone) {
+    return {true,
+            "serving claim gate: OK (the text makes no parity or sweep claim), so nothing was judged: the gate knows "
+            "'serving peak', 'capacity-valid peak', 'SLA knee' and 'parity or better' (docs/SWEEP.md)",
+            false};
+  }
+  std::string track = "ours";
+  static const std::regex word("[a-z0-9-]+");
+  for (auto it = std::sregex_iterator(c.begin(), c.end(), word); it != std::sregex_iterator(); ++it) {
+    const std::string w = it->str();
+    if (w == "ours" || w == "vllm" || w == "sglang" || w == "fak-fronts-fleet") {
+      track = w;
+      break;
+    }
+  }
+  return gate_sweep_claim(artifact_text, schema, track, kind);
 }
 
 }  // namespace mpo::sweep
