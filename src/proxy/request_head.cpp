@@ -246,6 +246,86 @@ HeadScanner::State HeadScanner::scan(std::string_view bytes) {
   return state_;
 }
 
+namespace {
+
+// The request line: METHOD SP TARGET SP VERSION, HTTP/1.1 or 1.0, an upper-case method other than
+// CONNECT, a target in origin form.
+Status read_request_line(std::string_view line, RequestHead& h) {
+  const auto sp1 = line.find(' ');
+  const auto sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+  if (sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos) {
+    return bad("the request line is not METHOD SP TARGET SP VERSION");
+  }
+  h.method = line.substr(0, sp1);
+  h.target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  const auto version = line.substr(sp2 + 1);
+  if (version == "HTTP/1.1") {
+    h.version = 11;
+  } else if (version == "HTTP/1.0") {
+    h.version = 10;
+  } else if (version.size() == 8 && version.substr(0, 5) == "HTTP/" && is_digit(version[5]) && version[6] == '.' &&
+             is_digit(version[7]) && version[5] >= '2') {
+    return make_error(errc::kRequestVersion, fmt::format("{} is not supported (HTTP/1.1 and 1.0 are)", version));
+  } else {
+    return bad("the request line's version is not HTTP/1.1 or HTTP/1.0");
+  }
+  if (h.method.empty() || h.method.size() > 32) return bad("the request method is empty or too long");
+  for (char c : h.method) {
+    if (!((c >= 'A' && c <= 'Z') || c == '_' || c == '-')) {
+      return bad(fmt::format("invalid request method '{}' (methods are upper case)", h.method));
+    }
+  }
+  if (h.method == "CONNECT") return make_error(errc::kRequestMethod, "CONNECT is not proxied");
+  if (h.target.empty()) return bad("an empty request target");
+  auto origin = origin_form(h.target);
+  if (!origin) return origin.error();
+  h.origin_target = std::move(*origin);
+  return Ok{};
+}
+
+// What the whole head's header lines gather: Host lines and Transfer-Encoding codings.
+struct HeaderTally {
+  std::size_t host_lines = 0;
+  std::string te;
+  bool te_seen = false;
+};
+
+// One header line: no folding, a token name and its colon, a value without control characters;
+// Content-Length, Transfer-Encoding and Host read.
+Status read_header_line(std::string_view line, const HeadLimits& limits, RequestHead& h, HeaderTally& t) {
+  if (line.front() == ' ' || line.front() == '\t') {
+    return bad("a folded header line (obsolete line folding, RFC 9112 5.2)");
+  }
+  if (++h.fields > limits.max_fields) {
+    return make_error(errc::kRequestTooLarge, fmt::format("more than {} header fields", limits.max_fields));
+  }
+  const auto colon = line.find(':');
+  if (colon == std::string_view::npos) return bad("a header line without a colon");
+  const auto name = line.substr(0, colon);
+  if (!is_token(name)) {
+    return bad(name.find_first_of(" \t") != std::string_view::npos
+                   ? "whitespace between a header name and its colon (RFC 9112 5.1)"
+                   : "a header name with a character that is not allowed");
+  }
+  const auto value = trim_ows(line.substr(colon + 1));
+  if (!valid_field_value(value)) return bad(fmt::format("the {} header's value has a control character", name));
+  if (iequals(name, "content-length")) {
+    if (h.content_length) return bad("more than one Content-Length");
+    if (!all_digits(value) || value.size() > 18) return bad(fmt::format("invalid Content-Length '{}'", value));
+    h.content_length = std::stoull(std::string(value));
+  } else if (iequals(name, "transfer-encoding")) {
+    if (t.te_seen) t.te += ',';
+    t.te += value;
+    t.te_seen = true;
+  } else if (iequals(name, "host")) {
+    ++t.host_lines;
+    h.host = value;
+  }
+  return Ok{};
+}
+
+}  // namespace
+
 Result<RequestHead> parse_request_head(std::string_view head, const HeadLimits& limits) {
   if (head.size() > limits.max_bytes) {
     return make_error(errc::kRequestTooLarge, fmt::format("request headers over {} bytes", limits.max_bytes));
@@ -254,9 +334,9 @@ Result<RequestHead> parse_request_head(std::string_view head, const HeadLimits& 
     return bad("the request head does not end with an empty line (CRLF CRLF)");
   }
   RequestHead h;
-  std::size_t host_lines = 0, pos = 0;
-  std::string te;
-  bool te_seen = false, first = true;
+  HeaderTally t;
+  std::size_t pos = 0;
+  bool first = true;
   while (pos < head.size()) {
     const auto eol = head.find(kCrlf, pos);
     const auto line = head.substr(pos, eol - pos);
@@ -267,75 +347,20 @@ Result<RequestHead> parse_request_head(std::string_view head, const HeadLimits& 
     }
     if (first) {
       first = false;
-      const auto sp1 = line.find(' ');
-      const auto sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-      if (sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos) {
-        return bad("the request line is not METHOD SP TARGET SP VERSION");
-      }
-      h.method = line.substr(0, sp1);
-      h.target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-      const auto version = line.substr(sp2 + 1);
-      if (version == "HTTP/1.1") {
-        h.version = 11;
-      } else if (version == "HTTP/1.0") {
-        h.version = 10;
-      } else if (version.size() == 8 && version.substr(0, 5) == "HTTP/" && is_digit(version[5]) && version[6] == '.' &&
-                 is_digit(version[7]) && version[5] >= '2') {
-        return make_error(errc::kRequestVersion, fmt::format("{} is not supported (HTTP/1.1 and 1.0 are)", version));
-      } else {
-        return bad("the request line's version is not HTTP/1.1 or HTTP/1.0");
-      }
-      if (h.method.empty() || h.method.size() > 32) return bad("the request method is empty or too long");
-      for (char c : h.method) {
-        if (!((c >= 'A' && c <= 'Z') || c == '_' || c == '-')) {
-          return bad(fmt::format("invalid request method '{}' (methods are upper case)", h.method));
-        }
-      }
-      if (h.method == "CONNECT") return make_error(errc::kRequestMethod, "CONNECT is not proxied");
-      if (h.target.empty()) return bad("an empty request target");
-      auto origin = origin_form(h.target);
-      if (!origin) return origin.error();
-      h.origin_target = std::move(*origin);
+      if (auto st = read_request_line(line, h); !st) return st.error();
       continue;
     }
-    if (line.front() == ' ' || line.front() == '\t') {
-      return bad("a folded header line (obsolete line folding, RFC 9112 5.2)");
-    }
-    if (++h.fields > limits.max_fields) {
-      return make_error(errc::kRequestTooLarge, fmt::format("more than {} header fields", limits.max_fields));
-    }
-    const auto colon = line.find(':');
-    if (colon == std::string_view::npos) return bad("a header line without a colon");
-    const auto name = line.substr(0, colon);
-    if (!is_token(name)) {
-      return bad(name.find_first_of(" \t") != std::string_view::npos
-                     ? "whitespace between a header name and its colon (RFC 9112 5.1)"
-                     : "a header name with a character that is not allowed");
-    }
-    const auto value = trim_ows(line.substr(colon + 1));
-    if (!valid_field_value(value)) return bad(fmt::format("the {} header's value has a control character", name));
-    if (iequals(name, "content-length")) {
-      if (h.content_length) return bad("more than one Content-Length");
-      if (!all_digits(value) || value.size() > 18) return bad(fmt::format("invalid Content-Length '{}'", value));
-      h.content_length = std::stoull(std::string(value));
-    } else if (iequals(name, "transfer-encoding")) {
-      if (te_seen) te += ',';
-      te += value;
-      te_seen = true;
-    } else if (iequals(name, "host")) {
-      ++host_lines;
-      h.host = value;
-    }
+    if (auto st = read_header_line(line, limits, h, t); !st) return st.error();
   }
   if (first) return bad("no request line");
-  if (host_lines > 1) return bad("more than one Host (RFC 9112 3.2)");
-  if (host_lines == 0 && h.version == 11) return bad("no Host in an HTTP/1.1 request (RFC 9112 3.2)");
-  if (host_lines == 1 && !valid_host(h.host)) return bad(fmt::format("invalid Host '{}'", h.host));
-  if (te_seen) {
+  if (t.host_lines > 1) return bad("more than one Host (RFC 9112 3.2)");
+  if (t.host_lines == 0 && h.version == 11) return bad("no Host in an HTTP/1.1 request (RFC 9112 3.2)");
+  if (t.host_lines == 1 && !valid_host(h.host)) return bad(fmt::format("invalid Host '{}'", h.host));
+  if (t.te_seen) {
     if (h.version == 10) return bad("Transfer-Encoding in an HTTP/1.0 request (RFC 9112 6.1)");
     // As nginx: an unknown coding is 501 whatever else the head says; chunked beside a
     // Content-Length is 400.
-    if (auto st = check_transfer_encoding(te); !st) return st.error();
+    if (auto st = check_transfer_encoding(t.te); !st) return st.error();
     if (h.content_length) return bad("both Content-Length and Transfer-Encoding (RFC 9112 6.1)");
     h.chunked = true;
   }
