@@ -93,6 +93,65 @@ Result<Headers> parse_key_values(std::string_view text, std::string_view what) {
   return out;
 }
 
+namespace {
+
+// Resource: OTEL_RESOURCE_ATTRIBUTES, then OTEL_SERVICE_NAME over its service.name, then ours
+// where the user set none; service.name first.
+Status resolve_resource(const ExportFlags& flags, const EnvLookup& env, std::string_view service_version,
+                        std::string_view instance, ExportConfig& c) {
+  Headers resource;
+  if (auto v = env("OTEL_RESOURCE_ATTRIBUTES")) {
+    auto r = parse_key_values(*v, "OTEL_RESOURCE_ATTRIBUTES");
+    if (!r) return r.error();
+    resource = std::move(*r);
+  }
+  auto set = [&](std::string key, std::string value, bool override_existing) {
+    auto it = std::find_if(resource.begin(), resource.end(), [&](const auto& kv) { return kv.first == key; });
+    if (it == resource.end()) {
+      resource.emplace_back(std::move(key), std::move(value));
+    } else if (override_existing) {
+      it->second = std::move(value);
+    }
+  };
+  if (auto v = env("OTEL_SERVICE_NAME"); v && !trim(*v).empty()) set("service.name", std::string(trim(*v)), true);
+  set("service.name", flags.default_service_name, false);
+  set("service.version", std::string(service_version), false);
+  set("service.instance.id", std::string(instance), false);
+  // service.name first: it is what a person looks for.
+  std::stable_partition(resource.begin(), resource.end(), [](const auto& kv) { return kv.first == "service.name"; });
+  for (auto& [k, v] : resource) c.resource.push_back({k, v});
+  return Ok{};
+}
+
+// Intervals, timeouts and the batch processor's limits: flags, then OTEL_* variables, then defaults.
+Status resolve_timing(const ExportFlags& flags, const EnvLookup& env, ExportConfig& c) {
+  if (flags.metrics_interval_s) {
+    if (!(*flags.metrics_interval_s > 0)) {
+      return make_error(errc::kOtelConfig, "--otlp-metrics-interval: expected a positive number of seconds");
+    }
+    c.metrics_interval_s = *flags.metrics_interval_s;
+  } else {
+    auto v = milliseconds(env, "OTEL_METRIC_EXPORT_INTERVAL", c.metrics_interval_s);
+    if (!v) return v.error();
+    c.metrics_interval_s = *v;
+  }
+  auto timeout = milliseconds(env, "OTEL_EXPORTER_OTLP_TIMEOUT", c.timeout_s);
+  if (!timeout) return timeout.error();
+  c.timeout_s = *timeout;
+  auto delay = milliseconds(env, "OTEL_BSP_SCHEDULE_DELAY", c.batch_delay_s);
+  if (!delay) return delay.error();
+  c.batch_delay_s = *delay;
+  auto queue = count(env, "OTEL_BSP_MAX_QUEUE_SIZE", c.max_queue);
+  if (!queue) return queue.error();
+  c.max_queue = *queue;
+  auto batch = count(env, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", c.max_batch);
+  if (!batch) return batch.error();
+  c.max_batch = std::min(*batch, c.max_queue);
+  return Ok{};
+}
+
+}  // namespace
+
 Result<ExportConfig> resolve_export_config(const ExportFlags& flags, const EnvLookup& env,
                                            std::string_view service_version, std::string_view instance) {
   ExportConfig c;
@@ -135,51 +194,8 @@ Result<ExportConfig> resolve_export_config(const ExportFlags& flags, const EnvLo
   }
   c.ca_file = !flags.ca_file.empty() ? flags.ca_file : env("OTEL_EXPORTER_OTLP_CERTIFICATE").value_or("");
 
-  // Resource: OTEL_RESOURCE_ATTRIBUTES, then OTEL_SERVICE_NAME over its service.name.
-  Headers resource;
-  if (auto v = env("OTEL_RESOURCE_ATTRIBUTES")) {
-    auto r = parse_key_values(*v, "OTEL_RESOURCE_ATTRIBUTES");
-    if (!r) return r.error();
-    resource = std::move(*r);
-  }
-  auto set = [&](std::string key, std::string value, bool override_existing) {
-    auto it = std::find_if(resource.begin(), resource.end(), [&](const auto& kv) { return kv.first == key; });
-    if (it == resource.end()) {
-      resource.emplace_back(std::move(key), std::move(value));
-    } else if (override_existing) {
-      it->second = std::move(value);
-    }
-  };
-  if (auto v = env("OTEL_SERVICE_NAME"); v && !trim(*v).empty()) set("service.name", std::string(trim(*v)), true);
-  set("service.name", flags.default_service_name, false);
-  set("service.version", std::string(service_version), false);
-  set("service.instance.id", std::string(instance), false);
-  // service.name first: it is what a person looks for.
-  std::stable_partition(resource.begin(), resource.end(), [](const auto& kv) { return kv.first == "service.name"; });
-  for (auto& [k, v] : resource) c.resource.push_back({k, v});
-
-  if (flags.metrics_interval_s) {
-    if (!(*flags.metrics_interval_s > 0)) {
-      return make_error(errc::kOtelConfig, "--otlp-metrics-interval: expected a positive number of seconds");
-    }
-    c.metrics_interval_s = *flags.metrics_interval_s;
-  } else {
-    auto v = milliseconds(env, "OTEL_METRIC_EXPORT_INTERVAL", c.metrics_interval_s);
-    if (!v) return v.error();
-    c.metrics_interval_s = *v;
-  }
-  auto timeout = milliseconds(env, "OTEL_EXPORTER_OTLP_TIMEOUT", c.timeout_s);
-  if (!timeout) return timeout.error();
-  c.timeout_s = *timeout;
-  auto delay = milliseconds(env, "OTEL_BSP_SCHEDULE_DELAY", c.batch_delay_s);
-  if (!delay) return delay.error();
-  c.batch_delay_s = *delay;
-  auto queue = count(env, "OTEL_BSP_MAX_QUEUE_SIZE", c.max_queue);
-  if (!queue) return queue.error();
-  c.max_queue = *queue;
-  auto batch = count(env, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", c.max_batch);
-  if (!batch) return batch.error();
-  c.max_batch = std::min(*batch, c.max_queue);
+  if (auto st = resolve_resource(flags, env, service_version, instance, c); !st) return st.error();
+  if (auto st = resolve_timing(flags, env, c); !st) return st.error();
   return c;
 }
 
