@@ -30,15 +30,55 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 
 }  // namespace
 
+namespace {
+
+// Where a sample stood in the page, for a problem's position.
+struct Where {
+  std::uint32_t line, column;
+};
+
+void add_problem(const MetricFamily& f, HistogramSeries& h, Where w, std::string message) {
+  h.problems.push_back(Problem{w.line, w.column, f.name, std::move(message)});
+}
+
+// One series' buckets sorted by bound, then checked: cumulative, ending at +Inf, +Inf equal to _count.
+void sort_and_check_buckets(const MetricFamily& f, HistogramSeries& h, const std::vector<Where>& bucket_where) {
+  std::vector<std::size_t> order(h.buckets.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return h.buckets[a].upper < h.buckets[b].upper; });
+  std::vector<Bucket> sorted;
+  std::vector<Where> where;
+  for (std::size_t i : order) {
+    sorted.push_back(h.buckets[i]);
+    where.push_back(bucket_where[i]);
+  }
+  h.buckets = std::move(sorted);
+  for (std::size_t i = 1; i < h.buckets.size(); ++i) {
+    if (h.buckets[i].cumulative < h.buckets[i - 1].cumulative) {
+      add_problem(f, h, where[i],
+                  fmt::format("bucket le=\"{}\" holds {} but le=\"{}\" already holds {}: buckets must be cumulative",
+                              format_number(h.buckets[i].upper), format_number(h.buckets[i].cumulative),
+                              format_number(h.buckets[i - 1].upper), format_number(h.buckets[i - 1].cumulative)));
+    }
+  }
+  if (h.buckets.empty()) return;
+  const Bucket& last = h.buckets.back();
+  if (!std::isinf(last.upper)) {
+    add_problem(f, h, where.back(), "the histogram has no le=\"+Inf\" bucket");
+  } else if (h.count && *h.count != last.cumulative) {
+    add_problem(f, h, where.back(),
+                fmt::format("the +Inf bucket holds {} but _count is {}", format_number(last.cumulative),
+                            format_number(*h.count)));
+  }
+}
+
+}  // namespace
+
 std::vector<HistogramSeries> assemble_histograms(const MetricFamily& f) {
   std::vector<HistogramSeries> out;
-  struct Where {
-    std::uint32_t line, column;
-  };
   std::vector<std::vector<Where>> bucket_where;
-  auto problem = [&](HistogramSeries& h, Where w, std::string message) {
-    h.problems.push_back(Problem{w.line, w.column, f.name, std::move(message)});
-  };
+  auto problem = [&](HistogramSeries& h, Where w, std::string message) { add_problem(f, h, w, std::move(message)); };
   const bool gauge = f.type == MetricType::kGaugeHistogram;
   std::unordered_map<std::string, std::size_t> index;  // label set (without le) -> series
   std::string key_text;
@@ -82,37 +122,7 @@ std::vector<HistogramSeries> assemble_histograms(const MetricFamily& f) {
       h.created = s.value;
     }
   }
-  for (std::size_t k = 0; k < out.size(); ++k) {
-    HistogramSeries& h = out[k];
-    std::vector<std::size_t> order(h.buckets.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(),
-              [&](std::size_t a, std::size_t b) { return h.buckets[a].upper < h.buckets[b].upper; });
-    std::vector<Bucket> sorted;
-    std::vector<Where> where;
-    for (std::size_t i : order) {
-      sorted.push_back(h.buckets[i]);
-      where.push_back(bucket_where[k][i]);
-    }
-    h.buckets = std::move(sorted);
-    for (std::size_t i = 1; i < h.buckets.size(); ++i) {
-      if (h.buckets[i].cumulative < h.buckets[i - 1].cumulative) {
-        problem(h, where[i],
-                fmt::format("bucket le=\"{}\" holds {} but le=\"{}\" already holds {}: buckets must be cumulative",
-                            format_number(h.buckets[i].upper), format_number(h.buckets[i].cumulative),
-                            format_number(h.buckets[i - 1].upper), format_number(h.buckets[i - 1].cumulative)));
-      }
-    }
-    if (h.buckets.empty()) continue;
-    const Bucket& last = h.buckets.back();
-    if (!std::isinf(last.upper)) {
-      problem(h, where.back(), "the histogram has no le=\"+Inf\" bucket");
-    } else if (h.count && *h.count != last.cumulative) {
-      problem(h, where.back(),
-              fmt::format("the +Inf bucket holds {} but _count is {}", format_number(last.cumulative),
-                          format_number(*h.count)));
-    }
-  }
+  for (std::size_t k = 0; k < out.size(); ++k) sort_and_check_buckets(f, out[k], bucket_where[k]);
   return out;
 }
 
