@@ -176,6 +176,50 @@ std::optional<std::string> read_findings(const boost::json::object& track, std::
 
 }  // namespace
 
+namespace {
+
+// One track's measurement at one point, in fak's order: status, contract, stats, evidence, samples.
+boost::json::object track_point_json(const TrackPoint& tp) {
+  boost::json::object t;
+  t["track"] = tp.track;
+  t["status"] = tp.status;
+  put_if(t, "reason_code", tp.reason_code);
+  put_if(t, "reason", tp.reason);
+  put_if(t, "measurement_status", tp.measurement_status);
+  t["model"] = tp.model;
+  t["engine"] = tp.engine;
+  t["engine_receipt_digest"] = tp.engine_receipt_digest;
+  t["batch_capacity"] = tp.batch_capacity;
+  t["capacity_source"] = tp.capacity_source;
+  t["stats"] = stats_json(tp.stats);
+  t["evidence"] = evidence_json(tp.evidence);
+  boost::json::array samples;
+  for (const auto& s : tp.samples) samples.push_back(loadgen::sample_json(s));
+  t["samples"] = std::move(samples);
+  return t;
+}
+
+// One track's summary: status, peak, SLA knee, and ours: the p99 boundary and saturation.
+boost::json::object track_summary_json(loadgen::LoadMode mode, const TrackSummary& s) {
+  boost::json::object t;
+  t["track"] = s.track;
+  t["status"] = s.status;
+  put_if(t, "reason", s.reason);
+  t["valid_points"] = s.valid_points;
+  put_if(t, "envelope_digest", s.envelope_digest);
+  put_if(t, "peak_status", s.peak_status);
+  put_if(t, "peak_reason", s.peak_reason);
+  if (s.peak) t["peak"] = selection_json(mode, *s.peak);
+  t["sla_status"] = s.sla_status;
+  put_if(t, "sla_reason", s.sla_reason);
+  if (s.sla_knee) t["sla_knee"] = selection_json(mode, *s.sla_knee);
+  write_member(t, "p99_boundary", s.p99_boundary);
+  t["saturation"] = saturation_json(s.saturation);
+  return t;
+}
+
+}  // namespace
+
 boost::json::value receipt_json(const SweepReceipt& r) {
   boost::json::object o;
   o["schema"] = r.schema;
@@ -203,47 +247,13 @@ boost::json::value receipt_json(const SweepReceipt& r) {
     po[point_key(r.mode)] = coordinate_json(r.mode, p.coordinate);
     po["workload_digest"] = p.workload_digest;
     boost::json::array tracks;
-    for (const auto& tp : p.tracks) {
-      boost::json::object t;
-      t["track"] = tp.track;
-      t["status"] = tp.status;
-      put_if(t, "reason_code", tp.reason_code);
-      put_if(t, "reason", tp.reason);
-      put_if(t, "measurement_status", tp.measurement_status);
-      t["model"] = tp.model;
-      t["engine"] = tp.engine;
-      t["engine_receipt_digest"] = tp.engine_receipt_digest;
-      t["batch_capacity"] = tp.batch_capacity;
-      t["capacity_source"] = tp.capacity_source;
-      t["stats"] = stats_json(tp.stats);
-      t["evidence"] = evidence_json(tp.evidence);
-      boost::json::array samples;
-      for (const auto& s : tp.samples) samples.push_back(loadgen::sample_json(s));
-      t["samples"] = std::move(samples);
-      tracks.push_back(std::move(t));
-    }
+    for (const auto& tp : p.tracks) tracks.push_back(track_point_json(tp));
     po["tracks"] = std::move(tracks);
     points.push_back(std::move(po));
   }
   o["points"] = std::move(points);
   boost::json::array summaries;
-  for (const auto& s : r.tracks) {
-    boost::json::object t;
-    t["track"] = s.track;
-    t["status"] = s.status;
-    put_if(t, "reason", s.reason);
-    t["valid_points"] = s.valid_points;
-    put_if(t, "envelope_digest", s.envelope_digest);
-    put_if(t, "peak_status", s.peak_status);
-    put_if(t, "peak_reason", s.peak_reason);
-    if (s.peak) t["peak"] = selection_json(r.mode, *s.peak);
-    t["sla_status"] = s.sla_status;
-    put_if(t, "sla_reason", s.sla_reason);
-    if (s.sla_knee) t["sla_knee"] = selection_json(r.mode, *s.sla_knee);
-    write_member(t, "p99_boundary", s.p99_boundary);
-    t["saturation"] = saturation_json(s.saturation);
-    summaries.push_back(std::move(t));
-  }
+  for (const auto& s : r.tracks) summaries.push_back(track_summary_json(r.mode, s));
   o["tracks"] = std::move(summaries);
   boost::json::object honesty;
   const bool newer = r.rules_generation >= 2;
