@@ -186,10 +186,10 @@ std::string sweep_markdown(const SweepReceipt& r) {
   return out;
 }
 
-std::string sweep_html(const SweepReceipt& r) {
-  using present::Axis;
-  using present::Chart;
-  using present::Mark;
+namespace {
+
+// The page's header: what was measured, the verdict, the facts of the run.
+present::Header sweep_header(const SweepReceipt& r) {
   present::Header h;
   h.title = "Serving sweep: " + r.model;
   h.measured = fmt::format(
@@ -208,7 +208,54 @@ std::string sweep_html(const SweepReceipt& r) {
     h.facts.emplace_back("ITL p99 budget", fmt::format("{} ms", go_float_text(r.sla.itl_p99_ms)));
   if (!r.tool_version.empty()) h.facts.emplace_back("made by", r.tool_name + " " + r.tool_version);
   h.warnings = r.warnings;
-  present::Page page(std::move(h));
+  return h;
+}
+
+// One track's section: its findings, the throughput chart (knee, peak) and the latency chart (budgets,
+// the p99 boundary).
+std::string track_section(const SweepReceipt& r, const TrackSummary& t, const std::string& x) {
+  using present::Axis;
+  using present::Chart;
+  using present::Mark;
+  std::vector<present::Point> thr, valid, ttft99, ttft50, itl99;
+  std::vector<double> xs, ms;
+  for (const auto& p : r.points) {
+    for (const auto& tp : p.tracks) {
+      if (tp.track != t.track) continue;
+      xs.push_back(p.coordinate);
+      if (auto v = tp.stats.throughput_tok_s.measured_value()) {
+        thr.push_back({p.coordinate, *v});
+        if (tp.status == "valid") valid.push_back({p.coordinate, *v});
+      }
+      if (auto v = p99(tp.stats.ttft_ms)) ttft99.push_back({p.coordinate, *v}), ms.push_back(*v);
+      if (auto v = p50(tp.stats.ttft_ms)) ttft50.push_back({p.coordinate, *v}), ms.push_back(*v);
+      if (auto v = p99(tp.stats.itl_ms)) itl99.push_back({p.coordinate, *v}), ms.push_back(*v);
+    }
+  }
+  if (r.sla.ttft_p99_ms > 0) ms.push_back(r.sla.ttft_p99_ms);
+  if (r.sla.itl_p99_ms > 0) ms.push_back(r.sla.itl_p99_ms);
+  const auto xscale =
+      r.mode == loadgen::LoadMode::kConcurrency ? present::scale_for_counts(xs) : present::scale_for(xs, 8);
+  Chart throughput("Output token throughput", Axis{x, xscale}, Axis{"tokens/s"});
+  throughput.add({"throughput", thr, Mark::kLineDots, "#1f77b4"});
+  throughput.add({"valid points", valid, Mark::kDots, "#2ca02c"});
+  if (t.saturation.knee) throughput.vline("saturation knee", *t.saturation.knee, "#d62728");
+  if (t.peak) throughput.vline("peak", t.peak->coordinate, "#7a1fa2");
+  Chart latency("TTFT and ITL", Axis{x, xscale}, Axis{"ms", present::scale_for(ms)});
+  latency.add({"TTFT p50", ttft50, Mark::kLineDots, "#9ecae1"});
+  latency.add({"TTFT p99", ttft99, Mark::kLineDots, "#ff7f0e"});
+  latency.add({"ITL p99", itl99, Mark::kLineDots, "#17becf"});
+  if (r.sla.ttft_p99_ms > 0) latency.hline("TTFT p99 budget", r.sla.ttft_p99_ms, "#c4501a");
+  if (r.sla.itl_p99_ms > 0) latency.hline("ITL p99 budget", r.sla.itl_p99_ms, "#0f7f8c");
+  if (t.p99_boundary.coordinate) latency.vline("p99 SLA boundary", *t.p99_boundary.coordinate, "#d62728");
+  const auto f = findings(t, r.mode);
+  return present::facts(f.items) + present::bullets(f.signals) + throughput.svg() + latency.svg();
+}
+
+}  // namespace
+
+std::string sweep_html(const SweepReceipt& r) {
+  present::Page page(sweep_header(r));
 
   present::Table points(point_headers(r.mode));
   for (auto& row : point_rows(r, false)) {
@@ -222,40 +269,7 @@ std::string sweep_html(const SweepReceipt& r) {
                                                 "note"));
   const std::string x = r.mode == loadgen::LoadMode::kConcurrency ? "concurrency" : "offered rate (req/s)";
   for (const auto& t : r.tracks) {
-    std::vector<present::Point> thr, valid, ttft99, ttft50, itl99;
-    std::vector<double> xs, ms;
-    for (const auto& p : r.points) {
-      for (const auto& tp : p.tracks) {
-        if (tp.track != t.track) continue;
-        xs.push_back(p.coordinate);
-        if (auto v = tp.stats.throughput_tok_s.measured_value()) {
-          thr.push_back({p.coordinate, *v});
-          if (tp.status == "valid") valid.push_back({p.coordinate, *v});
-        }
-        if (auto v = p99(tp.stats.ttft_ms)) ttft99.push_back({p.coordinate, *v}), ms.push_back(*v);
-        if (auto v = p50(tp.stats.ttft_ms)) ttft50.push_back({p.coordinate, *v}), ms.push_back(*v);
-        if (auto v = p99(tp.stats.itl_ms)) itl99.push_back({p.coordinate, *v}), ms.push_back(*v);
-      }
-    }
-    if (r.sla.ttft_p99_ms > 0) ms.push_back(r.sla.ttft_p99_ms);
-    if (r.sla.itl_p99_ms > 0) ms.push_back(r.sla.itl_p99_ms);
-    const auto xscale =
-        r.mode == loadgen::LoadMode::kConcurrency ? present::scale_for_counts(xs) : present::scale_for(xs, 8);
-    Chart throughput("Output token throughput", Axis{x, xscale}, Axis{"tokens/s"});
-    throughput.add({"throughput", thr, Mark::kLineDots, "#1f77b4"});
-    throughput.add({"valid points", valid, Mark::kDots, "#2ca02c"});
-    if (t.saturation.knee) throughput.vline("saturation knee", *t.saturation.knee, "#d62728");
-    if (t.peak) throughput.vline("peak", t.peak->coordinate, "#7a1fa2");
-    Chart latency("TTFT and ITL", Axis{x, xscale}, Axis{"ms", present::scale_for(ms)});
-    latency.add({"TTFT p50", ttft50, Mark::kLineDots, "#9ecae1"});
-    latency.add({"TTFT p99", ttft99, Mark::kLineDots, "#ff7f0e"});
-    latency.add({"ITL p99", itl99, Mark::kLineDots, "#17becf"});
-    if (r.sla.ttft_p99_ms > 0) latency.hline("TTFT p99 budget", r.sla.ttft_p99_ms, "#c4501a");
-    if (r.sla.itl_p99_ms > 0) latency.hline("ITL p99 budget", r.sla.itl_p99_ms, "#0f7f8c");
-    if (t.p99_boundary.coordinate) latency.vline("p99 SLA boundary", *t.p99_boundary.coordinate, "#d62728");
-    const auto f = findings(t, r.mode);
-    page.section("Track " + t.track,
-                 present::facts(f.items) + present::bullets(f.signals) + throughput.svg() + latency.svg());
+    page.section("Track " + t.track, track_section(r, t, x));
   }
   if (const auto spec = speculative_rows(r); !spec.empty()) {
     present::Table t(speculative_headers(r.mode));
