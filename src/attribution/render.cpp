@@ -131,6 +131,69 @@ std::string fak_json_lines(const AttributionRun& run) {
   return out;
 }
 
+namespace {
+
+// Each request's row of a window: its grade, causes and magnitudes, where its counters came from.
+boost::json::array request_rows_json(const AttributionResult& r) {
+  boost::json::array rows;
+  for (const auto& q : r.requests) {
+    boost::json::object row;
+    row["request_id"] = q.request_id;
+    row["grade"] = q.grade;
+    row["causes"] = strings(q.causes);
+    row["magnitudes"] = magnitudes_json(q.magnitudes);
+    if (!q.correlation_source.empty()) row["correlation_source"] = q.correlation_source;
+    boost::json::object states;
+    for (const auto& [k, v] : q.cause_counters) states[k] = to_string(v);
+    row["cause_counters"] = std::move(states);
+    row["reason"] = q.reason;
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+// One graded window: the server, the scrapes' bounds, the grade and why, the counters, the cohort
+// and the requests' rows.
+boost::json::object window_json(const AttributionRun& run, const GradedWindow& w) {
+  const auto& r = w.result;
+  const auto& d = r.delta;
+  const auto& a = after_of(run, w);
+  boost::json::object j;
+  boost::json::object server;
+  server["instance_id"] = d.server_instance_id;
+  server["source"] = a.source;
+  server["engine"] = a.engine;
+  server["models"] = strings(a.models);
+  if (a.process_start_time_s) server["process_start_time_s"] = *a.process_start_time_s;
+  j["server"] = std::move(server);
+  j["scrape_started_at"] = format_rfc3339_us(d.scrape_started_at_us);
+  j["scrape_ended_at"] = format_rfc3339_us(d.scrape_ended_at_us);
+  j["grade"] = d.grade;
+  j["reason"] = d.reason;
+  if (!d.notes.empty()) j["notes"] = strings(d.notes);
+  j["counters"] = counters_json(d.counters, false);
+  j["overlapping_request_ids"] = strings(d.overlapping_request_ids);
+  j["overlapping_observed_requests"] = d.overlapping_observed_requests;
+  // Unknown is not zero: absent when the server's request counter is not usable.
+  if (d.background_unobserved_requests) j["background_unobserved_requests"] = number(*d.background_unobserved_requests);
+  j["counter_resets"] = strings(d.counter_resets);
+  j["counter_wraps"] = strings(d.counter_wraps);
+  if (!w.window.for_requests.empty()) j["enclosing_window_of"] = strings(w.window.for_requests);
+  if (r.cohort) {
+    boost::json::object c;
+    c["request_ids"] = strings(r.cohort->request_ids);
+    c["grade"] = r.cohort->grade;
+    c["causes"] = strings(r.cohort->causes);
+    c["magnitudes"] = magnitudes_json(r.cohort->magnitudes);
+    c["reason"] = r.cohort->reason;
+    j["cohort"] = std::move(c);
+  }
+  j["requests"] = request_rows_json(r);
+  return j;
+}
+
+}  // namespace
+
 std::string attribution_json(const AttributionRun& run, const RunInputs& in) {
   boost::json::object o;
   put_envelope_head(o, kSchema, in.created_at_us, in.tool_version);
@@ -149,56 +212,9 @@ std::string attribution_json(const AttributionRun& run, const RunInputs& in) {
   std::map<std::string, std::int64_t> by_grade;
   std::vector<std::string> reasons;
   for (const auto& w : run.windows) {
-    const auto& r = w.result;
-    const auto& d = r.delta;
-    const auto& a = after_of(run, w);
+    const auto& d = w.result.delta;
     ++by_grade[d.grade];
-    boost::json::object j;
-    boost::json::object server;
-    server["instance_id"] = d.server_instance_id;
-    server["source"] = a.source;
-    server["engine"] = a.engine;
-    server["models"] = strings(a.models);
-    if (a.process_start_time_s) server["process_start_time_s"] = *a.process_start_time_s;
-    j["server"] = std::move(server);
-    j["scrape_started_at"] = format_rfc3339_us(d.scrape_started_at_us);
-    j["scrape_ended_at"] = format_rfc3339_us(d.scrape_ended_at_us);
-    j["grade"] = d.grade;
-    j["reason"] = d.reason;
-    if (!d.notes.empty()) j["notes"] = strings(d.notes);
-    j["counters"] = counters_json(d.counters, false);
-    j["overlapping_request_ids"] = strings(d.overlapping_request_ids);
-    j["overlapping_observed_requests"] = d.overlapping_observed_requests;
-    // Unknown is not zero: absent when the server's request counter is not usable.
-    if (d.background_unobserved_requests)
-      j["background_unobserved_requests"] = number(*d.background_unobserved_requests);
-    j["counter_resets"] = strings(d.counter_resets);
-    j["counter_wraps"] = strings(d.counter_wraps);
-    if (!w.window.for_requests.empty()) j["enclosing_window_of"] = strings(w.window.for_requests);
-    if (r.cohort) {
-      boost::json::object c;
-      c["request_ids"] = strings(r.cohort->request_ids);
-      c["grade"] = r.cohort->grade;
-      c["causes"] = strings(r.cohort->causes);
-      c["magnitudes"] = magnitudes_json(r.cohort->magnitudes);
-      c["reason"] = r.cohort->reason;
-      j["cohort"] = std::move(c);
-    }
-    boost::json::array rows;
-    for (const auto& q : r.requests) {
-      boost::json::object row;
-      row["request_id"] = q.request_id;
-      row["grade"] = q.grade;
-      row["causes"] = strings(q.causes);
-      row["magnitudes"] = magnitudes_json(q.magnitudes);
-      if (!q.correlation_source.empty()) row["correlation_source"] = q.correlation_source;
-      boost::json::object states;
-      for (const auto& [k, v] : q.cause_counters) states[k] = to_string(v);
-      row["cause_counters"] = std::move(states);
-      row["reason"] = q.reason;
-      rows.push_back(std::move(row));
-    }
-    j["requests"] = std::move(rows);
+    boost::json::object j = window_json(run, w);
     if ((d.grade == "unavailable" || d.grade == "stale") &&
         std::find(reasons.begin(), reasons.end(), d.grade + ": " + d.reason) == reasons.end()) {
       reasons.push_back(d.grade + ": " + d.reason);
