@@ -120,6 +120,76 @@ Engine detect_engine(const promtext::Exposition& e, std::string* prefix) {
   return Engine::kUnknown;
 }
 
+namespace {
+
+// A histogram signal (the series merged into one, bucket bounds permitting) or a histogram's _sum
+// read as a scalar.
+void read_histogram_signal(const CatalogEntry& c, const promtext::MetricFamily* f, const std::string& name,
+                           EngineSignals& out, std::vector<std::string>& replicated) {
+  const auto idx = static_cast<std::size_t>(c.signal);
+  if (f->type != promtext::MetricType::kHistogram) return;
+  std::vector<promtext::HistogramSeries> picked;
+  for (promtext::HistogramSeries& h : promtext::assemble_histograms(*f)) {
+    if (matches(h.labels, c) && counted(out.engine, h.labels)) picked.push_back(std::move(h));
+  }
+  picked = one_per_replica_set(out.engine, std::move(picked), source_text(name, c), replicated);
+  if (picked.empty()) return;
+  if (c.read == Read::kHistogramSum) {
+    ScalarSignal v{0, fmt::format("{}_sum", name), static_cast<int>(picked.size())};
+    for (const promtext::HistogramSeries& h : picked) v.value += h.sum.value_or(0);
+    out.scalars[idx] = std::move(v);
+    return;
+  }
+  auto merged = promtext::merge_histograms(picked);
+  if (!merged) {
+    out.notes.push_back(fmt::format("{}: series have different bucket bounds; not merged", name));
+    return;
+  }
+  out.histograms[idx] = HistogramSignal{std::move(*merged), name, static_cast<int>(picked.size())};
+}
+
+// A scalar signal: one value per series (summed, or the largest for gauges that take the max),
+// split by a label where the catalog asks.
+void read_scalar_signal(const CatalogEntry& c, const promtext::MetricFamily* f, const std::string& name,
+                        EngineSignals& out, std::vector<std::string>& replicated) {
+  const auto idx = static_cast<std::size_t>(c.signal);
+  // One value per series: a series whose point is repeated (`m 1 100`, `m 2 200`) counts with its
+  // last point, never the sum of its points.
+  std::vector<Point> series;
+  bool repeated = false;
+  for (const promtext::Sample& smp : f->samples) {
+    if (smp.name != name || !matches(smp.labels, c) || !counted(out.engine, smp.labels)) continue;
+    auto same = std::find_if(series.begin(), series.end(), [&](const Point& p) { return *p.labels == smp.labels; });
+    if (same != series.end()) {
+      same->value = smp.value;
+      repeated = true;
+    } else {
+      series.push_back(Point{&smp.labels, smp.value});
+    }
+  }
+  if (repeated) {
+    out.notes.push_back(
+        fmt::format("{}: a series has more than one point on the page; its last point is used", source_text(name, c)));
+  }
+  series = one_per_replica_set(out.engine, std::move(series), source_text(name, c), replicated);
+  ScalarSignal v{0, source_text(name, c), 0};
+  for (const Point& p : series) {
+    v.value = v.series == 0 ? p.value : signal_takes_max(c.signal) ? std::max(v.value, p.value) : v.value + p.value;
+    ++v.series;
+    if (c.split.empty()) continue;
+    const std::string* key = promtext::find_label(*p.labels, c.split);
+    const std::string k = key ? *key : std::string();
+    auto part = std::find_if(v.parts.begin(), v.parts.end(), [&](const SignalPart& x) { return x.key == k; });
+    if (part == v.parts.end())
+      v.parts.push_back(SignalPart{k, p.value});
+    else
+      part->value += p.value;
+  }
+  if (v.series > 0) out.scalars[idx] = std::move(v);
+}
+
+}  // namespace
+
 EngineSignals extract_signals(const promtext::Exposition& e) {
   EngineSignals out;
   out.engine = detect_engine(e, &out.prefix);
@@ -155,60 +225,10 @@ EngineSignals extract_signals(const promtext::Exposition& e) {
       continue;
     }
     if (kind == SignalKind::kHistogram || c.read == Read::kHistogramSum) {
-      if (f->type != promtext::MetricType::kHistogram) continue;
-      std::vector<promtext::HistogramSeries> picked;
-      for (promtext::HistogramSeries& h : promtext::assemble_histograms(*f)) {
-        if (matches(h.labels, c) && counted(out.engine, h.labels)) picked.push_back(std::move(h));
-      }
-      picked = one_per_replica_set(out.engine, std::move(picked), source_text(name, c), replicated);
-      if (picked.empty()) continue;
-      if (c.read == Read::kHistogramSum) {
-        ScalarSignal v{0, fmt::format("{}_sum", name), static_cast<int>(picked.size())};
-        for (const promtext::HistogramSeries& h : picked) v.value += h.sum.value_or(0);
-        out.scalars[idx] = std::move(v);
-        continue;
-      }
-      auto merged = promtext::merge_histograms(picked);
-      if (!merged) {
-        out.notes.push_back(fmt::format("{}: series have different bucket bounds; not merged", name));
-        continue;
-      }
-      out.histograms[idx] = HistogramSignal{std::move(*merged), name, static_cast<int>(picked.size())};
+      read_histogram_signal(c, f, name, out, replicated);
       continue;
     }
-    // One value per series: a series whose point is repeated (`m 1 100`, `m 2 200`) counts with its
-    // last point, never the sum of its points.
-    std::vector<Point> series;
-    bool repeated = false;
-    for (const promtext::Sample& smp : f->samples) {
-      if (smp.name != name || !matches(smp.labels, c) || !counted(out.engine, smp.labels)) continue;
-      auto same = std::find_if(series.begin(), series.end(), [&](const Point& p) { return *p.labels == smp.labels; });
-      if (same != series.end()) {
-        same->value = smp.value;
-        repeated = true;
-      } else {
-        series.push_back(Point{&smp.labels, smp.value});
-      }
-    }
-    if (repeated) {
-      out.notes.push_back(fmt::format("{}: a series has more than one point on the page; its last point is used",
-                                      source_text(name, c)));
-    }
-    series = one_per_replica_set(out.engine, std::move(series), source_text(name, c), replicated);
-    ScalarSignal v{0, source_text(name, c), 0};
-    for (const Point& p : series) {
-      v.value = v.series == 0 ? p.value : signal_takes_max(c.signal) ? std::max(v.value, p.value) : v.value + p.value;
-      ++v.series;
-      if (c.split.empty()) continue;
-      const std::string* key = promtext::find_label(*p.labels, c.split);
-      const std::string k = key ? *key : std::string();
-      auto part = std::find_if(v.parts.begin(), v.parts.end(), [&](const SignalPart& x) { return x.key == k; });
-      if (part == v.parts.end())
-        v.parts.push_back(SignalPart{k, p.value});
-      else
-        part->value += p.value;
-    }
-    if (v.series > 0) out.scalars[idx] = std::move(v);
+    read_scalar_signal(c, f, name, out, replicated);
   }
   if (!replicated.empty()) {
     out.notes.push_back(fmt::format("one copy per tensor/pipeline/expert-parallel rank, counted once: {}",
