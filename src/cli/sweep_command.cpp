@@ -306,18 +306,13 @@ int sweep_exit_code(const sweep::SweepReceipt& r) {
   return exit_code::kOk;
 }
 
-int run_sweep_command(const SweepArgs& a) {
-  for (const auto& t : a.tracks) {
-    if (t.find('=') != std::string::npos) return run_parity_command(a);
-  }
-  if (a.tracks.size() > 1) return usage_error("a sweep has one track; give NAME=URL tracks for a parity run");
-  if (a.url.empty()) return usage_error("--url is required (the OpenAI base URL, e.g. http://127.0.0.1:8000/v1)");
+// The load points: exactly one of --concurrencies, --rates, --replay-speeds, each positive (whole
+// for concurrencies), sorted and distinct.
+int load_points(const SweepArgs& a, std::vector<double>& coords) {
   const int modes = (a.concurrencies.empty() ? 0 : 1) + (a.rates.empty() ? 0 : 1) + (a.replay_speeds.empty() ? 0 : 1);
   if (modes != 1) return usage_error("give exactly one of --concurrencies, --rates or --replay-speeds");
   if (!a.replay_speeds.empty() && a.replay.empty()) return usage_error("--replay-speeds needs --replay LEDGER");
-  std::vector<double> coords = !a.concurrencies.empty() ? a.concurrencies
-                               : !a.rates.empty()       ? a.rates
-                                                        : a.replay_speeds;
+  coords = !a.concurrencies.empty() ? a.concurrencies : !a.rates.empty() ? a.rates : a.replay_speeds;
   std::set<double> distinct;
   for (double c : coords) {
     if (!(c > 0) || !std::isfinite(c)) return usage_error(fmt::format("{} is not a positive load point", c));
@@ -327,13 +322,12 @@ int run_sweep_command(const SweepArgs& a) {
   }
   coords.assign(distinct.begin(), distinct.end());
 
-  sweep::SweepOptions o;
-  auto url = net::parse_backend_url(a.url);
-  if (!url) return usage_error(url.error().message);
-  o.target.url = *url;
-  if (int rc = common_options(a, o)) return rc;
-  o.mode = a.concurrencies.empty() ? loadgen::LoadMode::kRate : loadgen::LoadMode::kConcurrency;
-  o.coordinates = coords;
+  return 0;
+}
+
+// How the load arrives and when: arrivals, duration, budgets and --refine, lateness, shards and
+// their start times.
+int arrival_and_timing(const SweepArgs& a, sweep::SweepOptions& o) {
   if (!a.replay_speeds.empty()) {
     o.arrival = loadgen::Arrival::kRecorded;
   } else if (a.arrival == "poisson") {
@@ -379,6 +373,11 @@ int run_sweep_command(const SweepArgs& a) {
     if (!o.start_at_us) return usage_error("--point-period needs --start-at");
     o.point_period_s = *period;
   }
+  return 0;
+}
+
+// The evidence beside the load (engine metrics, power) and the track's contract.
+int evidence_and_contract(const SweepArgs& a, sweep::SweepOptions& o) {
   o.metrics_url = a.metrics_url;
   auto interval = parse_duration_s(a.metrics_interval);
   if (!interval) return usage_error("--metrics-interval: " + interval.error().message);
@@ -400,6 +399,48 @@ int run_sweep_command(const SweepArgs& a) {
   o.capacity_source = a.capacity_source;
   if (a.batch_capacity > 0 && a.capacity_source.empty()) o.capacity_source = "operator-declared";
 
+  return 0;
+}
+
+// The receipt, its summary and its page; the summary on stdout and, unless --quiet, a line per track.
+int write_sweep_outputs(const SweepArgs& a, const std::string& stem, sweep::SweepReceipt& report, RunOutput& out) {
+  report.artifact = a.output;
+  const std::string md = sweep::sweep_markdown(report);
+  if (!write_file(a.output, sweep::receipt_text(report))) return 1;
+  if (!write_file(a.markdown.empty() ? stem + ".md" : a.markdown, md)) return 1;
+  if (!write_file(a.html.empty() ? stem + ".html" : a.html, sweep::sweep_html(report))) return 1;
+  std::cout << md;
+  if (!a.quiet) {
+    for (const auto& t : report.tracks) {
+      std::cerr << fmt::format(
+          "{} {} valid={} peak={} sla-knee={}\n", t.track, t.status, t.valid_points,
+          t.peak ? fmt::format("{}/{:.1f} tok/s", t.peak->coordinate, t.peak->throughput_tok_s) : t.peak_status,
+          t.sla_knee ? fmt::format("{}", t.sla_knee->coordinate) : t.sla_status);
+    }
+    std::cerr << fmt::format("receipt {} ({}), ledger {} ({} lines)\n", a.output,
+                             report.valid ? "valid" : "not valid for claims", out.ledger_path(), out.lines());
+  }
+  return 0;
+}
+
+int run_sweep_command(const SweepArgs& a) {
+  for (const auto& t : a.tracks) {
+    if (t.find('=') != std::string::npos) return run_parity_command(a);
+  }
+  if (a.tracks.size() > 1) return usage_error("a sweep has one track; give NAME=URL tracks for a parity run");
+  if (a.url.empty()) return usage_error("--url is required (the OpenAI base URL, e.g. http://127.0.0.1:8000/v1)");
+  std::vector<double> coords;
+  if (int rc = load_points(a, coords)) return rc;
+  sweep::SweepOptions o;
+  auto url = net::parse_backend_url(a.url);
+  if (!url) return usage_error(url.error().message);
+  o.target.url = *url;
+  if (int rc = common_options(a, o)) return rc;
+  o.mode = a.concurrencies.empty() ? loadgen::LoadMode::kRate : loadgen::LoadMode::kConcurrency;
+  o.coordinates = coords;
+  if (int rc = arrival_and_timing(a, o)) return rc;
+  if (int rc = evidence_and_contract(a, o)) return rc;
+
   // One socket per request in flight: hundreds of streams need more than the default 1024 files.
   if (rlimit lim{}; getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
     lim.rlim_cur = lim.rlim_max;
@@ -418,22 +459,7 @@ int run_sweep_command(const SweepArgs& a) {
     std::cerr << "modelperfobs sweep: " << report.error().message << "\n";
     return 1;
   }
-  report->artifact = a.output;
-  const std::string md = sweep::sweep_markdown(*report);
-  if (!write_file(a.output, sweep::receipt_text(*report))) return 1;
-  if (!write_file(a.markdown.empty() ? stem + ".md" : a.markdown, md)) return 1;
-  if (!write_file(a.html.empty() ? stem + ".html" : a.html, sweep::sweep_html(*report))) return 1;
-  std::cout << md;
-  if (!a.quiet) {
-    for (const auto& t : report->tracks) {
-      std::cerr << fmt::format(
-          "{} {} valid={} peak={} sla-knee={}\n", t.track, t.status, t.valid_points,
-          t.peak ? fmt::format("{}/{:.1f} tok/s", t.peak->coordinate, t.peak->throughput_tok_s) : t.peak_status,
-          t.sla_knee ? fmt::format("{}", t.sla_knee->coordinate) : t.sla_status);
-    }
-    std::cerr << fmt::format("receipt {} ({}), ledger {} ({} lines)\n", a.output,
-                             report->valid ? "valid" : "not valid for claims", out.ledger_path(), out.lines());
-  }
+  if (int rc = write_sweep_outputs(a, stem, *report, out)) return rc;
   return sweep_exit_code(*report);
 }
 
