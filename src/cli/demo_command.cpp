@@ -70,6 +70,67 @@ std::string prompt_for(int phase, int worker, int i) {
   return p;
 }
 
+// The demo's load: five phases of streaming clients on chat, Responses and Messages, the last past
+// the engine's 16 slots. Counts what was sent and what came back ok.
+void run_phases(const net::BackendUrl& proxy_url, int& sent, int& ok) {
+  struct Phase {
+    int concurrency;
+    int per_worker;
+  };
+  const Phase phases[] = {{1, 4}, {2, 3}, {4, 3}, {8, 2}, {48, 1}};
+  int phase_no = 0;
+  for (const auto& ph : phases) {
+    ++phase_no;
+    const auto t0 = std::chrono::steady_clock::now();
+    std::atomic<int> good{0};
+    std::vector<std::thread> workers;
+    for (int w = 0; w < ph.concurrency; ++w) {
+      workers.emplace_back([&, w] {
+        for (int i = 0; i < ph.per_worker; ++i) {
+          // Today's clients speak three APIs: chat, the Responses API and Anthropic Messages.
+          const loadgen::Api api = kDemoApis[static_cast<std::size_t>(w + i + phase_no) % std::size(kDemoApis)];
+          loadgen::ServingRequest r;
+          r.messages = {{"user", prompt_for(phase_no, w, i)}};
+          r.max_output_tokens = 16 + 8 * ((w + i) % 4);
+          if (stream_one(proxy_url, loadgen::api_path(api), loadgen::request_body(r, "demo-model", false, api))) ++good;
+        }
+      });
+    }
+    for (auto& t : workers) t.join();
+    const int n = ph.concurrency * ph.per_worker;
+    sent += n;
+    ok += good.load();
+    std::cout << fmt::format("  phase {}/{}: {} concurrent stream(s), {} requests, {} ok, {:.1f} s{}", phase_no,
+                             std::size(phases), ph.concurrency, n, good.load(),
+                             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                             ph.concurrency > 16 ? "  (past the engine's 16 slots: requests queue)" : "")
+              << std::endl;
+  }
+}
+
+// The report of the demo's ledger: written as report.html and report.json, printed as markdown.
+int report_demo(const std::string& dir, const std::string& ledger) {
+  report::ReportInput rep;
+  if (auto st = load_ledgers({ledger}, rep); !st) {
+    std::cerr << "modelperfobs demo: " << st.error().message << "\n";
+    return 1;
+  }
+  if (rep.table.size() == 0) {
+    std::cerr << "modelperfobs demo: the proxy wrote no ledger lines (see " << dir << "/proxy.log)\n";
+    return 1;
+  }
+  rep.groups = report::analyse(rep.table, rep.options);
+  rep.others = report::analyse_others(rep.table, rep.options);
+  rep.created_at_us = document_time_us();
+  rep.tool_version = MPO_VERSION;
+  if (!write_output(dir + "/report.html", report::render_html(rep), "demo") ||
+      !write_output(dir + "/report.json", report::render_json(rep), "demo")) {
+    return 1;
+  }
+  std::cout << "\n" << report::render_markdown(rep) << "\n";
+  return 0;
+}
+
 int run_demo(const std::string& out_dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -109,61 +170,12 @@ int run_demo(const std::string& out_dir) {
             << std::endl;
   const auto proxy_url = net::parse_backend_url(fmt::format("http://127.0.0.1:{}", proxy_port));
 
-  struct Phase {
-    int concurrency;
-    int per_worker;
-  };
-  const Phase phases[] = {{1, 4}, {2, 3}, {4, 3}, {8, 2}, {48, 1}};
-  int phase_no = 0, sent = 0, ok = 0;
-  for (const auto& ph : phases) {
-    ++phase_no;
-    const auto t0 = std::chrono::steady_clock::now();
-    std::atomic<int> good{0};
-    std::vector<std::thread> workers;
-    for (int w = 0; w < ph.concurrency; ++w) {
-      workers.emplace_back([&, w] {
-        for (int i = 0; i < ph.per_worker; ++i) {
-          // Today's clients speak three APIs: chat, the Responses API and Anthropic Messages.
-          const loadgen::Api api = kDemoApis[static_cast<std::size_t>(w + i + phase_no) % std::size(kDemoApis)];
-          loadgen::ServingRequest r;
-          r.messages = {{"user", prompt_for(phase_no, w, i)}};
-          r.max_output_tokens = 16 + 8 * ((w + i) % 4);
-          if (stream_one(*proxy_url, loadgen::api_path(api), loadgen::request_body(r, "demo-model", false, api)))
-            ++good;
-        }
-      });
-    }
-    for (auto& t : workers) t.join();
-    const int n = ph.concurrency * ph.per_worker;
-    sent += n;
-    ok += good.load();
-    std::cout << fmt::format("  phase {}/{}: {} concurrent stream(s), {} requests, {} ok, {:.1f} s{}", phase_no,
-                             std::size(phases), ph.concurrency, n, good.load(),
-                             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-                             ph.concurrency > 16 ? "  (past the engine's 16 slots: requests queue)" : "")
-              << std::endl;
-  }
+  int sent = 0, ok = 0;
+  run_phases(*proxy_url, sent, ok);
   proxy->process.terminate();  // drains and flushes the ledger
   sim->process.terminate();
 
-  report::ReportInput rep;
-  if (auto st = load_ledgers({ledger}, rep); !st) {
-    std::cerr << "modelperfobs demo: " << st.error().message << "\n";
-    return 1;
-  }
-  if (rep.table.size() == 0) {
-    std::cerr << "modelperfobs demo: the proxy wrote no ledger lines (see " << dir << "/proxy.log)\n";
-    return 1;
-  }
-  rep.groups = report::analyse(rep.table, rep.options);
-  rep.others = report::analyse_others(rep.table, rep.options);
-  rep.created_at_us = document_time_us();
-  rep.tool_version = MPO_VERSION;
-  if (!write_output(dir + "/report.html", report::render_html(rep), "demo") ||
-      !write_output(dir + "/report.json", report::render_json(rep), "demo")) {
-    return 1;
-  }
-  std::cout << "\n" << report::render_markdown(rep) << "\n";
+  if (int rc = report_demo(dir, ledger)) return rc;
   std::cout << fmt::format(
                    "modelperfobs demo: {} requests sent, {} ok. Files in {}:\n"
                    "  model-perf.jsonl  the ledger, one line per request (docs/FORMATS.md)\n"
