@@ -80,28 +80,18 @@ int run_verify(const std::string& path) {
   return 0;
 }
 
-int run(const CacheStateArgs& a) {
-  if (!a.verify.empty()) return run_verify(a.verify);
-  std::vector<std::string> transitions = a.transitions;
-  if (transitions.empty())
-    transitions = {"cold_start", "warm_admit", "explicit_invalidate", "pressure_evict", "natural_expiry"};
-  for (const auto& t : transitions) {
-    if (std::find(std::begin(cachestate::kTransitions), std::end(cachestate::kTransitions), t) ==
-        std::end(cachestate::kTransitions)) {
-      return usage_error("unknown transition '" + t +
-                         "': cold_start, warm_admit, explicit_invalidate, natural_expiry, pressure_evict");
-    }
-  }
-  cachestate::Provenance prov;
-  prov.evidence_kind = "observed";
-  prov.tool_version = MPO_VERSION;
-  std::ostringstream cmd;
-  cmd << "modelperfobs cache-state-bench --backend " << a.backend;
-  if (!a.url.empty()) cmd << " --url " << a.url;
-  prov.command = cmd.str();
+// The backend under test: the in-process prefix cache or a vLLM-compatible engine, with its default
+// layer, its pinned prefix and what the provenance says of it.
+struct BackendSetup {
   std::unique_ptr<cachestate::Backend> backend;
-  std::string layer = a.layer;
+  std::string layer;
   std::vector<std::int64_t> pinned;
+};
+
+int backend_setup(const CacheStateArgs& a, cachestate::Provenance& prov, BackendSetup& b) {
+  std::unique_ptr<cachestate::Backend>& backend = b.backend;
+  std::string& layer = b.layer;
+  std::vector<std::int64_t>& pinned = b.pinned;
   if (a.backend == "in-process") {
     auto ttl = parse_duration_s(a.ttl);
     if (!ttl || *ttl < 0) return usage_error("--ttl: give a duration such as 60s (0: no expiry)");
@@ -142,23 +132,11 @@ int run(const CacheStateArgs& a) {
   } else {
     return usage_error("--backend is in-process or vllm");
   }
-  if (std::find(std::begin(cachestate::kLayers), std::end(cachestate::kLayers), layer) ==
-      std::end(cachestate::kLayers)) {
-    return usage_error("unknown layer '" + layer +
-                       "': process_local_kv, external_shared_kv, provider_prompt_cache, fak_workflow_cache");
-  }
-  const auto report = cachestate::run_campaign(*backend, layer, pinned, transitions, prov, SystemClock::instance());
-  const auto problems = cachestate::validate_report(report);
-  if (!problems.empty()) {
-    std::cerr << "modelperfobs cache-state-bench: the report does not validate: " << problems.front() << "\n";
-    return 1;
-  }
-  const std::string text = cachestate::report_text(report);
-  if (!write_output(a.output, text, "cache-state-bench")) return 1;
-  if (!a.html.empty() && !write_output(a.html, cachestate::report_html(report), "cache-state-bench")) return 1;
-  if (!a.output.empty() && a.output != "-") {
-    std::cerr << "STATE_TRANSITION_WITNESS_WRITTEN path=" << a.output << " " << summary(report) << "\n";
-  }
+  return 0;
+}
+
+// Each arm's result on stderr, with the reasons no rerun can fix said in words.
+void print_arms(const cachestate::Report& report) {
   for (const auto& arm : report.arms) {
     std::string why = arm.receipt.reason.empty() ? "" : " (" + arm.receipt.reason + ")";
     // A mechanism that failed says why here, not only in the report (issue 37: a 404 from
@@ -179,6 +157,48 @@ int run(const CacheStateArgs& a) {
     }
     std::cerr << fmt::format("  {:<20} {}{}\n", arm.label, arm.receipt.result, why);
   }
+}
+
+int run(const CacheStateArgs& a) {
+  if (!a.verify.empty()) return run_verify(a.verify);
+  std::vector<std::string> transitions = a.transitions;
+  if (transitions.empty())
+    transitions = {"cold_start", "warm_admit", "explicit_invalidate", "pressure_evict", "natural_expiry"};
+  for (const auto& t : transitions) {
+    if (std::find(std::begin(cachestate::kTransitions), std::end(cachestate::kTransitions), t) ==
+        std::end(cachestate::kTransitions)) {
+      return usage_error("unknown transition '" + t +
+                         "': cold_start, warm_admit, explicit_invalidate, natural_expiry, pressure_evict");
+    }
+  }
+  cachestate::Provenance prov;
+  prov.evidence_kind = "observed";
+  prov.tool_version = MPO_VERSION;
+  std::ostringstream cmd;
+  cmd << "modelperfobs cache-state-bench --backend " << a.backend;
+  if (!a.url.empty()) cmd << " --url " << a.url;
+  prov.command = cmd.str();
+  BackendSetup b{nullptr, a.layer, {}};
+  if (int rc = backend_setup(a, prov, b)) return rc;
+  if (std::find(std::begin(cachestate::kLayers), std::end(cachestate::kLayers), b.layer) ==
+      std::end(cachestate::kLayers)) {
+    return usage_error("unknown layer '" + b.layer +
+                       "': process_local_kv, external_shared_kv, provider_prompt_cache, fak_workflow_cache");
+  }
+  const auto report =
+      cachestate::run_campaign(*b.backend, b.layer, b.pinned, transitions, prov, SystemClock::instance());
+  const auto problems = cachestate::validate_report(report);
+  if (!problems.empty()) {
+    std::cerr << "modelperfobs cache-state-bench: the report does not validate: " << problems.front() << "\n";
+    return 1;
+  }
+  const std::string text = cachestate::report_text(report);
+  if (!write_output(a.output, text, "cache-state-bench")) return 1;
+  if (!a.html.empty() && !write_output(a.html, cachestate::report_html(report), "cache-state-bench")) return 1;
+  if (!a.output.empty() && a.output != "-") {
+    std::cerr << "STATE_TRANSITION_WITNESS_WRITTEN path=" << a.output << " " << summary(report) << "\n";
+  }
+  print_arms(report);
   return report.verdict == "admitted" ? 0 : 1;
 }
 
