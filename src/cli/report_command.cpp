@@ -172,13 +172,13 @@ Result<Gate> compare_with_baseline(const ReportArgs& a, report::ReportInput& in)
   return Gate{!comparison.gate_failures.empty(), !comparison.ungated.empty()};
 }
 
-int run(const ReportArgs& a) {
+// The options that need parsing: --by, --since/--until, --slo (usage errors exit 2).
+int parse_report_options(const ReportArgs& a, report::ReportInput& in, std::vector<report::Slo>& slos) {
   auto by = report::parse_group_by(a.by);
   if (!by) {
     std::cerr << "modelperfobs report: " << by.error().message << "\n";
     return 2;
   }
-  report::ReportInput in;
   in.options.by = *by;
   for (const auto& [flag, text, field] :
        {std::tuple{"--since", a.since, &in.options.since_us}, std::tuple{"--until", a.until, &in.options.until_us}}) {
@@ -190,7 +190,6 @@ int run(const ReportArgs& a) {
     }
     *field = *t;
   }
-  std::vector<report::Slo> slos;
   if (!a.slo.empty()) {
     auto parsed = report::parse_slos(a.slo);
     if (!parsed) {
@@ -199,6 +198,41 @@ int run(const ReportArgs& a) {
     }
     slos = *parsed;
   }
+  return 0;
+}
+
+std::string render(const ReportArgs& a, const report::ReportInput& in) {
+  if (a.format == "md") return report::render_markdown(in);
+  if (a.format == "json") return report::render_json(in);
+  if (a.format == "csv") return report::render_csv(in);
+  return report::render_html(in);
+}
+
+// The exit code from the SLOs and the baseline gate (docs/EXIT_CODES.md): 3 violated or regressed,
+// 4 when something could not be judged, 0 otherwise; said on stderr.
+int report_exit_code(const report::ReportInput& in, bool regressed, bool ungated) {
+  bool violated = false, unmeasured = false;
+  for (const auto& s : in.slos) {
+    violated = violated || (s.violated && s.value);
+    unmeasured = unmeasured || !s.value;
+  }
+  if (violated) std::cerr << "modelperfobs report: SLO violated (exit 3)\n";
+  if (regressed) std::cerr << "modelperfobs report: a significant regression beyond --max-regression (exit 3)\n";
+  if (violated || regressed) return exit_code::kViolated;
+  if (unmeasured || ungated) {
+    std::cerr << "modelperfobs report: could not judge "
+              << (unmeasured ? "an SLO (not measurable from these lines)"
+                             : "a --max-regression bound (not enough data)")
+              << " (exit 4)\n";
+    return exit_code::kCannotJudge;
+  }
+  return exit_code::kOk;
+}
+
+int run(const ReportArgs& a) {
+  report::ReportInput in;
+  std::vector<report::Slo> slos;
+  if (int rc = parse_report_options(a, in, slos)) return rc;
   std::vector<std::string> files;
   if (!expand_inputs(a.inputs, files)) {
     std::cerr << "modelperfobs report: no input: pass --input FILE (globs and - for stdin accepted)\n";
@@ -242,33 +276,9 @@ int run(const ReportArgs& a) {
   }
   in.created_at_us = document_time_us();
   in.tool_version = MPO_VERSION;
-  std::string text;
-  if (a.format == "md") {
-    text = report::render_markdown(in);
-  } else if (a.format == "json") {
-    text = report::render_json(in);
-  } else if (a.format == "csv") {
-    text = report::render_csv(in);
-  } else {
-    text = report::render_html(in);
-  }
+  const std::string text = render(a, in);
   if (!write_output(a.output, text, "report")) return exit_code::kFailed;
-  bool violated = false, unmeasured = false;
-  for (const auto& s : in.slos) {
-    violated = violated || (s.violated && s.value);
-    unmeasured = unmeasured || !s.value;
-  }
-  if (violated) std::cerr << "modelperfobs report: SLO violated (exit 3)\n";
-  if (regressed) std::cerr << "modelperfobs report: a significant regression beyond --max-regression (exit 3)\n";
-  if (violated || regressed) return exit_code::kViolated;
-  if (unmeasured || ungated) {
-    std::cerr << "modelperfobs report: could not judge "
-              << (unmeasured ? "an SLO (not measurable from these lines)"
-                             : "a --max-regression bound (not enough data)")
-              << " (exit 4)\n";
-    return exit_code::kCannotJudge;
-  }
-  return exit_code::kOk;
+  return report_exit_code(in, regressed, ungated);
 }
 
 }  // namespace
