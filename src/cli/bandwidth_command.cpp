@@ -82,6 +82,63 @@ constexpr const char* kRefused[] = {"--count",
                                     "--host-counter-import",
                                     "--measure-host-roofline"};
 
+// The capture's window (--capture-start, --capture-end, RFC 3339): when the capture ran, not when
+// it was imported.
+int capture_window(const CollectArgs& a, std::int64_t& start, std::int64_t& end) {
+  if (a.capture_start.empty() || a.capture_end.empty()) {
+    return usage(
+        "--capture-start and --capture-end are required (RFC 3339): the window the capture ran in, not "
+        "the time of this import");
+  }
+  auto s = parse_rfc3339(a.capture_start);
+  if (!s) return usage("--capture-start: " + s.error().message);
+  auto e = parse_rfc3339(a.capture_end);
+  if (!e) return usage("--capture-end: " + e.error().message);
+  start = *s;
+  end = *e;
+  return 0;
+}
+
+// An Nsight Compute profile's import: its context checked, the CSV read, the receipt written.
+int collect_ncu(CLI::App& app, const CollectArgs& a, bandwidth::Phase phase, bandwidth::Shape shape, std::int64_t now) {
+  auto given = [&](const char* flag) { return app.count(flag) > 0; };
+  for (const char* flag : {"--measured-gb-s", "--bytes", "--seconds", "--bytes-evidence"}) {
+    if (given(flag)) {
+      return usage(
+          fmt::format("{} cannot be combined with --nvidia-ncu-csv: a host-memory figure must never become "
+                      "an HBM utilisation denominator",
+                      flag));
+    }
+  }
+  bandwidth::CaptureContext c;
+  c.file = a.ncu_csv;
+  c.device = a.device;
+  if (int rc = capture_window(a, c.capture_start_us, c.capture_end_us)) return rc;
+  c.phase = phase;
+  c.shape = shape;
+  if (given("--engine")) c.engine = a.engine;
+  if (given("--theoretical-gb-s")) c.theoretical_gb_s = a.theoretical;
+  if (given("--device-roofline-gb-s")) c.device_roofline_gb_s = a.device_roofline;
+  if (auto st = bandwidth::check_context(c); !st) return usage(st.error().message);
+  const auto text = read_text_file(a.ncu_csv);
+  if (!text) {
+    std::cerr << "modelperfobs bandwidth: cannot read " << a.ncu_csv << "\n";
+    return 1;
+  }
+  auto im = bandwidth::import_ncu_csv(*text);
+  if (!im) {
+    std::cerr << "modelperfobs bandwidth: " << a.ncu_csv << ": " << im.error().message << "\n";
+    return 1;
+  }
+  const auto rates = bandwidth::compute_rates(im->read_bytes, im->write_bytes, im->duration_ns, c.theoretical_gb_s,
+                                              c.device_roofline_gb_s);
+  std::cerr << fmt::format("modelperfobs bandwidth: {} ({} layout): {} launch(es) of {}; total {}\n", a.ncu_csv,
+                           bandwidth::to_string(im->layout), im->launch_count, im->process_name,
+                           rates.total_gb_s ? fmt::format("{:.1f} GB/s over profiled kernel time", *rates.total_gb_s)
+                                            : std::string("unavailable (see result.unavailable)"));
+  return write_receipt(a.output, bandwidth::ncu_receipt_json(*im, c, now, MPO_VERSION), a.html);
+}
+
 int run_collect(CLI::App& app, const CollectArgs& a) {
   auto given = [&](const char* flag) { return app.count(flag) > 0; };
   for (const char* flag : kRefused) {
@@ -93,63 +150,13 @@ int run_collect(CLI::App& app, const CollectArgs& a) {
                       flag));
     }
   }
-  auto window = [&](std::int64_t& start, std::int64_t& end) -> int {
-    if (a.capture_start.empty() || a.capture_end.empty()) {
-      return usage(
-          "--capture-start and --capture-end are required (RFC 3339): the window the capture ran in, not "
-          "the time of this import");
-    }
-    auto s = parse_rfc3339(a.capture_start);
-    if (!s) return usage("--capture-start: " + s.error().message);
-    auto e = parse_rfc3339(a.capture_end);
-    if (!e) return usage("--capture-end: " + e.error().message);
-    start = *s;
-    end = *e;
-    return 0;
-  };
   auto phase = bandwidth::parse_phase(a.phase);
   if (!phase) return usage(phase.error().message);
   auto shape = bandwidth::parse_shape(a.shape);
   if (!shape) return usage(shape.error().message);
   const auto now = document_time_us();
 
-  if (!a.ncu_csv.empty()) {
-    for (const char* flag : {"--measured-gb-s", "--bytes", "--seconds", "--bytes-evidence"}) {
-      if (given(flag)) {
-        return usage(
-            fmt::format("{} cannot be combined with --nvidia-ncu-csv: a host-memory figure must never become "
-                        "an HBM utilisation denominator",
-                        flag));
-      }
-    }
-    bandwidth::CaptureContext c;
-    c.file = a.ncu_csv;
-    c.device = a.device;
-    if (int rc = window(c.capture_start_us, c.capture_end_us)) return rc;
-    c.phase = *phase;
-    c.shape = *shape;
-    if (given("--engine")) c.engine = a.engine;
-    if (given("--theoretical-gb-s")) c.theoretical_gb_s = a.theoretical;
-    if (given("--device-roofline-gb-s")) c.device_roofline_gb_s = a.device_roofline;
-    if (auto st = bandwidth::check_context(c); !st) return usage(st.error().message);
-    const auto text = read_text_file(a.ncu_csv);
-    if (!text) {
-      std::cerr << "modelperfobs bandwidth: cannot read " << a.ncu_csv << "\n";
-      return 1;
-    }
-    auto im = bandwidth::import_ncu_csv(*text);
-    if (!im) {
-      std::cerr << "modelperfobs bandwidth: " << a.ncu_csv << ": " << im.error().message << "\n";
-      return 1;
-    }
-    const auto rates = bandwidth::compute_rates(im->read_bytes, im->write_bytes, im->duration_ns, c.theoretical_gb_s,
-                                                c.device_roofline_gb_s);
-    std::cerr << fmt::format("modelperfobs bandwidth: {} ({} layout): {} launch(es) of {}; total {}\n", a.ncu_csv,
-                             bandwidth::to_string(im->layout), im->launch_count, im->process_name,
-                             rates.total_gb_s ? fmt::format("{:.1f} GB/s over profiled kernel time", *rates.total_gb_s)
-                                              : std::string("unavailable (see result.unavailable)"));
-    return write_receipt(a.output, bandwidth::ncu_receipt_json(*im, c, now, MPO_VERSION), a.html);
-  }
+  if (!a.ncu_csv.empty()) return collect_ncu(app, a, *phase, *shape, now);
 
   // Host mode.
   for (const char* flag : {"--device", "--theoretical-gb-s", "--device-roofline-gb-s", "--engine"}) {
@@ -167,7 +174,7 @@ int run_collect(CLI::App& app, const CollectArgs& a) {
   s.bytes_evidence = a.bytes_evidence;
   s.phase = *phase;
   s.shape = *shape;
-  if (int rc = window(s.capture_start_us, s.capture_end_us)) return rc;
+  if (int rc = capture_window(a, s.capture_start_us, s.capture_end_us)) return rc;
   if (!given("--bytes")) return usage("--bytes is required with --measured-gb-s: the bytes the workload moved");
   if (auto st = bandwidth::check_host_sample(s); !st) return usage(st.error().message);
   return write_receipt(a.output, bandwidth::host_sample_receipt_json(s, now, MPO_VERSION), a.html);
