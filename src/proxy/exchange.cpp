@@ -287,6 +287,68 @@ void Proxy::disarm_client_watch(beast::tcp_stream& client, const std::shared_ptr
   client.socket().cancel(ec);
 }
 
+namespace {
+
+// The client's response head from the backend's: hop-by-hop fields and Content-Length dropped, the
+// proxy's id added; the backend's length kept unless usage is stripped, else chunked (HTTP/1.1) or
+// read to the close (HTTP/1.0). The body is set piece by piece as it comes.
+http::response<http::buffer_body> client_response_head(const http::request<http::string_body>& req,
+                                                       http::response_parser<http::buffer_body>& parser,
+                                                       std::string_view id_header, const std::string& observation_id,
+                                                       bool sse, bool strip_usage) {
+  const auto& head = parser.get();
+  http::response<http::buffer_body> res;
+  res.result(head.result_int());
+  res.version(req.version());
+  const std::string tokens = connection_tokens(head);
+  for (const auto& f : head) {
+    if (is_hop_by_hop(f.name_string(), tokens) || f.name() == http::field::content_length) continue;
+    res.insert(f.name_string(), f.value());
+  }
+  res.set(id_header, observation_id);
+  if (sse) res.set("X-Accel-Buffering", "no");
+  if (head.has_content_length() && !strip_usage) {
+    res.content_length(parser.content_length());
+  } else if (!(head.result() == http::status::no_content || head.result() == http::status::not_modified ||
+               req.method() == http::verb::head)) {
+    // HTTP/1.0 has no chunked coding: its clients get the body up to the close.
+    if (req.version() >= 11) res.chunked(true);
+  }
+  res.body().data = nullptr;
+  res.body().more = true;
+  return res;
+}
+
+// The line's outcome from how the relay ended: the upstream's end, the client's, the stream's own
+// terminal and error events; an upstream failure gets its type and message.
+void record_outcome(ledger::Observation& o, const openai::StreamTap& tap, boost::system::error_code upstream_ec,
+                    bool client_left, bool terminal_forwarded, bool sse) {
+  RelayEnd end;
+  end.client_left = client_left;
+  end.terminal_forwarded = terminal_forwarded;
+  end.upstream = !upstream_ec                                   ? UpstreamEnd::kComplete
+                 : upstream_ec == beast::error::timeout         ? UpstreamEnd::kTimeout
+                 : upstream_ec == asio::error::connection_reset ? UpstreamEnd::kReset
+                 : is_http_syntax_error(upstream_ec)            ? UpstreamEnd::kProtocolError
+                                                                : UpstreamEnd::kTruncated;
+  end.http_status = *o.http_status;
+  end.sse = sse;
+  end.malformed = tap.malformed();
+  end.terminal_required = tap.requires_terminal_event();
+  end.terminal_seen = tap.saw_terminal();
+  end.error_event = tap.error_event();
+  o.outcome = std::string(relay_outcome(end));
+  if (is_upstream_failure(o.outcome)) {
+    o.error_type = o.outcome;
+    o.error_message = end.upstream == UpstreamEnd::kProtocolError
+                          ? fmt::format("backend's response body broke HTTP framing: {}", upstream_ec.message())
+                      : upstream_ec ? fmt::format("backend ended the response early: {}", upstream_ec.message())
+                                    : std::string(openai::kMissingTerminalEvent);
+  }
+}
+
+}  // namespace
+
 awaitable<bool> Proxy::relay(beast::tcp_stream& client, const http::request<http::string_body>& req, Exchange& x,
                              std::shared_ptr<Upstream> up, http::response_parser<http::buffer_body>& parser,
                              std::shared_ptr<ClientWatch> watch, bool strip_usage) {
@@ -304,27 +366,10 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const http::request<http
   UsageStripper stripper;
   strip_usage = strip_usage && sse;
 
-  http::response<http::buffer_body> res;
-  res.result(head.result_int());
-  res.version(req.version());
-  const std::string tokens = connection_tokens(head);
-  for (const auto& f : head) {
-    if (is_hop_by_hop(f.name_string(), tokens) || f.name() == http::field::content_length) continue;
-    res.insert(f.name_string(), f.value());
-  }
-  res.set(opts_.id_header, o.observation_id);
-  if (sse) res.set("X-Accel-Buffering", "no");
-  if (head.has_content_length() && !strip_usage) {
-    res.content_length(parser.content_length());
-  } else if (!(head.result() == http::status::no_content || head.result() == http::status::not_modified ||
-               req.method() == http::verb::head)) {
-    // HTTP/1.0 has no chunked coding: its clients get the body up to the close.
-    if (req.version() >= 11) res.chunked(true);
-  }
+  http::response<http::buffer_body> res =
+      client_response_head(req, parser, opts_.id_header, o.observation_id, sse, strip_usage);
   const bool close_delimited = req.version() < 11 && !res.has_content_length() && !res.chunked();
   res.keep_alive(req.keep_alive() && !close_delimited);
-  res.body().data = nullptr;
-  res.body().more = true;
   http::response_serializer<http::buffer_body> sr(res);
   client.expires_after(std::chrono::seconds(60));
   // The head goes out at once when no body byte came with it (the client learns the status
@@ -448,30 +493,9 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const http::request<http
   tap.finish(parser.is_done());
   ledger::fill_from_tap(o, tap, x.t0_us, opts_.itl_full);
 
-  RelayEnd end;
   // A client that closes once the whole response was written to it (a Content-Length body read to
   // its end) did not leave early, whenever the watch noticed its close.
-  end.client_left = client_failed || (watch->client_gone && !complete);
-  end.terminal_forwarded = terminal_forwarded;
-  end.upstream = !upstream_ec                                   ? UpstreamEnd::kComplete
-                 : upstream_ec == beast::error::timeout         ? UpstreamEnd::kTimeout
-                 : upstream_ec == asio::error::connection_reset ? UpstreamEnd::kReset
-                 : is_http_syntax_error(upstream_ec)            ? UpstreamEnd::kProtocolError
-                                                                : UpstreamEnd::kTruncated;
-  end.http_status = *o.http_status;
-  end.sse = sse;
-  end.malformed = tap.malformed();
-  end.terminal_required = tap.requires_terminal_event();
-  end.terminal_seen = tap.saw_terminal();
-  end.error_event = tap.error_event();
-  o.outcome = std::string(relay_outcome(end));
-  if (is_upstream_failure(o.outcome)) {
-    o.error_type = o.outcome;
-    o.error_message = end.upstream == UpstreamEnd::kProtocolError
-                          ? fmt::format("backend's response body broke HTTP framing: {}", upstream_ec.message())
-                      : upstream_ec ? fmt::format("backend ended the response early: {}", upstream_ec.message())
-                                    : std::string(openai::kMissingTerminalEvent);
-  }
+  record_outcome(o, tap, upstream_ec, client_failed || (watch->client_gone && !complete), terminal_forwarded, sse);
   if (tap.unknown_events() > 0)
     shared_.with_metrics([&](ProxyMetrics& m) { m.count_unknown_events(o.operation, tap.unknown_events()); });
   const bool reusable = complete && parser.keep_alive() && !upstream_ec;
