@@ -140,6 +140,34 @@ http::request<http::string_body> Proxy::upstream_request(const http::request<htt
   return up;
 }
 
+namespace {
+
+// --usage inject: a streamed chat or completion that did not ask for usage is asked for it (and the
+// usage chunk stripped from what the client gets). True when the body was rewritten.
+bool inject_usage(ledger::Observation& o, std::string& body) {
+  if (!o.stream || o.usage_requested || (o.operation != "chat" && o.operation != "text_completion")) return false;
+  auto rewritten = inject_include_usage(body);
+  if (!rewritten) return false;
+  body = std::move(*rewritten);
+  o.usage_injected = true;
+  return true;
+}
+
+// What decides whether a failed send or head read is retried on a fresh connection.
+RetryContext retry_context(bool retry_stale, bool pooled, const ledger::Observation& o, boost::system::error_code ec,
+                           bool response_bytes_seen, bool client_gone) {
+  RetryContext retry;
+  retry.retry_stale = retry_stale;
+  retry.pooled_connection = pooled;
+  retry.retries_so_far = o.upstream_retries.value_or(0);
+  retry.failure = failure_of(ec);
+  retry.response_bytes_seen = response_bytes_seen;
+  retry.client_gone = client_gone;
+  return retry;
+}
+
+}  // namespace
+
 awaitable<bool> Proxy::handle(beast::tcp_stream& client, http::request<http::string_body> req,
                               std::optional<RxStamp> arrival) {
   Exchange x = begin(req, arrival);
@@ -147,15 +175,7 @@ awaitable<bool> Proxy::handle(beast::tcp_stream& client, http::request<http::str
   const bool client_keep = req.keep_alive();
 
   std::string body = req.body();
-  bool strip_usage = false;
-  if (opts_.usage == UsageMode::kInject && o.stream && !o.usage_requested &&
-      (o.operation == "chat" || o.operation == "text_completion")) {
-    if (auto rewritten = inject_include_usage(body)) {
-      body = std::move(*rewritten);
-      o.usage_injected = true;
-      strip_usage = true;
-    }
-  }
+  const bool strip_usage = opts_.usage == UsageMode::kInject && inject_usage(o, body);
   auto up_req = upstream_request(req, x, std::move(body));
 
   // The client may leave while we wait: watch its socket, and close the upstream if it does.
@@ -222,13 +242,8 @@ awaitable<bool> Proxy::handle(beast::tcp_stream& client, http::request<http::str
       if (pooled) pool_->learner().reused(up->after_stream);
       break;
     }
-    RetryContext retry;
-    retry.retry_stale = opts_.retry_stale;
-    retry.pooled_connection = pooled;
-    retry.retries_so_far = o.upstream_retries.value_or(0);
-    retry.failure = failure_of(ec);
-    retry.response_bytes_seen = parser.got_some() || up->buffer().size() > 0;
-    retry.client_gone = watch->client_gone;
+    const RetryContext retry = retry_context(opts_.retry_stale, pooled, o, ec,
+                                             parser.got_some() || up->buffer().size() > 0, watch->client_gone);
     if (pooled && closed_by_server(retry.failure) && !retry.response_bytes_seen) {
       pool_->learner().closed_before_reuse(up->after_stream);
     }
