@@ -323,6 +323,39 @@ http::request<http::string_body> refused_request(std::string_view head, int vers
 
 }  // namespace
 
+namespace {
+
+// What the proxy answers a request whose body it could not read; none for a client that left.
+struct Refusal {
+  http::status status;
+  std::string outcome, message;
+};
+
+std::optional<Refusal> body_refusal(boost::system::error_code ec, const ProxyOptions& opts) {
+  if (ec == http::error::body_limit) {
+    return Refusal{http::status::payload_too_large, "proxy_error",
+                   fmt::format("request body over --max-body ({} bytes)", opts.max_body)};
+  }
+  if (ec == beast::error::timeout) {
+    return Refusal{
+        http::status::request_timeout, "bad_request",
+        fmt::format("the request body paused over --client-body-timeout ({} s)", opts.client_body_timeout_s)};
+  }
+  if (is_http_syntax_error(ec)) {
+    return Refusal{http::status::bad_request, "bad_request",
+                   fmt::format("invalid request body framing: {}", ec.message())};
+  }
+  return std::nullopt;
+}
+
+std::string head_refusal_message(HeadScanner::State state, const HeadLimits& limits) {
+  return state == HeadScanner::State::kTooLarge
+             ? fmt::format("request headers over --max-header-bytes ({} bytes)", limits.max_bytes)
+             : fmt::format("more than --max-header-count ({}) header fields", limits.max_fields);
+}
+
+}  // namespace
+
 awaitable<void> Proxy::session(beast::tcp_stream client) {
   ++shared_.connections;
   beast::flat_buffer buffer;
@@ -364,9 +397,7 @@ awaitable<void> Proxy::session(beast::tcp_stream client) {
     if (gone) break;
     if (state != HeadScanner::State::kComplete) {
       const auto partial = refused_request(buffered(buffer).substr(scan.leading()), 11);
-      std::string message = state == HeadScanner::State::kTooLarge
-                                ? fmt::format("request headers over --max-header-bytes ({} bytes)", limits.max_bytes)
-                                : fmt::format("more than --max-header-count ({}) header fields", limits.max_fields);
+      std::string message = head_refusal_message(state, limits);
       std::string outcome = "proxy_error";
       co_await refuse(client, partial, http::status::request_header_fields_too_large, std::move(outcome),
                       std::move(message));
@@ -428,21 +459,11 @@ awaitable<void> Proxy::session(beast::tcp_stream client) {
     if (ec) {
       // Too large, malformed framing (a bad chunk), or not complete in time: answered and
       // recorded; a client that closed gets nothing.
-      http::status status = http::status::bad_request;
-      std::string outcome = "bad_request", message;
-      if (ec == http::error::body_limit) {
-        status = http::status::payload_too_large;
-        outcome = "proxy_error";
-        message = fmt::format("request body over --max-body ({} bytes)", opts_.max_body);
-      } else if (ec == beast::error::timeout) {
-        status = http::status::request_timeout;
-        message = fmt::format("the request body paused over --client-body-timeout ({} s)", opts_.client_body_timeout_s);
-      } else if (is_http_syntax_error(ec)) {
-        message = fmt::format("invalid request body framing: {}", ec.message());
-      } else {
-        break;
+      auto refusal = body_refusal(ec, opts_);
+      if (refusal) {
+        co_await refuse(client, parser.get(), refusal->status, std::move(refusal->outcome),
+                        std::move(refusal->message));
       }
-      co_await refuse(client, parser.get(), status, outcome, std::move(message));
       break;
     }
     auto req = parser.release();
