@@ -4,26 +4,17 @@
 
 #include <boost/json.hpp>
 
+#include "support/observation.hpp"
+
 namespace mpo::ledger {
 namespace {
 
 Observation streamed() {
-  Observation o;
-  o.observation_id = "id-1";
-  o.started_at_us = 1'787'824'800'000'000;
-  o.ended_at_us = 1'787'824'800'250'000;
-  o.method = "POST";
-  o.path = "/v1/chat/completions";
-  o.operation = "chat";
-  o.stream = true;
-  o.http_status = 200;
-  o.outcome = "ok";
+  Observation o = test::streamed_chat_line("id-1", 1'787'824'800'000'000, 250);
   o.ttft_ms = 50;
-  o.e2e_ms = 250;
   o.completion_tokens = 5;
   o.itl_ms = {40, 50, 60, 50};
   o.content_events = 5;
-  o.token_source = "usage";
   return o;
 }
 

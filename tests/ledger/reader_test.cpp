@@ -6,26 +6,16 @@
 #include <cstdlib>
 
 #include "ledger/observation.hpp"
+#include "support/observation.hpp"
 
 namespace mpo::ledger {
 namespace {
 
 std::string our_line(const std::string& id, double ttft) {
-  Observation o;
-  o.observation_id = id;
-  o.started_at_us = 1'787'824'800'000'000;
-  o.ended_at_us = o.started_at_us + 500'000;
-  o.method = "POST";
-  o.path = "/v1/chat/completions";
-  o.operation = "chat";
+  Observation o = test::streamed_chat_line(id, 1'787'824'800'000'000, 500);
   o.model = "qwen";
-  o.stream = true;
-  o.http_status = 200;
-  o.outcome = "ok";
   o.ttft_ms = ttft;
-  o.e2e_ms = 500;
   o.completion_tokens = 11;
-  o.token_source = "usage";
   return render_observation(o);
 }
 

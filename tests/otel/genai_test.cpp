@@ -7,30 +7,21 @@
 #include <algorithm>
 
 #include "promtext/text_writer.hpp"
+#include "support/observation.hpp"
 
 namespace mpo::otel {
 namespace {
 
 ledger::Observation streamed_chat() {
-  ledger::Observation o;
-  o.observation_id = "obs-1";
-  o.started_at_us = 1'700'000'000'000'000;
-  o.ended_at_us = 1'700'000'000'300'000;
-  o.method = "POST";
-  o.operation = "chat";
+  ledger::Observation o = test::streamed_chat_line("obs-1", 1'700'000'000'000'000, 300);
   o.model = "llama";
   o.response_model = "llama-3";
   o.response_id = "chatcmpl-1";
-  o.stream = true;
-  o.http_status = 200;
-  o.outcome = "ok";
   o.finish_reason = "length";
   o.ttft_ms = 50;
-  o.e2e_ms = 300;
   o.itl_ms = {20, 30, 200};
   o.prompt_tokens = 100;
   o.completion_tokens = 4;
-  o.token_source = "usage";
   return o;
 }
 
