@@ -64,6 +64,7 @@ int run(ProxyArgs& a) {
     return 2;
   }
   a.opts.listen = *listen;
+  if (a.opts.session_header == "off") a.opts.session_header.clear();
   if (a.admin_listen == "off") {
     a.opts.admin_enabled = false;
   } else {
@@ -192,6 +193,11 @@ std::function<int()> setup_proxy(CLI::App& app) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
       ->capture_default_str();
   app.add_option("--id-header", a->opts.id_header, "correlation header name")->capture_default_str();
+  app.add_option("--session-header", a->opts.session_header,
+                 "request header that names a conversation: its lines get session_id and turn (docs/FORMATS.md "
+                 "\"Sessions\"); off: sessions only from the body (previous_response_id, metadata.user_id, user, "
+                 "safety_identifier)")
+      ->capture_default_str();
   app.add_option("--instance", a->opts.instance, "proxy_instance written in every line (default HOST:PID)");
   app.add_option("--scrape", a->opts.scrape_url,
                  "engine metrics URL (e.g. http://127.0.0.1:8000/metrics) to snapshot beside the ledger");

@@ -26,6 +26,12 @@ struct Observation {
   // and the proxy's span in it, the parent of the engine's spans; 32 and 16 lowercase hex digits.
   // Proxy lines only (null in sweep lines).
   std::optional<std::string> trace_id, span_id;
+  // The conversation the request belongs to and its place in it (docs/FORMATS.md "Sessions"):
+  // session_source says which evidence named it (header, previous_response_id, metadata.user_id,
+  // user, safety_identifier); turn counts the session's requests as this proxy saw them, from 1.
+  // Null when nothing names a session; user identities are written as digests, never as given.
+  std::optional<std::string> session_id, session_source;
+  std::optional<std::int64_t> turn;
   bool stream = false;
   bool usage_requested = false;
   bool usage_injected = false;

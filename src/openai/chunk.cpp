@@ -213,6 +213,17 @@ RequestInfo inspect_request(std::string_view path, std::string_view body) {
   if (root["stream_options"].get(so) == simdjson::SUCCESS && so.is_object()) {
     if (so["include_usage"].get_bool().get(b) == simdjson::SUCCESS) info.usage_requested = b;
   }
+  auto text = [&](element from, const char* key, std::optional<std::string>& into) {
+    std::string_view v;
+    if (from[key].get_string().get(v) == simdjson::SUCCESS && !v.empty()) into = std::string(v);
+  };
+  text(root, "previous_response_id", info.previous_response_id);
+  text(root, "user", info.user);
+  text(root, "safety_identifier", info.safety_identifier);
+  element metadata;
+  if (root["metadata"].get(metadata) == simdjson::SUCCESS && metadata.is_object()) {
+    text(metadata, "user_id", info.metadata_user_id);
+  }
   return info;
 }
 

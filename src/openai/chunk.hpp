@@ -87,6 +87,9 @@ struct RequestInfo {
   bool stream = false;
   bool usage_requested = false;  // stream_options.include_usage
   bool json = false;             // the body parsed as a JSON object
+  // What ties the request to a conversation (proxy/sessions.hpp): the Responses API's
+  // previous_response_id, OpenAI's `user` and `safety_identifier`, Anthropic's metadata.user_id.
+  std::optional<std::string> previous_response_id, user, safety_identifier, metadata_user_id;
 };
 RequestInfo inspect_request(std::string_view path, std::string_view body);
 

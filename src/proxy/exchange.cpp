@@ -85,6 +85,15 @@ Exchange Proxy::begin(const http::request<http::string_body>& req, const std::op
   o.model = info.model;
   o.stream = info.stream;
   o.usage_requested = info.usage_requested;
+  std::optional<std::string_view> session_header;
+  if (!opts_.session_header.empty()) {
+    if (auto it = req.find(opts_.session_header); it != req.end()) session_header = it->value();
+  }
+  x.session_claim = session_claim(session_header, info);
+  if (x.session_claim) {
+    std::lock_guard lock(shared_.sessions_mutex);
+    x.session = shared_.sessions.begin(*x.session_claim);
+  }
   o.request_bytes = req.body().size();
   o.in_flight_at_start = shared_.in_flight++;
   ++in_flight_here_;
@@ -582,6 +591,13 @@ void Proxy::finish(Exchange& x) {
   }
   o.timing_basis = std::string(x.timing.basis());
   o.proxy_lag_ms = x.timing.max_lag_ms();
+  if (x.session_claim) {
+    std::lock_guard lock(shared_.sessions_mutex);
+    shared_.sessions.finish(*x.session_claim, o.response_id, x.session);
+  }
+  o.session_id = x.session.session_id;
+  o.session_source = x.session.source;
+  o.turn = x.session.turn;
   std::string line = ledger::render_observation(o);
   const auto note = shared_.with_metrics([&](ProxyMetrics& m) {
     m.record(o);

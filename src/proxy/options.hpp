@@ -46,6 +46,9 @@ struct ProxyOptions {
   UsageMode usage = UsageMode::kPassthrough;
   bool itl_full = false;
   std::string id_header = "X-Fak-Observation-ID";
+  // The request header that names a conversation (proxy/sessions.hpp); "" (--session-header off):
+  // sessions from the body's evidence only.
+  std::string session_header = "X-Session-ID";
   std::string instance;    // proxy_instance; default host:pid
   std::string scrape_url;  // engine /metrics to snapshot beside the ledger; "" = off
   double scrape_interval_s = 1.0;

@@ -42,6 +42,7 @@
 #include "proxy/outcome.hpp"
 #include "proxy/proxy_metrics.hpp"
 #include "proxy/receive.hpp"
+#include "proxy/sessions.hpp"
 #include "proxy/shared_state.hpp"
 #include "proxy/telemetry.hpp"
 #include "proxy/timing.hpp"
@@ -86,6 +87,8 @@ struct Exchange {
   otel::RequestTrace trace;
   std::string trace_state;  // the client's tracestate, forwarded when its traceparent was valid
   std::pair<std::string, std::string> in_flight_key;  // (model label, operation) in the in-flight gauge
+  std::optional<SessionClaim> session_claim;          // what the request says of its conversation
+  SessionPlace session;                               // its session and turn (the root's id at finish)
 };
 
 class Proxy {

@@ -17,6 +17,7 @@
 #include "proxy/options.hpp"
 #include "proxy/proxy_metrics.hpp"
 #include "proxy/recent_lines.hpp"
+#include "proxy/sessions.hpp"
 #include "proxy/telemetry.hpp"
 
 namespace mpo::proxy {
@@ -30,7 +31,9 @@ struct Shared {
   std::mutex metrics_mutex;  // metrics, notes and the recent lines
   ProxyMetrics metrics;
   BackendNotes notes;
-  RecentLines recent;  // the admin listener's /lines
+  RecentLines recent;         // the admin listener's /lines
+  std::mutex sessions_mutex;  // every loop's requests share one table of sessions
+  SessionTable sessions;
   std::mutex telemetry_mutex;
   std::unique_ptr<Telemetry> telemetry;
   std::atomic<std::int64_t> in_flight{0};

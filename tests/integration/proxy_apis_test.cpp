@@ -314,3 +314,76 @@ TEST(ProxyApisAgainstScriptedBackends, UnknownEventTypesAreIgnoredAndCountedOnTh
 
 }  // namespace
 }  // namespace mpo::test
+
+namespace mpo::test {
+namespace {
+
+// Sessions (docs/FORMATS.md "Sessions"): each line names the conversation its request belongs to
+// and its turn, from the session header, a Responses chain or an end-user identity (a digest).
+TEST(ProxySessions, EachLineCarriesItsConversationAndTurn) {
+  Stack s;
+  auto chat = [](const std::string& extra) {
+    return R"({"model":"sim-model","messages":[{"role":"user","content":"hi"}],"max_tokens":2)" + extra + "}";
+  };
+  for (const char* session : {"agent-1", "agent-1", "agent-2", "agent-1"}) {
+    ASSERT_EQ(http_post(s.proxy.port, "/v1/chat/completions", chat(""), {{"X-Session-ID", session}}).status, 200);
+  }
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(http_post(s.proxy.port, "/v1/chat/completions", chat(R"(,"user":"alice@example.com")")).status, 200);
+  }
+  ASSERT_EQ(http_post(s.proxy.port, "/v1/chat/completions", chat("")).status, 200);
+  // A Responses conversation: the second turn continues the first by its id, streamed.
+  auto first = http_post(s.proxy.port, "/v1/responses", responses_body(2, false, "turn one", ""));
+  ASSERT_EQ(first.status, 200) << first.body;
+  const std::string first_id(obj(first.body)["id"].as_string());
+  auto second =
+      http_post(s.proxy.port, "/v1/responses",
+                responses_body(2, true, "turn two", fmt::format(R"(,"previous_response_id":"{}")", first_id)));
+  ASSERT_EQ(second.status, 200) << second.body;
+  const auto lines = s.stop_proxy();
+  ASSERT_EQ(lines.size(), 9u);
+  std::vector<json::object> l;
+  for (const auto& line : lines) l.push_back(obj(line));
+  auto session = [](const json::object& o) {
+    return o.at("session_id").is_null() ? std::string("-") : std::string(o.at("session_id").as_string());
+  };
+  EXPECT_EQ(session(l[0]), "agent-1");
+  EXPECT_EQ(l[0]["turn"], 1);
+  EXPECT_EQ(l[0]["session_source"], "header");
+  EXPECT_EQ(l[1]["turn"], 2);
+  EXPECT_EQ(session(l[2]), "agent-2");
+  EXPECT_EQ(l[2]["turn"], 1);
+  EXPECT_EQ(l[3]["turn"], 3);
+  // The user is a digest in the line, the same for both of her requests; her address is nowhere.
+  EXPECT_EQ(l[4]["session_source"], "user");
+  EXPECT_EQ(session(l[4]).rfind("sha256:", 0), 0u);
+  EXPECT_EQ(session(l[5]), session(l[4]));
+  EXPECT_EQ(l[5]["turn"], 2);
+  for (const auto& line : lines) EXPECT_EQ(line.find("alice"), std::string::npos) << line;
+  EXPECT_TRUE(l[6]["session_id"].is_null());
+  EXPECT_TRUE(l[6]["turn"].is_null());
+  EXPECT_EQ(session(l[7]), first_id);  // a chain is named by its first response
+  EXPECT_EQ(l[7]["turn"], 1);
+  EXPECT_EQ(session(l[8]), first_id);
+  EXPECT_EQ(l[8]["turn"], 2);
+  EXPECT_EQ(l[8]["session_source"], "previous_response_id");
+}
+
+TEST(ProxySessions, TheSessionHeaderCanBeRenamedOrTurnedOff) {
+  Stack s({}, {"--session-header", "X-Conversation"});
+  const std::string body = R"({"model":"sim-model","messages":[{"role":"user","content":"hi"}],"max_tokens":2})";
+  ASSERT_EQ(http_post(s.proxy.port, "/v1/chat/completions", body, {{"X-Conversation", "c-1"}}).status, 200);
+  ASSERT_EQ(http_post(s.proxy.port, "/v1/chat/completions", body, {{"X-Session-ID", "ignored"}}).status, 200);
+  const auto lines = s.stop_proxy();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(obj(lines[0])["session_id"], "c-1");
+  EXPECT_TRUE(obj(lines[1])["session_id"].is_null());
+  Stack off({}, {"--session-header", "off"});
+  ASSERT_EQ(http_post(off.proxy.port, "/v1/chat/completions", body, {{"X-Session-ID", "s"}}).status, 200);
+  const auto off_lines = off.stop_proxy();
+  ASSERT_EQ(off_lines.size(), 1u);
+  EXPECT_TRUE(obj(off_lines[0])["session_id"].is_null());
+}
+
+}  // namespace
+}  // namespace mpo::test
