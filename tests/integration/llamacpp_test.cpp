@@ -115,6 +115,54 @@ TEST_F(RealLlamaCpp, APromptServedFromThePrefixCacheKeepsItsLengthWithoutUsage) 
   EXPECT_EQ(l[2].at("cached_prompt_tokens"), l[1].at("cached_prompt_tokens"));
 }
 
+// An agent's conversation (issue 41): each turn sends the whole conversation so far, the model's
+// earlier answers included, under one X-Session-ID. The ledger numbers the turns, and llama.cpp's
+// own count of prompt tokens served from its cache (usage / timings.cache_n) grows turn by turn:
+// each turn finds the previous turn's whole prompt in the slot.
+TEST_F(RealLlamaCpp, AConversationsTurnsAreNumberedAndFindTheEarlierTurnsInTheCache) {
+  json::array messages;
+  messages.push_back(
+      json::object{{"role", "system"}, {"content", "You answer briefly. Context: " + std::string(200, 'x')}});
+  for (int turn = 1; turn <= 4; ++turn) {
+    std::string question;
+    for (int i = 0; i < 20; ++i) question += fmt::format("t{}q{} ", turn, i);
+    messages.push_back(json::object{{"role", "user"}, {"content", question}});
+    json::object body{{"model", "real-llama"},
+                      {"messages", messages},
+                      {"max_tokens", 8},
+                      {"stream", true},
+                      {"stream_options", json::object{{"include_usage", true}}}};
+    const auto r =
+        http_post(proxy_->port, "/v1/chat/completions", json::serialize(body), {{"X-Session-ID", "agent-7"}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    // The answer, as the client saw it, becomes the next turn's assistant message.
+    std::string answer;
+    static const std::regex content(R"re("content":"((?:[^"\\]|\\.)*)")re");
+    for (std::sregex_iterator it(r.body.begin(), r.body.end(), content), end; it != end; ++it) answer += (*it)[1].str();
+    messages.push_back(json::object{{"role", "assistant"}, {"content", answer}});
+  }
+  ASSERT_EQ(proxy_->process.terminate(), 0);
+  const auto lines = read_lines(dir_ + "/ledger.jsonl");
+  ASSERT_EQ(lines.size(), 4u);
+  std::int64_t previous_prompt = 0, previous_cached = -1;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const auto l = json::parse(lines[i]).as_object();
+    EXPECT_EQ(l.at("session_id"), "agent-7");
+    EXPECT_EQ(l.at("turn").as_int64(), static_cast<std::int64_t>(i + 1));
+    const auto prompt = l.at("prompt_tokens").as_int64();
+    const auto cached = l.at("cached_prompt_tokens").as_int64();
+    std::cout << fmt::format("turn {}: prompt {} tokens, {} from the cache\n", i + 1, prompt, cached);
+    EXPECT_GT(prompt, previous_prompt) << "turn " << i + 1 << " carries the conversation so far";
+    if (i > 0) {
+      // At least the previous turn's prompt came from the cache (the engine's count), and more each turn.
+      EXPECT_GE(cached, previous_prompt / 2) << "turn " << i + 1 << ": " << lines[i];
+      EXPECT_GT(cached, previous_cached) << "turn " << i + 1;
+    }
+    previous_prompt = prompt;
+    previous_cached = cached;
+  }
+}
+
 TEST_F(RealLlamaCpp, ClientsThatLeaveAtDoneAreOk) {
   int before_terminator = 0;
   for (int i = 0; i < 100; ++i) {
