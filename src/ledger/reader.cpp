@@ -85,6 +85,8 @@ enum class Field : std::uint8_t {
   kProxyLag,
   kTraceId,
   kSpanId,
+  kSessionId,
+  kTurn,
   kOther,
 };
 
@@ -124,19 +126,21 @@ constexpr std::pair<std::string_view, Field> kFields[] = {
     {"proxy_lag_ms", Field::kProxyLag},
     {"trace_id", Field::kTraceId},
     {"span_id", Field::kSpanId},
+    {"session_id", Field::kSessionId},
+    {"turn", Field::kTurn},
 };
 
-// Field names are found by a hash of a key's length and four of its bytes into 64 slots, each
+// Field names are found by a hash of a key's length and four of its bytes into 128 slots, each
 // holding at most one name (checked at compile time), then one comparison: a line's ~50 keys cost
 // no search and no unpredictable branches.
 constexpr std::size_t kMaxKeyLength = 32;
 constexpr std::size_t field_slot(std::string_view k) {
   const auto at = [&k](std::size_t i) { return static_cast<std::size_t>(static_cast<unsigned char>(k[i])); };
-  return (k.size() + 5 * at(1) + 12 * at(k.size() / 2) + 8 * at(k.size() - 2) + at(k.size() - 1)) % 64;
+  return (k.size() + 5 * at(1) + 12 * at(k.size() / 2) + 8 * at(k.size() - 2) + at(k.size() - 1)) % 128;
 }
 struct FieldSlots {
-  std::int8_t field[64] = {};  // index into kFields, or -1
-  bool unique = true;          // no two names share a slot
+  std::int8_t field[128] = {};  // index into kFields, or -1
+  bool unique = true;           // no two names share a slot
   constexpr FieldSlots() {
     for (auto& f : field) f = -1;
     for (std::size_t i = 0; i < std::size(kFields); ++i) {
@@ -247,6 +251,8 @@ Status from_ours(simdjson::dom::object o, LedgerRecordView& r, std::string& scra
       case Field::kProxyLag: r.proxy_lag_ms = sj::number_of(v); break;
       case Field::kTraceId: r.trace_id = str_of(v); break;
       case Field::kSpanId: r.span_id = str_of(v); break;
+      case Field::kSessionId: r.session_id = str_of(v); break;
+      case Field::kTurn: r.turn = sj::integer_of(v); break;
       case Field::kServerTimings:
         if (v.is_object()) {
           scratch = simdjson::minify(v);
@@ -349,6 +355,8 @@ BasicLedgerRecord<To> convert(const BasicLedgerRecord<From>& f) {
   t.proxy_lag_ms = f.proxy_lag_ms;
   t.trace_id = opt(f.trace_id);
   t.span_id = opt(f.span_id);
+  t.session_id = opt(f.session_id);
+  t.turn = f.turn;
   return t;
 }
 

@@ -44,6 +44,8 @@ struct BasicLedgerRecord {
   std::optional<Str> timing_basis;       // proxy lines: "kernel_rx" | "loop"; absent in older ledgers
   std::optional<double> proxy_lag_ms;    // proxy lines: the largest lag of the proxy's reads
   std::optional<Str> trace_id, span_id;  // proxy lines: W3C trace context (docs/OTEL.md)
+  std::optional<Str> session_id;         // the conversation (docs/FORMATS.md "Sessions")
+  std::optional<std::int64_t> turn;      // the request's turn in it, from 1
 };
 using LedgerRecord = BasicLedgerRecord<std::string>;
 using LedgerRecordView = BasicLedgerRecord<std::string_view>;

@@ -368,6 +368,7 @@ GroupStats analyse_group(std::string_view key, const RowList& rs, GroupColumns& 
     g.engine_split = engine_split_of(tr->second, of, opts.traced_source);
   }
   g.ranking = rank(g, c.s[3], c.s[4], opts.engine ? &*opts.engine : nullptr);
+  g.turns = turns_of(rs);
   if (!t.one_operation) {
     std::map<std::uint8_t, RowList> by_api;
     for (const auto* r : rs) by_api[r->operation].push_back(r);

@@ -13,6 +13,7 @@
 #include "core/stats.hpp"
 #include "ledger/reader.hpp"
 #include "report/rows.hpp"
+#include "report/turns.hpp"
 
 namespace mpo::report {
 
@@ -114,6 +115,7 @@ struct GroupStats {
   std::optional<double> tpot_in_flight_slope_ms;  // d(TPOT)/d(in_flight), when in_flight varies
   std::vector<Candidate> ranking;                 // best first
   std::vector<ApiStats> apis;                     // per API, when the group's requests spoke more than one
+  std::optional<TurnView> turns;                  // by turn in a conversation, when two or more are named
 };
 
 // A queue or load gauge of the engine over the report's window (each scrape's value held until the

@@ -184,6 +184,13 @@ std::string group_md(const GroupStats& g) {
                      ms(a.tpot_ms, &Summary::p99), ms(a.itl_p95_ms, &Summary::p99), ms(a.e2e_ms, &Summary::p99));
     }
   }
+  if (g.turns) {
+    o += fmt::format(
+        "\nBy turn in the conversation (docs/FORMATS.md \"Sessions\"):\n\n| {} |\n|---|---|---|---|---|---|\n",
+        fmt::join(turn_headers(), " | "));
+    for (const auto& cells : turn_rows(*g.turns)) o += fmt::format("| {} |\n", fmt::join(cells, " | "));
+    if (g.turns->cliff) o += fmt::format("\n**Cache cliff**: {}.\n", cliff_sentence(*g.turns->cliff));
+  }
   o += fit_md(g);
   o += "\n| rank | candidate | score | evidence |\n|---|---|---|---|\n";
   int rank = 0;
@@ -315,6 +322,7 @@ std::string group_json(const GroupStats& g) {
   }
   w.raw_field("ranking", json_array(ranking, false));
   w.raw_field("apis", apis_json(g.apis));
+  w.raw_field("turns", turns_json(g.turns));
   return std::move(w).finish();
 }
 

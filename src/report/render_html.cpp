@@ -311,6 +311,13 @@ std::string group_body(const RowTable& table, const GroupStats& g, const RowList
     }
     o += present::heading("By API") + apis.html("apis");
   }
+  if (g.turns) {
+    Table turns(turn_headers());
+    for (auto& row : turn_rows(*g.turns)) turns.row(std::move(row));
+    o += present::heading("By turn") + turns.html("turns");
+    if (g.turns->cliff)
+      o += present::paragraph("Cache cliff: " + cliff_sentence(*g.turns->cliff) + ".", "verdict-line");
+  }
   if (auto parts = ttft_parts(rs); !parts.empty()) o += present::heading("TTFT in parts") + parts;
   if (auto levels = load_level_view(table, rs); !levels.empty()) o += present::heading("By load level") + levels;
   o += present::heading("Charts") + charts_for(g, rs);

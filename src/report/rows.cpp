@@ -173,6 +173,7 @@ void RowTable::add(const ledger::LedgerRecordView& r) {
     row.phase = last_phase_index_;
   }
   row.proxy_lag_ms = r.proxy_lag_ms;
+  if (r.turn && *r.turn > 0) row.turn = static_cast<std::uint16_t>(std::min<std::int64_t>(*r.turn, UINT16_MAX));
   row.stream = r.stream;
   row.operation = operation_index(r.operation);
   row.started_at_us = r.started_at_us;

@@ -74,12 +74,15 @@ class RowNames {
 
 // A row does not hold its group's key: the table lists rows by group (groups()).
 struct Row {
-  bool stream = false;
-  std::uint8_t operation = 0;                                                      // index into kOperationNames
+  bool stream : 1 = false;
+  std::uint8_t operation : 7 = 0;                                                  // index into kOperationNames
   std::uint8_t outcome_index = 0, token_source_index = 0, timing_basis_index = 0;  // RowNames
   // The sweep's load point ("concurrency=8") as an index into the table's phase names (0: the line
   // names none).
   std::uint16_t phase = 0;
+  // The request's turn in its conversation (docs/FORMATS.md "Sessions"); 0: the line names none.
+  // Clamped to 65,535.
+  std::uint16_t turn = 0;
   std::string_view outcome() const { return RowNames::name(outcome_index); }            // "ok", "http_error", ...
   std::string_view token_source() const { return RowNames::name(token_source_index); }  // "usage", "none", ...
   // "kernel_rx", "loop"; "" when the line does not say (sweep, fak, older)
@@ -94,6 +97,7 @@ struct Row {
   // carries it: the report splits TTFT at it (docs/REPORT.md "Evidence from the engine").
   Maybe<float> engine_prompt_ms;
 };
+static_assert(sizeof(Row) == 104, "a row's size is the report's memory: keep it (rows.hpp)");
 
 // llama.cpp's `timings.prompt_ms` in a line's server_timings object; nullopt when absent.
 std::optional<float> timings_prompt_ms(std::string_view server_timings);

@@ -161,6 +161,16 @@ TEST_F(RealLlamaCpp, AConversationsTurnsAreNumberedAndFindTheEarlierTurnsInTheCa
     previous_prompt = prompt;
     previous_cached = cached;
   }
+  // The report's view by turn states the same shares, and no cliff: each turn found the last.
+  const auto report = run_cli({"report", dir_ + "/ledger.jsonl", "--format", "json"});
+  ASSERT_EQ(report.exit_code, 0) << report.out;
+  const auto turns = json::parse(report.out).at("result").at("groups").at(0).at("turns");
+  const auto& by_turn = turns.at("by_turn").as_array();
+  ASSERT_EQ(by_turn.size(), 4u) << report.out;
+  for (std::size_t i = 1; i < by_turn.size(); ++i) {
+    EXPECT_GT(by_turn[i].at("cached_share").to_number<double>(), by_turn[i - 1].at("cached_share").to_number<double>());
+  }
+  EXPECT_TRUE(turns.at("cache_cliff").is_null());
 }
 
 TEST_F(RealLlamaCpp, ClientsThatLeaveAtDoneAreOk) {

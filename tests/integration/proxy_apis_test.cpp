@@ -367,6 +367,16 @@ TEST(ProxySessions, EachLineCarriesItsConversationAndTurn) {
   EXPECT_EQ(session(l[8]), first_id);
   EXPECT_EQ(l[8]["turn"], 2);
   EXPECT_EQ(l[8]["session_source"], "previous_response_id");
+  // The report counts the requests of each turn: four first turns, three second, one third.
+  const auto report = run_cli({"report", s.ledger_path(), "--format", "json"});
+  ASSERT_EQ(report.exit_code, 0) << report.out;
+  const auto doc = json::parse(report.out).as_object();
+  const auto& by_turn = doc.at("result").at("groups").at(0).at("turns").at("by_turn").as_array();
+  ASSERT_EQ(by_turn.size(), 3u) << report.out;
+  EXPECT_EQ(by_turn[0].at("requests"), 4);
+  EXPECT_EQ(by_turn[1].at("requests"), 3);
+  EXPECT_EQ(by_turn[2].at("turn"), 3);
+  EXPECT_EQ(by_turn[2].at("requests"), 1);
 }
 
 TEST(ProxySessions, TheSessionHeaderCanBeRenamedOrTurnedOff) {

@@ -1,0 +1,143 @@
+// The implementation of report/turns.hpp: a group's requests by turn, and the cache cliff.
+#include "report/turns.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "core/json.hpp"
+
+namespace mpo::report {
+
+namespace {
+
+// Prompt and cached tokens of the requests that state both: a pooled share, never a mean of shares.
+struct Tokens {
+  double prompt = 0, cached = 0;
+  std::optional<double> share() const {
+    if (!(prompt > 0)) return std::nullopt;
+    return cached / prompt;
+  }
+};
+
+// The share must fall below this fraction of the earlier turns' share, and those must have had at
+// least kCliffMinBefore of their prompts cached, for a cliff to be named.
+constexpr double kCliffFraction = 0.5;
+constexpr double kCliffMinBefore = 0.3;
+
+std::optional<CacheCliff> find_cliff(const std::vector<TurnStats>& turns,
+                                     const std::map<std::uint16_t, Tokens>& tokens) {
+  // From turn 2: the first turn of a conversation has nothing earlier to find in the cache.
+  for (std::size_t i = 0; i < turns.size(); ++i) {
+    const std::uint16_t t = turns[i].turn;
+    if (t < 3) continue;
+    Tokens before, after;
+    std::uint16_t first = 0, last = 0;
+    for (const auto& [turn, tok] : tokens) {
+      if (turn < 2) continue;
+      if (turn < t) {
+        before.prompt += tok.prompt, before.cached += tok.cached;
+        if (first == 0) first = turn;
+        last = turn;
+      } else {
+        after.prompt += tok.prompt, after.cached += tok.cached;
+      }
+    }
+    const auto b = before.share(), a = after.share(), here = turns[i].cached_share;
+    if (!b || !a || !here || *b < kCliffMinBefore) continue;
+    if (*here < kCliffFraction * *b && *a < kCliffFraction * *b) return CacheCliff{t, first, last, *b, *a};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<TurnView> turns_of(const RowList& rows) {
+  std::map<std::uint16_t, RowList> by_turn;
+  for (const Row* r : rows) {
+    if (r->turn > 0) by_turn[r->turn].push_back(r);
+  }
+  if (by_turn.size() < 2) return std::nullopt;
+  TurnView v;
+  std::map<std::uint16_t, Tokens> tokens;
+  for (const auto& [turn, rs] : by_turn) {
+    TurnStats s;
+    s.turn = turn;
+    s.requests = rs.size();
+    std::vector<double> ttft, prompt;
+    Tokens& tok = tokens[turn];
+    for (const Row* r : rs) {
+      if (r->ttft_ms) ttft.push_back(*r->ttft_ms);
+      if (r->prompt_tokens) prompt.push_back(static_cast<double>(*r->prompt_tokens));
+      if (r->prompt_tokens && r->cached_prompt_tokens) {
+        tok.prompt += static_cast<double>(*r->prompt_tokens);
+        tok.cached += static_cast<double>(*r->cached_prompt_tokens);
+      }
+    }
+    s.ttft_ms = summarize(std::move(ttft));
+    s.prompt_tokens = summarize(std::move(prompt));
+    s.cached_share = tok.share();
+    v.turns.push_back(std::move(s));
+  }
+  v.cliff = find_cliff(v.turns, tokens);
+  return v;
+}
+
+std::string cliff_sentence(const CacheCliff& c) {
+  const std::string before = c.before_first == c.before_last
+                                 ? fmt::format("turn {}", c.before_first)
+                                 : fmt::format("turns {}-{}", c.before_first, c.before_last);
+  return fmt::format("turn {} onward: cached share {:.0f}% of prompt tokens vs {:.0f}% at {}", c.from_turn,
+                     100 * c.share_after, 100 * c.share_before, before);
+}
+
+std::vector<std::string> turn_headers() {
+  return {"turn", "requests", "TTFT p50 ms", "TTFT p95 ms", "prompt tokens p50", "cached share"};
+}
+
+std::vector<std::vector<std::string>> turn_rows(const TurnView& v) {
+  auto ms = [](const std::optional<Summary>& s, double Summary::*q) {
+    return s ? fmt::format("{:.1f}", (*s).*q) : std::string("-");
+  };
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& t : v.turns) {
+    rows.push_back({std::to_string(t.turn), std::to_string(t.requests), ms(t.ttft_ms, &Summary::p50),
+                    ms(t.ttft_ms, &Summary::p95),
+                    t.prompt_tokens ? fmt::format("{:.0f}", t.prompt_tokens->p50) : std::string("-"),
+                    t.cached_share ? fmt::format("{:.0f}%", 100 * *t.cached_share) : std::string("-")});
+  }
+  return rows;
+}
+
+std::string turns_json(const std::optional<TurnView>& v) {
+  if (!v) return "null";
+  std::string turns = "[";
+  for (const auto& t : v->turns) {
+    if (turns.size() > 1) turns += ',';
+    JsonObjectWriter w;
+    w.field("turn", static_cast<std::int64_t>(t.turn))
+        .field("requests", static_cast<std::uint64_t>(t.requests))
+        .optional_field("ttft_p50_ms", t.ttft_ms ? std::optional<double>(t.ttft_ms->p50) : std::nullopt)
+        .optional_field("ttft_p95_ms", t.ttft_ms ? std::optional<double>(t.ttft_ms->p95) : std::nullopt)
+        .optional_field("prompt_tokens_p50",
+                        t.prompt_tokens ? std::optional<double>(t.prompt_tokens->p50) : std::nullopt)
+        .optional_field("cached_share", t.cached_share);
+    turns += std::move(w).finish();
+  }
+  turns += ']';
+  std::string cliff = "null";
+  if (const auto& c = v->cliff) {
+    JsonObjectWriter w;
+    w.field("from_turn", static_cast<std::int64_t>(c->from_turn))
+        .field("share_after", c->share_after)
+        .field("share_before", c->share_before)
+        .field("before_first_turn", static_cast<std::int64_t>(c->before_first))
+        .field("before_last_turn", static_cast<std::int64_t>(c->before_last));
+    cliff = std::move(w).finish();
+  }
+  JsonObjectWriter w;
+  w.raw_field("by_turn", turns).raw_field("cache_cliff", cliff);
+  return std::move(w).finish();
+}
+
+}  // namespace mpo::report
