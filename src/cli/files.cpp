@@ -29,7 +29,8 @@ bool write_all(int fd, const std::string& text) {
 }
 
 // Where the text goes: a regular file (or none yet) is replaced atomically at its real path; anything
-// else (a pipe, a terminal, /dev/null, a /dev/fd or /proc alias of a descriptor) is written in place.
+// else (a pipe, a terminal, /dev/null, a /dev/fd or /proc alias of a descriptor, a link to nothing yet,
+// which creates the file it names) is written in place.
 struct Target {
   std::string path;
   bool in_place = false;
@@ -58,7 +59,7 @@ bool write_output(const std::string& path, const std::string& text, std::string_
   const Target target = target_of(path);
   if (target.in_place) {
     std::cout.flush();  // what the command printed before stays before
-    const int fd = ::open(target.path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    const int fd = ::open(target.path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     const bool ok = fd >= 0 && write_all(fd, text);
     const int err = errno;
     if (fd >= 0) ::close(fd);

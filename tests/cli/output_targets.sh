@@ -24,6 +24,12 @@ ln -s real.json "$work/link.json"
 [ -L "$work/link.json" ] || fail "the link was replaced by a file"
 [ "$(cat "$work/real.json")" = "$expected" ] || fail "the linked file does not hold the report"
 
+# A link to a file not there yet: the file is created, the link stays.
+ln -s new.json "$work/dangling.json"
+"$bin" report "$ledger" --format json --output "$work/dangling.json"
+[ -L "$work/dangling.json" ] || fail "the dangling link was replaced by a file"
+[ "$(cat "$work/new.json")" = "$expected" ] || fail "the file a dangling link names was not created with the report"
+
 # A descriptor alias: what goes to /dev/fd/1 comes out of the pipe.
 got="$("$bin" report "$ledger" --format json --output /dev/fd/1 | cat)"
 [ "$got" = "$expected" ] || fail "--output /dev/fd/1 did not write to the pipe"
