@@ -89,6 +89,9 @@ TEST(ProxyHostileInput, EveryRequestFramingCaseIsForwardedOrRefusedAsNginxWouldA
   }
   std::sort(cases.begin(), cases.end());
   int refused = 0;
+  // Each answer's observation id (the proxy's own refusals carry it too): the case's ledger line is
+  // found by it, not by its place in the file, which several loops (--threads) may write out of order.
+  std::map<std::string, std::string> id_of;
   for (auto& [name, expect] : cases) {
     SCOPED_TRACE(name);
     const auto first = name.find('_');
@@ -98,6 +101,7 @@ TEST(ProxyHostileInput, EveryRequestFramingCaseIsForwardedOrRefusedAsNginxWouldA
     const auto r = raw(proxy.port, bytes);
     const int status = expect == "400body" ? 400 : std::stoi(expect);
     EXPECT_EQ(r.status, status) << r.raw.substr(0, 300);
+    if (auto id = r.headers.find("x-fak-observation-id"); id != r.headers.end()) id_of[name] = id->second;
     if (status == 200) {
       EXPECT_EQ(r.body, "ok");
       const auto got = backend.last_request();
@@ -124,10 +128,14 @@ TEST(ProxyHostileInput, EveryRequestFramingCaseIsForwardedOrRefusedAsNginxWouldA
   EXPECT_EQ(x.find("modelperfobs_requests_total", {"outcome=\"bad_request\"", "code=\"505\""}), 1);
   const auto lines = ledger_of(proxy, dir + "/ledger.jsonl");
   ASSERT_EQ(lines.size(), cases.size());  // one line per request, refused ones included
+  std::map<std::string, const json::object*> line_of;
+  for (const auto& l : lines) line_of[std::string(l.at("observation_id").as_string())] = &l;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(cases[i].first);
     const auto& expect = cases[i].second;
-    const auto& l = lines[i];
+    ASSERT_TRUE(id_of.contains(cases[i].first)) << "the answer carried no X-Fak-Observation-ID";
+    ASSERT_TRUE(line_of.contains(id_of[cases[i].first])) << "no ledger line has the answer's id";
+    const auto& l = *line_of[id_of[cases[i].first]];
     if (expect == "200") {
       EXPECT_EQ(l.at("outcome"), "ok");
     } else {
