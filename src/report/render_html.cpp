@@ -271,6 +271,29 @@ std::string charts_for(const GroupStats& g, const RowList& rs) {
   return dist.svg() + fit_chart(g, rs).svg() + over_time.svg() + load.svg() + tokens.svg();
 }
 
+// TTFT and the cached share of the prompt by turn, the cliff marked where there is one.
+std::string turn_charts(const TurnView& v) {
+  std::vector<double> turns, ms;
+  std::vector<Point> ttft, share;
+  for (const auto& t : v.turns) {
+    turns.push_back(t.turn);
+    if (t.ttft_ms) ttft.push_back({static_cast<double>(t.turn), t.ttft_ms->p50}), ms.push_back(t.ttft_ms->p50);
+    if (t.cached_share) share.push_back({static_cast<double>(t.turn), 100 * *t.cached_share});
+  }
+  const auto x = present::scale_for_counts(turns);
+  Chart by_ttft("TTFT by turn", Axis{"turn in the conversation", x}, Axis{"TTFT p50 (ms)", present::scale_for(ms)});
+  by_ttft.add({"TTFT p50", std::move(ttft), Mark::kLineDots, "#1f77b4"});
+  Chart by_share("Cached share of the prompt by turn", Axis{"turn in the conversation", x},
+                 Axis{"prompt tokens from the prefix cache (%)"});
+  by_share.add({"cached share", std::move(share), Mark::kLineDots, "#2ca02c"})
+      .note("Each turn sends the conversation so far: a working prefix cache serves a growing share of it.");
+  if (v.cliff) {
+    by_ttft.vline("cache cliff", v.cliff->from_turn, "#d62728");
+    by_share.vline("cache cliff", v.cliff->from_turn, "#d62728");
+  }
+  return by_ttft.svg() + by_share.svg();
+}
+
 std::string group_body(const RowTable& table, const GroupStats& g, const RowList& rs) {
   std::string o;
   const auto& top = g.ranking.front();
@@ -317,6 +340,7 @@ std::string group_body(const RowTable& table, const GroupStats& g, const RowList
     o += present::heading("By turn") + turns.html("turns");
     if (g.turns->cliff)
       o += present::paragraph("Cache cliff: " + cliff_sentence(*g.turns->cliff) + ".", "verdict-line");
+    o += turn_charts(*g.turns);
   }
   if (auto parts = ttft_parts(rs); !parts.empty()) o += present::heading("TTFT in parts") + parts;
   if (auto levels = load_level_view(table, rs); !levels.empty()) o += present::heading("By load level") + levels;

@@ -377,6 +377,11 @@ TEST(ProxySessions, EachLineCarriesItsConversationAndTurn) {
   EXPECT_EQ(by_turn[1].at("requests"), 3);
   EXPECT_EQ(by_turn[2].at("turn"), 3);
   EXPECT_EQ(by_turn[2].at("requests"), 1);
+  // The page draws TTFT and the cached share by turn, a point per turn (TTFT only where streamed).
+  const auto page = run_cli({"report", s.ledger_path(), "--format", "html"});
+  ASSERT_EQ(page.exit_code, 0);
+  EXPECT_NE(page.out.find(R"(data-title="TTFT by turn")"), std::string::npos);
+  EXPECT_NE(page.out.find(R"(data-name="cached share" data-kind="line-dots" data-points="3")"), std::string::npos);
 }
 
 TEST(ProxySessions, TheSessionHeaderCanBeRenamedOrTurnedOff) {
