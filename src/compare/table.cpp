@@ -25,24 +25,28 @@ bool colours(const Change& c) { return c.verdict == kWorse || c.verdict == kBett
 
 }  // namespace
 
-std::string value_text(const std::optional<double>& v, std::string_view metric) {
+namespace {
+
+// A value in its metric's unit; with `sign`, a change (its sign always written, a rate's in
+// percentage points).
+std::string number_text(const std::optional<double>& v, std::string_view metric, bool sign) {
   if (!v) return "-";
   switch (unit_of(metric)) {
-    case Unit::kRate: return fmt::format("{:.2f}%", *v * 100);
-    case Unit::kTokensPerSecond: return fmt::format("{:.1f}", *v);
+    case Unit::kRate: return sign ? fmt::format("{:+.2f}pp", *v * 100) : fmt::format("{:.2f}%", *v * 100);
+    case Unit::kTokensPerSecond: return sign ? fmt::format("{:+.1f}", *v) : fmt::format("{:.1f}", *v);
     case Unit::kMs: break;
   }
-  return fmt::format("{:.2f}", *v);
+  return sign ? fmt::format("{:+.2f}", *v) : fmt::format("{:.2f}", *v);
+}
+
+}  // namespace
+
+std::string value_text(const std::optional<double>& v, std::string_view metric) {
+  return number_text(v, metric, false);
 }
 
 std::string signed_text(const std::optional<double>& v, std::string_view metric) {
-  if (!v) return "-";
-  switch (unit_of(metric)) {
-    case Unit::kRate: return fmt::format("{:+.2f}pp", *v * 100);
-    case Unit::kTokensPerSecond: return fmt::format("{:+.1f}", *v);
-    case Unit::kMs: break;
-  }
-  return fmt::format("{:+.2f}", *v);
+  return number_text(v, metric, true);
 }
 
 std::vector<std::string> headers(const Labels& l) {

@@ -68,7 +68,7 @@ SessionPlace SessionTable::begin(const SessionClaim& claim) {
   }
   auto [it, fresh] = turns_.try_emplace(claim.key, 0);
   if (fresh) {
-    order_.push_back("t:" + claim.key);
+    order_.push_back(Entry{false, claim.key});
     forget_oldest();
     it = turns_.find(claim.key);
   }
@@ -87,18 +87,18 @@ void SessionTable::finish(const SessionClaim& claim, const std::optional<std::st
   }
   if (!claim.responses || !has_id) return;
   if (links_.try_emplace(*response_id, Link{*place.session_id, place.turn}).second) {
-    order_.push_back("r:" + *response_id);
+    order_.push_back(Entry{true, *response_id});
     forget_oldest();
   }
 }
 
 void SessionTable::forget_oldest() {
   while (order_.size() > capacity_) {
-    const std::string& key = order_.front();
-    if (key.starts_with("t:"))
-      turns_.erase(key.substr(2));
+    const Entry& oldest = order_.front();
+    if (oldest.link)
+      links_.erase(oldest.key);
     else
-      links_.erase(key.substr(2));
+      turns_.erase(oldest.key);
     order_.pop_front();
   }
 }

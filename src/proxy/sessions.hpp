@@ -72,7 +72,11 @@ class SessionTable {
   std::size_t capacity_;
   std::unordered_map<std::string, std::int64_t> turns_;  // counted sessions: turns seen so far
   std::unordered_map<std::string, Link> links_;          // response id -> its session and turn
-  std::deque<std::string> order_;                        // keys in the order they came ("t:" / "r:")
+  struct Entry {
+    bool link = false;  // a response link, else a counted session
+    std::string key;
+  };
+  std::deque<Entry> order_;  // every key in the order it came: the oldest is forgotten first
 };
 
 }  // namespace mpo::proxy

@@ -27,25 +27,28 @@ constexpr double kCliffMinBefore = 0.3;
 
 std::optional<CacheCliff> find_cliff(const std::vector<TurnStats>& turns,
                                      const std::map<std::uint16_t, Tokens>& tokens) {
-  // From turn 2: the first turn of a conversation has nothing earlier to find in the cache.
-  for (std::size_t i = 0; i < turns.size(); ++i) {
-    const std::uint16_t t = turns[i].turn;
-    if (t < 3) continue;
-    Tokens before, after;
-    std::uint16_t first = 0, last = 0;
-    for (const auto& [turn, tok] : tokens) {
-      if (turn < 2) continue;
-      if (turn < t) {
-        before.prompt += tok.prompt, before.cached += tok.cached;
-        if (first == 0) first = turn;
-        last = turn;
-      } else {
-        after.prompt += tok.prompt, after.cached += tok.cached;
+  // From turn 2: the first turn of a conversation has nothing earlier to find in the cache. One pass
+  // in turn order: `before` pools turns 2 up to the candidate, `after` is the total less that.
+  Tokens total;
+  for (const auto& [turn, tok] : tokens) {
+    if (turn >= 2) total.prompt += tok.prompt, total.cached += tok.cached;
+  }
+  Tokens before;
+  std::uint16_t first = 0, last = 0;
+  for (const auto& t : turns) {
+    if (t.turn < 2) continue;
+    if (t.turn >= 3) {
+      const Tokens after{total.prompt - before.prompt, total.cached - before.cached};
+      const auto b = before.share(), a = after.share();
+      if (b && a && t.cached_share && *b >= kCliffMinBefore && *t.cached_share < kCliffFraction * *b &&
+          *a < kCliffFraction * *b) {
+        return CacheCliff{t.turn, first, last, *b, *a};
       }
     }
-    const auto b = before.share(), a = after.share(), here = turns[i].cached_share;
-    if (!b || !a || !here || *b < kCliffMinBefore) continue;
-    if (*here < kCliffFraction * *b && *a < kCliffFraction * *b) return CacheCliff{t, first, last, *b, *a};
+    const Tokens& tok = tokens.at(t.turn);
+    before.prompt += tok.prompt, before.cached += tok.cached;
+    if (first == 0) first = t.turn;
+    last = t.turn;
   }
   return std::nullopt;
 }
