@@ -21,6 +21,8 @@
 #include "core/time.hpp"
 #include "ledger/reader.hpp"
 #include "ledger/writer.hpp"
+#include "loadgen/conversation.hpp"
+#include "loadgen/trace.hpp"
 #include "net/backend_url.hpp"
 #include "net/ca_rule.hpp"
 #include "sweep/compare.hpp"
@@ -46,6 +48,13 @@ struct SweepArgs {
   std::string duration;
   long warmup = -1;
   std::string dataset, dataset_format = "auto", replay;
+  // --workload KIND [FILE]: synthetic (default), multi-turn, or trace FILE (Mooncake-style).
+  std::vector<std::string> workload;
+  bool requests_given = false;
+  std::size_t sessions = 16;
+  std::string turns = "4", user_tokens = "64", think_time_ms = "0", tool_result_tokens = "256";
+  double tool_turns = 0;
+  std::int64_t trace_block_tokens = 512;
   std::int64_t max_output_tokens = 64;
   std::string input_tokens = "128", output_tokens = "64";
   std::int64_t shared_prefix_tokens = 0;
@@ -98,7 +107,55 @@ std::string hostname() {
   return host;
 }
 
+std::string workload_kind(const SweepArgs& a) { return a.workload.empty() ? "synthetic" : a.workload[0]; }
+
+// Requests replayed at their recorded times (--replay-speeds): a ledger's, or a trace's.
+bool recorded_workload(const SweepArgs& a) { return !a.replay.empty() || workload_kind(a) == "trace"; }
+
+Result<std::vector<loadgen::ServingRequest>> multi_turn_workload(const SweepArgs& a, std::string& source) {
+  loadgen::MultiTurnOptions o;
+  o.sessions = a.sessions;
+  o.seed = a.seed;
+  o.system_prompt_tokens = a.shared_prefix_tokens;
+  o.tool_turn_share = a.tool_turns;
+  for (auto [text, into] :
+       {std::pair{&a.turns, &o.turns}, std::pair{&a.user_tokens, &o.user_tokens},
+        std::pair{&a.output_tokens, &o.answer_tokens}, std::pair{&a.tool_result_tokens, &o.tool_result_tokens}}) {
+    auto d = loadgen::parse_length_distribution(*text);
+    if (!d) return d.error();
+    *into = *d;
+  }
+  if (a.think_time_ms != "0") {
+    auto d = loadgen::parse_length_distribution(a.think_time_ms);
+    if (!d) return d.error();
+    o.think_time_ms = *d;
+  }
+  auto requests = loadgen::multi_turn_workload(o);
+  source = fmt::format(
+      "multi-turn {}: turns={} user={} answer={} think_ms={} tool_turns={} tool_result={} system_prompt={} seed={}",
+      loadgen::describe_sessions(requests), a.turns, a.user_tokens, a.output_tokens, a.think_time_ms, a.tool_turns,
+      a.tool_result_tokens, a.shared_prefix_tokens, a.seed);
+  return requests;
+}
+
+Result<std::vector<loadgen::ServingRequest>> trace_workload(const SweepArgs& a, std::string& source) {
+  const std::string& file = a.workload[1];
+  const auto text = read_text_file(file);
+  if (!text) return make_error(errc::kSweepDataset, "cannot read the trace " + file);
+  loadgen::TraceOptions o;
+  o.block_tokens = a.trace_block_tokens;
+  o.seed = a.seed;
+  auto trace = loadgen::parse_mooncake_trace(*text, o);
+  if (!trace) return make_error(trace.error(), file + ": " + trace.error().message);
+  source =
+      fmt::format("trace {} ({} requests, {} blocks of {} tokens, {} of {} block uses shared)", file,
+                  trace->requests.size(), trace->blocks, a.trace_block_tokens, trace->shared_blocks, trace->block_uses);
+  return std::move(trace->requests);
+}
+
 Result<std::vector<loadgen::ServingRequest>> build_workload(const SweepArgs& a, std::string& source) {
+  if (workload_kind(a) == "multi-turn") return multi_turn_workload(a, source);
+  if (workload_kind(a) == "trace") return trace_workload(a, source);
   if (!a.replay.empty()) {
     ledger::FileReadOptions fo;
     auto read = ledger::read_ledger_file(a.replay, fo);
@@ -144,6 +201,25 @@ Result<std::vector<loadgen::ServingRequest>> build_workload(const SweepArgs& a, 
   return synthetic_workload(o);
 }
 
+// --workload's kind and file, and the flags that do not go with it.
+int check_workload_flags(const SweepArgs& a) {
+  const std::string kind = workload_kind(a);
+  if (kind != "synthetic" && kind != "multi-turn" && kind != "trace")
+    return usage_error("--workload is synthetic, multi-turn or trace FILE");
+  if (kind == "trace" && a.workload.size() != 2)
+    return usage_error("--workload trace needs the trace file: --workload trace FILE.jsonl");
+  if (kind != "trace" && a.workload.size() > 1) return usage_error("--workload " + kind + " takes no file");
+  if (kind != "synthetic" && (!a.dataset.empty() || !a.replay.empty()))
+    return usage_error("--workload " + kind + " is a workload of its own: leave out --dataset and --replay");
+  if (kind == "multi-turn" && a.requests_given)
+    return usage_error("--workload multi-turn is counted in --sessions (and --turns), not --requests");
+  if (kind == "multi-turn" && !a.shard.empty())
+    return usage_error("--shard does not split conversations yet: run a multi-turn sweep unsharded");
+  if (!(a.tool_turns >= 0 && a.tool_turns <= 1)) return usage_error("--tool-turns is a share from 0 to 1");
+  if (a.sessions < 1) return usage_error("--sessions must be at least 1");
+  return 0;
+}
+
 // What sweeps and parity runs share: the target, the workload, requests, warm-up, SLO, machine.
 // Returns 0 when every flag is usable, else the exit code (a message was printed).
 int common_options(const SweepArgs& a, sweep::SweepOptions& o) {
@@ -157,12 +233,15 @@ int common_options(const SweepArgs& a, sweep::SweepOptions& o) {
   o.target.ignore_eos = a.ignore_eos;
   o.target.api = *loadgen::parse_api(a.api);  // --api is checked by CLI11
   o.target.run_id = fmt::format("{}-{}", hostname(), getpid());
+  if (int rc = check_workload_flags(a)) return rc;
   std::string source;
   auto workload = build_workload(a, source);
   if (!workload) return usage_error(workload.error().message);
   o.workload = std::move(*workload);
   o.workload_source = source;
-  o.requests = !a.replay.empty() && a.requests == 64 ? o.workload.size() : a.requests;
+  // A replay, a trace and a set of conversations are sent whole unless --requests says otherwise.
+  const bool whole = recorded_workload(a) || workload_kind(a) == "multi-turn";
+  o.requests = whole && !a.requests_given ? o.workload.size() : a.requests;
   if (o.requests == 0) return usage_error("--requests must be at least 1");
   o.warmup = a.warmup;
   o.seed = a.seed;
@@ -174,6 +253,13 @@ int common_options(const SweepArgs& a, sweep::SweepOptions& o) {
   o.same_prompts_every_point = a.same_prompts;
   // Lengths are targets for synthetic and replayed prompts, not for a dataset's own texts.
   o.exact_prompt_tokens = a.dataset.empty() && !a.approximate_input_tokens;
+  if (workload_kind(a) == "multi-turn") {
+    o.not_fitted_because =
+        "a conversation's turns are not fitted (a fitted message would no longer be the next turn's prefix)";
+  } else if (workload_kind(a) == "trace") {
+    o.not_fitted_because =
+        "a trace's prompts are its blocks of single-token words, not fitted (equal hash ids stay equal text)";
+  }
   if (a.prompt_salt.empty()) {
     o.prompt_salt = draw_prompt_salt();
   } else if (a.prompt_salt != "none") {
@@ -311,7 +397,8 @@ int sweep_exit_code(const sweep::SweepReceipt& r) {
 int load_points(const SweepArgs& a, std::vector<double>& coords) {
   const int modes = (a.concurrencies.empty() ? 0 : 1) + (a.rates.empty() ? 0 : 1) + (a.replay_speeds.empty() ? 0 : 1);
   if (modes != 1) return usage_error("give exactly one of --concurrencies, --rates or --replay-speeds");
-  if (!a.replay_speeds.empty() && a.replay.empty()) return usage_error("--replay-speeds needs --replay LEDGER");
+  if (!a.replay_speeds.empty() && !recorded_workload(a))
+    return usage_error("--replay-speeds needs --replay LEDGER or --workload trace FILE");
   coords = !a.concurrencies.empty() ? a.concurrencies : !a.rates.empty() ? a.rates : a.replay_speeds;
   std::set<double> distinct;
   for (double c : coords) {
@@ -608,7 +695,33 @@ std::function<int()> setup_sweep(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--burstiness", a->burstiness, "gamma shape: < 1 burstier than Poisson, > 1 smoother")
       ->capture_default_str();
-  app.add_option("--requests", a->requests, "measured requests per point (warm-up excluded)")->capture_default_str();
+  app.add_option("--requests", a->requests, "measured requests per point (warm-up excluded)")
+      ->capture_default_str()
+      ->each([a](const std::string&) { a->requests_given = true; });
+  app.add_option("--workload", a->workload,
+                 "synthetic (default: --input-tokens, --output-tokens), multi-turn (conversations: --sessions, "
+                 "--turns, --user-tokens, --output-tokens per answer, --think-time-ms, --tool-turns, "
+                 "--shared-prefix-tokens as a system prompt every session shares), or trace FILE (a Mooncake-style "
+                 "JSONL trace: timestamp, input_length, output_length, hash_ids; with --replay-speeds its arrival "
+                 "times are kept)")
+      ->expected(1, 2)
+      ->type_name("KIND [FILE]");
+  app.add_option("--sessions", a->sessions, "multi-turn: conversations per point")->capture_default_str();
+  app.add_option("--turns", a->turns, "multi-turn: turns per conversation: N, uniform:A,B, normal:MEAN,SD or exp:MEAN")
+      ->capture_default_str();
+  app.add_option("--user-tokens", a->user_tokens, "multi-turn: each new user message's length, same forms")
+      ->capture_default_str();
+  app.add_option("--think-time-ms", a->think_time_ms,
+                 "multi-turn: the client's own time between a turn's end and the next turn, ms, same forms; 0: none")
+      ->capture_default_str();
+  app.add_option("--tool-turns", a->tool_turns,
+                 "multi-turn: the share of turns after the first that send a tool's result (the answer before "
+                 "them a tool call), 0 to 1")
+      ->capture_default_str();
+  app.add_option("--tool-result-tokens", a->tool_result_tokens, "multi-turn: a tool result's length, same forms")
+      ->capture_default_str();
+  app.add_option("--trace-block-tokens", a->trace_block_tokens, "trace: tokens per hash id block (Mooncake: 512)")
+      ->capture_default_str();
   app.add_option("--duration", a->duration, "run each point this long instead (e.g. 60s; the workload cycles)");
   app.add_option(
       "--warmup", a->warmup,

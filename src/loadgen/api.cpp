@@ -3,19 +3,103 @@
 // for a workload request, and the ledger's operation.
 #include "loadgen/api.hpp"
 
+#include <algorithm>
+
 #include "core/json.hpp"
+#include "loadgen/conversation.hpp"
 
 namespace mpo::loadgen {
 namespace {
 
-std::string messages_json(const ServingRequest& r, bool skip_system) {
+// The tool a multi-turn workload's tool turns call (loadgen/conversation.cpp), as each API declares one.
+constexpr const char* kToolSchema =
+    R"({"type":"object","properties":{"query":{"type":"string"}},"required":["query"]})";
+constexpr const char* kToolDescription = "Looks up what the task needs";
+
+bool has_tool_turns(const ServingRequest& r) {
+  return std::any_of(r.messages.begin(), r.messages.end(), [](const Message& m) { return !m.tool_name.empty(); });
+}
+
+std::string tools_json(Api api, std::string_view name) {
+  JsonObjectWriter t;
+  switch (api) {
+    case Api::kChat: {
+      JsonObjectWriter f;
+      f.field("description", kToolDescription).field("name", name).raw_field("parameters", kToolSchema);
+      t.raw_field("function", std::move(f).finish()).field("type", "function");
+      break;
+    }
+    case Api::kResponses:
+      t.field("description", kToolDescription)
+          .field("name", name)
+          .raw_field("parameters", kToolSchema)
+          .field("type", "function");
+      break;
+    case Api::kMessages:
+      t.field("description", kToolDescription).raw_field("input_schema", kToolSchema).field("name", name);
+      break;
+    case Api::kCompletions: break;
+  }
+  return "[" + std::move(t).finish() + "]";
+}
+
+// One message as `api` writes it: plain {role, content}, or a tool call or its result in the API's
+// own shape (chat: tool_calls and role "tool"; responses: function_call and function_call_output
+// items; messages: tool_use and tool_result blocks).
+std::string message_json(const Message& m, Api api) {
+  JsonObjectWriter w;
+  if (!m.tool_name.empty()) {
+    if (api == Api::kResponses) {
+      w.field("arguments", m.content)
+          .field("call_id", m.tool_call_id)
+          .field("name", m.tool_name)
+          .field("type", "function_call");
+    } else if (api == Api::kMessages) {
+      JsonObjectWriter block;
+      block.field("id", m.tool_call_id)
+          .raw_field("input", m.content)
+          .field("name", m.tool_name)
+          .field("type", "tool_use");
+      w.raw_field("content", "[" + std::move(block).finish() + "]").field("role", "assistant");
+    } else {
+      JsonObjectWriter f;
+      f.field("arguments", m.content).field("name", m.tool_name);
+      JsonObjectWriter call;
+      call.raw_field("function", std::move(f).finish()).field("id", m.tool_call_id).field("type", "function");
+      w.field("role", "assistant").null_field("content").raw_field("tool_calls", "[" + std::move(call).finish() + "]");
+    }
+    return std::move(w).finish();
+  }
+  if (m.role == "tool") {
+    if (api == Api::kResponses) {
+      w.field("call_id", m.tool_call_id).field("output", m.content).field("type", "function_call_output");
+    } else if (api == Api::kMessages) {
+      JsonObjectWriter block;
+      block.field("content", m.content).field("tool_use_id", m.tool_call_id).field("type", "tool_result");
+      w.raw_field("content", "[" + std::move(block).finish() + "]").field("role", "user");
+    } else {
+      w.field("role", "tool").field("tool_call_id", m.tool_call_id).field("content", m.content);
+    }
+    return std::move(w).finish();
+  }
+  if (api == Api::kResponses && m.role == "assistant") {
+    // An earlier answer is an output message: its text an output_text part (llama.cpp b10309 refuses
+    // an assistant item with plain string content: "Cannot determine type of 'item'").
+    JsonObjectWriter part;
+    part.field("text", m.content).field("type", "output_text");
+    w.raw_field("content", "[" + std::move(part).finish() + "]").field("role", "assistant").field("type", "message");
+    return std::move(w).finish();
+  }
+  w.field("role", m.role).field("content", m.content);
+  return std::move(w).finish();
+}
+
+std::string messages_json(const ServingRequest& r, Api api) {
   std::string out = "[";
   for (const auto& m : r.messages) {
-    if (skip_system && m.role == "system") continue;
+    if (api == Api::kMessages && m.role == "system") continue;
     if (out.size() > 1) out.push_back(',');
-    JsonObjectWriter w;
-    w.field("role", m.role).field("content", m.content);
-    out += std::move(w).finish();
+    out += message_json(m, api);
   }
   out.push_back(']');
   return out;
@@ -58,7 +142,7 @@ std::string request_body(const ServingRequest& r, const std::string& model, bool
     case Api::kChat:
       if (ignore_eos) w.field("ignore_eos", true);
       w.field("max_tokens", r.max_output_tokens)
-          .raw_field("messages", messages_json(r, false))
+          .raw_field("messages", messages_json(r, api))
           .field("model", model)
           .field("stream", true)
           .raw_field("stream_options", R"({"include_usage":true})")
@@ -78,7 +162,7 @@ std::string request_body(const ServingRequest& r, const std::string& model, bool
     }
     case Api::kResponses:
       if (ignore_eos) w.field("ignore_eos", true);
-      w.raw_field("input", messages_json(r, false))
+      w.raw_field("input", messages_json(r, api))
           .field("max_output_tokens", r.max_output_tokens)
           .field("model", model)
           .field("stream", true)
@@ -91,7 +175,7 @@ std::string request_body(const ServingRequest& r, const std::string& model, bool
       }
       if (ignore_eos) w.field("ignore_eos", true);
       w.field("max_tokens", r.max_output_tokens)
-          .raw_field("messages", messages_json(r, true))
+          .raw_field("messages", messages_json(r, api))
           .field("model", model)
           .field("stream", true);
       if (!system.empty()) w.field("system", system);
@@ -99,6 +183,7 @@ std::string request_body(const ServingRequest& r, const std::string& model, bool
       break;
     }
   }
+  if (api != Api::kCompletions && has_tool_turns(r)) w.raw_field("tools", tools_json(api, kToolName));
   return std::move(w).finish();
 }
 

@@ -24,6 +24,7 @@
 #include "core/clock.hpp"
 #include "core/json.hpp"
 #include "core/uuid.hpp"
+#include "loadgen/conversation.hpp"
 #include "loadgen/measure.hpp"
 #include "loadgen/wait_group.hpp"
 #include "net/client.hpp"
@@ -88,17 +89,18 @@ class WatchGuard {
 }  // namespace
 
 std::vector<double> arrival_offsets(const PointPlan& plan) {
+  const auto units = units_of(plan.requests);
   std::vector<double> out;
-  out.reserve(plan.requests.size());
+  out.reserve(units.size());
   if (plan.arrival == Arrival::kRecorded) {
     const double speed = plan.speed > 0 ? plan.speed : 1;
-    for (const auto& r : plan.requests) out.push_back(r.arrival_offset_s.value_or(0) / speed);
+    for (const auto& u : units) out.push_back(plan.requests[u.begin].arrival_offset_s.value_or(0) / speed);
     return out;
   }
   std::mt19937_64 rng(plan.seed);
   const double rate = plan.coordinate;
   double t = 0;
-  for (std::size_t i = 0; i < plan.requests.size(); ++i) {
+  for (std::size_t i = 0; i < units.size(); ++i) {
     out.push_back(t);
     switch (plan.arrival) {
       case Arrival::kConstant: t += 1.0 / rate; break;
@@ -122,7 +124,8 @@ struct Driver::Impl {
   Uuid7Generator ids;
   std::vector<ConnectionSlot> idle;  // open-loop pool
   std::int64_t in_flight = 0;
-  Watches watches;  // the deadlines of the requests in flight
+  Watches watches;                            // the deadlines of the requests in flight
+  std::vector<asio::steady_timer*> thinking;  // sessions waiting out a think time: stop_sending ends the wait
 
   // Per point.
   bool stop_sending = false, abandoned = false;
@@ -187,6 +190,11 @@ struct Driver::Impl {
     o.send_lateness_ms = round_ms(static_cast<double>(sent_us - scheduled_us) / 1000.0);
     o.sweep_point = label;
     o.warmup = warmup;
+    if (!r.session_id.empty()) {
+      o.session_id = r.session_id;
+      o.session_source = "header";
+      o.turn = r.turn;
+    }
     ++in_flight;
 
     const std::string body = request_body(r, target.model, target.ignore_eos, target.api);
@@ -196,6 +204,7 @@ struct Driver::Impl {
     req.set(http::field::content_type, "application/json");
     req.set(http::field::accept, "text/event-stream");
     req.set("X-Fak-Observation-ID", s.observation_id);
+    if (!r.session_id.empty()) req.set("X-Session-ID", r.session_id);
     if (!target.api_key.empty()) req.set(http::field::authorization, "Bearer " + target.api_key);
     if (target.api == Api::kMessages) {  // Anthropic's API names its version and takes its key so
       req.set("anthropic-version", "2023-06-01");
@@ -336,14 +345,69 @@ struct Driver::Impl {
     }
   }
 
+  // Waits out a turn's think time (the client's own time before it), unless the point stops sending.
+  asio::awaitable<void> think(double seconds) {
+    if (seconds <= 0 || stop_sending) co_return;
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    timer.expires_after(std::chrono::microseconds(static_cast<std::int64_t>(seconds * 1e6)));
+    thinking.push_back(&timer);
+    co_await timer.async_wait(kNoThrow);
+    thinking.erase(std::find(thinking.begin(), thinking.end(), &timer));
+  }
+
+  // A unit's requests one after another on one connection (a session's turns: each sent when the
+  // previous one ended and its think time passed, measured against that time). `first_due_us`:
+  // when the unit's first request was due; `slot`: the sample index of its first request.
+  // `go_on` is asked before each turn after the first (a closed loop's --duration).
+  asio::awaitable<void> run_unit(ConnectionSlot& conn, const PointPlan& plan, Unit unit, std::string suffix,
+                                 std::int64_t first_due_us, std::vector<std::optional<Sample>>& samples,
+                                 std::size_t slot, const std::function<bool()>& go_on) {
+    std::int64_t due = first_due_us;
+    for (std::size_t i = unit.begin; i < unit.end && !stop_sending; ++i) {
+      const ServingRequest* req = &plan.requests[i];
+      ServingRequest renamed;
+      if (!suffix.empty()) {  // a session sent again (--duration cycles the workload): a new session
+        renamed = *req;
+        renamed.session_id += suffix;
+        req = &renamed;
+      }
+      if (i > unit.begin) {
+        if (!go_on()) break;
+        co_await think(req->think_time_s);
+        if (stop_sending) break;
+        due = SystemClock::instance().steady_us();
+      }
+      Sample s = co_await measure(conn, *req, i < plan.warmup, due);
+      const bool refused = !s.ok && s.error_class == "transport" && !s.http_status;
+      const std::size_t at = slot + (i - unit.begin);
+      if (at >= samples.size()) samples.resize(at + 1);
+      samples[at] = std::move(s);
+      if (refused) {
+        // A server that refuses connections is not hammered in a tight loop.
+        asio::steady_timer pause(co_await asio::this_coro::executor);
+        pause.expires_after(std::chrono::milliseconds(50));
+        co_await pause.async_wait(kNoThrow);
+      }
+      due = SystemClock::instance().steady_us();
+    }
+  }
+
+  // Closed loop: `coordinate` workers, each taking the next unit (a request, or a whole session:
+  // then the coordinate is the number of live sessions) when its last one ended.
   asio::awaitable<PointRun> run_closed(const PointPlan& plan) {
     auto ex = co_await asio::this_coro::executor;
-    const auto n = plan.requests.size();
-    const std::size_t measured = n - std::min(n, plan.warmup);
-    std::vector<std::optional<Sample>> samples(n);
-    std::size_t next = 0;
+    const auto units = units_of(plan.requests);
+    std::size_t warm_units = 0;
+    while (warm_units < units.size() && units[warm_units].begin < plan.warmup) ++warm_units;
+    const std::size_t measured = units.size() - warm_units;
+    std::vector<std::optional<Sample>> samples(plan.requests.size());
+    std::size_t next = 0, next_slot = 0;
     std::optional<std::int64_t> measured_start;
     const auto limit_us = static_cast<std::int64_t>(plan.duration_s * 1e6);
+    const auto within_duration = [&] {
+      return !(limit_us > 0 && measured > 0 && measured_start &&
+               SystemClock::instance().steady_us() - *measured_start >= limit_us);
+    };
     WaitGroup wg(ex);
     const int workers = std::max(1, static_cast<int>(plan.coordinate));
     for (int w = 0; w < workers; ++w) {
@@ -354,27 +418,24 @@ struct Driver::Impl {
             ConnectionSlot conn;
             std::int64_t ready = point_start_us;
             while (!stop_sending) {
-              const std::size_t i = next;
+              const std::size_t u = next;
               const std::int64_t now = SystemClock::instance().steady_us();
               if (limit_us > 0 && measured > 0) {
-                if (measured_start && now - *measured_start >= limit_us) break;
-              } else if (i >= n) {
+                if (!within_duration()) break;
+              } else if (u >= units.size()) {
                 break;
               }
               ++next;
-              if (i >= plan.warmup && !measured_start) measured_start = now;
-              const ServingRequest& req =
-                  i < n ? plan.requests[i] : plan.requests[plan.warmup + (i - plan.warmup) % measured];
-              if (i >= samples.size()) samples.resize(i + 1);
-              Sample s = co_await measure(conn, req, i < plan.warmup, ready);
-              const bool refused = !s.ok && s.error_class == "transport" && !s.http_status;
-              samples[i] = std::move(s);
-              if (refused) {
-                // A server that refuses connections is not hammered in a tight loop.
-                asio::steady_timer pause(co_await asio::this_coro::executor);
-                pause.expires_after(std::chrono::milliseconds(50));
-                co_await pause.async_wait(kNoThrow);
-              }
+              if (u >= warm_units && !measured_start) measured_start = now;
+              const std::size_t cycle = u < units.size() ? 0 : (u - warm_units) / measured;
+              const Unit unit = u < units.size() ? units[u] : units[warm_units + (u - warm_units) % measured];
+              const std::size_t slot = next_slot;
+              next_slot += unit.end - unit.begin;
+              // Named, not built in the co_await's arguments (GCC 12 destroys a conditional's temporaries twice).
+              std::string suffix;
+              if (cycle > 0) suffix = fmt::format("#cycle-{}", cycle);
+              const std::function<bool()> go_on = within_duration;
+              co_await run_unit(conn, plan, unit, std::move(suffix), ready, samples, slot, go_on);
               ready = SystemClock::instance().steady_us();
             }
             close_slot(conn);
@@ -392,8 +453,9 @@ struct Driver::Impl {
   asio::awaitable<PointRun> run_open(const PointPlan& plan) {
     auto ex = co_await asio::this_coro::executor;
     const auto offsets = arrival_offsets(plan);
-    const auto n = plan.requests.size();
-    std::vector<std::optional<Sample>> samples(n);
+    const auto units = units_of(plan.requests);
+    const auto n = units.size();
+    std::vector<std::optional<Sample>> samples(plan.requests.size());
     WaitGroup wg(ex);
     asio::steady_timer timer(ex);
     // The schedule and the lateness measured against it share one origin.
@@ -416,8 +478,8 @@ struct Driver::Impl {
               conn = std::move(idle.back());
               idle.pop_back();
             }
-            Sample s = co_await measure(conn, plan.requests[i], i < plan.warmup, due_us);
-            samples[i] = std::move(s);
+            const std::function<bool()> always = [] { return true; };
+            co_await run_unit(conn, plan, units[i], std::string(), due_us, samples, units[i].begin, always);
             if (conn) idle.push_back(std::move(conn));
           },
           [&](std::exception_ptr) { wg.done(); });
@@ -443,6 +505,7 @@ Driver::~Driver() = default;
 void Driver::stop_sending() {
   impl_->stop_sending = true;
   if (impl_->schedule != nullptr) impl_->schedule->cancel();
+  for (auto* t : impl_->thinking) t->cancel();
 }
 
 void Driver::abandon() {

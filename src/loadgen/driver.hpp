@@ -1,7 +1,10 @@
 // The load generator (edge: Asio, one thread). Sends a point's requests to an OpenAI-compatible
 // server in the API it is told to speak (loadgen/api.hpp: chat, completions, responses, messages), closed loop (N
 // workers, each sends its next request when the last one ends) or open loop (arrivals on a schedule: Poisson, gamma
-// with burstiness, constant, or the recorded times of a replayed ledger), and measures each one as fak's sample
+// with burstiness, constant, or the recorded times of a replayed ledger or trace). A multi-turn workload's session
+// (loadgen/conversation.hpp) is sent as one: its turns in order on one connection, each after the previous one
+// ended and its think time passed, with X-Session-ID; a closed loop's N is then live sessions, an open loop's
+// arrivals are sessions' first turns. It measures each one as fak's sample
 // (docs/FAK.md 6.3, with TTFT at the first generated-content event of any kind) and as a ledger line. It measures
 // itself too: when each request was due and when it was sent, and its own CPU time.
 #pragma once

@@ -64,7 +64,9 @@ std::string string_field(const boost::json::object& o, std::string_view key) {
   return {};
 }
 
-std::int64_t draw(const LengthDistribution& d, std::mt19937_64& rng) {
+}  // namespace
+
+std::int64_t draw_length(const LengthDistribution& d, std::mt19937_64& rng) {
   double v = d.a;
   switch (d.kind) {
     case LengthDistribution::Kind::kConstant: break;
@@ -74,8 +76,6 @@ std::int64_t draw(const LengthDistribution& d, std::mt19937_64& rng) {
   }
   return std::max<std::int64_t>(1, std::llround(v));
 }
-
-}  // namespace
 
 std::int64_t estimate_tokens(std::string_view text) { return static_cast<std::int64_t>(text.size() / 4); }
 
@@ -228,8 +228,8 @@ std::vector<ServingRequest> synthetic_workload(const SyntheticOptions& opts) {
   for (std::size_t i = 0; i < opts.count; ++i) {
     ServingRequest r;
     r.id = fmt::format("synthetic-{:06}", i + 1);
-    const std::int64_t input = draw(opts.input, rng);
-    const std::int64_t output = draw(opts.output, rng);
+    const std::int64_t input = draw_length(opts.input, rng);
+    const std::int64_t output = draw_length(opts.output, rng);
     const std::int64_t own = std::max<std::int64_t>(1, input - opts.shared_prefix_tokens);
     std::string prompt = synthetic_words(own, rng());
     if (!prefix.empty()) prompt = prefix + " " + prompt;
@@ -275,6 +275,9 @@ boost::json::value workload_json(const std::vector<ServingRequest>& requests) {
       boost::json::object mo;
       mo["role"] = m.role;
       mo["content"] = m.content;
+      // Members fak's workloads never have are written only when set, so their digests stay fak's.
+      if (!m.tool_name.empty()) mo["tool_name"] = m.tool_name;
+      if (!m.tool_call_id.empty()) mo["tool_call_id"] = m.tool_call_id;
       messages.push_back(std::move(mo));
     }
     boost::json::object o;
@@ -282,6 +285,11 @@ boost::json::value workload_json(const std::vector<ServingRequest>& requests) {
     o["messages"] = std::move(messages);
     o["max_output_tokens"] = r.max_output_tokens;
     o["prompt_tokens_estimate"] = r.prompt_tokens_estimate;
+    if (!r.session_id.empty()) {
+      o["session_id"] = r.session_id;
+      o["turn"] = r.turn;
+      o["think_time_s"] = r.think_time_s;
+    }
     list.push_back(std::move(o));
   }
   return list;
@@ -307,16 +315,28 @@ std::string_view word_at(std::string_view text, std::size_t start) {
   return text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
 }
 
+// The message a request's point marker goes in: the last one, or for a session's turn the first
+// user message, which every turn of the session repeats unchanged (marking the last would make each
+// turn differ from the next one's copy of it, and the session's prefix would no longer be cached).
+std::size_t marked_message(const ServingRequest& r) {
+  if (r.turn > 0) {
+    for (std::size_t i = 0; i < r.messages.size(); ++i) {
+      if (r.messages[i].role == "user") return i;
+    }
+  }
+  return r.messages.size() - 1;
+}
+
 }  // namespace
 
 std::size_t shared_leading_words(const std::vector<ServingRequest>& requests) {
   if (requests.empty() || requests.front().messages.empty()) return 0;
-  const std::string& first = requests.front().messages.back().content;
+  const std::string& first = requests.front().messages[marked_message(requests.front())].content;
   const auto starts = word_starts(first);
   std::size_t n = starts.size();
   for (const auto& r : requests) {
     if (r.messages.empty()) return 0;
-    const std::string& text = r.messages.back().content;
+    const std::string& text = r.messages[marked_message(r)].content;
     const auto other = word_starts(text);
     std::size_t k = 0;
     while (k < n && k < other.size() && word_at(first, starts[k]) == word_at(text, other[k])) ++k;
@@ -331,8 +351,9 @@ std::string point_marker(std::size_t point_index, bool warmup) {
 
 void mark_prompts(std::vector<ServingRequest>& requests, std::size_t shared_words, std::string_view marker) {
   for (auto& r : requests) {
+    if (!r.session_id.empty() && !marker.empty()) r.session_id += "." + std::string(marker);
     if (r.messages.empty()) continue;
-    std::string& text = r.messages.back().content;
+    std::string& text = r.messages[marked_message(r)].content;
     const auto starts = word_starts(text);
     if (shared_words < starts.size()) {
       const std::size_t at = starts[shared_words];

@@ -9,6 +9,7 @@
 #include <boost/json/value.hpp>
 #include <cstdint>
 #include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,10 @@ namespace mpo::loadgen {
 struct Message {
   std::string role;
   std::string content;
+  // A tool turn (multi-turn workloads): an assistant message with `tool_name` set is a call of that
+  // tool, its arguments (JSON text) in `content`; a "tool" message is the result of the call
+  // `tool_call_id` names (the assistant's call carries the same id).
+  std::string tool_name, tool_call_id;
 };
 
 struct ServingRequest {
@@ -29,6 +34,12 @@ struct ServingRequest {
   std::int64_t max_output_tokens = 64;
   std::int64_t prompt_tokens_estimate = 0;
   std::optional<double> arrival_offset_s;  // replay: when to send, from the start of the point
+  // Multi-turn workloads (loadgen/conversation.hpp): the conversation this request is a turn of
+  // (sent as X-Session-ID), the turn from 1 (0: not a session's), and the client's own time between
+  // the previous turn's end and this one's start (the agent thinking, or running a tool).
+  std::string session_id;
+  std::int32_t turn = 0;
+  double think_time_s = 0;
 };
 
 inline constexpr const char* kDefaultSharedPrefix =
@@ -63,6 +74,8 @@ struct LengthDistribution {
   double a = 1, b = 0;
 };
 Result<LengthDistribution> parse_length_distribution(std::string_view text);
+// One draw, rounded, at least 1.
+std::int64_t draw_length(const LengthDistribution& d, std::mt19937_64& rng);
 std::string to_string(const LengthDistribution& d);
 
 struct SyntheticOptions {
@@ -95,8 +108,10 @@ std::vector<ServingRequest> take_requests(const std::vector<ServingRequest>& bas
 // the prefix cache an earlier point filled, so each point sends the workload with one word of each
 // request's last message replaced by a marker of its own: the first word after the words every
 // request's last message begins with (the workload's shared prefix, kept), or appended when
-// there is none. Lengths stay as they are; the digest is the workload's, and the marker rule makes
-// the prompts of every point reproducible from it.
+// there is none. A session's turn is marked in its first user message instead (every turn repeats
+// it, so the session's turns still share their prefix) and its session_id gains ".<marker>" (a
+// proxy counting turns by session sees each point's sessions as new). Lengths stay as they are; the digest is the
+// workload's, and the marker rule makes the prompts of every point reproducible from it.
 std::size_t shared_leading_words(const std::vector<ServingRequest>& requests);
 // "p001" for the second point's measured requests, "w001" for its warm-up.
 std::string point_marker(std::size_t point_index, bool warmup);

@@ -30,10 +30,43 @@ Result<std::string> message_text(const json::value& content) {
   std::string out;
   for (const auto& part : content.get_array()) {
     if (!part.is_object()) return bad("messages", "each content part must be an object");
-    const auto text = json_string(part.get_object(), "text");
-    if (!text) return bad("messages", "only content parts of type 'text' are supported by the simulator");
+    const auto& po = part.get_object();
+    const auto type = json_string(po, "type").value_or("text");
+    std::string piece;
+    if (type == "tool_use") {  // Anthropic: a tool call, as a template renders it (name and input)
+      const auto* input = po.if_contains("input");
+      piece = fmt::format("{} {}", json_string(po, "name").value_or(""),
+                          input != nullptr ? json::serialize(*input) : std::string("{}"));
+    } else if (type == "tool_result") {  // Anthropic: a tool's result, a string or text blocks
+      const auto* result = po.if_contains("content");
+      auto text = result != nullptr ? message_text(*result) : Result<std::string>(std::string());
+      if (!text) return text.error();
+      piece = std::move(*text);
+    } else {
+      const auto text = json_string(po, "text");
+      if (!text) {
+        return bad("messages",
+                   "only content parts of type 'text', 'tool_use' and 'tool_result' are supported by the simulator");
+      }
+      piece = std::string(*text);
+    }
     if (!out.empty()) out.push_back('\n');
-    out += *text;
+    out += piece;
+  }
+  return out;
+}
+
+// An OpenAI chat message's tool calls, as a template renders them (each call's name and arguments).
+std::string tool_calls_text(const json::object& message) {
+  std::string out;
+  const auto* calls = json_array(message, "tool_calls");
+  if (calls == nullptr) return out;
+  for (const auto& c : *calls) {
+    if (!c.is_object()) continue;
+    if (const auto* fn = json_object(c.get_object(), "function")) {
+      if (!out.empty()) out.push_back('\n');
+      out += fmt::format("{} {}", json_string(*fn, "name").value_or(""), json_string(*fn, "arguments").value_or(""));
+    }
   }
   return out;
 }
@@ -53,6 +86,17 @@ Result<std::vector<ChatMessage>> role_messages(const json::array& items, std::st
   std::vector<ChatMessage> out;
   for (const auto& m : items) {
     if (!m.is_object()) return bad(key, "Each message must be an object.");
+    // The Responses API's tool items: a call the model made and the result sent back.
+    const auto type = json_string(m.get_object(), "type").value_or("message");
+    if (type == "function_call") {
+      out.push_back({"assistant", fmt::format("{} {}", json_string(m.get_object(), "name").value_or(""),
+                                              json_string(m.get_object(), "arguments").value_or(""))});
+      continue;
+    }
+    if (type == "function_call_output") {
+      out.push_back({"tool", std::string(json_string(m.get_object(), "output").value_or(""))});
+      continue;
+    }
     const auto role = json_string(m.get_object(), "role");
     if (!role) return bad(key, "Each message needs a string 'role'.");
     const auto* content = m.get_object().if_contains("content");
@@ -174,6 +218,9 @@ Status read_chat_messages(const json::object& o, CompletionRequest& r) {
     const auto* content = m.get_object().if_contains("content");
     auto text = content != nullptr ? message_text(*content) : Result<std::string>(std::string());
     if (!text) return text.error();
+    if (const std::string calls = tool_calls_text(m.get_object()); !calls.empty()) {
+      *text += (text->empty() ? "" : "\n") + calls;
+    }
     chat.push_back({std::string(*role), std::move(*text)});
   }
   r.prompt = tokenize_chat(chat);

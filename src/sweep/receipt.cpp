@@ -71,6 +71,7 @@ constexpr auto json_fields(const SweepLoad*) {
                     field("url", &L::url),
                     field("api", &L::api),
                     field("workload_source", &L::workload_source),
+                    field("sessions", &L::sessions),
                     field("requests_per_point", &L::requests_per_point),
                     field("warmup_rule", &L::warmup_rule),
                     field("seed", &L::seed),

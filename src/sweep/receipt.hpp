@@ -130,6 +130,9 @@ struct SweepLoad {
   std::optional<std::string> arrival;  // open loop: poisson | gamma | constant | replay
   std::optional<double> burstiness;    // gamma shape
   std::optional<std::string> url, api, workload_source;
+  // A multi-turn workload: its sessions and what a point's coordinate counts ("16 sessions of 4
+  // turns (64 requests): each point's concurrency is live sessions, ...").
+  std::optional<std::string> sessions;
   std::optional<std::int64_t> requests_per_point;
   std::optional<std::string> warmup_rule;
   std::optional<std::uint64_t> seed;

@@ -152,6 +152,7 @@ std::string sweep_markdown(const SweepReceipt& r) {
   std::string out = fmt::format("# Serving sweep: {}\n\n", r.model);
   out += fmt::format("{} points of {} requests, workload {}, generated {} on {}.\n\n", r.points.size(),
                      r.workload_requests, r.workload_digest.substr(0, 19), r.generated_at, r.machine_id);
+  if (r.load && r.load->sessions) out += fmt::format("Sessions: {}.\n\n", *r.load->sessions);
   out += fmt::format("**Verdict: {}**\n\n", r.valid ? "valid" : "not valid for claims");
   for (const auto& why : r.validity_reasons) out += fmt::format("- {}\n", why);
   for (const auto& w : r.warnings) out += fmt::format("- warning: {}\n", w);

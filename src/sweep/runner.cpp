@@ -24,6 +24,7 @@
 #include "core/json.hpp"
 #include "core/time.hpp"
 #include "loadgen/cache_reset.hpp"
+#include "loadgen/conversation.hpp"
 #include "loadgen/prompt_length.hpp"
 #include "loadgen/wait_group.hpp"
 #include "scrape/fetch.hpp"
@@ -249,8 +250,16 @@ class SweepRun {
                              shared_words_ + 1, shared_words_,
                              o_.prompt_salt.empty() ? "" : ", followed by the run's prompt_salt");
     if (!o_.prompt_salt.empty()) load.prompt_salt = o_.prompt_salt;
+    const std::string sessions = loadgen::describe_sessions(measured_);
+    if (!sessions.empty()) {
+      load.sessions = sessions + (o_.mode == loadgen::LoadMode::kConcurrency
+                                      ? ": each point's concurrency is live sessions, each sending its turns in order"
+                                      : ": each point's rate is sessions started per second");
+    }
     if (o_.exact_prompt_tokens) {
-      if (o_.target.api != loadgen::Api::kChat) {
+      if (!o_.not_fitted_because.empty()) {
+        load.prompt_lengths = "approximate: " + o_.not_fitted_because;
+      } else if (o_.target.api != loadgen::Api::kChat) {
         load.prompt_lengths = "approximate: exact prompt lengths are fitted for --api chat only";
       } else if (auto route = co_await tokenizer_.find(); route) {
         load.prompt_lengths = "exact: " + *route;
@@ -419,6 +428,10 @@ class SweepRun {
       loadgen::ServingRequest w = o_.workload[i % o_.workload.size()];
       w.id += fmt::format("#warmup-{:03}", i + 1);
       w.arrival_offset_s.reset();
+      // A warm-up request stands alone, even when it is a session's turn.
+      w.session_id.clear();
+      w.turn = 0;
+      w.think_time_s = 0;
       plan.requests.push_back(std::move(w));
     }
     // Each point's own word (and the run's salt), unless every point sends the same prompts (then

@@ -55,6 +55,9 @@ struct SweepOptions {
   // Fit each prompt to its asked length as the server's tokenizer counts it (loadgen/prompt_length.hpp):
   // for workloads whose lengths are targets (synthetic, replay).
   bool exact_prompt_tokens = false;
+  // Why this workload's prompts are not fitted although its lengths are targets (a conversation's
+  // turns, a trace's blocks: fitting would break the prefixes they share); "" : fitted.
+  std::string not_fitted_because;
   // Empty the server's prefix cache before each point (vLLM /reset_prefix_cache, SGLang
   // /flush_cache, llama.cpp slot erase); the sweep stops at start-up when the server offers none.
   bool reset_cache_between_points = false;
