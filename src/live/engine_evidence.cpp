@@ -65,6 +65,9 @@ EngineWindow engine_window(const std::vector<scrape::Snapshot>& snapshots) {
     e.preemptions = p->value;
     e.preemptions_source = p->source;
   }
+  for (const auto& snap : snapshots) {
+    if (const auto kv = snap.signals.value(engines::Signal::kKvUsage)) e.kv_usage.push_back({snap.started_at_us, *kv});
+  }
   if (any) out.evidence = std::move(e);
   return out;
 }

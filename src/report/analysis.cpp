@@ -350,7 +350,8 @@ void derive_window_figures(const RowList& rs, GroupColumns& c, Tally& t, GroupSt
   }
 }
 
-GroupStats analyse_group(std::string_view key, const RowList& rs, GroupColumns& c, const Options& opts) {
+GroupStats analyse_group(std::string_view key, const RowList& rs, GroupColumns& c, const Options& opts,
+                         const SessionIndex* sessions) {
   GroupStats g;
   g.key = std::string(key);
   g.requests = rs.size();
@@ -368,7 +369,10 @@ GroupStats analyse_group(std::string_view key, const RowList& rs, GroupColumns& 
     g.engine_split = engine_split_of(tr->second, of, opts.traced_source);
   }
   g.ranking = rank(g, c.s[3], c.s[4], opts.engine ? &*opts.engine : nullptr);
-  g.turns = turns_of(rs);
+  TurnContext turn_context;
+  turn_context.sessions = sessions;
+  if (opts.engine) turn_context.kv_usage = &opts.engine->kv_usage;
+  g.turns = turns_of(rs, turn_context);
   if (!t.one_operation) {
     std::map<std::uint8_t, RowList> by_api;
     for (const auto* r : rs) by_api[r->operation].push_back(r);
@@ -423,7 +427,7 @@ std::vector<GroupStats> analyse(const RowTable& table, const Options& opts) {
   auto worker = [&] {
     GroupColumns columns;  // reused from group to group: its memory is touched once per thread
     for (std::size_t i = next++; i < work.size(); i = next++) {
-      out[i] = analyse_group(work[i].first, *work[i].second, columns, opts);
+      out[i] = analyse_group(work[i].first, *work[i].second, columns, opts, &table.sessions());
     }
   };
   const unsigned threads = std::min<std::size_t>(work.size(), std::max(1u, std::thread::hardware_concurrency()));

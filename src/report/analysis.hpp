@@ -152,6 +152,7 @@ struct EngineEvidence {
   std::optional<EngineQueueTime> queue_time;
   std::optional<double> preemptions;  // over the window
   std::string preemptions_source;
+  std::vector<KvSample> kv_usage;  // every scrape's KV usage, in time order (the cache cliff's context)
 };
 
 // The proxy's read lag (p99 over a group's lines) from which the report says the proxy itself was

@@ -185,9 +185,11 @@ std::string group_md(const GroupStats& g) {
     }
   }
   if (g.turns) {
-    o += fmt::format(
-        "\nBy turn in the conversation (docs/FORMATS.md \"Sessions\"):\n\n| {} |\n|---|---|---|---|---|---|\n",
-        fmt::join(turn_headers(), " | "));
+    const auto headers = turn_headers();
+    std::string rule = "|";
+    for (std::size_t i = 0; i < headers.size(); ++i) rule += "---|";
+    o += fmt::format("\nBy turn in the conversation (docs/FORMATS.md \"Sessions\"):\n\n| {} |\n{}\n",
+                     fmt::join(headers, " | "), rule);
     for (const auto& cells : turn_rows(*g.turns)) o += fmt::format("| {} |\n", fmt::join(cells, " | "));
     if (g.turns->cliff) o += fmt::format("\n**Cache cliff**: {}.\n", cliff_sentence(*g.turns->cliff));
   }

@@ -194,6 +194,7 @@ void RowTable::add(const ledger::LedgerRecordView& r) {
   Segment& seg = current();
   seg.push_back(row);  // within capacity: no row ever moves
   const Row* added = &seg.back();
+  if (r.session_id && row.turn > 0) sessions_.emplace(added, std::hash<std::string_view>{}(*r.session_id));
   if (!generating(*added)) {
     others_[operation_name(added->operation)].push_back(added);
     return;
@@ -246,6 +247,7 @@ void RowTable::append(RowTable&& other) {
   other.others_.clear();
   last_bucket_ = nullptr;
   for (auto& s : other.storage_) storage_.push_back(std::move(s));
+  sessions_.merge(other.sessions_);
   // Rows of `other` point into its storage (now ours); later add() calls intern into a fresh deque
   // and start a fresh segment, so row order stays the order added.
   interned_.clear();

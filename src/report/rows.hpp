@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -129,6 +130,9 @@ struct HugePageAllocator {
   }
 };
 
+// A row's conversation (a hash of its session_id), for the rows whose line names one.
+using SessionIndex = std::unordered_map<const Row*, std::uint64_t>;
+
 // Rows of one group by address, in the order added. A million of them take 8 MB: on huge pages, as
 // the rows are.
 using RowList = std::vector<const Row*, HugePageAllocator<const Row*>>;
@@ -157,6 +161,9 @@ class RowTable {
   const std::map<std::string_view, RowList>& others() const { return others_; }
   // A row's phase name ("" for index 0).
   std::string_view phase_name(std::uint16_t i) const { return i < phases_.size() ? phases_[i] : std::string_view(); }
+  // The conversation of each row whose line names one, as a 64-bit hash of its session_id (a row
+  // has no room for it): what links a turn to the turn before it (report/turns.hpp).
+  const SessionIndex& sessions() const { return sessions_; }
   // Every row, in the order added.
   template <typename F>
   void for_each(F&& f) const {
@@ -185,6 +192,7 @@ class RowTable {
   std::uint16_t last_phase_index_ = 0;
   // Interned strings; a deque never moves its elements, and the unique_ptr keeps it in place.
   std::vector<std::unique_ptr<std::deque<std::string>>> storage_;
+  SessionIndex sessions_;
   std::unordered_set<std::string_view> interned_;
 };
 

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <climits>
 #include <map>
 
 #include "core/json.hpp"
@@ -53,9 +55,44 @@ std::optional<CacheCliff> find_cliff(const std::vector<TurnStats>& turns,
   return std::nullopt;
 }
 
+// Per turn, the client's time before it: the gap from the end of the same conversation's turn
+// before (its line must be in `rows`) to its start, in ms.
+std::map<std::uint16_t, std::vector<double>> client_gaps(const RowList& rows, const SessionIndex& sessions) {
+  std::map<std::pair<std::uint64_t, std::uint16_t>, const Row*> by_session;
+  for (const Row* r : rows) {
+    if (auto it = sessions.find(r); it != sessions.end() && r->turn > 0) by_session[{it->second, r->turn}] = r;
+  }
+  std::map<std::uint16_t, std::vector<double>> out;
+  for (const auto& [key, r] : by_session) {
+    if (key.second < 2) continue;
+    const auto prev = by_session.find({key.first, static_cast<std::uint16_t>(key.second - 1)});
+    if (prev == by_session.end() || !prev->second->ended_at_us) continue;
+    const std::int64_t gap = r->started_at_us - *prev->second->ended_at_us;
+    if (gap >= 0) out[key.second].push_back(static_cast<double>(gap) / 1000.0);
+  }
+  return out;
+}
+
+// The highest KV usage scraped between the first start and the last end of the rows whose turn
+// is in [from, to].
+std::optional<double> kv_max_during(const RowList& rows, std::uint16_t from, std::uint16_t to,
+                                    const std::vector<KvSample>& kv) {
+  std::int64_t first = INT64_MAX, last = INT64_MIN;
+  for (const Row* r : rows) {
+    if (r->turn < from || r->turn > to) continue;
+    first = std::min(first, r->started_at_us);
+    last = std::max(last, r->ended_at_us.value_or(r->started_at_us));
+  }
+  std::optional<double> out;
+  for (const auto& k : kv) {
+    if (k.at_us >= first && k.at_us <= last) out = std::max(out.value_or(0.0), k.usage);
+  }
+  return out;
+}
+
 }  // namespace
 
-std::optional<TurnView> turns_of(const RowList& rows) {
+std::optional<TurnView> turns_of(const RowList& rows, const TurnContext& context) {
   std::map<std::uint16_t, RowList> by_turn;
   for (const Row* r : rows) {
     if (r->turn > 0) by_turn[r->turn].push_back(r);
@@ -63,6 +100,7 @@ std::optional<TurnView> turns_of(const RowList& rows) {
   if (by_turn.size() < 2) return std::nullopt;
   TurnView v;
   std::map<std::uint16_t, Tokens> tokens;
+  auto gaps = context.sessions ? client_gaps(rows, *context.sessions) : std::map<std::uint16_t, std::vector<double>>{};
   for (const auto& [turn, rs] : by_turn) {
     TurnStats s;
     s.turn = turn;
@@ -80,9 +118,14 @@ std::optional<TurnView> turns_of(const RowList& rows) {
     s.ttft_ms = summarize(std::move(ttft));
     s.prompt_tokens = summarize(std::move(prompt));
     s.cached_share = tok.share();
+    if (auto g = gaps.find(turn); g != gaps.end()) s.client_ms = summarize(std::move(g->second));
     v.turns.push_back(std::move(s));
   }
   v.cliff = find_cliff(v.turns, tokens);
+  if (v.cliff && context.kv_usage && !context.kv_usage->empty()) {
+    v.cliff->kv_max_after = kv_max_during(rows, v.cliff->from_turn, UINT16_MAX, *context.kv_usage);
+    v.cliff->kv_max_before = kv_max_during(rows, v.cliff->before_first, v.cliff->before_last, *context.kv_usage);
+  }
   return v;
 }
 
@@ -90,12 +133,23 @@ std::string cliff_sentence(const CacheCliff& c) {
   const std::string before = c.before_first == c.before_last
                                  ? fmt::format("turn {}", c.before_first)
                                  : fmt::format("turns {}-{}", c.before_first, c.before_last);
-  return fmt::format("turn {} onward: cached share {:.0f}% of prompt tokens vs {:.0f}% at {}", c.from_turn,
-                     100 * c.share_after, 100 * c.share_before, before);
+  std::string out = fmt::format("turn {} onward: cached share {:.0f}% of prompt tokens vs {:.0f}% at {}", c.from_turn,
+                                100 * c.share_after, 100 * c.share_before, before);
+  if (c.kv_max_after) {
+    out += fmt::format("; the engine's KV cache {:.0f}% full at most then", 100 * *c.kv_max_after);
+    if (c.kv_max_before) out += fmt::format(", {:.0f}% before", 100 * *c.kv_max_before);
+  }
+  return out;
 }
 
 std::vector<std::string> turn_headers() {
-  return {"turn", "requests", "TTFT p50 ms", "TTFT p95 ms", "prompt tokens p50", "cached share"};
+  return {"turn",
+          "requests",
+          "TTFT p50 ms",
+          "TTFT p95 ms",
+          "prompt tokens p50",
+          "cached share",
+          "client time before p50 ms"};
 }
 
 std::vector<std::vector<std::string>> turn_rows(const TurnView& v) {
@@ -107,7 +161,8 @@ std::vector<std::vector<std::string>> turn_rows(const TurnView& v) {
     rows.push_back({std::to_string(t.turn), std::to_string(t.requests), ms(t.ttft_ms, &Summary::p50),
                     ms(t.ttft_ms, &Summary::p95),
                     t.prompt_tokens ? fmt::format("{:.0f}", t.prompt_tokens->p50) : std::string("-"),
-                    t.cached_share ? fmt::format("{:.0f}%", 100 * *t.cached_share) : std::string("-")});
+                    t.cached_share ? fmt::format("{:.0f}%", 100 * *t.cached_share) : std::string("-"),
+                    ms(t.client_ms, &Summary::p50)});
   }
   return rows;
 }
@@ -124,7 +179,9 @@ std::string turns_json(const std::optional<TurnView>& v) {
         .optional_field("ttft_p95_ms", t.ttft_ms ? std::optional<double>(t.ttft_ms->p95) : std::nullopt)
         .optional_field("prompt_tokens_p50",
                         t.prompt_tokens ? std::optional<double>(t.prompt_tokens->p50) : std::nullopt)
-        .optional_field("cached_share", t.cached_share);
+        .optional_field("cached_share", t.cached_share)
+        .optional_field("client_p50_ms", t.client_ms ? std::optional<double>(t.client_ms->p50) : std::nullopt)
+        .optional_field("client_p95_ms", t.client_ms ? std::optional<double>(t.client_ms->p95) : std::nullopt);
     turns += std::move(w).finish();
   }
   turns += ']';
@@ -135,7 +192,9 @@ std::string turns_json(const std::optional<TurnView>& v) {
         .field("share_after", c->share_after)
         .field("share_before", c->share_before)
         .field("before_first_turn", static_cast<std::int64_t>(c->before_first))
-        .field("before_last_turn", static_cast<std::int64_t>(c->before_last));
+        .field("before_last_turn", static_cast<std::int64_t>(c->before_last))
+        .optional_field("kv_usage_max_after", c->kv_max_after)
+        .optional_field("kv_usage_max_before", c->kv_max_before);
     cliff = std::move(w).finish();
   }
   JsonObjectWriter w;

@@ -21,12 +21,32 @@ struct TurnStats {
   std::size_t requests = 0;
   std::optional<Summary> ttft_ms, prompt_tokens;
   std::optional<double> cached_share;  // of the turn's prompt tokens, over requests that say
+  // The client's own time before this turn: from the end of the same conversation's previous turn
+  // to this one's start (the agent thinking, running a tool, or waiting for its user). Not the
+  // engine's time; nullopt for turn 1 and where the previous turn is not in the ledger.
+  std::optional<Summary> client_ms;
+};
+
+// The engine's KV cache usage (0-1) at a scrape's time, from the proxy's scrape file.
+struct KvSample {
+  std::int64_t at_us = 0;
+  double usage = 0;
 };
 
 struct CacheCliff {
   std::uint16_t from_turn = 0;                      // the first turn of the low share
   std::uint16_t before_first = 0, before_last = 0;  // the turns compared with (from turn 2)
   double share_before = 0, share_after = 0;         // pooled over those turns and from the cliff on
+  // The engine's KV usage at its highest while the turns from the cliff on ran, and while the turns
+  // before it ran (where the scrapes say: vLLM and SGLang do, llama.cpp b10309 has no such gauge).
+  std::optional<double> kv_max_after, kv_max_before;
+};
+
+// What turns_of can use beyond the rows: which conversation each row is a turn of, and the
+// engine's KV usage over time. Either may be null.
+struct TurnContext {
+  const SessionIndex* sessions = nullptr;
+  const std::vector<KvSample>* kv_usage = nullptr;
 };
 
 struct TurnView {
@@ -35,9 +55,10 @@ struct TurnView {
 };
 
 // Nullopt unless the rows name at least two distinct turns.
-std::optional<TurnView> turns_of(const RowList& rows);
+std::optional<TurnView> turns_of(const RowList& rows, const TurnContext& context = {});
 
-// "turn 9 onward: cached share 12% of prompt tokens vs 91% at turns 2-8"
+// "turn 9 onward: cached share 12% of prompt tokens vs 91% at turns 2-8; the engine's KV cache
+// 97% full at most then, 41% before"
 std::string cliff_sentence(const CacheCliff& c);
 
 // The table's headers and cells, one row per turn: markdown and the page show the same.

@@ -14,6 +14,16 @@ namespace {
 struct Rows {
   std::deque<Row> storage;
   RowList list;
+  SessionIndex sessions;
+  // A turn of conversation `session` that ran from `start_ms` to `end_ms`.
+  void add_turn(std::uint64_t session, std::uint16_t turn, double start_ms, double end_ms, std::int64_t prompt,
+                std::int64_t cached) {
+    add(turn, 10, prompt, cached);
+    Row& r = storage.back();
+    r.started_at_us = static_cast<std::int64_t>(start_ms * 1000);
+    r.ended_at_us = std::optional<std::int64_t>(static_cast<std::int64_t>(end_ms * 1000));
+    sessions[&r] = session;
+  }
   void add(std::uint16_t turn, double ttft, std::int64_t prompt, std::int64_t cached) {
     Row r;
     r.turn = turn;
@@ -40,7 +50,7 @@ TEST(ReportTurns, AGrowingConversationFindsEachEarlierTurnAndHasNoCliff) {
   EXPECT_EQ(v->turns[2].ttft_ms->p50, 31);
   EXPECT_FALSE(v->cliff);
   const auto cells = turn_rows(*v);
-  EXPECT_EQ(cells[1], (std::vector<std::string>{"2", "1", "30.0", "30.0", "281", "60%"}));
+  EXPECT_EQ(cells[1], (std::vector<std::string>{"2", "1", "30.0", "30.0", "281", "60%", "-"}));
 }
 
 TEST(ReportTurns, TheCliffIsTheFirstTurnFromWhichTheShareStaysUnderHalf) {
@@ -82,6 +92,55 @@ TEST(ReportTurns, LinesThatNameNoTurnsOrOneGiveNoView) {
   one.add(1, 41, 100, 0);
   EXPECT_FALSE(turns_of(one.list));
   EXPECT_EQ(turns_json(std::nullopt), "null");
+}
+
+TEST(ReportTurns, TheClientsTimeBetweenTurnsIsFromTheEndOfTheSameConversationsTurnBefore) {
+  Rows rows;
+  // Two conversations interleaved: session 1 thinks 200 ms then 300 ms; session 2 100 ms then 500.
+  rows.add_turn(1, 1, 0, 1000, 100, 0);
+  rows.add_turn(2, 1, 50, 900, 100, 0);
+  rows.add_turn(2, 2, 1000, 1800, 200, 100);
+  rows.add_turn(1, 2, 1200, 2000, 200, 100);
+  rows.add_turn(1, 3, 2300, 3000, 300, 200);
+  rows.add_turn(2, 3, 2300, 3000, 300, 200);
+  rows.add(4, 10, 400, 300);  // a line that names its turn but no session: no gap
+  const auto v = turns_of(rows.list, TurnContext{&rows.sessions, nullptr});
+  ASSERT_TRUE(v);
+  EXPECT_FALSE(v->turns[0].client_ms);  // turn 1 has nothing before it
+  ASSERT_TRUE(v->turns[1].client_ms);
+  EXPECT_EQ(v->turns[1].client_ms->n, 2u);
+  EXPECT_NEAR(v->turns[1].client_ms->max, 200, 1e-9);
+  EXPECT_NEAR(v->turns[1].client_ms->p50, 150, 1e-9);
+  EXPECT_NEAR(v->turns[2].client_ms->max, 500, 1e-9);
+  EXPECT_FALSE(v->turns[3].client_ms);
+  EXPECT_EQ(turn_rows(*v)[1].back(), "150.0");
+  EXPECT_NE(turns_json(v).find(R"("client_p50_ms":150)"), std::string::npos) << turns_json(v);
+  // Without the session index the gaps are not known.
+  EXPECT_FALSE(turns_of(rows.list)->turns[1].client_ms);
+}
+
+TEST(ReportTurns, TheCliffSaysHowFullTheEnginesKvCacheWasThenAndBefore) {
+  Rows rows;
+  for (std::uint64_t s = 0; s < 4; ++s) {
+    for (std::uint16_t t = 1; t <= 6; ++t) {
+      const double start = 1000.0 * t + 10 * static_cast<double>(s);
+      const std::int64_t prompt = 500 * t;
+      rows.add_turn(s, t, start, start + 500, prompt, t == 1 ? 0 : t <= 4 ? prompt * 8 / 10 : prompt / 10);
+    }
+  }
+  const std::vector<KvSample> kv = {{1'500'000, 0.20}, {2'500'000, 0.35}, {4'200'000, 0.41},
+                                    {5'200'000, 0.97}, {6'300'000, 0.99}, {9'000'000, 1.0}};
+  const auto v = turns_of(rows.list, TurnContext{&rows.sessions, &kv});
+  ASSERT_TRUE(v && v->cliff);
+  EXPECT_EQ(v->cliff->from_turn, 5);
+  EXPECT_NEAR(*v->cliff->kv_max_after, 0.99, 1e-12);   // 9.0 s is after the last turn ended (6.53 s)
+  EXPECT_NEAR(*v->cliff->kv_max_before, 0.41, 1e-12);  // turns 2-4 ran from 2.0 to 4.53 s
+  EXPECT_EQ(cliff_sentence(*v->cliff),
+            "turn 5 onward: cached share 10% of prompt tokens vs 80% at turns 2-4; the engine's KV cache 99% full at "
+            "most then, 41% before");
+  EXPECT_NE(turns_json(v).find(R"("kv_usage_max_after":0.99,"kv_usage_max_before":0.41)"), std::string::npos);
+  // No scrapes: the sentence says nothing of the KV cache.
+  EXPECT_EQ(cliff_sentence(*turns_of(rows.list)->cliff).find("KV"), std::string::npos);
 }
 
 }  // namespace
