@@ -118,7 +118,7 @@ TEST_F(RealLlamaCppConversations, AHostCacheTooSmallForTheLiveConversationsIsThe
 }
 
 TEST_F(RealLlamaCppConversations, ATracesBlocksAreTheTokensItSaysAndSharedBlocksAreCached) {
-  // Written for this test in Mooncake's trace format (tests/fixtures/traces/SOURCES.md): blocks of
+  // Written for this test in Mooncake's trace format (docs/FORMATS.md "Traces"): blocks of
   // 64 tokens; the second request repeats the first's two blocks and adds one.
   const std::string trace = dir_ + "/trace.jsonl";
   std::ofstream(trace)

@@ -1,0 +1,192 @@
+// Agent workloads against the simulator (issue 41): a multi-turn sweep's live sessions send their
+// turns in order after their think time, through the proxy, which numbers them; a KV pool too small
+// for the live conversations is a cache cliff the report names with the engine's KV usage; a
+// Mooncake-style trace keeps its arrival times and its shared blocks come from the prefix cache.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <map>
+
+#include "core/time.hpp"
+#include "support/process.hpp"
+
+namespace mpo::test {
+namespace {
+
+namespace json = boost::json;
+
+struct Line {
+  std::string session;
+  std::int64_t turn = 0, started_us = 0, ended_us = 0, prompt = 0, cached = 0;
+};
+
+std::vector<Line> session_lines(const std::string& ledger) {
+  std::vector<Line> out;
+  for (const auto& text : read_lines(ledger)) {
+    const auto o = json::parse(text).as_object();
+    if (!o.at("turn").is_int64()) continue;
+    Line l;
+    l.session = std::string(o.at("session_id").as_string());
+    EXPECT_EQ(o.at("session_source").as_string(), "header");
+    l.turn = o.at("turn").as_int64();
+    l.started_us = *parse_rfc3339(o.at("started_at").as_string());
+    l.ended_us = *parse_rfc3339(o.at("ended_at").as_string());
+    if (o.at("prompt_tokens").is_int64()) l.prompt = o.at("prompt_tokens").as_int64();
+    if (o.at("cached_prompt_tokens").is_int64()) l.cached = o.at("cached_prompt_tokens").as_int64();
+    out.push_back(l);
+  }
+  return out;
+}
+
+CliRun sweep(const std::string& dir, std::uint16_t port, std::vector<std::string> extra) {
+  std::vector<std::string> args = {"sweep",
+                                   "--url",
+                                   fmt::format("http://127.0.0.1:{}/v1", port),
+                                   "--model",
+                                   "sim-model",
+                                   "--lateness-bound-ms",
+                                   "200",
+                                   "--quiet",
+                                   "--output",
+                                   dir + "/sweep.json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto run = run_cli(args, 180000);
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  return run;
+}
+
+json::object report_group(const std::string& ledger) {
+  const auto run = run_cli({"report", ledger, "--format", "json"});
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  return json::parse(run.out).at("result").at("groups").as_array().at(0).as_object();
+}
+
+TEST(SweepConversations, LiveSessionsSendTheirTurnsInOrderAfterTheirThinkTime) {
+  const std::string dir = make_temp_dir();
+  Simulator sim;
+  Proxy proxy(fmt::format("http://127.0.0.1:{}", sim.port), dir + "/proxy.jsonl");
+  sweep(dir, proxy.port,
+        {"--workload", "multi-turn", "--sessions", "6", "--turns", "4", "--user-tokens", "40", "--output-tokens", "8",
+         "--think-time-ms", "100", "--concurrencies", "3"});
+  ASSERT_EQ(proxy.process.terminate(), 0);
+
+  const auto lines = session_lines(dir + "/proxy.jsonl");
+  std::map<std::string, std::map<std::int64_t, Line>> sessions;
+  for (const auto& l : lines) sessions[l.session][l.turn] = l;
+  ASSERT_EQ(sessions.size(), 6u);
+  for (const auto& [id, turns] : sessions) {
+    ASSERT_EQ(turns.size(), 4u) << id;  // the proxy numbered turns 1-4 from X-Session-ID
+    for (std::int64_t k = 2; k <= 4; ++k) {
+      const auto gap = turns.at(k).started_us - turns.at(k - 1).ended_us;
+      EXPECT_GE(gap, 99'000) << id << " turn " << k << ": sent before its think time passed";
+      EXPECT_LT(gap, 2'000'000) << id << " turn " << k;
+      EXPECT_GT(turns.at(k).prompt, turns.at(k - 1).prompt);
+    }
+  }
+  // Live conversations as the load generator saw them (its own ledger: the proxy finishes a line a
+  // little after its client has the last byte and may already have sent the next session's first).
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> spans;
+  for (const auto& l : session_lines(dir + "/sweep.ledger.jsonl")) {
+    auto [it, fresh] = spans.try_emplace(l.session, l.started_us, l.ended_us);
+    it->second.first = std::min(it->second.first, l.started_us);
+    it->second.second = std::max(it->second.second, l.ended_us);
+  }
+  ASSERT_EQ(spans.size(), 6u);
+  std::vector<std::pair<std::int64_t, int>> edges;  // session starts (+1) and ends (-1)
+  for (const auto& [id, span] : spans) {
+    edges.emplace_back(span.first, +1);
+    edges.emplace_back(span.second, -1);
+  }
+  std::sort(edges.begin(), edges.end());
+  int live = 0, most = 0;
+  for (const auto& [at, d] : edges) most = std::max(most, live += d);
+  EXPECT_EQ(most, 3);  // --concurrencies 3: three conversations at a time
+
+  const auto receipt = json::parse(read_file(dir + "/sweep.json")).as_object();
+  const auto& load = receipt.at("load").as_object();
+  EXPECT_NE(std::string(load.at("sessions").as_string()).find("6 sessions of 4 turns (24 requests)"),
+            std::string::npos);
+  EXPECT_EQ(load.at("requests_per_point").as_int64(), 24);
+  EXPECT_EQ(std::string(load.at("prompt_lengths").as_string()).rfind("approximate: a conversation's turns", 0), 0u);
+  EXPECT_EQ(receipt.at("workload").at("requests").as_int64(), 24);
+
+  const auto group = report_group(dir + "/proxy.jsonl");
+  const auto& by_turn = group.at("turns").at("by_turn").as_array();
+  ASSERT_EQ(by_turn.size(), 4u);
+  EXPECT_FALSE(by_turn[0].as_object().contains("client_p50_ms") && !by_turn[0].at("client_p50_ms").is_null());
+  for (std::size_t k = 1; k < 4; ++k) {
+    EXPECT_GE(by_turn[k].at("client_p50_ms").to_number<double>(), 99.0) << k;
+    EXPECT_GT(by_turn[k].at("cached_share").to_number<double>(), 0.2) << k;  // the turns before, from the cache
+  }
+}
+
+TEST(SweepConversations, AKvPoolTooSmallForTheLiveConversationsIsACliffWithTheKvCacheFull) {
+  const std::string dir = make_temp_dir();
+  // 160 blocks of 16 tokens: six conversations growing by about 90 tokens a turn fill it by turn 5.
+  write_file(dir + "/p.json", R"({"engine":{"num_gpu_blocks":160,"block_size":16,"max_model_len":2048,)"
+                              R"("step_base_s":0.002}})");
+  Simulator sim({"--profile", dir + "/p.json"});
+  Proxy proxy(fmt::format("http://127.0.0.1:{}", sim.port), dir + "/proxy.jsonl",
+              {"--scrape", fmt::format("http://127.0.0.1:{}/metrics", sim.port), "--scrape-interval", "50ms"});
+  sweep(dir, proxy.port,
+        {"--workload", "multi-turn", "--sessions", "6", "--turns", "10", "--user-tokens", "60", "--output-tokens", "20",
+         "--concurrencies", "6"});
+  ASSERT_EQ(proxy.process.terminate(), 0);
+  const auto group = report_group(dir + "/proxy.jsonl");
+  const auto& cliff = group.at("turns").at("cache_cliff");
+  ASSERT_TRUE(cliff.is_object()) << json::serialize(group.at("turns"));
+  EXPECT_GE(cliff.at("share_before").to_number<double>(), 0.3);
+  EXPECT_LT(cliff.at("share_after").to_number<double>(), 0.5 * cliff.at("share_before").to_number<double>());
+  ASSERT_TRUE(cliff.as_object().contains("kv_usage_max_after")) << json::serialize(cliff);
+  EXPECT_GE(cliff.at("kv_usage_max_after").to_number<double>(), 0.9);
+  const auto md = run_cli({"report", dir + "/proxy.jsonl"});
+  EXPECT_NE(md.out.find("the engine's KV cache"), std::string::npos) << md.out;
+}
+
+TEST(SweepConversations, ATraceKeepsItsArrivalsAndItsSharedBlocksAreCached) {
+  const std::string dir = make_temp_dir();
+  // Written for this test in Mooncake's trace format (docs/FORMATS.md "Traces"), blocks of
+  // 32 tokens: every request starts with blocks 5 and 6, the last two also share block 7.
+  write_file(dir + "/trace.jsonl",
+             "{\"timestamp\": 0, \"input_length\": 64, \"output_length\": 4, \"hash_ids\": [5, 6]}\n"
+             "{\"timestamp\": 300, \"input_length\": 96, \"output_length\": 4, \"hash_ids\": [5, 6, 8]}\n"
+             "{\"timestamp\": 600, \"input_length\": 90, \"output_length\": 4, \"hash_ids\": [5, 6, 7]}\n"
+             "{\"timestamp\": 900, \"input_length\": 128, \"output_length\": 4, \"hash_ids\": [5, 6, 7, 9]}\n");
+  Simulator sim;
+  sweep(dir, sim.port,
+        {"--workload", "trace", dir + "/trace.jsonl", "--trace-block-tokens", "32", "--replay-speeds", "1,2",
+         "--prompt-salt", "none"});
+  const auto receipt = json::parse(read_file(dir + "/sweep.json")).as_object();
+  EXPECT_NE(std::string(receipt.at("load").at("workload_source").as_string())
+                .find("(4 requests, 5 blocks of 32 tokens, 7 of 12 block uses shared)"),
+            std::string::npos);
+  for (const auto& p : receipt.at("points").as_array()) {
+    const double speed = p.at("rate_rps").to_number<double>();
+    const auto& samples = p.at("tracks").as_array()[0].at("samples").as_array();
+    ASSERT_EQ(samples.size(), 4u);
+    for (std::size_t i = 0; i < 4; ++i) {
+      // Each arrival when the trace says, played `speed` times faster.
+      EXPECT_NEAR(samples[i].at("scheduled_offset_ms").to_number<double>(), 300.0 * static_cast<double>(i) / speed,
+                  1.0);
+      EXPECT_LT(samples[i].at("sent_offset_ms").to_number<double>() -
+                    samples[i].at("scheduled_offset_ms").to_number<double>(),
+                200.0);
+    }
+  }
+  // The simulator caches whole 16-token blocks: each later request finds at least the two shared
+  // 32-token blocks, and the fourth also block 7.
+  std::vector<std::int64_t> cached;
+  for (const auto& text : read_lines(dir + "/sweep.ledger.jsonl")) {
+    const auto o = json::parse(text).as_object();
+    if (o.at("sweep_point").as_string() == "rate=1") cached.push_back(o.at("cached_prompt_tokens").as_int64());
+  }
+  ASSERT_EQ(cached.size(), 4u);
+  EXPECT_EQ(cached[0], 0);
+  EXPECT_GE(cached[1], 64 - 16);
+  EXPECT_GE(cached[2], 64 - 16);
+  EXPECT_GE(cached[3], 90 - 16);
+}
+
+}  // namespace
+}  // namespace mpo::test
