@@ -121,6 +121,29 @@ TEST(SweepConversations, LiveSessionsSendTheirTurnsInOrderAfterTheirThinkTime) {
   }
 }
 
+TEST(SweepConversations, OpenLoopConversationsArriveAtTheRateAndSendTheirTurnsInOrder) {
+  const std::string dir = make_temp_dir();
+  Simulator sim;
+  sweep(dir, sim.port,
+        {"--workload", "multi-turn", "--sessions", "5", "--turns", "3", "--user-tokens", "20", "--output-tokens", "4",
+         "--rates", "10", "--arrival", "constant", "--warmup", "0"});
+  std::map<std::string, std::map<std::int64_t, Line>> sessions;
+  for (const auto& l : session_lines(dir + "/sweep.ledger.jsonl")) sessions[l.session][l.turn] = l;
+  ASSERT_EQ(sessions.size(), 5u);
+  std::vector<std::int64_t> starts;
+  for (const auto& [id, turns] : sessions) {
+    ASSERT_EQ(turns.size(), 3u) << id;
+    for (std::int64_t k = 2; k <= 3; ++k) EXPECT_GE(turns.at(k).started_us, turns.at(k - 1).ended_us) << id;
+    starts.push_back(turns.at(1).started_us);
+  }
+  std::sort(starts.begin(), starts.end());
+  // Conversations start every 100 ms (constant arrivals at 10/s), whatever their turns take.
+  EXPECT_NEAR(static_cast<double>(starts.back() - starts.front()) / 1000.0, 400.0, 60.0);
+  const auto receipt = json::parse(read_file(dir + "/sweep.json")).as_object();
+  EXPECT_NE(std::string(receipt.at("load").at("sessions").as_string()).find("sessions started per second"),
+            std::string::npos);
+}
+
 TEST(SweepConversations, AKvPoolTooSmallForTheLiveConversationsIsACliffWithTheKvCacheFull) {
   const std::string dir = make_temp_dir();
   // 160 blocks of 16 tokens: six conversations growing by about 90 tokens a turn fill it by turn 5.
