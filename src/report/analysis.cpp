@@ -350,8 +350,8 @@ void derive_window_figures(const RowList& rs, GroupColumns& c, Tally& t, GroupSt
   }
 }
 
-GroupStats analyse_group(std::string_view key, const RowList& rs, GroupColumns& c, const Options& opts,
-                         const SessionIndex* sessions) {
+// The rows' figures and their ranking, without the views by turn and by API.
+GroupStats analyse_rows(std::string_view key, const RowList& rs, GroupColumns& c, const Options& opts) {
   GroupStats g;
   g.key = std::string(key);
   g.requests = rs.size();
@@ -369,11 +369,44 @@ GroupStats analyse_group(std::string_view key, const RowList& rs, GroupColumns& 
     g.engine_split = engine_split_of(tr->second, of, opts.traced_source);
   }
   g.ranking = rank(g, c.s[3], c.s[4], opts.engine ? &*opts.engine : nullptr);
+  g.one_operation = t.one_operation;
+  return g;
+}
+
+// The likely bottleneck of each band of turns (report/turns.hpp, turn_bands), ranked from the band's
+// own rows alone: the engine's gauges cover the whole window, so they are left out.
+void judge_turn_bands(std::string_view key, const RowList& rs, TurnView& v, GroupColumns& c, const Options& opts) {
+  Options band_opts;
+  band_opts.by = opts.by;
+  for (const auto& [first, last] : turn_bands(v)) {
+    RowList band;
+    for (const Row* r : rs) {
+      if (r->turn >= first && r->turn <= last) band.push_back(r);
+    }
+    if (band.empty()) continue;
+    const GroupStats b = analyse_rows(key, band, c, band_opts);
+    TurnBand out;
+    out.first = first;
+    out.last = last;
+    out.requests = band.size();
+    if (!b.ranking.empty()) {
+      out.candidate = b.ranking.front().name;
+      out.score = b.ranking.front().score;
+      if (!b.ranking.front().evidence.empty()) out.evidence = b.ranking.front().evidence.front();
+    }
+    v.bands.push_back(std::move(out));
+  }
+}
+
+GroupStats analyse_group(std::string_view key, const RowList& rs, GroupColumns& c, const Options& opts,
+                         const SessionIndex* sessions) {
+  GroupStats g = analyse_rows(key, rs, c, opts);
   TurnContext turn_context;
   turn_context.sessions = sessions;
   if (opts.engine) turn_context.kv_usage = &opts.engine->kv_usage;
   g.turns = turns_of(rs, turn_context);
-  if (!t.one_operation) {
+  if (g.turns) judge_turn_bands(key, rs, *g.turns, c, opts);
+  if (!g.one_operation) {
     std::map<std::uint8_t, RowList> by_api;
     for (const auto* r : rs) by_api[r->operation].push_back(r);
     for (const auto& [op, api_rows] : by_api) {

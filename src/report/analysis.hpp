@@ -116,6 +116,7 @@ struct GroupStats {
   std::vector<Candidate> ranking;                 // best first
   std::vector<ApiStats> apis;                     // per API, when the group's requests spoke more than one
   std::optional<TurnView> turns;                  // by turn in a conversation, when two or more are named
+  bool one_operation = true;                      // every request spoke the same API
 };
 
 // A queue or load gauge of the engine over the report's window (each scrape's value held until the

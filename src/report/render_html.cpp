@@ -340,6 +340,12 @@ std::string group_body(const RowTable& table, const GroupStats& g, const RowList
     o += present::heading("By turn") + turns.html("turns");
     if (g.turns->cliff)
       o += present::paragraph("Cache cliff: " + cliff_sentence(*g.turns->cliff) + ".", "verdict-line");
+    if (!g.turns->bands.empty()) {
+      std::vector<std::string> bands;
+      for (const auto& b : g.turns->bands) bands.push_back(band_sentence(b));
+      o += present::paragraph("Likely bottleneck by band of turns (each ranked from its own requests):") +
+           present::bullets(bands);
+    }
     o += turn_charts(*g.turns);
   }
   if (auto parts = ttft_parts(rs); !parts.empty()) o += present::heading("TTFT in parts") + parts;

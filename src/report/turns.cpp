@@ -142,6 +142,31 @@ std::string cliff_sentence(const CacheCliff& c) {
   return out;
 }
 
+std::vector<std::pair<std::uint16_t, std::uint16_t>> turn_bands(const TurnView& v) {
+  std::vector<std::pair<std::uint16_t, std::uint16_t>> out;
+  if (v.turns.empty()) return out;
+  const std::uint16_t first = v.turns.front().turn, last = v.turns.back().turn;
+  if (first == 1) out.emplace_back(1, 1);
+  const std::uint16_t from = std::max<std::uint16_t>(first, 2);
+  if (v.cliff && v.cliff->from_turn > from) {
+    out.emplace_back(from, static_cast<std::uint16_t>(v.cliff->from_turn - 1));
+    out.emplace_back(v.cliff->from_turn, last);
+  } else if (last >= from) {
+    out.emplace_back(from, last);
+  }
+  return out;
+}
+
+std::string band_sentence(const TurnBand& b) {
+  const std::string turns =
+      b.first == b.last ? fmt::format("turn {}", b.first) : fmt::format("turns {}-{}", b.first, b.last);
+  if (b.candidate.empty() || b.score < 1) {
+    return fmt::format("{} ({} requests): nothing crosses its threshold", turns, b.requests);
+  }
+  return fmt::format("{} ({} requests): {} (score {:.1f}){}", turns, b.requests, b.candidate, b.score,
+                     b.evidence.empty() ? "" : ": " + b.evidence);
+}
+
 std::vector<std::string> turn_headers() {
   return {"turn",
           "requests",
@@ -197,8 +222,23 @@ std::string turns_json(const std::optional<TurnView>& v) {
         .optional_field("kv_usage_max_before", c->kv_max_before);
     cliff = std::move(w).finish();
   }
+  std::string bands = "[";
+  for (const auto& b : v->bands) {
+    if (bands.size() > 1) bands += ',';
+    JsonObjectWriter bw;
+    bw.field("first_turn", static_cast<std::int64_t>(b.first))
+        .field("last_turn", static_cast<std::int64_t>(b.last))
+        .field("requests", static_cast<std::uint64_t>(b.requests));
+    if (!b.candidate.empty() && b.score >= 1) {
+      bw.field("likely_bottleneck", b.candidate).field("score", b.score).field("evidence", b.evidence);
+    } else {
+      bw.null_field("likely_bottleneck");
+    }
+    bands += std::move(bw).finish();
+  }
+  bands += ']';
   JsonObjectWriter w;
-  w.raw_field("by_turn", turns).raw_field("cache_cliff", cliff);
+  w.raw_field("by_turn", turns).raw_field("cache_cliff", cliff).raw_field("bands", bands);
   return std::move(w).finish();
 }
 

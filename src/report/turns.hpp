@@ -49,10 +49,28 @@ struct TurnContext {
   const std::vector<KvSample>* kv_usage = nullptr;
 };
 
+// The likely bottleneck of a band of turns, ranked as the report ranks a group but from the band's
+// rows alone (report/analysis.cpp): a conversation's first turn has nothing cached, the turns after
+// it should find the earlier ones, and the turns past a cache cliff no longer do.
+struct TurnBand {
+  std::uint16_t first = 0, last = 0;
+  std::size_t requests = 0;
+  std::string candidate;  // the top candidate ("prefill", "decode", ...); "" when none was ranked
+  double score = 0;       // >= 1: its evidence crosses its threshold
+  std::string evidence;   // the first line of its evidence
+};
+
 struct TurnView {
   std::vector<TurnStats> turns;  // by turn, ascending
   std::optional<CacheCliff> cliff;
+  std::vector<TurnBand> bands;  // filled by the report's analysis
 };
+
+// The bands judged apart: turn 1; the turns after it up to the cliff; the turns from the cliff on
+// (or every turn after the first, without a cliff). Inclusive [first, last], in order.
+std::vector<std::pair<std::uint16_t, std::uint16_t>> turn_bands(const TurnView& v);
+// "turns 2-4: prefill (score 1.4): median TTFT ..." or "turn 1: nothing crosses its threshold".
+std::string band_sentence(const TurnBand& b);
 
 // Nullopt unless the rows name at least two distinct turns.
 std::optional<TurnView> turns_of(const RowList& rows, const TurnContext& context = {});

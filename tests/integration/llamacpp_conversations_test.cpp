@@ -111,6 +111,14 @@ TEST_F(RealLlamaCppConversations, AHostCacheTooSmallForTheLiveConversationsIsThe
   EXPECT_LE(from, 6) << json::serialize(cliff);
   EXPECT_GE(cliff.at("share_before").to_number<double>(), 0.5);
   EXPECT_LT(cliff.at("share_after").to_number<double>(), 0.2);
+  // Judged by band: past the cliff each turn computes its whole prompt while the other two wait for
+  // the one slot (llama.cpp's own prompt_ms says how long of the TTFT was that wait).
+  const auto& bands = turns.at("bands").as_array();
+  ASSERT_EQ(bands.size(), 3u) << json::serialize(turns.at("bands"));
+  EXPECT_EQ(bands[2].at("first_turn").as_int64(), from);
+  ASSERT_TRUE(bands[2].at("likely_bottleneck").is_string()) << json::serialize(bands[2]);
+  const std::string late(bands[2].at("likely_bottleneck").as_string());
+  EXPECT_TRUE(late == "queueing" || late == "prefill") << late;
   // The engine's log says why: it dropped saved prompts to make room.
   EXPECT_NE(read_file(dir_ + "/llama-server.log").find("removing oldest entry"), std::string::npos);
   const auto md = run_cli({"report", dir_ + "/proxy.jsonl"});

@@ -143,5 +143,29 @@ TEST(ReportTurns, TheCliffSaysHowFullTheEnginesKvCacheWasThenAndBefore) {
   EXPECT_EQ(cliff_sentence(*turns_of(rows.list)->cliff).find("KV"), std::string::npos);
 }
 
+TEST(ReportTurns, TurnsAreJudgedInBandsSplitAtTheCliff) {
+  TurnView v;
+  for (std::uint16_t t = 1; t <= 8; ++t) v.turns.push_back(TurnStats{t, 3, {}, {}, {}, {}});
+  using Bands = std::vector<std::pair<std::uint16_t, std::uint16_t>>;
+  EXPECT_EQ(turn_bands(v), (Bands{{1, 1}, {2, 8}}));
+  v.cliff = CacheCliff{5, 2, 4, 0.65, 0.06, {}, {}};
+  EXPECT_EQ(turn_bands(v), (Bands{{1, 1}, {2, 4}, {5, 8}}));
+  v.cliff->from_turn = 2;  // a cliff at the first turn that could be served: nothing before it
+  EXPECT_EQ(turn_bands(v), (Bands{{1, 1}, {2, 8}}));
+  v.turns.erase(v.turns.begin());  // lines whose first turn the ledger does not hold
+  v.cliff.reset();
+  EXPECT_EQ(turn_bands(v), (Bands{{2, 8}}));
+  EXPECT_EQ(band_sentence(TurnBand{5, 8, 12, "prefill", 1.44, "median TTFT explainable by prompt length"}),
+            "turns 5-8 (12 requests): prefill (score 1.4): median TTFT explainable by prompt length");
+  EXPECT_EQ(band_sentence(TurnBand{1, 1, 3, "decode", 0.4, "x"}), "turn 1 (3 requests): nothing crosses its threshold");
+  v.bands = {TurnBand{2, 8, 21, "prefill", 2.0, "e"}, TurnBand{1, 1, 3, "", 0, ""}};
+  const auto j = turns_json(v);
+  EXPECT_NE(
+      j.find(
+          R"("bands":[{"first_turn":2,"last_turn":8,"requests":21,"likely_bottleneck":"prefill","score":2,"evidence":"e"},{"first_turn":1,"last_turn":1,"requests":3,"likely_bottleneck":null}])"),
+      std::string::npos)
+      << j;
+}
+
 }  // namespace
 }  // namespace mpo::report
