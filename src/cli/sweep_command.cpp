@@ -55,6 +55,7 @@ struct SweepArgs {
   std::string turns = "4", user_tokens = "64", think_time_ms = "0", tool_result_tokens = "256";
   double tool_turns = 0;
   std::int64_t trace_block_tokens = 512;
+  bool chain_responses = false;
   std::int64_t max_output_tokens = 64;
   std::string input_tokens = "128", output_tokens = "64";
   std::int64_t shared_prefix_tokens = 0;
@@ -217,6 +218,15 @@ int check_workload_flags(const SweepArgs& a) {
     return usage_error("--shard does not split conversations yet: run a multi-turn sweep unsharded");
   if (!(a.tool_turns >= 0 && a.tool_turns <= 1)) return usage_error("--tool-turns is a share from 0 to 1");
   if (a.sessions < 1) return usage_error("--sessions must be at least 1");
+  if (a.chain_responses) {
+    if (kind != "multi-turn" || a.api != "responses")
+      return usage_error(
+          "--chain-responses continues conversations: it needs --workload multi-turn and --api responses");
+    if (a.tool_turns > 0)
+      return usage_error(
+          "--chain-responses with --tool-turns: a tool's result must answer a call the server holds, which a "
+          "synthetic workload cannot know; leave one out");
+  }
   return 0;
 }
 
@@ -233,6 +243,7 @@ int common_options(const SweepArgs& a, sweep::SweepOptions& o) {
   o.target.ignore_eos = a.ignore_eos;
   o.target.api = *loadgen::parse_api(a.api);  // --api is checked by CLI11
   o.target.run_id = fmt::format("{}-{}", hostname(), getpid());
+  o.target.chain_responses = a.chain_responses;
   if (int rc = check_workload_flags(a)) return rc;
   std::string source;
   auto workload = build_workload(a, source);
@@ -720,6 +731,10 @@ std::function<int()> setup_sweep(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--tool-result-tokens", a->tool_result_tokens, "multi-turn: a tool result's length, same forms")
       ->capture_default_str();
+  app.add_flag("--chain-responses", a->chain_responses,
+               "multi-turn with --api responses: each turn after the first sends only its new message with the "
+               "previous turn's previous_response_id, and the server holds the conversation (OpenAI; vLLM with "
+               "VLLM_ENABLE_RESPONSES_API_STORE=1; llama.cpp b10309 refuses it)");
   app.add_option("--trace-block-tokens", a->trace_block_tokens, "trace: tokens per hash id block (Mooncake: 512)")
       ->capture_default_str();
   app.add_option("--duration", a->duration, "run each point this long instead (e.g. 60s; the workload cycles)");

@@ -162,11 +162,9 @@ std::string request_body(const ServingRequest& r, const std::string& model, bool
     }
     case Api::kResponses:
       if (ignore_eos) w.field("ignore_eos", true);
-      w.raw_field("input", messages_json(r, api))
-          .field("max_output_tokens", r.max_output_tokens)
-          .field("model", model)
-          .field("stream", true)
-          .field("temperature", 0.0);
+      w.raw_field("input", messages_json(r, api)).field("max_output_tokens", r.max_output_tokens).field("model", model);
+      if (!r.previous_response_id.empty()) w.field("previous_response_id", r.previous_response_id);
+      w.field("stream", true).field("temperature", 0.0);
       break;
     case Api::kMessages: {
       std::string system;

@@ -363,12 +363,23 @@ struct Driver::Impl {
                                  std::int64_t first_due_us, std::vector<std::optional<Sample>>& samples,
                                  std::size_t slot, const std::function<bool()>& go_on) {
     std::int64_t due = first_due_us;
+    std::string previous_id;  // the previous turn's response, for chain_responses
     for (std::size_t i = unit.begin; i < unit.end && !stop_sending; ++i) {
       const ServingRequest* req = &plan.requests[i];
       ServingRequest renamed;
       if (!suffix.empty()) {  // a session sent again (--duration cycles the workload): a new session
         renamed = *req;
         renamed.session_id += suffix;
+        req = &renamed;
+      }
+      if (target.chain_responses && i > unit.begin && !previous_id.empty()) {
+        // Only the messages after the previous turn's, and after the answer the server holds.
+        if (req != &renamed) renamed = *req;
+        const std::size_t earlier = plan.requests[i - 1].messages.size() + 1;
+        renamed.messages.erase(
+            renamed.messages.begin(),
+            renamed.messages.begin() + static_cast<std::ptrdiff_t>(std::min(earlier, renamed.messages.size())));
+        renamed.previous_response_id = previous_id;
         req = &renamed;
       }
       if (i > unit.begin) {
@@ -378,6 +389,7 @@ struct Driver::Impl {
         due = SystemClock::instance().steady_us();
       }
       Sample s = co_await measure(conn, *req, i < plan.warmup, due);
+      previous_id = s.ok ? s.response_id : std::string();
       const bool refused = !s.ok && s.error_class == "transport" && !s.http_status;
       const std::size_t at = slot + (i - unit.begin);
       if (at >= samples.size()) samples.resize(at + 1);

@@ -35,6 +35,10 @@ struct Target {
   bool ignore_eos = false;  // ask for exactly max_tokens (vLLM/SGLang extension)
   Api api = Api::kChat;     // the API spoken (--api)
   std::string run_id;       // written as the ledger lines' proxy_instance ("sweep:<id>")
+  // A conversation's turns after the first continue the previous turn's response
+  // (`previous_response_id`, --api responses): each sends only what is new since it, and the server
+  // holds the conversation. A turn whose previous turn has no response id is sent whole.
+  bool chain_responses = false;
 };
 
 enum class Arrival { kPoisson, kGamma, kConstant, kRecorded };

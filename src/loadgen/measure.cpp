@@ -48,6 +48,7 @@ void record_response(Sample& s, ledger::Observation& o, const openai::StreamTap&
     if (units > 1) s.tpot_ms = round_ms(span / static_cast<double>(units - 1));
   }
   s.response_model = tap.model();
+  s.response_id = tap.id();
 
   ledger::fill_from_tap(o, tap, r.sent_us, false);
 

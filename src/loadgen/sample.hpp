@@ -42,6 +42,7 @@ struct Sample {
   double sent_offset_ms = 0;       // when its first byte was written
   bool warmup = false;             // excluded from statistics
   std::string response_model;      // the `model` the server answered with
+  std::string response_id;         // the response's id as the server named it (not written in receipts)
   std::optional<int> shard;        // the shard that sent it (`sweep --shard I/N`, kept by `sweep merge`)
 };
 

@@ -40,6 +40,9 @@ struct ServingRequest {
   std::string session_id;
   std::int32_t turn = 0;
   double think_time_s = 0;
+  // Set by the load generator, never in a workload: the Responses API response this request
+  // continues (its messages are then only what is new since that response).
+  std::string previous_response_id;
 };
 
 inline constexpr const char* kDefaultSharedPrefix =

@@ -294,6 +294,11 @@ Result<CompletionRequest> parse_completion_request(std::string_view body, Endpoi
     auto chat = responses_input(o);
     if (!chat) return chat.error();
     r.prompt = tokenize_chat(*chat);
+    if (const auto* prev = o.if_contains("previous_response_id"); prev != nullptr && !prev->is_null()) {
+      if (!prev->is_string() || prev->get_string().empty())
+        return bad("previous_response_id", "'previous_response_id' must be a response id.");
+      r.previous_response_id = std::string(prev->get_string());
+    }
   } else if (endpoint == Endpoint::kMessages) {
     auto chat = anthropic_messages(o);
     if (!chat) return chat.error();

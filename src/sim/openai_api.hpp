@@ -30,6 +30,9 @@ struct CompletionRequest {
   std::optional<std::uint64_t> seed;
   std::optional<std::string> tool_name;  // set when tools + tool_choice "required" (or named)
   std::vector<TokenId> prompt;
+  // Responses: the stored response this request continues (its conversation goes before `prompt`:
+  // sim/response_store.hpp).
+  std::optional<std::string> previous_response_id;
 };
 
 // Parses and validates a request body. The error's `code` is the OpenAI `param` at fault (or

@@ -29,6 +29,7 @@
 #include "sim/engine.hpp"
 #include "sim/openai_api.hpp"
 #include "sim/request_plan.hpp"
+#include "sim/response_store.hpp"
 #include "sim/scenario.hpp"
 #include "sim/truth.hpp"
 #include "sim/vllm_metrics.hpp"
@@ -53,6 +54,7 @@ constexpr auto kLlamaCppCloseDelay = std::chrono::milliseconds(2);
 struct Sink {
   explicit Sink(asio::any_io_executor ex) : notify(ex, Clock::time_point::max()) {}
   std::deque<Emission> pending;
+  std::vector<TokenId> output;  // every token generated, in order (a stored response's own)
   std::optional<FinishedRequest> finished;
   asio::steady_timer notify;
   TruthContext truth;
@@ -210,7 +212,10 @@ class Simulator {
 
   void deliver(StepResult& r) {
     for (auto& e : r.emissions) {
-      if (auto it = sinks_.find(e.id); it != sinks_.end()) it->second->pending.push_back(std::move(e));
+      if (auto it = sinks_.find(e.id); it != sinks_.end()) {
+        it->second->output.push_back(e.token);
+        it->second->pending.push_back(std::move(e));
+      }
     }
     for (const auto& f : r.finished) {
       scenario_.on_finished(f);
@@ -462,6 +467,15 @@ class Simulator {
       co_return co_await write(stream, api_error(req, endpoint, http::status::not_found, "NotFoundError",
                                                  fmt::format("The model `{}` does not exist.", *creq.model), "model"));
     }
+    if (creq.previous_response_id) {  // the stored conversation, then the new input
+      const auto* earlier = stored_.find(*creq.previous_response_id);
+      if (earlier == nullptr) {
+        co_return co_await write(stream,
+                                 api_error(req, endpoint, http::status::not_found, "NotFoundError",
+                                           response_not_found_message(*creq.previous_response_id), "response_id"));
+      }
+      creq.prompt.insert(creq.prompt.begin(), earlier->begin(), earlier->end());
+    }
     const Fault fault = scenario_.draw_fault();
     if (fault == Fault::kError) {
       co_return co_await write(stream, api_error(req, endpoint, http::status::internal_server_error,
@@ -502,6 +516,20 @@ class Simulator {
         self->sinks_.erase(id);
       }
     } unregister{this, sink, *id};
+    // A finished Responses response is stored for a later previous_response_id (vLLM's store).
+    struct Store {
+      Simulator* self;
+      Sink& sink;
+      const std::vector<TokenId>& prompt;
+      const std::string& id;
+      bool responses;
+      ~Store() {
+        if (!responses || !sink.finished) return;
+        std::vector<TokenId> conversation = prompt;
+        conversation.insert(conversation.end(), sink.output.begin(), sink.output.end());
+        self->stored_.put(id, std::move(conversation));
+      }
+    } store{this, sink, creq.prompt, ro.id, endpoint == Endpoint::kResponses};
     ResponseBuilder builder(creq, ro, prompt_len);
     bool watch_client = true;
     auto abort_request = [&] {
@@ -620,6 +648,7 @@ class Simulator {
   std::int64_t wall_origin_us_;
   Uuid7Generator ids_;
   std::unordered_map<RequestId, Sink*> sinks_;
+  ResponseStore stored_;  // Responses API responses, for previous_response_id
   // The engine's span of a client request, as vLLM exports it (otel/engine_span.hpp).
   void export_span(const FinishedRequest& f, const TruthContext& t) {
     auto ns = [&](double s) { return (wall_origin_us_ + static_cast<std::int64_t>(std::llround(s * 1e6))) * 1000; };

@@ -255,6 +255,8 @@ class SweepRun {
       load.sessions = sessions + (o_.mode == loadgen::LoadMode::kConcurrency
                                       ? ": each point's concurrency is live sessions, each sending its turns in order"
                                       : ": each point's rate is sessions started per second");
+      if (o_.target.chain_responses)
+        *load.sessions += "; each turn after the first sends only its new message with previous_response_id";
     }
     if (o_.exact_prompt_tokens) {
       if (!o_.not_fitted_because.empty()) {

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "core/time.hpp"
+#include "support/http_client.hpp"
 #include "support/process.hpp"
 
 namespace mpo::test {
@@ -147,6 +148,47 @@ TEST(SweepConversations, OpenLoopConversationsArriveAtTheRateAndSendTheirTurnsIn
   const auto receipt = json::parse(read_file(dir + "/sweep.json")).as_object();
   EXPECT_NE(std::string(receipt.at("load").at("sessions").as_string()).find("sessions started per second"),
             std::string::npos);
+}
+
+TEST(SweepConversations, ChainedResponsesSendOnlyTheNewMessageAndTheServerHoldsTheConversation) {
+  const std::string dir = make_temp_dir();
+  Simulator sim;
+  // The header off: the proxy links the turns by previous_response_id alone.
+  Proxy proxy(fmt::format("http://127.0.0.1:{}", sim.port), dir + "/proxy.jsonl", {"--session-header", "off"});
+  sweep(dir, proxy.port,
+        {"--workload", "multi-turn", "--sessions", "3", "--turns", "4", "--user-tokens", "30", "--output-tokens", "10",
+         "--concurrencies", "3", "--api", "responses", "--chain-responses", "--warmup", "0"});
+  ASSERT_EQ(proxy.process.terminate(), 0);
+  struct Turn {
+    std::int64_t prompt = 0, cached = 0, request_bytes = 0;
+  };
+  std::map<std::string, std::map<std::int64_t, Turn>> chains;
+  for (const auto& text : read_lines(dir + "/proxy.jsonl")) {
+    const auto o = json::parse(text).as_object();
+    if (o.at("operation") != "responses") continue;
+    ASSERT_EQ(o.at("outcome"), "ok") << text;
+    EXPECT_EQ(o.at("session_source"), "previous_response_id");
+    chains[std::string(o.at("session_id").as_string())][o.at("turn").as_int64()] = Turn{
+        o.at("prompt_tokens").as_int64(), o.at("cached_prompt_tokens").as_int64(), o.at("request_bytes").as_int64()};
+  }
+  ASSERT_EQ(chains.size(), 3u);  // one chain per conversation, named by its first response
+  for (const auto& [id, turns] : chains) {
+    ASSERT_EQ(turns.size(), 4u) << id;
+    for (std::int64_t k = 2; k <= 4; ++k) {
+      // The body holds one new message; the prompt the server ran holds the whole conversation, its
+      // earlier turns from the prefix cache.
+      EXPECT_LT(turns.at(k).request_bytes, turns.at(1).request_bytes + 100) << id << " turn " << k;
+      EXPECT_GT(turns.at(k).prompt, turns.at(k - 1).prompt + 30) << id << " turn " << k;
+      EXPECT_GT(turns.at(k).cached, turns.at(k - 1).cached) << id << " turn " << k;
+    }
+  }
+  const auto receipt = json::parse(read_file(dir + "/sweep.json")).as_object();
+  EXPECT_NE(std::string(receipt.at("load").at("sessions").as_string()).find("previous_response_id"), std::string::npos);
+  // A response the simulator does not hold is vLLM's 404.
+  const auto missing =
+      http_post(sim.port, "/v1/responses", R"({"model":"sim-model","input":"hi","previous_response_id":"resp_nope"})");
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_NE(missing.body.find("Response with id 'resp_nope' not found."), std::string::npos) << missing.body;
 }
 
 TEST(SweepConversations, AKvPoolTooSmallForTheLiveConversationsIsACliffWithTheKvCacheFull) {
