@@ -214,8 +214,6 @@ int check_workload_flags(const SweepArgs& a) {
     return usage_error("--workload " + kind + " is a workload of its own: leave out --dataset and --replay");
   if (kind == "multi-turn" && a.requests_given)
     return usage_error("--workload multi-turn is counted in --sessions (and --turns), not --requests");
-  if (kind == "multi-turn" && !a.shard.empty())
-    return usage_error("--shard does not split conversations yet: run a multi-turn sweep unsharded");
   if (!(a.tool_turns >= 0 && a.tool_turns <= 1)) return usage_error("--tool-turns is a share from 0 to 1");
   if (a.sessions < 1) return usage_error("--sessions must be at least 1");
   if (a.chain_responses) {

@@ -388,10 +388,14 @@ class SweepRun {
     const auto concurrency = static_cast<std::int64_t>(c);
     std::vector<loadgen::ServingRequest> mine;
     std::size_t warmup = 0;
-    for (std::size_t j = 0; j < plan.requests.size(); ++j) {
-      if (!o_.shard.owns_request(j, concurrency)) continue;
-      if (j < plan.warmup) ++warmup;
-      mine.push_back(std::move(plan.requests[j]));
+    // By unit: a conversation's turns stay together in one shard (a single request is its own unit).
+    const auto units = loadgen::units_of(plan.requests);
+    for (std::size_t u = 0; u < units.size(); ++u) {
+      if (!o_.shard.owns_request(u, concurrency)) continue;
+      for (std::size_t j = units[u].begin; j < units[u].end; ++j) {
+        if (j < plan.warmup) ++warmup;
+        mine.push_back(std::move(plan.requests[j]));
+      }
     }
     plan.requests = std::move(mine);
     plan.warmup = warmup;

@@ -9,6 +9,7 @@
 #include <boost/json.hpp>
 #include <chrono>
 #include <future>
+#include <map>
 #include <set>
 
 #include "core/time.hpp"
@@ -132,6 +133,33 @@ TEST(SweepShards, TwoClosedLoopShardsMergeIntoWhatOneRunMeasures) {
     const double tu = stats(u).at("throughput_tok_s").at("value").to_number<double>();
     EXPECT_NEAR(tm, tu, 0.35 * tu) << "point " << p;
   }
+}
+
+TEST(SweepShards, ConversationsAreSplitWholeAcrossShards) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json", kProfile);
+  Simulator sim({"--profile", dir + "/p.json"});
+  run_shards(
+      sim.port, dir, 2,
+      {"--workload", "multi-turn", "--sessions", "6", "--turns", "3", "--user-tokens", "20", "--concurrencies", "2"});
+  // Each shard ran one of the two live conversations at a time: three whole conversations each.
+  std::set<std::string> seen;
+  for (int i = 0; i < 2; ++i) {
+    const auto shard = json::parse(read_file(fmt::format("{}/shard{}.json", dir, i))).as_object();
+    const auto ids = measured_ids(track_point(shard, 0));
+    EXPECT_EQ(ids.size(), 9u) << "shard " << i;
+    std::map<std::string, int> turns;
+    for (const auto& id : ids) ++turns[id.substr(0, id.find('/'))];
+    EXPECT_EQ(turns.size(), 3u) << "shard " << i;
+    for (const auto& [conversation, n] : turns) {
+      EXPECT_EQ(n, 3) << conversation << " in shard " << i;
+      EXPECT_TRUE(seen.insert(conversation).second) << conversation << " in both shards";
+    }
+    EXPECT_EQ(stats(track_point(shard, 0)).at("observed_max_in_flight"), 1);
+  }
+  const auto merged = merge(dir, {"shard0.json", "shard1.json"});
+  ASSERT_EQ(merged.exit_code, 0) << merged.out;
+  EXPECT_EQ(stats(track_point(json::parse(read_file(dir + "/merged.json")).as_object(), 0)).at("ok"), 18);
 }
 
 TEST(SweepShards, OpenLoopShardsThinOneArrivalProcessAndTogetherOfferTheRate) {
