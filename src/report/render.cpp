@@ -192,6 +192,10 @@ std::string group_md(const GroupStats& g) {
                      fmt::join(headers, " | "), rule);
     for (const auto& cells : turn_rows(*g.turns)) o += fmt::format("| {} |\n", fmt::join(cells, " | "));
     if (g.turns->cliff) o += fmt::format("\n**Cache cliff**: {}.\n", cliff_sentence(*g.turns->cliff));
+    if (g.turns->collapse && g.turns->collapse->conversations > 0)
+      o += fmt::format("\nBy conversation: {}.\n", collapse_sentence(*g.turns->collapse));
+    if (g.turns->failure_cliff)
+      o += fmt::format("\n**Failure cliff**: {}.\n", failure_cliff_sentence(*g.turns->failure_cliff));
     if (!g.turns->bands.empty()) {
       o += "\nLikely bottleneck by band of turns (each ranked from its own requests):\n\n";
       for (const auto& b : g.turns->bands) o += fmt::format("- {}\n", band_sentence(b));

@@ -340,6 +340,11 @@ std::string group_body(const RowTable& table, const GroupStats& g, const RowList
     o += present::heading("By turn") + turns.html("turns");
     if (g.turns->cliff)
       o += present::paragraph("Cache cliff: " + cliff_sentence(*g.turns->cliff) + ".", "verdict-line");
+    if (g.turns->collapse && g.turns->collapse->conversations > 0)
+      o += present::paragraph("By conversation: " + collapse_sentence(*g.turns->collapse) + ".");
+    if (g.turns->failure_cliff)
+      o +=
+          present::paragraph("Failure cliff: " + failure_cliff_sentence(*g.turns->failure_cliff) + ".", "verdict-line");
     if (!g.turns->bands.empty()) {
       std::vector<std::string> bands;
       for (const auto& b : g.turns->bands) bands.push_back(band_sentence(b));

@@ -55,20 +55,57 @@ std::optional<CacheCliff> find_cliff(const std::vector<TurnStats>& turns,
   return std::nullopt;
 }
 
+// Each conversation's turns (by the session hash of the index), a row per turn.
+using Conversations = std::map<std::uint64_t, std::map<std::uint16_t, const Row*>>;
+
+Conversations conversations_of(const RowList& rows, const SessionIndex* sessions) {
+  Conversations out;
+  if (sessions == nullptr) return out;
+  for (const Row* r : rows) {
+    if (auto it = sessions->find(r); it != sessions->end() && r->turn > 0) out[it->second][r->turn] = r;
+  }
+  return out;
+}
+
 // Per turn, the client's time before it: the gap from the end of the same conversation's turn
 // before (its line must be in `rows`) to its start, in ms.
-std::map<std::uint16_t, std::vector<double>> client_gaps(const RowList& rows, const SessionIndex& sessions) {
-  std::map<std::pair<std::uint64_t, std::uint16_t>, const Row*> by_session;
-  for (const Row* r : rows) {
-    if (auto it = sessions.find(r); it != sessions.end() && r->turn > 0) by_session[{it->second, r->turn}] = r;
-  }
+std::map<std::uint16_t, std::vector<double>> client_gaps(const Conversations& conversations) {
   std::map<std::uint16_t, std::vector<double>> out;
-  for (const auto& [key, r] : by_session) {
-    if (key.second < 2) continue;
-    const auto prev = by_session.find({key.first, static_cast<std::uint16_t>(key.second - 1)});
-    if (prev == by_session.end() || !prev->second->ended_at_us) continue;
-    const std::int64_t gap = r->started_at_us - *prev->second->ended_at_us;
-    if (gap >= 0) out[key.second].push_back(static_cast<double>(gap) / 1000.0);
+  for (const auto& [session, turns] : conversations) {
+    for (const auto& [turn, r] : turns) {
+      if (turn < 2) continue;
+      const auto prev = turns.find(static_cast<std::uint16_t>(turn - 1));
+      if (prev == turns.end() || !prev->second->ended_at_us) continue;
+      const std::int64_t gap = r->started_at_us - *prev->second->ended_at_us;
+      if (gap >= 0) out[turn].push_back(static_cast<double>(gap) / 1000.0);
+    }
+  }
+  return out;
+}
+
+// The conversations whose own cached share collapses, by the cliff rule applied to each alone.
+ConversationCollapse collapses_of(const Conversations& conversations) {
+  ConversationCollapse out;
+  for (const auto& [session, turns] : conversations) {
+    if (turns.size() < 3) continue;
+    ++out.conversations;
+    std::vector<TurnStats> stats;
+    std::map<std::uint16_t, Tokens> tokens;
+    for (const auto& [turn, r] : turns) {
+      Tokens& tok = tokens[turn];
+      if (r->prompt_tokens && r->cached_prompt_tokens) {
+        tok.prompt = static_cast<double>(*r->prompt_tokens);
+        tok.cached = static_cast<double>(*r->cached_prompt_tokens);
+      }
+      TurnStats t;
+      t.turn = turn;
+      t.cached_share = tok.share();
+      stats.push_back(t);
+    }
+    if (const auto cliff = find_cliff(stats, tokens)) {
+      ++out.collapsed;
+      ++out.from_turn[cliff->from_turn];
+    }
   }
   return out;
 }
@@ -90,6 +127,21 @@ std::optional<double> kv_max_during(const RowList& rows, std::uint16_t from, std
   return out;
 }
 
+std::optional<FailureCliff> find_failure_cliff(const std::vector<TurnStats>& turns) {
+  bool succeeded_before = false;
+  for (std::size_t i = 0; i < turns.size(); ++i) {
+    const bool all_fail_from_here = std::all_of(turns.begin() + static_cast<std::ptrdiff_t>(i), turns.end(),
+                                                [](const TurnStats& t) { return t.errors == t.requests; });
+    if (all_fail_from_here && succeeded_before) {
+      FailureCliff f{turns[i].turn, 0};
+      for (std::size_t j = i; j < turns.size(); ++j) f.failed += turns[j].errors;
+      return f;
+    }
+    succeeded_before = succeeded_before || turns[i].errors < turns[i].requests;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<TurnView> turns_of(const RowList& rows, const TurnContext& context) {
@@ -100,7 +152,8 @@ std::optional<TurnView> turns_of(const RowList& rows, const TurnContext& context
   if (by_turn.size() < 2) return std::nullopt;
   TurnView v;
   std::map<std::uint16_t, Tokens> tokens;
-  auto gaps = context.sessions ? client_gaps(rows, *context.sessions) : std::map<std::uint16_t, std::vector<double>>{};
+  const Conversations conversations = conversations_of(rows, context.sessions);
+  auto gaps = client_gaps(conversations);
   for (const auto& [turn, rs] : by_turn) {
     TurnStats s;
     s.turn = turn;
@@ -108,6 +161,7 @@ std::optional<TurnView> turns_of(const RowList& rows, const TurnContext& context
     std::vector<double> ttft, prompt;
     Tokens& tok = tokens[turn];
     for (const Row* r : rs) {
+      if (!r->ok()) ++s.errors;
       if (r->ttft_ms) ttft.push_back(*r->ttft_ms);
       if (r->prompt_tokens) prompt.push_back(static_cast<double>(*r->prompt_tokens));
       if (r->prompt_tokens && r->cached_prompt_tokens) {
@@ -122,6 +176,8 @@ std::optional<TurnView> turns_of(const RowList& rows, const TurnContext& context
     v.turns.push_back(std::move(s));
   }
   v.cliff = find_cliff(v.turns, tokens);
+  v.failure_cliff = find_failure_cliff(v.turns);
+  if (!conversations.empty()) v.collapse = collapses_of(conversations);
   if (v.cliff && context.kv_usage && !context.kv_usage->empty()) {
     v.cliff->kv_max_after = kv_max_during(rows, v.cliff->from_turn, UINT16_MAX, *context.kv_usage);
     v.cliff->kv_max_before = kv_max_during(rows, v.cliff->before_first, v.cliff->before_last, *context.kv_usage);
@@ -167,14 +223,23 @@ std::string band_sentence(const TurnBand& b) {
                      b.evidence.empty() ? "" : ": " + b.evidence);
 }
 
+std::string failure_cliff_sentence(const FailureCliff& f) {
+  return fmt::format("turn {} onward: every request failed ({} requests), where the turns before it succeeded",
+                     f.from_turn, f.failed);
+}
+
+std::string collapse_sentence(const ConversationCollapse& c) {
+  std::string out =
+      fmt::format("{} of {} conversations of three or more turns lose their own cache", c.collapsed, c.conversations);
+  if (c.collapsed == 0) return out;
+  std::string where;
+  for (const auto& [turn, n] : c.from_turn) where += fmt::format("{}turn {} ({})", where.empty() ? "" : ", ", turn, n);
+  return out + " from " + where;
+}
+
 std::vector<std::string> turn_headers() {
-  return {"turn",
-          "requests",
-          "TTFT p50 ms",
-          "TTFT p95 ms",
-          "prompt tokens p50",
-          "cached share",
-          "client time before p50 ms"};
+  return {"turn",        "requests",          "errors",       "TTFT p50 ms",
+          "TTFT p95 ms", "prompt tokens p50", "cached share", "client time before p50 ms"};
 }
 
 std::vector<std::vector<std::string>> turn_rows(const TurnView& v) {
@@ -183,8 +248,8 @@ std::vector<std::vector<std::string>> turn_rows(const TurnView& v) {
   };
   std::vector<std::vector<std::string>> rows;
   for (const auto& t : v.turns) {
-    rows.push_back({std::to_string(t.turn), std::to_string(t.requests), ms(t.ttft_ms, &Summary::p50),
-                    ms(t.ttft_ms, &Summary::p95),
+    rows.push_back({std::to_string(t.turn), std::to_string(t.requests), std::to_string(t.errors),
+                    ms(t.ttft_ms, &Summary::p50), ms(t.ttft_ms, &Summary::p95),
                     t.prompt_tokens ? fmt::format("{:.0f}", t.prompt_tokens->p50) : std::string("-"),
                     t.cached_share ? fmt::format("{:.0f}%", 100 * *t.cached_share) : std::string("-"),
                     ms(t.client_ms, &Summary::p50)});
@@ -200,6 +265,7 @@ std::string turns_json(const std::optional<TurnView>& v) {
     JsonObjectWriter w;
     w.field("turn", static_cast<std::int64_t>(t.turn))
         .field("requests", static_cast<std::uint64_t>(t.requests))
+        .field("errors", static_cast<std::uint64_t>(t.errors))
         .optional_field("ttft_p50_ms", t.ttft_ms ? std::optional<double>(t.ttft_ms->p50) : std::nullopt)
         .optional_field("ttft_p95_ms", t.ttft_ms ? std::optional<double>(t.ttft_ms->p95) : std::nullopt)
         .optional_field("prompt_tokens_p50",
@@ -237,8 +303,33 @@ std::string turns_json(const std::optional<TurnView>& v) {
     bands += std::move(bw).finish();
   }
   bands += ']';
+  std::string collapse = "null";
+  if (const auto& c = v->collapse) {
+    std::string from = "{";
+    for (const auto& [turn, n] : c->from_turn) {
+      if (from.size() > 1) from += ',';
+      from += fmt::format("\"{}\":{}", turn, n);
+    }
+    from += '}';
+    JsonObjectWriter cw;
+    cw.field("conversations", static_cast<std::uint64_t>(c->conversations))
+        .field("collapsed", static_cast<std::uint64_t>(c->collapsed))
+        .raw_field("from_turn", from);
+    collapse = std::move(cw).finish();
+  }
+  std::string failures = "null";
+  if (const auto& f = v->failure_cliff) {
+    JsonObjectWriter fw;
+    fw.field("from_turn", static_cast<std::int64_t>(f->from_turn))
+        .field("failed", static_cast<std::uint64_t>(f->failed));
+    failures = std::move(fw).finish();
+  }
   JsonObjectWriter w;
-  w.raw_field("by_turn", turns).raw_field("cache_cliff", cliff).raw_field("bands", bands);
+  w.raw_field("by_turn", turns)
+      .raw_field("cache_cliff", cliff)
+      .raw_field("failure_cliff", failures)
+      .raw_field("conversations", collapse)
+      .raw_field("bands", bands);
   return std::move(w).finish();
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@ namespace mpo::report {
 struct TurnStats {
   std::uint16_t turn = 0;
   std::size_t requests = 0;
+  std::size_t errors = 0;  // requests not ok (a conversation past the context a server allows fails)
   std::optional<Summary> ttft_ms, prompt_tokens;
   std::optional<double> cached_share;  // of the turn's prompt tokens, over requests that say
   // The client's own time before this turn: from the end of the same conversation's previous turn
@@ -60,10 +62,27 @@ struct TurnBand {
   std::string evidence;   // the first line of its evidence
 };
 
+// The conversations (lines linked by their session, three or more turns) whose own cached share
+// collapses by the cliff rule, and at which turn each does.
+struct ConversationCollapse {
+  std::size_t conversations = 0, collapsed = 0;
+  std::map<std::uint16_t, std::size_t> from_turn;  // turn -> conversations that collapse from it
+};
+
+// The first turn from which every request failed, where an earlier turn had some succeed: the
+// conversation outgrew what the server accepts (llama.cpp: "request (561 tokens) exceeds the
+// available context size (512 tokens)").
+struct FailureCliff {
+  std::uint16_t from_turn = 0;
+  std::size_t failed = 0;  // requests from that turn on, all failed
+};
+
 struct TurnView {
   std::vector<TurnStats> turns;  // by turn, ascending
   std::optional<CacheCliff> cliff;
-  std::vector<TurnBand> bands;  // filled by the report's analysis
+  std::optional<FailureCliff> failure_cliff;
+  std::optional<ConversationCollapse> collapse;  // where the lines name their sessions
+  std::vector<TurnBand> bands;                   // filled by the report's analysis
 };
 
 // The bands judged apart: turn 1; the turns after it up to the cliff; the turns from the cliff on
@@ -74,6 +93,12 @@ std::string band_sentence(const TurnBand& b);
 
 // Nullopt unless the rows name at least two distinct turns.
 std::optional<TurnView> turns_of(const RowList& rows, const TurnContext& context = {});
+
+// "turn 4 onward: every request failed (6 requests), where the turns before it succeeded"
+std::string failure_cliff_sentence(const FailureCliff& f);
+
+// "2 of 6 conversations of three or more turns lose their own cache from turn 5 (1), turn 6 (1)"
+std::string collapse_sentence(const ConversationCollapse& c);
 
 // "turn 9 onward: cached share 12% of prompt tokens vs 91% at turns 2-8; the engine's KV cache
 // 97% full at most then, 41% before"

@@ -1,9 +1,9 @@
 // Agent workloads against the real llama.cpp server (b10309, small random-weight model; issue 41):
 // a multi-turn sweep whose every turn finds the turn before it in llama.cpp's cache (its own
 // cache_n), tool turns in the three APIs' shapes accepted, a host prompt cache too small for the
-// live conversations named as the report's cache cliff, and a Mooncake-style trace whose blocks
-// are the tokens it says. Skipped, with the reason, where MPO_LLAMA_SERVER / MPO_LLAMA_SMALL_MODEL
-// are unset.
+// live conversations named as the report's cache cliff, a context too small for the later turns
+// failing each of them, and a Mooncake-style trace whose blocks are the tokens it says. Skipped, with the reason, where
+// MPO_LLAMA_SERVER / MPO_LLAMA_SMALL_MODEL are unset.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -123,6 +123,39 @@ TEST_F(RealLlamaCppConversations, AHostCacheTooSmallForTheLiveConversationsIsThe
   EXPECT_NE(read_file(dir_ + "/llama-server.log").find("removing oldest entry"), std::string::npos);
   const auto md = run_cli({"report", dir_ + "/proxy.jsonl"});
   EXPECT_NE(md.out.find(fmt::format("**Cache cliff**: turn {} onward", from)), std::string::npos) << md.out;
+}
+
+TEST_F(RealLlamaCppConversations, ASmallContextFailsEveryTurnPastItAndTheTableSaysFromWhichTurn) {
+  // -c 512, one slot: turns of about 146 tokens more each; the fourth (about 560) no longer fits and
+  // llama.cpp refuses it, and every later one.
+  LlamaServer server(dir_ + "/llama-server.log", {"-np", "1", "-c", "512"}, kModel);
+  Proxy proxy(server.url(), dir_ + "/proxy.jsonl");
+  sweep("http://127.0.0.1:" + std::to_string(proxy.port), "context",
+        {"--sessions", "2", "--turns", "6", "--user-tokens", "40", "--output-tokens", "10", "--concurrencies", "2"});
+  ASSERT_EQ(proxy.process.terminate(), 0);
+  const auto report = run_cli({"report", dir_ + "/proxy.jsonl", "--format", "json"});
+  const auto doc = json::parse(report.out);
+  const auto& by_turn = doc.at("result").at("groups").as_array().at(0).at("turns").at("by_turn").as_array();
+  ASSERT_EQ(by_turn.size(), 6u) << report.out;
+  std::int64_t first_failing = 0;
+  for (const auto& t : by_turn) {
+    const auto errors = t.at("errors").as_int64(), requests = t.at("requests").as_int64();
+    if (first_failing == 0 && errors > 0) first_failing = t.at("turn").as_int64();
+    if (first_failing != 0) {
+      EXPECT_EQ(errors, requests) << json::serialize(t);  // every turn past it fails
+    }
+  }
+  EXPECT_GE(first_failing, 3);
+  EXPECT_LE(first_failing, 5);
+  const auto& failure = doc.at("result").at("groups").as_array().at(0).at("turns").at("failure_cliff");
+  ASSERT_TRUE(failure.is_object()) << report.out;
+  EXPECT_EQ(failure.at("from_turn").as_int64(), first_failing);
+  const auto md = run_cli({"report", dir_ + "/proxy.jsonl"});
+  EXPECT_NE(md.out.find(fmt::format("**Failure cliff**: turn {} onward: every request failed", first_failing)),
+            std::string::npos)
+      << md.out;
+  EXPECT_NE(read_file(dir_ + "/proxy.jsonl").find("exceeds the available context size (512 tokens)"),
+            std::string::npos);
 }
 
 TEST_F(RealLlamaCppConversations, ATracesBlocksAreTheTokensItSaysAndSharedBlocksAreCached) {

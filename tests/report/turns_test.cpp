@@ -26,6 +26,7 @@ struct Rows {
   }
   void add(std::uint16_t turn, double ttft, std::int64_t prompt, std::int64_t cached) {
     Row r;
+    r.outcome_index = RowNames::kOk;
     r.turn = turn;
     r.ttft_ms = std::optional<double>(ttft);
     r.prompt_tokens = std::optional<std::int64_t>(prompt);
@@ -50,7 +51,7 @@ TEST(ReportTurns, AGrowingConversationFindsEachEarlierTurnAndHasNoCliff) {
   EXPECT_EQ(v->turns[2].ttft_ms->p50, 31);
   EXPECT_FALSE(v->cliff);
   const auto cells = turn_rows(*v);
-  EXPECT_EQ(cells[1], (std::vector<std::string>{"2", "1", "30.0", "30.0", "281", "60%", "-"}));
+  EXPECT_EQ(cells[1], (std::vector<std::string>{"2", "1", "0", "30.0", "30.0", "281", "60%", "-"}));
 }
 
 TEST(ReportTurns, TheCliffIsTheFirstTurnFromWhichTheShareStaysUnderHalf) {
@@ -165,6 +166,56 @@ TEST(ReportTurns, TurnsAreJudgedInBandsSplitAtTheCliff) {
           R"("bands":[{"first_turn":2,"last_turn":8,"requests":21,"likely_bottleneck":"prefill","score":2,"evidence":"e"},{"first_turn":1,"last_turn":1,"requests":3,"likely_bottleneck":null}])"),
       std::string::npos)
       << j;
+}
+
+TEST(ReportTurns, ConversationsThatLoseTheirOwnCacheAreCountedAndFailedTurnsToo) {
+  Rows rows;
+  // Conversation 1 keeps its cache; 2 loses it from turn 4; 3 from turn 3; 4 has two turns only.
+  const std::int64_t prompts[] = {100, 200, 300, 400, 500};
+  for (std::uint16_t t = 1; t <= 5; ++t) {
+    const std::int64_t p = prompts[t - 1];
+    rows.add_turn(1, t, t * 1000.0, t * 1000.0 + 100, p, t == 1 ? 0 : p - 100);
+    rows.add_turn(2, t, t * 1000.0, t * 1000.0 + 100, p, t == 1 ? 0 : t < 4 ? p - 100 : 10);
+    rows.add_turn(3, t, t * 1000.0, t * 1000.0 + 100, p, t == 1 ? 0 : t < 3 ? p - 100 : 0);
+    if (t <= 2) rows.add_turn(4, t, t * 1000.0, t * 1000.0 + 100, p, 0);
+    if (t == 2) rows.storage.back().outcome_index = RowNames::index("http_error");  // conversation 4's turn 2 failed
+  }
+  const auto v = turns_of(rows.list, TurnContext{&rows.sessions, nullptr});
+  ASSERT_TRUE(v && v->collapse);
+  EXPECT_EQ(v->collapse->conversations, 3u);  // two turns are too few to judge
+  EXPECT_EQ(v->collapse->collapsed, 2u);
+  EXPECT_EQ(v->collapse->from_turn, (std::map<std::uint16_t, std::size_t>{{3, 1}, {4, 1}}));
+  EXPECT_EQ(collapse_sentence(*v->collapse),
+            "2 of 3 conversations of three or more turns lose their own cache from turn 3 (1), turn 4 (1)");
+  EXPECT_EQ(v->turns[1].errors, 1u);
+  EXPECT_EQ(v->turns[0].errors, 0u);
+  const auto j = turns_json(v);
+  EXPECT_NE(j.find(R"("conversations":{"conversations":3,"collapsed":2,"from_turn":{"3":1,"4":1}})"), std::string::npos)
+      << j;
+  EXPECT_NE(j.find(R"("turn":2,"requests":4,"errors":1)"), std::string::npos) << j;
+  // Without the session index there are no conversations to count.
+  EXPECT_FALSE(turns_of(rows.list)->collapse);
+  EXPECT_FALSE(v->failure_cliff);  // turn 2 failed once, not every request from it on
+}
+
+TEST(ReportTurns, EveryRequestFailingFromATurnOnIsAFailureCliff) {
+  Rows rows;
+  for (std::uint16_t t = 1; t <= 6; ++t) {
+    for (int s = 0; s < 2; ++s) {
+      rows.add(t, 100, 150 * t, 0);
+      if (t >= 4) rows.storage.back().outcome_index = RowNames::index("http_error");
+    }
+  }
+  const auto v = turns_of(rows.list);
+  ASSERT_TRUE(v && v->failure_cliff);
+  EXPECT_EQ(v->failure_cliff->from_turn, 4);
+  EXPECT_EQ(v->failure_cliff->failed, 6u);
+  EXPECT_EQ(failure_cliff_sentence(*v->failure_cliff),
+            "turn 4 onward: every request failed (6 requests), where the turns before it succeeded");
+  EXPECT_NE(turns_json(v).find(R"("failure_cliff":{"from_turn":4,"failed":6})"), std::string::npos);
+  // Everything failing from the first turn is no cliff: nothing ever succeeded.
+  for (auto& r : rows.storage) r.outcome_index = RowNames::index("http_error");
+  EXPECT_FALSE(turns_of(rows.list)->failure_cliff);
 }
 
 }  // namespace
