@@ -83,6 +83,12 @@ TEST(SweepConversations, LiveSessionsSendTheirTurnsInOrderAfterTheirThinkTime) {
       EXPECT_GE(gap, 299'000) << id << " turn " << k << ": sent before its think time passed";
       EXPECT_LT(gap, 2'000'000) << id << " turn " << k;
       EXPECT_GT(turns.at(k).prompt, turns.at(k - 1).prompt);
+      // As the real engine does (llama.cpp b10309 finds the previous turn's whole prompt:
+      // RealLlamaCppConversations.EachTurnFindsTheWholeTurnBefore...), each turn finds the turn
+      // before it in the cache, in whole 16-token blocks as vLLM keeps them: all of the previous
+      // prompt but its last partial block and the block its generation prompt changed.
+      EXPECT_GE(turns.at(k).cached, (turns.at(k - 1).prompt / 16 - 1) * 16) << id << " turn " << k;
+      EXPECT_LE(turns.at(k).cached, turns.at(k - 1).prompt) << id << " turn " << k;
     }
   }
   // Live conversations as the load generator saw them (its own ledger: the proxy finishes a line a
