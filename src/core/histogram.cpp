@@ -14,4 +14,25 @@ void Histogram::observe(double v) {
   ++count_;
 }
 
+void Histogram::merge(std::span<const std::uint64_t> counts, double sum, std::uint64_t count) {
+  for (std::size_t i = 0; i < counts.size() && i < counts_.size(); ++i) counts_[i] += counts[i];
+  sum_ += sum;
+  count_ += count;
+}
+
+void AtomicHistogram::observe(double v) {
+  const auto it = std::lower_bound(bounds_.begin(), bounds_.end(), v);  // le: v <= bound
+  counts_[static_cast<std::size_t>(it - bounds_.begin())].fetch_add(1, std::memory_order_relaxed);
+  sum_.fetch_add(v, std::memory_order_relaxed);
+  count_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void AtomicHistogram::add_to(Histogram& h) const {
+  std::vector<std::uint64_t> counts(counts_.size());
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < counts_.size(); ++i) total += counts[i] = counts_[i].load(std::memory_order_relaxed);
+  // The count is the buckets' total, so a histogram read mid-observation stays consistent.
+  h.merge(counts, sum_.load(std::memory_order_relaxed), total);
+}
+
 }  // namespace mpo

@@ -3,6 +3,7 @@
 // out by promtext::TextWriter (the project's one exposition writer).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -16,6 +17,8 @@ class Histogram {
   explicit Histogram(std::span<const double> upper_bounds)
       : bounds_(upper_bounds.begin(), upper_bounds.end()), counts_(bounds_.size() + 1, 0) {}
   void observe(double v);
+  // Adds another histogram's counts, sum and count (its bounds must be these).
+  void merge(std::span<const std::uint64_t> counts, double sum, std::uint64_t count);
   const std::vector<double>& bounds() const { return bounds_; }
   // Non-cumulative counts; the last is the +Inf overflow bucket.
   const std::vector<std::uint64_t>& counts() const { return counts_; }
@@ -27,6 +30,23 @@ class Histogram {
   std::vector<std::uint64_t> counts_;
   double sum_ = 0;
   std::uint64_t count_ = 0;
+};
+
+// The same, observed from one thread without a lock and read from another (relaxed atomics: a
+// reader may see an observation's bucket before its sum, never a torn number). For a hot path such
+// as the proxy's lag per read: each event loop its own, merged into a Histogram when read.
+class AtomicHistogram {
+ public:
+  explicit AtomicHistogram(std::span<const double> upper_bounds)
+      : bounds_(upper_bounds.begin(), upper_bounds.end()), counts_(bounds_.size() + 1) {}
+  void observe(double v);
+  void add_to(Histogram& h) const;
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<std::atomic<std::uint64_t>> counts_;
+  std::atomic<double> sum_{0};
+  std::atomic<std::uint64_t> count_{0};
 };
 
 // Bucket bounds of vLLM 0.29.0 (tests/fixtures/vllm/vllm-v1_0.29.0_*.prom).

@@ -29,6 +29,11 @@ std::string json_string_array(std::initializer_list<std::string_view> items);
 class JsonObjectWriter {
  public:
   JsonObjectWriter() { out_.push_back('{'); }
+  // With room for `reserve` bytes, where the object's usual size is known (a ledger line).
+  explicit JsonObjectWriter(std::size_t reserve) {
+    out_.reserve(reserve);
+    out_.push_back('{');
+  }
   JsonObjectWriter& field(std::string_view key, std::string_view v);
   JsonObjectWriter& field(std::string_view key, const char* v) { return field(key, std::string_view(v)); }
   JsonObjectWriter& field(std::string_view key, const std::string& v) { return field(key, std::string_view(v)); }

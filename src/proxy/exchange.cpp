@@ -105,7 +105,7 @@ Exchange Proxy::begin(const http::request<http::string_body>& req, const std::op
 void Proxy::note(Exchange& x, const RxStamp& s) {
   x.timing.note(s);
   x.last_rx = s;
-  if (s.kernel) shared_.with_metrics([&](ProxyMetrics& m) { m.observe_lag(s.lag_us / 1e6); });
+  if (s.kernel) shared_.lag_by_loop[static_cast<std::size_t>(index_)].observe(static_cast<double>(s.lag_us) / 1e6);
 }
 
 void Proxy::note_loop_read(Exchange& x) {

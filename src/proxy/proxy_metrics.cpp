@@ -13,11 +13,6 @@ namespace {
 
 using promtext::MetricType;
 
-// From 10 us (a loop keeping up) to 1 s (a loop stalled): the proxy's lateness is usually far
-// below the engine's latencies, so the engine's buckets would put it all in the first one.
-constexpr double kLagBuckets[] = {1e-5, 2.5e-5, 5e-5,   1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3,
-                                  5e-3, 1e-2,   2.5e-2, 5e-2, 0.1,    0.25, 0.5,  1.0};
-
 void histogram(promtext::TextWriter& w, std::string_view name, std::string_view help, const Histogram& h) {
   w.family(name, MetricType::kHistogram, help);
   w.histogram_samples(name, {}, h.bounds(), h.counts(), h.sum());
@@ -48,7 +43,7 @@ ProxyMetrics::Latencies::Latencies()
       ttfb(vllm_buckets::kTtftBuckets) {}
 
 ProxyMetrics::ProxyMetrics(std::size_t max_models, std::size_t max_model_bytes)
-    : models_(max_models, max_model_bytes), lag_(kLagBuckets) {}
+    : models_(max_models, max_model_bytes) {}
 
 std::pair<std::string, std::string> ProxyMetrics::request_started(const std::optional<std::string>& model,
                                                                   std::string_view operation) {
@@ -80,7 +75,7 @@ void ProxyMetrics::record(const ledger::Observation& o) {
   if (o.completion_tokens) generation_tokens_ += static_cast<std::uint64_t>(*o.completion_tokens);
 }
 
-std::string ProxyMetrics::render(const LedgerCounts& ledger) const {
+std::string ProxyMetrics::render(const LedgerCounts& ledger, const Histogram& lag) const {
   promtext::TextWriter w(promtext::Format::kText004, promtext::NumberStyle::kPython);
   w.family("modelperfobs_requests_total", MetricType::kCounter,
            "Requests seen by the proxy, by model, operation, outcome and HTTP status.");
@@ -114,7 +109,7 @@ std::string ProxyMetrics::render(const LedgerCounts& ledger) const {
   histogram(w, "modelperfobs_proxy_lag_seconds",
             "The proxy's own lateness: the kernel's receive timestamp of bytes to the moment the proxy read them, "
             "per read (requests and responses; reads without a kernel timestamp are not counted).",
-            lag_);
+            lag);
   counter(w, "modelperfobs_prompt_tokens_total", "Prompt tokens reported by the backend.", prompt_tokens_);
   counter(w, "modelperfobs_generation_tokens_total", "Completion tokens reported (or estimated) for the backend.",
           generation_tokens_);

@@ -43,15 +43,14 @@ class ProxyMetrics {
     unknown_events_[std::string(operation)] += static_cast<std::uint64_t>(n);
   }
 
-  // The proxy's own lateness on one read: the kernel's receive time to the read (seconds).
-  void observe_lag(double seconds) { lag_.observe(seconds); }
-
   struct LedgerCounts {
     std::uint64_t written = 0;
     std::uint64_t dropped = 0;
     std::uint64_t write_errors = 0;
   };
-  std::string render(const LedgerCounts& ledger) const;
+  // `lag`: the proxy's own lateness per read (the event loops' AtomicHistograms merged: they are
+  // observed without this object's lock; Shared::lag_by_loop).
+  std::string render(const LedgerCounts& ledger, const Histogram& lag) const;
 
  private:
   // The latency histograms of one model and operation.
@@ -72,7 +71,12 @@ class ProxyMetrics {
   std::map<std::string, std::uint64_t> unknown_events_;
   std::uint64_t prompt_tokens_ = 0;
   std::uint64_t generation_tokens_ = 0;
-  Histogram lag_;
 };
+
+// The lag histogram's bounds, from 10 us (a loop keeping up) to 1 s (a loop stalled): the proxy's
+// lateness is usually far below the engine's latencies, so the engine's buckets would put it all in
+// the first one.
+inline constexpr double kLagBuckets[] = {1e-5, 2.5e-5, 5e-5,   1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3,
+                                         5e-3, 1e-2,   2.5e-2, 5e-2, 0.1,    0.25, 0.5,  1.0};
 
 }  // namespace mpo::proxy

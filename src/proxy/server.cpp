@@ -551,6 +551,7 @@ int run_proxy(const ProxyOptions& given) {
     loops.push_back(std::make_unique<asio::io_context>(1));
     shared.loops.push_back(loops.back().get());
     shared.accepted_by_loop.emplace_back(0);
+    shared.lag_by_loop.emplace_back(kLagBuckets);
     ++shared.loops_running;
     proxies.push_back(std::make_unique<Proxy>(*loops.back(), options, *backend, shared, i));
     if (auto st = proxies.back()->open(i == 0 ? 0 : proxies.front()->listen_port()); !st) {

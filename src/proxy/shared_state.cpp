@@ -10,9 +10,11 @@ namespace mpo::proxy {
 
 std::string Shared::render_metrics() {
   const ProxyMetrics::LedgerCounts counts{ledger.lines_written(), ledger.lines_dropped(), ledger.write_errors()};
+  Histogram lag(kLagBuckets);
+  for (const auto& loop : lag_by_loop) loop.add_to(lag);
   std::string body = with_metrics([&](ProxyMetrics& m) {
     m.set_in_flight(in_flight);
-    return m.render(counts);
+    return m.render(counts, lag);
   });
   promtext::TextWriter w(promtext::Format::kText004, promtext::NumberStyle::kPython);
   with_telemetry([&](Telemetry& t) { t.render_prometheus(w); });

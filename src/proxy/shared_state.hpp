@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/histogram.hpp"
 #include "ledger/writer.hpp"
 #include "proxy/backend_notes.hpp"
 #include "proxy/options.hpp"
@@ -44,6 +45,9 @@ struct Shared {
   // Client connections each loop accepted (the kernel spreads them over the SO_REUSEPORT
   // listeners): /metrics shows whether the loops share the work. A deque: atomics do not move.
   std::deque<std::atomic<std::uint64_t>> accepted_by_loop;
+  // The proxy's lateness per read, each loop its own (observed on every read without a lock;
+  // merged when /metrics is read).
+  std::deque<AtomicHistogram> lag_by_loop;
 
   // The admin listener's /metrics: the proxy's own metrics and the GenAI metrics.
   std::string render_metrics();

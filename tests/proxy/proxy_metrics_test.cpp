@@ -7,6 +7,8 @@
 namespace mpo::proxy {
 namespace {
 
+Histogram no_lag() { return Histogram(kLagBuckets); }
+
 TEST(ProxyMetrics, CountsOutcomesAndObservesLatencies) {
   ProxyMetrics m;
   ledger::Observation o;
@@ -26,7 +28,7 @@ TEST(ProxyMetrics, CountsOutcomesAndObservesLatencies) {
   e.http_status = 502;
   m.record(e);
   m.set_in_flight(3);
-  const auto x = mpo::test::read_exposition(m.render({10, 2, 0}));
+  const auto x = mpo::test::read_exposition(m.render({10, 2, 0}, no_lag()));
   EXPECT_EQ(
       x.find("modelperfobs_requests_total", {"model=\"qwen\"", "operation=\"chat\"", "outcome=\"ok\"", "code=\"200\""}),
       1);
@@ -65,7 +67,7 @@ TEST(ProxyMetrics, LatenciesAreSeriesPerModelAndOperationWithinTheCap) {
         Request{"fast", "responses", 70}, Request{"third", "chat", 10}, Request{"fourth", "chat", 20}}) {
     m.record(finished(r.model, r.operation, r.ttft_ms));
   }
-  const auto x = mpo::test::read_exposition(m.render({}));
+  const auto x = mpo::test::read_exposition(m.render({}, no_lag()));
   const auto count = [&](const char* model, const char* operation) {
     return x.find("modelperfobs_time_to_first_token_seconds_count",
                   {std::string("model=\"") + model + "\"", std::string("operation=\"") + operation + "\""});
@@ -88,7 +90,7 @@ TEST(ProxyMetrics, InFlightByModelGoesUpAndBackDown) {
   const auto a = m.request_started(std::optional<std::string>("alpha"), "chat");
   const auto b = m.request_started(std::optional<std::string>("alpha"), "chat");
   const auto c = m.request_started(std::optional<std::string>("beta"), "responses");  // past the cap
-  auto x = mpo::test::read_exposition(m.render({}));
+  auto x = mpo::test::read_exposition(m.render({}, no_lag()));
   EXPECT_EQ(x.find("modelperfobs_requests_in_flight_by_model", {"model=\"alpha\"", "operation=\"chat\""}), 2);
   EXPECT_EQ(x.find("modelperfobs_requests_in_flight_by_model", {"model=\"_other\""}), 1);
   EXPECT_EQ(x.find("modelperfobs_model_labels_folded_total"), 0);
@@ -96,21 +98,21 @@ TEST(ProxyMetrics, InFlightByModelGoesUpAndBackDown) {
   m.request_ended(b);
   m.request_ended(c);
   m.request_ended(c);  // never below 0
-  x = mpo::test::read_exposition(m.render({}));
+  x = mpo::test::read_exposition(m.render({}, no_lag()));
   EXPECT_EQ(x.find("modelperfobs_requests_in_flight_by_model", {"model=\"alpha\""}), 0);
   EXPECT_EQ(x.find("modelperfobs_requests_in_flight_by_model", {"model=\"_other\""}), 0);
 }
 
 TEST(ProxyMetrics, RetriesAreCountedByCauseAndEveryCauseIsExposedFromTheStart) {
   ProxyMetrics m;
-  auto before = mpo::test::read_exposition(m.render({}));
+  auto before = mpo::test::read_exposition(m.render({}, no_lag()));
   for (const char* cause : {"eof", "reset", "broken_pipe"}) {
     EXPECT_EQ(before.find("modelperfobs_upstream_retries_total", {std::string("cause=\"") + cause + "\""}), 0) << cause;
   }
   m.count_retry("eof");
   m.count_retry("eof");
   m.count_retry("reset");
-  auto after = mpo::test::read_exposition(m.render({}));
+  auto after = mpo::test::read_exposition(m.render({}, no_lag()));
   EXPECT_EQ(after.find("modelperfobs_upstream_retries_total", {"cause=\"eof\""}), 2);
   EXPECT_EQ(after.find("modelperfobs_upstream_retries_total", {"cause=\"reset\""}), 1);
   EXPECT_EQ(after.find("modelperfobs_upstream_retries_total", {"cause=\"broken_pipe\""}), 0);
@@ -118,15 +120,21 @@ TEST(ProxyMetrics, RetriesAreCountedByCauseAndEveryCauseIsExposedFromTheStart) {
 
 TEST(ProxyMetrics, TheProxysLagIsAHistogramFromMicrosecondsToSeconds) {
   ProxyMetrics m;
-  m.observe_lag(0.000004);  // a loop keeping up
-  m.observe_lag(0.0031);    // 3.1 ms late
-  m.observe_lag(0.4);       // stalled
-  const auto x = mpo::test::read_exposition(m.render({}));
+  // Two event loops, each observing its own reads without a lock, merged when /metrics is read.
+  AtomicHistogram loop0(kLagBuckets), loop1(kLagBuckets);
+  loop0.observe(0.000004);  // a loop keeping up
+  loop1.observe(0.0031);    // 3.1 ms late
+  loop0.observe(0.4);       // stalled
+  Histogram lag(kLagBuckets);
+  loop0.add_to(lag);
+  loop1.add_to(lag);
+  const auto x = mpo::test::read_exposition(m.render({}, lag));
   EXPECT_EQ(x.find("modelperfobs_proxy_lag_seconds_bucket", {"le=\"1e-05\""}), 1);
   EXPECT_EQ(x.find("modelperfobs_proxy_lag_seconds_bucket", {"le=\"0.0025\""}), 1);
   EXPECT_EQ(x.find("modelperfobs_proxy_lag_seconds_bucket", {"le=\"0.005\""}), 2);
   EXPECT_EQ(x.find("modelperfobs_proxy_lag_seconds_bucket", {"le=\"0.5\""}), 3);
   EXPECT_EQ(x.find("modelperfobs_proxy_lag_seconds_count"), 3);
+  EXPECT_NEAR(*x.find("modelperfobs_proxy_lag_seconds_sum"), 0.4031040, 1e-9);
 }
 
 }  // namespace
