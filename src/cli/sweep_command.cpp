@@ -16,13 +16,13 @@
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/files.hpp"
+#include "cli/sweep_args.hpp"
+#include "cli/sweep_workload.hpp"
 #include "core/duration.hpp"
 #include "core/go_json.hpp"
 #include "core/time.hpp"
 #include "ledger/reader.hpp"
 #include "ledger/writer.hpp"
-#include "loadgen/conversation.hpp"
-#include "loadgen/trace.hpp"
 #include "net/backend_url.hpp"
 #include "net/ca_rule.hpp"
 #include "sweep/compare.hpp"
@@ -37,47 +37,6 @@
 
 namespace mpo::cli {
 namespace {
-
-struct SweepArgs {
-  std::string url, model, api_key_env = "OPENAI_API_KEY", ca;
-  std::string shard, start_at, point_period;
-  std::vector<double> concurrencies, rates, replay_speeds;
-  std::string arrival = "poisson";
-  double burstiness = 1;
-  std::size_t requests = 64;
-  std::string duration;
-  long warmup = -1;
-  std::string dataset, dataset_format = "auto", replay;
-  // --workload KIND [FILE]: synthetic (default), multi-turn, or trace FILE (Mooncake-style).
-  std::vector<std::string> workload;
-  bool requests_given = false;
-  std::size_t sessions = 16;
-  std::string turns = "4", user_tokens = "64", think_time_ms = "0", tool_result_tokens = "256";
-  double tool_turns = 0;
-  std::int64_t trace_block_tokens = 512;
-  bool chain_responses = false;
-  std::int64_t max_output_tokens = 64;
-  std::string input_tokens = "128", output_tokens = "64";
-  std::int64_t shared_prefix_tokens = 0;
-  std::uint64_t seed = 1;
-  bool ignore_eos = false;
-  std::string prompt_salt;  // "" : drawn for this run; "none": no salt
-  bool approximate_input_tokens = false;
-  std::string api = "chat";
-  std::string timeout = "60s";
-  std::string slo = "2s";
-  double ttft_budget = 0, itl_budget = 0, e2e_budget = 0;
-  bool refine = false;
-  double lateness_bound_ms = 1.0;
-  std::string metrics_url, metrics_interval = "250ms", power;
-  std::vector<std::string> tracks;
-  std::int64_t concurrency = 16;
-  std::string engine, engine_receipt, capacity_source, machine;
-  std::int64_t batch_capacity = 0;
-  std::string output = "sweep.json", ledger, markdown, html;
-  bool quiet = false;
-  bool same_prompts = false, reset_cache = false;
-};
 
 int usage_error(const std::string& message) {
   std::cerr << "modelperfobs sweep: " << message << "\n";
@@ -108,126 +67,6 @@ std::string hostname() {
   return host;
 }
 
-std::string workload_kind(const SweepArgs& a) { return a.workload.empty() ? "synthetic" : a.workload[0]; }
-
-// Requests replayed at their recorded times (--replay-speeds): a ledger's, or a trace's.
-bool recorded_workload(const SweepArgs& a) { return !a.replay.empty() || workload_kind(a) == "trace"; }
-
-Result<std::vector<loadgen::ServingRequest>> multi_turn_workload(const SweepArgs& a, std::string& source) {
-  loadgen::MultiTurnOptions o;
-  o.sessions = a.sessions;
-  o.seed = a.seed;
-  o.system_prompt_tokens = a.shared_prefix_tokens;
-  o.tool_turn_share = a.tool_turns;
-  for (auto [text, into] :
-       {std::pair{&a.turns, &o.turns}, std::pair{&a.user_tokens, &o.user_tokens},
-        std::pair{&a.output_tokens, &o.answer_tokens}, std::pair{&a.tool_result_tokens, &o.tool_result_tokens}}) {
-    auto d = loadgen::parse_length_distribution(*text);
-    if (!d) return d.error();
-    *into = *d;
-  }
-  if (a.think_time_ms != "0") {
-    auto d = loadgen::parse_length_distribution(a.think_time_ms);
-    if (!d) return d.error();
-    o.think_time_ms = *d;
-  }
-  auto requests = loadgen::multi_turn_workload(o);
-  source = fmt::format(
-      "multi-turn {}: turns={} user={} answer={} think_ms={} tool_turns={} tool_result={} system_prompt={} seed={}",
-      loadgen::describe_sessions(requests), a.turns, a.user_tokens, a.output_tokens, a.think_time_ms, a.tool_turns,
-      a.tool_result_tokens, a.shared_prefix_tokens, a.seed);
-  return requests;
-}
-
-Result<std::vector<loadgen::ServingRequest>> trace_workload(const SweepArgs& a, std::string& source) {
-  const std::string& file = a.workload[1];
-  const auto text = read_text_file(file);
-  if (!text) return make_error(errc::kSweepDataset, "cannot read the trace " + file);
-  loadgen::TraceOptions o;
-  o.block_tokens = a.trace_block_tokens;
-  o.seed = a.seed;
-  auto trace = loadgen::parse_mooncake_trace(*text, o);
-  if (!trace) return make_error(trace.error(), file + ": " + trace.error().message);
-  source =
-      fmt::format("trace {} ({} requests, {} blocks of {} tokens, {} of {} block uses shared)", file,
-                  trace->requests.size(), trace->blocks, a.trace_block_tokens, trace->shared_blocks, trace->block_uses);
-  return std::move(trace->requests);
-}
-
-Result<std::vector<loadgen::ServingRequest>> build_workload(const SweepArgs& a, std::string& source) {
-  if (workload_kind(a) == "multi-turn") return multi_turn_workload(a, source);
-  if (workload_kind(a) == "trace") return trace_workload(a, source);
-  if (!a.replay.empty()) {
-    ledger::FileReadOptions fo;
-    auto read = ledger::read_ledger_file(a.replay, fo);
-    if (!read) return read.error();
-    auto replay = loadgen::replay_ledger(std::move(read->records), a.seed);
-    if (replay.requests.empty()) {
-      return make_error(errc::kSweepReplay,
-                        fmt::format("{} holds no request with prompt and completion token counts to replay", a.replay));
-    }
-    source = fmt::format("replay {} ({} requests, {} skipped without token counts)", a.replay, replay.requests.size(),
-                         replay.skipped);
-    return std::move(replay.requests);
-  }
-  if (!a.dataset.empty()) {
-    const auto text = read_text_file(a.dataset);
-    if (!text) return make_error(errc::kSweepDataset, "cannot read " + a.dataset);
-    std::string format = a.dataset_format;
-    if (format == "auto") format = text->find("\"conversations\"") != std::string::npos ? "sharegpt" : "web-tasks";
-    source = fmt::format("{} {}", format, a.dataset);
-    if (format == "sharegpt") {
-      loadgen::ShareGptOptions o;
-      o.max_output_tokens = a.max_output_tokens;
-      return parse_sharegpt(*text, o);
-    }
-    if (format != "web-tasks")
-      return make_error(errc::kSweepDataset, "--dataset-format is auto, sharegpt or web-tasks");
-    loadgen::WebTaskOptions o;
-    o.max_output_tokens = a.max_output_tokens;
-    return parse_web_tasks(*text, o);
-  }
-  loadgen::SyntheticOptions o;
-  o.count = a.requests;
-  auto in = loadgen::parse_length_distribution(a.input_tokens);
-  if (!in) return in.error();
-  auto out = loadgen::parse_length_distribution(a.output_tokens);
-  if (!out) return out.error();
-  o.input = *in;
-  o.output = *out;
-  o.shared_prefix_tokens = a.shared_prefix_tokens;
-  o.seed = a.seed;
-  source = fmt::format("synthetic input={} output={} shared_prefix={} seed={}", a.input_tokens, a.output_tokens,
-                       a.shared_prefix_tokens, a.seed);
-  return synthetic_workload(o);
-}
-
-// --workload's kind and file, and the flags that do not go with it.
-int check_workload_flags(const SweepArgs& a) {
-  const std::string kind = workload_kind(a);
-  if (kind != "synthetic" && kind != "multi-turn" && kind != "trace")
-    return usage_error("--workload is synthetic, multi-turn or trace FILE");
-  if (kind == "trace" && a.workload.size() != 2)
-    return usage_error("--workload trace needs the trace file: --workload trace FILE.jsonl");
-  if (kind != "trace" && a.workload.size() > 1) return usage_error("--workload " + kind + " takes no file");
-  if (kind != "synthetic" && (!a.dataset.empty() || !a.replay.empty()))
-    return usage_error("--workload " + kind + " is a workload of its own: leave out --dataset and --replay");
-  if (kind == "multi-turn" && a.requests_given)
-    return usage_error("--workload multi-turn is counted in --sessions (and --turns), not --requests");
-  if (!(a.tool_turns >= 0 && a.tool_turns <= 1)) return usage_error("--tool-turns is a share from 0 to 1");
-  if (a.sessions < 1) return usage_error("--sessions must be at least 1");
-  if (a.chain_responses) {
-    if (kind != "multi-turn" || a.api != "responses")
-      return usage_error(
-          "--chain-responses continues conversations: it needs --workload multi-turn and --api responses");
-    if (a.tool_turns > 0)
-      return usage_error(
-          "--chain-responses with --tool-turns: a tool's result must answer a call the server holds, which a "
-          "synthetic workload cannot know; leave one out");
-  }
-  return 0;
-}
-
 // What sweeps and parity runs share: the target, the workload, requests, warm-up, SLO, machine.
 // Returns 0 when every flag is usable, else the exit code (a message was printed).
 int common_options(const SweepArgs& a, sweep::SweepOptions& o) {
@@ -242,7 +81,7 @@ int common_options(const SweepArgs& a, sweep::SweepOptions& o) {
   o.target.api = *loadgen::parse_api(a.api);  // --api is checked by CLI11
   o.target.run_id = fmt::format("{}-{}", hostname(), getpid());
   o.target.chain_responses = a.chain_responses;
-  if (int rc = check_workload_flags(a)) return rc;
+  if (const auto problem = workload_flag_problem(a)) return usage_error(*problem);
   std::string source;
   auto workload = build_workload(a, source);
   if (!workload) return usage_error(workload.error().message);

@@ -50,13 +50,62 @@ std::string single_token_words(std::int64_t n, std::uint64_t seed) {
   return out;
 }
 
+namespace {
+
+struct Entry {
+  double timestamp_ms = 0;
+  std::int64_t input = 0, output = 0;
+  std::vector<std::int64_t> hash_ids;
+};
+
+// One line's request, or the error that names the line.
+Result<Entry> read_entry(std::string_view line, std::size_t line_no, const TraceOptions& opts) {
+  const auto where = [&](std::string_view what) {
+    return make_error(errc::kWorkloadField, fmt::format("trace line {}: {}", line_no, what));
+  };
+  auto doc = parse_exact_json(line);
+  if (!doc || !doc->is_object()) return where("not a JSON object");
+  const auto& o = doc->as_object();
+  const auto ts = json_double(o, "timestamp");
+  const auto in = json_int(o, "input_length");
+  const auto out = json_int(o, "output_length");
+  if (!ts || *ts < 0) return where("\"timestamp\" (milliseconds since the first request) is missing or negative");
+  if (!in || *in < 1) return where("\"input_length\" is missing or below 1");
+  if (*in > opts.max_input_tokens)
+    return where(
+        fmt::format("\"input_length\" {} is above the {} tokens a prompt may have here", *in, opts.max_input_tokens));
+  if (!out || *out < 1) return where("\"output_length\" is missing or below 1");
+  Entry e;
+  e.timestamp_ms = *ts;
+  e.input = *in;
+  e.output = *out;
+  const std::int64_t needed = (e.input + opts.block_tokens - 1) / opts.block_tokens;
+  if (const auto* ids = json_array(o, "hash_ids")) {
+    for (const auto& v : *ids) {
+      if (!v.is_int64() || v.as_int64() < 0) return where("\"hash_ids\" holds something other than a whole number");
+      e.hash_ids.push_back(v.as_int64());
+    }
+    if (static_cast<std::int64_t>(e.hash_ids.size()) != needed) {
+      return where(
+          fmt::format("{} hash ids for {} input tokens, where blocks of {} tokens need {} (another block size? "
+                      "--trace-block-tokens)",
+                      e.hash_ids.size(), e.input, opts.block_tokens, needed));
+    }
+  }
+  return e;
+}
+
+// The first `words` words of a block's text.
+std::string_view first_words(std::string_view block, std::int64_t words) {
+  std::size_t cut = 0;
+  for (std::int64_t w = 0; w < words; ++w) cut = block.find(' ', cut) + (w + 1 < words ? 1 : 0);
+  return block.substr(0, cut);
+}
+
+}  // namespace
+
 Result<Trace> parse_mooncake_trace(std::string_view text, const TraceOptions& opts) {
   if (opts.block_tokens < 1) return make_error(errc::kWorkloadField, "the trace's block size must be at least 1 token");
-  struct Entry {
-    double timestamp_ms;
-    std::int64_t input, output;
-    std::vector<std::int64_t> hash_ids;
-  };
   std::vector<Entry> entries;
   std::size_t line_no = 0, pos = 0;
   while (pos < text.size()) {
@@ -66,39 +115,9 @@ Result<Trace> parse_mooncake_trace(std::string_view text, const TraceOptions& op
     const std::string_view line = text.substr(pos, nl - pos);
     pos = nl + 1;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    const auto where = [&](std::string_view what) {
-      return make_error(errc::kWorkloadField, fmt::format("trace line {}: {}", line_no, what));
-    };
-    auto doc = parse_exact_json(line);
-    if (!doc || !doc->is_object()) return where("not a JSON object");
-    const auto& o = doc->as_object();
-    Entry e{};
-    const auto ts = json_double(o, "timestamp");
-    const auto in = json_int(o, "input_length");
-    const auto out = json_int(o, "output_length");
-    if (!ts || *ts < 0) return where("\"timestamp\" (milliseconds since the first request) is missing or negative");
-    if (!in || *in < 1) return where("\"input_length\" is missing or below 1");
-    if (*in > opts.max_input_tokens)
-      return where(
-          fmt::format("\"input_length\" {} is above the {} tokens a prompt may have here", *in, opts.max_input_tokens));
-    if (!out || *out < 1) return where("\"output_length\" is missing or below 1");
-    e.timestamp_ms = *ts;
-    e.input = *in;
-    e.output = *out;
-    const std::int64_t needed = (e.input + opts.block_tokens - 1) / opts.block_tokens;
-    if (const auto* ids = json_array(o, "hash_ids")) {
-      for (const auto& v : *ids) {
-        if (!v.is_int64() || v.as_int64() < 0) return where("\"hash_ids\" holds something other than a whole number");
-        e.hash_ids.push_back(v.as_int64());
-      }
-      if (static_cast<std::int64_t>(e.hash_ids.size()) != needed) {
-        return where(
-            fmt::format("{} hash ids for {} input tokens, where blocks of {} tokens need {} (another block "
-                        "size? --trace-block-tokens)",
-                        e.hash_ids.size(), e.input, opts.block_tokens, needed));
-      }
-    }
-    entries.push_back(std::move(e));
+    auto entry = read_entry(line, line_no, opts);
+    if (!entry) return entry.error();
+    entries.push_back(std::move(*entry));
   }
   if (entries.empty()) return make_error(errc::kWorkloadEmpty, "the trace holds no request");
   // Requests without hash ids get blocks of their own, numbered above every id the trace uses.
@@ -124,16 +143,11 @@ Result<Trace> parse_mooncake_trace(std::string_view text, const TraceOptions& op
       if (it == blocks.end()) it = blocks.emplace(id, block_text(id, opts.block_tokens, opts.seed)).first;
       ++trace.block_uses;
       if (!seen.insert(id).second) ++trace.shared_blocks;
+      // A partial last block is its block's first words.
       const std::int64_t words =
           std::min(opts.block_tokens, e.input - static_cast<std::int64_t>(b) * opts.block_tokens);
-      std::string_view block = it->second;
-      if (words < opts.block_tokens) {  // a partial last block: its first words
-        std::size_t cut = 0;
-        for (std::int64_t w = 0; w < words; ++w) cut = block.find(' ', cut) + (w + 1 < words ? 1 : 0);
-        block = block.substr(0, cut);
-      }
       if (!prompt.empty()) prompt.push_back(' ');
-      prompt += block;
+      prompt += words < opts.block_tokens ? first_words(it->second, words) : std::string_view(it->second);
     }
     ServingRequest r;
     r.id = fmt::format("trace-{:06}", i + 1);
