@@ -238,11 +238,14 @@ test('OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental: the renamed metr
       });
       for await (const c of s) void c;
     }
-    page = await (await fetch(`${st.adminURL}/metrics`)).text();
+    // The proxy counts a request when it finishes its line, which can be just after the client
+    // read the last byte: the page once all four are counted (CI once read it with three).
+    page = await metricsUntil(st.adminURL, /^modelperfobs_requests_total\{[^}]*outcome="ok"[^}]*\} 4(\.0)?$/m);
   } finally {
     await st.stop();
     await otlp.close();
   }
+  assert.match(page, /^modelperfobs_requests_total\{[^}]*outcome="ok"[^}]*\} 4(\.0)?$/m);
   const lines = readJsonl(st.ledger);
   assert.equal(lines.length, 4);
   const input = lines.reduce((n, l) => n + l.prompt_tokens, 0);
