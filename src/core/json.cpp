@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <boost/json/parse.hpp>
 #include <cmath>
 
@@ -42,17 +43,23 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
 
 }  // namespace
 
+// Bytes that go into a JSON string as they are: printable ASCII but the quote and the backslash.
+constexpr std::array<bool, 256> kPlainByte = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0x20; c < 0x80; ++c) t[static_cast<std::size_t>(c)] = true;
+  t['"'] = false;
+  t['\\'] = false;
+  return t;
+}();
+
 void append_json_string(std::string& out, std::string_view s) {
   out.push_back('"');
   for (std::size_t i = 0; i < s.size();) {
     // A run of printable ASCII that needs no escape goes in at once (most of every ledger line:
-    // per-character appends were half the load generator's CPU per request).
+    // per-character appends were half the load generator's CPU per request), found by one table
+    // lookup per byte.
     std::size_t plain = i;
-    while (plain < s.size()) {
-      const auto uc = static_cast<unsigned char>(s[plain]);
-      if (uc < 0x20 || uc >= 0x80 || uc == '"' || uc == '\\') break;
-      ++plain;
-    }
+    while (plain < s.size() && kPlainByte[static_cast<unsigned char>(s[plain])]) ++plain;
     if (plain > i) {
       out.append(s.data() + i, plain - i);
       i = plain;
