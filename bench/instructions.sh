@@ -19,7 +19,8 @@ wait_line() {  # FILE PATTERN: the first line of FILE that matches, within 20 s
   return 1
 }
 port_of() { grep -o '127\.0\.0\.1:[0-9]*' | head -1 | cut -d: -f2; }
-point=(--model sim-model --concurrencies 20 --requests 200 --warmup 0 --input-tokens 32 --output-tokens 50 --ignore-eos --quiet)
+point=(--model sim-model --concurrencies 20 --requests 200 --warmup 0 --input-tokens 32 --approximate-input-tokens
+  --output-tokens 50 --ignore-eos --quiet)
 
 "$sim" simulate --listen 127.0.0.1:0 >"$dir/sim.out" 2>/dev/null &
 sim_port=$(wait_line "$dir/sim.out" listening | port_of)
