@@ -128,18 +128,13 @@ std::optional<double> kv_max_during(const RowList& rows, std::uint16_t from, std
 }
 
 std::optional<FailureCliff> find_failure_cliff(const std::vector<TurnStats>& turns) {
-  bool succeeded_before = false;
-  for (std::size_t i = 0; i < turns.size(); ++i) {
-    const bool all_fail_from_here = std::all_of(turns.begin() + static_cast<std::ptrdiff_t>(i), turns.end(),
-                                                [](const TurnStats& t) { return t.errors == t.requests; });
-    if (all_fail_from_here && succeeded_before) {
-      FailureCliff f{turns[i].turn, 0};
-      for (std::size_t j = i; j < turns.size(); ++j) f.failed += turns[j].errors;
-      return f;
-    }
-    succeeded_before = succeeded_before || turns[i].errors < turns[i].requests;
-  }
-  return std::nullopt;
+  // The longest run of turns at the end whose every request failed; the turn before it had some
+  // succeed (else the run would be longer). One pass from the end: a ledger may hold many turns.
+  std::size_t from = turns.size();
+  std::size_t failed = 0;
+  while (from > 0 && turns[from - 1].errors == turns[from - 1].requests) failed += turns[--from].errors;
+  if (from == 0 || from == turns.size()) return std::nullopt;
+  return FailureCliff{turns[from].turn, failed};
 }
 
 }  // namespace
