@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <type_traits>
+#include <variant>
 
 #include "core/go_json.hpp"
 #include "core/time.hpp"
@@ -26,33 +28,55 @@ boost::json::object identity_json(const BackendIdentity& b) {
   return boost::json::object{{"name", b.name}, {"instance", b.instance}, {"revision", b.revision}};
 }
 
-boost::json::object snapshot_json(const MetricSnapshot& m) {
+// The flat records of a receipt (metric snapshots, probes) as lists of members: each list writes its
+// record in its order and reads it strictly. An int64 member is a time (written as Go writes one).
+template <class T>
+using Member =
+    std::variant<std::int64_t T::*, std::uint64_t T::*, std::optional<std::uint64_t> T::*, std::string T::*, bool T::*>;
+template <class T>
+struct Field {
+  std::string_view key;
+  Member<T> member;
+};
+
+// clang-format off
+using Snap = MetricSnapshot;
+constexpr Field<Snap> kSnapshotFields[] = {
+    {"captured_at", &Snap::captured_at_us}, {"sample_sequence", &Snap::sample_sequence}, {"source", &Snap::source},
+    {"counter_epoch", &Snap::counter_epoch}, {"requests", &Snap::requests}, {"reuse_hits", &Snap::reuse_hits},
+    {"reused_tokens", &Snap::reused_tokens}, {"entries", &Snap::entries}, {"invalidations", &Snap::invalidations},
+    {"expirations", &Snap::expirations}, {"evictions", &Snap::evictions}};
+using Probe = ProbeObservation;
+constexpr Field<Probe> kProbeFields[] = {
+    {"started_at", &Probe::started_at_us}, {"completed_at", &Probe::completed_at_us},
+    {"token_prefix_digest", &Probe::token_prefix_digest}, {"prompt_tokens", &Probe::prompt_tokens},
+    {"reused", &Probe::reused}, {"reused_tokens", &Probe::reused_tokens},
+    {"concurrent_requests", &Probe::concurrent_requests}};
+// clang-format on
+
+template <class T, std::size_t N>
+boost::json::object record_json(const T& record, const Field<T> (&fields)[N]) {
   boost::json::object o;
-  o["captured_at"] = go_time(m.captured_at_us);
-  o["sample_sequence"] = m.sample_sequence;
-  o["source"] = m.source;
-  o["counter_epoch"] = m.counter_epoch;
-  o["requests"] = opt_u64(m.requests);
-  o["reuse_hits"] = opt_u64(m.reuse_hits);
-  o["reused_tokens"] = opt_u64(m.reused_tokens);
-  o["entries"] = opt_u64(m.entries);
-  o["invalidations"] = opt_u64(m.invalidations);
-  o["expirations"] = opt_u64(m.expirations);
-  o["evictions"] = opt_u64(m.evictions);
+  for (const auto& f : fields) {
+    std::visit(
+        [&](auto member) {
+          const auto& v = record.*member;
+          using V = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<V, std::int64_t>) {
+            o[f.key] = go_time(v);
+          } else if constexpr (std::is_same_v<V, std::optional<std::uint64_t>>) {
+            o[f.key] = opt_u64(v);
+          } else {
+            o[f.key] = v;
+          }
+        },
+        f.member);
+  }
   return o;
 }
 
-boost::json::object probe_json(const ProbeObservation& p) {
-  boost::json::object o;
-  o["started_at"] = go_time(p.started_at_us);
-  o["completed_at"] = go_time(p.completed_at_us);
-  o["token_prefix_digest"] = p.token_prefix_digest;
-  o["prompt_tokens"] = p.prompt_tokens;
-  o["reused"] = p.reused;
-  o["reused_tokens"] = p.reused_tokens;
-  o["concurrent_requests"] = p.concurrent_requests;
-  return o;
-}
+boost::json::object snapshot_json(const MetricSnapshot& m) { return record_json(m, kSnapshotFields); }
+boost::json::object probe_json(const ProbeObservation& p) { return record_json(p, kProbeFields); }
 
 // `fak`: in fak's shape (docs/FAK.md 4.3), without our fields.
 boost::json::object receipt_json(const TransitionReceipt& r, bool fak) {
@@ -176,40 +200,40 @@ BackendIdentity read_identity(element e, const std::string& where, std::string& 
   return {r.str("name"), r.str("instance"), r.str("revision")};
 }
 
-MetricSnapshot read_snapshot(element e, const std::string& where, std::string& err) {
-  Reader r(e, where,
-           {"captured_at", "sample_sequence", "source", "counter_epoch", "requests", "reuse_hits", "reused_tokens",
-            "entries", "invalidations", "expirations", "evictions"},
-           err);
-  MetricSnapshot m;
-  m.captured_at_us = r.time("captured_at");
-  m.sample_sequence = r.u64("sample_sequence");
-  m.source = r.str("source");
-  m.counter_epoch = r.str("counter_epoch");
-  m.requests = r.opt_u64("requests");
-  m.reuse_hits = r.opt_u64("reuse_hits");
-  m.reused_tokens = r.opt_u64("reused_tokens");
-  m.entries = r.opt_u64("entries");
-  m.invalidations = r.opt_u64("invalidations");
-  m.expirations = r.opt_u64("expirations");
-  m.evictions = r.opt_u64("evictions");
-  return m;
+// A record read strictly by its member list: every member required, no other member allowed.
+template <class T, std::size_t N>
+T read_record(element e, const std::string& where, const Field<T> (&fields)[N], std::string& err) {
+  std::vector<std::string_view> keys;
+  for (const auto& f : fields) keys.push_back(f.key);
+  Reader r(e, where, keys, err);
+  T record;
+  for (const auto& f : fields) {
+    std::visit(
+        [&](auto member) {
+          auto& v = record.*member;
+          using V = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<V, std::int64_t>) {
+            v = r.time(f.key);
+          } else if constexpr (std::is_same_v<V, std::optional<std::uint64_t>>) {
+            v = r.opt_u64(f.key);
+          } else if constexpr (std::is_same_v<V, std::uint64_t>) {
+            v = r.u64(f.key);
+          } else if constexpr (std::is_same_v<V, bool>) {
+            v = r.boolean(f.key);
+          } else {
+            v = r.str(f.key);
+          }
+        },
+        f.member);
+  }
+  return record;
 }
 
+MetricSnapshot read_snapshot(element e, const std::string& where, std::string& err) {
+  return read_record(e, where, kSnapshotFields, err);
+}
 ProbeObservation read_probe(element e, const std::string& where, std::string& err) {
-  Reader r(e, where,
-           {"started_at", "completed_at", "token_prefix_digest", "prompt_tokens", "reused", "reused_tokens",
-            "concurrent_requests"},
-           err);
-  ProbeObservation p;
-  p.started_at_us = r.time("started_at");
-  p.completed_at_us = r.time("completed_at");
-  p.token_prefix_digest = r.str("token_prefix_digest");
-  p.prompt_tokens = r.u64("prompt_tokens");
-  p.reused = r.boolean("reused");
-  p.reused_tokens = r.u64("reused_tokens");
-  p.concurrent_requests = r.u64("concurrent_requests");
-  return p;
+  return read_record(e, where, kProbeFields, err);
 }
 
 // `fak`: a receipt fak wrote (docs/FAK.md 4.3), without our pinned-prefix and precondition fields.

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/json.hpp"
 #include "core/time.hpp"
 
 namespace mpo {
@@ -23,29 +24,6 @@ constexpr char kHex[] = "0123456789abcdef";
 void append_u_escape(std::string& out, unsigned code) {
   out += "\\u";
   for (int shift = 12; shift >= 0; shift -= 4) out.push_back(kHex[(code >> shift) & 0xF]);
-}
-
-// Length of the valid UTF-8 sequence at s[i], or 0 when it is invalid.
-std::size_t utf8_length(std::string_view s, std::size_t i) {
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  auto cont = [&](std::size_t k) { return i + k < s.size() && (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80; };
-  if (b0 < 0x80) return 1;
-  if (b0 >= 0xC2 && b0 <= 0xDF) return cont(1) ? 2 : 0;
-  if (b0 >= 0xE0 && b0 <= 0xEF) {
-    if (!cont(1) || !cont(2)) return 0;
-    const auto b1 = static_cast<unsigned char>(s[i + 1]);
-    if (b0 == 0xE0 && b1 < 0xA0) return 0;   // overlong
-    if (b0 == 0xED && b1 >= 0xA0) return 0;  // surrogate
-    return 3;
-  }
-  if (b0 >= 0xF0 && b0 <= 0xF4) {
-    if (!cont(1) || !cont(2) || !cont(3)) return 0;
-    const auto b1 = static_cast<unsigned char>(s[i + 1]);
-    if (b0 == 0xF0 && b1 < 0x90) return 0;
-    if (b0 == 0xF4 && b1 >= 0x90) return 0;
-    return 4;
-  }
-  return 0;
 }
 
 void write_value(std::string& out, const boost::json::value& v, int indent, bool pretty) {
@@ -177,7 +155,7 @@ void append_go_string(std::string& out, std::string_view s) {
       ++i;
       continue;
     }
-    const std::size_t n = utf8_length(s, i);
+    const std::size_t n = utf8_sequence_length(s, i);
     if (n == 0) {
       out += "\\ufffd";
       ++i;

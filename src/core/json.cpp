@@ -8,40 +8,28 @@
 #include <cmath>
 
 namespace mpo {
-namespace {
 
-// Length of the valid UTF-8 sequence starting at s[i], or 0 if invalid.
 std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  std::size_t n = 0;
-  std::uint32_t cp = 0;
-  if (c < 0x80) return 1;
-  if ((c & 0xe0) == 0xc0) {
-    n = 2;
-    cp = c & 0x1f;
-  } else if ((c & 0xf0) == 0xe0) {
-    n = 3;
-    cp = c & 0x0f;
-  } else if ((c & 0xf8) == 0xf0) {
-    n = 4;
-    cp = c & 0x07;
-  } else {
-    return 0;
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  auto cont = [&](std::size_t k) { return i + k < s.size() && (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80; };
+  if (b0 < 0x80) return 1;
+  if (b0 >= 0xC2 && b0 <= 0xDF) return cont(1) ? 2 : 0;
+  if (b0 >= 0xE0 && b0 <= 0xEF) {
+    if (!cont(1) || !cont(2)) return 0;
+    const auto b1 = static_cast<unsigned char>(s[i + 1]);
+    if (b0 == 0xE0 && b1 < 0xA0) return 0;   // overlong
+    if (b0 == 0xED && b1 >= 0xA0) return 0;  // surrogate
+    return 3;
   }
-  if (i + n > s.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k) {
-    const auto cc = static_cast<unsigned char>(s[i + k]);
-    if ((cc & 0xc0) != 0x80) return 0;
-    cp = (cp << 6) | (cc & 0x3f);
+  if (b0 >= 0xF0 && b0 <= 0xF4) {
+    if (!cont(1) || !cont(2) || !cont(3)) return 0;
+    const auto b1 = static_cast<unsigned char>(s[i + 1]);
+    if (b0 == 0xF0 && b1 < 0x90) return 0;
+    if (b0 == 0xF4 && b1 >= 0x90) return 0;
+    return 4;
   }
-  if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
-      (cp >= 0xd800 && cp <= 0xdfff)) {
-    return 0;
-  }
-  return n;
+  return 0;
 }
-
-}  // namespace
 
 // Bytes that go into a JSON string as they are: printable ASCII but the quote and the backslash.
 constexpr std::array<bool, 256> kPlainByte = [] {

@@ -50,6 +50,15 @@ int add_stated(Fact& f, const EngineSignals& s, std::initializer_list<std::pair<
   return n;
 }
 
+void set_share(Fact& f, const EngineSignals& s, Signal part_sig, double part, Signal whole_sig, double whole,
+               std::string_view unit) {
+  f.status = FactStatus::kDerived;
+  f.values = {{f.id, part / whole, "fraction", false},
+              {std::string(signal_name(part_sig)), part, std::string(unit), false},
+              {std::string(signal_name(whole_sig)), whole, std::string(unit), false}};
+  f.sources = {source_of(s, part_sig), source_of(s, whole_sig)};
+}
+
 Fact counters(const EngineSignals& s, std::string id,
               std::initializer_list<std::pair<Signal, std::string_view>> signals, std::optional<double> seconds) {
   Fact f;
@@ -116,6 +125,7 @@ using detail::add_stated;
 using detail::counters;
 using detail::latency;
 using detail::num;
+using detail::set_share;
 using detail::source_of;
 using detail::unavailable;
 
@@ -260,11 +270,7 @@ Fact cached_fraction(const EngineSignals& s) {
   }
   if (!cached || !prompt) return unavailable(f.id, "no cached-prompt-token counter is published");
   if (*prompt <= 0) return unavailable(f.id, "no prompt tokens in the window");
-  f.status = FactStatus::kDerived;
-  f.values = {{"cached_prompt_fraction", *cached / *prompt, "fraction", false},
-              {"cached_prompt_tokens", *cached, "tokens", false},
-              {"prompt_tokens", *prompt, "tokens", false}};
-  f.sources = {source_of(s, S::kCachedPromptTokens), source_of(s, S::kPromptTokens)};
+  set_share(f, s, S::kCachedPromptTokens, *cached, S::kPromptTokens, *prompt, "tokens");
   f.statement = fmt::format("Cached share of prompt tokens: {:.1f}% ({} of {}).", 100 * *cached / *prompt, num(*cached),
                             num(*prompt));
   return f;
@@ -277,11 +283,7 @@ Fact hit_rate(const EngineSignals& s) {
   const auto hits = s.value(S::kPrefixCacheHits);
   if (queries && hits) {
     if (*queries <= 0) return unavailable(f.id, "no prefix-cache queries in the window");
-    f.status = FactStatus::kDerived;
-    f.values = {{"prefix_cache_hit_rate", *hits / *queries, "fraction", false},
-                {"prefix_cache_hits", *hits, "tokens", false},
-                {"prefix_cache_queries", *queries, "tokens", false}};
-    f.sources = {source_of(s, S::kPrefixCacheHits), source_of(s, S::kPrefixCacheQueries)};
+    set_share(f, s, S::kPrefixCacheHits, *hits, S::kPrefixCacheQueries, *queries, "tokens");
     f.statement = fmt::format("Prefix-cache hit rate: {:.1f}% of queried prompt tokens ({} of {}).",
                               100 * *hits / *queries, num(*hits), num(*queries));
     return prefix_caching_enabled(s) == false && *hits > 0 ? contradicted(f.id, s, S::kPrefixCacheHits, *hits, "rate")

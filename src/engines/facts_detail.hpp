@@ -17,6 +17,10 @@ std::string source_of(const EngineSignals& s, Signal sig);
 Fact unavailable(std::string id, std::string reason);
 // Adds each present scalar as a stated value; returns how many were present.
 int add_stated(Fact& f, const EngineSignals& s, std::initializer_list<std::pair<Signal, std::string_view>> signals);
+// part / whole as the fact's derived fraction (named by its id), both counts beside it (named by their
+// signals), their sources.
+void set_share(Fact& f, const EngineSignals& s, Signal part_sig, double part, Signal whole_sig, double whole,
+               std::string_view unit);
 // Counters as stated values, with per-second rates over a window.
 Fact counters(const EngineSignals& s, std::string id,
               std::initializer_list<std::pair<Signal, std::string_view>> signals, std::optional<double> seconds);

@@ -48,11 +48,7 @@ Fact rate_fact(const EngineSignals& s, std::string id, Signal hits_sig, Signal q
   if (*queries <= 0) return unavailable(std::move(id), fmt::format("no {} queries in the window", what));
   Fact f;
   f.id = std::move(id);
-  f.status = FactStatus::kDerived;
-  f.values = {{f.id, *hits / *queries, "fraction", false},
-              {std::string(signal_name(hits_sig)), *hits, std::string(unit), false},
-              {std::string(signal_name(queries_sig)), *queries, std::string(unit), false}};
-  f.sources = {source_of(s, hits_sig), source_of(s, queries_sig)};
+  set_share(f, s, hits_sig, *hits, queries_sig, *queries, unit);
   f.statement =
       fmt::format("{}: {:.1f}% hit ({} of {} {}).", what, 100 * *hits / *queries, num(*hits), num(*queries), unit);
   return f;

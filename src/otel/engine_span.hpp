@@ -17,16 +17,15 @@ namespace mpo::otel {
 
 inline constexpr const char* kEngineSpanName = "llm_request";
 
-// vLLM's attribute names (its SpanAttributes; the gen_ai.latency.* ones are its own).
+// vLLM's attribute names (its SpanAttributes; the gen_ai.latency.* ones are its own). A span may carry
+// the token counts under vLLM's (deprecated) names or the GenAI conventions' current ones.
 namespace vllm_attr {
 inline constexpr const char* kRequestId = "gen_ai.request.id";
 inline constexpr const char* kResponseModel = "gen_ai.response.model";
 inline constexpr const char* kPromptTokens = "gen_ai.usage.prompt_tokens";
 inline constexpr const char* kCompletionTokens = "gen_ai.usage.completion_tokens";
-// The GenAI conventions' current spellings of the same counts (vLLM's are the deprecated ones);
-// a span may carry either.
-inline constexpr const char* kInputTokens = "gen_ai.usage.input_tokens";
-inline constexpr const char* kOutputTokens = "gen_ai.usage.output_tokens";
+inline constexpr const char* kInputTokens = "gen_ai.usage.input_tokens";    // the two above as the GenAI
+inline constexpr const char* kOutputTokens = "gen_ai.usage.output_tokens";  // conventions spell them now
 inline constexpr const char* kTimeInQueue = "gen_ai.latency.time_in_queue";
 inline constexpr const char* kTimeToFirstToken = "gen_ai.latency.time_to_first_token";
 inline constexpr const char* kE2e = "gen_ai.latency.e2e";

@@ -15,13 +15,14 @@ namespace {
 
 namespace json = boost::json;
 
-// A table of typed setters per section: the profile format is data, not branches.
-using Setter = std::function<Status(const json::value&)>;
-using Section = std::map<std::string, Setter, std::less<>>;
+// One table of typed setters keyed by each member's path in the profile ("engine.max_num_seqs"):
+// the profile format is data, not branches. A setter is given its path for its errors.
+using Setter = std::function<Status(const json::value&, std::string_view path)>;
+using Setters = std::map<std::string, Setter, std::less<>>;
 
 template <typename T>
-Setter number_setter(T& field, std::string key, double lo, double hi) {
-  return [&field, key = std::move(key), lo, hi](const json::value& v) -> Status {
+Setter number_setter(T& field, double lo, double hi) {
+  return [&field, lo, hi](const json::value& v, std::string_view key) -> Status {
     double d = 0;
     if (v.is_int64())
       d = static_cast<double>(v.get_int64());
@@ -44,23 +45,45 @@ Setter number_setter(T& field, std::string key, double lo, double hi) {
   };
 }
 
-Setter bool_setter(bool& field, std::string key) {
-  return [&field, key = std::move(key)](const json::value& v) -> Status {
+Setter bool_setter(bool& field) {
+  return [&field](const json::value& v, std::string_view key) -> Status {
     if (!v.is_bool()) return make_error(errc::kProfileType, fmt::format("'{}' must be true or false", key));
     field = v.get_bool();
     return Ok{};
   };
 }
 
-Status apply(const json::value& v, const Section& section, std::string_view where) {
+Setter name_setter(std::string& field) {
+  return [&field](const json::value& v, std::string_view key) -> Status {
+    if (!v.is_string() || v.get_string().empty()) {
+      return make_error(errc::kProfileType, fmt::format("'{}' must be a non-empty string", key));
+    }
+    field = std::string(v.get_string());
+    return Ok{};
+  };
+}
+
+// The objects that hold members: a path some member's path continues with a dot.
+bool is_section(const Setters& setters, std::string_view path) {
+  const std::string prefix = std::string(path) + ".";
+  const auto it = setters.lower_bound(prefix);
+  return it != setters.end() && it->first.starts_with(prefix);
+}
+
+// Applies the object `v` found at `where` ("" for the profile itself), member by member.
+Status apply(const json::value& v, const Setters& setters, std::string_view where) {
   if (!v.is_object()) return make_error(errc::kProfileType, fmt::format("'{}' must be an object", where));
   for (const auto& [k, val] : v.get_object()) {
-    auto it = section.find(std::string_view(k.data(), k.size()));
-    if (it == section.end()) {
+    const std::string_view key(k.data(), k.size());
+    const std::string path = where.empty() ? std::string(key) : fmt::format("{}.{}", where, key);
+    if (const auto it = setters.find(path); it != setters.end()) {
+      if (auto st = it->second(val, path); !st) return st;
+    } else if (is_section(setters, path)) {
+      if (auto st = apply(val, setters, path); !st) return st;
+    } else {
       return make_error(errc::kProfileUnknownKey, fmt::format("unknown key '{}.{}' in profile (see docs/SIMULATOR.md)",
-                                                              where, std::string_view(k.data(), k.size())));
+                                                              where.empty() ? "profile" : where, key));
     }
-    if (auto st = it->second(val); !st) return st;
   }
   return Ok{};
 }
@@ -77,66 +100,39 @@ Result<Profile> parse_profile(std::string_view json_text) {
   auto& s = p.saturation;
   auto& r = p.ramp;
   auto& f = p.faults;
-  const Section engine{
-      {"max_num_seqs", number_setter(e.max_num_seqs, "engine.max_num_seqs", 1, 1e6)},
-      {"max_num_batched_tokens", number_setter(e.max_num_batched_tokens, "engine.max_num_batched_tokens", 1, 1e7)},
-      {"num_gpu_blocks", number_setter(e.num_gpu_blocks, "engine.num_gpu_blocks", 1, 1e8)},
-      {"block_size", number_setter(e.block_size, "engine.block_size", 1, 1024)},
-      {"max_model_len", number_setter(e.max_model_len, "engine.max_model_len", 2, 1e7)},
-      {"enable_prefix_caching", bool_setter(e.enable_prefix_caching, "engine.enable_prefix_caching")},
-      {"step_base_s", number_setter(e.step_base_s, "engine.step_base_s", 0, 60)},
-      {"step_per_prefill_token_s", number_setter(e.step_per_prefill_token_s, "engine.step_per_prefill_token_s", 0, 1)},
-      {"step_per_decode_seq_s", number_setter(e.step_per_decode_seq_s, "engine.step_per_decode_seq_s", 0, 1)},
-      {"num_speculative_tokens", number_setter(e.num_speculative_tokens, "engine.num_speculative_tokens", 0, 64)},
-      {"spec_acceptance", number_setter(e.spec_acceptance, "engine.spec_acceptance", 0, 1)},
+  const Setters setters{
+      {"model", name_setter(p.model)},
+      {"engine.max_num_seqs", number_setter(e.max_num_seqs, 1, 1e6)},
+      {"engine.max_num_batched_tokens", number_setter(e.max_num_batched_tokens, 1, 1e7)},
+      {"engine.num_gpu_blocks", number_setter(e.num_gpu_blocks, 1, 1e8)},
+      {"engine.block_size", number_setter(e.block_size, 1, 1024)},
+      {"engine.max_model_len", number_setter(e.max_model_len, 2, 1e7)},
+      {"engine.enable_prefix_caching", bool_setter(e.enable_prefix_caching)},
+      {"engine.step_base_s", number_setter(e.step_base_s, 0, 60)},
+      {"engine.step_per_prefill_token_s", number_setter(e.step_per_prefill_token_s, 0, 1)},
+      {"engine.step_per_decode_seq_s", number_setter(e.step_per_decode_seq_s, 0, 1)},
+      {"engine.num_speculative_tokens", number_setter(e.num_speculative_tokens, 0, 64)},
+      {"engine.spec_acceptance", number_setter(e.spec_acceptance, 0, 1)},
+      {"output.natural_min_tokens", number_setter(o.natural_min_tokens, 1, 1e7)},
+      {"output.natural_max_tokens", number_setter(o.natural_max_tokens, 1, 1e7)},
+      {"output.reasoning", bool_setter(o.reasoning)},
+      {"output.reasoning_share", number_setter(o.reasoning_share, 0, 1)},
+      {"output.tokens_per_chunk", number_setter(o.tokens_per_chunk, 1, 4096)},
+      {"scenarios.saturation.max_num_seqs", number_setter(s.max_num_seqs, 1, 1e6)},
+      {"scenarios.saturation.reserved_kv_share", number_setter(s.reserved_kv_share, 0, 0.99)},
+      {"scenarios.saturation.background_requests", number_setter(s.background_requests, 0, 1e5)},
+      {"scenarios.saturation.background_prompt_tokens", number_setter(s.background_prompt_tokens, 1, 1e6)},
+      {"scenarios.saturation.background_output_tokens", number_setter(s.background_output_tokens, 1, 1e6)},
+      {"scenarios.ramp.duration_s", number_setter(r.duration_s, 0.001, 1e6)},
+      {"scenarios.ramp.background_requests", number_setter(r.background_requests, 0, 1e5)},
+      {"scenarios.ramp.background_prompt_tokens", number_setter(r.background_prompt_tokens, 1, 1e6)},
+      {"scenarios.ramp.background_output_tokens", number_setter(r.background_output_tokens, 1, 1e6)},
+      {"scenarios.faults.error_share", number_setter(f.error_share, 0, 1)},
+      {"scenarios.faults.truncate_share", number_setter(f.truncate_share, 0, 1)},
+      {"scenarios.faults.stall_share", number_setter(f.stall_share, 0, 1)},
+      {"scenarios.faults.stall_s", number_setter(f.stall_s, 0, 3600)},
   };
-  const Section output{
-      {"natural_min_tokens", number_setter(o.natural_min_tokens, "output.natural_min_tokens", 1, 1e7)},
-      {"natural_max_tokens", number_setter(o.natural_max_tokens, "output.natural_max_tokens", 1, 1e7)},
-      {"reasoning", bool_setter(o.reasoning, "output.reasoning")},
-      {"reasoning_share", number_setter(o.reasoning_share, "output.reasoning_share", 0, 1)},
-      {"tokens_per_chunk", number_setter(o.tokens_per_chunk, "output.tokens_per_chunk", 1, 4096)},
-  };
-  const Section saturation{
-      {"max_num_seqs", number_setter(s.max_num_seqs, "saturation.max_num_seqs", 1, 1e6)},
-      {"reserved_kv_share", number_setter(s.reserved_kv_share, "saturation.reserved_kv_share", 0, 0.99)},
-      {"background_requests", number_setter(s.background_requests, "saturation.background_requests", 0, 1e5)},
-      {"background_prompt_tokens",
-       number_setter(s.background_prompt_tokens, "saturation.background_prompt_tokens", 1, 1e6)},
-      {"background_output_tokens",
-       number_setter(s.background_output_tokens, "saturation.background_output_tokens", 1, 1e6)},
-  };
-  const Section ramp{
-      {"duration_s", number_setter(r.duration_s, "ramp.duration_s", 0.001, 1e6)},
-      {"background_requests", number_setter(r.background_requests, "ramp.background_requests", 0, 1e5)},
-      {"background_prompt_tokens", number_setter(r.background_prompt_tokens, "ramp.background_prompt_tokens", 1, 1e6)},
-      {"background_output_tokens", number_setter(r.background_output_tokens, "ramp.background_output_tokens", 1, 1e6)},
-  };
-  const Section faults{
-      {"error_share", number_setter(f.error_share, "faults.error_share", 0, 1)},
-      {"truncate_share", number_setter(f.truncate_share, "faults.truncate_share", 0, 1)},
-      {"stall_share", number_setter(f.stall_share, "faults.stall_share", 0, 1)},
-      {"stall_s", number_setter(f.stall_s, "faults.stall_s", 0, 3600)},
-  };
-  const Section scenarios{
-      {"saturation", [&](const json::value& v) { return apply(v, saturation, "scenarios.saturation"); }},
-      {"ramp", [&](const json::value& v) { return apply(v, ramp, "scenarios.ramp"); }},
-      {"faults", [&](const json::value& v) { return apply(v, faults, "scenarios.faults"); }},
-  };
-  const Section top{
-      {"model",
-       [&](const json::value& v) -> Status {
-         if (!v.is_string() || v.get_string().empty()) {
-           return make_error(errc::kProfileType, "'model' must be a non-empty string");
-         }
-         p.model = std::string(v.get_string());
-         return Ok{};
-       }},
-      {"engine", [&](const json::value& v) { return apply(v, engine, "engine"); }},
-      {"output", [&](const json::value& v) { return apply(v, output, "output"); }},
-      {"scenarios", [&](const json::value& v) { return apply(v, scenarios, "scenarios"); }},
-  };
-  if (auto st = apply(*parsed, top, "profile"); !st) return st.error();
+  if (auto st = apply(*parsed, setters, ""); !st) return st.error();
   if (auto st = validate(p); !st) return st.error();
   return p;
 }

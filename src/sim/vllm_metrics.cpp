@@ -162,35 +162,32 @@ std::string render_vllm_metrics(const Engine& engine, const MetricsContext& ctx)
                        "position", per_pos, created);
   }
 
-  w.histogram("vllm:request_prompt_tokens", "Number of prefill tokens processed.", s.request_prompt_tokens, created);
-  w.histogram("vllm:request_generation_tokens", "Number of generation tokens processed.", s.request_generation_tokens,
-              created);
-  w.histogram("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", s.iteration_tokens,
-              created);
-  w.histogram("vllm:request_max_num_generation_tokens", "Histogram of maximum number of requested generation tokens.",
-              s.request_max_num_generation_tokens, created);
-  w.histogram("vllm:request_params_n", "Histogram of the n request parameter.", s.request_params_n, created);
-  w.histogram("vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.",
-              s.request_params_max_tokens, created);
-  w.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", s.time_to_first_token,
-              created);
-  w.histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", s.inter_token_latency,
-              created);
-  w.histogram("vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.",
-              s.request_time_per_output_token, created);
-  w.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", s.e2e_request_latency,
-              created);
-  w.histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.",
-              s.request_queue_time, created);
-  w.histogram("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.",
-              s.request_inference_time, created);
-  w.histogram("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.",
-              s.request_prefill_time, created);
-  w.histogram("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.",
-              s.request_decode_time, created);
-  w.histogram("vllm:request_prefill_kv_computed_tokens",
-              "Histogram of new KV tokens computed during prefill (excluding cached tokens).",
-              s.request_prefill_kv_computed_tokens, created);
+  // vLLM's histograms, in the order its /metrics lists them.
+  struct HistogramFamily {
+    const char* name;
+    const char* help;
+    Histogram EngineStats::*values;
+  };
+  // clang-format off
+  static constexpr HistogramFamily kHistograms[] = {
+      {"vllm:request_prompt_tokens", "Number of prefill tokens processed.", &EngineStats::request_prompt_tokens},
+      {"vllm:request_generation_tokens", "Number of generation tokens processed.", &EngineStats::request_generation_tokens},
+      {"vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", &EngineStats::iteration_tokens},
+      {"vllm:request_max_num_generation_tokens", "Histogram of maximum number of requested generation tokens.", &EngineStats::request_max_num_generation_tokens},
+      {"vllm:request_params_n", "Histogram of the n request parameter.", &EngineStats::request_params_n},
+      {"vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.", &EngineStats::request_params_max_tokens},
+      {"vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", &EngineStats::time_to_first_token},
+      {"vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", &EngineStats::inter_token_latency},
+      {"vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.", &EngineStats::request_time_per_output_token},
+      {"vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", &EngineStats::e2e_request_latency},
+      {"vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", &EngineStats::request_queue_time},
+      {"vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", &EngineStats::request_inference_time},
+      {"vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", &EngineStats::request_prefill_time},
+      {"vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", &EngineStats::request_decode_time},
+      {"vllm:request_prefill_kv_computed_tokens", "Histogram of new KV tokens computed during prefill (excluding cached tokens).", &EngineStats::request_prefill_kv_computed_tokens},
+  };
+  // clang-format on
+  for (const auto& h : kHistograms) w.histogram(h.name, h.help, s.*h.values, created);
 
   w.family("vllm:cache_config_info", MetricType::kGauge, "Information of the LLMEngine CacheConfig");
   const int tokens = cfg.num_gpu_blocks * cfg.block_size;
