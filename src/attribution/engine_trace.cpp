@@ -225,6 +225,24 @@ std::string render_trace_join_html(const TraceJoin& j) {
   return out;
 }
 
+namespace {
+
+// A joined request's times (milliseconds, absent when unknown) and the join's counts, in the order
+// docs/FORMATS.md lists them.
+using R = TracedRequest;
+constexpr std::pair<const char*, std::optional<double> R::*> kRequestTimes[] = {
+    {"client_ttft_ms", &R::client_ttft_ms},     {"client_e2e_ms", &R::client_e2e_ms},
+    {"server_queue_ms", &R::server_queue_ms},   {"server_prefill_ms", &R::server_prefill_ms},
+    {"server_decode_ms", &R::server_decode_ms}, {"server_ttft_ms", &R::server_ttft_ms},
+    {"server_e2e_ms", &R::server_e2e_ms},       {"outside_ttft_ms", &R::outside_ttft_ms},
+    {"outside_e2e_ms", &R::outside_e2e_ms}};
+constexpr std::pair<const char*, std::uint64_t TraceJoin::*> kJoinCounts[] = {
+    {"ledger_lines", &TraceJoin::ledger_lines},       {"lines_with_trace", &TraceJoin::lines_with_trace},
+    {"lines_unmatched", &TraceJoin::lines_unmatched}, {"engine_spans", &TraceJoin::engine_spans},
+    {"spans_unmatched", &TraceJoin::spans_unmatched}, {"outside_negative", &TraceJoin::outside_negative}};
+
+}  // namespace
+
 std::string render_trace_join_result_json(const TraceJoin& j) {
   std::string requests = "[";
   for (std::size_t i = 0; i < j.requests.size(); ++i) {
@@ -239,16 +257,8 @@ std::string render_trace_join_result_json(const TraceJoin& j) {
         .field("started_at", format_rfc3339_us(r.started_at_us))
         .field("grade", "request-correlated")
         .field("correlation_source", "engine-trace")
-        .field("match", r.match)
-        .optional_field("client_ttft_ms", r.client_ttft_ms)
-        .optional_field("client_e2e_ms", r.client_e2e_ms)
-        .optional_field("server_queue_ms", r.server_queue_ms)
-        .optional_field("server_prefill_ms", r.server_prefill_ms)
-        .optional_field("server_decode_ms", r.server_decode_ms)
-        .optional_field("server_ttft_ms", r.server_ttft_ms)
-        .optional_field("server_e2e_ms", r.server_e2e_ms)
-        .optional_field("outside_ttft_ms", r.outside_ttft_ms)
-        .optional_field("outside_e2e_ms", r.outside_e2e_ms);
+        .field("match", r.match);
+    for (const auto& [name, ms] : kRequestTimes) w.optional_field(name, r.*ms);
     requests += std::move(w).finish();
   }
   requests += ']';
@@ -265,13 +275,8 @@ std::string render_trace_join_result_json(const TraceJoin& j) {
   }
   parts += '}';
   JsonObjectWriter result;
-  result.field("ledger_lines", j.ledger_lines)
-      .field("lines_with_trace", j.lines_with_trace)
-      .field("lines_unmatched", j.lines_unmatched)
-      .field("engine_spans", j.engine_spans)
-      .field("spans_unmatched", j.spans_unmatched)
-      .field("outside_negative", j.outside_negative)
-      .raw_field("parts", parts);
+  for (const auto& [name, count] : kJoinCounts) result.field(name, j.*count);
+  result.raw_field("parts", parts);
   if (j.ttft_p95) {
     JsonObjectWriter c;
     c.field("p95_ms", j.ttft_p95->p95_ms)

@@ -21,11 +21,6 @@ namespace {
 
 constexpr char kHex[] = "0123456789abcdef";
 
-void append_u_escape(std::string& out, unsigned code) {
-  out += "\\u";
-  for (int shift = 12; shift >= 0; shift -= 4) out.push_back(kHex[(code >> shift) & 0xF]);
-}
-
 void write_value(std::string& out, const boost::json::value& v, int indent, bool pretty) {
   auto newline = [&](int level) {
     if (!pretty) return;
@@ -129,48 +124,7 @@ boost::json::value convert(simdjson::dom::element e) {
 
 }  // namespace
 
-void append_go_string(std::string& out, std::string_view s) {
-  out.push_back('"');
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        case '<':
-        case '>':
-        case '&': append_u_escape(out, c); break;
-        default:
-          if (c < 0x20)
-            append_u_escape(out, c);
-          else
-            out.push_back(static_cast<char>(c));
-      }
-      ++i;
-      continue;
-    }
-    const std::size_t n = utf8_sequence_length(s, i);
-    if (n == 0) {
-      out += "\\ufffd";
-      ++i;
-      continue;
-    }
-    if (n == 3 && c == 0xE2 && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
-        (static_cast<unsigned char>(s[i + 2]) == 0xA8 || static_cast<unsigned char>(s[i + 2]) == 0xA9)) {
-      append_u_escape(out, static_cast<unsigned char>(s[i + 2]) == 0xA8 ? 0x2028 : 0x2029);
-    } else {
-      out.append(s.substr(i, n));
-    }
-    i += n;
-  }
-  out.push_back('"');
-}
+void append_go_string(std::string& out, std::string_view s) { append_json_string_html_safe(out, s); }
 
 void append_go_float(std::string& out, double v) {
   if (!std::isfinite(v)) {  // Go refuses these; a receipt never carries them

@@ -31,63 +31,69 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
   return 0;
 }
 
-// Bytes that go into a JSON string as they are: printable ASCII but the quote and the backslash.
-constexpr std::array<bool, 256> kPlainByte = [] {
+namespace {
+
+// Bytes that go into a JSON string as they are: printable ASCII but the quote and the backslash
+// (and, HTML-safe, but <, > and &).
+constexpr std::array<bool, 256> plain_bytes(bool html_safe) {
   std::array<bool, 256> t{};
   for (int c = 0x20; c < 0x80; ++c) t[static_cast<std::size_t>(c)] = true;
   t['"'] = false;
   t['\\'] = false;
+  if (html_safe) t['<'] = t['>'] = t['&'] = false;
   return t;
-}();
+}
+constexpr auto kPlainByte = plain_bytes(false);
+constexpr auto kHtmlSafePlainByte = plain_bytes(true);
 
-void append_json_string(std::string& out, std::string_view s) {
+const char* short_escape(char c) {
+  switch (c) {
+    case '"': return "\\\"";
+    case '\\': return "\\\\";
+    case '\n': return "\\n";
+    case '\r': return "\\r";
+    case '\t': return "\\t";
+    case '\b': return "\\b";
+    case '\f': return "\\f";
+    default: return nullptr;
+  }
+}
+
+void append_u_escape(std::string& out, unsigned code) {
+  constexpr char kHex[] = "0123456789abcdef";
+  out += "\\u";
+  for (int shift = 12; shift >= 0; shift -= 4) out.push_back(kHex[(code >> shift) & 0xF]);
+}
+
+// U+2028 and U+2029 (line and paragraph separators), which JavaScript once took for line ends.
+bool is_line_separator(std::string_view s, std::size_t i, std::size_t n) {
+  return n == 3 && static_cast<unsigned char>(s[i]) == 0xE2 && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
+         (static_cast<unsigned char>(s[i + 2]) == 0xA8 || static_cast<unsigned char>(s[i + 2]) == 0xA9);
+}
+
+template <bool kHtmlSafe>
+void append_escaped(std::string& out, std::string_view s) {
+  const auto& plain_byte = kHtmlSafe ? kHtmlSafePlainByte : kPlainByte;
   out.push_back('"');
   for (std::size_t i = 0; i < s.size();) {
     // A run of printable ASCII that needs no escape goes in at once (most of every ledger line:
     // per-character appends were half the load generator's CPU per request), found by one table
     // lookup per byte.
     std::size_t plain = i;
-    while (plain < s.size() && kPlainByte[static_cast<unsigned char>(s[plain])]) ++plain;
+    while (plain < s.size() && plain_byte[static_cast<unsigned char>(s[plain])]) ++plain;
     if (plain > i) {
       out.append(s.data() + i, plain - i);
       i = plain;
       if (i == s.size()) break;
     }
-    const char c = s[i];
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        ++i;
-        continue;
-      case '\\':
-        out += "\\\\";
-        ++i;
-        continue;
-      case '\n':
-        out += "\\n";
-        ++i;
-        continue;
-      case '\r':
-        out += "\\r";
-        ++i;
-        continue;
-      case '\t':
-        out += "\\t";
-        ++i;
-        continue;
-      case '\b':
-        out += "\\b";
-        ++i;
-        continue;
-      case '\f':
-        out += "\\f";
-        ++i;
-        continue;
-      default: break;
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (const char* e = short_escape(s[i])) {
+      out += e;
+      ++i;
+      continue;
     }
-    const auto uc = static_cast<unsigned char>(c);
-    if (uc < 0x20) {
-      out += fmt::format("\\u{:04x}", uc);
+    if (c < 0x80) {  // a control character, or (HTML-safe) <, > or &
+      append_u_escape(out, c);
       ++i;
       continue;
     }
@@ -97,11 +103,20 @@ void append_json_string(std::string& out, std::string_view s) {
       ++i;
       continue;
     }
-    out.append(s.substr(i, n));
+    if (kHtmlSafe && is_line_separator(s, i, n)) {
+      append_u_escape(out, static_cast<unsigned char>(s[i + 2]) == 0xA8 ? 0x2028 : 0x2029);
+    } else {
+      out.append(s.data() + i, n);
+    }
     i += n;
   }
   out.push_back('"');
 }
+
+}  // namespace
+
+void append_json_string(std::string& out, std::string_view s) { append_escaped<false>(out, s); }
+void append_json_string_html_safe(std::string& out, std::string_view s) { append_escaped<true>(out, s); }
 
 void append_json_number(std::string& out, double v) {
   if (!std::isfinite(v)) {

@@ -18,6 +18,9 @@ namespace mpo {
 // Appends `s` as a JSON string literal (quotes included). Invalid UTF-8 bytes are replaced by
 // U+FFFD so the output is always valid JSON.
 void append_json_string(std::string& out, std::string_view s);
+// The same, escaping also as Go's encoding/json does (<, > and & as \u003c..., U+2028 and U+2029 as
+// \u2028 and \u2029), for receipts byte-identical with fak's.
+void append_json_string_html_safe(std::string& out, std::string_view s);
 // The length of the valid UTF-8 sequence at s[i] (RFC 3629: no overlong form, no surrogate, nothing
 // past U+10FFFF), or 0 when none starts there.
 std::size_t utf8_sequence_length(std::string_view s, std::size_t i);

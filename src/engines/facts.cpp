@@ -128,6 +128,7 @@ using detail::num;
 using detail::set_share;
 using detail::source_of;
 using detail::unavailable;
+using detail::values;
 
 std::optional<double> label_number(const EngineSignals& s, std::string_view name) {
   const std::string* v = s.config(name);
@@ -256,8 +257,7 @@ Fact prefix_caching(const EngineSignals& s) {
 Fact cached_fraction(const EngineSignals& s) {
   Fact f;
   f.id = "cached_prompt_fraction";
-  const auto cached = s.value(S::kCachedPromptTokens);
-  const auto prompt = s.value(S::kPromptTokens);
+  const auto [cached, prompt] = values(s, S::kCachedPromptTokens, S::kPromptTokens);
   if (prefix_caching_enabled(s) == false && cached && *cached > 0) {
     return contradicted(f.id, s, S::kCachedPromptTokens, *cached, "share");
   }
@@ -279,8 +279,7 @@ Fact cached_fraction(const EngineSignals& s) {
 Fact hit_rate(const EngineSignals& s) {
   Fact f;
   f.id = "prefix_cache_hit_rate";
-  const auto queries = s.value(S::kPrefixCacheQueries);
-  const auto hits = s.value(S::kPrefixCacheHits);
+  const auto [queries, hits] = values(s, S::kPrefixCacheQueries, S::kPrefixCacheHits);
   if (queries && hits) {
     if (*queries <= 0) return unavailable(f.id, "no prefix-cache queries in the window");
     set_share(f, s, S::kPrefixCacheHits, *hits, S::kPrefixCacheQueries, *queries, "tokens");
@@ -339,10 +338,8 @@ Fact llamacpp_wall_rates(const EngineSignals& s) {
   Fact f;
   f.id = "llamacpp_wall_throughput";
   // llama.cpp's prompt seconds are spent on the tokens it computed (cache hits cost none).
-  const auto pt = s.value(S::kComputedPromptTokens);
-  const auto ps = s.value(S::kPromptSecondsWall);
-  const auto gt = s.value(S::kGenerationTokens);
-  const auto gs = s.value(S::kGenerationSecondsWall);
+  const auto [pt, ps, gt, gs] =
+      values(s, S::kComputedPromptTokens, S::kPromptSecondsWall, S::kGenerationTokens, S::kGenerationSecondsWall);
   if (!ps && !gs) return unavailable(f.id, "not a llama.cpp server");
   f.status = FactStatus::kDerived;
   std::string text;
@@ -423,9 +420,7 @@ void add_positions(Fact& f, const EngineSignals& s, double drafts) {
 Fact speculative_decoding(const EngineSignals& s) {
   Fact f;
   f.id = "speculative_decoding";
-  const auto drafts = s.value(S::kSpecDrafts);
-  const auto proposed = s.value(S::kSpecDraftTokens);
-  const auto accepted = s.value(S::kSpecAcceptedTokens);
+  const auto [drafts, proposed, accepted] = values(s, S::kSpecDrafts, S::kSpecDraftTokens, S::kSpecAcceptedTokens);
   if (drafts && proposed && accepted) {
     if (*drafts <= 0 || *proposed <= 0) {
       return unavailable(f.id, "no draft in the window (speculative decoding off, or no request decoded)");

@@ -6,11 +6,18 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "engines/facts.hpp"
 
 namespace mpo::engines::detail {
+
+// The values of several signals at once: `const auto [hits, queries] = values(s, S::kHits, S::kQueries);`.
+template <class... Signals>
+auto values(const EngineSignals& s, Signals... sigs) {
+  return std::tuple{s.value(sigs)...};
+}
 
 std::string num(double v);  // integers without decimals, else 4 significant digits
 std::string source_of(const EngineSignals& s, Signal sig);

@@ -79,8 +79,7 @@ Fact preemptions(const EngineSignals& s, std::optional<double> seconds) {
     f.sources.push_back(now->source);
     f.statement += fmt::format(" {} request(s) retracted in the scheduler's last step.", num(now->value));
   }
-  const auto prompt = s.value(S::kPreemptedPromptTokens);
-  const auto output = s.value(S::kPreemptedOutputTokens);
+  const auto [prompt, output] = values(s, S::kPreemptedPromptTokens, S::kPreemptedOutputTokens);
   if (prompt || output) {
     f.statement += fmt::format(
         " Work to redo: {} prompt and {} output token(s); it lengthens TTFT and e2e of the "
@@ -93,9 +92,7 @@ Fact preemptions(const EngineSignals& s, std::optional<double> seconds) {
 Fact kv_pressure(const EngineSignals& s) {
   Fact f;
   f.id = "kv_pressure";
-  const auto used = s.value(S::kKvUsedTokens);
-  const auto evictable = s.value(S::kKvEvictableTokens);
-  const auto free = s.value(S::kKvFreeTokens);
+  const auto [used, evictable, free] = values(s, S::kKvUsedTokens, S::kKvEvictableTokens, S::kKvFreeTokens);
   if (used && (evictable || free)) {
     const double pool = s.value(S::kKvPoolTokens).value_or(*used + evictable.value_or(0) + free.value_or(0));
     if (pool <= 0) return unavailable(f.id, "the KV pool size is 0");
@@ -122,8 +119,7 @@ Fact kv_pressure(const EngineSignals& s) {
         num(pool), 100 * held, 100 * cached, free ? num(*free) : std::string("n/a"), verdict);
     return f;
   }
-  const auto batch = s.value(S::kBatchTokens);
-  const auto budget = s.value(S::kKvPoolTokens);
+  const auto [batch, budget] = values(s, S::kBatchTokens, S::kKvPoolTokens);
   if (batch && budget && s.engine == Engine::kTgi) {
     if (*budget <= 0) return unavailable(f.id, "the batch token budget is 0");
     f.status = FactStatus::kDerived;

@@ -153,8 +153,20 @@ void RowTable::add(const ledger::LedgerRecordView& r) {
     ++warmup_lines_;
     return;
   }
-  Row row;
   const std::string_view group = intern(group_key(r, by_), last_group_);
+  Row row{.stream = r.stream,
+          .operation = operation_index(r.operation),
+          .started_at_us = r.started_at_us,
+          .ended_at_us = r.ended_at_us,
+          .ttft_ms = r.ttft_ms,
+          .tpot_ms = r.tpot_ms,
+          .itl_p95_ms = r.itl_p95_ms,
+          .e2e_ms = r.e2e_ms,
+          .ttfb_ms = r.ttfb_ms,
+          .proxy_lag_ms = r.proxy_lag_ms,
+          .prompt_tokens = r.prompt_tokens,
+          .completion_tokens = r.completion_tokens,
+          .cached_prompt_tokens = r.cached_prompt_tokens};
   // Most rows repeat the previous row's names: compare with those before asking the shared table.
   auto name_index = [](std::string_view name, std::string_view& last, std::uint8_t& last_index) {
     if (last_index == 0 || name != last) {
@@ -172,20 +184,7 @@ void RowTable::add(const ledger::LedgerRecordView& r) {
       last_phase_index_ = phase_index(name);
     row.phase = last_phase_index_;
   }
-  row.proxy_lag_ms = r.proxy_lag_ms;
   if (r.turn && *r.turn > 0) row.turn = static_cast<std::uint16_t>(std::min<std::int64_t>(*r.turn, UINT16_MAX));
-  row.stream = r.stream;
-  row.operation = operation_index(r.operation);
-  row.started_at_us = r.started_at_us;
-  row.ended_at_us = r.ended_at_us;
-  row.ttft_ms = r.ttft_ms;
-  row.tpot_ms = r.tpot_ms;
-  row.itl_p95_ms = r.itl_p95_ms;
-  row.e2e_ms = r.e2e_ms;
-  row.ttfb_ms = r.ttfb_ms;
-  row.prompt_tokens = r.prompt_tokens;
-  row.completion_tokens = r.completion_tokens;
-  row.cached_prompt_tokens = r.cached_prompt_tokens;
   if (r.in_flight_at_start) {
     row.in_flight_at_start = std::optional<std::int32_t>(static_cast<std::int32_t>(
         std::clamp<std::int64_t>(*r.in_flight_at_start, 0, std::numeric_limits<std::int32_t>::max())));
