@@ -55,36 +55,33 @@ const std::string& at(const CsvRecord& r, int i) {
   return i >= 0 && static_cast<std::size_t>(i) < r.fields.size() ? r.fields[static_cast<std::size_t>(i)] : kEmpty;
 }
 
+// The header names Nsight Compute writes (lower-cased) and the column each names.
+constexpr std::pair<std::string_view, int Columns::*> kHeaderNames[] = {{"id", &Columns::id},
+                                                                        {"process id", &Columns::pid},
+                                                                        {"process name", &Columns::pname},
+                                                                        {"host name", &Columns::host},
+                                                                        {"device", &Columns::device},
+                                                                        {"device name", &Columns::device},
+                                                                        {"device id", &Columns::device},
+                                                                        {"kernel name", &Columns::kernel},
+                                                                        {"metric name", &Columns::metric_name},
+                                                                        {"metric unit", &Columns::metric_unit},
+                                                                        {"metric value", &Columns::metric_value},
+                                                                        {kReadMetric, &Columns::read},
+                                                                        {kWriteMetric, &Columns::write},
+                                                                        {kDurationMetric, &Columns::duration}};
+
 // A header row: ID, Process ID and Process Name, and either the details triple or metric columns.
+// A name given twice names its last column, but the device is the first of its three names.
 std::optional<Columns> header_columns(const CsvRecord& r) {
   Columns c;
   for (std::size_t i = 0; i < r.fields.size(); ++i) {
     const std::string n = normalize_column(r.fields[i]);
-    const int k = static_cast<int>(i);
-    if (n == "id")
-      c.id = k;
-    else if (n == "process id")
-      c.pid = k;
-    else if (n == "process name")
-      c.pname = k;
-    else if (n == "host name")
-      c.host = k;
-    else if ((n == "device" || n == "device name" || n == "device id") && c.device < 0)
-      c.device = k;
-    else if (n == "kernel name")
-      c.kernel = k;
-    else if (n == "metric name")
-      c.metric_name = k;
-    else if (n == "metric unit")
-      c.metric_unit = k;
-    else if (n == "metric value")
-      c.metric_value = k;
-    else if (n == kReadMetric)
-      c.read = k;
-    else if (n == kWriteMetric)
-      c.write = k;
-    else if (n == kDurationMetric)
-      c.duration = k;
+    for (const auto& [name, column] : kHeaderNames) {
+      if (n != name) continue;
+      if (column != &Columns::device || c.device < 0) c.*column = static_cast<int>(i);
+      break;
+    }
   }
   if (c.id < 0 || c.pid < 0 || c.pname < 0) return std::nullopt;
   return c;

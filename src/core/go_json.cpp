@@ -21,12 +21,27 @@ namespace {
 
 constexpr char kHex[] = "0123456789abcdef";
 
+void newline(std::string& out, int level, bool pretty) {
+  if (!pretty) return;
+  out.push_back('\n');
+  out.append(static_cast<std::size_t>(level) * 2, ' ');
+}
+
+// A container's items between its brackets ("[]" or "{}" when empty), one per line when pretty.
+template <class It, class WriteItem>
+void write_items(std::string& out, char open, char close, It first, It last, int indent, bool pretty,
+                 WriteItem write_item) {
+  out.push_back(open);
+  for (It it = first; it != last; ++it) {
+    if (it != first) out.push_back(',');
+    newline(out, indent + 1, pretty);
+    write_item(*it);
+  }
+  if (first != last) newline(out, indent, pretty);
+  out.push_back(close);
+}
+
 void write_value(std::string& out, const boost::json::value& v, int indent, bool pretty) {
-  auto newline = [&](int level) {
-    if (!pretty) return;
-    out.push_back('\n');
-    out.append(static_cast<std::size_t>(level) * 2, ' ');
-  };
   switch (v.kind()) {
     case boost::json::kind::null: out += "null"; break;
     case boost::json::kind::bool_: out += v.get_bool() ? "true" : "false"; break;
@@ -36,40 +51,17 @@ void write_value(std::string& out, const boost::json::value& v, int indent, bool
     case boost::json::kind::string: append_go_string(out, v.get_string()); break;
     case boost::json::kind::array: {
       const auto& a = v.get_array();
-      if (a.empty()) {
-        out += "[]";
-        break;
-      }
-      out.push_back('[');
-      bool first = true;
-      for (const auto& item : a) {
-        if (!first) out.push_back(',');
-        first = false;
-        newline(indent + 1);
-        write_value(out, item, indent + 1, pretty);
-      }
-      newline(indent);
-      out.push_back(']');
+      write_items(out, '[', ']', a.begin(), a.end(), indent, pretty,
+                  [&](const boost::json::value& item) { write_value(out, item, indent + 1, pretty); });
       break;
     }
     case boost::json::kind::object: {
       const auto& o = v.get_object();
-      if (o.empty()) {
-        out += "{}";
-        break;
-      }
-      out.push_back('{');
-      bool first = true;
-      for (const auto& kv : o) {
-        if (!first) out.push_back(',');
-        first = false;
-        newline(indent + 1);
+      write_items(out, '{', '}', o.begin(), o.end(), indent, pretty, [&](const boost::json::key_value_pair& kv) {
         append_go_string(out, kv.key());
         out += pretty ? ": " : ":";
         write_value(out, kv.value(), indent + 1, pretty);
-      }
-      newline(indent);
-      out.push_back('}');
+      });
       break;
     }
   }

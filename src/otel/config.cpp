@@ -42,28 +42,28 @@ std::string signal_url(std::string_view base, std::string_view signal) {
   return url + "v1/" + std::string(signal);
 }
 
-Result<double> milliseconds(const EnvLookup& env, std::string_view name, double fallback_s) {
+// The variable `name`, a positive number (`what` says which kind), divided by `divisor` into
+// `field`; the field keeps its value when the variable is unset or blank.
+template <class T>
+Status read_positive(const EnvLookup& env, std::string_view name, std::string_view what, T divisor, T& field) {
   auto v = env(name);
-  if (!v || trim(*v).empty()) return fallback_s;
+  if (!v || trim(*v).empty()) return Ok{};
   const auto t = trim(*v);
-  double ms = 0;
-  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), ms);
-  if (ec != std::errc() || p != t.data() + t.size() || !(ms > 0) || !std::isfinite(ms)) {
-    return make_error(errc::kOtelConfig, fmt::format("{}={}: expected a positive number of milliseconds", name, *v));
+  T n = 0;
+  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
+  if (ec != std::errc() || p != t.data() + t.size() || !(n > 0) || !std::isfinite(static_cast<double>(n))) {
+    return make_error(errc::kOtelConfig, fmt::format("{}={}: expected {}", name, *v, what));
   }
-  return ms / 1000.0;
+  field = n / divisor;
+  return Ok{};
 }
 
-Result<std::size_t> count(const EnvLookup& env, std::string_view name, std::size_t fallback) {
-  auto v = env(name);
-  if (!v || trim(*v).empty()) return fallback;
-  const auto t = trim(*v);
-  std::size_t n = 0;
-  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
-  if (ec != std::errc() || p != t.data() + t.size() || n == 0) {
-    return make_error(errc::kOtelConfig, fmt::format("{}={}: expected a positive whole number", name, *v));
-  }
-  return n;
+Status read_seconds_from_ms(const EnvLookup& env, std::string_view name, double& seconds) {
+  return read_positive(env, name, "a positive number of milliseconds", 1000.0, seconds);
+}
+
+Status read_count(const EnvLookup& env, std::string_view name, std::size_t& n) {
+  return read_positive<std::size_t>(env, name, "a positive whole number", 1, n);
 }
 
 bool is_off(const EnvLookup& env, std::string_view name) {
@@ -130,23 +130,14 @@ Status resolve_timing(const ExportFlags& flags, const EnvLookup& env, ExportConf
       return make_error(errc::kOtelConfig, "--otlp-metrics-interval: expected a positive number of seconds");
     }
     c.metrics_interval_s = *flags.metrics_interval_s;
-  } else {
-    auto v = milliseconds(env, "OTEL_METRIC_EXPORT_INTERVAL", c.metrics_interval_s);
-    if (!v) return v.error();
-    c.metrics_interval_s = *v;
+  } else if (auto st = read_seconds_from_ms(env, "OTEL_METRIC_EXPORT_INTERVAL", c.metrics_interval_s); !st) {
+    return st;
   }
-  auto timeout = milliseconds(env, "OTEL_EXPORTER_OTLP_TIMEOUT", c.timeout_s);
-  if (!timeout) return timeout.error();
-  c.timeout_s = *timeout;
-  auto delay = milliseconds(env, "OTEL_BSP_SCHEDULE_DELAY", c.batch_delay_s);
-  if (!delay) return delay.error();
-  c.batch_delay_s = *delay;
-  auto queue = count(env, "OTEL_BSP_MAX_QUEUE_SIZE", c.max_queue);
-  if (!queue) return queue.error();
-  c.max_queue = *queue;
-  auto batch = count(env, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", c.max_batch);
-  if (!batch) return batch.error();
-  c.max_batch = std::min(*batch, c.max_queue);
+  if (auto st = read_seconds_from_ms(env, "OTEL_EXPORTER_OTLP_TIMEOUT", c.timeout_s); !st) return st;
+  if (auto st = read_seconds_from_ms(env, "OTEL_BSP_SCHEDULE_DELAY", c.batch_delay_s); !st) return st;
+  if (auto st = read_count(env, "OTEL_BSP_MAX_QUEUE_SIZE", c.max_queue); !st) return st;
+  if (auto st = read_count(env, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", c.max_batch); !st) return st;
+  c.max_batch = std::min(c.max_batch, c.max_queue);
   return Ok{};
 }
 

@@ -33,6 +33,13 @@ void counter(promtext::TextWriter& w, std::string_view name, std::string_view he
   w.family(name, MetricType::kCounter, help).sample(name, {}, static_cast<double>(v));
 }
 
+// A counter by one label, a sample per value of the label.
+void counter_by(promtext::TextWriter& w, std::string_view name, std::string_view help, std::string_view label,
+                const std::map<std::string, std::uint64_t>& counts) {
+  w.family(name, MetricType::kCounter, help);
+  for (const auto& [value, n] : counts) w.sample(name, {{label, value}}, static_cast<double>(n));
+}
+
 }  // namespace
 
 ProxyMetrics::Latencies::Latencies()
@@ -117,12 +124,10 @@ std::string ProxyMetrics::render(const LedgerCounts& ledger, const Histogram& la
   counter(w, "modelperfobs_ledger_lines_dropped_total", "Ledger lines dropped because the writer queue was full.",
           ledger.dropped);
   counter(w, "modelperfobs_ledger_write_errors_total", "Failed ledger writes (retried).", ledger.write_errors);
-  w.family("modelperfobs_accept_paused_total", MetricType::kCounter,
-           "Times a loop paused accepting connections because accept() failed for want of file descriptors or "
-           "memory, by errno (it resumes with backoff; connections already held are served).");
-  for (const auto& [reason, n] : accept_pauses_) {
-    w.sample("modelperfobs_accept_paused_total", {{"reason", reason}}, static_cast<double>(n));
-  }
+  counter_by(w, "modelperfobs_accept_paused_total",
+             "Times a loop paused accepting connections because accept() failed for want of file descriptors or "
+             "memory, by errno (it resumes with backoff; connections already held are served).",
+             "reason", accept_pauses_);
   w.family("modelperfobs_connections_refused_total", MetricType::kCounter,
            "Client connections over --max-connections: answered 503, or closed unread when too many were "
            "already waiting for their 503.");
@@ -134,17 +139,13 @@ std::string ProxyMetrics::render(const LedgerCounts& ledger, const Histogram& la
           models_.folded());
   counter(w, "modelperfobs_upstream_connect_errors_total", "Connections to the backend that could not be made.",
           upstream_connect_errors_);
-  w.family("modelperfobs_upstream_retries_total", MetricType::kCounter,
-           "Requests sent again on a fresh backend connection because the pooled one was closed before any "
-           "response byte, by how it failed.");
-  for (const auto& [cause, n] : retries_) {
-    w.sample("modelperfobs_upstream_retries_total", {{"cause", cause}}, static_cast<double>(n));
-  }
-  w.family("modelperfobs_stream_unknown_events_total", MetricType::kCounter,
-           "Streamed events of a type the proxy does not know (ignored for timing and tokens), by operation.");
-  for (const auto& [operation, n] : unknown_events_) {
-    w.sample("modelperfobs_stream_unknown_events_total", {{"operation", operation}}, static_cast<double>(n));
-  }
+  counter_by(w, "modelperfobs_upstream_retries_total",
+             "Requests sent again on a fresh backend connection because the pooled one was closed before any "
+             "response byte, by how it failed.",
+             "cause", retries_);
+  counter_by(w, "modelperfobs_stream_unknown_events_total",
+             "Streamed events of a type the proxy does not know (ignored for timing and tokens), by operation.",
+             "operation", unknown_events_);
   return std::move(w).take();
 }
 
