@@ -130,11 +130,8 @@ int read_inputs(const std::vector<std::string>& ledgers, std::vector<std::string
                 attribution::RunInputs& inputs, bool quiet) {
   for (const auto& path : ledgers) {
     // Read once: the digest is of the very bytes graded.
-    const auto bytes = read_text_file(path);
-    if (!bytes) {
-      std::cerr << "modelperfobs attribute: cannot read " << path << "\n";
-      return 1;
-    }
+    const auto bytes = read_input_file(path, "attribute");
+    if (!bytes) return 1;
     auto read = ledger::read_ledger(*bytes);
     if (read.invalid_lines && !quiet)
       std::cerr << fmt::format("modelperfobs attribute: warning: {}: {} invalid line(s) skipped\n", path,
@@ -180,11 +177,8 @@ std::vector<std::string> split_paths(std::string_view s) {
 // match) with its window and scrape age, and compares every field; created_at and the tool's
 // version are when and by what it was written, taken as written.
 int run_verify(const std::string& path) {
-  const auto text = read_text_file(path);
-  if (!text) {
-    std::cerr << "modelperfobs attribute: cannot read " << path << "\n";
-    return 1;
-  }
+  const auto text = read_input_file(path, "attribute");
+  if (!text) return 1;
   auto doc = parse_exact_json(*text);
   const boost::json::object* root = doc && doc->is_object() ? &doc->as_object() : nullptr;
   const boost::json::object* in = root ? json_object(*root, "inputs") : nullptr;
@@ -236,21 +230,15 @@ int run_traces(const AttributeArgs& a) {
   std::vector<ledger::LedgerRecord> records;
   std::string inputs = "{\"ledgers\":[";
   for (std::size_t i = 0; i < a.ledgers.size(); ++i) {
-    const auto bytes = read_text_file(a.ledgers[i]);
-    if (!bytes) {
-      std::cerr << "modelperfobs attribute: cannot read " << a.ledgers[i] << "\n";
-      return 1;
-    }
+    const auto bytes = read_input_file(a.ledgers[i], "attribute");
+    if (!bytes) return 1;
     auto read = ledger::read_ledger(*bytes);
     for (auto& r : read.records) records.push_back(std::move(r));
     inputs += fmt::format("{}{{\"path\":{},\"sha256\":{}}}", i > 0 ? "," : "", json_quote(a.ledgers[i]),
                           json_quote(sha256_digest(*bytes)));
   }
-  const auto text = read_text_file(a.traces);
-  if (!text) {
-    std::cerr << "modelperfobs attribute: cannot read " << a.traces << "\n";
-    return 1;
-  }
+  const auto text = read_input_file(a.traces, "attribute");
+  if (!text) return 1;
   const auto traces = otel::read_otlp_json_traces(*text);
   for (const auto& p : traces.problems)
     std::cerr << "modelperfobs attribute: warning: " << a.traces << ": " << p << "\n";

@@ -120,16 +120,8 @@ int collect_ncu(CLI::App& app, const CollectArgs& a, bandwidth::Phase phase, ban
   if (given("--theoretical-gb-s")) c.theoretical_gb_s = a.theoretical;
   if (given("--device-roofline-gb-s")) c.device_roofline_gb_s = a.device_roofline;
   if (auto st = bandwidth::check_context(c); !st) return usage(st.error().message);
-  const auto text = read_text_file(a.ncu_csv);
-  if (!text) {
-    std::cerr << "modelperfobs bandwidth: cannot read " << a.ncu_csv << "\n";
-    return 1;
-  }
-  auto im = bandwidth::import_ncu_csv(*text);
-  if (!im) {
-    std::cerr << "modelperfobs bandwidth: " << a.ncu_csv << ": " << im.error().message << "\n";
-    return 1;
-  }
+  const auto im = read_parsed_file(a.ncu_csv, "bandwidth", bandwidth::import_ncu_csv);
+  if (!im) return 1;
   const auto rates = bandwidth::compute_rates(im->read_bytes, im->write_bytes, im->duration_ns, c.theoretical_gb_s,
                                               c.device_roofline_gb_s);
   std::cerr << fmt::format("modelperfobs bandwidth: {} ({} layout): {} launch(es) of {}; total {}\n", a.ncu_csv,
@@ -203,11 +195,8 @@ int run_measure(const MeasureArgs& a) {
 }
 
 int run_verify(const std::string& file) {
-  const auto text = read_text_file(file);
-  if (!text) {
-    std::cerr << "modelperfobs bandwidth verify: cannot read " << file << "\n";
-    return 1;
-  }
+  const auto text = read_input_file(file, "bandwidth verify");
+  if (!text) return 1;
   auto v = bandwidth::verify_receipt(*text);
   if (!v) {
     std::cout << fmt::format("INVALID {}: {}\n", file, v.error().message);

@@ -47,11 +47,8 @@ std::string summary(const cachestate::Report& r) {
 }
 
 int run_verify(const std::string& path) {
-  const auto text = read_text_file(path);
-  if (!text) {
-    std::cerr << "modelperfobs cache-state-bench: cannot read " << path << "\n";
-    return 1;
-  }
+  const auto text = read_input_file(path, "cache-state-bench");
+  if (!text) return 1;
   auto r = cachestate::parse_report(*text);
   if (!r) {
     std::cout << "STATE_TRANSITION_WITNESS_INVALID " << r.error().message << "\n";

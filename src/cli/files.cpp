@@ -15,6 +15,17 @@
 
 namespace mpo::cli {
 
+std::optional<std::string> read_input_file(const std::string& path, std::string_view command) {
+  errno = 0;
+  auto text = read_text_file(path);
+  if (!text) {
+    const int err = errno;
+    std::cerr << fmt::format("modelperfobs {}: cannot read {}{}\n", command, path,
+                             err != 0 ? fmt::format(": {}", std::strerror(err)) : std::string());
+  }
+  return text;
+}
+
 namespace {
 
 bool write_all(int fd, const std::string& text) {

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
 namespace mpo::cli {
 
@@ -18,6 +20,25 @@ inline std::optional<std::string> read_text_file(const std::string& path) {
   ss << in.rdbuf();
   if (in.bad()) return std::nullopt;
   return ss.str();
+}
+
+// read_text_file, saying on stderr why a file cannot be read, as `modelperfobs <command>: cannot
+// read <path>: <why>`.
+std::optional<std::string> read_input_file(const std::string& path, std::string_view command);
+
+// A file read and parsed by `parse` (a `Result<T>(std::string_view)`), or nullopt after saying why on
+// stderr (`modelperfobs <command>: cannot read <path>: <why>`, `modelperfobs <command>: <path>: <why>`).
+template <class Parse>
+auto read_parsed_file(const std::string& path, std::string_view command, Parse parse)
+    -> std::optional<std::decay_t<decltype(*parse(std::string_view{}))>> {
+  const auto text = read_input_file(path, command);
+  if (!text) return std::nullopt;
+  auto parsed = parse(*text);
+  if (!parsed) {
+    std::cerr << "modelperfobs " << command << ": " << path << ": " << parsed.error().message << "\n";
+    return std::nullopt;
+  }
+  return std::move(*parsed);
 }
 
 // Writes `text` to `path`, or to stdout when `path` is empty or "-". The file is written beside

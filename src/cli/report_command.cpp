@@ -72,11 +72,8 @@ std::map<std::string, std::vector<report::EngineTimes>, std::less<>> traced_time
 // `--traces FILE`: the engine's spans joined to the report's lines (inside --since/--until), the
 // server's queue/prefill/decode against what the client saw (docs/OTEL.md "Engine spans").
 bool engine_trace_split(const ReportArgs& a, const std::vector<std::string>& files, report::ReportInput& in) {
-  const auto text = read_text_file(a.traces);
-  if (!text) {
-    std::cerr << "modelperfobs report: cannot read --traces " << a.traces << "\n";
-    return false;
-  }
+  const auto text = read_input_file(a.traces, "report --traces");
+  if (!text) return false;
   const auto traces = otel::read_otlp_json_traces(*text);
   for (const auto& p : traces.problems) std::cerr << "modelperfobs report: warning: " << a.traces << ": " << p << "\n";
   std::vector<ledger::LedgerRecord> records;

@@ -104,11 +104,8 @@ int run(const ScrapeArgs& a) {
 
   if (!a.snapshots.empty()) {
     for (const std::string& f : a.snapshots) {
-      const auto text = read_text_file(f);
-      if (!text) {
-        std::cerr << "modelperfobs scrape: cannot read " << f << "\n";
-        return 1;
-      }
+      const auto text = read_input_file(f, "scrape");
+      if (!text) return 1;
       scrape::SnapshotsRead read = scrape::read_snapshots(*text);
       for (const std::string& p : read.problems)
         std::cerr << "modelperfobs scrape: warning: " << f << ": " << p << "\n";

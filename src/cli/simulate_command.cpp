@@ -31,16 +31,8 @@ int run_simulate(const SimulateArgs& a) {
   }
   sim::Profile profile;
   if (!a.profile_path.empty()) {
-    const auto text = read_text_file(a.profile_path);
-    if (!text) {
-      std::cerr << "modelperfobs simulate: cannot read profile '" << a.profile_path << "'\n";
-      return 2;
-    }
-    auto parsed = sim::parse_profile(*text);
-    if (!parsed) {
-      std::cerr << "modelperfobs simulate: " << a.profile_path << ": " << parsed.error().message << "\n";
-      return 2;
-    }
+    auto parsed = read_parsed_file(a.profile_path, "simulate", sim::parse_profile);
+    if (!parsed) return 2;
     profile = std::move(*parsed);
   }
   if (!a.model.empty()) profile.model = a.model;

@@ -399,11 +399,8 @@ int run_sweep_command(const SweepArgs& a) {
 }
 
 int run_verify(const std::string& file) {
-  const auto text = read_text_file(file);
-  if (!text) {
-    std::cerr << "modelperfobs sweep verify: cannot read " << file << "\n";
-    return 1;
-  }
+  const auto text = read_input_file(file, "sweep verify");
+  if (!text) return 1;
   const auto v = sweep::verify_sweep(*text);
   std::cout << v.summary << "\n";
   for (const auto& p : v.problems) std::cout << "  " << p << "\n";
@@ -420,11 +417,8 @@ struct MergeArgs {
 int run_merge(const MergeArgs& m) {
   std::vector<sweep::ShardInput> inputs;
   for (const auto& f : m.files) {
-    auto text = read_text_file(f);
-    if (!text) {
-      std::cerr << "modelperfobs sweep merge: cannot read " << f << "\n";
-      return 1;
-    }
+    auto text = read_input_file(f, "sweep merge");
+    if (!text) return 1;
     inputs.push_back({f, std::move(*text)});
   }
   sweep::MergeOptions options;
@@ -465,11 +459,8 @@ int run_compare(const CompareArgs& c) {
       const std::string f = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
       start = comma == std::string::npos ? list.size() + 1 : comma + 1;
       if (f.empty()) continue;
-      const auto text = read_text_file(f);
-      if (!text) {
-        std::cerr << "modelperfobs sweep compare: cannot read " << f << "\n";
-        return exit_code::kFailed;
-      }
+      const auto text = read_input_file(f, "sweep compare");
+      if (!text) return exit_code::kFailed;
       auto r = sweep::parse_sweep_receipt(*text);
       if (!r) {
         std::cerr << "modelperfobs sweep compare: " << f << ": " << r.error().message << "\n";
@@ -508,11 +499,8 @@ int run_gate(const std::string& claim, const std::string& claim_file, const std:
     text = *t;
   }
   if (text.empty()) return usage_error("gate: give --claim TEXT or --claim-file FILE");
-  const auto art = read_text_file(artifact);
-  if (!art) {
-    std::cerr << "modelperfobs sweep gate: cannot read " << artifact << "\n";
-    return 1;
-  }
+  const auto art = read_input_file(artifact, "sweep gate");
+  if (!art) return 1;
   const auto g = sweep::gate_claim(text, *art);
   std::cerr << g.message << "\n";
   if (!g.judged) return exit_code::kCannotJudge;

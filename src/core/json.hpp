@@ -75,4 +75,16 @@ std::optional<bool> json_bool(const boost::json::object& o, std::string_view key
 const boost::json::object* json_object(const boost::json::object& o, std::string_view key);
 const boost::json::array* json_array(const boost::json::object& o, std::string_view key);
 
+// Member `key` of `o`, when it is an object, parsed by `parse` (a `Result<T>(const object&)`) into
+// `out`; absent, `out` is left as it is. The parser's error otherwise.
+template <class Parse, class T>
+Status parse_json_member(const boost::json::object& o, std::string_view key, Parse parse, T& out) {
+  if (const auto* member = json_object(o, key)) {
+    auto parsed = parse(*member);
+    if (!parsed) return parsed.error();
+    out = std::move(*parsed);
+  }
+  return Ok{};
+}
+
 }  // namespace mpo

@@ -112,4 +112,17 @@ Result<Sample> sample_from_json(const boost::json::object& o) {
   return s;
 }
 
+Result<std::vector<Sample>> samples_from_json(const boost::json::object& parent, ErrorCode not_object) {
+  std::vector<Sample> samples;
+  if (const auto* items = json_array(parent, "samples")) {
+    for (const auto& item : *items) {
+      if (!item.is_object()) return make_error(not_object, "a sample is not an object");
+      auto sample = sample_from_json(item.as_object());
+      if (!sample) return sample.error();
+      samples.push_back(std::move(*sample));
+    }
+  }
+  return samples;
+}
+
 }  // namespace mpo::loadgen

@@ -52,5 +52,8 @@ inline double send_lateness_ms(const Sample& s) { return round_ms(s.sent_offset_
 
 boost::json::object sample_json(const Sample& s);
 Result<Sample> sample_from_json(const boost::json::object& o);
+// A receipt's `samples` member (absent: none); `not_object` is the receipt's code for an item that is
+// not an object.
+Result<std::vector<Sample>> samples_from_json(const boost::json::object& parent, ErrorCode not_object);
 
 }  // namespace mpo::loadgen

@@ -11,6 +11,7 @@
 #include "core/go_json.hpp"
 #include "core/json.hpp"
 #include "sweep/fold.hpp"
+#include "sweep/typed_json.hpp"
 
 namespace mpo::sweep {
 namespace {
@@ -101,11 +102,7 @@ boost::json::value parity_json(const ParityReport& r) {
       tracks.push_back(std::move(t));
     }
   }
-  boost::json::object o;
-  o["schema"] = kParitySchema;
-  o["generated_at"] = r.generated_at;
-  o["machine_id"] = r.machine_id;
-  o["model"] = r.model;
+  boost::json::object o = receipt_head(kParitySchema, r.generated_at, r.machine_id, r.model);
   boost::json::object workload;
   workload["requests"] = r.requests;
   workload["concurrency"] = r.concurrency;
@@ -184,19 +181,10 @@ Result<ParityReport> parse_parity(std::string_view text) {
       pt.measured = str(t, "status") == "measured";
       pt.reason = str(t, "reason");
       pt.base_url = str(t, "base_url");
-      if (const auto* stats = json_object(t, "stats")) {
-        auto typed = parse_serving_stats(*stats);
-        if (!typed) return typed.error();
-        pt.stats = std::move(*typed);
-      }
-      if (const auto* ss = json_array(t, "samples")) {
-        for (const auto& sv : *ss) {
-          if (!sv.is_object()) return make_error(errc::kParityJson, "a sample is not an object");
-          auto sample = loadgen::sample_from_json(sv.as_object());
-          if (!sample) return sample.error();
-          pt.samples.push_back(std::move(*sample));
-        }
-      }
+      if (auto st = parse_json_member(t, "stats", parse_serving_stats, pt.stats); !st) return st.error();
+      auto samples = loadgen::samples_from_json(t, errc::kParityJson);
+      if (!samples) return samples.error();
+      pt.samples = std::move(*samples);
       r.tracks.push_back(std::move(pt));
     }
   }

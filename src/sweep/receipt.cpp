@@ -222,11 +222,7 @@ boost::json::object track_summary_json(loadgen::LoadMode mode, const TrackSummar
 }  // namespace
 
 boost::json::value receipt_json(const SweepReceipt& r) {
-  boost::json::object o;
-  o["schema"] = r.schema;
-  o["generated_at"] = r.generated_at;
-  o["machine_id"] = r.machine_id;
-  o["model"] = r.model;
+  boost::json::object o = receipt_head(r.schema, r.generated_at, r.machine_id, r.model);
   boost::json::object workload;
   workload["digest"] = r.workload_digest;
   workload["requests"] = r.workload_requests;
@@ -290,24 +286,11 @@ Result<TrackPoint> track_point_from(const boost::json::object& t) {
   tp.engine_receipt_digest = str(t, "engine_receipt_digest");
   tp.batch_capacity = json_int(t, "batch_capacity").value_or(0);
   tp.capacity_source = str(t, "capacity_source");
-  if (const auto* s = json_object(t, "stats")) {
-    auto stats = parse_serving_stats(*s);
-    if (!stats) return stats.error();
-    tp.stats = std::move(*stats);
-  }
-  if (const auto* e = json_object(t, "evidence")) {
-    auto evidence = parse_point_evidence(*e);
-    if (!evidence) return evidence.error();
-    tp.evidence = std::move(*evidence);
-  }
-  if (const auto* ss = json_array(t, "samples")) {
-    for (const auto& sv : *ss) {
-      if (!sv.is_object()) return make_error(errc::kSweepJson, "a sample is not an object");
-      auto s = loadgen::sample_from_json(sv.as_object());
-      if (!s) return s.error();
-      tp.samples.push_back(std::move(*s));
-    }
-  }
+  if (auto st = parse_json_member(t, "stats", parse_serving_stats, tp.stats); !st) return st.error();
+  if (auto st = parse_json_member(t, "evidence", parse_point_evidence, tp.evidence); !st) return st.error();
+  auto samples = loadgen::samples_from_json(t, errc::kSweepJson);
+  if (!samples) return samples.error();
+  tp.samples = std::move(*samples);
   return tp;
 }
 

@@ -294,4 +294,15 @@ std::optional<std::string> read_with_unknown(const boost::json::object& o, std::
   return std::nullopt;
 }
 
+// The members that open every receipt of fak's serving schemas (sweep and parity), in fak's order.
+inline boost::json::object receipt_head(std::string_view schema, const std::string& generated_at,
+                                        const std::string& machine_id, const std::string& model) {
+  boost::json::object o;
+  o["schema"] = schema;
+  o["generated_at"] = generated_at;
+  o["machine_id"] = machine_id;
+  o["model"] = model;
+  return o;
+}
+
 }  // namespace mpo::sweep
