@@ -71,14 +71,16 @@ std::string tool_calls_text(const json::object& message) {
   return out;
 }
 
-// A system prompt given as a string or as a list of text blocks (Anthropic's `system`, the
-// Responses API's `instructions`).
-Result<std::optional<ChatMessage>> system_message(const json::object& o, std::string_view key) {
+// A conversation that opens with the system prompt under `key` (Anthropic's `system`, the Responses
+// API's `instructions`: a string or a list of text blocks), or with nothing when there is none.
+Result<std::vector<ChatMessage>> open_with_system(const json::object& o, std::string_view key) {
+  std::vector<ChatMessage> chat;
   const auto* v = o.if_contains(key);
-  if (v == nullptr || v->is_null()) return std::optional<ChatMessage>();
+  if (v == nullptr || v->is_null()) return chat;
   auto text = message_text(*v);
   if (!text) return bad(key, fmt::format("'{}' must be a string or a list of text blocks.", key));
-  return std::optional<ChatMessage>(ChatMessage{"system", std::move(*text)});
+  chat.push_back(ChatMessage{"system", std::move(*text)});
+  return chat;
 }
 
 // A list of {role, content} messages under `key`, each content a string or text parts.
@@ -110,18 +112,16 @@ Result<std::vector<ChatMessage>> role_messages(const json::array& items, std::st
 // Responses API: `input` is a string (one user message) or a list of messages; `instructions`
 // is a system message before them.
 Result<std::vector<ChatMessage>> responses_input(const json::object& o) {
-  auto system = system_message(o, "instructions");
-  if (!system) return system.error();
-  std::vector<ChatMessage> chat;
-  if (*system) chat.push_back(std::move(**system));
+  auto chat = open_with_system(o, "instructions");
+  if (!chat) return chat.error();
   const auto* input = o.if_contains("input");
   if (input == nullptr || input->is_null()) return bad("input", "Field required: 'input'.");
   if (input->is_string()) {
-    chat.push_back({"user", std::string(input->get_string())});
+    chat->push_back({"user", std::string(input->get_string())});
   } else if (input->is_array() && !input->get_array().empty()) {
     auto more = role_messages(input->get_array(), "input");
     if (!more) return more.error();
-    chat.insert(chat.end(), more->begin(), more->end());
+    chat->insert(chat->end(), more->begin(), more->end());
   } else {
     return bad("input", "'input' must be a string or a non-empty list of messages.");
   }
@@ -130,15 +130,13 @@ Result<std::vector<ChatMessage>> responses_input(const json::object& o) {
 
 // Anthropic Messages: `system` then `messages`.
 Result<std::vector<ChatMessage>> anthropic_messages(const json::object& o) {
-  auto system = system_message(o, "system");
-  if (!system) return system.error();
-  std::vector<ChatMessage> chat;
-  if (*system) chat.push_back(std::move(**system));
+  auto chat = open_with_system(o, "system");
+  if (!chat) return chat.error();
   const auto* msgs = json_array(o, "messages");
   if (msgs == nullptr || msgs->empty()) return bad("messages", "messages: Field required (a non-empty list).");
   auto more = role_messages(*msgs, "messages");
   if (!more) return more.error();
-  chat.insert(chat.end(), more->begin(), more->end());
+  chat->insert(chat->end(), more->begin(), more->end());
   return chat;
 }
 

@@ -143,9 +143,7 @@ std::optional<double> PointEvidence::server_number(std::string_view key) const {
 boost::json::object evidence_json(const PointEvidence& e) { return write_with_unknown(e); }
 
 Result<PointEvidence> parse_point_evidence(const boost::json::object& o) {
-  PointEvidence e;
-  if (auto error = read_with_unknown(o, "evidence", e)) return make_error(errc::kSweepEvidence, *error);
-  return e;
+  return parse_with_unknown<PointEvidence>(o, "evidence", errc::kSweepEvidence);
 }
 
 }  // namespace mpo::sweep

@@ -59,9 +59,7 @@ ScalarMetric ScalarMetric::missing(std::string reason) {
 boost::json::object stats_json(const ServingStats& s) { return write_with_unknown(s); }
 
 Result<ServingStats> parse_serving_stats(const boost::json::object& o) {
-  ServingStats s;
-  if (auto error = read_with_unknown(o, "stats", s)) return make_error(errc::kSweepStats, *error);
-  return s;
+  return parse_with_unknown<ServingStats>(o, "stats", errc::kSweepStats);
 }
 
 }  // namespace mpo::sweep

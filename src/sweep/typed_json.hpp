@@ -17,6 +17,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/result.hpp"
+
 namespace mpo::sweep {
 
 class JsonReader {
@@ -292,6 +294,13 @@ std::optional<std::string> read_with_unknown(const boost::json::object& o, std::
   if (!r.ok()) return r.error();
   s.unknown = unknown_members(o, &s);
   return std::nullopt;
+}
+// The same as a parser of its own: `code` is the error a member of the wrong type is.
+template <HasJsonFields S>
+Result<S> parse_with_unknown(const boost::json::object& o, std::string where, ErrorCode code) {
+  S s;
+  if (auto error = read_with_unknown(o, std::move(where), s)) return make_error(code, *error);
+  return s;
 }
 
 // The members that open every receipt of fak's serving schemas (sweep and parity), in fak's order.
