@@ -53,35 +53,37 @@ std::string json_array(const std::vector<std::string>& items, bool quote) {
   return out;
 }
 
-std::string apis_json(const std::vector<ApiStats>& apis) {
+// One object per operation, each opened with the operation's name and request count and
+// finished by `rest`.
+template <class Stats, class Rest>
+std::string per_operation_json(const std::vector<Stats>& all, Rest rest) {
   std::vector<std::string> docs;
-  for (const auto& a : apis) {
-    docs.push_back(std::move(JsonObjectWriter()
-                                 .field("operation", a.operation)
-                                 .field("requests", static_cast<std::uint64_t>(a.requests))
-                                 .raw_field("ttft_ms", summary_json(a.ttft_ms))
-                                 .raw_field("tpot_ms", summary_json(a.tpot_ms))
-                                 .raw_field("itl_p95_ms", summary_json(a.itl_p95_ms))
-                                 .raw_field("e2e_ms", summary_json(a.e2e_ms)))
-                       .finish());
+  for (const auto& s : all) {
+    JsonObjectWriter w;
+    w.field("operation", s.operation).field("requests", static_cast<std::uint64_t>(s.requests));
+    rest(w, s);
+    docs.push_back(std::move(w).finish());
   }
   return json_array(docs, false);
 }
 
+std::string apis_json(const std::vector<ApiStats>& apis) {
+  return per_operation_json(apis, [](JsonObjectWriter& w, const ApiStats& a) {
+    w.raw_field("ttft_ms", summary_json(a.ttft_ms))
+        .raw_field("tpot_ms", summary_json(a.tpot_ms))
+        .raw_field("itl_p95_ms", summary_json(a.itl_p95_ms))
+        .raw_field("e2e_ms", summary_json(a.e2e_ms));
+  });
+}
+
 std::string others_json(const std::vector<OtherStats>& others) {
-  std::vector<std::string> docs;
-  for (const auto& x : others) {
-    docs.push_back(std::move(JsonObjectWriter()
-                                 .field("operation", x.operation)
-                                 .field("requests", static_cast<std::uint64_t>(x.requests))
-                                 .raw_field("outcomes", json_counts(x.outcomes))
-                                 .field("error_rate", x.error_rate)
-                                 .raw_field("e2e_ms", summary_json(x.e2e_ms))
-                                 .raw_field("ttfb_ms", summary_json(x.ttfb_ms))
-                                 .field("prompt_tokens", x.prompt_tokens_total))
-                       .finish());
-  }
-  return json_array(docs, false);
+  return per_operation_json(others, [](JsonObjectWriter& w, const OtherStats& x) {
+    w.raw_field("outcomes", json_counts(x.outcomes))
+        .field("error_rate", x.error_rate)
+        .raw_field("e2e_ms", summary_json(x.e2e_ms))
+        .raw_field("ttfb_ms", summary_json(x.ttfb_ms))
+        .field("prompt_tokens", x.prompt_tokens_total);
+  });
 }
 
 }  // namespace
