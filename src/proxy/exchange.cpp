@@ -343,6 +343,36 @@ http::response<http::buffer_body> client_response_head(const http::request<http:
   return res;
 }
 
+// Whether the backend's body can go to the client byte for byte, its framing included (issue 43:
+// decoding and re-encoding every chunk was a tenth of the proxy's instructions): the client's head
+// then says what the backend's does (the same Content-Length, or chunked to an HTTP/1.1 client).
+// Not when usage is stripped from the events, the body is read to the close, the backend's transfer
+// coding is more than chunked, or the connection's bytes are not ours to see (TLS: Beast reads those).
+bool passes_through(const http::request<http::string_body>& req, const http::response_parser<http::buffer_body>& parser,
+                    bool strip_usage, bool plain_socket) {
+  if (strip_usage || !plain_socket || parser.is_done()) return false;
+  if (parser.chunked()) {
+    const auto te = parser.get()[http::field::transfer_encoding];
+    return req.version() >= 11 && beast::iequals(te, "chunked");
+  }
+  return parser.content_length().has_value();
+}
+
+// The head's bytes as the serializer frames them, taken from it (it holds only the body after).
+std::string take_head(http::response_serializer<http::buffer_body>& sr) {
+  std::string out;
+  sr.split(true);
+  boost::system::error_code ec;
+  while (!sr.is_header_done() && !ec) {
+    sr.next(ec, [&](boost::system::error_code& next_ec, const auto& buffers) {
+      next_ec = {};
+      for (const auto b : beast::buffers_range_ref(buffers)) out.append(static_cast<const char*>(b.data()), b.size());
+      sr.consume(beast::buffer_bytes(buffers));
+    });
+  }
+  return out;
+}
+
 // The line's outcome from how the relay ended: the upstream's end, the client's, the stream's own
 // terminal and error events; an upstream failure gets its type and message.
 void record_outcome(ledger::Observation& o, const openai::StreamTap& tap, boost::system::error_code upstream_ec,
@@ -395,6 +425,9 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const http::request<http
   const bool close_delimited = req.version() < 11 && !res.has_content_length() && !res.chunked();
   res.keep_alive(req.keep_alive() && !close_delimited);
   http::response_serializer<http::buffer_body> sr(res);
+  // Pass-through: the head's bytes, then the backend's body bytes as they came.
+  const bool pass_through = passes_through(req, parser, strip_usage, up->wait != nullptr);
+  const std::string raw_head = pass_through ? take_head(sr) : std::string();
   client.expires_after(std::chrono::seconds(60));
   // The head goes out at once when no body byte came with it (the client learns the status
   // while the engine works); when body bytes came in the same read, head and body leave in one
@@ -403,7 +436,12 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const http::request<http
   // The stream's terminal event ([DONE], response.completed, message_stop) reached the client.
   bool terminal_forwarded = false;
   if (up->buffer().size() == 0 && !parser.is_done()) {
-    auto [hec, hn] = co_await http::async_write_header(client, sr, kNoThrow);
+    boost::system::error_code hec;
+    if (pass_through) {
+      std::tie(hec, std::ignore) = co_await asio::async_write(client, asio::buffer(raw_head), kNoThrow);
+    } else {
+      std::tie(hec, std::ignore) = co_await http::async_write_header(client, sr, kNoThrow);
+    }
     client_failed = static_cast<bool>(hec);
     head_written = true;
   }
@@ -415,13 +453,17 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const http::request<http
   // Parses what the upstream buffer holds, never waiting on the socket, so that one read leaves
   // in one write (and the final chunk rides with the last data); waiting here would coalesce
   // events. Stops when more bytes are needed, the body buffer is full or the message is done.
+  // The bytes parsed stay in the buffer (`parsed` of them) until the round has forwarded them.
   bool consumed = false;
+  std::size_t parsed = 0;
   auto parse_buffered = [&]() -> boost::system::error_code {
     consumed = false;
-    while (!parser.is_done() && up->buffer().size() > 0 && parser.get().body().size > 0) {
+    while (!parser.is_done() && up->buffer().size() > parsed && parser.get().body().size > 0) {
       boost::system::error_code pec;
-      const std::size_t used = parser.put(up->buffer().data(), pec);
-      up->buffer().consume(used);
+      const auto data = up->buffer().data();
+      const std::size_t used =
+          parser.put(asio::buffer(static_cast<const char*>(data.data()) + parsed, data.size() - parsed), pec);
+      parsed += used;
       consumed = consumed || used > 0;
       if (pec == http::error::need_more || pec == http::error::need_buffer) break;
       if (pec) return pec;
@@ -465,7 +507,19 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const http::request<http
       filtered = stripper.filter(piece, parser.is_done());
       out = filtered;
     }
-    if (!out.empty()) {
+    const std::string_view raw(static_cast<const char*>(up->buffer().data().data()), parsed);
+    if (pass_through) {
+      // The round's bytes as they came (a chunk-size line alone included: the client gets the head now).
+      if (!raw.empty() || (!head_written && !last && !rec)) {
+        const std::array<asio::const_buffer, 2> bytes{asio::buffer(head_written ? std::string_view() : raw_head),
+                                                      asio::buffer(raw)};
+        client.expires_after(std::chrono::seconds(60));
+        auto [wec, wn] = co_await asio::async_write(client, bytes, kNoThrow);
+        client_failed = client_failed || static_cast<bool>(wec);
+        head_written = true;
+        final_written = last;
+      }
+    } else if (!out.empty()) {
       res.body().data = const_cast<char*>(out.data());
       res.body().size = out.size();
       res.body().more = !last;
@@ -480,6 +534,8 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const http::request<http
       client_failed = static_cast<bool>(hec);
       head_written = true;
     }
+    up->buffer().consume(parsed);
+    parsed = 0;
     if (got > 0) {
       o.response_bytes += got;
       if (!encoded) tap.feed(piece, now);  // after forwarding: parsing never delays the client
@@ -500,7 +556,10 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const http::request<http
     res.body().size = 0;
     res.body().more = !complete;
     boost::system::error_code wec;
-    if (complete) {  // no co_await inside a conditional expression (GCC 12, see refuse())
+    if (pass_through) {  // a body forwarded as it came ends with it: only a head can be left to write
+      if (!head_written)
+        std::tie(wec, std::ignore) = co_await asio::async_write(client, asio::buffer(raw_head), kNoThrow);
+    } else if (complete) {  // no co_await inside a conditional expression (GCC 12, see refuse())
       auto [ec, n] = co_await http::async_write(client, sr, kNoThrow);
       wec = ec;
     } else {

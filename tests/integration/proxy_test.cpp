@@ -501,6 +501,44 @@ TEST(ProxyAgainstMisbehavingBackends, SilenceInsideAStreamOverTheIdleTimeoutIsUp
   EXPECT_GT(l["ttft_ms"].to_number<double>(), 0);
 }
 
+TEST(ProxyHttpDetails, AChunkedBodyReachesTheClientAsTheBackendFramedIt) {
+  // Issue 43: the backend's chunked body is relayed as it came, not decoded and framed again: an
+  // event split across two chunks, a chunk extension, an upper-case size and a trailer all reach the
+  // client byte for byte, and the line still reads the events inside.
+  const std::string half1 = "data: {\"choices\":[{\"delta\":{\"content\":";  // 38 bytes: 0x26
+  const std::string half2 = "\"a\"}}]}\n\n";
+  ASSERT_EQ(half1.size(), 0x26u);
+  const std::string body = "26;source=engine\r\n" + half1 + "\r\n" + chunk(half2) +
+                           "3D\r\ndata: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\ndata: [DONE]\n\n\r\n" +
+                           "0\r\nX-Engine-Trailer: 1\r\n\r\n";
+  CannedBackend backend({write_step(kSseHead + body.substr(0, 30)), pause_step(50), write_step(body.substr(30))});
+  HttpResponse client;
+  auto l = through(backend, &client);
+  EXPECT_TRUE(client.complete);
+  const auto head_end = client.raw.find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos);
+  EXPECT_EQ(client.raw.substr(head_end + 4), body);
+  EXPECT_EQ(l["outcome"], "ok");
+  EXPECT_EQ(l["content_events"], 2);
+}
+
+TEST(ProxyHttpDetails, AStreamWhoseUsageIsStrippedIsFramedAgain) {
+  // With `--usage inject` the proxy removes the usage event the client did not ask for: those bytes
+  // cannot go as they came, so the body is framed again (and stays a well-formed chunked body).
+  const std::string events =
+      "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n"
+      "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1,\"total_tokens\":4}}\n\n"
+      "data: [DONE]\n\n";
+  CannedBackend backend({write_step(kSseHead + chunk(events) + "0\r\n\r\n")});
+  HttpResponse client;
+  auto l = through(backend, &client, {"--usage", "inject"});
+  EXPECT_TRUE(client.complete);
+  EXPECT_EQ(client.body.find("\"usage\""), std::string::npos);
+  EXPECT_NE(client.body.find("[DONE]"), std::string::npos);
+  EXPECT_EQ(l["token_source"], "usage");
+  EXPECT_EQ(l["completion_tokens"], 1);
+}
+
 TEST(ProxyAgainstMisbehavingBackends, AnErrorEventInAStreamIsRecordedAsAStreamError) {
   const std::string body =
       "data: {\"error\":{\"message\":\"engine died\",\"type\":\"InternalServerError\",\"code\":500}}\n\n";
