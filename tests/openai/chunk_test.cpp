@@ -56,6 +56,20 @@ TEST(ClassifyChunk, ErrorEventsOldAndNewShape) {
   EXPECT_EQ(old.error_message, "bad");
 }
 
+TEST(ClassifyChunk, AKeyGivenTwiceIsReadFromItsFirstOccurrence) {
+  // The members are found in one pass (issue 43); a key given twice counts as a lookup by key would
+  // read it, its first occurrence (an invented edge case: no engine writes one).
+  auto c = classify_chunk(
+      R"({"id":"first","choices":[{"delta":{"content":"x"}}],"model":"m1","id":"second","choices":[],"model":"m2"})");
+  EXPECT_EQ(c.kind, ChunkKind::kContent);
+  EXPECT_EQ(c.id, "first");
+  EXPECT_EQ(c.model, "m1");
+  auto e = classify_chunk(R"({"error":null,"choices":[{"delta":{"content":"x"}}],"error":{"message":"late"}})");
+  EXPECT_EQ(e.kind, ChunkKind::kContent);
+  auto t = classify_chunk(R"({"timings":{"prompt_ms":1.5},"timings":{"prompt_ms":9},"choices":[]})");
+  EXPECT_EQ(t.server_timings, R"({"prompt_ms":1.5})");
+}
+
 TEST(ParseResponseBody, NonStreamedChatWithUsageAndLlamaCppTimings) {
   auto r = parse_response_body(
       R"({"id":"chatcmpl-1","object":"chat.completion","model":"qwen","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":8,"completion_tokens":2,"total_tokens":10},"timings":{"prompt_n":8,"predicted_ms":40.5}})");
