@@ -193,7 +193,7 @@ std::string_view GenAiMetrics::model_label(const std::optional<std::string>& mod
   return models_.label(*model);
 }
 
-void GenAiMetrics::observe(Family f, const KeyView& k, double value) {
+Histogram& GenAiMetrics::series(Family f, const KeyView& k) {
   auto& series = histograms_[f];
   auto it = series.find(k);
   if (it == series.end()) {
@@ -203,7 +203,7 @@ void GenAiMetrics::observe(Family f, const KeyView& k, double value) {
         kFamilies[f].kind == Kind::kSeconds ? std::span<const double>(kSecondsBuckets) : kTokenBuckets;
     it = series.emplace(std::move(key), Histogram(bounds)).first;
   }
-  it->second.observe(value);
+  return it->second;
 }
 
 void GenAiMetrics::increase(Family f, const KeyView& k, std::int64_t value) {
@@ -226,8 +226,9 @@ void GenAiMetrics::record(const ledger::Observation& o) {
   const bool streamed_chunks = o.stream && !o.itl_ms.empty();
   const auto chunks = [&](Family ttfc, Family tpoc) {
     if (o.stream && o.ttft_ms) observe(ttfc, k, *o.ttft_ms / 1000.0);
-    if (streamed_chunks) {
-      for (double gap : o.itl_ms) observe(tpoc, k, gap / 1000.0);
+    if (streamed_chunks) {  // one series lookup for all of a response's gaps
+      Histogram& gaps = series(tpoc, k);
+      for (double gap : o.itl_ms) gaps.observe(gap / 1000.0);
     }
   };
   if (has(opts_.conventions, GenAiConventions::kV1_41)) {

@@ -121,7 +121,9 @@ class GenAiMetrics {
   using Counts = std::map<Key, std::int64_t, KeyLess>;
   // The label for a model name ("" when none, kOtherModel past the cap); views into models_.
   std::string_view model_label(const std::optional<std::string>& model);
-  void observe(Family f, const KeyView& k, double value);
+  void observe(Family f, const KeyView& k, double value) { series(f, k).observe(value); }
+  // The histogram of one family's series, made on first use.
+  Histogram& series(Family f, const KeyView& k);
   void increase(Family f, const KeyView& k, std::int64_t value);
   bool active(Family f) const;
   void render_family(promtext::TextWriter& w, Family f) const;
