@@ -35,6 +35,34 @@ TEST(JsonWriter, EscapesControlCharactersAndRepairsInvalidUtf8) {
   EXPECT_TRUE(parsed.ok());
 }
 
+TEST(JsonWriter, ACharacterToEscapeIsFoundAtEveryPlaceInAWord) {
+  // Plain runs are skipped eight bytes at a time (issue 43): each character that needs care, at
+  // every offset of a 24-byte string, comes out as it does alone.
+  const std::pair<std::string, std::string> cases[] = {{"\"", "\\\""},
+                                                       {"\\", "\\\\"},
+                                                       {"\n", "\\n"},
+                                                       {std::string(1, '\x01'), "\\u0001"},
+                                                       {std::string(1, '\x1f'), "\\u001f"},
+                                                       {"\x7f", "\x7f"},
+                                                       {"\xc3\xa9", "\xc3\xa9"},
+                                                       {"\xff", "\\ufffd"},
+                                                       {" ", " "},
+                                                       {"<", "<"}};
+  for (const auto& [c, escaped] : cases) {
+    for (std::size_t at = 0; at + c.size() <= 24; ++at) {
+      std::string s(24 - c.size(), 'a');
+      s.insert(at, c);
+      std::string expected = "\"" + std::string(at, 'a') + escaped + std::string(24 - c.size() - at, 'a') + "\"";
+      std::string out;
+      append_json_string(out, s);
+      EXPECT_EQ(out, expected) << "at " << at;
+    }
+  }
+  std::string html;
+  append_json_string_html_safe(html, "aaaaaaaa<b>&aaaaaaaaaa");
+  EXPECT_EQ(html, R"("aaaaaaaa\u003cb\u003e\u0026aaaaaaaaaa")");
+}
+
 TEST(JsonRead, TypedLookupsSayAbsentForWrongTypes) {
   auto v = parse_json(R"({"s":"x","i":3,"d":2.0,"b":true,"n":null,"big":1e300})");
   ASSERT_TRUE(v.ok());
