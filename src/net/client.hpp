@@ -91,6 +91,10 @@ class Connection {
   asio::awaitable<Result> write(Message& m) {
     return std::visit([&](auto& s) { return http::async_write(s, m, kNoThrow); }, stream_);
   }
+  // Bytes already framed (a request written as text).
+  asio::awaitable<Result> write_bytes(std::string_view bytes) {
+    return std::visit([&](auto& s) { return asio::async_write(s, asio::buffer(bytes), kNoThrow); }, stream_);
+  }
   template <class Parser>
   asio::awaitable<Result> read_header(Parser& p) {
     return std::visit([&](auto& s) { return http::async_read_header(s, buffer_, p, kNoThrow); }, stream_);

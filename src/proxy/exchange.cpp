@@ -117,12 +117,18 @@ double Proxy::since_ms(const Exchange& x) const {
   return static_cast<double>(SystemClock::instance().steady_us() - x.t0_us) / 1000.0;
 }
 
-http::request<http::string_body> Proxy::upstream_request(const http::request<http::string_body>& req, const Exchange& x,
-                                                         std::string body) const {
-  http::request<http::string_body> up;
-  up.version(11);
-  up.method_string(req.method_string());  // any method the head allowed, extension methods too
-  up.target(backend_.target_for(req.target()));
+std::string Proxy::upstream_request(const http::request<http::string_body>& req, const Exchange& x,
+                                    std::string_view body) const {
+  std::string out;
+  out.reserve(1024 + body.size());
+  const auto add = [&out](std::string_view name, std::string_view value) {
+    out.append(name).append(": ").append(value).append("\r\n");
+  };
+  const auto method = req.method_string();  // any method the head allowed, extension methods too
+  out.append(method.data(), method.size())
+      .append(" ")
+      .append(backend_.target_for(req.target()))
+      .append(" HTTP/1.1\r\n");
   const std::string tokens = connection_tokens(req);
   bool client_request_id = false;
   for (const auto& f : req) {
@@ -131,22 +137,26 @@ http::request<http::string_body> Proxy::upstream_request(const http::request<htt
         f.name() == http::field::accept_encoding || beast::iequals(name, opts_.id_header) ||
         beast::iequals(name, "traceparent") || beast::iequals(name, "tracestate") || dropped_field_name(name)) {
       // Accept-Encoding dropped: bodies must stay readable for the tap; trace context below;
-      // names with underscores as nginx drops them (proxy/request_head.hpp).
+      // names with underscores as nginx drops them (proxy/request_head.hpp); hop-by-hop fields
+      // (Connection among them: the backend connection is kept alive, HTTP/1.1's default).
       continue;
     }
     if (beast::iequals(name, "X-Request-Id")) client_request_id = true;
-    up.insert(name, f.value());
+    add({name.data(), name.size()}, {f.value().data(), f.value().size()});
   }
-  up.set(http::field::host, backend_.host_header);
-  up.set(opts_.id_header, x.obs.observation_id);
-  if (!client_request_id) up.set("X-Request-Id", x.obs.observation_id);
+  add("Host", backend_.host_header);
+  add(opts_.id_header, x.obs.observation_id);
+  if (!client_request_id) add("X-Request-Id", x.obs.observation_id);
   // The engine's spans become children of the proxy's span.
-  up.set("traceparent", x.trace.traceparent());
-  if (!x.trace_state.empty()) up.set("tracestate", x.trace_state);
-  up.keep_alive(true);
-  up.body() = std::move(body);
-  up.prepare_payload();
-  return up;
+  add("traceparent", x.trace.traceparent());
+  if (!x.trace_state.empty()) add("tracestate", x.trace_state);
+  // A length as Beast's prepare_payload gives one: for a body, and for the methods that carry one.
+  const auto verb = req.method();
+  if (!body.empty() || verb == http::verb::post || verb == http::verb::put || verb == http::verb::options) {
+    add("Content-Length", std::to_string(body.size()));
+  }
+  out.append("\r\n").append(body);
+  return out;
 }
 
 namespace {
@@ -185,7 +195,7 @@ awaitable<bool> Proxy::handle(beast::tcp_stream& client, http::request<http::str
 
   std::string body = req.body();
   const bool strip_usage = opts_.usage == UsageMode::kInject && inject_usage(o, body);
-  auto up_req = upstream_request(req, x, std::move(body));
+  const std::string up_req = upstream_request(req, x, body);
 
   // The client may leave while we wait: watch its socket, and close the upstream if it does.
   auto watch = std::make_shared<ClientWatch>();
@@ -225,7 +235,7 @@ awaitable<bool> Proxy::handle(beast::tcp_stream& client, http::request<http::str
     }
     watch->upstream = up;
     up->tcp().expires_after(seconds(opts_.response_timeout_s));
-    auto [wec, written] = co_await up->conn->write(up_req);
+    auto [wec, written] = co_await up->conn->write_bytes(up_req);
     ec = wec;
     std::optional<RxStamp> head_rx;
     if (!ec && up->wait) {

@@ -195,8 +195,10 @@ class Proxy {
 
   awaitable<void> refuse_connection(beast::tcp_stream client);
 
-  http::request<http::string_body> upstream_request(const http::request<http::string_body>& req, const Exchange& x,
-                                                    std::string body) const;
+  // The request as the backend gets it, head and body in one buffer (a Beast message and its
+  // serializer took ~25,000 instructions a request to write the same bytes).
+  std::string upstream_request(const http::request<http::string_body>& req, const Exchange& x,
+                               std::string_view body) const;
 
   // One request (exchange.cpp): checked, sent upstream on a pooled connection (retried once on a fresh
   // one when the pooled one was stale), the response head awaited; false: close the client.

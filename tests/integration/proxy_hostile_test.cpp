@@ -146,6 +146,44 @@ TEST(ProxyHostileInput, EveryRequestFramingCaseIsForwardedOrRefusedAsNginxWouldA
   }
 }
 
+TEST(ProxyHostileInput, TheForwardedRequestIsTheClientsLessHopByHopFieldsWithOneLength) {
+  // The request to the backend is written as text (issue 43): the client's end-to-end fields in
+  // their order, hop-by-hop ones and Accept-Encoding gone, the backend's Host, the proxy's ids and
+  // trace context, one Content-Length for the body; a GET without a body gets none.
+  CannedBackend backend({write_step(kOk), close_step()});
+  const auto dir = make_temp_dir();
+  Proxy proxy(fmt::format("http://127.0.0.1:{}", backend.port()), dir + "/ledger.jsonl");
+  const std::string body = R"({"model":"m","messages":[]})";
+  const auto post =
+      raw(proxy.port, fmt::format("POST /v1/chat/completions HTTP/1.1\r\nHost: client\r\n"
+                                  "Connection: keep-alive, X-Hop\r\nX-Hop: 1\r\nKeep-Alive: timeout=5\r\n"
+                                  "Accept-Encoding: gzip\r\nX-First: a\r\nContent-Type: application/json\r\n"
+                                  "Content-Length: {}\r\nX-Last: b\r\n\r\n{}",
+                                  body.size(), body));
+  EXPECT_EQ(post.status, 200);
+  const auto got = backend.last_request();
+  const auto head_end = got.find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos);
+  const std::string head = got.substr(0, head_end + 2);
+  EXPECT_EQ(got.substr(head_end + 4), body);
+  EXPECT_EQ(head.substr(0, head.find("\r\n")), "POST /v1/chat/completions HTTP/1.1");
+  for (const char* gone : {"Connection:", "X-Hop:", "Keep-Alive:", "Accept-Encoding:", "Host: client"}) {
+    EXPECT_EQ(head.find(gone), std::string::npos) << gone << " in " << head;
+  }
+  EXPECT_LT(head.find("\r\nX-First: a\r\n"), head.find("\r\nContent-Type: application/json\r\n"));
+  EXPECT_LT(head.find("\r\nContent-Type: application/json\r\n"), head.find("\r\nX-Last: b\r\n"));
+  EXPECT_NE(head.find(fmt::format("\r\nHost: 127.0.0.1:{}\r\n", backend.port())), std::string::npos);
+  EXPECT_NE(head.find("\r\ntraceparent: 00-"), std::string::npos);
+  EXPECT_NE(head.find("\r\nX-Request-Id: "), std::string::npos);
+  const auto length_at = head.find("\r\nContent-Length: ");
+  ASSERT_NE(length_at, std::string::npos);
+  EXPECT_EQ(head.find("\r\nContent-Length: ", length_at + 1), std::string::npos);
+  EXPECT_NE(head.find(fmt::format("\r\nContent-Length: {}\r\n", body.size())), std::string::npos);
+
+  EXPECT_EQ(raw(proxy.port, "GET /v1/models HTTP/1.1\r\nHost: a\r\n\r\n").status, 200);
+  EXPECT_EQ(backend.last_request().find("Content-Length"), std::string::npos) << backend.last_request();
+}
+
 TEST(ProxyHostileInput, TenThousandHeaderLinesAre431BeforeAnyParse) {
   CannedBackend backend({write_step(kOk), close_step()});
   const auto dir = make_temp_dir();
