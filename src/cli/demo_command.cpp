@@ -3,6 +3,8 @@
 // past the simulated engine's capacity), and writes the ledger, the simulator's truth and the
 // report (md on stdout, html and json in the folder).
 #include <fmt/format.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -29,16 +31,27 @@
 namespace mpo::cli {
 namespace {
 
+// The nice value of what stands in for other machines (the simulated engine, the clients): on a
+// small machine they share the proxy's cores, and a proxy that waits for a core reads late (the
+// report warns of that lateness). In production the engine and the clients have machines of their
+// own; here they yield the CPU to the proxy when it has work.
+constexpr int kStandInNice = 10;
+
 // This same binary as a child (`simulate`, `proxy`), its stderr in `log_path`; the port its first
-// stdout line names.
+// stdout line names. `nice`: run it at that nice value (0: as we are).
 struct Child {
   process::Child process;
   std::uint16_t port = 0;
 };
 
-Result<Child> start_child(std::vector<std::string> args, const std::string& log_path) {
+Result<Child> start_child(std::vector<std::string> args, const std::string& log_path, int nice = 0) {
   const std::string what = args.front();
-  args.insert(args.begin(), "/proc/self/exe");
+  std::error_code ec;
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  args.insert(args.begin(), ec ? std::string("/proc/self/exe") : self);
+  if (nice != 0 && !ec && std::filesystem::exists("/usr/bin/nice")) {
+    args.insert(args.begin(), {"/usr/bin/nice", "-n", std::to_string(nice)});
+  }
   auto child = process::Child::start(std::move(args), {log_path});
   if (!child) return child.error();
   auto line = child->read_line(20000);
@@ -86,6 +99,8 @@ void run_phases(const net::BackendUrl& proxy_url, int& sent, int& ok) {
     std::vector<std::thread> workers;
     for (int w = 0; w < ph.concurrency; ++w) {
       workers.emplace_back([&, w] {
+        // Linux keeps a nice value per thread: this client thread yields to the proxy.
+        ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kStandInNice);
         for (int i = 0; i < ph.per_worker; ++i) {
           // Today's clients speak three APIs: chat, the Responses API and Anthropic Messages.
           const loadgen::Api api = kDemoApis[static_cast<std::size_t>(w + i + phase_no) % std::size(kDemoApis)];
@@ -152,7 +167,7 @@ int run_demo(const std::string& out_dir) {
   std::cout << "modelperfobs demo: starting the simulator and the proxy (logs in " << dir << ")" << std::endl;
   auto sim = start_child({"simulate", "--listen", "127.0.0.1:0", "--profile", dir + "/simulator-profile.json",
                           "--truth", dir + "/truth.jsonl"},
-                         dir + "/simulate.log");
+                         dir + "/simulate.log", kStandInNice);
   if (!sim) {
     std::cerr << "modelperfobs demo: " << sim.error().message << "\n";
     return 1;
@@ -166,7 +181,10 @@ int run_demo(const std::string& out_dir) {
     return 1;
   }
   const std::uint16_t proxy_port = proxy->port;
-  std::cout << fmt::format("  simulate http://127.0.0.1:{}  <-  proxy http://127.0.0.1:{}", sim_port, proxy_port)
+  std::cout << fmt::format(
+                   "  simulate http://127.0.0.1:{}  <-  proxy http://127.0.0.1:{}\n"
+                   "  (the simulator and the clients run at nice {}: they stand in for machines of their own)",
+                   sim_port, proxy_port, kStandInNice)
             << std::endl;
   const auto proxy_url = net::parse_backend_url(fmt::format("http://127.0.0.1:{}", proxy_port));
 

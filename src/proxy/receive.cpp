@@ -23,15 +23,53 @@ bool enable_rx_timestamps(int fd) {
   return ::setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) == 0;
 }
 
-// The timer's handler holds the state weakly and a generation number, so a timer that fires after
-// its wait ended (or after the owner is gone) touches nothing.
+// The timeout is kept lazily, as nginx keeps its timers: a wait only moves its deadline forward,
+// and the timer, armed once, looks at the deadline when it fires (times out the wait in progress,
+// or arms itself again for the later deadline, or stays idle when no wait is in progress). Setting
+// and cancelling a timer around every read was most of the per-event cost of a wait. The handler
+// holds the state weakly and the number of the arming it belongs to, so a handler of an earlier
+// arming (or one that runs after the owner is gone) touches nothing.
 struct ReadableWait::State {
   explicit State(const asio::any_io_executor& ex) : timer(ex) {}
   asio::steady_timer timer;
-  std::uint64_t generation = 0;
+  std::uint64_t arming = 0;  // the number of the timer's latest arming
+  bool armed = false;        // the latest arming has not fired yet
+  std::chrono::steady_clock::time_point fires_at{};
+  std::chrono::steady_clock::time_point deadline{};  // the wait in progress's
   bool timed_out = false;
-  tcp::socket* socket = nullptr;
+  tcp::socket* socket = nullptr;  // the socket a wait is in progress on, nullptr between waits
 };
+
+namespace {
+
+void arm(const std::shared_ptr<ReadableWait::State>& s);
+
+void on_timer(const std::weak_ptr<ReadableWait::State>& weak, std::uint64_t arming,
+              const boost::system::error_code& ec) {
+  const auto s = weak.lock();
+  if (!s || s->arming != arming) return;  // gone, or an earlier arming's handler
+  s->armed = false;
+  if (ec || !s->socket) return;  // cancelled, or no wait in progress: idle until the next wait
+  if (std::chrono::steady_clock::now() < s->deadline) {
+    arm(s);  // waits since the arming moved the deadline on
+    return;
+  }
+  s->timed_out = true;
+  boost::system::error_code cec;
+  s->socket->cancel(cec);
+}
+
+void arm(const std::shared_ptr<ReadableWait::State>& s) {
+  const std::uint64_t arming = ++s->arming;
+  s->armed = true;
+  s->fires_at = s->deadline;
+  s->timer.expires_at(s->deadline);
+  s->timer.async_wait([weak = std::weak_ptr<ReadableWait::State>(s), arming](const boost::system::error_code& ec) {
+    on_timer(weak, arming, ec);
+  });
+}
+
+}  // namespace
 
 ReadableWait::ReadableWait(const asio::any_io_executor& ex) : state_(std::make_shared<State>(ex)) {}
 
@@ -43,21 +81,12 @@ ReadableWait::~ReadableWait() {
 asio::awaitable<boost::system::error_code> ReadableWait::wait(tcp::socket& socket,
                                                               std::chrono::steady_clock::duration timeout) {
   State& st = *state_;
-  const std::uint64_t generation = ++st.generation;
   st.timed_out = false;
   st.socket = &socket;
-  st.timer.expires_after(timeout);
-  st.timer.async_wait([weak = std::weak_ptr<State>(state_), generation](const boost::system::error_code& ec) {
-    const auto s = weak.lock();
-    if (ec || !s || s->generation != generation || !s->socket) return;
-    s->timed_out = true;
-    boost::system::error_code cec;
-    s->socket->cancel(cec);
-  });
+  st.deadline = std::chrono::steady_clock::now() + timeout;
+  if (!st.armed || st.fires_at > st.deadline) arm(state_);  // else the armed timer looks again when it fires
   auto [ec] = co_await socket.async_wait(tcp::socket::wait_read, asio::as_tuple(asio::use_awaitable));
-  ++st.generation;  // from here on a firing timer belongs to no wait
-  st.socket = nullptr;
-  st.timer.cancel();
+  st.socket = nullptr;  // from here on a firing timer finds no wait in progress
   if (st.timed_out) co_return boost::beast::error::timeout;
   co_return ec;
 }

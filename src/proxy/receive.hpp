@@ -35,8 +35,9 @@ class ReadableWait {
   boost::asio::awaitable<boost::system::error_code> wait(boost::asio::ip::tcp::socket& socket,
                                                          std::chrono::steady_clock::duration timeout);
 
+  struct State;  // receive.cpp's (public for its timer's handler there)
+
  private:
-  struct State;
   std::shared_ptr<State> state_;
 };
 
