@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Instructions (valgrind callgrind) the proxy and the load generator spend on one fixed point:
-# 200 streamed requests of 50 tokens at concurrency 20 against `simulate`. Repeatable whatever
-# else the machine does, so two builds compare on a noisy machine.
-#   bench/instructions.sh BINARY [SIMULATOR_BINARY]
+# 200 streamed requests of 50 tokens at concurrency 20 against `simulate`; with `one-token`, 1,000
+# requests of one token at concurrency 64 (the per-request path). Repeatable whatever else the
+# machine does, so two builds compare on a noisy machine.
+#   bench/instructions.sh BINARY [SIMULATOR_BINARY [one-token]]
 # Prints "proxy: N instructions" and "sweep: N instructions". The simulator defaults to BINARY;
 # pass one simulator for both builds when comparing proxies.
 set -euo pipefail
@@ -21,6 +22,10 @@ wait_line() {  # FILE PATTERN: the first line of FILE that matches, within 20 s
 port_of() { grep -o '127\.0\.0\.1:[0-9]*' | head -1 | cut -d: -f2; }
 point=(--model sim-model --concurrencies 20 --requests 200 --warmup 0 --input-tokens 32 --approximate-input-tokens
   --output-tokens 50 --ignore-eos --quiet)
+if [[ "${3:-}" == one-token ]]; then
+  point=(--model sim-model --concurrencies 64 --requests 1000 --warmup 0 --input-tokens 32 --approximate-input-tokens
+    --output-tokens 1 --ignore-eos --quiet)
+fi
 
 "$sim" simulate --listen 127.0.0.1:0 >"$dir/sim.out" 2>/dev/null &
 sim_port=$(wait_line "$dir/sim.out" listening | port_of)

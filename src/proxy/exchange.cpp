@@ -421,64 +421,46 @@ void record_outcome(ledger::Observation& o, const openai::StreamTap& tap, boost:
 
 }  // namespace
 
-awaitable<bool> Proxy::relay(beast::tcp_stream& client, const http::request<http::string_body>& req, Exchange& x,
-                             std::shared_ptr<Upstream> up, http::response_parser<http::buffer_body>& parser,
-                             std::shared_ptr<ClientWatch> watch, bool strip_usage) {
-  auto& o = x.obs;
-  auto& head = parser.get();
-  o.http_status = static_cast<int>(head.result_int());
-  if (auto it = head.find("X-Request-Id"); it != head.end()) o.upstream_request_id = std::string(it->value());
-  const auto ctype = head.find(http::field::content_type);
-  const bool sse = ctype != head.end() && ctype->value().find("text/event-stream") != std::string_view::npos;
-  const bool encoded = head.find(http::field::content_encoding) != head.end();
-  const auto keep_alive_field = head.find(http::field::keep_alive);
-  const KeepAliveHint keep_alive_hint =
-      keep_alive_field == head.end() ? KeepAliveHint{} : parse_keep_alive(keep_alive_field->value());
-  openai::StreamTap tap(sse);
-  UsageStripper stripper;
-  strip_usage = strip_usage && sse;
-
-  http::response<http::buffer_body> res =
-      client_response_head(req, parser, opts_.id_header, o.observation_id, sse, strip_usage);
-  const bool close_delimited = req.version() < 11 && !res.has_content_length() && !res.chunked();
-  res.keep_alive(req.keep_alive() && !close_delimited);
-  http::response_serializer<http::buffer_body> sr(res);
-  // Pass-through: the head's bytes, then the backend's body bytes as they came.
-  const bool pass_through = passes_through(req, parser, strip_usage, up->wait != nullptr);
-  const std::string raw_head = pass_through ? head_text(res) : std::string();
-  client.expires_after(std::chrono::seconds(60));
-  // The head goes out at once when no body byte came with it (the client learns the status
-  // while the engine works); when body bytes came in the same read, head and body leave in one
-  // write. Likewise the last body bytes carry the final chunk when they came together.
-  bool head_written = false, final_written = false, client_failed = false;
-  // The stream's terminal event ([DONE], response.completed, message_stop) reached the client.
-  bool terminal_forwarded = false;
-  if (up->buffer().size() == 0 && !parser.is_done()) {
-    boost::system::error_code hec;
-    if (pass_through) {
-      std::tie(hec, std::ignore) = co_await asio::async_write(client, asio::buffer(raw_head), kNoThrow);
-    } else {
-      std::tie(hec, std::ignore) = co_await http::async_write_header(client, sr, kNoThrow);
+// One response's relay: the client's head and how its body goes (as it came, or framed again by
+// the serializer), the tap, and what has been written so far.
+struct Relay {
+  Relay(const http::request<http::string_body>& req, http::response_parser<http::buffer_body>& parser,
+        const ProxyOptions& opts, const std::string& observation_id, bool strip, bool plain_socket)
+      : sse(is_sse(parser.get())),
+        encoded(parser.get().find(http::field::content_encoding) != parser.get().end()),
+        strip_usage(strip && sse),
+        tap(sse),
+        res(client_response_head(req, parser, opts.id_header, observation_id, sse, strip_usage)),
+        close_delimited(req.version() < 11 && !res.has_content_length() && !res.chunked()),
+        pass_through(passes_through(req, parser, strip_usage, plain_socket)),
+        sr(prepared(res, req.keep_alive() && !close_delimited)),
+        raw_head(pass_through ? head_text(res) : std::string()),
+        buf(std::make_unique_for_overwrite<char[]>(kBufSize)) {
+    if (const auto it = parser.get().find(http::field::keep_alive); it != parser.get().end()) {
+      keep_alive_hint = parse_keep_alive(it->value());
     }
-    client_failed = static_cast<bool>(hec);
-    head_written = true;
+  }
+  Relay(const Relay&) = delete;
+  Relay& operator=(const Relay&) = delete;
+
+  static bool is_sse(const http::response_header<>& head) {
+    const auto ctype = head.find(http::field::content_type);
+    return ctype != head.end() && ctype->value().find("text/event-stream") != std::string_view::npos;
+  }
+  static http::response<http::buffer_body>& prepared(http::response<http::buffer_body>& res, bool keep_alive) {
+    res.keep_alive(keep_alive);
+    return res;
   }
 
-  // Not zeroed: every byte used is first written by the parser (16 KiB of memset per request
-  // showed in profiles).
-  constexpr std::size_t kBufSize = 16 * 1024;
-  const auto buf = std::make_unique_for_overwrite<char[]>(kBufSize);
-  // Parses what the upstream buffer holds, never waiting on the socket, so that one read leaves
-  // in one write (and the final chunk rides with the last data); waiting here would coalesce
-  // events. Stops when more bytes are needed, the body buffer is full or the message is done.
-  // The bytes parsed stay in the buffer (`parsed` of them) until the round has forwarded them.
-  bool consumed = false;
-  std::size_t parsed = 0;
-  auto parse_buffered = [&]() -> boost::system::error_code {
+  // Parses what the upstream buffer holds, never waiting on the socket, so that one read leaves in
+  // one write (and the final chunk rides with the last data); waiting here would coalesce events.
+  // Stops when more bytes are needed, the body buffer is full or the message is done. The bytes
+  // parsed stay in the buffer (`parsed` of them) until the round has forwarded them.
+  boost::system::error_code parse_buffered(http::response_parser<http::buffer_body>& parser, Upstream& up) {
     consumed = false;
-    while (!parser.is_done() && up->buffer().size() > parsed && parser.get().body().size > 0) {
+    while (!parser.is_done() && up.buffer().size() > parsed && parser.get().body().size > 0) {
       boost::system::error_code pec;
-      const auto data = up->buffer().data();
+      const auto data = up.buffer().data();
       const std::size_t used =
           parser.put(asio::buffer(static_cast<const char*>(data.data()) + parsed, data.size() - parsed), pec);
       parsed += used;
@@ -488,121 +470,159 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const http::request<http
       if (used == 0) break;
     }
     return {};
-  };
-  boost::system::error_code upstream_ec;
-  while (!client_failed && !parser.is_done()) {
-    parser.get().body().data = buf.get();
-    parser.get().body().size = kBufSize;
-    boost::system::error_code rec = parse_buffered();
-    if (!rec && !parser.is_done() && !consumed) {
-      // Nothing buffered to parse: one read, with its kernel receive time on plain connections.
-      if (up->wait) {
-        auto r =
-            co_await receive_some(up->tcp().socket(), up->buffer(), *up->wait, seconds(opts_.stream_idle_timeout_s));
-        if (r.ec == asio::error::eof) {
-          parser.put_eof(rec);  // ends a body read to the close; else partial_message
-        } else if (r.ec) {
-          rec = r.ec;
-        } else {
-          note(x, r.stamp);
-          rec = parse_buffered();
-        }
-      } else {
-        up->tcp().expires_after(seconds(opts_.stream_idle_timeout_s));
-        auto [tec, tn] = co_await up->conn->read_some(parser);
-        rec = tec == http::error::need_buffer ? boost::system::error_code() : tec;
-        note_loop_read(x);
-        if (!rec) rec = parse_buffered();
-      }
-    }
-    const std::size_t got = kBufSize - parser.get().body().size;
-    const std::int64_t now = x.last_rx.steady_us;  // when these bytes reached the socket
-    const bool last = parser.is_done() && !rec;
-    const std::string_view piece(buf.get(), got);
-    std::string_view out = piece;
-    std::string filtered;
-    if (got > 0 && strip_usage) {
-      filtered = stripper.filter(piece, parser.is_done());
-      out = filtered;
-    }
-    const std::string_view raw(static_cast<const char*>(up->buffer().data().data()), parsed);
+  }
+
+  // What a round writes to the client (relay() does the write: a coroutine of its own per round
+  // cost 5% of the proxy's instructions on streams). `raw`: the bytes the parser took this round;
+  // `out`: their payload as the client gets it.
+  enum class Write { kNone, kAsTheyCame, kBody, kHead };
+  Write plan_round(std::string_view raw, std::string_view out, bool last, bool failed_upstream) {
     if (pass_through) {
       // The round's bytes as they came (a chunk-size line alone included: the client gets the head now).
-      if (!raw.empty() || (!head_written && !last && !rec)) {
-        const std::array<asio::const_buffer, 2> bytes{asio::buffer(head_written ? std::string_view() : raw_head),
-                                                      asio::buffer(raw)};
-        client.expires_after(std::chrono::seconds(60));
-        auto [wec, wn] = co_await asio::async_write(client, bytes, kNoThrow);
-        client_failed = client_failed || static_cast<bool>(wec);
-        head_written = true;
-        final_written = last;
-      }
-    } else if (!out.empty()) {
+      if (raw.empty() && (head_written || last || failed_upstream)) return Write::kNone;
+      bytes = {asio::buffer(head_written ? std::string_view() : raw_head), asio::buffer(raw)};
+      return Write::kAsTheyCame;
+    }
+    if (!out.empty()) {
       res.body().data = const_cast<char*>(out.data());
       res.body().size = out.size();
       res.body().more = !last;
-      client.expires_after(std::chrono::seconds(60));
-      auto [wec, wn] = co_await http::async_write(client, sr, kNoThrow);
-      if (wec && wec != http::error::need_buffer) client_failed = true;
-      head_written = true;
-      final_written = last;
-    } else if (!head_written && !last && !rec) {
-      // Only framing came (a chunk size line): the client still gets the head now.
-      auto [hec, hn] = co_await http::async_write_header(client, sr, kNoThrow);
-      client_failed = static_cast<bool>(hec);
-      head_written = true;
+      return Write::kBody;
     }
-    up->buffer().consume(parsed);
-    parsed = 0;
-    if (got > 0) {
-      o.response_bytes += got;
-      if (!encoded) tap.feed(piece, now);  // after forwarding: parsing never delays the client
-      if (!client_failed && tap.saw_terminal()) terminal_forwarded = true;
+    // Only framing came (a chunk size line), or nothing yet: the client still gets the head now.
+    return !head_written && !last && !failed_upstream ? Write::kHead : Write::kNone;
+  }
+  void wrote(Write w, boost::system::error_code ec, bool last) {
+    if (w == Write::kBody && ec == http::error::need_buffer) ec = {};
+    client_failed = client_failed || static_cast<bool>(ec);
+    head_written = true;
+    if (w != Write::kHead) final_written = last;
+  }
+
+  // Not zeroed: every byte used is first written by the parser (16 KiB of memset per request
+  // showed in profiles).
+  static constexpr std::size_t kBufSize = 16 * 1024;
+  const bool sse, encoded, strip_usage;
+  openai::StreamTap tap;
+  UsageStripper stripper;
+  KeepAliveHint keep_alive_hint;
+  http::response<http::buffer_body> res;
+  const bool close_delimited, pass_through;
+  http::response_serializer<http::buffer_body> sr;
+  const std::string raw_head;  // pass-through: the head's bytes, then the backend's body as it came
+  const std::unique_ptr<char[]> buf;
+  std::array<asio::const_buffer, 2> bytes;  // kAsTheyCame's: the head (until written) and the raw bytes
+  std::size_t parsed = 0;
+  bool consumed = false;
+  // The head goes out at once when no body byte came with it (the client learns the status while
+  // the engine works); when body bytes came in the same read, head and body leave in one write.
+  // Likewise the last body bytes carry the final chunk when they came together.
+  bool head_written = false, final_written = false, client_failed = false;
+  // The stream's terminal event ([DONE], response.completed, message_stop) reached the client.
+  bool terminal_forwarded = false;
+};
+
+awaitable<bool> Proxy::relay(beast::tcp_stream& client, const http::request<http::string_body>& req, Exchange& x,
+                             std::shared_ptr<Upstream> up, http::response_parser<http::buffer_body>& parser,
+                             std::shared_ptr<ClientWatch> watch, bool strip_usage) {
+  auto& o = x.obs;
+  o.http_status = static_cast<int>(parser.get().result_int());
+  if (auto it = parser.get().find("X-Request-Id"); it != parser.get().end()) {
+    o.upstream_request_id = std::string(it->value());
+  }
+  Relay r(req, parser, opts_, o.observation_id, strip_usage, up->wait != nullptr);
+  const auto idle = seconds(opts_.stream_idle_timeout_s);
+  client.expires_after(std::chrono::seconds(60));
+  if (up->buffer().size() == 0 && !parser.is_done()) co_await write_head(client, r);
+  boost::system::error_code upstream_ec;
+  while (!r.client_failed && !parser.is_done()) {
+    parser.get().body().data = r.buf.get();
+    parser.get().body().size = Relay::kBufSize;
+    boost::system::error_code rec = r.parse_buffered(parser, *up);
+    if (!rec && !parser.is_done() && !r.consumed && up->wait) {  // one read, with its kernel receive time
+      auto got = co_await receive_some(up->tcp().socket(), up->buffer(), *up->wait, idle);
+      if (got.ec == asio::error::eof) parser.put_eof(rec);  // ends a body read to the close; else partial_message
+      if (got.ec && got.ec != asio::error::eof) rec = got.ec;
+      if (!got.ec) note(x, got.stamp);
+      if (!got.ec) rec = r.parse_buffered(parser, *up);
+    } else if (!rec && !parser.is_done() && !r.consumed) {  // TLS: Beast reads
+      up->tcp().expires_after(idle);
+      auto [tec, tn] = co_await up->conn->read_some(parser);
+      rec = tec == http::error::need_buffer ? boost::system::error_code() : tec;
+      note_loop_read(x);
+      if (!rec) rec = r.parse_buffered(parser, *up);
     }
+    const std::size_t got = Relay::kBufSize - parser.get().body().size;
+    const bool last = parser.is_done() && !rec;
+    const std::string_view piece(r.buf.get(), got);
+    const std::string filtered = got > 0 && r.strip_usage ? r.stripper.filter(piece, parser.is_done()) : "";
+    const auto w = r.plan_round({static_cast<const char*>(up->buffer().data().data()), r.parsed},
+                                r.strip_usage ? std::string_view(filtered) : piece, last, static_cast<bool>(rec));
+    boost::system::error_code wec;
+    client.expires_after(std::chrono::seconds(60));
+    if (w == Relay::Write::kAsTheyCame)
+      std::tie(wec, std::ignore) = co_await asio::async_write(client, r.bytes, kNoThrow);
+    if (w == Relay::Write::kBody) std::tie(wec, std::ignore) = co_await http::async_write(client, r.sr, kNoThrow);
+    if (w == Relay::Write::kHead)
+      std::tie(wec, std::ignore) = co_await http::async_write_header(client, r.sr, kNoThrow);
+    if (w != Relay::Write::kNone) r.wrote(w, wec, last);
+    up->buffer().consume(std::exchange(r.parsed, 0));
+    o.response_bytes += got;
+    if (got > 0 && !r.encoded) r.tap.feed(piece, x.last_rx.steady_us);  // after forwarding: never delays the client
+    if (got > 0 && !r.client_failed && r.tap.saw_terminal()) r.terminal_forwarded = true;
     if (rec) {
       upstream_ec = rec;
       break;
     }
   }
   disarm_client_watch(client, watch);
-  bool complete = parser.is_done() && !client_failed;
-  if ((complete && !final_written) || (!complete && !head_written && !client_failed)) {
-    // The end of the body (or a body-less response) when no data carried it; or, when the
-    // backend failed right after its head, that head, so the client's response ends as the
-    // backend's did.
-    res.body().data = nullptr;
-    res.body().size = 0;
-    res.body().more = !complete;
-    boost::system::error_code wec;
-    if (pass_through) {  // a body forwarded as it came ends with it: only a head can be left to write
-      if (!head_written)
-        std::tie(wec, std::ignore) = co_await asio::async_write(client, asio::buffer(raw_head), kNoThrow);
-    } else if (complete) {  // no co_await inside a conditional expression (GCC 12, see refuse())
-      auto [ec, n] = co_await http::async_write(client, sr, kNoThrow);
-      wec = ec;
-    } else {
-      auto [ec, n] = co_await http::async_write_header(client, sr, kNoThrow);
-      wec = ec;
-    }
-    if (wec && wec != http::error::need_buffer) {
-      client_failed = true;
-      complete = false;
-    }
-  }
+  bool complete = parser.is_done() && !r.client_failed;
+  co_await end_client_response(client, r, complete);
   // To the last response byte received, on the line's own basis.
   o.e2e_ms = x.timing.basis() == kKernelRx ? static_cast<double>(x.last_rx.steady_us - x.t0_us) / 1000.0 : since_ms(x);
-  tap.finish(parser.is_done());
-  ledger::fill_from_tap(o, tap, x.t0_us, opts_.itl_full);
-
+  r.tap.finish(parser.is_done());
+  ledger::fill_from_tap(o, r.tap, x.t0_us, opts_.itl_full);
   // A client that closes once the whole response was written to it (a Content-Length body read to
   // its end) did not leave early, whenever the watch noticed its close.
-  record_outcome(o, tap, upstream_ec, client_failed || (watch->client_gone && !complete), terminal_forwarded, sse);
-  if (tap.unknown_events() > 0)
-    shared_.with_metrics([&](ProxyMetrics& m) { m.count_unknown_events(o.operation, tap.unknown_events()); });
-  const bool reusable = complete && parser.keep_alive() && !upstream_ec;
-  if (reusable) pool_->give_back(std::move(up), keep_alive_hint, sse);
+  record_outcome(o, r.tap, upstream_ec, r.client_failed || (watch->client_gone && !complete), r.terminal_forwarded,
+                 r.sse);
+  if (r.tap.unknown_events() > 0)
+    shared_.with_metrics([&](ProxyMetrics& m) { m.count_unknown_events(o.operation, r.tap.unknown_events()); });
+  if (complete && parser.keep_alive() && !upstream_ec) pool_->give_back(std::move(up), r.keep_alive_hint, r.sse);
   finish(x);
-  co_return complete&& req.keep_alive() && !close_delimited;
+  co_return complete&& req.keep_alive() && !r.close_delimited;
+}
+
+awaitable<void> Proxy::write_head(beast::tcp_stream& client, Relay& r) {
+  const auto w = r.plan_round({}, {}, false, false);
+  boost::system::error_code wec;
+  if (w == Relay::Write::kAsTheyCame)
+    std::tie(wec, std::ignore) = co_await asio::async_write(client, r.bytes, kNoThrow);
+  if (w == Relay::Write::kHead) std::tie(wec, std::ignore) = co_await http::async_write_header(client, r.sr, kNoThrow);
+  if (w != Relay::Write::kNone) r.wrote(w, wec, false);
+}
+
+awaitable<void> Proxy::end_client_response(beast::tcp_stream& client, Relay& r, bool& complete) {
+  // The end of the body (or a body-less response) when no data carried it; or, when the backend
+  // failed right after its head, that head, so the client's response ends as the backend's did. A
+  // body forwarded as it came ends with it: only a head can be left to write.
+  if (!((complete && !r.final_written) || (!complete && !r.head_written && !r.client_failed))) co_return;
+  r.res.body().data = nullptr;
+  r.res.body().size = 0;
+  r.res.body().more = !complete;
+  boost::system::error_code wec;
+  if (r.pass_through) {
+    if (!r.head_written)
+      std::tie(wec, std::ignore) = co_await asio::async_write(client, asio::buffer(r.raw_head), kNoThrow);
+  } else if (complete) {  // no co_await inside a conditional expression (GCC 12, see refuse())
+    std::tie(wec, std::ignore) = co_await http::async_write(client, r.sr, kNoThrow);
+  } else {
+    std::tie(wec, std::ignore) = co_await http::async_write_header(client, r.sr, kNoThrow);
+  }
+  if (wec && wec != http::error::need_buffer) {
+    r.client_failed = true;
+    complete = false;
+  }
 }
 
 awaitable<bool> Proxy::answer_error(beast::tcp_stream& client, Exchange& x, unsigned version, bool keep_alive,

@@ -91,6 +91,8 @@ struct Exchange {
   SessionPlace session;                               // its session and turn (the root's id at finish)
 };
 
+struct Relay;  // one response's relay state (exchange.cpp)
+
 class Proxy {
  private:
   // What the relay and the watch on its client connection share: whether the client left (its
@@ -213,6 +215,11 @@ class Proxy {
   awaitable<bool> relay(beast::tcp_stream& client, const http::request<http::string_body>& req, Exchange& x,
                         std::shared_ptr<Upstream> up, http::response_parser<http::buffer_body>& parser,
                         std::shared_ptr<ClientWatch> watch, bool strip_usage);
+
+  // The head alone, before any body byte came (the client learns the status while the engine
+  // works), and the end of the client's response: relay()'s writes once per response (exchange.cpp).
+  static awaitable<void> write_head(beast::tcp_stream& client, Relay& r);
+  static awaitable<void> end_client_response(beast::tcp_stream& client, Relay& r, bool& complete);
 
   asio::io_context& io_;
   ProxyOptions opts_;
