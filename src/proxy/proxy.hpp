@@ -42,6 +42,7 @@
 #include "proxy/outcome.hpp"
 #include "proxy/proxy_metrics.hpp"
 #include "proxy/receive.hpp"
+#include "proxy/request_head.hpp"
 #include "proxy/sessions.hpp"
 #include "proxy/shared_state.hpp"
 #include "proxy/telemetry.hpp"
@@ -166,6 +167,25 @@ class Proxy {
   awaitable<void> admin_session(beast::tcp_stream stream);
 
   awaitable<void> session(beast::tcp_stream client);
+
+  // session()'s steps (server.cpp): the next request read whole from the client (nullopt: the
+  // connection ends, its refusal already answered and recorded, or the client left or idled); its
+  // head, found and judged whole before Beast sees it; its body under --client-body-timeout.
+  struct ClientRequest {
+    http::request<http::string_body> req;
+    std::optional<RxStamp> arrival;
+  };
+  awaitable<std::optional<ClientRequest>> read_request(beast::tcp_stream& client, beast::flat_buffer& buffer,
+                                                       ReadableWait& wait);
+  struct HeadRead {
+    HeadScanner::State state = HeadScanner::State::kNeedMore;
+    std::size_t leading = 0, head_size = 0;
+    std::optional<RxStamp> arrival;
+  };
+  awaitable<std::optional<HeadRead>> read_head(beast::tcp_stream& client, beast::flat_buffer& buffer,
+                                               ReadableWait& wait, const HeadLimits& limits);
+  awaitable<boost::system::error_code> read_body(beast::tcp_stream& client, beast::flat_buffer& buffer,
+                                                 ReadableWait& wait, http::request_parser<http::string_body>& parser);
 
   Exchange begin(const http::request<http::string_body>& req, const std::optional<RxStamp>& arrival = std::nullopt);
 

@@ -360,118 +360,13 @@ awaitable<void> Proxy::session(beast::tcp_stream client) {
   ++shared_.connections;
   beast::flat_buffer buffer;
   ReadableWait client_wait(io_.get_executor());
-  const HeadLimits limits{opts_.max_header_bytes, opts_.max_header_count};
-  constexpr std::size_t kReadSize = 16 * 1024;
   for (;;) {
-    // The request's first bytes, read with their kernel receive time (its arrival); bytes
-    // already buffered (a pipelined request) have none. Up to --client-idle-timeout between
-    // requests, then --client-header-timeout for the whole head.
-    std::optional<RxStamp> arrival;
-    if (buffer.size() == 0) {
-      if (rx_timestamps_) {
-        auto first = co_await receive_some(client.socket(), buffer, client_wait, seconds(opts_.client_idle_timeout_s));
-        if (first.ec) break;  // closed by the client or idle: nothing to answer
-        arrival = first.stamp;
-      } else {
-        client.expires_after(seconds(opts_.client_idle_timeout_s));
-        auto [ec, n] = co_await client.async_read_some(buffer.prepare(kReadSize), kNoThrow);
-        if (ec) break;
-        buffer.commit(n);
-      }
-    }
-    // The head is found by one pass over its bytes, however they arrive, and judged whole
-    // (proxy/request_head.hpp) before Beast or the backend sees any of it.
-    HeadScanner scan(limits);
-    client.expires_after(seconds(opts_.client_header_timeout_s));
-    auto state = scan.scan(buffered(buffer));
-    bool gone = false;
-    while (state == HeadScanner::State::kNeedMore) {
-      auto [ec, n] = co_await client.async_read_some(buffer.prepare(kReadSize), kNoThrow);
-      if (ec) {
-        gone = true;  // closed, or the head too slow: nothing to answer (nginx: the same)
-        break;
-      }
-      buffer.commit(n);
-      state = scan.scan(buffered(buffer));
-    }
-    if (gone) break;
-    if (state != HeadScanner::State::kComplete) {
-      const auto partial = refused_request(buffered(buffer).substr(scan.leading()), 11);
-      std::string message = head_refusal_message(state, limits);
-      std::string outcome = "proxy_error";
-      co_await refuse(client, partial, http::status::request_header_fields_too_large, std::move(outcome),
-                      std::move(message));
-      break;
-    }
-    buffer.consume(scan.leading());
-    const auto head_bytes = buffered(buffer).substr(0, scan.head_size());
-    auto head = parse_request_head(head_bytes, limits);
-    if (!head) {
-      const int version = head_bytes.find("HTTP/1.0\r\n") != std::string_view::npos ? 10 : 11;
-      const auto partial = refused_request(head_bytes, version);
-      const auto status = static_cast<http::status>(status_for(head.error()));
-      std::string outcome = "bad_request", message = head.error().message;
-      co_await refuse(client, partial, status, std::move(outcome), std::move(message));
-      break;
-    }
-    std::string origin_target = std::move(head->origin_target);
-    http::request_parser<http::string_body> parser;
-    parser.header_limit(static_cast<std::uint32_t>(limits.max_bytes + 1));
-    parser.body_limit(opts_.max_body);
-    boost::system::error_code ec;
-    const std::size_t head_used = parser.put(asio::buffer(head_bytes.data(), head_bytes.size()), ec);
-    if (!ec && !parser.is_header_done()) ec = http::error::partial_message;
-    // A Content-Length over --max-body is known from the head: 413 below.
-    if (ec && ec != http::error::body_limit) {  // a head the rules above passed and Beast does not read
-      const auto partial = refused_request(head_bytes, 11);
-      std::string outcome = "bad_request", message = ec.message();
-      co_await refuse(client, partial, http::status::bad_request, std::move(outcome), std::move(message));
-      break;
-    }
-    buffer.consume(head_used);  // head_bytes is not read after this
-    // Expect: 100-continue (curl sends it for bodies over 1 KiB): say continue, or the client
-    // waits a second before sending the body. The backend gets the body without the header.
-    auto expect = parser.get().find(http::field::expect);
-    if (!ec && expect != parser.get().end() && beast::iequals(expect->value(), "100-continue")) {
-      parser.get().erase(http::field::expect);
-      http::response<http::empty_body> cont(http::status::continue_, parser.get().version());
-      auto [cec, cn] = co_await http::async_write(client, cont, kNoThrow);
-      ec = cec;
-      if (ec) break;
-    }
-    // The body: at most --client-body-timeout of silence between reads. Read by receive_some, whose
-    // wait times out without closing the socket (a stream's own timeout would, and the client is
-    // owed its 408) and which reads again when a readiness turns out stale.
-    while (!ec && !parser.is_done()) {
-      if (buffer.size() > 0) {
-        const std::size_t used = parser.put(buffer.data(), ec);
-        buffer.consume(used);
-        if (ec == http::error::need_more) ec = {};
-        if (ec || parser.is_done()) break;
-        if (used > 0 && buffer.size() > 0) continue;
-      }
-      auto r = co_await receive_some(client.socket(), buffer, client_wait, seconds(opts_.client_body_timeout_s));
-      if (r.ec) {
-        ec = r.ec == asio::error::eof ? boost::system::error_code(http::error::partial_message) : r.ec;
-        break;
-      }
-    }
-    if (ec) {
-      // Too large, malformed framing (a bad chunk), or not complete in time: answered and
-      // recorded; a client that closed gets nothing.
-      auto refusal = body_refusal(ec, opts_);
-      if (refusal) {
-        co_await refuse(client, parser.get(), refusal->status, std::move(refusal->outcome),
-                        std::move(refusal->message));
-      }
-      break;
-    }
-    auto req = parser.release();
-    if (req.target() != origin_target) req.target(origin_target);  // absolute-form: the path the backend gets
+    auto in = co_await read_request(client, buffer, client_wait);
+    if (!in) break;
     bool keep = false;
     std::string failure;
     try {
-      keep = co_await handle(client, std::move(req), arrival);
+      keep = co_await handle(client, std::move(in->req), in->arrival);
     } catch (const std::exception& e) {
       failure = e.what();  // the per-request handler: one of the two places exceptions are caught
     }
@@ -482,6 +377,122 @@ awaitable<void> Proxy::session(beast::tcp_stream client) {
     if (!keep || stopping_) break;
   }
   --shared_.connections;  // the socket closes (FIN) as `client` goes out of scope
+}
+
+awaitable<std::optional<Proxy::ClientRequest>> Proxy::read_request(beast::tcp_stream& client,
+                                                                   beast::flat_buffer& buffer, ReadableWait& wait) {
+  const HeadLimits limits{opts_.max_header_bytes, opts_.max_header_count};
+  const auto found = co_await read_head(client, buffer, wait, limits);
+  if (!found) co_return std::nullopt;  // closed, idle or too slow: nothing to answer (nginx: the same)
+  if (found->state != HeadScanner::State::kComplete) {
+    // Arguments built before co_await (GCC 12: see refuse()).
+    const auto partial = refused_request(buffered(buffer).substr(found->leading), 11);
+    std::string outcome = "proxy_error", message = head_refusal_message(found->state, limits);
+    co_await refuse(client, partial, http::status::request_header_fields_too_large, std::move(outcome),
+                    std::move(message));
+    co_return std::nullopt;
+  }
+  buffer.consume(found->leading);
+  const auto head_bytes = buffered(buffer).substr(0, found->head_size);
+  auto head = parse_request_head(head_bytes, limits);
+  if (!head) {
+    const int version = head_bytes.find("HTTP/1.0\r\n") != std::string_view::npos ? 10 : 11;
+    const auto partial = refused_request(head_bytes, version);
+    const auto status = static_cast<http::status>(status_for(head.error()));
+    std::string outcome = "bad_request", message = head.error().message;
+    co_await refuse(client, partial, status, std::move(outcome), std::move(message));
+    co_return std::nullopt;
+  }
+  std::string origin_target = std::move(head->origin_target);
+  http::request_parser<http::string_body> parser;
+  parser.header_limit(static_cast<std::uint32_t>(limits.max_bytes + 1));
+  parser.body_limit(opts_.max_body);
+  boost::system::error_code ec;
+  const std::size_t head_used = parser.put(asio::buffer(head_bytes.data(), head_bytes.size()), ec);
+  if (!ec && !parser.is_header_done()) ec = http::error::partial_message;
+  // A Content-Length over --max-body is known from the head: 413 below.
+  if (ec && ec != http::error::body_limit) {  // a head the rules above passed and Beast does not read
+    const auto partial = refused_request(head_bytes, 11);
+    std::string outcome = "bad_request", message = ec.message();
+    co_await refuse(client, partial, http::status::bad_request, std::move(outcome), std::move(message));
+    co_return std::nullopt;
+  }
+  buffer.consume(head_used);  // head_bytes is not read after this
+  // Expect: 100-continue (curl sends it for bodies over 1 KiB): say continue, or the client
+  // waits a second before sending the body. The backend gets the body without the header.
+  auto expect = parser.get().find(http::field::expect);
+  if (!ec && expect != parser.get().end() && beast::iequals(expect->value(), "100-continue")) {
+    parser.get().erase(http::field::expect);
+    http::response<http::empty_body> cont(http::status::continue_, parser.get().version());
+    auto [cec, cn] = co_await http::async_write(client, cont, kNoThrow);
+    if (cec) co_return std::nullopt;
+  }
+  if (!ec) ec = co_await read_body(client, buffer, wait, parser);
+  if (ec) {
+    // Too large, malformed framing (a bad chunk), or not complete in time: answered and
+    // recorded; a client that closed gets nothing.
+    if (auto refusal = body_refusal(ec, opts_)) {
+      co_await refuse(client, parser.get(), refusal->status, std::move(refusal->outcome), std::move(refusal->message));
+    }
+    co_return std::nullopt;
+  }
+  ClientRequest in{parser.release(), found->arrival};
+  if (in.req.target() != origin_target) in.req.target(origin_target);  // absolute-form: the path the backend gets
+  co_return in;
+}
+
+awaitable<std::optional<Proxy::HeadRead>> Proxy::read_head(beast::tcp_stream& client, beast::flat_buffer& buffer,
+                                                           ReadableWait& wait, const HeadLimits& limits) {
+  constexpr std::size_t kReadSize = 16 * 1024;
+  HeadRead found;
+  // The request's first bytes, read with their kernel receive time (its arrival); bytes already
+  // buffered (a pipelined request) have none. Up to --client-idle-timeout between requests, then
+  // --client-header-timeout for the whole head.
+  if (buffer.size() == 0 && rx_timestamps_) {
+    auto first = co_await receive_some(client.socket(), buffer, wait, seconds(opts_.client_idle_timeout_s));
+    if (first.ec) co_return std::nullopt;  // closed by the client or idle: nothing to answer
+    found.arrival = first.stamp;
+  } else if (buffer.size() == 0) {
+    client.expires_after(seconds(opts_.client_idle_timeout_s));
+    auto [ec, n] = co_await client.async_read_some(buffer.prepare(kReadSize), kNoThrow);
+    if (ec) co_return std::nullopt;
+    buffer.commit(n);
+  }
+  // The head is found by one pass over its bytes, however they arrive, and judged whole
+  // (proxy/request_head.hpp) before Beast or the backend sees any of it.
+  HeadScanner scan(limits);
+  client.expires_after(seconds(opts_.client_header_timeout_s));
+  found.state = scan.scan(buffered(buffer));
+  while (found.state == HeadScanner::State::kNeedMore) {
+    auto [ec, n] = co_await client.async_read_some(buffer.prepare(kReadSize), kNoThrow);
+    if (ec) co_return std::nullopt;  // closed, or the head too slow
+    buffer.commit(n);
+    found.state = scan.scan(buffered(buffer));
+  }
+  found.leading = scan.leading();
+  found.head_size = scan.head_size();
+  co_return found;
+}
+
+// The body: at most --client-body-timeout of silence between reads. Read by receive_some, whose
+// wait times out without closing the socket (a stream's own timeout would, and the client is owed
+// its 408) and which reads again when a readiness turns out stale.
+awaitable<boost::system::error_code> Proxy::read_body(beast::tcp_stream& client, beast::flat_buffer& buffer,
+                                                      ReadableWait& wait,
+                                                      http::request_parser<http::string_body>& parser) {
+  boost::system::error_code ec;
+  while (!parser.is_done()) {
+    if (buffer.size() > 0) {
+      const std::size_t used = parser.put(buffer.data(), ec);
+      buffer.consume(used);
+      if (ec == http::error::need_more) ec = {};
+      if (ec || parser.is_done()) break;
+      if (used > 0 && buffer.size() > 0) continue;
+    }
+    auto r = co_await receive_some(client.socket(), buffer, wait, seconds(opts_.client_body_timeout_s));
+    if (r.ec) co_return r.ec == asio::error::eof ? boost::system::error_code(http::error::partial_message) : r.ec;
+  }
+  co_return ec;
 }
 
 awaitable<void> Proxy::refuse_connection(beast::tcp_stream client) {
