@@ -206,91 +206,97 @@ awaitable<bool> Proxy::handle(beast::tcp_stream& client, http::request<http::str
   parser.body_limit(boost::none);
   parser.skip(req.method() == http::verb::head);  // a HEAD response has no body, whatever its length says
 
-  // Send the request and read the response head. A pooled connection that the backend closed
-  // while the request was on its way (EOF or reset before any response byte) is replaced by a
-  // fresh one, once (upstream_policy.hpp: should_retry).
-  std::shared_ptr<Upstream> up = pool_->take();
-  bool pooled = up != nullptr;
-  boost::system::error_code ec;
+  auto sent = co_await send_upstream(x, up_req, parser, *watch);
+  if (sent.ec) {
+    disarm_client_watch(client, watch);
+    co_return co_await answer_send_failure(client, x, req.version(), client_keep, *watch, sent);
+  }
+  o.ttfb_ms = static_cast<double>(x.last_rx.steady_us - x.t0_us) / 1000.0;
+  co_return co_await relay(client, req, x, std::move(sent.up), parser, watch, strip_usage);
+}
+
+// Sends the request and reads the response head. A pooled connection that the backend closed while
+// the request was on its way (EOF or reset before any response byte) is replaced by a fresh one,
+// once (upstream_policy.hpp: should_retry).
+awaitable<Proxy::Sent> Proxy::send_upstream(Exchange& x, std::string_view request,
+                                            http::response_parser<http::buffer_body>& parser, ClientWatch& watch) {
+  Sent sent{pool_->take(), {}, false};
+  bool pooled = sent.up != nullptr;
   for (;;) {
-    if (!up) {
+    if (!sent.up) {
       pooled = false;
       auto [fresh, cec] = co_await pool_->connect();
-      if (cec) {
-        disarm_client_watch(client, watch);
-        if (const auto why = resource_shortage(cec); !why.empty()) {
-          // The proxy, not the backend, is out of descriptors or memory: say so, as a 503.
-          std::string message = fmt::format(
-              "modelperfobs proxy: no connection to the backend could be opened: {} ({}); raise the file descriptor "
-              "limit (ulimit -n) or lower --max-connections",
-              cec.message(), why);
-          co_return co_await answer_error(client, x, req.version(), false, http::status::service_unavailable,
-                                          "proxy_error", std::move(message));
-        }
-        shared_.with_metrics([](ProxyMetrics& m) { m.count_connect_error(); });
-        co_return co_await answer_upstream_failure(client, x, req.version(), client_keep, cec, "upstream_unreachable",
-                                                   "did not accept the connection in time", "is unreachable");
-      }
-      up = fresh;
+      if (cec) co_return Sent{nullptr, cec, true};
+      sent.up = fresh;
     }
-    watch->upstream = up;
-    up->tcp().expires_after(seconds(opts_.response_timeout_s));
-    auto [wec, written] = co_await up->conn->write_bytes(up_req);
-    ec = wec;
+    Upstream& up = *sent.up;
+    watch.upstream = sent.up;
+    up.tcp().expires_after(seconds(opts_.response_timeout_s));
+    std::tie(sent.ec, std::ignore) = co_await up.conn->write_bytes(request);
     std::optional<RxStamp> head_rx;
-    if (!ec && up->wait) {
+    if (!sent.ec && up.wait) {
       // The head's first bytes with their kernel receive time; the parser takes them below.
-      auto first =
-          co_await receive_some(up->tcp().socket(), up->buffer(), *up->wait, seconds(opts_.response_timeout_s));
-      ec = first.ec == asio::error::eof ? boost::system::error_code(http::error::end_of_stream) : first.ec;
-      if (!ec) head_rx = first.stamp;
+      auto first = co_await receive_some(up.tcp().socket(), up.buffer(), *up.wait, seconds(opts_.response_timeout_s));
+      sent.ec = first.ec == asio::error::eof ? boost::system::error_code(http::error::end_of_stream) : first.ec;
+      if (!sent.ec) head_rx = first.stamp;
     }
-    if (!ec) {
-      up->tcp().expires_after(seconds(opts_.response_timeout_s));
-      auto [hec, hn] = co_await up->conn->read_header(parser);
-      ec = hec;
+    if (!sent.ec) {
+      up.tcp().expires_after(seconds(opts_.response_timeout_s));
+      std::tie(sent.ec, std::ignore) = co_await up.conn->read_header(parser);
     }
-    if (!ec) {
+    if (!sent.ec) {
       if (head_rx) {
         note(x, *head_rx);
       } else {
         note_loop_read(x);
       }
+      if (pooled) pool_->learner().reused(up.after_stream);
+      co_return sent;
     }
-    if (!ec) {
-      if (pooled) pool_->learner().reused(up->after_stream);
-      break;
-    }
-    const RetryContext retry = retry_context(opts_.retry_stale, pooled, o, ec,
-                                             parser.got_some() || up->buffer().size() > 0, watch->client_gone);
+    const RetryContext retry = retry_context(opts_.retry_stale, pooled, x.obs, sent.ec,
+                                             parser.got_some() || up.buffer().size() > 0, watch.client_gone);
     if (pooled && closed_by_server(retry.failure) && !retry.response_bytes_seen) {
-      pool_->learner().closed_before_reuse(up->after_stream);
+      pool_->learner().closed_before_reuse(up.after_stream);
     }
-    if (!should_retry(retry)) break;
+    if (!should_retry(retry)) co_return sent;
     shared_.with_metrics([&](ProxyMetrics& m) { m.count_retry(to_string(retry.failure)); });
-    o.upstream_retries = retry.retries_so_far + 1;
-    watch->upstream = nullptr;
-    up.reset();
+    x.obs.upstream_retries = retry.retries_so_far + 1;
+    watch.upstream = nullptr;
+    sent.up.reset();
   }
-  if (ec) {
-    disarm_client_watch(client, watch);
-    if (watch->client_gone) {
-      o.outcome = "client_disconnected";
-      finish(x);
-      co_return false;
+}
+
+awaitable<bool> Proxy::answer_send_failure(beast::tcp_stream& client, Exchange& x, unsigned version, bool client_keep,
+                                           const ClientWatch& watch, const Sent& sent) {
+  const auto ec = sent.ec;
+  if (sent.connect_failed) {
+    if (const auto why = resource_shortage(ec); !why.empty()) {
+      // The proxy, not the backend, is out of descriptors or memory: say so, as a 503.
+      std::string message = fmt::format(
+          "modelperfobs proxy: no connection to the backend could be opened: {} ({}); raise the file descriptor "
+          "limit (ulimit -n) or lower --max-connections",
+          ec.message(), why);
+      co_return co_await answer_error(client, x, version, false, http::status::service_unavailable, "proxy_error",
+                                      std::move(message));
     }
-    if (is_http_syntax_error(ec)) {
-      // A garbage status line, two Content-Lengths, a bad field: not a reset, say what it was.
-      std::string message = fmt::format("modelperfobs proxy: backend {} sent an invalid response head: {}",
-                                        backend_.origin, ec.message());
-      co_return co_await answer_error(client, x, req.version(), false, http::status::bad_gateway,
-                                      "upstream_protocol_error", std::move(message));
-    }
-    co_return co_await answer_upstream_failure(client, x, req.version(), false, ec, "upstream_reset",
-                                               "sent no response in time", "closed the connection before responding");
+    shared_.with_metrics([](ProxyMetrics& m) { m.count_connect_error(); });
+    co_return co_await answer_upstream_failure(client, x, version, client_keep, ec, "upstream_unreachable",
+                                               "did not accept the connection in time", "is unreachable");
   }
-  o.ttfb_ms = static_cast<double>(x.last_rx.steady_us - x.t0_us) / 1000.0;
-  co_return co_await relay(client, req, x, up, parser, watch, strip_usage);
+  if (watch.client_gone) {
+    x.obs.outcome = "client_disconnected";
+    finish(x);
+    co_return false;
+  }
+  if (is_http_syntax_error(ec)) {
+    // A garbage status line, two Content-Lengths, a bad field: not a reset, say what it was.
+    std::string message =
+        fmt::format("modelperfobs proxy: backend {} sent an invalid response head: {}", backend_.origin, ec.message());
+    co_return co_await answer_error(client, x, version, false, http::status::bad_gateway, "upstream_protocol_error",
+                                    std::move(message));
+  }
+  co_return co_await answer_upstream_failure(client, x, version, false, ec, "upstream_reset",
+                                             "sent no response in time", "closed the connection before responding");
 }
 
 void Proxy::arm_client_watch(beast::tcp_stream& client, const std::shared_ptr<ClientWatch>& watch) {

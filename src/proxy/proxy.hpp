@@ -227,6 +227,19 @@ class Proxy {
   awaitable<bool> handle(beast::tcp_stream& client, http::request<http::string_body> req,
                          std::optional<RxStamp> arrival);
 
+  // handle()'s steps (exchange.cpp): the request sent on a pooled connection (retried once on a
+  // fresh one when the pooled one was stale) and the response head read; what the client gets when
+  // that failed (a 502, 503 or 504 of the proxy's, or nothing when the client left).
+  struct Sent {
+    std::shared_ptr<Upstream> up;
+    boost::system::error_code ec;
+    bool connect_failed = false;  // no connection could be made (ec says why)
+  };
+  awaitable<Sent> send_upstream(Exchange& x, std::string_view request, http::response_parser<http::buffer_body>& parser,
+                                ClientWatch& watch);
+  awaitable<bool> answer_send_failure(beast::tcp_stream& client, Exchange& x, unsigned version, bool client_keep,
+                                      const ClientWatch& watch, const Sent& sent);
+
   static void arm_client_watch(beast::tcp_stream& client, const std::shared_ptr<ClientWatch>& watch);
 
   static void disarm_client_watch(beast::tcp_stream& client, const std::shared_ptr<ClientWatch>& watch);
