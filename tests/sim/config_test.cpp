@@ -32,13 +32,21 @@ TEST(Profile, ErrorsNameTheKey) {
     const char* json;
     const char* needle;
   };
-  for (const Case& c : {Case{R"({"engine":{"max_num_seq":8}})", "engine.max_num_seq"},
-                        Case{R"({"engine":{"max_num_seqs":0}})", "engine.max_num_seqs"},
-                        Case{R"({"engine":{"max_num_seqs":1.5}})", "integer"},
-                        Case{R"({"output":{"reasoning":"yes"}})", "output.reasoning"},
-                        Case{R"({"engine":{"num_gpu_blocks":1}})", "num_gpu_blocks"},
-                        Case{R"({"scenarios":{"faults":{"error_share":0.9,"stall_share":0.9}}})", "faults"},
-                        Case{R"([1,2])", "object"}, Case{R"({"engine":)", "profile"}}) {
+  for (const Case& c :
+       {Case{R"({"engine":{"max_num_seq":8}})", "engine.max_num_seq"},
+        Case{R"({"engine":{"max_num_seqs":0}})", "engine.max_num_seqs"},
+        Case{R"({"engine":{"max_num_seqs":1.5}})", "integer"},
+        Case{R"({"output":{"reasoning":"yes"}})", "output.reasoning"},
+        Case{R"({"engine":{"num_gpu_blocks":1}})", "num_gpu_blocks"},
+        Case{R"({"scenarios":{"faults":{"error_share":0.9,"stall_share":0.9}}})", "faults"}, Case{R"([1,2])", "object"},
+        Case{R"({"engine":)", "profile"},
+        // Nested sections and the profile itself name their full path (one setter
+        // table keyed by path since issue 40).
+        Case{R"({"scenarios":{"ramp":{"duration_s":"x"}}})", "'scenarios.ramp.duration_s' must be a number"},
+        Case{R"({"scenarios":{"faults":5}})", "'scenarios.faults' must be an object"},
+        Case{R"({"scenarios":{"ramp":{"nope":1}}})", "unknown key 'scenarios.ramp.nope'"},
+        Case{R"({"bogus":1})", "unknown key 'profile.bogus'"},
+        Case{R"({"model":""})", "'model' must be a non-empty string"}}) {
     auto p = parse_profile(c.json);
     ASSERT_FALSE(p.ok()) << c.json;
     EXPECT_NE(p.error().message.find(c.needle), std::string::npos) << p.error().message;
