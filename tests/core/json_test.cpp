@@ -36,8 +36,9 @@ TEST(JsonWriter, EscapesControlCharactersAndRepairsInvalidUtf8) {
 }
 
 TEST(JsonWriter, ACharacterToEscapeIsFoundAtEveryPlaceInAWord) {
-  // Plain runs are skipped eight bytes at a time (issue 43): each character that needs care, at
-  // every offset of a 24-byte string, comes out as it does alone.
+  // Plain runs are skipped eight bytes at a time, a run's last bytes by re-reading the string's last
+  // eight (issue 43): each character that needs care, at every offset of strings of 1 to 24 bytes,
+  // comes out as it does alone.
   const std::pair<std::string, std::string> cases[] = {{"\"", "\\\""},
                                                        {"\\", "\\\\"},
                                                        {"\n", "\\n"},
@@ -49,14 +50,25 @@ TEST(JsonWriter, ACharacterToEscapeIsFoundAtEveryPlaceInAWord) {
                                                        {" ", " "},
                                                        {"<", "<"}};
   for (const auto& [c, escaped] : cases) {
-    for (std::size_t at = 0; at + c.size() <= 24; ++at) {
-      std::string s(24 - c.size(), 'a');
-      s.insert(at, c);
-      std::string expected = "\"" + std::string(at, 'a') + escaped + std::string(24 - c.size() - at, 'a') + "\"";
-      std::string out;
-      append_json_string(out, s);
-      EXPECT_EQ(out, expected) << "at " << at;
+    for (std::size_t length = c.size(); length <= 24; ++length) {
+      for (std::size_t at = 0; at + c.size() <= length; ++at) {
+        std::string s(length - c.size(), 'a');
+        s.insert(at, c);
+        const std::string expected =
+            "\"" + std::string(at, 'a') + escaped + std::string(length - c.size() - at, 'a') + "\"";
+        std::string out;
+        append_json_string(out, s);
+        EXPECT_EQ(out, expected) << "length " << length << " at " << at;
+      }
     }
+  }
+  // Two in one string, the second in the last eight bytes with the first: each escaped.
+  for (const auto& [s, expected] : {std::pair<std::string, std::string>{"x\"yyyyyyy\n", R"("x\"yyyyyyy\n")"},
+                                    {"\\abcdefghij\t", R"("\\abcdefghij\t")"},
+                                    {"abcdefgh\"\x01", R"("abcdefgh\"\u0001")"}}) {
+    std::string out;
+    append_json_string(out, s);
+    EXPECT_EQ(out, expected);
   }
   std::string html;
   append_json_string_html_safe(html, "aaaaaaaa<b>&aaaaaaaaaa");
