@@ -88,26 +88,32 @@ bool any_special(std::uint64_t x) {
   return hits != 0;
 }
 
+// The end of the run of bytes from `i` on that go into a JSON string as they are. A run of printable
+// ASCII goes in at once (most of every ledger line: per-character appends were half the load
+// generator's CPU per request), found eight bytes at a time, its last few by a table lookup per byte.
+template <bool kHtmlSafe>
+std::size_t plain_run_end(std::string_view s, std::size_t i) {
+  const auto& plain_byte = kHtmlSafe ? kHtmlSafePlainByte : kPlainByte;
+  std::size_t plain = i;
+  std::uint64_t word = 0;
+  for (; plain + 8 <= s.size(); plain += 8) {
+    std::memcpy(&word, s.data() + plain, 8);
+    if (any_special<kHtmlSafe>(word)) break;
+  }
+  // The last few bytes of a plain run: the string's last eight, read again, clear them all at once.
+  if (plain + 8 > s.size() && plain < s.size() && s.size() >= 8) {
+    std::memcpy(&word, s.data() + s.size() - 8, 8);
+    if (!any_special<kHtmlSafe>(word)) return s.size();
+  }
+  while (plain < s.size() && plain_byte[static_cast<unsigned char>(s[plain])]) ++plain;
+  return plain;
+}
+
 template <bool kHtmlSafe>
 void append_escaped(std::string& out, std::string_view s) {
-  const auto& plain_byte = kHtmlSafe ? kHtmlSafePlainByte : kPlainByte;
   out.push_back('"');
   for (std::size_t i = 0; i < s.size();) {
-    // A run of printable ASCII that needs no escape goes in at once (most of every ledger line:
-    // per-character appends were half the load generator's CPU per request), found eight bytes at a
-    // time, its last few by a table lookup per byte.
-    std::size_t plain = i;
-    std::uint64_t word = 0;
-    for (; plain + 8 <= s.size(); plain += 8) {
-      std::memcpy(&word, s.data() + plain, 8);
-      if (any_special<kHtmlSafe>(word)) break;
-    }
-    // The last few bytes of a plain run: the string's last eight, read again, clear them all at once.
-    if (plain + 8 > s.size() && plain < s.size() && s.size() >= 8) {
-      std::memcpy(&word, s.data() + s.size() - 8, 8);
-      if (!any_special<kHtmlSafe>(word)) plain = s.size();
-    }
-    while (plain < s.size() && plain_byte[static_cast<unsigned char>(s[plain])]) ++plain;
+    const std::size_t plain = plain_run_end<kHtmlSafe>(s, i);
     if (plain > i) {
       out.append(s.data() + i, plain - i);
       i = plain;
@@ -145,16 +151,24 @@ void append_escaped(std::string& out, std::string_view s) {
 void append_json_string(std::string& out, std::string_view s) { append_escaped<false>(out, s); }
 void append_json_string_html_safe(std::string& out, std::string_view s) { append_escaped<true>(out, s); }
 
-void append_json_number(std::string& out, double v) {
+namespace {
+
+// A number's JSON text into `text`; its length. Non-finite numbers are null.
+std::size_t json_number_text(char (&text)[32], double v) {
   if (!std::isfinite(v)) {
-    out += "null";
-    return;
+    std::memcpy(text, "null", 4);
+    return 4;
   }
   // -0 is written as 0: a reader that stores "-0" as an integer would lose the sign anyway, and
-  // no measurement here means anything by it.
-  char text[32];  // fmt's shortest round-trip form fits in 24
-  const auto end = fmt::format_to_n(text, sizeof text, "{}", v == 0 ? 0.0 : v).out;
-  out.append(text, end);
+  // no measurement here means anything by it. fmt's shortest round-trip form fits in 24.
+  return static_cast<std::size_t>(fmt::format_to_n(text, sizeof text, "{}", v == 0 ? 0.0 : v).out - text);
+}
+
+}  // namespace
+
+void append_json_number(std::string& out, double v) {
+  char text[32];
+  out.append(text, json_number_text(text, v));
 }
 
 std::string json_quote(std::string_view s) {
@@ -190,41 +204,65 @@ void JsonObjectWriter::key(std::string_view k) {
   out_.push_back(':');
 }
 
-JsonObjectWriter& JsonObjectWriter::field(std::string_view k, std::string_view v) {
+// A member is most of a ledger line's cost: one whose key (and, `quoted`, text) need no escape,
+// the usual case, goes in as one piece, `,"key":text`, built on the stack; the others by parts.
+void JsonObjectWriter::member(std::string_view k, std::string_view text, bool quoted) {
+  constexpr std::size_t kPiece = 256;
+  if (k.size() + text.size() + 6 <= kPiece && plain_run_end<false>(k, 0) == k.size() &&
+      (!quoted || plain_run_end<false>(text, 0) == text.size())) {
+    char piece[kPiece];
+    char* p = piece;
+    if (!first_) *p++ = ',';
+    first_ = false;
+    *p++ = '"';
+    std::memcpy(p, k.data(), k.size());
+    p += k.size();
+    *p++ = '"';
+    *p++ = ':';
+    if (quoted) *p++ = '"';
+    std::memcpy(p, text.data(), text.size());
+    p += text.size();
+    if (quoted) *p++ = '"';
+    out_.append(piece, static_cast<std::size_t>(p - piece));
+    return;
+  }
   key(k);
-  append_json_string(out_, v);
+  if (quoted) {
+    append_json_string(out_, text);
+  } else {
+    out_.append(text);
+  }
+}
+
+JsonObjectWriter& JsonObjectWriter::field(std::string_view k, std::string_view v) {
+  member(k, v, true);
   return *this;
 }
 JsonObjectWriter& JsonObjectWriter::field(std::string_view k, double v) {
-  key(k);
-  append_json_number(out_, v);
+  char text[32];
+  member(k, std::string_view(text, json_number_text(text, v)), false);
   return *this;
 }
 JsonObjectWriter& JsonObjectWriter::field(std::string_view k, std::int64_t v) {
-  key(k);
   const fmt::format_int text(v);
-  out_.append(text.data(), text.size());
+  member(k, std::string_view(text.data(), text.size()), false);
   return *this;
 }
 JsonObjectWriter& JsonObjectWriter::field(std::string_view k, std::uint64_t v) {
-  key(k);
   const fmt::format_int text(v);
-  out_.append(text.data(), text.size());
+  member(k, std::string_view(text.data(), text.size()), false);
   return *this;
 }
 JsonObjectWriter& JsonObjectWriter::field(std::string_view k, bool v) {
-  key(k);
-  out_ += v ? "true" : "false";
+  member(k, v ? std::string_view("true") : std::string_view("false"), false);
   return *this;
 }
 JsonObjectWriter& JsonObjectWriter::null_field(std::string_view k) {
-  key(k);
-  out_ += "null";
+  member(k, "null", false);
   return *this;
 }
 JsonObjectWriter& JsonObjectWriter::raw_field(std::string_view k, std::string_view json) {
-  key(k);
-  out_ += json;
+  member(k, json, false);
   return *this;
 }
 std::string JsonObjectWriter::finish() && {

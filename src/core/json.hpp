@@ -60,6 +60,8 @@ class JsonObjectWriter {
 
  private:
   void key(std::string_view k);
+  // `k` and `text` as a member; `text` is JSON already unless `quoted` (a string to escape).
+  void member(std::string_view k, std::string_view text, bool quoted);
   std::string out_;
   bool first_ = true;
 };

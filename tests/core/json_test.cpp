@@ -14,6 +14,24 @@ TEST(JsonWriter, KeepsKeyOrderAndWritesNullForUnknown) {
   EXPECT_EQ(std::move(w).finish(), R"({"schema":"x","n":3,"ms":1.5,"ttft_ms":null,"ok":true,"maybe":null})");
 }
 
+TEST(JsonWriter, AMemberIsTheSameWhetherItGoesInAsOnePieceOrByParts) {
+  // A member whose key and value need no escape and fit 256 bytes is written as one piece (issue
+  // 43); the others by parts. Both ways give the same text: values around the piece's size, and keys
+  // and values that need an escape.
+  for (const std::size_t length : {0, 1, 200, 243, 244, 245, 246, 300}) {
+    const std::string value(length, 'v');
+    JsonObjectWriter w;
+    w.field("first", true).field("key", value).null_field(R"(k\ey)").field(R"(k")", value + "\n").field("n", -2.5);
+    EXPECT_EQ(std::move(w).finish(),
+              R"({"first":true,"key":")" + value + R"(","k\\ey":null,"k\"":")" + value + R"(\n","n":-2.5})")
+        << "length " << length;
+  }
+  JsonObjectWriter w;
+  w.raw_field("raw", "[1,2]").field("u", std::uint64_t{18446744073709551615ULL}).field("i", std::int64_t{-7});
+  w.field("inf", INFINITY).field("zero", -0.0).field("f", false);
+  EXPECT_EQ(std::move(w).finish(), R"({"raw":[1,2],"u":18446744073709551615,"i":-7,"inf":null,"zero":0,"f":false})");
+}
+
 TEST(JsonWriter, NonFiniteNumbersBecomeNull) {
   std::string s;
   append_json_number(s, std::nan(""));
