@@ -103,6 +103,7 @@ class Proxy {
     bool client_gone = false;
     bool done = false;
     std::shared_ptr<Upstream> upstream;
+    char peeked = 0;  // the watch's peek reads into it
   };
 
  public:
