@@ -32,6 +32,7 @@
 #include "openai/stream_tap.hpp"
 #include "promtext/text_writer.hpp"
 #include "proxy/backend_notes.hpp"
+#include "proxy/client_head.hpp"
 #include "proxy/correlation.hpp"
 #include "proxy/hop_by_hop.hpp"
 #include "proxy/outcome.hpp"
@@ -327,36 +328,6 @@ void Proxy::disarm_client_watch(beast::tcp_stream& client, const std::shared_ptr
 
 namespace {
 
-// The client's response head from the backend's: hop-by-hop fields and Content-Length dropped, the
-// proxy's id added; the backend's length kept unless usage is stripped, else chunked (HTTP/1.1) or
-// read to the close (HTTP/1.0). The body is set piece by piece as it comes.
-http::response<http::buffer_body> client_response_head(const http::request<http::string_body>& req,
-                                                       http::response_parser<http::buffer_body>& parser,
-                                                       std::string_view id_header, const std::string& observation_id,
-                                                       bool sse, bool strip_usage) {
-  const auto& head = parser.get();
-  http::response<http::buffer_body> res;
-  res.result(head.result_int());
-  res.version(req.version());
-  const std::string tokens = connection_tokens(head);
-  for (const auto& f : head) {
-    if (is_hop_by_hop(f.name_string(), tokens) || f.name() == http::field::content_length) continue;
-    res.insert(f.name_string(), f.value());
-  }
-  res.set(id_header, observation_id);
-  if (sse) res.set("X-Accel-Buffering", "no");
-  if (head.has_content_length() && !strip_usage) {
-    res.content_length(parser.content_length());
-  } else if (!(head.result() == http::status::no_content || head.result() == http::status::not_modified ||
-               req.method() == http::verb::head)) {
-    // HTTP/1.0 has no chunked coding: its clients get the body up to the close.
-    if (req.version() >= 11) res.chunked(true);
-  }
-  res.body().data = nullptr;
-  res.body().more = true;
-  return res;
-}
-
 // Whether the backend's body can go to the client byte for byte, its framing included (issue 43:
 // decoding and re-encoding every chunk was a tenth of the proxy's instructions): the client's head
 // then says what the backend's does (the same Content-Length, or chunked to an HTTP/1.1 client).
@@ -370,29 +341,6 @@ bool passes_through(const http::request<http::string_body>& req, const http::res
     return req.version() >= 11 && beast::iequals(te, "chunked");
   }
   return parser.content_length().has_value();
-}
-
-// The head's bytes: its status line and its fields as they are (Beast's serializer took ~9,000
-// instructions a response to say the same).
-std::string head_text(const http::response<http::buffer_body>& res) {
-  std::string out;
-  out.reserve(512);
-  out += res.version() == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
-  out += std::to_string(res.result_int());
-  out += ' ';
-  const auto reason = res.reason();
-  out.append(reason.data(), reason.size());
-  out += "\r\n";
-  for (const auto& f : res) {
-    const auto name = f.name_string();
-    const auto value = f.value();
-    out.append(name.data(), name.size());
-    out += ": ";
-    out.append(value.data(), value.size());
-    out += "\r\n";
-  }
-  out += "\r\n";
-  return out;
 }
 
 // The line's outcome from how the relay ended: the upstream's end, the client's, the stream's own
@@ -434,11 +382,18 @@ struct Relay {
         encoded(parser.get().find(http::field::content_encoding) != parser.get().end()),
         strip_usage(strip && sse),
         tap(sse),
-        res(client_response_head(req, parser, opts.id_header, observation_id, sse, strip_usage)),
-        close_delimited(req.version() < 11 && !res.has_content_length() && !res.chunked()),
+        close_delimited(req.version() < 11 && client_framing({req, parser, opts.id_header, observation_id, sse,
+                                                              strip_usage}) == ClientFraming::kNone),
         pass_through(passes_through(req, parser, strip_usage, plain_socket)),
-        sr(prepared(res, req.keep_alive() && !close_delimited)),
-        raw_head(pass_through ? head_text(res) : std::string()),
+        // A body relayed as it came needs only the head's bytes; the serializer's message stays empty.
+        res(pass_through ? http::response<http::buffer_body>()
+                         : client_response_head({req, parser, opts.id_header, observation_id, sse, strip_usage},
+                                                req.keep_alive() && !close_delimited)),
+        sr(res),
+        raw_head(pass_through
+                     ? client_response_head_text({req, parser, opts.id_header, observation_id, sse, strip_usage},
+                                                 req.keep_alive() && !close_delimited)
+                     : std::string()),
         buf(std::make_unique_for_overwrite<char[]>(kBufSize)) {
     if (const auto it = parser.get().find(http::field::keep_alive); it != parser.get().end()) {
       keep_alive_hint = parse_keep_alive(it->value());
@@ -450,10 +405,6 @@ struct Relay {
   static bool is_sse(const http::response_header<>& head) {
     const auto ctype = head.find(http::field::content_type);
     return ctype != head.end() && ctype->value().find("text/event-stream") != std::string_view::npos;
-  }
-  static http::response<http::buffer_body>& prepared(http::response<http::buffer_body>& res, bool keep_alive) {
-    res.keep_alive(keep_alive);
-    return res;
   }
 
   // Parses what the upstream buffer holds, never waiting on the socket, so that one read leaves in
@@ -510,8 +461,8 @@ struct Relay {
   openai::StreamTap tap;
   UsageStripper stripper;
   KeepAliveHint keep_alive_hint;
-  http::response<http::buffer_body> res;
   const bool close_delimited, pass_through;
+  http::response<http::buffer_body> res;
   http::response_serializer<http::buffer_body> sr;
   const std::string raw_head;  // pass-through: the head's bytes, then the backend's body as it came
   const std::unique_ptr<char[]> buf;

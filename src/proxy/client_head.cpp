@@ -1,0 +1,92 @@
+// The implementation of proxy/client_head.hpp.
+#include "proxy/client_head.hpp"
+
+#include <boost/beast/core/string.hpp>
+#include <charconv>
+
+#include "proxy/hop_by_hop.hpp"
+
+namespace mpo::proxy {
+namespace {
+
+namespace beast = boost::beast;
+
+// Calls add(name, value) for the client head's fields before its framing and Connection fields:
+// the backend's, less the hop-by-hop ones and its Content-Length, then the fields the proxy sets
+// (each replacing one of the backend's of that name, at the end, as Beast's set() does).
+template <class Add>
+void copied_fields(const ClientHeadInput& in, Add&& add) {
+  const auto& head = in.parser.get();
+  const std::string tokens = connection_tokens(head);
+  for (const auto& f : head) {
+    const auto name = f.name_string();
+    if (is_hop_by_hop(name, tokens) || f.name() == http::field::content_length) continue;
+    if (beast::iequals(name, in.id_header) || (in.sse && beast::iequals(name, "X-Accel-Buffering"))) continue;
+    add(name, f.value());
+  }
+  add(in.id_header, in.observation_id);
+  if (in.sse) add("X-Accel-Buffering", "no");
+}
+
+}  // namespace
+
+ClientFraming client_framing(const ClientHeadInput& in) {
+  const auto& head = in.parser.get();
+  if (head.has_content_length() && !in.strip_usage) return ClientFraming::kLength;
+  const bool bodyless = head.result() == http::status::no_content || head.result() == http::status::not_modified ||
+                        in.req.method() == http::verb::head;
+  // HTTP/1.0 has no chunked coding: its clients get the body up to the close.
+  return !bodyless && in.req.version() >= 11 ? ClientFraming::kChunked : ClientFraming::kNone;
+}
+
+http::response<http::buffer_body> client_response_head(const ClientHeadInput& in, bool keep_alive) {
+  http::response<http::buffer_body> res;
+  res.result(in.parser.get().result_int());
+  res.version(in.req.version());
+  copied_fields(in, [&](std::string_view name, std::string_view value) { res.insert(name, value); });
+  switch (client_framing(in)) {
+    case ClientFraming::kLength: res.content_length(in.parser.content_length()); break;
+    case ClientFraming::kChunked: res.chunked(true); break;
+    case ClientFraming::kNone: break;
+  }
+  res.keep_alive(keep_alive);
+  res.body().data = nullptr;
+  res.body().more = true;
+  return res;
+}
+
+std::string client_response_head_text(const ClientHeadInput& in, bool keep_alive) {
+  std::string out;
+  out.reserve(512);
+  const unsigned version = in.req.version();
+  const unsigned status = in.parser.get().result_int();
+  out += version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+  char number[24];
+  out.append(number, std::to_chars(number, number + sizeof number, status).ptr);
+  out += ' ';
+  const auto reason = http::obsolete_reason(http::int_to_status(status));
+  out.append(reason.data(), reason.size());
+  out += "\r\n";
+  copied_fields(in, [&](std::string_view name, std::string_view value) {
+    out.append(name);
+    out += ": ";
+    out.append(value);
+    out += "\r\n";
+  });
+  switch (client_framing(in)) {
+    case ClientFraming::kLength:
+      out += "Content-Length: ";
+      out.append(number, std::to_chars(number, number + sizeof number, in.parser.content_length().value_or(0)).ptr);
+      out += "\r\n";
+      break;
+    case ClientFraming::kChunked: out += "Transfer-Encoding: chunked\r\n"; break;
+    case ClientFraming::kNone: break;
+  }
+  // What Beast's keep_alive() adds when no Connection field is left (the backend's is hop-by-hop).
+  if (version >= 11 && !keep_alive) out += "Connection: close\r\n";
+  if (version < 11 && keep_alive) out += "Connection: keep-alive\r\n";
+  out += "\r\n";
+  return out;
+}
+
+}  // namespace mpo::proxy
