@@ -69,7 +69,8 @@ TEST(ClientHead, ItsBytesAreWhatBeastsSerializerWritesForTheSameHead) {
 TEST(ClientHead, DropsHopByHopFieldsAndPutsTheProxysOwnLast) {
   Backend b(
       "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive, "
-      "X-Drop\r\nKeep-Alive: timeout=5\r\nX-Drop: 1\r\nX-Fak-Observation-ID: from-backend\r\nX-Request-Id: abc\r\n\r\n");
+      "X-Drop\r\nKeep-Alive: timeout=5\r\nX-Drop: 1\r\nX-Fak-Observation-ID: from-backend\r\nX-Request-Id: "
+      "abc\r\n\r\n");
   http::request<http::string_body> req(http::verb::post, "/v1/chat/completions", 11);
   const ClientHeadInput in{req, b.parser, "X-Fak-Observation-ID", "run-1.req_9", true, false};
   EXPECT_EQ(client_framing(in), ClientFraming::kChunked);
