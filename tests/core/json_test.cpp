@@ -54,9 +54,9 @@ TEST(JsonWriter, EscapesControlCharactersAndRepairsInvalidUtf8) {
 }
 
 TEST(JsonWriter, ACharacterToEscapeIsFoundAtEveryPlaceInAWord) {
-  // Plain runs are skipped eight bytes at a time, a run's last bytes by re-reading the string's last
-  // eight (issue 43): each character that needs care, at every offset of strings of 1 to 24 bytes,
-  // comes out as it does alone.
+  // Plain runs are skipped sixteen bytes at a time (eight without SSE2), a run's last bytes by
+  // re-reading the string's last sixteen or from a padded copy (issue 43): each character that needs
+  // care, at every offset of strings of 1 to 40 bytes, comes out as it does alone.
   const std::pair<std::string, std::string> cases[] = {{"\"", "\\\""},
                                                        {"\\", "\\\\"},
                                                        {"\n", "\\n"},
@@ -68,7 +68,7 @@ TEST(JsonWriter, ACharacterToEscapeIsFoundAtEveryPlaceInAWord) {
                                                        {" ", " "},
                                                        {"<", "<"}};
   for (const auto& [c, escaped] : cases) {
-    for (std::size_t length = c.size(); length <= 24; ++length) {
+    for (std::size_t length = c.size(); length <= 40; ++length) {
       for (std::size_t at = 0; at + c.size() <= length; ++at) {
         std::string s(length - c.size(), 'a');
         s.insert(at, c);
@@ -87,6 +87,23 @@ TEST(JsonWriter, ACharacterToEscapeIsFoundAtEveryPlaceInAWord) {
     std::string out;
     append_json_string(out, s);
     EXPECT_EQ(out, expected);
+  }
+  // Every pair of places in strings up to 40 bytes: the second is found after the first was escaped
+  // (the re-read of the last bytes must not see the first again).
+  for (std::size_t length = 2; length <= 40; ++length) {
+    for (std::size_t first = 0; first < length; ++first) {
+      for (std::size_t second = first + 1; second < length; ++second) {
+        std::string s(length, 'a');
+        s[first] = '"';
+        s[second] = '\n';
+        std::string expected = "\"" + s + "\"";
+        expected.replace(second + 1, 1, "\\n");
+        expected.replace(first + 1, 1, "\\\"");
+        std::string out;
+        append_json_string(out, s);
+        ASSERT_EQ(out, expected) << "length " << length << " at " << first << " and " << second;
+      }
+    }
   }
   std::string html;
   append_json_string_html_safe(html, "aaaaaaaa<b>&aaaaaaaaaa");
