@@ -61,7 +61,8 @@ Status LedgerWriter::open() {
   return Ok{};
 }
 
-bool LedgerWriter::submit(std::string line) {
+template <class Fill>
+bool LedgerWriter::enqueue(Fill&& fill) {
   bool wake = false;
   {
     std::lock_guard lock(mu_);
@@ -73,10 +74,18 @@ bool LedgerWriter::submit(std::string line) {
     // whatever queued meanwhile (no futex wake, no context switch per request on the request path).
     wake = asleep_;
     asleep_ = false;
-    queue_.push_back(std::move(line));
+    fill(queue_.emplace_back());
   }
   if (wake) cv_.notify_one();
   return true;
+}
+
+bool LedgerWriter::submit(std::string line) {
+  return enqueue([&line](Entry& e) { e.line = std::move(line); });
+}
+
+bool LedgerWriter::submit(Observation&& observation) {
+  return enqueue([&observation](Entry& e) { e.observation.emplace(std::move(observation)); });
 }
 
 std::size_t LedgerWriter::append(std::string_view data) {
@@ -110,7 +119,7 @@ bool LedgerWriter::write_line(const std::string& line) {
   return false;
 }
 
-LedgerWriter::Written LedgerWriter::write_lines(const std::deque<std::string>& lines, std::size_t first,
+LedgerWriter::Written LedgerWriter::write_lines(const std::vector<std::string>& lines, std::size_t first,
                                                 std::string& buf) {
   // As many whole lines as fit in one buffer: one write(2) for a batch instead of one per line.
   constexpr std::size_t kMaxWrite = 1 << 20;
@@ -132,9 +141,12 @@ void LedgerWriter::run() {
   bool dirty = false;
   bool napping = false;
   const auto interval = std::chrono::duration<double>(opts_.fsync_interval_s);
-  std::string buffer;  // a batch's lines, written at once
+  std::string buffer;              // a batch's lines, written at once
+  std::vector<Entry> entries;      // a batch as queued (its storage kept from batch to batch)
+  std::vector<std::string> batch;  // ... and its lines
   for (;;) {
-    std::deque<std::string> batch;
+    entries.clear();
+    batch.clear();
     {
       std::unique_lock lock(mu_);
       if (napping) {
@@ -147,9 +159,12 @@ void LedgerWriter::run() {
         cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return stopping_ || !queue_.empty(); });
         asleep_ = false;
       }
-      batch.swap(queue_);
-      if (batch.empty() && stopping_) break;
+      entries.swap(queue_);
+      if (entries.empty() && stopping_) break;
     }
+    batch.reserve(entries.size());
+    for (auto& e : entries) batch.push_back(e.observation ? render_observation(*e.observation) : std::move(e.line));
+    if (opts_.on_lines && !batch.empty()) opts_.on_lines(batch);
     napping = !batch.empty() && opts_.batch_window.count() > 0;
     if (reopen_.exchange(false)) (void)open_fd();
     const std::uint64_t dropped = dropped_.load();

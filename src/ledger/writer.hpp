@@ -1,5 +1,6 @@
 // Appends ledger lines off the request path: a writer thread fed by a bounded queue, taking lines
-// that come close together in batches; O_APPEND and one write(2) per batch (whole lines: a write
+// that come close together in batches, and rendering the observations it is given (a proxy's event
+// loop then does not spend its time on JSON, issue 43); O_APPEND and one write(2) per batch (whole lines: a write
 // the disk took part of is cut back to the last whole line); fsync by policy;
 // reopened on request (SIGHUP, for logrotate). A stalled disk never blocks the caller: a full
 // queue drops the new line and counts it, and a `modelperfobs.ledger-gap.v1` line with the count
@@ -11,12 +12,16 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
+#include <functional>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/result.hpp"
+#include "ledger/observation.hpp"
 
 namespace mpo::ledger {
 
@@ -34,6 +39,9 @@ class LedgerWriter {
     // busy proxy are written in batches without a wake-up per line; 0 wakes it for every line.
     // The most a line waits before its write(2) when the ledger is busy.
     std::chrono::microseconds batch_window{2000};
+    // Called on the writer thread with each batch's lines, rendered, in order, before they are
+    // written (a proxy keeps the last ones for its admin listener's /lines).
+    std::function<void(std::span<const std::string>)> on_lines;
   };
   explicit LedgerWriter(Options opts);
   ~LedgerWriter();
@@ -45,6 +53,8 @@ class LedgerWriter {
   Status open();
   // Never blocks on I/O. False (and counted as dropped) when the queue is full.
   bool submit(std::string line);
+  // The same for an observation, rendered (render_observation) on the writer thread.
+  bool submit(Observation&& observation);
   // Asks the writer to reopen the path before its next write (SIGHUP).
   void request_reopen() { reopen_.store(true); }
   // Writes everything queued, fsyncs, closes; returns when done.
@@ -71,14 +81,22 @@ class LedgerWriter {
     std::size_t lines = 0;
     bool failed = false;  // a write failed: the lines after these did not get in
   };
-  Written write_lines(const std::deque<std::string>& lines, std::size_t first, std::string& buf);
+  Written write_lines(const std::vector<std::string>& lines, std::size_t first, std::string& buf);
+  // A line as given, or an observation to render.
+  struct Entry {
+    std::string line;
+    std::optional<Observation> observation;
+  };
+  // Queues an entry that `fill` fills in place (an observation is moved once, not passed along).
+  template <class Fill>
+  bool enqueue(Fill&& fill);
   Status open_fd();
 
   Options opts_;
   int fd_ = -1;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::string> queue_;
+  std::vector<Entry> queue_;
   bool stopping_ = false;
   bool asleep_ = false;  // the writer waits for a notification (else it naps and looks by itself)
   std::thread thread_;

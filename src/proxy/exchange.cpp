@@ -654,19 +654,18 @@ void Proxy::finish(Exchange& x) {
   o.session_id = x.session.session_id;
   o.session_source = x.session.source;
   o.turn = x.session.turn;
-  std::string line = ledger::render_observation(o);
   const auto note = shared_.with_metrics([&](ProxyMetrics& m) {
     m.record(o);
     m.request_ended(x.in_flight_key);
-    shared_.recent.add(line);
     return shared_.notes.observe(o);
   });
   if (note) std::cerr << *note << "\n";
-  shared_.ledger.submit(std::move(line));
   --shared_.in_flight;
   --in_flight_here_;
-  // Last: the line moves to the exporter (x.obs is not read after finish()).
-  shared_.with_telemetry([&](Telemetry& t) { t.finish(std::move(o), x.trace, std::move(x.trace_state)); });
+  shared_.with_telemetry([&](Telemetry& t) { t.finish(o, x.trace, std::move(x.trace_state)); });
+  // Last: the observation moves to the ledger's writer, which renders its line on its own thread
+  // (x.obs is not read after finish()).
+  shared_.ledger.submit(std::move(o));
 }
 
 }  // namespace mpo::proxy

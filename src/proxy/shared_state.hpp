@@ -25,10 +25,19 @@ namespace mpo::proxy {
 
 struct Shared {
   explicit Shared(const ProxyOptions& o)
-      : ledger({o.ledger_path, o.fsync, 1.0, 65536}),
-        metrics(o.max_model_labels, o.max_label_bytes),
-        notes(o.backend) {}
-  ledger::LedgerWriter ledger;
+      : metrics(o.max_model_labels, o.max_label_bytes), notes(o.backend), ledger(ledger_options(o)) {}
+  Shared(const Shared&) = delete;
+  Shared& operator=(const Shared&) = delete;
+  // The ledger's writer renders each request's line on its own thread and hands the lines, batch
+  // by batch, to the ring of recent lines.
+  ledger::LedgerWriter::Options ledger_options(const ProxyOptions& o) {
+    ledger::LedgerWriter::Options w{o.ledger_path, o.fsync, 1.0, 65536};
+    w.on_lines = [this](std::span<const std::string> lines) {
+      std::lock_guard lock(metrics_mutex);
+      for (const auto& line : lines) recent.add(line);
+    };
+    return w;
+  }
   std::mutex metrics_mutex;  // metrics, notes and the recent lines
   ProxyMetrics metrics;
   BackendNotes notes;
@@ -48,6 +57,8 @@ struct Shared {
   // The proxy's lateness per read, each loop its own (observed on every read without a lock;
   // merged when /metrics is read).
   std::deque<AtomicHistogram> lag_by_loop;
+  // Last: its thread, which adds to `recent` under `metrics_mutex`, is stopped before they go.
+  ledger::LedgerWriter ledger;
 
   // The admin listener's /metrics: the proxy's own metrics and the GenAI metrics.
   std::string render_metrics();

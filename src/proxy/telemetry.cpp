@@ -35,9 +35,10 @@ Result<std::unique_ptr<Telemetry>> Telemetry::make(TelemetryOptions opts, const 
   return t;
 }
 
-void Telemetry::finish(ledger::Observation&& o, const otel::RequestTrace& trace, std::string trace_state) {
+void Telemetry::finish(const ledger::Observation& o, const otel::RequestTrace& trace, std::string trace_state) {
   genai_.record(o);
-  if (exporter_ && trace.sampled()) exporter_->submit(otel::LineSpan{std::move(o), trace, std::move(trace_state)});
+  // A copy for the exporter's thread: the observation itself goes on to the ledger's writer.
+  if (exporter_ && trace.sampled()) exporter_->submit(otel::LineSpan{o, trace, std::move(trace_state)});
 }
 
 void Telemetry::render_prometheus(promtext::TextWriter& w) const {

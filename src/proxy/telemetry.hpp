@@ -38,9 +38,9 @@ class Telemetry {
   otel::RequestTrace begin(std::optional<std::string_view> traceparent) {
     return otel::trace_for_request(traceparent, ids_);
   }
-  // The request's metrics, and its span when sampled and exported (the line is moved to the
+  // The request's metrics, and its span when sampled and exported (a copy of the line goes to the
   // exporter, which builds the span on its own thread).
-  void finish(ledger::Observation&& o, const otel::RequestTrace& trace, std::string trace_state);
+  void finish(const ledger::Observation& o, const otel::RequestTrace& trace, std::string trace_state);
 
   void render_prometheus(promtext::TextWriter& w) const;
 

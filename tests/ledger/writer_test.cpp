@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace mpo::ledger {
 namespace {
@@ -40,6 +41,40 @@ TEST(LedgerWriter, CreatesFoldersAndAppendsEveryAcceptedLine) {
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 100);
   EXPECT_EQ(text.substr(0, 8), "{\"n\":0}\n");
   EXPECT_EQ(w.lines_written(), 100u);
+}
+
+TEST(LedgerWriter, ObservationsAreRenderedOnItsThreadAndEveryBatchIsHandedOnInOrder) {
+  // A proxy's loop gives its observations as they are (issue 43): the ledger gets each one's line
+  // as render_observation writes it, in the order given among plain lines, and on_lines sees every
+  // line once, in that order, before it is written.
+  const std::string path = temp_dir() + "/model-perf.jsonl";
+  LedgerWriter::Options opts{path, FsyncPolicy::kNever, 1.0, 1024};
+  std::vector<std::string> seen;  // written by the writer's thread only, read after close()
+  opts.on_lines = [&seen](std::span<const std::string> lines) { seen.insert(seen.end(), lines.begin(), lines.end()); };
+  LedgerWriter w(opts);
+  ASSERT_TRUE(w.open().ok());
+  std::string expected;
+  for (int i = 0; i < 300; ++i) {
+    if (i % 3 == 0) {
+      const std::string line = "{\"n\":" + std::to_string(i) + "}\n";
+      expected += line;
+      ASSERT_TRUE(w.submit(line));
+      continue;
+    }
+    Observation o;
+    o.observation_id = "obs-" + std::to_string(i);
+    o.model = "m\"odel";
+    o.ttft_ms = i * 0.5;
+    expected += render_observation(o);
+    ASSERT_TRUE(w.submit(std::move(o)));
+    if (i % 50 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(3));  // several batches
+  }
+  w.close();
+  EXPECT_EQ(slurp(path), expected);
+  std::string handed;
+  for (const auto& l : seen) handed += l;
+  EXPECT_EQ(handed, expected);
+  EXPECT_EQ(w.lines_written(), 300u);
 }
 
 TEST(LedgerWriter, LinesAcrossBurstsNapsAndSleepsAreAllWrittenInOrder) {
