@@ -206,6 +206,7 @@ void append_escaped(std::string& out, std::string_view s) {
 
 }  // namespace
 
+std::size_t json_plain_run_end(std::string_view s, std::size_t i) { return plain_run_end<false>(s, i); }
 void append_json_string(std::string& out, std::string_view s) { append_escaped<false>(out, s); }
 void append_json_string_html_safe(std::string& out, std::string_view s) { append_escaped<true>(out, s); }
 

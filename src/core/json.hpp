@@ -24,6 +24,10 @@ void append_json_string_html_safe(std::string& out, std::string_view s);
 // The length of the valid UTF-8 sequence at s[i] (RFC 3629: no overlong form, no surrogate, nothing
 // past U+10FFFF), or 0 when none starts there.
 std::size_t utf8_sequence_length(std::string_view s, std::size_t i);
+// The end of the run of bytes from `i` on that a JSON string holds as they are (printable ASCII but
+// the quote and the backslash): where the next quote, backslash, control or non-ASCII byte is, or
+// the end. Sixteen bytes at a time.
+std::size_t json_plain_run_end(std::string_view s, std::size_t i);
 // Shortest round-trip representation, C locale; NaN and infinities become null.
 void append_json_number(std::string& out, double v);
 std::string json_quote(std::string_view s);

@@ -6,6 +6,7 @@
 #include <simdjson.h>
 
 #include "openai/api_events.hpp"
+#include "openai/chunk_scan.hpp"
 #include "openai/payload_fields.hpp"
 
 namespace mpo::openai {
@@ -68,30 +69,20 @@ std::string_view string_of(const std::optional<element>& e) {
 
 // The kind of one choice's delta (stream) or message (whole body).
 ChunkKind kind_of_choice(element choice) {
-  if (non_empty_string(choice, "text")) return ChunkKind::kContent;  // completions API
+  detail::ChoiceFacts f;
+  f.text = non_empty_string(choice, "text");
   element d;
-  if (choice["delta"].get(d) != simdjson::SUCCESS && choice["message"].get(d) != simdjson::SUCCESS) {
-    return ChunkKind::kEmpty;
+  f.body = choice["delta"].get(d) == simdjson::SUCCESS || choice["message"].get(d) == simdjson::SUCCESS;
+  f.body_is_object = f.body && d.is_object();
+  if (f.body_is_object) {
+    f.content = non_empty_string(d, "content");
+    f.reasoning = non_empty_string(d, "reasoning_content") || non_empty_string(d, "reasoning");
+    simdjson::dom::array calls;
+    f.tool_calls = d["tool_calls"].get_array().get(calls) == simdjson::SUCCESS && calls.size() > 0;
+    f.refusal = non_empty_string(d, "refusal");
+    f.role = non_empty_string(d, "role");
   }
-  if (!d.is_object()) return ChunkKind::kEmpty;
-  if (non_empty_string(d, "content")) return ChunkKind::kContent;
-  if (non_empty_string(d, "reasoning_content") || non_empty_string(d, "reasoning")) return ChunkKind::kReasoning;
-  simdjson::dom::array calls;
-  if (d["tool_calls"].get_array().get(calls) == simdjson::SUCCESS && calls.size() > 0) return ChunkKind::kToolCalls;
-  if (non_empty_string(d, "refusal")) return ChunkKind::kRefusal;
-  if (non_empty_string(d, "role")) return ChunkKind::kRoleOnly;
-  return ChunkKind::kEmpty;
-}
-
-int rank(ChunkKind k) {
-  switch (k) {
-    case ChunkKind::kContent: return 0;
-    case ChunkKind::kReasoning: return 1;
-    case ChunkKind::kToolCalls: return 2;
-    case ChunkKind::kRefusal: return 3;
-    case ChunkKind::kRoleOnly: return 4;
-    default: return 5;
-  }
+  return detail::choice_kind(f);
 }
 
 PayloadInfo read_payload(std::string_view text) {
@@ -164,7 +155,7 @@ PayloadInfo read_payload(std::string_view text) {
   bool first = true;
   for (element c : choices) {
     const ChunkKind k = kind_of_choice(c);
-    if (rank(k) < rank(best)) best = k;
+    if (detail::outranks(k, best)) best = k;
     if (first) info.finish_reason = std::string(str(c, "finish_reason"));
     first = false;
   }
@@ -173,6 +164,35 @@ PayloadInfo read_payload(std::string_view text) {
 }
 
 }  // namespace
+
+namespace detail {
+
+ChunkKind choice_kind(const ChoiceFacts& f) {
+  if (f.text) return ChunkKind::kContent;
+  if (!f.body_is_object) return ChunkKind::kEmpty;
+  if (f.content) return ChunkKind::kContent;
+  if (f.reasoning) return ChunkKind::kReasoning;
+  if (f.tool_calls) return ChunkKind::kToolCalls;
+  if (f.refusal) return ChunkKind::kRefusal;
+  if (f.role) return ChunkKind::kRoleOnly;
+  return ChunkKind::kEmpty;
+}
+
+bool outranks(ChunkKind a, ChunkKind b) {
+  const auto rank = [](ChunkKind k) {
+    switch (k) {
+      case ChunkKind::kContent: return 0;
+      case ChunkKind::kReasoning: return 1;
+      case ChunkKind::kToolCalls: return 2;
+      case ChunkKind::kRefusal: return 3;
+      case ChunkKind::kRoleOnly: return 4;
+      default: return 5;
+    }
+  };
+  return rank(a) < rank(b);
+}
+
+}  // namespace detail
 
 std::string_view to_string(ChunkKind k) {
   switch (k) {
@@ -190,7 +210,7 @@ std::string_view to_string(ChunkKind k) {
   return "unparsable";
 }
 
-PayloadInfo classify_chunk(std::string_view data) {
+PayloadInfo classify_chunk_fully(std::string_view data) {
   if (data == "[DONE]") {
     PayloadInfo done;
     done.kind = ChunkKind::kDone;
@@ -198,6 +218,8 @@ PayloadInfo classify_chunk(std::string_view data) {
   }
   return read_payload(data);
 }
+
+PayloadInfo classify_chunk(std::string_view data) { return classify_chunk_fully(data); }
 
 PayloadInfo parse_response_body(std::string_view body) { return read_payload(body); }
 

@@ -35,6 +35,7 @@ struct Usage {
   std::optional<std::int64_t> total_tokens;
   std::optional<std::int64_t> cached_prompt_tokens;  // prompt_tokens_details.cached_tokens
   std::optional<std::int64_t> reasoning_tokens;      // completion_tokens_details.reasoning_tokens
+  bool operator==(const Usage&) const = default;
 };
 
 struct PayloadInfo {
@@ -59,6 +60,7 @@ struct PayloadInfo {
   // The usage the stream states once, for the whole response: chat's usage-only chunk, the
   // Responses API's terminal event, Anthropic's message_delta (not vLLM's continuous usage).
   bool final_usage = false;
+  bool operator==(const PayloadInfo&) const = default;
 };
 
 // One SSE data payload of a streamed response.

@@ -25,7 +25,19 @@ void StreamTap::feed(std::string_view bytes, std::int64_t steady_us) {
     if (body_.size() < kMaxBody) body_.append(bytes.substr(0, kMaxBody - body_.size()));
     return;
   }
-  framer_.feed(bytes, [&](const SseEvent& e) { on_payload(classify_chunk(e.data), steady_us, true); });
+  framer_.feed(bytes, [&](const SseEvent& e) {
+    if (const PayloadInfo* known = template_.read(e.data)) {
+      on_payload(*known, steady_us, true);
+      return;
+    }
+    const PayloadInfo info = classify_chunk(e.data);
+    // Learnt from the second content chunk on: a response of one token never pays for it.
+    if (info.kind == ChunkKind::kContent && content_events_ > 0 && learns_left_ > 0) {
+      --learns_left_;
+      template_.learn(e.data);
+    }
+    on_payload(info, steady_us, true);
+  });
 }
 
 void StreamTap::finish(bool complete) {

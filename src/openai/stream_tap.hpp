@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "openai/chunk.hpp"
+#include "openai/chunk_scan.hpp"
 #include "openai/sse_framer.hpp"
 
 namespace mpo::openai {
@@ -77,6 +78,10 @@ class StreamTap {
 
   bool sse_;
   SseFramer framer_;
+  // The stream's chunks after the second content chunk are read by comparing them with it
+  // (ChunkTemplate); it is learnt again when one differs, a few times a stream at most.
+  ChunkTemplate template_;
+  int learns_left_ = 4;
   std::string body_;
   std::uint64_t bytes_ = 0;
   std::optional<std::int64_t> first_content_us_, last_content_us_;
