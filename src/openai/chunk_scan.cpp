@@ -326,7 +326,9 @@ std::optional<ChunkScan> scan_chat_chunk_spots(std::string_view text) {
       if (key == "object" || key == "model" || key == "id") {
         const bool is_object = key == "object", is_model = key == "model";
         std::string_view& value = is_object ? object : is_model ? model : id;
-        ok = first_time(is_object ? seen_object : is_model ? seen_model : seen_id) &&
+        ok = first_time(is_object  ? seen_object
+                        : is_model ? seen_model
+                                   : seen_id) &&
              (sc.peek('"') ? sc.plain_string(value) : sc.skip_value(2));
       } else if (key == "choices") {
         ok = first_time(seen_choices) && (sc.peek('[') ? read_choices(sc, out) : sc.skip_value(2));

@@ -48,7 +48,7 @@ struct ContentSpot {
 // The scan's reading, with what a template needs (scan_chat_chunk is its `info`).
 struct ChunkScan {
   PayloadInfo info;
-  ContentSpot content;       // found only with exactly one choice whose delta has a content string
+  ContentSpot content;        // found only with exactly one choice whose delta has a content string
   detail::ChoiceFacts facts;  // that choice's
 };
 std::optional<ChunkScan> scan_chat_chunk_spots(std::string_view text);

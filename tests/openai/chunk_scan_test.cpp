@@ -67,7 +67,8 @@ TEST(ChunkScan, AnswersTheUsualShapesAsTheFullParseDoes) {
       R"({"choices":[],"id":"x"})",
       R"({"choices":null,"model":7})",
       R"({})",
-      " \t\r\n{ \"choices\" : [ { \"delta\" : { \"content\" : \"x\" } } ] , \"n\" : [ -0.5 , 0 , 123456789012345 , true , false , null , { } , [ ] ] } \n",
+      " \t\r\n{ \"choices\" : [ { \"delta\" : { \"content\" : \"x\" } } ] , \"n\" : [ -0.5 , 0 , 123456789012345 , "
+      "true , false , null , { } , [ ] ] } \n",
       R"({"choices":[{"delta":{"content":"caf)"
       "\xc3\xa9"
       R"( \ud7ff"}}]})",
@@ -110,7 +111,8 @@ TEST(ChunkScan, LeavesToTheFullParseWhatItIsNotSureOf) {
       "{\"a\":" + std::string(70, '[') + std::string(70, ']') + "}",
       // Not JSON.
       R"({"choices":[],})",
-      R"({"choices":[]})" "x",
+      R"({"choices":[]})"
+      "x",
       R"({"a":01})",
       R"({"a":1.})",
       R"({"a":-})",
@@ -176,9 +178,8 @@ TEST(ChunkTemplate, ReadsOnlyAChunkThatIsItsBytesButForAValidContentString) {
   std::string other_id = base, stopped = base;
   other_id.replace(base.find("chatcmpl-1"), 10, "chatcmpl-2");
   stopped.replace(base.find("null}]}"), 4, "\"stop\"");
-  for (const std::string& chunk :
-       {with(R"(a " b)"), with("ends with a backslash\\"), with("\x01"), with("\xff"), with(R"(\ud800)"),
-        with(R"(\x)"), other_id, stopped, base + " ", base.substr(1)}) {
+  for (const std::string& chunk : {with(R"(a " b)"), with("ends with a backslash\\"), with("\x01"), with("\xff"),
+                                   with(R"(\ud800)"), with(R"(\x)"), other_id, stopped, base + " ", base.substr(1)}) {
     EXPECT_EQ(t.read(chunk), nullptr) << chunk;
   }
   // A chunk without a content string, or with several choices, is no template.
