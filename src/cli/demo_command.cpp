@@ -35,7 +35,7 @@ namespace {
 // small machine they share the proxy's cores, and a proxy that waits for a core reads late (the
 // report warns of that lateness). In production the engine and the clients have machines of their
 // own; here they yield the CPU to the proxy when it has work.
-constexpr int kStandInNice = 10;
+constexpr int kStandInNice = 19;
 
 // This same binary as a child (`simulate`, `proxy`), its stderr in `log_path`; the port its first
 // stdout line names. `nice`: run it at that nice value (0: as we are).
