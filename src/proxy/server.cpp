@@ -559,7 +559,9 @@ int run_proxy(const ProxyOptions& given) {
   std::vector<std::unique_ptr<asio::io_context>> loops;
   std::vector<std::unique_ptr<Proxy>> proxies;
   for (int i = 0; i < n; ++i) {
-    loops.push_back(std::make_unique<asio::io_context>(1));
+    // Each loop runs on one thread and only that thread touches its sockets and timers (other
+    // threads only post to it): Asio need not lock a descriptor per operation (issue 43).
+    loops.push_back(std::make_unique<asio::io_context>(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO));
     shared.loops.push_back(loops.back().get());
     shared.accepted_by_loop.emplace_back(0);
     shared.lag_by_loop.emplace_back(kLagBuckets);
