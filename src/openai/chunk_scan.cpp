@@ -124,6 +124,19 @@ class Scanner {
     }
   }
 
+  // An object whose keys the caller reads: `member(key)` reads each key's value (false: give up).
+  // A key with an escape is left to the full parse.
+  template <class Member>
+  bool object(Member&& member) {
+    if (!eat('{')) return false;
+    if (eat('}')) return true;
+    do {
+      std::string_view key;
+      if (!plain_string(key) || !eat(':') || !member(key)) return false;
+    } while (eat(','));
+    return eat('}');
+  }
+
   bool skip_object(int depth) {
     if (!eat('{')) return false;
     if (eat('}')) return true;
@@ -215,74 +228,60 @@ bool non_empty_string(Scanner& sc, bool& out, int depth, ContentSpot* spot = nul
 
 // A delta or message object's members that decide the kind.
 bool read_body(Scanner& sc, detail::ChoiceFacts& f, int depth, ContentSpot* spot) {
-  if (!sc.eat('{')) return false;
-  f.body_is_object = true;
-  if (sc.eat('}')) return true;
   bool seen_content = false, seen_reasoning_content = false, seen_reasoning = false, seen_calls = false,
        seen_refusal = false, seen_role = false;
   bool reasoning_content = false, reasoning = false;
-  do {
-    std::string_view key;
-    if (!sc.plain_string(key) || !sc.eat(':')) return false;
-    const int inner = depth + 1;
-    bool ok = true;
-    if (key == "content") {
-      ok = first_time(seen_content) && non_empty_string(sc, f.content, inner, spot);
-    } else if (key == "reasoning_content") {
-      ok = first_time(seen_reasoning_content) && non_empty_string(sc, reasoning_content, inner);
-    } else if (key == "reasoning") {
-      ok = first_time(seen_reasoning) && non_empty_string(sc, reasoning, inner);
-    } else if (key == "refusal") {
-      ok = first_time(seen_refusal) && non_empty_string(sc, f.refusal, inner);
-    } else if (key == "role") {
-      ok = first_time(seen_role) && non_empty_string(sc, f.role, inner);
-    } else if (key == "tool_calls") {
-      std::size_t calls = 0;
-      ok = first_time(seen_calls) && (sc.peek('[') ? sc.skip_array(inner, calls) : sc.skip_value(inner));
-      f.tool_calls = calls > 0;
-    } else {
-      ok = sc.skip_value(inner);
+  const int inner = depth + 1;
+  const bool read = sc.object([&](std::string_view key) {
+    if (key == "content") return first_time(seen_content) && non_empty_string(sc, f.content, inner, spot);
+    if (key == "reasoning_content") {
+      return first_time(seen_reasoning_content) && non_empty_string(sc, reasoning_content, inner);
     }
-    if (!ok) return false;
-  } while (sc.eat(','));
+    if (key == "reasoning") return first_time(seen_reasoning) && non_empty_string(sc, reasoning, inner);
+    if (key == "refusal") return first_time(seen_refusal) && non_empty_string(sc, f.refusal, inner);
+    if (key == "role") return first_time(seen_role) && non_empty_string(sc, f.role, inner);
+    if (key == "tool_calls") {
+      std::size_t calls = 0;
+      const bool ok = first_time(seen_calls) && (sc.peek('[') ? sc.skip_array(inner, calls) : sc.skip_value(inner));
+      f.tool_calls = calls > 0;
+      return ok;
+    }
+    return sc.skip_value(inner);
+  });
+  if (!read) return false;
+  f.body_is_object = true;
   f.reasoning = reasoning_content || reasoning;
-  return sc.eat('}');
+  return true;
 }
 
-// One choice; its finish_reason into `finish_reason` ("" when absent or not a string).
+// One choice; its finish_reason into `finish_reason` ("" when absent or not a string). A choice
+// that is not an object is left to the full parse.
 bool read_choice(Scanner& sc, detail::ChoiceFacts& f, std::string_view& finish_reason, int depth, ContentSpot& spot) {
-  if (!sc.eat('{')) return false;  // a choice that is not an object is left to the full parse
-  if (sc.eat('}')) return true;
   bool seen_text = false, seen_delta = false, seen_message = false, seen_finish = false;
   detail::ChoiceFacts delta, message;
   ContentSpot delta_spot;
-  do {
-    std::string_view key;
-    if (!sc.plain_string(key) || !sc.eat(':')) return false;
-    const int inner = depth + 1;
-    bool ok = true;
-    if (key == "text") {
-      ok = first_time(seen_text) && non_empty_string(sc, f.text, inner);
-    } else if (key == "delta" || key == "message") {
+  const int inner = depth + 1;
+  const bool read = sc.object([&](std::string_view key) {
+    if (key == "text") return first_time(seen_text) && non_empty_string(sc, f.text, inner);
+    if (key == "delta" || key == "message") {
       const bool is_delta = key == "delta";
       detail::ChoiceFacts& body = is_delta ? delta : message;
-      ok = first_time(is_delta ? seen_delta : seen_message) &&
-           (sc.peek('{') ? read_body(sc, body, inner, is_delta ? &delta_spot : nullptr) : sc.skip_value(inner));
       body.body = true;
-    } else if (key == "finish_reason") {
-      ok = first_time(seen_finish) && (sc.peek('"') ? sc.plain_string(finish_reason) : sc.skip_value(inner));
-    } else {
-      ok = sc.skip_value(inner);
+      return first_time(is_delta ? seen_delta : seen_message) &&
+             (sc.peek('{') ? read_body(sc, body, inner, is_delta ? &delta_spot : nullptr) : sc.skip_value(inner));
     }
-    if (!ok) return false;
-  } while (sc.eat(','));
+    if (key == "finish_reason") {
+      return first_time(seen_finish) && (sc.peek('"') ? sc.plain_string(finish_reason) : sc.skip_value(inner));
+    }
+    return sc.skip_value(inner);
+  });
+  if (!read) return false;
   // The full parse reads the delta when there is one, else the message.
-  const detail::ChoiceFacts& body = seen_delta ? delta : message;
   const bool text = f.text;
-  f = body;
+  f = seen_delta ? delta : message;
   f.text = text;
   if (seen_delta) spot = delta_spot;
-  return sc.eat('}');
+  return true;
 }
 
 bool read_choices(Scanner& sc, ChunkScan& out) {
@@ -314,36 +313,28 @@ std::optional<ChunkScan> scan_chat_chunk_spots(std::string_view text) {
   Scanner sc(text);
   ChunkScan out;
   PayloadInfo& info = out.info;
-  if (!sc.eat('{')) return std::nullopt;
   bool seen_object = false, seen_model = false, seen_id = false, seen_choices = false, seen_usage = false,
        seen_error = false;
   std::string_view object, model, id;
-  if (!sc.eat('}')) {
-    do {
-      std::string_view key;
-      if (!sc.plain_string(key) || !sc.eat(':')) return std::nullopt;
-      bool ok = true;
-      if (key == "object" || key == "model" || key == "id") {
-        const bool is_object = key == "object", is_model = key == "model";
-        std::string_view& value = is_object ? object : is_model ? model : id;
-        ok = first_time(is_object  ? seen_object
+  const bool read = sc.object([&](std::string_view key) {
+    if (key == "object" || key == "model" || key == "id") {
+      const bool is_object = key == "object", is_model = key == "model";
+      std::string_view& value = is_object ? object : is_model ? model : id;
+      return first_time(is_object  ? seen_object
                         : is_model ? seen_model
                                    : seen_id) &&
              (sc.peek('"') ? sc.plain_string(value) : sc.skip_value(2));
-      } else if (key == "choices") {
-        ok = first_time(seen_choices) && (sc.peek('[') ? read_choices(sc, out) : sc.skip_value(2));
-      } else if (key == "usage" || key == "error") {
-        // null says nothing; usage or an error is read by the full parse.
-        ok = first_time(key == "usage" ? seen_usage : seen_error) && sc.peek('n') && sc.skip_value(2);
-      } else if (key == "type" || key == "timings" || key == "metrics") {
-        ok = false;  // another API's event, or llama.cpp's timings: the full parse's
-      } else {
-        ok = sc.skip_value(2);
-      }
-      if (!ok) return std::nullopt;
-    } while (sc.eat(','));
-    if (!sc.eat('}')) return std::nullopt;
-  }
+    }
+    if (key == "choices") return first_time(seen_choices) && (sc.peek('[') ? read_choices(sc, out) : sc.skip_value(2));
+    if (key == "usage" || key == "error") {
+      // null says nothing; usage or an error is read by the full parse.
+      return first_time(key == "usage" ? seen_usage : seen_error) && sc.peek('n') && sc.skip_value(2);
+    }
+    // `type`: another API's event; `timings`/`metrics`: llama.cpp's or vLLM's, the full parse's.
+    if (key == "type" || key == "timings" || key == "metrics") return false;
+    return sc.skip_value(2);
+  });
+  if (!read) return std::nullopt;
   if (!sc.at_end() || object == "response" || object == "error") return std::nullopt;
   info.model = std::string(model);
   info.id = std::string(id);

@@ -381,19 +381,15 @@ struct Relay {
       : sse(is_sse(parser.get())),
         encoded(parser.get().find(http::field::content_encoding) != parser.get().end()),
         strip_usage(strip && sse),
+        head{req, parser, opts.id_header, observation_id, sse, strip_usage},
         tap(sse),
-        close_delimited(req.version() < 11 && client_framing({req, parser, opts.id_header, observation_id, sse,
-                                                              strip_usage}) == ClientFraming::kNone),
+        close_delimited(req.version() < 11 && client_framing(head) == ClientFraming::kNone),
+        client_keep_alive(req.keep_alive() && !close_delimited),
         pass_through(passes_through(req, parser, strip_usage, plain_socket)),
         // A body relayed as it came needs only the head's bytes; the serializer's message stays empty.
-        res(pass_through ? http::response<http::buffer_body>()
-                         : client_response_head({req, parser, opts.id_header, observation_id, sse, strip_usage},
-                                                req.keep_alive() && !close_delimited)),
+        res(pass_through ? http::response<http::buffer_body>() : client_response_head(head, client_keep_alive)),
         sr(res),
-        raw_head(pass_through
-                     ? client_response_head_text({req, parser, opts.id_header, observation_id, sse, strip_usage},
-                                                 req.keep_alive() && !close_delimited)
-                     : std::string()),
+        raw_head(pass_through ? client_response_head_text(head, client_keep_alive) : std::string()),
         buf(std::make_unique_for_overwrite<char[]>(kBufSize)) {
     if (const auto it = parser.get().find(http::field::keep_alive); it != parser.get().end()) {
       keep_alive_hint = parse_keep_alive(it->value());
@@ -458,10 +454,11 @@ struct Relay {
   // showed in profiles).
   static constexpr std::size_t kBufSize = 16 * 1024;
   const bool sse, encoded, strip_usage;
+  const ClientHeadInput head;  // what the client's head is made from
   openai::StreamTap tap;
   UsageStripper stripper;
   KeepAliveHint keep_alive_hint;
-  const bool close_delimited, pass_through;
+  const bool close_delimited, client_keep_alive, pass_through;
   http::response<http::buffer_body> res;
   http::response_serializer<http::buffer_body> sr;
   const std::string raw_head;  // pass-through: the head's bytes, then the backend's body as it came
