@@ -1,6 +1,7 @@
 // The implementation of core/json.hpp. JSON helpers.
 #include "core/json.hpp"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <array>
@@ -219,8 +220,9 @@ std::size_t json_number_text(char (&text)[32], double v) {
     return 4;
   }
   // -0 is written as 0: a reader that stores "-0" as an integer would lose the sign anyway, and
-  // no measurement here means anything by it. fmt's shortest round-trip form fits in 24.
-  return static_cast<std::size_t>(fmt::format_to_n(text, sizeof text, "{}", v == 0 ? 0.0 : v).out - text);
+  // no measurement here means anything by it. fmt's shortest round-trip form fits in 24
+  // ("-2.2250738585072014e-308"), so it is written straight into `text`, its format compiled.
+  return static_cast<std::size_t>(fmt::format_to(text, FMT_COMPILE("{}"), v == 0 ? 0.0 : v) - text);
 }
 
 }  // namespace
@@ -256,21 +258,28 @@ std::string json_string_array(std::initializer_list<std::string_view> items) {
   return out + "]";
 }
 
+char* JsonObjectWriter::room(std::size_t n) {
+  if (size_ + n > out_.size()) out_.resize(std::max(out_.size() * 2, size_ + n));
+  return out_.data() + size_;
+}
+
 void JsonObjectWriter::key(std::string_view k) {
+  out_.resize(size_);
   if (!first_) out_.push_back(',');
   first_ = false;
   append_json_string(out_, k);
   out_.push_back(':');
+  size_ = out_.size();
 }
 
 // A member is most of a ledger line's cost: one whose key (and, `quoted`, text) need no escape,
-// the usual case, goes in as one piece, `,"key":text`, built on the stack; the others by parts.
-void JsonObjectWriter::member(std::string_view k, std::string_view text, bool quoted) {
-  constexpr std::size_t kPiece = 256;
-  if (k.size() + text.size() + 6 <= kPiece && plain_run_end<false>(k, 0) == k.size() &&
+// the usual case, is written in place as one piece, `,"key":text`; the others by parts.
+void JsonObjectWriter::member(JsonKey key_text, std::string_view text, bool quoted) {
+  const std::string_view k = key_text.text();
+  if ((key_text.known_plain() || plain_run_end<false>(k, 0) == k.size()) &&
       (!quoted || plain_run_end<false>(text, 0) == text.size())) {
-    char piece[kPiece];
-    char* p = piece;
+    char* const start = room(k.size() + text.size() + 6);
+    char* p = start;
     if (!first_) *p++ = ',';
     first_ = false;
     *p++ = '"';
@@ -282,50 +291,57 @@ void JsonObjectWriter::member(std::string_view k, std::string_view text, bool qu
     std::memcpy(p, text.data(), text.size());
     p += text.size();
     if (quoted) *p++ = '"';
-    out_.append(piece, static_cast<std::size_t>(p - piece));
+    size_ += static_cast<std::size_t>(p - start);
     return;
   }
-  key(k);
+  key(k);  // the text from size_ on
   if (quoted) {
     append_json_string(out_, text);
   } else {
     out_.append(text);
   }
+  size_ = out_.size();
 }
 
-JsonObjectWriter& JsonObjectWriter::field(std::string_view k, std::string_view v) {
+JsonObjectWriter& JsonObjectWriter::field(JsonKey k, std::string_view v) {
   member(k, v, true);
   return *this;
 }
-JsonObjectWriter& JsonObjectWriter::field(std::string_view k, double v) {
+JsonObjectWriter& JsonObjectWriter::field(JsonKey k, double v) {
   char text[32];
   member(k, std::string_view(text, json_number_text(text, v)), false);
   return *this;
 }
-JsonObjectWriter& JsonObjectWriter::field(std::string_view k, std::int64_t v) {
+JsonObjectWriter& JsonObjectWriter::field(JsonKey k, std::int64_t v) {
   const fmt::format_int text(v);
   member(k, std::string_view(text.data(), text.size()), false);
   return *this;
 }
-JsonObjectWriter& JsonObjectWriter::field(std::string_view k, std::uint64_t v) {
+JsonObjectWriter& JsonObjectWriter::field(JsonKey k, std::uint64_t v) {
   const fmt::format_int text(v);
   member(k, std::string_view(text.data(), text.size()), false);
   return *this;
 }
-JsonObjectWriter& JsonObjectWriter::field(std::string_view k, bool v) {
+JsonObjectWriter& JsonObjectWriter::field(JsonKey k, bool v) {
   member(k, v ? std::string_view("true") : std::string_view("false"), false);
   return *this;
 }
-JsonObjectWriter& JsonObjectWriter::null_field(std::string_view k) {
+JsonObjectWriter& JsonObjectWriter::null_field(JsonKey k) {
   member(k, "null", false);
   return *this;
 }
-JsonObjectWriter& JsonObjectWriter::raw_field(std::string_view k, std::string_view json) {
+JsonObjectWriter& JsonObjectWriter::raw_field(JsonKey k, std::string_view json) {
   member(k, json, false);
   return *this;
 }
 std::string JsonObjectWriter::finish() && {
+  out_.resize(size_);
   out_.push_back('}');
+  return std::move(out_);
+}
+std::string JsonObjectWriter::finish_line() && {
+  out_.resize(size_);
+  out_.append("}\n");
   return std::move(out_);
 }
 

@@ -3,6 +3,7 @@
 // lookups that say what was wrong.
 #pragma once
 
+#include <algorithm>
 #include <boost/json/value.hpp>
 #include <cstdint>
 #include <initializer_list>
@@ -35,38 +36,65 @@ std::string json_quote(std::string_view s);
 std::string json_string_array(std::span<const std::string> items);
 std::string json_string_array(std::initializer_list<std::string_view> items);
 
+// A member's key. Any text converts to one and is escaped when written; a key written in the source
+// as `"name"_key` is known at compile time to need no escape (a key that would is a compile error),
+// which spares a ledger line's sixty keys their scan (issue 43).
+class JsonKey {
+ public:
+  JsonKey(std::string_view k) : text_(k) {}
+  JsonKey(const char* k) : text_(k) {}
+  JsonKey(const std::string& k) : text_(k) {}
+  std::string_view text() const { return text_; }
+  bool known_plain() const { return known_plain_; }
+
+ private:
+  struct Plain {};
+  consteval JsonKey(std::string_view k, Plain) : text_(k), known_plain_(true) {
+    for (const char c : k) {
+      const auto u = static_cast<unsigned char>(c);
+      if (u < 0x20 || u >= 0x80 || c == '"' || c == '\\') throw "a _key literal must need no JSON escape";
+    }
+  }
+  friend consteval JsonKey operator""_key(const char* k, std::size_t n);
+  std::string_view text_;
+  bool known_plain_ = false;
+};
+consteval JsonKey operator""_key(const char* k, std::size_t n) { return JsonKey({k, n}, JsonKey::Plain{}); }
+
 // Writes one JSON object with keys in the order they are added.
 class JsonObjectWriter {
  public:
-  JsonObjectWriter() { out_.push_back('{'); }
+  JsonObjectWriter() : JsonObjectWriter(64) {}
   // With room for `reserve` bytes, where the object's usual size is known (a ledger line).
-  explicit JsonObjectWriter(std::size_t reserve) {
-    out_.reserve(reserve);
-    out_.push_back('{');
-  }
-  JsonObjectWriter& field(std::string_view key, std::string_view v);
-  JsonObjectWriter& field(std::string_view key, const char* v) { return field(key, std::string_view(v)); }
-  JsonObjectWriter& field(std::string_view key, const std::string& v) { return field(key, std::string_view(v)); }
-  JsonObjectWriter& field(std::string_view key, double v);
-  JsonObjectWriter& field(std::string_view key, std::int64_t v);
-  JsonObjectWriter& field(std::string_view key, int v) { return field(key, static_cast<std::int64_t>(v)); }
-  JsonObjectWriter& field(std::string_view key, std::uint64_t v);
-  JsonObjectWriter& field(std::string_view key, bool v);
-  JsonObjectWriter& null_field(std::string_view key);
+  explicit JsonObjectWriter(std::size_t reserve) : out_(std::max<std::size_t>(reserve, 16), '{'), size_(1) {}
+  JsonObjectWriter& field(JsonKey key, std::string_view v);
+  JsonObjectWriter& field(JsonKey key, const char* v) { return field(key, std::string_view(v)); }
+  JsonObjectWriter& field(JsonKey key, const std::string& v) { return field(key, std::string_view(v)); }
+  JsonObjectWriter& field(JsonKey key, double v);
+  JsonObjectWriter& field(JsonKey key, std::int64_t v);
+  JsonObjectWriter& field(JsonKey key, int v) { return field(key, static_cast<std::int64_t>(v)); }
+  JsonObjectWriter& field(JsonKey key, std::uint64_t v);
+  JsonObjectWriter& field(JsonKey key, bool v);
+  JsonObjectWriter& null_field(JsonKey key);
   // `json` must already be valid JSON text (an object, array, ...).
-  JsonObjectWriter& raw_field(std::string_view key, std::string_view json);
+  JsonObjectWriter& raw_field(JsonKey key, std::string_view json);
   template <typename T>
-  JsonObjectWriter& optional_field(std::string_view key, const std::optional<T>& v) {
+  JsonObjectWriter& optional_field(JsonKey key, const std::optional<T>& v) {
     return v ? field(key, *v) : null_field(key);
   }
   // Closes the object and returns its text; the writer is spent afterwards.
   std::string finish() &&;
+  // The same with a newline after it (a JSON Lines record).
+  std::string finish_line() &&;
 
  private:
   void key(std::string_view k);
   // `k` and `text` as a member; `text` is JSON already unless `quoted` (a string to escape).
-  void member(std::string_view k, std::string_view text, bool quoted);
-  std::string out_;
+  void member(JsonKey k, std::string_view text, bool quoted);
+  // Room for `n` more bytes after the text (issue 43: a member written in place, not appended).
+  char* room(std::size_t n);
+  std::string out_;       // the text, out_[0, size_), then room to write into
+  std::size_t size_ = 0;  // the text's length
   bool first_ = true;
 };
 

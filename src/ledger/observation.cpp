@@ -27,37 +27,37 @@ std::optional<double> e2e_output_tokens_per_second(const Observation& o) {
 
 std::string render_observation(const Observation& o) {
   JsonObjectWriter w(2048);  // a streamed chat's line is about 1.5 KB: one allocation, not a dozen
-  w.field("schema", kObservationSchema)
-      .field("observation_id", o.observation_id)
-      .field("started_at", format_rfc3339_us(o.started_at_us))
-      .field("ended_at", format_rfc3339_us(o.ended_at_us))
-      .field("proxy_instance", o.proxy_instance)
-      .field("backend", o.backend)
-      .field("method", o.method)
-      .field("path", o.path)
-      .field("operation", o.operation)
-      .optional_field("model", o.model)
-      .optional_field("response_model", o.response_model)
-      .optional_field("response_id", o.response_id)
-      .optional_field("upstream_request_id", o.upstream_request_id)
-      .optional_field("trace_id", o.trace_id)
-      .optional_field("span_id", o.span_id)
-      .optional_field("session_id", o.session_id)
-      .optional_field("session_source", o.session_source)
-      .optional_field("turn", o.turn)
-      .field("stream", o.stream)
-      .field("usage_requested", o.usage_requested)
-      .field("usage_injected", o.usage_injected)
-      .optional_field("http_status", o.http_status)
-      .field("outcome", o.outcome)
-      .optional_field("error_type", o.error_type)
-      .optional_field("error_message", o.error_message)
-      .optional_field("finish_reason", o.finish_reason)
-      .optional_field("choices", o.choices)
-      .optional_field("ttfb_ms", o.ttfb_ms)
-      .optional_field("ttft_ms", o.ttft_ms)
-      .optional_field("e2e_ms", o.e2e_ms)
-      .optional_field("tpot_ms", tpot_ms(o));
+  w.field("schema"_key, kObservationSchema)
+      .field("observation_id"_key, o.observation_id)
+      .field("started_at"_key, format_rfc3339_us(o.started_at_us))
+      .field("ended_at"_key, format_rfc3339_us(o.ended_at_us))
+      .field("proxy_instance"_key, o.proxy_instance)
+      .field("backend"_key, o.backend)
+      .field("method"_key, o.method)
+      .field("path"_key, o.path)
+      .field("operation"_key, o.operation)
+      .optional_field("model"_key, o.model)
+      .optional_field("response_model"_key, o.response_model)
+      .optional_field("response_id"_key, o.response_id)
+      .optional_field("upstream_request_id"_key, o.upstream_request_id)
+      .optional_field("trace_id"_key, o.trace_id)
+      .optional_field("span_id"_key, o.span_id)
+      .optional_field("session_id"_key, o.session_id)
+      .optional_field("session_source"_key, o.session_source)
+      .optional_field("turn"_key, o.turn)
+      .field("stream"_key, o.stream)
+      .field("usage_requested"_key, o.usage_requested)
+      .field("usage_injected"_key, o.usage_injected)
+      .optional_field("http_status"_key, o.http_status)
+      .field("outcome"_key, o.outcome)
+      .optional_field("error_type"_key, o.error_type)
+      .optional_field("error_message"_key, o.error_message)
+      .optional_field("finish_reason"_key, o.finish_reason)
+      .optional_field("choices"_key, o.choices)
+      .optional_field("ttfb_ms"_key, o.ttfb_ms)
+      .optional_field("ttft_ms"_key, o.ttft_ms)
+      .optional_field("e2e_ms"_key, o.e2e_ms)
+      .optional_field("tpot_ms"_key, tpot_ms(o));
   std::optional<double> p50, p95, mx;
   if (!o.itl_ms.empty()) {
     std::vector<double> sorted = o.itl_ms;
@@ -66,8 +66,8 @@ std::string render_observation(const Observation& o) {
     p95 = *quantile_cont_sorted(sorted, 0.95);
     mx = sorted.back();
   }
-  w.optional_field("itl_p50_ms", p50).optional_field("itl_p95_ms", p95).optional_field("itl_max_ms", mx);
-  w.optional_field("content_events", o.content_events);
+  w.optional_field("itl_p50_ms"_key, p50).optional_field("itl_p95_ms"_key, p95).optional_field("itl_max_ms"_key, mx);
+  w.optional_field("content_events"_key, o.content_events);
   if (o.itl_full) {
     std::string list = "[";
     for (std::size_t i = 0; i < o.itl_ms.size(); ++i) {
@@ -75,38 +75,38 @@ std::string render_observation(const Observation& o) {
       append_json_number(list, o.itl_ms[i]);
     }
     list.push_back(']');
-    w.raw_field("itl_ms", list);
+    w.raw_field("itl_ms"_key, list);
   }
-  w.optional_field("prompt_tokens", o.prompt_tokens)
-      .optional_field("completion_tokens", o.completion_tokens)
-      .optional_field("total_tokens", o.total_tokens)
-      .optional_field("cached_prompt_tokens", o.cached_prompt_tokens)
-      .optional_field("reasoning_tokens", o.reasoning_tokens)
-      .field("token_source", o.token_source)
-      .optional_field("output_tokens_per_second", output_tokens_per_second(o))
-      .optional_field("e2e_output_tokens_per_second", e2e_output_tokens_per_second(o))
-      .field("request_bytes", o.request_bytes)
-      .field("response_bytes", o.response_bytes)
-      .field("in_flight_at_start", o.in_flight_at_start)
-      .optional_field("upstream_retries", o.upstream_retries)
-      .optional_field("timing_basis", o.timing_basis)
-      .optional_field("proxy_lag_ms", o.proxy_lag_ms);
+  w.optional_field("prompt_tokens"_key, o.prompt_tokens)
+      .optional_field("completion_tokens"_key, o.completion_tokens)
+      .optional_field("total_tokens"_key, o.total_tokens)
+      .optional_field("cached_prompt_tokens"_key, o.cached_prompt_tokens)
+      .optional_field("reasoning_tokens"_key, o.reasoning_tokens)
+      .field("token_source"_key, o.token_source)
+      .optional_field("output_tokens_per_second"_key, output_tokens_per_second(o))
+      .optional_field("e2e_output_tokens_per_second"_key, e2e_output_tokens_per_second(o))
+      .field("request_bytes"_key, o.request_bytes)
+      .field("response_bytes"_key, o.response_bytes)
+      .field("in_flight_at_start"_key, o.in_flight_at_start)
+      .optional_field("upstream_retries"_key, o.upstream_retries)
+      .optional_field("timing_basis"_key, o.timing_basis)
+      .optional_field("proxy_lag_ms"_key, o.proxy_lag_ms);
   if (o.server_timings.empty()) {
-    w.null_field("server_timings");
+    w.null_field("server_timings"_key);
   } else {
-    w.raw_field("server_timings", o.server_timings);
+    w.raw_field("server_timings"_key, o.server_timings);
   }
-  if (o.scheduled_at_us) w.field("scheduled_at", format_rfc3339_us(*o.scheduled_at_us));
-  if (o.send_lateness_ms) w.field("send_lateness_ms", *o.send_lateness_ms);
-  if (!o.sweep_point.empty()) w.field("sweep_point", o.sweep_point);
-  if (o.warmup) w.field("warmup", true);
-  return std::move(w).finish() + "\n";
+  if (o.scheduled_at_us) w.field("scheduled_at"_key, format_rfc3339_us(*o.scheduled_at_us));
+  if (o.send_lateness_ms) w.field("send_lateness_ms"_key, *o.send_lateness_ms);
+  if (!o.sweep_point.empty()) w.field("sweep_point"_key, o.sweep_point);
+  if (o.warmup) w.field("warmup"_key, true);
+  return std::move(w).finish_line();
 }
 
 std::string render_gap(std::int64_t at_us, std::uint64_t dropped_lines) {
   JsonObjectWriter w;
   w.field("schema", kGapSchema).field("at", format_rfc3339_us(at_us)).field("dropped_lines", dropped_lines);
-  return std::move(w).finish() + "\n";
+  return std::move(w).finish_line();
 }
 
 }  // namespace mpo::ledger

@@ -15,9 +15,9 @@ TEST(JsonWriter, KeepsKeyOrderAndWritesNullForUnknown) {
 }
 
 TEST(JsonWriter, AMemberIsTheSameWhetherItGoesInAsOnePieceOrByParts) {
-  // A member whose key and value need no escape and fit 256 bytes is written as one piece (issue
-  // 43); the others by parts. Both ways give the same text: values around the piece's size, and keys
-  // and values that need an escape.
+  // A member whose key and value need no escape is written in place as one piece (issue 43); the
+  // others by parts. Both ways give the same text: values around the writer's first room (64 bytes)
+  // and its growth, and keys and values that need an escape.
   for (const std::size_t length : {0, 1, 200, 243, 244, 245, 246, 300}) {
     const std::string value(length, 'v');
     JsonObjectWriter w;
@@ -30,6 +30,23 @@ TEST(JsonWriter, AMemberIsTheSameWhetherItGoesInAsOnePieceOrByParts) {
   w.raw_field("raw", "[1,2]").field("u", std::uint64_t{18446744073709551615ULL}).field("i", std::int64_t{-7});
   w.field("inf", INFINITY).field("zero", -0.0).field("f", false);
   EXPECT_EQ(std::move(w).finish(), R"({"raw":[1,2],"u":18446744073709551615,"i":-7,"inf":null,"zero":0,"f":false})");
+}
+
+TEST(JsonWriter, AKeyKnownPlainWritesWhatAnyKeyWrites) {
+  // `"name"_key` skips the key's scan (a key that needs an escape does not compile); the text is the
+  // same as with the key given at run time, whatever room the writer started with.
+  for (const std::size_t room : {0, 16, 2048}) {
+    for (const std::size_t length : {0, 1, 15, 16, 17, 100, 5000}) {
+      const std::string value(length, 'v');
+      JsonObjectWriter known(room), given(room);
+      known.field("schema"_key, value).null_field("n"_key).field("x"_key, 1.5).raw_field("r"_key, "[]");
+      const std::string key = "schema";
+      given.field(key, value).null_field("n").field("x", 1.5).raw_field("r", "[]");
+      const std::string expected = R"({"schema":")" + value + R"(","n":null,"x":1.5,"r":[]})";
+      EXPECT_EQ(std::move(known).finish_line(), expected + "\n") << room << " " << length;
+      EXPECT_EQ(std::move(given).finish(), expected) << room << " " << length;
+    }
+  }
 }
 
 TEST(JsonWriter, NonFiniteNumbersBecomeNull) {
