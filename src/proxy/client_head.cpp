@@ -20,7 +20,7 @@ void copied_fields(const ClientHeadInput& in, Add&& add) {
   const std::string tokens = connection_tokens(head);
   for (const auto& f : head) {
     const auto name = f.name_string();
-    if (is_hop_by_hop(name, tokens) || f.name() == http::field::content_length) continue;
+    if (is_hop_by_hop_field(f, tokens) || f.name() == http::field::content_length) continue;
     if (beast::iequals(name, in.id_header) || (in.sse && beast::iequals(name, "X-Accel-Buffering"))) continue;
     add(name, f.value());
   }

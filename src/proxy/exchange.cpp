@@ -134,15 +134,19 @@ std::string Proxy::upstream_request(const http::request<http::string_body>& req,
   bool client_request_id = false;
   for (const auto& f : req) {
     const auto name = f.name_string();
-    if (is_hop_by_hop(name, tokens) || f.name() == http::field::host || f.name() == http::field::content_length ||
+    // A name Beast knows (its enum) is none of traceparent, tracestate, X-Request-Id, and has no
+    // underscore: only the names it does not know are compared as text (issue 43).
+    const bool known = f.name() != http::field::unknown;
+    if (is_hop_by_hop_field(f, tokens) || f.name() == http::field::host || f.name() == http::field::content_length ||
         f.name() == http::field::accept_encoding || beast::iequals(name, opts_.id_header) ||
-        beast::iequals(name, "traceparent") || beast::iequals(name, "tracestate") || dropped_field_name(name)) {
+        (!known &&
+         (beast::iequals(name, "traceparent") || beast::iequals(name, "tracestate") || dropped_field_name(name)))) {
       // Accept-Encoding dropped: bodies must stay readable for the tap; trace context below;
       // names with underscores as nginx drops them (proxy/request_head.hpp); hop-by-hop fields
       // (Connection among them: the backend connection is kept alive, HTTP/1.1's default).
       continue;
     }
-    if (beast::iequals(name, "X-Request-Id")) client_request_id = true;
+    if (!known && beast::iequals(name, "X-Request-Id")) client_request_id = true;
     add({name.data(), name.size()}, {f.value().data(), f.value().size()});
   }
   add("Host", backend_.host_header);
@@ -184,6 +188,22 @@ RetryContext retry_context(bool retry_stale, bool pooled, const ledger::Observat
   retry.response_bytes_seen = response_bytes_seen;
   retry.client_gone = client_gone;
   return retry;
+}
+
+// The response head from bytes already read (the proxy's own first read, for its kernel receive
+// time), parsed here: a head that came whole costs no read operation of Beast's, whose completion
+// goes once round the event loop (issue 43). A head not yet whole is left to Beast's read, which
+// goes on from what the parser has taken.
+boost::system::error_code parse_buffered_head(http::response_parser<http::buffer_body>& parser,
+                                              beast::flat_buffer& buffer) {
+  boost::system::error_code ec;
+  while (!parser.is_header_done() && buffer.size() > 0) {
+    const std::size_t used = parser.put(buffer.data(), ec);
+    buffer.consume(used);
+    if (ec == http::error::need_more) return {};
+    if (ec || used == 0) return ec;
+  }
+  return {};
 }
 
 }  // namespace
@@ -241,7 +261,8 @@ awaitable<Proxy::Sent> Proxy::send_upstream(Exchange& x, std::string_view reques
       sent.ec = first.ec == asio::error::eof ? boost::system::error_code(http::error::end_of_stream) : first.ec;
       if (!sent.ec) head_rx = first.stamp;
     }
-    if (!sent.ec) {
+    if (!sent.ec && head_rx) sent.ec = parse_buffered_head(parser, up.buffer());
+    if (!sent.ec && !parser.is_header_done()) {
       up.tcp().expires_after(seconds(opts_.response_timeout_s));
       std::tie(sent.ec, std::ignore) = co_await up.conn->read_header(parser);
     }

@@ -23,6 +23,32 @@ inline bool is_hop_by_hop(std::string_view name, std::string_view connection_tok
   return false;
 }
 
+// The same for a field of Beast's fields, by the name's enum where Beast knows the name (the nine
+// above all have one, so a name it does not know is never one of them): one switch instead of nine
+// case-blind compares per field (issue 43); the Connection field's tokens are still read as text.
+template <class Field>
+bool is_hop_by_hop_field(const Field& f, std::string_view connection_tokens) {
+  using boost::beast::http::field;
+  switch (f.name()) {
+    case field::connection:
+    case field::keep_alive:
+    case field::proxy_connection:
+    case field::te:
+    case field::trailer:
+    case field::transfer_encoding:
+    case field::upgrade:
+    case field::proxy_authenticate:
+    case field::proxy_authorization: return true;
+    default: break;
+  }
+  if (connection_tokens.empty()) return false;
+  const auto name = f.name_string();
+  for (const auto& token : boost::beast::http::token_list(connection_tokens)) {
+    if (boost::beast::iequals(name, token)) return true;
+  }
+  return false;
+}
+
 template <class Fields>
 std::string connection_tokens(const Fields& f) {
   auto it = f.find(boost::beast::http::field::connection);
