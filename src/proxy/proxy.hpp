@@ -187,6 +187,9 @@ class Proxy {
                                                ReadableWait& wait, const HeadLimits& limits);
   awaitable<boost::system::error_code> read_body(beast::tcp_stream& client, beast::flat_buffer& buffer,
                                                  ReadableWait& wait, http::request_parser<http::string_body>& parser);
+  awaitable<boost::system::error_code> read_length_body(beast::tcp_stream& client, beast::flat_buffer& buffer,
+                                                        ReadableWait& wait, http::request<http::string_body>& req,
+                                                        std::uint64_t length);
 
   Exchange begin(const http::request<http::string_body>& req, const std::optional<RxStamp>& arrival = std::nullopt);
 

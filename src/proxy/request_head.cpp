@@ -309,6 +309,7 @@ Status read_header_line(std::string_view line, const HeadLimits& limits, Request
   }
   const auto value = trim_ows(line.substr(colon + 1));
   if (!valid_field_value(value)) return bad(fmt::format("the {} header's value has a control character", name));
+  h.field_lines.push_back({name, value});
   if (iequals(name, "content-length")) {
     if (h.content_length) return bad("more than one Content-Length");
     if (!all_digits(value) || value.size() > 18) return bad(fmt::format("invalid Content-Length '{}'", value));
@@ -334,6 +335,7 @@ Result<RequestHead> parse_request_head(std::string_view head, const HeadLimits& 
     return bad("the request head does not end with an empty line (CRLF CRLF)");
   }
   RequestHead h;
+  h.field_lines.reserve(16);
   HeaderTally t;
   std::size_t pos = 0;
   bool first = true;

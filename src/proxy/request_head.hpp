@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/result.hpp"
 
@@ -57,6 +58,12 @@ struct RequestHead {
   std::string origin_target;  // what goes upstream: the path and query (absolute-form reduced)
   int version = 11;           // 10 or 11
   std::size_t fields = 0;
+  // The field lines in order, each name and value (trimmed of its optional whitespace) as sent: the
+  // proxy builds the request from them instead of parsing the head a second time (issue 43).
+  struct Field {
+    std::string_view name, value;
+  };
+  std::vector<Field> field_lines;
   std::optional<std::uint64_t> content_length;
   bool chunked = false;
   std::string_view host;  // the Host field's value ("" when an HTTP/1.0 request has none)

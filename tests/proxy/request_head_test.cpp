@@ -84,6 +84,16 @@ TEST(RequestHead, WhatIsForwardedOfValidHeads) {
   EXPECT_FALSE(post->chunked);
   EXPECT_EQ(post->host, "x:8000");
   EXPECT_EQ(post->fields, 2u);
+  // The fields the proxy forwards, in order, each value without its optional whitespace.
+  auto fields = parse("GET / HTTP/1.1\r\nHost: a\r\nX-A:  one two \t\r\nx-a:2\r\nAccept:\r\n\r\n");
+  ASSERT_TRUE(fields.ok());
+  ASSERT_EQ(fields->field_lines.size(), 4u);
+  const std::pair<std::string_view, std::string_view> expected[] = {
+      {"Host", "a"}, {"X-A", "one two"}, {"x-a", "2"}, {"Accept", ""}};
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(fields->field_lines[i].name, expected[i].first) << i;
+    EXPECT_EQ(fields->field_lines[i].value, expected[i].second) << i;
+  }
   auto chunked = parse("POST /a HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: ,chunked\r\n\r\n");
   ASSERT_TRUE(chunked.ok());
   EXPECT_TRUE(chunked->chunked);
