@@ -194,6 +194,8 @@ std::string_view GenAiMetrics::model_label(const std::optional<std::string>& mod
 }
 
 Histogram& GenAiMetrics::series(Family f, const KeyView& k) {
+  auto& last = last_series_[f];
+  if (last.key != nullptr && KeyLess::views(*last.key) == KeyLess::views(k)) return *last.value;
   auto& series = histograms_[f];
   auto it = series.find(k);
   if (it == series.end()) {
@@ -203,10 +205,16 @@ Histogram& GenAiMetrics::series(Family f, const KeyView& k) {
         kFamilies[f].kind == Kind::kSeconds ? std::span<const double>(kSecondsBuckets) : kTokenBuckets;
     it = series.emplace(std::move(key), Histogram(bounds)).first;
   }
+  last = {&it->first, &it->second};
   return it->second;
 }
 
 void GenAiMetrics::increase(Family f, const KeyView& k, std::int64_t value) {
+  auto& last = last_count_[f];
+  if (last.key != nullptr && KeyLess::views(*last.key) == KeyLess::views(k)) {
+    *last.value += value;
+    return;
+  }
   auto& counts = counters_[f];
   auto it = counts.find(k);
   if (it == counts.end()) {
@@ -214,6 +222,7 @@ void GenAiMetrics::increase(Family f, const KeyView& k, std::int64_t value) {
             std::string(k.response_model), std::string(k.error_type), std::string(k.extra)};
     it = counts.emplace(std::move(key), 0).first;
   }
+  last = {&it->first, &it->second};
   it->second += value;
 }
 

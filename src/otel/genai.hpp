@@ -66,6 +66,11 @@ Span span_from_observation(const ledger::Observation& o, const RequestTrace& tra
 class GenAiMetrics {
  public:
   GenAiMetrics(GenAiOptions opts, std::int64_t start_unix_ns);
+  // Moved, never copied: a copy's last series would point into the original's maps.
+  GenAiMetrics(GenAiMetrics&&) = default;
+  GenAiMetrics& operator=(GenAiMetrics&&) = default;
+  GenAiMetrics(const GenAiMetrics&) = delete;
+  GenAiMetrics& operator=(const GenAiMetrics&) = delete;
   void record(const ledger::Observation& o);
   // Prometheus spelling: dots to underscores, unit suffix `_seconds` for "s" (none for {token}),
   // `_total` for counters.
@@ -134,6 +139,16 @@ class GenAiMetrics {
   LabelCap models_;
   Series histograms_[kFamilyCount];
   Counts counters_[kFamilyCount];
+  // Each family's last series and counter: the next request usually has the same key (the same
+  // model and outcome), found by one compare instead of a walk down the map (issue 43). Map nodes
+  // stay where they are, and no series is ever erased.
+  template <class Value>
+  struct Last {
+    const Key* key = nullptr;
+    Value* value = nullptr;
+  };
+  Last<Histogram> last_series_[kFamilyCount];
+  Last<std::int64_t> last_count_[kFamilyCount];
 };
 
 }  // namespace mpo::otel
