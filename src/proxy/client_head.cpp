@@ -33,16 +33,16 @@ void copied_fields(const ClientHeadInput& in, Add&& add) {
 ClientFraming client_framing(const ClientHeadInput& in) {
   const auto& head = in.parser.get();
   if (head.has_content_length() && !in.strip_usage) return ClientFraming::kLength;
-  const bool bodyless = head.result() == http::status::no_content || head.result() == http::status::not_modified ||
-                        in.req.method() == http::verb::head;
+  const bool bodyless =
+      head.result() == http::status::no_content || head.result() == http::status::not_modified || in.head_request;
   // HTTP/1.0 has no chunked coding: its clients get the body up to the close.
-  return !bodyless && in.req.version() >= 11 ? ClientFraming::kChunked : ClientFraming::kNone;
+  return !bodyless && in.version >= 11 ? ClientFraming::kChunked : ClientFraming::kNone;
 }
 
 http::response<http::buffer_body> client_response_head(const ClientHeadInput& in, bool keep_alive) {
   http::response<http::buffer_body> res;
   res.result(in.parser.get().result_int());
-  res.version(in.req.version());
+  res.version(in.version);
   copied_fields(in, [&](std::string_view name, std::string_view value) { res.insert(name, value); });
   switch (client_framing(in)) {
     case ClientFraming::kLength: res.content_length(in.parser.content_length()); break;
@@ -58,7 +58,7 @@ http::response<http::buffer_body> client_response_head(const ClientHeadInput& in
 std::string client_response_head_text(const ClientHeadInput& in, bool keep_alive) {
   std::string out;
   out.reserve(512);
-  const unsigned version = in.req.version();
+  const unsigned version = in.version;
   const unsigned status = in.parser.get().result_int();
   out += version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
   char number[24];

@@ -18,7 +18,8 @@ namespace mpo::proxy {
 namespace http = boost::beast::http;
 
 struct ClientHeadInput {
-  const http::request<http::string_body>& req;
+  unsigned version = 11;                                   // the client's request's
+  bool head_request = false;                               // a HEAD request: its response has no body
   const http::response_parser<http::buffer_body>& parser;  // holds the backend's head
   std::string_view id_header;
   std::string_view observation_id;

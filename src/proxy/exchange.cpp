@@ -50,7 +50,7 @@
 
 namespace mpo::proxy {
 
-Exchange Proxy::begin(const http::request<http::string_body>& req, const std::optional<RxStamp>& arrival) {
+Exchange Proxy::begin(const ClientRequest& req, const std::optional<RxStamp>& arrival) {
   Exchange x;
   auto& o = x.obs;
   if (arrival) {
@@ -66,17 +66,17 @@ Exchange Proxy::begin(const http::request<http::string_body>& req, const std::op
   o.backend = backend_.origin;
   o.method = std::string(req.method_string());
   o.path = std::string(req.target());
-  auto id_it = req.find(opts_.id_header);
-  const std::string_view client_id = id_it == req.end() ? std::string_view() : std::string_view(id_it->value());
+  const std::string_view client_id = req.find(opts_.id_header).value_or(std::string_view());
   o.observation_id = adopt_or_new_id(client_id, ids_, o.started_at_us / 1000);
   // W3C trace context: one traceparent continues the client's trace (two make it invalid).
   std::optional<std::string_view> traceparent;
-  if (auto tp = req.find("traceparent"); tp != req.end() && req.count("traceparent") == 1) traceparent = tp->value();
+  if (req.count("traceparent") == 1) traceparent = req.find("traceparent");
   x.trace = shared_.with_telemetry([&](Telemetry& t) { return t.begin(traceparent); });
   if (x.trace.continued) {
-    for (auto [it, end] = req.equal_range("tracestate"); it != end; ++it) {
+    for (const auto& f : req.fields()) {
+      if (!beast::iequals(f.name, "tracestate")) continue;
       if (!x.trace_state.empty()) x.trace_state += ',';
-      x.trace_state += it->value();
+      x.trace_state += f.value;
     }
   }
   o.trace_id = otel::to_hex(x.trace.trace_id);
@@ -88,7 +88,7 @@ Exchange Proxy::begin(const http::request<http::string_body>& req, const std::op
   o.usage_requested = info.usage_requested;
   std::optional<std::string_view> session_header;
   if (!opts_.session_header.empty()) {
-    if (auto it = req.find(opts_.session_header); it != req.end()) session_header = it->value();
+    session_header = req.find(opts_.session_header);
   }
   x.session_claim = session_claim(session_header, info);
   if (x.session_claim) {
@@ -118,8 +118,7 @@ double Proxy::since_ms(const Exchange& x) const {
   return static_cast<double>(SystemClock::instance().steady_us() - x.t0_us) / 1000.0;
 }
 
-std::string Proxy::upstream_request(const http::request<http::string_body>& req, const Exchange& x,
-                                    std::string_view body) const {
+std::string Proxy::upstream_request(const ClientRequest& req, const Exchange& x, std::string_view body) const {
   std::string out;
   out.reserve(1024 + body.size());
   const auto add = [&out](std::string_view name, std::string_view value) {
@@ -130,15 +129,15 @@ std::string Proxy::upstream_request(const http::request<http::string_body>& req,
       .append(" ")
       .append(backend_.target_for(req.target()))
       .append(" HTTP/1.1\r\n");
-  const std::string tokens = connection_tokens(req);
+  const std::string_view tokens = req.find(http::field::connection).value_or(std::string_view());
   bool client_request_id = false;
-  for (const auto& f : req) {
-    const auto name = f.name_string();
+  for (const auto& f : req.fields()) {
+    const std::string_view name = f.name;
     // A name Beast knows (its enum) is none of traceparent, tracestate, X-Request-Id, and has no
     // underscore: only the names it does not know are compared as text (issue 43).
-    const bool known = f.name() != http::field::unknown;
-    if (is_hop_by_hop_field(f, tokens) || f.name() == http::field::host || f.name() == http::field::content_length ||
-        f.name() == http::field::accept_encoding || beast::iequals(name, opts_.id_header) ||
+    const bool known = f.id != http::field::unknown;
+    if (is_hop_by_hop_field(f.id, name, tokens) || f.id == http::field::host || f.id == http::field::content_length ||
+        f.id == http::field::accept_encoding || beast::iequals(name, opts_.id_header) ||
         (!known &&
          (beast::iequals(name, "traceparent") || beast::iequals(name, "tracestate") || dropped_field_name(name)))) {
       // Accept-Encoding dropped: bodies must stay readable for the tap; trace context below;
@@ -147,7 +146,7 @@ std::string Proxy::upstream_request(const http::request<http::string_body>& req,
       continue;
     }
     if (!known && beast::iequals(name, "X-Request-Id")) client_request_id = true;
-    add({name.data(), name.size()}, {f.value().data(), f.value().size()});
+    add(name, f.value);
   }
   add("Host", backend_.host_header);
   add(opts_.id_header, x.obs.observation_id);
@@ -208,13 +207,12 @@ boost::system::error_code parse_buffered_head(http::response_parser<http::buffer
 
 }  // namespace
 
-awaitable<bool> Proxy::handle(beast::tcp_stream& client, http::request<http::string_body> req,
-                              std::optional<RxStamp> arrival) {
+awaitable<bool> Proxy::handle(beast::tcp_stream& client, ClientRequest req, std::optional<RxStamp> arrival) {
   Exchange x = begin(req, arrival);
   auto& o = x.obs;
   const bool client_keep = req.keep_alive();
 
-  std::string body = req.body();
+  std::string body = std::move(req.body());  // req's body is not read after this
   const bool strip_usage = opts_.usage == UsageMode::kInject && inject_usage(o, body);
   const std::string up_req = upstream_request(req, x, body);
 
@@ -354,8 +352,8 @@ namespace {
 // then says what the backend's does (the same Content-Length, or chunked to an HTTP/1.1 client).
 // Not when usage is stripped from the events, the body is read to the close, the backend's transfer
 // coding is more than chunked, or the connection's bytes are not ours to see (TLS: Beast reads those).
-bool passes_through(const http::request<http::string_body>& req, const http::response_parser<http::buffer_body>& parser,
-                    bool strip_usage, bool plain_socket) {
+bool passes_through(const ClientRequest& req, const http::response_parser<http::buffer_body>& parser, bool strip_usage,
+                    bool plain_socket) {
   if (strip_usage || !plain_socket || parser.is_done()) return false;
   if (parser.chunked()) {
     const auto te = parser.get()[http::field::transfer_encoding];
@@ -397,12 +395,12 @@ void record_outcome(ledger::Observation& o, const openai::StreamTap& tap, boost:
 // One response's relay: the client's head and how its body goes (as it came, or framed again by
 // the serializer), the tap, and what has been written so far.
 struct Relay {
-  Relay(const http::request<http::string_body>& req, http::response_parser<http::buffer_body>& parser,
-        const ProxyOptions& opts, const std::string& observation_id, bool strip, bool plain_socket)
+  Relay(const ClientRequest& req, http::response_parser<http::buffer_body>& parser, const ProxyOptions& opts,
+        const std::string& observation_id, bool strip, bool plain_socket)
       : sse(is_sse(parser.get())),
         encoded(parser.get().find(http::field::content_encoding) != parser.get().end()),
         strip_usage(strip && sse),
-        head{req, parser, opts.id_header, observation_id, sse, strip_usage},
+        head{req.version(), req.method() == http::verb::head, parser, opts.id_header, observation_id, sse, strip_usage},
         tap(sse),
         close_delimited(req.version() < 11 && client_framing(head) == ClientFraming::kNone),
         client_keep_alive(req.keep_alive() && !close_delimited),
@@ -495,7 +493,7 @@ struct Relay {
   bool terminal_forwarded = false;
 };
 
-awaitable<bool> Proxy::relay(beast::tcp_stream& client, const http::request<http::string_body>& req, Exchange& x,
+awaitable<bool> Proxy::relay(beast::tcp_stream& client, const ClientRequest& req, Exchange& x,
                              std::shared_ptr<Upstream> up, http::response_parser<http::buffer_body>& parser,
                              std::shared_ptr<ClientWatch> watch, bool strip_usage) {
   auto& o = x.obs;
@@ -634,8 +632,8 @@ awaitable<bool> Proxy::answer_upstream_failure(beast::tcp_stream& client, Exchan
   co_return co_await answer_error(client, x, version, keep_alive, status, type, std::move(message));
 }
 
-awaitable<void> Proxy::refuse(beast::tcp_stream& client, const http::request<http::string_body>& partial,
-                              http::status status, std::string outcome, std::string message) {
+awaitable<void> Proxy::refuse(beast::tcp_stream& client, const ClientRequest& partial, http::status status,
+                              std::string outcome, std::string message) {
   Exchange x = begin(partial);
   const auto version = partial.version() == 10 ? 10u : 11u;
   co_await answer_error(client, x, version, false, status, outcome, std::move(message));

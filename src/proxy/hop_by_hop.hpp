@@ -26,10 +26,10 @@ inline bool is_hop_by_hop(std::string_view name, std::string_view connection_tok
 // The same for a field of Beast's fields, by the name's enum where Beast knows the name (the nine
 // above all have one, so a name it does not know is never one of them): one switch instead of nine
 // case-blind compares per field (issue 43); the Connection field's tokens are still read as text.
-template <class Field>
-bool is_hop_by_hop_field(const Field& f, std::string_view connection_tokens) {
+inline bool is_hop_by_hop_field(boost::beast::http::field id, std::string_view name,
+                                std::string_view connection_tokens) {
   using boost::beast::http::field;
-  switch (f.name()) {
+  switch (id) {
     case field::connection:
     case field::keep_alive:
     case field::proxy_connection:
@@ -42,11 +42,14 @@ bool is_hop_by_hop_field(const Field& f, std::string_view connection_tokens) {
     default: break;
   }
   if (connection_tokens.empty()) return false;
-  const auto name = f.name_string();
   for (const auto& token : boost::beast::http::token_list(connection_tokens)) {
     if (boost::beast::iequals(name, token)) return true;
   }
   return false;
+}
+template <class Field>  // a Beast fields::value_type
+bool is_hop_by_hop_field(const Field& f, std::string_view connection_tokens) {
+  return is_hop_by_hop_field(f.name(), f.name_string(), connection_tokens);
 }
 
 template <class Fields>

@@ -35,6 +35,7 @@
 #include "openai/stream_tap.hpp"
 #include "promtext/text_writer.hpp"
 #include "proxy/backend_notes.hpp"
+#include "proxy/client_request.hpp"
 #include "proxy/correlation.hpp"
 #include "proxy/hop_by_hop.hpp"
 #include "proxy/limits.hpp"
@@ -172,12 +173,12 @@ class Proxy {
   // session()'s steps (server.cpp): the next request read whole from the client (nullopt: the
   // connection ends, its refusal already answered and recorded, or the client left or idled); its
   // head, found and judged whole before Beast sees it; its body under --client-body-timeout.
-  struct ClientRequest {
-    http::request<http::string_body> req;
+  struct IncomingRequest {
+    ClientRequest req;
     std::optional<RxStamp> arrival;
   };
-  awaitable<std::optional<ClientRequest>> read_request(beast::tcp_stream& client, beast::flat_buffer& buffer,
-                                                       ReadableWait& wait);
+  awaitable<std::optional<IncomingRequest>> read_request(beast::tcp_stream& client, beast::flat_buffer& buffer,
+                                                         ReadableWait& wait);
   struct HeadRead {
     HeadScanner::State state = HeadScanner::State::kNeedMore;
     std::size_t leading = 0, head_size = 0;
@@ -188,10 +189,9 @@ class Proxy {
   awaitable<boost::system::error_code> read_body(beast::tcp_stream& client, beast::flat_buffer& buffer,
                                                  ReadableWait& wait, http::request_parser<http::string_body>& parser);
   awaitable<boost::system::error_code> read_length_body(beast::tcp_stream& client, beast::flat_buffer& buffer,
-                                                        ReadableWait& wait, http::request<http::string_body>& req,
-                                                        std::uint64_t length);
+                                                        ReadableWait& wait, std::string& body, std::uint64_t length);
 
-  Exchange begin(const http::request<http::string_body>& req, const std::optional<RxStamp>& arrival = std::nullopt);
+  Exchange begin(const ClientRequest& req, const std::optional<RxStamp>& arrival = std::nullopt);
 
   // A read's stamp joins the exchange: the line's timing basis, its largest lag, the histogram.
   void note(Exchange& x, const RxStamp& s);
@@ -216,20 +216,18 @@ class Proxy {
 
   // Answers a request the proxy will not forward (status, outcome and message for the line) and
   // records it; the connection closes after it.
-  awaitable<void> refuse(beast::tcp_stream& client, const http::request<http::string_body>& partial,
-                         http::status status, std::string outcome, std::string message);
+  awaitable<void> refuse(beast::tcp_stream& client, const ClientRequest& partial, http::status status,
+                         std::string outcome, std::string message);
 
   awaitable<void> refuse_connection(beast::tcp_stream client);
 
   // The request as the backend gets it, head and body in one buffer (a Beast message and its
   // serializer took ~25,000 instructions a request to write the same bytes).
-  std::string upstream_request(const http::request<http::string_body>& req, const Exchange& x,
-                               std::string_view body) const;
+  std::string upstream_request(const ClientRequest& req, const Exchange& x, std::string_view body) const;
 
   // One request (exchange.cpp): checked, sent upstream on a pooled connection (retried once on a fresh
   // one when the pooled one was stale), the response head awaited; false: close the client.
-  awaitable<bool> handle(beast::tcp_stream& client, http::request<http::string_body> req,
-                         std::optional<RxStamp> arrival);
+  awaitable<bool> handle(beast::tcp_stream& client, ClientRequest req, std::optional<RxStamp> arrival);
 
   // handle()'s steps (exchange.cpp): the request sent on a pooled connection (retried once on a
   // fresh one when the pooled one was stale) and the response head read; what the client gets when
@@ -249,9 +247,9 @@ class Proxy {
   static void disarm_client_watch(beast::tcp_stream& client, const std::shared_ptr<ClientWatch>& watch);
 
   // The response relayed read by read while the stream tap times it; the outcome and the line.
-  awaitable<bool> relay(beast::tcp_stream& client, const http::request<http::string_body>& req, Exchange& x,
-                        std::shared_ptr<Upstream> up, http::response_parser<http::buffer_body>& parser,
-                        std::shared_ptr<ClientWatch> watch, bool strip_usage);
+  awaitable<bool> relay(beast::tcp_stream& client, const ClientRequest& req, Exchange& x, std::shared_ptr<Upstream> up,
+                        http::response_parser<http::buffer_body>& parser, std::shared_ptr<ClientWatch> watch,
+                        bool strip_usage);
 
   // The head alone, before any body byte came (the client learns the status while the engine
   // works), and the end of the client's response: relay()'s writes once per response (exchange.cpp).

@@ -308,28 +308,16 @@ std::string_view buffered(const beast::flat_buffer& b) { return {static_cast<con
 
 // The request line's method and target as far as they can be read, for the line of a request
 // refused before it was parsed (bounded: a refused head can be 64 KiB of garbage).
-http::request<http::string_body> refused_request(std::string_view head, int version) {
-  http::request<http::string_body> r;
-  r.version(version);
+ClientRequest refused_request(std::string_view head, int version) {
   const auto line = head.substr(0, head.find_first_of("\r\n"));
   const auto sp = line.find(' ');
-  r.method_string(line.substr(0, std::min<std::size_t>(sp == std::string_view::npos ? 0 : sp, 32)));
+  const auto method = line.substr(0, std::min<std::size_t>(sp == std::string_view::npos ? 0 : sp, 32));
+  std::string_view target;
   if (sp != std::string_view::npos) {
     const auto rest = line.substr(sp + 1);
-    r.target(rest.substr(0, std::min<std::size_t>(rest.find(' '), 2048)));
+    target = rest.substr(0, std::min<std::size_t>(rest.find(' '), 2048));
   }
-  return r;
-}
-
-// The request as Beast's parser would make it from a head parse_request_head passed: its line and its
-// fields in order, as sent. The body is read apart.
-http::request<http::string_body> request_from_head(const RequestHead& head) {
-  http::request<http::string_body> r;
-  r.method_string(head.method);
-  r.target(head.target);
-  r.version(head.version);
-  for (const auto& f : head.field_lines) r.insert(f.name, f.value);
-  return r;
+  return ClientRequest::from_line(method, target, static_cast<unsigned>(version));
 }
 
 }  // namespace
@@ -390,8 +378,8 @@ awaitable<void> Proxy::session(beast::tcp_stream client) {
   --shared_.connections;  // the socket closes (FIN) as `client` goes out of scope
 }
 
-awaitable<std::optional<Proxy::ClientRequest>> Proxy::read_request(beast::tcp_stream& client,
-                                                                   beast::flat_buffer& buffer, ReadableWait& wait) {
+awaitable<std::optional<Proxy::IncomingRequest>> Proxy::read_request(beast::tcp_stream& client,
+                                                                     beast::flat_buffer& buffer, ReadableWait& wait) {
   const HeadLimits limits{opts_.max_header_bytes, opts_.max_header_count};
   const auto found = co_await read_head(client, buffer, wait, limits);
   if (!found) co_return std::nullopt;  // closed, idle or too slow: nothing to answer (nginx: the same)
@@ -420,7 +408,7 @@ awaitable<std::optional<Proxy::ClientRequest>> Proxy::read_request(beast::tcp_st
   // head twice, a tenth of the proxy's instructions per request) and its Content-Length body read here.
   boost::system::error_code ec;
   http::request_parser<http::string_body> parser;
-  http::request<http::string_body> req;
+  ClientRequest req;
   if (head->chunked) {
     parser.header_limit(static_cast<std::uint32_t>(limits.max_bytes + 1));
     parser.body_limit(opts_.max_body);
@@ -434,35 +422,39 @@ awaitable<std::optional<Proxy::ClientRequest>> Proxy::read_request(beast::tcp_st
     }
     buffer.consume(head_used);  // head_bytes is not read after this
   } else {
-    req = request_from_head(*head);
+    req = ClientRequest::from_head(head_bytes, *head);
     // A Content-Length over --max-body is known from the head: 413 below.
     if (head->content_length && *head->content_length > opts_.max_body) ec = http::error::body_limit;
-    buffer.consume(head_bytes.size());  // head_bytes and *head are not read after this
+    buffer.consume(head_bytes.size());  // head_bytes and *head's views are not read after this
   }
-  auto& msg = head->chunked ? parser.get() : req;
   // Expect: 100-continue (curl sends it for bodies over 1 KiB): say continue, or the client
   // waits a second before sending the body. The backend gets the body without the header.
-  auto expect = msg.find(http::field::expect);
-  if (!ec && expect != msg.end() && beast::iequals(expect->value(), "100-continue")) {
-    msg.erase(http::field::expect);
-    http::response<http::empty_body> cont(http::status::continue_, msg.version());
+  const auto expect = head->chunked ? std::optional<std::string_view>(parser.get()[http::field::expect])
+                                    : req.find(http::field::expect);
+  if (!ec && expect && beast::iequals(*expect, "100-continue")) {
+    if (head->chunked) {
+      parser.get().erase(http::field::expect);
+    } else {
+      req.erase(http::field::expect);
+    }
+    http::response<http::empty_body> cont(http::status::continue_, head->version == 10 ? 10 : 11);
     auto [cec, cn] = co_await http::async_write(client, cont, kNoThrow);
     if (cec) co_return std::nullopt;
   }
   if (!ec && head->chunked) ec = co_await read_body(client, buffer, wait, parser);
   if (!ec && !head->chunked)
-    ec = co_await read_length_body(client, buffer, wait, req, head->content_length.value_or(0));
+    ec = co_await read_length_body(client, buffer, wait, req.body(), head->content_length.value_or(0));
+  if (head->chunked) req = ClientRequest::from_message(parser.release());
   if (ec) {
     // Too large, malformed framing (a bad chunk), or not complete in time: answered and
     // recorded; a client that closed gets nothing.
     if (auto refusal = body_refusal(ec, opts_)) {
-      co_await refuse(client, msg, refusal->status, std::move(refusal->outcome), std::move(refusal->message));
+      co_await refuse(client, req, refusal->status, std::move(refusal->outcome), std::move(refusal->message));
     }
     co_return std::nullopt;
   }
-  ClientRequest in{head->chunked ? parser.release() : std::move(req), found->arrival};
-  if (in.req.target() != origin_target) in.req.target(origin_target);  // absolute-form: the path the backend gets
-  co_return in;
+  if (req.target() != origin_target) req.target(std::move(origin_target));  // absolute-form: the backend's path
+  co_return IncomingRequest{std::move(req), found->arrival};
 }
 
 awaitable<std::optional<Proxy::HeadRead>> Proxy::read_head(beast::tcp_stream& client, beast::flat_buffer& buffer,
@@ -521,13 +513,13 @@ awaitable<boost::system::error_code> Proxy::read_body(beast::tcp_stream& client,
 
 // A body of `length` bytes (its Content-Length), with the same timeout as read_body's.
 awaitable<boost::system::error_code> Proxy::read_length_body(beast::tcp_stream& client, beast::flat_buffer& buffer,
-                                                             ReadableWait& wait, http::request<http::string_body>& req,
+                                                             ReadableWait& wait, std::string& body,
                                                              std::uint64_t length) {
   while (buffer.size() < length) {
     auto r = co_await receive_some(client.socket(), buffer, wait, seconds(opts_.client_body_timeout_s));
     if (r.ec) co_return r.ec == asio::error::eof ? boost::system::error_code(http::error::partial_message) : r.ec;
   }
-  req.body().assign(static_cast<const char*>(buffer.data().data()), static_cast<std::size_t>(length));
+  body.assign(static_cast<const char*>(buffer.data().data()), static_cast<std::size_t>(length));
   buffer.consume(static_cast<std::size_t>(length));
   co_return boost::system::error_code();
 }
@@ -543,7 +535,8 @@ awaitable<void> Proxy::refuse_connection(beast::tcp_stream client) {
   if (!ec) {
     std::string message = fmt::format("over --max-connections ({}); try again later", opts_.max_connections);
     std::string outcome = "proxy_error";
-    co_await refuse(client, parser.get(), http::status::service_unavailable, std::move(outcome), std::move(message));
+    const auto partial = ClientRequest::from_message(parser.release());  // before co_await (GCC 12: see refuse())
+    co_await refuse(client, partial, http::status::service_unavailable, std::move(outcome), std::move(message));
   }
   --shared_.refusing;
 }

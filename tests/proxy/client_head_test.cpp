@@ -52,7 +52,9 @@ TEST(ClientHead, ItsBytesAreWhatBeastsSerializerWritesForTheSameHead) {
             for (const bool keep_alive : {false, true}) {
               Backend b(head);
               http::request<http::string_body> req(method, "/v1/chat/completions", version);
-              const ClientHeadInput in{req, b.parser, "X-Fak-Observation-ID", "run-1.req_9", sse, strip};
+              const ClientHeadInput in{
+                  req.version(), req.method() == http::verb::head, b.parser, "X-Fak-Observation-ID", "run-1.req_9", sse,
+                  strip};
               EXPECT_EQ(client_response_head_text(in, keep_alive), serialized(client_response_head(in, keep_alive)))
                   << head << "version " << version << " method " << method << " sse " << sse << " strip " << strip
                   << " keep-alive " << keep_alive;
@@ -72,13 +74,14 @@ TEST(ClientHead, DropsHopByHopFieldsAndPutsTheProxysOwnLast) {
       "X-Drop\r\nKeep-Alive: timeout=5\r\nX-Drop: 1\r\nX-Fak-Observation-ID: from-backend\r\nX-Request-Id: "
       "abc\r\n\r\n");
   http::request<http::string_body> req(http::verb::post, "/v1/chat/completions", 11);
-  const ClientHeadInput in{req, b.parser, "X-Fak-Observation-ID", "run-1.req_9", true, false};
+  const ClientHeadInput in{
+      req.version(), req.method() == http::verb::head, b.parser, "X-Fak-Observation-ID", "run-1.req_9", true, false};
   EXPECT_EQ(client_framing(in), ClientFraming::kChunked);
   EXPECT_EQ(client_response_head_text(in, true),
             "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nX-Request-Id: abc\r\nX-Fak-Observation-ID: "
             "run-1.req_9\r\nX-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n\r\n");
   http::request<http::string_body> old(http::verb::post, "/v1/chat/completions", 10);
-  const ClientHeadInput in10{old, b.parser, "X-Fak-Observation-ID", "run-1.req_9", true, false};
+  const ClientHeadInput in10{old.version(), false, b.parser, "X-Fak-Observation-ID", "run-1.req_9", true, false};
   EXPECT_EQ(client_framing(in10), ClientFraming::kNone);  // read to the close
 }
 

@@ -1,0 +1,97 @@
+// The client's request as the proxy holds it (proxy/client_request.hpp), made from the head
+// parse_request_head read instead of Beast's parse (issue 43): the same line, fields, lookups and
+// keep-alive as Beast's message of the same head, its views valid after moves, and a request copied
+// from Beast's message (a chunked body, a refusal) the same.
+#include "proxy/client_request.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/buffer.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mpo::proxy {
+namespace {
+
+http::request<http::string_body> beast_parse(const std::string& head) {
+  http::request_parser<http::string_body> p;
+  p.eager(false);
+  boost::system::error_code ec;
+  p.put(boost::asio::buffer(head), ec);
+  EXPECT_FALSE(ec) << ec.message();
+  return p.release();
+}
+
+ClientRequest ours(const std::string& head) {
+  auto parsed = parse_request_head(head);
+  EXPECT_TRUE(parsed.ok()) << head;
+  return ClientRequest::from_head(head, *parsed);
+}
+
+TEST(ClientRequest, ReadsAHeadAsBeastsMessageDoes) {
+  const std::vector<std::string> connection = {"",
+                                               "Connection: close\r\n",
+                                               "Connection: keep-alive\r\n",
+                                               "Connection: Keep-Alive, Upgrade\r\n",
+                                               "Connection: foo\r\n",
+                                               "Connection: foo\r\nConnection: close\r\n"};
+  for (const std::string version : {"1.1", "1.0"}) {
+    for (const auto& c : connection) {
+      const std::string head = "POST /v1/chat/completions?x=1 HTTP/" + version + "\r\nHost: a:1\r\nX-Id:  one \r\n" +
+                               c + "traceparent: t\r\nx-id: two\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n";
+      const auto b = beast_parse(head);
+      ClientRequest r = ours(head);
+      EXPECT_EQ(r.method(), b.method());
+      EXPECT_EQ(r.method_string(), b.method_string());
+      EXPECT_EQ(r.target(), b.target());
+      EXPECT_EQ(r.version(), b.version());
+      EXPECT_EQ(r.keep_alive(), b.keep_alive()) << head;
+      EXPECT_EQ(r.find("x-ID"), std::optional<std::string_view>("one"));
+      EXPECT_EQ(r.count("X-Id"), b.count("X-Id"));
+      EXPECT_EQ(r.find(http::field::content_length), b[http::field::content_length]);
+      EXPECT_EQ(r.find("absent"), std::nullopt);
+      // Fields in the order they came (Beast keeps those of one name together), each with its enum.
+      ASSERT_GE(r.fields().size(), 6u);
+      EXPECT_EQ(r.fields()[0].name, "Host");
+      EXPECT_EQ(r.fields()[0].id, http::field::host);
+      EXPECT_EQ(r.fields()[1].value, "one");
+      EXPECT_EQ(r.fields()[1].id, http::field::unknown);
+      r.erase(http::field::expect);
+      EXPECT_EQ(r.find(http::field::expect), std::nullopt);
+      EXPECT_EQ(r.find("traceparent"), std::optional<std::string_view>("t"));
+    }
+  }
+}
+
+TEST(ClientRequest, ItsViewsOutliveTheHeadAndMoves) {
+  std::string head = "GET /a HTTP/1.1\r\nHost: h\r\nX-Long: " + std::string(300, 'v') + "\r\n\r\n";
+  ClientRequest r = ours(head);
+  head.assign(head.size(), '#');  // the bytes read are reused for the next request
+  ClientRequest moved = std::move(r);
+  ClientRequest assigned;
+  assigned = std::move(moved);
+  EXPECT_EQ(assigned.method_string(), "GET");
+  EXPECT_EQ(assigned.find("host"), std::optional<std::string_view>("h"));
+  EXPECT_EQ(assigned.find("x-long"), std::optional<std::string_view>(std::string(300, 'v')));
+}
+
+TEST(ClientRequest, CopiedFromBeastsMessage) {
+  auto b = beast_parse("PATCH /p HTTP/1.0\r\nA: 1\r\nConnection: keep-alive\r\nA: 2\r\n\r\n");
+  b.body() = "body";
+  const ClientRequest r = ClientRequest::from_message(std::move(b));
+  EXPECT_EQ(r.method(), http::verb::patch);
+  EXPECT_EQ(r.version(), 10u);
+  EXPECT_TRUE(r.keep_alive());
+  EXPECT_EQ(r.count("a"), 2u);
+  EXPECT_EQ(r.body(), "body");
+  const ClientRequest line = ClientRequest::from_line("BREW", "/pot", 11);
+  EXPECT_EQ(line.method_string(), "BREW");
+  EXPECT_EQ(line.method(), http::verb::unknown);
+  EXPECT_EQ(line.target(), "/pot");
+  EXPECT_TRUE(line.fields().empty());
+}
+
+}  // namespace
+}  // namespace mpo::proxy
