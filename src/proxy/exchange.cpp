@@ -352,15 +352,41 @@ namespace {
 // then says what the backend's does (the same Content-Length, or chunked to an HTTP/1.1 client).
 // Not when usage is stripped from the events, the body is read to the close, the backend's transfer
 // coding is more than chunked, or the connection's bytes are not ours to see (TLS: Beast reads those).
-bool passes_through(const ClientRequest& req, const http::response_parser<http::buffer_body>& parser, bool strip_usage,
-                    bool plain_socket) {
+bool passes_through(const ClientRequest& req, const http::response_parser<http::buffer_body>& parser,
+                    std::string_view transfer_encoding, bool strip_usage, bool plain_socket) {
   if (strip_usage || !plain_socket || parser.is_done()) return false;
-  if (parser.chunked()) {
-    const auto te = parser.get()[http::field::transfer_encoding];
-    return req.version() >= 11 && beast::iequals(te, "chunked");
-  }
+  if (parser.chunked()) return req.version() >= 11 && beast::iequals(transfer_encoding, "chunked");
   return parser.content_length().has_value();
 }
+
+// What the proxy reads of the backend's head, in one pass over its fields (issue 43: a lookup by
+// name each walked Beast's tree). Each is the first field of its name, as Beast's find() gives it.
+struct BackendHeadFacts {
+  bool sse = false, encoded = false;
+  std::optional<std::string_view> transfer_encoding, keep_alive, request_id;
+  explicit BackendHeadFacts(const http::response_header<>& head) {
+    bool typed = false;
+    for (const auto& f : head) {
+      switch (f.name()) {
+        case http::field::content_type:
+          if (!typed) sse = f.value().find("text/event-stream") != std::string_view::npos;
+          typed = true;
+          break;
+        case http::field::content_encoding: encoded = true; break;
+        case http::field::transfer_encoding:
+          if (!transfer_encoding) transfer_encoding = f.value();
+          break;
+        case http::field::keep_alive:
+          if (!keep_alive) keep_alive = f.value();
+          break;
+        case http::field::unknown:
+          if (!request_id && beast::iequals(f.name_string(), "X-Request-Id")) request_id = f.value();
+          break;
+        default: break;
+      }
+    }
+  }
+};
 
 // The line's outcome from how the relay ended: the upstream's end, the client's, the stream's own
 // terminal and error events; an upstream failure gets its type and message.
@@ -395,32 +421,26 @@ void record_outcome(ledger::Observation& o, const openai::StreamTap& tap, boost:
 // One response's relay: the client's head and how its body goes (as it came, or framed again by
 // the serializer), the tap, and what has been written so far.
 struct Relay {
-  Relay(const ClientRequest& req, http::response_parser<http::buffer_body>& parser, const ProxyOptions& opts,
-        const std::string& observation_id, bool strip, bool plain_socket)
-      : sse(is_sse(parser.get())),
-        encoded(parser.get().find(http::field::content_encoding) != parser.get().end()),
+  Relay(const ClientRequest& req, http::response_parser<http::buffer_body>& parser, const BackendHeadFacts& backend,
+        const ProxyOptions& opts, const std::string& observation_id, bool strip, bool plain_socket)
+      : sse(backend.sse),
+        encoded(backend.encoded),
         strip_usage(strip && sse),
         head{req.version(), req.method() == http::verb::head, parser, opts.id_header, observation_id, sse, strip_usage},
         tap(sse),
         close_delimited(req.version() < 11 && client_framing(head) == ClientFraming::kNone),
         client_keep_alive(req.keep_alive() && !close_delimited),
-        pass_through(passes_through(req, parser, strip_usage, plain_socket)),
+        pass_through(passes_through(req, parser, backend.transfer_encoding.value_or(std::string_view()), strip_usage,
+                                    plain_socket)),
         // A body relayed as it came needs only the head's bytes; the serializer's message stays empty.
         res(pass_through ? http::response<http::buffer_body>() : client_response_head(head, client_keep_alive)),
         sr(res),
         raw_head(pass_through ? client_response_head_text(head, client_keep_alive) : std::string()),
         buf(std::make_unique_for_overwrite<char[]>(kBufSize)) {
-    if (const auto it = parser.get().find(http::field::keep_alive); it != parser.get().end()) {
-      keep_alive_hint = parse_keep_alive(it->value());
-    }
+    if (backend.keep_alive) keep_alive_hint = parse_keep_alive(*backend.keep_alive);
   }
   Relay(const Relay&) = delete;
   Relay& operator=(const Relay&) = delete;
-
-  static bool is_sse(const http::response_header<>& head) {
-    const auto ctype = head.find(http::field::content_type);
-    return ctype != head.end() && ctype->value().find("text/event-stream") != std::string_view::npos;
-  }
 
   // Parses what the upstream buffer holds, never waiting on the socket, so that one read leaves in
   // one write (and the final chunk rides with the last data); waiting here would coalesce events.
@@ -498,10 +518,9 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const ClientRequest& req
                              std::shared_ptr<ClientWatch> watch, bool strip_usage) {
   auto& o = x.obs;
   o.http_status = static_cast<int>(parser.get().result_int());
-  if (auto it = parser.get().find("X-Request-Id"); it != parser.get().end()) {
-    o.upstream_request_id = std::string(it->value());
-  }
-  Relay r(req, parser, opts_, o.observation_id, strip_usage, up->wait != nullptr);
+  const BackendHeadFacts backend(parser.get());
+  if (backend.request_id) o.upstream_request_id = std::string(*backend.request_id);
+  Relay r(req, parser, backend, opts_, o.observation_id, strip_usage, up->wait != nullptr);
   const auto idle = seconds(opts_.stream_idle_timeout_s);
   client.expires_after(std::chrono::seconds(60));
   if (up->buffer().size() == 0 && !parser.is_done()) co_await write_head(client, r);
