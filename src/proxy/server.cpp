@@ -511,17 +511,22 @@ awaitable<boost::system::error_code> Proxy::read_body(beast::tcp_stream& client,
   co_return ec;
 }
 
-// A body of `length` bytes (its Content-Length), with the same timeout as read_body's.
+// A body of `length` bytes (its Content-Length, at most --max-body), with the same timeout as
+// read_body's. Bytes move to the body as they come, so the buffer stays one read's size; the body
+// is reserved whole at once, as Beast's string body does for a known length.
 awaitable<boost::system::error_code> Proxy::read_length_body(beast::tcp_stream& client, beast::flat_buffer& buffer,
                                                              ReadableWait& wait, std::string& body,
                                                              std::uint64_t length) {
-  while (buffer.size() < length) {
+  const auto total = static_cast<std::size_t>(length);
+  body.reserve(total);
+  for (;;) {
+    const std::size_t take = std::min(buffer.size(), total - body.size());
+    body.append(static_cast<const char*>(buffer.data().data()), take);
+    buffer.consume(take);
+    if (body.size() == total) co_return boost::system::error_code();
     auto r = co_await receive_some(client.socket(), buffer, wait, seconds(opts_.client_body_timeout_s));
     if (r.ec) co_return r.ec == asio::error::eof ? boost::system::error_code(http::error::partial_message) : r.ec;
   }
-  body.assign(static_cast<const char*>(buffer.data().data()), static_cast<std::size_t>(length));
-  buffer.consume(static_cast<std::size_t>(length));
-  co_return boost::system::error_code();
 }
 
 awaitable<void> Proxy::refuse_connection(beast::tcp_stream client) {
