@@ -193,37 +193,35 @@ std::string_view GenAiMetrics::model_label(const std::optional<std::string>& mod
   return models_.label(*model);
 }
 
-Histogram& GenAiMetrics::series(Family f, const KeyView& k) {
-  auto& last = last_series_[f];
-  if (last.key != nullptr && KeyLess::views(*last.key) == KeyLess::views(k)) return *last.value;
-  auto& series = histograms_[f];
-  auto it = series.find(k);
-  if (it == series.end()) {
-    Key key{std::string(k.operation),      std::string(k.provider),   std::string(k.request_model),
-            std::string(k.response_model), std::string(k.error_type), std::string(k.extra)};
-    const std::span<const double> bounds =
-        kFamilies[f].kind == Kind::kSeconds ? std::span<const double>(kSecondsBuckets) : kTokenBuckets;
-    it = series.emplace(std::move(key), Histogram(bounds)).first;
+namespace {
+
+// The value of `k` in `map` (made by `make` when the key is new), through `last`: the series the
+// family's previous request used, most often this one's too.
+template <class Map, class Last, class KeyView, class Make>
+typename Map::mapped_type& find_or_add(Map& map, Last& last, const KeyView& k, Make&& make) {
+  using Less = typename Map::key_compare;
+  if (last.key != nullptr && Less::views(*last.key) == Less::views(k)) return *last.value;
+  auto it = map.find(k);
+  if (it == map.end()) {
+    typename Map::key_type key{std::string(k.operation),      std::string(k.provider),   std::string(k.request_model),
+                               std::string(k.response_model), std::string(k.error_type), std::string(k.extra)};
+    it = map.emplace(std::move(key), make()).first;
   }
   last = {&it->first, &it->second};
   return it->second;
 }
 
+}  // namespace
+
+Histogram& GenAiMetrics::series(Family f, const KeyView& k) {
+  return find_or_add(histograms_[f], last_series_[f], k, [f] {
+    return Histogram(kFamilies[f].kind == Kind::kSeconds ? std::span<const double>(kSecondsBuckets)
+                                                         : std::span<const double>(kTokenBuckets));
+  });
+}
+
 void GenAiMetrics::increase(Family f, const KeyView& k, std::int64_t value) {
-  auto& last = last_count_[f];
-  if (last.key != nullptr && KeyLess::views(*last.key) == KeyLess::views(k)) {
-    *last.value += value;
-    return;
-  }
-  auto& counts = counters_[f];
-  auto it = counts.find(k);
-  if (it == counts.end()) {
-    Key key{std::string(k.operation),      std::string(k.provider),   std::string(k.request_model),
-            std::string(k.response_model), std::string(k.error_type), std::string(k.extra)};
-    it = counts.emplace(std::move(key), 0).first;
-  }
-  last = {&it->first, &it->second};
-  it->second += value;
+  find_or_add(counters_[f], last_count_[f], k, [] { return std::int64_t{0}; }) += value;
 }
 
 void GenAiMetrics::record(const ledger::Observation& o) {

@@ -51,11 +51,13 @@ ClientRequest ClientRequest::from_message(http::request<http::string_body>&& m) 
 }
 
 ClientRequest ClientRequest::from_line(std::string_view method, std::string_view target, unsigned version) {
-  http::request<http::string_body> m;
-  m.method_string(method);
-  m.target(target);
-  m.version(version);
-  return from_message(std::move(m));
+  ClientRequest r;
+  r.storage_.assign(method.begin(), method.end());
+  r.method_ = std::string_view(r.storage_.data(), r.storage_.size());
+  r.verb_ = http::string_to_verb(method);
+  r.target_ = std::string(target);
+  r.version_ = version;
+  return r;
 }
 
 bool ClientRequest::keep_alive() const {

@@ -9,23 +9,11 @@
 
 namespace mpo::proxy {
 
-// RFC 9110 7.6.1: connection-specific fields, never forwarded.
-inline bool is_hop_by_hop(std::string_view name, std::string_view connection_tokens) {
-  static constexpr std::string_view kFields[] = {
-      "connection", "keep-alive",         "proxy-connection",   "te", "trailer", "transfer-encoding",
-      "upgrade",    "proxy-authenticate", "proxy-authorization"};
-  for (auto f : kFields) {
-    if (boost::beast::iequals(name, f)) return true;
-  }
-  for (const auto& token : boost::beast::http::token_list(connection_tokens)) {
-    if (boost::beast::iequals(name, token)) return true;
-  }
-  return false;
-}
-
-// The same for a field of Beast's fields, by the name's enum where Beast knows the name (the nine
-// above all have one, so a name it does not know is never one of them): one switch instead of nine
-// case-blind compares per field (issue 43); the Connection field's tokens are still read as text.
+// RFC 9110 7.6.1: connection-specific fields, never forwarded: Connection, Keep-Alive,
+// Proxy-Connection, TE, Trailer, Transfer-Encoding, Upgrade, Proxy-Authenticate and
+// Proxy-Authorization, and the fields the Connection field names. Told by Beast's enum for the name
+// (all nine have one, so a name Beast does not know is never one of them: one switch instead of
+// nine case-blind compares per field, issue 43); the Connection field's tokens are read as text.
 inline bool is_hop_by_hop_field(boost::beast::http::field id, std::string_view name,
                                 std::string_view connection_tokens) {
   using boost::beast::http::field;
@@ -47,6 +35,7 @@ inline bool is_hop_by_hop_field(boost::beast::http::field id, std::string_view n
   }
   return false;
 }
+
 template <class Field>  // a Beast fields::value_type
 bool is_hop_by_hop_field(const Field& f, std::string_view connection_tokens) {
   return is_hop_by_hop_field(f.name(), f.name_string(), connection_tokens);

@@ -403,6 +403,12 @@ awaitable<std::optional<Proxy::IncomingRequest>> Proxy::read_request(beast::tcp_
     co_return std::nullopt;
   }
   std::string origin_target = std::move(head->origin_target);
+  // Expect: 100-continue (curl sends it for bodies over 1 KiB): say continue, or the client waits a
+  // second before sending the body. The first Expect field decides, as Beast's find() gave it; the
+  // backend gets the body without it.
+  const auto expect = std::find_if(head->field_lines.begin(), head->field_lines.end(),
+                                   [](const RequestHead::Field& f) { return beast::iequals(f.name, "Expect"); });
+  const bool expects_continue = expect != head->field_lines.end() && beast::iequals(expect->value, "100-continue");
   // A chunked body is decoded by Beast's parser, which reads the head again for it; any other request
   // is made from the fields just read (issue 43: Beast's parse and the checks above read the same
   // head twice, a tenth of the proxy's instructions per request) and its Content-Length body read here.
@@ -427,24 +433,18 @@ awaitable<std::optional<Proxy::IncomingRequest>> Proxy::read_request(beast::tcp_
     if (head->content_length && *head->content_length > opts_.max_body) ec = http::error::body_limit;
     buffer.consume(head_bytes.size());  // head_bytes and *head's views are not read after this
   }
-  // Expect: 100-continue (curl sends it for bodies over 1 KiB): say continue, or the client
-  // waits a second before sending the body. The backend gets the body without the header.
-  const auto expect = head->chunked ? std::optional<std::string_view>(parser.get()[http::field::expect])
-                                    : req.find(http::field::expect);
-  if (!ec && expect && beast::iequals(*expect, "100-continue")) {
-    if (head->chunked) {
-      parser.get().erase(http::field::expect);
-    } else {
-      req.erase(http::field::expect);
-    }
+  if (!ec && expects_continue) {
     http::response<http::empty_body> cont(http::status::continue_, head->version == 10 ? 10 : 11);
     auto [cec, cn] = co_await http::async_write(client, cont, kNoThrow);
     if (cec) co_return std::nullopt;
   }
-  if (!ec && head->chunked) ec = co_await read_body(client, buffer, wait, parser);
-  if (!ec && !head->chunked)
+  if (head->chunked) {
+    if (!ec) ec = co_await read_body(client, buffer, wait, parser);
+    req = ClientRequest::from_message(parser.release());
+  } else if (!ec) {
     ec = co_await read_length_body(client, buffer, wait, req.body(), head->content_length.value_or(0));
-  if (head->chunked) req = ClientRequest::from_message(parser.release());
+  }
+  if (expects_continue) req.erase(http::field::expect);
   if (ec) {
     // Too large, malformed framing (a bad chunk), or not complete in time: answered and
     // recorded; a client that closed gets nothing.
