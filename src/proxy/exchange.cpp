@@ -38,9 +38,9 @@
 #include "proxy/outcome.hpp"
 #include "proxy/proxy.hpp"
 #include "proxy/proxy_metrics.hpp"
-#include "proxy/receive.hpp"
 #include "proxy/request_head.hpp"
 #include "proxy/shared_state.hpp"
+#include "proxy/socket_io.hpp"
 #include "proxy/telemetry.hpp"
 #include "proxy/timing.hpp"
 #include "proxy/upstream_policy.hpp"
@@ -250,8 +250,13 @@ awaitable<Proxy::Sent> Proxy::send_upstream(Exchange& x, std::string_view reques
     }
     Upstream& up = *sent.up;
     watch.upstream = sent.up;
-    up.tcp().expires_after(seconds(opts_.response_timeout_s));
-    std::tie(sent.ec, std::ignore) = co_await up.conn->write_bytes(request);
+    if (up.wait) {  // plain: at once when the socket takes it
+      const asio::const_buffer bytes = asio::buffer(request);
+      sent.ec = co_await send_all(up.tcp(), {&bytes, 1}, seconds(opts_.response_timeout_s));
+    } else {
+      up.tcp().expires_after(seconds(opts_.response_timeout_s));
+      std::tie(sent.ec, std::ignore) = co_await up.conn->write_bytes(request);
+    }
     std::optional<RxStamp> head_rx;
     if (!sent.ec && up.wait) {
       // The head's first bytes with their kernel receive time; the parser takes them below.
@@ -522,7 +527,6 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const ClientRequest& req
   if (backend.request_id) o.upstream_request_id = std::string(*backend.request_id);
   Relay r(req, parser, backend, opts_, o.observation_id, strip_usage, up->wait != nullptr);
   const auto idle = seconds(opts_.stream_idle_timeout_s);
-  client.expires_after(std::chrono::seconds(60));
   if (up->buffer().size() == 0 && !parser.is_done()) co_await write_head(client, r);
   boost::system::error_code upstream_ec;
   while (!r.client_failed && !parser.is_done()) {
@@ -553,9 +557,8 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const ClientRequest& req
     const auto w = r.plan_round({static_cast<const char*>(up->buffer().data().data()), r.parsed},
                                 r.strip_usage ? std::string_view(filtered) : piece, last, static_cast<bool>(rec));
     boost::system::error_code wec;
-    client.expires_after(std::chrono::seconds(60));
-    if (w == Relay::Write::kAsTheyCame)
-      std::tie(wec, std::ignore) = co_await asio::async_write(client, r.bytes, kNoThrow);
+    if (w == Relay::Write::kAsTheyCame) wec = co_await send_all(client, r.bytes, kClientWriteTimeout);
+    if (w == Relay::Write::kBody || w == Relay::Write::kHead) client.expires_after(kClientWriteTimeout);
     if (w == Relay::Write::kBody) std::tie(wec, std::ignore) = co_await http::async_write(client, r.sr, kNoThrow);
     if (w == Relay::Write::kHead)
       std::tie(wec, std::ignore) = co_await http::async_write_header(client, r.sr, kNoThrow);
@@ -590,9 +593,11 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const ClientRequest& req
 awaitable<void> Proxy::write_head(beast::tcp_stream& client, Relay& r) {
   const auto w = r.plan_round({}, {}, false, false);
   boost::system::error_code wec;
-  if (w == Relay::Write::kAsTheyCame)
-    std::tie(wec, std::ignore) = co_await asio::async_write(client, r.bytes, kNoThrow);
-  if (w == Relay::Write::kHead) std::tie(wec, std::ignore) = co_await http::async_write_header(client, r.sr, kNoThrow);
+  if (w == Relay::Write::kAsTheyCame) wec = co_await send_all(client, r.bytes, kClientWriteTimeout);
+  if (w == Relay::Write::kHead) {
+    client.expires_after(kClientWriteTimeout);
+    std::tie(wec, std::ignore) = co_await http::async_write_header(client, r.sr, kNoThrow);
+  }
   if (w != Relay::Write::kNone) r.wrote(w, wec, false);
 }
 
@@ -605,9 +610,12 @@ awaitable<void> Proxy::end_client_response(beast::tcp_stream& client, Relay& r, 
   r.res.body().size = 0;
   r.res.body().more = !complete;
   boost::system::error_code wec;
+  client.expires_after(kClientWriteTimeout);
   if (r.pass_through) {
-    if (!r.head_written)
-      std::tie(wec, std::ignore) = co_await asio::async_write(client, asio::buffer(r.raw_head), kNoThrow);
+    if (!r.head_written) {
+      const asio::const_buffer head = asio::buffer(r.raw_head);
+      wec = co_await send_all(client, {&head, 1}, kClientWriteTimeout);
+    }
   } else if (complete) {  // no co_await inside a conditional expression (GCC 12, see refuse())
     std::tie(wec, std::ignore) = co_await http::async_write(client, r.sr, kNoThrow);
   } else {

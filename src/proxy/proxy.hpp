@@ -42,10 +42,10 @@
 #include "proxy/options.hpp"
 #include "proxy/outcome.hpp"
 #include "proxy/proxy_metrics.hpp"
-#include "proxy/receive.hpp"
 #include "proxy/request_head.hpp"
 #include "proxy/sessions.hpp"
 #include "proxy/shared_state.hpp"
+#include "proxy/socket_io.hpp"
 #include "proxy/telemetry.hpp"
 #include "proxy/timing.hpp"
 #include "proxy/upstream_policy.hpp"
@@ -61,6 +61,8 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 using asio::awaitable;
 inline constexpr auto kNoThrow = asio::as_tuple(asio::use_awaitable);
+// How long one write to the client may wait for the client to take its bytes.
+inline constexpr std::chrono::seconds kClientWriteTimeout{60};
 
 inline std::chrono::steady_clock::duration seconds(double s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "net/client.hpp"
-#include "proxy/receive.hpp"
+#include "proxy/socket_io.hpp"
 #include "proxy/upstream_policy.hpp"
 
 namespace mpo::proxy {

@@ -1,15 +1,19 @@
 // The implementation of proxy/receive.hpp. Reads from a plain TCP socket with the kernel's receive
 // timestamp (edge: Asio, recvmsg).
-#include "proxy/receive.hpp"
+#include "proxy/socket_io.hpp"
 
 #include <errno.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_suffix.hpp>
 #include <boost/beast/core/error.hpp>
 #include <cstring>
+#include <utility>
 
 #include "core/clock.hpp"
 
@@ -94,7 +98,15 @@ asio::awaitable<boost::system::error_code> ReadableWait::wait(tcp::socket& socke
 asio::awaitable<Received> receive_some(tcp::socket& socket, boost::beast::flat_buffer& buffer, ReadableWait& wait,
                                        std::chrono::steady_clock::duration timeout, std::size_t max_bytes) {
   Received r;
+  // After a short read the socket was drained: wait before asking it again.
+  bool wait_first = wait.drained;
   for (;;) {
+    if (std::exchange(wait_first, true)) {
+      if (auto ec = co_await wait.wait(socket, timeout)) {
+        r.ec = ec;
+        co_return r;
+      }
+    }
     // Asked again after every wait: a socket closed meanwhile (the client watch closes the
     // upstream when the client leaves) must not be read through a descriptor number reused since.
     if (!socket.is_open()) {
@@ -124,6 +136,7 @@ asio::awaitable<Received> receive_some(tcp::socket& socket, boost::beast::flat_b
         }
       }
       buffer.commit(static_cast<std::size_t>(n));
+      wait.drained = static_cast<std::size_t>(n) < space.size();
       r.bytes = static_cast<std::size_t>(n);
       r.stamp = stamp_read(rx_ns, static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec, steady);
       co_return r;
@@ -132,16 +145,62 @@ asio::awaitable<Received> receive_some(tcp::socket& socket, boost::beast::flat_b
       r.ec = asio::error::eof;
       co_return r;
     }
-    if (errno == EINTR) continue;
+    if (errno == EINTR) {
+      wait_first = false;  // asks again at once
+      continue;
+    }
     if (errno != EAGAIN && errno != EWOULDBLOCK) {
       r.ec = boost::system::error_code(errno, asio::error::get_system_category());
       co_return r;
     }
-    if (auto ec = co_await wait.wait(socket, timeout)) {
-      r.ec = ec;
-      co_return r;
-    }
   }
+}
+
+void watch_reads_only(tcp::socket& socket) {
+  boost::system::error_code ec;
+  const auto endpoint = socket.local_endpoint(ec);
+  if (ec) return;
+  const int fd = socket.release(ec);
+  if (ec) return;
+  socket.assign(endpoint.protocol(), fd, ec);
+  if (ec) ::close(fd);
+}
+
+std::size_t send_now(tcp::socket& socket, std::span<const asio::const_buffer> buffers, boost::system::error_code& ec) {
+  constexpr std::size_t kMaxIov = 8;
+  iovec iov[kMaxIov];
+  std::size_t count = 0;
+  for (const auto& b : buffers) {
+    if (b.size() == 0) continue;
+    if (count == kMaxIov) break;  // the rest goes by the caller's write
+    iov[count++] = iovec{const_cast<void*>(b.data()), b.size()};
+  }
+  if (count == 0) return 0;
+  msghdr msg{};
+  msg.msg_iov = iov;
+  msg.msg_iovlen = count;
+  for (;;) {
+    const ssize_t n = ::sendmsg(socket.native_handle(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n >= 0) return static_cast<std::size_t>(n);
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK)
+      ec = boost::system::error_code(errno, asio::error::get_system_category());
+    return 0;
+  }
+}
+
+asio::awaitable<boost::system::error_code> send_all(boost::beast::tcp_stream& stream,
+                                                    std::span<const asio::const_buffer> buffers,
+                                                    std::chrono::steady_clock::duration timeout) {
+  boost::system::error_code ec;
+  if (!stream.socket().is_open()) co_return asio::error::bad_descriptor;
+  const std::size_t sent = send_now(stream.socket(), buffers, ec);
+  if (ec || sent == asio::buffer_size(buffers)) co_return ec;
+  boost::beast::buffers_suffix<std::span<const asio::const_buffer>> rest(buffers);
+  rest.consume(sent);
+  stream.expires_after(timeout);
+  auto [wec, n] = co_await asio::async_write(stream, rest, asio::as_tuple(asio::use_awaitable));
+  co_return wec;
 }
 
 }  // namespace mpo::proxy

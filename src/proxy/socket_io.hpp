@@ -1,0 +1,86 @@
+// A plain TCP socket's reads and writes at a system call each (edge: Asio, recvmsg, sendmsg).
+// Reads carry the kernel's receive timestamp: the proxy's upstream reads and the first read of
+// each client request come through here, so every piece of a response, and the request's arrival,
+// carry the time its bytes reached the socket (proxy/timing.hpp), not the time the event loop got
+// round to them. Writes go out at once when the socket takes them, as nginx writes: no timer, no
+// trip through the loop's queue (issue 43: Beast's write armed and cancelled a timer for every
+// chunk relayed, a timerfd_settime and two more epoll_waits a chunk).
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/system/error_code.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "proxy/timing.hpp"
+
+namespace mpo::proxy {
+
+// Asks the kernel for software receive timestamps on `fd` (SO_TIMESTAMPNS). Sockets accepted from
+// a listener that has it inherit it. false when refused (reads then stand on the loop basis).
+bool enable_rx_timestamps(int fd);
+
+// Waits for a socket to become readable, at most a timeout. One per socket; reused by every wait,
+// so a wait costs no allocation once the loop's handler memory is warm.
+class ReadableWait {
+ public:
+  explicit ReadableWait(const boost::asio::any_io_executor& ex);
+  ~ReadableWait();
+  ReadableWait(const ReadableWait&) = delete;
+  ReadableWait& operator=(const ReadableWait&) = delete;
+  // {} when readable (or closed: the read tells), beast::error::timeout when `timeout` passed
+  // first, operation_aborted when the socket was cancelled or closed meanwhile.
+  boost::asio::awaitable<boost::system::error_code> wait(boost::asio::ip::tcp::socket& socket,
+                                                         std::chrono::steady_clock::duration timeout);
+
+  // The last read on this socket took less than it asked for: the socket was drained then, and the
+  // next read waits first instead of asking the kernel for bytes it has not got (nginx's
+  // "ready = 0" after a short read). A wait re-arms the descriptor, so bytes that came meanwhile
+  // are seen at once.
+  bool drained = false;
+
+  struct State;  // socket_io.cpp's (public for its timer's handler there)
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+struct Received {
+  boost::system::error_code ec;  // asio::error::eof when the peer closed
+  std::size_t bytes = 0;
+  RxStamp stamp;
+};
+
+// One read of up to `max_bytes` appended to `buffer`, waiting for data as needed (at most
+// `timeout` for each wait), stamped with the kernel's receive time of the bytes read (the last
+// segment's, when several were queued) or, without one, the loop's clock.
+boost::asio::awaitable<Received> receive_some(boost::asio::ip::tcp::socket& socket, boost::beast::flat_buffer& buffer,
+                                              ReadableWait& wait, std::chrono::steady_clock::duration timeout,
+                                              std::size_t max_bytes = 16 * 1024);
+
+// Registers `socket` with its loop again, for readability alone. Asio's connect registers a socket
+// for writability too, for good; with its edge-triggered registration every later read wait then
+// re-arms a socket that is writable, and the loop wakes at once for nothing (issue 43: half an
+// empty epoll_wait per chunk relayed). Only between operations; the socket stays open (if Asio
+// cannot take it back, it is closed and the next operation on it fails).
+void watch_reads_only(boost::asio::ip::tcp::socket& socket);
+
+// Writes what of `buffers` the socket takes now, without waiting (one sendmsg). The bytes written;
+// `ec` set on a failure other than a full send buffer (a closed peer's EPIPE among them: no signal).
+std::size_t send_now(boost::asio::ip::tcp::socket& socket, std::span<const boost::asio::const_buffer> buffers,
+                     boost::system::error_code& ec);
+
+// All of `buffers` to `stream`: what the socket takes at once (send_now), the rest by Asio's write
+// with `timeout` for it. {} once all is written.
+boost::asio::awaitable<boost::system::error_code> send_all(boost::beast::tcp_stream& stream,
+                                                           std::span<const boost::asio::const_buffer> buffers,
+                                                           std::chrono::steady_clock::duration timeout);
+
+}  // namespace mpo::proxy
