@@ -557,7 +557,11 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const ClientRequest& req
     const auto w = r.plan_round({static_cast<const char*>(up->buffer().data().data()), r.parsed},
                                 r.strip_usage ? std::string_view(filtered) : piece, last, static_cast<bool>(rec));
     boost::system::error_code wec;
-    if (w == Relay::Write::kAsTheyCame) wec = co_await send_all(client, r.bytes, kClientWriteTimeout);
+    if (w == Relay::Write::kAsTheyCame) {  // at once, unless the client's socket is full
+      const std::size_t sent = send_now(client.socket(), r.bytes, wec);
+      if (!wec && sent < asio::buffer_size(r.bytes))
+        wec = co_await send_rest(client, r.bytes, sent, kClientWriteTimeout);
+    }
     if (w == Relay::Write::kBody || w == Relay::Write::kHead) client.expires_after(kClientWriteTimeout);
     if (w == Relay::Write::kBody) std::tie(wec, std::ignore) = co_await http::async_write(client, r.sr, kNoThrow);
     if (w == Relay::Write::kHead)

@@ -82,17 +82,25 @@ ReadableWait::~ReadableWait() {
   state_->timer.cancel();
 }
 
-asio::awaitable<boost::system::error_code> ReadableWait::wait(tcp::socket& socket,
-                                                              std::chrono::steady_clock::duration timeout) {
+void ReadableWait::begin(tcp::socket& socket, std::chrono::steady_clock::duration timeout) {
   State& st = *state_;
   st.timed_out = false;
   st.socket = &socket;
   st.deadline = std::chrono::steady_clock::now() + timeout;
   if (!st.armed || st.fires_at > st.deadline) arm(state_);  // else the armed timer looks again when it fires
+}
+
+boost::system::error_code ReadableWait::end(boost::system::error_code ec) {
+  state_->socket = nullptr;  // from here on a firing timer finds no wait in progress
+  if (state_->timed_out) return boost::beast::error::timeout;
+  return ec;
+}
+
+asio::awaitable<boost::system::error_code> ReadableWait::wait(tcp::socket& socket,
+                                                              std::chrono::steady_clock::duration timeout) {
+  begin(socket, timeout);
   auto [ec] = co_await socket.async_wait(tcp::socket::wait_read, asio::as_tuple(asio::use_awaitable));
-  st.socket = nullptr;  // from here on a firing timer finds no wait in progress
-  if (st.timed_out) co_return boost::beast::error::timeout;
-  co_return ec;
+  co_return end(ec);
 }
 
 asio::awaitable<Received> receive_some(tcp::socket& socket, boost::beast::flat_buffer& buffer, ReadableWait& wait,
@@ -102,7 +110,9 @@ asio::awaitable<Received> receive_some(tcp::socket& socket, boost::beast::flat_b
   bool wait_first = wait.drained;
   for (;;) {
     if (std::exchange(wait_first, true)) {
-      if (auto ec = co_await wait.wait(socket, timeout)) {
+      wait.begin(socket, timeout);
+      auto [wec] = co_await socket.async_wait(tcp::socket::wait_read, asio::as_tuple(asio::use_awaitable));
+      if (auto ec = wait.end(wec)) {
         r.ec = ec;
         co_return r;
       }
@@ -189,18 +199,23 @@ std::size_t send_now(tcp::socket& socket, std::span<const asio::const_buffer> bu
   }
 }
 
+asio::awaitable<boost::system::error_code> send_rest(boost::beast::tcp_stream& stream,
+                                                     std::span<const asio::const_buffer> buffers, std::size_t sent,
+                                                     std::chrono::steady_clock::duration timeout) {
+  boost::beast::buffers_suffix<std::span<const asio::const_buffer>> rest(buffers);
+  rest.consume(sent);
+  stream.expires_after(timeout);
+  auto [ec, n] = co_await asio::async_write(stream, rest, asio::as_tuple(asio::use_awaitable));
+  co_return ec;
+}
+
 asio::awaitable<boost::system::error_code> send_all(boost::beast::tcp_stream& stream,
                                                     std::span<const asio::const_buffer> buffers,
                                                     std::chrono::steady_clock::duration timeout) {
   boost::system::error_code ec;
-  if (!stream.socket().is_open()) co_return asio::error::bad_descriptor;
   const std::size_t sent = send_now(stream.socket(), buffers, ec);
   if (ec || sent == asio::buffer_size(buffers)) co_return ec;
-  boost::beast::buffers_suffix<std::span<const asio::const_buffer>> rest(buffers);
-  rest.consume(sent);
-  stream.expires_after(timeout);
-  auto [wec, n] = co_await asio::async_write(stream, rest, asio::as_tuple(asio::use_awaitable));
-  co_return wec;
+  co_return co_await send_rest(stream, buffers, sent, timeout);
 }
 
 }  // namespace mpo::proxy

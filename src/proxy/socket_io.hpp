@@ -39,6 +39,11 @@ class ReadableWait {
   // first, operation_aborted when the socket was cancelled or closed meanwhile.
   boost::asio::awaitable<boost::system::error_code> wait(boost::asio::ip::tcp::socket& socket,
                                                          std::chrono::steady_clock::duration timeout);
+  // wait() in two halves, for a coroutine that awaits the socket itself (receive_some: one
+  // coroutine frame less per read): `begin` before `socket.async_wait(wait_read)`, `end` with its
+  // result after it.
+  void begin(boost::asio::ip::tcp::socket& socket, std::chrono::steady_clock::duration timeout);
+  boost::system::error_code end(boost::system::error_code ec);
 
   // The last read on this socket took less than it asked for: the socket was drained then, and the
   // next read waits first instead of asking the kernel for bytes it has not got (nginx's
@@ -77,8 +82,15 @@ void watch_reads_only(boost::asio::ip::tcp::socket& socket);
 std::size_t send_now(boost::asio::ip::tcp::socket& socket, std::span<const boost::asio::const_buffer> buffers,
                      boost::system::error_code& ec);
 
-// All of `buffers` to `stream`: what the socket takes at once (send_now), the rest by Asio's write
-// with `timeout` for it. {} once all is written.
+// What send_now left of `buffers` (all but the first `sent` bytes), by Asio's write with `timeout`
+// for it. {} once all is written.
+boost::asio::awaitable<boost::system::error_code> send_rest(boost::beast::tcp_stream& stream,
+                                                            std::span<const boost::asio::const_buffer> buffers,
+                                                            std::size_t sent,
+                                                            std::chrono::steady_clock::duration timeout);
+
+// All of `buffers` to `stream`: what the socket takes at once (send_now), the rest by send_rest.
+// A caller on the hot path calls the two itself, and enters no coroutine when the socket took all.
 boost::asio::awaitable<boost::system::error_code> send_all(boost::beast::tcp_stream& stream,
                                                            std::span<const boost::asio::const_buffer> buffers,
                                                            std::chrono::steady_clock::duration timeout);
