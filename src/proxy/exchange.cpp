@@ -199,8 +199,8 @@ boost::system::error_code parse_buffered_head(http::response_parser<http::buffer
   while (!parser.is_header_done() && buffer.size() > 0) {
     const std::size_t used = parser.put(buffer.data(), ec);
     buffer.consume(used);
-    if (ec == http::error::need_more) return {};
-    if (ec || used == 0) return ec;
+    if (ec) return ec == http::error::need_more ? boost::system::error_code() : ec;
+    if (used == 0) return ec;
   }
   return {};
 }
@@ -460,8 +460,10 @@ struct Relay {
           parser.put(asio::buffer(static_cast<const char*>(data.data()) + parsed, data.size() - parsed), pec);
       parsed += used;
       consumed = consumed || used > 0;
-      if (pec == http::error::need_more || pec == http::error::need_buffer) break;
-      if (pec) return pec;
+      if (pec) {  // compared only when set: comparing error codes costs more than the test
+        if (pec == http::error::need_more || pec == http::error::need_buffer) break;
+        return pec;
+      }
       if (used == 0) break;
     }
     return {};
@@ -535,13 +537,13 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const ClientRequest& req
     boost::system::error_code rec = r.parse_buffered(parser, *up);
     if (!rec && !parser.is_done() && !r.consumed && up->wait) {  // one read, with its kernel receive time
       auto got = co_await receive_some(up->tcp().socket(), up->buffer(), *up->wait, idle);
-      if (got.ec == asio::error::eof) {
-        parser.put_eof(rec);  // ends a body read to the close; else partial_message
-      } else if (got.ec) {
-        rec = got.ec;
-      } else {
+      if (!got.ec) {
         note(x, got.stamp);
         rec = r.parse_buffered(parser, *up);
+      } else if (got.ec == asio::error::eof) {
+        parser.put_eof(rec);  // ends a body read to the close; else partial_message
+      } else {
+        rec = got.ec;
       }
     } else if (!rec && !parser.is_done() && !r.consumed) {  // TLS: Beast reads
       up->tcp().expires_after(idle);
