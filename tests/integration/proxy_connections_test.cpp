@@ -99,6 +99,51 @@ TEST(ProxyClientConnections, KeepAliveClientsAreNeverTakenForGone) {
   EXPECT_EQ(l.outcomes.count("client_disconnected"), 0u) << outcomes_text(l);
 }
 
+TEST(ProxyClientConnections, ASlowClientGetsAStreamLargerThanTheSocketBuffersWholeAndInOrder) {
+  // 8 MB of events to a client that offers a 4 KiB window and reads 4 KiB at a time: the proxy's
+  // writes find the client's socket full again and again, and what the socket did not take goes
+  // out when it can (issue 43: writes go out at once, the rest through a wait). Every event
+  // arrives once, in order, and the line counts them all.
+  constexpr int kEvents = 40000;
+  std::string events;
+  std::string wire = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < kEvents; ++i) {
+    const std::string e = fmt::format(
+        "data: {{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{{\"index\":0,"
+        "\"delta\":{{\"content\":\"token {:06d} {}\"}}}}]}}\n\n",
+        i, std::string(120, 'x'));
+    events += e;
+    wire += fmt::format("{:x}\r\n{}\r\n", e.size(), e);
+  }
+  const std::string finish =
+      "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,"
+      "\"delta\":{},\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n";
+  events += finish;
+  wire += fmt::format("{:x}\r\n{}\r\n0\r\n\r\n", finish.size(), finish);
+  ASSERT_GT(events.size(), 8u << 20);
+  CannedBackend backend({write_step(wire)});
+  const std::string dir = make_temp_dir();
+  Proxy proxy("http://127.0.0.1:" + std::to_string(backend.port()), dir + "/ledger.jsonl");
+  HttpRequest slow;
+  slow.method = "POST";
+  slow.path = "/v1/chat/completions";
+  slow.body = kStreamed;
+  slow.read_at_most = 4096;
+  const auto r = http(proxy.port, slow);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_TRUE(r.complete);
+  EXPECT_EQ(r.body.size(), events.size());
+  EXPECT_TRUE(r.body == events) << "the body differs from what the backend sent";
+  EXPECT_GT(r.arrivals.size(), 1000u);  // it did come in small reads
+  EXPECT_EQ(proxy.process.terminate(), 0);
+  const auto lines = read_lines(dir + "/ledger.jsonl");
+  ASSERT_EQ(lines.size(), 1u);
+  const auto l = json::parse(lines[0]).as_object();
+  EXPECT_EQ(l.at("outcome"), "ok");
+  EXPECT_EQ(l.at("content_events"), kEvents);
+  EXPECT_EQ(l.at("finish_reason"), "length");
+}
+
 TEST(ProxyUpstreamConnections, ABackendClosingAfterEveryStreamAtTheWorstMomentCostsNoRequest) {
   KeepAliveBackend backend(KeepAliveBackend::Close::kFin);
   Fronted f(backend.port());

@@ -67,6 +67,10 @@ HttpResponse http(std::uint16_t port, const HttpRequest& req, int timeout_ms) {
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (req.read_at_most > 0) {  // before connect: the window the peer is offered follows it
+    const int size = static_cast<int>(req.read_at_most);
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+  }
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     close(fd);
     throw std::runtime_error("connect to 127.0.0.1:" + std::to_string(port) + " failed");
@@ -104,7 +108,7 @@ HttpResponse http(std::uint16_t port, const HttpRequest& req, int timeout_ms) {
     pollfd p{fd, POLLIN, 0};
     if (poll(&p, 1, static_cast<int>(left)) <= 0) continue;
     char buf[16384];
-    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    const ssize_t n = recv(fd, buf, req.read_at_most > 0 ? std::min(sizeof buf, req.read_at_most) : sizeof buf, 0);
     if (n <= 0) break;
     res.raw.append(buf, static_cast<std::size_t>(n));
     res.arrivals.emplace_back(now_us(), res.raw.size());

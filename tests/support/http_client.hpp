@@ -35,6 +35,9 @@ struct HttpRequest {
   // Close the connection as soon as the bytes received contain this text (a client that stops
   // reading at `data: [DONE]`, as many SSE clients do); "" = read to the end.
   std::string disconnect_after_text;
+  // A slow client: a receive buffer this small and reads of at most this many bytes (0: 16 KiB
+  // reads, the kernel's buffer).
+  std::size_t read_at_most = 0;
   // Bytes sent as they are instead of a request built from the fields above (hostile requests);
   // the response is read until its Content-Length is complete or the connection closes.
   std::string raw;
