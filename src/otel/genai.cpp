@@ -196,18 +196,21 @@ std::string_view GenAiMetrics::model_label(const std::optional<std::string>& mod
 namespace {
 
 // The value of `k` in `map` (made by `make` when the key is new), through `last`: the series the
-// family's previous request used, most often this one's too.
+// family's previous requests used, most often this one's too.
 template <class Map, class Last, class KeyView, class Make>
 typename Map::mapped_type& find_or_add(Map& map, Last& last, const KeyView& k, Make&& make) {
   using Less = typename Map::key_compare;
-  if (last.key != nullptr && Less::views(*last.key) == Less::views(k)) return *last.value;
+  for (const auto& e : last.entries) {
+    if (e.key != nullptr && Less::views(*e.key) == Less::views(k)) return *e.value;
+  }
   auto it = map.find(k);
   if (it == map.end()) {
     typename Map::key_type key{std::string(k.operation),      std::string(k.provider),   std::string(k.request_model),
                                std::string(k.response_model), std::string(k.error_type), std::string(k.extra)};
     it = map.emplace(std::move(key), make()).first;
   }
-  last = {&it->first, &it->second};
+  last.entries[last.next] = {&it->first, &it->second};
+  last.next ^= 1u;
   return it->second;
 }
 

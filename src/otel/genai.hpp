@@ -139,13 +139,18 @@ class GenAiMetrics {
   LabelCap models_;
   Series histograms_[kFamilyCount];
   Counts counters_[kFamilyCount];
-  // Each family's last series and counter: the next request usually has the same key (the same
-  // model and outcome), found by one compare instead of a walk down the map (issue 43). Map nodes
-  // stay where they are, and no series is ever erased.
+  // Each family's last two series and counters: the next request usually has the same keys (the
+  // same model and outcome; token usage alternates between its input and output series), found by
+  // a compare or two instead of a walk down the map (issue 43). Map nodes stay where they are, and
+  // no series is ever erased.
   template <class Value>
   struct Last {
-    const Key* key = nullptr;
-    Value* value = nullptr;
+    struct Entry {
+      const Key* key = nullptr;
+      Value* value = nullptr;
+    };
+    Entry entries[2];
+    unsigned next = 0;  // the entry a miss replaces
   };
   Last<Histogram> last_series_[kFamilyCount];
   Last<std::int64_t> last_count_[kFamilyCount];

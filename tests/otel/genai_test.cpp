@@ -2,6 +2,7 @@
 // and the four gen_ai.client.* histograms on the Prometheus page and in OTLP snapshots.
 #include "otel/genai.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -169,6 +170,34 @@ TEST(GenAiMetrics, ModelNamesPastTheCapAreFolded) {
   EXPECT_EQ(text.find(R"(gen_ai_request_model="c")"), std::string::npos);
   EXPECT_NE(text.find(R"(gen_ai_request_model="_other")"), std::string::npos);
   EXPECT_EQ(m.models_folded(), 2u);
+}
+
+TEST(GenAiMetrics, InterleavedModelsEachKeepTheirOwnCounts) {
+  // Three models in turn, more than the series each family remembers: every request still lands
+  // in its own model's series, and its input and output token counts in theirs.
+  GenAiMetrics m({}, 0);
+  for (const char* model : {"a", "b", "a", "c", "b", "a", "c", "a"}) {
+    auto o = streamed_chat();
+    o.model = model;
+    o.response_model.reset();
+    m.record(o);
+  }
+  const auto text = prometheus(m);
+  for (const auto& [model, n] : {std::pair{"a", 4}, std::pair{"b", 2}, std::pair{"c", 2}}) {
+    const std::string labels =
+        fmt::format(R"(gen_ai_operation_name="chat",gen_ai_provider_name="openai",gen_ai_request_model="{}")", model);
+    EXPECT_NE(text.find(fmt::format("gen_ai_client_operation_duration_seconds_count{{{}}} {}", labels, n)),
+              std::string::npos)
+        << model << "\n"
+        << text;
+    for (const char* type : {"input", "output"}) {
+      EXPECT_NE(
+          text.find(fmt::format(R"(gen_ai_client_token_usage_count{{{},gen_ai_token_type="{}"}} {})", labels, type, n)),
+          std::string::npos)
+          << model << " " << type << "\n"
+          << text;
+    }
+  }
 }
 
 TEST(GenAiMetrics, NonGenAiRequestsAreNotCounted) {
