@@ -1,5 +1,5 @@
-// The implementation of proxy/receive.hpp. Reads from a plain TCP socket with the kernel's receive
-// timestamp (edge: Asio, recvmsg).
+// The implementation of proxy/socket_io.hpp. A plain TCP socket's reads with the kernel's receive
+// timestamp and its writes at once (edge: Asio, recvmsg, sendmsg).
 #include "proxy/socket_io.hpp"
 
 #include <errno.h>
