@@ -208,7 +208,10 @@ boost::system::error_code parse_buffered_head(http::response_parser<http::buffer
 }  // namespace
 
 awaitable<bool> Proxy::handle(beast::tcp_stream& client, ClientRequest req, std::optional<RxStamp> arrival) {
-  Exchange x = begin(req, arrival);
+  // On the heap, not in the coroutine's frame: a frame over Asio's 2 KiB recycling limit is
+  // allocated and freed for every request, and evicts a smaller cached frame each time (issue 43).
+  const auto exchange = std::make_unique<Exchange>(begin(req, arrival));
+  Exchange& x = *exchange;
   auto& o = x.obs;
   const bool client_keep = req.keep_alive();
 
@@ -527,7 +530,10 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const ClientRequest& req
   o.http_status = static_cast<int>(parser.get().result_int());
   const BackendHeadFacts backend(parser.get());
   if (backend.request_id) o.upstream_request_id = std::string(*backend.request_id);
-  Relay r(req, parser, backend, opts_, o.observation_id, strip_usage, up->wait != nullptr);
+  // On the heap, not in the coroutine's frame (see handle()).
+  const auto relay_state =
+      std::make_unique<Relay>(req, parser, backend, opts_, o.observation_id, strip_usage, up->wait != nullptr);
+  Relay& r = *relay_state;
   const auto idle = seconds(opts_.stream_idle_timeout_s);
   if (up->buffer().size() == 0 && !parser.is_done()) co_await write_head(client, r);
   boost::system::error_code upstream_ec;

@@ -188,6 +188,8 @@ class Proxy {
   };
   awaitable<std::optional<HeadRead>> read_head(beast::tcp_stream& client, beast::flat_buffer& buffer,
                                                ReadableWait& wait, const HeadLimits& limits);
+  // The interim 100 Continue to a client that asked for it.
+  awaitable<boost::system::error_code> write_continue(beast::tcp_stream& client, unsigned version);
   awaitable<boost::system::error_code> read_body(beast::tcp_stream& client, beast::flat_buffer& buffer,
                                                  ReadableWait& wait, http::request_parser<http::string_body>& parser);
   awaitable<boost::system::error_code> read_length_body(beast::tcp_stream& client, beast::flat_buffer& buffer,

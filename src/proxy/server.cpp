@@ -413,9 +413,13 @@ awaitable<std::optional<Proxy::IncomingRequest>> Proxy::read_request(beast::tcp_
   // is made from the fields just read (issue 43: Beast's parse and the checks above read the same
   // head twice, a tenth of the proxy's instructions per request) and its Content-Length body read here.
   boost::system::error_code ec;
-  http::request_parser<http::string_body> parser;
+  // Beast's parser for a chunked body only, on the heap: this coroutine's frame stays under Asio's
+  // 2 KiB recycling limit (a larger one is allocated and freed for every request; issue 43).
+  std::unique_ptr<http::request_parser<http::string_body>> chunked;
   ClientRequest req;
   if (head->chunked) {
+    chunked = std::make_unique<http::request_parser<http::string_body>>();
+    auto& parser = *chunked;
     parser.header_limit(static_cast<std::uint32_t>(limits.max_bytes + 1));
     parser.body_limit(opts_.max_body);
     const std::size_t head_used = parser.put(asio::buffer(head_bytes.data(), head_bytes.size()), ec);
@@ -434,13 +438,11 @@ awaitable<std::optional<Proxy::IncomingRequest>> Proxy::read_request(beast::tcp_
     buffer.consume(head_bytes.size());  // head_bytes and *head's views are not read after this
   }
   if (!ec && expects_continue) {
-    http::response<http::empty_body> cont(http::status::continue_, head->version == 10 ? 10 : 11);
-    auto [cec, cn] = co_await http::async_write(client, cont, kNoThrow);
-    if (cec) co_return std::nullopt;
+    if (co_await write_continue(client, head->version == 10 ? 10 : 11)) co_return std::nullopt;
   }
   if (head->chunked) {
-    if (!ec) ec = co_await read_body(client, buffer, wait, parser);
-    req = ClientRequest::from_message(parser.release());
+    if (!ec) ec = co_await read_body(client, buffer, wait, *chunked);
+    req = ClientRequest::from_message(chunked->release());
   } else if (!ec) {
     ec = co_await read_length_body(client, buffer, wait, req.body(), head->content_length.value_or(0));
   }
@@ -455,6 +457,12 @@ awaitable<std::optional<Proxy::IncomingRequest>> Proxy::read_request(beast::tcp_
   }
   if (req.target() != origin_target) req.target(std::move(origin_target));  // absolute-form: the backend's path
   co_return IncomingRequest{std::move(req), found->arrival};
+}
+
+awaitable<boost::system::error_code> Proxy::write_continue(beast::tcp_stream& client, unsigned version) {
+  http::response<http::empty_body> cont(http::status::continue_, version);
+  auto [ec, n] = co_await http::async_write(client, cont, kNoThrow);
+  co_return ec;
 }
 
 awaitable<std::optional<Proxy::HeadRead>> Proxy::read_head(beast::tcp_stream& client, beast::flat_buffer& buffer,
