@@ -255,6 +255,7 @@ awaitable<Proxy::Sent> Proxy::send_upstream(Exchange& x, std::string_view reques
     watch.upstream = sent.up;
     if (up.wait) {  // plain: at once when the socket takes it
       const asio::const_buffer bytes = asio::buffer(request);
+      sent.ec = {};  // a retry's: the failure of the connection before is not this one's
       const std::size_t at_once = send_now(up.tcp().socket(), {&bytes, 1}, sent.ec);
       if (!sent.ec && at_once < request.size()) {
         sent.ec = co_await send_rest(up.tcp(), {&bytes, 1}, at_once, seconds(opts_.response_timeout_s));
