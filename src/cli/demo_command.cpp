@@ -195,11 +195,13 @@ int run_demo(const std::string& out_dir) {
     return 1;
   }
   const std::uint16_t proxy_port = proxy->port;
-  std::cout << fmt::format(
-                   "  simulate http://127.0.0.1:{}  <-  proxy http://127.0.0.1:{}\n"
-                   "  (the simulator and the clients run at idle priority: they stand in for machines of their own)",
-                   sim_port, proxy_port)
-            << std::endl;
+  std::cout
+      << fmt::format(
+             "  simulate http://127.0.0.1:{}  <-  proxy http://127.0.0.1:{}\n"
+             "  (the simulator and the clients run at idle priority, or nice {} where that is refused: they stand "
+             "in for machines of their own)",
+             sim_port, proxy_port, kStandInNice)
+      << std::endl;
   const auto proxy_url = net::parse_backend_url(fmt::format("http://127.0.0.1:{}", proxy_port));
 
   int sent = 0, ok = 0;

@@ -31,6 +31,11 @@ struct SocketPair {
   tcp::socket reader, writer;
 };
 
+// What `buffer` holds, as text.
+std::string text(const boost::beast::flat_buffer& buffer) {
+  return {static_cast<const char*>(buffer.data().data()), buffer.size()};
+}
+
 // Runs `body` as the loop's coroutine to its end.
 void run(asio::io_context& io, asio::awaitable<void> body) {
   bool done = false;
@@ -121,7 +126,7 @@ TEST(ReadableWait, AfterAShortReadTheNextReadWaitsAndSeesBytesThatCameMeanwhile)
     co_await pause.async_wait(asio::use_awaitable);
     auto second = co_await receive_some(p.reader, buffer, wait, 2s);
     EXPECT_FALSE(second.ec) << second.ec.message();
-    EXPECT_EQ(std::string(static_cast<const char*>(buffer.data().data()), buffer.size()), "ab");
+    EXPECT_EQ(text(buffer), "ab");
   }());
 }
 
@@ -140,7 +145,7 @@ TEST(ReadableWait, AReadThatFillsItsRoomReadsAgainAtOnce) {
       got += r.bytes;
       EXPECT_EQ(wait.drained, r.bytes < 4);
     }
-    EXPECT_EQ(std::string(static_cast<const char*>(buffer.data().data()), buffer.size()), "0123456789");
+    EXPECT_EQ(text(buffer), "0123456789");
   }());
 }
 
