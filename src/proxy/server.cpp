@@ -83,6 +83,8 @@ Status Proxy::open(std::uint16_t port) {
   if (auto st = listen(acceptor_, where, "--listen", opts_.threads > 1); !st) return st;
   // Accepted sockets inherit it: each request's arrival is the kernel's receive time.
   rx_timestamps_ = opts_.kernel_timestamps && enable_rx_timestamps(acceptor_.native_handle());
+  // And each read says whether more is queued behind it (a drained socket waits without a read).
+  enable_queue_hints(acceptor_.native_handle());
   if (index_ == 0 && opts_.admin_enabled) {
     if (auto st = listen(admin_acceptor_, opts_.admin_listen, "--admin-listen", false); !st) return st;
   }

@@ -3,11 +3,22 @@
 #include "proxy/socket_io.hpp"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/detail/bind_handler.hpp>
+#include <boost/asio/detail/fenced_block.hpp>
+#include <boost/asio/detail/handler_alloc_helpers.hpp>
+#include <boost/asio/detail/handler_cont_helpers.hpp>
+#include <boost/asio/detail/handler_work.hpp>
+#include <boost/asio/detail/reactor.hpp>
+#include <boost/asio/detail/reactor_op.hpp>
+#include <boost/asio/execution/context.hpp>
+#include <boost/asio/query.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/buffers_suffix.hpp>
@@ -25,6 +36,11 @@ using tcp = asio::ip::tcp;
 bool enable_rx_timestamps(int fd) {
   const int on = 1;
   return ::setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) == 0;
+}
+
+bool enable_queue_hints(int fd) {
+  const int on = 1;
+  return ::setsockopt(fd, SOL_TCP, TCP_INQ, &on, sizeof on) == 0;
 }
 
 // The timeout is kept lazily, as nginx keeps its timers: a wait only moves its deadline forward,
@@ -96,74 +112,149 @@ boost::system::error_code ReadableWait::end(boost::system::error_code ec) {
   return ec;
 }
 
-asio::awaitable<boost::system::error_code> ReadableWait::wait(tcp::socket& socket,
-                                                              std::chrono::steady_clock::duration timeout) {
-  begin(socket, timeout);
-  auto [ec] = co_await socket.async_wait(tcp::socket::wait_read, asio::as_tuple(asio::use_awaitable));
-  co_return end(ec);
+namespace {
+
+// One recvmsg on `fd` into `data`: n as recvmsg returns it (errno kept for the caller), the bytes
+// stamped with the kernel's receive time (or the clock's, without one), and `more` set when the
+// kernel says (TCP_INQ) that bytes or the peer's end are still queued behind them, cleared when it
+// says nothing is, left unset when it does not say.
+ssize_t recv_stamped(int fd, void* data, std::size_t size, RxStamp& stamp, std::optional<bool>& more) {
+  iovec iov{data, size};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec)) + CMSG_SPACE(sizeof(int))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  const ssize_t n = ::recvmsg(fd, &msg, MSG_DONTWAIT);
+  if (n <= 0) return n;
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const std::int64_t steady = SystemClock::instance().steady_us();
+  std::optional<std::int64_t> rx_ns;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+      timespec ts{};
+      std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
+      rx_ns = static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+    } else if (c->cmsg_level == SOL_TCP && c->cmsg_type == TCP_CM_INQ) {
+      int queued = 0;
+      std::memcpy(&queued, CMSG_DATA(c), sizeof queued);
+      more = queued != 0;
+    }
+  }
+  stamp = stamp_read(rx_ns, static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec, steady);
+  return n;
 }
+
+// A stamped read as an operation of Asio's reactor, as its own socket reads are (Asio has none that
+// hands over control messages, so none that gives SO_TIMESTAMPNS). Queued on the socket's
+// registration, which Asio makes edge-triggered and keeps: the reactor reads at once when it has not
+// seen the socket drained, and otherwise queues the read and performs it on the socket's next edge.
+// A readiness wait (async_wait) instead re-registers the socket with epoll (EPOLL_CTL_MOD) every
+// time (issue 43: one epoll_ctl per chunk relayed, four per one-token request). A read after which
+// the kernel says nothing is queued (TCP_INQ: neither bytes nor the peer's end) tells the reactor
+// the socket is drained (done_and_exhausted), so the next read waits for the next edge without
+// asking the kernel first, as nginx does after a short read. A short read alone does not say it:
+// the peer's end may be queued behind the bytes, and its edge has passed (a backend that wrote its
+// last bytes and closed would never be read to its end). Without the kernel's word a read drains
+// nothing, as Asio's own reads (only an end does). Not cancellable per operation: cancel() or
+// close() on the socket ends it (operation_aborted).
+template <typename Handler, typename IoExecutor>
+class StampedRecvOp : public asio::detail::reactor_op {
+ public:
+  BOOST_ASIO_DEFINE_HANDLER_PTR(StampedRecvOp);
+
+  StampedRecvOp(int fd, asio::mutable_buffer space, Handler& handler, const IoExecutor& io_ex)
+      : reactor_op(boost::system::error_code(), &StampedRecvOp::perform_read, &StampedRecvOp::complete),
+        fd_(fd),
+        space_(space),
+        handler_(std::move(handler)),
+        work_(handler_, io_ex) {}
+
+  static status perform_read(reactor_op* base) {
+    auto* o = static_cast<StampedRecvOp*>(base);
+    for (;;) {
+      std::optional<bool> more;
+      const ssize_t n = recv_stamped(o->fd_, o->space_.data(), o->space_.size(), o->stamp_, more);
+      if (n > 0) {
+        o->bytes_transferred_ = static_cast<std::size_t>(n);
+        return more == false ? done_and_exhausted : done;
+      }
+      if (n == 0) {
+        o->ec_ = asio::error::eof;
+        return done;
+      }
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return not_done;
+      o->ec_ = boost::system::error_code(errno, asio::error::get_system_category());
+      return done;
+    }
+  }
+
+  // Called by the loop with `owner` set to run the handler, or without to destroy the operation
+  // (the loop's shutdown).
+  static void complete(void* owner, asio::detail::operation* base, const boost::system::error_code&, std::size_t) {
+    auto* o = static_cast<StampedRecvOp*>(base);
+    ptr p = {std::addressof(o->handler_), o, o};
+    asio::detail::handler_work<Handler, IoExecutor> w(std::move(o->work_));
+    Received r;
+    r.ec = o->ec_;
+    r.bytes = o->bytes_transferred_;
+    r.stamp = o->stamp_;
+    // The handler is moved out and the operation's memory freed before the upcall, which may start
+    // the next read from the same recycled memory.
+    asio::detail::binder1<Handler, Received> bound(o->handler_, r);
+    p.h = std::addressof(bound.handler_);
+    p.reset();
+    if (owner) {
+      asio::detail::fenced_block b(asio::detail::fenced_block::half);
+      w.complete(bound, bound.handler_);
+    }
+  }
+
+ private:
+  int fd_;
+  asio::mutable_buffer space_;
+  RxStamp stamp_;
+  Handler handler_;
+  asio::detail::handler_work<Handler, IoExecutor> work_;
+};
+
+// basic_socket keeps its implementation (the descriptor and its reactor registration) protected.
+struct SocketAccess : tcp::socket {
+  static auto& implementation(tcp::socket& s) { return (s.*(&SocketAccess::impl_)).get_implementation(); }
+};
+
+template <typename Token>
+auto async_receive_stamped(tcp::socket& socket, asio::mutable_buffer space, Token&& token) {
+  return asio::async_initiate<Token, void(Received)>(
+      [&socket, space](auto handler) {
+        using Handler = decltype(handler);
+        using Op = StampedRecvOp<Handler, tcp::socket::executor_type>;
+        auto& impl = SocketAccess::implementation(socket);
+        auto& reactor =
+            asio::use_service<asio::detail::reactor>(asio::query(socket.get_executor(), asio::execution::context));
+        const bool continuation = boost_asio_handler_cont_helpers::is_continuation(handler);
+        typename Op::ptr p = {std::addressof(handler), Op::ptr::allocate(handler), nullptr};
+        p.p = new (p.v) Op(impl.socket_, space, handler, socket.get_executor());
+        reactor.start_op(asio::detail::reactor::read_op, impl.socket_, impl.reactor_data_, p.p, continuation, true);
+        p.v = p.p = nullptr;
+      },
+      token);
+}
+
+}  // namespace
 
 asio::awaitable<Received> receive_some(tcp::socket& socket, boost::beast::flat_buffer& buffer, ReadableWait& wait,
                                        std::chrono::steady_clock::duration timeout, std::size_t max_bytes) {
-  Received r;
-  // After a short read the socket was drained: wait before asking it again.
-  bool wait_first = wait.drained;
-  for (;;) {
-    if (std::exchange(wait_first, true)) {
-      wait.begin(socket, timeout);
-      auto [wec] = co_await socket.async_wait(tcp::socket::wait_read, asio::as_tuple(asio::use_awaitable));
-      if (auto ec = wait.end(wec)) {
-        r.ec = ec;
-        co_return r;
-      }
-    }
-    // Asked again after every wait: a socket closed meanwhile (the client watch closes the
-    // upstream when the client leaves) must not be read through a descriptor number reused since.
-    if (!socket.is_open()) {
-      r.ec = asio::error::bad_descriptor;
-      co_return r;
-    }
-    const int fd = socket.native_handle();
-    const auto space = buffer.prepare(max_bytes);
-    iovec iov{space.data(), space.size()};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    const ssize_t n = ::recvmsg(fd, &msg, MSG_DONTWAIT);
-    if (n > 0) {
-      timespec now{};
-      ::clock_gettime(CLOCK_REALTIME, &now);
-      const std::int64_t steady = SystemClock::instance().steady_us();
-      std::optional<std::int64_t> rx_ns;
-      for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
-          timespec ts{};
-          std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
-          rx_ns = static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-        }
-      }
-      buffer.commit(static_cast<std::size_t>(n));
-      wait.drained = static_cast<std::size_t>(n) < space.size();
-      r.bytes = static_cast<std::size_t>(n);
-      r.stamp = stamp_read(rx_ns, static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec, steady);
-      co_return r;
-    }
-    if (n == 0) {
-      r.ec = asio::error::eof;
-      co_return r;
-    }
-    if (errno == EINTR) {
-      wait_first = false;  // asks again at once
-      continue;
-    }
-    if (errno != EAGAIN && errno != EWOULDBLOCK) {
-      r.ec = boost::system::error_code(errno, asio::error::get_system_category());
-      co_return r;
-    }
-  }
+  if (!socket.is_open()) co_return Received{asio::error::bad_descriptor, 0, {}};
+  const auto space = buffer.prepare(max_bytes);
+  wait.begin(socket, timeout);
+  Received r = co_await async_receive_stamped(socket, space, asio::use_awaitable);
+  r.ec = wait.end(r.ec);
+  if (!r.ec) buffer.commit(r.bytes);
+  co_return r;
 }
 
 void watch_reads_only(tcp::socket& socket) {

@@ -27,29 +27,24 @@ namespace mpo::proxy {
 // a listener that has it inherit it. false when refused (reads then stand on the loop basis).
 bool enable_rx_timestamps(int fd);
 
-// Waits for a socket to become readable, at most a timeout. One per socket; reused by every wait,
-// so a wait costs no allocation once the loop's handler memory is warm.
+// Asks the kernel to say, with every read on `fd` (TCP_INQ), whether more is queued behind it, so
+// a read that drains the socket lets the next one wait without asking first (receive_some).
+// Sockets accepted from a listener that has it inherit it. false when refused.
+bool enable_queue_hints(int fd);
+
+// The timeout of a socket's reads (receive_some), kept lazily: one per socket, reused by every read,
+// so a read costs no timer operation and no allocation once the loop's handler memory is warm.
 class ReadableWait {
  public:
   explicit ReadableWait(const boost::asio::any_io_executor& ex);
   ~ReadableWait();
   ReadableWait(const ReadableWait&) = delete;
   ReadableWait& operator=(const ReadableWait&) = delete;
-  // {} when readable (or closed: the read tells), beast::error::timeout when `timeout` passed
-  // first, operation_aborted when the socket was cancelled or closed meanwhile.
-  boost::asio::awaitable<boost::system::error_code> wait(boost::asio::ip::tcp::socket& socket,
-                                                         std::chrono::steady_clock::duration timeout);
-  // wait() in two halves, for a coroutine that awaits the socket itself (receive_some: one
-  // coroutine frame less per read): `begin` before `socket.async_wait(wait_read)`, `end` with its
-  // result after it.
+  // Around an operation on `socket` that ends when the socket is cancelled: `begin` before it
+  // starts (cancels the socket once `timeout` passes first), `end` with its result after it:
+  // beast::error::timeout when that is why it ended, else `ec`.
   void begin(boost::asio::ip::tcp::socket& socket, std::chrono::steady_clock::duration timeout);
   boost::system::error_code end(boost::system::error_code ec);
-
-  // The last read on this socket took less than it asked for: the socket was drained then, and the
-  // next read waits first instead of asking the kernel for bytes it has not got (nginx's
-  // "ready = 0" after a short read). A wait re-arms the descriptor, so bytes that came meanwhile
-  // are seen at once.
-  bool drained = false;
 
   struct State;  // socket_io.cpp's (public for its timer's handler there)
 
@@ -64,8 +59,10 @@ struct Received {
 };
 
 // One read of up to `max_bytes` appended to `buffer`, waiting for data as needed (at most
-// `timeout` for each wait), stamped with the kernel's receive time of the bytes read (the last
-// segment's, when several were queued) or, without one, the loop's clock.
+// `timeout`), stamped with the kernel's receive time of the bytes read (the last segment's, when
+// several were queued) or, without one, the clock's at the read. A read of Asio's reactor on the
+// socket's edge-triggered registration: waiting costs no epoll_ctl, and after a read that drained
+// the socket the next one waits for the next edge without asking the kernel first.
 boost::asio::awaitable<Received> receive_some(boost::asio::ip::tcp::socket& socket, boost::beast::flat_buffer& buffer,
                                               ReadableWait& wait, std::chrono::steady_clock::duration timeout,
                                               std::size_t max_bytes = 16 * 1024);

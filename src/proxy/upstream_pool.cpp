@@ -16,11 +16,32 @@ namespace asio = boost::asio;
 // unexpected byte also means it is unusable; on TLS pending bytes are normal (TLS 1.3 session
 // tickets arrive after the handshake) and are left for the TLS layer.
 bool is_stale(Upstream& u) {
+  if (u.idle_watch != 0) {
+    // Cancelled now whatever its end: the connection's next read must not find it queued first.
+    boost::system::error_code ec;
+    u.tcp().socket().cancel(ec);
+    return u.idle_watch_ended;
+  }
   char c = 0;
   const ssize_t n = ::recv(u.tcp().socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
   if (n < 0) return !(errno == EAGAIN || errno == EWOULDBLOCK);
   if (n == 0) return true;
   return !u.conn->tls();
+}
+
+// Starts the idle watch of a plain connection given back to the pool (Upstream::idle_watch). The
+// last read of its response found the socket drained (receive_some), so the reactor queues the
+// peek without asking the kernel; it runs when the socket's next edge comes.
+void watch_idle(const std::shared_ptr<Upstream>& u) {
+  const std::uint64_t number = ++u->idle_watch;
+  u->idle_watch_ended = false;
+  u->tcp().socket().async_receive(
+      asio::buffer(&u->peeked, 1), asio::ip::tcp::socket::message_peek,
+      [weak = std::weak_ptr<Upstream>(u), number](boost::system::error_code ec, std::size_t) {
+        if (ec == asio::error::operation_aborted) return;
+        const auto up = weak.lock();
+        if (up && up->idle_watch == number) up->idle_watch_ended = true;
+      });
 }
 
 std::chrono::steady_clock::duration seconds(double s) {
@@ -48,6 +69,7 @@ asio::awaitable<std::pair<std::shared_ptr<Upstream>, boost::system::error_code>>
   u->conn = std::move(conn);
   if (kernel_timestamps_ && !u->conn->tls() && enable_rx_timestamps(u->tcp().socket().native_handle())) {
     u->wait = std::make_unique<ReadableWait>(u->tcp().get_executor());
+    enable_queue_hints(u->tcp().socket().native_handle());
     watch_reads_only(u->tcp().socket());
   }
   co_return std::make_pair(u, boost::system::error_code{});
@@ -60,6 +82,7 @@ void UpstreamPool::give_back(std::shared_ptr<Upstream> u, const KeepAliveHint& h
   u->idle_limit_s = admission.idle_limit_s;
   u->after_stream = after_stream;
   u->buffer().clear();
+  if (u->wait) watch_idle(u);
   idle_.push_back(std::move(u));
 }
 

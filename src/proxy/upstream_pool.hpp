@@ -6,6 +6,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -23,6 +24,13 @@ struct Upstream {
   std::chrono::steady_clock::time_point idle_since;
   double idle_limit_s = 0;    // how long it may wait in the pool (the backend's Keep-Alive timeout)
   bool after_stream = false;  // its last response was an event stream
+  // A plain connection in the pool is watched by a peek of Asio's reactor, which waits on the
+  // socket's edge-triggered registration without a system call (issue 43: a peek of each pooled
+  // connection on its way out was one recvfrom a request). Any end of the peek but its
+  // cancellation (a byte nobody asked for, the backend's end, an error) makes it unusable.
+  std::uint64_t idle_watch = 0;   // the number of the latest watch; 0 when none was started
+  bool idle_watch_ended = false;  // the latest watch ended: the connection is unusable
+  char peeked = 0;
   boost::beast::tcp_stream& tcp() { return conn->tcp(); }
   boost::beast::flat_buffer& buffer() { return conn->buffer(); }
 };

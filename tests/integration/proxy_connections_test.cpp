@@ -7,6 +7,7 @@
 
 #include <boost/json.hpp>
 #include <iostream>
+#include <thread>
 
 #include "support/canned_backend.hpp"
 #include "support/http_client.hpp"
@@ -196,6 +197,26 @@ TEST(ProxyUpstreamConnections, WithRetryStaleOffTheSameRaceIsA502) {
   EXPECT_EQ(l.lines[1].at("outcome"), "upstream_reset");
   EXPECT_EQ(l.lines[1].at("upstream_retries"), 0);
   EXPECT_EQ(backend.dropped(), 1);
+}
+
+TEST(ProxyUpstreamConnections, APooledConnectionTheBackendClosedWhileIdleIsNotUsedAgain) {
+  // The backend offers keep-alive, answers, and closes the connection a moment later (its
+  // keep-alive timeout, say). The proxy watches pooled connections while they wait (a queued peek
+  // of its event loop, issue 43): the next request, sent once the backend has closed, goes on a
+  // fresh connection. With retries off, reusing the closed one would be a 502.
+  const std::string ok = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+  CannedBackend backend({write_step(ok), pause_step(20), close_step()});
+  Fronted f(backend.port(), {"--retry-stale", "off", "--threads", "1"});
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(http_post(f.proxy.port, "/v1/chat/completions", kNotStreamed).status, 200) << "request " << i;
+    // Each connection the backend took closed (its state, not a time) before the next request.
+    while (backend.closes() < backend.connections()) std::this_thread::yield();
+  }
+  EXPECT_EQ(backend.connections(), 3);
+  const auto l = f.stop();
+  ASSERT_EQ(l.lines.size(), 3u);
+  EXPECT_EQ(l.outcomes.at("ok"), 3) << outcomes_text(l);
+  EXPECT_EQ(l.retries, 0);
 }
 
 TEST(ProxyUpstreamConnections, AResetOnAFreshConnectionIsNeverRetried) {

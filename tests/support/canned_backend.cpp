@@ -87,6 +87,7 @@ void CannedBackend::serve() {
       if (closed) break;
     }
     if (!closed) close(fd);
+    ++closes_;
   }
 }
 

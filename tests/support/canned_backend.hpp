@@ -26,6 +26,8 @@ class CannedBackend {
   ~CannedBackend();
   std::uint16_t port() const { return port_; }
   int connections() const { return connections_.load(); }
+  // Connections it has closed (each at the end of its script, or by a close or reset step).
+  int closes() const { return closes_.load(); }
   // The head (and whatever body bytes came with it) of the last request read.
   std::string last_request() const {
     std::lock_guard lock(mutex_);
@@ -39,6 +41,7 @@ class CannedBackend {
   std::uint16_t port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<int> connections_{0};
+  std::atomic<int> closes_{0};
   mutable std::mutex mutex_;
   std::string last_request_;
   std::thread thread_;
