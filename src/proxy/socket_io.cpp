@@ -179,7 +179,8 @@ class StampedRecvOp : public asio::detail::reactor_op {
       const ssize_t n = recv_stamped(o->fd_, o->space_.data(), o->space_.size(), o->stamp_, more);
       if (n > 0) {
         o->bytes_transferred_ = static_cast<std::size_t>(n);
-        return more == false ? done_and_exhausted : done;
+        o->drained_ = more == false;
+        return o->drained_ ? done_and_exhausted : done;
       }
       if (n == 0) {
         o->ec_ = asio::error::eof;
@@ -202,6 +203,7 @@ class StampedRecvOp : public asio::detail::reactor_op {
     r.ec = o->ec_;
     r.bytes = o->bytes_transferred_;
     r.stamp = o->stamp_;
+    r.drained = o->drained_;
     // The handler is moved out and the operation's memory freed before the upcall, which may start
     // the next read from the same recycled memory.
     asio::detail::binder1<Handler, Received> bound(o->handler_, r);
@@ -217,6 +219,7 @@ class StampedRecvOp : public asio::detail::reactor_op {
   int fd_;
   asio::mutable_buffer space_;
   RxStamp stamp_;
+  bool drained_ = false;
   Handler handler_;
   asio::detail::handler_work<Handler, IoExecutor> work_;
 };
@@ -248,12 +251,33 @@ auto async_receive_stamped(tcp::socket& socket, asio::mutable_buffer space, Toke
 
 asio::awaitable<Received> receive_some(tcp::socket& socket, boost::beast::flat_buffer& buffer, ReadableWait& wait,
                                        std::chrono::steady_clock::duration timeout, std::size_t max_bytes) {
-  if (!socket.is_open()) co_return Received{asio::error::bad_descriptor, 0, {}};
+  if (!socket.is_open()) co_return Received{asio::error::bad_descriptor, 0, {}, false};
   const auto space = buffer.prepare(max_bytes);
+  if (!wait.drained) {
+    // At once. The reactor is not told: its next read on the socket may ask the kernel once in vain.
+    Received r;
+    std::optional<bool> more;
+    ssize_t n = 0;
+    do {
+      n = recv_stamped(socket.native_handle(), space.data(), space.size(), r.stamp, more);
+    } while (n < 0 && errno == EINTR);
+    if (n > 0) {
+      r.bytes = static_cast<std::size_t>(n);
+      r.drained = wait.drained = more == false;
+      buffer.commit(r.bytes);
+      co_return r;
+    }
+    if (n == 0) co_return Received{asio::error::eof, 0, {}, false};
+    if (errno != EAGAIN && errno != EWOULDBLOCK)
+      co_return Received{boost::system::error_code(errno, asio::error::get_system_category()), 0, {}, false};
+    wait.drained = true;
+  }
   wait.begin(socket, timeout);
   Received r = co_await async_receive_stamped(socket, space, asio::use_awaitable);
   r.ec = wait.end(r.ec);
-  if (!r.ec) buffer.commit(r.bytes);
+  if (r.ec) co_return r;
+  wait.drained = r.drained;
+  buffer.commit(r.bytes);
   co_return r;
 }
 

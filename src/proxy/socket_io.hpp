@@ -46,6 +46,12 @@ class ReadableWait {
   void begin(boost::asio::ip::tcp::socket& socket, std::chrono::steady_clock::duration timeout);
   boost::system::error_code end(boost::system::error_code ec);
 
+  // The last read on this socket left it drained (the kernel said so, or it had nothing): the next
+  // read waits for the socket's next edge. Otherwise it reads at once, in the calling coroutine:
+  // bytes already there are taken without a trip through the loop's queue (a thousand streams
+  // each waiting its turn in that queue for every read made the proxy's reads late by 0.1-1 s).
+  bool drained = false;
+
   struct State;  // socket_io.cpp's (public for its timer's handler there)
 
  private:
@@ -56,13 +62,14 @@ struct Received {
   boost::system::error_code ec;  // asio::error::eof when the peer closed
   std::size_t bytes = 0;
   RxStamp stamp;
+  bool drained = false;  // the kernel said nothing (no byte, no end) was queued behind these bytes
 };
 
 // One read of up to `max_bytes` appended to `buffer`, waiting for data as needed (at most
 // `timeout`), stamped with the kernel's receive time of the bytes read (the last segment's, when
-// several were queued) or, without one, the clock's at the read. A read of Asio's reactor on the
-// socket's edge-triggered registration: waiting costs no epoll_ctl, and after a read that drained
-// the socket the next one waits for the next edge without asking the kernel first.
+// several were queued) or, without one, the clock's at the read. At once when the socket was not
+// left drained (ReadableWait::drained), else a read of Asio's reactor on the socket's
+// edge-triggered registration: waiting costs no epoll_ctl.
 boost::asio::awaitable<Received> receive_some(boost::asio::ip::tcp::socket& socket, boost::beast::flat_buffer& buffer,
                                               ReadableWait& wait, std::chrono::steady_clock::duration timeout,
                                               std::size_t max_bytes = 16 * 1024);

@@ -129,9 +129,9 @@ TEST(ReadableWait, ReceiveSomeStampsWhatItReads) {
   }());
 }
 
-TEST(ReadableWait, AfterAShortReadTheNextReadWaitsAndSeesBytesThatCameMeanwhile) {
-  // A short read tells the reactor the socket is drained, so the next read waits for an edge
-  // before asking the kernel. The byte written after the first read is announced to the loop while
+TEST(ReadableWait, AfterAReadThatDrainsTheSocketTheNextWaitsAndSeesBytesThatCameMeanwhile) {
+  // A read that drains the socket (the kernel says nothing is queued) makes the next read wait for
+  // an edge before asking the kernel. The byte written after the first read is announced to the loop while
   // no read is queued (the pause below lets the loop's epoll_wait take that edge first); the next
   // read must still see it.
   asio::io_context io;
@@ -162,22 +162,28 @@ TEST(ReadableWait, AnAcceptedSocketInheritsTheListenersQueueHints) {
 }
 
 TEST(ReadableWait, TheLastBytesAndThePeersEndQueuedTogetherAreReadToTheEnd) {
-  // A backend that writes its last bytes and closes: both are queued before the loop looks, and
-  // the loop takes their one edge (the pause) before the first read. That read is short, but the
-  // peer's end is still queued behind it: the next read must find the end at once, not wait for an
-  // edge that has passed (a stream cut by its backend waited for the client's timeout).
+  // A backend that writes its last bytes and closes while the proxy's read waits: both come on
+  // one edge, and the read that edge wakes is short. The peer's end is still queued behind it, so
+  // the next read must find the end at once, not wait for an edge that has passed (a stream cut by
+  // its backend waited for the client's timeout).
   asio::io_context io;
   SocketPair p(io);
-  asio::write(p.writer, asio::buffer("last", 4));
-  p.writer.close();
   run(io, [&]() -> asio::awaitable<void> {
-    asio::steady_timer pause(co_await asio::this_coro::executor, 20ms);
-    co_await pause.async_wait(asio::use_awaitable);
     ReadableWait wait(co_await asio::this_coro::executor);
     boost::beast::flat_buffer buffer;
+    asio::write(p.writer, asio::buffer("a", 1));
     auto first = co_await receive_some(p.reader, buffer, wait, 2s);
-    EXPECT_FALSE(first.ec) << first.ec.message();
-    EXPECT_EQ(first.bytes, 4u);
+    EXPECT_EQ(first.bytes, 1u);
+    EXPECT_TRUE(wait.drained) << "the kernel's queue hint did not come";
+    asio::steady_timer later(co_await asio::this_coro::executor, 5ms);
+    later.async_wait([&](boost::system::error_code) {
+      asio::write(p.writer, asio::buffer("last", 4));
+      p.writer.close();
+    });
+    auto last = co_await receive_some(p.reader, buffer, wait, 2s);
+    EXPECT_FALSE(last.ec) << last.ec.message();
+    EXPECT_EQ(last.bytes, 4u);
+    EXPECT_FALSE(wait.drained);
     auto end = co_await receive_some(p.reader, buffer, wait, 2s);
     EXPECT_EQ(end.ec, asio::error::eof) << end.ec.message();
   }());
@@ -221,6 +227,7 @@ TEST(ReadableWait, AReadThatFillsItsRoomReadsAgainAtOnce) {
       EXPECT_FALSE(r.ec);
       got += r.bytes;
       EXPECT_LE(r.bytes, 4u);
+      EXPECT_EQ(wait.drained, got == 10);
     }
     EXPECT_EQ(text(buffer), "0123456789");
   }());
