@@ -259,9 +259,6 @@ awaitable<Proxy::Sent> Proxy::send_upstream(Exchange& x, std::string_view reques
       const std::size_t at_once = send_now(up.tcp().socket(), {&bytes, 1}, sent.ec);
       if (!sent.ec && at_once < request.size()) {
         sent.ec = co_await send_rest(up.tcp(), {&bytes, 1}, at_once, seconds(opts_.response_timeout_s));
-        // Waiting for the rest registered the socket for writability: for reads alone again, or
-        // every later read wait on this (pooled) connection wakes the loop once for nothing.
-        if (!sent.ec) watch_reads_only(up.tcp().socket());
       }
     } else {
       up.tcp().expires_after(seconds(opts_.response_timeout_s));

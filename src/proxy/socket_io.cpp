@@ -281,16 +281,6 @@ asio::awaitable<Received> receive_some(tcp::socket& socket, boost::beast::flat_b
   co_return r;
 }
 
-void watch_reads_only(tcp::socket& socket) {
-  boost::system::error_code ec;
-  const auto endpoint = socket.local_endpoint(ec);
-  if (ec) return;
-  const int fd = socket.release(ec);
-  if (ec) return;
-  socket.assign(endpoint.protocol(), fd, ec);
-  if (ec) ::close(fd);
-}
-
 std::size_t send_now(tcp::socket& socket, std::span<const asio::const_buffer> buffers, boost::system::error_code& ec) {
   constexpr std::size_t kMaxIov = 8;
   iovec iov[kMaxIov];

@@ -74,13 +74,6 @@ boost::asio::awaitable<Received> receive_some(boost::asio::ip::tcp::socket& sock
                                               ReadableWait& wait, std::chrono::steady_clock::duration timeout,
                                               std::size_t max_bytes = 16 * 1024);
 
-// Registers `socket` with its loop again, for readability alone. Asio's connect registers a socket
-// for writability too, for good; with its edge-triggered registration every later read wait then
-// re-arms a socket that is writable, and the loop wakes at once for nothing (issue 43: half an
-// empty epoll_wait per chunk relayed). Only between operations; the socket stays open (if Asio
-// cannot take it back, it is closed and the next operation on it fails).
-void watch_reads_only(boost::asio::ip::tcp::socket& socket);
-
 // Writes what of `buffers` the socket takes now, without waiting (one sendmsg). The bytes written;
 // `ec` set on a failure other than a full send buffer (a closed peer's EPIPE among them: no signal).
 std::size_t send_now(boost::asio::ip::tcp::socket& socket, std::span<const boost::asio::const_buffer> buffers,

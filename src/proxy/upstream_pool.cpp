@@ -70,7 +70,6 @@ asio::awaitable<std::pair<std::shared_ptr<Upstream>, boost::system::error_code>>
   if (kernel_timestamps_ && !u->conn->tls() && enable_rx_timestamps(u->tcp().socket().native_handle())) {
     u->wait = std::make_unique<ReadableWait>(u->tcp().get_executor());
     enable_queue_hints(u->tcp().socket().native_handle());
-    watch_reads_only(u->tcp().socket());
   }
   co_return std::make_pair(u, boost::system::error_code{});
 }

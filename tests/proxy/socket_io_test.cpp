@@ -1,10 +1,9 @@
 // proxy/socket_io.hpp over loopback (issue 43): ReadableWait's lazy timeout (a wait moves its
 // deadline forward instead of setting and cancelling a timer around every read), reads that wait
-// first after a short read, writes at once with Asio's write for the rest, and a connected socket
-// registered for reads alone. Asio timers stand in for a backend.
+// on the reactor's registration after the kernel said the socket was drained (and only then),
+// and writes at once with Asio's write for the rest. Asio timers stand in for a backend.
 #include "proxy/socket_io.hpp"
 
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -16,8 +15,6 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 
@@ -278,58 +275,6 @@ TEST(SendAll, APeerThatClosedIsAnErrorNotASignal) {
       ec = co_await send_all(stream, {&b, 1}, 1s);
     }
     EXPECT_TRUE(ec == asio::error::broken_pipe || ec == asio::error::connection_reset) << ec.message();
-  }());
-}
-
-// The events the process's epoll instances watch `fd` for (from /proc/self/fdinfo), or -1.
-long epoll_events_of(int fd) {
-  DIR* d = ::opendir("/proc/self/fd");
-  if (d == nullptr) return -1;
-  long events = -1;
-  while (const dirent* e = ::readdir(d)) {
-    std::ifstream info(std::string("/proc/self/fdinfo/") + e->d_name);
-    std::string line;
-    while (std::getline(info, line)) {
-      std::istringstream words(line);
-      std::string tag, tfd, ev;
-      int target = -1;
-      std::string hex;
-      if (words >> tag >> target >> ev >> hex && tag == "tfd:" && target == fd && ev == "events:")
-        events = std::stol(hex, nullptr, 16);
-    }
-  }
-  ::closedir(d);
-  return events;
-}
-
-TEST(WatchReadsOnly, AConnectedSocketIsWatchedForReadsAloneAndStillWorks) {
-  // Asio's connect leaves the socket registered for writability, which every later read wait
-  // re-arms: an empty wake-up each time. After watch_reads_only the registration has EPOLLIN and
-  // not EPOLLOUT, and the socket reads and writes as before.
-  asio::io_context io;
-  tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
-  tcp::socket server(io);
-  run(io, [&]() -> asio::awaitable<void> {
-    tcp::socket client(co_await asio::this_coro::executor);
-    co_await client.async_connect(acceptor.local_endpoint(), asio::use_awaitable);
-    server = acceptor.accept();
-    constexpr long kIn = 0x001, kOut = 0x004;
-    EXPECT_EQ(epoll_events_of(client.native_handle()) & kOut, kOut) << "Asio's connect no longer registers EPOLLOUT";
-    watch_reads_only(client);
-    EXPECT_TRUE(client.is_open());
-    const long events = epoll_events_of(client.native_handle());
-    EXPECT_EQ(events & kIn, kIn);
-    EXPECT_EQ(events & kOut, 0);
-    ReadableWait wait(co_await asio::this_coro::executor);
-    boost::beast::flat_buffer buffer;
-    asio::write(server, asio::buffer("ping", 4));
-    auto r = co_await receive_some(client, buffer, wait, 1s);
-    EXPECT_FALSE(r.ec);
-    EXPECT_EQ(r.bytes, 4u);
-    co_await asio::async_write(client, asio::buffer("pong", 4), asio::use_awaitable);
-    char back[4];
-    asio::read(server, asio::buffer(back));
-    EXPECT_EQ(std::string(back, 4), "pong");
   }());
 }
 
