@@ -69,6 +69,9 @@ asio::awaitable<std::pair<std::shared_ptr<Upstream>, boost::system::error_code>>
   u->conn = std::move(conn);
   if (kernel_timestamps_ && !u->conn->tls() && enable_rx_timestamps(u->tcp().socket().native_handle())) {
     u->wait = std::make_unique<ReadableWait>(u->tcp().get_executor());
+    // Nothing comes before the request is sent: the first read waits on the reactor at once
+    // rather than asking the kernel first (a read in vain, then the reactor's own attempt).
+    u->wait->drained = true;
     enable_queue_hints(u->tcp().socket().native_handle());
   }
   co_return std::make_pair(u, boost::system::error_code{});
