@@ -33,10 +33,12 @@ bool is_stale(Upstream& u) {
 // last read of its response found the socket drained (receive_some), so the reactor queues the
 // peek without asking the kernel; it runs when the socket's next edge comes.
 void watch_idle(const std::shared_ptr<Upstream>& u) {
+  // Where the peeked byte goes, read by nobody: the loop's own, so it outlives every watch.
+  thread_local char peeked = 0;
   const std::uint64_t number = ++u->idle_watch;
   u->idle_watch_ended = false;
   u->tcp().socket().async_receive(
-      asio::buffer(&u->peeked, 1), asio::ip::tcp::socket::message_peek,
+      asio::buffer(&peeked, 1), asio::ip::tcp::socket::message_peek,
       [weak = std::weak_ptr<Upstream>(u), number](boost::system::error_code ec, std::size_t) {
         if (ec == asio::error::operation_aborted) return;
         const auto up = weak.lock();

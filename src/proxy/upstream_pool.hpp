@@ -30,7 +30,6 @@ struct Upstream {
   // cancellation (a byte nobody asked for, the backend's end, an error) makes it unusable.
   std::uint64_t idle_watch = 0;   // the number of the latest watch; 0 when none was started
   bool idle_watch_ended = false;  // the latest watch ended: the connection is unusable
-  char peeked = 0;
   boost::beast::tcp_stream& tcp() { return conn->tcp(); }
   boost::beast::flat_buffer& buffer() { return conn->buffer(); }
 };
