@@ -147,6 +147,29 @@ ssize_t recv_stamped(int fd, void* data, std::size_t size, RxStamp& stamp, std::
   return n;
 }
 
+// One read attempt on `fd` into `space`: false when the socket had nothing (EAGAIN); else true with
+// `r` filled: the bytes, their stamp and whether the kernel said the socket is drained, or `ec`
+// (eof at the peer's end, or the error).
+bool read_now(int fd, asio::mutable_buffer space, Received& r) {
+  for (;;) {
+    std::optional<bool> more;
+    const ssize_t n = recv_stamped(fd, space.data(), space.size(), r.stamp, more);
+    if (n > 0) {
+      r.bytes = static_cast<std::size_t>(n);
+      r.drained = more == false;
+      return true;
+    }
+    if (n == 0) {
+      r.ec = asio::error::eof;
+      return true;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
+    r.ec = boost::system::error_code(errno, asio::error::get_system_category());
+    return true;
+  }
+}
+
 // A stamped read as an operation of Asio's reactor, as its own socket reads are (Asio has none that
 // hands over control messages, so none that gives SO_TIMESTAMPNS). Queued on the socket's
 // registration, which Asio makes edge-triggered and keeps: the reactor reads at once when it has not
@@ -174,23 +197,8 @@ class StampedRecvOp : public asio::detail::reactor_op {
 
   static status perform_read(reactor_op* base) {
     auto* o = static_cast<StampedRecvOp*>(base);
-    for (;;) {
-      std::optional<bool> more;
-      const ssize_t n = recv_stamped(o->fd_, o->space_.data(), o->space_.size(), o->stamp_, more);
-      if (n > 0) {
-        o->bytes_transferred_ = static_cast<std::size_t>(n);
-        o->drained_ = more == false;
-        return o->drained_ ? done_and_exhausted : done;
-      }
-      if (n == 0) {
-        o->ec_ = asio::error::eof;
-        return done;
-      }
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return not_done;
-      o->ec_ = boost::system::error_code(errno, asio::error::get_system_category());
-      return done;
-    }
+    if (!read_now(o->fd_, o->space_, o->result_)) return not_done;
+    return o->result_.drained ? done_and_exhausted : done;
   }
 
   // Called by the loop with `owner` set to run the handler, or without to destroy the operation
@@ -199,11 +207,8 @@ class StampedRecvOp : public asio::detail::reactor_op {
     auto* o = static_cast<StampedRecvOp*>(base);
     ptr p = {std::addressof(o->handler_), o, o};
     asio::detail::handler_work<Handler, IoExecutor> w(std::move(o->work_));
-    Received r;
-    r.ec = o->ec_;
-    r.bytes = o->bytes_transferred_;
-    r.stamp = o->stamp_;
-    r.drained = o->drained_;
+    Received r = o->result_;
+    if (o->ec_) r.ec = o->ec_;  // the reactor's: cancelled (operation_aborted), or no descriptor
     // The handler is moved out and the operation's memory freed before the upcall, which may start
     // the next read from the same recycled memory.
     asio::detail::binder1<Handler, Received> bound(o->handler_, r);
@@ -218,8 +223,7 @@ class StampedRecvOp : public asio::detail::reactor_op {
  private:
   int fd_;
   asio::mutable_buffer space_;
-  RxStamp stamp_;
-  bool drained_ = false;
+  Received result_;
   Handler handler_;
   asio::detail::handler_work<Handler, IoExecutor> work_;
 };
@@ -253,28 +257,14 @@ asio::awaitable<Received> receive_some(tcp::socket& socket, boost::beast::flat_b
                                        std::chrono::steady_clock::duration timeout, std::size_t max_bytes) {
   if (!socket.is_open()) co_return Received{asio::error::bad_descriptor, 0, {}, false};
   const auto space = buffer.prepare(max_bytes);
-  if (!wait.drained) {
-    // At once. The reactor is not told: its next read on the socket may ask the kernel once in vain.
-    Received r;
-    std::optional<bool> more;
-    ssize_t n = 0;
-    do {
-      n = recv_stamped(socket.native_handle(), space.data(), space.size(), r.stamp, more);
-    } while (n < 0 && errno == EINTR);
-    if (n > 0) {
-      r.bytes = static_cast<std::size_t>(n);
-      r.drained = wait.drained = more == false;
-      buffer.commit(r.bytes);
-      co_return r;
-    }
-    if (n == 0) co_return Received{asio::error::eof, 0, {}, false};
-    if (errno != EAGAIN && errno != EWOULDBLOCK)
-      co_return Received{boost::system::error_code(errno, asio::error::get_system_category()), 0, {}, false};
-    wait.drained = true;
+  Received r;
+  if (wait.drained || !read_now(socket.native_handle(), space, r)) {
+    // The reactor's read, on the socket's next edge. After a read at once the reactor was not told
+    // the socket is empty: its own read may ask the kernel once in vain first.
+    wait.begin(socket, timeout);
+    r = co_await async_receive_stamped(socket, space, asio::use_awaitable);
+    r.ec = wait.end(r.ec);
   }
-  wait.begin(socket, timeout);
-  Received r = co_await async_receive_stamped(socket, space, asio::use_awaitable);
-  r.ec = wait.end(r.ec);
   if (r.ec) co_return r;
   wait.drained = r.drained;
   buffer.commit(r.bytes);

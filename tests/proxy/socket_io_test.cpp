@@ -68,6 +68,15 @@ void run(asio::io_context& io, asio::awaitable<void> body) {
   EXPECT_TRUE(done);
 }
 
+// Writes a byte and reads it: a read that drains the socket, as the kernel's queue hint says.
+asio::awaitable<void> read_a_byte_that_drains(SocketPair& p, boost::beast::flat_buffer& buffer, ReadableWait& wait) {
+  asio::write(p.writer, asio::buffer("a", 1));
+  const auto r = co_await receive_some(p.reader, buffer, wait, 2s);
+  EXPECT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.bytes, 1u);
+  EXPECT_TRUE(wait.drained) << "the kernel's queue hint did not come";
+}
+
 TEST(ReadableWait, ASteadyTrickleNeverTimesOutAndSilenceAfterItDoes) {
   // A byte every 5 ms for 400 ms, each wait allowed 100 ms: the timer armed by the first wait fires
   // while later waits are in progress and must find their deadlines moved on, never a timeout.
@@ -128,18 +137,15 @@ TEST(ReadableWait, ReceiveSomeStampsWhatItReads) {
 
 TEST(ReadableWait, AfterAReadThatDrainsTheSocketTheNextWaitsAndSeesBytesThatCameMeanwhile) {
   // A read that drains the socket (the kernel says nothing is queued) makes the next read wait for
-  // an edge before asking the kernel. The byte written after the first read is announced to the loop while
-  // no read is queued (the pause below lets the loop's epoll_wait take that edge first); the next
-  // read must still see it.
+  // an edge before asking the kernel. The byte written after the first read is announced to the
+  // loop while no read is queued (the pause below lets the loop's epoll_wait take that edge first);
+  // the next read must still see it.
   asio::io_context io;
   SocketPair p(io);
   run(io, [&]() -> asio::awaitable<void> {
     ReadableWait wait(co_await asio::this_coro::executor);
     boost::beast::flat_buffer buffer;
-    asio::write(p.writer, asio::buffer("a", 1));
-    auto first = co_await receive_some(p.reader, buffer, wait, 1s);
-    EXPECT_FALSE(first.ec);
-    EXPECT_EQ(first.bytes, 1u);
+    co_await read_a_byte_that_drains(p, buffer, wait);
     asio::write(p.writer, asio::buffer("b", 1));
     asio::steady_timer pause(co_await asio::this_coro::executor, 20ms);
     co_await pause.async_wait(asio::use_awaitable);
@@ -168,10 +174,7 @@ TEST(ReadableWait, TheLastBytesAndThePeersEndQueuedTogetherAreReadToTheEnd) {
   run(io, [&]() -> asio::awaitable<void> {
     ReadableWait wait(co_await asio::this_coro::executor);
     boost::beast::flat_buffer buffer;
-    asio::write(p.writer, asio::buffer("a", 1));
-    auto first = co_await receive_some(p.reader, buffer, wait, 2s);
-    EXPECT_EQ(first.bytes, 1u);
-    EXPECT_TRUE(wait.drained) << "the kernel's queue hint did not come";
+    co_await read_a_byte_that_drains(p, buffer, wait);
     asio::steady_timer later(co_await asio::this_coro::executor, 5ms);
     later.async_wait([&](boost::system::error_code) {
       asio::write(p.writer, asio::buffer("last", 4));
