@@ -16,22 +16,34 @@ using detail::element;
 using detail::int_field;
 using detail::str;
 
-Usage read_usage_object(element u) {
-  Usage out;
-  out.prompt_tokens = int_field(u, "prompt_tokens");
-  out.completion_tokens = int_field(u, "completion_tokens");
-  out.total_tokens = int_field(u, "total_tokens");
-  element d;
-  if (u["prompt_tokens_details"].get(d) == simdjson::SUCCESS && d.is_object()) {
-    out.cached_prompt_tokens = int_field(d, "cached_tokens");
+// A usage object's counts, its members found in one pass (the first of a key given twice).
+Usage read_usage_object(simdjson::dom::object u) {
+  std::optional<element> prompt, completion, total, prompt_details, completion_details;
+  for (const auto field : u) {
+    const std::string_view k = field.key;
+    std::optional<element>* slot = nullptr;
+    switch (k.size()) {
+      case 12: slot = k == "total_tokens" ? &total : nullptr; break;
+      case 13: slot = k == "prompt_tokens" ? &prompt : nullptr; break;
+      case 17: slot = k == "completion_tokens" ? &completion : nullptr; break;
+      case 21: slot = k == "prompt_tokens_details" ? &prompt_details : nullptr; break;
+      case 25: slot = k == "completion_tokens_details" ? &completion_details : nullptr; break;
+      default: break;
+    }
+    if (slot != nullptr && !*slot) *slot = field.value;
   }
-  if (u["completion_tokens_details"].get(d) == simdjson::SUCCESS && d.is_object()) {
-    out.reasoning_tokens = int_field(d, "reasoning_tokens");
+  Usage out;
+  out.prompt_tokens = detail::count_of(prompt);
+  out.completion_tokens = detail::count_of(completion);
+  out.total_tokens = detail::count_of(total);
+  if (prompt_details && prompt_details->is_object()) {
+    out.cached_prompt_tokens = int_field(*prompt_details, "cached_tokens");
+  }
+  if (completion_details && completion_details->is_object()) {
+    out.reasoning_tokens = int_field(*completion_details, "reasoning_tokens");
   }
   return out;
 }
-
-bool non_empty_string(element e, std::string_view key) { return !str(e, key).empty(); }
 
 // The top-level members a payload is read by, found in one pass over it (a lookup by key per member
 // was a scan of the object each: a tenth of the proxy's instructions per event). The first of a key
@@ -67,20 +79,67 @@ std::string_view string_of(const std::optional<element>& e) {
   return v;
 }
 
+// A string element's emptiness: a non-string counts as empty.
+bool non_empty(const std::optional<element>& e) { return !string_of(e).empty(); }
+
+// The members of one choice, and of its delta (stream) or message (whole body), that decide its
+// kind: each found in one pass over its object, the first of a key given twice as a lookup by key
+// finds it (issue 43: ten lookups by key, each a scan of the object, per choice).
+struct ChoiceMembers {
+  std::optional<element> text, delta, message, finish_reason;
+  explicit ChoiceMembers(element choice) {
+    simdjson::dom::object o;
+    if (choice.get_object().get(o) != simdjson::SUCCESS) return;
+    for (const auto field : o) {
+      const std::string_view k = field.key;
+      std::optional<element>* slot = nullptr;
+      switch (k.size()) {
+        case 4: slot = k == "text" ? &text : nullptr; break;
+        case 5: slot = k == "delta" ? &delta : nullptr; break;
+        case 7: slot = k == "message" ? &message : nullptr; break;
+        case 13: slot = k == "finish_reason" ? &finish_reason : nullptr; break;
+        default: break;
+      }
+      if (slot != nullptr && !*slot) *slot = field.value;
+    }
+  }
+};
+
+struct BodyMembers {
+  std::optional<element> content, reasoning_content, reasoning, tool_calls, refusal, role;
+  explicit BodyMembers(simdjson::dom::object o) {
+    for (const auto field : o) {
+      const std::string_view k = field.key;
+      std::optional<element>* slot = nullptr;
+      switch (k.size()) {
+        case 4: slot = k == "role" ? &role : nullptr; break;
+        case 7: slot = k == "content" ? &content : k == "refusal" ? &refusal : nullptr; break;
+        case 9: slot = k == "reasoning" ? &reasoning : nullptr; break;
+        case 10: slot = k == "tool_calls" ? &tool_calls : nullptr; break;
+        case 17: slot = k == "reasoning_content" ? &reasoning_content : nullptr; break;
+        default: break;
+      }
+      if (slot != nullptr && !*slot) *slot = field.value;
+    }
+  }
+};
+
 // The kind of one choice's delta (stream) or message (whole body).
-ChunkKind kind_of_choice(element choice) {
+ChunkKind kind_of_choice(const ChoiceMembers& c) {
   detail::ChoiceFacts f;
-  f.text = non_empty_string(choice, "text");
-  element d;
-  f.body = choice["delta"].get(d) == simdjson::SUCCESS || choice["message"].get(d) == simdjson::SUCCESS;
-  f.body_is_object = f.body && d.is_object();
+  f.text = non_empty(c.text);
+  const std::optional<element>& d = c.delta ? c.delta : c.message;
+  f.body = d.has_value();
+  simdjson::dom::object body;
+  f.body_is_object = f.body && d->get_object().get(body) == simdjson::SUCCESS;
   if (f.body_is_object) {
-    f.content = non_empty_string(d, "content");
-    f.reasoning = non_empty_string(d, "reasoning_content") || non_empty_string(d, "reasoning");
+    const BodyMembers m(body);
+    f.content = non_empty(m.content);
+    f.reasoning = non_empty(m.reasoning_content) || non_empty(m.reasoning);
     simdjson::dom::array calls;
-    f.tool_calls = d["tool_calls"].get_array().get(calls) == simdjson::SUCCESS && calls.size() > 0;
-    f.refusal = non_empty_string(d, "refusal");
-    f.role = non_empty_string(d, "role");
+    f.tool_calls = m.tool_calls && m.tool_calls->get_array().get(calls) == simdjson::SUCCESS && calls.size() > 0;
+    f.refusal = non_empty(m.refusal);
+    f.role = non_empty(m.role);
   }
   return detail::choice_kind(f);
 }
@@ -125,7 +184,8 @@ PayloadInfo read_payload(std::string_view text) {
   }
   info.model = std::string(string_of(top.model));
   info.id = std::string(string_of(top.id));
-  if (top.usage && top.usage->is_object()) info.usage = read_usage_object(*top.usage);
+  simdjson::dom::object usage;
+  if (top.usage && top.usage->get_object().get(usage) == simdjson::SUCCESS) info.usage = read_usage_object(usage);
   if (top.error && !top.error->is_null()) {
     const element err = *top.error;
     info.kind = ChunkKind::kError;
@@ -154,9 +214,10 @@ PayloadInfo read_payload(std::string_view text) {
   ChunkKind best = ChunkKind::kEmpty;
   bool first = true;
   for (element c : choices) {
-    const ChunkKind k = kind_of_choice(c);
+    const ChoiceMembers choice(c);
+    const ChunkKind k = kind_of_choice(choice);
     if (detail::outranks(k, best)) best = k;
-    if (first) info.finish_reason = std::string(str(c, "finish_reason"));
+    if (first) info.finish_reason = std::string(string_of(choice.finish_reason));
     first = false;
   }
   info.kind = best;
@@ -262,24 +323,43 @@ RequestInfo inspect_request(std::string_view path, std::string_view body) {
   element root;
   if (parser.parse(body.data(), body.size()).get(root) != simdjson::SUCCESS || !root.is_object()) return info;
   info.json = true;
-  std::string_view model;
-  if (root["model"].get_string().get(model) == simdjson::SUCCESS) info.model = std::string(model);
-  bool b = false;
-  if (root["stream"].get_bool().get(b) == simdjson::SUCCESS) info.stream = b;
-  element so;
-  if (root["stream_options"].get(so) == simdjson::SUCCESS && so.is_object()) {
-    if (so["include_usage"].get_bool().get(b) == simdjson::SUCCESS) info.usage_requested = b;
+  // The top-level members read, found in one pass (the first of a key given twice, as a lookup by
+  // key finds it; issue 43: seven lookups, each a scan of the object).
+  std::optional<element> model, stream, stream_options, previous_response_id, user, safety_identifier, metadata;
+  simdjson::dom::object top;
+  if (root.get_object().get(top) != simdjson::SUCCESS) return info;
+  for (const auto field : top) {
+    const std::string_view k = field.key;
+    std::optional<element>* slot = nullptr;
+    switch (k.size()) {
+      case 4: slot = k == "user" ? &user : nullptr; break;
+      case 5: slot = k == "model" ? &model : nullptr; break;
+      case 6: slot = k == "stream" ? &stream : nullptr; break;
+      case 8: slot = k == "metadata" ? &metadata : nullptr; break;
+      case 14: slot = k == "stream_options" ? &stream_options : nullptr; break;
+      case 17: slot = k == "safety_identifier" ? &safety_identifier : nullptr; break;
+      case 20: slot = k == "previous_response_id" ? &previous_response_id : nullptr; break;
+      default: break;
+    }
+    if (slot != nullptr && !*slot) *slot = field.value;
   }
-  auto text = [&](element from, const char* key, std::optional<std::string>& into) {
+  std::string_view s;
+  if (model && model->get_string().get(s) == simdjson::SUCCESS) info.model = std::string(s);
+  bool b = false;
+  if (stream && stream->get_bool().get(b) == simdjson::SUCCESS) info.stream = b;
+  if (stream_options && stream_options->is_object()) {
+    if ((*stream_options)["include_usage"].get_bool().get(b) == simdjson::SUCCESS) info.usage_requested = b;
+  }
+  const auto text = [](const std::optional<element>& from, std::optional<std::string>& into) {
     std::string_view v;
-    if (from[key].get_string().get(v) == simdjson::SUCCESS && !v.empty()) into = std::string(v);
+    if (from && from->get_string().get(v) == simdjson::SUCCESS && !v.empty()) into = std::string(v);
   };
-  text(root, "previous_response_id", info.previous_response_id);
-  text(root, "user", info.user);
-  text(root, "safety_identifier", info.safety_identifier);
-  element metadata;
-  if (root["metadata"].get(metadata) == simdjson::SUCCESS && metadata.is_object()) {
-    text(metadata, "user_id", info.metadata_user_id);
+  text(previous_response_id, info.previous_response_id);
+  text(user, info.user);
+  text(safety_identifier, info.safety_identifier);
+  if (metadata && metadata->is_object()) {
+    element id;
+    if ((*metadata)["user_id"].get(id) == simdjson::SUCCESS) text(id, info.metadata_user_id);
   }
   return info;
 }

@@ -1,7 +1,7 @@
 // An incremental Server-Sent Events framer (WHATWG "event stream" rules): LF, CRLF and CR line
 // ends; events split across reads at any byte; multi-line `data:` joined with "\n"; comments
 // (":" lines) counted and skipped; an event is dispatched at its blank line. Pure: bytes in,
-// events out, no allocation per byte.
+// events out, no allocation per byte (nor per event that comes whole in one read).
 #pragma once
 
 #include <cstddef>
@@ -13,7 +13,7 @@ namespace mpo::openai {
 
 struct SseEvent {
   std::string_view event;  // the "event:" field, "" when absent
-  std::string_view data;   // data lines joined with "\n"; valid until the next feed()/finish()
+  std::string_view data;   // data lines joined with "\n"; valid during the on_event call
 };
 
 class SseFramer {
@@ -22,8 +22,10 @@ class SseFramer {
   static constexpr std::size_t kMaxLine = 16 * 1024 * 1024;
 
   // Feeds the next bytes; calls on_event(const SseEvent&) for each event they complete. Lines are
-  // found with memchr and copied whole (the proxy's profile at 1,000 streams had this loop, a
-  // byte at a time, as its largest cost).
+  // found with memchr (the proxy's profile at 1,000 streams had this loop, a byte at a time, as its
+  // largest cost). A line and an event's data that lie whole in `bytes` are read where they are;
+  // only what goes on past the end of `bytes` is copied and kept (issue 43: a copy of every line,
+  // and of every event's data, cost four allocations per response).
   template <typename F>
   void feed(std::string_view bytes, F&& on_event) {
     const char* p = bytes.data();
@@ -37,12 +39,27 @@ class SseFramer {
         }
       }
       const char* eol = line_end(p, end);
-      append_to_line(p, static_cast<std::size_t>(eol - p));
-      if (eol == end) return;  // the line goes on in the next read
+      const auto n = static_cast<std::size_t>(eol - p);
+      if (eol == end) {  // the line goes on in the next read
+        append_to_line(p, n);
+        break;
+      }
       after_cr_ = *eol == '\r';
+      const bool carried = !line_.empty();
+      std::string_view line;
+      if (carried) {
+        append_to_line(p, n);
+        line = line_;
+      } else {
+        line = std::string_view(p, n < kMaxLine ? n : kMaxLine);
+        oversized_lines_ += n - line.size();
+      }
       p = eol + 1;
-      end_line(on_event);
+      end_line(line, carried, on_event);
+      line_.clear();
     }
+    // Data waiting for its event's blank line is read from `bytes` no more after this call.
+    if (has_data_ && !data_owned_) keep_data();
   }
 
   // At end of stream: true if an event or line was left unterminated (a truncated stream).
@@ -70,45 +87,60 @@ class SseFramer {
     oversized_lines_ += n - kept;
   }
 
+  // The data so far into data_ (from a view into the bytes being fed).
+  void keep_data() {
+    data_.assign(data_view_);
+    data_owned_ = true;
+  }
+
+  // One line; `carried`: it is line_ (it began in an earlier read), which is cleared after.
   template <typename F>
-  void end_line(F&& on_event) {
-    if (line_.empty()) {
+  void end_line(std::string_view line, bool carried, F&& on_event) {
+    if (line.empty()) {
       if (has_data_) {
         ++events_;
-        on_event(SseEvent{event_, data_});
+        on_event(SseEvent{event_, data_owned_ ? std::string_view(data_) : data_view_});
       }
       data_.clear();
+      data_view_ = {};
+      data_owned_ = false;
       event_.clear();
       has_data_ = false;
       return;
     }
-    if (line_[0] == ':') {
+    if (line[0] == ':') {
       ++comments_;
-      line_.clear();
       return;
     }
-    const std::size_t colon = line_.find(':');
-    std::string_view field(line_);
+    const std::size_t colon = line.find(':');
+    std::string_view field = line;
     std::string_view value;
-    if (colon != std::string::npos) {
-      field = std::string_view(line_).substr(0, colon);
-      value = std::string_view(line_).substr(colon + 1);
+    if (colon != std::string_view::npos) {
+      field = line.substr(0, colon);
+      value = line.substr(colon + 1);
       if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
     }
     if (field == "data") {
-      if (has_data_) data_.push_back('\n');
-      data_.append(value);
+      if (!has_data_ && !carried) {
+        data_view_ = value;  // the usual event: one data line, read where it is
+      } else {
+        if (has_data_ && !data_owned_) keep_data();
+        if (has_data_) data_.push_back('\n');
+        data_.append(value);
+        data_owned_ = true;
+      }
       has_data_ = true;
     } else if (field == "event") {
       event_.assign(value);
     } else if (field != "id" && field != "retry") {
       ++unknown_lines_;
     }
-    line_.clear();
   }
 
   std::string line_;
-  std::string data_;
+  std::string data_;            // the data, once copied (data_owned_) ...
+  std::string_view data_view_;  // ... else where it lies in the bytes being fed
+  bool data_owned_ = false;
   std::string event_;
   bool has_data_ = false;
   bool after_cr_ = false;

@@ -74,14 +74,23 @@ Result<TraceParent> parse_traceparent(std::string_view v) {
   return tp;
 }
 
-std::string to_hex(std::span<const std::uint8_t> bytes) {
+namespace {
+
+// Two lower-case hex digits per byte, from `p` on; the end.
+char* write_hex(char* p, std::span<const std::uint8_t> bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(bytes.size() * 2, '0');  // written in place: a push_back per digit was most of its cost
-  char* p = out.data();
   for (std::uint8_t b : bytes) {
     *p++ = kDigits[b >> 4];
     *p++ = kDigits[b & 0xf];
   }
+  return p;
+}
+
+}  // namespace
+
+std::string to_hex(std::span<const std::uint8_t> bytes) {
+  std::string out(bytes.size() * 2, '0');  // written in place: a push_back per digit was most of its cost
+  write_hex(out.data(), bytes);
   return out;
 }
 
@@ -98,8 +107,17 @@ std::optional<SpanId> span_id_from_hex(std::string_view hex) {
 }
 
 std::string format_traceparent(const TraceId& trace, const SpanId& span, std::uint8_t flags) {
+  // 00-<32 hex>-<16 hex>-<2 hex>, written in place (issue 43: three strings joined were a
+  // quarter of the upstream request's text).
+  std::string out(2 + 1 + 32 + 1 + 16 + 1 + 2, '-');
+  char* p = out.data();
+  *p++ = '0';
+  *p++ = '0';
+  p = write_hex(p + 1, trace);
+  p = write_hex(p + 1, span);
   const std::array<std::uint8_t, 1> f{flags};
-  return "00-" + to_hex(trace) + "-" + to_hex(span) + "-" + to_hex(f);
+  write_hex(p + 1, f);
+  return out;
 }
 
 IdGenerator::IdGenerator(std::uint64_t seed) : rng_(seed != 0 ? seed : std::random_device{}()) {

@@ -10,6 +10,10 @@
 #include <cctype>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace mpo::proxy {
 namespace {
 
@@ -61,10 +65,22 @@ bool all_digits(std::string_view s) {
   return true;
 }
 
-// RFC 9110 5.5: field-vchar / SP / HTAB (obs-text allowed); no other control character.
+// RFC 9110 5.5: field-vchar / SP / HTAB (obs-text allowed); no other control character. Sixteen
+// bytes at a time (issue 43: a byte at a time was a fifth of the head's parse).
 bool valid_field_value(std::string_view v) {
-  for (unsigned char c : v) {
-    if ((c < 0x20 && c != '\t') || c == 0x7f) return false;
+  const auto bad_byte = [](unsigned char c) { return (c < 0x20 && c != '\t') || c == 0x7f; };
+  std::size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i space = _mm_set1_epi8(0x20), tab = _mm_set1_epi8('\t'), del = _mm_set1_epi8(0x7f);
+  for (; i + 16 <= v.size(); i += 16) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(v.data() + i));
+    const __m128i printable = _mm_cmpeq_epi8(_mm_max_epu8(x, space), x);  // x >= 0x20, unsigned
+    const __m128i ok = _mm_andnot_si128(_mm_cmpeq_epi8(x, del), _mm_or_si128(printable, _mm_cmpeq_epi8(x, tab)));
+    if (_mm_movemask_epi8(ok) != 0xffff) return false;
+  }
+#endif
+  for (; i < v.size(); ++i) {
+    if (bad_byte(static_cast<unsigned char>(v[i]))) return false;
   }
   return true;
 }
@@ -74,6 +90,17 @@ std::string_view trim_ows(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
 }
+
+// A reg-name's or IPv4 address's characters (RFC 3986 3.2.2: unreserved, sub-delims and the
+// percent sign of pct-encoded), looked up in a table.
+constexpr std::array<bool, 256> kHostChar = [] {
+  std::array<bool, 256> t{};
+  for (int c = '0'; c <= '9'; ++c) t[static_cast<std::size_t>(c)] = true;
+  for (int c = 'a'; c <= 'z'; ++c) t[static_cast<std::size_t>(c)] = true;
+  for (int c = 'A'; c <= 'Z'; ++c) t[static_cast<std::size_t>(c)] = true;
+  for (const char c : std::string_view("-._~!$&'()*+,;=%")) t[static_cast<unsigned char>(c)] = true;
+  return t;
+}();
 
 // RFC 3986 3.2.2 host with an optional port (RFC 9110 7.2). nginx also refuses an empty host.
 bool valid_host(std::string_view h) {
@@ -98,10 +125,8 @@ bool valid_host(std::string_view h) {
       port = h.substr(colon + 1);
     }
     if (name.empty()) return false;
-    static constexpr std::string_view kAllowed = "-._~!$&'()*+,;=%";
     for (char c : name) {
-      const bool alnum = std::isalnum(static_cast<unsigned char>(c)) != 0;
-      if (!alnum && kAllowed.find(c) == std::string_view::npos) return false;
+      if (!kHostChar[static_cast<unsigned char>(c)]) return false;
     }
   }
   return port.size() <= 5 && (port.empty() || all_digits(port));
@@ -318,7 +343,9 @@ Status read_header_line(std::string_view line, const HeadLimits& limits, Request
   if (iequals(name, "content-length")) {
     if (h.content_length) return bad("more than one Content-Length");
     if (!all_digits(value) || value.size() > 18) return bad(fmt::format("invalid Content-Length '{}'", value));
-    h.content_length = std::stoull(std::string(value));
+    std::uint64_t n = 0;
+    for (const char c : value) n = n * 10 + static_cast<std::uint64_t>(c - '0');  // 18 digits at most
+    h.content_length = n;
   } else if (iequals(name, "transfer-encoding")) {
     if (t.te_seen) t.te += ',';
     t.te += value;
@@ -344,20 +371,26 @@ Result<RequestHead> parse_request_head(std::string_view head, const HeadLimits& 
   HeaderTally t;
   std::size_t pos = 0;
   bool first = true;
+  // A CR or LF inside a line breaks the rules every part of a line is checked by (the request line's
+  // method, target and version, a field's name and value), so each line is searched for them only
+  // when it fails, to say that this was the fault.
+  const auto line_error = [](std::string_view line, Error e) -> Error {
+    if (line.find('\n') != std::string_view::npos || line.find('\r') != std::string_view::npos) {
+      return bad("a line of the request head ends without CRLF");
+    }
+    return e;
+  };
   while (pos < head.size()) {
     const auto eol = head.find(kCrlf, pos);
     const auto line = head.substr(pos, eol - pos);
     pos = eol + 2;
     if (line.empty()) break;  // the blank line: the end
-    if (line.find('\n') != std::string_view::npos || line.find('\r') != std::string_view::npos) {
-      return bad("a line of the request head ends without CRLF");
-    }
     if (first) {
       first = false;
-      if (auto st = read_request_line(line, h); !st) return st.error();
+      if (auto st = read_request_line(line, h); !st) return line_error(line, st.error());
       continue;
     }
-    if (auto st = read_header_line(line, limits, h, t); !st) return st.error();
+    if (auto st = read_header_line(line, limits, h, t); !st) return line_error(line, st.error());
   }
   if (first) return bad("no request line");
   if (t.host_lines > 1) return bad("more than one Host (RFC 9112 3.2)");

@@ -70,6 +70,23 @@ TEST(ClassifyChunk, AKeyGivenTwiceIsReadFromItsFirstOccurrence) {
   EXPECT_EQ(t.server_timings, R"({"prompt_ms":1.5})");
 }
 
+TEST(ClassifyChunk, AChoicesOrUsagesKeyGivenTwiceIsReadFromItsFirstOccurrence) {
+  // A choice's, its delta's and usage's members are found in one pass each too (issue 43).
+  auto c = classify_chunk(
+      R"({"choices":[{"delta":{"content":"","role":"assistant","content":"x"},"finish_reason":"stop","finish_reason":"length"}]})");
+  EXPECT_EQ(c.kind, ChunkKind::kRoleOnly);
+  EXPECT_EQ(c.finish_reason, "stop");
+  auto d = classify_chunk(R"({"choices":[{"delta":{"content":"x"},"delta":{"role":"assistant"}}]})");
+  EXPECT_EQ(d.kind, ChunkKind::kContent);
+  auto u = classify_chunk(
+      R"({"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"prompt_tokens":9,"completion_tokens_details":{"reasoning_tokens":2},"completion_tokens_details":{"reasoning_tokens":7}}})");
+  ASSERT_TRUE(u.usage);
+  EXPECT_EQ(u.usage->prompt_tokens, 3);
+  EXPECT_EQ(u.usage->completion_tokens, 4);
+  EXPECT_EQ(u.usage->reasoning_tokens, 2);
+  EXPECT_FALSE(u.usage->total_tokens);
+}
+
 TEST(ParseResponseBody, NonStreamedChatWithUsageAndLlamaCppTimings) {
   auto r = parse_response_body(
       R"({"id":"chatcmpl-1","object":"chat.completion","model":"qwen","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":8,"completion_tokens":2,"total_tokens":10},"timings":{"prompt_n":8,"predicted_ms":40.5}})");
@@ -92,6 +109,17 @@ TEST(InspectRequest, ReadsOperationModelStreamAndUsage) {
   EXPECT_EQ(inspect_request("/v1/embeddings", "garbage").json, false);
   EXPECT_EQ(operation_for_path("/v1/models/"), Operation::kModels);
   EXPECT_EQ(operation_for_path("/metrics"), Operation::kOther);
+}
+
+TEST(InspectRequest, AKeyGivenTwiceIsReadFromItsFirstOccurrence) {
+  // The members are found in one pass (issue 43); an invented edge case, as for chunks.
+  auto r = inspect_request("/v1/chat/completions",
+                           R"({"model":"a","stream":true,"user":"u1","model":"b","stream":false,"user":"u2",)"
+                           R"("stream_options":{"include_usage":true},"stream_options":{"include_usage":false}})");
+  EXPECT_EQ(r.model, "a");
+  EXPECT_TRUE(r.stream);
+  EXPECT_EQ(r.user, "u1");
+  EXPECT_TRUE(r.usage_requested);
 }
 
 }  // namespace

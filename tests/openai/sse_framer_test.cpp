@@ -35,6 +35,20 @@ TEST(SseFramer, SameEventsWhenSplitAtEveryByte) {
   EXPECT_EQ(frame(bytes), whole);
 }
 
+TEST(SseFramer, DataWaitingForItsBlankLineOutlivesTheBytesItCameIn) {
+  // An event's data is read where it lies in the bytes fed, and kept only when the event goes on
+  // past them (issue 43): each read here reuses one buffer, as the proxy's reads do.
+  SseFramer f;
+  std::vector<std::string> events;
+  std::string buffer;
+  for (const std::string piece : {"data: line1\n", "data: line2\n", "\n", "data: {\"a\"", ":1}\n", "\ndata: x\n\n"}) {
+    buffer.assign(64, '#');  // what the last read left is overwritten first
+    buffer.assign(piece);
+    f.feed(buffer, [&](const SseEvent& e) { events.emplace_back(e.data); });
+  }
+  EXPECT_EQ(events, (std::vector<std::string>{"line1\nline2", "{\"a\":1}", "x"}));
+}
+
 TEST(SseFramer, CountsCommentsAndIgnoresIdRetryAndEventFields) {
   SseFramer f;
   std::vector<std::string> names;
