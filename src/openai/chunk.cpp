@@ -144,7 +144,7 @@ ChunkKind kind_of_choice(const ChoiceMembers& c) {
   return detail::choice_kind(f);
 }
 
-PayloadInfo read_payload(std::string_view text) {
+PayloadInfo read_payload(std::string_view text, IdWanted id_wanted = IdWanted::kYes) {
   PayloadInfo info;
   thread_local simdjson::dom::parser parser;
   element root;
@@ -183,7 +183,7 @@ PayloadInfo read_payload(std::string_view text) {
     return info;
   }
   info.model = std::string(string_of(top.model));
-  info.id = std::string(string_of(top.id));
+  if (id_wanted == IdWanted::kYes) info.id = std::string(string_of(top.id));
   simdjson::dom::object usage;
   if (top.usage && top.usage->get_object().get(usage) == simdjson::SUCCESS) info.usage = read_usage_object(usage);
   if (top.error && !top.error->is_null()) {
@@ -280,7 +280,11 @@ PayloadInfo classify_chunk_fully(std::string_view data) {
   return read_payload(data);
 }
 
-PayloadInfo classify_chunk(std::string_view data) { return classify_chunk_fully(data); }
+PayloadInfo classify_chunk(std::string_view data, IdWanted id) {
+  if (id == IdWanted::kYes) return classify_chunk_fully(data);
+  if (data == "[DONE]") return classify_chunk_fully(data);
+  return read_payload(data, id);
+}
 
 PayloadInfo parse_response_body(std::string_view body) { return read_payload(body); }
 

@@ -63,8 +63,11 @@ struct PayloadInfo {
   bool operator==(const PayloadInfo&) const = default;
 };
 
-// One SSE data payload of a streamed response.
-PayloadInfo classify_chunk(std::string_view data);
+// One SSE data payload of a streamed response. A stream's reader keeps its first id: with
+// IdWanted::kNo a chat or completions chunk's `id` is not copied (issue 43: a 45-byte id was an
+// allocation per chunk read).
+enum class IdWanted { kYes, kNo };
+PayloadInfo classify_chunk(std::string_view data, IdWanted id = IdWanted::kYes);
 // A complete non-streamed response body (chat, completions, responses, messages, embeddings, or
 // an error body).
 PayloadInfo parse_response_body(std::string_view body);

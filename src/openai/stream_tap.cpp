@@ -30,7 +30,7 @@ void StreamTap::feed(std::string_view bytes, std::int64_t steady_us) {
       on_payload(*known, steady_us, true);
       return;
     }
-    const PayloadInfo info = classify_chunk(e.data);
+    const PayloadInfo info = classify_chunk(e.data, id_.empty() ? IdWanted::kYes : IdWanted::kNo);
     // Learnt from the second content chunk on: a response of one token never pays for it.
     if (info.kind == ChunkKind::kContent && content_events_ > 0 && learns_left_ > 0) {
       --learns_left_;

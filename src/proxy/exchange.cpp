@@ -51,8 +51,7 @@
 
 namespace mpo::proxy {
 
-Exchange Proxy::begin(const ClientRequest& req, const std::optional<RxStamp>& arrival) {
-  Exchange x;
+void Proxy::begin(Exchange& x, const ClientRequest& req, const std::optional<RxStamp>& arrival) {
   auto& o = x.obs;
   if (arrival) {
     x.t0_us = arrival->steady_us;
@@ -101,7 +100,6 @@ Exchange Proxy::begin(const ClientRequest& req, const std::optional<RxStamp>& ar
   ++in_flight_here_;
   x.in_flight_key = shared_.with_metrics([&](ProxyMetrics& m) { return m.request_started(o.model, o.operation); });
   o.upstream_retries = 0;
-  return x;
 }
 
 void Proxy::note(Exchange& x, const RxStamp& s) {
@@ -222,7 +220,8 @@ boost::system::error_code parse_buffered_head(http::response_parser<http::buffer
 awaitable<bool> Proxy::handle(beast::tcp_stream& client, ClientRequest req, std::optional<RxStamp> arrival) {
   // On the heap, not in the coroutine's frame: a frame over Asio's 2 KiB recycling limit is
   // allocated and freed for every request, and evicts a smaller cached frame each time (issue 43).
-  const auto exchange = std::make_unique<Exchange>(begin(req, arrival));
+  const auto exchange = std::make_unique<Exchange>();
+  begin(*exchange, req, arrival);
   Exchange& x = *exchange;
   auto& o = x.obs;
   const bool client_keep = req.keep_alive();
@@ -689,7 +688,8 @@ awaitable<bool> Proxy::answer_upstream_failure(beast::tcp_stream& client, Exchan
 
 awaitable<void> Proxy::refuse(beast::tcp_stream& client, const ClientRequest& partial, http::status status,
                               std::string outcome, std::string message) {
-  Exchange x = begin(partial);
+  Exchange x;
+  begin(x, partial);
   const auto version = partial.version() == 10 ? 10u : 11u;
   co_await answer_error(client, x, version, false, status, outcome, std::move(message));
   // Lingering close (nginx's lingering_close): the client may still be sending what was refused; a

@@ -195,7 +195,9 @@ class Proxy {
   awaitable<boost::system::error_code> read_length_body(beast::tcp_stream& client, beast::flat_buffer& buffer,
                                                         ReadableWait& wait, std::string& body, std::uint64_t length);
 
-  Exchange begin(const ClientRequest& req, const std::optional<RxStamp>& arrival = std::nullopt);
+  // Fills a new exchange in place (issue 43: returned by value, its observation was moved once more
+  // per request).
+  void begin(Exchange& x, const ClientRequest& req, const std::optional<RxStamp>& arrival = std::nullopt);
 
   // A read's stamp joins the exchange: the line's timing basis, its largest lag, the histogram.
   void note(Exchange& x, const RxStamp& s);

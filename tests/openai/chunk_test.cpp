@@ -70,6 +70,20 @@ TEST(ClassifyChunk, AKeyGivenTwiceIsReadFromItsFirstOccurrence) {
   EXPECT_EQ(t.server_timings, R"({"prompt_ms":1.5})");
 }
 
+TEST(ClassifyChunk, WithoutTheIdWantedTheReadingIsTheSameButForTheId) {
+  // A stream's reader keeps its first id and asks for no more (issue 43).
+  const std::string chunk =
+      R"({"id":"chatcmpl-01a23ec6-2349-711c-9c7f-50b4747fc6cf","object":"chat.completion.chunk","model":"m",)"
+      R"("choices":[{"index":0,"delta":{"content":" on"},"finish_reason":"length"}],"usage":{"prompt_tokens":3}})";
+  PayloadInfo with = classify_chunk(chunk);
+  const PayloadInfo without = classify_chunk(chunk, IdWanted::kNo);
+  EXPECT_EQ(with.id, "chatcmpl-01a23ec6-2349-711c-9c7f-50b4747fc6cf");
+  EXPECT_EQ(without.id, "");
+  with.id.clear();
+  EXPECT_EQ(without, with);
+  EXPECT_EQ(classify_chunk("[DONE]", IdWanted::kNo).kind, ChunkKind::kDone);
+}
+
 TEST(ClassifyChunk, AChoicesOrUsagesKeyGivenTwiceIsReadFromItsFirstOccurrence) {
   // A choice's, its delta's and usage's members are found in one pass each too (issue 43).
   auto c = classify_chunk(
