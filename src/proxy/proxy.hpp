@@ -68,6 +68,14 @@ inline std::chrono::steady_clock::duration seconds(double s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
 }
 
+// A request the proxy answers instead of forwarding: the request as far as it was read, and what
+// its answer and line say.
+struct RequestRefusal {
+  ClientRequest partial;
+  http::status status;
+  std::string outcome, message;
+};
+
 // A Beast parse error that means the peer broke HTTP's syntax (not a close, not a limit).
 inline bool is_http_syntax_error(const boost::system::error_code& ec) {
   return ec.category() == http::make_error_code(http::error::bad_chunk).category() &&
@@ -181,6 +189,18 @@ class Proxy {
   };
   awaitable<std::optional<IncomingRequest>> read_request(beast::tcp_stream& client, beast::flat_buffer& buffer,
                                                          ReadableWait& wait);
+  // What read_request's synchronous step makes of a head: the request to read a body for (with a
+  // chunked body, Beast's parser for it), or a refusal to answer.
+  struct HeadStep {
+    ClientRequest req;
+    std::unique_ptr<http::request_parser<http::string_body>> chunked;
+    std::unique_ptr<RequestRefusal> refusal;
+    std::string origin_target;
+    std::uint64_t content_length = 0;
+    boost::system::error_code ec;
+    unsigned version = 11;
+    bool expects_continue = false;
+  };
   struct HeadRead {
     HeadScanner::State state = HeadScanner::State::kNeedMore;
     std::size_t leading = 0, head_size = 0;
@@ -188,6 +208,7 @@ class Proxy {
   };
   awaitable<std::optional<HeadRead>> read_head(beast::tcp_stream& client, beast::flat_buffer& buffer,
                                                ReadableWait& wait, const HeadLimits& limits);
+  HeadStep request_from_head(const HeadRead& found, beast::flat_buffer& buffer, const HeadLimits& limits) const;
   // The interim 100 Continue to a client that asked for it.
   awaitable<boost::system::error_code> write_continue(beast::tcp_stream& client, unsigned version);
   awaitable<boost::system::error_code> read_body(beast::tcp_stream& client, beast::flat_buffer& buffer,
@@ -225,6 +246,8 @@ class Proxy {
   awaitable<void> refuse(beast::tcp_stream& client, const ClientRequest& partial, http::status status,
                          std::string outcome, std::string message);
 
+  // The same for a request refused while it was read (read_request), its refusal on the heap.
+  awaitable<void> refuse_request(beast::tcp_stream& client, std::unique_ptr<RequestRefusal> refusal);
   awaitable<void> refuse_connection(beast::tcp_stream client);
 
   // The request as the backend gets it, head and body in one buffer (a Beast message and its

@@ -327,26 +327,26 @@ ClientRequest refused_request(std::string_view head, int version) {
 namespace {
 
 // What the proxy answers a request whose body it could not read; none for a client that left.
-struct Refusal {
-  http::status status;
-  std::string outcome, message;
-};
-
-std::optional<Refusal> body_refusal(boost::system::error_code ec, const ProxyOptions& opts) {
+std::unique_ptr<RequestRefusal> body_refusal(boost::system::error_code ec, const ProxyOptions& opts,
+                                             ClientRequest req) {
+  const auto refusal = [&req](http::status status, std::string_view outcome, std::string message) {
+    return std::make_unique<RequestRefusal>(
+        RequestRefusal{std::move(req), status, std::string(outcome), std::move(message)});
+  };
   if (ec == http::error::body_limit) {
-    return Refusal{http::status::payload_too_large, "proxy_error",
-                   fmt::format("request body over --max-body ({} bytes)", opts.max_body)};
+    return refusal(http::status::payload_too_large, "proxy_error",
+                   fmt::format("request body over --max-body ({} bytes)", opts.max_body));
   }
   if (ec == beast::error::timeout) {
-    return Refusal{
+    return refusal(
         http::status::request_timeout, "bad_request",
-        fmt::format("the request body paused over --client-body-timeout ({} s)", opts.client_body_timeout_s)};
+        fmt::format("the request body paused over --client-body-timeout ({} s)", opts.client_body_timeout_s));
   }
   if (is_http_syntax_error(ec)) {
-    return Refusal{http::status::bad_request, "bad_request",
-                   fmt::format("invalid request body framing: {}", ec.message())};
+    return refusal(http::status::bad_request, "bad_request",
+                   fmt::format("invalid request body framing: {}", ec.message()));
   }
-  return std::nullopt;
+  return nullptr;
 }
 
 std::string head_refusal_message(HeadScanner::State state, const HeadLimits& limits) {
@@ -380,85 +380,102 @@ awaitable<void> Proxy::session(beast::tcp_stream client) {
   --shared_.connections;  // the socket closes (FIN) as `client` goes out of scope
 }
 
-awaitable<std::optional<Proxy::IncomingRequest>> Proxy::read_request(beast::tcp_stream& client,
-                                                                     beast::flat_buffer& buffer, ReadableWait& wait) {
-  const HeadLimits limits{opts_.max_header_bytes, opts_.max_header_count};
-  const auto found = co_await read_head(client, buffer, wait, limits);
-  if (!found) co_return std::nullopt;  // closed, idle or too slow: nothing to answer (nginx: the same)
-  if (found->state != HeadScanner::State::kComplete) {
-    // Arguments built before co_await (GCC 12: see refuse()).
-    const auto partial = refused_request(buffered(buffer).substr(found->leading), 11);
-    std::string outcome = "proxy_error", message = head_refusal_message(found->state, limits);
-    co_await refuse(client, partial, http::status::request_header_fields_too_large, std::move(outcome),
-                    std::move(message));
-    co_return std::nullopt;
+awaitable<void> Proxy::refuse_request(beast::tcp_stream& client, std::unique_ptr<RequestRefusal> r) {
+  co_await refuse(client, r->partial, r->status, std::move(r->outcome), std::move(r->message));
+}
+
+// The request from its head's bytes, up to its body: no co_await here, so that the head's parse and
+// its fields stay out of read_request's coroutine frame (issue 43: a frame over glibc's per-thread
+// cache size, 1,032 bytes, was allocated afresh for almost every request; Asio's recycler hands its
+// large cached blocks to smaller frames first).
+Proxy::HeadStep Proxy::request_from_head(const HeadRead& found, beast::flat_buffer& buffer,
+                                         const HeadLimits& limits) const {
+  HeadStep step;
+  if (found.state != HeadScanner::State::kComplete) {
+    step.refusal = std::make_unique<RequestRefusal>(RequestRefusal{
+        refused_request(buffered(buffer).substr(found.leading), 11), http::status::request_header_fields_too_large,
+        "proxy_error", head_refusal_message(found.state, limits)});
+    return step;
   }
-  buffer.consume(found->leading);
-  const auto head_bytes = buffered(buffer).substr(0, found->head_size);
+  buffer.consume(found.leading);
+  const auto head_bytes = buffered(buffer).substr(0, found.head_size);
   auto head = parse_request_head(head_bytes, limits);
   if (!head) {
     const int version = head_bytes.find("HTTP/1.0\r\n") != std::string_view::npos ? 10 : 11;
-    const auto partial = refused_request(head_bytes, version);
-    const auto status = static_cast<http::status>(status_for(head.error()));
-    std::string outcome = "bad_request", message = head.error().message;
-    co_await refuse(client, partial, status, std::move(outcome), std::move(message));
-    co_return std::nullopt;
+    step.refusal = std::make_unique<RequestRefusal>(RequestRefusal{refused_request(head_bytes, version),
+                                                                   static_cast<http::status>(status_for(head.error())),
+                                                                   "bad_request", head.error().message});
+    return step;
   }
-  std::string origin_target = std::move(head->origin_target);
+  step.origin_target = std::move(head->origin_target);
+  step.version = head->version == 10 ? 10 : 11;
+  step.content_length = head->content_length.value_or(0);
   // Expect: 100-continue (curl sends it for bodies over 1 KiB): say continue, or the client waits a
   // second before sending the body. The first Expect field decides, as Beast's find() gave it; the
   // backend gets the body without it.
   const auto expect = std::find_if(head->field_lines.begin(), head->field_lines.end(),
                                    [](const RequestHead::Field& f) { return beast::iequals(f.name, "Expect"); });
-  const bool expects_continue = expect != head->field_lines.end() && beast::iequals(expect->value, "100-continue");
+  step.expects_continue = expect != head->field_lines.end() && beast::iequals(expect->value, "100-continue");
   // A chunked body is decoded by Beast's parser, which reads the head again for it; any other request
   // is made from the fields just read (issue 43: Beast's parse and the checks above read the same
-  // head twice, a tenth of the proxy's instructions per request) and its Content-Length body read here.
-  boost::system::error_code ec;
-  // Beast's parser for a chunked body only, on the heap: this coroutine's frame stays under Asio's
-  // 2 KiB recycling limit (a larger one is allocated and freed for every request; issue 43).
-  std::unique_ptr<http::request_parser<http::string_body>> chunked;
-  ClientRequest req;
+  // head twice, a tenth of the proxy's instructions per request) and its Content-Length body read after.
   if (head->chunked) {
-    chunked = std::make_unique<http::request_parser<http::string_body>>();
-    auto& parser = *chunked;
+    // On the heap: the coroutine's frame stays small.
+    step.chunked = std::make_unique<http::request_parser<http::string_body>>();
+    auto& parser = *step.chunked;
     parser.header_limit(static_cast<std::uint32_t>(limits.max_bytes + 1));
     parser.body_limit(opts_.max_body);
+    boost::system::error_code ec;
     const std::size_t head_used = parser.put(asio::buffer(head_bytes.data(), head_bytes.size()), ec);
     if (!ec && !parser.is_header_done()) ec = http::error::partial_message;
     if (ec) {  // a head the rules above passed and Beast does not read
-      const auto partial = refused_request(head_bytes, 11);
-      std::string outcome = "bad_request", message = ec.message();
-      co_await refuse(client, partial, http::status::bad_request, std::move(outcome), std::move(message));
-      co_return std::nullopt;
+      step.refusal = std::make_unique<RequestRefusal>(
+          RequestRefusal{refused_request(head_bytes, 11), http::status::bad_request, "bad_request", ec.message()});
+      return step;
     }
     buffer.consume(head_used);  // head_bytes is not read after this
   } else {
-    req = ClientRequest::from_head(head_bytes, *head);
-    // A Content-Length over --max-body is known from the head: 413 below.
-    if (head->content_length && *head->content_length > opts_.max_body) ec = http::error::body_limit;
+    step.req = ClientRequest::from_head(head_bytes, *head);
+    // A Content-Length over --max-body is known from the head: 413 after.
+    if (head->content_length && *head->content_length > opts_.max_body) step.ec = http::error::body_limit;
     buffer.consume(head_bytes.size());  // head_bytes and *head's views are not read after this
   }
-  if (!ec && expects_continue) {
-    if (co_await write_continue(client, head->version == 10 ? 10 : 11)) co_return std::nullopt;
+  return step;
+}
+
+awaitable<std::optional<Proxy::IncomingRequest>> Proxy::read_request(beast::tcp_stream& client,
+                                                                     beast::flat_buffer& buffer, ReadableWait& wait) {
+  const HeadLimits limits{opts_.max_header_bytes, opts_.max_header_count};
+  const auto found = co_await read_head(client, buffer, wait, limits);
+  if (!found) co_return std::nullopt;  // closed, idle or too slow: nothing to answer (nginx: the same)
+  HeadStep step = request_from_head(*found, buffer, limits);
+  // A refusal is answered by refuse_request(), from the heap: its request, status and strings in
+  // this frame made it 2,000 bytes (issue 43). Arguments built before co_await (GCC 12: see refuse()).
+  if (step.refusal) {
+    co_await refuse_request(client, std::move(step.refusal));
+    co_return std::nullopt;
   }
-  if (head->chunked) {
-    if (!ec) ec = co_await read_body(client, buffer, wait, *chunked);
-    req = ClientRequest::from_message(chunked->release());
-  } else if (!ec) {
-    ec = co_await read_length_body(client, buffer, wait, req.body(), head->content_length.value_or(0));
+  if (!step.ec && step.expects_continue) {
+    if (co_await write_continue(client, step.version)) co_return std::nullopt;
   }
-  if (expects_continue) req.erase(http::field::expect);
-  if (ec) {
+  if (step.chunked) {
+    if (!step.ec) step.ec = co_await read_body(client, buffer, wait, *step.chunked);
+    step.req = ClientRequest::from_message(step.chunked->release());
+  } else if (!step.ec) {
+    step.ec = co_await read_length_body(client, buffer, wait, step.req.body(), step.content_length);
+  }
+  if (step.expects_continue) step.req.erase(http::field::expect);
+  if (step.ec) {
     // Too large, malformed framing (a bad chunk), or not complete in time: answered and
     // recorded; a client that closed gets nothing.
-    if (auto refusal = body_refusal(ec, opts_)) {
-      co_await refuse(client, req, refusal->status, std::move(refusal->outcome), std::move(refusal->message));
+    if (auto refusal = body_refusal(step.ec, opts_, std::move(step.req))) {
+      co_await refuse_request(client, std::move(refusal));
     }
     co_return std::nullopt;
   }
-  if (req.target() != origin_target) req.target(std::move(origin_target));  // absolute-form: the backend's path
-  co_return IncomingRequest{std::move(req), found->arrival};
+  // absolute-form: the backend's path
+  if (step.req.target() != step.origin_target) step.req.target(std::move(step.origin_target));
+  co_return IncomingRequest{std::move(step.req), found->arrival};
 }
 
 awaitable<boost::system::error_code> Proxy::write_continue(beast::tcp_stream& client, unsigned version) {
