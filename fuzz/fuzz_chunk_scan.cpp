@@ -1,7 +1,7 @@
 // Fuzz target: the DOM-free readings of streamed chunks (openai/chunk_scan.hpp) answer only what the
 // full parse would. The input is one chunk, or two separated by a newline: the scan's reading of
 // each, whenever it answers, equals classify_chunk_fully's field for field; and the second read by
-// a template learnt from the first, whenever that answers, does too.
+// a shape learnt from the first (ChunkShape), whenever that answers, does too.
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
@@ -28,14 +28,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view first = text.substr(0, nl), second = text.substr(nl + 1);
   check_scan(first);
   check_scan(second);
-  mpo::openai::ChunkTemplate t;
-  if (t.learn(first)) {
-    if (const auto* read = t.read(first); read == nullptr || !(*read == mpo::openai::classify_chunk_fully(first))) {
-      std::abort();  // a template reads its own chunk as the full parse does
-    }
-    if (const auto* read = t.read(second); read != nullptr && !(*read == mpo::openai::classify_chunk_fully(second))) {
+  // A shape learnt from the first reads itself and the second as the full parse does, with and
+  // without the id.
+  mpo::openai::ChunkShape shape;
+  if (shape.learn(first)) {
+    if (const auto* read = shape.read(first); read == nullptr || !(*read == mpo::openai::classify_chunk_fully(first))) {
       std::abort();
     }
+  }
+  if (const auto* read = shape.read(second)) {
+    const auto full = mpo::openai::classify_chunk_fully(second);
+    if (!(*read == full)) std::abort();
+    auto without_id = full;
+    without_id.id.clear();
+    const auto* no_id = shape.read(second, mpo::openai::IdWanted::kNo);
+    if (no_id == nullptr || !(*no_id == without_id)) std::abort();
   }
   return 0;
 }

@@ -4,6 +4,14 @@
 // sure of. The JSON rules are RFC 8259's.
 #include "openai/chunk_scan.hpp"
 
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "core/json.hpp"
 
 namespace mpo::openai {
@@ -66,7 +74,26 @@ std::size_t string_body_end(std::string_view s, std::size_t i, bool& escaped) {
 
 class Scanner {
  public:
-  explicit Scanner(std::string_view text) : s_(text) {}
+  Scanner(std::string_view text, std::vector<ValueSpot>* values) : s_(text), values_(values) {}
+
+  // The role of the value just passed (the last one added to `values`).
+  void tag(ValueSpot::Role role, int choice = 0) {
+    if (values_ != nullptr && !values_->empty()) {
+      values_->back().role = role;
+      values_->back().choice = choice;
+    }
+  }
+  std::size_t values_seen() const { return values_ == nullptr ? 0 : values_->size(); }
+  // From `at` on: a number token as the scan takes it (no space before it), its end in pos().
+  bool number_from(std::size_t at) {
+    i_ = at;
+    return number_token();
+  }
+  // Values [first, last) are read by nothing (a message beside a delta, which the reading skips).
+  void untag_range(std::size_t first, std::size_t last) {
+    if (values_ == nullptr) return;
+    for (std::size_t i = first; i < last; ++i) (*values_)[i].role = ValueSpot::Role::kOther;
+  }
 
   bool peek(char c) {
     skip_space();
@@ -86,6 +113,19 @@ class Scanner {
   // A string: `raw` is its text between the quotes, `escaped` whether that holds an escape (raw
   // then differs from the value; it is empty exactly when the value is).
   bool string(std::string_view& raw, bool& escaped) {
+    if (!key_string(raw, escaped)) return false;
+    record(raw.data() - s_.data() - 1, raw.size() + 2, true);
+    return true;
+  }
+
+  // A string whose value is needed: one with an escape is left to the full parse.
+  bool plain_string(std::string_view& value) {
+    bool escaped = false;
+    return string(value, escaped) && !escaped;
+  }
+
+  // A key: a string that is not a value.
+  bool key_string(std::string_view& raw, bool& escaped) {
     if (!eat('"')) return false;
     const std::size_t start = i_;
     const std::size_t end = string_body_end(s_, start, escaped);
@@ -94,11 +134,23 @@ class Scanner {
     i_ = end + 1;
     return true;
   }
-
-  // A string whose value is needed: one with an escape is left to the full parse.
-  bool plain_string(std::string_view& value) {
+  bool plain_key(std::string_view& key) {
     bool escaped = false;
-    return string(value, escaped) && !escaped;
+    return key_string(key, escaped) && !escaped;
+  }
+
+  // A number whose value is a count: digits only (what the full parse reads as a non-negative
+  // integer), at most 15 of them; its value in `n`.
+  bool count(std::int64_t& n) {
+    skip_space();
+    const std::size_t start = i_;
+    if (!number()) return false;
+    n = 0;
+    for (std::size_t k = start; k < i_; ++k) {
+      if (!is_digit(s_[k])) return false;
+      n = n * 10 + (s_[k] - '0');
+    }
+    return true;
   }
 
   // Any value, checked and passed over. `depth` is the value's nesting level.
@@ -132,7 +184,7 @@ class Scanner {
     if (eat('}')) return true;
     do {
       std::string_view key;
-      if (!plain_string(key) || !eat(':') || !member(key)) return false;
+      if (!plain_key(key) || !eat(':') || !member(key)) return false;
     } while (eat(','));
     return eat('}');
   }
@@ -143,7 +195,7 @@ class Scanner {
     do {
       std::string_view key;
       bool escaped = false;
-      if (!string(key, escaped) || !eat(':') || !skip_value(depth + 1)) return false;
+      if (!key_string(key, escaped) || !eat(':') || !skip_value(depth + 1)) return false;
     } while (eat(','));
     return eat('}');
   }
@@ -180,6 +232,13 @@ class Scanner {
   // -?(0|[1-9][0-9]*)(.[0-9]+)? with at most 15 digits before and after the point: every such
   // number is a double any parser reads alike. Exponents and longer numbers are left to the full parse.
   bool number() {
+    const std::size_t start = i_;
+    if (!number_token()) return false;
+    record(start, i_ - start, false);
+    return true;
+  }
+
+  bool number_token() {
     if (i_ < s_.size() && s_[i_] == '-') ++i_;
     if (i_ >= s_.size() || !is_digit(s_[i_])) return false;
     if (s_[i_] == '0') {
@@ -201,8 +260,13 @@ class Scanner {
     return i_ > start && i_ - start <= 15;
   }
 
+  void record(std::size_t at, std::size_t length, bool is_string) {
+    if (values_ != nullptr) values_->push_back(ValueSpot{at, length, is_string, ValueSpot::Role::kOther, 0});
+  }
+
   std::string_view s_;
   std::size_t i_ = 0;
+  std::vector<ValueSpot>* values_ = nullptr;
 };
 
 // Marks a key as seen; false when it was already (a key given twice is left to the full parse,
@@ -215,31 +279,41 @@ bool first_time(bool& seen) {
 
 // A string member's emptiness: a non-string counts as empty, as in the full parse. `spot`, when
 // given, gets the string's quotes' offsets.
-bool non_empty_string(Scanner& sc, bool& out, int depth, ContentSpot* spot = nullptr) {
+bool non_empty_string(Scanner& sc, bool& out, int depth, ValueSpot::Role role, int choice,
+                      ContentSpot* spot = nullptr) {
   if (!sc.peek('"')) return sc.skip_value(depth);
   const std::size_t open = sc.pos();
   std::string_view raw;
   bool escaped = false;
   if (!sc.string(raw, escaped)) return false;
+  sc.tag(role, choice);
   out = !raw.empty();
   if (spot != nullptr) *spot = ContentSpot{open, sc.pos() - 1};
   return true;
 }
 
 // A delta or message object's members that decide the kind.
-bool read_body(Scanner& sc, detail::ChoiceFacts& f, int depth, ContentSpot* spot) {
+bool read_body(Scanner& sc, detail::ChoiceFacts& f, int depth, int choice, ContentSpot* spot) {
+  using Role = ValueSpot::Role;
   bool seen_content = false, seen_reasoning_content = false, seen_reasoning = false, seen_calls = false,
        seen_refusal = false, seen_role = false;
   bool reasoning_content = false, reasoning = false;
   const int inner = depth + 1;
   const bool read = sc.object([&](std::string_view key) {
-    if (key == "content") return first_time(seen_content) && non_empty_string(sc, f.content, inner, spot);
-    if (key == "reasoning_content") {
-      return first_time(seen_reasoning_content) && non_empty_string(sc, reasoning_content, inner);
+    if (key == "content") {
+      return first_time(seen_content) && non_empty_string(sc, f.content, inner, Role::kContent, choice, spot);
     }
-    if (key == "reasoning") return first_time(seen_reasoning) && non_empty_string(sc, reasoning, inner);
-    if (key == "refusal") return first_time(seen_refusal) && non_empty_string(sc, f.refusal, inner);
-    if (key == "role") return first_time(seen_role) && non_empty_string(sc, f.role, inner);
+    if (key == "reasoning_content") {
+      return first_time(seen_reasoning_content) &&
+             non_empty_string(sc, reasoning_content, inner, Role::kReasoning, choice);
+    }
+    if (key == "reasoning") {
+      return first_time(seen_reasoning) && non_empty_string(sc, reasoning, inner, Role::kReasoning, choice);
+    }
+    if (key == "refusal") {
+      return first_time(seen_refusal) && non_empty_string(sc, f.refusal, inner, Role::kRefusal, choice);
+    }
+    if (key == "role") return first_time(seen_role) && non_empty_string(sc, f.role, inner, Role::kRole, choice);
     if (key == "tool_calls") {
       std::size_t calls = 0;
       const bool ok = first_time(seen_calls) && (sc.peek('[') ? sc.skip_array(inner, calls) : sc.skip_value(inner));
@@ -256,26 +330,39 @@ bool read_body(Scanner& sc, detail::ChoiceFacts& f, int depth, ContentSpot* spot
 
 // One choice; its finish_reason into `finish_reason` ("" when absent or not a string). A choice
 // that is not an object is left to the full parse.
-bool read_choice(Scanner& sc, detail::ChoiceFacts& f, std::string_view& finish_reason, int depth, ContentSpot& spot) {
+bool read_choice(Scanner& sc, detail::ChoiceFacts& f, std::string_view& finish_reason, int depth, int choice,
+                 ContentSpot& spot) {
   bool seen_text = false, seen_delta = false, seen_message = false, seen_finish = false;
   detail::ChoiceFacts delta, message;
   ContentSpot delta_spot;
+  std::size_t message_from = 0, message_to = 0;  // the message's values
   const int inner = depth + 1;
   const bool read = sc.object([&](std::string_view key) {
-    if (key == "text") return first_time(seen_text) && non_empty_string(sc, f.text, inner);
+    if (key == "text")
+      return first_time(seen_text) && non_empty_string(sc, f.text, inner, ValueSpot::Role::kText, choice);
     if (key == "delta" || key == "message") {
       const bool is_delta = key == "delta";
       detail::ChoiceFacts& body = is_delta ? delta : message;
       body.body = true;
-      return first_time(is_delta ? seen_delta : seen_message) &&
-             (sc.peek('{') ? read_body(sc, body, inner, is_delta ? &delta_spot : nullptr) : sc.skip_value(inner));
+      if (!first_time(is_delta ? seen_delta : seen_message)) return false;
+      if (!is_delta) message_from = sc.values_seen();
+      const bool ok =
+          sc.peek('{') ? read_body(sc, body, inner, choice, is_delta ? &delta_spot : nullptr) : sc.skip_value(inner);
+      if (!is_delta) message_to = sc.values_seen();
+      return ok;
     }
     if (key == "finish_reason") {
-      return first_time(seen_finish) && (sc.peek('"') ? sc.plain_string(finish_reason) : sc.skip_value(inner));
+      if (!first_time(seen_finish)) return false;
+      if (!sc.peek('"')) return sc.skip_value(inner);
+      if (!sc.plain_string(finish_reason)) return false;
+      sc.tag(ValueSpot::Role::kFinishReason, choice);
+      return true;
     }
     return sc.skip_value(inner);
   });
   if (!read) return false;
+  // The full parse reads the delta when there is one: the message's values then decide nothing.
+  if (seen_delta && seen_message) sc.untag_range(message_from, message_to);
   // The full parse reads the delta when there is one, else the message.
   const bool text = f.text;
   f = seen_delta ? delta : message;
@@ -294,8 +381,9 @@ bool read_choices(Scanner& sc, ChunkScan& out) {
     detail::ChoiceFacts f;
     std::string_view finish_reason;
     ContentSpot spot;
-    if (!read_choice(sc, f, finish_reason, 3, spot)) return false;
+    if (!read_choice(sc, f, finish_reason, 3, n, spot)) return false;
     out.facts = f;
+    out.choice_facts.push_back(f);
     out.content = spot;
     const ChunkKind k = detail::choice_kind(f);
     if (detail::outranks(k, best)) best = k;
@@ -309,8 +397,44 @@ bool read_choices(Scanner& sc, ChunkScan& out) {
 
 }  // namespace
 
-std::optional<ChunkScan> scan_chat_chunk_spots(std::string_view text) {
-  Scanner sc(text);
+// A usage object's counts, as the full parse reads them (read_usage_object): the three counts and
+// the two details' counts, each a plain integer here (anything else is left to the full parse).
+bool read_usage(Scanner& sc, Usage& u) {
+  using Role = ValueSpot::Role;
+  bool seen_prompt = false, seen_completion = false, seen_total = false, seen_prompt_details = false,
+       seen_completion_details = false;
+  const auto a_count = [&sc](bool& seen, std::optional<std::int64_t>& into, Role role) {
+    std::int64_t n = 0;
+    if (!first_time(seen) || !sc.count(n)) return false;
+    sc.tag(role);
+    into = n;
+    return true;
+  };
+  // A details object: its one count read, the rest passed over; not an object: no count.
+  const auto details = [&sc, &a_count](bool& seen, std::string_view name, std::optional<std::int64_t>& into,
+                                       Role role) {
+    if (!first_time(seen)) return false;
+    if (!sc.peek('{')) return sc.skip_value(4);
+    bool seen_count = false;
+    return sc.object(
+        [&](std::string_view key) { return key == name ? a_count(seen_count, into, role) : sc.skip_value(5); });
+  };
+  return sc.object([&](std::string_view key) {
+    if (key == "prompt_tokens") return a_count(seen_prompt, u.prompt_tokens, Role::kPromptTokens);
+    if (key == "completion_tokens") return a_count(seen_completion, u.completion_tokens, Role::kCompletionTokens);
+    if (key == "total_tokens") return a_count(seen_total, u.total_tokens, Role::kTotalTokens);
+    if (key == "prompt_tokens_details") {
+      return details(seen_prompt_details, "cached_tokens", u.cached_prompt_tokens, Role::kCachedTokens);
+    }
+    if (key == "completion_tokens_details") {
+      return details(seen_completion_details, "reasoning_tokens", u.reasoning_tokens, Role::kReasoningTokens);
+    }
+    return sc.skip_value(3);
+  });
+}
+
+std::optional<ChunkScan> scan_chat_chunk_spots(std::string_view text, std::vector<ValueSpot>* values) {
+  Scanner sc(text, values);
   ChunkScan out;
   PayloadInfo& info = out.info;
   bool seen_object = false, seen_model = false, seen_id = false, seen_choices = false, seen_usage = false,
@@ -320,15 +444,25 @@ std::optional<ChunkScan> scan_chat_chunk_spots(std::string_view text) {
     if (key == "object" || key == "model" || key == "id") {
       const bool is_object = key == "object", is_model = key == "model";
       std::string_view& value = is_object ? object : is_model ? model : id;
-      return first_time(is_object  ? seen_object
-                        : is_model ? seen_model
-                                   : seen_id) &&
-             (sc.peek('"') ? sc.plain_string(value) : sc.skip_value(2));
+      if (!first_time(is_object ? seen_object : is_model ? seen_model : seen_id)) {
+        return false;
+      }
+      if (!sc.peek('"')) return sc.skip_value(2);
+      if (!sc.plain_string(value)) return false;
+      // The object decides which reader reads the payload: a template keeps it as it is.
+      sc.tag(is_object ? ValueSpot::Role::kFixed : is_model ? ValueSpot::Role::kModel : ValueSpot::Role::kId);
+      return true;
     }
     if (key == "choices") return first_time(seen_choices) && (sc.peek('[') ? read_choices(sc, out) : sc.skip_value(2));
-    if (key == "usage" || key == "error") {
-      // null says nothing; usage or an error is read by the full parse.
-      return first_time(key == "usage" ? seen_usage : seen_error) && sc.peek('n') && sc.skip_value(2);
+    if (key == "usage") {
+      if (!first_time(seen_usage)) return false;
+      if (!sc.peek('{')) return sc.skip_value(2);  // null, or not an object: no usage
+      info.usage.emplace();
+      return read_usage(sc, *info.usage);
+    }
+    if (key == "error") {
+      // null says nothing; an error is read by the full parse.
+      return first_time(seen_error) && sc.peek('n') && sc.skip_value(2);
     }
     // `type`: another API's event; `timings`/`metrics`: llama.cpp's or vLLM's, the full parse's.
     if (key == "type" || key == "timings" || key == "metrics") return false;
@@ -338,6 +472,10 @@ std::optional<ChunkScan> scan_chat_chunk_spots(std::string_view text) {
   if (!sc.at_end() || object == "response" || object == "error") return std::nullopt;
   info.model = std::string(model);
   info.id = std::string(id);
+  if (info.choices == 0) {  // no choices (or none that is an array): what usage says, as the full parse
+    info.kind = info.usage ? ChunkKind::kUsageOnly : ChunkKind::kEmpty;
+    info.final_usage = info.usage.has_value();
+  }
   if (info.choices != 1) out.content = ContentSpot{};  // a template needs the one choice's content
   return out;
 }
@@ -346,6 +484,21 @@ std::optional<PayloadInfo> scan_chat_chunk(std::string_view text) {
   auto scanned = scan_chat_chunk_spots(text);
   if (!scanned) return std::nullopt;
   return std::move(scanned->info);
+}
+
+bool ChunkShape::learn(std::string_view text) {
+  std::vector<ValueSpot> values;
+  auto scanned = scan_chat_chunk_spots(text, &values);
+  if (!scanned) return false;
+  text_.assign(text.data(), text.size());
+  holes_.clear();
+  for (const auto& v : values) {
+    if (v.role != ValueSpot::Role::kFixed) holes_.push_back(v);
+  }
+  facts_ = std::move(scanned->choice_facts);
+  scratch_ = facts_;
+  info_ = std::move(scanned->info);
+  return true;
 }
 
 bool ChunkTemplate::learn(std::string_view text) {
@@ -373,6 +526,174 @@ const PayloadInfo* ChunkTemplate::read(std::string_view text) {
   f.content = close > open_ + 1;
   info_.kind = detail::choice_kind(f);
   return &info_;
+}
+
+namespace {
+
+// How many bytes `a` and `b` share from their starts.
+std::size_t same_bytes(std::string_view a, std::string_view b) {
+  const std::size_t n = std::min(a.size(), b.size());
+  std::size_t i = 0;
+#if defined(__SSE2__)
+  for (; i + 16 <= n; i += 16) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.data() + i));
+    const __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.data() + i));
+    const auto equal = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)));
+    if (equal != 0xffffu) return i + static_cast<std::size_t>(std::countr_zero(~equal));
+  }
+#endif
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+}  // namespace
+
+// A value's text in the shape: a string's without its quotes.
+std::string_view ChunkShape::shape_value(const ValueSpot& h) const {
+  const std::string_view token = std::string_view(text_).substr(h.at, h.length);
+  return h.string ? token.substr(1, token.size() - 2) : token;
+}
+
+bool ChunkShape::apply(const ValueSpot& h, std::string_view value, IdWanted id) {
+  using Role = ValueSpot::Role;
+  if (h.role >= Role::kPromptTokens) {  // digits only: what the full parse reads as a non-negative integer
+    std::int64_t n = 0;
+    for (const char c : value) {
+      if (!is_digit(c)) return false;
+      n = n * 10 + (c - '0');
+    }
+    Usage& u = *info_.usage;
+    (h.role == Role::kPromptTokens       ? u.prompt_tokens
+     : h.role == Role::kCompletionTokens ? u.completion_tokens
+     : h.role == Role::kTotalTokens      ? u.total_tokens
+     : h.role == Role::kCachedTokens     ? u.cached_prompt_tokens
+                                         : u.reasoning_tokens) = n;
+    return true;
+  }
+  const bool filled = !value.empty();
+  auto& f = scratch_[static_cast<std::size_t>(h.choice)];
+  switch (h.role) {
+    case Role::kId:
+      if (id == IdWanted::kYes) info_.id.assign(value);
+      break;
+    case Role::kModel: info_.model.assign(value); break;
+    case Role::kFinishReason:
+      if (h.choice == 0) info_.finish_reason.assign(value);
+      break;
+    case Role::kText: f.text |= filled; break;
+    case Role::kContent: f.content |= filled; break;
+    case Role::kReasoning: f.reasoning |= filled; break;
+    case Role::kRefusal: f.refusal |= filled; break;
+    case Role::kRole: f.role |= filled; break;
+    default: break;
+  }
+  return true;
+}
+
+const PayloadInfo* ChunkShape::read(std::string_view text, IdWanted id) {
+  using Role = ValueSpot::Role;
+  if (text_.empty()) return nullptr;
+  const std::string_view t = text_;
+  for (std::size_t c = 0; c < facts_.size(); ++c) {
+    auto& f = scratch_[c];
+    f = facts_[c];
+    f.text = f.content = f.reasoning = f.refusal = f.role = false;
+  }
+  if (id == IdWanted::kNo) info_.id.clear();
+  // Runs of bytes equal to the shape's are found sixteen at a time; every value inside such a run
+  // is the shape's, and only a value where the bytes differ is scanned (a stream's chunks differ
+  // from one another in the content, and from another response's in the id and `created`).
+  std::size_t tp = 0, np = 0;  // where the shape and the text are
+  std::size_t next = 0;        // the next value of the shape's
+  for (;;) {
+    const std::size_t equal_to = tp + same_bytes(t.substr(tp), text.substr(np));  // in the shape
+    // Values wholly inside the run are the shape's; a number must end inside it too (the byte after
+    // it the shape's: it ends where the shape's did).
+    for (; next < holes_.size(); ++next) {
+      const ValueSpot& h = holes_[next];
+      const std::size_t end = h.at + h.length;
+      if (end > equal_to || (end == equal_to && !h.string)) break;
+      if (h.role != Role::kOther && !apply(h, shape_value(h), id)) return nullptr;
+    }
+    if (next == holes_.size()) {
+      // The rest is the shape's, to its end.
+      if (equal_to != t.size() || text.size() - np != t.size() - tp) return nullptr;
+      break;
+    }
+    const ValueSpot& h = holes_[next++];
+    if (equal_to < h.at) return nullptr;  // the bytes differ outside a value
+    np += h.at - tp;
+    tp = h.at + h.length;
+    // A value of the same kind where the shape's was.
+    std::string_view value;
+    if (h.string) {
+      if (np >= text.size() || text[np] != '"') return nullptr;
+      bool escaped = false;
+      const std::size_t close = string_body_end(text, np + 1, escaped);
+      if (close == std::string_view::npos) return nullptr;
+      value = text.substr(np + 1, close - np - 1);
+      const bool copied = h.role == Role::kId || h.role == Role::kModel || h.role == Role::kFinishReason;
+      if (escaped && copied) return nullptr;
+      np = close + 1;
+    } else {
+      Scanner sc(text, nullptr);
+      if (!sc.number_from(np)) return nullptr;
+      value = text.substr(np, sc.pos() - np);
+      np = sc.pos();
+    }
+    if (h.role != Role::kOther && !apply(h, value, id)) return nullptr;
+  }
+  if (!facts_.empty()) {
+    ChunkKind best = ChunkKind::kEmpty;
+    for (const auto& f : scratch_) {
+      const ChunkKind k = detail::choice_kind(f);
+      if (detail::outranks(k, best)) best = k;
+    }
+    info_.kind = best;
+  }
+  return &info_;
+}
+
+const PayloadInfo* ChunkShapes::read(std::string_view text, IdWanted id, std::size_t& last) {
+  if (used_ == 0) return nullptr;
+  const std::size_t expected = last == kNone ? first_ : next_[last];
+  const auto take = [&](std::size_t i) {
+    if (last == kNone) {
+      first_ = i;
+    } else {
+      next_[last] = i;
+    }
+    last = i;
+  };
+  if (expected < used_) {
+    if (const PayloadInfo* p = shapes_[expected].read(text, id)) {
+      last = expected;
+      return p;
+    }
+  }
+  for (std::size_t i = 0; i < used_; ++i) {
+    if (i == expected) continue;
+    if (const PayloadInfo* p = shapes_[i].read(text, id)) {
+      take(i);
+      return p;
+    }
+  }
+  return nullptr;
+}
+
+bool ChunkShapes::learn(std::string_view text, std::size_t& last) {
+  const std::size_t slot = replace_;
+  if (!shapes_[slot].learn(text)) return false;
+  replace_ = (replace_ + 1) % kShapes;
+  used_ = std::min(used_ + 1, kShapes);
+  if (last == kNone) {
+    first_ = slot;
+  } else {
+    next_[last] = slot;
+  }
+  next_[slot] = slot;  // a content chunk is followed by another, most often
+  last = slot;
+  return true;
 }
 
 }  // namespace mpo::openai

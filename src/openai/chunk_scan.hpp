@@ -13,9 +13,12 @@
 // deeper than 64. The fuzz target fuzz_chunk_scan checks that every answer equals the full parse's.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "openai/chunk.hpp"
 
@@ -48,10 +51,39 @@ struct ContentSpot {
 // The scan's reading, with what a template needs (scan_chat_chunk is its `info`).
 struct ChunkScan {
   PayloadInfo info;
-  ContentSpot content;        // found only with exactly one choice whose delta has a content string
-  detail::ChoiceFacts facts;  // that choice's
+  ContentSpot content;                            // found only with exactly one choice whose delta has a content string
+  detail::ChoiceFacts facts;                      // that choice's
+  std::vector<detail::ChoiceFacts> choice_facts;  // every choice's, in order
 };
-std::optional<ChunkScan> scan_chat_chunk_spots(std::string_view text);
+
+// A string or number value of a scanned chunk (not a key): where its token is and what the reading
+// takes from it (ChunkShape reads chunks by these).
+struct ValueSpot {
+  enum class Role : std::uint8_t {
+    kOther,  // read by nothing
+    kFixed,  // decides which reader reads the payload (`object`): a template keeps its bytes
+    kId,
+    kModel,
+    kFinishReason,  // values the reading copies (no escape in them)
+    kText,
+    kContent,
+    kReasoning,
+    kRefusal,
+    kRole,  // a choice's strings, read for their emptiness
+    kPromptTokens,
+    kCompletionTokens,
+    kTotalTokens,
+    kCachedTokens,
+    kReasoningTokens,  // usage counts
+  };
+  std::size_t at = 0, length = 0;  // the token, a string's quotes included
+  bool string = false;             // else a number
+  Role role = Role::kOther;
+  int choice = 0;  // the choice a choice's string belongs to
+};
+// With `values`, every value the scan passes is added to it, in order. A chunk with usage is
+// answered too when its counts are plain integers (`usage` is read as the full parse reads it).
+std::optional<ChunkScan> scan_chat_chunk_spots(std::string_view text, std::vector<ValueSpot>* values = nullptr);
 
 // One chunk of a stream, read once and kept, that the next ones are read by. A stream's chunks
 // are, event after event, the same bytes but for the text of one string: the choice's content (the
@@ -59,7 +91,8 @@ std::optional<ChunkScan> scan_chat_chunk_spots(std::string_view text);
 // string's opening quote and from its closing quote on, with a valid string between, is the
 // template's reading but for whether the content is empty: the same JSON with one string token
 // replaced by another. That costs two comparisons and a scan of the new text, against a full parse
-// of the chunk (issue 43: a fifth of the proxy's instructions on streams).
+// of the chunk (issue 43: a fifth of the proxy's instructions on streams). Within one stream it
+// is the cheapest reading of its content chunks (ChunkShape below compares every value).
 class ChunkTemplate {
  public:
   // Keeps `text` as the template when the scan reads it and finds the content string; false (and
@@ -76,6 +109,54 @@ class ChunkTemplate {
   std::size_t suffix_ = 0;  // bytes from its closing quote to the end
   detail::ChoiceFacts facts_;
   PayloadInfo info_;
+};
+
+// One chunk, read once and kept, that later chunks are read by (issue 43). A stream's chunks are,
+// event after event, the same bytes but for the text of a few values: the choice's content, the
+// id and `created` (which also differ from one response to the next), a count. A chunk that is the
+// shape's bytes outside those values, with a valid token of the same kind in place of each, is the
+// same JSON with some values replaced: its reading is the shape's with what those values say (a
+// string's emptiness, a copied id, model or finish_reason without escapes, a count that is a plain
+// integer). That costs comparisons and a scan of the new values, against a full parse of the chunk.
+class ChunkShape {
+ public:
+  // Keeps `text` as the shape when the scan reads it; false (and the shape as it was) otherwise.
+  bool learn(std::string_view text);
+  // The reading of `text` when it is the shape but for its values; nullptr otherwise (the full
+  // parse's then). With IdWanted::kNo the id is left empty. Valid until the next call.
+  const PayloadInfo* read(std::string_view text, IdWanted id = IdWanted::kYes);
+  bool empty() const { return text_.empty(); }
+
+ private:
+  // What one value of a read says; false when the reading cannot take it (a count that is no
+  // plain integer).
+  bool apply(const ValueSpot& h, std::string_view value, IdWanted id);
+  std::string_view shape_value(const ValueSpot& h) const;
+
+  std::string text_;
+  std::vector<ValueSpot> holes_;              // the values that may differ, in order
+  std::vector<detail::ChoiceFacts> facts_;    // each choice's, but for its strings' emptiness
+  std::vector<detail::ChoiceFacts> scratch_;  // a read's
+  PayloadInfo info_;
+};
+
+// The shapes one thread has learnt, for all the streams it reads. A stream's chunks come in an
+// order its next responses repeat (a role chunk, content chunks, a finish chunk, a usage chunk):
+// each stream keeps which shape read its last chunk (`last`), and the shape that last followed
+// that one, in any stream, is tried first; when all are taken a new one replaces them in turn.
+class ChunkShapes {
+ public:
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  const PayloadInfo* read(std::string_view text, IdWanted id, std::size_t& last);
+  // Learns `text` as a shape; `last` becomes it (the stream's chunk after it is read by what follows).
+  bool learn(std::string_view text, std::size_t& last);
+
+ private:
+  static constexpr std::size_t kShapes = 6;
+  std::array<ChunkShape, kShapes> shapes_;
+  std::array<std::size_t, kShapes> next_{};  // the shape that last followed each
+  std::size_t first_ = 0;                    // the shape that last read a stream's first chunk
+  std::size_t used_ = 0, replace_ = 0;
 };
 
 }  // namespace mpo::openai

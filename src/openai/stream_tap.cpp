@@ -25,19 +25,38 @@ void StreamTap::feed(std::string_view bytes, std::int64_t steady_us) {
     if (body_.size() < kMaxBody) body_.append(bytes.substr(0, kMaxBody - body_.size()));
     return;
   }
+  thread_local ChunkShapes shapes;
   framer_.feed(bytes, [&](const SseEvent& e) {
-    if (const PayloadInfo* known = template_.read(e.data)) {
+    if (const PayloadInfo* known = template_.read(e.data)) {  // this stream's content chunks
       on_payload(*known, steady_us, true);
       return;
     }
-    const PayloadInfo info = classify_chunk(e.data, id_.empty() ? IdWanted::kYes : IdWanted::kNo);
-    // Learnt from the second content chunk on: a response of one token never pays for it.
-    if (info.kind == ChunkKind::kContent && content_events_ > 0 && learns_left_ > 0) {
+    const IdWanted id = id_.empty() ? IdWanted::kYes : IdWanted::kNo;
+    if (const PayloadInfo* known = shapes.read(e.data, id, last_shape_)) {
+      on_payload(*known, steady_us, true);
+      learn_template(e.data, *known);
+      return;
+    }
+    const PayloadInfo info = classify_chunk(e.data, id);
+    // Learnt only from what the scan reads (not an error, another API's event, one with llama.cpp's
+    // timings or vLLM's metrics): a failed attempt would cost a scan for nothing.
+    if (learns_left_ > 0 && info.kind != ChunkKind::kUnparsable && info.kind != ChunkKind::kDone &&
+        info.kind != ChunkKind::kError && !info.typed_event && !info.unknown_event && info.server_timings.empty()) {
       --learns_left_;
-      template_.learn(e.data);
+      shapes.learn(e.data, last_shape_);
     }
     on_payload(info, steady_us, true);
+    learn_template(e.data, info);
   });
+}
+
+// The stream's template is learnt from its second content chunk on (a response of one token never
+// pays for it), a few times a stream at most.
+void StreamTap::learn_template(std::string_view data, const PayloadInfo& info) {
+  if (info.kind == ChunkKind::kContent && content_events_ > 1 && template_learns_left_ > 0) {
+    --template_learns_left_;
+    template_.learn(data);
+  }
 }
 
 void StreamTap::finish(bool complete) {

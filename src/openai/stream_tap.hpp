@@ -78,10 +78,15 @@ class StreamTap {
 
   bool sse_;
   SseFramer framer_;
-  // The stream's chunks after the second content chunk are read by comparing them with it
-  // (ChunkTemplate); it is learnt again when one differs, a few times a stream at most.
+  // Chunks are read by comparing them with chunks read before: the stream's content chunks with
+  // its second one (ChunkTemplate, the cheapest), the others with shapes learnt from earlier chunks
+  // of this stream or of any other its thread read (ChunkShapes, one per thread). A chunk that fits
+  // neither is parsed, and learnt a few times a stream at most.
+  void learn_template(std::string_view data, const PayloadInfo& info);
   ChunkTemplate template_;
+  int template_learns_left_ = 4;
   int learns_left_ = 4;
+  std::size_t last_shape_ = ChunkShapes::kNone;  // the shape that read this stream's last chunk
   std::string body_;
   std::uint64_t bytes_ = 0;
   std::optional<std::int64_t> first_content_us_, last_content_us_;

@@ -72,6 +72,12 @@ TEST(ChunkScan, AnswersTheUsualShapesAsTheFullParseDoes) {
       R"({"choices":[{"delta":{"content":"caf)"
       "\xc3\xa9"
       R"( \ud7ff"}}]})",
+      // Usage with plain integer counts (twenty-sixth session: read by the scan too).
+      R"({"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}})",
+      R"({"id":"c","choices":[],"usage":{"prompt_tokens":10,"total_tokens":11,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":0}}})",
+      R"({"choices":[{"delta":{"content":"x"}}],"usage":{"completion_tokens":5,"completion_tokens_details":{"reasoning_tokens":2,"x":[1]},"prompt_tokens_details":null,"other":"y"}})",
+      R"({"choices":[],"usage":{}})",
+      R"({"choices":[],"usage":7})",
   };
   for (const char* c : cases) {
     const auto scanned = scan_chat_chunk(c);
@@ -91,7 +97,13 @@ TEST(ChunkScan, AnswersTheUsualShapesAsTheFullParseDoes) {
 TEST(ChunkScan, LeavesToTheFullParseWhatItIsNotSureOf) {
   const std::string cases[] = {
       // Members the full parse reads.
-      R"({"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}})",
+      R"({"choices":[],"usage":{"prompt_tokens":1.5}})",
+      R"({"choices":[],"usage":{"prompt_tokens":-1}})",
+      R"({"choices":[],"usage":{"prompt_tokens":null}})",
+      R"({"choices":[],"usage":{"prompt_tokens":"3"}})",
+      R"({"choices":[],"usage":{"prompt_tokens":1,"prompt_tokens":2}})",
+      R"({"choices":[],"usage":{"prompt_tokens_details":{"cached_tokens":1,"cached_tokens":2}}})",
+      R"({"choices":[],"usage":{"prompt_tokens":1},"usage":null})",
       R"({"error":{"message":"m","type":"t"}})",
       R"({"type":"response.output_text.delta","delta":"x"})",
       R"({"choices":[{"delta":{"content":"x"}}],"timings":{"predicted_n":1}})",
@@ -188,6 +200,178 @@ TEST(ChunkTemplate, ReadsOnlyAChunkThatIsItsBytesButForAValidContentString) {
   EXPECT_FALSE(none.learn(R"({"choices":[{"delta":{"content":"a"}},{"delta":{"content":"b"}}]})"));
   EXPECT_FALSE(none.learn(R"({"choices":[{"message":{"content":"a"}}]})"));
   EXPECT_TRUE(none.empty());
+}
+
+// A shape's reading of `chunk`, checked against the full parse's (with the id left out when not
+// wanted); false when the shape does not read it.
+bool read_as_the_full_parse(ChunkShape& shape, const std::string& chunk) {
+  const PayloadInfo* known = shape.read(chunk);
+  if (known == nullptr) return false;
+  EXPECT_EQ(*known, classify_chunk_fully(chunk)) << chunk;
+  PayloadInfo without_id = classify_chunk_fully(chunk);
+  without_id.id.clear();
+  const PayloadInfo* no_id = shape.read(chunk, IdWanted::kNo);
+  EXPECT_TRUE(no_id != nullptr && *no_id == without_id) << chunk;
+  return true;
+}
+
+// The same stream as another response would send it: another id, another `created`.
+std::string as_another_response(std::string chunk) {
+  const auto id = chunk.find("chatcmpl-");
+  if (id != std::string::npos) chunk.replace(id, 9, "chatcmpl-another-response-");
+  const auto created = chunk.find("\"created\":");
+  if (created != std::string::npos) chunk.insert(created + 10, "1");
+  return chunk;
+}
+
+TEST(ChunkShape, ReadsEveryLaterChunkOfARealLlamaCppStreamAndOfAnotherResponseAsTheFullParseDoes) {
+  const auto payloads = payloads_of(test::capture_body("llamacpp/llamacpp_b10309_chat_stream.http"));
+  ChunkShape content;
+  ASSERT_TRUE(content.learn(payloads[1]));  // the first content chunk
+  int read = 0;
+  for (std::size_t i = 1; i < payloads.size(); ++i) {
+    if (read_as_the_full_parse(content, payloads[i])) ++read;
+    // The same chunk from another response (an id and a `created` of other lengths) fits too.
+    if (read_as_the_full_parse(content, as_another_response(payloads[i]))) ++read;
+  }
+  // Every content chunk, twice (the role chunk, the finish chunk and the usage chunk differ elsewhere).
+  EXPECT_GE(read, 10);
+  EXPECT_EQ(content.read(payloads[0]), nullptr);
+  EXPECT_EQ(content.read(payloads.back()), nullptr);
+  // The role chunk is a shape of its own, read across responses.
+  ChunkShape role;
+  ASSERT_TRUE(role.learn(payloads[0]));
+  EXPECT_TRUE(read_as_the_full_parse(role, as_another_response(payloads[0])));
+  EXPECT_EQ(role.read(as_another_response(payloads[0]))->kind, ChunkKind::kRoleOnly);
+}
+
+TEST(ChunkShape, ReadsOnlyAChunkThatIsItsBytesButForValidValuesOfTheSameKind) {
+  const std::string base =
+      R"({"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"first"},"logprobs":null,"finish_reason":null}]})";
+  const auto with = [&base](std::string_view from, std::string_view to) {
+    std::string s = base;
+    return s.replace(s.find(from), from.size(), to);
+  };
+  ChunkShape t;
+  ASSERT_TRUE(t.learn(base));
+  for (const std::string& content :
+       {std::string(), std::string("x"), std::string(R"(a \"quoted\" word)"), std::string(R"(\n\t\\ \u00e9 \/)"),
+        std::string("caf\xc3\xa9"), std::string(300, 'y')}) {
+    EXPECT_TRUE(read_as_the_full_parse(t, with("first", content))) << content;
+  }
+  EXPECT_EQ(t.read(with("first", ""))->kind, ChunkKind::kRoleOnly);  // the role decides when the content is empty
+  EXPECT_EQ(t.read(with("first", "x"))->kind, ChunkKind::kContent);
+  EXPECT_EQ(t.read(with("\"assistant\"", "\"\""))->kind, ChunkKind::kContent);
+  // Other values, of the same kind: the id, the model, `created`, `index`.
+  for (const std::string& chunk :
+       {with("chatcmpl-1", "chatcmpl-2"), with("chatcmpl-1", ""), with("\"m\"", "\"model-b\""),
+        with(":1,", ":123456789012345,"), with("\"index\":0", "\"index\":-2.5")}) {
+    EXPECT_TRUE(read_as_the_full_parse(t, chunk)) << chunk;
+  }
+  EXPECT_EQ(t.read(with("\"m\"", "\"model-b\""))->model, "model-b");
+  // Not the shape's bytes, a value of another kind, or not one valid token: the full parse's.
+  for (const std::string& chunk :
+       {with("first", R"(a " b)"), with("first", "ends with a backslash\\"), with("first", "\x01"),
+        with("first", "\xff"), with("first", R"(\ud800)"), with("first", R"(\x)"),
+        with("null}]}", "\"stop\"}]}"),              // finish_reason: null was the shape's
+        with("\"m\"", "7"), with(":1,", ":\"1\","),  // a string for a number, a number for a string
+        with(":1,", ":1e3,"), with(":1,", ":01,"), with(":1,", ":1234567890123456,"),  // not the scan's numbers
+        with("\"m\"", R"("m\u0031")"), with("chatcmpl-1", R"(chat\/1)"),               // a copied value with an escape
+        with("chat.completion.chunk", "error"),                                        // `object` decides the reader
+        with("\"index\":0", "\"index\":null"), base + " ", base.substr(1), base.substr(0, base.size() - 1)}) {
+    EXPECT_EQ(t.read(chunk), nullptr) << chunk;
+  }
+  // What the scan does not read is no shape.
+  ChunkShape none;
+  EXPECT_FALSE(none.learn(R"({"choices":[{"delta":{"content":"x"}}],"timings":{"predicted_n":1}})"));
+  EXPECT_FALSE(none.learn(R"({"type":"response.output_text.delta","delta":"x"})"));
+  EXPECT_TRUE(none.empty());
+}
+
+TEST(ChunkShape, ReadsUsageCountsFinishReasonsAndEveryChoiceFromItsValues) {
+  // vLLM's usage chunk and its continuous usage (a count in every chunk), two choices, a message
+  // beside a delta (the full parse reads the delta). Invented edge cases around real shapes.
+  ChunkShape usage;
+  ASSERT_TRUE(usage.learn(
+      R"({"id":"a","choices":[],"usage":{"prompt_tokens":10,"total_tokens":11,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":0}}})"));
+  const std::string other =
+      R"({"id":"bb","choices":[],"usage":{"prompt_tokens":7,"total_tokens":907,"completion_tokens":900,"prompt_tokens_details":{"cached_tokens":4}}})";
+  ASSERT_TRUE(read_as_the_full_parse(usage, other));
+  EXPECT_EQ(usage.read(other)->usage->completion_tokens, 900);
+  EXPECT_EQ(usage.read(other)->usage->cached_prompt_tokens, 4);
+  EXPECT_EQ(usage.read(other)->kind, ChunkKind::kUsageOnly);
+  EXPECT_EQ(
+      usage.read(
+          R"({"id":"bb","choices":[],"usage":{"prompt_tokens":7.5,"total_tokens":907,"completion_tokens":900,"prompt_tokens_details":{"cached_tokens":4}}})"),
+      nullptr);  // a count that is no plain integer: the full parse's
+  EXPECT_EQ(
+      usage.read(
+          R"({"id":"bb","choices":[],"usage":{"prompt_tokens":-7,"total_tokens":907,"completion_tokens":900,"prompt_tokens_details":{"cached_tokens":4}}})"),
+      nullptr);
+
+  ChunkShape two;
+  const std::string chunk =
+      R"({"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"},{"index":1,"delta":{"reasoning":""},"message":{"content":"m"},"finish_reason":"length"}],"usage":{"completion_tokens":3}})";
+  ASSERT_TRUE(two.learn(chunk));
+  const auto with = [&chunk](std::string_view from, std::string_view to) {
+    std::string s = chunk;
+    return s.replace(s.find(from), from.size(), to);
+  };
+  for (const std::string& c :
+       {chunk, with("\"a\"", "\"\""), with("\"stop\"", "\"tool_calls\""),
+        with("\"reasoning\":\"\"", "\"reasoning\":\"r\""), with("\"m\"", "\"\""), with(":3}", ":42}")}) {
+    EXPECT_TRUE(read_as_the_full_parse(two, c)) << c;
+  }
+  EXPECT_EQ(two.read(with("\"a\"", "\"\""))->kind, ChunkKind::kEmpty);  // the message's content decides nothing
+  EXPECT_EQ(two.read(with("\"stop\"", "\"tool_calls\""))->finish_reason, "tool_calls");
+  EXPECT_EQ(two.read(with(":3}", ":42}"))->usage->completion_tokens, 42);
+}
+
+TEST(ChunkShapes, AThreadsShapesReadEveryChunkOfTheResponsesAfterTheFirst) {
+  // The proxy's loop reads every response's chunks with one set of shapes: after the first response
+  // learnt them, the next responses' chunks (other ids, other `created`) are read without a parse,
+  // however the streams' chunks interleave.
+  const auto payloads = payloads_of(test::capture_body("llamacpp/llamacpp_b10309_chat_stream.http"));
+  ChunkShapes shapes;
+  std::size_t last = ChunkShapes::kNone;
+  for (const auto& p : payloads) {
+    if (shapes.read(p, IdWanted::kYes, last) == nullptr) (void)shapes.learn(p, last);
+  }
+  int read = 0, parsed = 0;
+  std::size_t a = ChunkShapes::kNone, b = ChunkShapes::kNone;  // two streams, chunk by chunk in turn
+  for (const auto& p : payloads) {
+    for (std::size_t* stream : {&a, &b}) {
+      const std::string chunk = as_another_response(p);
+      const PayloadInfo* known = shapes.read(chunk, IdWanted::kYes, *stream);
+      if (known == nullptr) {
+        ++parsed;
+        continue;
+      }
+      ++read;
+      EXPECT_EQ(*known, classify_chunk_fully(chunk)) << chunk;
+    }
+  }
+  EXPECT_EQ(parsed, 2);  // each stream's last chunk, with llama.cpp's timings: the full parse's
+  EXPECT_EQ(read, 2 * (static_cast<int>(payloads.size()) - 1));
+}
+
+TEST(ChunkShapes, MoreShapesThanItKeepsReplaceTheOldestAndAreStillReadRight) {
+  ChunkShapes shapes;
+  std::size_t last = ChunkShapes::kNone;
+  const auto chunk = [](int i) {
+    return R"({"choices":[{"index":0,"delta":{"content":"x"}}],"k)" + std::to_string(i) + R"(":1})";
+  };
+  for (int i = 0; i < 9; ++i) ASSERT_TRUE(shapes.learn(chunk(i), last));
+  for (int i = 0; i < 9; ++i) {
+    std::size_t fresh = ChunkShapes::kNone;
+    const PayloadInfo* known = shapes.read(chunk(i), IdWanted::kYes, fresh);
+    if (i < 3) {
+      EXPECT_EQ(known, nullptr) << i;  // replaced
+    } else {
+      ASSERT_NE(known, nullptr) << i;
+      EXPECT_EQ(*known, classify_chunk_fully(chunk(i)));
+    }
+  }
 }
 
 }  // namespace
