@@ -1,13 +1,14 @@
 // Reads the usual streamed chunk of the chat and completions APIs without building a DOM (issue
 // 43: simdjson's DOM parse of every event was a fifth of the proxy's instructions on streams). One
 // strict pass over the text finds what the ledger needs: each choice's kind (content, reasoning,
-// tool calls, refusal, role only), the first choice's finish_reason, the model and the id. That
-// pass costs about what simdjson's parse does; what pays is ChunkTemplate below, which reads the
-// chunks after it by comparing bytes.
+// tool calls, refusal, role only), the first choice's finish_reason, the model, the id and usage.
+// That pass costs about what simdjson's parse does; what pays is ChunkTemplate and ChunkShape
+// below, which read the chunks after it by comparing bytes.
 //
 // It answers only when it is sure: the text is one valid JSON object (RFC 8259: the grammar,
 // UTF-8, escapes) of the shape it knows. Anything else gives nullopt and the full parse decides:
-// a `type`, `error`, `usage`, `timings` or `metrics` member, an `object` of "response" or "error",
+// a `type`, `error`, `timings` or `metrics` member, a usage count that is no plain integer (or a
+// usage key given twice), an `object` of "response" or "error",
 // a choice that is not an object, a key the scan reads given twice, a key or a read string with an
 // escape, a number with an exponent or over 15 digits, a \u escape of a surrogate or of NUL, nesting
 // deeper than 64. The fuzz target fuzz_chunk_scan checks that every answer equals the full parse's.
