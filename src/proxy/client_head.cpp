@@ -16,7 +16,7 @@ namespace beast = boost::beast;
 // (each replacing one of the backend's of that name, at the end, as Beast's set() does).
 template <class Add>
 void copied_fields(const ClientHeadInput& in, Add&& add) {
-  const auto& head = in.parser.get();
+  const auto& head = in.parser.head();
   const std::string tokens = connection_tokens(head);
   for (const auto& f : head) {
     const auto name = f.name_string();
@@ -31,7 +31,7 @@ void copied_fields(const ClientHeadInput& in, Add&& add) {
 }  // namespace
 
 ClientFraming client_framing(const ClientHeadInput& in) {
-  const auto& head = in.parser.get();
+  const auto& head = in.parser.head();
   if (head.has_content_length() && !in.strip_usage) return ClientFraming::kLength;
   const bool bodyless =
       head.result() == http::status::no_content || head.result() == http::status::not_modified || in.head_request;
@@ -41,7 +41,7 @@ ClientFraming client_framing(const ClientHeadInput& in) {
 
 http::response<http::buffer_body> client_response_head(const ClientHeadInput& in, bool keep_alive) {
   http::response<http::buffer_body> res;
-  res.result(in.parser.get().result_int());
+  res.result(in.parser.head().result_int());
   res.version(in.version);
   copied_fields(in, [&](std::string_view name, std::string_view value) { res.insert(name, value); });
   switch (client_framing(in)) {
@@ -59,7 +59,7 @@ std::string client_response_head_text(const ClientHeadInput& in, bool keep_alive
   std::string out;
   out.reserve(512);
   const unsigned version = in.version;
-  const unsigned status = in.parser.get().result_int();
+  const unsigned status = in.parser.head().result_int();
   out += version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
   char number[24];
   out.append(number, std::to_chars(number, number + sizeof number, status).ptr);

@@ -8,19 +8,20 @@
 
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/message.hpp>
-#include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <string>
 #include <string_view>
+
+#include "proxy/backend_parser.hpp"
 
 namespace mpo::proxy {
 
 namespace http = boost::beast::http;
 
 struct ClientHeadInput {
-  unsigned version = 11;                                   // the client's request's
-  bool head_request = false;                               // a HEAD request: its response has no body
-  const http::response_parser<http::buffer_body>& parser;  // holds the backend's head
+  unsigned version = 11;        // the client's request's
+  bool head_request = false;    // a HEAD request: its response has no body
+  const BackendParser& parser;  // holds the backend's head
   std::string_view id_header;
   std::string_view observation_id;
   bool sse = false;

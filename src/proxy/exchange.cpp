@@ -203,8 +203,7 @@ RetryContext retry_context(bool retry_stale, bool pooled, const ledger::Observat
 // time), parsed here: a head that came whole costs no read operation of Beast's, whose completion
 // goes once round the event loop (issue 43). A head not yet whole is left to Beast's read, which
 // goes on from what the parser has taken.
-boost::system::error_code parse_buffered_head(http::response_parser<http::buffer_body>& parser,
-                                              beast::flat_buffer& buffer) {
+boost::system::error_code parse_buffered_head(BackendParser& parser, beast::flat_buffer& buffer) {
   boost::system::error_code ec;
   while (!parser.is_header_done() && buffer.size() > 0) {
     const std::size_t used = parser.put(buffer.data(), ec);
@@ -234,7 +233,7 @@ awaitable<bool> Proxy::handle(beast::tcp_stream& client, ClientRequest req, std:
   auto watch = std::make_shared<ClientWatch>();
   arm_client_watch(client, watch);
 
-  http::response_parser<http::buffer_body> parser;
+  BackendParser parser;
   parser.header_limit(64 * 1024);
   parser.body_limit(boost::none);
   parser.skip(req.method() == http::verb::head);  // a HEAD response has no body, whatever its length says
@@ -251,8 +250,8 @@ awaitable<bool> Proxy::handle(beast::tcp_stream& client, ClientRequest req, std:
 // Sends the request and reads the response head. A pooled connection that the backend closed while
 // the request was on its way (EOF or reset before any response byte) is replaced by a fresh one,
 // once (upstream_policy.hpp: should_retry).
-awaitable<Proxy::Sent> Proxy::send_upstream(Exchange& x, std::string_view request,
-                                            http::response_parser<http::buffer_body>& parser, ClientWatch& watch) {
+awaitable<Proxy::Sent> Proxy::send_upstream(Exchange& x, std::string_view request, BackendParser& parser,
+                                            ClientWatch& watch) {
   Sent sent{pool_->take(), {}, false};
   bool pooled = sent.up != nullptr;
   for (;;) {
@@ -375,8 +374,8 @@ namespace {
 // then says what the backend's does (the same Content-Length, or chunked to an HTTP/1.1 client).
 // Not when usage is stripped from the events, the body is read to the close, the backend's transfer
 // coding is more than chunked, or the connection's bytes are not ours to see (TLS: Beast reads those).
-bool passes_through(const ClientRequest& req, const http::response_parser<http::buffer_body>& parser,
-                    std::string_view transfer_encoding, bool strip_usage, bool plain_socket) {
+bool passes_through(const ClientRequest& req, const BackendParser& parser, std::string_view transfer_encoding,
+                    bool strip_usage, bool plain_socket) {
   if (strip_usage || !plain_socket || parser.is_done()) return false;
   if (parser.chunked()) return req.version() >= 11 && beast::iequals(transfer_encoding, "chunked");
   return parser.content_length().has_value();
@@ -387,7 +386,7 @@ bool passes_through(const ClientRequest& req, const http::response_parser<http::
 struct BackendHeadFacts {
   bool sse = false, encoded = false;
   std::optional<std::string_view> transfer_encoding, keep_alive, request_id;
-  explicit BackendHeadFacts(const http::response_header<>& head) {
+  explicit BackendHeadFacts(const BackendHead& head) {
     bool typed = false;
     for (const auto& f : head) {
       switch (f.name()) {
@@ -444,8 +443,8 @@ void record_outcome(ledger::Observation& o, const openai::StreamTap& tap, boost:
 // One response's relay: the client's head and how its body goes (as it came, or framed again by
 // the serializer), the tap, and what has been written so far.
 struct Relay {
-  Relay(const ClientRequest& req, http::response_parser<http::buffer_body>& parser, const BackendHeadFacts& backend,
-        const ProxyOptions& opts, const std::string& observation_id, bool strip, bool plain_socket)
+  Relay(const ClientRequest& req, BackendParser& parser, const BackendHeadFacts& backend, const ProxyOptions& opts,
+        const std::string& observation_id, bool strip, bool plain_socket)
       : sse(backend.sse),
         encoded(backend.encoded),
         strip_usage(strip && sse),
@@ -469,9 +468,9 @@ struct Relay {
   // one write (and the final chunk rides with the last data); waiting here would coalesce events.
   // Stops when more bytes are needed, the body buffer is full or the message is done. The bytes
   // parsed stay in the buffer (`parsed` of them) until the round has forwarded them.
-  boost::system::error_code parse_buffered(http::response_parser<http::buffer_body>& parser, Upstream& up) {
+  boost::system::error_code parse_buffered(BackendParser& parser, Upstream& up) {
     consumed = false;
-    while (!parser.is_done() && up.buffer().size() > parsed && parser.get().body().size > 0) {
+    while (!parser.is_done() && up.buffer().size() > parsed && parser.body().size > 0) {
       boost::system::error_code pec;
       const auto data = up.buffer().data();
       const std::size_t used =
@@ -539,11 +538,11 @@ struct Relay {
 };
 
 awaitable<bool> Proxy::relay(beast::tcp_stream& client, const ClientRequest& req, Exchange& x,
-                             std::shared_ptr<Upstream> up, http::response_parser<http::buffer_body>& parser,
-                             std::shared_ptr<ClientWatch> watch, bool strip_usage) {
+                             std::shared_ptr<Upstream> up, BackendParser& parser, std::shared_ptr<ClientWatch> watch,
+                             bool strip_usage) {
   auto& o = x.obs;
-  o.http_status = static_cast<int>(parser.get().result_int());
-  const BackendHeadFacts backend(parser.get());
+  o.http_status = static_cast<int>(parser.head().result_int());
+  const BackendHeadFacts backend(parser.head());
   if (backend.request_id) o.upstream_request_id = std::string(*backend.request_id);
   // On the heap, not in the coroutine's frame (see handle()).
   const auto relay_state =
@@ -553,8 +552,8 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const ClientRequest& req
   if (up->buffer().size() == 0 && !parser.is_done()) co_await write_head(client, r);
   boost::system::error_code upstream_ec;
   while (!r.client_failed && !parser.is_done()) {
-    parser.get().body().data = r.buf.get();
-    parser.get().body().size = Relay::kBufSize;
+    parser.body().data = r.buf.get();
+    parser.body().size = Relay::kBufSize;
     boost::system::error_code rec = r.parse_buffered(parser, *up);
     if (!rec && !parser.is_done() && !r.consumed && up->wait) {  // one read, with its kernel receive time
       auto got = co_await receive_some(up->tcp().socket(), up->buffer(), *up->wait, idle);
@@ -573,7 +572,7 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const ClientRequest& req
       note_loop_read(x);
       if (!rec) rec = r.parse_buffered(parser, *up);
     }
-    const std::size_t got = Relay::kBufSize - parser.get().body().size;
+    const std::size_t got = Relay::kBufSize - parser.body().size;
     const bool last = parser.is_done() && !rec;
     const std::string_view piece(r.buf.get(), got);
     const std::string filtered = got > 0 && r.strip_usage ? r.stripper.filter(piece, parser.is_done()) : "";

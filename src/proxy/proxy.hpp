@@ -35,6 +35,7 @@
 #include "openai/stream_tap.hpp"
 #include "promtext/text_writer.hpp"
 #include "proxy/backend_notes.hpp"
+#include "proxy/backend_parser.hpp"
 #include "proxy/client_request.hpp"
 #include "proxy/correlation.hpp"
 #include "proxy/hop_by_hop.hpp"
@@ -266,8 +267,7 @@ class Proxy {
     boost::system::error_code ec;
     bool connect_failed = false;  // no connection could be made (ec says why)
   };
-  awaitable<Sent> send_upstream(Exchange& x, std::string_view request, http::response_parser<http::buffer_body>& parser,
-                                ClientWatch& watch);
+  awaitable<Sent> send_upstream(Exchange& x, std::string_view request, BackendParser& parser, ClientWatch& watch);
   awaitable<bool> answer_send_failure(beast::tcp_stream& client, Exchange& x, unsigned version, bool client_keep,
                                       const ClientWatch& watch, const Sent& sent);
 
@@ -277,8 +277,7 @@ class Proxy {
 
   // The response relayed read by read while the stream tap times it; the outcome and the line.
   awaitable<bool> relay(beast::tcp_stream& client, const ClientRequest& req, Exchange& x, std::shared_ptr<Upstream> up,
-                        http::response_parser<http::buffer_body>& parser, std::shared_ptr<ClientWatch> watch,
-                        bool strip_usage);
+                        BackendParser& parser, std::shared_ptr<ClientWatch> watch, bool strip_usage);
 
   // The head alone, before any body byte came (the client learns the status while the engine
   // works), and the end of the client's response: relay()'s writes once per response (exchange.cpp).

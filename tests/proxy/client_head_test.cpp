@@ -21,7 +21,7 @@ struct Backend {
     parser.put(boost::asio::buffer(head), ec);
     EXPECT_TRUE(parser.is_header_done()) << ec.message() << "\n" << head;
   }
-  http::response_parser<http::buffer_body> parser;
+  BackendParser parser;
 };
 
 std::string serialized(const http::response<http::buffer_body>& res) {
