@@ -27,8 +27,8 @@ struct Reading {
 
 // Feeds `response` `step` bytes at a time with a body buffer of `room` bytes, as the relay does.
 template <class Parser, class Head, class BodyOf>
-Reading read_with(Parser& p, const std::string& response, std::size_t step, std::size_t room, Head head,
-                  BodyOf body_of, bool eof) {
+Reading read_with(Parser& p, const std::string& response, std::size_t step, std::size_t room, Head head, BodyOf body_of,
+                  bool eof) {
   Reading r;
   p.header_limit(64 * 1024);
   p.body_limit(boost::none);
@@ -76,7 +76,8 @@ TEST(BackendParser, ReadsEveryResponseAsBeastsParserWithABufferBodyDoes) {
       "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nread to the close",
       "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n",
       "HTTP/1.1 304 Not Modified\r\nETag: x\r\n\r\n",
-      "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 5\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n\r\nbusy!",
+      "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 5\r\nConnection: keep-alive\r\nKeep-Alive: "
+      "timeout=5\r\n\r\nbusy!",
       "HTTP/1.1 299 Whatever\r\nContent-Length: 0\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\n\r\n",
       // Broken: two lengths that differ, a bad chunk size, a field without a colon, a truncated body.
       "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
