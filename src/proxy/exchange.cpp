@@ -43,6 +43,7 @@
 #include "proxy/shared_state.hpp"
 #include "proxy/socket_io.hpp"
 #include "proxy/telemetry.hpp"
+#include "proxy/thread_blocks.hpp"
 #include "proxy/timing.hpp"
 #include "proxy/upstream_policy.hpp"
 #include "proxy/upstream_pool.hpp"
@@ -442,7 +443,7 @@ void record_outcome(ledger::Observation& o, const openai::StreamTap& tap, boost:
 
 // One response's relay: the client's head and how its body goes (as it came, or framed again by
 // the serializer), the tap, and what has been written so far.
-struct Relay {
+struct Relay : KeptByThread<Relay> {
   Relay(const ClientRequest& req, BackendParser& parser, const BackendHeadFacts& backend, const ProxyOptions& opts,
         const std::string& observation_id, bool strip, bool plain_socket)
       : sse(backend.sse),
@@ -458,7 +459,7 @@ struct Relay {
         res(pass_through ? http::response<http::buffer_body>() : client_response_head(head, client_keep_alive)),
         sr(res),
         raw_head(pass_through ? client_response_head_text(head, client_keep_alive) : std::string()),
-        buf(std::make_unique_for_overwrite<char[]>(kBufSize)) {
+        buf(static_cast<char*>(ThreadBlocks<kBufSize>::take())) {
     if (backend.keep_alive) keep_alive_hint = parse_keep_alive(*backend.keep_alive);
   }
   Relay(const Relay&) = delete;
@@ -516,6 +517,9 @@ struct Relay {
   // Not zeroed: every byte used is first written by the parser (16 KiB of memset per request
   // showed in profiles).
   static constexpr std::size_t kBufSize = 16 * 1024;
+  struct GiveBuffer {  // the buffer goes back to its thread's blocks (proxy/thread_blocks.hpp)
+    void operator()(char* p) const noexcept { ThreadBlocks<kBufSize>::give(p); }
+  };
   const bool sse, encoded, strip_usage;
   const ClientHeadInput head;  // what the client's head is made from
   openai::StreamTap tap;
@@ -525,7 +529,7 @@ struct Relay {
   http::response<http::buffer_body> res;
   http::response_serializer<http::buffer_body> sr;
   const std::string raw_head;  // pass-through: the head's bytes, then the backend's body as it came
-  const std::unique_ptr<char[]> buf;
+  const std::unique_ptr<char[], GiveBuffer> buf;
   std::array<asio::const_buffer, 2> bytes;  // kAsTheyCame's: the head (until written) and the raw bytes
   std::size_t parsed = 0;
   bool consumed = false;
