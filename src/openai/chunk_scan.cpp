@@ -571,7 +571,8 @@ bool ChunkShape::apply(const ValueSpot& h, std::string_view value, IdWanted id) 
     return true;
   }
   const bool filled = !value.empty();
-  auto& f = scratch_[static_cast<std::size_t>(h.choice)];
+  // A choice's facts, for the roles that belong to one (a chunk without choices has none).
+  const auto facts = [this, &h]() -> detail::ChoiceFacts& { return scratch_[static_cast<std::size_t>(h.choice)]; };
   switch (h.role) {
     case Role::kId:
       if (id == IdWanted::kYes) info_.id.assign(value);
@@ -580,11 +581,11 @@ bool ChunkShape::apply(const ValueSpot& h, std::string_view value, IdWanted id) 
     case Role::kFinishReason:
       if (h.choice == 0) info_.finish_reason.assign(value);
       break;
-    case Role::kText: f.text |= filled; break;
-    case Role::kContent: f.content |= filled; break;
-    case Role::kReasoning: f.reasoning |= filled; break;
-    case Role::kRefusal: f.refusal |= filled; break;
-    case Role::kRole: f.role |= filled; break;
+    case Role::kText: facts().text |= filled; break;
+    case Role::kContent: facts().content |= filled; break;
+    case Role::kReasoning: facts().reasoning |= filled; break;
+    case Role::kRefusal: facts().refusal |= filled; break;
+    case Role::kRole: facts().role |= filled; break;
     default: break;
   }
   return true;
