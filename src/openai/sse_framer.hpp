@@ -114,7 +114,7 @@ class SseFramer {
     }
     const std::size_t colon = line.find(':');
     std::string_view field = line;
-    std::string_view value;
+    std::string_view value = line.substr(line.size());  // empty, but in the line (never a null view)
     if (colon != std::string_view::npos) {
       field = line.substr(0, colon);
       value = line.substr(colon + 1);

@@ -79,6 +79,18 @@ TEST(SseFramer, DataWithoutSpaceAndEmptyData) {
   EXPECT_EQ(frame({"data:x\n\ndata:\n\n"}), (std::vector<std::string>{"x", ""}));
 }
 
+TEST(SseFramer, ADataFieldWithoutAColonIsEmptyDataThatPointsIntoTheBytes) {
+  // "data" alone is the data field with an empty value (WHATWG). Read where it lies, the empty
+  // value is a view into the line, not a null view: the JSON parser it is handed to copies from it
+  // (UBSan: a null pointer passed to memcpy; found by fuzz_sse_framer, twenty-sixth session).
+  SseFramer f;
+  std::vector<std::string_view> seen;
+  f.feed("data\r\r", [&](const SseEvent& e) { seen.push_back(e.data); });
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_TRUE(seen[0].empty());
+  EXPECT_NE(seen[0].data(), nullptr);
+}
+
 }  // namespace
 }  // namespace mpo::openai
 
