@@ -382,7 +382,6 @@ bool read_choices(Scanner& sc, ChunkScan& out) {
     std::string_view finish_reason;
     ContentSpot spot;
     if (!read_choice(sc, f, finish_reason, 3, n, spot)) return false;
-    out.facts = f;
     out.choice_facts.push_back(f);
     out.content = spot;
     const ChunkKind k = detail::choice_kind(f);
@@ -507,7 +506,7 @@ bool ChunkTemplate::learn(std::string_view text) {
   text_.assign(text.data(), text.size());
   open_ = scanned->content.open;
   suffix_ = text.size() - scanned->content.close;
-  facts_ = scanned->facts;
+  facts_ = scanned->choice_facts.front();  // the one choice (a content spot is found only then)
   info_ = std::move(scanned->info);
   return true;
 }

@@ -53,7 +53,6 @@ struct ContentSpot {
 struct ChunkScan {
   PayloadInfo info;
   ContentSpot content;                            // found only with exactly one choice whose delta has a content string
-  detail::ChoiceFacts facts;                      // that choice's
   std::vector<detail::ChoiceFacts> choice_facts;  // every choice's, in order
 };
 

@@ -35,16 +35,19 @@ bool starts_with_i(std::string_view s, std::string_view prefix) {
   return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
 }
 
-// RFC 9110 5.6.2: tchar, looked up in a table (a search of the specials per '-' in every field name
-// was a memchr call per name, issue 43).
-constexpr std::array<bool, 256> kTchar = [] {
+// A table of the letters, the digits and `others` (a search of the specials per '-' in every
+// field name was a memchr call per name, issue 43).
+constexpr std::array<bool, 256> alnum_and(std::string_view others) {
   std::array<bool, 256> t{};
   for (int c = '0'; c <= '9'; ++c) t[static_cast<std::size_t>(c)] = true;
   for (int c = 'a'; c <= 'z'; ++c) t[static_cast<std::size_t>(c)] = true;
   for (int c = 'A'; c <= 'Z'; ++c) t[static_cast<std::size_t>(c)] = true;
-  for (const char c : std::string_view("!#$%&'*+-.^_`|~")) t[static_cast<unsigned char>(c)] = true;
+  for (const char c : others) t[static_cast<unsigned char>(c)] = true;
   return t;
-}();
+}
+
+// RFC 9110 5.6.2: tchar.
+constexpr std::array<bool, 256> kTchar = alnum_and("!#$%&'*+-.^_`|~");
 bool is_tchar(unsigned char c) { return kTchar[c]; }
 
 bool is_token(std::string_view s) {
@@ -92,15 +95,8 @@ std::string_view trim_ows(std::string_view s) {
 }
 
 // A reg-name's or IPv4 address's characters (RFC 3986 3.2.2: unreserved, sub-delims and the
-// percent sign of pct-encoded), looked up in a table.
-constexpr std::array<bool, 256> kHostChar = [] {
-  std::array<bool, 256> t{};
-  for (int c = '0'; c <= '9'; ++c) t[static_cast<std::size_t>(c)] = true;
-  for (int c = 'a'; c <= 'z'; ++c) t[static_cast<std::size_t>(c)] = true;
-  for (int c = 'A'; c <= 'Z'; ++c) t[static_cast<std::size_t>(c)] = true;
-  for (const char c : std::string_view("-._~!$&'()*+,;=%")) t[static_cast<unsigned char>(c)] = true;
-  return t;
-}();
+// percent sign of pct-encoded).
+constexpr std::array<bool, 256> kHostChar = alnum_and("-._~!$&'()*+,;=%");
 
 // RFC 3986 3.2.2 host with an optional port (RFC 9110 7.2). nginx also refuses an empty host.
 bool valid_host(std::string_view h) {
