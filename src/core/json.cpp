@@ -213,19 +213,68 @@ void append_json_string_html_safe(std::string& out, std::string_view s) { append
 
 namespace {
 
-// A number's JSON text into `text`; its length. Non-finite numbers are null.
+// v's text when v is a whole number of millionths, n / 10^6 with |v| in [1e-4, 1e8) (a duration in
+// milliseconds measured in nanoseconds or microseconds, what most ledger numbers are): the digits of
+// n with the point six places from the right and the trailing zeros dropped. That is the shortest
+// text that reads back as v: the doubles near v are under 1.5e-8 apart, and any other text of as
+// many digits or fewer is at least 1e-6 away from n / 10^6. 0 when v is not such a number.
+std::size_t millionths_text(char (&text)[32], double v) {
+  const double a = std::fabs(v);
+  if (!(a >= 1e-4 && a < 1e8)) return 0;
+  const auto n = static_cast<std::uint64_t>(a * 1e6 + 0.5);
+  if (static_cast<double>(n) / 1e6 != a) return 0;
+  std::uint64_t whole = n / 1'000'000;
+  std::uint64_t part = n % 1'000'000;
+  char digits[24];
+  char* end = digits + sizeof digits;
+  char* p = end;
+  do {
+    *--p = static_cast<char>('0' + whole % 10);
+    whole /= 10;
+  } while (whole != 0);
+  std::size_t length = 0;
+  if (v < 0) text[length++] = '-';
+  std::memcpy(text + length, p, static_cast<std::size_t>(end - p));
+  length += static_cast<std::size_t>(end - p);
+  if (part != 0) {
+    int places = 6;
+    while (part % 10 == 0) {
+      part /= 10;
+      --places;
+    }
+    text[length++] = '.';
+    for (int k = places - 1; k >= 0; --k, part /= 10)
+      text[length + static_cast<std::size_t>(k)] = static_cast<char>('0' + part % 10);
+    length += static_cast<std::size_t>(places);
+  }
+  return length;
+}
+
+}  // namespace
+
 std::size_t json_number_text(char (&text)[32], double v) {
   if (!std::isfinite(v)) {
     std::memcpy(text, "null", 4);
     return 4;
   }
+  if (const std::size_t n = millionths_text(text, v)) return n;
   // -0 is written as 0: a reader that stores "-0" as an integer would lose the sign anyway, and
   // no measurement here means anything by it. fmt's shortest round-trip form fits in 24
   // ("-2.2250738585072014e-308"), so it is written straight into `text`, its format compiled.
   return static_cast<std::size_t>(fmt::format_to(text, FMT_COMPILE("{}"), v == 0 ? 0.0 : v) - text);
 }
 
-}  // namespace
+std::size_t json_integer_text(char (&text)[24], std::int64_t v) {
+  const fmt::format_int digits(v);
+  std::memcpy(text, digits.data(), digits.size());
+  return digits.size();
+}
+
+std::size_t json_integer_text(char (&text)[24], std::uint64_t v) {
+  const fmt::format_int digits(v);
+  std::memcpy(text, digits.data(), digits.size());
+  return digits.size();
+}
 
 void append_json_number(std::string& out, double v) {
   char text[32];
@@ -258,30 +307,28 @@ std::string json_string_array(std::initializer_list<std::string_view> items) {
   return out + "]";
 }
 
-char* JsonObjectWriter::room(std::size_t n) {
-  if (size_ + n > out_.size()) out_.resize(std::max(out_.size() * 2, size_ + n));
+char* JsonObjectWriter::grow(std::size_t n) {
+  out_.resize(std::max(out_.size() * 2, size_ + n));
   return out_.data() + size_;
 }
 
 void JsonObjectWriter::key(std::string_view k) {
   out_.resize(size_);
-  if (!first_) out_.push_back(',');
-  first_ = false;
+  out_.push_back(',');
   append_json_string(out_, k);
   out_.push_back(':');
   size_ = out_.size();
 }
 
-// A member is most of a ledger line's cost: one whose key (and, `quoted`, text) need no escape,
-// the usual case, is written in place as one piece, `,"key":text`; the others by parts.
+// A member whose key and (`quoted`) text need no escape, the usual case, is written in place as one
+// piece, `,"key":text`; the others by parts.
 void JsonObjectWriter::member(JsonKey key_text, std::string_view text, bool quoted) {
   const std::string_view k = key_text.text();
   if ((key_text.known_plain() || plain_run_end<false>(k, 0) == k.size()) &&
       (!quoted || plain_run_end<false>(text, 0) == text.size())) {
     char* const start = room(k.size() + text.size() + 6);
     char* p = start;
-    if (!first_) *p++ = ',';
-    first_ = false;
+    *p++ = ',';
     *p++ = '"';
     std::memcpy(p, k.data(), k.size());
     p += k.size();
@@ -313,13 +360,13 @@ JsonObjectWriter& JsonObjectWriter::field(JsonKey k, double v) {
   return *this;
 }
 JsonObjectWriter& JsonObjectWriter::field(JsonKey k, std::int64_t v) {
-  const fmt::format_int text(v);
-  member(k, std::string_view(text.data(), text.size()), false);
+  char text[24];
+  member(k, std::string_view(text, json_integer_text(text, v)), false);
   return *this;
 }
 JsonObjectWriter& JsonObjectWriter::field(JsonKey k, std::uint64_t v) {
-  const fmt::format_int text(v);
-  member(k, std::string_view(text.data(), text.size()), false);
+  char text[24];
+  member(k, std::string_view(text, json_integer_text(text, v)), false);
   return *this;
 }
 JsonObjectWriter& JsonObjectWriter::field(JsonKey k, bool v) {
@@ -334,13 +381,18 @@ JsonObjectWriter& JsonObjectWriter::raw_field(JsonKey k, std::string_view json) 
   member(k, json, false);
   return *this;
 }
+// The first member's comma becomes the opening brace.
 std::string JsonObjectWriter::finish() && {
   out_.resize(size_);
+  if (out_.empty()) return "{}";
+  out_[0] = '{';
   out_.push_back('}');
   return std::move(out_);
 }
 std::string JsonObjectWriter::finish_line() && {
   out_.resize(size_);
+  if (out_.empty()) return "{}\n";
+  out_[0] = '{';
   out_.append("}\n");
   return std::move(out_);
 }

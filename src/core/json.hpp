@@ -4,8 +4,10 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <boost/json/value.hpp>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <optional>
 #include <span>
@@ -31,14 +33,35 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i);
 std::size_t json_plain_run_end(std::string_view s, std::size_t i);
 // Shortest round-trip representation, C locale; NaN and infinities become null.
 void append_json_number(std::string& out, double v);
+// A number's JSON text into `text` (what append_json_number appends); its length.
+std::size_t json_number_text(char (&text)[32], double v);
+// An integer's decimal text into `text`; its length.
+std::size_t json_integer_text(char (&text)[24], std::int64_t v);
+std::size_t json_integer_text(char (&text)[24], std::uint64_t v);
 std::string json_quote(std::string_view s);
 // ["a","b"]: a JSON array of strings.
 std::string json_string_array(std::span<const std::string> items);
 std::string json_string_array(std::initializer_list<std::string_view> items);
 
-// A member's key. Any text converts to one and is escaped when written; a key written in the source
-// as `"name"_key` is known at compile time to need no escape (a key that would is a compile error),
-// which spares a ledger line's sixty keys their scan (issue 43).
+// The text of a key written in the source as `"name"_key`. It must need no escape: a key that would
+// is a compile error.
+template <std::size_t N>
+struct KeyLiteral {
+  char text[N]{};
+  consteval KeyLiteral(const char (&s)[N]) {
+    for (std::size_t i = 0; i + 1 < N; ++i) {
+      const auto u = static_cast<unsigned char>(s[i]);
+      if (u < 0x20 || u >= 0x80 || s[i] == '"' || s[i] == '\\') throw "a _key literal must need no JSON escape";
+      text[i] = s[i];
+    }
+  }
+};
+
+template <KeyLiteral K>
+struct StaticKey;
+
+// A member's key. Any text converts to one and is escaped when written; a `"name"_key` converts to
+// one known to need no escape.
 class JsonKey {
  public:
   JsonKey(std::string_view k) : text_(k) {}
@@ -49,24 +72,40 @@ class JsonKey {
 
  private:
   struct Plain {};
-  consteval JsonKey(std::string_view k, Plain) : text_(k), known_plain_(true) {
-    for (const char c : k) {
-      const auto u = static_cast<unsigned char>(c);
-      if (u < 0x20 || u >= 0x80 || c == '"' || c == '\\') throw "a _key literal must need no JSON escape";
-    }
-  }
-  friend consteval JsonKey operator""_key(const char* k, std::size_t n);
+  constexpr JsonKey(std::string_view k, Plain) : text_(k), known_plain_(true) {}
+  template <KeyLiteral K>
+  friend struct StaticKey;
   std::string_view text_;
   bool known_plain_ = false;
 };
-consteval JsonKey operator""_key(const char* k, std::size_t n) { return JsonKey({k, n}, JsonKey::Plain{}); }
+
+// A key known at compile time, with its member's opening `,"name":` as a constant: a ledger line's
+// sixty members are written without a scan of their keys or a copy of unknown length (issue 43).
+template <KeyLiteral K>
+struct StaticKey {
+  static constexpr std::size_t kSize = sizeof(K.text) - 1;
+  static constexpr std::array<char, kSize + 4> kOpening = [] {
+    std::array<char, kSize + 4> a{};
+    a[0] = ',';
+    a[1] = '"';
+    for (std::size_t i = 0; i < kSize; ++i) a[i + 2] = K.text[i];
+    a[kSize + 2] = '"';
+    a[kSize + 3] = ':';
+    return a;
+  }();
+  operator JsonKey() const { return JsonKey(std::string_view(K.text, kSize), JsonKey::Plain{}); }
+};
+template <KeyLiteral K>
+consteval StaticKey<K> operator""_key() {
+  return {};
+}
 
 // Writes one JSON object with keys in the order they are added.
 class JsonObjectWriter {
  public:
   JsonObjectWriter() : JsonObjectWriter(64) {}
   // With room for `reserve` bytes, where the object's usual size is known (a ledger line).
-  explicit JsonObjectWriter(std::size_t reserve) : out_(std::max<std::size_t>(reserve, 16), '{'), size_(1) {}
+  explicit JsonObjectWriter(std::size_t reserve) : out_(std::max<std::size_t>(reserve, 16), '\0') {}
   JsonObjectWriter& field(JsonKey key, std::string_view v);
   JsonObjectWriter& field(JsonKey key, const char* v) { return field(key, std::string_view(v)); }
   JsonObjectWriter& field(JsonKey key, const std::string& v) { return field(key, std::string_view(v)); }
@@ -78,10 +117,61 @@ class JsonObjectWriter {
   JsonObjectWriter& null_field(JsonKey key);
   // `json` must already be valid JSON text (an object, array, ...).
   JsonObjectWriter& raw_field(JsonKey key, std::string_view json);
-  template <typename T>
-  JsonObjectWriter& optional_field(JsonKey key, const std::optional<T>& v) {
+  template <typename Key, typename T>
+  JsonObjectWriter& optional_field(Key key, const std::optional<T>& v) {
     return v ? field(key, *v) : null_field(key);
   }
+
+  // The same with a key known at compile time: written in place, inline.
+  template <KeyLiteral K>
+  JsonObjectWriter& field(StaticKey<K> key, std::string_view v) {
+    if (json_plain_run_end(v, 0) != v.size()) return field(JsonKey(key), v);
+    char* p = opening<K>(v.size() + 2);
+    *p++ = '"';
+    std::memcpy(p, v.data(), v.size());
+    p[v.size()] = '"';
+    return close(p + v.size() + 1);
+  }
+  template <KeyLiteral K>
+  JsonObjectWriter& field(StaticKey<K> key, const char* v) {
+    return field(key, std::string_view(v));
+  }
+  template <KeyLiteral K>
+  JsonObjectWriter& field(StaticKey<K> key, const std::string& v) {
+    return field(key, std::string_view(v));
+  }
+  template <KeyLiteral K>
+  JsonObjectWriter& field(StaticKey<K>, double v) {
+    char text[32];
+    return raw<K>(std::string_view(text, json_number_text(text, v)));
+  }
+  template <KeyLiteral K>
+  JsonObjectWriter& field(StaticKey<K>, std::int64_t v) {
+    char text[24];
+    return raw<K>(std::string_view(text, json_integer_text(text, v)));
+  }
+  template <KeyLiteral K>
+  JsonObjectWriter& field(StaticKey<K> key, int v) {
+    return field(key, static_cast<std::int64_t>(v));
+  }
+  template <KeyLiteral K>
+  JsonObjectWriter& field(StaticKey<K>, std::uint64_t v) {
+    char text[24];
+    return raw<K>(std::string_view(text, json_integer_text(text, v)));
+  }
+  template <KeyLiteral K>
+  JsonObjectWriter& field(StaticKey<K>, bool v) {
+    return v ? raw<K>("true") : raw<K>("false");
+  }
+  template <KeyLiteral K>
+  JsonObjectWriter& null_field(StaticKey<K>) {
+    return raw<K>("null");
+  }
+  template <KeyLiteral K>
+  JsonObjectWriter& raw_field(StaticKey<K>, std::string_view json) {
+    return raw<K>(json);
+  }
+
   // Closes the object and returns its text; the writer is spent afterwards.
   std::string finish() &&;
   // The same with a newline after it (a JSON Lines record).
@@ -92,10 +182,29 @@ class JsonObjectWriter {
   // `k` and `text` as a member; `text` is JSON already unless `quoted` (a string to escape).
   void member(JsonKey k, std::string_view text, bool quoted);
   // Room for `n` more bytes after the text (issue 43: a member written in place, not appended).
-  char* room(std::size_t n);
+  char* room(std::size_t n) { return size_ + n <= out_.size() ? out_.data() + size_ : grow(n); }
+  char* grow(std::size_t n);
+  // Writes a member's opening with room for `value_size` bytes after it; where the value goes.
+  template <KeyLiteral K>
+  char* opening(std::size_t value_size) {
+    constexpr auto& text = StaticKey<K>::kOpening;
+    char* p = room(text.size() + value_size);
+    std::memcpy(p, text.data(), text.size());
+    return p + text.size();
+  }
+  template <KeyLiteral K>
+  JsonObjectWriter& raw(std::string_view json) {
+    char* p = opening<K>(json.size());
+    std::memcpy(p, json.data(), json.size());
+    return close(p + json.size());
+  }
+  JsonObjectWriter& close(char* end) {
+    size_ = static_cast<std::size_t>(end - out_.data());
+    return *this;
+  }
+  // Every member is written with a comma before it; finishing turns the first one into the brace.
   std::string out_;       // the text, out_[0, size_), then room to write into
   std::size_t size_ = 0;  // the text's length
-  bool first_ = true;
 };
 
 // Parses one JSON document; the error names the byte offset.

@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstring>
+
 namespace mpo {
 namespace {
 
@@ -51,7 +54,7 @@ std::int64_t floor_div(std::int64_t a, std::int64_t b) {
 
 }  // namespace
 
-std::string format_rfc3339_us(std::int64_t unix_us) {
+std::size_t write_rfc3339_us(char (&out)[48], std::int64_t unix_us) {
   const std::int64_t days = floor_div(unix_us, 86'400'000'000LL);
   std::int64_t rem = unix_us - days * 86'400'000'000LL;
   const Civil c = civil_from_days(days);
@@ -62,11 +65,13 @@ std::string format_rfc3339_us(std::int64_t unix_us) {
   const auto ss = rem / 1'000'000LL;
   const auto us = rem % 1'000'000LL;
   if (c.y < 0 || c.y > 9999) {
-    return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", c.y, c.m, c.d, hh, mm, ss, us);
+    const auto written =
+        fmt::format_to_n(out, sizeof out, "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", c.y, c.m, c.d, hh, mm, ss, us);
+    return std::min(written.size, sizeof out);
   }
-  // Digits written in place: every ledger line carries three of these (fmt's formatting was a
-  // tenth of the load generator's instructions per request).
-  char out[] = "0000-00-00T00:00:00.000000Z";
+  // Digits written in place: every ledger line carries two or three of these (fmt's formatting was
+  // a tenth of the load generator's instructions per request).
+  std::memcpy(out, "0000-00-00T00:00:00.000000Z", 27);
   auto put = [&](std::size_t at, std::int64_t v, int width) {
     for (int k = width - 1; k >= 0; --k, v /= 10)
       out[at + static_cast<std::size_t>(k)] = static_cast<char>('0' + v % 10);
@@ -78,7 +83,12 @@ std::string format_rfc3339_us(std::int64_t unix_us) {
   put(14, mm, 2);
   put(17, ss, 2);
   put(20, us, 6);
-  return std::string(out, sizeof out - 1);
+  return 27;
+}
+
+std::string format_rfc3339_us(std::int64_t unix_us) {
+  char out[48];
+  return std::string(out, write_rfc3339_us(out, unix_us));
 }
 
 namespace {

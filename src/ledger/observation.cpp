@@ -25,12 +25,24 @@ std::optional<double> e2e_output_tokens_per_second(const Observation& o) {
   return static_cast<double>(*o.completion_tokens) / (*o.e2e_ms / 1000.0);
 }
 
+namespace {
+
+// A timestamp's text where it is used, not in a string of its own.
+struct Rfc3339 {
+  explicit Rfc3339(std::int64_t unix_us) : size(write_rfc3339_us(text, unix_us)) {}
+  std::string_view view() const { return {text, size}; }
+  char text[48];
+  std::size_t size;
+};
+
+}  // namespace
+
 std::string render_observation(const Observation& o) {
   JsonObjectWriter w(2048);  // a streamed chat's line is about 1.5 KB: one allocation, not a dozen
   w.field("schema"_key, kObservationSchema)
       .field("observation_id"_key, o.observation_id)
-      .field("started_at"_key, format_rfc3339_us(o.started_at_us))
-      .field("ended_at"_key, format_rfc3339_us(o.ended_at_us))
+      .field("started_at"_key, Rfc3339(o.started_at_us).view())
+      .field("ended_at"_key, Rfc3339(o.ended_at_us).view())
       .field("proxy_instance"_key, o.proxy_instance)
       .field("backend"_key, o.backend)
       .field("method"_key, o.method)
@@ -96,7 +108,7 @@ std::string render_observation(const Observation& o) {
   } else {
     w.raw_field("server_timings"_key, o.server_timings);
   }
-  if (o.scheduled_at_us) w.field("scheduled_at"_key, format_rfc3339_us(*o.scheduled_at_us));
+  if (o.scheduled_at_us) w.field("scheduled_at"_key, Rfc3339(*o.scheduled_at_us).view());
   if (o.send_lateness_ms) w.field("send_lateness_ms"_key, *o.send_lateness_ms);
   if (!o.sweep_point.empty()) w.field("sweep_point"_key, o.sweep_point);
   if (o.warmup) w.field("warmup"_key, true);

@@ -1,8 +1,10 @@
 #include "core/json.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 
 namespace mpo {
 namespace {
@@ -53,6 +55,30 @@ TEST(JsonWriter, NonFiniteNumbersBecomeNull) {
   std::string s;
   append_json_number(s, std::nan(""));
   EXPECT_EQ(s, "null");
+}
+
+TEST(JsonWriter, ANumberIsItsShortestRoundTripTextWhateverPathWritesIt) {
+  // Durations in milliseconds measured in nanoseconds or microseconds are written from their
+  // integer millionths (issue 43); every number's text must still be fmt's shortest round trip, and
+  // read back as the same double. Values around the fast path's edges (1e-4, 1e8, trailing zeros,
+  // whole numbers, negatives) and random ones in and out of it.
+  std::vector<double> values = {
+      1e-4,   9.9999e-5,       0.0001, 0.00015, 0.5,        1,    -1,   100,  12345.5, 0.000001, 0.1, 0.3,
+      2.5e-7, 99999999.999999, 1e8,    -0.0004, 123.456789, 1e-3, 7.25, 1e15, 1.5e16,  0.123,    -2.5};
+  std::mt19937_64 random(43);
+  for (int i = 0; i < 200'000; ++i) {
+    const auto n = static_cast<std::int64_t>(random() % 200'000'000'000'000ULL) >> (random() % 48);
+    const double divisor = (i % 3 == 0) ? 1e6 : (i % 3 == 1) ? 1e3 : 1e9;
+    values.push_back(static_cast<double>(i % 7 == 0 ? -n : n) / divisor);
+    if (i % 11 == 0)
+      values.push_back(std::ldexp(static_cast<double>(random() >> 11), -static_cast<int>(random() % 80)));
+  }
+  for (const double v : values) {
+    std::string text;
+    append_json_number(text, v);
+    ASSERT_EQ(text, fmt::format("{}", v == 0 ? 0.0 : v)) << fmt::format("{:.17g}", v);
+    ASSERT_EQ(std::strtod(text.c_str(), nullptr), v) << text;
+  }
 }
 
 TEST(JsonWriter, EscapesControlCharactersAndRepairsInvalidUtf8) {
