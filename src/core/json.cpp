@@ -308,16 +308,16 @@ std::string json_string_array(std::initializer_list<std::string_view> items) {
 }
 
 char* JsonObjectWriter::grow(std::size_t n) {
-  out_.resize(std::max(out_.size() * 2, size_ + n));
-  return out_.data() + size_;
+  out_->resize(std::max(out_->size() * 2, size_ + n));
+  return out_->data() + size_;
 }
 
 void JsonObjectWriter::key(std::string_view k) {
-  out_.resize(size_);
-  out_.push_back(',');
-  append_json_string(out_, k);
-  out_.push_back(':');
-  size_ = out_.size();
+  out_->resize(size_);
+  out_->push_back(',');
+  append_json_string(*out_, k);
+  out_->push_back(':');
+  size_ = out_->size();
 }
 
 // A member whose key and (`quoted`) text need no escape, the usual case, is written in place as one
@@ -343,11 +343,11 @@ void JsonObjectWriter::member(JsonKey key_text, std::string_view text, bool quot
   }
   key(k);  // the text from size_ on
   if (quoted) {
-    append_json_string(out_, text);
+    append_json_string(*out_, text);
   } else {
-    out_.append(text);
+    out_->append(text);
   }
-  size_ = out_.size();
+  size_ = out_->size();
 }
 
 JsonObjectWriter& JsonObjectWriter::field(JsonKey k, std::string_view v) {
@@ -383,18 +383,26 @@ JsonObjectWriter& JsonObjectWriter::raw_field(JsonKey k, std::string_view json) 
 }
 // The first member's comma becomes the opening brace.
 std::string JsonObjectWriter::finish() && {
-  out_.resize(size_);
-  if (out_.empty()) return "{}";
-  out_[0] = '{';
-  out_.push_back('}');
-  return std::move(out_);
+  own_.resize(size_);
+  if (own_.empty()) return "{}";
+  own_[0] = '{';
+  own_.push_back('}');
+  return std::move(own_);
 }
 std::string JsonObjectWriter::finish_line() && {
-  out_.resize(size_);
-  if (out_.empty()) return "{}\n";
-  out_[0] = '{';
-  out_.append("}\n");
-  return std::move(out_);
+  own_.resize(size_);
+  if (own_.empty()) return "{}\n";
+  own_[0] = '{';
+  own_.append("}\n");
+  return std::move(own_);
+}
+std::size_t JsonObjectWriter::finish_line_in() && {
+  char* p = room(3);
+  if (size_ == start_) *p++ = '{';
+  (*out_)[start_] = '{';
+  *p++ = '}';
+  *p++ = '\n';
+  return static_cast<std::size_t>(p - out_->data());
 }
 
 Result<boost::json::value> parse_json(std::string_view text) {

@@ -105,7 +105,13 @@ class JsonObjectWriter {
  public:
   JsonObjectWriter() : JsonObjectWriter(64) {}
   // With room for `reserve` bytes, where the object's usual size is known (a ledger line).
-  explicit JsonObjectWriter(std::size_t reserve) : out_(std::max<std::size_t>(reserve, 16), '\0') {}
+  explicit JsonObjectWriter(std::size_t reserve) : own_(std::max<std::size_t>(reserve, 16), '\0') {}
+  // Writing after the first `used` bytes of `buffer`, whose bytes after those are room to write
+  // into (grown as needed; a batch of ledger lines rendered end to end, issue 43): finish with
+  // finish_line_in(), which says where the text ends.
+  JsonObjectWriter(std::string& buffer, std::size_t used) : out_(&buffer), start_(used), size_(used) {}
+  JsonObjectWriter(const JsonObjectWriter&) = delete;
+  JsonObjectWriter& operator=(const JsonObjectWriter&) = delete;
   JsonObjectWriter& field(JsonKey key, std::string_view v);
   JsonObjectWriter& field(JsonKey key, const char* v) { return field(key, std::string_view(v)); }
   JsonObjectWriter& field(JsonKey key, const std::string& v) { return field(key, std::string_view(v)); }
@@ -176,13 +182,15 @@ class JsonObjectWriter {
   std::string finish() &&;
   // The same with a newline after it (a JSON Lines record).
   std::string finish_line() &&;
+  // A writer on a caller's buffer: closes the object, a newline after it; where the text ends.
+  std::size_t finish_line_in() &&;
 
  private:
   void key(std::string_view k);
   // `k` and `text` as a member; `text` is JSON already unless `quoted` (a string to escape).
   void member(JsonKey k, std::string_view text, bool quoted);
   // Room for `n` more bytes after the text (issue 43: a member written in place, not appended).
-  char* room(std::size_t n) { return size_ + n <= out_.size() ? out_.data() + size_ : grow(n); }
+  char* room(std::size_t n) { return size_ + n <= out_->size() ? out_->data() + size_ : grow(n); }
   char* grow(std::size_t n);
   // Writes a member's opening with room for `value_size` bytes after it; where the value goes.
   template <KeyLiteral K>
@@ -199,12 +207,14 @@ class JsonObjectWriter {
     return close(p + json.size());
   }
   JsonObjectWriter& close(char* end) {
-    size_ = static_cast<std::size_t>(end - out_.data());
+    size_ = static_cast<std::size_t>(end - out_->data());
     return *this;
   }
   // Every member is written with a comma before it; finishing turns the first one into the brace.
-  std::string out_;       // the text, out_[0, size_), then room to write into
-  std::size_t size_ = 0;  // the text's length
+  std::string own_;           // the text, unless the writer was given a buffer
+  std::string* out_ = &own_;  // the text, (*out_)[start_, size_), then room to write into
+  std::size_t start_ = 0;     // where the object begins
+  std::size_t size_ = 0;      // where the text ends
 };
 
 // Parses one JSON document; the error names the byte offset.

@@ -35,10 +35,8 @@ struct Rfc3339 {
   std::size_t size;
 };
 
-}  // namespace
-
-std::string render_observation(const Observation& o) {
-  JsonObjectWriter w(2048);  // a streamed chat's line is about 1.5 KB: one allocation, not a dozen
+// The line's members, in their order.
+void write_members(JsonObjectWriter& w, const Observation& o) {
   w.field("schema"_key, kObservationSchema)
       .field("observation_id"_key, o.observation_id)
       .field("started_at"_key, Rfc3339(o.started_at_us).view())
@@ -112,7 +110,20 @@ std::string render_observation(const Observation& o) {
   if (o.send_lateness_ms) w.field("send_lateness_ms"_key, *o.send_lateness_ms);
   if (!o.sweep_point.empty()) w.field("sweep_point"_key, o.sweep_point);
   if (o.warmup) w.field("warmup"_key, true);
+}
+
+}  // namespace
+
+std::string render_observation(const Observation& o) {
+  JsonObjectWriter w(2048);  // a streamed chat's line is about 1.5 KB: one allocation, not a dozen
+  write_members(w, o);
   return std::move(w).finish_line();
+}
+
+std::size_t render_observation_into(std::string& buffer, std::size_t used, const Observation& o) {
+  JsonObjectWriter w(buffer, used);
+  write_members(w, o);
+  return std::move(w).finish_line_in();
 }
 
 std::string render_gap(std::int64_t at_us, std::uint64_t dropped_lines) {

@@ -73,6 +73,9 @@ std::optional<double> e2e_output_tokens_per_second(const Observation& o);
 
 // The line, newline included.
 std::string render_observation(const Observation& o);
+// The same written after the first `used` bytes of `buffer`, whose bytes after those are room
+// (grown as needed): lines rendered end to end without a string each. Where the line ends.
+std::size_t render_observation_into(std::string& buffer, std::size_t used, const Observation& o);
 // The line written once writing resumes after lines were dropped.
 std::string render_gap(std::int64_t at_us, std::uint64_t dropped_lines);
 

@@ -10,6 +10,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -119,15 +120,14 @@ bool LedgerWriter::write_line(const std::string& line) {
   return false;
 }
 
-LedgerWriter::Written LedgerWriter::write_lines(const std::vector<std::string>& lines, std::size_t first,
-                                                std::string& buf) {
-  // As many whole lines as fit in one buffer: one write(2) for a batch instead of one per line.
+LedgerWriter::Written LedgerWriter::write_lines(std::span<const std::string_view> lines, std::size_t first) {
+  // As many whole lines as fit in 1 MiB: one write(2) for a batch instead of one per line, straight
+  // from the buffer the batch was rendered into.
   constexpr std::size_t kMaxWrite = 1 << 20;
-  buf.clear();
-  std::size_t end = first;
-  while (end < lines.size() && (buf.empty() || buf.size() + lines[end].size() <= kMaxWrite)) buf += lines[end++];
-  const std::size_t got = append(buf);
-  if (got == buf.size()) return {end - first, false};
+  std::size_t end = first, size = 0;
+  while (end < lines.size() && (size == 0 || size + lines[end].size() <= kMaxWrite)) size += lines[end++].size();
+  const std::size_t got = append({lines[first].data(), size});
+  if (got == size) return {end - first, false};
   // Failed part way: keep the lines that got in whole, cut the part of the next one.
   std::size_t whole = 0, at = 0;
   for (std::size_t i = first; i < end && at + lines[i].size() <= got; ++i, ++whole) at += lines[i].size();
@@ -141,11 +141,15 @@ void LedgerWriter::run() {
   bool dirty = false;
   bool napping = false;
   const auto interval = std::chrono::duration<double>(opts_.fsync_interval_s);
-  std::string buffer;              // a batch's lines, written at once
-  std::vector<Entry> entries;      // a batch as queued (its storage kept from batch to batch)
-  std::vector<std::string> batch;  // ... and its lines
+  // A batch as queued, and its lines rendered end to end into `text` (its bytes past the last line
+  // are room; kept from batch to batch, so a busy ledger allocates nothing per line).
+  std::vector<Entry> entries;
+  std::string text;
+  std::vector<std::size_t> ends;
+  std::vector<std::string_view> batch;
   for (;;) {
     entries.clear();
+    ends.clear();
     batch.clear();
     {
       std::unique_lock lock(mu_);
@@ -162,8 +166,19 @@ void LedgerWriter::run() {
       entries.swap(queue_);
       if (entries.empty() && stopping_) break;
     }
-    batch.reserve(entries.size());
-    for (auto& e : entries) batch.push_back(e.observation ? render_observation(*e.observation) : std::move(e.line));
+    std::size_t used = 0;
+    for (const auto& e : entries) {
+      if (e.observation) {
+        used = render_observation_into(text, used, *e.observation);
+      } else {
+        if (text.size() < used + e.line.size()) text.resize(std::max(text.size() * 2, used + e.line.size()));
+        std::memcpy(text.data() + used, e.line.data(), e.line.size());
+        used += e.line.size();
+      }
+      ends.push_back(used);
+    }
+    for (std::size_t i = 0, begin = 0; i < ends.size(); begin = ends[i++])
+      batch.emplace_back(text.data() + begin, ends[i] - begin);
     if (opts_.on_lines && !batch.empty()) opts_.on_lines(batch);
     napping = !batch.empty() && opts_.batch_window.count() > 0;
     if (reopen_.exchange(false)) (void)open_fd();
@@ -173,7 +188,7 @@ void LedgerWriter::run() {
       if (write_line(gap)) gap_reported_ = dropped;  // else: reported with the next batch
     }
     for (std::size_t next = 0; next < batch.size();) {
-      const auto w = write_lines(batch, next, buffer);
+      const auto w = write_lines(batch, next);
       next += w.lines;
       if (w.lines > 0) {
         written_.fetch_add(w.lines);
@@ -189,7 +204,7 @@ void LedgerWriter::run() {
         // Stopping while the disk refuses: every line left gets one more try; one that fails cannot
         // be kept.
         while (next < batch.size()) {
-          const auto last = write_lines(batch, next, buffer);
+          const auto last = write_lines(batch, next);
           next += last.lines;
           written_.fetch_add(last.lines);
           if (last.failed && next < batch.size()) {
@@ -200,6 +215,8 @@ void LedgerWriter::run() {
         break;
       }
     }
+    // A burst's buffer is not kept for the quiet that follows.
+    if (text.size() > (std::size_t{8} << 20) && used < text.size() / 4) std::string().swap(text);
     if (dirty && opts_.fsync == FsyncPolicy::kInterval && Clock::now() - last_sync >= interval) {
       ::fdatasync(fd_);
       last_sync = Clock::now();

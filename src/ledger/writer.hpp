@@ -17,6 +17,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -41,7 +42,7 @@ class LedgerWriter {
     std::chrono::microseconds batch_window{2000};
     // Called on the writer thread with each batch's lines, rendered, in order, before they are
     // written (a proxy keeps the last ones for its admin listener's /lines).
-    std::function<void(std::span<const std::string>)> on_lines;
+    std::function<void(std::span<const std::string_view>)> on_lines;
   };
   explicit LedgerWriter(Options opts);
   ~LedgerWriter();
@@ -76,12 +77,13 @@ class LedgerWriter {
   // Truncates the file by `bytes` (the part of a line a failed write left).
   void cut_back(std::size_t bytes);
   bool write_line(const std::string& line);
-  // Writes lines from `first` on in one write(2) (up to 1 MiB of them); returns how many got in whole.
+  // Writes lines from `first` on in one write(2) (up to 1 MiB of them; `lines` lie end to end in
+  // one buffer); returns how many got in whole.
   struct Written {
     std::size_t lines = 0;
     bool failed = false;  // a write failed: the lines after these did not get in
   };
-  Written write_lines(const std::vector<std::string>& lines, std::size_t first, std::string& buf);
+  Written write_lines(std::span<const std::string_view> lines, std::size_t first);
   // A line as given, or an observation to render.
   struct Entry {
     std::string line;

@@ -9,11 +9,20 @@
 
 namespace mpo::proxy {
 
-void RecentLines::add(std::string line) {
-  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
-  lines_.push_back(std::move(line));
+void RecentLines::add(std::string_view line) {
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  if (blocks_.empty() || blocks_.back().size() + line.size() > blocks_.back().capacity()) {
+    blocks_.emplace_back().reserve(std::max(block_bytes_, line.size()));
+  }
+  std::string& block = blocks_.back();
+  lines_.push_back({first_block_ + blocks_.size() - 1, block.size(), line.size()});
+  block.append(line);
   ++next_;
   while (lines_.size() > capacity_) lines_.pop_front();
+  while (blocks_.size() > 1 && (lines_.empty() || lines_.front().block > first_block_)) {
+    blocks_.pop_front();
+    ++first_block_;
+  }
 }
 
 std::string RecentLines::since(std::uint64_t after, std::size_t max) const {
@@ -25,7 +34,8 @@ std::string RecentLines::since(std::uint64_t after, std::size_t max) const {
   std::string out = fmt::format(R"({{"schema":"{}","next":{},"missed":{}}})", kRecentLinesSchema, to - 1, missed);
   out += '\n';
   for (std::uint64_t n = from; n < to; ++n) {
-    out += lines_[static_cast<std::size_t>(n - first)];
+    const Line& l = lines_[static_cast<std::size_t>(n - first)];
+    out.append(blocks_[static_cast<std::size_t>(l.block - first_block_)], l.offset, l.size);
     out += '\n';
   }
   return out;

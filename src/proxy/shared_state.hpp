@@ -32,7 +32,7 @@ struct Shared {
   // by batch, to the ring of recent lines.
   ledger::LedgerWriter::Options ledger_options(const ProxyOptions& o) {
     ledger::LedgerWriter::Options w{o.ledger_path, o.fsync, 1.0, 65536};
-    w.on_lines = [this](std::span<const std::string> lines) {
+    w.on_lines = [this](std::span<const std::string_view> lines) {
       std::lock_guard lock(metrics_mutex);
       for (const auto& line : lines) recent.add(line);
     };

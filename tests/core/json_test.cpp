@@ -51,6 +51,26 @@ TEST(JsonWriter, AKeyKnownPlainWritesWhatAnyKeyWrites) {
   }
 }
 
+TEST(JsonWriter, ObjectsWrittenIntoACallersBufferLieEndToEndWhateverRoomItHad) {
+  // A batch of ledger lines is rendered into one buffer whose bytes past the text are room (issue
+  // 43): each object starts where the last ended, grows the buffer when it must, and leaves the
+  // bytes before it alone; an empty object too.
+  for (const std::size_t room : {0, 3, 40, 4096}) {
+    std::string buffer(room, '#');
+    std::size_t used = 0;
+    std::string expected;
+    for (int i = 0; i < 5; ++i) {
+      const std::string value(static_cast<std::size_t>(i) * 30, 'v');
+      JsonObjectWriter w(buffer, used);
+      if (i != 2) w.field("n"_key, std::int64_t{i}).field("v"_key, value).field(std::string("k\"") + "ey", value);
+      used = std::move(w).finish_line_in();
+      expected +=
+          i == 2 ? "{}\n" : R"({"n":)" + std::to_string(i) + R"(,"v":")" + value + R"(","k\"ey":")" + value + "\"}\n";
+      ASSERT_EQ(buffer.substr(0, used), expected) << room << " " << i;
+    }
+  }
+}
+
 TEST(JsonWriter, NonFiniteNumbersBecomeNull) {
   std::string s;
   append_json_number(s, std::nan(""));

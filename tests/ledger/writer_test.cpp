@@ -50,7 +50,9 @@ TEST(LedgerWriter, ObservationsAreRenderedOnItsThreadAndEveryBatchIsHandedOnInOr
   const std::string path = temp_dir() + "/model-perf.jsonl";
   LedgerWriter::Options opts{path, FsyncPolicy::kNever, 1.0, 1024};
   std::vector<std::string> seen;  // written by the writer's thread only, read after close()
-  opts.on_lines = [&seen](std::span<const std::string> lines) { seen.insert(seen.end(), lines.begin(), lines.end()); };
+  opts.on_lines = [&seen](std::span<const std::string_view> lines) {
+    seen.insert(seen.end(), lines.begin(), lines.end());
+  };
   LedgerWriter w(opts);
   ASSERT_TRUE(w.open().ok());
   std::string expected;

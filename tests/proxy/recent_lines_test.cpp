@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
+#include <string>
 #include <vector>
 
 namespace mpo::proxy {
@@ -45,6 +47,24 @@ TEST(RecentLines, AReaderThatFellBehindIsToldHowManyItMissed) {
   EXPECT_EQ(got[1], "{\"n\":8}");
   // A reader ahead of this proxy's numbering (it restarted): told where it stands, then reads on.
   EXPECT_EQ(lines_of(r.since(500, 100))[0], "{\"schema\":\"modelperfobs.recent-lines.v1\",\"next\":10,\"missed\":0}");
+}
+
+TEST(RecentLines, OldLinesTextGoesWithThemAndKeptLinesReadWhole) {
+  // The text is kept in blocks (64 bytes here) dropped once none of their lines is kept: lines that
+  // straddle where a block would end, one longer than a block, and many more than the ring holds.
+  RecentLines r(5, 64);
+  std::vector<std::string> added;
+  for (int i = 1; i <= 400; ++i) {
+    const std::string line =
+        "{\"n\":" + std::to_string(i) + ",\"pad\":\"" + std::string(i % 37 == 0 ? 150 : i % 11, 'x') + "\"}";
+    r.add(line + "\n");
+    added.push_back(line);
+    EXPECT_LE(r.blocks(), 5u + 1u) << "line " << i;
+    const auto got = lines_of(r.since(0, 100));
+    const std::size_t kept = std::min<std::size_t>(5, added.size());
+    ASSERT_EQ(got.size(), kept + 1) << "line " << i;
+    for (std::size_t k = 0; k < kept; ++k) ASSERT_EQ(got[k + 1], added[added.size() - kept + k]) << "line " << i;
+  }
 }
 
 }  // namespace
