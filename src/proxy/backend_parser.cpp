@@ -8,7 +8,7 @@
 namespace mpo::proxy {
 
 BackendHead::const_iterator BackendHead::find(http::field id) const {
-  return std::find_if(fields_.begin(), fields_.end(), [id](const BackendField& f) { return f.name() == id; });
+  return std::find_if(fields_->begin(), fields_->end(), [id](const BackendField& f) { return f.name() == id; });
 }
 
 void BackendParser::on_response_impl(int code, boost::beast::string_view, int version, boost::beast::error_code& ec) {
@@ -19,25 +19,25 @@ void BackendParser::on_response_impl(int code, boost::beast::string_view, int ve
 
 void BackendParser::on_field_impl(http::field name, boost::beast::string_view name_string,
                                   boost::beast::string_view value, boost::beast::error_code& ec) {
-  if (bytes_.empty()) {
-    bytes_.reserve(512);
-    offsets_.reserve(16);
+  if (bytes_->empty()) {
+    bytes_->reserve(512);
+    offsets_->reserve(16);
   }
-  const std::size_t name_at = bytes_.size();
-  bytes_.append(name_string.data(), name_string.size());
-  const std::size_t value_at = bytes_.size();
-  bytes_.append(value.data(), value.size());
-  offsets_.push_back({name, name_at, name_string.size(), value_at, value.size()});
+  const std::size_t name_at = bytes_->size();
+  bytes_->append(name_string.data(), name_string.size());
+  const std::size_t value_at = bytes_->size();
+  bytes_->append(value.data(), value.size());
+  offsets_->push_back({name, name_at, name_string.size(), value_at, value.size()});
   if (name == http::field::content_length) head_.content_length_field_ = true;
   ec = {};
 }
 
 void BackendParser::on_header_impl(boost::beast::error_code& ec) {
   // The head is whole: bytes_ grows no more, and the fields' views are made once.
-  const std::string_view all = bytes_;
-  head_.fields_.reserve(offsets_.size());
-  for (const auto& o : offsets_) {
-    head_.fields_.emplace_back(o.id, all.substr(o.name_at, o.name_size), all.substr(o.value_at, o.value_size));
+  const std::string_view all = *bytes_;
+  head_.fields_->reserve(offsets_->size());
+  for (const auto& o : *offsets_) {
+    head_.fields_->emplace_back(o.id, all.substr(o.name_at, o.name_size), all.substr(o.value_at, o.value_size));
   }
   ec = {};
 }

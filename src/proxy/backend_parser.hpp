@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "proxy/thread_blocks.hpp"
+
 namespace mpo::proxy {
 
 namespace http = boost::beast::http;
@@ -41,8 +43,8 @@ class BackendHead {
   unsigned version() const { return version_; }
   // A Content-Length field was given (Beast's has_content_length()).
   bool has_content_length() const { return content_length_field_; }
-  const_iterator begin() const { return fields_.begin(); }
-  const_iterator end() const { return fields_.end(); }
+  const_iterator begin() const { return fields_->begin(); }
+  const_iterator end() const { return fields_->end(); }
   // The first field of that name (Beast's find()).
   const_iterator find(http::field id) const;
 
@@ -50,7 +52,7 @@ class BackendHead {
   friend class BackendParser;
   unsigned status_ = 0, version_ = 11;
   bool content_length_field_ = false;
-  std::vector<BackendField> fields_;
+  Kept<std::vector<BackendField>> fields_;
 };
 
 class BackendParser : public http::basic_parser<false> {
@@ -88,8 +90,9 @@ class BackendParser : public http::basic_parser<false> {
   std::size_t put_body(boost::beast::string_view bytes, boost::beast::error_code& ec);
 
   BackendHead head_;
-  std::string bytes_;             // the fields' names and values, one after another
-  std::vector<Offsets> offsets_;  // where each is in bytes_ (views are made once it stops growing)
+  // Each buffer the thread's next response's (proxy/thread_blocks.hpp, issue 43).
+  Kept<std::string> bytes_;             // the fields' names and values, one after another
+  Kept<std::vector<Offsets>> offsets_;  // where each is in bytes_ (views are made once it stops growing)
   Body body_;
 };
 

@@ -57,6 +57,12 @@ http::response<http::buffer_body> client_response_head(const ClientHeadInput& in
 
 std::string client_response_head_text(const ClientHeadInput& in, bool keep_alive) {
   std::string out;
+  write_client_response_head(out, in, keep_alive);
+  return out;
+}
+
+void write_client_response_head(std::string& out, const ClientHeadInput& in, bool keep_alive) {
+  out.clear();
   out.reserve(512);
   const unsigned version = in.version;
   const unsigned status = in.parser.head().result_int();
@@ -86,7 +92,6 @@ std::string client_response_head_text(const ClientHeadInput& in, bool keep_alive
   if (version >= 11 && !keep_alive) out += "Connection: close\r\n";
   if (version < 11 && keep_alive) out += "Connection: keep-alive\r\n";
   out += "\r\n";
-  return out;
 }
 
 }  // namespace mpo::proxy

@@ -36,5 +36,7 @@ ClientFraming client_framing(const ClientHeadInput& in);
 http::response<http::buffer_body> client_response_head(const ClientHeadInput& in, bool keep_alive);
 // The same head's bytes, as Beast's serializer writes them.
 std::string client_response_head_text(const ClientHeadInput& in, bool keep_alive);
+// The same written into `out` (emptied first).
+void write_client_response_head(std::string& out, const ClientHeadInput& in, bool keep_alive);
 
 }  // namespace mpo::proxy

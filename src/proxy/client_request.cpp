@@ -17,16 +17,16 @@ std::string_view rebased(std::string_view s, const char* from, const char* to) {
 
 ClientRequest ClientRequest::from_head(std::string_view head_bytes, const RequestHead& parsed) {
   ClientRequest r;
-  r.storage_.assign(head_bytes.begin(), head_bytes.end());
+  r.storage_->assign(head_bytes.begin(), head_bytes.end());
   const char* from = head_bytes.data();
-  const char* to = r.storage_.data();
+  const char* to = r.storage_->data();
   r.method_ = rebased(parsed.method, from, to);
   r.verb_ = http::string_to_verb(r.method_);
-  r.target_ = std::string(parsed.target);
+  r.target_->assign(parsed.target);
   r.version_ = static_cast<unsigned>(parsed.version);
-  r.fields_.reserve(parsed.field_lines.size());
+  r.fields_->reserve(parsed.field_lines.size());
   for (const auto& f : parsed.field_lines) {
-    r.fields_.push_back({rebased(f.name, from, to), rebased(f.value, from, to), http::string_to_field(f.name)});
+    r.fields_->push_back({rebased(f.name, from, to), rebased(f.value, from, to), http::string_to_field(f.name)});
   }
   return r;
 }
@@ -35,27 +35,27 @@ ClientRequest ClientRequest::from_message(http::request<http::string_body>&& m) 
   ClientRequest r;
   std::size_t bytes = m.method_string().size();
   for (const auto& f : m) bytes += f.name_string().size() + f.value().size();
-  r.storage_.reserve(bytes);  // never grows below: the views stay where they point
+  r.storage_->reserve(bytes);  // never grows below: the views stay where they point
   const auto keep = [&r](std::string_view s) {
-    const std::size_t at = r.storage_.size();
-    r.storage_.insert(r.storage_.end(), s.begin(), s.end());
-    return std::string_view(r.storage_.data() + at, s.size());
+    const std::size_t at = r.storage_->size();
+    r.storage_->insert(r.storage_->end(), s.begin(), s.end());
+    return std::string_view(r.storage_->data() + at, s.size());
   };
   r.method_ = keep(m.method_string());
   r.verb_ = m.method();
-  r.target_ = std::string(m.target());
+  r.target_->assign(m.target());
   r.version_ = m.version();
-  for (const auto& f : m) r.fields_.push_back({keep(f.name_string()), keep(f.value()), f.name()});
-  r.body_ = std::move(m.body());
+  for (const auto& f : m) r.fields_->push_back({keep(f.name_string()), keep(f.value()), f.name()});
+  *r.body_ = std::move(m.body());
   return r;
 }
 
 ClientRequest ClientRequest::from_line(std::string_view method, std::string_view target, unsigned version) {
   ClientRequest r;
-  r.storage_.assign(method.begin(), method.end());
-  r.method_ = std::string_view(r.storage_.data(), r.storage_.size());
+  r.storage_->assign(method.begin(), method.end());
+  r.method_ = std::string_view(r.storage_->data(), r.storage_->size());
   r.verb_ = http::string_to_verb(method);
-  r.target_ = std::string(target);
+  r.target_->assign(target);
   r.version_ = version;
   return r;
 }
@@ -74,14 +74,14 @@ bool ClientRequest::keep_alive() const {
 }
 
 std::optional<std::string_view> ClientRequest::find(std::string_view name) const {
-  for (const auto& f : fields_) {
+  for (const auto& f : *fields_) {
     if (boost::beast::iequals(f.name, name)) return f.value;
   }
   return std::nullopt;
 }
 
 std::optional<std::string_view> ClientRequest::find(http::field id) const {
-  for (const auto& f : fields_) {
+  for (const auto& f : *fields_) {
     if (f.id == id) return f.value;
   }
   return std::nullopt;
@@ -89,12 +89,12 @@ std::optional<std::string_view> ClientRequest::find(http::field id) const {
 
 std::size_t ClientRequest::count(std::string_view name) const {
   std::size_t n = 0;
-  for (const auto& f : fields_) n += boost::beast::iequals(f.name, name) ? 1 : 0;
+  for (const auto& f : *fields_) n += boost::beast::iequals(f.name, name) ? 1 : 0;
   return n;
 }
 
 void ClientRequest::erase(http::field id) {
-  std::erase_if(fields_, [id](const Field& f) { return f.id == id; });
+  std::erase_if(*fields_, [id](const Field& f) { return f.id == id; });
 }
 
 }  // namespace mpo::proxy

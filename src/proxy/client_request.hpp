@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "proxy/request_head.hpp"
+#include "proxy/thread_blocks.hpp"
 
 namespace mpo::proxy {
 
@@ -43,31 +44,32 @@ class ClientRequest {
 
   std::string_view method_string() const { return method_; }
   http::verb method() const { return verb_; }
-  std::string_view target() const { return target_; }
-  void target(std::string t) { target_ = std::move(t); }
+  std::string_view target() const { return *target_; }
+  void target(std::string_view t) { target_->assign(t); }
   unsigned version() const { return version_; }
   // As Beast's message says it: HTTP/1.1 unless a Connection field says close; HTTP/1.0 only when
   // one says keep-alive.
   bool keep_alive() const;
 
-  const std::vector<Field>& fields() const { return fields_; }
+  const std::vector<Field>& fields() const { return *fields_; }
   // The first field of that name (case-blind), and how many there are.
   std::optional<std::string_view> find(std::string_view name) const;
   std::optional<std::string_view> find(http::field id) const;
   std::size_t count(std::string_view name) const;
   void erase(http::field id);
 
-  std::string& body() { return body_; }
-  const std::string& body() const { return body_; }
+  std::string& body() { return *body_; }
+  const std::string& body() const { return *body_; }
 
  private:
-  std::vector<char> storage_;  // the bytes the views below point into (a vector's buffer moves with it)
+  // Each buffer the thread's next request's (proxy/thread_blocks.hpp, issue 43).
+  Kept<std::vector<char>> storage_;  // the bytes the views below point into (a vector's buffer moves with it)
   std::string_view method_;
   http::verb verb_ = http::verb::unknown;
-  std::string target_;
+  Kept<std::string> target_;
   unsigned version_ = 11;
-  std::vector<Field> fields_;
-  std::string body_;
+  Kept<std::vector<Field>> fields_;
+  Kept<std::string> body_;
 };
 
 }  // namespace mpo::proxy

@@ -118,8 +118,9 @@ double Proxy::since_ms(const Exchange& x) const {
   return static_cast<double>(SystemClock::instance().steady_us() - x.t0_us) / 1000.0;
 }
 
-std::string Proxy::upstream_request(const ClientRequest& req, const Exchange& x, std::string_view body) const {
-  std::string out;
+void Proxy::upstream_request(std::string& out, const ClientRequest& req, const Exchange& x,
+                             std::string_view body) const {
+  out.clear();
   out.reserve(1024 + body.size());
   // Each piece copied in place after one resize (issue 43: four appends per field, each its own
   // capacity check and call, were a third of this function).
@@ -171,7 +172,6 @@ std::string Proxy::upstream_request(const ClientRequest& req, const Exchange& x,
     add("Content-Length", std::to_string(body.size()));
   }
   put({"\r\n", body});
-  return out;
 }
 
 namespace {
@@ -226,9 +226,10 @@ awaitable<bool> Proxy::handle(beast::tcp_stream& client, ClientRequest req, std:
   auto& o = x.obs;
   const bool client_keep = req.keep_alive();
 
-  std::string body = std::move(req.body());  // req's body is not read after this
+  std::string& body = req.body();  // rewritten below when usage is injected
   const bool strip_usage = opts_.usage == UsageMode::kInject && inject_usage(o, body);
-  const std::string up_req = upstream_request(req, x, body);
+  Kept<std::string> up_req;  // its buffer the thread's next request's (issue 43)
+  upstream_request(*up_req, req, x, body);
 
   // The client may leave while we wait: watch its socket, and close the upstream if it does.
   auto watch = std::make_shared<ClientWatch>();
@@ -239,7 +240,7 @@ awaitable<bool> Proxy::handle(beast::tcp_stream& client, ClientRequest req, std:
   parser.body_limit(boost::none);
   parser.skip(req.method() == http::verb::head);  // a HEAD response has no body, whatever its length says
 
-  auto sent = co_await send_upstream(x, up_req, parser, *watch);
+  auto sent = co_await send_upstream(x, *up_req, parser, *watch);
   if (sent.ec) {
     disarm_client_watch(client, watch);
     co_return co_await answer_send_failure(client, x, req.version(), client_keep, *watch, sent);
@@ -458,8 +459,8 @@ struct Relay : KeptByThread<Relay> {
         // A body relayed as it came needs only the head's bytes; the serializer's message stays empty.
         res(pass_through ? http::response<http::buffer_body>() : client_response_head(head, client_keep_alive)),
         sr(res),
-        raw_head(pass_through ? client_response_head_text(head, client_keep_alive) : std::string()),
         buf(static_cast<char*>(ThreadBlocks<kBufSize>::take())) {
+    if (pass_through) write_client_response_head(*raw_head, head, client_keep_alive);
     if (backend.keep_alive) keep_alive_hint = parse_keep_alive(*backend.keep_alive);
   }
   Relay(const Relay&) = delete;
@@ -495,7 +496,7 @@ struct Relay : KeptByThread<Relay> {
     if (pass_through) {
       // The round's bytes as they came (a chunk-size line alone included: the client gets the head now).
       if (raw.empty() && (head_written || last || failed_upstream)) return Write::kNone;
-      bytes = {asio::buffer(head_written ? std::string_view() : raw_head), asio::buffer(raw)};
+      bytes = {asio::buffer(head_written ? std::string_view() : std::string_view(*raw_head)), asio::buffer(raw)};
       return Write::kAsTheyCame;
     }
     if (!out.empty()) {
@@ -528,7 +529,7 @@ struct Relay : KeptByThread<Relay> {
   const bool close_delimited, client_keep_alive, pass_through;
   http::response<http::buffer_body> res;
   http::response_serializer<http::buffer_body> sr;
-  const std::string raw_head;  // pass-through: the head's bytes, then the backend's body as it came
+  Kept<std::string> raw_head;  // pass-through: the head's bytes, then the backend's body as it came
   const std::unique_ptr<char[], GiveBuffer> buf;
   std::array<asio::const_buffer, 2> bytes;  // kAsTheyCame's: the head (until written) and the raw bytes
   std::size_t parsed = 0;
@@ -643,7 +644,7 @@ awaitable<void> Proxy::end_client_response(beast::tcp_stream& client, Relay& r, 
   client.expires_after(kClientWriteTimeout);
   if (r.pass_through) {
     if (!r.head_written) {
-      const asio::const_buffer head = asio::buffer(r.raw_head);
+      const asio::const_buffer head = asio::buffer(*r.raw_head);
       wec = co_await send_all(client, {&head, 1}, kClientWriteTimeout);
     }
   } else if (complete) {  // no co_await inside a conditional expression (GCC 12, see refuse())

@@ -256,7 +256,8 @@ class Proxy {
 
   // The request as the backend gets it, head and body in one buffer (a Beast message and its
   // serializer took ~25,000 instructions a request to write the same bytes).
-  std::string upstream_request(const ClientRequest& req, const Exchange& x, std::string_view body) const;
+  // The request's text for the backend, written into `out` (emptied first).
+  void upstream_request(std::string& out, const ClientRequest& req, const Exchange& x, std::string_view body) const;
 
   // One request (exchange.cpp): checked, sent upstream on a pooled connection (retried once on a fresh
   // one when the pooled one was stale), the response head awaited; false: close the client.

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -51,6 +52,39 @@ TEST(ThreadBlocks, AClassKeptByThreadReusesItsBlock) {
   auto* second = new Big;
   EXPECT_EQ(second, first);
   delete second;
+}
+
+TEST(ThreadKept, AStringsBufferGoesToTheNextTakenEmptiedAndOnlyBuffersWorthKeepingAreKept) {
+  using Strings = ThreadKept<std::string, 2, 4096>;
+  std::string a = Strings::take();
+  a.assign(1500, 'a');
+  const char* buffer = a.data();
+  Strings::give(std::move(a));
+  EXPECT_EQ(Strings::kept_now(), 1u);
+  std::string b = Strings::take();
+  EXPECT_EQ(b.data(), buffer);  // the same buffer, not a new one
+  EXPECT_TRUE(b.empty());
+  EXPECT_GE(b.capacity(), 1500u);
+  Strings::give(std::string("short"));    // no buffer of its own: nothing to keep
+  Strings::give(std::string(8000, 'x'));  // over MaxBytes: freed
+  EXPECT_EQ(Strings::kept_now(), 0u);
+  for (int i = 0; i < 3; ++i) Strings::give(std::string(100, 'y'));
+  EXPECT_EQ(Strings::kept_now(), 2u);  // Keep
+  while (Strings::kept_now() > 0) (void)Strings::take();
+}
+
+TEST(ThreadKept, KeptGivesItsBufferBackWhenItGoesAndAMovedOneOnce) {
+  const char* buffer = nullptr;
+  {
+    Kept<std::vector<int>> v;
+    v->assign(300, 7);
+    buffer = reinterpret_cast<const char*>(v->data());
+    Kept<std::vector<int>> moved(std::move(v));  // one buffer, given back once
+  }
+  EXPECT_EQ(ThreadKept<std::vector<int>>::kept_now(), 1u);
+  Kept<std::vector<int>> again;
+  EXPECT_EQ(reinterpret_cast<const char*>(again->data()), buffer);
+  EXPECT_TRUE(again->empty());
 }
 
 }  // namespace
