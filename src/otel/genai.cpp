@@ -195,36 +195,52 @@ std::string_view GenAiMetrics::model_label(const std::optional<std::string>& mod
 
 namespace {
 
-// The value of `k` in `map` (made by `make` when the key is new), through `last`: the series the
-// family's previous requests used, most often this one's too.
-template <class Map, class Last, class KeyView, class Make>
-typename Map::mapped_type& find_or_add(Map& map, Last& last, const KeyView& k, Make&& make) {
-  using Less = typename Map::key_compare;
-  for (const auto& e : last.entries) {
-    if (e.key != nullptr && Less::views(*e.key) == Less::views(k)) return *e.value;
-  }
+// The value of `k` in `map`, made by `make` when the key is new.
+template <class Map, class KeyView, class Make>
+typename Map::mapped_type& find_or_add(Map& map, const KeyView& k, Make&& make) {
   auto it = map.find(k);
   if (it == map.end()) {
     typename Map::key_type key{std::string(k.operation),      std::string(k.provider),   std::string(k.request_model),
                                std::string(k.response_model), std::string(k.error_type), std::string(k.extra)};
     it = map.emplace(std::move(key), make()).first;
   }
-  last.entries[last.next] = {&it->first, &it->second};
-  last.next ^= 1u;
   return it->second;
 }
 
 }  // namespace
 
-Histogram& GenAiMetrics::series(Family f, const KeyView& k) {
-  return find_or_add(histograms_[f], last_series_[f], k, [f] {
-    return Histogram(kFamilies[f].kind == Kind::kSeconds ? std::span<const double>(kSecondsBuckets)
-                                                         : std::span<const double>(kTokenBuckets));
-  });
+void GenAiMetrics::use_key(const KeyView& k) {
+  Key& last = recent_.key;
+  if (recent_.valid && last.operation == k.operation && last.provider == k.provider &&
+      last.request_model == k.request_model && last.response_model == k.response_model &&
+      last.error_type == k.error_type) {
+    return;
+  }
+  last.operation = k.operation;
+  last.provider = k.provider;
+  last.request_model = k.request_model;
+  last.response_model = k.response_model;
+  last.error_type = k.error_type;
+  recent_.valid = true;
+  for (auto& family : recent_.series) family[0] = family[1] = nullptr;
+  for (auto& count : recent_.counts) count = nullptr;
+}
+
+Histogram& GenAiMetrics::series(Family f, const KeyView& k, unsigned slot) {
+  Histogram*& found = recent_.series[f][slot];
+  if (found == nullptr) {
+    found = &find_or_add(histograms_[f], k, [f] {
+      return Histogram(kFamilies[f].kind == Kind::kSeconds ? std::span<const double>(kSecondsBuckets)
+                                                           : std::span<const double>(kTokenBuckets));
+    });
+  }
+  return *found;
 }
 
 void GenAiMetrics::increase(Family f, const KeyView& k, std::int64_t value) {
-  find_or_add(counters_[f], last_count_[f], k, [] { return std::int64_t{0}; }) += value;
+  std::int64_t*& found = recent_.counts[f];
+  if (found == nullptr) found = &find_or_add(counters_[f], k, [] { return std::int64_t{0}; });
+  *found += value;
 }
 
 void GenAiMetrics::record(const ledger::Observation& o) {
@@ -233,6 +249,7 @@ void GenAiMetrics::record(const ledger::Observation& o) {
   const std::string error = genai_error_type(o);  // "" (no allocation) for the usual ok
   const std::string_view operation = genai_operation(o.operation);
   const KeyView k{operation, provider, model_label(o.model), model_label(o.response_model), error, ""};
+  use_key(k);
   const bool streamed_chunks = o.stream && !o.itl_ms.empty();
   const auto chunks = [&](Family ttfc, Family tpoc) {
     if (o.stream && o.ttft_ms) observe(ttfc, k, *o.ttft_ms / 1000.0);
@@ -250,7 +267,7 @@ void GenAiMetrics::record(const ledger::Observation& o) {
     t.extra = "input";
     if (o.prompt_tokens) observe(kTokenUsage, t, static_cast<double>(*o.prompt_tokens));
     t.extra = "output";
-    if (o.completion_tokens) observe(kTokenUsage, t, static_cast<double>(*o.completion_tokens));
+    if (o.completion_tokens) observe(kTokenUsage, t, static_cast<double>(*o.completion_tokens), 1);
   }
   if (!has(opts_.conventions, GenAiConventions::kLatest)) return;
   // The latest conventions: a count the provider did not give is 0 for a failed operation (the

@@ -126,10 +126,14 @@ class GenAiMetrics {
   using Counts = std::map<Key, std::int64_t, KeyLess>;
   // The label for a model name ("" when none, kOtherModel past the cap); views into models_.
   std::string_view model_label(const std::optional<std::string>& model);
-  void observe(Family f, const KeyView& k, double value) { series(f, k).observe(value); }
-  // The histogram of one family's series, made on first use.
-  Histogram& series(Family f, const KeyView& k);
+  // The histogram of one family's series, made on first use; `slot` tells apart the series one
+  // request records in the same family (token usage: 0 input, 1 output).
+  Histogram& series(Family f, const KeyView& k, unsigned slot = 0);
+  void observe(Family f, const KeyView& k, double value, unsigned slot = 0) { series(f, k, slot).observe(value); }
   void increase(Family f, const KeyView& k, std::int64_t value);
+  // Compares a request's key (its `extra` aside) with the last request's once; on a difference it
+  // becomes the last and the series found for that one are forgotten.
+  void use_key(const KeyView& k);
   bool active(Family f) const;
   void render_family(promtext::TextWriter& w, Family f) const;
   Attributes attributes_of(Family f, const Key& k) const;
@@ -139,21 +143,17 @@ class GenAiMetrics {
   LabelCap models_;
   Series histograms_[kFamilyCount];
   Counts counters_[kFamilyCount];
-  // Each family's last two series and counters: the next request usually has the same keys (the
-  // same model and outcome; token usage alternates between its input and output series), found by
-  // a compare or two instead of a walk down the map (issue 43). Map nodes stay where they are, and
-  // no series is ever erased.
-  template <class Value>
-  struct Last {
-    struct Entry {
-      const Key* key = nullptr;
-      Value* value = nullptr;
-    };
-    Entry entries[2];
-    unsigned next = 0;  // the entry a miss replaces
+  // The series and counters the last request's key found, by family (issue 43): the next request
+  // usually has the same key (the same model and outcome), compared once (use_key) instead of once
+  // per family, and then each family's series is the one found last time. Map nodes stay where they
+  // are, and no series is ever erased.
+  struct Recent {
+    Key key;  // operation, provider, models and error type (extra unused)
+    bool valid = false;
+    Histogram* series[kFamilyCount][2] = {};
+    std::int64_t* counts[kFamilyCount] = {};
   };
-  Last<Histogram> last_series_[kFamilyCount];
-  Last<std::int64_t> last_count_[kFamilyCount];
+  Recent recent_;
 };
 
 }  // namespace mpo::otel
