@@ -67,12 +67,23 @@ void ProxyMetrics::request_ended(const std::pair<std::string, std::string>& key)
 }
 
 void ProxyMetrics::record(const ledger::Observation& o) {
-  const std::string code = o.http_status ? std::to_string(*o.http_status) : "none";
-  const std::string model(o.model && !o.model->empty() ? models_.label(*o.model) : std::string_view());
-  ++requests_[{model, o.operation, o.outcome, code}];
-  auto it = latencies_.find({model, o.operation});
-  if (it == latencies_.end()) it = latencies_.emplace(std::pair{model, o.operation}, Latencies{}).first;
-  Latencies& l = it->second;
+  const std::string_view label = o.model && !o.model->empty() ? models_.label(*o.model) : std::string_view();
+  Recent& r = recent_;
+  if (r.count == nullptr || r.status != o.http_status || r.model != label || r.operation != o.operation ||
+      r.outcome != o.outcome) {
+    const std::string code = o.http_status ? std::to_string(*o.http_status) : "none";
+    const std::string model(label);
+    r.count = &requests_[{model, o.operation, o.outcome, code}];
+    auto it = latencies_.find({model, o.operation});
+    if (it == latencies_.end()) it = latencies_.emplace(std::pair{model, o.operation}, Latencies{}).first;
+    r.latencies = &it->second;
+    r.model = model;
+    r.operation = o.operation;
+    r.outcome = o.outcome;
+    r.status = o.http_status;
+  }
+  ++*r.count;
+  Latencies& l = *r.latencies;
   if (o.ttft_ms) l.ttft.observe(*o.ttft_ms / 1000.0);
   if (auto t = ledger::tpot_ms(o)) l.tpot.observe(*t / 1000.0);
   for (double g : o.itl_ms) l.itl.observe(g / 1000.0);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -71,6 +72,16 @@ class ProxyMetrics {
   std::map<std::string, std::uint64_t> unknown_events_;
   std::uint64_t prompt_tokens_ = 0;
   std::uint64_t generation_tokens_ = 0;
+  // The last request's counter and histograms (issue 43): the next request usually has the same
+  // model, operation, outcome and status, compared once instead of looked up in two maps whose
+  // keys are tuples of strings. Map nodes stay where they are; no series is erased.
+  struct Recent {
+    std::string model, operation, outcome;
+    std::optional<int> status;
+    std::uint64_t* count = nullptr;
+    Latencies* latencies = nullptr;
+  };
+  Recent recent_;
 };
 
 // The lag histogram's bounds, from 10 us (a loop keeping up) to 1 s (a loop stalled): the proxy's

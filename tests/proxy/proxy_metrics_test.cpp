@@ -83,6 +83,37 @@ TEST(ProxyMetrics, LatenciesAreSeriesPerModelAndOperationWithinTheCap) {
   EXPECT_EQ(x.find("modelperfobs_requests_total", {"model=\"_other\"", "operation=\"chat\""}), 2);
 }
 
+// Issue 43: the last request's series are reused while its key repeats; any part of the key that
+// changes (outcome, status, model, operation), back and forth, still counts in its own series.
+TEST(ProxyMetrics, RequestsAlternatingInOnePartOfTheirKeyEachCountInTheirOwnSeries) {
+  ProxyMetrics m;
+  struct Request {
+    const char *model, *operation, *outcome;
+    int status;
+  };
+  for (const Request& r : {Request{"a", "chat", "ok", 200}, Request{"a", "chat", "http_error", 500},
+                           Request{"a", "chat", "http_error", 429}, Request{"a", "chat", "http_error", 500},
+                           Request{"a", "chat", "ok", 200}, Request{"a", "responses", "ok", 200},
+                           Request{"b", "chat", "ok", 200}, Request{"a", "chat", "ok", 200}}) {
+    auto o = finished(r.model, r.operation, 10);
+    o.outcome = r.outcome;
+    o.http_status = r.status;
+    m.record(o);
+  }
+  const auto x = mpo::test::read_exposition(m.render({}, no_lag()));
+  const auto requests = [&](const char* model, const char* operation, const char* code) {
+    return x.find("modelperfobs_requests_total",
+                  {std::string("model=\"") + model + "\"", std::string("operation=\"") + operation + "\"",
+                   std::string("code=\"") + code + "\""});
+  };
+  EXPECT_EQ(requests("a", "chat", "200"), 3);
+  EXPECT_EQ(requests("a", "chat", "500"), 2);
+  EXPECT_EQ(requests("a", "chat", "429"), 1);
+  EXPECT_EQ(requests("a", "responses", "200"), 1);
+  EXPECT_EQ(requests("b", "chat", "200"), 1);
+  EXPECT_EQ(x.find("modelperfobs_time_to_first_token_seconds_count", {"model=\"a\"", "operation=\"chat\""}), 6);
+}
+
 // Issue 42: requests in flight by model and operation, the model within the cap, the gauge back to 0
 // as they end, and a fold counted once per request (by the line's record).
 TEST(ProxyMetrics, InFlightByModelGoesUpAndBackDown) {
