@@ -106,18 +106,26 @@ std::optional<SpanId> span_id_from_hex(std::string_view hex) {
   return id;
 }
 
-std::string format_traceparent(const TraceId& trace, const SpanId& span, std::uint8_t flags) {
+std::string_view write_traceparent(char (&out)[kTraceparentSize], const TraceId& trace, const SpanId& span,
+                                   std::uint8_t flags) {
   // 00-<32 hex>-<16 hex>-<2 hex>, written in place (issue 43: three strings joined were a
   // quarter of the upstream request's text).
-  std::string out(2 + 1 + 32 + 1 + 16 + 1 + 2, '-');
-  char* p = out.data();
+  char* p = out;
   *p++ = '0';
   *p++ = '0';
-  p = write_hex(p + 1, trace);
-  p = write_hex(p + 1, span);
+  *p++ = '-';
+  p = write_hex(p, trace);
+  *p++ = '-';
+  p = write_hex(p, span);
+  *p++ = '-';
   const std::array<std::uint8_t, 1> f{flags};
-  write_hex(p + 1, f);
-  return out;
+  write_hex(p, f);
+  return {out, kTraceparentSize};
+}
+
+std::string format_traceparent(const TraceId& trace, const SpanId& span, std::uint8_t flags) {
+  char out[kTraceparentSize];
+  return std::string(write_traceparent(out, trace, span, flags));
 }
 
 IdGenerator::IdGenerator(std::uint64_t seed) : rng_(seed != 0 ? seed : std::random_device{}()) {

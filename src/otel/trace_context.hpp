@@ -38,6 +38,10 @@ std::optional<SpanId> span_id_from_hex(std::string_view hex);
 
 // "00-<trace id>-<span id>-<flags>".
 std::string format_traceparent(const TraceId& trace, const SpanId& span, std::uint8_t flags);
+// The same written into `out`: a view of it.
+inline constexpr std::size_t kTraceparentSize = 2 + 1 + 32 + 1 + 16 + 1 + 2;
+std::string_view write_traceparent(char (&out)[kTraceparentSize], const TraceId& trace, const SpanId& span,
+                                   std::uint8_t flags);
 
 // Random ids, never all zero.
 class IdGenerator {

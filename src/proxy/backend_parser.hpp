@@ -91,8 +91,8 @@ class BackendParser : public http::basic_parser<false> {
 
   BackendHead head_;
   // Each buffer the thread's next response's (proxy/thread_blocks.hpp, issue 43).
-  Kept<std::string> bytes_;             // the fields' names and values, one after another
-  Kept<std::vector<Offsets>> offsets_;  // where each is in bytes_ (views are made once it stops growing)
+  Kept<std::string, struct BackendFieldBytes> bytes_;  // the fields' names and values, one after another
+  Kept<std::vector<Offsets>> offsets_;                 // where each is in bytes_ (views are made once it stops growing)
   Body body_;
 };
 

@@ -4,6 +4,7 @@
 #include <boost/beast/core/string.hpp>
 #include <charconv>
 
+#include "core/text.hpp"
 #include "proxy/hop_by_hop.hpp"
 
 namespace mpo::proxy {
@@ -17,11 +18,17 @@ namespace beast = boost::beast;
 template <class Add>
 void copied_fields(const ClientHeadInput& in, Add&& add) {
   const auto& head = in.parser.head();
-  const std::string tokens = connection_tokens(head);
+  const std::string_view tokens = connection_tokens(head);
+  const http::field id_field = http::string_to_field(in.id_header);
   for (const auto& f : head) {
     const auto name = f.name_string();
     if (is_hop_by_hop_field(f, tokens) || f.name() == http::field::content_length) continue;
-    if (beast::iequals(name, in.id_header) || (in.sse && beast::iequals(name, "X-Accel-Buffering"))) continue;
+    // Names are compared by Beast's enum where it has one, as text only where it has none (issue 43).
+    if (id_field != http::field::unknown ? f.name() == id_field
+                                         : f.name() == http::field::unknown && beast::iequals(name, in.id_header)) {
+      continue;
+    }
+    if (in.sse && f.name() == http::field::unknown && beast::iequals(name, "X-Accel-Buffering")) continue;
     add(name, f.value());
   }
   add(in.id_header, in.observation_id);
@@ -66,25 +73,23 @@ void write_client_response_head(std::string& out, const ClientHeadInput& in, boo
   out.reserve(512);
   const unsigned version = in.version;
   const unsigned status = in.parser.head().result_int();
-  out += version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
   char number[24];
-  out.append(number, std::to_chars(number, number + sizeof number, status).ptr);
-  out += ' ';
   const auto reason = http::obsolete_reason(http::int_to_status(status));
-  out.append(reason.data(), reason.size());
-  out += "\r\n";
+  append_pieces(out,
+                {version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ",
+                 {number, static_cast<std::size_t>(std::to_chars(number, number + sizeof number, status).ptr - number)},
+                 " ",
+                 {reason.data(), reason.size()},
+                 "\r\n"});
   copied_fields(in, [&](std::string_view name, std::string_view value) {
-    out.append(name);
-    out += ": ";
-    out.append(value);
-    out += "\r\n";
+    append_pieces(out, {name, ": ", value, "\r\n"});
   });
   switch (client_framing(in)) {
-    case ClientFraming::kLength:
-      out += "Content-Length: ";
-      out.append(number, std::to_chars(number, number + sizeof number, in.parser.content_length().value_or(0)).ptr);
-      out += "\r\n";
+    case ClientFraming::kLength: {
+      const auto end = std::to_chars(number, number + sizeof number, in.parser.content_length().value_or(0)).ptr;
+      append_pieces(out, {"Content-Length: ", {number, static_cast<std::size_t>(end - number)}, "\r\n"});
       break;
+    }
     case ClientFraming::kChunked: out += "Transfer-Encoding: chunked\r\n"; break;
     case ClientFraming::kNone: break;
   }

@@ -66,10 +66,10 @@ class ClientRequest {
   Kept<std::vector<char>> storage_;  // the bytes the views below point into (a vector's buffer moves with it)
   std::string_view method_;
   http::verb verb_ = http::verb::unknown;
-  Kept<std::string> target_;
+  Kept<std::string, struct RequestTarget> target_;
   unsigned version_ = 11;
   Kept<std::vector<Field>> fields_;
-  Kept<std::string> body_;
+  Kept<std::string, struct RequestBody> body_;
 };
 
 }  // namespace mpo::proxy

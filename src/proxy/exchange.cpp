@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -24,6 +25,7 @@
 
 #include "core/clock.hpp"
 #include "core/json.hpp"
+#include "core/text.hpp"
 #include "core/uuid.hpp"
 #include "ledger/from_tap.hpp"
 #include "ledger/observation.hpp"
@@ -121,20 +123,8 @@ double Proxy::since_ms(const Exchange& x) const {
 void Proxy::upstream_request(std::string& out, const ClientRequest& req, const Exchange& x,
                              std::string_view body) const {
   out.clear();
-  out.reserve(1024 + body.size());
-  // Each piece copied in place after one resize (issue 43: four appends per field, each its own
-  // capacity check and call, were a third of this function).
-  const auto put = [&out](std::initializer_list<std::string_view> pieces) {
-    std::size_t n = 0;
-    for (const auto piece : pieces) n += piece.size();
-    const std::size_t at = out.size();
-    out.resize(at + n);
-    char* p = out.data() + at;
-    for (const auto piece : pieces) {
-      std::memcpy(p, piece.data(), piece.size());
-      p += piece.size();
-    }
-  };
+  out.reserve(std::bit_ceil(1024 + body.size()));  // a kept buffer fits the next request too
+  const auto put = [&out](std::initializer_list<std::string_view> pieces) { append_pieces(out, pieces); };
   const auto add = [&put](std::string_view name, std::string_view value) { put({name, ": ", value, "\r\n"}); };
   const auto method = req.method_string();  // any method the head allowed, extension methods too
   const std::string_view target = req.target();
@@ -164,7 +154,8 @@ void Proxy::upstream_request(std::string& out, const ClientRequest& req, const E
   add(opts_.id_header, x.obs.observation_id);
   if (!client_request_id) add("X-Request-Id", x.obs.observation_id);
   // The engine's spans become children of the proxy's span.
-  add("traceparent", x.trace.traceparent());
+  char traceparent[otel::kTraceparentSize];
+  add("traceparent", otel::write_traceparent(traceparent, x.trace.trace_id, x.trace.span_id, x.trace.flags));
   if (!x.trace_state.empty()) add("tracestate", x.trace_state);
   // A length as Beast's prepare_payload gives one: for a body, and for the methods that carry one.
   const auto verb = req.method();
@@ -228,7 +219,7 @@ awaitable<bool> Proxy::handle(beast::tcp_stream& client, ClientRequest req, std:
 
   std::string& body = req.body();  // rewritten below when usage is injected
   const bool strip_usage = opts_.usage == UsageMode::kInject && inject_usage(o, body);
-  Kept<std::string> up_req;  // its buffer the thread's next request's (issue 43)
+  Kept<std::string, struct UpstreamText> up_req;  // its buffer the thread's next request's (issue 43)
   upstream_request(*up_req, req, x, body);
 
   // The client may leave while we wait: watch its socket, and close the upstream if it does.
@@ -529,7 +520,8 @@ struct Relay : KeptByThread<Relay> {
   const bool close_delimited, client_keep_alive, pass_through;
   http::response<http::buffer_body> res;
   http::response_serializer<http::buffer_body> sr;
-  Kept<std::string> raw_head;  // pass-through: the head's bytes, then the backend's body as it came
+  Kept<std::string, struct ClientHeadText>
+      raw_head;  // pass-through: the head's bytes, then the backend's body as it came
   const std::unique_ptr<char[], GiveBuffer> buf;
   std::array<asio::const_buffer, 2> bytes;  // kAsTheyCame's: the head (until written) and the raw bytes
   std::size_t parsed = 0;

@@ -41,10 +41,11 @@ bool is_hop_by_hop_field(const Field& f, std::string_view connection_tokens) {
   return is_hop_by_hop_field(f.name(), f.name_string(), connection_tokens);
 }
 
+// The Connection field's value, a view into `f`.
 template <class Fields>
-std::string connection_tokens(const Fields& f) {
+std::string_view connection_tokens(const Fields& f) {
   auto it = f.find(boost::beast::http::field::connection);
-  return it == f.end() ? std::string() : std::string(it->value());
+  return it == f.end() ? std::string_view() : std::string_view(it->value());
 }
 
 }  // namespace mpo::proxy

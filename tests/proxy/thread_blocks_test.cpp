@@ -55,7 +55,7 @@ TEST(ThreadBlocks, AClassKeptByThreadReusesItsBlock) {
 }
 
 TEST(ThreadKept, AStringsBufferGoesToTheNextTakenEmptiedAndOnlyBuffersWorthKeepingAreKept) {
-  using Strings = ThreadKept<std::string, 2, 4096>;
+  using Strings = ThreadKept<std::string, struct TestStrings, 2, 4096>;
   std::string a = Strings::take();
   a.assign(1500, 'a');
   const char* buffer = a.data();
