@@ -26,13 +26,14 @@ std::string Uuid7Generator::next(std::int64_t unix_ms) {
   const std::uint64_t r = rng_();
   for (int i = 8; i < 16; ++i) b[i] = static_cast<std::uint8_t>(r >> (8 * (i - 8)));
   b[8] = static_cast<std::uint8_t>(0x80 | (b[8] & 0x3f));
+  // Written in place (issue 43: a push_back per digit was most of an id's cost).
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(36);
+  std::string out(36, '-');
+  char* p = out.data();
   for (int i = 0; i < 16; ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) out.push_back('-');
-    out.push_back(kHex[b[i] >> 4]);
-    out.push_back(kHex[b[i] & 0x0f]);
+    if (i == 4 || i == 6 || i == 8 || i == 10) ++p;  // the dash already there
+    *p++ = kHex[b[i] >> 4];
+    *p++ = kHex[b[i] & 0x0f];
   }
   return out;
 }

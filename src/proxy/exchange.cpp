@@ -101,7 +101,7 @@ void Proxy::begin(Exchange& x, const ClientRequest& req, const std::optional<RxS
   o.request_bytes = req.body().size();
   o.in_flight_at_start = shared_.in_flight++;
   ++in_flight_here_;
-  x.in_flight_key = shared_.with_metrics([&](ProxyMetrics& m) { return m.request_started(o.model, o.operation); });
+  x.in_flight_series = shared_.with_metrics([&](ProxyMetrics& m) { return m.request_started(o.model, o.operation); });
   o.upstream_retries = 0;
 }
 
@@ -723,7 +723,7 @@ void Proxy::finish(Exchange& x) {
   o.turn = x.session.turn;
   const auto note = shared_.with_metrics([&](ProxyMetrics& m) {
     m.record(o);
-    m.request_ended(x.in_flight_key);
+    m.request_ended(x.in_flight_series);
     return shared_.notes.observe(o);
   });
   if (note) std::cerr << *note << "\n";

@@ -101,10 +101,10 @@ struct Exchange : KeptByThread<Exchange> {
   LineTiming timing;
   RxStamp last_rx;  // the latest read of this exchange (request, response head, body)
   otel::RequestTrace trace;
-  std::string trace_state;  // the client's tracestate, forwarded when its traceparent was valid
-  std::pair<std::string, std::string> in_flight_key;  // (model label, operation) in the in-flight gauge
-  std::optional<SessionClaim> session_claim;          // what the request says of its conversation
-  SessionPlace session;                               // its session and turn (the root's id at finish)
+  std::string trace_state;                    // the client's tracestate, forwarded when its traceparent was valid
+  std::int64_t* in_flight_series = nullptr;   // its (model label, operation) series of the in-flight gauge
+  std::optional<SessionClaim> session_claim;  // what the request says of its conversation
+  SessionPlace session;                       // its session and turn (the root's id at finish)
 };
 
 struct Relay;  // one response's relay state (exchange.cpp)

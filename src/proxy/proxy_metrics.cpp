@@ -52,18 +52,20 @@ ProxyMetrics::Latencies::Latencies()
 ProxyMetrics::ProxyMetrics(std::size_t max_models, std::size_t max_model_bytes)
     : models_(max_models, max_model_bytes) {}
 
-std::pair<std::string, std::string> ProxyMetrics::request_started(const std::optional<std::string>& model,
-                                                                  std::string_view operation) {
-  std::pair<std::string, std::string> key{
-      std::string(model && !model->empty() ? models_.label(*model, false) : std::string_view()),
-      std::string(operation)};
-  ++in_flight_by_model_[key];
-  return key;
+std::int64_t* ProxyMetrics::request_started(const std::optional<std::string>& model, std::string_view operation) {
+  const std::string_view label = model && !model->empty() ? models_.label(*model, false) : std::string_view();
+  RecentStarted& r = recent_started_;
+  if (r.in_flight == nullptr || r.model != label || r.operation != operation) {
+    r.model = label;
+    r.operation = operation;
+    r.in_flight = &in_flight_by_model_[{r.model, r.operation}];
+  }
+  ++*r.in_flight;
+  return r.in_flight;
 }
 
-void ProxyMetrics::request_ended(const std::pair<std::string, std::string>& key) {
-  auto it = in_flight_by_model_.find(key);
-  if (it != in_flight_by_model_.end() && it->second > 0) --it->second;
+void ProxyMetrics::request_ended(std::int64_t* in_flight) {
+  if (in_flight != nullptr && *in_flight > 0) --*in_flight;
 }
 
 void ProxyMetrics::record(const ledger::Observation& o) {

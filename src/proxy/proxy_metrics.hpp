@@ -26,10 +26,10 @@ class ProxyMetrics {
   void record(const ledger::Observation& o);
   void set_in_flight(std::int64_t n) { in_flight_ = n; }
   // A request begun and ended, for the in-flight gauge by model and operation: started returns the
-  // key (model label, operation) that its end must give back.
-  std::pair<std::string, std::string> request_started(const std::optional<std::string>& model,
-                                                      std::string_view operation);
-  void request_ended(const std::pair<std::string, std::string>& key);
+  // gauge's series (model label, operation), which its end must give back (a map node: it stays
+  // where it is, and no series is erased).
+  std::int64_t* request_started(const std::optional<std::string>& model, std::string_view operation);
+  void request_ended(std::int64_t* in_flight);
   void count_connect_error() { ++upstream_connect_errors_; }
   // accept() failed for want of file descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) and
   // the loop paused accepting; `reason`: the errno's name.
@@ -82,6 +82,12 @@ class ProxyMetrics {
     Latencies* latencies = nullptr;
   };
   Recent recent_;
+  // The last request begun's series of the in-flight gauge, reused while its key repeats.
+  struct RecentStarted {
+    std::string model, operation;
+    std::int64_t* in_flight = nullptr;
+  };
+  RecentStarted recent_started_;
 };
 
 // The lag histogram's bounds, from 10 us (a loop keeping up) to 1 s (a loop stalled): the proxy's

@@ -121,16 +121,22 @@ TEST(ProxyMetrics, InFlightByModelGoesUpAndBackDown) {
   const auto a = m.request_started(std::optional<std::string>("alpha"), "chat");
   const auto b = m.request_started(std::optional<std::string>("alpha"), "chat");
   const auto c = m.request_started(std::optional<std::string>("beta"), "responses");  // past the cap
+  const auto d = m.request_started(std::optional<std::string>("alpha"), "responses");
+  const auto e = m.request_started(std::optional<std::string>("alpha"), "chat");  // back to the first series
   auto x = mpo::test::read_exposition(m.render({}, no_lag()));
-  EXPECT_EQ(x.find("modelperfobs_requests_in_flight_by_model", {"model=\"alpha\"", "operation=\"chat\""}), 2);
+  EXPECT_EQ(x.find("modelperfobs_requests_in_flight_by_model", {"model=\"alpha\"", "operation=\"chat\""}), 3);
+  EXPECT_EQ(x.find("modelperfobs_requests_in_flight_by_model", {"model=\"alpha\"", "operation=\"responses\""}), 1);
   EXPECT_EQ(x.find("modelperfobs_requests_in_flight_by_model", {"model=\"_other\""}), 1);
   EXPECT_EQ(x.find("modelperfobs_model_labels_folded_total"), 0);
   m.request_ended(a);
   m.request_ended(b);
   m.request_ended(c);
   m.request_ended(c);  // never below 0
+  m.request_ended(d);
+  m.request_ended(e);
   x = mpo::test::read_exposition(m.render({}, no_lag()));
-  EXPECT_EQ(x.find("modelperfobs_requests_in_flight_by_model", {"model=\"alpha\""}), 0);
+  EXPECT_EQ(x.find("modelperfobs_requests_in_flight_by_model", {"model=\"alpha\"", "operation=\"chat\""}), 0);
+  EXPECT_EQ(x.find("modelperfobs_requests_in_flight_by_model", {"model=\"alpha\"", "operation=\"responses\""}), 0);
   EXPECT_EQ(x.find("modelperfobs_requests_in_flight_by_model", {"model=\"_other\""}), 0);
 }
 
