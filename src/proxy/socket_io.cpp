@@ -57,7 +57,8 @@ struct ReadableWait::State {
   std::chrono::steady_clock::time_point fires_at{};
   std::chrono::steady_clock::time_point deadline{};  // the wait in progress's
   bool timed_out = false;
-  tcp::socket* socket = nullptr;  // the socket a wait is in progress on, nullptr between waits
+  tcp::socket* socket = nullptr;             // the socket a wait is in progress on, nullptr between waits
+  asio::detail::reactor* reactor = nullptr;  // its loop's, once a read went to it
 };
 
 namespace {
@@ -92,6 +93,17 @@ void arm(const std::shared_ptr<ReadableWait::State>& s) {
 }  // namespace
 
 ReadableWait::ReadableWait(const asio::any_io_executor& ex) : state_(std::make_shared<State>(ex)) {}
+
+// use_service finds the reactor under the service registry's mutex by comparing type names: a lock
+// and a strcmp per read through the reactor (issue 43). A wait is its socket's, on one loop: found once.
+asio::detail::reactor& ReadableWait::reactor(tcp::socket& socket) {
+  State& st = *state_;
+  if (st.reactor == nullptr) {
+    st.reactor =
+        &asio::use_service<asio::detail::reactor>(asio::query(socket.get_executor(), asio::execution::context));
+  }
+  return *st.reactor;
+}
 
 ReadableWait::~ReadableWait() {
   state_->socket = nullptr;
@@ -234,14 +246,15 @@ struct SocketAccess : tcp::socket {
 };
 
 template <typename Token>
-auto async_receive_stamped(tcp::socket& socket, asio::mutable_buffer space, Token&& token) {
+auto async_receive_stamped(tcp::socket& socket, asio::detail::reactor& loop_reactor, asio::mutable_buffer space,
+                           Token&& token) {
+  asio::detail::reactor* const reactor_ptr = &loop_reactor;
   return asio::async_initiate<Token, void(Received)>(
-      [&socket, space](auto handler) {
+      [&socket, reactor_ptr, space](auto handler) {
         using Handler = decltype(handler);
         using Op = StampedRecvOp<Handler, tcp::socket::executor_type>;
         auto& impl = SocketAccess::implementation(socket);
-        auto& reactor =
-            asio::use_service<asio::detail::reactor>(asio::query(socket.get_executor(), asio::execution::context));
+        auto& reactor = *reactor_ptr;
         const bool continuation = boost_asio_handler_cont_helpers::is_continuation(handler);
         typename Op::ptr p = {std::addressof(handler), Op::ptr::allocate(handler), nullptr};
         p.p = new (p.v) Op(impl.socket_, space, handler, socket.get_executor());
@@ -262,7 +275,7 @@ asio::awaitable<Received> receive_some(tcp::socket& socket, boost::beast::flat_b
     // The reactor's read, on the socket's next edge. After a read at once the reactor was not told
     // the socket is empty: its own read may ask the kernel once in vain first.
     wait.begin(socket, timeout);
-    r = co_await async_receive_stamped(socket, space, asio::use_awaitable);
+    r = co_await async_receive_stamped(socket, wait.reactor(socket), space, asio::use_awaitable);
     r.ec = wait.end(r.ec);
   }
   if (r.ec) co_return r;

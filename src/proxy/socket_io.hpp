@@ -9,6 +9,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/detail/reactor.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -45,6 +46,8 @@ class ReadableWait {
   // beast::error::timeout when that is why it ended, else `ec`.
   void begin(boost::asio::ip::tcp::socket& socket, std::chrono::steady_clock::duration timeout);
   boost::system::error_code end(boost::system::error_code ec);
+  // The reactor of the loop `socket` is on (the socket this wait is for), found once.
+  boost::asio::detail::reactor& reactor(boost::asio::ip::tcp::socket& socket);
 
   // The last read on this socket left it drained (the kernel said so, or it had nothing): the next
   // read waits for the socket's next edge. Otherwise it reads at once, in the calling coroutine:
