@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <ctime>
+#include <random>
 
 #include "core/clock.hpp"
 
@@ -16,6 +19,31 @@ TEST(Rfc3339, FormatsMicrosecondsInUtc) {
   EXPECT_EQ(format_rfc3339_us(-1), "1969-12-31T23:59:59.999999Z");
   EXPECT_EQ(format_rfc3339_us(253'402'300'799'999'999), "9999-12-31T23:59:59.999999Z");
   EXPECT_EQ(format_rfc3339_us(253'402'300'800'000'000), "10000-01-01T00:00:00.000000Z");  // past 4 digits
+}
+
+TEST(Rfc3339, EveryInstantReadsAsTheCLibrarysCalendarSaysWhicheverDayCameBefore) {
+  // A thread keeps the last date's text (issue 43): instants on the same day, the next, back to an
+  // earlier one and far apart must each read as gmtime_r says, to the microsecond.
+  std::mt19937_64 random(43);
+  std::int64_t us = 1'767'225'600'000'000;  // 2026-01-01
+  for (int i = 0; i < 20'000; ++i) {
+    switch (i % 4) {
+      case 0: us += static_cast<std::int64_t>(random() % 1'000'000'000); break;    // minutes on
+      case 1: us += static_cast<std::int64_t>(random() % 200'000'000'000); break;  // a day or two on
+      case 2: us -= static_cast<std::int64_t>(random() % 100'000'000'000); break;  // back
+      default:
+        us = static_cast<std::int64_t>(random() % 9'467'280'000'000'000ULL) - 2'208'988'800'000'000;
+        break;  // 1900-2200
+    }
+    const std::time_t seconds = static_cast<std::time_t>(us >= 0 ? us / 1'000'000 : (us - 999'999) / 1'000'000);
+    const auto micros = static_cast<int>(us - static_cast<std::int64_t>(seconds) * 1'000'000);
+    std::tm tm{};
+    ASSERT_NE(gmtime_r(&seconds, &tm), nullptr);
+    char expected[64];
+    const std::size_t n = std::strftime(expected, sizeof expected, "%Y-%m-%dT%H:%M:%S", &tm);
+    std::snprintf(expected + n, sizeof expected - n, ".%06dZ", micros);
+    ASSERT_EQ(format_rfc3339_us(us), expected) << us;
+  }
 }
 
 TEST(Rfc3339, ParsesZuluOffsetsAndFractions) {
