@@ -381,21 +381,19 @@ JsonObjectWriter& JsonObjectWriter::raw_field(JsonKey k, std::string_view json) 
   member(k, json, false);
   return *this;
 }
-// The first member's comma becomes the opening brace.
-std::string JsonObjectWriter::finish() && {
+// The first member's comma becomes the opening brace; `end` closes the object.
+std::string JsonObjectWriter::close_own(std::string_view end) {
   own_.resize(size_);
-  if (own_.empty()) return "{}";
-  own_[0] = '{';
-  own_.push_back('}');
+  if (own_.empty()) {
+    own_ = "{";
+  } else {
+    own_[0] = '{';
+  }
+  own_.append(end);
   return std::move(own_);
 }
-std::string JsonObjectWriter::finish_line() && {
-  own_.resize(size_);
-  if (own_.empty()) return "{}\n";
-  own_[0] = '{';
-  own_.append("}\n");
-  return std::move(own_);
-}
+std::string JsonObjectWriter::finish() && { return close_own("}"); }
+std::string JsonObjectWriter::finish_line() && { return close_own("}\n"); }
 std::size_t JsonObjectWriter::finish_line_in() && {
   char* p = room(3);
   if (size_ == start_) *p++ = '{';

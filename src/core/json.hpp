@@ -187,6 +187,8 @@ class JsonObjectWriter {
 
  private:
   void key(std::string_view k);
+  // The owned text closed by `end` ("}" or "}\n").
+  std::string close_own(std::string_view end);
   // `k` and `text` as a member; `text` is JSON already unless `quoted` (a string to escape).
   void member(JsonKey k, std::string_view text, bool quoted);
   // Room for `n` more bytes after the text (issue 43: a member written in place, not appended).
