@@ -95,6 +95,14 @@ class Connection {
   asio::awaitable<Result> write_bytes(std::string_view bytes) {
     return std::visit([&](auto& s) { return asio::async_write(s, asio::buffer(bytes), kNoThrow); }, stream_);
   }
+  // Appends what the peer sends next, at most `max` bytes, to buffer(); for callers that parse it
+  // themselves. The end of the stream is asio::error::eof (TLS: as the stream reports it).
+  asio::awaitable<Result> read_more(std::size_t max = 16 * 1024) {
+    auto result =
+        co_await std::visit([&](auto& s) { return s.async_read_some(buffer_.prepare(max), kNoThrow); }, stream_);
+    buffer_.commit(std::get<1>(result));
+    co_return result;
+  }
   template <class Parser>
   asio::awaitable<Result> read_header(Parser& p) {
     return std::visit([&](auto& s) { return http::async_read_header(s, buffer_, p, kNoThrow); }, stream_);

@@ -1,16 +1,23 @@
-// The backend's response as Beast's basic_parser reads it (its syntax, framing and limits, as
-// before), kept as the proxy needs it (edge: Beast). Beast's own parser built a message whose
-// fields were allocated one by one (five allocations per response, and a tree to insert each into:
-// 3,500 instructions of the 7,400 a one-token response's head cost, issue 43); this one keeps the
-// head's name and value bytes in one string, and copies the body into the buffer the relay gives,
-// as Beast's buffer_body does.
+// The backend's response, read as the proxy needs it (edge: Beast's error codes and field enum, no
+// I/O). Its syntax, framing and limits are those of Beast's basic_parser, which read it before
+// (Boost 1.81, boost/beast/http/impl/basic_parser.ipp): the same status line, field and chunk
+// grammar, the same errors, the same body framing (RFC 9112 6.3) and keep-alive rule. Beast's parser
+// looked each byte up one at a time and each field name up by hash, ~5,500 instructions a one-token
+// response and ~450 a chunk header (issue 43); this one searches lines sixteen bytes at a time and
+// keeps the names it met. tests/proxy/backend_parser_test.cpp and fuzz/fuzz_backend_parser.cpp read
+// every response with both and compare.
+//
+// The head's names and values are kept in one string; the body is copied into the buffer the relay
+// gives, as Beast's buffer_body does. Trailer fields are checked, not kept.
 #pragma once
 
-#include <boost/beast/http/basic_parser.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/beast/http/error.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/status.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,8 +62,9 @@ class BackendHead {
   Kept<std::vector<BackendField>> fields_;
 };
 
-class BackendParser : public http::basic_parser<false> {
+class BackendParser {
  public:
+  using error_code = boost::system::error_code;
   // The buffer the body is copied into, as Beast's buffer_body: `data` advances and `size` falls
   // as bytes are put; a full buffer stops the parse with need_buffer.
   struct Body {
@@ -65,34 +73,82 @@ class BackendParser : public http::basic_parser<false> {
   };
 
   BackendParser() = default;
+  BackendParser(const BackendParser&) = delete;
+  BackendParser& operator=(const BackendParser&) = delete;
+
+  // The most bytes the head may take (Beast's header_limit; 8 KiB unless set).
+  void header_limit(std::size_t bytes) { header_limit_ = bytes; }
+  // The response has no body whatever its head says (the answer to a HEAD request).
+  void skip(bool yes) { skip_body_ = yes; }
+
+  // Parses what it can of `bytes` and says how many it took. need_more: the head or a chunk header
+  // is not whole yet (its bytes stay the caller's); need_buffer: the body buffer is full; any other
+  // error: the response broke HTTP (Beast's http::error codes). Past the end: stale_parser.
+  std::size_t put(boost::asio::const_buffer bytes, error_code& ec);
+  // The connection ended: completes a body read to the close; partial_message when anything else
+  // was not whole.
+  void put_eof(error_code& ec);
+
+  bool got_some() const { return state_ != State::kNothingYet; }
+  bool is_header_done() const { return state_ > State::kFields; }
+  bool is_done() const { return state_ == State::kComplete; }
+  bool chunked() const { return chunked_; }
+  std::optional<std::uint64_t> content_length() const {
+    return has_length_ ? std::optional<std::uint64_t>(length0_) : std::nullopt;
+  }
+  // Whether the connection may carry another request after this response (Beast's rule: HTTP/1.1
+  // unless "Connection: close", HTTP/1.0 only with "Connection: keep-alive", never when the body
+  // is read to the close).
+  bool keep_alive() const;
+
   const BackendHead& head() const { return head_; }
   Body& body() { return body_; }
 
  private:
-  struct Offsets {
-    http::field id;
-    std::size_t name_at, name_size, value_at, value_size;
+  enum class State : std::uint8_t {
+    kNothingYet,
+    kStartLine,
+    kFields,
+    kLengthBody,
+    kBodyToEof,
+    kChunkHeader,
+    kChunkBody,
+    kComplete,
   };
 
-  void on_request_impl(http::verb, boost::beast::string_view, boost::beast::string_view, int,
-                       boost::beast::error_code&) override {}
-  void on_response_impl(int code, boost::beast::string_view reason, int version, boost::beast::error_code& ec) override;
-  void on_field_impl(http::field name, boost::beast::string_view name_string, boost::beast::string_view value,
-                     boost::beast::error_code& ec) override;
-  void on_header_impl(boost::beast::error_code& ec) override;
-  void on_body_init_impl(const boost::optional<std::uint64_t>& content_length, boost::beast::error_code& ec) override;
-  std::size_t on_body_impl(boost::beast::string_view body, boost::beast::error_code& ec) override;
-  void on_chunk_header_impl(std::uint64_t size, boost::beast::string_view extensions,
-                            boost::beast::error_code& ec) override;
-  std::size_t on_chunk_body_impl(std::uint64_t remain, boost::beast::string_view body,
-                                 boost::beast::error_code& ec) override;
-  void on_finish_impl(boost::beast::error_code& ec) override;
-  std::size_t put_body(boost::beast::string_view bytes, boost::beast::error_code& ec);
+  // Each parses from `p` and returns where it got to; a need_more leaves what was not whole.
+  const char* parse_head(const char* p, const char* last, error_code& ec);
+  const char* parse_start_line(const char* p, const char* last, error_code& ec);
+  const char* parse_fields(const char* p, const char* last, bool trailer, error_code& ec);
+  const char* parse_field(const char* p, const char* last, std::string_view& name, std::string_view& value,
+                          bool& folded, error_code& ec);
+  void apply_field(http::field id, std::string_view value, error_code& ec);
+  void apply_content_length(std::string_view value, error_code& ec);
+  void finish_head(error_code& ec);
+  const char* parse_chunk_header(const char* p0, const char* last, error_code& ec);
+  std::size_t put_body(const char* p, std::size_t n, error_code& ec);
+
+  State state_ = State::kNothingYet;
+  std::size_t header_limit_ = 8192;
+  std::size_t head_used_ = 0;    // head bytes taken so far (header_limit counts them all)
+  std::size_t head_resume_ = 0;  // a head not whole: its end is looked for this far into the bytes
+  std::size_t resume_ = 0;       // a chunk header's search for its line end resumes this far in
+  std::uint64_t length_ = 0;     // body or chunk bytes left
+  std::uint64_t length0_ = 0;    // the Content-Length
+  bool skip_body_ = false, http11_ = false, has_length_ = false, chunked_ = false;
+  bool connection_close_ = false, connection_keep_alive_ = false, need_eof_ = false;
+  bool expect_crlf_ = false, final_chunk_ = false;
 
   BackendHead head_;
   // Each buffer the thread's next response's (proxy/thread_blocks.hpp, issue 43).
-  Kept<std::string, struct BackendFieldBytes> bytes_;  // the fields' names and values, one after another
-  Kept<std::vector<Offsets>> offsets_;                 // where each is in bytes_ (views are made once it stops growing)
+  Kept<std::string, struct BackendFieldBytes> bytes_;  // the head's field lines as they came
+  struct Offsets {
+    http::field id;
+    bool folded;  // the value is in folded_
+    std::size_t name_at, name_size, value_at, value_size;
+  };
+  Kept<std::vector<Offsets>> offsets_;  // where each is (views are made once the head is whole)
+  std::string folded_;                  // values folded over lines (obs-fold), each joined
   Body body_;
 };
 

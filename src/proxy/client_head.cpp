@@ -52,7 +52,7 @@ http::response<http::buffer_body> client_response_head(const ClientHeadInput& in
   res.version(in.version);
   copied_fields(in, [&](std::string_view name, std::string_view value) { res.insert(name, value); });
   switch (client_framing(in)) {
-    case ClientFraming::kLength: res.content_length(in.parser.content_length()); break;
+    case ClientFraming::kLength: res.content_length(in.parser.content_length().value_or(0)); break;
     case ClientFraming::kChunked: res.chunked(true); break;
     case ClientFraming::kNone: break;
   }

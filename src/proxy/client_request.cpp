@@ -6,6 +6,8 @@
 #include <cstring>
 #include <iterator>
 
+#include "proxy/field_id.hpp"
+
 namespace mpo::proxy {
 
 namespace {
@@ -13,29 +15,6 @@ namespace {
 // A view of `s` moved from the bytes starting at `from` to the same place in those at `to`.
 std::string_view rebased(std::string_view s, const char* from, const char* to) {
   return s.empty() ? std::string_view() : std::string_view(to + (s.data() - from), s.size());
-}
-
-// Beast's enum for a field name, through a small table each thread keeps of the names it saw: a
-// client sends the same names in every request, and Beast's lookup hashes each name case-blind
-// (~140 instructions; issue 43) where a name seen before costs one compare of its bytes. Exact bytes
-// are kept: "Host" and "host" take a slot each, with the same enum.
-http::field field_id(std::string_view name) {
-  struct Slot {
-    char text[32];
-    std::size_t size = 0;  // 0: empty
-    http::field id = http::field::unknown;
-  };
-  thread_local Slot slots[64];
-  if (name.empty() || name.size() > sizeof(Slot::text)) return http::string_to_field(name);
-  const std::size_t at =
-      (name.size() * 31 + static_cast<unsigned char>(name.front()) * 7 + static_cast<unsigned char>(name.back())) %
-      std::size(slots);
-  Slot& slot = slots[at];
-  if (slot.size == name.size() && std::memcmp(slot.text, name.data(), name.size()) == 0) return slot.id;
-  slot.id = http::string_to_field(name);
-  std::memcpy(slot.text, name.data(), name.size());
-  slot.size = name.size();
-  return slot.id;
 }
 
 }  // namespace

@@ -191,10 +191,9 @@ RetryContext retry_context(bool retry_stale, bool pooled, const ledger::Observat
   return retry;
 }
 
-// The response head from bytes already read (the proxy's own first read, for its kernel receive
-// time), parsed here: a head that came whole costs no read operation of Beast's, whose completion
-// goes once round the event loop (issue 43). A head not yet whole is left to Beast's read, which
-// goes on from what the parser has taken.
+// The response head from bytes read so far: a head that came whole in one read is parsed at once
+// (issue 43: Beast's read operation went once round the event loop); the fields taken leave the
+// buffer, a field not yet whole stays there for the next read.
 boost::system::error_code parse_buffered_head(BackendParser& parser, beast::flat_buffer& buffer) {
   boost::system::error_code ec;
   while (!parser.is_header_done() && buffer.size() > 0) {
@@ -204,6 +203,16 @@ boost::system::error_code parse_buffered_head(BackendParser& parser, beast::flat
     if (used == 0) return ec;
   }
   return {};
+}
+
+// What the end of the backend's stream means for its response: a body read to the close ends
+// there; anything else not whole is partial_message; before any byte, end_of_stream (a pooled
+// connection the backend had closed: retried). As Beast's read operations said it.
+boost::system::error_code end_of_stream(BackendParser& parser) {
+  if (!parser.got_some()) return http::error::end_of_stream;
+  boost::system::error_code ec;
+  parser.put_eof(ec);
+  return ec;
 }
 
 }  // namespace
@@ -228,7 +237,6 @@ awaitable<bool> Proxy::handle(beast::tcp_stream& client, ClientRequest req, std:
 
   BackendParser parser;
   parser.header_limit(64 * 1024);
-  parser.body_limit(boost::none);
   parser.skip(req.method() == http::verb::head);  // a HEAD response has no body, whatever its length says
 
   auto sent = co_await send_upstream(x, *up_req, parser, *watch);
@@ -267,17 +275,20 @@ awaitable<Proxy::Sent> Proxy::send_upstream(Exchange& x, std::string_view reques
       up.tcp().expires_after(seconds(opts_.response_timeout_s));
       std::tie(sent.ec, std::ignore) = co_await up.conn->write_bytes(request);
     }
+    // The head, read until whole: on a plain socket by the proxy's own reads, the first with its
+    // kernel receive time; on TLS through the stream.
     std::optional<RxStamp> head_rx;
-    if (!sent.ec && up.wait) {
-      // The head's first bytes with their kernel receive time; the parser takes them below.
-      auto first = co_await receive_some(up.tcp().socket(), up.buffer(), *up.wait, seconds(opts_.response_timeout_s));
-      sent.ec = first.ec == asio::error::eof ? boost::system::error_code(http::error::end_of_stream) : first.ec;
-      if (!sent.ec) head_rx = first.stamp;
-    }
-    if (!sent.ec && head_rx) sent.ec = parse_buffered_head(parser, up.buffer());
-    if (!sent.ec && !parser.is_header_done()) {
-      up.tcp().expires_after(seconds(opts_.response_timeout_s));
-      std::tie(sent.ec, std::ignore) = co_await up.conn->read_header(parser);
+    while (!sent.ec && !parser.is_header_done()) {
+      boost::system::error_code rec;
+      if (up.wait) {
+        auto more = co_await receive_some(up.tcp().socket(), up.buffer(), *up.wait, seconds(opts_.response_timeout_s));
+        rec = more.ec;
+        if (!rec && !head_rx) head_rx = more.stamp;
+      } else {
+        up.tcp().expires_after(seconds(opts_.response_timeout_s));
+        std::tie(rec, std::ignore) = co_await up.conn->read_more();
+      }
+      sent.ec = rec == asio::error::eof ? end_of_stream(parser) : rec ? rec : parse_buffered_head(parser, up.buffer());
     }
     if (!sent.ec) {
       if (head_rx) {
@@ -366,7 +377,7 @@ namespace {
 // decoding and re-encoding every chunk was a tenth of the proxy's instructions): the client's head
 // then says what the backend's does (the same Content-Length, or chunked to an HTTP/1.1 client).
 // Not when usage is stripped from the events, the body is read to the close, the backend's transfer
-// coding is more than chunked, or the connection's bytes are not ours to see (TLS: Beast reads those).
+// coding is more than chunked, or the connection's bytes are not ours to see (TLS: the stream reads those).
 bool passes_through(const ClientRequest& req, const BackendParser& parser, std::string_view transfer_encoding,
                     bool strip_usage, bool plain_socket) {
   if (strip_usage || !plain_socket || parser.is_done()) return false;
@@ -562,11 +573,11 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const ClientRequest& req
       } else {
         rec = got.ec;
       }
-    } else if (!rec && !parser.is_done() && !r.consumed) {  // TLS: Beast reads
+    } else if (!rec && !parser.is_done() && !r.consumed) {  // TLS: through the stream
       up->tcp().expires_after(idle);
-      auto [tec, tn] = co_await up->conn->read_some(parser);
-      rec = tec == http::error::need_buffer ? boost::system::error_code() : tec;
+      auto [tec, tn] = co_await up->conn->read_more();
       note_loop_read(x);
+      rec = tec == asio::error::eof ? end_of_stream(parser) : tec;
       if (!rec) rec = r.parse_buffered(parser, *up);
     }
     const std::size_t got = Relay::kBufSize - parser.body().size;
