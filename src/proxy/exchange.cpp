@@ -376,11 +376,12 @@ namespace {
 // Whether the backend's body can go to the client byte for byte, its framing included (issue 43:
 // decoding and re-encoding every chunk was a tenth of the proxy's instructions): the client's head
 // then says what the backend's does (the same Content-Length, or chunked to an HTTP/1.1 client).
-// Not when usage is stripped from the events, the body is read to the close, the backend's transfer
-// coding is more than chunked, or the connection's bytes are not ours to see (TLS: the stream reads those).
+// Not when usage is stripped from the events, the body is read to the close, or the backend's
+// transfer coding is more than chunked. A TLS backend's too: its bytes, decrypted, are read into the
+// same buffer and parsed by the same rounds.
 bool passes_through(const ClientRequest& req, const BackendParser& parser, std::string_view transfer_encoding,
-                    bool strip_usage, bool plain_socket) {
-  if (strip_usage || !plain_socket || parser.is_done()) return false;
+                    bool strip_usage) {
+  if (strip_usage || parser.is_done()) return false;
   if (parser.chunked()) return req.version() >= 11 && beast::iequals(transfer_encoding, "chunked");
   return parser.content_length().has_value();
 }
@@ -448,7 +449,7 @@ void record_outcome(ledger::Observation& o, const openai::StreamTap& tap, boost:
 // the serializer), the tap, and what has been written so far.
 struct Relay : KeptByThread<Relay> {
   Relay(const ClientRequest& req, BackendParser& parser, const BackendHeadFacts& backend, const ProxyOptions& opts,
-        const std::string& observation_id, bool strip, bool plain_socket)
+        const std::string& observation_id, bool strip)
       : sse(backend.sse),
         encoded(backend.encoded),
         strip_usage(strip && sse),
@@ -456,8 +457,7 @@ struct Relay : KeptByThread<Relay> {
         tap(sse),
         close_delimited(req.version() < 11 && client_framing(head) == ClientFraming::kNone),
         client_keep_alive(req.keep_alive() && !close_delimited),
-        pass_through(passes_through(req, parser, backend.transfer_encoding.value_or(std::string_view()), strip_usage,
-                                    plain_socket)),
+        pass_through(passes_through(req, parser, backend.transfer_encoding.value_or(std::string_view()), strip_usage)),
         // A body relayed as it came needs only the head's bytes; the serializer's message stays empty.
         res(pass_through ? http::response<http::buffer_body>() : client_response_head(head, client_keep_alive)),
         sr(res),
@@ -553,8 +553,7 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const ClientRequest& req
   const BackendHeadFacts backend(parser.head());
   if (backend.request_id) o.upstream_request_id = std::string(*backend.request_id);
   // On the heap, not in the coroutine's frame (see handle()).
-  const auto relay_state =
-      std::make_unique<Relay>(req, parser, backend, opts_, o.observation_id, strip_usage, up->wait != nullptr);
+  const auto relay_state = std::make_unique<Relay>(req, parser, backend, opts_, o.observation_id, strip_usage);
   Relay& r = *relay_state;
   const auto idle = seconds(opts_.stream_idle_timeout_s);
   if (up->buffer().size() == 0 && !parser.is_done()) co_await write_head(client, r);

@@ -85,6 +85,39 @@ TEST(ProxyTls, VerifiesTheBackendCertificateWithBackendCaAndStreams) {
   EXPECT_EQ(l["content_events"], 4);
 }
 
+// Over TLS the proxy reads the decrypted bytes into its own buffer, as on a plain socket, and relays
+// the body as it came (chunked events, a Content-Length body) on the pooled connection.
+TEST(ProxyTls, RelaysStreamedAndWholeBodiesIntactOnAPooledConnection) {
+  Simulator sim;
+  TlsFrontend tls(sim.port);
+  const std::string ledger = tls.dir + "/ledger.jsonl";
+  Proxy proxy("https://localhost:" + std::to_string(tls.port), ledger, {"--backend-ca", tls.dir + "/cert.pem"});
+  const std::string whole = R"({"messages":[{"role":"user","content":"over tls"}],"max_tokens":6})";
+  for (int round = 0; round < 3; ++round) {
+    auto streamed = http_post(proxy.port, "/v1/chat/completions", kChat);
+    EXPECT_EQ(streamed.status, 200) << streamed.body;
+    std::size_t events = 0;
+    for (std::size_t at = streamed.body.find("data: "); at != std::string::npos;
+         at = streamed.body.find("data: ", at + 1)) {
+      ++events;
+    }
+    EXPECT_EQ(events, 4u + 1 + 1 + 1) << streamed.body;  // role, 4 tokens, finish, usage... and [DONE]
+    EXPECT_NE(streamed.body.find("data: [DONE]"), std::string::npos);
+    auto r = http_post(proxy.port, "/v1/chat/completions", whole);
+    EXPECT_EQ(r.status, 200) << r.body;
+    const auto body = json::parse(r.body).as_object();
+    EXPECT_EQ(body.at("usage").as_object().at("completion_tokens"), 6) << r.body;
+  }
+  EXPECT_EQ(proxy.process.terminate(), 0);
+  const auto lines = read_lines(ledger);
+  ASSERT_EQ(lines.size(), 6u);
+  for (const auto& line : lines) {
+    auto l = json::parse(line).as_object();
+    EXPECT_EQ(l["outcome"], "ok") << line;
+    EXPECT_EQ(l["upstream_retries"], 0) << line;  // no stale connection met
+  }
+}
+
 TEST(ProxyTls, RefusesABackendWhoseCertificateItCannotVerify) {
   Simulator sim;
   TlsFrontend tls(sim.port);
