@@ -102,6 +102,49 @@ TEST(RequestHead, WhatIsForwardedOfValidHeads) {
   EXPECT_EQ(old->version, 10);
 }
 
+// A field value may hold any byte but a control character other than HTAB, wherever it stands in
+// values of every length (the check reads sixteen, then eight bytes at a time, then one).
+TEST(RequestHead, AControlCharacterAnywhereInAValueIsRefusedAndEveryOtherByteIsNot) {
+  for (std::size_t length = 1; length <= 40; ++length) {
+    for (std::size_t at = 0; at < length; ++at) {
+      for (int b = 0; b < 256; ++b) {
+        std::string value(length + 2, 'v');  // 'v' on both ends: nothing is trimmed
+        value[1 + at] = static_cast<char>(b);
+        const auto head = parse_request_head("GET / HTTP/1.1\r\nHost: a\r\nX-Value: " + value + "\r\n\r\n");
+        const bool allowed = (b >= 0x20 && b != 0x7f) || b == '\t';
+        ASSERT_EQ(head.ok(), allowed) << "byte " << b << " at " << at << " of " << length;
+      }
+    }
+  }
+}
+
+// The names the rules read are found in any casing, and names that only look like them are not.
+TEST(RequestHead, FramingAndHostNamesAreFoundInAnyCasingAndOnlyThem) {
+  for (const char* name : {"Content-Length", "content-length", "CONTENT-LENGTH", "cOnTeNt-LeNgTh"}) {
+    const auto head = parse_request_head(fmt::format("POST / HTTP/1.1\r\nHost: a\r\n{}: 5\r\n\r\n", name));
+    ASSERT_TRUE(head.ok()) << name;
+    EXPECT_EQ(head->content_length, 5u) << name;
+  }
+  for (const char* name : {"Content-Lengthy", "Content_Length", "Content-Lengtx", "Kontent-Length", "Content-Lengt"}) {
+    const auto head = parse_request_head(fmt::format("POST / HTTP/1.1\r\nHost: a\r\n{}: 5\r\n\r\n", name));
+    ASSERT_TRUE(head.ok()) << name;
+    EXPECT_FALSE(head->content_length.has_value()) << name;
+  }
+  for (const char* name : {"TRANSFER-ENCODING", "transfer-encoding", "Transfer-Encoding"}) {
+    const auto head = parse_request_head(fmt::format("POST / HTTP/1.1\r\nHost: a\r\n{}: chunked\r\n\r\n", name));
+    ASSERT_TRUE(head.ok()) << name;
+    EXPECT_TRUE(head->chunked) << name;
+  }
+  EXPECT_FALSE(parse_request_head("POST / HTTP/1.1\r\nHost: a\r\nTransfer_Encoding: gzip\r\n\r\n")->chunked);
+  for (const char* name : {"HOST", "host", "hOsT"}) {
+    const auto head = parse_request_head(fmt::format("GET / HTTP/1.1\r\n{}: example.com\r\n\r\n", name));
+    ASSERT_TRUE(head.ok()) << name;
+    EXPECT_EQ(head->host, "example.com") << name;
+  }
+  // "Hosu" is not Host: an HTTP/1.1 request without one is refused.
+  EXPECT_FALSE(parse_request_head("GET / HTTP/1.1\r\nHosu: example.com\r\n\r\n").ok());
+}
+
 TEST(RequestHead, TransferCodingsTheProxyCannotReframeAre501AndBadFramingIs400) {
   auto status = [](std::string_view te) {
     const auto head =
