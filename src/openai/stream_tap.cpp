@@ -27,6 +27,10 @@ void StreamTap::feed(std::string_view bytes, std::int64_t steady_us) {
   }
   thread_local ChunkShapes shapes;
   framer_.feed(bytes, [&](const SseEvent& e) {
+    if (e.data == "[DONE]") {  // no chunk's shape: each would be tried in vain (issue 43)
+      on_payload(classify_chunk(e.data, IdWanted::kNo), steady_us, true);
+      return;
+    }
     if (const PayloadInfo* known = template_.read(e.data)) {  // this stream's content chunks
       on_payload(*known, steady_us, true);
       return;
