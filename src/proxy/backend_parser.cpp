@@ -399,7 +399,7 @@ const char* BackendParser::parse_field(const char* p, const char* last, std::str
   const char* q = colon != nullptr ? static_cast<const char*>(colon) : last;
   bool token = true;
   for (const char* c = p; c != q; ++c) token &= is_token_char(*c);
-  if (!token || q == p) {
+  if (colon == nullptr || !token || q == p) {
     ec = colon == nullptr && token ? http::error::need_more : http::error::bad_field;
     return p;
   }
