@@ -266,13 +266,13 @@ std::size_t json_number_text(char (&text)[32], double v) {
 
 std::size_t json_integer_text(char (&text)[24], std::int64_t v) {
   const fmt::format_int digits(v);
-  std::memcpy(text, digits.data(), digits.size());
+  copy_bytes(text, digits.data(), digits.size());
   return digits.size();
 }
 
 std::size_t json_integer_text(char (&text)[24], std::uint64_t v) {
   const fmt::format_int digits(v);
-  std::memcpy(text, digits.data(), digits.size());
+  copy_bytes(text, digits.data(), digits.size());
   return digits.size();
 }
 
@@ -330,12 +330,12 @@ void JsonObjectWriter::member(JsonKey key_text, std::string_view text, bool quot
     char* p = start;
     *p++ = ',';
     *p++ = '"';
-    std::memcpy(p, k.data(), k.size());
+    copy_bytes(p, k.data(), k.size());
     p += k.size();
     *p++ = '"';
     *p++ = ':';
     if (quoted) *p++ = '"';
-    std::memcpy(p, text.data(), text.size());
+    copy_bytes(p, text.data(), text.size());
     p += text.size();
     if (quoted) *p++ = '"';
     size_ += static_cast<std::size_t>(p - start);

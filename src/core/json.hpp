@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "core/result.hpp"
+#include "core/text.hpp"
 
 namespace mpo {
 
@@ -134,7 +135,7 @@ class JsonObjectWriter {
     if (json_plain_run_end(v, 0) != v.size()) return field(JsonKey(key), v);
     char* p = opening<K>(v.size() + 2);
     *p++ = '"';
-    std::memcpy(p, v.data(), v.size());
+    copy_bytes(p, v.data(), v.size());
     p[v.size()] = '"';
     return close(p + v.size() + 1);
   }
@@ -205,7 +206,7 @@ class JsonObjectWriter {
   template <KeyLiteral K>
   JsonObjectWriter& raw(std::string_view json) {
     char* p = opening<K>(json.size());
-    std::memcpy(p, json.data(), json.size());
+    copy_bytes(p, json.data(), json.size());
     return close(p + json.size());
   }
   JsonObjectWriter& close(char* end) {
