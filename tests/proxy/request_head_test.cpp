@@ -137,7 +137,8 @@ TEST(RequestHead, FramingAndHostNamesAreFoundInAnyCasingAndOnlyThem) {
   }
   EXPECT_FALSE(parse_request_head("POST / HTTP/1.1\r\nHost: a\r\nTransfer_Encoding: gzip\r\n\r\n")->chunked);
   for (const char* name : {"HOST", "host", "hOsT"}) {
-    const auto head = parse_request_head(fmt::format("GET / HTTP/1.1\r\n{}: example.com\r\n\r\n", name));
+    const std::string text = fmt::format("GET / HTTP/1.1\r\n{}: example.com\r\n\r\n", name);
+    const auto head = parse_request_head(text);  // its views are into `text`
     ASSERT_TRUE(head.ok()) << name;
     EXPECT_EQ(head->host, "example.com") << name;
   }
