@@ -205,7 +205,10 @@ const char* skip_chunk_extensions(const char* it, const char* last, error_code& 
 }  // namespace
 
 BackendHead::const_iterator BackendHead::find(http::field id) const {
-  return std::find_if(fields_->begin(), fields_->end(), [id](const BackendField& f) { return f.name() == id; });
+  const BackendFieldAt* f = at_->data();
+  const BackendFieldAt* const last = f + at_->size();
+  while (f != last && f->id != id) ++f;
+  return {this, f};
 }
 
 bool BackendParser::keep_alive() const {
@@ -555,7 +558,7 @@ void BackendParser::apply_content_length(std::string_view value, error_code& ec)
   length0_ = length_ = n;
 }
 
-// The head is whole: how the body is framed (RFC 9112 6.3), and the fields' views.
+// The head is whole: how the body is framed (RFC 9112 6.3).
 void BackendParser::finish_head(error_code& ec) {
   const unsigned status = head_.status_;
   if (skip_body_ || status / 100 == 1 || status == 204 || status == 304) {
@@ -567,12 +570,6 @@ void BackendParser::finish_head(error_code& ec) {
   } else {
     need_eof_ = true;
     state_ = State::kBodyToEof;
-  }
-  const std::string_view lines = *bytes_, folded = folded_;
-  head_.fields_->reserve(offsets_->size());
-  for (const auto& o : *offsets_) {
-    head_.fields_->emplace_back(o.id, lines.substr(o.name_at, o.name_size),
-                                (o.folded ? folded : lines).substr(o.value_at, o.value_size));
   }
   ec = {};
 }

@@ -17,6 +17,7 @@
 #include <boost/beast/http/status.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,25 +42,74 @@ class BackendField {
   std::string_view name_, value_;
 };
 
-// The backend's head once read: its status, version and fields in order.
+// Where one field of the head lies: its name in the head's lines as they came, its value there or,
+// folded over lines, in the joined values.
+struct BackendFieldAt {
+  http::field id;
+  bool folded;
+  std::size_t name_at, name_size, value_at, value_size;
+};
+
+// The backend's head once read: its status, version and fields in order. The fields are read from
+// where the parser keeps them, each made as it is visited (no list of them is built, issue 43); a
+// field's views stay valid while the parser lives.
 class BackendHead {
  public:
-  using const_iterator = std::vector<BackendField>::const_iterator;
+  class const_iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = BackendField;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = BackendField;
+    struct Arrow {  // what -> reaches through: the field, made for the call
+      BackendField field;
+      const BackendField* operator->() const { return &field; }
+    };
+    const_iterator() = default;
+    BackendField operator*() const { return head_->field(*at_); }
+    Arrow operator->() const { return {**this}; }
+    const_iterator& operator++() {
+      ++at_;
+      return *this;
+    }
+    const_iterator operator++(int) {
+      const_iterator was = *this;
+      ++at_;
+      return was;
+    }
+    bool operator==(const const_iterator& other) const { return at_ == other.at_; }
+
+   private:
+    friend class BackendHead;
+    const_iterator(const BackendHead* head, const BackendFieldAt* at) : head_(head), at_(at) {}
+    const BackendHead* head_ = nullptr;
+    const BackendFieldAt* at_ = nullptr;
+  };
+
   unsigned result_int() const { return status_; }
   http::status result() const { return http::int_to_status(status_); }
   unsigned version() const { return version_; }
   // A Content-Length field was given (Beast's has_content_length()).
   bool has_content_length() const { return content_length_field_; }
-  const_iterator begin() const { return fields_->begin(); }
-  const_iterator end() const { return fields_->end(); }
+  const_iterator begin() const { return {this, at_->data()}; }
+  const_iterator end() const { return {this, at_->data() + at_->size()}; }
   // The first field of that name (Beast's find()).
   const_iterator find(http::field id) const;
 
  private:
   friend class BackendParser;
+  BackendField field(const BackendFieldAt& f) const {
+    const std::string_view lines = *lines_;
+    return {f.id, lines.substr(f.name_at, f.name_size),
+            (f.folded ? std::string_view(*folded_) : lines).substr(f.value_at, f.value_size)};
+  }
   unsigned status_ = 0, version_ = 11;
   bool content_length_field_ = false;
-  Kept<std::vector<BackendField>> fields_;
+  // The parser's: its copy of the head's lines, the folded values, where each field is.
+  const std::string* lines_ = nullptr;
+  const std::string* folded_ = nullptr;
+  const std::vector<BackendFieldAt>* at_ = nullptr;
 };
 
 class BackendParser {
@@ -72,7 +122,11 @@ class BackendParser {
     std::size_t size = 0;
   };
 
-  BackendParser() = default;
+  BackendParser() {
+    head_.lines_ = &*bytes_;
+    head_.folded_ = &folded_;
+    head_.at_ = &*offsets_;
+  }
   BackendParser(const BackendParser&) = delete;
   BackendParser& operator=(const BackendParser&) = delete;
 
@@ -139,16 +193,11 @@ class BackendParser {
   bool connection_close_ = false, connection_keep_alive_ = false, need_eof_ = false;
   bool expect_crlf_ = false, final_chunk_ = false;
 
-  BackendHead head_;
   // Each buffer the thread's next response's (proxy/thread_blocks.hpp, issue 43).
   Kept<std::string, struct BackendFieldBytes> bytes_;  // the head's field lines as they came
-  struct Offsets {
-    http::field id;
-    bool folded;  // the value is in folded_
-    std::size_t name_at, name_size, value_at, value_size;
-  };
-  Kept<std::vector<Offsets>> offsets_;  // where each is (views are made once the head is whole)
-  std::string folded_;                  // values folded over lines (obs-fold), each joined
+  Kept<std::vector<BackendFieldAt>> offsets_;          // where each field is
+  std::string folded_;                                 // values folded over lines (obs-fold), each joined
+  BackendHead head_;                                   // reads the three above
   Body body_;
 };
 
