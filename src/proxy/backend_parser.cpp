@@ -581,6 +581,14 @@ const char* BackendParser::parse_chunk_header(const char* p0, const char* last, 
   const char* p = p0;
   const char* eol = nullptr;
   if (!final_chunk_) {
+    if (expect_crlf_ && n >= 2 && p[0] == '\r' && p[1] == '\n') {
+      // The CRLF that ends a chunk's data is taken at once (Beast kept it for the next chunk's size
+      // line): a body relayed as it came reaches the client a whole chunk at a time, and a stream's
+      // read costs no second pass for two bytes (issue 43).
+      expect_crlf_ = false;
+      resume_ = 0;
+      return p0 + 2;
+    }
     if (n < resume_ + 2) {
       ec = http::error::need_more;
       return p0;

@@ -8,7 +8,10 @@
 // every response with both and compare.
 //
 // The head's names and values are kept in one string; the body is copied into the buffer the relay
-// gives, as Beast's buffer_body does. Trailer fields are checked, not kept.
+// gives, as Beast's buffer_body does. Trailer fields are checked, not kept. Two deliberate
+// differences: the head's fields keep the order they came in (Beast's container puts a field after
+// the last of its name), and the CRLF after a chunk's data is taken with it (Beast took it with the
+// next chunk's size line), so a whole chunk is relayed whole; neither changes what a response means.
 #pragma once
 
 #include <boost/asio/buffer.hpp>

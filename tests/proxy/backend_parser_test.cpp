@@ -195,6 +195,34 @@ TEST(BackendParser, KeepsTheHeadsFieldsInTheOrderTheyCame) {
   EXPECT_EQ(p.head().find(http::field::set_cookie)->value(), "a=1");
 }
 
+// A chunk that came whole is taken whole, the CRLF after its data included: the relay forwards the
+// bytes the parser took, so the client gets each event's chunk complete in one write (Beast kept
+// that CRLF back until the next chunk's size line came).
+TEST(BackendParser, TakesAWholeChunkWithTheCrlfAfterItsData) {
+  BackendParser p;
+  boost::system::error_code ec;
+  const std::string head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+  ASSERT_EQ(p.put(boost::asio::buffer(head), ec), head.size());
+  char room[64];
+  for (const std::string chunk : {"5\r\nhello\r\n", "6\r\n world\r\n"}) {
+    p.body().data = room;
+    p.body().size = sizeof room;
+    EXPECT_EQ(p.put(boost::asio::buffer(chunk), ec), chunk.size()) << chunk;
+    EXPECT_FALSE(ec) << ec.message();
+  }
+  const std::string end = "0\r\n\r\n";
+  EXPECT_EQ(p.put(boost::asio::buffer(end), ec), end.size());
+  EXPECT_TRUE(p.is_done());
+  // A chunk's data followed by anything but CRLF is still a bad chunk, once four bytes show it.
+  BackendParser q;
+  q.put(boost::asio::buffer(head), ec);
+  q.body().data = room;
+  q.body().size = sizeof room;
+  const std::string bad = "2\r\nabXY0\r\n\r\n";
+  q.put(boost::asio::buffer(bad), ec);
+  EXPECT_EQ(ec, http::error::bad_chunk);
+}
+
 // A HEAD request's response has no body whatever its length says; the parser is done at its head.
 TEST(BackendParser, AHeadRequestsResponseEndsWithItsHead) {
   const Reading h = read_ours("HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n", 64, 16, true);
