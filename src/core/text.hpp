@@ -1,6 +1,8 @@
 // Words about text a server sent back, for messages, and small text helpers. Pure.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -19,6 +21,18 @@ std::string html_escape(std::string_view s);
 // `s` without leading and trailing spaces and tabs (HTTP's optional whitespace, OWS).
 std::string_view trim_blanks(std::string_view s);
 
+namespace detail {
+// n bytes (sizeof(Word) to 2 * sizeof(Word)) as two copies of a Word, the second ending at n.
+template <class Word>
+void copy_two_words(char* to, const char* from, std::size_t n) {
+  Word head{}, tail{};
+  std::memcpy(&head, from, sizeof head);
+  std::memcpy(&tail, from + n - sizeof tail, sizeof tail);
+  std::memcpy(to, &head, sizeof head);
+  std::memcpy(to + n - sizeof tail, &tail, sizeof tail);
+}
+}  // namespace detail
+
 // memcpy's result, without a call for up to sixteen bytes: two overlapping copies of a fixed size,
 // which compile to moves (issue 43: ~200 calls of memcpy a proxied request, most of a few bytes, each
 // ~15 instructions through the PLT and its size dispatch). `to` and `from` must not overlap.
@@ -26,22 +40,35 @@ inline void copy_bytes(char* to, const char* from, std::size_t n) {
   if (n > 16) {
     std::memcpy(to, from, n);
   } else if (n >= 8) {
-    std::uint64_t head = 0, tail = 0;
-    std::memcpy(&head, from, 8);
-    std::memcpy(&tail, from + n - 8, 8);
-    std::memcpy(to, &head, 8);
-    std::memcpy(to + n - 8, &tail, 8);
+    detail::copy_two_words<std::uint64_t>(to, from, n);
   } else if (n >= 4) {
-    std::uint32_t head = 0, tail = 0;
-    std::memcpy(&head, from, 4);
-    std::memcpy(&tail, from + n - 4, 4);
-    std::memcpy(to, &head, 4);
-    std::memcpy(to + n - 4, &tail, 4);
+    detail::copy_two_words<std::uint32_t>(to, from, n);
   } else if (n > 0) {  // 1 to 3 bytes: the first, the middle and the last
     to[0] = from[0];
     to[n / 2] = from[n / 2];
     to[n - 1] = from[n - 1];
   }
+}
+
+// A hex digit's value (either case), or -1.
+inline int hex_digit_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// RFC 9110 5.6.2 tchar: a byte of a token (header names, methods, chunk-extension names).
+inline bool is_token_char(char c) {
+  static constexpr auto kTable = [] {
+    std::array<bool, 256> t{};
+    for (int b = '0'; b <= '9'; ++b) t[static_cast<std::size_t>(b)] = true;
+    for (int b = 'a'; b <= 'z'; ++b) t[static_cast<std::size_t>(b)] = true;
+    for (int b = 'A'; b <= 'Z'; ++b) t[static_cast<std::size_t>(b)] = true;
+    for (const char b : std::string_view("!#$%&'*+-.^_`|~")) t[static_cast<unsigned char>(b)] = true;
+    return t;
+  }();
+  return kTable[static_cast<unsigned char>(c)];
 }
 
 // Appends the pieces to `out` after one resize, each copied in place (issue 43: an HTTP head

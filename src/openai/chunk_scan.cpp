@@ -13,6 +13,7 @@
 #endif
 
 #include "core/json.hpp"
+#include "core/text.hpp"
 
 namespace mpo::openai {
 namespace {
@@ -21,13 +22,6 @@ constexpr int kMaxDepth = 64;
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // At a backslash at s[i]: the length of one escape, 0 when it is not one the scan accepts. \u of a
 // surrogate (whose pairing rules differ between parsers) or of NUL is left to the full parse.
@@ -38,7 +32,7 @@ std::size_t escape_length(std::string_view s, std::size_t i) {
     if (i + 6 > s.size()) return 0;
     unsigned code = 0;
     for (std::size_t k = 2; k < 6; ++k) {
-      const int h = hex_value(s[i + k]);
+      const int h = hex_digit_value(s[i + k]);
       if (h < 0) return 0;
       code = code * 16 + static_cast<unsigned>(h);
     }

@@ -20,6 +20,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "core/text.hpp"
 #include "proxy/field_id.hpp"
 
 namespace mpo::proxy {
@@ -29,26 +30,8 @@ using error_code = boost::system::error_code;
 
 constexpr std::size_t kMaxFoldedValue = 4096;  // Beast's max_obs_fold
 
-// RFC 9110 5.6.2 tchar.
-constexpr std::array<bool, 256> kTokenChar = [] {
-  std::array<bool, 256> t{};
-  for (int c = '0'; c <= '9'; ++c) t[static_cast<std::size_t>(c)] = true;
-  for (int c = 'a'; c <= 'z'; ++c) t[static_cast<std::size_t>(c)] = true;
-  for (int c = 'A'; c <= 'Z'; ++c) t[static_cast<std::size_t>(c)] = true;
-  for (const char c : std::string_view("!#$%&'*+-.^_`|~")) t[static_cast<unsigned char>(c)] = true;
-  return t;
-}();
-bool is_token_char(char c) { return kTokenChar[static_cast<unsigned char>(c)]; }
 bool is_space(char c) { return c == ' ' || c == '\t'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-// A hex digit's value, or -1.
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // The first control character other than HTAB (bytes below 0x20, and 0x7F) at or after `p`, or
 // `last`: sixteen bytes at a time.
@@ -121,13 +104,13 @@ const char* find_blank_line(const char* p, const char* last) {
 // A chunk size: one hex digit or more, within 64 bits. `p` moves past them. Stops at the CR that
 // is known to follow.
 bool parse_hex(const char*& p, std::uint64_t& v) {
-  int d = hex_value(*p);
+  int d = hex_digit_value(*p);
   if (d < 0) return false;
   std::uint64_t n = 0;
   do {
     if (n > std::numeric_limits<std::uint64_t>::max() / 16) return false;
     n = n * 16 + static_cast<std::uint64_t>(d);
-    d = hex_value(*++p);
+    d = hex_digit_value(*++p);
   } while (d >= 0);
   v = n;
   return true;
@@ -630,7 +613,7 @@ const char* BackendParser::parse_chunk_header(const char* p0, const char* last, 
   } else {
     // The last chunk's line was read before; its end was not there yet.
     if (expect_crlf_) p += 2;
-    while (hex_value(*p) >= 0) ++p;
+    while (hex_digit_value(*p) >= 0) ++p;
     eol = find_line_end(p, last, ec);
   }
   const char* const end = find_blank_line(p0 + resume_, last);

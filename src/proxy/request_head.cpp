@@ -15,6 +15,8 @@
 #include <emmintrin.h>
 #endif
 
+#include "core/text.hpp"
+
 namespace mpo::proxy {
 namespace {
 
@@ -47,13 +49,9 @@ constexpr std::array<bool, 256> alnum_and(std::string_view others) {
   return t;
 }
 
-// RFC 9110 5.6.2: tchar.
-constexpr std::array<bool, 256> kTchar = alnum_and("!#$%&'*+-.^_`|~");
-bool is_tchar(unsigned char c) { return kTchar[c]; }
-
 bool is_token(std::string_view s) {
   bool token = !s.empty();
-  for (const unsigned char c : s) token &= is_tchar(c);  // no branch a byte: names are short
+  for (const unsigned char c : s) token &= is_token_char(static_cast<char>(c));  // no branch a byte: names are short
   return token;
 }
 
