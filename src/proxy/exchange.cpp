@@ -281,7 +281,9 @@ awaitable<Proxy::Sent> Proxy::send_upstream(Exchange& x, std::string_view reques
     while (!sent.ec && !parser.is_header_done()) {
       boost::system::error_code rec;
       if (up.wait) {
-        auto more = co_await receive_some(up.tcp().socket(), up.buffer(), *up.wait, seconds(opts_.response_timeout_s));
+        Received more;
+        if (!receive_at_once(up.tcp().socket(), up.buffer(), *up.wait, more))
+          more = co_await receive_on_edge(up.tcp().socket(), up.buffer(), *up.wait, seconds(opts_.response_timeout_s));
         rec = more.ec;
         if (!rec && !head_rx) head_rx = more.stamp;
       } else {
@@ -563,7 +565,9 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const ClientRequest& req
     parser.body().size = Relay::kBufSize;
     boost::system::error_code rec = r.parse_buffered(parser, *up);
     if (!rec && !parser.is_done() && !r.consumed && up->wait) {  // one read, with its kernel receive time
-      auto got = co_await receive_some(up->tcp().socket(), up->buffer(), *up->wait, idle);
+      Received got;
+      if (!receive_at_once(up->tcp().socket(), up->buffer(), *up->wait, got))
+        got = co_await receive_on_edge(up->tcp().socket(), up->buffer(), *up->wait, idle);
       if (!got.ec) {
         note(x, got.stamp);
         rec = r.parse_buffered(parser, *up);
@@ -582,7 +586,8 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const ClientRequest& req
     const std::size_t got = Relay::kBufSize - parser.body().size;
     const bool last = parser.is_done() && !rec;
     const std::string_view piece(r.buf.get(), got);
-    const std::string filtered = got > 0 && r.strip_usage ? r.stripper.filter(piece, parser.is_done()) : "";
+    std::string filtered;
+    if (got > 0 && r.strip_usage) filtered = r.stripper.filter(piece, parser.is_done());
     const auto w = r.plan_round({static_cast<const char*>(up->buffer().data().data()), r.parsed},
                                 r.strip_usage ? std::string_view(filtered) : piece, last, static_cast<bool>(rec));
     boost::system::error_code wec;

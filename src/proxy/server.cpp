@@ -492,7 +492,9 @@ awaitable<std::optional<Proxy::HeadRead>> Proxy::read_head(beast::tcp_stream& cl
   // buffered (a pipelined request) have none. Up to --client-idle-timeout between requests, then
   // --client-header-timeout for the whole head.
   if (buffer.size() == 0 && rx_timestamps_) {
-    auto first = co_await receive_some(client.socket(), buffer, wait, seconds(opts_.client_idle_timeout_s));
+    Received first;
+    if (!receive_at_once(client.socket(), buffer, wait, first))
+      first = co_await receive_on_edge(client.socket(), buffer, wait, seconds(opts_.client_idle_timeout_s));
     if (first.ec) co_return std::nullopt;  // closed by the client or idle: nothing to answer
     found.arrival = first.stamp;
   } else if (buffer.size() == 0) {

@@ -182,6 +182,13 @@ bool read_now(int fd, asio::mutable_buffer space, Received& r) {
   }
 }
 
+// A read's bytes committed to the buffer, and whether it drained the socket kept for the next.
+void finish_read(const Received& r, boost::beast::flat_buffer& buffer, ReadableWait& wait) {
+  if (r.ec) return;
+  wait.drained = r.drained;
+  buffer.commit(r.bytes);
+}
+
 // A stamped read as an operation of Asio's reactor, as its own socket reads are (Asio has none that
 // hands over control messages, so none that gives SO_TIMESTAMPNS). Queued on the socket's
 // registration, which Asio makes edge-triggered and keeps: the reactor reads at once when it has not
@@ -200,10 +207,13 @@ class StampedRecvOp : public asio::detail::reactor_op {
  public:
   BOOST_ASIO_DEFINE_HANDLER_PTR(StampedRecvOp);
 
-  StampedRecvOp(int fd, asio::mutable_buffer space, Handler& handler, const IoExecutor& io_ex)
+  StampedRecvOp(int fd, asio::mutable_buffer space, boost::beast::flat_buffer& buffer, ReadableWait& wait,
+                Handler& handler, const IoExecutor& io_ex)
       : reactor_op(boost::system::error_code(), &StampedRecvOp::perform_read, &StampedRecvOp::complete),
         fd_(fd),
         space_(space),
+        buffer_(&buffer),
+        wait_(&wait),
         handler_(std::move(handler)),
         work_(handler_, io_ex) {}
 
@@ -214,13 +224,17 @@ class StampedRecvOp : public asio::detail::reactor_op {
   }
 
   // Called by the loop with `owner` set to run the handler, or without to destroy the operation
-  // (the loop's shutdown).
+  // (the loop's shutdown, when the buffer and the wait may be gone: neither is touched).
   static void complete(void* owner, asio::detail::operation* base, const boost::system::error_code&, std::size_t) {
     auto* o = static_cast<StampedRecvOp*>(base);
     ptr p = {std::addressof(o->handler_), o, o};
     asio::detail::handler_work<Handler, IoExecutor> w(std::move(o->work_));
     Received r = o->result_;
     if (o->ec_) r.ec = o->ec_;  // the reactor's: cancelled (operation_aborted), or no descriptor
+    if (owner) {
+      r.ec = o->wait_->end(r.ec);  // a timeout's when that is why
+      finish_read(r, *o->buffer_, *o->wait_);
+    }
     // The handler is moved out and the operation's memory freed before the upcall, which may start
     // the next read from the same recycled memory.
     asio::detail::binder1<Handler, Received> bound(o->handler_, r);
@@ -235,6 +249,8 @@ class StampedRecvOp : public asio::detail::reactor_op {
  private:
   int fd_;
   asio::mutable_buffer space_;
+  boost::beast::flat_buffer* buffer_;
+  ReadableWait* wait_;
   Received result_;
   Handler handler_;
   asio::detail::handler_work<Handler, IoExecutor> work_;
@@ -247,17 +263,17 @@ struct SocketAccess : tcp::socket {
 
 template <typename Token>
 auto async_receive_stamped(tcp::socket& socket, asio::detail::reactor& loop_reactor, asio::mutable_buffer space,
-                           Token&& token) {
+                           boost::beast::flat_buffer& buffer, ReadableWait& wait, Token&& token) {
   asio::detail::reactor* const reactor_ptr = &loop_reactor;
   return asio::async_initiate<Token, void(Received)>(
-      [&socket, reactor_ptr, space](auto handler) {
+      [&socket, reactor_ptr, space, &buffer, &wait](auto handler) {
         using Handler = decltype(handler);
         using Op = StampedRecvOp<Handler, tcp::socket::executor_type>;
         auto& impl = SocketAccess::implementation(socket);
         auto& reactor = *reactor_ptr;
         const bool continuation = boost_asio_handler_cont_helpers::is_continuation(handler);
         typename Op::ptr p = {std::addressof(handler), Op::ptr::allocate(handler), nullptr};
-        p.p = new (p.v) Op(impl.socket_, space, handler, socket.get_executor());
+        p.p = new (p.v) Op(impl.socket_, space, buffer, wait, handler, socket.get_executor());
         reactor.start_op(asio::detail::reactor::read_op, impl.socket_, impl.reactor_data_, p.p, continuation, true);
         p.v = p.p = nullptr;
       },
@@ -266,22 +282,31 @@ auto async_receive_stamped(tcp::socket& socket, asio::detail::reactor& loop_reac
 
 }  // namespace
 
+bool receive_at_once(tcp::socket& socket, boost::beast::flat_buffer& buffer, ReadableWait& wait, Received& r,
+                     std::size_t max_bytes) {
+  if (!socket.is_open()) {
+    r = Received{asio::error::bad_descriptor, 0, {}, false};
+    return true;
+  }
+  if (wait.drained || !read_now(socket.native_handle(), buffer.prepare(max_bytes), r)) return false;
+  finish_read(r, buffer, wait);
+  return true;
+}
+
+asio::awaitable<Received> receive_on_edge(tcp::socket& socket, boost::beast::flat_buffer& buffer, ReadableWait& wait,
+                                          std::chrono::steady_clock::duration timeout, std::size_t max_bytes) {
+  // After a read at once the reactor was not told the socket is empty: its own read may ask the
+  // kernel once in vain first.
+  wait.begin(socket, timeout);
+  return async_receive_stamped(socket, wait.reactor(socket), buffer.prepare(max_bytes), buffer, wait,
+                               asio::use_awaitable);
+}
+
 asio::awaitable<Received> receive_some(tcp::socket& socket, boost::beast::flat_buffer& buffer, ReadableWait& wait,
                                        std::chrono::steady_clock::duration timeout, std::size_t max_bytes) {
-  if (!socket.is_open()) co_return Received{asio::error::bad_descriptor, 0, {}, false};
-  const auto space = buffer.prepare(max_bytes);
   Received r;
-  if (wait.drained || !read_now(socket.native_handle(), space, r)) {
-    // The reactor's read, on the socket's next edge. After a read at once the reactor was not told
-    // the socket is empty: its own read may ask the kernel once in vain first.
-    wait.begin(socket, timeout);
-    r = co_await async_receive_stamped(socket, wait.reactor(socket), space, asio::use_awaitable);
-    r.ec = wait.end(r.ec);
-  }
-  if (r.ec) co_return r;
-  wait.drained = r.drained;
-  buffer.commit(r.bytes);
-  co_return r;
+  if (receive_at_once(socket, buffer, wait, r, max_bytes)) co_return r;
+  co_return co_await receive_on_edge(socket, buffer, wait, timeout, max_bytes);
 }
 
 std::size_t send_now(tcp::socket& socket, std::span<const asio::const_buffer> buffers, boost::system::error_code& ec) {

@@ -77,6 +77,17 @@ boost::asio::awaitable<Received> receive_some(boost::asio::ip::tcp::socket& sock
                                               ReadableWait& wait, std::chrono::steady_clock::duration timeout,
                                               std::size_t max_bytes = 16 * 1024);
 
+// receive_some's two halves, for a caller on the hot path that enters no coroutine of its own for a
+// read (issue 43: a coroutine's frame and resumption a chunk): receive_at_once reads what the
+// socket holds, true with `r` filled (bytes appended, an end or an error) unless it must wait; then
+// `co_await receive_on_edge(...)`, the reactor's read on the socket's next edge (the socket open).
+bool receive_at_once(boost::asio::ip::tcp::socket& socket, boost::beast::flat_buffer& buffer, ReadableWait& wait,
+                     Received& r, std::size_t max_bytes = 16 * 1024);
+boost::asio::awaitable<Received> receive_on_edge(boost::asio::ip::tcp::socket& socket,
+                                                 boost::beast::flat_buffer& buffer, ReadableWait& wait,
+                                                 std::chrono::steady_clock::duration timeout,
+                                                 std::size_t max_bytes = 16 * 1024);
+
 // Writes what of `buffers` the socket takes now, without waiting (one sendmsg). The bytes written;
 // `ec` set on a failure other than a full send buffer (a closed peer's EPIPE among them: no signal).
 std::size_t send_now(boost::asio::ip::tcp::socket& socket, std::span<const boost::asio::const_buffer> buffers,

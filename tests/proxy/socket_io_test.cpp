@@ -117,6 +117,24 @@ TEST(ReadableWait, AShorterTimeoutThanTheArmedOneStillTimesOut) {
   }());
 }
 
+TEST(ReadableWait, BytesReadAtOnceAfterAWaitThatTimedOutAreNoTimeout) {
+  // The first read finds nothing and waits on the socket's edge until it times out; bytes written
+  // after that are read at once (receive_at_once: no wait begun), and that read is no timeout.
+  asio::io_context io;
+  SocketPair p(io);
+  run(io, [&]() -> asio::awaitable<void> {
+    ReadableWait wait(co_await asio::this_coro::executor);
+    boost::beast::flat_buffer buffer;
+    EXPECT_EQ((co_await receive_some(p.reader, buffer, wait, 20ms)).ec, boost::beast::error::timeout);
+    EXPECT_FALSE(wait.drained);
+    asio::write(p.writer, asio::buffer("late", 4));
+    Received r;
+    if (!receive_at_once(p.reader, buffer, wait, r)) r = co_await receive_on_edge(p.reader, buffer, wait, 1s);
+    EXPECT_FALSE(r.ec) << r.ec.message();
+    EXPECT_EQ(text(buffer), "late");
+  }());
+}
+
 TEST(ReadableWait, ReceiveSomeStampsWhatItReads) {
   asio::io_context io;
   SocketPair p(io);
