@@ -1,7 +1,8 @@
 // Fuzz target: the DOM-free readings of streamed chunks (openai/chunk_scan.hpp) answer only what the
 // full parse would. The input is one chunk, or two separated by a newline: the scan's reading of
-// each, whenever it answers, equals classify_chunk_fully's field for field; and the second read by
-// a shape learnt from the first (ChunkShape), whenever that answers, does too.
+// each, whenever it answers, equals classify_chunk_fully's field for field; the second read by a
+// shape learnt from the first (ChunkShape), whenever that answers, does too; and a template learnt
+// from that read (ChunkTemplate) is the one the scan learns from the second.
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
@@ -41,8 +42,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!(*read == full)) std::abort();
     auto without_id = full;
     without_id.id.clear();
-    const auto* no_id = shape.read(second, mpo::openai::IdWanted::kNo);
-    if (no_id == nullptr || !(*no_id == without_id)) std::abort();
+    // A template learnt from the shape's read of the second (no scan) is the one the scan learns
+    // from it: both read the two chunks alike, and as the full parse does.
+    if (shape.read(second) == nullptr) std::abort();
+    mpo::openai::ChunkTemplate by_scan, by_shape;
+    const bool scanned = by_scan.learn(second);
+    if (by_shape.learn(second, shape)) {
+      if (!scanned) std::abort();
+      for (const std::string_view x : {first, second}) {
+        const auto* a = by_scan.read(x);
+        const auto* b = by_shape.read(x);
+        if ((a == nullptr) != (b == nullptr)) std::abort();
+        if (a != nullptr && (!(*a == *b) || !(*a == mpo::openai::classify_chunk_fully(x)))) std::abort();
+      }
+    }
   }
   return 0;
 }

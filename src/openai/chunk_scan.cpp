@@ -485,9 +485,13 @@ bool ChunkShape::learn(std::string_view text) {
   if (!scanned) return false;
   text_.assign(text.data(), text.size());
   holes_.clear();
+  content_hole_ = kNoHole;
   for (const auto& v : values) {
-    if (v.role != ValueSpot::Role::kFixed) holes_.push_back(v);
+    if (v.role == ValueSpot::Role::kFixed) continue;
+    if (scanned->content.found() && v.at == scanned->content.open) content_hole_ = holes_.size();
+    holes_.push_back(v);
   }
+  content_ = {};
   facts_ = std::move(scanned->choice_facts);
   scratch_ = facts_;
   info_ = std::move(scanned->info);
@@ -502,6 +506,16 @@ bool ChunkTemplate::learn(std::string_view text) {
   suffix_ = text.size() - scanned->content.close;
   facts_ = scanned->choice_facts.front();  // the one choice (a content spot is found only then)
   info_ = std::move(scanned->info);
+  return true;
+}
+
+bool ChunkTemplate::learn(std::string_view text, const ChunkShape& read_by) {
+  if (!read_by.content_.found()) return false;
+  text_.assign(text.data(), text.size());
+  open_ = read_by.content_.open;
+  suffix_ = text.size() - read_by.content_.close;
+  facts_ = read_by.scratch_.front();  // the one choice (a content spot is found only then)
+  info_ = read_by.info_;
   return true;
 }
 
@@ -594,6 +608,8 @@ const PayloadInfo* ChunkShape::read(std::string_view text, IdWanted id) {
     f.text = f.content = f.reasoning = f.refusal = f.role = false;
   }
   if (id == IdWanted::kNo) info_.id.clear();
+  content_ = {};
+  ContentSpot content;
   // Runs of bytes equal to the shape's are found sixteen at a time; every value inside such a run
   // is the shape's, and only a value where the bytes differ is scanned (a stream's chunks differ
   // from one another in the content, and from another response's in the id and `created`).
@@ -608,12 +624,14 @@ const PayloadInfo* ChunkShape::read(std::string_view text, IdWanted id) {
       const std::size_t end = h.at + h.length;
       if (end > equal_to || (end == equal_to && !h.string)) break;
       if (h.role != Role::kOther && !apply(h, shape_value(h), id)) return nullptr;
+      if (next == content_hole_) content = ContentSpot{np + (h.at - tp), np + (end - 1 - tp)};
     }
     if (next == holes_.size()) {
       // The rest is the shape's, to its end.
       if (equal_to != t.size() || text.size() - np != t.size() - tp) return nullptr;
       break;
     }
+    const bool content_hole = next == content_hole_;
     const ValueSpot& h = holes_[next++];
     if (equal_to < h.at) return nullptr;  // the bytes differ outside a value
     np += h.at - tp;
@@ -628,6 +646,7 @@ const PayloadInfo* ChunkShape::read(std::string_view text, IdWanted id) {
       value = text.substr(np + 1, close - np - 1);
       const bool copied = h.role == Role::kId || h.role == Role::kModel || h.role == Role::kFinishReason;
       if (escaped && copied) return nullptr;
+      if (content_hole) content = ContentSpot{np, close};
       np = close + 1;
     } else {
       Scanner sc(text, nullptr);
@@ -645,6 +664,7 @@ const PayloadInfo* ChunkShape::read(std::string_view text, IdWanted id) {
     }
     info_.kind = best;
   }
+  content_ = content;
   return &info_;
 }
 

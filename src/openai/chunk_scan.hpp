@@ -93,11 +93,17 @@ std::optional<ChunkScan> scan_chat_chunk_spots(std::string_view text, std::vecto
 // replaced by another. That costs two comparisons and a scan of the new text, against a full parse
 // of the chunk (issue 43: a fifth of the proxy's instructions on streams). Within one stream it
 // is the cheapest reading of its content chunks (ChunkShape below compares every value).
+class ChunkShape;
+
 class ChunkTemplate {
  public:
   // Keeps `text` as the template when the scan reads it and finds the content string; false (and
   // the template as it was) otherwise.
   bool learn(std::string_view text);
+  // The same without a scan, for `text` that `read_by` has just read (its last read answered): the
+  // shape knows where its values, the content string among them, lie in the text. The reading is
+  // the shape's (without the id when that read was asked for none).
+  bool learn(std::string_view text, const ChunkShape& read_by);
   // The reading of `text` when it is the template but for the content's text; nullptr otherwise
   // (the full parse's then). Valid until the next call.
   const PayloadInfo* read(std::string_view text);
@@ -128,6 +134,7 @@ class ChunkShape {
   bool empty() const { return text_.empty(); }
 
  private:
+  friend class ChunkTemplate;
   // What one value of a read says; false when the reading cannot take it (a count that is no
   // plain integer).
   bool apply(const ValueSpot& h, std::string_view value, IdWanted id);
@@ -138,6 +145,9 @@ class ChunkShape {
   std::vector<detail::ChoiceFacts> facts_;    // each choice's, but for its strings' emptiness
   std::vector<detail::ChoiceFacts> scratch_;  // a read's
   PayloadInfo info_;
+  std::size_t content_hole_ = kNoHole;  // the hole of the scan's content spot (ChunkScan::content)
+  ContentSpot content_;                 // where the last read found that string in its text
+  static constexpr std::size_t kNoHole = static_cast<std::size_t>(-1);
 };
 
 // The shapes one thread has learnt, for all the streams it reads. A stream's chunks come in an
@@ -150,6 +160,8 @@ class ChunkShapes {
   const PayloadInfo* read(std::string_view text, IdWanted id, std::size_t& last);
   // Learns `text` as a shape; `last` becomes it (the stream's chunk after it is read by what follows).
   bool learn(std::string_view text, std::size_t& last);
+  // The shape a stream's `last` names (the one that read its last chunk).
+  const ChunkShape& shape(std::size_t last) const { return shapes_[last]; }
 
  private:
   static constexpr std::size_t kShapes = 6;

@@ -38,7 +38,7 @@ void StreamTap::feed(std::string_view bytes, std::int64_t steady_us) {
     const IdWanted id = id_.empty() ? IdWanted::kYes : IdWanted::kNo;
     if (const PayloadInfo* known = shapes.read(e.data, id, last_shape_)) {
       on_payload(*known, steady_us, true);
-      learn_template(e.data, *known);
+      learn_template(e.data, *known, &shapes.shape(last_shape_));
       return;
     }
     const PayloadInfo info = classify_chunk(e.data, id);
@@ -50,16 +50,21 @@ void StreamTap::feed(std::string_view bytes, std::int64_t steady_us) {
       shapes.learn(e.data, last_shape_);
     }
     on_payload(info, steady_us, true);
-    learn_template(e.data, info);
+    learn_template(e.data, info, nullptr);
   });
 }
 
 // The stream's template is learnt from its second content chunk on (a response of one token never
-// pays for it), a few times a stream at most.
-void StreamTap::learn_template(std::string_view data, const PayloadInfo& info) {
+// pays for it), a few times a stream at most; from the shape that read the chunk when one did
+// (no scan: the shape knows where the content lies).
+void StreamTap::learn_template(std::string_view data, const PayloadInfo& info, const ChunkShape* read_by) {
   if (info.kind == ChunkKind::kContent && content_events_ > 1 && template_learns_left_ > 0) {
     --template_learns_left_;
-    template_.learn(data);
+    if (read_by != nullptr) {
+      template_.learn(data, *read_by);
+    } else {
+      template_.learn(data);
+    }
   }
 }
 
@@ -135,6 +140,8 @@ void StreamTap::on_payload(const PayloadInfo& p, std::int64_t steady_us, bool st
     if (!first_content_us_) {
       first_content_us_ = steady_us;
     } else {
+      // One allocation for a usual stream, not one per doubling; none for a one-token response.
+      if (gaps_ms_.empty()) gaps_ms_.reserve(kGapsReserved);
       gaps_ms_.push_back(static_cast<double>(steady_us - *last_content_us_) / 1000.0);
     }
     last_content_us_ = steady_us;

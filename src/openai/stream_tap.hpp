@@ -82,7 +82,7 @@ class StreamTap {
   // its second one (ChunkTemplate, the cheapest), the others with shapes learnt from earlier chunks
   // of this stream or of any other its thread read (ChunkShapes, one per thread). A chunk that fits
   // neither is parsed, and learnt a few times a stream at most.
-  void learn_template(std::string_view data, const PayloadInfo& info);
+  void learn_template(std::string_view data, const PayloadInfo& info, const ChunkShape* read_by);
   ChunkTemplate template_;
   int template_learns_left_ = 4;
   int learns_left_ = 4;
@@ -92,6 +92,7 @@ class StreamTap {
   std::optional<std::int64_t> first_content_us_, last_content_us_;
   int content_events_ = 0;
   std::vector<double> gaps_ms_;
+  static constexpr std::size_t kGapsReserved = 128;
   std::optional<Usage> usage_;
   bool final_usage_ = false;
   bool typed_events_ = false;

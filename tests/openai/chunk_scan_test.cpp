@@ -202,6 +202,46 @@ TEST(ChunkTemplate, ReadsOnlyAChunkThatIsItsBytesButForAValidContentString) {
   EXPECT_TRUE(none.empty());
 }
 
+TEST(ChunkTemplate, LearntFromAShapesReadItIsTheTemplateTheScanLearns) {
+  // A real llama.cpp stream: a shape learnt from one content chunk reads the later ones, in which the
+  // content (and so its closing quote) may lie elsewhere; the template taken from that read, with no
+  // scan, reads every chunk as the one the scan learns from the same chunk does.
+  const auto payloads = payloads_of(test::capture_body("llamacpp/llamacpp_b10309_chat_stream.http"));
+  ChunkShape shape;
+  ASSERT_TRUE(shape.learn(payloads[1]));
+  std::size_t taught = 0;
+  for (std::size_t i = 1; i < payloads.size(); ++i) {
+    // The content chunks, the shape's own among them (its content read in a run of equal bytes; the
+    // others' where the bytes differ); the finish and usage chunks differ outside the values.
+    if (shape.read(payloads[i]) == nullptr) continue;
+    ChunkTemplate by_shape, by_scan;
+    ASSERT_TRUE(by_shape.learn(payloads[i], shape));
+    ASSERT_TRUE(by_scan.learn(payloads[i]));
+    for (const auto& p : payloads) {
+      const PayloadInfo* a = by_shape.read(p);
+      const PayloadInfo* b = by_scan.read(p);
+      ASSERT_EQ(a == nullptr, b == nullptr) << p;
+      if (a != nullptr) {
+        EXPECT_EQ(*a, *b) << p;
+      }
+    }
+    ++taught;
+  }
+  EXPECT_GE(taught, 3u);
+  // A shape without the one choice's content string (a usage chunk), or whose last read did not
+  // answer, teaches no template.
+  const std::string usage_chunk =
+      R"({"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":8,"total_tokens":9,"completion_tokens":1}})";
+  ChunkShape usage;
+  ASSERT_TRUE(usage.learn(usage_chunk));
+  ASSERT_NE(usage.read(usage_chunk), nullptr);
+  ChunkTemplate none;
+  EXPECT_FALSE(none.learn(usage_chunk, usage));
+  ASSERT_EQ(shape.read(payloads.back()), nullptr);
+  EXPECT_FALSE(none.learn(payloads[1], shape));
+  EXPECT_TRUE(none.empty());
+}
+
 // A shape's reading of `chunk`, checked against the full parse's (with the id left out when not
 // wanted); false when the shape does not read it.
 bool read_as_the_full_parse(ChunkShape& shape, const std::string& chunk) {
