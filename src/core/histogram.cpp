@@ -22,9 +22,9 @@ void Histogram::merge(std::span<const std::uint64_t> counts, double sum, std::ui
 
 void AtomicHistogram::observe(double v) {
   const auto it = std::lower_bound(bounds_.begin(), bounds_.end(), v);  // le: v <= bound
-  counts_[static_cast<std::size_t>(it - bounds_.begin())].fetch_add(1, std::memory_order_relaxed);
-  sum_.fetch_add(v, std::memory_order_relaxed);
-  count_.fetch_add(1, std::memory_order_relaxed);
+  auto& bucket = counts_[static_cast<std::size_t>(it - bounds_.begin())];
+  bucket.store(bucket.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  sum_.store(sum_.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
 }
 
 void AtomicHistogram::add_to(Histogram& h) const {

@@ -261,25 +261,6 @@ struct SocketAccess : tcp::socket {
   static auto& implementation(tcp::socket& s) { return (s.*(&SocketAccess::impl_)).get_implementation(); }
 };
 
-template <typename Token>
-auto async_receive_stamped(tcp::socket& socket, asio::detail::reactor& loop_reactor, asio::mutable_buffer space,
-                           boost::beast::flat_buffer& buffer, ReadableWait& wait, Token&& token) {
-  asio::detail::reactor* const reactor_ptr = &loop_reactor;
-  return asio::async_initiate<Token, void(Received)>(
-      [&socket, reactor_ptr, space, &buffer, &wait](auto handler) {
-        using Handler = decltype(handler);
-        using Op = StampedRecvOp<Handler, tcp::socket::executor_type>;
-        auto& impl = SocketAccess::implementation(socket);
-        auto& reactor = *reactor_ptr;
-        const bool continuation = boost_asio_handler_cont_helpers::is_continuation(handler);
-        typename Op::ptr p = {std::addressof(handler), Op::ptr::allocate(handler), nullptr};
-        p.p = new (p.v) Op(impl.socket_, space, buffer, wait, handler, socket.get_executor());
-        reactor.start_op(asio::detail::reactor::read_op, impl.socket_, impl.reactor_data_, p.p, continuation, true);
-        p.v = p.p = nullptr;
-      },
-      token);
-}
-
 }  // namespace
 
 bool receive_at_once(tcp::socket& socket, boost::beast::flat_buffer& buffer, ReadableWait& wait, Received& r,
@@ -293,14 +274,29 @@ bool receive_at_once(tcp::socket& socket, boost::beast::flat_buffer& buffer, Rea
   return true;
 }
 
-asio::awaitable<Received> receive_on_edge(tcp::socket& socket, boost::beast::flat_buffer& buffer, ReadableWait& wait,
-                                          std::chrono::steady_clock::duration timeout, std::size_t max_bytes) {
+EdgeRead receive_on_edge(tcp::socket& socket, boost::beast::flat_buffer& buffer, ReadableWait& wait,
+                         std::chrono::steady_clock::duration timeout, std::size_t max_bytes) {
   // After a read at once the reactor was not told the socket is empty: its own read may ask the
   // kernel once in vain first.
   wait.begin(socket, timeout);
-  return async_receive_stamped(socket, wait.reactor(socket), buffer.prepare(max_bytes), buffer, wait,
-                               asio::use_awaitable);
+  return EdgeRead(socket, buffer, wait, buffer.prepare(max_bytes));
 }
+
+// The read queued on the socket's registration with the loop's reactor (found once per wait).
+template <typename Handler>
+void EdgeRead::start(Handler&& handler) const {
+  using Op = StampedRecvOp<Handler, tcp::socket::executor_type>;
+  auto& impl = SocketAccess::implementation(*socket_);
+  auto& reactor = wait_->reactor(*socket_);
+  const bool continuation = boost_asio_handler_cont_helpers::is_continuation(handler);
+  typename Op::ptr p = {std::addressof(handler), Op::ptr::allocate(handler), nullptr};
+  p.p = new (p.v) Op(impl.socket_, space_, *buffer_, *wait_, handler, socket_->get_executor());
+  reactor.start_op(asio::detail::reactor::read_op, impl.socket_, impl.reactor_data_, p.p, continuation, true);
+  p.v = p.p = nullptr;
+}
+
+// The handler of `co_await receive_on_edge(...)` in an asio::awaitable<> coroutine.
+template void EdgeRead::start(asio::detail::awaitable_async_op_handler<void(Received), asio::any_io_executor>&&) const;
 
 asio::awaitable<Received> receive_some(tcp::socket& socket, boost::beast::flat_buffer& buffer, ReadableWait& wait,
                                        std::chrono::steady_clock::duration timeout, std::size_t max_bytes) {

@@ -77,16 +77,52 @@ boost::asio::awaitable<Received> receive_some(boost::asio::ip::tcp::socket& sock
                                               ReadableWait& wait, std::chrono::steady_clock::duration timeout,
                                               std::size_t max_bytes = 16 * 1024);
 
+// The reactor's read on a socket's next edge (receive_on_edge's), as an asynchronous operation of
+// Asio's own kind: `co_await`ed in a coroutine it suspends that coroutine itself, where an
+// operation started with use_awaitable runs in a coroutine frame of its own (issue 43: that frame's
+// creation, resumption and end were a fifth of a relayed chunk's Asio work). Its bytes are
+// committed to the buffer, and the wait's timeout applied, before the coroutine resumes.
+class EdgeRead {
+ public:
+  EdgeRead(boost::asio::ip::tcp::socket& socket, boost::beast::flat_buffer& buffer, ReadableWait& wait,
+           boost::asio::mutable_buffer space)
+      : socket_(&socket), buffer_(&buffer), wait_(&wait), space_(space) {}
+  template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(Received)) Token>
+  auto operator()(Token&& token) const;
+
+ private:
+  struct Start;
+  // Defined in socket_io.cpp, for the handler of a co_await in an awaitable<> coroutine.
+  template <typename Handler>
+  void start(Handler&& handler) const;
+
+  boost::asio::ip::tcp::socket* socket_;
+  boost::beast::flat_buffer* buffer_;
+  ReadableWait* wait_;
+  boost::asio::mutable_buffer space_;
+};
+
+struct EdgeRead::Start {
+  EdgeRead read;
+  template <typename Handler>
+  void operator()(Handler&& handler) const {
+    read.start(std::move(handler));
+  }
+};
+
+template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(Received)) Token>
+auto EdgeRead::operator()(Token&& token) const {
+  return boost::asio::async_initiate<Token, void(Received)>(Start{*this}, token);
+}
+
 // receive_some's two halves, for a caller on the hot path that enters no coroutine of its own for a
 // read (issue 43: a coroutine's frame and resumption a chunk): receive_at_once reads what the
 // socket holds, true with `r` filled (bytes appended, an end or an error) unless it must wait; then
 // `co_await receive_on_edge(...)`, the reactor's read on the socket's next edge (the socket open).
 bool receive_at_once(boost::asio::ip::tcp::socket& socket, boost::beast::flat_buffer& buffer, ReadableWait& wait,
                      Received& r, std::size_t max_bytes = 16 * 1024);
-boost::asio::awaitable<Received> receive_on_edge(boost::asio::ip::tcp::socket& socket,
-                                                 boost::beast::flat_buffer& buffer, ReadableWait& wait,
-                                                 std::chrono::steady_clock::duration timeout,
-                                                 std::size_t max_bytes = 16 * 1024);
+EdgeRead receive_on_edge(boost::asio::ip::tcp::socket& socket, boost::beast::flat_buffer& buffer, ReadableWait& wait,
+                         std::chrono::steady_clock::duration timeout, std::size_t max_bytes = 16 * 1024);
 
 // Writes what of `buffers` the socket takes now, without waiting (one sendmsg). The bytes written;
 // `ec` set on a failure other than a full send buffer (a closed peer's EPIPE among them: no signal).
