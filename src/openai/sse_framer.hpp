@@ -71,8 +71,9 @@ class SseFramer {
   std::size_t unknown_lines() const { return unknown_lines_; }
 
  private:
-  // The first CR or LF in [p, end), or end.
+  // The first CR or LF in [p, end), or end. A blank line (every event's end) is found without a search.
   static const char* line_end(const char* p, const char* end) {
+    if (*p == '\n' || *p == '\r') return p;  // p < end
     const auto* lf = static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
     const char* limit = lf ? lf : end;
     const auto* cr = static_cast<const char*>(std::memchr(p, '\r', static_cast<std::size_t>(limit - p)));
