@@ -42,6 +42,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!(*read == full)) std::abort();
     auto without_id = full;
     without_id.id.clear();
+    // After the second, the first again: what the second's values changed is the shape's again.
+    for (const auto wanted : {mpo::openai::IdWanted::kNo, mpo::openai::IdWanted::kYes}) {
+      auto full_first = mpo::openai::classify_chunk_fully(first);
+      if (wanted == mpo::openai::IdWanted::kNo) full_first.id.clear();
+      const auto* again = shape.read(first, wanted);
+      if (again == nullptr || !(*again == full_first)) std::abort();
+      if (shape.read(second, wanted) == nullptr) std::abort();
+    }
     // A template learnt from the shape's read of the second (no scan) is the one the scan learns
     // from it: both read the two chunks alike, and as the full parse does.
     if (shape.read(second) == nullptr) std::abort();

@@ -485,16 +485,23 @@ bool ChunkShape::learn(std::string_view text) {
   if (!scanned) return false;
   text_.assign(text.data(), text.size());
   holes_.clear();
+  base_filled_.clear();
   content_hole_ = kNoHole;
   for (const auto& v : values) {
     if (v.role == ValueSpot::Role::kFixed) continue;
     if (scanned->content.found() && v.at == scanned->content.open) content_hole_ = holes_.size();
     holes_.push_back(v);
+    base_filled_.push_back(v.string && v.length > 2 ? 1 : 0);
   }
+  filled_ = base_filled_;
   content_ = {};
   facts_ = std::move(scanned->choice_facts);
   scratch_ = facts_;
-  info_ = std::move(scanned->info);
+  scratch_is_base_ = true;
+  base_ = std::move(scanned->info);
+  info_ = base_;
+  id_is_base_ = true;
+  model_changed_ = finish_changed_ = usage_changed_ = false;
   return true;
 }
 
@@ -555,14 +562,23 @@ std::size_t same_bytes(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-// A value's text in the shape: a string's without its quotes.
-std::string_view ChunkShape::shape_value(const ValueSpot& h) const {
-  const std::string_view token = std::string_view(text_).substr(h.at, h.length);
-  return h.string ? token.substr(1, token.size() - 2) : token;
+void ChunkShape::restore(IdWanted id) {
+  if (id == IdWanted::kNo) {
+    info_.id.clear();
+    id_is_base_ = base_.id.empty();
+  } else if (!id_is_base_) {
+    info_.id.assign(base_.id);
+    id_is_base_ = true;
+  }
+  if (model_changed_) info_.model.assign(base_.model);
+  if (finish_changed_) info_.finish_reason.assign(base_.finish_reason);
+  if (usage_changed_) info_.usage = base_.usage;
+  model_changed_ = finish_changed_ = usage_changed_ = false;
 }
 
-bool ChunkShape::apply(const ValueSpot& h, std::string_view value, IdWanted id) {
+bool ChunkShape::take(std::size_t hole, std::string_view value, IdWanted id) {
   using Role = ValueSpot::Role;
+  const ValueSpot& h = holes_[hole];
   if (h.role >= Role::kPromptTokens) {  // digits only: what the full parse reads as a non-negative integer
     std::int64_t n = 0;
     for (const char c : value) {
@@ -575,41 +591,40 @@ bool ChunkShape::apply(const ValueSpot& h, std::string_view value, IdWanted id) 
      : h.role == Role::kTotalTokens      ? u.total_tokens
      : h.role == Role::kCachedTokens     ? u.cached_prompt_tokens
                                          : u.reasoning_tokens) = n;
+    usage_changed_ = true;
     return true;
   }
-  const bool filled = !value.empty();
-  // A choice's facts, for the roles that belong to one (a chunk without choices has none).
-  const auto facts = [this, &h]() -> detail::ChoiceFacts& { return scratch_[static_cast<std::size_t>(h.choice)]; };
   switch (h.role) {
     case Role::kId:
-      if (id == IdWanted::kYes) info_.id.assign(value);
+      if (id == IdWanted::kYes) {
+        info_.id.assign(value);
+        id_is_base_ = false;
+      }
       break;
-    case Role::kModel: info_.model.assign(value); break;
+    case Role::kModel:
+      info_.model.assign(value);
+      model_changed_ = true;
+      break;
     case Role::kFinishReason:
-      if (h.choice == 0) info_.finish_reason.assign(value);
+      if (h.choice == 0) {
+        info_.finish_reason.assign(value);
+        finish_changed_ = true;
+      }
       break;
-    case Role::kText: facts().text |= filled; break;
-    case Role::kContent: facts().content |= filled; break;
-    case Role::kReasoning: facts().reasoning |= filled; break;
-    case Role::kRefusal: facts().refusal |= filled; break;
-    case Role::kRole: facts().role |= filled; break;
-    default: break;
+    default:
+      if (is_fact(h.role)) filled_[hole] = value.empty() ? 0 : 1;
+      break;
   }
   return true;
 }
 
 const PayloadInfo* ChunkShape::read(std::string_view text, IdWanted id) {
-  using Role = ValueSpot::Role;
   if (text_.empty()) return nullptr;
   const std::string_view t = text_;
-  for (std::size_t c = 0; c < facts_.size(); ++c) {
-    auto& f = scratch_[c];
-    f = facts_[c];
-    f.text = f.content = f.reasoning = f.refusal = f.role = false;
-  }
-  if (id == IdWanted::kNo) info_.id.clear();
+  restore(id);
   content_ = {};
   ContentSpot content;
+  bool facts_differ = false;  // a choice string where the bytes differ
   // Runs of bytes equal to the shape's are found sixteen at a time; every value inside such a run
   // is the shape's, and only a value where the bytes differ is scanned (a stream's chunks differ
   // from one another in the content, and from another response's in the id and `created`).
@@ -623,7 +638,6 @@ const PayloadInfo* ChunkShape::read(std::string_view text, IdWanted id) {
       const ValueSpot& h = holes_[next];
       const std::size_t end = h.at + h.length;
       if (end > equal_to || (end == equal_to && !h.string)) break;
-      if (h.role != Role::kOther && !apply(h, shape_value(h), id)) return nullptr;
       if (next == content_hole_) content = ContentSpot{np + (h.at - tp), np + (end - 1 - tp)};
     }
     if (next == holes_.size()) {
@@ -631,8 +645,8 @@ const PayloadInfo* ChunkShape::read(std::string_view text, IdWanted id) {
       if (equal_to != t.size() || text.size() - np != t.size() - tp) return nullptr;
       break;
     }
-    const bool content_hole = next == content_hole_;
-    const ValueSpot& h = holes_[next++];
+    const std::size_t hole = next++;
+    const ValueSpot& h = holes_[hole];
     if (equal_to < h.at) return nullptr;  // the bytes differ outside a value
     np += h.at - tp;
     tp = h.at + h.length;
@@ -644,9 +658,10 @@ const PayloadInfo* ChunkShape::read(std::string_view text, IdWanted id) {
       const std::size_t close = string_body_end(text, np + 1, escaped);
       if (close == std::string_view::npos) return nullptr;
       value = text.substr(np + 1, close - np - 1);
-      const bool copied = h.role == Role::kId || h.role == Role::kModel || h.role == Role::kFinishReason;
+      const bool copied = h.role == ValueSpot::Role::kId || h.role == ValueSpot::Role::kModel ||
+                          h.role == ValueSpot::Role::kFinishReason;
       if (escaped && copied) return nullptr;
-      if (content_hole) content = ContentSpot{np, close};
+      if (hole == content_hole_) content = ContentSpot{np, close};
       np = close + 1;
     } else {
       Scanner sc(text, nullptr);
@@ -654,15 +669,45 @@ const PayloadInfo* ChunkShape::read(std::string_view text, IdWanted id) {
       value = text.substr(np, sc.pos() - np);
       np = sc.pos();
     }
-    if (h.role != Role::kOther && !apply(h, value, id)) return nullptr;
+    if (h.role == ValueSpot::Role::kOther) continue;
+    if (is_fact(h.role) && !facts_differ) {
+      facts_differ = true;
+      filled_ = base_filled_;
+    }
+    if (!take(hole, value, id)) return nullptr;
   }
-  if (!facts_.empty()) {
+  if (facts_differ) {
+    // Each choice's facts again, from its strings' emptiness.
+    for (std::size_t c = 0; c < facts_.size(); ++c) {
+      auto& f = scratch_[c];
+      f = facts_[c];
+      f.text = f.content = f.reasoning = f.refusal = f.role = false;
+    }
+    for (std::size_t i = 0; i < holes_.size(); ++i) {
+      const ValueSpot& h = holes_[i];
+      if (!is_fact(h.role) || filled_[i] == 0) continue;
+      auto& f = scratch_[static_cast<std::size_t>(h.choice)];
+      switch (h.role) {
+        case ValueSpot::Role::kText: f.text = true; break;
+        case ValueSpot::Role::kContent: f.content = true; break;
+        case ValueSpot::Role::kReasoning: f.reasoning = true; break;
+        case ValueSpot::Role::kRefusal: f.refusal = true; break;
+        default: f.role = true; break;
+      }
+    }
     ChunkKind best = ChunkKind::kEmpty;
     for (const auto& f : scratch_) {
       const ChunkKind k = detail::choice_kind(f);
       if (detail::outranks(k, best)) best = k;
     }
-    info_.kind = best;
+    info_.kind = facts_.empty() ? base_.kind : best;
+    scratch_is_base_ = false;
+  } else {
+    if (!scratch_is_base_) {
+      scratch_ = facts_;
+      scratch_is_base_ = true;
+    }
+    info_.kind = base_.kind;
   }
   content_ = content;
   return &info_;

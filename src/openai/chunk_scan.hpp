@@ -135,16 +135,25 @@ class ChunkShape {
 
  private:
   friend class ChunkTemplate;
-  // What one value of a read says; false when the reading cannot take it (a count that is no
-  // plain integer).
-  bool apply(const ValueSpot& h, std::string_view value, IdWanted id);
-  std::string_view shape_value(const ValueSpot& h) const;
+  // What a value that differs from the shape's says (`hole` is its index); false when the reading
+  // cannot take it (a count that is no plain integer).
+  bool take(std::size_t hole, std::string_view value, IdWanted id);
+  // The reading's fields a differing value changed, set back to the shape's.
+  void restore(IdWanted id);
+  static bool is_fact(ValueSpot::Role r) { return r >= ValueSpot::Role::kText && r <= ValueSpot::Role::kRole; }
 
   std::string text_;
-  std::vector<ValueSpot> holes_;              // the values that may differ, in order
-  std::vector<detail::ChoiceFacts> facts_;    // each choice's, but for its strings' emptiness
-  std::vector<detail::ChoiceFacts> scratch_;  // a read's
-  PayloadInfo info_;
+  std::vector<ValueSpot> holes_;  // the values that may differ, in order
+  // The shape's own reading, which a read starts from: a value in a run of the shape's bytes says
+  // what it said in the shape, and only a value where the bytes differ changes the reading.
+  PayloadInfo base_;
+  std::vector<detail::ChoiceFacts> facts_;    // each choice's, as the shape's strings make them
+  std::vector<detail::ChoiceFacts> scratch_;  // a read's (facts_ while no choice string differed)
+  std::vector<std::uint8_t> base_filled_;     // per hole: a choice string the shape has non-empty
+  std::vector<std::uint8_t> filled_;          // the same, for a read
+  PayloadInfo info_;                          // the last read's
+  bool id_is_base_ = true, model_changed_ = false, finish_changed_ = false, usage_changed_ = false;
+  bool scratch_is_base_ = true;
   std::size_t content_hole_ = kNoHole;  // the hole of the scan's content spot (ChunkScan::content)
   ContentSpot content_;                 // where the last read found that string in its text
   static constexpr std::size_t kNoHole = static_cast<std::size_t>(-1);
