@@ -28,7 +28,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const auto head = mpo::proxy::parse_request_head(bytes, limits);
   if (head) {
-    if (head->origin_target.empty() || head->origin_target.front() != '/') std::abort();
+    if (head->origin_target().empty() || head->origin_target().front() != '/') std::abort();
+    // Rewritten only when it differs from the target as sent.
+    if (!head->origin_rewrite.empty() && head->origin_rewrite == head->target) std::abort();
     if (head->version != 10 && head->version != 11) std::abort();
     if (head->chunked && head->content_length) std::abort();
     if (head->method.empty()) std::abort();

@@ -199,7 +199,7 @@ class Proxy {
     ClientRequest req;
     std::unique_ptr<http::request_parser<http::string_body>> chunked;
     std::unique_ptr<RequestRefusal> refusal;
-    std::string origin_target;
+    std::string origin_rewrite;  // RequestHead's
     std::uint64_t content_length = 0;
     boost::system::error_code ec;
     unsigned version = 11;

@@ -201,7 +201,8 @@ bool climbs(std::string_view path) {
   return false;
 }
 
-// The request target (RFC 9112 3.2) to the origin-form the backend gets.
+// The request target (RFC 9112 3.2) to the origin-form the backend gets: "" when that is the target
+// itself.
 Result<std::string> origin_form(std::string_view target) {
   for (unsigned char c : target) {
     if (c <= 0x20 || c == 0x7f) return bad("the request target has a control character or a space");
@@ -229,6 +230,7 @@ Result<std::string> origin_form(std::string_view target) {
   if (climbs(path)) return bad("the request path has a '..' segment");
   if (path_and_query.empty()) return std::string("/");
   if (path_and_query.front() == '?') return "/" + std::string(path_and_query);
+  if (path_and_query.size() == target.size()) return std::string();  // the target as it is
   return std::string(path_and_query);
 }
 
@@ -350,7 +352,7 @@ Status read_request_line(std::string_view line, RequestHead& h) {
   if (h.target.empty()) return bad("an empty request target");
   auto origin = origin_form(h.target);
   if (!origin) return origin.error();
-  h.origin_target = std::move(*origin);
+  h.origin_rewrite = std::move(*origin);
   return Ok{};
 }
 

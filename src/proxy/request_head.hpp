@@ -54,9 +54,14 @@ class HeadScanner {
 // What the proxy forwards of a valid head. Views into the head given to parse_request_head.
 struct RequestHead {
   std::string_view method;
-  std::string_view target;    // as sent
-  std::string origin_target;  // what goes upstream: the path and query (absolute-form reduced)
-  int version = 11;           // 10 or 11
+  std::string_view target;  // as sent
+  // What goes upstream when it is not the target as sent (an absolute-form reduced to its path and
+  // query, a query without a path given one): "" when the target goes as it is, the usual case (issue
+  // 43: a copy of every target was an allocation per request).
+  std::string origin_rewrite;
+  // The path and query the backend gets.
+  std::string_view origin_target() const { return origin_rewrite.empty() ? target : std::string_view(origin_rewrite); }
+  int version = 11;  // 10 or 11
   std::size_t fields = 0;
   // The field lines in order, each name and value (trimmed of its optional whitespace) as sent: the
   // proxy builds the request from them instead of parsing the head a second time (issue 43).

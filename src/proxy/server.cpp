@@ -407,7 +407,7 @@ Proxy::HeadStep Proxy::request_from_head(const HeadRead& found, beast::flat_buff
                                                                    "bad_request", head.error().message});
     return step;
   }
-  step.origin_target = std::move(head->origin_target);
+  step.origin_rewrite = std::move(head->origin_rewrite);
   step.version = head->version == 10 ? 10 : 11;
   step.content_length = head->content_length.value_or(0);
   // Expect: 100-continue (curl sends it for bodies over 1 KiB): say continue, or the client waits a
@@ -474,7 +474,7 @@ awaitable<std::optional<Proxy::IncomingRequest>> Proxy::read_request(beast::tcp_
     co_return std::nullopt;
   }
   // absolute-form: the backend's path
-  if (step.req.target() != step.origin_target) step.req.target(std::move(step.origin_target));
+  if (!step.origin_rewrite.empty()) step.req.target(std::move(step.origin_rewrite));
   co_return IncomingRequest{std::move(step.req), found->arrival};
 }
 

@@ -72,11 +72,14 @@ TEST(RequestHead, WhatIsForwardedOfValidHeads) {
   auto parse = [](std::string_view text) { return parse_request_head(text); };
   auto abs = parse("GET http://evil.example:9999/steal?x=1 HTTP/1.1\r\nHost: a\r\n\r\n");
   ASSERT_TRUE(abs.ok());
-  EXPECT_EQ(abs->origin_target, "/steal?x=1");
+  EXPECT_EQ(abs->origin_target(), "/steal?x=1");
   EXPECT_EQ(abs->target, "http://evil.example:9999/steal?x=1");
   auto bare = parse("GET HTTPS://a.example HTTP/1.1\r\nHost: a\r\n\r\n");
   ASSERT_TRUE(bare.ok());
-  EXPECT_EQ(bare->origin_target, "/");
+  EXPECT_EQ(bare->origin_target(), "/");
+  auto query = parse("GET http://a.example?q=1 HTTP/1.1\r\nHost: a\r\n\r\n");
+  ASSERT_TRUE(query.ok()) << query.error().message;
+  EXPECT_EQ(query->origin_target(), "/?q=1");
   auto post = parse("POST /v1/chat/completions HTTP/1.1\r\nhost: x:8000\r\ncontent-length: 17\r\n\r\n");
   ASSERT_TRUE(post.ok());
   EXPECT_EQ(post->method, "POST");
@@ -84,6 +87,8 @@ TEST(RequestHead, WhatIsForwardedOfValidHeads) {
   EXPECT_FALSE(post->chunked);
   EXPECT_EQ(post->host, "x:8000");
   EXPECT_EQ(post->fields, 2u);
+  EXPECT_EQ(post->origin_target(), "/v1/chat/completions");
+  EXPECT_TRUE(post->origin_rewrite.empty());  // the target goes as it came
   // The fields the proxy forwards, in order, each value without its optional whitespace.
   auto fields = parse("GET / HTTP/1.1\r\nHost: a\r\nX-A:  one two \t\r\nx-a:2\r\nAccept:\r\n\r\n");
   ASSERT_TRUE(fields.ok());
