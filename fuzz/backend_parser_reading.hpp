@@ -54,14 +54,16 @@ inline void group_by_name(Reading& r) {
   }
 }
 
+// With `in_place` (ours only), the body is read where the parser leaves it (its spans), not copied.
 template <class Parser, class HeadOf, class BodyOf>
 Reading read_with(Parser& p, std::string_view response, std::size_t step, std::size_t room, bool head_request,
-                  HeadOf head_of, BodyOf body_of) {
+                  HeadOf head_of, BodyOf body_of, bool in_place = false) {
   namespace http = boost::beast::http;
   Reading r;
   p.header_limit(64 * 1024);
   if constexpr (requires { p.body_limit(boost::none); }) p.body_limit(boost::none);  // Beast's: no limit
   p.skip(head_request);
+  if constexpr (requires { p.body_in_place(true); }) p.body_in_place(in_place);
   std::string buf(room, '\0');
   std::size_t at = 0, have = std::min(response.size(), step);  // taken by the parser, and given so far
   boost::system::error_code ec;
@@ -71,7 +73,21 @@ Reading read_with(Parser& p, std::string_view response, std::size_t step, std::s
     const std::size_t used = p.put(boost::asio::buffer(response.data() + at, have - at), ec);
     at += used;
     const std::size_t got = room - body_of(p).size;
-    r.body.append(buf.data(), got);
+    if constexpr (requires { p.body_spans(); }) {
+      if (in_place) {
+        std::size_t spanned = 0;
+        for (const auto& s : p.body_spans()) {
+          r.body.append(s.data, s.size);
+          spanned += s.size;
+        }
+        p.clear_body_spans();
+        if (spanned != got) r.error = "spans and the body's count differ";
+      } else {
+        r.body.append(buf.data(), got);
+      }
+    } else {
+      r.body.append(buf.data(), got);
+    }
     if (p.is_header_done() && !r.header_done) {
       r.header_done = true;
       const auto& h = head_of(p);
@@ -94,18 +110,19 @@ Reading read_with(Parser& p, std::string_view response, std::size_t step, std::s
     }
     have = std::min(response.size(), have + step);
   }
-  r.error = ec.message();
+  if (r.error.empty()) r.error = ec.message();
   r.done = p.is_done();
   if (r.header_done) r.keep_alive = p.keep_alive();
   group_by_name(r);
   return r;
 }
 
-inline Reading read_ours(std::string_view response, std::size_t step, std::size_t room, bool head_request) {
+inline Reading read_ours(std::string_view response, std::size_t step, std::size_t room, bool head_request,
+                         bool in_place = false) {
   BackendParser p;
   return read_with(
       p, response, step, room, head_request, [](BackendParser& q) -> const BackendHead& { return q.head(); },
-      [](BackendParser& q) -> BackendParser::Body& { return q.body(); });
+      [](BackendParser& q) -> BackendParser::Body& { return q.body(); }, in_place);
 }
 
 inline Reading read_beasts(std::string_view response, std::size_t step, std::size_t room, bool head_request) {

@@ -637,6 +637,13 @@ const char* BackendParser::parse_chunk_header(const char* p0, const char* last, 
 // As Beast's buffer_body takes a body's bytes: as many as the buffer holds; need_buffer when it
 // took fewer (or has no buffer).
 std::size_t BackendParser::put_body(const char* p, std::size_t n, error_code& ec) {
+  if (in_place_) {
+    const std::size_t took = std::min(body_.size, n);
+    if (took > 0) spans_.push_back(Span{p, took});
+    body_.size -= took;
+    if (took < n) ec = http::error::need_buffer;
+    return took;
+  }
   if (body_.data == nullptr) {
     ec = http::error::need_buffer;
     return 0;

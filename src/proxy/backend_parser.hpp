@@ -137,6 +137,16 @@ class BackendParser {
   void header_limit(std::size_t bytes) { header_limit_ = bytes; }
   // The response has no body whatever its head says (the answer to a HEAD request).
   void skip(bool yes) { skip_body_ = yes; }
+  // The body's bytes left where put() found them instead of copied into body() (a body relayed as
+  // it came: issue 43): each put's body bytes are then body_spans(), in order, pointers into the
+  // bytes given to put; body().size still limits how many a round takes, and body().data is unused.
+  struct Span {
+    const char* data;
+    std::size_t size;
+  };
+  void body_in_place(bool yes) { in_place_ = yes; }
+  const std::vector<Span>& body_spans() const { return spans_; }
+  void clear_body_spans() { spans_.clear(); }
 
   // Parses what it can of `bytes` and says how many it took. need_more: the head or a chunk header
   // is not whole yet (its bytes stay the caller's); need_buffer: the body buffer is full; any other
@@ -194,7 +204,8 @@ class BackendParser {
   std::uint64_t length0_ = 0;    // the Content-Length
   bool skip_body_ = false, http11_ = false, has_length_ = false, chunked_ = false;
   bool connection_close_ = false, connection_keep_alive_ = false, need_eof_ = false;
-  bool expect_crlf_ = false, final_chunk_ = false;
+  bool expect_crlf_ = false, final_chunk_ = false, in_place_ = false;
+  std::vector<Span> spans_;
 
   // Each buffer the thread's next response's (proxy/thread_blocks.hpp, issue 43).
   Kept<std::string, struct BackendFieldBytes> bytes_;  // the head's field lines as they came

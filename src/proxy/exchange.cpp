@@ -463,7 +463,10 @@ struct Relay : KeptByThread<Relay> {
         // A body relayed as it came needs only the head's bytes; the serializer's message stays empty.
         res(pass_through ? http::response<http::buffer_body>() : client_response_head(head, client_keep_alive)),
         sr(res),
-        buf(static_cast<char*>(ThreadBlocks<kBufSize>::take())) {
+        // A body relayed as it came stays in the upstream buffer (the parser says where, the tap
+        // reads it there): no copy of it, and no block of its own (issue 43).
+        buf(pass_through ? nullptr : static_cast<char*>(ThreadBlocks<kBufSize>::take())) {
+    parser.body_in_place(pass_through);
     if (pass_through) write_client_response_head(*raw_head, head, client_keep_alive);
     if (backend.keep_alive) keep_alive_hint = parse_keep_alive(*backend.keep_alive);
   }
@@ -585,7 +588,8 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const ClientRequest& req
     }
     const std::size_t got = Relay::kBufSize - parser.body().size;
     const bool last = parser.is_done() && !rec;
-    const std::string_view piece(r.buf.get(), got);
+    // The round's body as the parser copied it (a body relayed as it came is read in place below).
+    const std::string_view piece = r.pass_through ? std::string_view() : std::string_view(r.buf.get(), got);
     std::string filtered;
     if (got > 0 && r.strip_usage) filtered = r.stripper.filter(piece, parser.is_done());
     const auto w = r.plan_round({static_cast<const char*>(up->buffer().data().data()), r.parsed},
@@ -601,9 +605,18 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const ClientRequest& req
     if (w == Relay::Write::kHead)
       std::tie(wec, std::ignore) = co_await http::async_write_header(client, r.sr, kNoThrow);
     if (w != Relay::Write::kNone) r.wrote(w, wec, last);
-    up->buffer().consume(std::exchange(r.parsed, 0));
     o.response_bytes += got;
-    if (got > 0 && !r.encoded) r.tap.feed(piece, x.last_rx.steady_us);  // after forwarding: never delays the client
+    if (got > 0 && !r.encoded) {  // after forwarding: never delays the client
+      if (r.pass_through) {
+        // The body where the parser left it in the upstream buffer, which nothing has read into
+        // since: a round reads only when its first parse took nothing.
+        for (const auto& s : parser.body_spans()) r.tap.feed(std::string_view(s.data, s.size), x.last_rx.steady_us);
+      } else {
+        r.tap.feed(piece, x.last_rx.steady_us);
+      }
+    }
+    parser.clear_body_spans();
+    up->buffer().consume(std::exchange(r.parsed, 0));
     if (got > 0 && !r.client_failed && r.tap.saw_terminal()) r.terminal_forwarded = true;
     if (rec) {
       upstream_ec = rec;

@@ -115,6 +115,9 @@ void expect_same(const std::string& response, std::size_t step, std::size_t room
                   << "' done " << a.done << " body " << a.body.size() << ", Beast's '" << b.error << "' done " << b.done
                   << " body " << b.body.size() << ":\n"
                   << response;
+  // The body left in place (a body relayed as it came): the same reading, its bytes the spans'.
+  const Reading c = read_ours(response, step, room, head_request, true);
+  EXPECT_EQ(c, b) << "in place, step " << step << ", room " << room << ": '" << c.error << "':\n" << response;
 }
 
 TEST(BackendParser, ReadsEveryResponseAsBeastsParserWithABufferBodyDoes) {
