@@ -700,7 +700,7 @@ const PayloadInfo* ChunkShape::read(std::string_view text, IdWanted id) {
       const ChunkKind k = detail::choice_kind(f);
       if (detail::outranks(k, best)) best = k;
     }
-    info_.kind = facts_.empty() ? base_.kind : best;
+    info_.kind = best;  // a differing choice string means there are choices
     scratch_is_base_ = false;
   } else {
     if (!scratch_is_base_) {
