@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -94,6 +95,11 @@ class Connection {
   // Bytes already framed (a request written as text).
   asio::awaitable<Result> write_bytes(std::string_view bytes) {
     return std::visit([&](auto& s) { return asio::async_write(s, asio::buffer(bytes), kNoThrow); }, stream_);
+  }
+  // The same in pieces (a request's head, then its body where it lies), the pieces' bytes alive until
+  // the write completes.
+  asio::awaitable<Result> write_bytes(std::span<const asio::const_buffer> pieces) {
+    return std::visit([&](auto& s) { return asio::async_write(s, pieces, kNoThrow); }, stream_);
   }
   // Appends what the peer sends next, at most `max` bytes, to buffer(); for callers that parse it
   // themselves. The end of the stream is asio::error::eof (TLS: as the stream reports it).

@@ -303,40 +303,6 @@ Operation operation_for_path(std::string_view path) {
   return Operation::kOther;
 }
 
-RequestInfo inspect_request(std::string_view path, std::string_view body) {
-  RequestInfo info;
-  info.operation = operation_for_path(path);
-  if (body.empty()) return info;
-  thread_local simdjson::dom::parser parser;
-  element root;
-  if (parser.parse(body.data(), body.size()).get(root) != simdjson::SUCCESS || !root.is_object()) return info;
-  info.json = true;
-  // The top-level members read, found in one pass (the first of a key given twice, as a lookup by
-  // key finds it; issue 43: seven lookups, each a scan of the object).
-  std::optional<element> model, stream, stream_options, previous_response_id, user, safety_identifier, metadata;
-  simdjson::dom::object top;
-  if (root.get_object().get(top) != simdjson::SUCCESS) return info;
-  find_members<"model", "stream", "stream_options", "previous_response_id", "user", "safety_identifier", "metadata">(
-      top, {&model, &stream, &stream_options, &previous_response_id, &user, &safety_identifier, &metadata});
-  std::string_view s;
-  if (model && model->get_string().get(s) == simdjson::SUCCESS) info.model = std::string(s);
-  bool b = false;
-  if (stream && stream->get_bool().get(b) == simdjson::SUCCESS) info.stream = b;
-  if (stream_options && stream_options->is_object()) {
-    if ((*stream_options)["include_usage"].get_bool().get(b) == simdjson::SUCCESS) info.usage_requested = b;
-  }
-  const auto text = [](const std::optional<element>& from, std::optional<std::string>& into) {
-    std::string_view v;
-    if (from && from->get_string().get(v) == simdjson::SUCCESS && !v.empty()) into = std::string(v);
-  };
-  text(previous_response_id, info.previous_response_id);
-  text(user, info.user);
-  text(safety_identifier, info.safety_identifier);
-  if (metadata && metadata->is_object()) {
-    element id;
-    if ((*metadata)["user_id"].get(id) == simdjson::SUCCESS) text(id, info.metadata_user_id);
-  }
-  return info;
-}
+// inspect_request: openai/request_inspect.cpp.
 
 }  // namespace mpo::openai

@@ -91,11 +91,15 @@ struct RequestInfo {
   std::optional<std::string> model;
   bool stream = false;
   bool usage_requested = false;  // stream_options.include_usage
-  bool json = false;             // the body parsed as a JSON object
+  // The body is a JSON object whose top-level members read without fault (openai/request_inspect.cpp:
+  // a fault inside a value nothing reads, such as `messages`, is not looked for).
+  bool json = false;
   // What ties the request to a conversation (proxy/sessions.hpp): the Responses API's
   // previous_response_id, OpenAI's `user` and `safety_identifier`, Anthropic's metadata.user_id.
   std::optional<std::string> previous_response_id, user, safety_identifier, metadata_user_id;
+  bool operator==(const RequestInfo&) const = default;
 };
+// What a request asks for, by its path and body (openai/request_inspect.cpp).
 RequestInfo inspect_request(std::string_view path, std::string_view body);
 
 }  // namespace mpo::openai

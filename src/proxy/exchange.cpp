@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
-#include <bit>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -120,10 +120,9 @@ double Proxy::since_ms(const Exchange& x) const {
   return static_cast<double>(SystemClock::instance().steady_us() - x.t0_us) / 1000.0;
 }
 
-void Proxy::upstream_request(std::string& out, const ClientRequest& req, const Exchange& x,
-                             std::string_view body) const {
+void Proxy::upstream_head(std::string& out, const ClientRequest& req, const Exchange& x, std::string_view body) const {
   out.clear();
-  out.reserve(std::bit_ceil(1024 + body.size()));  // a kept buffer fits the next request too
+  out.reserve(1024);  // a kept buffer: the thread's next request writes into it too
   const auto put = [&out](std::initializer_list<std::string_view> pieces) { append_pieces(out, pieces); };
   const auto add = [&put](std::string_view name, std::string_view value) { put({name, ": ", value, "\r\n"}); };
   const auto method = req.method_string();  // any method the head allowed, extension methods too
@@ -162,7 +161,7 @@ void Proxy::upstream_request(std::string& out, const ClientRequest& req, const E
   if (!body.empty() || verb == http::verb::post || verb == http::verb::put || verb == http::verb::options) {
     add("Content-Length", std::to_string(body.size()));
   }
-  put({"\r\n", body});
+  put({"\r\n"});
 }
 
 namespace {
@@ -228,8 +227,8 @@ awaitable<bool> Proxy::handle(beast::tcp_stream& client, ClientRequest req, std:
 
   std::string& body = req.body();  // rewritten below when usage is injected
   const bool strip_usage = opts_.usage == UsageMode::kInject && inject_usage(o, body);
-  Kept<std::string, struct UpstreamText> up_req;  // its buffer the thread's next request's (issue 43)
-  upstream_request(*up_req, req, x, body);
+  Kept<std::string, struct UpstreamText> up_head;  // its buffer the thread's next request's (issue 43)
+  upstream_head(*up_head, req, x, body);
 
   // The client may leave while we wait: watch its socket, and close the upstream if it does.
   auto watch = std::make_shared<ClientWatch>();
@@ -239,7 +238,7 @@ awaitable<bool> Proxy::handle(beast::tcp_stream& client, ClientRequest req, std:
   parser.header_limit(64 * 1024);
   parser.skip(req.method() == http::verb::head);  // a HEAD response has no body, whatever its length says
 
-  auto sent = co_await send_upstream(x, *up_req, parser, *watch);
+  auto sent = co_await send_upstream(x, *up_head, body, parser, *watch);
   if (sent.ec) {
     disarm_client_watch(client, watch);
     co_return co_await answer_send_failure(client, x, req.version(), client_keep, *watch, sent);
@@ -251,8 +250,11 @@ awaitable<bool> Proxy::handle(beast::tcp_stream& client, ClientRequest req, std:
 // Sends the request and reads the response head. A pooled connection that the backend closed while
 // the request was on its way (EOF or reset before any response byte) is replaced by a fresh one,
 // once (upstream_policy.hpp: should_retry).
-awaitable<Proxy::Sent> Proxy::send_upstream(Exchange& x, std::string_view request, BackendParser& parser,
-                                            ClientWatch& watch) {
+awaitable<Proxy::Sent> Proxy::send_upstream(Exchange& x, std::string_view head, std::string_view body,
+                                            BackendParser& parser, ClientWatch& watch) {
+  // The head and the body leave in one system call, from where each lies (the body is not copied
+  // after the head: two copies and a zero-fill of a long agent request's bytes, issue 43).
+  const std::array<asio::const_buffer, 2> request{asio::buffer(head), asio::buffer(body)};
   Sent sent{pool_->take(), {}, false};
   bool pooled = sent.up != nullptr;
   for (;;) {
@@ -264,12 +266,11 @@ awaitable<Proxy::Sent> Proxy::send_upstream(Exchange& x, std::string_view reques
     }
     Upstream& up = *sent.up;
     watch.upstream = sent.up;
-    if (up.wait) {  // plain: at once when the socket takes it
-      const asio::const_buffer bytes = asio::buffer(request);
+    if (up.wait) {   // plain: at once when the socket takes it
       sent.ec = {};  // a retry's: the failure of the connection before is not this one's
-      const std::size_t at_once = send_now(up.tcp().socket(), {&bytes, 1}, sent.ec);
-      if (!sent.ec && at_once < request.size()) {
-        sent.ec = co_await send_rest(up.tcp(), {&bytes, 1}, at_once, seconds(opts_.response_timeout_s));
+      const std::size_t at_once = send_now(up.tcp().socket(), request, sent.ec);
+      if (!sent.ec && at_once < head.size() + body.size()) {
+        sent.ec = co_await send_rest(up.tcp(), request, at_once, seconds(opts_.response_timeout_s));
       }
     } else {
       up.tcp().expires_after(seconds(opts_.response_timeout_s));
