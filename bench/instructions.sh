@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Instructions (valgrind callgrind) the proxy and the load generator spend on one fixed point:
 # 200 streamed requests of 50 tokens at concurrency 20 against `simulate`; with `one-token`, 1,000
-# requests of one token at concurrency 64 (the per-request path). Repeatable whatever else the
+# requests of one token at concurrency 64 (the per-request path); with `long-prompt`, 300 such
+# requests with prompts of 8,000 tokens (bodies of about 40 KB, as an agent's). Repeatable whatever else the
 # machine does, so two builds compare on a noisy machine.
-#   bench/instructions.sh BINARY [SIMULATOR_BINARY [one-token]]
+#   bench/instructions.sh BINARY [SIMULATOR_BINARY [one-token|long-prompt]]
 # Prints "proxy: N instructions" and "sweep: N instructions". The simulator defaults to BINARY;
 # pass one simulator for both builds when comparing proxies.
 set -euo pipefail
@@ -24,6 +25,9 @@ point=(--model sim-model --concurrencies 20 --requests 200 --warmup 0 --input-to
   --output-tokens 50 --ignore-eos --quiet)
 if [[ "${3:-}" == one-token ]]; then
   point=(--model sim-model --concurrencies 64 --requests 1000 --warmup 0 --input-tokens 32 --approximate-input-tokens
+    --output-tokens 1 --ignore-eos --quiet)
+elif [[ "${3:-}" == long-prompt ]]; then
+  point=(--model sim-model --concurrencies 64 --requests 300 --warmup 0 --input-tokens 8000 --approximate-input-tokens
     --output-tokens 1 --ignore-eos --quiet)
 fi
 
