@@ -18,7 +18,8 @@ using reading::inspect_request_by_dom;
 // A long agent request: a system prompt, thirty tool rounds (calls, escaped arguments, results with
 // tabs, newlines and non-ASCII text), then the members the proxy reads, after all of that.
 std::string agent_request() {
-  std::string body = R"({"messages":[{"role":"system","content":"You are a coding agent. Read files \u2014 then act."})";
+  std::string body =
+      R"({"messages":[{"role":"system","content":"You are a coding agent. Read files \u2014 then act."})";
   for (int i = 0; i < 30; ++i) {
     const std::string n = std::to_string(i);
     body += R"(,{"role":"user","content":"step )" + n + R"(: read the next file, caf\u00e9 \"quoted\""})";
@@ -88,7 +89,7 @@ TEST(InspectRequest, MutatedBodiesAreReadAsTheDomReadsThem) {
   const std::string swaps = "\"{}[]:,\\ 0aetn";
   std::size_t compared = 0;
   for (const auto& body : bodies()) {
-    for (std::size_t i = 0; i < body.size(); i += body.size() > 2000 ? 7 : 1) {
+    for (std::size_t i = 0; i<body.size(); i += body.size()> 2000 ? 7 : 1) {
       std::vector<std::string> variants;
       variants.push_back(body.substr(0, i) + body.substr(i + 1));
       for (const char c : swaps) {
@@ -122,9 +123,9 @@ TEST(InspectRequest, AFaultInsideAValueSteppedOverIsNotLookedFor) {
   EXPECT_EQ(r.model, "m");
   EXPECT_TRUE(r.stream);
   // A fault in the structure walked is one: nothing is read.
-  for (const std::string bad : {R"({"model":"m","stream":tru})", R"({"model":"m"} x)", R"({"model":"m"}})",
-                                R"({"model":"m"} {"stream":true})", R"({"model":"m",})",
-                                R"({"model":"m" "stream":true})", R"({"stream_options":{"include_usage":true,}})"}) {
+  for (const std::string bad :
+       {R"({"model":"m","stream":tru})", R"({"model":"m"} x)", R"({"model":"m"}})", R"({"model":"m"} {"stream":true})",
+        R"({"model":"m",})", R"({"model":"m" "stream":true})", R"({"stream_options":{"include_usage":true,}})"}) {
     EXPECT_EQ(inspect_request("/v1/chat/completions", bad), RequestInfo{.operation = Operation::kChat}) << bad;
   }
 }
