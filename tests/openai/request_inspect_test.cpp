@@ -89,7 +89,8 @@ TEST(InspectRequest, MutatedBodiesAreReadAsTheDomReadsThem) {
   const std::string swaps = "\"{}[]:,\\ 0aetn";
   std::size_t compared = 0;
   for (const auto& body : bodies()) {
-    for (std::size_t i = 0; i<body.size(); i += body.size()> 2000 ? 7 : 1) {
+    const std::size_t stride = body.size() > 2000 ? 7 : 1;  // the agent's request: every seventh byte
+    for (std::size_t i = 0; i < body.size(); i += stride) {
       std::vector<std::string> variants;
       variants.push_back(body.substr(0, i) + body.substr(i + 1));
       for (const char c : swaps) {
