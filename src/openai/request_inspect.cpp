@@ -9,6 +9,10 @@
 // number in `messages`, say) goes unseen: the engine answers that request, and the ledger keeps
 // its answer. Where a DOM parse accepts the body, both read the same (fuzz/fuzz_chunk.cpp checks
 // it against fuzz/request_reading.hpp's DOM reading).
+//
+// simdjson 3.0 builds On-Demand's walk for the implementation the compiler targets (x86-64's
+// baseline: its portable one); the pass that indexes the body (stage 1) is the one chosen at run
+// time for the CPU (AVX2 or AVX-512 here), and it is nearly all of the cost on a long body.
 #include <simdjson.h>
 
 #include <string>
@@ -20,8 +24,8 @@ namespace {
 
 namespace od = simdjson::ondemand;
 
-// The top-level keys read, and whether each was seen (the first of a key given twice is the one
-// read, as a lookup by key finds it).
+// The top-level keys read; each is a bit of read_members' `seen` (the first of a key given twice is
+// the one read, as a lookup by key finds it).
 enum Key : int { kModel, kStream, kStreamOptions, kPreviousResponseId, kUser, kSafetyIdentifier, kMetadata };
 
 int key_index(std::string_view k) {
