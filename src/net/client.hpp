@@ -92,12 +92,8 @@ class Connection {
   asio::awaitable<Result> write(Message& m) {
     return std::visit([&](auto& s) { return http::async_write(s, m, kNoThrow); }, stream_);
   }
-  // Bytes already framed (a request written as text).
-  asio::awaitable<Result> write_bytes(std::string_view bytes) {
-    return std::visit([&](auto& s) { return asio::async_write(s, asio::buffer(bytes), kNoThrow); }, stream_);
-  }
-  // The same in pieces (a request's head, then its body where it lies), the pieces' bytes alive until
-  // the write completes.
+  // Bytes already framed, in pieces (a request's head as text, then its body where it lies); the
+  // pieces' bytes stay alive until the write completes.
   asio::awaitable<Result> write_bytes(std::span<const asio::const_buffer> pieces) {
     return std::visit([&](auto& s) { return asio::async_write(s, pieces, kNoThrow); }, stream_);
   }

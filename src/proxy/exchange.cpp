@@ -120,7 +120,7 @@ double Proxy::since_ms(const Exchange& x) const {
   return static_cast<double>(SystemClock::instance().steady_us() - x.t0_us) / 1000.0;
 }
 
-void Proxy::upstream_head(std::string& out, const ClientRequest& req, const Exchange& x, std::string_view body) const {
+void Proxy::upstream_head(std::string& out, const ClientRequest& req, const Exchange& x, std::size_t body_size) const {
   out.clear();
   out.reserve(1024);  // a kept buffer: the thread's next request writes into it too
   const auto put = [&out](std::initializer_list<std::string_view> pieces) { append_pieces(out, pieces); };
@@ -158,8 +158,8 @@ void Proxy::upstream_head(std::string& out, const ClientRequest& req, const Exch
   if (!x.trace_state.empty()) add("tracestate", x.trace_state);
   // A length as Beast's prepare_payload gives one: for a body, and for the methods that carry one.
   const auto verb = req.method();
-  if (!body.empty() || verb == http::verb::post || verb == http::verb::put || verb == http::verb::options) {
-    add("Content-Length", std::to_string(body.size()));
+  if (body_size > 0 || verb == http::verb::post || verb == http::verb::put || verb == http::verb::options) {
+    add("Content-Length", std::to_string(body_size));
   }
   put({"\r\n"});
 }
@@ -228,7 +228,7 @@ awaitable<bool> Proxy::handle(beast::tcp_stream& client, ClientRequest req, std:
   std::string& body = req.body();  // rewritten below when usage is injected
   const bool strip_usage = opts_.usage == UsageMode::kInject && inject_usage(o, body);
   Kept<std::string, struct UpstreamText> up_head;  // its buffer the thread's next request's (issue 43)
-  upstream_head(*up_head, req, x, body);
+  upstream_head(*up_head, req, x, body.size());
 
   // The client may leave while we wait: watch its socket, and close the upstream if it does.
   auto watch = std::make_shared<ClientWatch>();

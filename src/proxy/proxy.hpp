@@ -256,8 +256,8 @@ class Proxy {
 
   // The request's head as the backend gets it, written into `out` (emptied first) as text (a Beast
   // message and its serializer took ~25,000 instructions a request to write the same bytes); its
-  // Content-Length is `body`'s, which is sent after it as it lies.
-  void upstream_head(std::string& out, const ClientRequest& req, const Exchange& x, std::string_view body) const;
+  // Content-Length is `body_size` (the body is sent after it, from where it lies).
+  void upstream_head(std::string& out, const ClientRequest& req, const Exchange& x, std::size_t body_size) const;
 
   // One request (exchange.cpp): checked, sent upstream on a pooled connection (retried once on a fresh
   // one when the pooled one was stale), the response head awaited; false: close the client.
