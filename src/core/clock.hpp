@@ -41,6 +41,19 @@ class ManualClock final : public Clock {
   std::atomic<std::int64_t> steady_;
 };
 
+// The steady and the wall clock read at one moment, as near as a preemptible thread can: the
+// steady clock is read on both sides of the wall clock and the pair is taken again (up to four
+// times, keeping the tightest) when more than 20 µs passed between, so a time put together from
+// one clock's start and the other's difference is not off by a preemption between two reads.
+struct ClockReading {
+  std::chrono::steady_clock::time_point steady;
+  std::chrono::system_clock::time_point wall;
+  std::int64_t steady_us() const;
+  std::int64_t wall_us() const;
+  std::int64_t wall_ns() const;
+};
+ClockReading read_clocks_together();
+
 // The time a document (a report, a receipt, a facts page) says it was made: SOURCE_DATE_EPOCH
 // (whole seconds since the epoch, the reproducible-builds convention) when it is set to one, so
 // the same inputs give byte-identical outputs (the golden tests rely on it); otherwise now.

@@ -61,8 +61,9 @@ void Proxy::begin(Exchange& x, const ClientRequest& req, const std::optional<RxS
     o.started_at_us = arrival->wall_us;
     note(x, *arrival);
   } else {
-    x.t0_us = SystemClock::instance().steady_us();
-    o.started_at_us = SystemClock::instance().wall_us();
+    const ClockReading now = read_clocks_together();
+    x.t0_us = now.steady_us();
+    o.started_at_us = now.wall_us();
     x.timing.note_loop();
   }
   o.proxy_instance = opts_.instance;
@@ -113,7 +114,8 @@ void Proxy::note(Exchange& x, const RxStamp& s) {
 
 void Proxy::note_loop_read(Exchange& x) {
   x.timing.note_loop();
-  x.last_rx = loop_stamp(SystemClock::instance().wall_us(), SystemClock::instance().steady_us());
+  const ClockReading now = read_clocks_together();
+  x.last_rx = loop_stamp(now.wall_us(), now.steady_us());
 }
 
 double Proxy::since_ms(const Exchange& x) const {

@@ -140,9 +140,7 @@ ssize_t recv_stamped(int fd, void* data, std::size_t size, RxStamp& stamp, std::
   msg.msg_controllen = sizeof control;
   const ssize_t n = ::recvmsg(fd, &msg, MSG_DONTWAIT);
   if (n <= 0) return n;
-  timespec now{};
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  const std::int64_t steady = SystemClock::instance().steady_us();
+  const ClockReading now = read_clocks_together();
   std::optional<std::int64_t> rx_ns;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
     if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
@@ -155,7 +153,7 @@ ssize_t recv_stamped(int fd, void* data, std::size_t size, RxStamp& stamp, std::
       more = queued != 0;
     }
   }
-  stamp = stamp_read(rx_ns, static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec, steady);
+  stamp = stamp_read(rx_ns, now.wall_ns(), now.steady_us());
   return n;
 }
 

@@ -77,8 +77,9 @@ class Simulator {
         acceptor_(io),
         step_timer_(io),
         wake_timer_(io, Clock::time_point::max()),
-        origin_(Clock::now()),
-        wall_origin_us_(SystemClock::instance().wall_us()),
+        start_(read_clocks_together()),
+        origin_(start_.steady),
+        wall_origin_us_(start_.wall_us()),
         ids_(opts.seed == 0 ? 0 : opts.seed ^ 0x1d5ULL) {}
 
   ~Simulator() {
@@ -644,6 +645,7 @@ class Simulator {
   tcp::acceptor acceptor_;
   asio::steady_timer step_timer_;
   asio::steady_timer wake_timer_;
+  ClockReading start_;  // both clocks at engine time 0, read together: truth times are wall + steady
   Clock::time_point origin_;
   std::int64_t wall_origin_us_;
   Uuid7Generator ids_;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -103,6 +104,24 @@ TEST(DocumentTime, SourceDateEpochDatesDocumentsAndAnythingElseIsIgnored) {
   }
   ASSERT_EQ(unsetenv("SOURCE_DATE_EPOCH"), 0);
   EXPECT_GE(document_time_us(), before);
+}
+
+TEST(ClocksReadTogether, EachClockLiesBetweenReadsOfItTakenBeforeAndAfter) {
+  using namespace std::chrono;
+  for (int i = 0; i < 1000; ++i) {
+    const auto steady_before = steady_clock::now();
+    const auto wall_before = system_clock::now();
+    const ClockReading r = read_clocks_together();
+    const auto wall_after = system_clock::now();
+    const auto steady_after = steady_clock::now();
+    ASSERT_LE(steady_before, r.steady);
+    ASSERT_LE(r.steady, steady_after);
+    ASSERT_LE(wall_before, r.wall);
+    ASSERT_LE(r.wall, wall_after);
+    ASSERT_EQ(r.wall_us(), duration_cast<microseconds>(r.wall.time_since_epoch()).count());
+    ASSERT_EQ(r.wall_ns() / 1000, r.wall_us());
+    ASSERT_EQ(r.steady_us(), duration_cast<microseconds>(r.steady.time_since_epoch()).count());
+  }
 }
 
 }  // namespace
