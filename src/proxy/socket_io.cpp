@@ -267,15 +267,17 @@ bool receive_at_once(tcp::socket& socket, boost::beast::flat_buffer& buffer, Rea
     r = Received{asio::error::bad_descriptor, 0, {}, false};
     return true;
   }
-  if (wait.drained || !read_now(socket.native_handle(), buffer.prepare(max_bytes), r)) return false;
+  if (wait.drained) return false;
+  if (!read_now(socket.native_handle(), buffer.prepare(max_bytes), r)) {
+    wait.found_empty = true;
+    return false;
+  }
   finish_read(r, buffer, wait);
   return true;
 }
 
 EdgeRead receive_on_edge(tcp::socket& socket, boost::beast::flat_buffer& buffer, ReadableWait& wait,
                          std::chrono::steady_clock::duration timeout, std::size_t max_bytes) {
-  // After a read at once the reactor was not told the socket is empty: its own read may ask the
-  // kernel once in vain first.
   wait.begin(socket, timeout);
   return EdgeRead(socket, buffer, wait, buffer.prepare(max_bytes));
 }
@@ -287,9 +289,14 @@ void EdgeRead::start(Handler&& handler) const {
   auto& impl = SocketAccess::implementation(*socket_);
   auto& reactor = wait_->reactor(*socket_);
   const bool continuation = boost_asio_handler_cont_helpers::is_continuation(handler);
+  // Right after a read at once that found nothing (this turn of the loop: no event consumed since)
+  // the reactor's read waits for the next edge. Otherwise the reactor decides: it reads at once
+  // unless it saw the socket drained itself, as an event it took while no read was queued (bytes
+  // that came after a read at once drained the socket) must not be waited past.
+  const bool speculate = !std::exchange(wait_->found_empty, false);
   typename Op::ptr p = {std::addressof(handler), Op::ptr::allocate(handler), nullptr};
   p.p = new (p.v) Op(impl.socket_, space_, *buffer_, *wait_, handler, socket_->get_executor());
-  reactor.start_op(asio::detail::reactor::read_op, impl.socket_, impl.reactor_data_, p.p, continuation, true);
+  reactor.start_op(asio::detail::reactor::read_op, impl.socket_, impl.reactor_data_, p.p, continuation, speculate);
   p.v = p.p = nullptr;
 }
 

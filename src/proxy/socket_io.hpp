@@ -54,6 +54,10 @@ class ReadableWait {
   // bytes already there are taken without a trip through the loop's queue (a thousand streams
   // each waiting its turn in that queue for every read made the proxy's reads late by 0.1-1 s).
   bool drained = false;
+  // receive_at_once just asked the kernel and found nothing: the reactor's read that follows, in the
+  // same turn of the loop, waits for the socket's next edge without asking the kernel again (any
+  // byte that comes after that read raises a new edge). Cleared by that read.
+  bool found_empty = false;
 
   struct State;  // socket_io.cpp's (public for its timer's handler there)
 
