@@ -351,23 +351,25 @@ awaitable<bool> Proxy::answer_send_failure(beast::tcp_stream& client, Exchange& 
 }
 
 void Proxy::arm_client_watch(beast::tcp_stream& client, const std::shared_ptr<ClientWatch>& watch) {
-  // A peek of one byte through Asio's reactor rather than a readiness wait (issue 43). Readiness can
-  // be stale: the request's bytes were read by recvmsg outside the reactor, whose event for them may
-  // still be queued; taking that for an EOF cut live requests, which the load generator then sent
-  // again on a fresh connection. The reactor tries a read operation again itself on every event and
-  // completes it only on a byte, the end or an error, so a stale event costs one failed peek; a wait
-  // completed on it, to be peeked and armed again, cost a wake-up and an epoll_ctl per arming.
-  client.socket().async_receive(
-      asio::buffer(&watch->peeked, 1), tcp::socket::message_peek, [watch](boost::system::error_code ec, std::size_t n) {
-        if (ec == asio::error::operation_aborted || watch->done) return;
-        if (!ec && n > 0) return;  // bytes (a pipelined request): the client is there
-        // Its end (EOF) or an error (a reset): it left.
-        watch->client_gone = true;
-        if (watch->upstream) {
-          boost::system::error_code cec;
-          watch->upstream->tcp().socket().close(cec);  // the engine sees the disconnect at once
-        }
-      });
+  // A peek of one byte through the loop's reactor rather than a readiness wait (issue 43). Readiness
+  // can be stale: the request's bytes were read by recvmsg outside the reactor, whose event for them
+  // may still be queued; taking that for an EOF cut live requests, which the load generator then
+  // sent again on a fresh connection. The reactor tries a read operation again itself on every event
+  // and completes it only on a byte, the end or an error, so a stale event costs one failed peek; a
+  // wait completed on it, to be peeked and armed again, cost a wake-up and an epoll_ctl per arming.
+  // peek_on_edge rather than Asio's async_receive: no ioctl per connection.
+  peek_on_edge(reactor_, client.socket(), watch,
+               [](std::shared_ptr<void>& owner, boost::system::error_code ec, std::size_t n) {
+                 auto& w = *static_cast<ClientWatch*>(owner.get());
+                 if (ec == asio::error::operation_aborted || w.done) return;
+                 if (!ec && n > 0) return;  // bytes (a pipelined request): the client is there
+                 // Its end or an error (a reset): it left.
+                 w.client_gone = true;
+                 if (w.upstream) {
+                   boost::system::error_code cec;
+                   w.upstream->tcp().socket().close(cec);  // the engine sees the disconnect at once
+                 }
+               });
 }
 
 void Proxy::disarm_client_watch(beast::tcp_stream& client, const std::shared_ptr<ClientWatch>& watch) {

@@ -118,13 +118,13 @@ class Proxy {
     bool client_gone = false;
     bool done = false;
     std::shared_ptr<Upstream> upstream;
-    char peeked = 0;  // the watch's peek reads into it
   };
 
  public:
   // `index` 0 is the primary loop: the admin listener, the scraper, signals and the drain.
   Proxy(asio::io_context& io, ProxyOptions opts, net::BackendUrl backend, Shared& shared, int index)
       : io_(io),
+        reactor_(asio::use_service<asio::detail::reactor>(io)),
         opts_(std::move(opts)),
         backend_(std::move(backend)),
         acceptor_(io),
@@ -276,7 +276,7 @@ class Proxy {
   awaitable<bool> answer_send_failure(beast::tcp_stream& client, Exchange& x, unsigned version, bool client_keep,
                                       const ClientWatch& watch, const Sent& sent);
 
-  static void arm_client_watch(beast::tcp_stream& client, const std::shared_ptr<ClientWatch>& watch);
+  void arm_client_watch(beast::tcp_stream& client, const std::shared_ptr<ClientWatch>& watch);
 
   static void disarm_client_watch(beast::tcp_stream& client, const std::shared_ptr<ClientWatch>& watch);
 
@@ -290,6 +290,7 @@ class Proxy {
   static awaitable<void> end_client_response(beast::tcp_stream& client, Relay& r, bool& complete);
 
   asio::io_context& io_;
+  asio::detail::reactor& reactor_;  // the loop's, for the client watch's peek (found once)
   ProxyOptions opts_;
   net::BackendUrl backend_;
   tcp::acceptor acceptor_;

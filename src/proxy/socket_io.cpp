@@ -17,6 +17,8 @@
 #include <boost/asio/detail/handler_work.hpp>
 #include <boost/asio/detail/reactor.hpp>
 #include <boost/asio/detail/reactor_op.hpp>
+#include <boost/asio/detail/thread_context.hpp>
+#include <boost/asio/detail/thread_info_base.hpp>
 #include <boost/asio/execution/context.hpp>
 #include <boost/asio/query.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -254,6 +256,57 @@ class StampedRecvOp : public asio::detail::reactor_op {
   asio::detail::handler_work<Handler, IoExecutor> work_;
 };
 
+// peek_on_edge's operation. Its memory is the loop's recycled handler memory, as Asio's own.
+class PeekOp : public asio::detail::reactor_op {
+ public:
+  PeekOp(int fd, std::shared_ptr<void> owner, PeekDone on_done)
+      : reactor_op(boost::system::error_code(), &PeekOp::perform_peek, &PeekOp::complete),
+        fd_(fd),
+        owner_(std::move(owner)),
+        done_(on_done) {}
+
+  static void* allocate() {
+    return asio::detail::thread_info_base::allocate(asio::detail::thread_info_base::default_tag(),
+                                                    asio::detail::thread_context::top_of_thread_call_stack(),
+                                                    sizeof(PeekOp), alignof(PeekOp));
+  }
+
+ private:
+  static status perform_peek(reactor_op* base) {
+    auto* o = static_cast<PeekOp*>(base);
+    char byte = 0;
+    for (;;) {
+      const ssize_t n = ::recv(o->fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (n >= 0) {
+        o->bytes_transferred_ = static_cast<std::size_t>(n);
+        return done;
+      }
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return not_done;
+      o->ec_ = boost::system::error_code(errno, asio::error::get_system_category());
+      return done;
+    }
+  }
+
+  // With `owner` set the loop runs the callback; without, it destroys the operation (its shutdown).
+  static void complete(void* owner, asio::detail::operation* base, const boost::system::error_code&, std::size_t) {
+    auto* o = static_cast<PeekOp*>(base);
+    std::shared_ptr<void> keep = std::move(o->owner_);
+    const PeekDone on_done = o->done_;
+    const boost::system::error_code ec = o->ec_;
+    const std::size_t bytes = o->bytes_transferred_;
+    o->~PeekOp();
+    asio::detail::thread_info_base::deallocate(asio::detail::thread_info_base::default_tag(),
+                                               asio::detail::thread_context::top_of_thread_call_stack(), o,
+                                               sizeof(PeekOp));
+    if (owner) on_done(keep, ec, bytes);
+  }
+
+  int fd_;
+  std::shared_ptr<void> owner_;
+  PeekDone done_;
+};
+
 // basic_socket keeps its implementation (the descriptor and its reactor registration) protected.
 struct SocketAccess : tcp::socket {
   static auto& implementation(tcp::socket& s) { return (s.*(&SocketAccess::impl_)).get_implementation(); }
@@ -298,6 +351,12 @@ void EdgeRead::start(Handler&& handler) const {
   p.p = new (p.v) Op(impl.socket_, space_, *buffer_, *wait_, handler, socket_->get_executor());
   reactor.start_op(asio::detail::reactor::read_op, impl.socket_, impl.reactor_data_, p.p, continuation, speculate);
   p.v = p.p = nullptr;
+}
+
+void peek_on_edge(asio::detail::reactor& reactor, tcp::socket& socket, std::shared_ptr<void> owner, PeekDone on_done) {
+  auto& impl = SocketAccess::implementation(socket);
+  auto* op = new (PeekOp::allocate()) PeekOp(impl.socket_, std::move(owner), on_done);
+  reactor.start_op(asio::detail::reactor::read_op, impl.socket_, impl.reactor_data_, op, false, true);
 }
 
 // The handler of `co_await receive_on_edge(...)` in an asio::awaitable<> coroutine.

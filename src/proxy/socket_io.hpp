@@ -128,6 +128,16 @@ bool receive_at_once(boost::asio::ip::tcp::socket& socket, boost::beast::flat_bu
 EdgeRead receive_on_edge(boost::asio::ip::tcp::socket& socket, boost::beast::flat_buffer& buffer, ReadableWait& wait,
                          std::chrono::steady_clock::duration timeout, std::size_t max_bytes = 16 * 1024);
 
+// A peek of one byte queued on `socket`'s registration with `reactor` (its loop's), as the reactor's
+// own reads are: `on_done(owner, ec, bytes)` runs on the loop when a byte is there (bytes 1), the
+// peer's end came (bytes 0) or the socket failed or was cancelled (ec; operation_aborted for
+// cancel() and close()). The byte stays queued. Unlike Asio's async_receive it never switches the
+// socket to non-blocking (an ioctl on every socket's first such read: one a connection, issue 43),
+// as it peeks with MSG_DONTWAIT.
+using PeekDone = void (*)(std::shared_ptr<void>& owner, boost::system::error_code ec, std::size_t bytes);
+void peek_on_edge(boost::asio::detail::reactor& reactor, boost::asio::ip::tcp::socket& socket,
+                  std::shared_ptr<void> owner, PeekDone on_done);
+
 // Writes what of `buffers` the socket takes now, without waiting (one sendmsg). The bytes written;
 // `ec` set on a failure other than a full send buffer (a closed peer's EPIPE among them: no signal).
 std::size_t send_now(boost::asio::ip::tcp::socket& socket, std::span<const boost::asio::const_buffer> buffers,

@@ -255,6 +255,43 @@ TEST(Proxy, ClientDisconnectClosesTheUpstreamSoTheEngineAborts) {
   EXPECT_EQ(lines[0]["outcome"], "client_disconnected");
 }
 
+TEST(Proxy, AClientLeavingBeforeTheFirstByteClosesTheUpstreamBeforeTheEngineAnswers) {
+  // The engine's first step takes 3 s. The client sends its request and closes while the engine is
+  // still at it: only the proxy's watch on the client socket (a peek queued with the loop) can see
+  // that, as nothing is written to the client before the first token. The engine then aborts the
+  // request before sending any token, which the simulator's truth says.
+  const std::string profile = make_temp_dir() + "/slow-first-step.json";
+  write_file(profile, R"({"engine":{"step_base_s":3}})");
+  ProxyStack s({"--profile", profile});
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(s.proxy.port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string body = chat(4, R"(,"ignore_eos":true)");
+  const std::string request = fmt::format(
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: "
+      "{}\r\n\r\n{}",
+      body.size(), body);
+  ASSERT_EQ(send(fd, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
+  // The engine has the request (the proxy forwarded it): now the client leaves.
+  while (read_exposition(http_get(s.sim.port, "/metrics").body).find("vllm:num_requests_running").value_or(0) < 1) {
+  }
+  close(fd);
+  EXPECT_EQ(wait_for_sim_aborts(s.sim.port, 1), 1);
+  const auto lines = s.ledger();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].at("outcome"), "client_disconnected");
+  EXPECT_TRUE(lines[0].at("ttft_ms").is_null());
+  const auto truth = s.truth();
+  ASSERT_EQ(truth.size(), 1u);
+  EXPECT_EQ(truth[0].at("finish_reason"), "abort");
+  // Without the watch the engine would have sent its first token 3 s on (the proxy would have
+  // noticed the client gone only when writing it on).
+  EXPECT_TRUE(truth[0].at("first_token_sent_at").is_null()) << json::serialize(truth[0]);
+}
+
 TEST(Proxy, ValidClientIdsAreAdoptedAndSentUpstreamInvalidOnesReplaced) {
   ProxyStack s;
   http_post(s.proxy.port, "/v1/chat/completions", chat(2), {{"X-Fak-Observation-ID", "run-1.req_9"}});
