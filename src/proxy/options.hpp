@@ -43,6 +43,9 @@ struct ProxyOptions {
   // SO_REUSEPORT for other processes too: without it a second proxy on the same --listen is
   // refused at start-up (the loops of one proxy share their port either way).
   bool reuse_port = false;
+  // Connections are handed over by the kernel once their first bytes came or this many seconds
+  // passed (TCP_DEFER_ACCEPT); 0: at once.
+  int defer_accept_s = 1;
   UsageMode usage = UsageMode::kPassthrough;
   bool itl_full = false;
   std::string id_header = "X-Fak-Observation-ID";

@@ -45,6 +45,10 @@ bool enable_queue_hints(int fd) {
   return ::setsockopt(fd, SOL_TCP, TCP_INQ, &on, sizeof on) == 0;
 }
 
+bool defer_accept(int fd, int seconds) {
+  return ::setsockopt(fd, SOL_TCP, TCP_DEFER_ACCEPT, &seconds, sizeof seconds) == 0;
+}
+
 // The timeout is kept lazily, as nginx keeps its timers: a wait only moves its deadline forward,
 // and the timer, armed once, looks at the deadline when it fires (times out the wait in progress,
 // or arms itself again for the later deadline, or stays idle when no wait is in progress). Setting

@@ -33,6 +33,12 @@ bool enable_rx_timestamps(int fd);
 // Sockets accepted from a listener that has it inherit it. false when refused.
 bool enable_queue_hints(int fd);
 
+// Asks the kernel to hand a listener's connections over only once their first bytes came, or
+// `seconds` passed (TCP_DEFER_ACCEPT; nginx's `listen ... deferred`): a request's first read finds
+// it there, instead of failing once and waiting for it (one recvmsg and one wake-up less on a new
+// connection). false when refused.
+bool defer_accept(int fd, int seconds);
+
 // The timeout of a socket's reads (receive_some), kept lazily: one per socket, reused by every read,
 // so a read costs no timer operation and no allocation once the loop's handler memory is warm.
 class ReadableWait {

@@ -40,14 +40,17 @@ HttpResponse raw(std::uint16_t port, std::string bytes, int timeout_ms = 20000) 
   return http(port, r, timeout_ms);
 }
 
-// A connection that stays open and sends nothing (held until destroyed).
+// A connection that stays open (held until destroyed). It sends the first byte of a request ("G"),
+// so that the kernel hands it to the proxy (--defer-accept), or nothing (`silent`).
 struct HeldConnection {
-  explicit HeldConnection(std::uint16_t port) : fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+  explicit HeldConnection(std::uint16_t port, bool silent = false)
+      : fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     connected = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    if (connected && !silent) connected = send(fd, "G", 1, MSG_NOSIGNAL) == 1;
   }
   ~HeldConnection() { close(fd); }
   HeldConnection(const HeldConnection&) = delete;
@@ -55,6 +58,12 @@ struct HeldConnection {
   int fd;
   bool connected = false;
 };
+
+double accepted_total(std::uint16_t admin_port) {
+  return read_exposition(http_get(admin_port, "/metrics").body)
+      .find("modelperfobs_connections_accepted_total", {"loop=\"0\""})
+      .value_or(-1);
+}
 
 // User + system CPU seconds a process has used (/proc/PID/stat fields 14 and 15).
 double cpu_seconds(pid_t pid) {
@@ -339,7 +348,7 @@ TEST(ProxyResources, ConnectionsPastTheDescriptorBudgetAre503AndTheProxyKeepsSer
   EXPECT_GE(x.find("modelperfobs_connections_refused_total", {"how=\"answered\""}).value_or(0), 1);
   EXPECT_EQ(x.find("modelperfobs_accept_paused_total", {"reason=\"EMFILE\""}).value_or(0), 0);
   // A held connection is served (its request gets a backend connection: descriptors are left).
-  const std::string get = "GET /v1/models HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+  const std::string get = "ET /v1/models HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";  // after its "G"
   ASSERT_EQ(send(held[0]->fd, get.data(), get.size(), MSG_NOSIGNAL), static_cast<ssize_t>(get.size()));
   char buf[512];
   const auto n = recv(held[0]->fd, buf, sizeof buf, 0);
@@ -351,6 +360,29 @@ TEST(ProxyResources, ConnectionsPastTheDescriptorBudgetAre503AndTheProxyKeepsSer
   ASSERT_GE(lines.size(), 3u);
   EXPECT_EQ(lines[0].at("http_status"), 503);
   EXPECT_EQ(lines[0].at("outcome"), "proxy_error");
+}
+
+TEST(ProxyResources, ConnectionsThatSendNothingAreNotHandedToTheProxyUntilTheDeferExpires) {
+  CannedBackend backend({write_step(kOk), close_step()});
+  const auto dir = make_temp_dir();
+  {
+    // --defer-accept 60: five silent connections wait in the kernel; a request is taken at once.
+    Proxy proxy(fmt::format("http://127.0.0.1:{}", backend.port()), dir + "/deferred.jsonl",
+                {"--threads", "1", "--defer-accept", "60"});
+    std::vector<std::unique_ptr<HeldConnection>> silent;
+    for (int i = 0; i < 5; ++i) silent.push_back(std::make_unique<HeldConnection>(proxy.port, true));
+    for (const auto& c : silent) ASSERT_TRUE(c->connected);
+    EXPECT_EQ(http_get(proxy.port, "/v1/models").status, 200);
+    EXPECT_EQ(accepted_total(proxy.admin_port), 1);
+  }
+  // --defer-accept 0: a silent connection is taken at once (read until the count says so).
+  Proxy proxy(fmt::format("http://127.0.0.1:{}", backend.port()), dir + "/at-once.jsonl",
+              {"--threads", "1", "--defer-accept", "0"});
+  HeldConnection silent(proxy.port, true);
+  ASSERT_TRUE(silent.connected);
+  double accepted = 0;
+  for (int i = 0; i < 2000 && accepted < 1; ++i) accepted = accepted_total(proxy.admin_port);
+  EXPECT_EQ(accepted, 1);
 }
 
 TEST(ProxyResources, OutOfDescriptorsTheLoopPausesInsteadOfSpinningAndResumes) {
@@ -383,7 +415,7 @@ TEST(ProxyResources, OutOfDescriptorsTheLoopPausesInsteadOfSpinningAndResumes) {
   EXPECT_EQ(said, 1u) << log;
   // A request on a connection the proxy holds: no descriptor is left for the backend connection,
   // and the answer says so (it used to be a 502 blaming the backend: "Operation canceled").
-  const std::string get = "GET /v1/models HTTP/1.1\r\nHost: a\r\n\r\n";
+  const std::string get = "ET /v1/models HTTP/1.1\r\nHost: a\r\n\r\n";  // after its "G"
   ASSERT_EQ(send(held[0]->fd, get.data(), get.size(), MSG_NOSIGNAL), static_cast<ssize_t>(get.size()));
   std::string answer;
   char buf[1024];
