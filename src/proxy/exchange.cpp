@@ -218,7 +218,8 @@ boost::system::error_code end_of_stream(BackendParser& parser) {
 
 }  // namespace
 
-awaitable<bool> Proxy::handle(beast::tcp_stream& client, ClientRequest req, std::optional<RxStamp> arrival) {
+awaitable<bool> Proxy::handle(beast::tcp_stream& client, ClientRequest req, std::optional<RxStamp> arrival,
+                              bool client_drained) {
   // On the heap, not in the coroutine's frame: a frame over Asio's 2 KiB recycling limit is
   // allocated and freed for every request, and evicts a smaller cached frame each time (issue 43).
   const auto exchange = std::make_unique<Exchange>();
@@ -234,7 +235,7 @@ awaitable<bool> Proxy::handle(beast::tcp_stream& client, ClientRequest req, std:
 
   // The client may leave while we wait: watch its socket, and close the upstream if it does.
   auto watch = std::make_shared<ClientWatch>();
-  arm_client_watch(client, watch);
+  arm_client_watch(client, watch, client_drained);
 
   BackendParser parser;
   parser.header_limit(64 * 1024);
@@ -350,26 +351,30 @@ awaitable<bool> Proxy::answer_send_failure(beast::tcp_stream& client, Exchange& 
                                              "sent no response in time", "closed the connection before responding");
 }
 
-void Proxy::arm_client_watch(beast::tcp_stream& client, const std::shared_ptr<ClientWatch>& watch) {
+void Proxy::arm_client_watch(beast::tcp_stream& client, const std::shared_ptr<ClientWatch>& watch,
+                             bool client_drained) {
   // A peek of one byte through the loop's reactor rather than a readiness wait (issue 43). Readiness
   // can be stale: the request's bytes were read by recvmsg outside the reactor, whose event for them
   // may still be queued; taking that for an EOF cut live requests, which the load generator then
   // sent again on a fresh connection. The reactor tries a read operation again itself on every event
   // and completes it only on a byte, the end or an error, so a stale event costs one failed peek; a
   // wait completed on it, to be peeked and armed again, cost a wake-up and an epoll_ctl per arming.
-  // peek_on_edge rather than Asio's async_receive: no ioctl per connection.
-  peek_on_edge(reactor_, client.socket(), watch,
-               [](std::shared_ptr<void>& owner, boost::system::error_code ec, std::size_t n) {
-                 auto& w = *static_cast<ClientWatch*>(owner.get());
-                 if (ec == asio::error::operation_aborted || w.done) return;
-                 if (!ec && n > 0) return;  // bytes (a pipelined request): the client is there
-                 // Its end or an error (a reset): it left.
-                 w.client_gone = true;
-                 if (w.upstream) {
-                   boost::system::error_code cec;
-                   w.upstream->tcp().socket().close(cec);  // the engine sees the disconnect at once
-                 }
-               });
+  // peek_on_edge rather than Asio's async_receive: no ioctl per connection. When the request's last
+  // read left the socket empty (the kernel said so) and nothing ran since, the peek does not ask
+  // the kernel at once: anything the client sends, or its end, raises the socket's next edge. (A
+  // request taken whole at once, as --defer-accept makes it, never told the reactor so.)
+  const auto on_peek = [](std::shared_ptr<void>& owner, boost::system::error_code ec, std::size_t n) {
+    auto& w = *static_cast<ClientWatch*>(owner.get());
+    if (ec == asio::error::operation_aborted || w.done) return;
+    if (!ec && n > 0) return;  // bytes (a pipelined request): the client is there
+    // Its end or an error (a reset): it left.
+    w.client_gone = true;
+    if (w.upstream) {
+      boost::system::error_code cec;
+      w.upstream->tcp().socket().close(cec);  // the engine sees the disconnect at once
+    }
+  };
+  peek_on_edge(reactor_, client.socket(), watch, on_peek, !client_drained);
 }
 
 void Proxy::disarm_client_watch(beast::tcp_stream& client, const std::shared_ptr<ClientWatch>& watch) {

@@ -261,7 +261,9 @@ class Proxy {
 
   // One request (exchange.cpp): checked, sent upstream on a pooled connection (retried once on a fresh
   // one when the pooled one was stale), the response head awaited; false: close the client.
-  awaitable<bool> handle(beast::tcp_stream& client, ClientRequest req, std::optional<RxStamp> arrival);
+  // `client_drained`: the request's last read left the client's socket empty, in this turn of the loop.
+  awaitable<bool> handle(beast::tcp_stream& client, ClientRequest req, std::optional<RxStamp> arrival,
+                         bool client_drained = false);
 
   // handle()'s steps (exchange.cpp): the request sent on a pooled connection (retried once on a
   // fresh one when the pooled one was stale) and the response head read; what the client gets when
@@ -276,7 +278,7 @@ class Proxy {
   awaitable<bool> answer_send_failure(beast::tcp_stream& client, Exchange& x, unsigned version, bool client_keep,
                                       const ClientWatch& watch, const Sent& sent);
 
-  void arm_client_watch(beast::tcp_stream& client, const std::shared_ptr<ClientWatch>& watch);
+  void arm_client_watch(beast::tcp_stream& client, const std::shared_ptr<ClientWatch>& watch, bool client_drained);
 
   static void disarm_client_watch(beast::tcp_stream& client, const std::shared_ptr<ClientWatch>& watch);
 

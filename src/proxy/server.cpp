@@ -369,7 +369,8 @@ awaitable<void> Proxy::session(beast::tcp_stream client) {
     bool keep = false;
     std::string failure;
     try {
-      keep = co_await handle(client, std::move(in->req), in->arrival);
+      // Nothing suspends between the request's last read and the watch handle() arms on the client.
+      keep = co_await handle(client, std::move(in->req), in->arrival, client_wait.drained);
     } catch (const std::exception& e) {
       failure = e.what();  // the per-request handler: one of the two places exceptions are caught
     }

@@ -26,6 +26,7 @@
 #include <boost/beast/core/buffers_suffix.hpp>
 #include <boost/beast/core/error.hpp>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "core/clock.hpp"
@@ -316,6 +317,33 @@ struct SocketAccess : tcp::socket {
   static auto& implementation(tcp::socket& s) { return (s.*(&SocketAccess::impl_)).get_implementation(); }
 };
 
+// Asio's reactor keeps, for each socket, whether the next operation queued on it may try at once
+// (`try_speculative_`: set by every event the reactor takes for it, cleared when an operation says
+// it drained the socket). It is private; an explicit instantiation may name a private member (C++
+// [temp.spec]/6), which hands a pointer to it to the function below. The alternative Asio offers,
+// an operation started without trying at once, costs an epoll_ctl (EPOLL_CTL_MOD) each time.
+static_assert(std::is_same_v<asio::detail::reactor, asio::detail::epoll_reactor>, "Linux's epoll reactor");
+using DescriptorState = asio::detail::epoll_reactor::descriptor_state;
+using TrySpeculative = bool (DescriptorState::*)[asio::detail::epoll_reactor::max_ops];
+TrySpeculative try_speculative_member();
+template <TrySpeculative Member>
+struct TrySpeculativeAccess {
+  friend TrySpeculative try_speculative_member() { return Member; }
+};
+template struct TrySpeculativeAccess<&DescriptorState::try_speculative_>;
+
+// Tells the reactor that `socket` holds nothing to read, as an operation that drained it would:
+// the next read operation queued on it waits for the socket's next edge without asking the kernel.
+// Only for a socket the caller found empty in this turn of the loop (no event of the reactor's
+// since): bytes or an end that come later raise a new edge, which sets the flag again. The socket's
+// loop is the calling thread (its reactor's lock is not taken).
+void mark_drained(tcp::socket& socket) {
+  auto& impl = SocketAccess::implementation(socket);
+  if (impl.reactor_data_ != nullptr) {
+    (impl.reactor_data_->*try_speculative_member())[asio::detail::reactor::read_op] = false;
+  }
+}
+
 }  // namespace
 
 bool receive_at_once(tcp::socket& socket, boost::beast::flat_buffer& buffer, ReadableWait& wait, Received& r,
@@ -346,20 +374,22 @@ void EdgeRead::start(Handler&& handler) const {
   auto& impl = SocketAccess::implementation(*socket_);
   auto& reactor = wait_->reactor(*socket_);
   const bool continuation = boost_asio_handler_cont_helpers::is_continuation(handler);
-  // Right after a read at once that found nothing (this turn of the loop: no event consumed since)
+  // Right after a read at once that found nothing (this turn of the loop: no event taken since)
   // the reactor's read waits for the next edge. Otherwise the reactor decides: it reads at once
   // unless it saw the socket drained itself, as an event it took while no read was queued (bytes
   // that came after a read at once drained the socket) must not be waited past.
-  const bool speculate = !std::exchange(wait_->found_empty, false);
+  if (std::exchange(wait_->found_empty, false)) mark_drained(*socket_);
   typename Op::ptr p = {std::addressof(handler), Op::ptr::allocate(handler), nullptr};
   p.p = new (p.v) Op(impl.socket_, space_, *buffer_, *wait_, handler, socket_->get_executor());
-  reactor.start_op(asio::detail::reactor::read_op, impl.socket_, impl.reactor_data_, p.p, continuation, speculate);
+  reactor.start_op(asio::detail::reactor::read_op, impl.socket_, impl.reactor_data_, p.p, continuation, true);
   p.v = p.p = nullptr;
 }
 
-void peek_on_edge(asio::detail::reactor& reactor, tcp::socket& socket, std::shared_ptr<void> owner, PeekDone on_done) {
+void peek_on_edge(asio::detail::reactor& reactor, tcp::socket& socket, std::shared_ptr<void> owner, PeekDone on_done,
+                  bool at_once) {
   auto& impl = SocketAccess::implementation(socket);
   auto* op = new (PeekOp::allocate()) PeekOp(impl.socket_, std::move(owner), on_done);
+  if (!at_once) mark_drained(socket);
   reactor.start_op(asio::detail::reactor::read_op, impl.socket_, impl.reactor_data_, op, false, true);
 }
 

@@ -140,9 +140,11 @@ EdgeRead receive_on_edge(boost::asio::ip::tcp::socket& socket, boost::beast::fla
 // cancel() and close()). The byte stays queued. Unlike Asio's async_receive it never switches the
 // socket to non-blocking (an ioctl on every socket's first such read: one a connection, issue 43),
 // as it peeks with MSG_DONTWAIT.
+// `at_once` false: the caller read the socket drained (TCP_INQ) in this turn of the loop, so the
+// peek waits for the socket's next edge without asking the kernel first.
 using PeekDone = void (*)(std::shared_ptr<void>& owner, boost::system::error_code ec, std::size_t bytes);
 void peek_on_edge(boost::asio::detail::reactor& reactor, boost::asio::ip::tcp::socket& socket,
-                  std::shared_ptr<void> owner, PeekDone on_done);
+                  std::shared_ptr<void> owner, PeekDone on_done, bool at_once = true);
 
 // Writes what of `buffers` the socket takes now, without waiting (one sendmsg). The bytes written;
 // `ec` set on a failure other than a full send buffer (a closed peer's EPIPE among them: no signal).
