@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# System calls, context switches and CPU per request of the proxy, or of nginx, on one-token
+# requests with a new client connection each (the per-connection path: accept, the request's first
+# read, the client watch, close): ROUNDS rounds of CONNS connections at once against `simulate`
+# paced at 20 ms a step (bench/one_request_per_connection.mjs is the client). Counted by
+# `perf stat` with the kernel's syscall tracepoints (root, or perf_event_paranoid <= -1; Debian's
+# linux-perf), over the whole life of the process measured.
+#   bench/syscalls.sh BINARY proxy|nginx|nginx-deferred [CONNS [ROUNDS]]   (defaults 1000 3)
+# Prints per request: every system call, the common ones by name, failed reads and accepts (EAGAIN),
+# context switches, and the process's CPU (task-clock) in µs.
+set -euo pipefail
+bin=$(realpath "$1")
+target=$2
+conns=${3:-1000}
+rounds=${4:-3}
+here=$(cd "$(dirname "$0")" && pwd)
+dir=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$dir"' EXIT
+port_of() { grep -o '127\.0\.0\.1:[0-9]*' | head -1 | cut -d: -f2; }
+wait_line() {  # FILE PATTERN: the first line of FILE that matches, within 20 s
+  for _ in $(seq 200); do
+    if grep -q "$2" "$1" 2>/dev/null; then grep -m1 "$2" "$1"; return 0; fi
+    sleep 0.1
+  done
+  echo "syscalls.sh: no '$2' in $1" >&2
+  return 1
+}
+ulimit -n 20000
+echo '{"engine":{"max_num_seqs":20000,"num_gpu_blocks":200000,"max_num_batched_tokens":1000000,"step_base_s":0.02,"step_per_prefill_token_s":0,"step_per_decode_seq_s":0}}' \
+  >"$dir/profile.json"
+"$bin" simulate --profile "$dir/profile.json" --listen 127.0.0.1:0 >"$dir/sim.out" 2>/dev/null &
+sim_port=$(wait_line "$dir/sim.out" listening | port_of)
+
+calls=(futex epoll_wait epoll_ctl accept accept4 recvmsg recvfrom sendmsg writev ioctl setsockopt getsockopt
+  close shutdown connect)
+events="raw_syscalls:sys_enter"
+for c in "${calls[@]}"; do events+=",syscalls:sys_enter_$c"; done
+stat=(perf stat -o "$dir/stat.txt" -e "$events,context-switches,task-clock"
+  -e syscalls:sys_exit_recvmsg --filter 'ret==-11' -e syscalls:sys_exit_recvfrom --filter 'ret==-11'
+  -e syscalls:sys_exit_accept --filter 'ret==-11' -e syscalls:sys_exit_accept4 --filter 'ret==-11')
+case "$target" in
+  proxy)
+    "${stat[@]}" "$bin" proxy --backend "http://127.0.0.1:$sim_port" --listen 127.0.0.1:0 --threads 1 \
+      --admin-listen off --ledger "$dir/ledger.jsonl" >"$dir/proxy.out" 2>"$dir/proxy.err" &
+    pid=$!
+    port=$(wait_line "$dir/proxy.out" listening | port_of)
+    ;;
+  nginx | nginx-deferred)
+    # The settings of bench/proxy_overhead's nginx (fair ones: its backlog, keep-alive without limits).
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
+      echo $((20000 + RANDOM % 20000)))
+    deferred=""
+    [ "$target" = nginx-deferred ] && deferred=deferred
+    mkdir -p "$dir/tmp"
+    cat >"$dir/nginx.conf" <<CONF
+worker_processes 1;
+worker_rlimit_nofile 20000;
+error_log $dir/nginx-error.log;
+pid $dir/nginx.pid;
+events { worker_connections 20000; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  client_body_temp_path $dir/tmp; proxy_temp_path $dir/tmp; fastcgi_temp_path $dir/tmp;
+  uwsgi_temp_path $dir/tmp; scgi_temp_path $dir/tmp;
+  upstream sim { server 127.0.0.1:$sim_port; keepalive 16384; keepalive_requests 1000000; }
+  server {
+    listen 127.0.0.1:$port backlog=4096 $deferred;
+    location / {
+      proxy_pass http://sim; proxy_http_version 1.1; proxy_set_header Connection "";
+      proxy_buffering off; proxy_request_buffering off;
+    }
+  }
+}
+CONF
+    "${stat[@]}" /usr/sbin/nginx -p "$dir" -c "$dir/nginx.conf" -g "daemon off;" 2>/dev/null &
+    pid=$!
+    for _ in $(seq 200); do [ -s "$dir/nginx.pid" ] && break; sleep 0.1; done  # a benchmark may wait
+    ;;
+  *) echo "usage: bench/syscalls.sh BINARY proxy|nginx|nginx-deferred [CONNS [ROUNDS]]" >&2; exit 2 ;;
+esac
+node "$here/one_request_per_connection.mjs" "$port" "$conns" "$rounds"
+if [ "$target" = proxy ]; then pkill -TERM -P "$pid"; else kill -QUIT "$(cat "$dir/nginx.pid")"; fi
+wait "$pid" || true
+n=$((conns * rounds))
+echo "$target: $n one-token requests, a connection each, $conns at once; per request:"
+awk -v n="$n" '
+  $2 ~ /^raw_syscalls/ { printf "  %-26s %7.2f\n", "system calls", $1 / n }
+  $2 ~ /^syscalls:sys_enter_/ { name = substr($2, 20); if ($1 / n >= 0.01) printf "  %-26s %7.2f\n", name, $1 / n }
+  $2 ~ /^syscalls:sys_exit_/ { name = substr($2, 19) " EAGAIN"; if ($1 / n >= 0.01) printf "  %-26s %7.2f\n", name, $1 / n }
+  $2 == "context-switches" { printf "  %-26s %7.2f\n", "context switches", $1 / n }
+  $3 == "task-clock" || $2 == "msec" { printf "  %-26s %7.1f\n", "CPU (task-clock) us", $1 * 1000 / n }
+' <(sed 's/,//g' "$dir/stat.txt")
