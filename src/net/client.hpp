@@ -32,6 +32,7 @@
 #include "core/result.hpp"
 #include "net/backend_url.hpp"
 #include "net/ca_rule.hpp"
+#include "net/read_buffer.hpp"
 
 namespace mpo::net {
 
@@ -81,7 +82,7 @@ class Connection {
     return std::get<Tls>(stream_).next_layer();
   }
   Tls* tls_stream() { return std::get_if<Tls>(&stream_); }
-  beast::flat_buffer& buffer() { return buffer_; }
+  ReadBuffer& buffer() { return buffer_; }
   void expires_at(Clock::time_point t) { tcp().expires_at(t); }
   // No per-operation deadline: each read and write then arms no timer (a caller that watches many
   // requests' deadlines itself, as the load generator does, closes the connection instead).
@@ -120,7 +121,7 @@ class Connection {
 
  private:
   std::variant<Plain, Tls> stream_;
-  beast::flat_buffer buffer_;
+  ReadBuffer buffer_;
 };
 
 // Connections to one origin (an http or https URL).

@@ -195,7 +195,7 @@ RetryContext retry_context(bool retry_stale, bool pooled, const ledger::Observat
 // The response head from bytes read so far: a head that came whole in one read is parsed at once
 // (issue 43: Beast's read operation went once round the event loop); the fields taken leave the
 // buffer, a field not yet whole stays there for the next read.
-boost::system::error_code parse_buffered_head(BackendParser& parser, beast::flat_buffer& buffer) {
+boost::system::error_code parse_buffered_head(BackendParser& parser, net::ReadBuffer& buffer) {
   boost::system::error_code ec;
   while (!parser.is_header_done() && buffer.size() > 0) {
     const std::size_t used = parser.put(buffer.data(), ec);
@@ -733,7 +733,7 @@ awaitable<void> Proxy::refuse(beast::tcp_stream& client, const ClientRequest& pa
   client.socket().shutdown(tcp::socket::shutdown_send, ec);
   if (ec) co_return;
   ReadableWait wait(io_.get_executor());
-  beast::flat_buffer sink;
+  net::ReadBuffer sink;
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   for (std::size_t drained = 0; drained < (4u << 20) && std::chrono::steady_clock::now() < until;) {
     auto r = co_await receive_some(client.socket(), sink, wait, std::chrono::milliseconds(500));

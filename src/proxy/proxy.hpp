@@ -191,7 +191,7 @@ class Proxy {
     ClientRequest req;
     std::optional<RxStamp> arrival;
   };
-  awaitable<std::optional<IncomingRequest>> read_request(beast::tcp_stream& client, beast::flat_buffer& buffer,
+  awaitable<std::optional<IncomingRequest>> read_request(beast::tcp_stream& client, net::ReadBuffer& buffer,
                                                          ReadableWait& wait);
   // What read_request's synchronous step makes of a head: the request to read a body for (with a
   // chunked body, Beast's parser for it), or a refusal to answer.
@@ -210,14 +210,14 @@ class Proxy {
     std::size_t leading = 0, head_size = 0;
     std::optional<RxStamp> arrival;
   };
-  awaitable<std::optional<HeadRead>> read_head(beast::tcp_stream& client, beast::flat_buffer& buffer,
-                                               ReadableWait& wait, const HeadLimits& limits);
-  HeadStep request_from_head(const HeadRead& found, beast::flat_buffer& buffer, const HeadLimits& limits) const;
+  awaitable<std::optional<HeadRead>> read_head(beast::tcp_stream& client, net::ReadBuffer& buffer, ReadableWait& wait,
+                                               const HeadLimits& limits);
+  HeadStep request_from_head(const HeadRead& found, net::ReadBuffer& buffer, const HeadLimits& limits) const;
   // The interim 100 Continue to a client that asked for it.
   awaitable<boost::system::error_code> write_continue(beast::tcp_stream& client, unsigned version);
-  awaitable<boost::system::error_code> read_body(beast::tcp_stream& client, beast::flat_buffer& buffer,
-                                                 ReadableWait& wait, http::request_parser<http::string_body>& parser);
-  awaitable<boost::system::error_code> read_length_body(beast::tcp_stream& client, beast::flat_buffer& buffer,
+  awaitable<boost::system::error_code> read_body(beast::tcp_stream& client, net::ReadBuffer& buffer, ReadableWait& wait,
+                                                 http::request_parser<http::string_body>& parser);
+  awaitable<boost::system::error_code> read_length_body(beast::tcp_stream& client, net::ReadBuffer& buffer,
                                                         ReadableWait& wait, std::string& body, std::uint64_t length);
 
   // Fills a new exchange in place (issue 43: returned by value, its observation was moved once more

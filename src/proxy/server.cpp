@@ -308,7 +308,7 @@ awaitable<void> Proxy::admin_session(beast::tcp_stream stream) {
 
 namespace {
 
-std::string_view buffered(const beast::flat_buffer& b) { return {static_cast<const char*>(b.data().data()), b.size()}; }
+std::string_view buffered(const net::ReadBuffer& b) { return {static_cast<const char*>(b.data().data()), b.size()}; }
 
 // The request line's method and target as far as they can be read, for the line of a request
 // refused before it was parsed (bounded: a refused head can be 64 KiB of garbage).
@@ -361,11 +361,14 @@ std::string head_refusal_message(HeadScanner::State state, const HeadLimits& lim
 
 awaitable<void> Proxy::session(beast::tcp_stream client) {
   ++shared_.connections;
-  beast::flat_buffer buffer;
+  net::ReadBuffer buffer;
   ReadableWait client_wait(io_.get_executor());
   for (;;) {
     auto in = co_await read_request(client, buffer, client_wait);
     if (!in) break;
+    // The request is out of the buffer: its block goes back to the loop while the engine answers,
+    // rather than staying with every stream in flight (issue 43: RSS per stream).
+    net::release_if_empty(buffer);
     bool keep = false;
     std::string failure;
     try {
@@ -391,7 +394,7 @@ awaitable<void> Proxy::refuse_request(beast::tcp_stream& client, std::unique_ptr
 // its fields stay out of read_request's coroutine frame (issue 43: a frame over glibc's per-thread
 // cache size, 1,032 bytes, was allocated afresh for almost every request; Asio's recycler hands its
 // large cached blocks to smaller frames first).
-Proxy::HeadStep Proxy::request_from_head(const HeadRead& found, beast::flat_buffer& buffer,
+Proxy::HeadStep Proxy::request_from_head(const HeadRead& found, net::ReadBuffer& buffer,
                                          const HeadLimits& limits) const {
   HeadStep step;
   if (found.state != HeadScanner::State::kComplete) {
@@ -446,8 +449,8 @@ Proxy::HeadStep Proxy::request_from_head(const HeadRead& found, beast::flat_buff
   return step;
 }
 
-awaitable<std::optional<Proxy::IncomingRequest>> Proxy::read_request(beast::tcp_stream& client,
-                                                                     beast::flat_buffer& buffer, ReadableWait& wait) {
+awaitable<std::optional<Proxy::IncomingRequest>> Proxy::read_request(beast::tcp_stream& client, net::ReadBuffer& buffer,
+                                                                     ReadableWait& wait) {
   const HeadLimits limits{opts_.max_header_bytes, opts_.max_header_count};
   const auto found = co_await read_head(client, buffer, wait, limits);
   if (!found) co_return std::nullopt;  // closed, idle or too slow: nothing to answer (nginx: the same)
@@ -487,7 +490,7 @@ awaitable<boost::system::error_code> Proxy::write_continue(beast::tcp_stream& cl
   co_return ec;
 }
 
-awaitable<std::optional<Proxy::HeadRead>> Proxy::read_head(beast::tcp_stream& client, beast::flat_buffer& buffer,
+awaitable<std::optional<Proxy::HeadRead>> Proxy::read_head(beast::tcp_stream& client, net::ReadBuffer& buffer,
                                                            ReadableWait& wait, const HeadLimits& limits) {
   constexpr std::size_t kReadSize = 16 * 1024;
   HeadRead found;
@@ -525,7 +528,7 @@ awaitable<std::optional<Proxy::HeadRead>> Proxy::read_head(beast::tcp_stream& cl
 // The body: at most --client-body-timeout of silence between reads. Read by receive_some, whose
 // wait times out without closing the socket (a stream's own timeout would, and the client is owed
 // its 408) and which reads again when a readiness turns out stale.
-awaitable<boost::system::error_code> Proxy::read_body(beast::tcp_stream& client, beast::flat_buffer& buffer,
+awaitable<boost::system::error_code> Proxy::read_body(beast::tcp_stream& client, net::ReadBuffer& buffer,
                                                       ReadableWait& wait,
                                                       http::request_parser<http::string_body>& parser) {
   boost::system::error_code ec;
@@ -546,7 +549,7 @@ awaitable<boost::system::error_code> Proxy::read_body(beast::tcp_stream& client,
 // A body of `length` bytes (its Content-Length, at most --max-body), with the same timeout as
 // read_body's. Bytes move to the body as they come, so the buffer stays one read's size; the body
 // is reserved whole at once, as Beast's string body does for a known length.
-awaitable<boost::system::error_code> Proxy::read_length_body(beast::tcp_stream& client, beast::flat_buffer& buffer,
+awaitable<boost::system::error_code> Proxy::read_length_body(beast::tcp_stream& client, net::ReadBuffer& buffer,
                                                              ReadableWait& wait, std::string& body,
                                                              std::uint64_t length) {
   const auto total = static_cast<std::size_t>(length);

@@ -188,7 +188,7 @@ bool read_now(int fd, asio::mutable_buffer space, Received& r) {
 }
 
 // A read's bytes committed to the buffer, and whether it drained the socket kept for the next.
-void finish_read(const Received& r, boost::beast::flat_buffer& buffer, ReadableWait& wait) {
+void finish_read(const Received& r, net::ReadBuffer& buffer, ReadableWait& wait) {
   if (r.ec) return;
   wait.drained = r.drained;
   buffer.commit(r.bytes);
@@ -212,8 +212,8 @@ class StampedRecvOp : public asio::detail::reactor_op {
  public:
   BOOST_ASIO_DEFINE_HANDLER_PTR(StampedRecvOp);
 
-  StampedRecvOp(int fd, asio::mutable_buffer space, boost::beast::flat_buffer& buffer, ReadableWait& wait,
-                Handler& handler, const IoExecutor& io_ex)
+  StampedRecvOp(int fd, asio::mutable_buffer space, net::ReadBuffer& buffer, ReadableWait& wait, Handler& handler,
+                const IoExecutor& io_ex)
       : reactor_op(boost::system::error_code(), &StampedRecvOp::perform_read, &StampedRecvOp::complete),
         fd_(fd),
         space_(space),
@@ -254,7 +254,7 @@ class StampedRecvOp : public asio::detail::reactor_op {
  private:
   int fd_;
   asio::mutable_buffer space_;
-  boost::beast::flat_buffer* buffer_;
+  net::ReadBuffer* buffer_;
   ReadableWait* wait_;
   Received result_;
   Handler handler_;
@@ -346,7 +346,7 @@ void mark_drained(tcp::socket& socket) {
 
 }  // namespace
 
-bool receive_at_once(tcp::socket& socket, boost::beast::flat_buffer& buffer, ReadableWait& wait, Received& r,
+bool receive_at_once(tcp::socket& socket, net::ReadBuffer& buffer, ReadableWait& wait, Received& r,
                      std::size_t max_bytes) {
   if (!socket.is_open()) {
     r = Received{asio::error::bad_descriptor, 0, {}, false};
@@ -361,7 +361,7 @@ bool receive_at_once(tcp::socket& socket, boost::beast::flat_buffer& buffer, Rea
   return true;
 }
 
-EdgeRead receive_on_edge(tcp::socket& socket, boost::beast::flat_buffer& buffer, ReadableWait& wait,
+EdgeRead receive_on_edge(tcp::socket& socket, net::ReadBuffer& buffer, ReadableWait& wait,
                          std::chrono::steady_clock::duration timeout, std::size_t max_bytes) {
   wait.begin(socket, timeout);
   return EdgeRead(socket, buffer, wait, buffer.prepare(max_bytes));
@@ -396,7 +396,7 @@ void peek_on_edge(asio::detail::reactor& reactor, tcp::socket& socket, std::shar
 // The handler of `co_await receive_on_edge(...)` in an asio::awaitable<> coroutine.
 template void EdgeRead::start(asio::detail::awaitable_async_op_handler<void(Received), asio::any_io_executor>&&) const;
 
-asio::awaitable<Received> receive_some(tcp::socket& socket, boost::beast::flat_buffer& buffer, ReadableWait& wait,
+asio::awaitable<Received> receive_some(tcp::socket& socket, net::ReadBuffer& buffer, ReadableWait& wait,
                                        std::chrono::steady_clock::duration timeout, std::size_t max_bytes) {
   Received r;
   if (receive_at_once(socket, buffer, wait, r, max_bytes)) co_return r;

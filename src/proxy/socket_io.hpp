@@ -12,7 +12,6 @@
 #include <boost/asio/detail/reactor.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/system/error_code.hpp>
 #include <chrono>
@@ -20,6 +19,7 @@
 #include <memory>
 #include <span>
 
+#include "net/read_buffer.hpp"
 #include "proxy/timing.hpp"
 
 namespace mpo::proxy {
@@ -83,7 +83,7 @@ struct Received {
 // several were queued) or, without one, the clock's at the read. At once when the socket was not
 // left drained (ReadableWait::drained), else a read of Asio's reactor on the socket's
 // edge-triggered registration: waiting costs no epoll_ctl.
-boost::asio::awaitable<Received> receive_some(boost::asio::ip::tcp::socket& socket, boost::beast::flat_buffer& buffer,
+boost::asio::awaitable<Received> receive_some(boost::asio::ip::tcp::socket& socket, net::ReadBuffer& buffer,
                                               ReadableWait& wait, std::chrono::steady_clock::duration timeout,
                                               std::size_t max_bytes = 16 * 1024);
 
@@ -94,7 +94,7 @@ boost::asio::awaitable<Received> receive_some(boost::asio::ip::tcp::socket& sock
 // committed to the buffer, and the wait's timeout applied, before the coroutine resumes.
 class EdgeRead {
  public:
-  EdgeRead(boost::asio::ip::tcp::socket& socket, boost::beast::flat_buffer& buffer, ReadableWait& wait,
+  EdgeRead(boost::asio::ip::tcp::socket& socket, net::ReadBuffer& buffer, ReadableWait& wait,
            boost::asio::mutable_buffer space)
       : socket_(&socket), buffer_(&buffer), wait_(&wait), space_(space) {}
   template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(Received)) Token>
@@ -107,7 +107,7 @@ class EdgeRead {
   void start(Handler&& handler) const;
 
   boost::asio::ip::tcp::socket* socket_;
-  boost::beast::flat_buffer* buffer_;
+  net::ReadBuffer* buffer_;
   ReadableWait* wait_;
   boost::asio::mutable_buffer space_;
 };
@@ -129,9 +129,9 @@ auto EdgeRead::operator()(Token&& token) const {
 // read (issue 43: a coroutine's frame and resumption a chunk): receive_at_once reads what the
 // socket holds, true with `r` filled (bytes appended, an end or an error) unless it must wait; then
 // `co_await receive_on_edge(...)`, the reactor's read on the socket's next edge (the socket open).
-bool receive_at_once(boost::asio::ip::tcp::socket& socket, boost::beast::flat_buffer& buffer, ReadableWait& wait,
-                     Received& r, std::size_t max_bytes = 16 * 1024);
-EdgeRead receive_on_edge(boost::asio::ip::tcp::socket& socket, boost::beast::flat_buffer& buffer, ReadableWait& wait,
+bool receive_at_once(boost::asio::ip::tcp::socket& socket, net::ReadBuffer& buffer, ReadableWait& wait, Received& r,
+                     std::size_t max_bytes = 16 * 1024);
+EdgeRead receive_on_edge(boost::asio::ip::tcp::socket& socket, net::ReadBuffer& buffer, ReadableWait& wait,
                          std::chrono::steady_clock::duration timeout, std::size_t max_bytes = 16 * 1024);
 
 // A peek of one byte queued on `socket`'s registration with `reactor` (its loop's), as the reactor's

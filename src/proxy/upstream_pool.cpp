@@ -86,6 +86,7 @@ void UpstreamPool::give_back(std::shared_ptr<Upstream> u, const KeepAliveHint& h
   u->idle_limit_s = admission.idle_limit_s;
   u->after_stream = after_stream;
   u->buffer().clear();
+  net::release_if_empty(u->buffer());  // an idle connection holds no read block
   if (u->wait) watch_idle(u);
   idle_.push_back(std::move(u));
 }

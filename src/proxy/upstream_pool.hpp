@@ -31,7 +31,7 @@ struct Upstream {
   std::uint64_t idle_watch = 0;   // the number of the latest watch; 0 when none was started
   bool idle_watch_ended = false;  // the latest watch ended: the connection is unusable
   boost::beast::tcp_stream& tcp() { return conn->tcp(); }
-  boost::beast::flat_buffer& buffer() { return conn->buffer(); }
+  net::ReadBuffer& buffer() { return conn->buffer(); }
 };
 
 class UpstreamPool {

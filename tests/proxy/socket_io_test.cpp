@@ -53,7 +53,7 @@ struct SocketPair {
 };
 
 // What `buffer` holds, as text.
-std::string text(const boost::beast::flat_buffer& buffer) {
+std::string text(const net::ReadBuffer& buffer) {
   return {static_cast<const char*>(buffer.data().data()), buffer.size()};
 }
 
@@ -69,7 +69,7 @@ void run(asio::io_context& io, asio::awaitable<void> body) {
 }
 
 // Writes a byte and reads it: a read that drains the socket, as the kernel's queue hint says.
-asio::awaitable<void> read_a_byte_that_drains(SocketPair& p, boost::beast::flat_buffer& buffer, ReadableWait& wait) {
+asio::awaitable<void> read_a_byte_that_drains(SocketPair& p, net::ReadBuffer& buffer, ReadableWait& wait) {
   asio::write(p.writer, asio::buffer("a", 1));
   const auto r = co_await receive_some(p.reader, buffer, wait, 2s);
   EXPECT_FALSE(r.ec) << r.ec.message();
@@ -87,7 +87,7 @@ TEST(ReadableWait, ASteadyTrickleNeverTimesOutAndSilenceAfterItDoes) {
     ReadableWait wait(co_await asio::this_coro::executor);
     asio::steady_timer pace(co_await asio::this_coro::executor);
     const auto until = std::chrono::steady_clock::now() + 400ms;
-    boost::beast::flat_buffer buffer;
+    net::ReadBuffer buffer;
     int reads = 0;
     while (std::chrono::steady_clock::now() < until) {
       pace.expires_after(5ms);
@@ -108,7 +108,7 @@ TEST(ReadableWait, AShorterTimeoutThanTheArmedOneStillTimesOut) {
   SocketPair p(io);
   run(io, [&]() -> asio::awaitable<void> {
     ReadableWait wait(co_await asio::this_coro::executor);
-    boost::beast::flat_buffer buffer;
+    net::ReadBuffer buffer;
     asio::write(p.writer, asio::buffer("x", 1));
     EXPECT_FALSE((co_await receive_some(p.reader, buffer, wait, 3600s)).ec);
     const auto started = std::chrono::steady_clock::now();
@@ -124,7 +124,7 @@ TEST(ReadableWait, BytesReadAtOnceAfterAWaitThatTimedOutAreNoTimeout) {
   SocketPair p(io);
   run(io, [&]() -> asio::awaitable<void> {
     ReadableWait wait(co_await asio::this_coro::executor);
-    boost::beast::flat_buffer buffer;
+    net::ReadBuffer buffer;
     EXPECT_EQ((co_await receive_some(p.reader, buffer, wait, 20ms)).ec, boost::beast::error::timeout);
     EXPECT_FALSE(wait.drained);
     asio::write(p.writer, asio::buffer("late", 4));
@@ -141,7 +141,7 @@ TEST(ReadableWait, ReceiveSomeStampsWhatItReads) {
   enable_rx_timestamps(p.reader.native_handle());
   run(io, [&]() -> asio::awaitable<void> {
     ReadableWait wait(co_await asio::this_coro::executor);
-    boost::beast::flat_buffer buffer;
+    net::ReadBuffer buffer;
     asio::write(p.writer, asio::buffer("hello", 5));
     const auto r = co_await receive_some(p.reader, buffer, wait, 1s);
     EXPECT_FALSE(r.ec);
@@ -162,7 +162,7 @@ TEST(ReadableWait, AfterAReadThatDrainsTheSocketTheNextWaitsAndSeesBytesThatCame
   SocketPair p(io);
   run(io, [&]() -> asio::awaitable<void> {
     ReadableWait wait(co_await asio::this_coro::executor);
-    boost::beast::flat_buffer buffer;
+    net::ReadBuffer buffer;
     co_await read_a_byte_that_drains(p, buffer, wait);
     asio::write(p.writer, asio::buffer("b", 1));
     asio::steady_timer pause(co_await asio::this_coro::executor, 20ms);
@@ -191,7 +191,7 @@ TEST(ReadableWait, TheLastBytesAndThePeersEndQueuedTogetherAreReadToTheEnd) {
   SocketPair p(io);
   run(io, [&]() -> asio::awaitable<void> {
     ReadableWait wait(co_await asio::this_coro::executor);
-    boost::beast::flat_buffer buffer;
+    net::ReadBuffer buffer;
     co_await read_a_byte_that_drains(p, buffer, wait);
     asio::steady_timer later(co_await asio::this_coro::executor, 5ms);
     later.async_wait([&](boost::system::error_code) {
@@ -216,7 +216,7 @@ TEST(ReadableWait, ReadsThatWaitLeaveTheSocketsRegistrationAsItIs) {
   g_mods = 0;
   run(io, [&]() -> asio::awaitable<void> {
     ReadableWait wait(co_await asio::this_coro::executor);
-    boost::beast::flat_buffer buffer;
+    net::ReadBuffer buffer;
     asio::steady_timer pace(co_await asio::this_coro::executor);
     for (int i = 0; i < 20; ++i) {
       pace.expires_after(1ms);
@@ -237,7 +237,7 @@ TEST(ReadableWait, AReadThatFillsItsRoomReadsAgainAtOnce) {
   SocketPair p(io);
   run(io, [&]() -> asio::awaitable<void> {
     ReadableWait wait(co_await asio::this_coro::executor);
-    boost::beast::flat_buffer buffer;
+    net::ReadBuffer buffer;
     asio::write(p.writer, asio::buffer("0123456789", 10));
     std::size_t got = 0;
     while (got < 10) {
