@@ -123,8 +123,7 @@ int main(int argc, char** argv) {
   // proxy closes none: with nginx's usual `keepalive 64`, 936 of every 1,000 one-token requests at
   // 1,000 connections opened a new upstream connection, which made its requests/s 0.13-0.27x
   // direct and its CPU per request include a connect the proxy never paid.
-  // `deferred` (TCP_DEFER_ACCEPT) as the proxy's --defer-accept: each takes a connection once its
-  // request came.
+  // Neither defers accepts by default (the proxy's --defer-accept 0, nginx without `deferred`).
   test::write_file(dir + "/nginx.conf", fmt::format(R"(
 worker_processes {3};
 worker_rlimit_nofile 20000;
@@ -138,7 +137,7 @@ http {{
   uwsgi_temp_path {0}/tmp; scgi_temp_path {0}/tmp;
   upstream sim {{ server 127.0.0.1:{1}; keepalive 16384; keepalive_requests 1000000; }}
   server {{
-    listen 127.0.0.1:{2} backlog=4096 deferred;
+    listen 127.0.0.1:{2} backlog=4096;
     location / {{
       proxy_pass http://sim;
       proxy_http_version 1.1;

@@ -6,6 +6,7 @@
 # `perf stat` with the kernel's syscall tracepoints (root, or perf_event_paranoid <= -1; Debian's
 # linux-perf), over the whole life of the process measured.
 #   bench/syscalls.sh BINARY proxy|nginx|nginx-deferred [CONNS [ROUNDS]]   (defaults 1000 3)
+# PROXY_ARGS="--defer-accept 1" adds arguments to the proxy's command line.
 # Prints per request: every system call, the common ones by name, failed reads and accepts (EAGAIN),
 # context switches, and the process's CPU (task-clock) in µs.
 set -euo pipefail
@@ -41,7 +42,7 @@ stat=(perf stat -o "$dir/stat.txt" -e "$events,context-switches,task-clock"
 case "$target" in
   proxy)
     "${stat[@]}" "$bin" proxy --backend "http://127.0.0.1:$sim_port" --listen 127.0.0.1:0 --threads 1 \
-      --admin-listen off --ledger "$dir/ledger.jsonl" >"$dir/proxy.out" 2>"$dir/proxy.err" &
+      --admin-listen off --ledger "$dir/ledger.jsonl" ${PROXY_ARGS:-} >"$dir/proxy.out" 2>"$dir/proxy.err" &
     pid=$!
     port=$(wait_line "$dir/proxy.out" listening | port_of)
     ;;

@@ -183,8 +183,9 @@ std::function<int()> setup_proxy(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   app.add_option("--defer-accept", a->opts.defer_accept_s,
                  "seconds the kernel holds a new connection until its first bytes come (TCP_DEFER_ACCEPT, as nginx's "
-                 "`listen ... deferred`): the proxy takes it with its request there, one system call and one wake-up "
-                 "fewer per connection; a connection that sends nothing is handed over after it. 0: at once")
+                 "`listen ... deferred`): one system call and one wake-up fewer per connection, but the accept and "
+                 "the connection's set-up then come between a request's arrival and its read (later reads in a "
+                 "burst of new connections); a connection that sends nothing is handed over after it. 0: at once")
       ->capture_default_str()
       ->check(CLI::Range(0, 600));
   app.add_flag("--reuse-port", a->opts.reuse_port,

@@ -85,7 +85,7 @@ Status Proxy::open(std::uint16_t port) {
   rx_timestamps_ = opts_.kernel_timestamps && enable_rx_timestamps(acceptor_.native_handle());
   // And each read says whether more is queued behind it (a drained socket waits without a read).
   enable_queue_hints(acceptor_.native_handle());
-  // And is handed over once its request began to come (a client connects, then writes).
+  // With --defer-accept, handed over once its request began to come (a client connects, then writes).
   if (opts_.defer_accept_s > 0) defer_accept(acceptor_.native_handle(), opts_.defer_accept_s);
   if (index_ == 0 && opts_.admin_enabled) {
     if (auto st = listen(admin_acceptor_, opts_.admin_listen, "--admin-listen", false); !st) return st;

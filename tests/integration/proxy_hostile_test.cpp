@@ -41,7 +41,7 @@ HttpResponse raw(std::uint16_t port, std::string bytes, int timeout_ms = 20000) 
 }
 
 // A connection that stays open (held until destroyed). It sends the first byte of a request ("G"),
-// so that the kernel hands it to the proxy (--defer-accept), or nothing (`silent`).
+// so that the proxy holds it even when it defers accepts (--defer-accept), or nothing (`silent`).
 struct HeldConnection {
   explicit HeldConnection(std::uint16_t port, bool silent = false)
       : fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
