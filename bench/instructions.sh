@@ -12,15 +12,7 @@ bin=$(realpath "$1")
 sim=$(realpath "${2:-$1}")
 dir=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$dir"' EXIT
-wait_line() {  # FILE PATTERN: the first line of FILE that matches, within 20 s
-  for _ in $(seq 200); do
-    if grep -q "$2" "$1" 2>/dev/null; then grep -m1 "$2" "$1"; return 0; fi
-    sleep 0.1
-  done
-  echo "instructions.sh: no '$2' in $1" >&2
-  return 1
-}
-port_of() { grep -o '127\.0\.0\.1:[0-9]*' | head -1 | cut -d: -f2; }
+. "$(dirname "$0")/common.sh"
 point=(--model sim-model --concurrencies 20 --requests 200 --warmup 0 --input-tokens 32 --approximate-input-tokens
   --output-tokens 50 --ignore-eos --quiet)
 if [[ "${3:-}" == one-token ]]; then

@@ -17,15 +17,7 @@ rounds=${4:-3}
 here=$(cd "$(dirname "$0")" && pwd)
 dir=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$dir"' EXIT
-port_of() { grep -o '127\.0\.0\.1:[0-9]*' | head -1 | cut -d: -f2; }
-wait_line() {  # FILE PATTERN: the first line of FILE that matches, within 20 s
-  for _ in $(seq 200); do
-    if grep -q "$2" "$1" 2>/dev/null; then grep -m1 "$2" "$1"; return 0; fi
-    sleep 0.1
-  done
-  echo "syscalls.sh: no '$2' in $1" >&2
-  return 1
-}
+. "$here/common.sh"
 ulimit -n 20000
 echo '{"engine":{"max_num_seqs":20000,"num_gpu_blocks":200000,"max_num_batched_tokens":1000000,"step_base_s":0.02,"step_per_prefill_token_s":0,"step_per_decode_seq_s":0}}' \
   >"$dir/profile.json"
@@ -48,8 +40,8 @@ case "$target" in
     ;;
   nginx | nginx-deferred)
     # The settings of bench/proxy_overhead's nginx (fair ones: its backlog, keep-alive without limits).
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
-      echo $((20000 + RANDOM % 20000)))
+    port=$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => {
+      console.log(s.address().port); s.close(); })')
     deferred=""
     [ "$target" = nginx-deferred ] && deferred=deferred
     mkdir -p "$dir/tmp"
