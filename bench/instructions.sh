@@ -11,7 +11,7 @@ set -euo pipefail
 bin=$(realpath "$1")
 sim=$(realpath "${2:-$1}")
 dir=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$dir"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; [[ -n "${KEEP_CG:-}" ]] && cp "$dir"/*.cg "$KEEP_CG"/ ; rm -rf "$dir"' EXIT
 . "$(dirname "$0")/common.sh"
 point=(--model sim-model --concurrencies 20 --requests 200 --warmup 0 --input-tokens 32 --approximate-input-tokens
   --output-tokens 50 --ignore-eos --quiet)

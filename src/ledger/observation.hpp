@@ -57,6 +57,9 @@ struct Observation {
   // no read had a kernel timestamp. Absent (null) from sweep lines. docs/PROXY.md "Timestamps".
   std::optional<std::string> timing_basis;
   std::optional<double> proxy_lag_ms;
+  // When the bytes of that latest read arrived, ms after started_at (they were read proxy_lag_ms
+  // later); null with proxy_lag_ms.
+  std::optional<double> proxy_lag_at_ms;
   std::string server_timings;  // raw JSON, "" when none
   // Written only by `sweep` (absent from proxy lines): when the request was due, how late the
   // generator sent it, and which point of the sweep it belongs to.

@@ -752,6 +752,8 @@ void Proxy::finish(Exchange& x) {
   }
   o.timing_basis = std::string(x.timing.basis());
   o.proxy_lag_ms = x.timing.max_lag_ms();
+  if (const auto at = x.timing.max_lag_arrival_steady_us())
+    o.proxy_lag_at_ms = static_cast<double>(*at - x.t0_us) / 1000.0;
   if (x.session_claim) {
     std::lock_guard lock(shared_.sessions_mutex);
     shared_.sessions.finish(*x.session_claim, o.response_id, x.session);

@@ -33,13 +33,21 @@ void LineTiming::note(const RxStamp& s) {
     all_kernel_ = false;
     return;
   }
+  if (!any_kernel_ || s.lag_us > max_lag_us_) {
+    max_lag_us_ = s.lag_us;
+    max_lag_arrival_us_ = s.steady_us;
+  }
   any_kernel_ = true;
-  max_lag_us_ = std::max(max_lag_us_, s.lag_us);
 }
 
 std::optional<double> LineTiming::max_lag_ms() const {
   if (!any_kernel_) return std::nullopt;
   return max_lag_us_ / 1000.0;
+}
+
+std::optional<std::int64_t> LineTiming::max_lag_arrival_steady_us() const {
+  if (!any_kernel_) return std::nullopt;
+  return max_lag_arrival_us_;
 }
 
 }  // namespace mpo::proxy

@@ -46,10 +46,15 @@ class LineTiming {
   std::string_view basis() const { return seen_ && all_kernel_ ? kKernelRx : kLoop; }
   // nullopt when no read had a kernel timestamp.
   std::optional<double> max_lag_ms() const;
+  // When the bytes of that latest read arrived (the steady clock); nullopt as max_lag_ms. With the
+  // lag it places the read in time: the report finds the moments when the proxy read nothing
+  // (docs/REPORT.md "The proxy's own lateness").
+  std::optional<std::int64_t> max_lag_arrival_steady_us() const;
 
  private:
   bool seen_ = false, all_kernel_ = true, any_kernel_ = false;
   double max_lag_us_ = 0;
+  std::int64_t max_lag_arrival_us_ = 0;
 };
 
 }  // namespace mpo::proxy

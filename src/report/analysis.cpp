@@ -232,8 +232,9 @@ struct GroupColumns {
   }
 };
 
-void put(Column<double>& v, Maybe<double> x) {
-  if (x) v.push_back(*x);
+template <class T>
+void put(Column<double>& v, Maybe<T> x) {
+  if (x) v.push_back(static_cast<double>(*x));
 }
 template <class T>
 void put_int(Column<double>& v, const T& x) {
@@ -299,6 +300,7 @@ void summarise_load(const RowList& rs, GroupColumns& c, GroupStats& g) {
     }
   }
   g.proxy_lag_ms = summarize_in_place(s0);
+  g.proxy_stalls = find_proxy_stalls(rs);
   g.prompt_tokens = summarize_in_place(s1);
   g.in_flight = summarize_in_place(s2);
   if (varies(s3)) {

@@ -12,6 +12,7 @@
 #include "core/result.hpp"
 #include "core/stats.hpp"
 #include "ledger/reader.hpp"
+#include "report/proxy_stalls.hpp"
 #include "report/rows.hpp"
 #include "report/turns.hpp"
 
@@ -100,6 +101,9 @@ struct GroupStats {
   // counted) and the proxy's own lateness per line (its largest read lag), where measured.
   std::map<std::string, std::size_t> timing_bases;
   std::optional<Summary> proxy_lag_ms;
+  // The moments when the proxy read nothing, where lines were late by kProxyLagWarnMs and said
+  // when (report/proxy_stalls.hpp).
+  std::optional<ProxyStalls> proxy_stalls;
   std::int64_t window_start_us = 0, window_end_us = 0;
   double window_s = 0;
   double requests_per_s = 0;
@@ -155,10 +159,6 @@ struct EngineEvidence {
   std::string preemptions_source;
   std::vector<KvSample> kv_usage;  // every scrape's KV usage, in time order (the cache cliff's context)
 };
-
-// The proxy's read lag (p99 over a group's lines) from which the report says the proxy itself was
-// a bottleneck: its loop read bytes that long after they arrived (docs/REPORT.md).
-inline constexpr double kProxyLagWarnMs = 1.0;
 
 struct Options {
   GroupBy by = GroupBy::kModel;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "core/envelope.hpp"
@@ -88,6 +89,54 @@ std::string others_json(const std::vector<OtherStats>& others) {
 
 }  // namespace
 
+namespace {
+
+// Late reads that all fall in stalls far apart: when, how long, and what a stall can be. Not the
+// bottleneck warning: between the stalls the proxy read on time (report/proxy_stalls.hpp).
+std::string stalls_note(const ProxyStalls& ps, bool loop_lines) {
+  std::vector<const ProxyStall*> longest;
+  for (const auto& s : ps.stalls) longest.push_back(&s);
+  std::stable_sort(longest.begin(), longest.end(),
+                   [](const ProxyStall* a, const ProxyStall* b) { return a->longest_ms > b->longest_ms; });
+  std::string list;
+  for (std::size_t i = 0; i < longest.size() && i < 3; ++i) {
+    // "17:54:38.774" out of "2026-12-04T17:54:38.774123Z"
+    const std::string at = format_rfc3339_us(longest[i]->from_us).substr(11, 12);
+    list += fmt::format("{}{:.1f} ms at {} ({} line{})", list.empty() ? "" : ", ", longest[i]->longest_ms, at,
+                        longest[i]->lines, longest[i]->lines == 1 ? "" : "s");
+  }
+  if (longest.size() > 3) list += fmt::format(" and {} more", longest.size() - 3);
+  return fmt::format(
+      " (the {} line{} read {:.0f} ms or more late waited through {} stall{} of the proxy, moments when it read "
+      "nothing: {}; never {} within {:.0f} ms of each other, with reads on time between them: not a lack of "
+      "CPU throughout but its loop held up or its machine paused (a virtual machine's host, a process of higher "
+      "priority); {})",
+      ps.late_lines, ps.late_lines == 1 ? "" : "s", kProxyLagWarnMs, ps.stalls.size(), ps.stalls.size() == 1 ? "" : "s",
+      list, kStallsInAStretch, kStallSeparationMs,
+      loop_lines ? "lines on the loop basis carry that lateness in their times"
+                 : "the times rest on the kernel's receive timestamps and stay true");
+}
+
+std::string stalls_json(const std::optional<ProxyStalls>& ps) {
+  if (!ps) return "null";
+  std::vector<std::string> items;
+  for (const auto& s : ps->stalls) {
+    items.push_back(std::move(JsonObjectWriter()
+                                  .field("from", format_rfc3339_us(s.from_us))
+                                  .field("to", format_rfc3339_us(s.to_us))
+                                  .field("longest_ms", s.longest_ms)
+                                  .field("lines", static_cast<std::uint64_t>(s.lines)))
+                        .finish());
+  }
+  return std::move(JsonObjectWriter()
+                       .field("late_lines", static_cast<std::uint64_t>(ps->late_lines))
+                       .field("isolated", ps->isolated)
+                       .raw_field("stalls", json_array(items, false)))
+      .finish();
+}
+
+}  // namespace
+
 std::string timing_summary(const GroupStats& g) {
   if (g.timing_bases.empty() && !g.proxy_lag_ms) return "";
   std::string out = "timings from: ";
@@ -97,8 +146,10 @@ std::string timing_summary(const GroupStats& g) {
   if (g.proxy_lag_ms) {
     out += fmt::format("; the proxy's own read lag per line p50 {:.3f} ms, p99 {:.3f} ms, max {:.3f} ms",
                        g.proxy_lag_ms->p50, g.proxy_lag_ms->p99, g.proxy_lag_ms->max);
-    if (g.proxy_lag_ms->p99 >= kProxyLagWarnMs) {
-      const bool loop_lines = g.timing_bases.count("loop") > 0;
+    const bool loop_lines = g.timing_bases.count("loop") > 0;
+    if (g.proxy_lag_ms->p99 >= kProxyLagWarnMs && g.proxy_stalls && g.proxy_stalls->isolated) {
+      out += stalls_note(*g.proxy_stalls, loop_lines);
+    } else if (g.proxy_lag_ms->p99 >= kProxyLagWarnMs) {
       out += fmt::format(
           " (**warning**: the proxy itself was a bottleneck: its event loop read bytes up to {:.1f} ms after they "
           "arrived, so it forwarded them that late; {}give the proxy more CPU)",
@@ -322,6 +373,7 @@ std::string group_json(const GroupStats& g) {
       .raw_field("token_sources", json_counts(g.token_sources))
       .raw_field("timing_bases", json_counts(g.timing_bases))
       .raw_field("proxy_lag_ms", summary_json(g.proxy_lag_ms))
+      .raw_field("proxy_stalls", stalls_json(g.proxy_stalls))
       .field("streamed", static_cast<std::uint64_t>(g.streamed))
       .field("non_streamed", static_cast<std::uint64_t>(g.non_streamed))
       .field("error_rate", g.error_rate)

@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <charconv>
+#include <limits>
 #include <mutex>
 #include <utility>
 
@@ -38,6 +39,17 @@ std::uint8_t operation_index(const std::optional<std::string_view>& operation) {
 }
 
 namespace {
+
+std::optional<float> as_float(const std::optional<double>& v) {
+  if (!v) return std::nullopt;
+  return static_cast<float>(*v);
+}
+
+std::optional<std::int32_t> as_count(const std::optional<std::int64_t>& v) {
+  if (!v) return std::nullopt;
+  constexpr std::int64_t kMost = std::numeric_limits<std::int32_t>::max();
+  return static_cast<std::int32_t>(std::clamp<std::int64_t>(*v, -kMost, kMost));
+}
 
 // Index 0 is "" (a line that does not say), 1 "ok"; 255 stands for every name past the 254th.
 struct NameTable {
@@ -164,9 +176,10 @@ void RowTable::add(const ledger::LedgerRecordView& r) {
           .e2e_ms = r.e2e_ms,
           .ttfb_ms = r.ttfb_ms,
           .proxy_lag_ms = r.proxy_lag_ms,
-          .prompt_tokens = r.prompt_tokens,
-          .completion_tokens = r.completion_tokens,
-          .cached_prompt_tokens = r.cached_prompt_tokens};
+          .proxy_lag_at_ms = as_float(r.proxy_lag_at_ms),
+          .prompt_tokens = as_count(r.prompt_tokens),
+          .completion_tokens = as_count(r.completion_tokens),
+          .cached_prompt_tokens = as_count(r.cached_prompt_tokens)};
   // Most rows repeat the previous row's names: compare with those before asking the shared table.
   auto name_index = [](std::string_view name, std::string_view& last, std::uint8_t& last_index) {
     if (last_index == 0 || name != last) {

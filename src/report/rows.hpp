@@ -92,13 +92,16 @@ struct Row {
   std::int64_t started_at_us = 0;
   Maybe<std::int64_t> ended_at_us;
   Maybe<double> ttft_ms, tpot_ms, itl_p95_ms, e2e_ms, ttfb_ms, proxy_lag_ms;
-  Maybe<std::int64_t> prompt_tokens, completion_tokens, cached_prompt_tokens;
+  // When the bytes of the proxy's latest read arrived, ms after the start (report/proxy_stalls.hpp).
+  Maybe<float> proxy_lag_at_ms;
+  // Clamped to +-(2^31 - 1): no request counts more tokens.
+  Maybe<std::int32_t> prompt_tokens, completion_tokens, cached_prompt_tokens;
   Maybe<std::int32_t> in_flight_at_start;  // clamped to 2^31 - 1 (no proxy holds more)
   // The engine's own prefill time for this request (llama.cpp's timings.prompt_ms), where the line
   // carries it: the report splits TTFT at it (docs/REPORT.md "Evidence from the engine").
   Maybe<float> engine_prompt_ms;
 };
-static_assert(sizeof(Row) == 104, "a row's size is the report's memory: keep it (rows.hpp)");
+static_assert(sizeof(Row) == 96, "a row's size is the report's memory: keep it (rows.hpp)");
 
 // llama.cpp's `timings.prompt_ms` in a line's server_timings object; nullopt when absent.
 std::optional<float> timings_prompt_ms(std::string_view server_timings);

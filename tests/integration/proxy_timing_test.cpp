@@ -120,6 +120,9 @@ TEST(ProxyTiming, AStalledLoopDoesNotMoveTheFirstTokenTime) {
   // The proxy knows it was late: the token waited in its socket from its sending to the resume.
   EXPECT_GE(num(r.line.at("proxy_lag_ms")), r.stalled_ms - 1.0);
   EXPECT_LT(num(r.line.at("proxy_lag_ms")), 5000.0);
+  // ... and when: the late read is the first token's, which arrived at the line's TTFT (the report
+  // places the stall in time from this).
+  EXPECT_NEAR(num(r.line.at("proxy_lag_at_ms")), num(r.line.at("ttft_ms")), 1.0);
   // The ledger's TTFT is the engine's own plus the request leg (read before the stop) and the
   // simulator's write, not plus the stall (at least 50 ms). The request leg is the proxy's forwarding
   // and the engine's read: a few ms, more on a machine busy with other work (8.5 ms was seen beside
@@ -134,6 +137,7 @@ TEST(ProxyTiming, OnTheLoopsClockTheSameStallIsInTheTtftAndTheLineSaysLoop) {
   ASSERT_TRUE(r.second_token_after);
   EXPECT_EQ(r.line.at("timing_basis"), "loop");
   EXPECT_TRUE(r.line.at("proxy_lag_ms").is_null());
+  EXPECT_TRUE(r.line.at("proxy_lag_at_ms").is_null());
   EXPECT_GE(r.response_leg_ms, r.stalled_ms - 1.0);
   EXPECT_GT(num(r.line.at("ttft_ms")) - num(r.truth.at("ttft_ms")), r.stalled_ms - 5.0);
 }

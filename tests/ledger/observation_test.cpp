@@ -86,6 +86,7 @@ TEST(Observation, LineHasEveryFieldInContractOrderWithNullForUnknown) {
                          "upstream_retries",
                          "timing_basis",
                          "proxy_lag_ms",
+                         "proxy_lag_at_ms",
                          "server_timings"};
   std::size_t i = 0;
   for (const auto& kv : v) {

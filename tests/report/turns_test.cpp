@@ -24,13 +24,13 @@ struct Rows {
     r.ended_at_us = std::optional<std::int64_t>(static_cast<std::int64_t>(end_ms * 1000));
     sessions[&r] = session;
   }
-  void add(std::uint16_t turn, double ttft, std::int64_t prompt, std::int64_t cached) {
+  void add(std::uint16_t turn, double ttft, std::int32_t prompt, std::int32_t cached) {
     Row r;
     r.outcome_index = RowNames::kOk;
     r.turn = turn;
     r.ttft_ms = std::optional<double>(ttft);
-    r.prompt_tokens = std::optional<std::int64_t>(prompt);
-    r.cached_prompt_tokens = std::optional<std::int64_t>(cached);
+    r.prompt_tokens = std::optional<std::int32_t>(prompt);
+    r.cached_prompt_tokens = std::optional<std::int32_t>(cached);
     storage.push_back(r);
     list.push_back(&storage.back());
   }

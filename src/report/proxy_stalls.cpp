@@ -1,0 +1,52 @@
+// The implementation of report/proxy_stalls.hpp (pure).
+#include "report/proxy_stalls.hpp"
+
+#include <algorithm>
+
+namespace mpo::report {
+
+std::optional<ProxyStalls> find_proxy_stalls(const RowList& rows) {
+  struct Wait {
+    std::int64_t arrived_us, read_us;
+    double lag_ms;
+  };
+  std::vector<Wait> waits;
+  for (const Row* r : rows) {
+    if (!r->proxy_lag_ms || *r->proxy_lag_ms < kProxyLagWarnMs) continue;
+    if (!r->proxy_lag_at_ms) return std::nullopt;
+    const auto arrived = r->started_at_us + static_cast<std::int64_t>(static_cast<double>(*r->proxy_lag_at_ms) * 1000);
+    waits.push_back(
+        {arrived, arrived + static_cast<std::int64_t>(static_cast<double>(*r->proxy_lag_ms) * 1000), *r->proxy_lag_ms});
+  }
+  if (waits.empty()) return std::nullopt;
+  std::sort(waits.begin(), waits.end(), [](const Wait& a, const Wait& b) { return a.arrived_us < b.arrived_us; });
+  ProxyStalls out;
+  out.late_lines = waits.size();
+  // In arrival order, a wait joins the current stall while it arrived before every wait of that
+  // stall was read (they share an instant); the first that arrived after one was read starts the
+  // next. This greedy choice gives the fewest instants.
+  std::int64_t first_read_us = 0;
+  for (const Wait& w : waits) {
+    if (out.stalls.empty() || w.arrived_us > first_read_us) {
+      out.stalls.push_back({w.arrived_us, w.read_us, w.lag_ms, 1});
+      first_read_us = w.read_us;
+      continue;
+    }
+    ProxyStall& s = out.stalls.back();
+    s.to_us = std::max(s.to_us, w.read_us);
+    s.longest_ms = std::max(s.longest_ms, w.lag_ms);
+    ++s.lines;
+    first_read_us = std::min(first_read_us, w.read_us);
+  }
+  // Stretches: stalls each within kStallSeparationMs of the next.
+  const auto apart_us = static_cast<std::int64_t>(kStallSeparationMs * 1000);
+  std::size_t stretch = 1;
+  out.isolated = true;
+  for (std::size_t i = 1; i < out.stalls.size(); ++i) {
+    stretch = out.stalls[i].from_us - out.stalls[i - 1].to_us < apart_us ? stretch + 1 : 1;
+    if (stretch >= kStallsInAStretch) out.isolated = false;
+  }
+  return out;
+}
+
+}  // namespace mpo::report

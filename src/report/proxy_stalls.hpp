@@ -1,0 +1,49 @@
+// The moments when the proxy read nothing (pure). A proxy line names its latest read: how late it
+// was (`proxy_lag_ms`: the kernel's receive time -> the proxy's read) and when its bytes arrived
+// (`proxy_lag_at_ms`, after the line's start). Reads late by kProxyLagWarnMs or more are grouped
+// into stalls: the fewest instants such that every such read waited through one of them. Stalls
+// apart mean the proxy kept up between them (its loop held up once, or its machine paused: on
+// this project's two-vCPU virtual machine the host pauses both vCPUs for 3-18 ms, several times a
+// minute, docs/BENCHMARKS.md); a stretch of stalls, each soon after the last, means it was behind
+// throughout, a lack of CPU. docs/REPORT.md "The proxy's own lateness".
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "report/rows.hpp"
+
+namespace mpo::report {
+
+// The proxy's read lag (p99 over a group's lines) from which the report says the proxy's reads were
+// late: its loop read bytes that long after they arrived (docs/REPORT.md).
+inline constexpr double kProxyLagWarnMs = 1.0;
+
+struct ProxyStall {
+  std::int64_t from_us = 0;  // the earliest arrival of the bytes that waited (wall clock)
+  std::int64_t to_us = 0;    // the latest read of them
+  double longest_ms = 0;     // the largest lag among them
+  std::size_t lines = 0;
+};
+
+struct ProxyStalls {
+  std::size_t late_lines = 0;      // lines whose latest read waited kProxyLagWarnMs or more
+  std::vector<ProxyStall> stalls;  // in time order
+  // No stretch of kStallsInAStretch stalls, each beginning less than kStallSeparationMs after the
+  // last ended: the proxy read on time between them.
+  bool isolated = false;
+};
+
+// Stalls closer than this make a stretch of lateness. A stall's own aftermath (the loop catching up
+// with what queued) can make one more shortly after (seen: 1.2 ms, 37 ms after an 18 ms pause);
+// a third means the loop kept falling behind.
+inline constexpr double kStallSeparationMs = 100;
+inline constexpr std::size_t kStallsInAStretch = 3;
+
+// nullopt when no line's latest read waited kProxyLagWarnMs, or when one that did does not say when
+// its bytes arrived (ledgers before the field): the report then judges by the p99 alone.
+std::optional<ProxyStalls> find_proxy_stalls(const RowList& rows);
+
+}  // namespace mpo::report

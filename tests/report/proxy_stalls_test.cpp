@@ -1,0 +1,135 @@
+// The moments when the proxy read nothing, found from the ledger's lines (report/proxy_stalls.hpp),
+// and what the report says of them: a stall or a few far apart are a note with their times; a
+// stretch of them is the bottleneck warning. The lines are invented for the edge cases; the
+// integration test proxy_timing_test checks that a real stall's line says when (proxy_lag_at_ms).
+#include "report/proxy_stalls.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "report/analysis.hpp"
+#include "report/render.hpp"
+
+namespace mpo::report {
+namespace {
+
+constexpr std::int64_t kT0 = 1'796'400'000'000'000;  // a wall-clock time, us
+
+// A streamed proxy line started at `start_ms` (after kT0), whose latest read arrived `at_ms` after
+// its start and waited `lag_ms`.
+ledger::LedgerRecord line(double start_ms, double lag_ms, std::optional<double> at_ms) {
+  ledger::LedgerRecord r;
+  r.observation_id = std::to_string(start_ms);
+  r.started_at_us = kT0 + static_cast<std::int64_t>(start_ms * 1000);
+  r.ended_at_us = r.started_at_us + 300'000;
+  r.model = "m";
+  r.stream = true;
+  r.outcome = "ok";
+  r.http_status = 200;
+  r.ttft_ms = 30;
+  r.e2e_ms = 300;
+  r.prompt_tokens = 50;
+  r.completion_tokens = 16;
+  r.in_flight_at_start = 1;
+  r.token_source = "usage";
+  r.timing_basis = "kernel_rx";
+  r.proxy_lag_ms = lag_ms;
+  r.proxy_lag_at_ms = at_ms;
+  return r;
+}
+
+// Ninety lines read on time, spread over 9 s.
+std::vector<ledger::LedgerRecord> on_time() {
+  std::vector<ledger::LedgerRecord> rs;
+  for (int i = 0; i < 90; ++i) rs.push_back(line(i * 100.0, 0.1, 50));
+  return rs;
+}
+
+ProxyStalls stalls_of(const std::vector<ledger::LedgerRecord>& rs) {
+  const auto g = analyse(rs, {}).at(0);
+  EXPECT_TRUE(g.proxy_stalls);
+  return g.proxy_stalls.value_or(ProxyStalls{});
+}
+
+TEST(ProxyStalls, ReadsThatWaitedThroughOneInstantAreOneStall) {
+  // Ten streams whose latest reads arrived within 1 ms of each other, at 5,000 ms, and were read
+  // 4 ms later: the machine paused (or the loop was held) once.
+  auto rs = on_time();
+  for (int i = 0; i < 10; ++i) rs.push_back(line(4000 + i * 20, 4.0 - 0.1 * i, 1000 - i * 20 + 0.1 * i));
+  const auto ps = stalls_of(rs);
+  EXPECT_EQ(ps.late_lines, 10u);
+  ASSERT_EQ(ps.stalls.size(), 1u);
+  EXPECT_EQ(ps.stalls[0].lines, 10u);
+  EXPECT_EQ(ps.stalls[0].from_us, kT0 + 5'000'000);
+  EXPECT_NEAR(ps.stalls[0].longest_ms, 4.0, 1e-6);
+  EXPECT_TRUE(ps.isolated);
+}
+
+TEST(ProxyStalls, AReadThatArrivedAfterAnotherWasReadStartsTheNextStall) {
+  // [0, 4] and [1, 5] share an instant; [4.5, 6] came after the first was read.
+  std::vector<ledger::LedgerRecord> rs{line(0, 4, 0), line(0, 4, 1), line(0, 1.5, 4.5)};
+  const auto ps = stalls_of(rs);
+  ASSERT_EQ(ps.stalls.size(), 2u);
+  EXPECT_EQ(ps.stalls[0].lines, 2u);
+  EXPECT_EQ(ps.stalls[0].to_us, kT0 + 5'000);
+  EXPECT_EQ(ps.stalls[1].lines, 1u);
+  EXPECT_EQ(ps.stalls[1].from_us, kT0 + 4'500);
+}
+
+TEST(ProxyStalls, AStallAndItsAftermathAreStillApartButAStretchOfThreeIsNot) {
+  // An 18 ms stall and, 37 ms after it, one more late read (the loop catching up): apart.
+  auto rs = on_time();
+  rs.push_back(line(1000, 18, 0));
+  rs.push_back(line(1000, 1.2, 55));
+  EXPECT_TRUE(stalls_of(rs).isolated);
+  // A third within 100 ms of the second: the loop kept falling behind.
+  rs.push_back(line(1000, 1.5, 150));
+  const auto ps = stalls_of(rs);
+  EXPECT_EQ(ps.stalls.size(), 3u);
+  EXPECT_FALSE(ps.isolated);
+}
+
+TEST(ProxyStalls, LinesThatDoNotSayWhenLeaveThePercentileToJudge) {
+  auto rs = on_time();
+  rs.push_back(line(1000, 4, 10));
+  rs.push_back(line(2000, 4, std::nullopt));  // a ledger from before proxy_lag_at_ms
+  EXPECT_FALSE(analyse(rs, {}).at(0).proxy_stalls);
+  EXPECT_FALSE(analyse(on_time(), {}).at(0).proxy_stalls);  // nothing late: nothing to find
+}
+
+TEST(ProxyStalls, OneStallIsANoteWithItsTimeNotTheBottleneckWarning) {
+  auto rs = on_time();
+  for (int i = 0; i < 10; ++i) rs.push_back(line(4000 + i * 20, 4.0, 1000 - i * 20));
+  const auto g = analyse(rs, {}).at(0);
+  ASSERT_GE(g.proxy_lag_ms->p99, kProxyLagWarnMs);
+  const auto t = timing_summary(g);
+  EXPECT_EQ(t.find("warning"), std::string::npos) << t;
+  EXPECT_NE(t.find("the 10 lines read 1 ms or more late waited through 1 stall of the proxy"), std::string::npos) << t;
+  EXPECT_NE(t.find("4.0 ms at 16:00:05.000 (10 lines)"), std::string::npos) << t;  // kT0 + 5 s, UTC
+  EXPECT_NE(t.find("stay true"), std::string::npos) << t;
+  ReportInput in;
+  in.sources = {"l.jsonl"};
+  in.groups = {g};
+  const auto js = render_json(in);
+  EXPECT_NE(
+      js.find(R"("proxy_stalls":{"late_lines":10,"isolated":true,"stalls":[{"from":"2026-12-04T16:00:05.000000Z")"),
+      std::string::npos)
+      << js;
+}
+
+TEST(ProxyStalls, AStretchOfStallsIsTheBottleneckWarning) {
+  // Reads late by 2 ms every 10 ms for half a second: behind throughout.
+  auto rs = on_time();
+  for (int i = 0; i < 50; ++i) rs.push_back(line(2000 + i * 10, 2.0, 5));
+  const auto g = analyse(rs, {}).at(0);
+  ASSERT_TRUE(g.proxy_stalls);
+  EXPECT_EQ(g.proxy_stalls->stalls.size(), 50u);
+  const auto t = timing_summary(g);
+  EXPECT_NE(t.find("**warning**: the proxy itself was a bottleneck"), std::string::npos) << t;
+  EXPECT_NE(t.find("give the proxy more CPU"), std::string::npos) << t;
+}
+
+}  // namespace
+}  // namespace mpo::report
