@@ -6,7 +6,8 @@
 # machine does, so two builds compare on a noisy machine.
 #   bench/instructions.sh BINARY [SIMULATOR_BINARY [one-token|long-prompt]]
 # Prints "proxy: N instructions" and "sweep: N instructions". The simulator defaults to BINARY;
-# pass one simulator for both builds when comparing proxies.
+# pass one simulator for both builds when comparing proxies. KEEP_CG=DIR keeps the callgrind files
+# there (callgrind_annotate them).
 set -euo pipefail
 bin=$(realpath "$1")
 sim=$(realpath "${2:-$1}")

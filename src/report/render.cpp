@@ -107,12 +107,12 @@ std::string stalls_note(const ProxyStalls& ps, bool loop_lines) {
   }
   if (longest.size() > 3) list += fmt::format(" and {} more", longest.size() - 3);
   return fmt::format(
-      " (the {} line{} read {:.0f} ms or more late waited through {} stall{} of the proxy, moments when it read "
+      " (the {} line{} read {:.0f} ms or more late waited through {} stall{} of the proxy, {} when it read "
       "nothing: {}; never {} within {:.0f} ms of each other, with reads on time between them: not a lack of "
       "CPU throughout but its loop held up or its machine paused (a virtual machine's host, a process of higher "
       "priority); {})",
       ps.late_lines, ps.late_lines == 1 ? "" : "s", kProxyLagWarnMs, ps.stalls.size(), ps.stalls.size() == 1 ? "" : "s",
-      list, kStallsInAStretch, kStallSeparationMs,
+      ps.stalls.size() == 1 ? "a moment" : "moments", list, kStallsInAStretch, kStallSeparationMs,
       loop_lines ? "lines on the loop basis carry that lateness in their times"
                  : "the times rest on the kernel's receive timestamps and stay true");
 }
@@ -152,8 +152,13 @@ std::string timing_summary(const GroupStats& g) {
     } else if (g.proxy_lag_ms->p99 >= kProxyLagWarnMs) {
       out += fmt::format(
           " (**warning**: the proxy itself was a bottleneck: its event loop read bytes up to {:.1f} ms after they "
-          "arrived, so it forwarded them that late; {}give the proxy more CPU)",
+          "arrived{}, so it forwarded them that late; {}give the proxy more CPU)",
           g.proxy_lag_ms->max,
+          g.proxy_stalls ? fmt::format(", in stretches of stalls ({} late lines in {} stalls, {} or more within {:.0f} "
+                                       "ms of each other)",
+                                       g.proxy_stalls->late_lines, g.proxy_stalls->stalls.size(), kStallsInAStretch,
+                                       kStallSeparationMs)
+                         : std::string(),
           loop_lines ? "lines on the loop basis carry that lateness in their times; "
                      : "the times rest on the kernel's "
                        "receive timestamps and stay true; ");
