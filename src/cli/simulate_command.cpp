@@ -21,6 +21,7 @@ struct SimulateArgs {
   bool reasoning = false;
   std::string stream_end = "vllm";
   std::string imitate = "vllm";
+  bool reuse_port = false;
 };
 
 int run_simulate(const SimulateArgs& a) {
@@ -41,6 +42,7 @@ int run_simulate(const SimulateArgs& a) {
   sim::ServerOptions opts;
   opts.host = addr->host;
   opts.port = addr->port;
+  opts.reuse_port = a.reuse_port;
   opts.seed = a.seed;
   opts.truth_path = a.truth_path;
   opts.otlp_traces_endpoint = a.otlp_traces_endpoint;
@@ -55,6 +57,9 @@ std::function<int()> setup_simulate(CLI::App& app) {
   auto args = std::make_shared<SimulateArgs>();
   app.add_option("--listen", args->listen, "HOST:PORT to listen on; port 0 picks a free port (printed)")
       ->capture_default_str();
+  app.add_flag("--reuse-port", args->reuse_port,
+               "share the --listen port with other simulators started with this flag (SO_REUSEPORT): the kernel "
+               "spreads connections over them, a backend for more load than one thread serves");
   app.add_option("--model", args->model, "served model name (default: the profile's, else sim-model)");
   app.add_option("--profile", args->profile_path,
                  "JSON profile: engine, output and scenario parameters (docs/SIMULATOR.md)")

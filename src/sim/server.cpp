@@ -3,6 +3,7 @@
 #include "sim/server.hpp"
 
 #include <fmt/format.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <boost/asio.hpp>
@@ -10,6 +11,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/url/parse.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <deque>
@@ -129,6 +131,11 @@ class Simulator {
     const tcp::endpoint ep(addr, opts_.port);
     acceptor_.open(ep.protocol(), ec);
     if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec && opts_.reuse_port) {
+      const int on = 1;
+      if (::setsockopt(acceptor_.native_handle(), SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0)
+        ec.assign(errno, boost::system::system_category());
+    }
     if (!ec) acceptor_.bind(ep, ec);
     if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) {

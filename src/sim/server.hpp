@@ -14,6 +14,9 @@ namespace mpo::sim {
 struct ServerOptions {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8000;  // 0: any free port (printed on stdout)
+  // SO_REUSEPORT: several simulators share one port and the kernel spreads the connections over
+  // them (a benchmark's backend that one thread would limit: bench/proxy_scaling).
+  bool reuse_port = false;
   std::uint64_t seed = 0;
   std::string truth_path;        // "" = no truth file
   double shutdown_grace_s = 10;  // SIGTERM: finish in-flight requests for at most this long

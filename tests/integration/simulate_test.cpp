@@ -388,5 +388,28 @@ TEST(Simulate, SigtermLetsInFlightStreamsFinish) {
   EXPECT_NE(res.body.find("[DONE]"), std::string::npos);
 }
 
+TEST(Simulate, SimulatorsStartedWithReusePortShareOnePortAndEachServesSomeConnections) {
+  // What bench/proxy_scaling runs as a backend one thread would limit.
+  const std::string dir = make_temp_dir();
+  Simulator first({"--reuse-port", "--truth", dir + "/first.jsonl"});
+  const std::string listen = "127.0.0.1:" + std::to_string(first.port);
+  ChildProcess second(
+      {binary_path(), "simulate", "--listen", listen, "--reuse-port", "--truth", dir + "/second.jsonl"});
+  ASSERT_NE(second.read_line().find("listening on"), std::string::npos);
+  // Without the flag the port is taken.
+  ChildProcess refused({binary_path(), "simulate", "--listen", listen});
+  EXPECT_NE(refused.wait(), 0);
+  // Forty connections (a new one per request) spread by the kernel's hash of each one's ports:
+  // both get some unless 2^-39 luck.
+  for (int i = 0; i < 40; ++i)
+    ASSERT_EQ(http_post(first.port, "/v1/chat/completions", chat_body(1, false)).status, 200);
+  first.process.terminate();
+  second.terminate();
+  const auto a = read_lines(dir + "/first.jsonl").size(), b = read_lines(dir + "/second.jsonl").size();
+  EXPECT_EQ(a + b, 40u);
+  EXPECT_GT(a, 0u);
+  EXPECT_GT(b, 0u);
+}
+
 }  // namespace
 }  // namespace mpo::test
