@@ -46,7 +46,8 @@ Load drive(std::uint16_t port, int conns, const std::string& body, int threads) 
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     const int share = conns / threads + (t < conns % threads ? 1 : 0);
-    pool.emplace_back([&, t, share] { results[static_cast<std::size_t>(t)] = bench::drive_streams(port, share, body); });
+    pool.emplace_back(
+        [&, t, share] { results[static_cast<std::size_t>(t)] = bench::drive_streams(port, share, body); });
   }
   for (auto& th : pool) th.join();
   Load l;
@@ -148,11 +149,11 @@ int main(int argc, char** argv) {
       "proxy_scaling: {} cores; backend {} simulator(s) on one port (step {} ms); client {} thread(s); {} "
       "connections at once; {} rounds of one-token requests, then streams of {} tokens\n\n",
       cores, simulators, step_ms, client_threads, conns, rounds, tokens);
-  fmt::print("  {:<8} {:>12} {:>8} {:>10} {:>9} {:>12} {:>8} {:>9} {:>11}\n", "target", "requests/s", "vs 1", "efficiency",
-             "vs direct", "chunks/s", "vs 1", "vs direct", "CPU us/req");
+  fmt::print("  {:<8} {:>12} {:>8} {:>10} {:>9} {:>12} {:>8} {:>9} {:>11}\n", "target", "requests/s", "vs 1",
+             "efficiency", "vs direct", "chunks/s", "vs 1", "vs direct", "CPU us/req");
   const Figures direct = measure(first.port, 0, conns, rounds, tokens, client_threads);
-  fmt::print("  {:<8} {:>12.0f} {:>8} {:>10} {:>9} {:>12.0f} {:>8} {:>9} {:>11}\n", "direct", direct.requests_per_s, "-",
-             "-", "-", direct.chunks_per_s, "-", "-", "-");
+  fmt::print("  {:<8} {:>12.0f} {:>8} {:>10} {:>9} {:>12.0f} {:>8} {:>9} {:>11}\n", "direct", direct.requests_per_s,
+             "-", "-", "-", direct.chunks_per_s, "-", "-", "-");
   Figures one;
   for (const int n : loops) {
     test::Proxy proxy(fmt::format("http://127.0.0.1:{}", first.port), fmt::format("{}/ledger-{}.jsonl", dir, n),
@@ -161,9 +162,9 @@ int main(int argc, char** argv) {
     if (one.requests_per_s == 0) one = f;
     const double vs_one = f.requests_per_s / one.requests_per_s;
     fmt::print("  {:<8} {:>12.0f} {:>8.2f} {:>10.2f} {:>9.2f} {:>12.0f} {:>8.2f} {:>9.2f} {:>11.0f}\n",
-               fmt::format("{} loop{}", n, n == 1 ? "" : "s"), f.requests_per_s, vs_one,
-               vs_one * loops.front() / n, f.requests_per_s / direct.requests_per_s, f.chunks_per_s,
-               f.chunks_per_s / one.chunks_per_s, f.chunks_per_s / direct.chunks_per_s, f.cpu_us_per_request);
+               fmt::format("{} loop{}", n, n == 1 ? "" : "s"), f.requests_per_s, vs_one, vs_one * loops.front() / n,
+               f.requests_per_s / direct.requests_per_s, f.chunks_per_s, f.chunks_per_s / one.chunks_per_s,
+               f.chunks_per_s / direct.chunks_per_s, f.cpu_us_per_request);
     proxy.process.terminate();
   }
   fmt::print(
