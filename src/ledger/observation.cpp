@@ -27,6 +27,22 @@ std::optional<double> e2e_output_tokens_per_second(const Observation& o) {
 
 namespace {
 
+// An id's bytes as lowercase hex digits, or null.
+template <typename Key, std::size_t N>
+void hex_field(JsonObjectWriter& w, Key key, const std::optional<std::array<std::uint8_t, N>>& id) {
+  if (!id) {
+    w.null_field(key);
+    return;
+  }
+  static constexpr char kDigits[] = "0123456789abcdef";
+  char text[2 * N];
+  for (std::size_t i = 0; i < N; ++i) {
+    text[2 * i] = kDigits[(*id)[i] >> 4];
+    text[2 * i + 1] = kDigits[(*id)[i] & 0xf];
+  }
+  w.field(key, std::string_view(text, 2 * N));
+}
+
 // A timestamp's text where it is used, not in a string of its own.
 struct Rfc3339 {
   explicit Rfc3339(std::int64_t unix_us) : size(write_rfc3339_us(text, unix_us)) {}
@@ -49,10 +65,10 @@ void write_members(JsonObjectWriter& w, const Observation& o) {
       .optional_field("model"_key, o.model)
       .optional_field("response_model"_key, o.response_model)
       .optional_field("response_id"_key, o.response_id)
-      .optional_field("upstream_request_id"_key, o.upstream_request_id)
-      .optional_field("trace_id"_key, o.trace_id)
-      .optional_field("span_id"_key, o.span_id)
-      .optional_field("session_id"_key, o.session_id)
+      .optional_field("upstream_request_id"_key, o.upstream_request_id);
+  hex_field(w, "trace_id"_key, o.trace_id);
+  hex_field(w, "span_id"_key, o.span_id);
+  w.optional_field("session_id"_key, o.session_id)
       .optional_field("session_source"_key, o.session_source)
       .optional_field("turn"_key, o.turn)
       .field("stream"_key, o.stream)

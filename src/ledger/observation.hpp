@@ -2,6 +2,7 @@
 // One JSON object per line, fixed key order, C-locale numbers, null for unknown.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -23,9 +24,11 @@ struct Observation {
   std::string operation;  // chat, text_completion, responses, messages, embeddings, rerank, score, models, other
   std::optional<std::string> model, response_model, response_id, upstream_request_id;
   // W3C trace context (docs/OTEL.md): the request's trace (the client's, or one the proxy started)
-  // and the proxy's span in it, the parent of the engine's spans; 32 and 16 lowercase hex digits.
-  // Proxy lines only (null in sweep lines).
-  std::optional<std::string> trace_id, span_id;
+  // and the proxy's span in it, the parent of the engine's spans. Kept as bytes, written as 32 and
+  // 16 lowercase hex digits (text here cost two allocations a request on the proxy's loop, issue
+  // 43). Proxy lines only (null in sweep lines).
+  std::optional<std::array<std::uint8_t, 16>> trace_id;
+  std::optional<std::array<std::uint8_t, 8>> span_id;
   // The conversation the request belongs to and its place in it (docs/FORMATS.md "Sessions"):
   // session_source says which evidence named it (header, previous_response_id, metadata.user_id,
   // user, safety_identifier); turn counts the session's requests as this proxy saw them, from 1.

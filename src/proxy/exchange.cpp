@@ -83,8 +83,8 @@ void Proxy::begin(Exchange& x, const ClientRequest& req, const std::optional<RxS
       x.trace_state += f.value;
     }
   }
-  o.trace_id = otel::to_hex(x.trace.trace_id);
-  o.span_id = otel::to_hex(x.trace.span_id);
+  o.trace_id = x.trace.trace_id;
+  o.span_id = x.trace.span_id;
   const auto info = openai::inspect_request(req.target(), req.body());
   o.operation = std::string(openai::to_string(info.operation));
   o.model = info.model;

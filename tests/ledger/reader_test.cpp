@@ -61,8 +61,9 @@ TEST(ReadLedger, EveryFieldOfAnObservationLineRoundTrips) {
   o.operation = "responses";
   o.model = "m-req";
   o.response_model = "m-resp";
-  o.trace_id = "0af7651916cd43dd8448eb211c80319c";
-  o.span_id = "b7ad6b7169203331";
+  o.trace_id = std::array<std::uint8_t, 16>{0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd,
+                                            0x84, 0x48, 0xeb, 0x21, 0x1c, 0x80, 0x31, 0x9c};
+  o.span_id = std::array<std::uint8_t, 8>{0xb7, 0xad, 0x6b, 0x71, 0x69, 0x20, 0x33, 0x31};
   o.stream = true;
   o.http_status = 201;
   o.outcome = "stream_truncated";
