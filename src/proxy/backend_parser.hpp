@@ -18,10 +18,12 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/status.hpp>
+#include <boost/container/small_vector.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -145,7 +147,7 @@ class BackendParser {
     std::size_t size;
   };
   void body_in_place(bool yes) { in_place_ = yes; }
-  const std::vector<Span>& body_spans() const { return spans_; }
+  std::span<const Span> body_spans() const { return {spans_.data(), spans_.size()}; }
   void clear_body_spans() { spans_.clear(); }
 
   // Parses what it can of `bytes` and says how many it took. need_more: the head or a chunk header
@@ -205,7 +207,9 @@ class BackendParser {
   bool skip_body_ = false, http11_ = false, has_length_ = false, chunked_ = false;
   bool connection_close_ = false, connection_keep_alive_ = false, need_eof_ = false;
   bool expect_crlf_ = false, final_chunk_ = false, in_place_ = false;
-  std::vector<Span> spans_;
+  // A round's spans: a read holds a few chunks (held inline: a vector cost two allocations a
+  // response, issue 43).
+  boost::container::small_vector<Span, 8> spans_;
 
   // Each buffer the thread's next response's (proxy/thread_blocks.hpp, issue 43).
   Kept<std::string, struct BackendFieldBytes> bytes_;  // the head's field lines as they came
