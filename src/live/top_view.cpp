@@ -61,6 +61,18 @@ std::string bottleneck_line(const report::GroupStats& g) {
   return fmt::format("{} ({:.2f}): {}", top.name, top.score, top.evidence.empty() ? "" : top.evidence.front());
 }
 
+// The proxy's read lag, and when reads were late, whether they came in stalls apart (the report's
+// note) or in stretches (its bottleneck warning): report/proxy_stalls.hpp.
+std::string proxy_lag_line(const report::GroupStats& g) {
+  std::string out = fmt::format("proxy lag p99 {:.2f} ms", g.proxy_lag_ms->p99);
+  if (const auto& ps = g.proxy_stalls; ps && g.proxy_lag_ms->p99 >= report::kProxyLagWarnMs) {
+    out += ps->isolated ? fmt::format(" ({} stall{} apart, up to {:.1f} ms)", ps->stalls.size(),
+                                      ps->stalls.size() == 1 ? "" : "s", g.proxy_lag_ms->max)
+                        : fmt::format(" (behind: {} stalls in stretches; give it more CPU)", ps->stalls.size());
+  }
+  return out;
+}
+
 std::string engine_line(const EngineWindow& e) {
   std::string out = "engine";
   if (e.evidence && !e.evidence->engine.empty()) out += " (" + e.evidence->engine + ")";
@@ -212,7 +224,7 @@ std::vector<std::string> render_screen(const TopFrame& f, const TopOptions& o, c
     const std::string b = "likely bottleneck: " + bottleneck_line(*g);
     lines.push_back(fit(b, w));
     if (columns(b) > w) lines.push_back(fit("  " + b.substr(b.size() - std::min(b.size(), w - 2)), w));
-    if (g->proxy_lag_ms) lines.push_back(fit(fmt::format("proxy lag p99 {:.2f} ms", g->proxy_lag_ms->p99), w));
+    if (g->proxy_lag_ms) lines.push_back(fit(proxy_lag_line(*g), w));
   }
   if (f.engine) lines.push_back(fit(engine_line(*f.engine), w));
   const auto total_height = static_cast<std::size_t>(std::max(height, 12));

@@ -83,6 +83,35 @@ TEST(TopScreen, FitsAnEightyByTwentyFourTerminalAndShowsEachModelsFigures) {
   EXPECT_EQ(screen.back().rfind("q quit", 0), 0u) << screen.back();
 }
 
+TEST(TopScreen, TheProxysLateReadsSayWhetherTheyWereOneStallOrAStretch) {
+  const auto screen_of = [](const std::vector<ledger::LedgerRecord>& lines) {
+    report::Options o;
+    TopFrame f;
+    f.now_us = 1'800'000'000'000'000 + 5'000'000;
+    f.groups = report::analyse(lines, o);
+    History h;
+    h.add(f);
+    return render_screen(f, TopOptions{}, h, 100, 24);
+  };
+  const auto lag_line = [](const std::vector<std::string>& screen) {
+    const auto it = std::find_if(screen.begin(), screen.end(),
+                                 [](const std::string& l) { return l.rfind("proxy lag p99", 0) == 0; });
+    return it == screen.end() ? std::string() : *it;
+  };
+  std::vector<ledger::LedgerRecord> lines;
+  for (int i = 0; i < 40; ++i) {
+    auto l = line("m", i * 100, 20, 220);
+    l.proxy_lag_ms = i < 4 ? 3.0 : 0.1;  // four late reads at one instant, 2,000 ms in
+    l.proxy_lag_at_ms = 2000.0 - i * 100;
+    lines.push_back(l);
+  }
+  EXPECT_NE(lag_line(screen_of(lines)).find("(1 stall apart, up to 3.0 ms)"), std::string::npos)
+      << lag_line(screen_of(lines));
+  for (int i = 0; i < 4; ++i) lines[static_cast<std::size_t>(i)].proxy_lag_at_ms = 100.0 - i * 100 + i * 10.0;
+  EXPECT_NE(lag_line(screen_of(lines)).find("(behind: 4 stalls in stretches"), std::string::npos)
+      << lag_line(screen_of(lines));
+}
+
 TEST(TopScreen, SortingAndFocusChangeWhatIsShown) {
   const auto f = frame();
   History h;
