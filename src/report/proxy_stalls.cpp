@@ -2,6 +2,7 @@
 #include "report/proxy_stalls.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace mpo::report {
 
@@ -10,13 +11,17 @@ std::optional<ProxyStalls> find_proxy_stalls(const RowList& rows) {
     std::int64_t arrived_us, read_us;
     double lag_ms;
   };
+  // No line lasts 11 days: a larger lag or arrival is not a time (a hand-edited or damaged ledger)
+  // and its line is left out, as converting it to microseconds would overflow.
+  constexpr double kMostMs = 1e9;
   std::vector<Wait> waits;
   for (const Row* r : rows) {
     if (!r->proxy_lag_ms || *r->proxy_lag_ms < kProxyLagWarnMs) continue;
     if (!r->proxy_lag_at_ms) return std::nullopt;
-    const auto arrived = r->started_at_us + static_cast<std::int64_t>(static_cast<double>(*r->proxy_lag_at_ms) * 1000);
-    waits.push_back(
-        {arrived, arrived + static_cast<std::int64_t>(static_cast<double>(*r->proxy_lag_ms) * 1000), *r->proxy_lag_ms});
+    const double lag_ms = *r->proxy_lag_ms, at_ms = *r->proxy_lag_at_ms;
+    if (!(lag_ms <= kMostMs) || !(std::abs(at_ms) <= kMostMs)) continue;
+    const auto arrived = r->started_at_us + static_cast<std::int64_t>(at_ms * 1000);
+    waits.push_back({arrived, arrived + static_cast<std::int64_t>(lag_ms * 1000), lag_ms});
   }
   if (waits.empty()) return std::nullopt;
   std::sort(waits.begin(), waits.end(), [](const Wait& a, const Wait& b) { return a.arrived_us < b.arrived_us; });

@@ -87,10 +87,6 @@ std::string others_json(const std::vector<OtherStats>& others) {
   });
 }
 
-}  // namespace
-
-namespace {
-
 // Late reads that all fall in stalls far apart: when, how long, and what a stall can be. Not the
 // bottleneck warning: between the stalls the proxy read on time (report/proxy_stalls.hpp).
 std::string stalls_note(const ProxyStalls& ps, bool loop_lines) {

@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <mutex>
 #include <utility>
@@ -40,8 +41,9 @@ std::uint8_t operation_index(const std::optional<std::string_view>& operation) {
 
 namespace {
 
+// A value a float cannot hold (a damaged ledger) is absent: converting it would be undefined.
 std::optional<float> as_float(const std::optional<double>& v) {
-  if (!v) return std::nullopt;
+  if (!v || !(std::abs(*v) <= 1e30)) return std::nullopt;
   return static_cast<float>(*v);
 }
 

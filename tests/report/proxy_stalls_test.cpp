@@ -99,6 +99,22 @@ TEST(ProxyStalls, LinesThatDoNotSayWhenLeaveThePercentileToJudge) {
   EXPECT_FALSE(analyse(on_time(), {}).at(0).proxy_stalls);  // nothing late: nothing to find
 }
 
+TEST(ProxyStalls, ImpossibleLagsAndArrivalsAreLeftOutNotConverted) {
+  // A damaged ledger: values no proxy writes, which would overflow as microseconds.
+  auto rs = on_time();
+  rs.push_back(line(1000, 4, 1e30));
+  rs.push_back(line(1000, 1e300, 10));
+  rs.push_back(line(1000, 4, -1e12));
+  rs.push_back(line(2000, 4, 10));
+  auto undated = rs;
+  undated.push_back(line(1000, 4, 1e300));  // no float holds it: the line does not say when
+  EXPECT_FALSE(analyse(undated, {}).at(0).proxy_stalls);
+  const auto ps = stalls_of(rs);
+  EXPECT_EQ(ps.late_lines, 1u);
+  ASSERT_EQ(ps.stalls.size(), 1u);
+  EXPECT_EQ(ps.stalls[0].from_us, kT0 + 2'010'000);
+}
+
 TEST(ProxyStalls, OneStallIsANoteWithItsTimeNotTheBottleneckWarning) {
   auto rs = on_time();
   for (int i = 0; i < 10; ++i) rs.push_back(line(4000 + i * 20, 4.0, 1000 - i * 20));
