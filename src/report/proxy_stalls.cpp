@@ -15,7 +15,9 @@ std::optional<ProxyStalls> find_proxy_stalls(const RowList& rows) {
   // and its line is left out, as converting it to microseconds would overflow.
   constexpr double kMostMs = 1e9;
   std::vector<Wait> waits;
+  std::size_t timed = 0;
   for (const Row* r : rows) {
+    if (r->proxy_lag_ms) ++timed;
     if (!r->proxy_lag_ms || *r->proxy_lag_ms < kProxyLagWarnMs) continue;
     if (!r->proxy_lag_at_ms) return std::nullopt;
     const double lag_ms = *r->proxy_lag_ms, at_ms = *r->proxy_lag_at_ms;
@@ -27,6 +29,7 @@ std::optional<ProxyStalls> find_proxy_stalls(const RowList& rows) {
   std::sort(waits.begin(), waits.end(), [](const Wait& a, const Wait& b) { return a.arrived_us < b.arrived_us; });
   ProxyStalls out;
   out.late_lines = waits.size();
+  out.timed_lines = timed;
   // In arrival order, a wait joins the current stall while it arrived before every wait of that
   // stall was read (they share an instant); the first that arrived after one was read starts the
   // next. This greedy choice gives the fewest instants.
@@ -45,12 +48,13 @@ std::optional<ProxyStalls> find_proxy_stalls(const RowList& rows) {
   }
   // Stretches: stalls each within kStallSeparationMs of the next.
   const auto apart_us = static_cast<std::int64_t>(kStallSeparationMs * 1000);
-  std::size_t stretch = 1;
-  out.isolated = true;
+  std::size_t run = 1;
   for (std::size_t i = 1; i < out.stalls.size(); ++i) {
-    stretch = out.stalls[i].from_us - out.stalls[i - 1].to_us < apart_us ? stretch + 1 : 1;
-    if (stretch >= kStallsInAStretch) out.isolated = false;
+    run = out.stalls[i].from_us - out.stalls[i - 1].to_us < apart_us ? run + 1 : 1;
+    if (run >= kStallsInAStretch) out.stretch = true;
   }
+  out.most_lines_late = 2 * out.late_lines > out.timed_lines;
+  out.isolated = !out.stretch && !out.most_lines_late;
   return out;
 }
 

@@ -104,13 +104,24 @@ std::string stalls_note(const ProxyStalls& ps, bool loop_lines) {
   if (longest.size() > 3) list += fmt::format(" and {} more", longest.size() - 3);
   return fmt::format(
       " (the {} line{} read {:.0f} ms or more late waited through {} stall{} of the proxy, {} when it read "
-      "nothing: {}; never {} within {:.0f} ms of each other, with reads on time between them: not a lack of "
-      "CPU throughout but its loop held up or its machine paused (a virtual machine's host, a process of higher "
+      "nothing: {}; never {} within {:.0f} ms of each other, with reads on time between them and on most lines: not "
+      "a lack of CPU throughout but its loop held up or its machine paused (a virtual machine's host, a process of "
+      "higher "
       "priority); {})",
       ps.late_lines, ps.late_lines == 1 ? "" : "s", kProxyLagWarnMs, ps.stalls.size(), ps.stalls.size() == 1 ? "" : "s",
       ps.stalls.size() == 1 ? "a moment" : "moments", list, kStallsInAStretch, kStallSeparationMs,
       loop_lines ? "lines on the loop basis carry that lateness in their times"
                  : "the times rest on the kernel's receive timestamps and stay true");
+}
+
+// Where the lines say when: how the late reads fell, for the bottleneck warning.
+std::string lateness_detail(const std::optional<ProxyStalls>& ps) {
+  if (!ps) return "";
+  if (ps->most_lines_late)
+    return fmt::format(", on most lines ({} of {} read {:.0f} ms or more late, in {} stall{})", ps->late_lines,
+                       ps->timed_lines, kProxyLagWarnMs, ps->stalls.size(), ps->stalls.size() == 1 ? "" : "s");
+  return fmt::format(", in stretches of stalls ({} late lines in {} stalls, {} or more within {:.0f} ms of each other)",
+                     ps->late_lines, ps->stalls.size(), kStallsInAStretch, kStallSeparationMs);
 }
 
 std::string stalls_json(const std::optional<ProxyStalls>& ps) {
@@ -126,6 +137,9 @@ std::string stalls_json(const std::optional<ProxyStalls>& ps) {
   }
   return std::move(JsonObjectWriter()
                        .field("late_lines", static_cast<std::uint64_t>(ps->late_lines))
+                       .field("timed_lines", static_cast<std::uint64_t>(ps->timed_lines))
+                       .field("stretch", ps->stretch)
+                       .field("most_lines_late", ps->most_lines_late)
                        .field("isolated", ps->isolated)
                        .raw_field("stalls", json_array(items, false)))
       .finish();
@@ -149,12 +163,7 @@ std::string timing_summary(const GroupStats& g) {
       out += fmt::format(
           " (**warning**: the proxy itself was a bottleneck: its event loop read bytes up to {:.1f} ms after they "
           "arrived{}, so it forwarded them that late; {}give the proxy more CPU)",
-          g.proxy_lag_ms->max,
-          g.proxy_stalls ? fmt::format(", in stretches of stalls ({} late lines in {} stalls, {} or more within {:.0f} "
-                                       "ms of each other)",
-                                       g.proxy_stalls->late_lines, g.proxy_stalls->stalls.size(), kStallsInAStretch,
-                                       kStallSeparationMs)
-                         : std::string(),
+          g.proxy_lag_ms->max, lateness_detail(g.proxy_stalls),
           loop_lines ? "lines on the loop basis carry that lateness in their times; "
                      : "the times rest on the kernel's "
                        "receive timestamps and stay true; ");

@@ -108,7 +108,8 @@ TEST(TopScreen, TheProxysLateReadsSayWhetherTheyWereOneStallOrAStretch) {
   EXPECT_NE(lag_line(screen_of(lines)).find("(1 stall apart, up to 3.0 ms)"), std::string::npos)
       << lag_line(screen_of(lines));
   for (int i = 0; i < 4; ++i) lines[static_cast<std::size_t>(i)].proxy_lag_at_ms = 100.0 - i * 100 + i * 10.0;
-  EXPECT_NE(lag_line(screen_of(lines)).find("(behind: 4 stalls in stretches"), std::string::npos)
+  EXPECT_NE(lag_line(screen_of(lines)).find("(behind: 4 of 40 lines late, 4 stalls in stretches; give it more CPU)"),
+            std::string::npos)
       << lag_line(screen_of(lines));
 }
 
