@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -170,6 +171,39 @@ TEST(ProxyStalls, AStretchOfStallsIsTheBottleneckWarning) {
             std::string::npos)
       << t;
   EXPECT_NE(t.find("give the proxy more CPU"), std::string::npos) << t;
+}
+
+}  // namespace
+}  // namespace mpo::report
+
+namespace mpo::report {
+namespace {
+
+TEST(ReportHostileNumbers, ExtremeValuesInEveryNumberOfALineAreAnalysedAndRenderedWithoutUndefinedBehaviour) {
+  // A hand-edited or damaged ledger: every number a line carries at a magnitude no proxy writes,
+  // both signs. The report must analyse and render it (CI runs this under UBSan, whose
+  // float-cast-overflow check catches a conversion out of range).
+  std::vector<ledger::LedgerRecord> rs = on_time();
+  for (const double v : {1e300, -1e300, 1e19, -1e19, 3e38, 1e12}) {
+    auto r = line(500, v, std::clamp(v, -3e38, 3e38));  // an arrival a float holds: it is placed
+    r.ttft_ms = v;
+    r.e2e_ms = v;
+    r.ttfb_ms = v;
+    r.tpot_ms = v;
+    r.itl_p95_ms = v;
+    r.prompt_tokens = static_cast<std::int64_t>(v > 0 ? 9e18 : -9e18);
+    r.completion_tokens = r.prompt_tokens;
+    r.cached_prompt_tokens = r.prompt_tokens;
+    r.in_flight_at_start = r.prompt_tokens;
+    rs.push_back(r);
+  }
+  const auto groups = analyse(rs, {});
+  ASSERT_FALSE(groups.empty());
+  ReportInput in;
+  in.sources = {"damaged.jsonl"};
+  in.groups = groups;
+  EXPECT_FALSE(render_markdown(in).empty());
+  EXPECT_FALSE(render_json(in).empty());
 }
 
 }  // namespace
