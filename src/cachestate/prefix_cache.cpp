@@ -4,6 +4,8 @@
 
 #include <openssl/evp.h>
 
+#include "core/text.hpp"
+
 namespace mpo::cachestate {
 
 std::string prefix_key(std::span<const std::int64_t> tokens) {
@@ -16,12 +18,9 @@ std::string prefix_key(std::span<const std::int64_t> tokens) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
   std::string out = "sha256:";
-  for (unsigned i = 0; i < len; ++i) {
-    out.push_back(kHex[md[i] >> 4]);
-    out.push_back(kHex[md[i] & 0xF]);
-  }
+  out.resize(out.size() + 2 * len);
+  write_hex_lower(out.data() + 7, md, len);
   return out;
 }
 

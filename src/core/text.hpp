@@ -58,6 +58,17 @@ inline int hex_digit_value(char c) {
   return -1;
 }
 
+// `n` bytes as two lowercase hex digits each, written from `out` on; returns the end. Ids and
+// digests (trace context, the ledger's trace ids, identity digests).
+inline char* write_hex_lower(char* out, const std::uint8_t* bytes, std::size_t n) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  for (std::size_t i = 0; i < n; ++i) {
+    *out++ = kDigits[bytes[i] >> 4];
+    *out++ = kDigits[bytes[i] & 0xf];
+  }
+  return out;
+}
+
 // RFC 9110 5.6.2 tchar: a byte of a token (header names, methods, chunk-extension names).
 inline bool is_token_char(char c) {
   static constexpr auto kTable = [] {

@@ -6,6 +6,7 @@
 
 #include "core/json.hpp"
 #include "core/stats.hpp"
+#include "core/text.hpp"
 #include "core/time.hpp"
 
 namespace mpo::ledger {
@@ -34,12 +35,8 @@ void hex_field(JsonObjectWriter& w, Key key, const std::optional<std::array<std:
     w.null_field(key);
     return;
   }
-  static constexpr char kDigits[] = "0123456789abcdef";
   char text[2 * N];
-  for (std::size_t i = 0; i < N; ++i) {
-    text[2 * i] = kDigits[(*id)[i] >> 4];
-    text[2 * i + 1] = kDigits[(*id)[i] & 0xf];
-  }
+  write_hex_lower(text, id->data(), N);
   w.field(key, std::string_view(text, 2 * N));
 }
 

@@ -66,10 +66,10 @@ std::string bottleneck_line(const report::GroupStats& g) {
 std::string proxy_lag_line(const report::GroupStats& g) {
   std::string out = fmt::format("proxy lag p99 {:.2f} ms", g.proxy_lag_ms->p99);
   if (const auto& ps = g.proxy_stalls; ps && g.proxy_lag_ms->p99 >= report::kProxyLagWarnMs) {
-    out += ps->isolated ? fmt::format(" ({} stall{} apart, up to {:.1f} ms)", ps->stalls.size(),
-                                      ps->stalls.size() == 1 ? "" : "s", g.proxy_lag_ms->max)
-                        : fmt::format(" (behind: {} of {} lines late, {} stalls{}; give it more CPU)", ps->late_lines,
-                                      ps->timed_lines, ps->stalls.size(), ps->stretch ? " in stretches" : "");
+    out += ps->isolated() ? fmt::format(" ({} stall{} apart, up to {:.1f} ms)", ps->stalls.size(),
+                                        ps->stalls.size() == 1 ? "" : "s", g.proxy_lag_ms->max)
+                          : fmt::format(" (behind: {} of {} lines late, {} stalls{}; give it more CPU)", ps->late_lines,
+                                        ps->timed_lines, ps->stalls.size(), ps->stretch ? " in stretches" : "");
   }
   return out;
 }

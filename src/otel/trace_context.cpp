@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "core/text.hpp"
+
 namespace mpo::otel {
 namespace {
 
@@ -77,14 +79,7 @@ Result<TraceParent> parse_traceparent(std::string_view v) {
 namespace {
 
 // Two lower-case hex digits per byte, from `p` on; the end.
-char* write_hex(char* p, std::span<const std::uint8_t> bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  for (std::uint8_t b : bytes) {
-    *p++ = kDigits[b >> 4];
-    *p++ = kDigits[b & 0xf];
-  }
-  return p;
-}
+char* write_hex(char* p, std::span<const std::uint8_t> bytes) { return write_hex_lower(p, bytes.data(), bytes.size()); }
 
 }  // namespace
 

@@ -3,6 +3,8 @@
 
 #include <openssl/sha.h>
 
+#include "core/text.hpp"
+
 namespace mpo::proxy {
 
 std::string_view session_source(SessionEvidence e) {
@@ -20,12 +22,9 @@ std::string_view session_source(SessionEvidence e) {
 std::string identity_digest(std::string_view value) {
   unsigned char md[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(value.data()), value.size(), md);
-  static constexpr char kHex[] = "0123456789abcdef";
   std::string out = "sha256:";
-  for (int i = 0; i < 8; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 0xf];
-  }
+  out.resize(out.size() + 16);
+  write_hex_lower(out.data() + 7, md, 8);
   return out;
 }
 

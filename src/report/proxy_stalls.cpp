@@ -54,7 +54,6 @@ std::optional<ProxyStalls> find_proxy_stalls(const RowList& rows) {
     if (run >= kStallsInAStretch) out.stretch = true;
   }
   out.most_lines_late = 2 * out.late_lines > out.timed_lines;
-  out.isolated = !out.stretch && !out.most_lines_late;
   return out;
 }
 

@@ -41,7 +41,7 @@ struct ProxyStalls {
   bool most_lines_late = false;
   // Neither: the proxy read on time between the stalls and on most lines (the report's note, not
   // its warning).
-  bool isolated = false;
+  bool isolated() const { return !stretch && !most_lines_late; }
 };
 
 // Stalls closer than this make a stretch of lateness. A stall's own aftermath (the loop catching up

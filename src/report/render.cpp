@@ -140,7 +140,7 @@ std::string stalls_json(const std::optional<ProxyStalls>& ps) {
                        .field("timed_lines", static_cast<std::uint64_t>(ps->timed_lines))
                        .field("stretch", ps->stretch)
                        .field("most_lines_late", ps->most_lines_late)
-                       .field("isolated", ps->isolated)
+                       .field("isolated", ps->isolated())
                        .raw_field("stalls", json_array(items, false)))
       .finish();
 }
@@ -157,7 +157,7 @@ std::string timing_summary(const GroupStats& g) {
     out += fmt::format("; the proxy's own read lag per line p50 {:.3f} ms, p99 {:.3f} ms, max {:.3f} ms",
                        g.proxy_lag_ms->p50, g.proxy_lag_ms->p99, g.proxy_lag_ms->max);
     const bool loop_lines = g.timing_bases.count("loop") > 0;
-    if (g.proxy_lag_ms->p99 >= kProxyLagWarnMs && g.proxy_stalls && g.proxy_stalls->isolated) {
+    if (g.proxy_lag_ms->p99 >= kProxyLagWarnMs && g.proxy_stalls && g.proxy_stalls->isolated()) {
       out += stalls_note(*g.proxy_stalls, loop_lines);
     } else if (g.proxy_lag_ms->p99 >= kProxyLagWarnMs) {
       out += fmt::format(

@@ -65,7 +65,7 @@ TEST(ProxyStalls, ReadsThatWaitedThroughOneInstantAreOneStall) {
   EXPECT_EQ(ps.stalls[0].lines, 10u);
   EXPECT_EQ(ps.stalls[0].from_us, kT0 + 5'000'000);
   EXPECT_NEAR(ps.stalls[0].longest_ms, 4.0, 1e-6);
-  EXPECT_TRUE(ps.isolated);
+  EXPECT_TRUE(ps.isolated());
 }
 
 TEST(ProxyStalls, AReadThatArrivedAfterAnotherWasReadStartsTheNextStall) {
@@ -84,12 +84,12 @@ TEST(ProxyStalls, AStallAndItsAftermathAreStillApartButAStretchOfThreeIsNot) {
   auto rs = on_time();
   rs.push_back(line(1000, 18, 0));
   rs.push_back(line(1000, 1.2, 55));
-  EXPECT_TRUE(stalls_of(rs).isolated);
+  EXPECT_TRUE(stalls_of(rs).isolated());
   // A third within 100 ms of the second: the loop kept falling behind.
   rs.push_back(line(1000, 1.5, 150));
   const auto ps = stalls_of(rs);
   EXPECT_EQ(ps.stalls.size(), 3u);
-  EXPECT_FALSE(ps.isolated);
+  EXPECT_FALSE(ps.isolated());
 }
 
 TEST(ProxyStalls, LinesThatDoNotSayWhenLeaveThePercentileToJudge) {
@@ -152,7 +152,7 @@ TEST(ProxyStalls, MostLinesLateIsTheBottleneckWarningHoweverFarApartTheirStallsF
   EXPECT_EQ(g.proxy_stalls->stalls.size(), 15u);
   EXPECT_FALSE(g.proxy_stalls->stretch);
   EXPECT_TRUE(g.proxy_stalls->most_lines_late);
-  EXPECT_FALSE(g.proxy_stalls->isolated);
+  EXPECT_FALSE(g.proxy_stalls->isolated());
   const auto t = timing_summary(g);
   EXPECT_NE(t.find("**warning**: the proxy itself was a bottleneck"), std::string::npos) << t;
   EXPECT_NE(t.find("on most lines (15 of 24 read 1 ms or more late, in 15 stalls)"), std::string::npos) << t;
