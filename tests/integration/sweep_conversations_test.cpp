@@ -32,7 +32,11 @@ std::vector<Line> session_lines(const std::string& ledger) {
     EXPECT_EQ(o.at("session_source").as_string(), "header");
     l.turn = o.at("turn").as_int64();
     l.started_us = *parse_rfc3339(o.at("started_at").as_string());
-    l.ended_us = *parse_rfc3339(o.at("ended_at").as_string());
+    // The response's end as the proxy received it (started_at + e2e, on the kernel's receive
+    // times): the client can have the last byte only after it. `ended_at` is when the proxy
+    // finished the line, which a stalled loop or a paused machine puts later (seen: 1.9 ms, the
+    // next turn then looking 298.1 ms after it).
+    l.ended_us = l.started_us + static_cast<std::int64_t>(o.at("e2e_ms").to_number<double>() * 1000);
     if (o.at("prompt_tokens").is_int64()) l.prompt = o.at("prompt_tokens").as_int64();
     if (o.at("cached_prompt_tokens").is_int64()) l.cached = o.at("cached_prompt_tokens").as_int64();
     out.push_back(l);
