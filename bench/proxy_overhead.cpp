@@ -7,8 +7,8 @@
 //
 // Prints: added TTFT at concurrency 1 (p50/p99 of paired differences; a new client connection per
 // request, then one keep-alive connection per target), added inter-token gap, streamed chunks/s and
-// requests/s at 64 and 1,000 connections with each target's CPU per request, RSS per in-flight
-// stream at 1,000 and 8,000 streams, and the proxy's TTFT offset against the simulator's truth at
+// requests/s at 64 and 1,000 connections with each target's CPU per request (the targets taking
+// turns over several rounds; ratios within a round), RSS per in-flight stream at 1,000 and 8,000 streams, and the proxy's TTFT offset against the simulator's truth at
 // 1/100/1000/8000 streams. --latency-only stops after the concurrency-1 tables. --apis instead
 // compares chat, the Responses API and Anthropic Messages through the proxy (added TTFT at
 // concurrency 1, chunks/s at 1,000 streams and the proxy's CPU per chunk, each against direct).
@@ -76,6 +76,7 @@ struct Target {
   std::string name;
   std::uint16_t port;
   int pid;
+  long start_rss_kib = 0;  // before any request: the memory figure's base (below)
 };
 
 }  // namespace
@@ -157,10 +158,11 @@ http {{
   const std::string relay_line = relay.read_line();
   const auto relay_port = static_cast<std::uint16_t>(std::stoi(relay_line.substr(relay_line.rfind(' ') + 1)));
 
-  const std::vector<Target> targets = {{"direct", sim.port, sim.process.pid()},
-                                       {"relay", relay_port, relay.pid()},
-                                       {"proxy", proxy.port, proxy.process.pid()},
-                                       {"nginx", nginx_port, nginx.pid()}};
+  std::vector<Target> targets = {{"direct", sim.port, sim.process.pid()},
+                                 {"relay", relay_port, relay.pid()},
+                                 {"proxy", proxy.port, proxy.process.pid()},
+                                 {"nginx", nginx_port, nginx.pid()}};
+  for (auto& t : targets) t.start_rss_kib = bench::rss_of(t.pid).current_kib;
   fmt::print(
       "proxy_overhead: simulate paced at 20 ms/token; direct vs byte relay (the floor) vs modelperfobs proxy "
       "(--threads {0}) vs nginx (proxy_buffering off, worker_processes {0})\n\n",
@@ -250,36 +252,69 @@ http {{
   // throughput and memory phases leave the simulator with thousands of connections to serve).
   drive_streams(proxy.port, 100, body(8), {}, "c100-");
 
-  // 2. Throughput at 64 and 1,000 connections.
+  // 2. Throughput at 64 and 1,000 connections. The targets take turns, round after round (each
+  // round in a rotated order), so that a change in what else the machine does falls on all of them
+  // alike; each ratio is taken within a round, and its median and range over the rounds printed.
+  // (Each target's phases one after the other made the proxy's ratio to nginx swing from 0.8x to
+  // 1.7x between runs of one build on this machine.)
+  const int turns = quick ? 3 : 6;
   fmt::print(
-      "throughput (streams of 50 tokens; one-token requests for req/s; CPU of the target's own\n"
-      "process(es) and of the simulator per one-token request)\n");
-  fmt::print("  {:<7} {:>6} {:>12} {:>10} {:>12} {:>10} {:>14} {:>14}\n", "target", "conns", "chunks/s", "vs direct",
-             "requests/s", "vs direct", "own CPU us/req", "sim CPU us/req");
+      "throughput, {} rounds with the targets taking turns (streams of 50 tokens for chunks/s; one-token\n"
+      "requests, a new connection each, for req/s and the CPU of the target's own process(es) and the\n"
+      "simulator's per request; ratios are medians of each round's ratio, [lowest-highest])\n",
+      turns);
+  fmt::print("  {:<7} {:>6} {:>10} {:>18} {:>11} {:>18} {:>10} {:>18} {:>8}\n", "target", "conns", "chunks/s",
+             "vs direct", "requests/s", "vs direct", "CPU us/req", "vs nginx", "sim us");
+  struct Turn {
+    double chunks_s = 0, requests_s = 0, cpu_us = 0, sim_us = 0;
+  };
+  const auto ratio_text = [](std::vector<double> v) {
+    if (v.empty()) return std::string("-");
+    std::sort(v.begin(), v.end());
+    return fmt::format("{:.2f} [{:.2f}-{:.2f}]", q(v, 0.5), v.front(), v.back());
+  };
   for (int conns : {64, 1000}) {
-    double direct_chunks = 0, direct_reqs = 0;
+    // 64 one-token requests are too few to read a CPU time from: several batches make a turn.
+    const int batches = conns < 200 ? 4 : 1;
+    std::map<std::string, std::vector<Turn>> turns_of;
+    for (int round = 0; round < turns; ++round) {
+      for (std::size_t i = 0; i < targets.size(); ++i) {
+        const Target& t = targets[(i + static_cast<std::size_t>(round)) % targets.size()];
+        Turn turn;
+        auto r = drive_streams(t.port, conns, body(50));
+        turn.chunks_s = static_cast<double>(r.events) / r.wall_s;
+        long total = 0;
+        double wall = 0;
+        const double own0 = bench::cpu_seconds_of(t.pid), sim0 = bench::cpu_seconds_of(sim.process.pid());
+        for (int k = 0; k < batches; ++k) {
+          auto one = drive_streams(t.port, conns, body(1));
+          total += one.completed;
+          wall += one.wall_s;
+        }
+        const double n = static_cast<double>(std::max(1L, total));
+        turn.cpu_us = (bench::cpu_seconds_of(t.pid) - own0) * 1e6 / n;
+        turn.sim_us = (bench::cpu_seconds_of(sim.process.pid()) - sim0) * 1e6 / n;
+        turn.requests_s = static_cast<double>(total) / wall;
+        turns_of[t.name].push_back(turn);
+      }
+    }
     for (const auto& t : targets) {
-      auto r = drive_streams(t.port, conns, body(50));
-      const double chunks = static_cast<double>(r.events) / r.wall_s;
-      long total = 0;
-      double wall = 0;
-      const double own0 = bench::cpu_seconds_of(t.pid), sim0 = bench::cpu_seconds_of(sim.process.pid());
-      for (int k = 0; k < (quick ? 2 : 5); ++k) {
-        auto one = drive_streams(t.port, conns, body(1));
-        total += one.completed;
-        wall += one.wall_s;
+      const auto& mine = turns_of[t.name];
+      std::vector<double> chunks, reqs, cpu, sim_cpu, chunks_vs, reqs_vs, cpu_vs;
+      for (std::size_t k = 0; k < mine.size(); ++k) {
+        const Turn& d = turns_of["direct"][k];
+        const Turn& ng = turns_of["nginx"][k];
+        chunks.push_back(mine[k].chunks_s);
+        reqs.push_back(mine[k].requests_s);
+        cpu.push_back(mine[k].cpu_us);
+        sim_cpu.push_back(mine[k].sim_us);
+        chunks_vs.push_back(mine[k].chunks_s / d.chunks_s);
+        reqs_vs.push_back(mine[k].requests_s / d.requests_s);
+        if (t.name != "direct" && t.name != "nginx") cpu_vs.push_back(mine[k].cpu_us / ng.cpu_us);
       }
-      const double own_us = (bench::cpu_seconds_of(t.pid) - own0) * 1e6 / static_cast<double>(std::max(1L, total));
-      const double sim_us =
-          (bench::cpu_seconds_of(sim.process.pid()) - sim0) * 1e6 / static_cast<double>(std::max(1L, total));
-      const double reqs = static_cast<double>(total) / wall;
-      if (t.name == "direct") {
-        direct_chunks = chunks;
-        direct_reqs = reqs;
-      }
-      fmt::print("  {:<7} {:>6} {:>12.0f} {:>10.2f} {:>12.0f} {:>10.2f} {:>14} {:>14.0f}\n", t.name, conns, chunks,
-                 chunks / direct_chunks, reqs, reqs / direct_reqs,
-                 t.name == "direct" ? "-" : fmt::format("{:.0f}", own_us), sim_us);
+      fmt::print("  {:<7} {:>6} {:>10.0f} {:>18} {:>11.0f} {:>18} {:>10} {:>18} {:>8.0f}\n", t.name, conns,
+                 q(chunks, 0.5), ratio_text(chunks_vs), q(reqs, 0.5), ratio_text(reqs_vs),
+                 t.name == "direct" ? "-" : fmt::format("{:.0f}", q(cpu, 0.5)), ratio_text(cpu_vs), q(sim_cpu, 0.5));
     }
   }
 
@@ -305,8 +340,12 @@ http {{
       auto r = drive_streams(
           t.port, n, body(120), [&] { at = bench::rss_of(t.pid).current_kib; },
           t.name == "proxy" ? fmt::format("c{}-", n) : "");
-      fmt::print("  {:<7} {:>5} streams: RSS {} KiB idle -> {} KiB in flight = {:.1f} KiB per stream ({} completed)\n",
-                 t.name, n, idle, at, static_cast<double>(at - idle) / n, r.completed);
+      // Per stream over the RSS just before these streams (what the earlier phases left is there
+      // already: an allocator keeps freed pages), and the RSS before any request beside it.
+      fmt::print(
+          "  {:<7} {:>5} streams: RSS {} KiB at start, {} idle -> {} KiB in flight = {:.1f} KiB per stream ({} "
+          "completed)\n",
+          t.name, n, t.start_rss_kib, idle, at, static_cast<double>(at - idle) / n, r.completed);
     }
   }
 
