@@ -8,10 +8,10 @@
 // Prints: added TTFT at concurrency 1 (p50/p99 of paired differences; a new client connection per
 // request, then one keep-alive connection per target), added inter-token gap, streamed chunks/s and
 // requests/s at 64 and 1,000 connections with each target's CPU per request (the targets taking
-// turns over several rounds; ratios within a round), RSS per in-flight stream at 1,000 and 8,000 streams, and the proxy's TTFT offset against the simulator's truth at
-// 1/100/1000/8000 streams. --latency-only stops after the concurrency-1 tables. --apis instead
-// compares chat, the Responses API and Anthropic Messages through the proxy (added TTFT at
-// concurrency 1, chunks/s at 1,000 streams and the proxy's CPU per chunk, each against direct).
+// turns over several rounds; ratios within a round), RSS per in-flight stream at 1,000 and 8,000 streams, and the
+// proxy's TTFT offset against the simulator's truth at 1/100/1000/8000 streams. --latency-only stops after the
+// concurrency-1 tables. --apis instead compares chat, the Responses API and Anthropic Messages through the proxy (added
+// TTFT at concurrency 1, chunks/s at 1,000 streams and the proxy's CPU per chunk, each against direct).
 // --proxy-arg passes ARG to the proxy (`--proxy-arg --timestamps --proxy-arg loop`: the loop's clock).
 // --workers N runs the proxy with --threads N and nginx with worker_processes N (default 1 each):
 // the comparison at equal workers.
