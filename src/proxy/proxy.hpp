@@ -217,6 +217,7 @@ class Proxy {
   awaitable<boost::system::error_code> write_continue(beast::tcp_stream& client, unsigned version);
   awaitable<boost::system::error_code> read_body(beast::tcp_stream& client, net::ReadBuffer& buffer, ReadableWait& wait,
                                                  http::request_parser<http::string_body>& parser);
+  static bool take_buffered_body(net::ReadBuffer& buffer, std::string& body, std::uint64_t length);
   awaitable<boost::system::error_code> read_length_body(beast::tcp_stream& client, net::ReadBuffer& buffer,
                                                         ReadableWait& wait, std::string& body, std::uint64_t length);
 

@@ -355,6 +355,59 @@ TEST(Proxy, ARequestBodyOfManyReadsReachesTheEngineWhole) {
   EXPECT_EQ(lines[0]["request_bytes"], static_cast<std::int64_t>(body.size()));
 }
 
+TEST(Proxy, PipelinedRequestsInOneSendAreEachAnsweredInOrder) {
+  // HTTP/1.1 lets a client send its next request before the answer to the last: three requests in
+  // one send, so that the proxy reads them in one read. Each body is taken from the buffer without
+  // the bytes of the next (issue 43: a body read with its head is taken at once), and each request
+  // gets its answer, in order, and its own line. Bodies of different sizes; the last asks to close.
+  ProxyStack s;
+  const auto plain = [](int max_tokens, const std::string& text) {
+    return R"({"messages":[{"role":"user","content":")" + text + R"("}],"max_tokens":)" + std::to_string(max_tokens) +
+           R"(,"ignore_eos":true})";
+  };
+  const std::vector<std::string> bodies = {plain(1, "first"), plain(2, "second, a little longer"), plain(3, "third")};
+  std::string bytes;
+  for (std::size_t i = 0; i < bodies.size(); ++i) {
+    bytes += fmt::format(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+        "X-Fak-Observation-ID: pipelined-{}\r\n{}Content-Length: {}\r\n\r\n{}",
+        i, i + 1 == bodies.size() ? "Connection: close\r\n" : "", bodies[i].size(), bodies[i]);
+  }
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(s.proxy.port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+  const timeval wait_at_most{20, 0};  // a request lost would leave the connection open: fail, not hang
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait_at_most, sizeof wait_at_most);
+  std::string answers;
+  char chunk[4096];
+  for (ssize_t n; (n = recv(fd, chunk, sizeof chunk, 0)) > 0;) answers.append(chunk, static_cast<std::size_t>(n));
+  close(fd);
+  // Three answers, in the order asked: each names the request's ID and carries its token count.
+  std::vector<std::size_t> at;
+  for (int i = 0; i < 3; ++i) at.push_back(answers.find(fmt::format("pipelined-{}", i)));
+  ASSERT_NE(at[0], std::string::npos) << answers;
+  ASSERT_NE(at[1], std::string::npos) << answers;
+  ASSERT_NE(at[2], std::string::npos) << answers;
+  EXPECT_LT(at[0], at[1]);
+  EXPECT_LT(at[1], at[2]);
+  std::size_t oks = 0;
+  for (std::size_t p = answers.find("HTTP/1.1 200 "); p != std::string::npos; p = answers.find("HTTP/1.1 200 ", p + 1))
+    ++oks;
+  EXPECT_EQ(oks, 3u) << answers;
+  auto lines = s.ledger();
+  ASSERT_EQ(lines.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(lines[i]["observation_id"], json::value(fmt::format("pipelined-{}", i)));
+    EXPECT_EQ(lines[i]["outcome"], "ok");
+    EXPECT_EQ(lines[i]["request_bytes"], static_cast<std::int64_t>(bodies[i].size()));
+    EXPECT_EQ(lines[i]["completion_tokens"], static_cast<std::int64_t>(i + 1));
+  }
+}
+
 TEST(Proxy, ConnectionsOverTheLimitGet503AndALine) {
   ProxyStack s({}, {"--max-connections", "1"});
   HttpRequest held;  // occupies the only connection with a long stream
