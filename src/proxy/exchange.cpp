@@ -525,6 +525,12 @@ struct Relay : KeptByThread<Relay> {
     // Only framing came (a chunk size line), or nothing yet: the client still gets the head now.
     return !head_written && !last && !failed_upstream ? Write::kHead : Write::kNone;
   }
+  // The end of the body (or a body-less response) when no data carried it; or, when the backend
+  // failed right after its head, that head, so the client's response ends as the backend's did. A
+  // body forwarded as it came ends with it: only a head can be left to write.
+  bool end_left_to_write(bool complete) const {
+    return (complete && !final_written) || (!complete && !head_written && !client_failed);
+  }
   void wrote(Write w, boost::system::error_code ec, bool last) {
     if (w == Write::kBody && ec == http::error::need_buffer) ec = {};
     client_failed = client_failed || static_cast<bool>(ec);
@@ -550,6 +556,8 @@ struct Relay : KeptByThread<Relay> {
       raw_head;  // pass-through: the head's bytes, then the backend's body as it came
   const std::unique_ptr<char[], GiveBuffer> buf;
   std::array<asio::const_buffer, 2> bytes;  // kAsTheyCame's: the head (until written) and the raw bytes
+  Write head_pending = Write::kNone;        // a head the client's socket did not take at once
+  std::size_t head_sent = 0;                // and the bytes of it that went
   std::size_t parsed = 0;
   bool consumed = false;
   // The head goes out at once when no body byte came with it (the client learns the status while
@@ -559,6 +567,41 @@ struct Relay : KeptByThread<Relay> {
   // The stream's terminal event ([DONE], response.completed, message_stop) reached the client.
   bool terminal_forwarded = false;
 };
+
+namespace {
+
+// The head written at once when the client's socket takes it, as a round's bytes go (issue 43: a
+// coroutine to write it, and another inside it, cost about 700 instructions a request). False when
+// the rest is to be awaited (write_head_rest): what is left is kept in the relay, not in relay()'s
+// coroutine frame, which a few more bytes would push past the allocators' cached sizes.
+bool write_head_at_once(beast::tcp_stream& client, Relay& r) {
+  const auto w = r.plan_round({}, {}, false, false);
+  boost::system::error_code ec;
+  std::size_t sent = 0;
+  if (w == Relay::Write::kAsTheyCame) sent = send_now(client.socket(), r.bytes, ec);
+  if (w == Relay::Write::kHead || (w == Relay::Write::kAsTheyCame && !ec && sent < asio::buffer_size(r.bytes))) {
+    r.head_pending = w;
+    r.head_sent = sent;
+    return false;
+  }
+  if (w != Relay::Write::kNone) r.wrote(w, ec, false);
+  return true;
+}
+
+// What of the head the client's socket did not take at once, or the head by Beast's serializer
+// when the body is framed again.
+awaitable<void> write_head_rest(beast::tcp_stream& client, Relay& r) {
+  boost::system::error_code ec;
+  if (r.head_pending == Relay::Write::kAsTheyCame) {
+    ec = co_await send_rest(client, r.bytes, r.head_sent, kClientWriteTimeout);
+  } else {
+    client.expires_after(kClientWriteTimeout);
+    std::tie(ec, std::ignore) = co_await http::async_write_header(client, r.sr, kNoThrow);
+  }
+  r.wrote(r.head_pending, ec, false);
+}
+
+}  // namespace
 
 awaitable<bool> Proxy::relay(beast::tcp_stream& client, const ClientRequest& req, Exchange& x,
                              std::shared_ptr<Upstream> up, BackendParser& parser, std::shared_ptr<ClientWatch> watch,
@@ -571,7 +614,9 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const ClientRequest& req
   const auto relay_state = std::make_unique<Relay>(req, parser, backend, opts_, o.observation_id, strip_usage);
   Relay& r = *relay_state;
   const auto idle = seconds(opts_.stream_idle_timeout_s);
-  if (up->buffer().size() == 0 && !parser.is_done()) co_await write_head(client, r);
+  // The head alone (no body byte came with it): the client learns the status while the engine works.
+  if (up->buffer().size() == 0 && !parser.is_done() && !write_head_at_once(client, r))
+    co_await write_head_rest(client, r);
   boost::system::error_code upstream_ec;
   while (!r.client_failed && !parser.is_done()) {
     parser.body().data = r.buf.get();
@@ -635,7 +680,7 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const ClientRequest& req
   }
   disarm_client_watch(client, watch);
   bool complete = parser.is_done() && !r.client_failed;
-  co_await end_client_response(client, r, complete);
+  if (r.end_left_to_write(complete)) co_await end_client_response(client, r, complete);
   // To the last response byte received, on the line's own basis.
   o.e2e_ms = x.timing.basis() == kKernelRx ? static_cast<double>(x.last_rx.steady_us - x.t0_us) / 1000.0 : since_ms(x);
   r.tap.finish(parser.is_done());
@@ -651,22 +696,7 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const ClientRequest& req
   co_return complete&& req.keep_alive() && !r.close_delimited;
 }
 
-awaitable<void> Proxy::write_head(beast::tcp_stream& client, Relay& r) {
-  const auto w = r.plan_round({}, {}, false, false);
-  boost::system::error_code wec;
-  if (w == Relay::Write::kAsTheyCame) wec = co_await send_all(client, r.bytes, kClientWriteTimeout);
-  if (w == Relay::Write::kHead) {
-    client.expires_after(kClientWriteTimeout);
-    std::tie(wec, std::ignore) = co_await http::async_write_header(client, r.sr, kNoThrow);
-  }
-  if (w != Relay::Write::kNone) r.wrote(w, wec, false);
-}
-
 awaitable<void> Proxy::end_client_response(beast::tcp_stream& client, Relay& r, bool& complete) {
-  // The end of the body (or a body-less response) when no data carried it; or, when the backend
-  // failed right after its head, that head, so the client's response ends as the backend's did. A
-  // body forwarded as it came ends with it: only a head can be left to write.
-  if (!((complete && !r.final_written) || (!complete && !r.head_written && !r.client_failed))) co_return;
   r.res.body().data = nullptr;
   r.res.body().size = 0;
   r.res.body().more = !complete;

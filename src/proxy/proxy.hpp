@@ -289,7 +289,6 @@ class Proxy {
 
   // The head alone, before any body byte came (the client learns the status while the engine
   // works), and the end of the client's response: relay()'s writes once per response (exchange.cpp).
-  static awaitable<void> write_head(beast::tcp_stream& client, Relay& r);
   static awaitable<void> end_client_response(beast::tcp_stream& client, Relay& r, bool& complete);
 
   asio::io_context& io_;
