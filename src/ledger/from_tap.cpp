@@ -5,9 +5,9 @@
 
 namespace mpo::ledger {
 
-void fill_from_tap(Observation& o, const openai::StreamTap& tap, std::int64_t t0_us, bool itl_full) {
+void fill_from_tap(Observation& o, openai::StreamTap& tap, std::int64_t t0_us, bool itl_full) {
   if (!tap.model().empty()) o.response_model = tap.model();
-  if (!tap.id().empty()) o.response_id = tap.id();
+  if (!tap.id().empty()) o.response_id = tap.take_id();
   if (!tap.finish_reason().empty()) o.finish_reason = tap.finish_reason();
   if (tap.choices() > 0) o.choices = tap.choices();
   if (!tap.error_type().empty()) o.error_type = tap.error_type();
@@ -16,7 +16,7 @@ void fill_from_tap(Observation& o, const openai::StreamTap& tap, std::int64_t t0
   if (tap.sse()) {
     if (tap.first_content_us()) o.ttft_ms = static_cast<double>(*tap.first_content_us() - t0_us) / 1000.0;
     o.content_events = tap.content_events();
-    o.itl_ms = tap.gaps_ms();
+    o.itl_ms = tap.take_gaps_ms();
     o.itl_full = itl_full;
   }
   o.token_source = std::string(openai::to_string(tap.token_source()));

@@ -320,7 +320,7 @@ struct Driver::Impl {
       response.body_error = watch.fired() ? timed_out() : body_ec.message();
     }
     if (!parser.is_done() || !parser.keep_alive()) close_slot(conn);
-    record_response(s, o, tap, response);
+    record_response(s, o, std::move(tap), response);
     finish(s);
     co_return s;
   }

@@ -21,7 +21,7 @@ void record_failure(Sample& s, ledger::Observation& o, const RequestFailure& f) 
   o.error_message = s.error;
 }
 
-void record_response(Sample& s, ledger::Observation& o, const openai::StreamTap& tap, const Response& r) {
+void record_response(Sample& s, ledger::Observation& o, openai::StreamTap&& tap, const Response& r) {
   s.http_status = r.http_status;
   o.http_status = r.http_status;
   s.stream_mode = r.sse ? "sse" : "non_sse";

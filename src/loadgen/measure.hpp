@@ -37,7 +37,8 @@ struct Response {
 };
 // Fills TTFT (first generated content of any kind), ITL, TPOT, the output token count and its
 // basis (usage, else content events, else bytes / 4), usage, the served model, and the outcome:
-// fak's ok/fail and error class in the sample, ours in the ledger line (`o`, filled from the tap).
-void record_response(Sample& s, ledger::Observation& o, const openai::StreamTap& tap, const Response& r);
+// fak's ok/fail and error class in the sample, ours in the ledger line (`o`, filled from the tap,
+// whose response id and gaps move into it).
+void record_response(Sample& s, ledger::Observation& o, openai::StreamTap&& tap, const Response& r);
 
 }  // namespace mpo::loadgen

@@ -71,7 +71,7 @@ TEST(Measure, WithoutUsageTheBasisIsContentEventsThenBytes) {
   ledger::Observation bo;
   auto r = ok_response();
   r.sse = false;
-  record_response(b, bo, body, r);
+  record_response(b, bo, std::move(body), r);
   EXPECT_EQ(b.stream_mode, "non_sse");
   EXPECT_EQ(b.output_token_estimate, 10);
   EXPECT_EQ(b.output_token_count_basis, "estimated_content_tokens");
@@ -108,7 +108,7 @@ TEST(Measure, AnErrorStatusCarriesTheBodyAndAMalformedStreamIsOkForFakButNotForT
   r.sse = false;
   r.http_status = 429;
   r.error_body = "{\"error\":{\"message\":\"slow down\"}}\n\n";
-  record_response(s, o, tap, r);
+  record_response(s, o, std::move(tap), r);
   EXPECT_FALSE(s.ok);
   EXPECT_EQ(s.error_class, "http_status");
   EXPECT_EQ(s.error, "{\"error\":{\"message\":\"slow down\"}}");
@@ -121,7 +121,7 @@ TEST(Measure, AnErrorStatusCarriesTheBodyAndAMalformedStreamIsOkForFakButNotForT
   bad.feed("garbage line\n\n", 1'020'000);
   bad.feed("data: [DONE]\n\n", 1'030'000);
   bad.finish(true);
-  record_response(m, mo, bad, ok_response());
+  record_response(m, mo, std::move(bad), ok_response());
   EXPECT_TRUE(m.ok);
   EXPECT_EQ(mo.outcome, "malformed_stream");
 }
@@ -162,7 +162,7 @@ TEST(Measure, AMessagesStreamWithoutMessageStopIsTruncatedAndAnErrorEventIsAStre
   cut.finish(true);
   Sample s;
   ledger::Observation o;
-  record_response(s, o, cut, ok_response());
+  record_response(s, o, std::move(cut), ok_response());
   EXPECT_FALSE(s.ok);
   EXPECT_EQ(s.error_class, "stream_read");
   EXPECT_EQ(o.outcome, "stream_truncated");
@@ -176,7 +176,7 @@ TEST(Measure, AMessagesStreamWithoutMessageStopIsTruncatedAndAnErrorEventIsAStre
   failed.finish(true);
   Sample s2;
   ledger::Observation o2;
-  record_response(s2, o2, failed, ok_response());
+  record_response(s2, o2, std::move(failed), ok_response());
   EXPECT_FALSE(s2.ok);
   EXPECT_EQ(o2.outcome, "stream_error");
   EXPECT_EQ(o2.error_type, "overloaded_error");
