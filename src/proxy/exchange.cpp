@@ -696,6 +696,7 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const ClientRequest& req
   co_return complete&& req.keep_alive() && !r.close_delimited;
 }
 
+// What Relay::end_left_to_write says is left (relay() calls it only then).
 awaitable<void> Proxy::end_client_response(beast::tcp_stream& client, Relay& r, bool& complete) {
   r.res.body().data = nullptr;
   r.res.body().size = 0;

@@ -263,12 +263,8 @@ TEST(Proxy, AClientLeavingBeforeTheFirstByteClosesTheUpstreamBeforeTheEngineAnsw
   const std::string profile = make_temp_dir() + "/slow-first-step.json";
   write_file(profile, R"({"engine":{"step_base_s":3}})");
   ProxyStack s({"--profile", profile});
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(s.proxy.port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const int fd = connect_loopback(s.proxy.port);
+  ASSERT_GE(fd, 0);
   const std::string body = chat(4, R"(,"ignore_eos":true)");
   const std::string request = fmt::format(
       "POST /v1/chat/completions HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: "
@@ -373,12 +369,8 @@ TEST(Proxy, PipelinedRequestsInOneSendAreEachAnsweredInOrder) {
         "X-Fak-Observation-ID: pipelined-{}\r\n{}Content-Length: {}\r\n\r\n{}",
         i, i + 1 == bodies.size() ? "Connection: close\r\n" : "", bodies[i].size(), bodies[i]);
   }
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(s.proxy.port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const int fd = connect_loopback(s.proxy.port);
+  ASSERT_GE(fd, 0);
   ASSERT_EQ(send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
   const timeval wait_at_most{20, 0};  // a request lost would leave the connection open: fail, not hang
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait_at_most, sizeof wait_at_most);

@@ -152,15 +152,22 @@ std::uint16_t free_loopback_port() {
   return ntohs(a.sin_port);
 }
 
-bool is_listening(std::uint16_t port) {
+int connect_loopback(std::uint16_t port) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
   close(fd);
-  return ok;
+  return -1;
+}
+
+bool is_listening(std::uint16_t port) {
+  const int fd = connect_loopback(port);
+  if (fd < 0) return false;
+  close(fd);
+  return true;
 }
 
 std::string make_temp_dir() {

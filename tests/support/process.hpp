@@ -81,6 +81,9 @@ std::string binary_path();
 // A loopback port that was free a moment ago (bound, read, closed): for a peer that cannot be
 // told to use port 0, or for a port nobody listens on.
 std::uint16_t free_loopback_port();
+// A raw client socket connected to 127.0.0.1:port (for bytes the HTTP helpers do not send); -1
+// when the connection fails. The caller closes it.
+int connect_loopback(std::uint16_t port);
 // True when something accepts connections on the loopback port (for peers with no ready signal).
 bool is_listening(std::uint16_t port);
 // A fresh, empty directory for one test's files.
