@@ -20,7 +20,7 @@ std::string_view rebased(std::string_view s, const char* from, const char* to) {
 }  // namespace
 
 ClientRequest ClientRequest::from_head(std::string_view head_bytes, const RequestHead& parsed) {
-  ClientRequest r;
+  ClientRequest r{TakeKept{}};
   r.storage_->assign(head_bytes.begin(), head_bytes.end());
   const char* from = head_bytes.data();
   const char* to = r.storage_->data();
@@ -36,7 +36,7 @@ ClientRequest ClientRequest::from_head(std::string_view head_bytes, const Reques
 }
 
 ClientRequest ClientRequest::from_message(http::request<http::string_body>&& m) {
-  ClientRequest r;
+  ClientRequest r{TakeKept{}};
   std::size_t bytes = m.method_string().size();
   for (const auto& f : m) bytes += f.name_string().size() + f.value().size();
   r.storage_->reserve(bytes);  // never grows below: the views stay where they point
@@ -55,7 +55,7 @@ ClientRequest ClientRequest::from_message(http::request<http::string_body>&& m) 
 }
 
 ClientRequest ClientRequest::from_line(std::string_view method, std::string_view target, unsigned version) {
-  ClientRequest r;
+  ClientRequest r{TakeKept{}};
   r.storage_->assign(method.begin(), method.end());
   r.method_ = std::string_view(r.storage_->data(), r.storage_->size());
   r.verb_ = http::string_to_verb(method);

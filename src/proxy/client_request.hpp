@@ -28,6 +28,8 @@ class ClientRequest {
     http::field id;  // Beast's enum for the name, http::field::unknown for a name it does not know
   };
 
+  // Empty, holding none of the thread's kept buffers (those are taken by the factories below; an
+  // empty request is usually assigned one of theirs, issue 43).
   ClientRequest() = default;
   // Views into storage that moves with the request: moved, never copied.
   ClientRequest(ClientRequest&&) = default;
@@ -62,14 +64,19 @@ class ClientRequest {
   const std::string& body() const { return *body_; }
 
  private:
+  struct TakeKept {};
+  // With each buffer taken from the thread's kept ones.
+  explicit ClientRequest(TakeKept) : storage_(), target_(), fields_(), body_() {}
+
   // Each buffer the thread's next request's (proxy/thread_blocks.hpp, issue 43).
-  Kept<std::vector<char>> storage_;  // the bytes the views below point into (a vector's buffer moves with it)
+  Kept<std::vector<char>> storage_{
+      NotTaken{}};  // the bytes the views below point into (a vector's buffer moves with it)
   std::string_view method_;
   http::verb verb_ = http::verb::unknown;
-  Kept<std::string, struct RequestTarget> target_;
+  Kept<std::string, struct RequestTarget> target_{NotTaken{}};
   unsigned version_ = 11;
-  Kept<std::vector<Field>> fields_;
-  Kept<std::string, struct RequestBody> body_;
+  Kept<std::vector<Field>> fields_{NotTaken{}};
+  Kept<std::string, struct RequestBody> body_{NotTaken{}};
 };
 
 }  // namespace mpo::proxy

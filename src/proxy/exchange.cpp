@@ -218,7 +218,7 @@ boost::system::error_code end_of_stream(BackendParser& parser) {
 
 }  // namespace
 
-awaitable<bool> Proxy::handle(beast::tcp_stream& client, ClientRequest req, std::optional<RxStamp> arrival,
+awaitable<bool> Proxy::handle(beast::tcp_stream& client, ClientRequest& req, std::optional<RxStamp> arrival,
                               bool client_drained) {
   // On the heap, not in the coroutine's frame: a frame over Asio's 2 KiB recycling limit is
   // allocated and freed for every request, and evicts a smaller cached frame each time (issue 43).

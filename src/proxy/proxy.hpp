@@ -184,19 +184,20 @@ class Proxy {
 
   awaitable<void> session(beast::tcp_stream client);
 
-  // session()'s steps (server.cpp): the next request read whole from the client (nullopt: the
-  // connection ends, its refusal already answered and recorded, or the client left or idled); its
-  // head, found and judged whole before Beast sees it; its body under --client-body-timeout.
+  // session()'s steps (server.cpp): the next request read whole from the client into `in` (false:
+  // the connection ends, its refusal already answered and recorded, or the client left or idled);
+  // its head, found and judged whole before Beast sees it; its body under --client-body-timeout.
+  // `in` is session()'s, filled in place: a request returned by value was moved four times on its
+  // way to handle() (issue 43).
   struct IncomingRequest {
     ClientRequest req;
     std::optional<RxStamp> arrival;
   };
-  awaitable<std::optional<IncomingRequest>> read_request(beast::tcp_stream& client, net::ReadBuffer& buffer,
-                                                         ReadableWait& wait);
-  // What read_request's synchronous step makes of a head: the request to read a body for (with a
-  // chunked body, Beast's parser for it), or a refusal to answer.
+  awaitable<bool> read_request(beast::tcp_stream& client, net::ReadBuffer& buffer, ReadableWait& wait,
+                               IncomingRequest& in);
+  // What read_request's synchronous step makes of a head, beside the request it fills: how to read
+  // its body (with a chunked body, Beast's parser for it), or a refusal to answer.
   struct HeadStep {
-    ClientRequest req;
     std::unique_ptr<http::request_parser<http::string_body>> chunked;
     std::unique_ptr<RequestRefusal> refusal;
     std::string origin_rewrite;  // RequestHead's
@@ -212,7 +213,8 @@ class Proxy {
   };
   awaitable<std::optional<HeadRead>> read_head(beast::tcp_stream& client, net::ReadBuffer& buffer, ReadableWait& wait,
                                                const HeadLimits& limits);
-  HeadStep request_from_head(const HeadRead& found, net::ReadBuffer& buffer, const HeadLimits& limits) const;
+  HeadStep request_from_head(const HeadRead& found, net::ReadBuffer& buffer, const HeadLimits& limits,
+                             ClientRequest& req) const;
   // The interim 100 Continue to a client that asked for it.
   awaitable<boost::system::error_code> write_continue(beast::tcp_stream& client, unsigned version);
   awaitable<boost::system::error_code> read_body(beast::tcp_stream& client, net::ReadBuffer& buffer, ReadableWait& wait,
@@ -263,7 +265,9 @@ class Proxy {
   // One request (exchange.cpp): checked, sent upstream on a pooled connection (retried once on a fresh
   // one when the pooled one was stale), the response head awaited; false: close the client.
   // `client_drained`: the request's last read left the client's socket empty, in this turn of the loop.
-  awaitable<bool> handle(beast::tcp_stream& client, ClientRequest req, std::optional<RxStamp> arrival,
+  // `req` is the caller's (session()'s, which awaits this), its body rewritten here when usage is
+  // injected: not moved into this frame (issue 43).
+  awaitable<bool> handle(beast::tcp_stream& client, ClientRequest& req, std::optional<RxStamp> arrival,
                          bool client_drained = false);
 
   // handle()'s steps (exchange.cpp): the request sent on a pooled connection (retried once on a

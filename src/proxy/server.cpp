@@ -363,9 +363,9 @@ awaitable<void> Proxy::session(beast::tcp_stream client) {
   ++shared_.connections;
   net::ReadBuffer buffer;
   ReadableWait client_wait(io_.get_executor());
+  IncomingRequest in;
   for (;;) {
-    auto in = co_await read_request(client, buffer, client_wait);
-    if (!in) break;
+    if (!co_await read_request(client, buffer, client_wait, in)) break;
     // The request is out of the buffer: its block goes back to the loop while the engine answers,
     // rather than staying with every stream in flight (issue 43: RSS per stream).
     net::release_if_empty(buffer);
@@ -373,7 +373,7 @@ awaitable<void> Proxy::session(beast::tcp_stream client) {
     std::string failure;
     try {
       // Nothing suspends between the request's last read and the watch handle() arms on the client.
-      keep = co_await handle(client, std::move(in->req), in->arrival, client_wait.drained);
+      keep = co_await handle(client, in.req, in.arrival, client_wait.drained);
     } catch (const std::exception& e) {
       failure = e.what();  // the per-request handler: one of the two places exceptions are caught
     }
@@ -381,6 +381,7 @@ awaitable<void> Proxy::session(beast::tcp_stream client) {
       std::cerr << "modelperfobs proxy: request failed: " << failure << "\n";
       keep = false;
     }
+    in.req = ClientRequest();  // its buffers back to the loop while the connection idles
     if (!keep || stopping_) break;
   }
   --shared_.connections;  // the socket closes (FIN) as `client` goes out of scope
@@ -394,8 +395,8 @@ awaitable<void> Proxy::refuse_request(beast::tcp_stream& client, std::unique_ptr
 // its fields stay out of read_request's coroutine frame (issue 43: a frame over glibc's per-thread
 // cache size, 1,032 bytes, was allocated afresh for almost every request; Asio's recycler hands its
 // large cached blocks to smaller frames first).
-Proxy::HeadStep Proxy::request_from_head(const HeadRead& found, net::ReadBuffer& buffer,
-                                         const HeadLimits& limits) const {
+Proxy::HeadStep Proxy::request_from_head(const HeadRead& found, net::ReadBuffer& buffer, const HeadLimits& limits,
+                                         ClientRequest& req) const {
   HeadStep step;
   if (found.state != HeadScanner::State::kComplete) {
     step.refusal = std::make_unique<RequestRefusal>(RequestRefusal{
@@ -441,7 +442,7 @@ Proxy::HeadStep Proxy::request_from_head(const HeadRead& found, net::ReadBuffer&
     }
     buffer.consume(head_used);  // head_bytes is not read after this
   } else {
-    step.req = ClientRequest::from_head(head_bytes, *head);
+    req = ClientRequest::from_head(head_bytes, *head);
     // A Content-Length over --max-body is known from the head: 413 after.
     if (head->content_length && *head->content_length > opts_.max_body) step.ec = http::error::body_limit;
     buffer.consume(head_bytes.size());  // head_bytes and *head's views are not read after this
@@ -449,39 +450,40 @@ Proxy::HeadStep Proxy::request_from_head(const HeadRead& found, net::ReadBuffer&
   return step;
 }
 
-awaitable<std::optional<Proxy::IncomingRequest>> Proxy::read_request(beast::tcp_stream& client, net::ReadBuffer& buffer,
-                                                                     ReadableWait& wait) {
+awaitable<bool> Proxy::read_request(beast::tcp_stream& client, net::ReadBuffer& buffer, ReadableWait& wait,
+                                    IncomingRequest& in) {
   const HeadLimits limits{opts_.max_header_bytes, opts_.max_header_count};
   const auto found = co_await read_head(client, buffer, wait, limits);
-  if (!found) co_return std::nullopt;  // closed, idle or too slow: nothing to answer (nginx: the same)
-  HeadStep step = request_from_head(*found, buffer, limits);
+  if (!found) co_return false;  // closed, idle or too slow: nothing to answer (nginx: the same)
+  HeadStep step = request_from_head(*found, buffer, limits, in.req);
   // A refusal is answered by refuse_request(), from the heap: its request, status and strings in
   // this frame made it 2,000 bytes (issue 43). Arguments built before co_await (GCC 12: see refuse()).
   if (step.refusal) {
     co_await refuse_request(client, std::move(step.refusal));
-    co_return std::nullopt;
+    co_return false;
   }
   if (!step.ec && step.expects_continue) {
-    if (co_await write_continue(client, step.version)) co_return std::nullopt;
+    if (co_await write_continue(client, step.version)) co_return false;
   }
   if (step.chunked) {
     if (!step.ec) step.ec = co_await read_body(client, buffer, wait, *step.chunked);
-    step.req = ClientRequest::from_message(step.chunked->release());
-  } else if (!step.ec && !take_buffered_body(buffer, step.req.body(), step.content_length)) {
-    step.ec = co_await read_length_body(client, buffer, wait, step.req.body(), step.content_length);
+    in.req = ClientRequest::from_message(step.chunked->release());
+  } else if (!step.ec && !take_buffered_body(buffer, in.req.body(), step.content_length)) {
+    step.ec = co_await read_length_body(client, buffer, wait, in.req.body(), step.content_length);
   }
-  if (step.expects_continue) step.req.erase(http::field::expect);
+  if (step.expects_continue) in.req.erase(http::field::expect);
   if (step.ec) {
     // Too large, malformed framing (a bad chunk), or not complete in time: answered and
     // recorded; a client that closed gets nothing.
-    if (auto refusal = body_refusal(step.ec, opts_, std::move(step.req))) {
+    if (auto refusal = body_refusal(step.ec, opts_, std::move(in.req))) {
       co_await refuse_request(client, std::move(refusal));
     }
-    co_return std::nullopt;
+    co_return false;
   }
   // absolute-form: the backend's path
-  if (!step.origin_rewrite.empty()) step.req.target(std::move(step.origin_rewrite));
-  co_return IncomingRequest{std::move(step.req), found->arrival};
+  if (!step.origin_rewrite.empty()) in.req.target(std::move(step.origin_rewrite));
+  in.arrival = found->arrival;
+  co_return true;
 }
 
 awaitable<boost::system::error_code> Proxy::write_continue(beast::tcp_stream& client, unsigned version) {

@@ -106,11 +106,16 @@ class ThreadKept {
   }
 };
 
+// Says a Kept starts empty instead of taking the thread's kept buffer: an object made empty and
+// then assigned (a default-constructed request) would take a buffer only to give it back.
+struct NotTaken {};
+
 // A string or vector taken from ThreadKept, given back when it goes.
 template <class C, class Tag = void>
 class Kept {
  public:
   Kept() : c_(ThreadKept<C, Tag>::take()) {}
+  explicit Kept(NotTaken) noexcept {}
   ~Kept() { ThreadKept<C, Tag>::give(std::move(c_)); }
   Kept(Kept&& other) noexcept : c_(std::move(other.c_)) {}
   Kept& operator=(Kept&& other) noexcept {
