@@ -223,29 +223,20 @@ std::size_t millionths_text(char (&text)[32], double v) {
   if (!(a >= 1e-4 && a < 1e8)) return 0;
   const auto n = static_cast<std::uint64_t>(a * 1e6 + 0.5);
   if (static_cast<double>(n) / 1e6 != a) return 0;
-  std::uint64_t whole = n / 1'000'000;
-  std::uint64_t part = n % 1'000'000;
-  char digits[24];
-  char* end = digits + sizeof digits;
-  char* p = end;
-  do {
-    *--p = static_cast<char>('0' + whole % 10);
-    whole /= 10;
-  } while (whole != 0);
+  // The digits two at a time (fmt's table): the fraction as the last six of 1,000,000 + part.
+  const fmt::format_int whole(n / 1'000'000);
   std::size_t length = 0;
   if (v < 0) text[length++] = '-';
-  std::memcpy(text + length, p, static_cast<std::size_t>(end - p));
-  length += static_cast<std::size_t>(end - p);
-  if (part != 0) {
-    int places = 6;
-    while (part % 10 == 0) {
-      part /= 10;
-      --places;
-    }
+  copy_bytes(text + length, whole.data(), whole.size());
+  length += whole.size();
+  if (const std::uint64_t part = n % 1'000'000; part != 0) {
+    const fmt::format_int fraction(1'000'000 + part);
+    const char* digits = fraction.data() + 1;
+    std::size_t places = 6;
+    while (digits[places - 1] == '0') --places;
     text[length++] = '.';
-    for (int k = places - 1; k >= 0; --k, part /= 10)
-      text[length + static_cast<std::size_t>(k)] = static_cast<char>('0' + part % 10);
-    length += static_cast<std::size_t>(places);
+    copy_bytes(text + length, digits, places);
+    length += places;
   }
   return length;
 }
@@ -257,11 +248,17 @@ std::size_t json_number_text(char (&text)[32], double v) {
     std::memcpy(text, "null", 4);
     return 4;
   }
+  // Zero (a ledger's lag of 0 ms, often) without fmt's float search (issue 43). -0 is written as 0
+  // too: a reader that stores "-0" as an integer would lose the sign anyway, and no measurement here
+  // means anything by it.
+  if (v == 0) {
+    text[0] = '0';
+    return 1;
+  }
   if (const std::size_t n = millionths_text(text, v)) return n;
-  // -0 is written as 0: a reader that stores "-0" as an integer would lose the sign anyway, and
-  // no measurement here means anything by it. fmt's shortest round-trip form fits in 24
-  // ("-2.2250738585072014e-308"), so it is written straight into `text`, its format compiled.
-  return static_cast<std::size_t>(fmt::format_to(text, FMT_COMPILE("{}"), v == 0 ? 0.0 : v) - text);
+  // fmt's shortest round-trip form fits in 24 ("-2.2250738585072014e-308"), so it is written
+  // straight into `text`, its format compiled.
+  return static_cast<std::size_t>(fmt::format_to(text, FMT_COMPILE("{}"), v) - text);
 }
 
 std::size_t json_integer_text(char (&text)[24], std::int64_t v) {

@@ -111,6 +111,22 @@ TEST(Observation, FullItlListAndRawServerTimings) {
   EXPECT_EQ(v.at("server_timings").as_object().at("predicted_n"), 5);
 }
 
+// Derived figures are written to a millionth of their unit: an interpolated quantile of microsecond
+// gaps reads 18.41305, not 18.413050000000002, and a rate keeps six decimals.
+TEST(Observation, DerivedFiguresAreWrittenToAMillionth) {
+  Observation o = streamed();
+  o.ttft_ms = 23.054;
+  o.e2e_ms = 78.203;
+  o.completion_tokens = 4;
+  o.itl_ms = {18.227, 18.433, 18.001, 18.3};  // p95: 18.3 * 0.15 + 18.433 * 0.85 = 18.413050000000002
+  const std::string line = render_observation(o);
+  EXPECT_NE(line.find(R"("itl_p95_ms":18.41305,)"), std::string::npos) << line;
+  EXPECT_NE(line.find(R"("tpot_ms":18.383,)"), std::string::npos) << line;  // (78.203 - 23.054) / 3
+  // 4 / 0.055149 s = 72.530780249868...; 4 / 0.078203 s = 51.148932905387...
+  EXPECT_NE(line.find(R"("output_tokens_per_second":72.53078,)"), std::string::npos) << line;
+  EXPECT_NE(line.find(R"("e2e_output_tokens_per_second":51.148933,)"), std::string::npos) << line;
+}
+
 TEST(Observation, GapLineNamesTheCount) {
   const auto v = boost::json::parse(render_gap(0, 7)).as_object();
   EXPECT_EQ(v.at("schema"), "modelperfobs.ledger-gap.v1");

@@ -104,12 +104,13 @@ TEST(ReadLedger, EveryFieldOfAnObservationLineRoundTrips) {
   EXPECT_EQ(x.ttfb_ms, 1.5);
   EXPECT_EQ(x.ttft_ms, 12.25);
   EXPECT_EQ(x.e2e_ms, 2000.0);
-  EXPECT_EQ(x.tpot_ms, tpot_ms(o));
+  ASSERT_TRUE(x.tpot_ms && x.output_tokens_per_second && x.e2e_output_tokens_per_second);
+  EXPECT_NEAR(*x.tpot_ms, *tpot_ms(o), 5e-7);  // written to a millionth of a ms
   EXPECT_TRUE(x.itl_p50_ms.has_value());
   EXPECT_TRUE(x.itl_p95_ms.has_value());
   EXPECT_EQ(x.itl_max_ms, 40.0);
-  EXPECT_EQ(x.output_tokens_per_second, output_tokens_per_second(o));
-  EXPECT_EQ(x.e2e_output_tokens_per_second, e2e_output_tokens_per_second(o));
+  EXPECT_NEAR(*x.output_tokens_per_second, *output_tokens_per_second(o), 5e-7);  // to a millionth
+  EXPECT_NEAR(*x.e2e_output_tokens_per_second, *e2e_output_tokens_per_second(o), 5e-7);
   EXPECT_EQ(x.prompt_tokens, 101);
   EXPECT_EQ(x.completion_tokens, 9);
   EXPECT_EQ(x.total_tokens, 110);
