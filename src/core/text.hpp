@@ -9,6 +9,10 @@
 #include <string>
 #include <string_view>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace mpo {
 
 // What a response body looks like, for a message about a URL that answered the wrong kind of page:
@@ -59,10 +63,27 @@ inline int hex_digit_value(char c) {
 }
 
 // `n` bytes as two lowercase hex digits each, written from `out` on; returns the end. Ids and
-// digests (trace context, the ledger's trace ids, identity digests).
+// digests (trace context, the ledger's trace ids, identity digests). Eight bytes at a time with
+// SSE2 (a trace id and a span id on every ledger line and upstream request: issue 43).
 inline char* write_hex_lower(char* out, const std::uint8_t* bytes, std::size_t n) {
+  std::size_t i = 0;
+#if defined(__SSE2__)
+  for (; i + 8 <= n; i += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, bytes + i, 8);
+    const __m128i v = _mm_cvtsi64_si128(static_cast<long long>(word));
+    const __m128i low_nibbles = _mm_set1_epi8(0x0f);
+    const __m128i high = _mm_and_si128(_mm_srli_epi16(v, 4), low_nibbles);
+    const __m128i low = _mm_and_si128(v, low_nibbles);
+    const __m128i nibbles = _mm_unpacklo_epi8(high, low);  // each byte's high nibble first
+    // '0' + d, and 'a' - '0' - 10 = 39 more for d > 9
+    const __m128i letters = _mm_and_si128(_mm_cmpgt_epi8(nibbles, _mm_set1_epi8(9)), _mm_set1_epi8(39));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm_add_epi8(_mm_add_epi8(nibbles, _mm_set1_epi8('0')), letters));
+    out += 16;
+  }
+#endif
   static constexpr char kDigits[] = "0123456789abcdef";
-  for (std::size_t i = 0; i < n; ++i) {
+  for (; i < n; ++i) {
     *out++ = kDigits[bytes[i] >> 4];
     *out++ = kDigits[bytes[i] & 0xf];
   }

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
+#include <vector>
 
 namespace mpo {
 namespace {
@@ -26,6 +28,26 @@ TEST(AppendPieces, LaysThePiecesEndToEndAfterWhatWasThere) {
   std::string out = "GET";
   append_pieces(out, {" ", "/v1/chat/completions", "", " HTTP/1.1\r\n", "Host: a\r\n"});
   EXPECT_EQ(out, "GET /v1/chat/completions HTTP/1.1\r\nHost: a\r\n");
+}
+
+// Every byte value, in every position of the eight-byte steps and the bytes after them, written as
+// printf's %02x would, and nothing written past the 2n digits.
+TEST(WriteHexLower, WritesEveryByteAsPrintfDoesForEveryLength) {
+  std::vector<std::uint8_t> bytes(256 + 21);
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>((i * 7 + i / 256) % 256);
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{8}, std::size_t{9}, std::size_t{16},
+                        std::size_t{23}, std::size_t{32}, bytes.size()}) {
+    std::string expected;
+    char two[3];
+    for (std::size_t i = 0; i < n; ++i) {
+      std::snprintf(two, sizeof two, "%02x", bytes[i]);
+      expected += two;
+    }
+    std::string out(2 * n + 4, '.');
+    const char* end = write_hex_lower(out.data(), bytes.data(), n);
+    EXPECT_EQ(end, out.data() + 2 * n);
+    EXPECT_EQ(out, expected + "....") << n << " bytes";
+  }
 }
 
 }  // namespace
