@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "proxy/field_id.hpp"
+#include "proxy/hop_by_hop.hpp"
 
 namespace mpo::proxy {
 
@@ -68,6 +69,7 @@ bool ClientRequest::keep_alive() const {
   // As Beast's message::keep_alive(): the first Connection field's tokens.
   const auto connection = find(http::field::connection);
   const auto has = [&](std::string_view token) {
+    if (single_connection_token(*connection)) return boost::beast::iequals(*connection, token);  // the usual value
     for (const auto& t : http::token_list(*connection)) {
       if (boost::beast::iequals(t, token)) return true;
     }

@@ -9,6 +9,16 @@
 
 namespace mpo::proxy {
 
+// A Connection value that is one bare token (no list separator, whitespace or quote): compared
+// whole rather than read by Beast's list parser (issue 43). A plain loop: string_view's
+// find_first_of calls a search of the set for every byte.
+inline bool single_connection_token(std::string_view v) {
+  for (const char c : v) {
+    if (c == ',' || c == ' ' || c == '\t' || c == '"') return false;
+  }
+  return true;
+}
+
 // RFC 9110 7.6.1: connection-specific fields, never forwarded: Connection, Keep-Alive,
 // Proxy-Connection, TE, Trailer, Transfer-Encoding, Upgrade, Proxy-Authenticate and
 // Proxy-Authorization, and the fields the Connection field names. Told by Beast's enum for the name
@@ -30,6 +40,8 @@ inline bool is_hop_by_hop_field(boost::beast::http::field id, std::string_view n
     default: break;
   }
   if (connection_tokens.empty()) return false;
+  // One bare token ("close" or "keep-alive", nearly every Connection field) is the whole value.
+  if (single_connection_token(connection_tokens)) return boost::beast::iequals(name, connection_tokens);
   for (const auto& token : boost::beast::http::token_list(connection_tokens)) {
     if (boost::beast::iequals(name, token)) return true;
   }

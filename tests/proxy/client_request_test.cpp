@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "proxy/hop_by_hop.hpp"
+
 namespace mpo::proxy {
 namespace {
 
@@ -37,7 +39,10 @@ TEST(ClientRequest, ReadsAHeadAsBeastsMessageDoes) {
                                                "Connection: keep-alive\r\n",
                                                "Connection: Keep-Alive, Upgrade\r\n",
                                                "Connection: foo\r\n",
-                                               "Connection: foo\r\nConnection: close\r\n"};
+                                               "Connection: foo\r\nConnection: close\r\n",
+                                               "Connection: CLOSE\r\n",
+                                               "Connection: Keep-Alive\r\n",
+                                               "Connection: foo,close\r\n"};
   for (const std::string version : {"1.1", "1.0"}) {
     for (const auto& c : connection) {
       const std::string head = "POST /v1/chat/completions?x=1 HTTP/" + version + "\r\nHost: a:1\r\nX-Id:  one \r\n" +
@@ -64,6 +69,21 @@ TEST(ClientRequest, ReadsAHeadAsBeastsMessageDoes) {
       EXPECT_EQ(r.find("traceparent"), std::optional<std::string_view>("t"));
     }
   }
+}
+
+// A field the Connection field names is not forwarded, whether the value is one token (compared
+// whole) or a list (read by Beast's parser); the nine connection-specific fields never are.
+TEST(HopByHop, FieldsTheConnectionFieldNamesAreDroppedOneTokenOrAList) {
+  EXPECT_TRUE(is_hop_by_hop_field(http::field::unknown, "X-Secret", "x-secret"));
+  EXPECT_FALSE(is_hop_by_hop_field(http::field::unknown, "X-Secrets", "x-secret"));
+  EXPECT_FALSE(is_hop_by_hop_field(http::field::unknown, "X-Secret", "close"));
+  EXPECT_TRUE(is_hop_by_hop_field(http::field::unknown, "X-Secret", "close, X-Secret"));
+  EXPECT_TRUE(is_hop_by_hop_field(http::field::unknown, "X-Secret", "close,x-SECRET"));
+  EXPECT_FALSE(is_hop_by_hop_field(http::field::unknown, "X-Other", "close, X-Secret"));
+  EXPECT_TRUE(is_hop_by_hop_field(http::field::keep_alive, "Keep-Alive", ""));
+  EXPECT_TRUE(is_hop_by_hop_field(http::field::upgrade, "Upgrade", "close"));
+  EXPECT_FALSE(is_hop_by_hop_field(http::field::content_type, "Content-Type", "close"));
+  EXPECT_FALSE(is_hop_by_hop_field(http::field::unknown, "X-Secret", ""));
 }
 
 TEST(ClientRequest, EveryFieldNameHasBeastsEnumWhateverNamesCameBefore) {
