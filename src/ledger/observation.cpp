@@ -32,8 +32,8 @@ namespace {
 // A derived figure (a rate, a mean, an interpolated quantile) to the nearest millionth of its unit
 // as the ledger writes it: a nanosecond for times in ms, a millionth of a token a second for rates.
 // The timestamps behind them are microseconds, so nothing measured is lost, the line reads
-// "18.4124" rather than "18.412399999999998", and the number is written without fmt's shortest
-// float search (about 600 instructions each, issue 43).
+// "18.41305" rather than "18.413050000000002", and the number is written without fmt's shortest
+// float search (issue 43: the writer's number text 1.6k -> 1.1k instructions a line).
 std::optional<double> to_millionths(std::optional<double> v) {
   if (v && std::fabs(*v) < 1e8) *v = std::nearbyint(*v * 1e6) / 1e6;
   return v;

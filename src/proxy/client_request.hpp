@@ -69,8 +69,8 @@ class ClientRequest {
   explicit ClientRequest(TakeKept) : storage_(), target_(), fields_(), body_() {}
 
   // Each buffer the thread's next request's (proxy/thread_blocks.hpp, issue 43).
-  Kept<std::vector<char>> storage_{
-      NotTaken{}};  // the bytes the views below point into (a vector's buffer moves with it)
+  // The bytes the views below point into (a vector's buffer moves with it).
+  Kept<std::vector<char>> storage_{NotTaken{}};
   std::string_view method_;
   http::verb verb_ = http::verb::unknown;
   Kept<std::string, struct RequestTarget> target_{NotTaken{}};
