@@ -36,6 +36,7 @@
 #include "promtext/text_writer.hpp"
 #include "proxy/backend_notes.hpp"
 #include "proxy/backend_parser.hpp"
+#include "proxy/client_kits.hpp"
 #include "proxy/client_request.hpp"
 #include "proxy/correlation.hpp"
 #include "proxy/hop_by_hop.hpp"
@@ -125,6 +126,7 @@ class Proxy {
   Proxy(asio::io_context& io, ProxyOptions opts, net::BackendUrl backend, Shared& shared, int index)
       : io_(io),
         reactor_(asio::use_service<asio::detail::reactor>(io)),
+        kits_(asio::use_service<ClientKits>(io)),
         opts_(std::move(opts)),
         backend_(std::move(backend)),
         acceptor_(io),
@@ -180,9 +182,14 @@ class Proxy {
 
   awaitable<void> accept_loop(tcp::acceptor& acceptor, bool admin);
 
-  awaitable<void> admin_session(beast::tcp_stream stream);
+  // The accepted socket is handed over and the Beast stream built in the coroutine's frame: moving a
+  // beast::tcp_stream allocates its state again, three timers included (issue 43: ~1k instructions
+  // a connection).
+  awaitable<void> admin_session(tcp::socket socket);
 
-  awaitable<void> session(beast::tcp_stream client);
+  // A client connection: accepted into the kit's stream, which goes back to the loop's kits with
+  // the last request (proxy/client_kits.hpp).
+  awaitable<void> session(ClientKits::Lease kit);
 
   // session()'s steps (server.cpp): the next request read whole from the client into `in` (false:
   // the connection ends, its refusal already answered and recorded, or the client left or idled);
@@ -255,7 +262,7 @@ class Proxy {
 
   // The same for a request refused while it was read (read_request), its refusal on the heap.
   awaitable<void> refuse_request(beast::tcp_stream& client, std::unique_ptr<RequestRefusal> refusal);
-  awaitable<void> refuse_connection(beast::tcp_stream client);
+  awaitable<void> refuse_connection(tcp::socket socket);
 
   // The request's head as the backend gets it, written into `out` (emptied first) as text (a Beast
   // message and its serializer took ~25,000 instructions a request to write the same bytes); its
@@ -297,6 +304,7 @@ class Proxy {
 
   asio::io_context& io_;
   asio::detail::reactor& reactor_;  // the loop's, for the client watch's peek (found once)
+  ClientKits& kits_;                // the loop's client connections' streams and waits, kept
   ProxyOptions opts_;
   net::BackendUrl backend_;
   tcp::acceptor acceptor_;

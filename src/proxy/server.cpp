@@ -225,8 +225,17 @@ awaitable<void> Proxy::export_metrics_loop() {
 awaitable<void> Proxy::accept_loop(tcp::acceptor& acceptor, bool admin) {
   asio::steady_timer pause(io_);
   AcceptBackoff backoff;
+  ClientKits::Lease kit;  // the next client connection's, accepted into
   for (;;) {
-    auto [ec, socket] = co_await acceptor.async_accept(kNoThrow);
+    if (!admin && !kit) kit = kits_.take(io_);
+    std::optional<tcp::socket> admin_socket;
+    if (admin) admin_socket.emplace(io_);
+    tcp::socket& socket = admin ? *admin_socket : kit->stream.socket();
+    boost::system::error_code ec;
+    // A connection closed at once (over the limit, too many refusals waiting) is still in the kit:
+    // accepting into an open socket fails at once, every time.
+    if (socket.is_open()) socket.close(ec);
+    std::tie(ec) = co_await acceptor.async_accept(socket, kNoThrow);
     if (ec) {
       if (ec == asio::error::operation_aborted || stopping_) co_return;
       // Out of descriptors or memory: the pending connection stays in the backlog and accept()
@@ -254,8 +263,8 @@ awaitable<void> Proxy::accept_loop(tcp::acceptor& acceptor, bool admin) {
       // already wait for theirs, close at once (each holds a descriptor for up to 5 s).
       const bool answer = shared_.refusing < kMaxRefusing;
       shared_.with_metrics([&](ProxyMetrics& m) { m.count_refused_connection(answer); });
-      if (answer) asio::co_spawn(io_, refuse_connection(beast::tcp_stream(std::move(socket))), asio::detached);
-      continue;
+      if (answer) asio::co_spawn(io_, refuse_connection(std::move(socket)), asio::detached);
+      continue;  // else closed before the next accept
     }
     // Linux copies TCP_NODELAY from the listening socket to accepted ones; checked once, so
     // the common case costs no setsockopt per connection.
@@ -267,14 +276,15 @@ awaitable<void> Proxy::accept_loop(tcp::acceptor& acceptor, bool admin) {
     }
     if (!admin) shared_.accepted_by_loop[static_cast<std::size_t>(index_)].fetch_add(1, std::memory_order_relaxed);
     if (admin) {
-      asio::co_spawn(io_, admin_session(beast::tcp_stream(std::move(socket))), asio::detached);
+      asio::co_spawn(io_, admin_session(std::move(socket)), asio::detached);
     } else {
-      asio::co_spawn(io_, session(beast::tcp_stream(std::move(socket))), asio::detached);
+      asio::co_spawn(io_, session(std::move(kit)), asio::detached);
     }
   }
 }
 
-awaitable<void> Proxy::admin_session(beast::tcp_stream stream) {
+awaitable<void> Proxy::admin_session(tcp::socket socket) {
+  beast::tcp_stream stream(std::move(socket));
   beast::flat_buffer buffer;
   http::request<http::string_body> req;
   stream.expires_after(std::chrono::seconds(30));
@@ -359,10 +369,11 @@ std::string head_refusal_message(HeadScanner::State state, const HeadLimits& lim
 
 }  // namespace
 
-awaitable<void> Proxy::session(beast::tcp_stream client) {
+awaitable<void> Proxy::session(ClientKits::Lease kit) {
+  beast::tcp_stream& client = kit->stream;
+  ReadableWait& client_wait = kit->wait;
   ++shared_.connections;
   net::ReadBuffer buffer;
-  ReadableWait client_wait(io_.get_executor());
   IncomingRequest in;
   for (;;) {
     if (!co_await read_request(client, buffer, client_wait, in)) break;
@@ -384,7 +395,7 @@ awaitable<void> Proxy::session(beast::tcp_stream client) {
     in.req = ClientRequest();  // its buffers back to the loop while the connection idles
     if (!keep || stopping_) break;
   }
-  --shared_.connections;  // the socket closes (FIN) as `client` goes out of scope
+  --shared_.connections;  // the socket closes (FIN) as `kit` goes back to the loop
 }
 
 awaitable<void> Proxy::refuse_request(beast::tcp_stream& client, std::unique_ptr<RequestRefusal> r) {
@@ -577,7 +588,8 @@ awaitable<boost::system::error_code> Proxy::read_length_body(beast::tcp_stream& 
   }
 }
 
-awaitable<void> Proxy::refuse_connection(beast::tcp_stream client) {
+awaitable<void> Proxy::refuse_connection(tcp::socket socket) {
+  beast::tcp_stream client(std::move(socket));
   ++shared_.refusing;
   beast::flat_buffer buffer;
   http::request_parser<http::string_body> parser;

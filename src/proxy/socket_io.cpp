@@ -117,6 +117,13 @@ ReadableWait::~ReadableWait() {
   state_->timer.cancel();
 }
 
+void ReadableWait::clear() {
+  state_->socket = nullptr;
+  state_->timed_out = false;
+  drained = false;
+  found_empty = false;
+}
+
 void ReadableWait::begin(tcp::socket& socket, std::chrono::steady_clock::duration timeout) {
   State& st = *state_;
   st.timed_out = false;

@@ -54,6 +54,9 @@ class ReadableWait {
   boost::system::error_code end(boost::system::error_code ec);
   // The reactor of the loop `socket` is on (the socket this wait is for), found once.
   boost::asio::detail::reactor& reactor(boost::asio::ip::tcp::socket& socket);
+  // As a new wait's, for the next socket of its loop (proxy/client_kits.hpp). Its timer may stay
+  // armed: when it fires it finds no wait in progress, or one whose deadline it waits for again.
+  void clear();
 
   // The last read on this socket left it drained (the kernel said so, or it had nothing): the next
   // read waits for the socket's next edge. Otherwise it reads at once, in the calling coroutine:
