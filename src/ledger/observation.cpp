@@ -125,7 +125,8 @@ void write_members(JsonObjectWriter& w, const Observation& o) {
       .optional_field("upstream_retries"_key, o.upstream_retries)
       .optional_field("timing_basis"_key, o.timing_basis)
       .optional_field("proxy_lag_ms"_key, o.proxy_lag_ms)
-      .optional_field("proxy_lag_at_ms"_key, o.proxy_lag_at_ms);
+      .optional_field("proxy_lag_at_ms"_key, o.proxy_lag_at_ms)
+      .optional_field("proxy_lag_quiet_ms"_key, o.proxy_lag_quiet_ms);
   if (o.server_timings.empty()) {
     w.null_field("server_timings"_key);
   } else {

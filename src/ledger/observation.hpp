@@ -63,6 +63,10 @@ struct Observation {
   // When the bytes of that latest read arrived, ms after started_at (they were read proxy_lag_ms
   // later); null with proxy_lag_ms.
   std::optional<double> proxy_lag_at_ms;
+  // How much of that wait (when it was 1 ms or more) the proxy's loop read nothing at all, from any
+  // socket: close to proxy_lag_ms when the loop was held up (descheduled, its machine paused, one
+  // long step), short when it was busy with other traffic; null otherwise.
+  std::optional<double> proxy_lag_quiet_ms;
   std::string server_timings;  // raw JSON, "" when none
   // Written only by `sweep` (absent from proxy lines): when the request was due, how late the
   // generator sent it, and which point of the sweep it belongs to.

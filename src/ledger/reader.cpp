@@ -84,6 +84,7 @@ enum class Field : std::uint8_t {
   kTimingBasis,
   kProxyLag,
   kProxyLagAt,
+  kProxyLagQuiet,
   kTraceId,
   kSpanId,
   kSessionId,
@@ -126,6 +127,7 @@ constexpr std::pair<std::string_view, Field> kFields[] = {
     {"timing_basis", Field::kTimingBasis},
     {"proxy_lag_ms", Field::kProxyLag},
     {"proxy_lag_at_ms", Field::kProxyLagAt},
+    {"proxy_lag_quiet_ms", Field::kProxyLagQuiet},
     {"trace_id", Field::kTraceId},
     {"span_id", Field::kSpanId},
     {"session_id", Field::kSessionId},
@@ -138,7 +140,7 @@ constexpr std::pair<std::string_view, Field> kFields[] = {
 constexpr std::size_t kMaxKeyLength = 32;
 constexpr std::size_t field_slot(std::string_view k) {
   const auto at = [&k](std::size_t i) { return static_cast<std::size_t>(static_cast<unsigned char>(k[i])); };
-  return (k.size() + 4 * at(1) + 7 * at(k.size() / 2) + 7 * at(k.size() - 2) + at(k.size() - 1)) % 128;
+  return (k.size() + 6 * at(1) + 4 * at(k.size() / 2) + 11 * at(k.size() - 2) + at(k.size() - 1)) % 128;
 }
 struct FieldSlots {
   std::int8_t field[128] = {};  // index into kFields, or -1
@@ -252,6 +254,7 @@ Status from_ours(simdjson::dom::object o, LedgerRecordView& r, std::string& scra
       case Field::kTimingBasis: r.timing_basis = str_of(v); break;
       case Field::kProxyLag: r.proxy_lag_ms = sj::number_of(v); break;
       case Field::kProxyLagAt: r.proxy_lag_at_ms = sj::number_of(v); break;
+      case Field::kProxyLagQuiet: r.proxy_lag_quiet_ms = sj::number_of(v); break;
       case Field::kTraceId: r.trace_id = str_of(v); break;
       case Field::kSpanId: r.span_id = str_of(v); break;
       case Field::kSessionId: r.session_id = str_of(v); break;
@@ -357,6 +360,7 @@ BasicLedgerRecord<To> convert(const BasicLedgerRecord<From>& f) {
   t.timing_basis = opt(f.timing_basis);
   t.proxy_lag_ms = f.proxy_lag_ms;
   t.proxy_lag_at_ms = f.proxy_lag_at_ms;
+  t.proxy_lag_quiet_ms = f.proxy_lag_quiet_ms;
   t.trace_id = opt(f.trace_id);
   t.span_id = opt(f.span_id);
   t.session_id = opt(f.session_id);

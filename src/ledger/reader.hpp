@@ -38,15 +38,16 @@ struct BasicLedgerRecord {
   std::optional<std::int64_t> prompt_tokens, completion_tokens, total_tokens, cached_prompt_tokens;
   Str token_source = "none";
   std::optional<std::int64_t> in_flight_at_start;
-  std::optional<Str> server_timings;      // raw JSON object the server returned, minified
-  std::optional<Str> sweep_point;         // `sweep` lines: the load point ("concurrency=8")
-  bool warmup = false;                    // `sweep` lines: a warm-up request
-  std::optional<Str> timing_basis;        // proxy lines: "kernel_rx" | "loop"; absent in older ledgers
-  std::optional<double> proxy_lag_ms;     // proxy lines: the largest lag of the proxy's reads
-  std::optional<double> proxy_lag_at_ms;  // ... and when that read's bytes arrived, ms after started_at
-  std::optional<Str> trace_id, span_id;   // proxy lines: W3C trace context (docs/OTEL.md)
-  std::optional<Str> session_id;          // the conversation (docs/FORMATS.md "Sessions")
-  std::optional<std::int64_t> turn;       // the request's turn in it, from 1
+  std::optional<Str> server_timings;         // raw JSON object the server returned, minified
+  std::optional<Str> sweep_point;            // `sweep` lines: the load point ("concurrency=8")
+  bool warmup = false;                       // `sweep` lines: a warm-up request
+  std::optional<Str> timing_basis;           // proxy lines: "kernel_rx" | "loop"; absent in older ledgers
+  std::optional<double> proxy_lag_ms;        // proxy lines: the largest lag of the proxy's reads
+  std::optional<double> proxy_lag_at_ms;     // ... and when that read's bytes arrived, ms after started_at
+  std::optional<double> proxy_lag_quiet_ms;  // ... and how much of its wait the loop read nothing
+  std::optional<Str> trace_id, span_id;      // proxy lines: W3C trace context (docs/OTEL.md)
+  std::optional<Str> session_id;             // the conversation (docs/FORMATS.md "Sessions")
+  std::optional<std::int64_t> turn;          // the request's turn in it, from 1
 };
 using LedgerRecord = BasicLedgerRecord<std::string>;
 using LedgerRecordView = BasicLedgerRecord<std::string_view>;

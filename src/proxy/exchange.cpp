@@ -785,6 +785,7 @@ void Proxy::finish(Exchange& x) {
   o.proxy_lag_ms = x.timing.max_lag_ms();
   if (const auto at = x.timing.max_lag_arrival_steady_us())
     o.proxy_lag_at_ms = static_cast<double>(*at - x.t0_us) / 1000.0;
+  o.proxy_lag_quiet_ms = x.timing.max_lag_quiet_ms();
   if (x.session_claim) {
     std::lock_guard lock(shared_.sessions_mutex);
     shared_.sessions.finish(*x.session_claim, o.response_id, x.session);

@@ -168,6 +168,13 @@ ssize_t recv_stamped(int fd, void* data, std::size_t size, RxStamp& stamp, std::
     }
   }
   stamp = stamp_read(rx_ns, now.wall_ns(), now.steady_us());
+  // Every stamped read of this thread's loop (client and upstream), for how a late read's wait was
+  // spent (proxy/timing.hpp). Constant-initialised: no guard on the way here.
+  thread_local LoopReads loop_reads;
+  if (stamp.kernel && stamp.lag_us >= kQuietFromUs) {
+    stamp.quiet_us = static_cast<double>(loop_reads.longest_quiet_us(stamp.steady_us, now.steady_us()));
+  }
+  loop_reads.record(now.steady_us());
   return n;
 }
 

@@ -36,6 +36,7 @@ void LineTiming::note(const RxStamp& s) {
   if (!any_kernel_ || s.lag_us > max_lag_us_) {
     max_lag_us_ = s.lag_us;
     max_lag_arrival_us_ = s.steady_us;
+    max_lag_quiet_us_ = s.quiet_us;
   }
   any_kernel_ = true;
 }
@@ -43,6 +44,30 @@ void LineTiming::note(const RxStamp& s) {
 std::optional<double> LineTiming::max_lag_ms() const {
   if (!any_kernel_) return std::nullopt;
   return max_lag_us_ / 1000.0;
+}
+
+std::optional<double> LineTiming::max_lag_quiet_ms() const {
+  if (!any_kernel_ || max_lag_quiet_us_ < 0) return std::nullopt;
+  return max_lag_quiet_us_ / 1000.0;
+}
+
+std::int64_t LoopReads::longest_quiet_us(std::int64_t from_us, std::int64_t to_us) const {
+  std::int64_t longest = 0;
+  std::int64_t later = to_us;  // the read after the stretch being measured
+  bool first_known = true;     // the first read after `from_us` is among the kept
+  std::size_t looked = 0;
+  for (std::uint64_t i = count_; i > 0; --i, ++looked) {
+    if (looked == kKept) {
+      first_known = false;
+      break;
+    }
+    const std::int64_t t = at_[(i - 1) % kKept];
+    if (t <= from_us) break;
+    longest = std::max(longest, later - t);
+    later = t;
+  }
+  if (first_known) longest = std::max(longest, later - from_us);  // from the arrival to that read
+  return std::max<std::int64_t>(longest, 0);
 }
 
 std::optional<std::int64_t> LineTiming::max_lag_arrival_steady_us() const {

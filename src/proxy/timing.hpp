@@ -6,6 +6,8 @@
 // docs/PROXY.md "Timestamps".
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -19,6 +21,32 @@ struct RxStamp {
   std::int64_t wall_us = 0;
   double lag_us = 0;    // read time minus the kernel's receive time; 0 on the loop basis
   bool kernel = false;  // from the kernel's receive timestamp
+  // For a read late by kQuietFromUs or more: the longest stretch of that wait in which the loop
+  // read nothing at all (LoopReads); -1 when not measured.
+  double quiet_us = -1;
+};
+
+// The lag from which a read asks how its loop spent the wait (the report's threshold for a late
+// read, kProxyLagWarnMs).
+inline constexpr double kQuietFromUs = 1000;
+
+// When a loop's latest stamped reads happened (the steady clock, µs), to tell how the loop spent
+// the wait of a late read: a loop busy with other traffic reads all along the wait (its longest
+// quiet stretch is short), one held up (descheduled for another process, its machine paused, or in
+// one long step of its own) reads nothing for most of it. Recording a read is a store; the question
+// is asked only of late reads. docs/REPORT.md "The proxy's own lateness".
+class LoopReads {
+ public:
+  static constexpr std::size_t kKept = 256;
+  void record(std::int64_t steady_us) { at_[count_++ % kKept] = steady_us; }
+  // The longest stretch of (from_us, to_us) in which no recorded read happened. When more than
+  // kKept reads came after `from_us`, only the stretches between the kept ones are known (a loop
+  // that read that often was busy).
+  std::int64_t longest_quiet_us(std::int64_t from_us, std::int64_t to_us) const;
+
+ private:
+  std::array<std::int64_t, kKept> at_{};
+  std::uint64_t count_ = 0;
 };
 
 // A read's stamp. `rx_wall_ns`: the kernel's receive timestamp (CLOCK_REALTIME, ns), when the
@@ -50,10 +78,14 @@ class LineTiming {
   // lag it places the read in time: the report finds the moments when the proxy read nothing
   // (docs/REPORT.md "The proxy's own lateness").
   std::optional<std::int64_t> max_lag_arrival_steady_us() const;
+  // How much of that wait the loop read nothing at all (RxStamp::quiet_us), in ms; nullopt when
+  // not measured (a lag under kQuietFromUs, or no kernel timestamp).
+  std::optional<double> max_lag_quiet_ms() const;
 
  private:
   bool seen_ = false, all_kernel_ = true, any_kernel_ = false;
   double max_lag_us_ = 0;
+  double max_lag_quiet_us_ = -1;
   std::int64_t max_lag_arrival_us_ = 0;
 };
 

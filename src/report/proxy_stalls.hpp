@@ -26,14 +26,21 @@ struct ProxyStall {
   std::int64_t to_us = 0;    // the latest read of them
   double longest_ms = 0;     // the largest lag among them
   std::size_t lines = 0;
+  // Every line of it says its loop read nothing at all for most of its wait (Row::kLagHeldUp): the
+  // loop was held up (descheduled, its machine paused, one long step), not behind with traffic.
+  bool held_up = false;
 };
 
 struct ProxyStalls {
   std::size_t late_lines = 0;      // lines whose latest read waited kProxyLagWarnMs or more
   std::size_t timed_lines = 0;     // lines with a read lag at all
   std::vector<ProxyStall> stalls;  // in time order
-  // A stretch: kStallsInAStretch stalls, each beginning less than kStallSeparationMs after the last
-  // ended.
+  std::size_t held_up_stalls = 0;  // stalls held up (ProxyStall::held_up)
+  std::size_t held_up_lines = 0;   // late lines whose wait was held up
+  // A stretch: kStallsInAStretch stalls not held up, each beginning less than kStallSeparationMs
+  // after the last ended (the loop kept falling behind its traffic). Held-up stalls make none: a
+  // loop that read nothing while it waited was not behind (a virtual machine's host pausing it
+  // several times a second makes such runs).
   bool stretch = false;
   // Most lines late: the proxy was late on the typical request, however the stalls fall (with few
   // lines, each shows only its latest read: sustained lateness looks like stalls apart; seen in

@@ -102,24 +102,55 @@ std::string stalls_note(const ProxyStalls& ps, bool loop_lines) {
                         longest[i]->lines, longest[i]->lines == 1 ? "" : "s");
   }
   if (longest.size() > 3) list += fmt::format(" and {} more", longest.size() - 3);
+  const std::size_t held = ps.held_up_stalls, all = ps.stalls.size();
+  // What the stalls were: held up (the loop read nothing at all for most of the wait, from any
+  // socket: the lines say so, proxy_lag_quiet_ms), or apart with reads on time between them.
+  const std::string held_up =
+      held == 0 ? std::string()
+                : fmt::format(
+                      "in {} the loop read nothing at all, from any socket, for most of the wait: held up "
+                      "(descheduled for another process, its machine paused as a virtual machine's host "
+                      "does, or one long step of its own), not behind with its traffic",
+                      held == all ? (all == 1   ? "it"
+                                     : all == 2 ? "both"
+                                                : "all of them")
+                                  : fmt::format("{} of them", held));
+  const std::string apart =
+      held == all ? std::string()
+                  : fmt::format(
+                        "never {} {}within {:.0f} ms of each other, with reads on time between them and on most "
+                        "lines",
+                        kStallsInAStretch, held == 0 ? "" : "of the others ", kStallSeparationMs);
+  const std::string reason =
+      held == 0 ? apart +
+                      ": not a lack of CPU throughout but its loop held up or its machine paused (a virtual "
+                      "machine's host, a process of higher priority)"
+      : held == all ? held_up
+                    : held_up + "; " + apart;
   return fmt::format(
-      " (the {} line{} read {:.0f} ms or more late waited through {} stall{} of the proxy, {} when it read "
-      "nothing: {}; never {} within {:.0f} ms of each other, with reads on time between them and on most lines: not "
-      "a lack of CPU throughout but its loop held up or its machine paused (a virtual machine's host, a process of "
-      "higher "
-      "priority); {})",
-      ps.late_lines, ps.late_lines == 1 ? "" : "s", kProxyLagWarnMs, ps.stalls.size(), ps.stalls.size() == 1 ? "" : "s",
-      ps.stalls.size() == 1 ? "a moment" : "moments", list, kStallsInAStretch, kStallSeparationMs,
+      " (the {} line{} read {:.0f} ms or more late waited through {} stall{} of the proxy, {} when it "
+      "read nothing: {}; {}; {})",
+      ps.late_lines, ps.late_lines == 1 ? "" : "s", kProxyLagWarnMs, all, all == 1 ? "" : "s",
+      all == 1 ? "a moment" : "moments", list, reason,
       loop_lines ? "lines on the loop basis carry that lateness in their times"
                  : "the times rest on the kernel's receive timestamps and stay true");
 }
 
+// Most of the late lines were held up rather than busy (report/proxy_stalls.hpp).
+bool mostly_held_up(const std::optional<ProxyStalls>& ps) { return ps && 2 * ps->held_up_lines > ps->late_lines; }
+
 // Where the lines say when: how the late reads fell, for the bottleneck warning.
 std::string lateness_detail(const std::optional<ProxyStalls>& ps) {
   if (!ps) return "";
-  if (ps->most_lines_late)
-    return fmt::format(", on most lines ({} of {} read {:.0f} ms or more late, in {} stall{})", ps->late_lines,
-                       ps->timed_lines, kProxyLagWarnMs, ps->stalls.size(), ps->stalls.size() == 1 ? "" : "s");
+  if (ps->most_lines_late) {
+    return fmt::format(", on most lines ({} of {} read {:.0f} ms or more late, in {} stall{}{})", ps->late_lines,
+                       ps->timed_lines, kProxyLagWarnMs, ps->stalls.size(), ps->stalls.size() == 1 ? "" : "s",
+                       mostly_held_up(ps)
+                           ? fmt::format("; on {} of them its loop read nothing at all for most of the wait: held up, "
+                                         "waiting for a CPU or its machine paused, not busy with its traffic",
+                                         ps->held_up_lines)
+                           : std::string());
+  }
   return fmt::format(", in stretches of stalls ({} late lines in {} stalls, {} or more within {:.0f} ms of each other)",
                      ps->late_lines, ps->stalls.size(), kStallsInAStretch, kStallSeparationMs);
 }
@@ -132,12 +163,14 @@ std::string stalls_json(const std::optional<ProxyStalls>& ps) {
                                   .field("from", format_rfc3339_us(s.from_us))
                                   .field("to", format_rfc3339_us(s.to_us))
                                   .field("longest_ms", s.longest_ms)
-                                  .field("lines", static_cast<std::uint64_t>(s.lines)))
+                                  .field("lines", static_cast<std::uint64_t>(s.lines))
+                                  .field("held_up", s.held_up))
                         .finish());
   }
   return std::move(JsonObjectWriter()
                        .field("late_lines", static_cast<std::uint64_t>(ps->late_lines))
                        .field("timed_lines", static_cast<std::uint64_t>(ps->timed_lines))
+                       .field("held_up_lines", static_cast<std::uint64_t>(ps->held_up_lines))
                        .field("stretch", ps->stretch)
                        .field("most_lines_late", ps->most_lines_late)
                        .field("isolated", ps->isolated())
@@ -162,11 +195,13 @@ std::string timing_summary(const GroupStats& g) {
     } else if (g.proxy_lag_ms->p99 >= kProxyLagWarnMs) {
       out += fmt::format(
           " (**warning**: the proxy itself was a bottleneck: its event loop read bytes up to {:.1f} ms after they "
-          "arrived{}, so it forwarded them that late; {}give the proxy more CPU)",
+          "arrived{}, so it forwarded them that late; {}{})",
           g.proxy_lag_ms->max, lateness_detail(g.proxy_stalls),
           loop_lines ? "lines on the loop basis carry that lateness in their times; "
                      : "the times rest on the kernel's "
-                       "receive timestamps and stay true; ");
+                       "receive timestamps and stay true; ",
+          mostly_held_up(g.proxy_stalls) ? "give the proxy a CPU of its own or a higher priority (nice)"
+                                         : "give the proxy more CPU");
     }
   } else if (g.timing_bases.count("loop") > 0) {
     out += " (no kernel receive timestamps: the times are when the proxy's loop read the bytes)";

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <deque>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <memory>
@@ -75,8 +76,12 @@ class RowNames {
 
 // A row does not hold its group's key: the table lists rows by group (groups()).
 struct Row {
+  // How the proxy's loop spent the wait of the line's latest read, when that read was late: the
+  // ledger's proxy_lag_quiet_ms against proxy_lag_ms (report/proxy_stalls.hpp).
+  static constexpr std::uint8_t kLagQuietUnknown = 0, kLagBusy = 1, kLagHeldUp = 2;
   bool stream : 1 = false;
-  std::uint8_t operation : 7 = 0;                                                  // index into kOperationNames
+  std::uint8_t operation : 4 = 0;  // index into kOperationNames
+  std::uint8_t lag_quiet : 2 = kLagQuietUnknown;
   std::uint8_t outcome_index = 0, token_source_index = 0, timing_basis_index = 0;  // RowNames
   // The sweep's load point ("concurrency=8") as an index into the table's phase names (0: the line
   // names none).
@@ -102,6 +107,14 @@ struct Row {
   Maybe<float> engine_prompt_ms;
 };
 static_assert(sizeof(Row) == 96, "a row's size is the report's memory: keep it (rows.hpp)");
+static_assert(std::size(kOperationNames) <= 16, "Row::operation holds an index into kOperationNames in 4 bits");
+
+// A late read's wait was held up, not busy, when the proxy's loop read nothing at all for at least
+// this share of it (docs/REPORT.md "The proxy's own lateness").
+inline constexpr double kHeldUpShare = 0.5;
+inline std::uint8_t lag_quiet_of(double lag_ms, double quiet_ms) {
+  return quiet_ms >= kHeldUpShare * lag_ms ? Row::kLagHeldUp : Row::kLagBusy;
+}
 
 // llama.cpp's `timings.prompt_ms` in a line's server_timings object; nullopt when absent.
 std::optional<float> timings_prompt_ms(std::string_view server_timings);

@@ -87,6 +87,7 @@ TEST(Observation, LineHasEveryFieldInContractOrderWithNullForUnknown) {
                          "timing_basis",
                          "proxy_lag_ms",
                          "proxy_lag_at_ms",
+                         "proxy_lag_quiet_ms",
                          "server_timings"};
   std::size_t i = 0;
   for (const auto& kv : v) {

@@ -83,6 +83,7 @@ TEST(ReadLedger, EveryFieldOfAnObservationLineRoundTrips) {
   o.timing_basis = "kernel_rx";
   o.proxy_lag_ms = 0.375;
   o.proxy_lag_at_ms = 12.5;
+  o.proxy_lag_quiet_ms = 11.75;
   o.server_timings = R"({"prompt_n":101, "predicted_n":9})";
   o.sweep_point = "concurrency=8";
   const auto r = read_ledger(render_observation(o));
@@ -122,6 +123,7 @@ TEST(ReadLedger, EveryFieldOfAnObservationLineRoundTrips) {
   EXPECT_EQ(x.timing_basis, "kernel_rx");
   EXPECT_EQ(x.proxy_lag_ms, 0.375);
   EXPECT_EQ(x.proxy_lag_at_ms, 12.5);
+  EXPECT_EQ(x.proxy_lag_quiet_ms, 11.75);
   EXPECT_EQ(x.trace_id, "0af7651916cd43dd8448eb211c80319c");
   EXPECT_EQ(x.span_id, "b7ad6b7169203331");
 

@@ -153,6 +153,64 @@ TEST(ReadableWait, ReceiveSomeStampsWhatItReads) {
   }());
 }
 
+// A late read says how its loop spent the wait (RxStamp::quiet_us, the ledger's
+// proxy_lag_quiet_ms). Held up: the loop thread does nothing for 6 ms while a byte waits (as when it
+// is descheduled or its machine pauses): no read at all in that time, so the quiet stretch is
+// nearly the whole lag.
+TEST(LoopReads, ALateReadAfterTheLoopWasHeldUpWasQuietForMostOfItsWait) {
+  asio::io_context io;
+  SocketPair p(io);
+  enable_rx_timestamps(p.reader.native_handle());
+  run(io, [&]() -> asio::awaitable<void> {
+    ReadableWait wait(co_await asio::this_coro::executor);
+    net::ReadBuffer buffer;
+    asio::write(p.writer, asio::buffer("x", 1));
+    std::this_thread::sleep_for(6ms);  // the held-up loop itself, not a wait for readiness
+    const auto r = co_await receive_some(p.reader, buffer, wait, 1s);
+    EXPECT_FALSE(r.ec);
+    EXPECT_TRUE(r.stamp.kernel);
+    EXPECT_GE(r.stamp.lag_us, 6000);
+    EXPECT_GE(r.stamp.quiet_us, 0.9 * r.stamp.lag_us) << "lag " << r.stamp.lag_us;
+  }());
+}
+
+// Busy: while the byte waits the loop reads another socket over and over for 20 ms (a backlog of
+// traffic): its longest quiet stretch is a small part of the wait. A pause of this machine (a
+// virtual machine's host stops it for 3-18 ms at times) inside those 20 ms would make a long quiet
+// stretch for real: up to three tries.
+TEST(LoopReads, ALateReadAfterTheLoopWasBusyReadingWasQuietForLittleOfItsWait) {
+  asio::io_context io;
+  SocketPair late(io), other(io);
+  enable_rx_timestamps(late.reader.native_handle());
+  double lag_us = 0, quiet_us = -1;
+  run(io, [&]() -> asio::awaitable<void> {
+    ReadableWait late_wait(co_await asio::this_coro::executor), other_wait(co_await asio::this_coro::executor);
+    net::ReadBuffer late_buffer, other_buffer;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      asio::write(late.writer, asio::buffer("x", 1));
+      const auto until = std::chrono::steady_clock::now() + 20ms;
+      int reads = 0;
+      while (std::chrono::steady_clock::now() < until) {
+        asio::write(other.writer, asio::buffer("y", 1));
+        const auto r = co_await receive_some(other.reader, other_buffer, other_wait, 1s);
+        if (r.ec) break;
+        other_buffer.consume(other_buffer.size());
+        ++reads;
+      }
+      EXPECT_GT(reads, 20);
+      const auto r = co_await receive_some(late.reader, late_buffer, late_wait, 1s);
+      late_buffer.consume(late_buffer.size());
+      if (r.ec || !r.stamp.kernel) break;
+      lag_us = r.stamp.lag_us;
+      quiet_us = r.stamp.quiet_us;
+      if (quiet_us >= 0 && quiet_us < 0.5 * lag_us) break;
+    }
+  }());
+  EXPECT_GE(lag_us, 20000);
+  EXPECT_GE(quiet_us, 0) << "a read late by 1 ms or more is measured";
+  EXPECT_LT(quiet_us, 0.5 * lag_us) << "lag " << lag_us;
+}
+
 TEST(ReadableWait, AfterAReadThatDrainsTheSocketTheNextWaitsAndSeesBytesThatCameMeanwhile) {
   // A read that drains the socket (the kernel says nothing is queued) makes the next read wait for
   // an edge before asking the kernel. The byte written after the first read is announced to the

@@ -63,5 +63,46 @@ TEST(Timing, ALineIsKernelRxOnlyWhenEveryReadWas) {
   EXPECT_FALSE(none.max_lag_ms());
 }
 
+TEST(LoopReads, ALoopBusyWithOtherReadsHasOnlyShortQuietStretches) {
+  // Bytes arrived at 1,000 µs and were read at 5,000: the loop read other sockets every 100 µs in
+  // between (a backlog of traffic), so no stretch of the wait was quiet for longer than that.
+  LoopReads reads;
+  reads.record(900);
+  for (std::int64_t t = 1'050; t < 5'000; t += 100) reads.record(t);
+  EXPECT_EQ(reads.longest_quiet_us(1'000, 5'000), 100);
+}
+
+TEST(LoopReads, ALoopHeldUpReadsNothingForMostOfTheWait) {
+  // Read at 800 and 900, then nothing until 4,600 (a pause), two reads catching up, the late read
+  // at 5,000: the quiet stretch is 1,000 -> 4,600 (from the bytes' arrival to the next read).
+  LoopReads reads;
+  for (std::int64_t t : {800, 900, 4'600, 4'700}) reads.record(t);
+  EXPECT_EQ(reads.longest_quiet_us(1'000, 5'000), 3'600);
+  // No read at all since the arrival: the whole wait was quiet.
+  EXPECT_EQ(reads.longest_quiet_us(4'800, 6'000), 1'200);
+  LoopReads fresh;
+  EXPECT_EQ(fresh.longest_quiet_us(1'000, 3'000), 2'000) << "a loop that never read was quiet throughout";
+}
+
+TEST(LoopReads, MoreReadsThanKeptMeasureOnlyBetweenTheKeptOnes) {
+  // 1,000 reads 1 µs apart after a long quiet start: only the last 256 are kept, so the quiet start
+  // (arrival at 0, first read at 10,000) is not known and not reported; the loop read that often.
+  LoopReads reads;
+  for (std::int64_t t = 10'000; t < 11'000; ++t) reads.record(t);
+  EXPECT_EQ(reads.longest_quiet_us(0, 11'000), 1);
+}
+
+TEST(Timing, TheLineKeepsTheQuietStretchOfItsLatestRead) {
+  LineTiming line;
+  auto late = stamp_read(kWallNs - 4'000'000, kWallNs, kSteadyUs);
+  late.quiet_us = 3'600;
+  line.note(stamp_read(kWallNs - 100'000, kWallNs, kSteadyUs));
+  EXPECT_FALSE(line.max_lag_quiet_ms()) << "a read on time is not measured";
+  line.note(late);
+  line.note(stamp_read(kWallNs - 200'000, kWallNs, kSteadyUs));
+  ASSERT_TRUE(line.max_lag_quiet_ms());
+  EXPECT_DOUBLE_EQ(*line.max_lag_quiet_ms(), 3.6);
+}
+
 }  // namespace
 }  // namespace mpo::proxy

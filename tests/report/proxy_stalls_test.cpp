@@ -41,6 +41,15 @@ ledger::LedgerRecord line(double start_ms, double lag_ms, std::optional<double> 
   return r;
 }
 
+// The same, and the loop read nothing at all, from any socket, for `quiet_ms` of that wait.
+ledger::LedgerRecord quiet_line(double start_ms, double lag_ms, double at_ms, double quiet_ms) {
+  auto r = line(start_ms, lag_ms, at_ms);
+  r.proxy_lag_quiet_ms = quiet_ms;
+  return r;
+}
+
+constexpr auto npos = std::string::npos;
+
 // Ninety lines read on time, spread over 9 s.
 std::vector<ledger::LedgerRecord> on_time() {
   std::vector<ledger::LedgerRecord> rs;
@@ -135,7 +144,8 @@ TEST(ProxyStalls, OneStallIsANoteWithItsTimeNotTheBottleneckWarning) {
   const auto js = render_json(in);
   EXPECT_NE(
       js.find(
-          R"("proxy_stalls":{"late_lines":10,"timed_lines":100,"stretch":false,"most_lines_late":false,"isolated":true,)"
+          R"("proxy_stalls":{"late_lines":10,"timed_lines":100,"held_up_lines":0,"stretch":false,"most_lines_late":false,)"
+          R"("isolated":true,)"
           R"("stalls":[{"from":"2026-12-04T16:00:05.000000Z")"),
       std::string::npos)
       << js;
@@ -171,6 +181,88 @@ TEST(ProxyStalls, AStretchOfStallsIsTheBottleneckWarning) {
             std::string::npos)
       << t;
   EXPECT_NE(t.find("give the proxy more CPU"), std::string::npos) << t;
+}
+
+TEST(ProxyStalls, AStretchOfStallsInWhichTheLoopReadNothingIsHeldUpNotBehind) {
+  // As in the demo on this project's two vCPUs: the host paused the machine five times within
+  // 300 ms (4 ms each), and the loop read nothing at all, from any socket, for most of each wait.
+  auto rs = on_time();
+  for (int i = 0; i < 5; ++i) rs.push_back(quiet_line(2000 + i * 60, 4.0, 5, 3.8));
+  const auto g = analyse(rs, {}).at(0);
+  ASSERT_TRUE(g.proxy_stalls);
+  EXPECT_EQ(g.proxy_stalls->stalls.size(), 5u);
+  EXPECT_EQ(g.proxy_stalls->held_up_stalls, 5u);
+  EXPECT_EQ(g.proxy_stalls->held_up_lines, 5u);
+  EXPECT_FALSE(g.proxy_stalls->stretch);
+  EXPECT_TRUE(g.proxy_stalls->isolated());
+  const auto t = timing_summary(g);
+  EXPECT_EQ(t.find("warning"), npos) << t;
+  EXPECT_NE(t.find("5 stalls of the proxy, moments when it read nothing: 4.0 ms at"), npos) << t;
+  EXPECT_NE(t.find("; in all of them the loop read nothing at all, from any socket, for most of the wait: held up "
+                   "(descheduled for another process, its machine paused as a virtual machine's host does, or one "
+                   "long step of its own), not behind with its traffic; the times rest on"),
+            npos)
+      << t;
+
+  // The same stalls with the loop reading other sockets all through them (its longest quiet
+  // stretch 0.2 ms of the 4): it fell behind its traffic, the bottleneck warning.
+  auto busy = on_time();
+  for (int i = 0; i < 5; ++i) busy.push_back(quiet_line(2000 + i * 60, 4.0, 5, 0.2));
+  const auto gb = analyse(busy, {}).at(0);
+  ASSERT_TRUE(gb.proxy_stalls);
+  EXPECT_EQ(gb.proxy_stalls->held_up_stalls, 0u);
+  EXPECT_TRUE(gb.proxy_stalls->stretch);
+  const auto tb = timing_summary(gb);
+  EXPECT_NE(tb.find("**warning**: the proxy itself was a bottleneck"), npos) << tb;
+  EXPECT_NE(tb.find("give the proxy more CPU"), npos) << tb;
+}
+
+TEST(ProxyStalls, AStallIsHeldUpOnlyWhenTheLoopReadNothingForHalfOfEveryWaitInIt) {
+  // Three stalls 60 ms apart: the first held up (2.0 of 4 ms quiet: half), the second not (1.9 of
+  // 4), the third one line held up and one not (not held up). Only the first is; the other two and
+  // a fourth busy one make no stretch of three busy stalls, and the note says which were held up.
+  auto rs = on_time();
+  rs.push_back(quiet_line(2000, 4.0, 5, 2.0));
+  rs.push_back(quiet_line(2060, 4.0, 5, 1.9));
+  rs.push_back(quiet_line(2120, 4.0, 5, 4.0));
+  rs.push_back(quiet_line(2120, 3.0, 5.5, 0.1));
+  rs.push_back(quiet_line(5000, 4.0, 5, 0.1));
+  const auto g = analyse(rs, {}).at(0);
+  ASSERT_TRUE(g.proxy_stalls);
+  ASSERT_EQ(g.proxy_stalls->stalls.size(), 4u);
+  EXPECT_TRUE(g.proxy_stalls->stalls[0].held_up);
+  EXPECT_FALSE(g.proxy_stalls->stalls[1].held_up);
+  EXPECT_FALSE(g.proxy_stalls->stalls[2].held_up);
+  EXPECT_EQ(g.proxy_stalls->held_up_stalls, 1u);
+  EXPECT_EQ(g.proxy_stalls->held_up_lines, 2u);
+  EXPECT_FALSE(g.proxy_stalls->stretch);
+  const auto t = timing_summary(g);
+  EXPECT_EQ(t.find("warning"), npos) << t;
+  EXPECT_NE(t.find("; in 1 of them the loop read nothing at all"), npos) << t;
+  EXPECT_NE(t.find("not behind with its traffic; never 3 of the others within 100 ms of each other"), npos) << t;
+  // A line from before proxy_lag_quiet_ms (no quiet said) counts as busy: the report judges as it did.
+  auto old = on_time();
+  for (int i = 0; i < 3; ++i) old.push_back(line(2000 + i * 60, 4.0, 5));
+  EXPECT_TRUE(analyse(old, {}).at(0).proxy_stalls->stretch);
+}
+
+TEST(ProxyStalls, MostLinesLateAndHeldUpIsStillTheWarningWithWhatHeldTheLoop) {
+  // In front of a real engine sharing two vCPUs with the proxy: most lines late, and the loop read
+  // nothing while each waited: it waited for a CPU. The forwarding was late on most requests (the
+  // warning), and the advice is a CPU of its own, not a faster proxy.
+  std::vector<ledger::LedgerRecord> rs;
+  for (int i = 0; i < 24; ++i) rs.push_back(i < 15 ? quiet_line(i * 200.0, 2.8, 20, 2.7) : line(i * 200.0, 0.3, 20));
+  const auto g = analyse(rs, {}).at(0);
+  ASSERT_TRUE(g.proxy_stalls);
+  EXPECT_TRUE(g.proxy_stalls->most_lines_late);
+  const auto t = timing_summary(g);
+  EXPECT_NE(t.find("**warning**: the proxy itself was a bottleneck"), npos) << t;
+  EXPECT_NE(t.find("on most lines (15 of 24 read 1 ms or more late, in 15 stalls; on 15 of them its loop read "
+                   "nothing at all for most of the wait: held up, waiting for a CPU or its machine paused, not busy "
+                   "with its traffic)"),
+            npos)
+      << t;
+  EXPECT_NE(t.find("give the proxy a CPU of its own or a higher priority (nice)"), npos) << t;
 }
 
 }  // namespace
