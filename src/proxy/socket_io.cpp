@@ -167,14 +167,15 @@ ssize_t recv_stamped(int fd, void* data, std::size_t size, RxStamp& stamp, std::
       more = queued != 0;
     }
   }
-  stamp = stamp_read(rx_ns, now.wall_ns(), now.steady_us());
+  const std::int64_t now_steady_us = now.steady_us();
+  stamp = stamp_read(rx_ns, now.wall_ns(), now_steady_us);
   // Every stamped read of this thread's loop (client and upstream), for how a late read's wait was
   // spent (proxy/timing.hpp). Constant-initialised: no guard on the way here.
   thread_local LoopReads loop_reads;
   if (stamp.kernel && stamp.lag_us >= kQuietFromUs) {
-    stamp.quiet_us = static_cast<double>(loop_reads.longest_quiet_us(stamp.steady_us, now.steady_us()));
+    stamp.quiet_us = static_cast<double>(loop_reads.longest_quiet_us(stamp.steady_us, now_steady_us));
   }
-  loop_reads.record(now.steady_us());
+  loop_reads.record(now_steady_us);
   return n;
 }
 
