@@ -51,22 +51,47 @@ std::optional<double> LineTiming::max_lag_quiet_ms() const {
   return max_lag_quiet_us_ / 1000.0;
 }
 
+void LoopReads::record(std::int64_t steady_us) {
+  const std::uint64_t n = count_++;
+  const std::int64_t gap = n == 0 ? 0 : steady_us - at_[(n - 1) % kKept];
+  at_[n % kKept] = steady_us;
+  gap_[n % kKept] = gap;
+  while (bottom_ < top_ && longest_[bottom_ % kKept] + kKept < count_) ++bottom_;  // no longer kept
+  while (top_ > bottom_ && gap_[longest_[(top_ - 1) % kKept] % kKept] <= gap) --top_;
+  longest_[top_++ % kKept] = n;
+}
+
 std::int64_t LoopReads::longest_quiet_us(std::int64_t from_us, std::int64_t to_us) const {
-  std::int64_t longest = 0;
-  std::int64_t later = to_us;  // the read after the stretch being measured
-  bool first_known = true;     // the first read after `from_us` is among the kept
-  std::size_t looked = 0;
-  for (std::uint64_t i = count_; i > 0; --i, ++looked) {
-    if (looked == kKept) {
-      first_known = false;
-      break;
+  if (count_ == 0) return std::max<std::int64_t>(to_us - from_us, 0);
+  const std::uint64_t oldest = count_ > kKept ? count_ - kKept : 0;
+  // The first kept read after `from_us` (times only grow).
+  std::uint64_t lo = oldest, hi = count_;
+  while (lo < hi) {
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    if (at_[mid % kKept] > from_us) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
     }
-    const std::int64_t t = at_[(i - 1) % kKept];
-    if (t <= from_us) break;
-    longest = std::max(longest, later - t);
-    later = t;
   }
-  if (first_known) longest = std::max(longest, later - from_us);  // from the arrival to that read
+  const std::uint64_t first = lo;
+  if (first == count_) return std::max<std::int64_t>(to_us - std::max(from_us, at_[(count_ - 1) % kKept]), 0);
+  std::int64_t longest = to_us - at_[(count_ - 1) % kKept];  // after the newest read
+  // The stretches between reads after `first`: the longest is that of the first read after it
+  // among longest_.
+  lo = bottom_;
+  hi = top_;
+  while (lo < hi) {
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    if (longest_[mid % kKept] > first) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  if (lo < top_) longest = std::max(longest, gap_[longest_[lo % kKept] % kKept]);
+  // From the arrival to the first read after it, when that read is the first after it of all.
+  if (first > oldest || count_ <= kKept) longest = std::max(longest, at_[first % kKept] - from_us);
   return std::max<std::int64_t>(longest, 0);
 }
 

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+#include <vector>
+
 namespace mpo::proxy {
 namespace {
 
@@ -90,6 +94,37 @@ TEST(LoopReads, MoreReadsThanKeptMeasureOnlyBetweenTheKeptOnes) {
   LoopReads reads;
   for (std::int64_t t = 10'000; t < 11'000; ++t) reads.record(t);
   EXPECT_EQ(reads.longest_quiet_us(0, 11'000), 1);
+}
+
+TEST(LoopReads, AgreesWithReadingEveryKeptReadForAnyWait) {
+  // The answer from two binary searches against the plain one: every kept read after the arrival,
+  // the stretches between them, the one after the newest and (when the first read after the
+  // arrival is known) the one before it. Random times and waits, past the ring's size.
+  std::mt19937_64 rng(43);
+  LoopReads reads;
+  std::vector<std::int64_t> all;
+  std::int64_t t = 1000;
+  const auto plain = [&](std::int64_t from, std::int64_t to) {
+    const std::size_t oldest = all.size() > LoopReads::kKept ? all.size() - LoopReads::kKept : 0;
+    std::size_t first = oldest;
+    while (first < all.size() && all[first] <= from) ++first;
+    if (first == all.size()) return std::max<std::int64_t>(to - from, 0);
+    std::int64_t longest = to - all.back();
+    for (std::size_t i = first + 1; i < all.size(); ++i) longest = std::max(longest, all[i] - all[i - 1]);
+    if (first > oldest || all.size() <= LoopReads::kKept) longest = std::max(longest, all[first] - from);
+    return std::max<std::int64_t>(longest, 0);
+  };
+  for (int step = 0; step < 3000; ++step) {
+    // Mostly short steps, now and then a pause.
+    t += rng() % 10 == 0 ? static_cast<std::int64_t>(rng() % 5000) : static_cast<std::int64_t>(rng() % 30);
+    reads.record(t);
+    all.push_back(t);
+    for (int q = 0; q < 3; ++q) {
+      const std::int64_t from = t - static_cast<std::int64_t>(rng() % 20000);
+      const std::int64_t to = t + static_cast<std::int64_t>(rng() % 100);
+      ASSERT_EQ(reads.longest_quiet_us(from, to), plain(from, to)) << "step " << step << " from " << from;
+    }
+  }
 }
 
 TEST(Timing, TheLineKeepsTheQuietStretchOfItsLatestRead) {
