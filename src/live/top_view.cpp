@@ -66,10 +66,18 @@ std::string bottleneck_line(const report::GroupStats& g) {
 std::string proxy_lag_line(const report::GroupStats& g) {
   std::string out = fmt::format("proxy lag p99 {:.2f} ms", g.proxy_lag_ms->p99);
   if (const auto& ps = g.proxy_stalls; ps && g.proxy_lag_ms->p99 >= report::kProxyLagWarnMs) {
-    out += ps->isolated() ? fmt::format(" ({} stall{} apart, up to {:.1f} ms)", ps->stalls.size(),
-                                        ps->stalls.size() == 1 ? "" : "s", g.proxy_lag_ms->max)
-                          : fmt::format(" (behind: {} of {} lines late, {} stalls{}; give it more CPU)", ps->late_lines,
-                                        ps->timed_lines, ps->stalls.size(), ps->stretch ? " in stretches" : "");
+    // Held-up stalls: the loop read nothing at all while the bytes waited (not behind its traffic).
+    const std::string held = ps->held_up_stalls == 0 ? std::string()
+                             : ps->held_up_stalls == ps->stalls.size()
+                                 ? std::string(", held up")
+                                 : fmt::format(", {} held up", ps->held_up_stalls);
+    const bool mostly_held = 2 * ps->held_up_lines > ps->late_lines;
+    out += ps->isolated()
+               ? fmt::format(" ({} stall{}{}, up to {:.1f} ms)", ps->stalls.size(), ps->stalls.size() == 1 ? "" : "s",
+                             ps->held_up_stalls == 0 ? " apart" : held, g.proxy_lag_ms->max)
+               : fmt::format(" (behind: {} of {} lines late, {} stalls{}{}; {})", ps->late_lines, ps->timed_lines,
+                             ps->stalls.size(), ps->stretch ? " in stretches" : "", held,
+                             mostly_held ? "give it a CPU of its own" : "give it more CPU");
   }
   return out;
 }

@@ -111,6 +111,11 @@ TEST(TopScreen, TheProxysLateReadsSayWhetherTheyWereOneStallOrAStretch) {
   EXPECT_NE(lag_line(screen_of(lines)).find("(behind: 4 of 40 lines late, 4 stalls in stretches; give it more CPU)"),
             std::string::npos)
       << lag_line(screen_of(lines));
+  // The same four stalls with the loop reading nothing at all while each waited: held up, not
+  // behind its traffic (no stretch).
+  for (int i = 0; i < 4; ++i) lines[static_cast<std::size_t>(i)].proxy_lag_quiet_ms = 2.9;
+  EXPECT_NE(lag_line(screen_of(lines)).find("(4 stalls, held up, up to 3.0 ms)"), std::string::npos)
+      << lag_line(screen_of(lines));
 }
 
 TEST(TopScreen, SortingAndFocusChangeWhatIsShown) {
