@@ -51,16 +51,6 @@ std::optional<double> LineTiming::max_lag_quiet_ms() const {
   return max_lag_quiet_us_ / 1000.0;
 }
 
-void LoopReads::record(std::int64_t steady_us) {
-  const std::uint64_t n = count_++;
-  const std::int64_t gap = n == 0 ? 0 : steady_us - at_[(n - 1) % kKept];
-  at_[n % kKept] = steady_us;
-  gap_[n % kKept] = gap;
-  while (bottom_ < top_ && longest_[bottom_ % kKept] + kKept < count_) ++bottom_;  // no longer kept
-  while (top_ > bottom_ && gap_[longest_[(top_ - 1) % kKept] % kKept] <= gap) --top_;
-  longest_[top_++ % kKept] = n;
-}
-
 std::int64_t LoopReads::longest_quiet_us(std::int64_t from_us, std::int64_t to_us) const {
   if (count_ == 0) return std::max<std::int64_t>(to_us - from_us, 0);
   const std::uint64_t oldest = count_ > kKept ? count_ - kKept : 0;

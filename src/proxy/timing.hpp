@@ -40,7 +40,16 @@ inline constexpr double kQuietFromUs = 1000;
 class LoopReads {
  public:
   static constexpr std::size_t kKept = 256;
-  void record(std::int64_t steady_us);
+  void record(std::int64_t steady_us) {  // inline: once per read on the loop
+    const std::uint64_t n = count_++;
+    const std::int64_t gap = n == 0 ? 0 : steady_us - at_[(n - 1) % kKept];
+    at_[n % kKept] = steady_us;
+    gap_[n % kKept] = gap;
+    // At most one read leaves the kept window per read recorded.
+    if (bottom_ < top_ && longest_[bottom_ % kKept] + kKept < count_) ++bottom_;
+    while (top_ > bottom_ && gap_[longest_[(top_ - 1) % kKept] % kKept] <= gap) --top_;
+    longest_[top_++ % kKept] = n;
+  }
   // The longest stretch of (from_us, to_us) in which no recorded read happened. When more than
   // kKept reads came after `from_us`, only the stretches between the kept ones are known (a loop
   // that read that often was busy).
