@@ -385,7 +385,8 @@ TEST(Sweep, ARestartMidSweepInvalidatesItsPoint) {
   const auto receipt = json::parse(read_file(dir + "/sweep.json")).as_object();
   EXPECT_EQ(track_point(receipt, 1).at("status"), "invalid");
   EXPECT_EQ(track_point(receipt, 1).at("reason_code"), "engine_restarted");
-  EXPECT_EQ(track_point(receipt, 2).at("status"), "valid");
+  // Its reason when it is not (it failed twice in full parallel runs, 2026-12-01 and 2026-12-05).
+  EXPECT_EQ(track_point(receipt, 2).at("status"), "valid") << json::serialize(track_point(receipt, 2));
   EXPECT_EQ(summary(receipt).at("status"), "invalid");
   EXPECT_EQ(run_cli({"sweep", "verify", dir + "/sweep.json"}).exit_code, 0);
 }
