@@ -71,13 +71,12 @@ std::string proxy_lag_line(const report::GroupStats& g) {
                              : ps->held_up_stalls == ps->stalls.size()
                                  ? std::string(", held up")
                                  : fmt::format(", {} held up", ps->held_up_stalls);
-    const bool mostly_held = 2 * ps->held_up_lines > ps->late_lines;
     out += ps->isolated()
                ? fmt::format(" ({} stall{}{}, up to {:.1f} ms)", ps->stalls.size(), ps->stalls.size() == 1 ? "" : "s",
                              ps->held_up_stalls == 0 ? " apart" : held, g.proxy_lag_ms->max)
                : fmt::format(" (behind: {} of {} lines late, {} stalls{}{}; {})", ps->late_lines, ps->timed_lines,
                              ps->stalls.size(), ps->stretch ? " in stretches" : "", held,
-                             mostly_held ? "give it a CPU of its own" : "give it more CPU");
+                             ps->mostly_held_up() ? "give it a CPU of its own" : "give it more CPU");
   }
   return out;
 }

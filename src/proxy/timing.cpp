@@ -3,6 +3,7 @@
 #include "proxy/timing.hpp"
 
 #include <algorithm>
+#include <ranges>
 
 namespace mpo::proxy {
 
@@ -51,35 +52,29 @@ std::optional<double> LineTiming::max_lag_quiet_ms() const {
   return max_lag_quiet_us_ / 1000.0;
 }
 
+namespace {
+
+// The first of lo .. hi - 1 for which `after` holds (it holds for all after it), or hi.
+template <typename Pred>
+std::uint64_t first_where(std::uint64_t lo, std::uint64_t hi, Pred after) {
+  const auto numbers = std::views::iota(lo, hi);
+  const auto it = std::ranges::partition_point(numbers, [&](std::uint64_t n) { return !after(n); });
+  return it == numbers.end() ? hi : *it;
+}
+
+}  // namespace
+
 std::int64_t LoopReads::longest_quiet_us(std::int64_t from_us, std::int64_t to_us) const {
   if (count_ == 0) return std::max<std::int64_t>(to_us - from_us, 0);
   const std::uint64_t oldest = count_ > kKept ? count_ - kKept : 0;
   // The first kept read after `from_us` (times only grow).
-  std::uint64_t lo = oldest, hi = count_;
-  while (lo < hi) {
-    const std::uint64_t mid = lo + (hi - lo) / 2;
-    if (at_[mid % kKept] > from_us) {
-      hi = mid;
-    } else {
-      lo = mid + 1;
-    }
-  }
-  const std::uint64_t first = lo;
+  const std::uint64_t first = first_where(oldest, count_, [&](std::uint64_t n) { return at_[n % kKept] > from_us; });
   if (first == count_) return std::max<std::int64_t>(to_us - std::max(from_us, at_[(count_ - 1) % kKept]), 0);
   std::int64_t longest = to_us - at_[(count_ - 1) % kKept];  // after the newest read
   // The stretches between reads after `first`: the longest is that of the first read after it
   // among longest_.
-  lo = bottom_;
-  hi = top_;
-  while (lo < hi) {
-    const std::uint64_t mid = lo + (hi - lo) / 2;
-    if (longest_[mid % kKept] > first) {
-      hi = mid;
-    } else {
-      lo = mid + 1;
-    }
-  }
-  if (lo < top_) longest = std::max(longest, gap_[longest_[lo % kKept] % kKept]);
+  const std::uint64_t at = first_where(bottom_, top_, [&](std::uint64_t i) { return longest_[i % kKept] > first; });
+  if (at < top_) longest = std::max(longest, gap_[longest_[at % kKept] % kKept]);
   // From the arrival to the first read after it, when that read is the first after it of all.
   if (first > oldest || count_ <= kKept) longest = std::max(longest, at_[first % kKept] - from_us);
   return std::max<std::int64_t>(longest, 0);

@@ -49,6 +49,8 @@ struct ProxyStalls {
   // Neither: the proxy read on time between the stalls and on most lines (the report's note, not
   // its warning).
   bool isolated() const { return !stretch && !most_lines_late; }
+  // Most late lines were held up: the advice is a CPU of its own, not more CPU.
+  bool mostly_held_up() const { return 2 * held_up_lines > late_lines; }
 };
 
 // Stalls closer than this make a stretch of lateness. A stall's own aftermath (the loop catching up

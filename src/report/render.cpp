@@ -136,16 +136,13 @@ std::string stalls_note(const ProxyStalls& ps, bool loop_lines) {
                  : "the times rest on the kernel's receive timestamps and stay true");
 }
 
-// Most of the late lines were held up rather than busy (report/proxy_stalls.hpp).
-bool mostly_held_up(const std::optional<ProxyStalls>& ps) { return ps && 2 * ps->held_up_lines > ps->late_lines; }
-
 // Where the lines say when: how the late reads fell, for the bottleneck warning.
 std::string lateness_detail(const std::optional<ProxyStalls>& ps) {
   if (!ps) return "";
   if (ps->most_lines_late) {
     return fmt::format(", on most lines ({} of {} read {:.0f} ms or more late, in {} stall{}{})", ps->late_lines,
                        ps->timed_lines, kProxyLagWarnMs, ps->stalls.size(), ps->stalls.size() == 1 ? "" : "s",
-                       mostly_held_up(ps)
+                       ps->mostly_held_up()
                            ? fmt::format("; on {} of them its loop read nothing at all for most of the wait: held up, "
                                          "waiting for a CPU or its machine paused, not busy with its traffic",
                                          ps->held_up_lines)
@@ -200,8 +197,9 @@ std::string timing_summary(const GroupStats& g) {
           loop_lines ? "lines on the loop basis carry that lateness in their times; "
                      : "the times rest on the kernel's "
                        "receive timestamps and stay true; ",
-          mostly_held_up(g.proxy_stalls) ? "give the proxy a CPU of its own or a higher priority (nice)"
-                                         : "give the proxy more CPU");
+          g.proxy_stalls && g.proxy_stalls->mostly_held_up()
+              ? "give the proxy a CPU of its own or a higher priority (nice)"
+              : "give the proxy more CPU");
     }
   } else if (g.timing_bases.count("loop") > 0) {
     out += " (no kernel receive timestamps: the times are when the proxy's loop read the bytes)";
