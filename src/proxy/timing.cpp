@@ -3,7 +3,6 @@
 #include "proxy/timing.hpp"
 
 #include <algorithm>
-#include <ranges>
 
 namespace mpo::proxy {
 
@@ -54,12 +53,20 @@ std::optional<double> LineTiming::max_lag_quiet_ms() const {
 
 namespace {
 
-// The first of lo .. hi - 1 for which `after` holds (it holds for all after it), or hi.
+// The first of lo .. hi - 1 for which `after` holds (it holds for all after it), or hi: a binary
+// search over numbers, not iterators (std::views::iota with std::ranges::partition_point does not
+// build under clang 14 with libstdc++ 12, the sanitizer build's).
 template <typename Pred>
 std::uint64_t first_where(std::uint64_t lo, std::uint64_t hi, Pred after) {
-  const auto numbers = std::views::iota(lo, hi);
-  const auto it = std::ranges::partition_point(numbers, [&](std::uint64_t n) { return !after(n); });
-  return it == numbers.end() ? hi : *it;
+  while (lo < hi) {
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    if (after(mid)) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return lo;
 }
 
 }  // namespace
