@@ -3,6 +3,7 @@
 #include "proxy/timing.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace mpo::proxy {
 
@@ -41,14 +42,24 @@ void LineTiming::note(const RxStamp& s) {
   any_kernel_ = true;
 }
 
+namespace {
+
+// Microseconds as milliseconds to the nanosecond, what the clocks measured: the double nearest
+// n / 10^6, which the ledger writes as its few digits ("3.774754"). Dividing the microseconds by 1000
+// as they are can land beside it ("3.7747539999999997", the ledger's longest text for no added
+// meaning, and a float search per line instead of the writer's millionths).
+double ms_to_the_ns(double us) { return std::round(us * 1000.0) / 1e6; }
+
+}  // namespace
+
 std::optional<double> LineTiming::max_lag_ms() const {
   if (!any_kernel_) return std::nullopt;
-  return max_lag_us_ / 1000.0;
+  return ms_to_the_ns(max_lag_us_);
 }
 
 std::optional<double> LineTiming::max_lag_quiet_ms() const {
   if (!any_kernel_ || max_lag_quiet_us_ < 0) return std::nullopt;
-  return max_lag_quiet_us_ / 1000.0;
+  return ms_to_the_ns(max_lag_quiet_us_);
 }
 
 namespace {

@@ -4,7 +4,11 @@
 
 #include <algorithm>
 #include <random>
+#include <string_view>
+#include <utility>
 #include <vector>
+
+#include "core/json.hpp"
 
 namespace mpo::proxy {
 namespace {
@@ -65,6 +69,25 @@ TEST(Timing, ALineIsKernelRxOnlyWhenEveryReadWas) {
   EXPECT_FALSE(none.max_lag_ms());
   none.note(loop_stamp(0, 0));
   EXPECT_FALSE(none.max_lag_ms());
+}
+
+// A lag measured in nanoseconds is said to the nanosecond: 3,774,754 ns is 3.774754 ms, the ledger's
+// seven digits, not the double beside it (3.7747539999999997, what dividing the microseconds by
+// 1,000 gave: the ledger wrote that text).
+TEST(Timing, ALagIsSaidToTheNanosecond) {
+  const std::pair<std::int64_t, std::string_view> lags[] = {
+      {3'774'754, "3.774754"}, {4'510'292, "4.510292"}, {1'037'071, "1.037071"}, {65'505, "0.065505"}};
+  for (const auto& [lag_ns, text] : lags) {
+    LineTiming line;
+    auto late = stamp_read(kWallNs - lag_ns, kWallNs, kSteadyUs);
+    late.quiet_us = late.lag_us;
+    line.note(late);
+    char written[32];
+    ASSERT_TRUE(line.max_lag_ms());
+    EXPECT_EQ(std::string_view(written, json_number_text(written, *line.max_lag_ms())), text);
+    ASSERT_TRUE(line.max_lag_quiet_ms());
+    EXPECT_EQ(std::string_view(written, json_number_text(written, *line.max_lag_quiet_ms())), text);
+  }
 }
 
 TEST(LoopReads, ALoopBusyWithOtherReadsHasOnlyShortQuietStretches) {
