@@ -10,6 +10,12 @@ Uuid7Generator::Uuid7Generator(std::uint64_t seed)
     : rng_(seed != 0 ? seed : (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}()) {}
 
 std::string Uuid7Generator::next(std::int64_t unix_ms) {
+  std::string out;
+  next_into(out, unix_ms);
+  return out;
+}
+
+void Uuid7Generator::next_into(std::string& out, std::int64_t unix_ms) {
   if (unix_ms <= last_ms_) {
     unix_ms = last_ms_;
     counter_ = static_cast<std::uint16_t>((counter_ + 1) & 0x0fff);
@@ -28,14 +34,13 @@ std::string Uuid7Generator::next(std::int64_t unix_ms) {
   b[8] = static_cast<std::uint8_t>(0x80 | (b[8] & 0x3f));
   // Written in place (issue 43: a push_back per digit was most of an id's cost).
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string out(36, '-');
+  out.assign(36, '-');
   char* p = out.data();
   for (int i = 0; i < 16; ++i) {
     if (i == 4 || i == 6 || i == 8 || i == 10) ++p;  // the dash already there
     *p++ = kHex[b[i] >> 4];
     *p++ = kHex[b[i] & 0x0f];
   }
-  return out;
 }
 
 bool is_uuid_v7(std::string_view s) {

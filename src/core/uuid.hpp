@@ -15,6 +15,8 @@ class Uuid7Generator {
   // Returns the canonical 36-character lowercase form. Within one generator, IDs made in the same
   // millisecond still sort in creation order (a 12-bit counter in rand_a, RFC 9562 method 1).
   std::string next(std::int64_t unix_ms);
+  // The same written into `out` (its buffer kept when it has room: no allocation, issue 43).
+  void next_into(std::string& out, std::int64_t unix_ms);
 
  private:
   std::mt19937_64 rng_;

@@ -76,6 +76,13 @@ struct Observation {
   bool warmup = false;  // `sweep` lines: a warm-up request, outside every statistic (written only when true)
 };
 
+// Makes `o` a new observation's (every member as `Observation{}` has it) while the strings a proxy's
+// line fills past a short string's room (observation_id, proxy_instance, backend, path,
+// server_timings) and itl_ms keep their buffers: the ledger's writer clears each written observation
+// so that the proxy's next request fills it in place, without allocating (issue 43). Optional
+// strings are reset (their null is part of the line) and so are freed.
+void clear_for_reuse(Observation& o);
+
 // Derived fields, as docs/FORMATS.md defines them; nullopt where they do not apply.
 std::optional<double> tpot_ms(const Observation& o);
 std::optional<double> output_tokens_per_second(const Observation& o);

@@ -86,7 +86,28 @@ bool LedgerWriter::submit(std::string line) {
 }
 
 bool LedgerWriter::submit(Observation&& observation) {
-  return enqueue([&observation](Entry& e) { e.observation.emplace(std::move(observation)); });
+  return submit(std::make_unique<Observation>(std::move(observation)));
+}
+
+bool LedgerWriter::submit(std::unique_ptr<Observation> observation) {
+  return enqueue([&observation](Entry& e) { e.observation = std::move(observation); });
+}
+
+std::unique_ptr<Observation> LedgerWriter::take_observation() {
+  {
+    std::lock_guard lock(mu_);
+    if (!kept_.empty()) {
+      auto o = std::move(kept_.back());
+      kept_.pop_back();
+      return o;
+    }
+  }
+  return std::make_unique<Observation>();
+}
+
+std::size_t LedgerWriter::observations_kept() {
+  std::lock_guard lock(mu_);
+  return kept_.size();
 }
 
 std::size_t LedgerWriter::append(std::string_view data) {
@@ -148,11 +169,16 @@ void LedgerWriter::run() {
   std::vector<std::size_t> ends;
   std::vector<std::string_view> batch;
   for (;;) {
-    entries.clear();
     ends.clear();
     batch.clear();
     {
       std::unique_lock lock(mu_);
+      // The last batch's observations, cleared, go back for the next requests (under the lock
+      // this turn takes anyway).
+      for (auto& e : entries) {
+        if (e.observation && kept_.size() < kKeptObservations) kept_.push_back(std::move(e.observation));
+      }
+      entries.clear();
       if (napping) {
         // Lines came in the last turn: more are likely. Nap without asking to be woken, so the
         // request path never pays for a wake-up while the ledger is busy.
@@ -217,6 +243,9 @@ void LedgerWriter::run() {
     }
     // A burst's buffer is not kept for the quiet that follows.
     if (text.size() > (std::size_t{8} << 20) && used < text.size() / 4) std::string().swap(text);
+    for (auto& e : entries) {
+      if (e.observation) clear_for_reuse(*e.observation);
+    }
     if (dirty && opts_.fsync == FsyncPolicy::kInterval && Clock::now() - last_sync >= interval) {
       ::fdatasync(fd_);
       last_sync = Clock::now();

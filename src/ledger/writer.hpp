@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -56,6 +57,14 @@ class LedgerWriter {
   bool submit(std::string line);
   // The same for an observation, rendered (render_observation) on the writer thread.
   bool submit(Observation&& observation);
+  // The same, its block passed along (no move of its ~80 members); once its line is written the
+  // writer clears it (clear_for_reuse) and keeps it for take_observation (issue 43).
+  bool submit(std::unique_ptr<Observation> observation);
+  // A cleared observation whose line was written, its strings' buffers kept (a proxy's next request
+  // fills them without allocating, and nothing is freed on the writer's thread for them), or a new one.
+  std::unique_ptr<Observation> take_observation();
+  // Observations kept for take_observation now (for tests).
+  std::size_t observations_kept();
   // Asks the writer to reopen the path before its next write (SIGHUP).
   void request_reopen() { reopen_.store(true); }
   // Writes everything queued, fsyncs, closes; returns when done.
@@ -87,8 +96,10 @@ class LedgerWriter {
   // A line as given, or an observation to render.
   struct Entry {
     std::string line;
-    std::optional<Observation> observation;
+    std::unique_ptr<Observation> observation;
   };
+  // At most this many written observations are kept for take_observation (~1.2 KB each).
+  static constexpr std::size_t kKeptObservations = 512;
   // Queues an entry that `fill` fills in place (an observation is moved once, not passed along).
   template <class Fill>
   bool enqueue(Fill&& fill);
@@ -99,6 +110,7 @@ class LedgerWriter {
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Entry> queue_;
+  std::vector<std::unique_ptr<Observation>> kept_;  // cleared, for take_observation
   bool stopping_ = false;
   bool asleep_ = false;  // the writer waits for a notification (else it naps and looks by itself)
   std::thread thread_;

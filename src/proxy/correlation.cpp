@@ -15,8 +15,17 @@ bool is_valid_observation_id(std::string_view id) {
 }
 
 std::string adopt_or_new_id(std::string_view client_value, Uuid7Generator& gen, std::int64_t unix_ms) {
-  if (is_valid_observation_id(client_value)) return std::string(client_value);
-  return gen.next(unix_ms);
+  std::string out;
+  adopt_or_new_id(out, client_value, gen, unix_ms);
+  return out;
+}
+
+void adopt_or_new_id(std::string& out, std::string_view client_value, Uuid7Generator& gen, std::int64_t unix_ms) {
+  if (is_valid_observation_id(client_value)) {
+    out.assign(client_value);
+  } else {
+    gen.next_into(out, unix_ms);
+  }
 }
 
 }  // namespace mpo::proxy

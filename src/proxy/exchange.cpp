@@ -55,7 +55,8 @@
 namespace mpo::proxy {
 
 void Proxy::begin(Exchange& x, const ClientRequest& req, const std::optional<RxStamp>& arrival) {
-  auto& o = x.obs;
+  x.obs = shared_.ledger.take_observation();
+  auto& o = *x.obs;
   if (arrival) {
     x.t0_us = arrival->steady_us;
     o.started_at_us = arrival->wall_us;
@@ -68,10 +69,11 @@ void Proxy::begin(Exchange& x, const ClientRequest& req, const std::optional<RxS
   }
   o.proxy_instance = opts_.instance;
   o.backend = backend_.origin;
-  o.method = std::string(req.method_string());
-  o.path = std::string(req.target());
+  // Written into the strings' kept buffers (assigned, not replaced by new strings).
+  o.method.assign(req.method_string());
+  o.path.assign(req.target());
   const std::string_view client_id = req.find(opts_.id_header).value_or(std::string_view());
-  o.observation_id = adopt_or_new_id(client_id, ids_, o.started_at_us / 1000);
+  adopt_or_new_id(o.observation_id, client_id, ids_, o.started_at_us / 1000);
   // W3C trace context: one traceparent continues the client's trace (two make it invalid).
   std::optional<std::string_view> traceparent;
   if (req.count("traceparent") == 1) traceparent = req.find("traceparent");
@@ -86,7 +88,7 @@ void Proxy::begin(Exchange& x, const ClientRequest& req, const std::optional<RxS
   o.trace_id = x.trace.trace_id;
   o.span_id = x.trace.span_id;
   const auto info = openai::inspect_request(req.target(), req.body());
-  o.operation = std::string(openai::to_string(info.operation));
+  o.operation.assign(openai::to_string(info.operation));
   o.model = info.model;
   o.stream = info.stream;
   o.usage_requested = info.usage_requested;
@@ -152,8 +154,8 @@ void Proxy::upstream_head(std::string& out, const ClientRequest& req, const Exch
     add(name, f.value);
   }
   add("Host", backend_.host_header);
-  add(opts_.id_header, x.obs.observation_id);
-  if (!client_request_id) add("X-Request-Id", x.obs.observation_id);
+  add(opts_.id_header, x.obs->observation_id);
+  if (!client_request_id) add("X-Request-Id", x.obs->observation_id);
   // The engine's spans become children of the proxy's span.
   char traceparent[otel::kTraceparentSize];
   add("traceparent", otel::write_traceparent(traceparent, x.trace.trace_id, x.trace.span_id, x.trace.flags));
@@ -225,7 +227,7 @@ awaitable<bool> Proxy::handle(beast::tcp_stream& client, ClientRequest& req, std
   const auto exchange = std::make_unique<Exchange>();
   begin(*exchange, req, arrival);
   Exchange& x = *exchange;
-  auto& o = x.obs;
+  auto& o = *x.obs;
   const bool client_keep = req.keep_alive();
 
   std::string& body = req.body();  // rewritten below when usage is injected
@@ -305,14 +307,14 @@ awaitable<Proxy::Sent> Proxy::send_upstream(Exchange& x, std::string_view head, 
       if (pooled) pool_->learner().reused(up.after_stream);
       co_return sent;
     }
-    const RetryContext retry = retry_context(opts_.retry_stale, pooled, x.obs, sent.ec,
+    const RetryContext retry = retry_context(opts_.retry_stale, pooled, *x.obs, sent.ec,
                                              parser.got_some() || up.buffer().size() > 0, watch.client_gone);
     if (pooled && closed_by_server(retry.failure) && !retry.response_bytes_seen) {
       pool_->learner().closed_before_reuse(up.after_stream);
     }
     if (!should_retry(retry)) co_return sent;
     shared_.with_metrics([&](ProxyMetrics& m) { m.count_retry(to_string(retry.failure)); });
-    x.obs.upstream_retries = retry.retries_so_far + 1;
+    x.obs->upstream_retries = retry.retries_so_far + 1;
     watch.upstream = nullptr;
     sent.up.reset();
   }
@@ -336,7 +338,7 @@ awaitable<bool> Proxy::answer_send_failure(beast::tcp_stream& client, Exchange& 
                                                "did not accept the connection in time", "is unreachable");
   }
   if (watch.client_gone) {
-    x.obs.outcome = "client_disconnected";
+    x.obs->outcome = "client_disconnected";
     finish(x);
     co_return false;
   }
@@ -606,7 +608,7 @@ awaitable<void> write_head_rest(beast::tcp_stream& client, Relay& r) {
 awaitable<bool> Proxy::relay(beast::tcp_stream& client, const ClientRequest& req, Exchange& x,
                              std::shared_ptr<Upstream> up, BackendParser& parser, std::shared_ptr<ClientWatch> watch,
                              bool strip_usage) {
-  auto& o = x.obs;
+  auto& o = *x.obs;
   o.http_status = static_cast<int>(parser.head().result_int());
   const BackendHeadFacts backend(parser.head());
   if (backend.request_id) o.upstream_request_id = std::string(*backend.request_id);
@@ -723,16 +725,16 @@ awaitable<bool> Proxy::answer_error(beast::tcp_stream& client, Exchange& x, unsi
                                     http::status status, std::string_view type, std::string message) {
   http::response<http::string_body> res(status, version);
   res.set(http::field::content_type, "application/json");
-  res.set(opts_.id_header, x.obs.observation_id);
+  res.set(opts_.id_header, x.obs->observation_id);
   res.body() = fmt::format(R"({{"error":{{"message":{},"type":{},"param":null,"code":{}}}}})", json_quote(message),
                            json_quote(type), static_cast<int>(status));
   res.keep_alive(keep_alive);
   res.prepare_payload();
-  x.obs.http_status = static_cast<int>(status);
-  x.obs.outcome = std::string(type);
-  x.obs.error_type = std::string(type);
-  x.obs.error_message = message;
-  x.obs.response_bytes = res.body().size();
+  x.obs->http_status = static_cast<int>(status);
+  x.obs->outcome = std::string(type);
+  x.obs->error_type = std::string(type);
+  x.obs->error_message = message;
+  x.obs->response_bytes = res.body().size();
   client.expires_after(std::chrono::seconds(30));
   auto [ec, n] = co_await http::async_write(client, res, kNoThrow);
   finish(x);
@@ -775,7 +777,7 @@ awaitable<void> Proxy::refuse(beast::tcp_stream& client, const ClientRequest& pa
 }
 
 void Proxy::finish(Exchange& x) {
-  auto& o = x.obs;
+  auto& o = *x.obs;
   o.ended_at_us = SystemClock::instance().wall_us();
   if (!o.e2e_ms) {
     x.timing.note_loop();
@@ -802,9 +804,9 @@ void Proxy::finish(Exchange& x) {
   --shared_.in_flight;
   --in_flight_here_;
   shared_.with_telemetry([&](Telemetry& t) { t.finish(o, x.trace, std::move(x.trace_state)); });
-  // Last: the observation moves to the ledger's writer, which renders its line on its own thread
-  // (x.obs is not read after finish()).
-  shared_.ledger.submit(std::move(o));
+  // Last: the observation goes to the ledger's writer, which renders its line on its own thread
+  // (x.obs is null after finish()).
+  shared_.ledger.submit(std::move(x.obs));
 }
 
 }  // namespace mpo::proxy

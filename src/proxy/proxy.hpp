@@ -97,7 +97,10 @@ inline std::string_view resource_shortage(const boost::system::error_code& ec) {
 // Allocated and freed once per request, larger than glibc's per-thread cache: its blocks kept by
 // each thread (proxy/thread_blocks.hpp).
 struct Exchange : KeptByThread<Exchange> {
-  ledger::Observation obs;
+  // Taken from the ledger's writer by begin() (a cleared one whose strings keep their buffers) and
+  // given back to it by finish(): null after finish(), so a late use fails at once instead of
+  // racing with the writer's thread.
+  std::unique_ptr<ledger::Observation> obs;
   std::int64_t t0_us = 0;  // the request's arrival on the steady clock
   LineTiming timing;
   RxStamp last_rx;  // the latest read of this exchange (request, response head, body)

@@ -302,6 +302,52 @@ TEST(Proxy, ValidClientIdsAreAdoptedAndSentUpstreamInvalidOnesReplaced) {
   EXPECT_EQ(truth[1]["observation_id"], bad.headers["x-fak-observation-id"].c_str());
 }
 
+// The ledger's writer gives each written observation back to the proxy for a later request, its
+// strings' buffers kept (issue 43): a line must carry nothing of the request before it. Streamed
+// chats with a long client id and usage alternate with model lists (no id, no model, no tokens),
+// one at a time, so that later requests fill observations earlier lines were rendered from.
+TEST(Proxy, ALineCarriesNothingOfTheRequestsBeforeIt) {
+  ProxyStack s;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 30; ++i) {
+    if (i % 2 == 0) {
+      const std::string id = fmt::format("a-client-supplied-id-longer-than-a-short-string-{}", i);
+      http_post(s.proxy.port, "/v1/chat/completions", chat(3, R"(,"stream_options":{"include_usage":true})"),
+                {{"X-Fak-Observation-ID", id}});
+      ids.push_back(id);
+    } else {
+      const auto r = http_get(s.proxy.port, "/v1/models");
+      ASSERT_EQ(r.status, 200);
+      ids.push_back(r.headers.at("x-fak-observation-id"));
+    }
+  }
+  const auto lines = s.ledger();
+  ASSERT_EQ(lines.size(), 30u);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const auto& l = lines[i];
+    EXPECT_EQ(l.at("observation_id"), ids[i].c_str()) << i;
+    if (i % 2 == 0) {
+      EXPECT_EQ(l.at("path"), "/v1/chat/completions") << i;
+      EXPECT_EQ(l.at("completion_tokens"), 3) << i;
+      EXPECT_EQ(l.at("finish_reason"), "length") << i;
+      EXPECT_EQ(l.at("usage_requested"), true) << i;
+      continue;
+    }
+    EXPECT_TRUE(is_uuid_v7(ids[i])) << ids[i];
+    EXPECT_EQ(l.at("path"), "/v1/models") << i;
+    EXPECT_EQ(l.at("method"), "GET") << i;
+    EXPECT_EQ(l.at("operation"), "models") << i;
+    EXPECT_EQ(l.at("stream"), false) << i;
+    EXPECT_EQ(l.at("usage_requested"), false) << i;
+    for (const char* unset : {"model", "response_model", "response_id", "finish_reason", "choices", "ttft_ms",
+                              "prompt_tokens", "completion_tokens", "total_tokens", "content_events", "itl_p50_ms"}) {
+      EXPECT_TRUE(l.at(unset).is_null()) << i << " " << unset << ": " << json::serialize(l.at(unset));
+    }
+    EXPECT_EQ(l.at("token_source"), "none") << i;
+    EXPECT_EQ(l.at("request_bytes"), 0) << i;
+  }
+}
+
 TEST(Proxy, LedgerAgreesWithTheSimulatorsTruthAndNeverReportsTtftEarlier) {
   ProxyStack s;
   std::vector<std::future<HttpResponse>> fs;

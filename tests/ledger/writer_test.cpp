@@ -1,11 +1,13 @@
 #include "ledger/writer.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -77,6 +79,86 @@ TEST(LedgerWriter, ObservationsAreRenderedOnItsThreadAndEveryBatchIsHandedOnInOr
   for (const auto& l : seen) handed += l;
   EXPECT_EQ(handed, expected);
   EXPECT_EQ(w.lines_written(), 300u);
+}
+
+TEST(LedgerWriter, AWrittenObservationComesBackClearedWithItsLongStringsBuffers) {
+  // A proxy takes an observation, fills it and submits it; once its line is written the writer
+  // keeps it, cleared, for the next request (issue 43): the next line starts as a new
+  // observation's, and its id, path and gaps are written into the buffers already there.
+  const std::string path = temp_dir() + "/recycled.jsonl";
+  LedgerWriter w({path, FsyncPolicy::kNever, 1.0, 1024});
+  ASSERT_TRUE(w.open().ok());
+  std::string expected;
+  for (int i = 0; i < 20; ++i) {
+    auto o = w.take_observation();
+    ASSERT_EQ(render_observation(*o), render_observation(Observation{}));
+    o->observation_id = fmt::format("an-id-longer-than-a-short-string-holds-{}", i);
+    o->path = "/v1/chat/completions?with=a-query-past-sixteen-bytes";
+    o->model = "a-model-name-past-sixteen-bytes";
+    o->response_id = "chatcmpl-a-response-id";
+    o->itl_ms = {1.5, 2.5, 3.5};
+    o->itl_full = true;
+    o->prompt_tokens = i;
+    o->outcome = "http_error";
+    o->server_timings = R"({"prompt_n":12,"predicted_n":3})";
+    expected += render_observation(*o);
+    ASSERT_TRUE(w.submit(std::move(o)));
+    EXPECT_FALSE(o);
+  }
+  w.close();
+  EXPECT_EQ(slurp(path), expected);
+  EXPECT_EQ(w.observations_kept(), 20u);
+  auto back = w.take_observation();
+  EXPECT_EQ(render_observation(*back), render_observation(Observation{}));
+  EXPECT_GE(back->observation_id.capacity(), 40u) << "the id's buffer was not kept";
+  EXPECT_GE(back->path.capacity(), 50u);
+  EXPECT_GE(back->itl_ms.capacity(), 3u);
+  EXPECT_EQ(w.observations_kept(), 19u);
+}
+
+TEST(ClearForReuse, AnObservationFilledThroughoutIsANewOnesAgain) {
+  Observation o;
+  o.observation_id = "an-id-longer-than-a-short-string-holds";
+  o.started_at_us = o.ended_at_us = 1'767'225'600'000'000;
+  o.proxy_instance = "a-host-name-past-sixteen-bytes:1234";
+  o.backend = "http://127.0.0.1:45675";
+  o.method = "POST";
+  o.path = "/v1/chat/completions";
+  o.operation = "chat";
+  o.model = o.response_model = o.response_id = o.upstream_request_id = "x";
+  o.trace_id = std::array<std::uint8_t, 16>{1};
+  o.span_id = std::array<std::uint8_t, 8>{2};
+  o.session_id = o.session_source = "s";
+  o.turn = 3;
+  o.stream = o.usage_requested = o.usage_injected = true;
+  o.http_status = 500;
+  o.outcome = "http_error";
+  o.error_type = o.error_message = o.finish_reason = "e";
+  o.choices = 2;
+  o.ttfb_ms = o.ttft_ms = o.e2e_ms = 4.5;
+  o.content_events = 3;
+  o.itl_ms = {1, 2};
+  o.itl_full = true;
+  o.prompt_tokens = o.completion_tokens = o.total_tokens = o.cached_prompt_tokens = o.reasoning_tokens = 7;
+  o.token_source = "usage";
+  o.request_bytes = o.response_bytes = 9;
+  o.in_flight_at_start = 4;
+  o.upstream_retries = 1;
+  o.timing_basis = "kernel_rx";
+  o.proxy_lag_ms = o.proxy_lag_at_ms = o.proxy_lag_quiet_ms = 1.25;
+  o.server_timings = "{}";
+  o.scheduled_at_us = 5;
+  o.send_lateness_ms = 0.5;
+  o.sweep_point = "c4";
+  o.warmup = true;
+  const std::string filled = render_observation(o);
+  const char* id_buffer = o.observation_id.data();
+  clear_for_reuse(o);
+  EXPECT_NE(render_observation(o), filled);
+  EXPECT_EQ(render_observation(o), render_observation(Observation{}));
+  EXPECT_TRUE(o.itl_ms.empty());
+  EXPECT_FALSE(o.itl_full);
+  EXPECT_EQ(o.observation_id.data(), id_buffer) << "the id's buffer was not kept";
 }
 
 TEST(LedgerWriter, LinesAcrossBurstsNapsAndSleepsAreAllWrittenInOrder) {
