@@ -3,7 +3,7 @@
 // (proxy_buffering off) as the reference proxy. Tokens are paced at 20 ms by the simulator profile,
 // so latency added by a proxy shows up directly.
 //
-//   proxy_overhead [--quick] [--latency-only] [--rounds N] [--apis] [--workers N] [--proxy-arg ARG]...
+//   proxy_overhead [--quick] [--latency-only] [--rounds N] [--turns N] [--apis] [--workers N] [--proxy-arg ARG]...
 //
 // Prints: added TTFT at concurrency 1 (p50/p99 of paired differences; a new client connection per
 // request, then one keep-alive connection per target), added inter-token gap, streamed chunks/s and
@@ -13,6 +13,8 @@
 // concurrency-1 tables. --apis instead compares chat, the Responses API and Anthropic Messages through the proxy (added
 // TTFT at concurrency 1, chunks/s at 1,000 streams and the proxy's CPU per chunk, each against direct).
 // --proxy-arg passes ARG to the proxy (`--proxy-arg --timestamps --proxy-arg loop`: the loop's clock).
+// --turns N sets the throughput phase's rounds (3 with --quick, else 6): more of them narrow the
+// medians on a noisy machine (each round a new draw of what else it does).
 // --workers N runs the proxy with --threads N and nginx with worker_processes N (default 1 each):
 // the comparison at equal workers.
 #include <arpa/inet.h>
@@ -84,7 +86,7 @@ struct Target {
 int main(int argc, char** argv) {
   bool quick = false, latency_only = false, apis_only = false;
   int workers = 1;
-  int rounds_flag = 0;
+  int rounds_flag = 0, turns_flag = 0;
   std::vector<std::string> proxy_args;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
@@ -95,13 +97,15 @@ int main(int argc, char** argv) {
       apis_only = true;
     } else if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
       rounds_flag = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--turns") == 0 && i + 1 < argc) {
+      turns_flag = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--workers") == 0 && i + 1 < argc) {
       workers = std::max(1, std::atoi(argv[++i]));
     } else if (std::strcmp(argv[i], "--proxy-arg") == 0 && i + 1 < argc) {
       proxy_args.emplace_back(argv[++i]);
     } else {
       fmt::print(stderr,
-                 "usage: proxy_overhead [--quick] [--latency-only] [--rounds N] [--apis] [--workers N] "
+                 "usage: proxy_overhead [--quick] [--latency-only] [--rounds N] [--turns N] [--apis] [--workers N] "
                  "[--proxy-arg ARG]...\n");
       return 2;
     }
@@ -257,7 +261,7 @@ http {{
   // alike; each ratio is taken within a round, and its median and range over the rounds printed.
   // (Each target's phases one after the other made the proxy's ratio to nginx swing from 0.8x to
   // 1.7x between runs of one build on this machine.)
-  const int turns = quick ? 3 : 6;
+  const int turns = turns_flag > 0 ? turns_flag : quick ? 3 : 6;
   fmt::print(
       "throughput, {} rounds with the targets taking turns (streams of 50 tokens for chunks/s; one-token\n"
       "requests, a new connection each, for req/s and the CPU of the target's own process(es) and the\n"

@@ -3,7 +3,8 @@
 // completes stays within the limits; what the parser accepts is forwardable (an origin-form target,
 // a known version, chunked and Content-Length never both); and, since the proxy makes a request with
 // no chunked body from the parser's fields rather than Beast's (issue 43), Beast's parser reads such a
-// head too, to the same line and the same message.
+// head too, to the same line and the same message. A head read into the previous input's reading,
+// as the proxy's loop reads each request's, is read the same as into a new one.
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <cstdint>
@@ -27,6 +28,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (whole.fields() > limits.max_fields) std::abort();
   }
   const auto head = mpo::proxy::parse_request_head(bytes, limits);
+  static mpo::proxy::RequestHead kept;  // the previous input's reading
+  const auto st = mpo::proxy::parse_request_head(bytes, limits, kept);
+  if (st.ok() != head.ok()) std::abort();
+  if (!st.ok() && st.error().message != head.error().message) std::abort();
+  if (head &&
+      (kept.method != head->method || kept.target != head->target || kept.origin_rewrite != head->origin_rewrite ||
+       kept.version != head->version || kept.fields != head->fields || kept.content_length != head->content_length ||
+       kept.chunked != head->chunked || kept.host != head->host ||
+       kept.field_lines.size() != head->field_lines.size())) {
+    std::abort();
+  }
+  for (std::size_t i = 0; head && i < head->field_lines.size(); ++i) {
+    if (kept.field_lines[i].name != head->field_lines[i].name ||
+        kept.field_lines[i].value != head->field_lines[i].value)
+      std::abort();
+  }
   if (head) {
     if (head->origin_target().empty() || head->origin_target().front() != '/') std::abort();
     // Rewritten only when it differs from the target as sent.

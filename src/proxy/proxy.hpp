@@ -224,7 +224,7 @@ class Proxy {
   awaitable<std::optional<HeadRead>> read_head(beast::tcp_stream& client, net::ReadBuffer& buffer, ReadableWait& wait,
                                                const HeadLimits& limits);
   HeadStep request_from_head(const HeadRead& found, net::ReadBuffer& buffer, const HeadLimits& limits,
-                             ClientRequest& req) const;
+                             ClientRequest& req);
   // The interim 100 Continue to a client that asked for it.
   awaitable<boost::system::error_code> write_continue(beast::tcp_stream& client, unsigned version);
   awaitable<boost::system::error_code> read_body(beast::tcp_stream& client, net::ReadBuffer& buffer, ReadableWait& wait,
@@ -316,6 +316,10 @@ class Proxy {
   int index_ = 0;
   std::unique_ptr<scrape::Recorder> scraper_;  // the primary's
   std::unique_ptr<net::Client> client_;
+  // The loop's latest request head as parse_request_head read it: kept so that the next one is read
+  // into its field list's buffer (issue 43). Its views point into bytes already consumed: read only
+  // inside request_from_head.
+  RequestHead head_read_;
   std::unique_ptr<UpstreamPool> pool_;
   Uuid7Generator ids_;
   std::int64_t in_flight_here_ = 0;  // this loop's requests (shared_.in_flight counts every loop's)

@@ -201,9 +201,10 @@ bool climbs(std::string_view path) {
   return false;
 }
 
-// The request target (RFC 9112 3.2) to the origin-form the backend gets: "" when that is the target
-// itself.
-Result<std::string> origin_form(std::string_view target) {
+// The request target (RFC 9112 3.2) to the origin-form the backend gets, into `rewrite`: left "" when
+// that is the target itself (a Status, not a Result<std::string>: issue 43, a string built and moved
+// twice for every request that needed none).
+Status origin_form(std::string_view target, std::string& rewrite) {
   for (unsigned char c : target) {
     if (c <= 0x20 || c == 0x7f) return bad("the request target has a control character or a space");
   }
@@ -228,10 +229,10 @@ Result<std::string> origin_form(std::string_view target) {
   }
   const auto path = path_and_query.substr(0, path_and_query.find('?'));
   if (climbs(path)) return bad("the request path has a '..' segment");
-  if (path_and_query.empty()) return std::string("/");
-  if (path_and_query.front() == '?') return "/" + std::string(path_and_query);
-  if (path_and_query.size() == target.size()) return std::string();  // the target as it is
-  return std::string(path_and_query);
+  if (path_and_query.size() == target.size()) return Ok{};  // the target as it is (it starts with '/')
+  if (path_and_query.empty() || path_and_query.front() == '?') rewrite = "/";
+  rewrite += path_and_query;
+  return Ok{};
 }
 
 // Transfer-Encoding (RFC 9112 6.1, 6.3): only chunked, once, last; anything else the proxy cannot
@@ -350,10 +351,7 @@ Status read_request_line(std::string_view line, RequestHead& h) {
   }
   if (h.method == "CONNECT") return make_error(errc::kRequestMethod, "CONNECT is not proxied");
   if (h.target.empty()) return bad("an empty request target");
-  auto origin = origin_form(h.target);
-  if (!origin) return origin.error();
-  h.origin_rewrite = std::move(*origin);
-  return Ok{};
+  return origin_form(h.target, h.origin_rewrite);
 }
 
 // What the whole head's header lines gather: Host lines and Transfer-Encoding codings.
@@ -404,13 +402,23 @@ Status read_header_line(std::string_view line, const HeadLimits& limits, Request
 }  // namespace
 
 Result<RequestHead> parse_request_head(std::string_view head, const HeadLimits& limits) {
+  RequestHead h;
+  if (auto st = parse_request_head(head, limits, h); !st) return st.error();
+  return h;
+}
+
+Status parse_request_head(std::string_view head, const HeadLimits& limits, RequestHead& h) {
+  // A new head's reading, in the field list's buffer (and the rewrite's) that `h` already has.
+  std::vector<RequestHead::Field> lines = std::move(h.field_lines);
+  lines.clear();
+  h = RequestHead{};
+  h.field_lines = std::move(lines);
   if (head.size() > limits.max_bytes) {
     return make_error(errc::kRequestTooLarge, fmt::format("request headers over {} bytes", limits.max_bytes));
   }
   if (head.size() < 4 || head.substr(head.size() - 4) != "\r\n\r\n") {
     return bad("the request head does not end with an empty line (CRLF CRLF)");
   }
-  RequestHead h;
   h.field_lines.reserve(16);
   HeaderTally t;
   std::size_t pos = 0;
@@ -448,7 +456,7 @@ Result<RequestHead> parse_request_head(std::string_view head, const HeadLimits& 
     if (h.content_length) return bad("both Content-Length and Transfer-Encoding (RFC 9112 6.1)");
     h.chunked = true;
   }
-  return h;
+  return Ok{};
 }
 
 int status_for(const Error& e) {

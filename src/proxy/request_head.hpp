@@ -77,6 +77,10 @@ struct RequestHead {
 // Error codes (each with the status to answer): request.bad (400), request.method (405),
 // request.too_large (431), request.transfer_coding (501), request.version (505).
 Result<RequestHead> parse_request_head(std::string_view head, const HeadLimits& limits = {});
+// The same read into `out` (whatever it held before is replaced; its field list's buffer is reused:
+// the proxy reads each request's head into one kept per loop, issue 43). On an error `out` holds
+// part of the head's reading, not to be used.
+Status parse_request_head(std::string_view head, const HeadLimits& limits, RequestHead& out);
 
 // The HTTP status for an error of parse_request_head (400 for any other code).
 int status_for(const Error& e);

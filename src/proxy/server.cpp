@@ -407,7 +407,7 @@ awaitable<void> Proxy::refuse_request(beast::tcp_stream& client, std::unique_ptr
 // cache size, 1,032 bytes, was allocated afresh for almost every request; Asio's recycler hands its
 // large cached blocks to smaller frames first).
 Proxy::HeadStep Proxy::request_from_head(const HeadRead& found, net::ReadBuffer& buffer, const HeadLimits& limits,
-                                         ClientRequest& req) const {
+                                         ClientRequest& req) {
   HeadStep step;
   if (found.state != HeadScanner::State::kComplete) {
     step.refusal = std::make_unique<RequestRefusal>(RequestRefusal{
@@ -417,12 +417,12 @@ Proxy::HeadStep Proxy::request_from_head(const HeadRead& found, net::ReadBuffer&
   }
   buffer.consume(found.leading);
   const auto head_bytes = buffered(buffer).substr(0, found.head_size);
-  auto head = parse_request_head(head_bytes, limits);
-  if (!head) {
+  RequestHead* const head = &head_read_;  // its field list's buffer the loop's next request's
+  if (auto st = parse_request_head(head_bytes, limits, *head); !st) {
     const int version = head_bytes.find("HTTP/1.0\r\n") != std::string_view::npos ? 10 : 11;
     step.refusal = std::make_unique<RequestRefusal>(RequestRefusal{refused_request(head_bytes, version),
-                                                                   static_cast<http::status>(status_for(head.error())),
-                                                                   "bad_request", head.error().message});
+                                                                   static_cast<http::status>(status_for(st.error())),
+                                                                   "bad_request", st.error().message});
     return step;
   }
   step.origin_rewrite = std::move(head->origin_rewrite);

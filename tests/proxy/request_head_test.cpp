@@ -107,6 +107,44 @@ TEST(RequestHead, WhatIsForwardedOfValidHeads) {
   EXPECT_EQ(old->version, 10);
 }
 
+// The proxy reads each request's head into the one before's reading (its field list's buffer kept,
+// issue 43): nothing of the earlier head stays, whichever of them had a rewrite, a length, chunked
+// or more fields, and a refused head in between changes nothing.
+TEST(RequestHead, AHeadReadIntoAnEarlierOnesReadingKeepsNothingOfIt) {
+  const std::string_view heads[] = {
+      "POST http://a.example/v1/x?y=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nX-A: 1\r\nX-B: 2\r\n\r\n",
+      "GET /v1/models HTTP/1.1\r\nHost: b:8000\r\n\r\n",
+      "POST /c HTTP/1.1\r\nHost: c\r\nTransfer-Encoding: chunked\r\n\r\n",
+      "GET /bad HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+      "GET / HTTP/1.0\r\n\r\n",
+  };
+  RequestHead kept;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const auto text : heads) {
+      const auto fresh = parse_request_head(text);
+      const auto st = parse_request_head(text, HeadLimits{}, kept);
+      ASSERT_EQ(st.ok(), fresh.ok()) << text;
+      if (!fresh.ok()) {
+        EXPECT_EQ(st.error().message, fresh.error().message);
+        continue;
+      }
+      EXPECT_EQ(kept.method, fresh->method) << text;
+      EXPECT_EQ(kept.origin_target(), fresh->origin_target()) << text;
+      EXPECT_EQ(kept.origin_rewrite, fresh->origin_rewrite) << text;
+      EXPECT_EQ(kept.version, fresh->version) << text;
+      EXPECT_EQ(kept.content_length, fresh->content_length) << text;
+      EXPECT_EQ(kept.chunked, fresh->chunked) << text;
+      EXPECT_EQ(kept.host, fresh->host) << text;
+      EXPECT_EQ(kept.fields, fresh->fields) << text;
+      ASSERT_EQ(kept.field_lines.size(), fresh->field_lines.size()) << text;
+      for (std::size_t i = 0; i < kept.field_lines.size(); ++i) {
+        EXPECT_EQ(kept.field_lines[i].name, fresh->field_lines[i].name) << text;
+        EXPECT_EQ(kept.field_lines[i].value, fresh->field_lines[i].value) << text;
+      }
+    }
+  }
+}
+
 // A field value may hold any byte but a control character other than HTAB, wherever it stands in
 // values of every length (the check reads sixteen, then eight bytes at a time, then one).
 TEST(RequestHead, AControlCharacterAnywhereInAValueIsRefusedAndEveryOtherByteIsNot) {
