@@ -144,7 +144,8 @@ namespace {
 // stamped with the kernel's receive time (or the clock's, without one), and `more` set when the
 // kernel says (TCP_INQ) that bytes or the peer's end are still queued behind them, cleared when it
 // says nothing is, left unset when it does not say.
-ssize_t recv_stamped(int fd, void* data, std::size_t size, RxStamp& stamp, std::optional<bool>& more) {
+ssize_t recv_stamped(int fd, void* data, std::size_t size, RxStamp& stamp, std::optional<bool>& more,
+                     double quiet_from_us) {
   iovec iov{data, size};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec)) + CMSG_SPACE(sizeof(int))];
   msghdr msg{};
@@ -172,7 +173,7 @@ ssize_t recv_stamped(int fd, void* data, std::size_t size, RxStamp& stamp, std::
   // Every stamped read of this thread's loop (client and upstream), for how a late read's wait was
   // spent (proxy/timing.hpp). Constant-initialised: no guard on the way here.
   thread_local LoopReads loop_reads;
-  if (stamp.kernel && stamp.lag_us >= kQuietFromUs) {
+  if (stamp.kernel && stamp.lag_us >= quiet_from_us) {
     stamp.quiet_us = static_cast<double>(loop_reads.longest_quiet_us(stamp.steady_us, now_steady_us));
   }
   loop_reads.record(now_steady_us);
@@ -182,10 +183,10 @@ ssize_t recv_stamped(int fd, void* data, std::size_t size, RxStamp& stamp, std::
 // One read attempt on `fd` into `space`: false when the socket had nothing (EAGAIN); else true with
 // `r` filled: the bytes, their stamp and whether the kernel said the socket is drained, or `ec`
 // (eof at the peer's end, or the error).
-bool read_now(int fd, asio::mutable_buffer space, Received& r) {
+bool read_now(int fd, asio::mutable_buffer space, Received& r, double quiet_from_us) {
   for (;;) {
     std::optional<bool> more;
-    const ssize_t n = recv_stamped(fd, space.data(), space.size(), r.stamp, more);
+    const ssize_t n = recv_stamped(fd, space.data(), space.size(), r.stamp, more, quiet_from_us);
     if (n > 0) {
       r.bytes = static_cast<std::size_t>(n);
       r.drained = more == false;
@@ -227,11 +228,12 @@ class StampedRecvOp : public asio::detail::reactor_op {
  public:
   BOOST_ASIO_DEFINE_HANDLER_PTR(StampedRecvOp);
 
-  StampedRecvOp(int fd, asio::mutable_buffer space, net::ReadBuffer& buffer, ReadableWait& wait, Handler& handler,
-                const IoExecutor& io_ex)
+  StampedRecvOp(int fd, asio::mutable_buffer space, double quiet_from_us, net::ReadBuffer& buffer, ReadableWait& wait,
+                Handler& handler, const IoExecutor& io_ex)
       : reactor_op(boost::system::error_code(), &StampedRecvOp::perform_read, &StampedRecvOp::complete),
         fd_(fd),
         space_(space),
+        quiet_from_us_(quiet_from_us),
         buffer_(&buffer),
         wait_(&wait),
         handler_(std::move(handler)),
@@ -239,7 +241,7 @@ class StampedRecvOp : public asio::detail::reactor_op {
 
   static status perform_read(reactor_op* base) {
     auto* o = static_cast<StampedRecvOp*>(base);
-    if (!read_now(o->fd_, o->space_, o->result_)) return not_done;
+    if (!read_now(o->fd_, o->space_, o->result_, o->quiet_from_us_)) return not_done;
     return o->result_.drained ? done_and_exhausted : done;
   }
 
@@ -269,6 +271,7 @@ class StampedRecvOp : public asio::detail::reactor_op {
  private:
   int fd_;
   asio::mutable_buffer space_;
+  double quiet_from_us_;
   net::ReadBuffer* buffer_;
   ReadableWait* wait_;
   Received result_;
@@ -362,13 +365,13 @@ void mark_drained(tcp::socket& socket) {
 }  // namespace
 
 bool receive_at_once(tcp::socket& socket, net::ReadBuffer& buffer, ReadableWait& wait, Received& r,
-                     std::size_t max_bytes) {
+                     std::size_t max_bytes, double quiet_from_us) {
   if (!socket.is_open()) {
     r = Received{asio::error::bad_descriptor, 0, {}, false};
     return true;
   }
   if (wait.drained) return false;
-  if (!read_now(socket.native_handle(), buffer.prepare(max_bytes), r)) {
+  if (!read_now(socket.native_handle(), buffer.prepare(max_bytes), r, quiet_from_us)) {
     wait.found_empty = true;
     return false;
   }
@@ -377,9 +380,9 @@ bool receive_at_once(tcp::socket& socket, net::ReadBuffer& buffer, ReadableWait&
 }
 
 EdgeRead receive_on_edge(tcp::socket& socket, net::ReadBuffer& buffer, ReadableWait& wait,
-                         std::chrono::steady_clock::duration timeout, std::size_t max_bytes) {
+                         std::chrono::steady_clock::duration timeout, std::size_t max_bytes, double quiet_from_us) {
   wait.begin(socket, timeout);
-  return EdgeRead(socket, buffer, wait, buffer.prepare(max_bytes));
+  return EdgeRead(socket, buffer, wait, buffer.prepare(max_bytes), quiet_from_us);
 }
 
 // The read queued on the socket's registration with the loop's reactor (found once per wait).
@@ -395,7 +398,7 @@ void EdgeRead::start(Handler&& handler) const {
   // that came after a read at once drained the socket) must not be waited past.
   if (std::exchange(wait_->found_empty, false)) mark_drained(*socket_);
   typename Op::ptr p = {std::addressof(handler), Op::ptr::allocate(handler), nullptr};
-  p.p = new (p.v) Op(impl.socket_, space_, *buffer_, *wait_, handler, socket_->get_executor());
+  p.p = new (p.v) Op(impl.socket_, space_, quiet_from_us_, *buffer_, *wait_, handler, socket_->get_executor());
   reactor.start_op(asio::detail::reactor::read_op, impl.socket_, impl.reactor_data_, p.p, continuation, true);
   p.v = p.p = nullptr;
 }

@@ -98,6 +98,9 @@ class LineTiming {
   // How much of that wait the loop read nothing at all (RxStamp::quiet_us), in ms; nullopt when
   // not measured (a lag under kQuietFromUs, or no kernel timestamp).
   std::optional<double> max_lag_quiet_ms() const;
+  // The largest lag so far in µs (0 before any kernel-stamped read): a read must be later than this
+  // to become the line's latest-largest (note), so only such a read need say how its wait was spent.
+  double largest_lag_us() const { return any_kernel_ ? max_lag_us_ : 0; }
 
  private:
   bool seen_ = false, all_kernel_ = true, any_kernel_ = false;
