@@ -626,10 +626,9 @@ awaitable<bool> Proxy::relay(beast::tcp_stream& client, const ClientRequest& req
     boost::system::error_code rec = r.parse_buffered(parser, *up);
     if (!rec && !parser.is_done() && !r.consumed && up->wait) {  // one read, with its kernel receive time
       Received got;
-      constexpr std::size_t kReadSize = 16 * 1024;
-      const double quiet_from = std::max(kQuietFromUs, x.timing.largest_lag_us());
-      if (!receive_at_once(up->tcp().socket(), up->buffer(), *up->wait, got, kReadSize, quiet_from))
-        got = co_await receive_on_edge(up->tcp().socket(), up->buffer(), *up->wait, idle, kReadSize, quiet_from);
+      up->wait->quiet_from_us = std::max(kQuietFromUs, x.timing.largest_lag_us());
+      if (!receive_at_once(up->tcp().socket(), up->buffer(), *up->wait, got))
+        got = co_await receive_on_edge(up->tcp().socket(), up->buffer(), *up->wait, idle);
       if (!got.ec) {
         note(x, got.stamp);
         rec = r.parse_buffered(parser, *up);

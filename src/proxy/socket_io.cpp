@@ -122,6 +122,7 @@ void ReadableWait::clear() {
   state_->timed_out = false;
   drained = false;
   found_empty = false;
+  quiet_from_us = kQuietFromUs;
 }
 
 void ReadableWait::begin(tcp::socket& socket, std::chrono::steady_clock::duration timeout) {
@@ -183,22 +184,21 @@ ssize_t recv_stamped(int fd, void* data, std::size_t size, RxStamp& stamp, std::
 // One read attempt on `fd` into `space`: false when the socket had nothing (EAGAIN); else true with
 // `r` filled: the bytes, their stamp and whether the kernel said the socket is drained, or `ec`
 // (eof at the peer's end, or the error).
-bool read_now(int fd, asio::mutable_buffer space, Received& r, double quiet_from_us) {
+bool read_now(int fd, asio::mutable_buffer space, Received& r, ReadableWait& wait) {
   for (;;) {
     std::optional<bool> more;
-    const ssize_t n = recv_stamped(fd, space.data(), space.size(), r.stamp, more, quiet_from_us);
+    const ssize_t n = recv_stamped(fd, space.data(), space.size(), r.stamp, more, wait.quiet_from_us);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+    wait.quiet_from_us = kQuietFromUs;  // it was for this read only
     if (n > 0) {
       r.bytes = static_cast<std::size_t>(n);
       r.drained = more == false;
-      return true;
-    }
-    if (n == 0) {
+    } else if (n == 0) {
       r.ec = asio::error::eof;
-      return true;
+    } else {
+      r.ec = boost::system::error_code(errno, asio::error::get_system_category());
     }
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
-    r.ec = boost::system::error_code(errno, asio::error::get_system_category());
     return true;
   }
 }
@@ -228,12 +228,11 @@ class StampedRecvOp : public asio::detail::reactor_op {
  public:
   BOOST_ASIO_DEFINE_HANDLER_PTR(StampedRecvOp);
 
-  StampedRecvOp(int fd, asio::mutable_buffer space, double quiet_from_us, net::ReadBuffer& buffer, ReadableWait& wait,
-                Handler& handler, const IoExecutor& io_ex)
+  StampedRecvOp(int fd, asio::mutable_buffer space, net::ReadBuffer& buffer, ReadableWait& wait, Handler& handler,
+                const IoExecutor& io_ex)
       : reactor_op(boost::system::error_code(), &StampedRecvOp::perform_read, &StampedRecvOp::complete),
         fd_(fd),
         space_(space),
-        quiet_from_us_(quiet_from_us),
         buffer_(&buffer),
         wait_(&wait),
         handler_(std::move(handler)),
@@ -241,7 +240,7 @@ class StampedRecvOp : public asio::detail::reactor_op {
 
   static status perform_read(reactor_op* base) {
     auto* o = static_cast<StampedRecvOp*>(base);
-    if (!read_now(o->fd_, o->space_, o->result_, o->quiet_from_us_)) return not_done;
+    if (!read_now(o->fd_, o->space_, o->result_, *o->wait_)) return not_done;
     return o->result_.drained ? done_and_exhausted : done;
   }
 
@@ -271,7 +270,6 @@ class StampedRecvOp : public asio::detail::reactor_op {
  private:
   int fd_;
   asio::mutable_buffer space_;
-  double quiet_from_us_;
   net::ReadBuffer* buffer_;
   ReadableWait* wait_;
   Received result_;
@@ -365,13 +363,13 @@ void mark_drained(tcp::socket& socket) {
 }  // namespace
 
 bool receive_at_once(tcp::socket& socket, net::ReadBuffer& buffer, ReadableWait& wait, Received& r,
-                     std::size_t max_bytes, double quiet_from_us) {
+                     std::size_t max_bytes) {
   if (!socket.is_open()) {
     r = Received{asio::error::bad_descriptor, 0, {}, false};
     return true;
   }
   if (wait.drained) return false;
-  if (!read_now(socket.native_handle(), buffer.prepare(max_bytes), r, quiet_from_us)) {
+  if (!read_now(socket.native_handle(), buffer.prepare(max_bytes), r, wait)) {
     wait.found_empty = true;
     return false;
   }
@@ -380,9 +378,9 @@ bool receive_at_once(tcp::socket& socket, net::ReadBuffer& buffer, ReadableWait&
 }
 
 EdgeRead receive_on_edge(tcp::socket& socket, net::ReadBuffer& buffer, ReadableWait& wait,
-                         std::chrono::steady_clock::duration timeout, std::size_t max_bytes, double quiet_from_us) {
+                         std::chrono::steady_clock::duration timeout, std::size_t max_bytes) {
   wait.begin(socket, timeout);
-  return EdgeRead(socket, buffer, wait, buffer.prepare(max_bytes), quiet_from_us);
+  return EdgeRead(socket, buffer, wait, buffer.prepare(max_bytes));
 }
 
 // The read queued on the socket's registration with the loop's reactor (found once per wait).
@@ -398,7 +396,7 @@ void EdgeRead::start(Handler&& handler) const {
   // that came after a read at once drained the socket) must not be waited past.
   if (std::exchange(wait_->found_empty, false)) mark_drained(*socket_);
   typename Op::ptr p = {std::addressof(handler), Op::ptr::allocate(handler), nullptr};
-  p.p = new (p.v) Op(impl.socket_, space_, quiet_from_us_, *buffer_, *wait_, handler, socket_->get_executor());
+  p.p = new (p.v) Op(impl.socket_, space_, *buffer_, *wait_, handler, socket_->get_executor());
   reactor.start_op(asio::detail::reactor::read_op, impl.socket_, impl.reactor_data_, p.p, continuation, true);
   p.v = p.p = nullptr;
 }

@@ -67,6 +67,12 @@ class ReadableWait {
   // same turn of the loop, waits for the socket's next edge without asking the kernel again (any
   // byte that comes after that read raises a new edge). Cleared by that read.
   bool found_empty = false;
+  // The next read asks how its wait was spent (RxStamp::quiet_us) only when it is this late or
+  // later; set just before it, and back to kQuietFromUs once it read. A relay sets its line's
+  // largest lag so far (LineTiming::largest_lag_us): a read no later cannot become the line's, and
+  // at a thousand streams nearly every read is late (issue 43). Kept here, not in the read's
+  // operation, which lies in its coroutine's frame (a larger frame missed Asio's recycling).
+  double quiet_from_us = kQuietFromUs;
 
   struct State;  // socket_io.cpp's (public for its timer's handler there)
 
@@ -98,8 +104,8 @@ boost::asio::awaitable<Received> receive_some(boost::asio::ip::tcp::socket& sock
 class EdgeRead {
  public:
   EdgeRead(boost::asio::ip::tcp::socket& socket, net::ReadBuffer& buffer, ReadableWait& wait,
-           boost::asio::mutable_buffer space, double quiet_from_us)
-      : socket_(&socket), buffer_(&buffer), wait_(&wait), space_(space), quiet_from_us_(quiet_from_us) {}
+           boost::asio::mutable_buffer space)
+      : socket_(&socket), buffer_(&buffer), wait_(&wait), space_(space) {}
   template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(Received)) Token>
   auto operator()(Token&& token) const;
 
@@ -113,7 +119,6 @@ class EdgeRead {
   net::ReadBuffer* buffer_;
   ReadableWait* wait_;
   boost::asio::mutable_buffer space_;
-  double quiet_from_us_;
 };
 
 struct EdgeRead::Start {
@@ -133,14 +138,10 @@ auto EdgeRead::operator()(Token&& token) const {
 // read (issue 43: a coroutine's frame and resumption a chunk): receive_at_once reads what the
 // socket holds, true with `r` filled (bytes appended, an end or an error) unless it must wait; then
 // `co_await receive_on_edge(...)`, the reactor's read on the socket's next edge (the socket open).
-// A read late by `quiet_from_us` or more asks how its wait was spent (RxStamp::quiet_us); a caller
-// whose line already has a larger lag passes that (LineTiming::largest_lag_us): a read no later
-// cannot become its line's, and at a thousand streams nearly every read is late (issue 43).
 bool receive_at_once(boost::asio::ip::tcp::socket& socket, net::ReadBuffer& buffer, ReadableWait& wait, Received& r,
-                     std::size_t max_bytes = 16 * 1024, double quiet_from_us = kQuietFromUs);
+                     std::size_t max_bytes = 16 * 1024);
 EdgeRead receive_on_edge(boost::asio::ip::tcp::socket& socket, net::ReadBuffer& buffer, ReadableWait& wait,
-                         std::chrono::steady_clock::duration timeout, std::size_t max_bytes = 16 * 1024,
-                         double quiet_from_us = kQuietFromUs);
+                         std::chrono::steady_clock::duration timeout, std::size_t max_bytes = 16 * 1024);
 
 // A peek of one byte queued on `socket`'s registration with `reactor` (its loop's), as the reactor's
 // own reads are: `on_done(owner, ec, bytes)` runs on the loop when a byte is there (bytes 1), the

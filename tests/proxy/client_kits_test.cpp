@@ -34,6 +34,7 @@ TEST(ClientKits, AKitGoesBackClosedAndServesTheNextConnectionAsANewOne) {
   kit->stream.expires_after(1ms);
   kit->wait.drained = true;
   kit->wait.found_empty = true;
+  kit->wait.quiet_from_us = 5000;
   kit.reset();
   EXPECT_EQ(kits.kept_now(), 1u);
   char byte = 0;
@@ -48,6 +49,7 @@ TEST(ClientKits, AKitGoesBackClosedAndServesTheNextConnectionAsANewOne) {
   EXPECT_FALSE(kit->stream.socket().is_open());
   EXPECT_FALSE(kit->wait.drained);
   EXPECT_FALSE(kit->wait.found_empty);
+  EXPECT_EQ(kit->wait.quiet_from_us, kQuietFromUs);
 
   // The next connection, accepted into the same stream: a read with no timeout of its own waits for
   // the client's bytes (sent 50 ms later) instead of timing out on the first connection's.

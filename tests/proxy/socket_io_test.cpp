@@ -213,15 +213,18 @@ TEST(LoopReads, ALateReadBelowItsCallersThresholdIsNotAskedHowItsWaitWasSpent) {
     asio::write(p.writer, asio::buffer("x", 1));
     std::this_thread::sleep_for(3ms);
     Received r;
-    EXPECT_TRUE(receive_at_once(p.reader, buffer, wait, r, 16 * 1024, 60'000'000.0));
+    wait.quiet_from_us = 60'000'000.0;
+    EXPECT_TRUE(receive_at_once(p.reader, buffer, wait, r));
     EXPECT_TRUE(r.stamp.kernel);
     EXPECT_GE(r.stamp.lag_us, 3000);
     EXPECT_LT(r.stamp.quiet_us, 0) << "asked below the threshold";
+    EXPECT_EQ(wait.quiet_from_us, kQuietFromUs) << "the threshold was for that read only";
     asio::write(p.writer, asio::buffer("y", 1));
     std::this_thread::sleep_for(3ms);
     wait.drained = false;  // the first read drained the socket; a byte is there again
     Received again;
-    EXPECT_TRUE(receive_at_once(p.reader, buffer, wait, again, 16 * 1024, 2000.0));
+    wait.quiet_from_us = 2000.0;
+    EXPECT_TRUE(receive_at_once(p.reader, buffer, wait, again));
     EXPECT_GE(again.stamp.lag_us, 3000);
     EXPECT_GE(again.stamp.quiet_us, 0) << "not asked at or over the threshold";
   }());
