@@ -142,7 +142,8 @@ void Proxy::upstream_head(std::string& out, const ClientRequest& req, const Exch
     // underscore: only the names it does not know are compared as text (issue 43).
     const bool known = f.id != http::field::unknown;
     if (is_hop_by_hop_field(f.id, name, tokens) || f.id == http::field::host || f.id == http::field::content_length ||
-        f.id == http::field::accept_encoding || beast::iequals(name, opts_.id_header) ||
+        f.id == http::field::accept_encoding ||
+        (known ? f.id == id_header_field_ : beast::iequals(name, opts_.id_header)) ||
         (!known &&
          (beast::iequals(name, "traceparent") || beast::iequals(name, "tracestate") || dropped_field_name(name)))) {
       // Accept-Encoding dropped: bodies must stay readable for the tap; trace context below;

@@ -39,6 +39,7 @@
 #include "proxy/client_kits.hpp"
 #include "proxy/client_request.hpp"
 #include "proxy/correlation.hpp"
+#include "proxy/field_id.hpp"
 #include "proxy/hop_by_hop.hpp"
 #include "proxy/limits.hpp"
 #include "proxy/options.hpp"
@@ -135,7 +136,8 @@ class Proxy {
         acceptor_(io),
         admin_acceptor_(io),
         shared_(shared),
-        index_(index) {
+        index_(index),
+        id_header_field_(field_id(opts_.id_header)) {
     if (index_ == 0 && !opts_.scrape_url.empty()) {
       if (opts_.scrape_output.empty()) opts_.scrape_output = scrape::snapshots_path_for(opts_.ledger_path);
       scraper_ = std::make_unique<scrape::Recorder>(scrape::Recorder::Options{
@@ -314,6 +316,9 @@ class Proxy {
   tcp::acceptor admin_acceptor_;
   Shared& shared_;
   int index_ = 0;
+  // The correlation header's name as Beast knows it (unknown for X-Fak-Observation-ID): a field
+  // Beast knows is that header only by this id, without comparing names (issue 43).
+  http::field id_header_field_ = http::field::unknown;
   std::unique_ptr<scrape::Recorder> scraper_;  // the primary's
   std::unique_ptr<net::Client> client_;
   // The loop's latest request head as parse_request_head read it: kept so that the next one is read

@@ -193,6 +193,24 @@ TEST(ProxyHostileInput, TheForwardedRequestIsTheClientsLessHopByHopFieldsWithOne
   EXPECT_EQ(backend.last_request().find("Content-Length"), std::string::npos) << backend.last_request();
 }
 
+// The correlation header is a field Beast may know by name (`--id-header From` here; the default,
+// X-Fak-Observation-ID, it does not): the client's value is adopted, and the backend gets the header
+// once, with the observation's id, whatever its case in the client's request (the proxy tells a field
+// Beast knows by its id, not by comparing names: issue 43).
+TEST(ProxyHostileInput, ACorrelationHeaderBeastKnowsIsAdoptedAndSentUpstreamOnce) {
+  CannedBackend backend({write_step(kOk), close_step()});
+  const auto dir = make_temp_dir();
+  Proxy proxy(fmt::format("http://127.0.0.1:{}", backend.port()), dir + "/ledger.jsonl", {"--id-header", "From"});
+  const auto r = raw(proxy.port, "GET /v1/models HTTP/1.1\r\nHost: a\r\nfrom: agent-7.step_3\r\nX-A: 1\r\n\r\n");
+  EXPECT_EQ(r.status, 200);
+  const auto got = backend.last_request();
+  const std::string head = got.substr(0, got.find("\r\n\r\n") + 2);
+  EXPECT_NE(head.find("\r\nFrom: agent-7.step_3\r\n"), std::string::npos) << head;
+  EXPECT_EQ(head.find("\r\nfrom:"), std::string::npos) << "the client's own field was forwarded too: " << head;
+  EXPECT_EQ(head.find("From:", head.find("From:") + 1), std::string::npos) << head;
+  EXPECT_NE(head.find("\r\nX-A: 1\r\n"), std::string::npos) << head;
+}
+
 TEST(ProxyHostileInput, TenThousandHeaderLinesAre431BeforeAnyParse) {
   CannedBackend backend({write_step(kOk), close_step()});
   const auto dir = make_temp_dir();
