@@ -85,10 +85,6 @@ bool LedgerWriter::submit(std::string line) {
   return enqueue([&line](Entry& e) { e.line = std::move(line); });
 }
 
-bool LedgerWriter::submit(Observation&& observation) {
-  return submit(std::make_unique<Observation>(std::move(observation)));
-}
-
 bool LedgerWriter::submit(std::unique_ptr<Observation> observation) {
   return enqueue([&observation](Entry& e) { e.observation = std::move(observation); });
 }

@@ -55,10 +55,9 @@ class LedgerWriter {
   Status open();
   // Never blocks on I/O. False (and counted as dropped) when the queue is full.
   bool submit(std::string line);
-  // The same for an observation, rendered (render_observation) on the writer thread.
-  bool submit(Observation&& observation);
-  // The same, its block passed along (no move of its ~80 members); once its line is written the
-  // writer clears it (clear_for_reuse) and keeps it for take_observation (issue 43).
+  // The same for an observation, rendered (render_observation) on the writer thread; its block is
+  // passed along (no move of its ~80 members), and once its line is written the writer clears it
+  // (clear_for_reuse) and keeps it for take_observation (issue 43).
   bool submit(std::unique_ptr<Observation> observation);
   // A cleared observation whose line was written, its strings' buffers kept (a proxy's next request
   // fills them without allocating, and nothing is freed on the writer's thread for them), or a new one.

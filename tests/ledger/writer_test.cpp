@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
@@ -66,11 +67,11 @@ TEST(LedgerWriter, ObservationsAreRenderedOnItsThreadAndEveryBatchIsHandedOnInOr
       ASSERT_TRUE(w.submit(line));
       continue;
     }
-    Observation o;
-    o.observation_id = "obs-" + std::to_string(i);
-    o.model = "m\"odel";
-    o.ttft_ms = i * 0.5;
-    expected += render_observation(o);
+    auto o = std::make_unique<Observation>();
+    o->observation_id = "obs-" + std::to_string(i);
+    o->model = "m\"odel";
+    o->ttft_ms = i * 0.5;
+    expected += render_observation(*o);
     ASSERT_TRUE(w.submit(std::move(o)));
     if (i % 50 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(3));  // several batches
   }

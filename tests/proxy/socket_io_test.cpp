@@ -77,6 +77,13 @@ bool kernel_stamps_on() {
   return on;
 }
 
+// A byte sent, then the loop's own thread held for `held` (as when it is descheduled or its machine
+// pauses): the byte waits that long before any read of it, not a wait for readiness.
+void send_then_hold(tcp::socket& writer, std::chrono::milliseconds held) {
+  asio::write(writer, asio::buffer("x", 1));
+  std::this_thread::sleep_for(held);
+}
+
 // What `buffer` holds, as text.
 std::string text(const net::ReadBuffer& buffer) {
   return {static_cast<const char*>(buffer.data().data()), buffer.size()};
@@ -190,8 +197,7 @@ TEST(LoopReads, ALateReadAfterTheLoopWasHeldUpWasQuietForMostOfItsWait) {
   run(io, [&]() -> asio::awaitable<void> {
     ReadableWait wait(co_await asio::this_coro::executor);
     net::ReadBuffer buffer;
-    asio::write(p.writer, asio::buffer("x", 1));
-    std::this_thread::sleep_for(6ms);  // the held-up loop itself, not a wait for readiness
+    send_then_hold(p.writer, 6ms);
     const auto r = co_await receive_some(p.reader, buffer, wait, 1s);
     EXPECT_FALSE(r.ec);
     EXPECT_TRUE(r.stamp.kernel);
@@ -207,27 +213,23 @@ TEST(LoopReads, ALateReadBelowItsCallersThresholdIsNotAskedHowItsWaitWasSpent) {
   asio::io_context io;
   SocketPair p(io);
   enable_rx_timestamps(p.reader.native_handle());
-  run(io, [&]() -> asio::awaitable<void> {
-    ReadableWait wait(co_await asio::this_coro::executor);
-    net::ReadBuffer buffer;
-    asio::write(p.writer, asio::buffer("x", 1));
-    std::this_thread::sleep_for(3ms);
-    Received r;
-    wait.quiet_from_us = 60'000'000.0;
-    EXPECT_TRUE(receive_at_once(p.reader, buffer, wait, r));
-    EXPECT_TRUE(r.stamp.kernel);
-    EXPECT_GE(r.stamp.lag_us, 3000);
-    EXPECT_LT(r.stamp.quiet_us, 0) << "asked below the threshold";
-    EXPECT_EQ(wait.quiet_from_us, kQuietFromUs) << "the threshold was for that read only";
-    asio::write(p.writer, asio::buffer("y", 1));
-    std::this_thread::sleep_for(3ms);
-    wait.drained = false;  // the first read drained the socket; a byte is there again
-    Received again;
-    wait.quiet_from_us = 2000.0;
-    EXPECT_TRUE(receive_at_once(p.reader, buffer, wait, again));
-    EXPECT_GE(again.stamp.lag_us, 3000);
-    EXPECT_GE(again.stamp.quiet_us, 0) << "not asked at or over the threshold";
-  }());
+  ReadableWait wait(io.get_executor());
+  net::ReadBuffer buffer;
+  send_then_hold(p.writer, 3ms);
+  Received r;
+  wait.quiet_from_us = 60'000'000.0;
+  EXPECT_TRUE(receive_at_once(p.reader, buffer, wait, r));
+  EXPECT_TRUE(r.stamp.kernel);
+  EXPECT_GE(r.stamp.lag_us, 3000);
+  EXPECT_LT(r.stamp.quiet_us, 0) << "asked below the threshold";
+  EXPECT_EQ(wait.quiet_from_us, kQuietFromUs) << "the threshold was for that read only";
+  send_then_hold(p.writer, 3ms);
+  wait.drained = false;  // the first read drained the socket; a byte is there again
+  Received again;
+  wait.quiet_from_us = 2000.0;
+  EXPECT_TRUE(receive_at_once(p.reader, buffer, wait, again));
+  EXPECT_GE(again.stamp.lag_us, 3000);
+  EXPECT_GE(again.stamp.quiet_us, 0) << "not asked at or over the threshold";
 }
 
 // Busy: while the byte waits the loop reads another socket over and over for 20 ms (a backlog of
