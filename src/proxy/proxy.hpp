@@ -40,6 +40,7 @@
 #include "proxy/client_request.hpp"
 #include "proxy/correlation.hpp"
 #include "proxy/field_id.hpp"
+#include "proxy/first_reads.hpp"
 #include "proxy/hop_by_hop.hpp"
 #include "proxy/limits.hpp"
 #include "proxy/options.hpp"
@@ -225,6 +226,8 @@ class Proxy {
   };
   awaitable<std::optional<HeadRead>> read_head(beast::tcp_stream& client, net::ReadBuffer& buffer, ReadableWait& wait,
                                                const HeadLimits& limits);
+  // A new connection's first read came (`r`): what it tells first_reads_.
+  void learn_from_first_read(ReadableWait& wait, const RxStamp& arrival);
   HeadStep request_from_head(const HeadRead& found, net::ReadBuffer& buffer, const HeadLimits& limits,
                              ClientRequest& req);
   // The interim 100 Continue to a client that asked for it.
@@ -331,6 +334,9 @@ class Proxy {
   bool stopping_ = false;
   bool nodelay_inherited_ = false;
   bool rx_timestamps_ = false;  // the listener's sockets carry kernel receive timestamps
+  // Whether a new connection's first read asks at once or waits for its first edge (not with
+  // --defer-accept, whose connections come with their request).
+  FirstReads first_reads_;
 };
 
 }  // namespace mpo::proxy

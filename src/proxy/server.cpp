@@ -275,6 +275,14 @@ awaitable<void> Proxy::accept_loop(tcp::acceptor& acceptor, bool admin) {
       if (!nodelay_inherited_) socket.set_option(tcp::no_delay(true), ec);
     }
     if (!admin) shared_.accepted_by_loop[static_cast<std::size_t>(index_)].fetch_add(1, std::memory_order_relaxed);
+    if (!admin && rx_timestamps_ && opts_.defer_accept_s <= 0) {
+      // Registered with the reactor by this accept, in this turn of the loop: nothing was missed.
+      kit->wait.first_read = true;
+      if (first_reads_.wait()) {
+        await_first_edge(socket, kit->wait);
+        kit->wait.first_edge_since_us = SystemClock::instance().steady_us();
+      }
+    }
     if (admin) {
       asio::co_spawn(io_, admin_session(std::move(socket)), asio::detached);
     } else {
@@ -503,6 +511,16 @@ awaitable<boost::system::error_code> Proxy::write_continue(beast::tcp_stream& cl
   co_return ec;
 }
 
+void Proxy::learn_from_first_read(ReadableWait& wait, const RxStamp& arrival) {
+  if (wait.first_edge_since_us == 0) {
+    first_reads_.read_at_once(true);
+  } else if (arrival.kernel) {
+    first_reads_.waited(arrival.steady_us, wait.first_edge_since_us);
+  }
+  wait.first_read = false;
+  wait.first_edge_since_us = 0;
+}
+
 awaitable<std::optional<Proxy::HeadRead>> Proxy::read_head(beast::tcp_stream& client, net::ReadBuffer& buffer,
                                                            ReadableWait& wait, const HeadLimits& limits) {
   constexpr std::size_t kReadSize = 16 * 1024;
@@ -512,9 +530,15 @@ awaitable<std::optional<Proxy::HeadRead>> Proxy::read_head(beast::tcp_stream& cl
   // --client-header-timeout for the whole head.
   if (buffer.size() == 0 && rx_timestamps_) {
     Received first;
-    if (!receive_at_once(client.socket(), buffer, wait, first))
+    if (!receive_at_once(client.socket(), buffer, wait, first)) {
+      if (wait.first_read && wait.first_edge_since_us == 0) {
+        first_reads_.read_at_once(false);  // a new connection's request not there yet
+        wait.first_read = false;
+      }
       first = co_await receive_on_edge(client.socket(), buffer, wait, seconds(opts_.client_idle_timeout_s));
+    }
     if (first.ec) co_return std::nullopt;  // closed by the client or idle: nothing to answer
+    if (wait.first_read) learn_from_first_read(wait, first.stamp);
     found.arrival = first.stamp;
   } else if (buffer.size() == 0) {
     client.expires_after(seconds(opts_.client_idle_timeout_s));

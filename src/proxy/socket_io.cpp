@@ -123,6 +123,8 @@ void ReadableWait::clear() {
   drained = false;
   found_empty = false;
   quiet_from_us = kQuietFromUs;
+  first_read = false;
+  first_edge_since_us = 0;
 }
 
 void ReadableWait::begin(tcp::socket& socket, std::chrono::steady_clock::duration timeout) {
@@ -361,6 +363,11 @@ void mark_drained(tcp::socket& socket) {
 }
 
 }  // namespace
+
+void await_first_edge(tcp::socket& socket, ReadableWait& wait) {
+  wait.drained = true;
+  mark_drained(socket);
+}
 
 bool receive_at_once(tcp::socket& socket, net::ReadBuffer& buffer, ReadableWait& wait, Received& r,
                      std::size_t max_bytes) {

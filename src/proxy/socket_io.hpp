@@ -73,6 +73,10 @@ class ReadableWait {
   // at a thousand streams nearly every read is late (issue 43). Kept here, not in the read's
   // operation, which lies in its coroutine's frame (a larger frame missed Asio's recycling).
   double quiet_from_us = kQuietFromUs;
+  // A connection just accepted whose first read is yet to come (FirstReads learns from that read),
+  // and the steady clock at its accept when that read waits for the first edge (else 0).
+  bool first_read = false;
+  std::int64_t first_edge_since_us = 0;
 
   struct State;  // socket_io.cpp's (public for its timer's handler there)
 
@@ -95,6 +99,15 @@ struct Received {
 boost::asio::awaitable<Received> receive_some(boost::asio::ip::tcp::socket& socket, net::ReadBuffer& buffer,
                                               ReadableWait& wait, std::chrono::steady_clock::duration timeout,
                                               std::size_t max_bytes = 16 * 1024);
+
+// A socket nothing can have come on that a read must not wait past: one accepted or connected in
+// this turn of the loop, before anything is sent on it. Its first read waits for the socket's first
+// readiness edge without asking the kernel in vain (nginx's way: a read after an event). Bytes the
+// kernel queued before it was registered raise that edge too (epoll reports a socket that is ready
+// when it is added). On a connection just made to a backend, bytes that came with the connect's
+// own event (a backend that speaks first) are read once the request sent draws an answer or a
+// reset.
+void await_first_edge(boost::asio::ip::tcp::socket& socket, ReadableWait& wait);
 
 // The reactor's read on a socket's next edge (receive_on_edge's), as an asynchronous operation of
 // Asio's own kind: `co_await`ed in a coroutine it suspends that coroutine itself, where an

@@ -71,9 +71,10 @@ asio::awaitable<std::pair<std::shared_ptr<Upstream>, boost::system::error_code>>
   u->conn = std::move(conn);
   if (kernel_timestamps_ && !u->conn->tls() && enable_rx_timestamps(u->tcp().socket().native_handle())) {
     u->wait = std::make_unique<ReadableWait>(u->tcp().get_executor());
-    // Nothing comes before the request is sent: the first read waits on the reactor at once
-    // rather than asking the kernel first (a read in vain, then the reactor's own attempt).
-    u->wait->drained = true;
+    // Nothing comes before the request is sent: the first read waits for the socket's first edge
+    // rather than asking the kernel in vain (ours at once, and the reactor's own try, which a
+    // socket's registration allows: one failed recvmsg a new upstream connection).
+    await_first_edge(u->tcp().socket(), *u->wait);
     enable_queue_hints(u->tcp().socket().native_handle());
   }
   co_return std::make_pair(u, boost::system::error_code{});

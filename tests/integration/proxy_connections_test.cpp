@@ -4,7 +4,11 @@
 // proxy, `simulate --stream-end llamacpp`, and a scripted backend that closes at the worst moment.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 #include <boost/json.hpp>
 #include <iostream>
 #include <thread>
@@ -98,6 +102,54 @@ TEST(ProxyClientConnections, KeepAliveClientsAreNeverTakenForGone) {
   const auto l = read_ledger(s.ledger_path());
   EXPECT_EQ(l.lines.size(), 101u) << outcomes_text(l);  // 100 streams and the start-up GET /v1/models
   EXPECT_EQ(l.outcomes.count("client_disconnected"), 0u) << outcomes_text(l);
+}
+
+// Connections accepted before their requests come (a burst of clients, each writing a moment after
+// its connect): once two first reads found nothing, the proxy's next connections wait for their
+// first readiness edge instead of asking the kernel in vain (issue 43; proxy/first_reads.hpp). A
+// read that waited past bytes already there would hang its connection: every request here is
+// answered, the connections then kept alive, and connections that write at once after them too.
+TEST(ProxyClientConnections, ConnectionsWhoseRequestsComeLateAreAllAnsweredAndKeptAlive) {
+  namespace asio = boost::asio;
+  namespace http = boost::beast::http;
+  Stack s;
+  asio::io_context io;
+  const asio::ip::tcp::endpoint proxy(asio::ip::make_address("127.0.0.1"), s.proxy.port);
+  const auto connect = [&] {
+    asio::ip::tcp::socket c(io);
+    c.connect(proxy);
+    const timeval ten_s{10, 0};  // a lost wake-up fails the read, not the whole test binary
+    ::setsockopt(c.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &ten_s, sizeof ten_s);
+    return c;
+  };
+  const auto ask = [&](asio::ip::tcp::socket& c, const std::string& what) {
+    http::request<http::string_body> req(http::verb::post, "/v1/chat/completions", 11);
+    req.set(http::field::host, "127.0.0.1");
+    req.set(http::field::content_type, "application/json");
+    req.body() = kShortNotStreamed;
+    req.prepare_payload();
+    http::write(c, req);
+    boost::beast::flat_buffer buffer;
+    http::response<http::string_body> res;
+    boost::system::error_code ec;
+    http::read(c, buffer, res, ec);
+    EXPECT_FALSE(ec) << what << ": " << ec.message();
+    EXPECT_EQ(res.result_int(), 200u) << what;
+    EXPECT_TRUE(res.keep_alive()) << what;
+  };
+  std::vector<asio::ip::tcp::socket> late;
+  for (int i = 0; i < 8; ++i) late.push_back(connect());
+  for (int round = 0; round < 2; ++round) {
+    for (std::size_t i = 0; i < late.size(); ++i) ask(late[i], fmt::format("late connection {}, request {}", i, round));
+  }
+  for (int i = 0; i < 8; ++i) {
+    auto c = connect();
+    ask(c, fmt::format("prompt connection {}", i));
+  }
+  late.clear();
+  const auto lines = s.stop_proxy();
+  EXPECT_EQ(lines.size(), 24u);
+  for (const auto& line : lines) EXPECT_NE(line.find("\"outcome\":\"ok\""), std::string::npos) << line;
 }
 
 TEST(ProxyClientConnections, ASlowClientGetsAStreamLargerThanTheSocketBuffersWholeAndInOrder) {

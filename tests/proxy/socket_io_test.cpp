@@ -29,6 +29,9 @@ using namespace std::chrono_literals;
 // it, and counts the re-registrations (EPOLL_CTL_MOD) of one descriptor.
 std::atomic<int> g_counted_fd{-1};
 std::atomic<int> g_mods{0};
+// The same for the reads of one descriptor that found nothing (recvmsg's EAGAIN): the proxy's
+// reads, socket_io.cpp's, are compiled into this test too.
+std::atomic<int> g_reads_in_vain{0};
 
 }  // namespace
 }  // namespace mpo::proxy
@@ -36,6 +39,12 @@ std::atomic<int> g_mods{0};
 extern "C" int epoll_ctl(int epfd, int op, int fd, struct epoll_event* event) noexcept {
   if (op == EPOLL_CTL_MOD && fd == mpo::proxy::g_counted_fd.load()) ++mpo::proxy::g_mods;
   return static_cast<int>(::syscall(SYS_epoll_ctl, epfd, op, fd, event));
+}
+
+extern "C" ssize_t recvmsg(int fd, struct msghdr* msg, int flags) {
+  const auto n = static_cast<ssize_t>(::syscall(SYS_recvmsg, fd, msg, flags));
+  if (n < 0 && errno == EAGAIN && fd == mpo::proxy::g_counted_fd.load()) ++mpo::proxy::g_reads_in_vain;
+  return n;
 }
 
 namespace mpo::proxy {
@@ -365,6 +374,47 @@ TEST(ReadableWait, AReadThatFillsItsRoomReadsAgainAtOnce) {
       EXPECT_EQ(wait.drained, got == 10);
     }
     EXPECT_EQ(text(buffer), "0123456789");
+  }());
+}
+
+TEST(AwaitFirstEdge, AFirstReadAsksTheKernelOnlyOnceItsBytesCame) {
+  // A connection accepted before its request comes: without await_first_edge the read asked the
+  // kernel at once in vain, and so did Asio's reactor for the socket's first operation (one failed
+  // recvmsg a new connection, issue 43). The byte comes 5 ms after the read began to wait.
+  asio::io_context io;
+  SocketPair p(io);
+  g_counted_fd = p.reader.native_handle();
+  g_reads_in_vain = 0;
+  run(io, [&]() -> asio::awaitable<void> {
+    ReadableWait wait(co_await asio::this_coro::executor);
+    net::ReadBuffer buffer;
+    await_first_edge(p.reader, wait);
+    asio::steady_timer later(co_await asio::this_coro::executor, 5ms);
+    later.async_wait([&](boost::system::error_code) { asio::write(p.writer, asio::buffer("GET", 3)); });
+    const auto r = co_await receive_some(p.reader, buffer, wait, 2s);
+    EXPECT_FALSE(r.ec) << r.ec.message();
+    EXPECT_EQ(text(buffer), "GET");
+  }());
+  g_counted_fd = -1;
+  EXPECT_EQ(g_reads_in_vain.load(), 0);
+}
+
+TEST(AwaitFirstEdge, BytesQueuedBeforeTheSocketWasRegisteredAreRead) {
+  // The request came before the accept (the usual case under light load): the socket is ready when
+  // the accept adds it to epoll, which reports it; the read waits for that report, not past it.
+  asio::io_context io;
+  tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+  tcp::socket writer(io);
+  writer.connect(acceptor.local_endpoint());
+  asio::write(writer, asio::buffer("POST", 4));
+  tcp::socket reader = acceptor.accept();
+  run(io, [&]() -> asio::awaitable<void> {
+    ReadableWait wait(co_await asio::this_coro::executor);
+    net::ReadBuffer buffer;
+    await_first_edge(reader, wait);
+    const auto r = co_await receive_some(reader, buffer, wait, 2s);
+    EXPECT_FALSE(r.ec) << r.ec.message() << " (a timeout: the bytes there were waited past)";
+    EXPECT_EQ(text(buffer), "POST");
   }());
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/json.hpp"
+#include "proxy/first_reads.hpp"
 
 namespace mpo::proxy {
 namespace {
@@ -160,6 +161,33 @@ TEST(Timing, TheLineKeepsTheQuietStretchOfItsLatestRead) {
   line.note(stamp_read(kWallNs - 200'000, kWallNs, kSteadyUs));
   ASSERT_TRUE(line.max_lag_quiet_ms());
   EXPECT_DOUBLE_EQ(*line.max_lag_quiet_ms(), 3.6);
+}
+
+TEST(FirstReads, ReadsAtOnceUntilTwoFirstReadsInARowFoundNothing) {
+  FirstReads f;
+  EXPECT_FALSE(f.wait()) << "a new loop asks at once";
+  f.read_at_once(false);
+  EXPECT_FALSE(f.wait()) << "one connection whose request was late does not flip it";
+  f.read_at_once(true);
+  f.read_at_once(false);
+  EXPECT_FALSE(f.wait());
+  f.read_at_once(false);
+  EXPECT_TRUE(f.wait()) << "two in vain in a row: the next connections wait for their first edge";
+}
+
+TEST(FirstReads, AWaitedReadTellsByWhenItsBytesCameWhetherAReadAtOnceWouldHaveFoundThem) {
+  FirstReads f;
+  f.read_at_once(false);
+  f.read_at_once(false);
+  ASSERT_TRUE(f.wait());
+  const std::int64_t accepted = 1'000'000;
+  f.waited(accepted + 40, accepted);  // came after the accept: waiting was right
+  f.waited(accepted + 40, accepted);
+  EXPECT_TRUE(f.wait());
+  f.waited(accepted - 5, accepted);  // already there: at once would have found it
+  EXPECT_TRUE(f.wait()) << "the score saturates at three: one such read does not flip it";
+  f.waited(accepted, accepted);  // there at the accept itself
+  EXPECT_FALSE(f.wait()) << "two in a row: back to reading at once";
 }
 
 }  // namespace
