@@ -258,6 +258,7 @@ awaitable<void> Proxy::accept_loop(tcp::acceptor& acceptor, bool admin) {
       continue;  // ECONNABORTED and the like: the next connection
     }
     backoff.reset();
+    own_descriptor(socket);  // its close needs no EPOLL_CTL_DEL
     if (!admin && shared_.connections >= opts_.max_connections) {
       // Over the connection limit: answer 503 (and record it) instead of serving; when too many
       // already wait for theirs, close at once (each holds a descriptor for up to 5 s).

@@ -364,6 +364,11 @@ void mark_drained(tcp::socket& socket) {
 
 }  // namespace
 
+void own_descriptor(tcp::socket& socket) {
+  SocketAccess::implementation(socket).state_ &=
+      static_cast<asio::detail::socket_ops::state_type>(~asio::detail::socket_ops::possible_dup);
+}
+
 void await_first_edge(tcp::socket& socket, ReadableWait& wait) {
   wait.drained = true;
   mark_drained(socket);

@@ -109,6 +109,12 @@ boost::asio::awaitable<Received> receive_some(boost::asio::ip::tcp::socket& sock
 // reset.
 void await_first_edge(boost::asio::ip::tcp::socket& socket, ReadableWait& wait);
 
+// An accepted socket's descriptor is its alone (never duplicated): closing it then removes it from
+// epoll by itself, and Asio's close asks for no EPOLL_CTL_DEL first. Asio takes every socket it
+// accepts for one assigned from elsewhere, whose descriptor may be shared (the registration of a
+// shared one outlives its close): one system call a connection that nginx does not make (issue 43).
+void own_descriptor(boost::asio::ip::tcp::socket& socket);
+
 // The reactor's read on a socket's next edge (receive_on_edge's), as an asynchronous operation of
 // Asio's own kind: `co_await`ed in a coroutine it suspends that coroutine itself, where an
 // operation started with use_awaitable runs in a coroutine frame of its own (issue 43: that frame's

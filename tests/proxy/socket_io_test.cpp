@@ -29,6 +29,7 @@ using namespace std::chrono_literals;
 // it, and counts the re-registrations (EPOLL_CTL_MOD) of one descriptor.
 std::atomic<int> g_counted_fd{-1};
 std::atomic<int> g_mods{0};
+std::atomic<int> g_dels{0};
 // The same for the reads of one descriptor that found nothing (recvmsg's EAGAIN): the proxy's
 // reads, socket_io.cpp's, are compiled into this test too.
 std::atomic<int> g_reads_in_vain{0};
@@ -38,6 +39,7 @@ std::atomic<int> g_reads_in_vain{0};
 
 extern "C" int epoll_ctl(int epfd, int op, int fd, struct epoll_event* event) noexcept {
   if (op == EPOLL_CTL_MOD && fd == mpo::proxy::g_counted_fd.load()) ++mpo::proxy::g_mods;
+  if (op == EPOLL_CTL_DEL && fd == mpo::proxy::g_counted_fd.load()) ++mpo::proxy::g_dels;
   return static_cast<int>(::syscall(SYS_epoll_ctl, epfd, op, fd, event));
 }
 
@@ -416,6 +418,32 @@ TEST(AwaitFirstEdge, BytesQueuedBeforeTheSocketWasRegisteredAreRead) {
     EXPECT_FALSE(r.ec) << r.ec.message() << " (a timeout: the bytes there were waited past)";
     EXPECT_EQ(text(buffer), "POST");
   }());
+}
+
+TEST(OwnDescriptor, AnAcceptedSocketThatOwnsItsDescriptorClosesWithoutDeregistering) {
+  // Closing removes a descriptor nobody shares from epoll: Asio's close skips its EPOLL_CTL_DEL
+  // for it, as for a socket it opened itself (one system call a connection, issue 43). Reads after
+  // it still work, and a socket that does not say so still deregisters.
+  asio::io_context io;
+  for (const bool owned : {true, false}) {
+    SocketPair p(io);
+    if (owned) own_descriptor(p.reader);
+    g_counted_fd = p.reader.native_handle();
+    g_dels = 0;
+    run(io, [&]() -> asio::awaitable<void> {
+      ReadableWait wait(co_await asio::this_coro::executor);
+      net::ReadBuffer buffer;
+      co_await read_a_byte_that_drains(p, buffer, wait);
+      asio::write(p.writer, asio::buffer("b", 1));
+      const auto r = co_await receive_some(p.reader, buffer, wait, 2s);
+      EXPECT_FALSE(r.ec) << r.ec.message();
+      EXPECT_EQ(text(buffer), "ab");
+    }());
+    io.restart();
+    p.reader.close();
+    g_counted_fd = -1;
+    EXPECT_EQ(g_dels.load(), owned ? 0 : 1) << (owned ? "owned" : "not owned");
+  }
 }
 
 TEST(SendAll, WritesAtOnceWhenTheSocketTakesItAndWaitsForASlowReaderOtherwise) {
