@@ -130,19 +130,9 @@ std::size_t plain_run_end(std::string_view s, std::size_t i) {
   return m ? i + static_cast<std::size_t>(std::countr_zero(m)) : n;
 }
 #else
-// Whether any of the eight bytes in `x` is not plain: below 0x20, not ASCII, a quote or a backslash
-// (HTML-safe, or <, > or &). Exact (no false alarm), by the bit tricks of "Bit Twiddling Hacks"
-// (haszero, hasless): a byte-at-a-time table lookup was most of the cost of a ledger line.
 template <bool kHtmlSafe>
 bool any_special(std::uint64_t x) {
-  constexpr std::uint64_t kOnes = 0x0101010101010101ULL, kHighs = 0x8080808080808080ULL;
-  const auto equal = [x](unsigned char c) {
-    const std::uint64_t y = x ^ (kOnes * c);
-    return (y - kOnes) & ~y & kHighs;
-  };
-  std::uint64_t hits = ((x - kOnes * 0x20) & ~x & kHighs) | (x & kHighs) | equal('"') | equal('\\');
-  if constexpr (kHtmlSafe) hits |= equal('<') | equal('>') | equal('&');
-  return hits != 0;
+  return detail::json_word_has_special<kHtmlSafe>(x);
 }
 
 // Without SSE2: the end of the run of bytes from `i` on that go into a JSON string as they are. A run of printable
@@ -223,22 +213,20 @@ std::size_t millionths_text(char (&text)[32], double v) {
   if (!(a >= 1e-4 && a < 1e8)) return 0;
   const auto n = static_cast<std::uint64_t>(a * 1e6 + 0.5);
   if (static_cast<double>(n) / 1e6 != a) return 0;
-  // The digits two at a time (fmt's table): the fraction as the last six of 1,000,000 + part.
-  const fmt::format_int whole(n / 1'000'000);
-  std::size_t length = 0;
-  if (v < 0) text[length++] = '-';
-  copy_bytes(text + length, whole.data(), whole.size());
-  length += whole.size();
-  if (const std::uint64_t part = n % 1'000'000; part != 0) {
-    const fmt::format_int fraction(1'000'000 + part);
-    const char* digits = fraction.data() + 1;
+  char* p = text;
+  if (v < 0) *p++ = '-';
+  p = write_decimal(p, n / 1'000'000);
+  if (const auto part = static_cast<std::uint32_t>(n % 1'000'000); part != 0) {
+    // The six places two digits at a time, then the trailing zeros dropped.
+    *p++ = '.';
+    write_two_digits(p, part / 10'000);
+    write_two_digits(p + 2, part / 100 % 100);
+    write_two_digits(p + 4, part % 100);
     std::size_t places = 6;
-    while (digits[places - 1] == '0') --places;
-    text[length++] = '.';
-    copy_bytes(text + length, digits, places);
-    length += places;
+    while (p[places - 1] == '0') --places;
+    p += places;
   }
-  return length;
+  return static_cast<std::size_t>(p - text);
 }
 
 }  // namespace
@@ -262,15 +250,18 @@ std::size_t json_number_text(char (&text)[32], double v) {
 }
 
 std::size_t json_integer_text(char (&text)[24], std::int64_t v) {
-  const fmt::format_int digits(v);
-  copy_bytes(text, digits.data(), digits.size());
-  return digits.size();
+  char* p = text;
+  // The magnitude as unsigned: -INT64_MIN does not fit an int64.
+  auto magnitude = static_cast<std::uint64_t>(v);
+  if (v < 0) {
+    *p++ = '-';
+    magnitude = ~magnitude + 1;
+  }
+  return static_cast<std::size_t>(write_decimal(p, magnitude) - text);
 }
 
 std::size_t json_integer_text(char (&text)[24], std::uint64_t v) {
-  const fmt::format_int digits(v);
-  copy_bytes(text, digits.data(), digits.size());
-  return digits.size();
+  return static_cast<std::size_t>(write_decimal(text, v) - text);
 }
 
 void append_json_number(std::string& out, double v) {

@@ -32,6 +32,58 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i);
 // the quote and the backslash): where the next quote, backslash, control or non-ASCII byte is, or
 // the end. Sixteen bytes at a time.
 std::size_t json_plain_run_end(std::string_view s, std::size_t i);
+namespace detail {
+// Whether any of the eight bytes in `x` is not plain: below 0x20, not ASCII, a quote or a backslash
+// (HTML-safe, or <, > or &). Exact (no false alarm), by the bit tricks of "Bit Twiddling Hacks"
+// (haszero, hasless): a byte-at-a-time table lookup was most of the cost of a ledger line.
+template <bool kHtmlSafe = false>
+bool json_word_has_special(std::uint64_t x) {
+  constexpr std::uint64_t kOnes = 0x0101010101010101ULL, kHighs = 0x8080808080808080ULL;
+  const auto equal = [x](unsigned char c) {
+    const std::uint64_t y = x ^ (kOnes * c);
+    return (y - kOnes) & ~y & kHighs;
+  };
+  std::uint64_t hits = ((x - kOnes * 0x20) & ~x & kHighs) | (x & kHighs) | equal('"') | equal('\\');
+  if constexpr (kHtmlSafe) hits |= equal('<') | equal('>') | equal('&');
+  return hits != 0;
+}
+}  // namespace detail
+
+// Whether a JSON string holds all of `s` as it is (json_plain_run_end(s, 0) == s.size()). Inline for
+// up to sixteen bytes, read as two words of its own bytes (overlapping, or repeated when it is
+// shorter than eight): most of a ledger line's strings, each a call and a padded copy before
+// (issue 43).
+inline bool json_all_plain(std::string_view s) {
+  const char* p = s.data();
+  const std::size_t n = s.size();
+  std::uint64_t a = 0, b = 0;
+  if (n >= 8) {
+    if (n > 16) return json_plain_run_end(s, 0) == n;
+    std::memcpy(&a, p, 8);
+    std::memcpy(&b, p + n - 8, 8);
+  } else if (n >= 4) {
+    std::uint32_t head = 0, tail = 0;
+    std::memcpy(&head, p, 4);
+    std::memcpy(&tail, p + n - 4, 4);
+    a = b = (std::uint64_t{tail} << 32) | head;
+  } else if (n > 0) {
+    const auto byte = [p](std::size_t i) { return std::uint64_t{static_cast<unsigned char>(p[i])}; };
+    a = b = (byte(0) | byte(n / 2) << 8 | byte(n - 1) << 16 | byte(0) << 24) * 0x0000000100000001ULL;
+  } else {
+    return true;
+  }
+#if defined(__SSE2__)
+  // Both words at once: below 0x20 or not ASCII (negative as signed bytes), a quote, a backslash.
+  const __m128i v = _mm_set_epi64x(static_cast<long long>(b), static_cast<long long>(a));
+  const __m128i hits =
+      _mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)),
+                   _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
+  return _mm_movemask_epi8(hits) == 0;
+#else
+  return !(detail::json_word_has_special(a) | detail::json_word_has_special(b));
+#endif
+}
+
 // Shortest round-trip representation, C locale; NaN and infinities become null.
 void append_json_number(std::string& out, double v);
 // A number's JSON text into `text` (what append_json_number appends); its length.
@@ -132,7 +184,12 @@ class JsonObjectWriter {
   // The same with a key known at compile time: written in place, inline.
   template <KeyLiteral K>
   JsonObjectWriter& field(StaticKey<K> key, std::string_view v) {
-    if (json_plain_run_end(v, 0) != v.size()) return field(JsonKey(key), v);
+    return json_all_plain(v) ? plain_field(key, v) : field(JsonKey(key), v);
+  }
+  // A string the caller made of plain bytes only (a timestamp, hex digits, a constant): written
+  // without looking for a byte to escape.
+  template <KeyLiteral K>
+  JsonObjectWriter& plain_field(StaticKey<K>, std::string_view v) {
     char* p = opening<K>(v.size() + 2);
     *p++ = '"';
     copy_bytes(p, v.data(), v.size());

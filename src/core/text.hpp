@@ -37,6 +37,50 @@ void copy_two_words(char* to, const char* from, std::size_t n) {
 }
 }  // namespace detail
 
+// "00", "01", ... "99": a number's digits written two at a time (one table load and one 2-byte
+// store per pair, where a digit at a time costs a division each; issue 43).
+inline constexpr std::array<char, 200> kDigitPairs = [] {
+  std::array<char, 200> t{};
+  for (int i = 0; i < 100; ++i) {
+    t[static_cast<std::size_t>(2 * i)] = static_cast<char>('0' + i / 10);
+    t[static_cast<std::size_t>(2 * i + 1)] = static_cast<char>('0' + i % 10);
+  }
+  return t;
+}();
+
+// v (below 100) as two digits at `to`.
+inline void write_two_digits(char* to, std::uint32_t v) { std::memcpy(to, kDigitPairs.data() + 2 * v, 2); }
+
+// How many decimal digits v has.
+inline std::size_t decimal_digits(std::uint64_t v) {
+  std::size_t n = 1;
+  for (;;) {
+    if (v < 10) return n;
+    if (v < 100) return n + 1;
+    if (v < 1000) return n + 2;
+    if (v < 10000) return n + 3;
+    v /= 10000;
+    n += 4;
+  }
+}
+
+// v's decimal digits at `to` (room for twenty); where they end.
+inline char* write_decimal(char* to, std::uint64_t v) {
+  char* const end = to + decimal_digits(v);
+  char* p = end;
+  while (v >= 100) {
+    p -= 2;
+    write_two_digits(p, static_cast<std::uint32_t>(v % 100));
+    v /= 100;
+  }
+  if (v >= 10) {
+    write_two_digits(p - 2, static_cast<std::uint32_t>(v));
+  } else {
+    p[-1] = static_cast<char>('0' + v);
+  }
+  return end;
+}
+
 // memcpy's result, without a call for up to sixteen bytes: two overlapping copies of a fixed size,
 // which compile to moves (issue 43: ~200 calls of memcpy a proxied request, most of a few bytes, each
 // ~15 instructions through the PLT and its size dispatch). `to` and `from` must not overlap.

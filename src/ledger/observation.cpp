@@ -49,7 +49,7 @@ void hex_field(JsonObjectWriter& w, Key key, const std::optional<std::array<std:
   }
   char text[2 * N];
   write_hex_lower(text, id->data(), N);
-  w.field(key, std::string_view(text, 2 * N));
+  w.plain_field(key, std::string_view(text, 2 * N));
 }
 
 // A timestamp's text where it is used, not in a string of its own.
@@ -62,10 +62,10 @@ struct Rfc3339 {
 
 // The line's members, in their order.
 void write_members(JsonObjectWriter& w, const Observation& o) {
-  w.field("schema"_key, kObservationSchema)
+  w.plain_field("schema"_key, kObservationSchema)
       .field("observation_id"_key, o.observation_id)
-      .field("started_at"_key, Rfc3339(o.started_at_us).view())
-      .field("ended_at"_key, Rfc3339(o.ended_at_us).view())
+      .plain_field("started_at"_key, Rfc3339(o.started_at_us).view())
+      .plain_field("ended_at"_key, Rfc3339(o.ended_at_us).view())
       .field("proxy_instance"_key, o.proxy_instance)
       .field("backend"_key, o.backend)
       .field("method"_key, o.method)
@@ -133,7 +133,7 @@ void write_members(JsonObjectWriter& w, const Observation& o) {
   } else {
     w.raw_field("server_timings"_key, o.server_timings);
   }
-  if (o.scheduled_at_us) w.field("scheduled_at"_key, Rfc3339(*o.scheduled_at_us).view());
+  if (o.scheduled_at_us) w.plain_field("scheduled_at"_key, Rfc3339(*o.scheduled_at_us).view());
   if (o.send_lateness_ms) w.field("send_lateness_ms"_key, *o.send_lateness_ms);
   if (!o.sweep_point.empty()) w.field("sweep_point"_key, o.sweep_point);
   if (o.warmup) w.field("warmup"_key, true);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 namespace mpo {
@@ -98,6 +99,50 @@ TEST(JsonWriter, ANumberIsItsShortestRoundTripTextWhateverPathWritesIt) {
     append_json_number(text, v);
     ASSERT_EQ(text, fmt::format("{}", v == 0 ? 0.0 : v)) << fmt::format("{:.17g}", v);
     ASSERT_EQ(std::strtod(text.c_str(), nullptr), v) << text;
+  }
+}
+
+TEST(JsonWriter, AnIntegerIsItsDecimalTextAtEveryLengthAndSign) {
+  // Written two digits at a time (issue 43): every length from one digit to twenty, both signs, and
+  // the extremes, as std::to_string writes them.
+  std::vector<std::int64_t> values = {
+      0, 9, 10, 99, 100, -1, -10, std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::min()};
+  for (std::int64_t p = 1; p <= 1'000'000'000'000'000'000; p *= 10) {
+    for (const std::int64_t v : {p - 1, p, p + 1, -p, -(p - 1)}) values.push_back(v);
+  }
+  std::mt19937_64 random(43);
+  for (int i = 0; i < 100'000; ++i) values.push_back(static_cast<std::int64_t>(random()) >> (random() % 64));
+  for (const std::int64_t v : values) {
+    char text[24];
+    ASSERT_EQ(std::string_view(text, json_integer_text(text, v)), std::to_string(v));
+  }
+  for (const std::uint64_t v : {std::uint64_t{0}, std::uint64_t{7}, std::numeric_limits<std::uint64_t>::max(),
+                                std::uint64_t{10'000'000'000'000'000'000ULL}}) {
+    char text[24];
+    ASSERT_EQ(std::string_view(text, json_integer_text(text, v)), std::to_string(v));
+  }
+}
+
+TEST(JsonWriter, AStringIsAllPlainExactlyWhenNoByteOfItNeedsAnEscape) {
+  // json_all_plain reads a short string as two words of its own bytes (issue 43): at every length up
+  // to past sixteen, a byte that needs an escape (a quote, a backslash, a control, non-ASCII) at any
+  // place is seen, and plain ones (DEL, ~, space) are not taken for one.
+  const std::string plain_bytes = "a~ \x7fZ0";
+  const std::string special_bytes = std::string("\"\\\x1f\x80\xff\n", 6) + std::string(1, '\0');
+  for (std::size_t n = 0; n <= 40; ++n) {
+    for (const char filler : plain_bytes) {
+      std::string text(n, filler);
+      ASSERT_TRUE(json_all_plain(text)) << n;
+      for (std::size_t at = 0; at < n; ++at) {
+        for (const char bad : special_bytes) {
+          text[at] = bad;
+          ASSERT_FALSE(json_all_plain(text))
+              << "length " << n << ", byte " << +static_cast<unsigned char>(bad) << " at " << at;
+          ASSERT_EQ(json_plain_run_end(text, 0), at);
+        }
+        text[at] = filler;
+      }
+    }
   }
 }
 

@@ -23,13 +23,15 @@ TEST(Rfc3339, FormatsMicrosecondsInUtc) {
 }
 
 TEST(Rfc3339, EveryInstantReadsAsTheCLibrarysCalendarSaysWhicheverDayCameBefore) {
-  // A thread keeps the last date's text (issue 43): instants on the same day, the next, back to an
-  // earlier one and far apart must each read as gmtime_r says, to the microsecond.
+  // A thread keeps the last date's and the last second's text (issue 43): instants in the same
+  // second, the same day, the next, back to an earlier one and far apart must each read as gmtime_r
+  // says, to the microsecond.
   std::mt19937_64 random(43);
   std::int64_t us = 1'767'225'600'000'000;  // 2026-01-01
   for (int i = 0; i < 20'000; ++i) {
-    switch (i % 4) {
-      case 0: us += static_cast<std::int64_t>(random() % 1'000'000'000); break;    // minutes on
+    switch (i % 5) {
+      case 4: us += static_cast<std::int64_t>(random() % 300'000); break;        // microseconds on: one second, mostly
+      case 0: us += static_cast<std::int64_t>(random() % 1'000'000'000); break;  // minutes on
       case 1: us += static_cast<std::int64_t>(random() % 200'000'000'000); break;  // a day or two on
       case 2: us -= static_cast<std::int64_t>(random() % 100'000'000'000); break;  // back
       default:
