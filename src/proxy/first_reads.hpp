@@ -8,8 +8,9 @@
 //
 // Each first read says which would have been right: one at once that found nothing, or one that
 // waited for bytes the kernel received after the accept, says "wait"; one at once that found the
-// request, or one that waited for bytes already there at the accept, says "at once". Two alike in a
-// row switch the choice (a two-bit saturating counter: one odd connection does not flip it).
+// request, or one that waited for bytes already there at the accept, says "at once". A two-bit
+// saturating counter, as a branch predictor's: a choice that held for a while takes two contrary
+// first reads in a row to flip.
 #pragma once
 
 #include <cstdint>
