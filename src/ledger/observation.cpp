@@ -95,7 +95,9 @@ void write_members(JsonObjectWriter& w, const Observation& o) {
       .optional_field("tpot_ms"_key, to_millionths(tpot_ms(o)));
   std::optional<double> p50, p95, mx;
   if (!o.itl_ms.empty()) {
-    std::vector<double> sorted = o.itl_ms;
+    // Sorted in a buffer the thread keeps: no allocation a streamed line (issue 43).
+    thread_local std::vector<double> sorted;
+    sorted.assign(o.itl_ms.begin(), o.itl_ms.end());
     std::sort(sorted.begin(), sorted.end());
     p50 = to_millionths(*quantile_cont_sorted(sorted, 0.5));
     p95 = to_millionths(*quantile_cont_sorted(sorted, 0.95));
@@ -104,7 +106,8 @@ void write_members(JsonObjectWriter& w, const Observation& o) {
   w.optional_field("itl_p50_ms"_key, p50).optional_field("itl_p95_ms"_key, p95).optional_field("itl_max_ms"_key, mx);
   w.optional_field("content_events"_key, o.content_events);
   if (o.itl_full) {
-    std::string list = "[";
+    thread_local std::string list;  // kept by the thread, as `sorted`
+    list = "[";
     for (std::size_t i = 0; i < o.itl_ms.size(); ++i) {
       if (i > 0) list.push_back(',');
       append_json_number(list, o.itl_ms[i]);
