@@ -4,12 +4,23 @@
 #include "core/histogram.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace mpo {
 
+BucketFinder::BucketFinder(std::span<const double> bounds) {
+  for (int k = 1; k < kSlots; ++k) {
+    first_[static_cast<std::size_t>(k)] = static_cast<std::uint16_t>(
+        std::min<std::size_t>(lower_bound_index(bounds, std::ldexp(1.0, k - kBelow)), UINT16_MAX));
+  }
+}
+
+std::size_t BucketFinder::lower_bound_index(std::span<const double> bounds, double v) {
+  return static_cast<std::size_t>(std::lower_bound(bounds.begin(), bounds.end(), v) - bounds.begin());
+}
+
 void Histogram::observe(double v) {
-  const auto it = std::lower_bound(bounds_.begin(), bounds_.end(), v);  // le: v <= bound
-  ++counts_[static_cast<std::size_t>(it - bounds_.begin())];
+  ++counts_[finder_.index(bounds_, v)];  // le: v <= bound
   sum_ += v;
   ++count_;
 }
@@ -21,8 +32,7 @@ void Histogram::merge(std::span<const std::uint64_t> counts, double sum, std::ui
 }
 
 void AtomicHistogram::observe(double v) {
-  const auto it = std::lower_bound(bounds_.begin(), bounds_.end(), v);  // le: v <= bound
-  auto& bucket = counts_[static_cast<std::size_t>(it - bounds_.begin())];
+  auto& bucket = counts_[finder_.index(bounds_, v)];  // le: v <= bound
   bucket.store(bucket.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   sum_.store(sum_.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
 }
