@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -23,7 +24,7 @@ class BucketFinder {
  public:
   explicit BucketFinder(std::span<const double> bounds);
   std::size_t index(std::span<const double> bounds, double v) const {
-    if (!(v > 0) || !(v <= kLargest)) return lower_bound_index(bounds, v);
+    if (!(v > 0) || !(v <= std::numeric_limits<double>::max())) return lower_bound_index(bounds, v);
     std::uint64_t bits = 0;
     std::memcpy(&bits, &v, sizeof bits);
     const int exponent = static_cast<int>(bits >> 52) - 1023;  // v in [2^exponent, 2^(exponent + 1))
@@ -34,7 +35,6 @@ class BucketFinder {
 
  private:
   static constexpr int kSlots = 64, kBelow = 32;  // exponents -32 to 31 have a slot of their own
-  static constexpr double kLargest = 1.7976931348623157e308;
   static std::size_t lower_bound_index(std::span<const double> bounds, double v);
   // first_[k]: the first bound >= 2^(k - kBelow) (0 for k = 0, which holds every smaller v too).
   std::array<std::uint16_t, kSlots> first_{};

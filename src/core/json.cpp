@@ -130,11 +130,6 @@ std::size_t plain_run_end(std::string_view s, std::size_t i) {
   return m ? i + static_cast<std::size_t>(std::countr_zero(m)) : n;
 }
 #else
-template <bool kHtmlSafe>
-bool any_special(std::uint64_t x) {
-  return detail::json_word_has_special<kHtmlSafe>(x);
-}
-
 // Without SSE2: the end of the run of bytes from `i` on that go into a JSON string as they are. A run of printable
 // ASCII goes in at once (most of every ledger line: per-character appends were half the load
 // generator's CPU per request), found eight bytes at a time, its last few by a table lookup per byte.
@@ -145,12 +140,12 @@ std::size_t plain_run_end(std::string_view s, std::size_t i) {
   std::uint64_t word = 0;
   for (; plain + 8 <= s.size(); plain += 8) {
     std::memcpy(&word, s.data() + plain, 8);
-    if (any_special<kHtmlSafe>(word)) break;
+    if (detail::json_word_has_special<kHtmlSafe>(word)) break;
   }
   // The last few bytes of a plain run: the string's last eight, read again, clear them all at once.
   if (plain + 8 > s.size() && plain < s.size() && s.size() >= 8) {
     std::memcpy(&word, s.data() + s.size() - 8, 8);
-    if (!any_special<kHtmlSafe>(word)) return s.size();
+    if (!detail::json_word_has_special<kHtmlSafe>(word)) return s.size();
   }
   while (plain < s.size() && plain_byte[static_cast<unsigned char>(s[plain])]) ++plain;
   return plain;
