@@ -549,11 +549,18 @@ std::size_t same_bytes(std::string_view a, std::string_view b) {
   const std::size_t n = std::min(a.size(), b.size());
   std::size_t i = 0;
 #if defined(__SSE2__)
+  const auto differ_at = [&](std::size_t at) {  // a mask of the bytes at..at+15 that differ
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.data() + at));
+    const __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.data() + at));
+    return ~static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, y))) & 0xffffu;
+  };
   for (; i + 16 <= n; i += 16) {
-    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.data() + i));
-    const __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.data() + i));
-    const auto equal = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)));
-    if (equal != 0xffffu) return i + static_cast<std::size_t>(std::countr_zero(~equal));
+    if (const unsigned d = differ_at(i)) return i + static_cast<std::size_t>(std::countr_zero(d));
+  }
+  // The last few bytes as the last sixteen, read again (those before i are known equal).
+  if (i < n && n >= 16) {
+    const unsigned d = differ_at(n - 16);
+    return d == 0 ? n : n - 16 + static_cast<std::size_t>(std::countr_zero(d));
   }
 #endif
   while (i < n && a[i] == b[i]) ++i;

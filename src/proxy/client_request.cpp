@@ -93,6 +93,17 @@ std::optional<std::string_view> ClientRequest::find(http::field id) const {
   return std::nullopt;
 }
 
+void ClientRequest::find_each(std::span<const std::string_view> names, std::span<Match> out) const {
+  for (auto& m : out) m = Match{};
+  for (const auto& f : *fields_) {
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const std::string_view name = names[i];
+      if (f.name.size() != name.size() || name.empty() || !boost::beast::iequals(f.name, name)) continue;
+      if (out[i].count++ == 0) out[i].first = f.value;
+    }
+  }
+}
+
 std::size_t ClientRequest::count(std::string_view name) const {
   std::size_t n = 0;
   for (const auto& f : *fields_) n += boost::beast::iequals(f.name, name) ? 1 : 0;

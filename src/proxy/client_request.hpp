@@ -10,6 +10,7 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/verb.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,6 +59,13 @@ class ClientRequest {
   std::optional<std::string_view> find(std::string_view name) const;
   std::optional<std::string_view> find(http::field id) const;
   std::size_t count(std::string_view name) const;
+  // What find and count say of each of `names`, in one pass over the fields (issue 43: a pass per
+  // name was ~120 instructions a request each). An empty name matches no field.
+  struct Match {
+    std::optional<std::string_view> first;
+    std::size_t count = 0;
+  };
+  void find_each(std::span<const std::string_view> names, std::span<Match> out) const;
   void erase(http::field id);
 
   std::string& body() { return *body_; }

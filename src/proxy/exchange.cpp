@@ -72,11 +72,14 @@ void Proxy::begin(Exchange& x, const ClientRequest& req, const std::optional<RxS
   // Written into the strings' kept buffers (assigned, not replaced by new strings).
   o.method.assign(req.method_string());
   o.path.assign(req.target());
-  const std::string_view client_id = req.find(opts_.id_header).value_or(std::string_view());
-  adopt_or_new_id(o.observation_id, client_id, ids_, o.started_at_us / 1000);
+  // The client's id, its trace context and its session key, read in one pass over the fields.
+  const std::array<std::string_view, 3> names{opts_.id_header, "traceparent", opts_.session_header};
+  std::array<ClientRequest::Match, 3> found;
+  req.find_each(names, found);
+  adopt_or_new_id(o.observation_id, found[0].first.value_or(std::string_view()), ids_, o.started_at_us / 1000);
   // W3C trace context: one traceparent continues the client's trace (two make it invalid).
   std::optional<std::string_view> traceparent;
-  if (req.count("traceparent") == 1) traceparent = req.find("traceparent");
+  if (found[1].count == 1) traceparent = found[1].first;
   x.trace = shared_.with_telemetry([&](Telemetry& t) { return t.begin(traceparent); });
   if (x.trace.continued) {
     for (const auto& f : req.fields()) {
@@ -92,11 +95,7 @@ void Proxy::begin(Exchange& x, const ClientRequest& req, const std::optional<RxS
   o.model = info.model;
   o.stream = info.stream;
   o.usage_requested = info.usage_requested;
-  std::optional<std::string_view> session_header;
-  if (!opts_.session_header.empty()) {
-    session_header = req.find(opts_.session_header);
-  }
-  x.session_claim = session_claim(session_header, info);
+  x.session_claim = session_claim(found[2].first, info);  // none when no session header is set
   if (x.session_claim) {
     std::lock_guard lock(shared_.sessions_mutex);
     x.session = shared_.sessions.begin(*x.session_claim);

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <cctype>
@@ -118,6 +119,26 @@ TEST(ClientRequest, EveryFieldNameHasBeastsEnumWhateverNamesCameBefore) {
       for (const auto& f : r.fields()) ASSERT_EQ(f.id, http::string_to_field(f.name)) << f.name;
     }
   }
+}
+
+// find_each says of each name what find and count say: the first value (case-blind names), the
+// count, nothing for a name no field has and for an empty name.
+TEST(ClientRequest, FindEachSaysWhatFindAndCountSay) {
+  const auto r = ours(
+      "POST / HTTP/1.1\r\nHost: h\r\nX-Request-Id: first\r\ntraceparent: t1\r\nx-request-id: second\r\n"
+      "TraceParent: t2\r\nX-Session: s\r\n\r\n");
+  const std::array<std::string_view, 5> names{"x-request-id", "traceparent", "X-SESSION", "absent", ""};
+  std::array<ClientRequest::Match, 5> found;
+  found[3].count = 9;  // whatever `out` held is replaced
+  r.find_each(names, found);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(found[i].first, names[i].empty() ? std::nullopt : r.find(names[i])) << names[i];
+    EXPECT_EQ(found[i].count, names[i].empty() ? 0 : r.count(names[i])) << names[i];
+  }
+  EXPECT_EQ(found[0].first, "first");
+  EXPECT_EQ(found[1].count, 2u);
+  EXPECT_EQ(found[2].first, "s");
+  EXPECT_EQ(found[3].count, 0u);
 }
 
 TEST(ClientRequest, ItsViewsOutliveTheHeadAndMoves) {

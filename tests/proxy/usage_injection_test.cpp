@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <cctype>
 
 #include "proxy/correlation.hpp"
 
@@ -61,6 +62,18 @@ TEST(Correlation, AdoptsValidIdsAndReplacesOthers) {
   EXPECT_TRUE(is_uuid_v7(adopt_or_new_id("", gen, 1)));
   EXPECT_TRUE(is_uuid_v7(adopt_or_new_id(std::string(129, 'a'), gen, 1)));
   EXPECT_EQ(adopt_or_new_id(std::string(128, 'a'), gen, 1), std::string(128, 'a'));
+}
+
+// Contract 2's alphabet, byte by byte: each of the 256 values alone, and at either end of an
+// otherwise valid id (the check reads every byte, not the first or last few).
+TEST(Correlation, AnIdIsValidExactlyWhenEveryByteIsALetterDigitOrOneOfFourMarks) {
+  for (int c = 0; c < 256; ++c) {
+    const char ch = static_cast<char>(c);
+    const bool allowed = std::isalnum(c) != 0 || ch == '.' || ch == '_' || ch == ':' || ch == '-';
+    EXPECT_EQ(is_valid_observation_id(std::string(1, ch)), allowed) << c;
+    EXPECT_EQ(is_valid_observation_id("agent-7" + std::string(1, ch)), allowed) << c;
+    EXPECT_EQ(is_valid_observation_id(std::string(1, ch) + "agent-7" + std::string(60, 'x')), allowed) << c;
+  }
 }
 
 }  // namespace
