@@ -226,7 +226,7 @@ class Proxy {
   };
   awaitable<std::optional<HeadRead>> read_head(beast::tcp_stream& client, net::ReadBuffer& buffer, ReadableWait& wait,
                                                const HeadLimits& limits);
-  // A new connection's first read came (`r`): what it tells first_reads_.
+  // A new connection's first read came (its bytes received at `arrival`): what it tells first_reads_.
   void learn_from_first_read(ReadableWait& wait, const RxStamp& arrival);
   HeadStep request_from_head(const HeadRead& found, net::ReadBuffer& buffer, const HeadLimits& limits,
                              ClientRequest& req);
