@@ -69,13 +69,18 @@ struct EngineTimes {
   std::optional<double> ttfb_ms;     // the line's
   std::optional<double> queue_ms;    // the engine's own time in its queue (spans)
   std::optional<double> outside_ms;  // the line's TTFT - the engine's TTFT (spans)
+  // It was the only request in flight at the proxy from its start to its first token (none before
+  // it still in flight, none of its group started until its first token).
+  bool alone = false;
 };
 
 // TTFT split at the engine's own per-request prefill time (llama.cpp's timings.prompt_ms on the
 // lines, or vLLM's spans), where most ok requests of a group carry it: what passed before the
-// engine began the prompt (waiting for a slot, plus the network) and the prefill itself, and when
-// the engine sent its response head relative to them (docs/REPORT.md "Evidence from the engine").
+// engine began the prompt (waiting for a slot, the engine's own work before the prompt, the network)
+// and the prefill itself, and when the engine sent its response head relative to them
+// (docs/REPORT.md "Evidence from the engine").
 // With spans the wait is split further into the engine's queue and what lies outside the engine.
+inline constexpr std::size_t kMinAloneRequests = 3;
 struct EngineSplit {
   std::string source;                 // "llama.cpp timings.prompt_ms", "vLLM spans (...)"
   std::size_t n = 0;                  // ok requests with TTFT and the engine's prefill time
@@ -84,6 +89,11 @@ struct EngineSplit {
   Summary prefill_ms;                 // the engine's prefill
   std::optional<Summary> queue_ms;    // the engine's own queue time, where it says (spans)
   std::optional<Summary> outside_ms;  // TTFT - the engine's TTFT: network, proxy, HTTP layer (spans)
+  // The wait of the requests that were alone at the proxy until their first token, where at least
+  // kMinAloneRequests were: no request of the proxy's was ahead of them, so their wait is the
+  // engine's own work before the prompt (reading and tokenizing the request, its prompt cache) and
+  // the network, a floor under the wait for a slot (clients that bypass the proxy aside).
+  std::optional<Summary> alone_wait_ms;
   // TTFT - TTFB: the head-to-first-token part, where the lines have a TTFB.
   std::optional<Summary> head_to_token_ms;
   // When the engine sent its head, decided from the run: "slot_start" (TTFT - TTFB is the prefill:

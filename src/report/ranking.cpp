@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace mpo::report {
 namespace {
@@ -39,6 +40,21 @@ std::string gauge_text(const EngineGauge& g) {
                      100 * g.share_above_zero);
 }
 
+// What the requests alone at the proxy until their first token say of the wait: no slot to wait for
+// behind the proxy's own requests, so the engine's own work before the prompt and the network.
+std::string alone_wait_text(const EngineSplit& e) {
+  if (!e.alone_wait_ms) return {};
+  constexpr std::string_view kMeaning =
+      "no other request of this proxy's competed with them for a slot, so about that much is the engine's own work and the network, "
+      "not a slot (unless clients that bypass the proxy held the slots)";
+  if (e.alone_wait_ms->n == e.n)
+    return fmt::format("; every one was the only request in flight at this proxy until its first token: {}", kMeaning);
+  return fmt::format(
+      "; the {} that were the only request in flight at this proxy until their first token waited {:.1f} ms p50 "
+      "(p90 {:.1f} ms): {}",
+      e.alone_wait_ms->n, e.alone_wait_ms->p50, e.alone_wait_ms->p90, kMeaning);
+}
+
 // Queueing: the engine's own numbers decide where the run has them (per request: spans' queue time,
 // or TTFT - llama.cpp's prompt_ms; over the window: the engine's queue-time histogram); the
 // client-side estimate (TTFT beyond a slow prefill, the fit's in-flight term) only without them,
@@ -59,8 +75,9 @@ std::optional<double> engine_queue_score(const GroupStats& g, const EngineEviden
     decided = std::max(0.0, e->wait_ms.p50) / kQueueExcessThresholdMs;
     c.evidence.push_back(fmt::format(
         "{}: {:.1f} ms of the {:.1f} ms TTFT p50 passed before the engine began the prompt (TTFT - prompt_ms, p50 "
-        "over {} of {} requests; p90 {:.1f} ms): the wait for a slot, plus the network",
-        e->source, e->wait_ms.p50, ttft50, e->n, e->of, e->wait_ms.p90));
+        "over {} of {} requests; p90 {:.1f} ms): the wait for a slot, the engine's own work before the prompt "
+        "(reading and tokenizing the request, its prompt cache) and the network{}",
+        e->source, e->wait_ms.p50, ttft50, e->n, e->of, e->wait_ms.p90, alone_wait_text(*e)));
   } else if (engine && engine->queue_time && engine->queue_time->requests > 0) {
     const EngineQueueTime& q = *engine->queue_time;
     decided = std::max(0.0, q.mean_ms) / kQueueExcessThresholdMs;
@@ -164,9 +181,10 @@ Candidate queueing(const GroupStats& g, double excess_median, bool any_ttft, con
 double median(std::vector<double> v) { return v.empty() ? 0 : *quantile_cont(std::move(v), 0.5); }
 
 std::optional<EngineSplit> engine_split_of(std::span<const EngineTimes> times, std::size_t of, std::string source) {
-  std::vector<double> wait, prefill, queue, outside, head_to_token, off_prefill, head_at;
+  std::vector<double> wait, prefill, queue, outside, head_to_token, off_prefill, head_at, alone;
   for (const EngineTimes& t : times) {
     wait.push_back(t.ttft_ms - t.prefill_ms);
+    if (t.alone) alone.push_back(wait.back());
     prefill.push_back(t.prefill_ms);
     if (t.queue_ms) queue.push_back(*t.queue_ms);
     if (t.outside_ms) outside.push_back(*t.outside_ms);
@@ -187,6 +205,7 @@ std::optional<EngineSplit> engine_split_of(std::span<const EngineTimes> times, s
   // Only when every request of the split says: a summary over some would not be the split's.
   if (queue.size() == e.n) e.queue_ms = summarize(queue);
   if (outside.size() == e.n) e.outside_ms = summarize(outside);
+  if (alone.size() >= kMinAloneRequests) e.alone_wait_ms = summarize(alone);
   if (!head_to_token.empty()) {
     e.head_to_token_ms = summarize(head_to_token);
     const double off50 = median(off_prefill), head50 = e.head_to_token_ms->p50;
@@ -211,6 +230,17 @@ std::optional<EngineSplit> engine_split_of(std::span<const EngineTimes> times, s
 }
 
 std::optional<EngineSplit> engine_split_of(const RowList& rs) {
+  // Every start of the group, in order: a request was alone until its first token when none other
+  // started from its start to its first token (one that started at the same microsecond included:
+  // a burst's order at the proxy is not the order the engine takes it in).
+  std::vector<std::int64_t> starts;
+  starts.reserve(rs.size());
+  for (const Row* r : rs) starts.push_back(r->started_at_us);
+  std::sort(starts.begin(), starts.end());
+  const auto alone_until = [&](std::int64_t from, std::int64_t to) {
+    return std::upper_bound(starts.begin(), starts.end(), to) - std::lower_bound(starts.begin(), starts.end(), from) ==
+           1;
+  };
   std::vector<EngineTimes> times;
   std::size_t of = 0;
   for (const Row* r : rs) {
@@ -221,6 +251,8 @@ std::optional<EngineSplit> engine_split_of(const RowList& rs) {
     t.ttft_ms = *r->ttft_ms;
     t.prefill_ms = *r->engine_prompt_ms;
     if (r->ttfb_ms) t.ttfb_ms = *r->ttfb_ms;
+    t.alone = r->in_flight_at_start && *r->in_flight_at_start == 0 &&
+              alone_until(r->started_at_us, r->started_at_us + static_cast<std::int64_t>(std::ceil(t.ttft_ms * 1000)));
     times.push_back(t);
   }
   return engine_split_of(times, of, "llama.cpp timings.prompt_ms");
@@ -291,8 +323,9 @@ Candidate transport_candidate(const GroupStats& g) {
   } else if (e && e->head_rule == "slot_start") {
     c.evidence.push_back(fmt::format(
         "not identifiable: the response head came when the engine's slot started (TTFT - TTFB p50 {:.1f} ms = its "
-        "prompt_ms p50 {:.1f} ms), so TTFB (p50 {:.1f} ms) is the wait for a slot, not the network; the network "
-        "takes at most the {:.1f} ms (p50) before the engine began the prompt, and nothing in these requests "
+        "prompt_ms p50 {:.1f} ms), so TTFB (p50 {:.1f} ms) is the wait for a slot and the engine's own work "
+        "before the prompt, not the network; the network takes at most the {:.1f} ms (p50) before the engine began the "
+        "prompt, and nothing in these requests "
         "separates it",
         e->head_to_token_ms->p50, e->prefill_ms.p50, g.ttfb_ms ? g.ttfb_ms->p50 : 0.0, e->wait_ms.p50));
   } else if (e && e->head_rule.empty() && e->wait_ms.p50 < kTransportMinTtfbMs) {

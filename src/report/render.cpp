@@ -361,6 +361,7 @@ std::string engine_split_json(const EngineSplit& e) {
       .raw_field("head_to_token_ms", summary_json(e.head_to_token_ms));
   if (e.queue_ms) split.raw_field("queue_ms", summary_json(e.queue_ms));
   if (e.outside_ms) split.raw_field("outside_ms", summary_json(e.outside_ms));
+  if (e.alone_wait_ms) split.raw_field("alone_wait_ms", summary_json(e.alone_wait_ms));
   if (e.head_rule.empty()) {
     split.null_field("head_rule");
   } else {

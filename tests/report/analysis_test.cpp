@@ -284,6 +284,56 @@ TEST(RankingFromEngineEvidence, HeadOnAcceptIsToldPerRequestNotFromMediansOfDiff
   EXPECT_EQ(engine_split_of(times, 6, "spans")->head_rule, "slot_start");
 }
 
+// llama.cpp b10309, one client on two slots (thirty-ninth session): 25 ms p50 passed before the
+// prompt of requests that had no slot to wait for, the engine's own work (its log: the prompt began
+// 18 ms after a slot took the request). The requests alone at the proxy until their first token say
+// how much that is, apart from the wait for a slot of those that came with others.
+TEST(RankingFromEngineEvidence, TheWaitOfRequestsAloneUntilTheirFirstTokenIsTheEnginesOwnWork) {
+  std::vector<ledger::LedgerRecord> rs;
+  for (int i = 0; i < 12; ++i) rs.push_back(llamacpp(i, i < 4 ? 20 : 900, 300, 300, i < 4 ? 0 : 1 + i % 3));
+  // Started with nothing in flight, but the next request came during its wait (a burst's first at
+  // the proxy, as in the np2_c1-4 capture, where the engine served one that came later first and it
+  // waited 986 ms): not alone.
+  rs[4].in_flight_at_start = 0;
+  // Started with nothing in flight and another started the same microsecond: not alone either.
+  auto twin = llamacpp(0, 20, 300, 300, 1);
+  twin.started_at_us = rs[3].started_at_us;
+  rs.push_back(twin);
+  rs.push_back(llamacpp(12, 20, 300, 300, 0));  // alone again: 4 of them, rs[3] no longer
+  auto g = analyse(rs, {}).at(0);
+  ASSERT_TRUE(g.engine_split.has_value());
+  ASSERT_TRUE(g.engine_split->alone_wait_ms.has_value());
+  EXPECT_EQ(g.engine_split->alone_wait_ms->n, 4u);
+  EXPECT_NEAR(g.engine_split->alone_wait_ms->p50, 21.9, 0.01);
+  EXPECT_NEAR(g.engine_split->wait_ms.p50, 901.9, 0.01);
+  const auto& queueing = candidate(g, "queueing");
+  EXPECT_NE(queueing.evidence.front().find("the engine's own work before the prompt"), std::string::npos)
+      << queueing.evidence.front();
+  EXPECT_NE(queueing.evidence.front().find("the 4 that were the only request in flight at this proxy until their "
+                                           "first token waited 21.9 ms p50"),
+            std::string::npos)
+      << queueing.evidence.front();
+  ReportInput in;
+  in.groups = {g};
+  EXPECT_NE(render_json(in).find(R"("alone_wait_ms":{"n":4,)"), std::string::npos);
+  // Fewer than three alone say nothing of it: two requests are no measure of the engine's own work.
+  rs[1].in_flight_at_start = 1;
+  rs[2].in_flight_at_start = 2;
+  g = analyse(rs, {}).at(0);
+  ASSERT_TRUE(g.engine_split.has_value());
+  EXPECT_FALSE(g.engine_split->alone_wait_ms.has_value());
+  EXPECT_EQ(candidate(g, "queueing").evidence.front().find("the only request in flight"), std::string::npos);
+  in.groups = {g};
+  EXPECT_EQ(render_json(in).find("alone_wait_ms"), std::string::npos);
+  // When every request was alone the wait is said to be all of that kind, once.
+  rs.clear();
+  for (int i = 0; i < 5; ++i) rs.push_back(llamacpp(i, 20, 300, 300, 0));
+  g = analyse(rs, {}).at(0);
+  EXPECT_NE(candidate(g, "queueing").evidence.front().find("every one was the only request in flight at this proxy"),
+            std::string::npos)
+      << candidate(g, "queueing").evidence.front();
+}
+
 // One client on one slot cannot wait: long prompts are prefill, and queueing does not cross (it
 // did, at 1.1, from the client-side estimate alone).
 TEST(RankingFromEngineEvidence, OneClientWithLongPromptsIsPrefillAndNotQueueing) {
