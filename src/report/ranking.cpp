@@ -45,7 +45,8 @@ std::string gauge_text(const EngineGauge& g) {
 std::string alone_wait_text(const EngineSplit& e) {
   if (!e.alone_wait_ms) return {};
   constexpr std::string_view kMeaning =
-      "no other request of this proxy's competed with them for a slot, so about that much is the engine's own work and the network, "
+      "no other request of this proxy's competed with them for a slot, so about that much is the engine's own work and "
+      "the network, "
       "not a slot (unless clients that bypass the proxy held the slots)";
   if (e.alone_wait_ms->n == e.n)
     return fmt::format("; every one was the only request in flight at this proxy until its first token: {}", kMeaning);

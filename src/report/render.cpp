@@ -109,8 +109,9 @@ std::string stalls_note(const ProxyStalls& ps, bool loop_lines) {
       held == 0 ? std::string()
                 : fmt::format(
                       "in {} the loop read nothing at all, from any socket, for most of the wait: held up "
-                      "(descheduled for another process, its machine paused as a virtual machine's host "
-                      "does, or one long step of its own), not behind with its traffic",
+                      "(descheduled for another process, asleep on an idle CPU that woke late, its machine "
+                      "paused as a virtual machine's host does, or one long step of its own), not behind with "
+                      "its traffic",
                       held == all ? (all == 1   ? "it"
                                      : all == 2 ? "both"
                                                 : "all of them")
@@ -144,7 +145,8 @@ std::string lateness_detail(const std::optional<ProxyStalls>& ps) {
                        ps->timed_lines, kProxyLagWarnMs, ps->stalls.size(), ps->stalls.size() == 1 ? "" : "s",
                        ps->mostly_held_up()
                            ? fmt::format("; on {} of them its loop read nothing at all for most of the wait: held up, "
-                                         "waiting for a CPU or its machine paused, not busy with its traffic",
+                                         "not busy with its traffic but waiting for a CPU (held by another process, "
+                                         "or idle and slow to wake) or its machine paused",
                                          ps->held_up_lines)
                            : std::string());
   }
@@ -190,16 +192,21 @@ std::string timing_summary(const GroupStats& g) {
     if (g.proxy_lag_ms->p99 >= kProxyLagWarnMs && g.proxy_stalls && g.proxy_stalls->isolated()) {
       out += stalls_note(*g.proxy_stalls, loop_lines);
     } else if (g.proxy_lag_ms->p99 >= kProxyLagWarnMs) {
+      // Held up, the loop had nothing of its own to do: it was late to run, not slow (docs/REPORT.md
+      // "The proxy's own lateness": on a virtual machine an idle vCPU wakes milliseconds late).
+      const bool held_up = g.proxy_stalls && g.proxy_stalls->mostly_held_up();
       out += fmt::format(
-          " (**warning**: the proxy itself was a bottleneck: its event loop read bytes up to {:.1f} ms after they "
-          "arrived{}, so it forwarded them that late; {}{})",
-          g.proxy_lag_ms->max, lateness_detail(g.proxy_stalls),
+          " (**warning**: {}: its event loop read bytes up to {:.1f} ms after they arrived{}, so it forwarded them "
+          "that late; {}{})",
+          held_up ? "the proxy was late to forward" : "the proxy itself was a bottleneck", g.proxy_lag_ms->max,
+          lateness_detail(g.proxy_stalls),
           loop_lines ? "lines on the loop basis carry that lateness in their times; "
                      : "the times rest on the kernel's "
                        "receive timestamps and stay true; ",
-          g.proxy_stalls && g.proxy_stalls->mostly_held_up()
-              ? "give the proxy a CPU of its own or a higher priority (nice)"
-              : "give the proxy more CPU");
+          held_up ? "a higher priority (nice) helps where other processes held its CPU; where none did, its CPU "
+                    "was idle and woke late (a virtual machine's host halts an idle vCPU): a CPU kept from idling, or "
+                    "a guest idle driver that polls before it halts (cpuidle-haltpoll), shortens that"
+                  : "give the proxy more CPU");
     }
   } else if (g.timing_bases.count("loop") > 0) {
     out += " (no kernel receive timestamps: the times are when the proxy's loop read the bytes)";

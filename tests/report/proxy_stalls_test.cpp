@@ -199,8 +199,9 @@ TEST(ProxyStalls, AStretchOfStallsInWhichTheLoopReadNothingIsHeldUpNotBehind) {
   EXPECT_EQ(t.find("warning"), npos) << t;
   EXPECT_NE(t.find("5 stalls of the proxy, moments when it read nothing: 4.0 ms at"), npos) << t;
   EXPECT_NE(t.find("; in all of them the loop read nothing at all, from any socket, for most of the wait: held up "
-                   "(descheduled for another process, its machine paused as a virtual machine's host does, or one "
-                   "long step of its own), not behind with its traffic; the times rest on"),
+                   "(descheduled for another process, asleep on an idle CPU that woke late, its machine paused as a "
+                   "virtual machine's host does, or one long step of its own), not behind with its traffic; the "
+                   "times rest on"),
             npos)
       << t;
 
@@ -249,20 +250,27 @@ TEST(ProxyStalls, AStallIsHeldUpOnlyWhenTheLoopReadNothingForHalfOfEveryWaitInIt
 TEST(ProxyStalls, MostLinesLateAndHeldUpIsStillTheWarningWithWhatHeldTheLoop) {
   // In front of a real engine sharing two vCPUs with the proxy: most lines late, and the loop read
   // nothing while each waited: it waited for a CPU. The forwarding was late on most requests (the
-  // warning), and the advice is a CPU of its own, not a faster proxy.
+  // warning), but the proxy was late to run, not slow: the advice is what gets it a CPU sooner
+  // (thirty-ninth session: nice -10 left the lag, a busy process at nice 19 keeping the other vCPU
+  // from idling took it from 3 ms p50 to 0.7-1.0 ms), not a faster proxy.
   std::vector<ledger::LedgerRecord> rs;
   for (int i = 0; i < 24; ++i) rs.push_back(i < 15 ? quiet_line(i * 200.0, 2.8, 20, 2.7) : line(i * 200.0, 0.3, 20));
   const auto g = analyse(rs, {}).at(0);
   ASSERT_TRUE(g.proxy_stalls);
   EXPECT_TRUE(g.proxy_stalls->most_lines_late);
   const auto t = timing_summary(g);
-  EXPECT_NE(t.find("**warning**: the proxy itself was a bottleneck"), npos) << t;
+  EXPECT_NE(t.find("**warning**: the proxy was late to forward: its event loop read bytes up to 2.8 ms"), npos) << t;
+  EXPECT_EQ(t.find("bottleneck"), npos) << t;
   EXPECT_NE(t.find("on most lines (15 of 24 read 1 ms or more late, in 15 stalls; on 15 of them its loop read "
-                   "nothing at all for most of the wait: held up, waiting for a CPU or its machine paused, not busy "
-                   "with its traffic)"),
+                   "nothing at all for most of the wait: held up, not busy with its traffic but waiting for a CPU "
+                   "(held by another process, or idle and slow to wake) or its machine paused)"),
             npos)
       << t;
-  EXPECT_NE(t.find("give the proxy a CPU of its own or a higher priority (nice)"), npos) << t;
+  EXPECT_NE(t.find("a higher priority (nice) helps where other processes held its CPU; where none did, its CPU was "
+                   "idle and woke late"),
+            npos)
+      << t;
+  EXPECT_EQ(t.find("give the proxy more CPU"), npos) << t;
 }
 
 }  // namespace
