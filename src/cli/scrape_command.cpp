@@ -22,6 +22,12 @@
 namespace mpo::cli {
 namespace {
 
+// "vllm v1", or "llama.cpp" where the engine has no generation (no stray space before the comma).
+std::string engine_label(engines::Engine e) {
+  const std::string_view gen = engines::engine_generation(e);
+  return gen.empty() ? std::string(engines::engine_name(e)) : fmt::format("{} {}", engines::engine_name(e), gen);
+}
+
 struct ScrapeArgs {
   std::string url;
   std::vector<std::string> files;
@@ -93,8 +99,7 @@ int run(const ScrapeArgs& a) {
     if (!a.quiet) {
       std::cerr << fmt::format("scrape {}: {} {}{}\n", s.seq, scrape::to_string(s.status),
                                scrape::has_signals(s.status)
-                                   ? fmt::format("{} {}, {} bytes, {:.1f} ms", engines::engine_name(s.signals.engine),
-                                                 engines::engine_generation(s.signals.engine), s.bytes,
+                                   ? fmt::format("{}, {} bytes, {:.1f} ms", engine_label(s.signals.engine), s.bytes,
                                                  static_cast<double>(s.ended_at_us - s.started_at_us) / 1e3)
                                    : s.error,
                                s.problems.empty() ? "" : fmt::format(" ({} histogram problem(s))", s.problems.size()));

@@ -5,6 +5,7 @@
 
 #include <boost/json.hpp>
 
+#include "support/fixtures.hpp"
 #include "support/http_client.hpp"
 #include "support/process.hpp"
 
@@ -220,6 +221,19 @@ TEST(Scrape, ProxyRecordsEngineSnapshotsBesideItsLedger) {
   if (first.at("signals").as_object().at("requests_finished").as_object().at("value").to_number<double>() == 0) {
     EXPECT_EQ(value(facts, "requests", "requests_finished"), 3.0);  // the first snapshot came before them
   }
+}
+
+// The progress line names the engine and its generation where it has one, and nothing where it has
+// none ("ok llama.cpp , 2216 bytes" had a stray space before the comma until the thirty-ninth session).
+TEST(Scrape, EachScrapesProgressLineNamesTheEngine) {
+  auto run = run_cli_with_stderr("scrape --format none --file " +
+                                 fixture_path("llamacpp/llamacpp_b10309_cpu_tiny-random_after-load.prom"));
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_NE(run.out.find("scrape 1: ok llama.cpp, 2216 bytes, "), std::string::npos) << run.out;
+  run = run_cli_with_stderr("scrape --format none --file " +
+                            fixture_path("vllm/vllm-v1_0.29.0_qwen2.5-1.5b_t4_after-load.prom"));
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_NE(run.out.find("scrape 1: ok vllm v1, 51036 bytes, "), std::string::npos) << run.out;
 }
 
 TEST(Scrape, UsageErrorsExitTwo) {
