@@ -4,6 +4,7 @@
 // refresh takes the last --window of lines through the report's analysis (by model) and draws the
 // screen (live/top_view.*); off a terminal it prints plain lines. Written to the terminal directly
 // (ANSI sequences and termios): docs/ARCHITECTURE.md says why.
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -98,6 +99,13 @@ class FollowedFile {
   std::string partial_;
 };
 
+// What went wrong with a GET of an admin route, for a person: the connection's failure, or the
+// status that came back instead of 200.
+std::string answer_problem(const net::Exchange& x, const std::string& what) {
+  if (x.failure) return fmt::format("GET {}: {}", what, x.failure->message);
+  return fmt::format("GET {} answered HTTP {}, not 200 (is this the proxy's --admin-listen address?)", what, x.status);
+}
+
 // A proxy's recent lines from its admin listener (`GET /lines?after=N`, docs/FORMATS.md): for a
 // ledger that is not at hand. Lines the ring dropped before they were read are counted.
 class AdminLines {
@@ -109,6 +117,7 @@ class AdminLines {
     req.target = url_.target_for("/lines?after=" + std::to_string(after_));
     const auto x = net::exchange_blocking(url_, {}, std::move(req), 5);
     reachable_ = x.status == 200;
+    problem_ = reachable_ ? std::string() : answer_problem(x, url_.origin + url_.target_for("/lines"));
     if (!reachable_) return out;
     std::size_t start = 0;
     bool header = true;
@@ -132,10 +141,13 @@ class AdminLines {
     return out;
   }
   bool reachable() const { return reachable_; }
+  // Why the last read got no lines; empty when it did.
+  const std::string& problem() const { return problem_; }
   std::uint64_t missed() const { return missed_; }
 
  private:
   net::BackendUrl url_;
+  std::string problem_;
   std::uint64_t after_ = 0, missed_ = 0;
   bool reachable_ = false;
 };
@@ -197,8 +209,10 @@ class Top {
     f.now_us = now;
     if (admin_) {
       f.source = "proxy " + a_.admin + (admin_->reachable() ? "" : " (not answering)");
+      f.lines_problem = admin_->problem();
     } else {
       f.source = "ledger " + a_.ledger + (ledger_.exists() ? "" : " (waiting for it)");
+      if (!ledger_.exists()) f.lines_problem = "ledger " + a_.ledger + " does not exist (yet): is a proxy writing it?";
     }
     f.lines = lines_;
     f.unreadable_lines = unreadable_ + (admin_ ? admin_->missed() : 0);
@@ -224,7 +238,7 @@ class Top {
       ro.engine = f.engine->evidence;
     }
     f.groups = report::analyse(window, ro);
-    if (admin_url_) f.in_flight = in_flight_by_model(*admin_url_);
+    if (admin_url_) f.in_flight = in_flight_by_model(*admin_url_, admin_ ? nullptr : &f.gauge_problem);
     // Rates over the window as a live view means them (requests finished in the last N seconds / N),
     // not over the span of the requests themselves as a report does; a window longer than what has
     // been read so far is cut to it.
@@ -241,9 +255,10 @@ class Top {
 
   int run_plain(double interval_s) {
     for (;;) {
-      for (const auto& line : live::render_lines(frame(), opts_)) std::cout << line << "\n";
+      const live::TopFrame f = frame();
+      for (const auto& line : live::render_lines(f, opts_)) std::cout << line << "\n";
       std::cout << std::flush;
-      if (a_.once) return exit_code::kOk;
+      if (a_.once) return once_exit(f);
       if (sleep_or_signal(interval_s)) return 128 + g_signal;
     }
   }
@@ -256,7 +271,7 @@ class Top {
     for (;;) {
       const auto [w, h] = Screen::size();
       Screen::draw(live::render_screen(f, opts_, history, w, h));
-      if (a_.once) return exit_code::kOk;
+      if (a_.once) return once_exit(f);
       // Wait for a key or the next refresh.
       pollfd p{STDIN_FILENO, POLLIN, 0};
       const int ready = ::poll(&p, screen.keys() ? 1 : 0, static_cast<int>(interval_s * 1000));
@@ -305,22 +320,35 @@ class Top {
   }
 
   // The proxy's in-flight gauge by model, from its admin listener's /metrics; empty when it does not
-  // answer or has no such gauge.
-  static std::map<std::string, double> in_flight_by_model(const net::BackendUrl& admin) {
+  // answer (then why, in `problem` where given) or has no such gauge.
+  static std::map<std::string, double> in_flight_by_model(const net::BackendUrl& admin, std::string* problem) {
     std::map<std::string, double> out;
     net::ExchangeOptions req;
     req.target = admin.target_for("/metrics");
     const auto x = net::exchange_blocking(admin, {}, std::move(req), 5);
-    if (x.status != 200) return out;
+    if (x.status != 200) {
+      if (problem) *problem = answer_problem(x, admin.origin + admin.target_for("/metrics"));
+      return out;
+    }
+    constexpr std::string_view kGauge = "modelperfobs_requests_in_flight_by_model";
     auto page = promtext::parse_exposition(x.body);
-    if (!page) return out;
-    if (const auto* family = page->family("modelperfobs_requests_in_flight_by_model")) {
-      for (const auto& sample : family->samples) {
-        const std::string* model = promtext::find_label(sample.labels, "model");
-        out[model ? *model : std::string()] += sample.value;
-      }
+    const auto* family = page ? page->family(kGauge) : nullptr;
+    if (!family) {
+      if (problem)
+        *problem = fmt::format("{}{} has no {} (is this the proxy's --admin-listen address?)", admin.origin,
+                               admin.target_for("/metrics"), kGauge);
+      return out;
+    }
+    for (const auto& sample : family->samples) {
+      const std::string* model = promtext::find_label(sample.labels, "model");
+      out[model ? *model : std::string()] += sample.value;
     }
     return out;
+  }
+
+  // --once: 1 when the lines could not be read (nothing was judged), else 0.
+  static int once_exit(const live::TopFrame& f) {
+    return f.lines_problem.empty() ? exit_code::kOk : exit_code::kFailed;
   }
 
   static bool sleep_or_signal(double s) {

@@ -209,7 +209,12 @@ std::vector<std::string> render_screen(const TopFrame& f, const TopOptions& o, c
     }
   }
   if (shown < groups.size()) lines.push_back(fmt::format(" ... {} more models (s: sort)", groups.size() - shown));
-  if (groups.empty()) lines.push_back(" no requests finished in the window");
+  if (!f.lines_problem.empty()) {
+    lines.push_back(fit(" cannot read the lines: " + f.lines_problem, w));
+  } else if (groups.empty()) {
+    lines.push_back(" no requests finished in the window");
+  }
+  if (!f.gauge_problem.empty()) lines.push_back(fit(" no in-flight counts: " + f.gauge_problem, w));
   lines.emplace_back();
   if (const auto* g = focused_group(f, o)) {
     const std::string name = model_name(*g);
@@ -261,8 +266,12 @@ std::vector<std::string> render_lines(const TopFrame& f, const TopOptions& o) {
     }
     out.push_back(std::move(line));
   }
-  if (out.empty())
+  if (!f.lines_problem.empty()) {
+    out.insert(out.begin(), when + " cannot read the lines: " + f.lines_problem);
+  } else if (out.empty()) {
     out.push_back(when + " no requests finished in the last " + fmt::format("{:.0f}", o.window_s) + " s");
+  }
+  if (!f.gauge_problem.empty()) out.push_back(when + " no in-flight counts: " + f.gauge_problem);
   if (f.engine) out.push_back(when + " " + engine_line(*f.engine));
   return out;
 }

@@ -31,7 +31,14 @@ struct TopOptions {
 // One refresh: the window's groups (by model) and what else is known.
 struct TopFrame {
   std::int64_t now_us = 0;
-  std::string source;                               // "ledger runs/qwen/model-perf.jsonl"
+  std::string source;  // "ledger runs/qwen/model-perf.jsonl"
+  // Why the lines could not be read this refresh ("proxy http://127.0.0.1:9464 not answering: ...",
+  // "ledger x.jsonl does not exist yet"); empty when they were. The frame then says nothing of the
+  // window's requests, and `top --once` exits 1.
+  std::string lines_problem;
+  // Why the in-flight gauge could not be read (an --admin beside a ledger); empty when it was or
+  // none was asked for.
+  std::string gauge_problem;
   std::vector<report::GroupStats> groups;           // by model, over the window
   std::map<std::string, std::string> latest_error;  // by model: "http_error 503: The server is busy"
   // Requests in flight now, by model (the proxy's gauge, from its admin listener); empty: unknown.

@@ -139,5 +139,41 @@ TEST(Top, OffATerminalItPrintsPlainLines) {
   EXPECT_EQ(test::run_cli({"top", "--once"}).exit_code, 2);
 }
 
+// A source that cannot be read is said, and `--once` does not exit 0 for a view it could not judge
+// (until the thirty-ninth session a dead --admin, or a ledger that does not exist, read "no requests
+// finished in the last 30 s" and exited 0).
+TEST(Top, ASourceItCannotReadIsSaidAndOnceExitsOne) {
+  const std::string dir = make_temp_dir();
+  const std::string dead = "http://127.0.0.1:" + std::to_string(test::free_loopback_port());  // nothing listens
+  auto run = test::run_cli({"top", "--admin", dead, "--once"});
+  EXPECT_EQ(run.exit_code, 1) << run.out;
+  EXPECT_NE(run.out.find(" cannot read the lines: GET " + dead + "/lines: cannot connect"), std::string::npos)
+      << run.out;
+  EXPECT_EQ(run.out.find("no requests finished"), std::string::npos) << run.out;
+
+  run = test::run_cli({"top", dir + "/none.jsonl", "--once"});
+  EXPECT_EQ(run.exit_code, 1) << run.out;
+  EXPECT_NE(run.out.find(" cannot read the lines: ledger " + dir + "/none.jsonl does not exist (yet)"),
+            std::string::npos)
+      << run.out;
+
+  // The lines from a ledger, the in-flight gauge from an --admin that is not the proxy's: the view
+  // is judged (exit 0) and says why it has no in-flight counts.
+  test::write_file(dir + "/empty.jsonl", "");
+  test::Simulator sim;  // its /metrics is an engine's, without the proxy's gauge
+  run =
+      test::run_cli({"top", dir + "/empty.jsonl", "--admin", "http://127.0.0.1:" + std::to_string(sim.port), "--once"});
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_NE(run.out.find(" no requests finished in the last 30 s"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find(" no in-flight counts: http://127.0.0.1:" + std::to_string(sim.port) +
+                         "/metrics has no modelperfobs_requests_in_flight_by_model"),
+            std::string::npos)
+      << run.out;
+  run = test::run_cli({"top", dir + "/empty.jsonl", "--admin", dead, "--once"});
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_NE(run.out.find(" no in-flight counts: GET " + dead + "/metrics: cannot connect"), std::string::npos)
+      << run.out;
+}
+
 }  // namespace
 }  // namespace mpo

@@ -185,6 +185,16 @@ TEST(TopLines, OffATerminalOneLinePerModel) {
   EXPECT_NE(lines[1].find(" err_pct=20.0 "), std::string::npos) << lines[1];
   TopFrame empty;
   EXPECT_NE(render_lines(empty, TopOptions{})[0].find("no requests finished in the last 30 s"), std::string::npos);
+  // Lines that could not be read are not "no requests": the view says why it has none.
+  empty.lines_problem = "ledger x.jsonl does not exist (yet): is a proxy writing it?";
+  const auto unread = render_lines(empty, TopOptions{});
+  ASSERT_EQ(unread.size(), 1u);
+  EXPECT_NE(unread[0].find(" cannot read the lines: ledger x.jsonl does not exist"), std::string::npos) << unread[0];
+  const auto screen = render_screen(empty, TopOptions{}, History{}, 80, 24);
+  EXPECT_TRUE(std::any_of(screen.begin(), screen.end(),
+                          [](const std::string& l) { return l.find(" cannot read the lines: ledger") == 0; }));
+  EXPECT_TRUE(std::none_of(screen.begin(), screen.end(),
+                           [](const std::string& l) { return l.find("no requests finished") != std::string::npos; }));
 }
 
 }  // namespace
