@@ -277,24 +277,37 @@ http {{
     std::sort(v.begin(), v.end());
     return fmt::format("{:.2f} [{:.2f}-{:.2f}]", q(v, 0.5), v.front(), v.back());
   };
+  // The proxy's windows of the phases whose requests carry no id: name, from, to (wall clock, us).
+  struct Window {
+    std::string name;
+    std::int64_t from_us, to_us;
+  };
+  std::vector<Window> unnamed;
   for (int conns : {64, 1000}) {
     // 64 one-token requests are too few to read a CPU time from: several batches make a turn.
+    // These requests carry no id (as an SDK's do not: the proxy makes its own), so the legs' table
+    // below tells their lines by when they started: the proxy's windows, by phase.
     const int batches = conns < 200 ? 4 : 1;
     std::map<std::string, std::vector<Turn>> turns_of;
     for (int round = 0; round < turns; ++round) {
       for (std::size_t i = 0; i < targets.size(); ++i) {
         const Target& t = targets[(i + static_cast<std::size_t>(round)) % targets.size()];
         Turn turn;
+        const bool proxied = t.name == "proxy";
+        const std::int64_t streams_from = SystemClock::instance().wall_us();
         auto r = drive_streams(t.port, conns, body(50));
+        if (proxied) unnamed.push_back({fmt::format("s{}", conns), streams_from, SystemClock::instance().wall_us()});
         turn.chunks_s = static_cast<double>(r.events) / r.wall_s;
         long total = 0;
         double wall = 0;
         const double own0 = bench::cpu_seconds_of(t.pid), sim0 = bench::cpu_seconds_of(sim.process.pid());
+        const std::int64_t one_from = SystemClock::instance().wall_us();
         for (int k = 0; k < batches; ++k) {
           auto one = drive_streams(t.port, conns, body(1));
           total += one.completed;
           wall += one.wall_s;
         }
+        if (proxied) unnamed.push_back({fmt::format("o{}", conns), one_from, SystemClock::instance().wall_us()});
         const double n = static_cast<double>(std::max(1L, total));
         turn.cpu_us = (bench::cpu_seconds_of(t.pid) - own0) * 1e6 / n;
         turn.sim_us = (bench::cpu_seconds_of(sim.process.pid()) - sim0) * 1e6 / n;
@@ -380,6 +393,16 @@ http {{
     std::map<std::string, int> basis;  // timing_basis of the proxy's lines
   };
   std::map<std::string, Legs> legs;
+  // A line's phase: its id's prefix ("c1-17" -> "c1"), or, for an id the proxy made (a UUID: the
+  // request carried none), the window it started in.
+  const auto phase_of = [&](const std::string& id, std::int64_t started_us) {
+    const bool made_by_proxy = id.size() == 36 && id[8] == '-' && id[13] == '-' && id[18] == '-' && id[23] == '-';
+    if (!made_by_proxy) return id.substr(0, id.find('-'));
+    for (const Window& w : unnamed) {
+      if (started_us >= w.from_us && started_us <= w.to_us) return w.name;
+    }
+    return std::string("other");
+  };
   for (const auto& line : test::read_lines(dir + "/ledger.jsonl")) {
     auto v = boost::json::parse(line).as_object();
     const std::string id(v["observation_id"].as_string());
@@ -388,7 +411,7 @@ http {{
     const Truth& t = it->second;
     const double ttft_us = v["ttft_ms"].to_number<double>() * 1000.0;
     const auto started_us = *parse_rfc3339(v["started_at"].as_string());
-    Legs& l = legs[id.substr(0, id.find('-'))];
+    Legs& l = legs[phase_of(id, started_us)];
     l.total.push_back(ttft_us - t.ttft_ms * 1000.0);
     l.request.push_back(static_cast<double>(t.arrival_us - started_us));
     l.simulator.push_back(static_cast<double>(t.sent_us - t.first_token_us));
