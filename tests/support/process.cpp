@@ -6,9 +6,13 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
+#include <vector>
 
 #include "support/build_paths.hpp"
 
@@ -170,10 +174,46 @@ bool is_listening(std::uint16_t port) {
   return true;
 }
 
+namespace {
+
+// The directories make_temp_dir made, removed when the process that made them exits (a test binary,
+// a bench): a suite run over and over left thousands of them, and the report bench a 1.2 GB ledger
+// each time. MPO_KEEP_TEST_DIRS=1 keeps them, to look at what a failing test wrote. A forked child
+// that exits removes nothing of its parent's.
+class TempDirs {
+ public:
+  ~TempDirs() {
+    const char* keep = std::getenv("MPO_KEEP_TEST_DIRS");
+    if (::getpid() != owner_ || (keep != nullptr && *keep != '\0' && std::string_view(keep) != "0")) return;
+    for (const auto& d : dirs_) {
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);  // best effort: a directory a test made unreadable stays
+    }
+  }
+  void add(std::string dir) {
+    std::lock_guard lock(m_);
+    dirs_.push_back(std::move(dir));
+  }
+
+ private:
+  const pid_t owner_ = ::getpid();
+  std::mutex m_;
+  std::vector<std::string> dirs_;
+};
+
+TempDirs& temp_dirs() {
+  static TempDirs dirs;
+  return dirs;
+}
+
+}  // namespace
+
 std::string make_temp_dir() {
+  TempDirs& dirs = temp_dirs();  // constructed before the first directory: destroyed after its users
   std::string tmpl =
       (std::getenv("TMPDIR") ? std::string(std::getenv("TMPDIR")) : std::string("/tmp")) + "/mpo-test-XXXXXX";
   if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  dirs.add(tmpl);
   return tmpl;
 }
 

@@ -86,7 +86,8 @@ std::uint16_t free_loopback_port();
 int connect_loopback(std::uint16_t port);
 // True when something accepts connections on the loopback port (for peers with no ready signal).
 bool is_listening(std::uint16_t port);
-// A fresh, empty directory for one test's files.
+// A fresh, empty directory for one test's files, removed with everything in it when the process
+// exits (MPO_KEEP_TEST_DIRS=1 keeps it).
 std::string make_temp_dir();
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& content);
