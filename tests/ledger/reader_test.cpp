@@ -285,3 +285,73 @@ TEST(ReadLedgerFile, ChunksAndThreadsChangeNothing) {
 
 }  // namespace
 }  // namespace mpo::ledger
+
+namespace mpo::ledger {
+namespace {
+
+LedgerRead read_with(std::string_view text, bool dom_only) {
+  LineDecoder decoder;
+  decoder.set_dom_only(dom_only);
+  decoder.text(text, 1, true);
+  return std::move(decoder).take();
+}
+
+// The scan of our writer's form (ledger/observation_scan.hpp) reads a line as the DOM walk does,
+// or leaves it to the walk: lines at the edges of what it takes, each read both ways.
+TEST(ReadLedgerScan, WhatTheScanReadsIsWhatTheDomWalkReads) {
+  const std::string head = R"({"schema":"modelperfobs.observation.v1","observation_id":"a","started_at":)"
+                           R"("2026-08-27T10:00:00.000000Z","outcome":"ok")";
+  const std::vector<std::string> lines = {
+      head + "}",
+      head + R"(,"ttft_ms":123.456,"e2e_ms":4.797204811570577,"tpot_ms":1e2,"itl_p50_ms":0.5E-3,"itl_p95_ms":7})",
+      head + R"(,"prompt_tokens":12.0,"completion_tokens":12.5,"total_tokens":123456789012345678})",
+      head + R"(,"prompt_tokens":1234567890123456789,"cached_prompt_tokens":99999999999999999999})",
+      head + R"(,"ttft_ms":1e400})",
+      head + R"(,"ttft_ms":1e-400})",
+      head + R"(,"ttft_ms":-1.5,"in_flight_at_start":-3})",
+      head + R"(,"ttft_ms":-0})",
+      head + R"(,"ttft_ms":01})",
+      head + R"(,"ttft_ms":1.})",
+      head + R"(,"model":"q\"wen","backend":"b\u0041"})",
+      head + R"(,"model":"qwén-日本","path":"/v1"})",
+      head + "," + R"("model":")" + std::string("\x01", 1) + R"("})",
+      head + R"(,"model":"ok","model":"second","ttft_ms":1,"ttft_ms":2})",
+      head + R"(,"stream":true,"warmup":false,"http_status":200,"turn":null,"session_id":7})",
+      head + R"(,"stream":tru})",
+      head + R"(,"stream":nulls})",
+      head + R"(,"server_timings":{"prompt_ms":1.50,"prompt_n":10}})",
+      head + R"(,"server_timings":null,"itl_ms":[1,2,3]})",
+      head + R"(, "model":"spaced"})",
+      head + R"(} )",
+      head + R"(}x)",
+      head + R"(,"ended_at":"2026-08-27T10:00:01.5Z","started_at":"not a time"})",
+      head + R"(,"unknown":1.5e3,"other":"x","more":true})",
+      head + R"(,"unknown":1e99999})",
+      R"({"schema":"modelperfobs.observation.v1","observation_id":"a","outcome":"ok"})",
+      R"({"observation_id":"a","schema":"modelperfobs.observation.v1","started_at":"2026-08-27T10:00:00Z","outcome":"ok"})",
+      R"({"schema":"modelperfobs.observation.v1x","observation_id":"a"})",
+      head + std::string(",\"model\":\"\xff\xfe\"}"),
+      head,
+  };
+  for (const std::string& line : lines) {
+    for (const std::string& text : {line, line + "\n", line + "\r\n"}) {
+      const auto scanned = read_with(text, false), dom = read_with(text, true);
+      EXPECT_EQ(scanned.records, dom.records) << line;
+      EXPECT_EQ(scanned.lines, dom.lines) << line;
+      EXPECT_EQ(scanned.invalid_lines, dom.invalid_lines) << line;
+      EXPECT_EQ(scanned.torn_last_line, dom.torn_last_line) << line;
+      ASSERT_EQ(scanned.problems.size(), dom.problems.size()) << line;
+      for (std::size_t i = 0; i < dom.problems.size(); ++i) EXPECT_EQ(scanned.problems[i].reason, dom.problems[i].reason);
+    }
+  }
+  // The writer's own lines are read by the scan and give what the DOM walk gives.
+  const std::string ours = our_line("id-7", 333.25) + our_line("id-8", 0.000123);
+  const auto scanned = read_with(ours, false), dom = read_with(ours, true);
+  ASSERT_EQ(scanned.records.size(), 2u);
+  EXPECT_EQ(scanned.records, dom.records);
+  EXPECT_EQ(*scanned.records[0].ttft_ms, 333.25);
+  EXPECT_EQ(*scanned.records[1].ttft_ms, 0.000123);
+}
+
+}  // namespace
+}  // namespace mpo::ledger

@@ -1,0 +1,155 @@
+// The fields of a `modelperfobs.observation.v1` line the readers map onto a record, and how a key
+// is told: ledger/reader.cpp's DOM walk and ledger/observation_scan.cpp's scan of our writer's form
+// read the same fields the same way. Internal to the ledger module.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+#include <utility>
+
+namespace mpo::ledger::detail {
+
+enum class Field : std::uint8_t {
+  kObservationId,
+  kStartedAt,
+  kEndedAt,
+  kModel,
+  kResponseModel,
+  kBackend,
+  kPath,
+  kOperation,
+  kStream,
+  kHttpStatus,
+  kOutcome,
+  kErrorType,
+  kErrorMessage,
+  kTtfb,
+  kTtft,
+  kE2e,
+  kTpot,
+  kItlP50,
+  kItlP95,
+  kItlMax,
+  kOutputTps,
+  kE2eOutputTps,
+  kPromptTokens,
+  kCompletionTokens,
+  kTotalTokens,
+  kCachedPromptTokens,
+  kTokenSource,
+  kInFlight,
+  kServerTimings,
+  kSweepPoint,
+  kWarmup,
+  kTimingBasis,
+  kProxyLag,
+  kProxyLagAt,
+  kProxyLagQuiet,
+  kTraceId,
+  kSpanId,
+  kSessionId,
+  kTurn,
+  kOther,
+};
+
+inline constexpr std::pair<std::string_view, Field> kFields[] = {
+    {"observation_id", Field::kObservationId},
+    {"started_at", Field::kStartedAt},
+    {"ended_at", Field::kEndedAt},
+    {"model", Field::kModel},
+    {"response_model", Field::kResponseModel},
+    {"backend", Field::kBackend},
+    {"path", Field::kPath},
+    {"operation", Field::kOperation},
+    {"stream", Field::kStream},
+    {"http_status", Field::kHttpStatus},
+    {"outcome", Field::kOutcome},
+    {"error_type", Field::kErrorType},
+    {"error_message", Field::kErrorMessage},
+    {"ttfb_ms", Field::kTtfb},
+    {"ttft_ms", Field::kTtft},
+    {"e2e_ms", Field::kE2e},
+    {"tpot_ms", Field::kTpot},
+    {"itl_p50_ms", Field::kItlP50},
+    {"itl_p95_ms", Field::kItlP95},
+    {"itl_max_ms", Field::kItlMax},
+    {"output_tokens_per_second", Field::kOutputTps},
+    {"e2e_output_tokens_per_second", Field::kE2eOutputTps},
+    {"prompt_tokens", Field::kPromptTokens},
+    {"completion_tokens", Field::kCompletionTokens},
+    {"total_tokens", Field::kTotalTokens},
+    {"cached_prompt_tokens", Field::kCachedPromptTokens},
+    {"token_source", Field::kTokenSource},
+    {"in_flight_at_start", Field::kInFlight},
+    {"server_timings", Field::kServerTimings},
+    {"sweep_point", Field::kSweepPoint},
+    {"warmup", Field::kWarmup},
+    {"timing_basis", Field::kTimingBasis},
+    {"proxy_lag_ms", Field::kProxyLag},
+    {"proxy_lag_at_ms", Field::kProxyLagAt},
+    {"proxy_lag_quiet_ms", Field::kProxyLagQuiet},
+    {"trace_id", Field::kTraceId},
+    {"span_id", Field::kSpanId},
+    {"session_id", Field::kSessionId},
+    {"turn", Field::kTurn},
+};
+
+// Field names are found by a hash of a key's length and four of its bytes into 128 slots, each
+// holding at most one name (checked at compile time), then one comparison: a line's ~50 keys cost
+// no search and no unpredictable branches.
+inline constexpr std::size_t kMaxKeyLength = 32;
+constexpr std::size_t field_slot(std::string_view k) {
+  const auto at = [&k](std::size_t i) { return static_cast<std::size_t>(static_cast<unsigned char>(k[i])); };
+  return (k.size() + 6 * at(1) + 4 * at(k.size() / 2) + 11 * at(k.size() - 2) + at(k.size() - 1)) % 128;
+}
+struct FieldSlots {
+  std::int8_t field[128] = {};  // index into kFields, or -1
+  bool unique = true;           // no two names share a slot
+  constexpr FieldSlots() {
+    for (auto& f : field) f = -1;
+    for (std::size_t i = 0; i < std::size(kFields); ++i) {
+      const std::string_view name = kFields[i].first;
+      if (name.size() < 2 || name.size() > kMaxKeyLength) unique = false;
+      auto& slot = field[field_slot(name)];
+      if (slot >= 0) unique = false;
+      slot = static_cast<std::int8_t>(i);
+    }
+  }
+};
+inline constexpr FieldSlots kFieldSlots;
+static_assert(kFieldSlots.unique, "two field names share a slot: change field_slot's multipliers");
+
+template <typename T>
+T load(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);  // one unaligned load
+  return v;
+}
+// Equal bytes, for 2 <= n <= kMaxKeyLength, in a few word compares (overlapping at the end).
+inline bool same_bytes(const char* a, const char* b, std::size_t n) {
+  if (n >= 8) {
+    for (std::size_t i = 0; i + 8 < n; i += 8) {
+      if (load<std::uint64_t>(a + i) != load<std::uint64_t>(b + i)) return false;
+    }
+    return load<std::uint64_t>(a + n - 8) == load<std::uint64_t>(b + n - 8);
+  }
+  if (n >= 4) {
+    return load<std::uint32_t>(a) == load<std::uint32_t>(b) &&
+           load<std::uint32_t>(a + n - 4) == load<std::uint32_t>(b + n - 4);
+  }
+  return load<std::uint16_t>(a) == load<std::uint16_t>(b) &&
+         load<std::uint16_t>(a + n - 2) == load<std::uint16_t>(b + n - 2);
+}
+
+inline Field field_of(std::string_view key) {
+  if (key.size() < 2 || key.size() > kMaxKeyLength) return Field::kOther;
+  const std::int8_t i = kFieldSlots.field[field_slot(key)];
+  if (i < 0) return Field::kOther;
+  const auto& [name, f] = kFields[static_cast<std::size_t>(i)];
+  return name.size() == key.size() && same_bytes(name.data(), key.data(), key.size()) ? f : Field::kOther;
+}
+
+
+}  // namespace mpo::ledger::detail

@@ -1,0 +1,259 @@
+// The implementation of ledger/observation_scan.hpp.
+#include "ledger/observation_scan.hpp"
+
+#include <simdjson.h>
+
+#include <charconv>
+#include <cstdint>
+#include <optional>
+
+#include "core/json.hpp"
+#include "core/time.hpp"
+#include "ledger/line_fields.hpp"
+#include "ledger/observation.hpp"
+
+namespace mpo::ledger::detail {
+namespace {
+
+// One value of a line, as the scan read it.
+struct Token {
+  enum Kind : std::uint8_t { kString, kInteger, kFraction, kTrue, kFalse, kNull } kind = kNull;
+  std::string_view text;  // a string's contents (no escape in them)
+  std::int64_t integer = 0;  // kInteger
+  double number = 0;         // kInteger (converted, as the DOM's get_double does) and kFraction
+};
+
+// Where the string whose contents start at line[p] ends: the index of its closing quote, or npos
+// for an escape, a control byte or no closing quote (UTF-8 is checked for the whole line). An index,
+// not a view: a view returned through memory and read back at once stalled the scan (a store not
+// forwarded to the wider load after it).
+std::size_t plain_string_end(std::string_view line, std::size_t p) {
+  for (std::size_t i = p;;) {
+    i = json_plain_run_end(line, i);
+    if (i >= line.size()) return std::string_view::npos;
+    const auto c = static_cast<unsigned char>(line[i]);
+    if (c == '"') return i;
+    if (c < 0x80) return std::string_view::npos;  // a backslash or a control byte
+    ++i;                                           // a byte of a UTF-8 sequence
+  }
+}
+
+bool digit(char c) { return c >= '0' && c <= '9'; }
+
+// "123.456" read as 123456 / 10^3 where both are exact doubles (at most 15 digits in all, at most
+// 22 after the point, no exponent): one division, correctly rounded as IEEE 754 rounds it, so the
+// nearest double to the decimal, as simdjson and from_chars give it (Clinger's fast path; the
+// ledger writer's numbers, at most six decimals, all take it). false: from_chars reads it.
+bool exact_decimal(std::string_view text, double& out) {
+  static constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                      1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  std::uint64_t m = 0;
+  std::size_t digits = 0, after_point = 0;
+  bool point = false;
+  for (char c : text) {
+    if (c == '.') {
+      point = true;
+      continue;
+    }
+    if (!digit(c)) return false;  // an exponent
+    m = m * 10 + static_cast<std::uint64_t>(c - '0');
+    ++digits;
+    after_point += point ? 1 : 0;
+  }
+  if (digits > 15 || after_point > 22) return false;  // 10^15 < 2^53: m is exact
+  out = static_cast<double>(m) / kPow10[after_point];
+  return true;
+}
+
+// A number without a sign at line[p] by JSON's grammar (0 or a digit run without a leading zero,
+// then an optional fraction and exponent), read: `p` past it. false when it is not one, or one the
+// scan leaves to the DOM walk: an integer of more than 18 digits (it may not fit an int64), a
+// fraction out of a double's range.
+bool number(std::string_view line, std::size_t& p, Token& t) {
+  const std::size_t from = p, n = line.size();
+  if (p >= n || !digit(line[p])) return false;
+  if (line[p] == '0') {
+    ++p;
+  } else {
+    while (p < n && digit(line[p])) ++p;
+  }
+  bool fraction = false;
+  if (p < n && line[p] == '.') {
+    fraction = true;
+    if (++p >= n || !digit(line[p])) return false;
+    while (p < n && digit(line[p])) ++p;
+  }
+  if (p < n && (line[p] == 'e' || line[p] == 'E')) {
+    fraction = true;
+    ++p;
+    if (p < n && (line[p] == '+' || line[p] == '-')) ++p;
+    if (p >= n || !digit(line[p])) return false;
+    while (p < n && digit(line[p])) ++p;
+  }
+  const std::string_view text = line.substr(from, p - from);
+  if (fraction) {
+    t.kind = Token::kFraction;
+    if (exact_decimal(text, t.number)) return true;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), t.number);
+    return ec == std::errc() && end == text.data() + text.size();
+  }
+  if (text.size() > 18) return false;
+  t.kind = Token::kInteger;
+  t.integer = 0;
+  for (char c : text) t.integer = t.integer * 10 + (c - '0');
+  t.number = static_cast<double>(t.integer);
+  return true;
+}
+
+bool literal(std::string_view line, std::size_t& p, std::string_view word) {
+  if (line.substr(p, word.size()) != word) return false;
+  p += word.size();
+  return true;
+}
+
+// The value at line[p]; false for one the scan leaves to the DOM walk (an object, an array, a
+// negative number, anything malformed).
+bool value(std::string_view line, std::size_t& p, Token& t) {
+  if (p >= line.size()) return false;
+  switch (line[p]) {
+    case '"': {
+      const std::size_t end = plain_string_end(line, p + 1);
+      if (end == std::string_view::npos) return false;
+      t.kind = Token::kString;
+      t.text = line.substr(p + 1, end - p - 1);
+      p = end + 1;
+      return true;
+    }
+    case 't': t.kind = Token::kTrue; return literal(line, p, "true");
+    case 'f': t.kind = Token::kFalse; return literal(line, p, "false");
+    case 'n': t.kind = Token::kNull; return literal(line, p, "null");
+    default: return number(line, p, t);
+  }
+}
+
+// The reads of core/simdjson_values.hpp on a token: a value of another type is absent.
+void as_double(const Token& t, std::optional<double>& into) {
+  if (t.kind == Token::kInteger || t.kind == Token::kFraction) into = t.number;
+}
+
+void as_integer(const Token& t, std::optional<std::int64_t>& into) {
+  if (t.kind == Token::kInteger) {
+    into = t.integer;
+  } else if (t.kind == Token::kFraction) {
+    // In range and integral (sj::integer_of).
+    const double d = t.number;
+    if (d >= -9.2e18 && d <= 9.2e18 && d == static_cast<double>(static_cast<std::int64_t>(d))) {
+      into = static_cast<std::int64_t>(d);
+    }
+  }
+}
+
+std::optional<std::string_view> as_string(const Token& t) {
+  return t.kind == Token::kString ? std::optional<std::string_view>(t.text) : std::nullopt;
+}
+
+std::optional<std::int64_t> as_time(const Token& t) {
+  if (t.kind != Token::kString) return std::nullopt;
+  auto us = parse_rfc3339(t.text);
+  return us ? std::optional<std::int64_t>(*us) : std::nullopt;
+}
+
+void as_bool(const Token& t, bool& into) {
+  if (t.kind == Token::kTrue || t.kind == Token::kFalse) into = t.kind == Token::kTrue;
+}
+
+// One field's token into the record, as from_ours reads it.
+void read_field(Field f, const Token& t, LedgerRecordView& r, bool& has_id, bool& has_started, bool& has_outcome) {
+  switch (f) {
+    case Field::kObservationId:
+      if (auto s = as_string(t)) r.observation_id = *s, has_id = true;
+      break;
+    case Field::kStartedAt:
+      if (auto us = as_time(t)) r.started_at_us = *us, has_started = true;
+      break;
+    case Field::kEndedAt: r.ended_at_us = as_time(t); break;
+    case Field::kModel: r.model = as_string(t); break;
+    case Field::kResponseModel: r.response_model = as_string(t); break;
+    case Field::kBackend: r.backend = as_string(t); break;
+    case Field::kPath: r.path = as_string(t); break;
+    case Field::kOperation: r.operation = as_string(t); break;
+    case Field::kStream: as_bool(t, r.stream); break;
+    case Field::kHttpStatus: {
+      std::optional<std::int64_t> i;
+      as_integer(t, i);
+      if (i) r.http_status = static_cast<int>(*i);
+      break;
+    }
+    case Field::kOutcome:
+      if (auto s = as_string(t)) r.outcome = *s, has_outcome = true;
+      break;
+    case Field::kErrorType: r.error_type = as_string(t); break;
+    case Field::kErrorMessage: r.error_message = as_string(t); break;
+    case Field::kTtfb: as_double(t, r.ttfb_ms); break;
+    case Field::kTtft: as_double(t, r.ttft_ms); break;
+    case Field::kE2e: as_double(t, r.e2e_ms); break;
+    case Field::kTpot: as_double(t, r.tpot_ms); break;
+    case Field::kItlP50: as_double(t, r.itl_p50_ms); break;
+    case Field::kItlP95: as_double(t, r.itl_p95_ms); break;
+    case Field::kItlMax: as_double(t, r.itl_max_ms); break;
+    case Field::kOutputTps: as_double(t, r.output_tokens_per_second); break;
+    case Field::kE2eOutputTps: as_double(t, r.e2e_output_tokens_per_second); break;
+    case Field::kPromptTokens: as_integer(t, r.prompt_tokens); break;
+    case Field::kCompletionTokens: as_integer(t, r.completion_tokens); break;
+    case Field::kTotalTokens: as_integer(t, r.total_tokens); break;
+    case Field::kCachedPromptTokens: as_integer(t, r.cached_prompt_tokens); break;
+    case Field::kTokenSource:
+      if (auto s = as_string(t)) r.token_source = *s;
+      break;
+    case Field::kInFlight: as_integer(t, r.in_flight_at_start); break;
+    case Field::kSweepPoint: r.sweep_point = as_string(t); break;
+    case Field::kWarmup: as_bool(t, r.warmup); break;
+    case Field::kTimingBasis: r.timing_basis = as_string(t); break;
+    case Field::kProxyLag: as_double(t, r.proxy_lag_ms); break;
+    case Field::kProxyLagAt: as_double(t, r.proxy_lag_at_ms); break;
+    case Field::kProxyLagQuiet: as_double(t, r.proxy_lag_quiet_ms); break;
+    case Field::kTraceId: r.trace_id = as_string(t); break;
+    case Field::kSpanId: r.span_id = as_string(t); break;
+    case Field::kSessionId: r.session_id = as_string(t); break;
+    case Field::kTurn: as_integer(t, r.turn); break;
+    case Field::kServerTimings: break;  // a scalar: none (an object is left to the DOM walk)
+    case Field::kOther: break;
+  }
+}
+
+}  // namespace
+
+ScanRead scan_observation(std::string_view line, LedgerRecordView& r) {
+  static constexpr std::string_view kPrefix = R"({"schema":"modelperfobs.observation.v1")";
+  static_assert(kPrefix.substr(11, kPrefix.size() - 12) == kObservationSchema);
+  if (!line.starts_with(kPrefix) || !simdjson::validate_utf8(line.data(), line.size())) return ScanRead::kLeftOver;
+  r.source_schema = kObservationSchema;
+  bool seen[static_cast<std::size_t>(Field::kOther)] = {};
+  bool has_id = false, has_started = false, has_outcome = false;
+  std::size_t p = kPrefix.size();
+  for (;;) {
+    if (p >= line.size()) return ScanRead::kLeftOver;
+    if (line[p] == '}') break;
+    if (line[p] != ',' || ++p >= line.size() || line[p] != '"') return ScanRead::kLeftOver;
+    const std::size_t key_end = plain_string_end(line, p + 1);
+    if (key_end == std::string_view::npos || key_end + 1 >= line.size() || line[key_end + 1] != ':') {
+      return ScanRead::kLeftOver;
+    }
+    const std::string_view key(line.data() + p + 1, key_end - p - 1);
+    p = key_end + 2;
+    Token t;
+    if (!value(line, p, t)) return ScanRead::kLeftOver;
+    Field f = field_of(key);
+    if (f != Field::kOther) {
+      bool& once = seen[static_cast<std::size_t>(f)];
+      if (once) f = Field::kOther;  // the first of a key given twice is the one read
+      once = true;
+    }
+    read_field(f, t, r, has_id, has_started, has_outcome);
+  }
+  // Nothing after the object; a line without its required fields is the DOM walk's to name.
+  if (p + 1 != line.size() || !has_id || !has_started || !has_outcome) return ScanRead::kLeftOver;
+  return ScanRead::kRead;
+}
+
+}  // namespace mpo::ledger::detail
