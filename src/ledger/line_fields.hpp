@@ -151,5 +151,4 @@ inline Field field_of(std::string_view key) {
   return name.size() == key.size() && same_bytes(name.data(), key.data(), key.size()) ? f : Field::kOther;
 }
 
-
 }  // namespace mpo::ledger::detail

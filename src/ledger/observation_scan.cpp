@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 
 #include "core/json.hpp"
@@ -18,7 +19,7 @@ namespace {
 // One value of a line, as the scan read it.
 struct Token {
   enum Kind : std::uint8_t { kString, kInteger, kFraction, kTrue, kFalse, kNull } kind = kNull;
-  std::string_view text;  // a string's contents (no escape in them)
+  std::string_view text;     // a string's contents (no escape in them)
   std::int64_t integer = 0;  // kInteger
   double number = 0;         // kInteger (converted, as the DOM's get_double does) and kFraction
 };
@@ -27,87 +28,101 @@ struct Token {
 // for an escape, a control byte or no closing quote (UTF-8 is checked for the whole line). An index,
 // not a view: a view returned through memory and read back at once stalled the scan (a store not
 // forwarded to the wider load after it).
-std::size_t plain_string_end(std::string_view line, std::size_t p) {
-  for (std::size_t i = p;;) {
-    i = json_plain_run_end(line, i);
-    if (i >= line.size()) return std::string_view::npos;
-    const auto c = static_cast<unsigned char>(line[i]);
+std::size_t plain_string_end(std::string_view line, std::size_t i) {
+  const char* s = line.data();
+  const std::size_t n = line.size();
+  for (;;) {
+    // Eight bytes at a time (inline: most strings of a line are under 30 bytes) to the first that is
+    // not plain: the lowest byte the masks flag is one (a borrow can flag bytes only above a true
+    // one), then that byte.
+    constexpr std::uint64_t kOnes = 0x0101010101010101ULL, kHighs = 0x8080808080808080ULL;
+    for (std::uint64_t x; i + 8 <= n; i += 8) {
+      std::memcpy(&x, s + i, 8);
+      const std::uint64_t quote = x ^ (kOnes * '"'), backslash = x ^ (kOnes * '\\');
+      const std::uint64_t hits = ((x - kOnes * 0x20) & ~x & kHighs) | (x & kHighs) |
+                                 ((quote - kOnes) & ~quote & kHighs) | ((backslash - kOnes) & ~backslash & kHighs);
+      if (hits != 0) {
+        i += static_cast<std::size_t>(__builtin_ctzll(hits)) / 8;  // little-endian: the lowest byte first
+        break;
+      }
+    }
+    if (i >= n) return std::string_view::npos;
+    const auto c = static_cast<unsigned char>(s[i]);
     if (c == '"') return i;
-    if (c < 0x80) return std::string_view::npos;  // a backslash or a control byte
-    ++i;                                           // a byte of a UTF-8 sequence
+    if (c == '\\' || c < 0x20) return std::string_view::npos;  // an escape or a control byte
+    ++i;                                                       // a byte of a UTF-8 sequence
   }
 }
 
 bool digit(char c) { return c >= '0' && c <= '9'; }
 
-// "123.456" read as 123456 / 10^3 where both are exact doubles (at most 15 digits in all, at most
-// 22 after the point, no exponent): one division, correctly rounded as IEEE 754 rounds it, so the
-// nearest double to the decimal, as simdjson and from_chars give it (Clinger's fast path; the
-// ledger writer's numbers, at most six decimals, all take it). false: from_chars reads it.
-bool exact_decimal(std::string_view text, double& out) {
-  static constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
-                                      1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-  std::uint64_t m = 0;
-  std::size_t digits = 0, after_point = 0;
-  bool point = false;
-  for (char c : text) {
-    if (c == '.') {
-      point = true;
-      continue;
-    }
-    if (!digit(c)) return false;  // an exponent
-    m = m * 10 + static_cast<std::uint64_t>(c - '0');
-    ++digits;
-    after_point += point ? 1 : 0;
-  }
-  if (digits > 15 || after_point > 22) return false;  // 10^15 < 2^53: m is exact
-  out = static_cast<double>(m) / kPow10[after_point];
-  return true;
+// A digit run at line[p], accumulated into `m` (it wraps past 19 digits: `digits` says how many),
+// `p` past it.
+void digits_into(std::string_view line, std::size_t& p, std::uint64_t& m, std::size_t& digits) {
+  const std::size_t from = p;
+  for (; p < line.size() && digit(line[p]); ++p) m = m * 10 + static_cast<std::uint64_t>(line[p] - '0');
+  digits += p - from;
 }
 
 // A number without a sign at line[p] by JSON's grammar (0 or a digit run without a leading zero,
 // then an optional fraction and exponent), read: `p` past it. false when it is not one, or one the
 // scan leaves to the DOM walk: an integer of more than 18 digits (it may not fit an int64), a
 // fraction out of a double's range.
+//
+// A fraction of at most 15 digits in all, at most 22 after the point and no exponent ("123.456") is
+// 123456 / 10^3 where both are exact doubles: one division, correctly rounded as IEEE 754 rounds it,
+// so the nearest double to the decimal, as simdjson and from_chars give it (Clinger's fast path;
+// what the writer derives, to a millionth, takes it). Other fractions go to from_chars.
 bool number(std::string_view line, std::size_t& p, Token& t) {
+  static constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                      1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
   const std::size_t from = p, n = line.size();
   if (p >= n || !digit(line[p])) return false;
+  std::uint64_t m = 0;
+  std::size_t digits = 0;
   if (line[p] == '0') {
     ++p;
+    digits = 1;
   } else {
-    while (p < n && digit(line[p])) ++p;
+    digits_into(line, p, m, digits);
   }
-  bool fraction = false;
+  const std::size_t integral = digits;
+  bool fraction = false, exponent = false;
   if (p < n && line[p] == '.') {
     fraction = true;
     if (++p >= n || !digit(line[p])) return false;
-    while (p < n && digit(line[p])) ++p;
+    digits_into(line, p, m, digits);
   }
   if (p < n && (line[p] == 'e' || line[p] == 'E')) {
-    fraction = true;
+    fraction = exponent = true;
     ++p;
     if (p < n && (line[p] == '+' || line[p] == '-')) ++p;
     if (p >= n || !digit(line[p])) return false;
     while (p < n && digit(line[p])) ++p;
   }
-  const std::string_view text = line.substr(from, p - from);
-  if (fraction) {
-    t.kind = Token::kFraction;
-    if (exact_decimal(text, t.number)) return true;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), t.number);
-    return ec == std::errc() && end == text.data() + text.size();
+  if (!fraction) {
+    if (digits > 18) return false;
+    t.kind = Token::kInteger;
+    t.integer = static_cast<std::int64_t>(m);
+    t.number = static_cast<double>(t.integer);
+    return true;
   }
-  if (text.size() > 18) return false;
-  t.kind = Token::kInteger;
-  t.integer = 0;
-  for (char c : text) t.integer = t.integer * 10 + (c - '0');
-  t.number = static_cast<double>(t.integer);
-  return true;
+  t.kind = Token::kFraction;
+  const std::size_t after_point = digits - integral;
+  if (!exponent && digits <= 15 && after_point <= 22) {  // 10^15 < 2^53: m is exact
+    t.number = static_cast<double>(m) / kPow10[after_point];
+    return true;
+  }
+  const char* end = line.data() + p;
+  const auto [stop, ec] = std::from_chars(line.data() + from, end, t.number);
+  return ec == std::errc() && stop == end;
 }
 
-bool literal(std::string_view line, std::size_t& p, std::string_view word) {
-  if (line.substr(p, word.size()) != word) return false;
-  p += word.size();
+template <std::size_t N>
+bool literal(std::string_view line, std::size_t& p, const char (&word)[N]) {
+  constexpr std::size_t kLength = N - 1;
+  if (line.size() - p < kLength || std::memcmp(line.data() + p, word, kLength) != 0) return false;
+  p += kLength;
   return true;
 }
 
@@ -223,27 +238,44 @@ void read_field(Field f, const Token& t, LedgerRecordView& r, bool& has_id, bool
 
 }  // namespace
 
-ScanRead scan_observation(std::string_view line, LedgerRecordView& r) {
+ScanRead scan_observation(std::string_view line, LedgerRecordView& r, KeyOrder& order) {
   static constexpr std::string_view kPrefix = R"({"schema":"modelperfobs.observation.v1")";
   static_assert(kPrefix.substr(11, kPrefix.size() - 12) == kObservationSchema);
   if (!line.starts_with(kPrefix) || !simdjson::validate_utf8(line.data(), line.size())) return ScanRead::kLeftOver;
   r.source_schema = kObservationSchema;
   bool seen[static_cast<std::size_t>(Field::kOther)] = {};
   bool has_id = false, has_started = false, has_outcome = false;
+  const char* s = line.data();
+  const std::size_t n = line.size();
   std::size_t p = kPrefix.size();
-  for (;;) {
-    if (p >= line.size()) return ScanRead::kLeftOver;
-    if (line[p] == '}') break;
-    if (line[p] != ',' || ++p >= line.size() || line[p] != '"') return ScanRead::kLeftOver;
-    const std::size_t key_end = plain_string_end(line, p + 1);
-    if (key_end == std::string_view::npos || key_end + 1 >= line.size() || line[key_end + 1] != ':') {
-      return ScanRead::kLeftOver;
+  for (std::size_t k = 0;; ++k) {
+    if (p >= n) return ScanRead::kLeftOver;
+    if (s[p] == '}') break;
+    if (s[p] != ',' || ++p >= n || s[p] != '"') return ScanRead::kLeftOver;
+    // The key the last line had here, if this is it: `"key":` compared, no scan and no lookup.
+    Field f;
+    KeyOrder::Key* expected = k < std::size(order.keys) ? &order.keys[k] : nullptr;
+    if (expected != nullptr && expected->length != 0 && n - p > expected->length + 2u &&
+        same_bytes(s + p + 1, expected->text, expected->length) && s[p + 1 + expected->length] == '"' &&
+        s[p + 2 + expected->length] == ':') {
+      f = expected->field;
+      p += expected->length + 3;
+    } else {
+      const std::size_t key_end = plain_string_end(line, p + 1);
+      if (key_end == std::string_view::npos || key_end + 1 >= n || s[key_end + 1] != ':') return ScanRead::kLeftOver;
+      const std::string_view key(s + p + 1, key_end - p - 1);
+      f = field_of(key);
+      if (expected != nullptr) {
+        // Learnt for the next line; a key too short or too long to compare that way is not.
+        const bool fits = key.size() >= 2 && key.size() <= kMaxKeyLength;
+        expected->length = fits ? static_cast<std::uint8_t>(key.size()) : 0;
+        if (fits) std::memcpy(expected->text, key.data(), key.size());
+        expected->field = f;
+      }
+      p = key_end + 2;
     }
-    const std::string_view key(line.data() + p + 1, key_end - p - 1);
-    p = key_end + 2;
     Token t;
     if (!value(line, p, t)) return ScanRead::kLeftOver;
-    Field f = field_of(key);
     if (f != Field::kOther) {
       bool& once = seen[static_cast<std::size_t>(f)];
       if (once) f = Field::kOther;  // the first of a key given twice is the one read
@@ -252,7 +284,7 @@ ScanRead scan_observation(std::string_view line, LedgerRecordView& r) {
     read_field(f, t, r, has_id, has_started, has_outcome);
   }
   // Nothing after the object; a line without its required fields is the DOM walk's to name.
-  if (p + 1 != line.size() || !has_id || !has_started || !has_outcome) return ScanRead::kLeftOver;
+  if (p + 1 != n || !has_id || !has_started || !has_outcome) return ScanRead::kLeftOver;
   return ScanRead::kRead;
 }
 

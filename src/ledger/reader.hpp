@@ -18,6 +18,9 @@ class parser;
 }
 
 namespace mpo::ledger {
+namespace detail {
+struct KeyOrder;
+}
 
 // One ledger line's fields. LedgerRecord owns its strings; a LedgerRecordView's point into the
 // decoder's parse of the line and stay valid only until the decoder's next line: what a reader that
@@ -106,6 +109,7 @@ class LineDecoder {
   void note(std::uint64_t line_no, std::string reason);
   void deliver();
   std::unique_ptr<simdjson::dom::parser> parser_;
+  std::unique_ptr<detail::KeyOrder> key_order_;  // the last line's keys, for the scan of our lines
   bool dom_only_ = false;
   std::function<void(LedgerRecord&&)> sink_;
   std::function<void(const LedgerRecordView&)> view_sink_;

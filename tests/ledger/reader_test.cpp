@@ -341,7 +341,8 @@ TEST(ReadLedgerScan, WhatTheScanReadsIsWhatTheDomWalkReads) {
       EXPECT_EQ(scanned.invalid_lines, dom.invalid_lines) << line;
       EXPECT_EQ(scanned.torn_last_line, dom.torn_last_line) << line;
       ASSERT_EQ(scanned.problems.size(), dom.problems.size()) << line;
-      for (std::size_t i = 0; i < dom.problems.size(); ++i) EXPECT_EQ(scanned.problems[i].reason, dom.problems[i].reason);
+      for (std::size_t i = 0; i < dom.problems.size(); ++i)
+        EXPECT_EQ(scanned.problems[i].reason, dom.problems[i].reason);
     }
   }
   // The writer's own lines are read by the scan and give what the DOM walk gives.
