@@ -18,8 +18,8 @@ namespace {
 
 // One value of a line, as the scan read it.
 struct Token {
-  enum Kind : std::uint8_t { kString, kInteger, kFraction, kTrue, kFalse, kNull } kind = kNull;
-  std::string_view text;     // a string's contents (no escape in them)
+  enum Kind : std::uint8_t { kString, kInteger, kFraction, kTrue, kFalse, kNull, kObject } kind = kNull;
+  std::string_view text;     // a string's contents (no escape in them), or an object's text, braces included
   std::int64_t integer = 0;  // kInteger
   double number = 0;         // kInteger (converted, as the DOM's get_double does) and kFraction
 };
@@ -126,8 +126,31 @@ bool literal(std::string_view line, std::size_t& p, const char (&word)[N]) {
   return true;
 }
 
-// The value at line[p]; false for one the scan leaves to the DOM walk (an object, an array, a
-// negative number, anything malformed).
+// Where the object whose opening brace is at line[p] ends: the index of its closing brace, found by
+// its nesting (strings stepped over whole), or npos (a string with an escape, no end). What lies
+// between is checked by the DOM parse of the object that reads it.
+std::size_t object_end(std::string_view line, std::size_t p) {
+  std::size_t depth = 0;
+  for (std::size_t i = p; i < line.size(); ++i) {
+    switch (line[i]) {
+      case '"':
+        i = plain_string_end(line, i + 1);
+        if (i == std::string_view::npos) return i;
+        break;
+      case '{':
+      case '[': ++depth; break;
+      case '}':
+      case ']':
+        if (--depth == 0) return i;
+        break;
+      default: break;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// The value at line[p]; false for one the scan leaves to the DOM walk (an array, a negative number,
+// anything malformed).
 bool value(std::string_view line, std::size_t& p, Token& t) {
   if (p >= line.size()) return false;
   switch (line[p]) {
@@ -142,6 +165,14 @@ bool value(std::string_view line, std::size_t& p, Token& t) {
     case 't': t.kind = Token::kTrue; return literal(line, p, "true");
     case 'f': t.kind = Token::kFalse; return literal(line, p, "false");
     case 'n': t.kind = Token::kNull; return literal(line, p, "null");
+    case '{': {
+      const std::size_t end = object_end(line, p);
+      if (end == std::string_view::npos) return false;
+      t.kind = Token::kObject;
+      t.text = line.substr(p, end + 1 - p);
+      p = end + 1;
+      return true;
+    }
     default: return number(line, p, t);
   }
 }
@@ -231,14 +262,29 @@ void read_field(Field f, const Token& t, LedgerRecordView& r, bool& has_id, bool
     case Field::kSpanId: r.span_id = as_string(t); break;
     case Field::kSessionId: r.session_id = as_string(t); break;
     case Field::kTurn: as_integer(t, r.turn); break;
-    case Field::kServerTimings: break;  // a scalar: none (an object is left to the DOM walk)
+    case Field::kServerTimings: break;  // a scalar: none (an object is read apart)
     case Field::kOther: break;
   }
 }
 
+// `object` parsed by simdjson's DOM (copied with the room it reads past an input's end) and
+// minified into `scratch`; false where the parse fails.
+bool minified_object(std::string_view object, ScanState& state, simdjson::dom::parser& dom, std::string& scratch) {
+  state.object.assign(object);
+  state.object.resize(object.size() + simdjson::SIMDJSON_PADDING, ' ');
+  simdjson::dom::element parsed;
+  if (dom.parse(state.object.data(), object.size(), false).get(parsed) != simdjson::SUCCESS || !parsed.is_object()) {
+    return false;
+  }
+  scratch = simdjson::minify(parsed);
+  return true;
+}
+
 }  // namespace
 
-ScanRead scan_observation(std::string_view line, LedgerRecordView& r, KeyOrder& order) {
+ScanRead scan_observation(std::string_view line, LedgerRecordView& r, ScanState& state, simdjson::dom::parser& dom,
+                          std::string& scratch) {
+  KeyOrder& order = state.order;
   static constexpr std::string_view kPrefix = R"({"schema":"modelperfobs.observation.v1")";
   static_assert(kPrefix.substr(11, kPrefix.size() - 12) == kObservationSchema);
   if (!line.starts_with(kPrefix) || !simdjson::validate_utf8(line.data(), line.size())) return ScanRead::kLeftOver;
@@ -280,6 +326,13 @@ ScanRead scan_observation(std::string_view line, LedgerRecordView& r, KeyOrder& 
       bool& once = seen[static_cast<std::size_t>(f)];
       if (once) f = Field::kOther;  // the first of a key given twice is the one read
       once = true;
+    }
+    if (t.kind == Token::kObject) {
+      // server_timings (llama.cpp's on every line) as the DOM walk keeps it: the object parsed by
+      // simdjson's DOM on its own and minified; an object anywhere else is the DOM walk's.
+      if (f != Field::kServerTimings || !minified_object(t.text, state, dom, scratch)) return ScanRead::kLeftOver;
+      r.server_timings = scratch;
+      continue;
     }
     read_field(f, t, r, has_id, has_started, has_outcome);
   }

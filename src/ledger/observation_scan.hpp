@@ -2,14 +2,15 @@
 // their bytes: no DOM is built for the ~50 values of a line (building simdjson's tape and copying
 // its strings was half of what `report` spent on a million lines). The scan takes only what it can
 // read exactly as the DOM walk would (ledger/reader.cpp, from_ours): "schema" first, no whitespace,
-// strings without escapes, numbers without a sign, no object or array value, valid UTF-8; anything
-// else (another schema, a hand-edited or a damaged line, llama.cpp's server_timings object) is left
-// to the DOM walk, which decides what it is. `fuzz_ledger` checks that whatever the scan reads, the
-// DOM walk reads the same. Internal to the ledger module. Pure (the key order it learns is the
-// caller's).
+// strings without escapes, numbers without a sign, no array, no object but server_timings (parsed
+// on its own by the DOM, as the walk keeps it), valid UTF-8. Anything else (another schema, a
+// hand-edited or a damaged line) is left to the DOM walk, which decides what it is. `fuzz_ledger`
+// checks that whatever the scan reads, the DOM walk reads the same. Internal to the ledger module.
+// Pure (what it keeps from line to line is the caller's).
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "ledger/line_fields.hpp"
@@ -34,7 +35,15 @@ struct KeyOrder {
   Key keys[64];
 };
 
-// `order` is the decoder's own, kept from line to line.
-ScanRead scan_observation(std::string_view line, LedgerRecordView& r, KeyOrder& order);
+// What a decoder keeps for the scan from line to line.
+struct ScanState {
+  KeyOrder order;
+  std::string object;  // a server_timings object copied with room to parse it
+};
+
+// `dom` parses a server_timings object on its own, minified into `scratch`, as the DOM walk keeps
+// it (the record's server_timings then points there).
+ScanRead scan_observation(std::string_view line, LedgerRecordView& r, ScanState& state, simdjson::dom::parser& dom,
+                          std::string& scratch);
 
 }  // namespace mpo::ledger::detail

@@ -238,7 +238,7 @@ LedgerRecord to_owned(const LedgerRecordView& v) { return convert<std::string>(v
 LedgerRecordView view_of(const LedgerRecord& r) { return convert<std::string_view>(r); }
 
 LineDecoder::LineDecoder()
-    : parser_(std::make_unique<simdjson::dom::parser>()), key_order_(std::make_unique<detail::KeyOrder>()) {}
+    : parser_(std::make_unique<simdjson::dom::parser>()), scan_(std::make_unique<detail::ScanState>()) {}
 LineDecoder::~LineDecoder() = default;
 LineDecoder::LineDecoder(LineDecoder&&) noexcept = default;
 
@@ -257,7 +257,7 @@ void LineDecoder::line(std::string_view line, std::uint64_t line_no, bool last_u
   if (!dom_only_) {
     // Our writer's lines, in its form: read by a scan of their bytes, no DOM.
     view_ = LedgerRecordView{};
-    if (detail::scan_observation(line, view_, *key_order_) == detail::ScanRead::kRead) {
+    if (detail::scan_observation(line, view_, *scan_, *parser_, scratch_) == detail::ScanRead::kRead) {
       deliver();
       return;
     }

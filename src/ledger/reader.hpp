@@ -19,7 +19,7 @@ class parser;
 
 namespace mpo::ledger {
 namespace detail {
-struct KeyOrder;
+struct ScanState;
 }
 
 // One ledger line's fields. LedgerRecord owns its strings; a LedgerRecordView's point into the
@@ -109,7 +109,7 @@ class LineDecoder {
   void note(std::uint64_t line_no, std::string reason);
   void deliver();
   std::unique_ptr<simdjson::dom::parser> parser_;
-  std::unique_ptr<detail::KeyOrder> key_order_;  // the last line's keys, for the scan of our lines
+  std::unique_ptr<detail::ScanState> scan_;  // what the scan of our lines keeps from line to line
   bool dom_only_ = false;
   std::function<void(LedgerRecord&&)> sink_;
   std::function<void(const LedgerRecordView&)> view_sink_;
