@@ -115,13 +115,32 @@ std::string finding(const TrackSummary& t, loadgen::LoadMode m) {
   return out;
 }
 
+// The prompt and output tokens of a point's measured requests, p50, as the server's usage counted
+// them: what a prompt of `--input-tokens N` came to (with --approximate-input-tokens a word is not
+// a token: 100 words were 286 tokens on llama.cpp's vocabulary).
+std::string tokens_in_out(const std::optional<TokenEvidence>& t) {
+  if (!t || !t->input_p50 || !t->output_p50) return "n/a";
+  return fmt::format("{} / {}", *t->input_p50, *t->output_p50);
+}
+
 // The points table, cell by cell: markdown and the page render the same cells.
 std::vector<std::string> point_headers(loadgen::LoadMode m) {
-  return {axis_title(m),     "status",   "ok",
-          "failed",          "tok/s",    "steady tok/s",
-          "goodput req/s",   "TTFT p50", "TTFT p99",
-          "ITL p99",         "e2e p99",  "max in flight",
-          "lateness p99 ms", "KV peak",  "waiting (capacity) max"};
+  return {axis_title(m),
+          "status",
+          "ok",
+          "failed",
+          "tokens in / out p50",
+          "tok/s",
+          "steady tok/s",
+          "goodput req/s",
+          "TTFT p50",
+          "TTFT p99",
+          "ITL p99",
+          "e2e p99",
+          "max in flight",
+          "lateness p99 ms",
+          "KV peak",
+          "waiting (capacity) max"};
 }
 
 std::vector<std::vector<std::string>> point_rows(const SweepReceipt& r, bool markdown) {
@@ -133,7 +152,7 @@ std::vector<std::vector<std::string>> point_rows(const SweepReceipt& r, bool mar
                                : markdown             ? " `" + tp.reason_code + "`"
                                                       : " (" + tp.reason_code + ")";
       rows.push_back({go_float_text(p.coordinate), tp.status + code, std::to_string(s.ok), std::to_string(s.failed),
-                      fixed(s.throughput_tok_s.measured_value()),
+                      tokens_in_out(tp.evidence.tokens), fixed(s.throughput_tok_s.measured_value()),
                       fixed(tp.evidence.steady_state ? tp.evidence.steady_state->throughput_tok_s : std::nullopt),
                       fixed(s.goodput_rps.measured_value(), 2), fixed(p50(s.ttft_ms)), fixed(p99(s.ttft_ms)),
                       fixed(p99(s.itl_ms)), fixed(p99(s.end_to_end_ms)),

@@ -148,7 +148,7 @@ TEST(Sweep, TheKneeIsAtTheDeclaredCapacityAndPointsAboveItAreInvalid) {
   // The summary is a table, not markdown in a <pre> block.
   const auto tables = table_headers(dom.text);
   ASSERT_FALSE(tables.empty());
-  EXPECT_EQ(tables[0].rfind("concurrency|status|ok|failed|tok/s", 0), 0u) << tables[0];
+  EXPECT_EQ(tables[0].rfind("concurrency|status|ok|failed|tokens in / out p50|tok/s", 0), 0u) << tables[0];
   EXPECT_EQ(dom.count("<pre"), 0u);
   EXPECT_EQ(dom.text.find("<script"), std::string::npos);
   // The report of the sweep's ledger views each load point apart (issue 25: per-phase views).

@@ -280,3 +280,28 @@ TEST(SweepGate, ParityClaimsNeedTheThreeTracks) {
 
 }  // namespace
 }  // namespace mpo::sweep
+
+namespace mpo::sweep {
+namespace {
+
+// The points table says how long the prompts and outputs were as the server counted them: asked
+// for 100 approximate tokens, llama.cpp's vocabulary made 286 of them (thirty-ninth session).
+TEST(SweepMarkdown, ThePointsTableSaysTheTokensTheServerCounted) {
+  auto r = fixtures::scaling_sweep(8, {1, 2});
+  TokenEvidence t;
+  t.requests = 8;
+  t.input_min = 282, t.input_p50 = 286, t.input_max = 300;
+  t.output_min = t.output_p50 = t.output_max = 400;
+  r.points[0].tracks[0].evidence.tokens = t;
+  ASSERT_TRUE(evaluate_sweep(r).ok());
+  const std::string md = sweep_markdown(r);
+  EXPECT_NE(md.find("| failed | tokens in / out p50 | tok/s |"), std::string::npos) << md;
+  EXPECT_NE(md.find(" | 286 / 400 | "), std::string::npos) << md;
+  // A point whose requests gave no usage says so, not a zero.
+  const auto second = md.find("\n| 2 | ");
+  ASSERT_NE(second, std::string::npos) << md;
+  EXPECT_NE(md.find(" | n/a | ", second), std::string::npos) << md;
+}
+
+}  // namespace
+}  // namespace mpo::sweep
