@@ -165,6 +165,32 @@ TEST(SweepProgress, OnATerminalTheProgressLineCountsFailuresAndNamesTheLatest) {
   EXPECT_EQ(plain.out.find("  ok "), std::string::npos) << plain.out;
 }
 
+// Fitting a prompt to its length asks the server's tokenizer a few times, not a binary search's
+// dozen: each ask is a round trip to the server (thirty-ninth session: 95 asks for 8 prompts of
+// 200-2,000 tokens against the simulator, 33 now; against llama.cpp 22 calls a prompt, 11 now).
+// Counted through a proxy, whose ledger has a line for each; the prompts are as exact as before.
+TEST(SweepPromptLengths, EachPromptIsFittedInAFewTokenizerCalls) {
+  const std::string dir = make_temp_dir();
+  Simulator sim;
+  Proxy proxy("http://127.0.0.1:" + std::to_string(sim.port), dir + "/proxy.jsonl");
+  const auto run = run_cli({"sweep", "--url", "http://127.0.0.1:" + std::to_string(proxy.port) + "/v1", "--model",
+                            "sim-model", "--concurrencies", "1", "--requests", "8", "--warmup", "0", "--input-tokens",
+                            "uniform:200,2000", "--output-tokens", "4", "--quiet", "--output", dir + "/sweep.json"});
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  std::size_t tokenize = 0, chats = 0;
+  for (const auto& line : read_lines(dir + "/proxy.jsonl")) {
+    const auto path = json::parse(line).at("path");
+    tokenize += path == "/tokenize" ? 1 : 0;
+    chats += path == "/v1/chat/completions" ? 1 : 0;
+  }
+  EXPECT_EQ(chats, 8u);
+  EXPECT_LE(tokenize, 6 * chats) << tokenize << " tokenize calls for " << chats << " prompts";
+  const auto r = receipt(dir);  // kept: the loop below walks into it
+  for (const auto& s : r.at("points").as_array().at(0).at("tracks").as_array().at(0).at("samples").as_array()) {
+    EXPECT_EQ(s.at("usage").at("prompt_tokens"), s.at("prompt_tokens_estimate")) << json::serialize(s);
+  }
+}
+
 // Issue 38: prompt lengths are what was asked, as the server's tokenizer counts them (the simulator
 // offers vLLM's POST /tokenize; the real llama-server's routes are tested in llamacpp_test.cpp).
 TEST(SweepPromptLengths, EachPromptIsTheLengthAskedForAsTheServerCountsIt) {
