@@ -6,8 +6,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string_view>
 #include <utility>
+
+#include "ledger/reader.hpp"
 
 namespace mpo::ledger::detail {
 
@@ -149,6 +152,79 @@ inline Field field_of(std::string_view key) {
   if (i < 0) return Field::kOther;
   const auto& [name, f] = kFields[static_cast<std::size_t>(i)];
   return name.size() == key.size() && same_bytes(name.data(), key.data(), key.size()) ? f : Field::kOther;
+}
+
+// The fields a line must have; the line is not a record without all three.
+struct Required {
+  bool id = false, started = false, outcome = false;
+  bool all() const { return id && started && outcome; }
+};
+
+// One field's value into the record: one mapping for the DOM walk and the scan alike. `Value` reads
+// its value as a string, an RFC 3339 time, a number (a double, int64 or uint64, as a double), an
+// integer (an int64, or a double holding an integral value in range), a boolean, and server_timings'
+// minified object; each nullopt where the value is not of that kind (core/simdjson_values.hpp's
+// rules).
+template <class Value>
+void read_field(Field f, const Value& v, LedgerRecordView& r, Required& got) {
+  switch (f) {
+    case Field::kObservationId:
+      if (auto s = v.string()) r.observation_id = *s, got.id = true;
+      break;
+    case Field::kStartedAt:
+      if (auto t = v.time()) r.started_at_us = *t, got.started = true;
+      break;
+    case Field::kEndedAt: r.ended_at_us = v.time(); break;
+    case Field::kModel: r.model = v.string(); break;
+    case Field::kResponseModel: r.response_model = v.string(); break;
+    case Field::kBackend: r.backend = v.string(); break;
+    case Field::kPath: r.path = v.string(); break;
+    case Field::kOperation: r.operation = v.string(); break;
+    case Field::kStream:
+      if (auto b = v.boolean()) r.stream = *b;
+      break;
+    case Field::kHttpStatus:
+      if (auto i = v.integer()) r.http_status = static_cast<int>(*i);
+      break;
+    case Field::kOutcome:
+      if (auto s = v.string()) r.outcome = *s, got.outcome = true;
+      break;
+    case Field::kErrorType: r.error_type = v.string(); break;
+    case Field::kErrorMessage: r.error_message = v.string(); break;
+    case Field::kTtfb: r.ttfb_ms = v.number(); break;
+    case Field::kTtft: r.ttft_ms = v.number(); break;
+    case Field::kE2e: r.e2e_ms = v.number(); break;
+    case Field::kTpot: r.tpot_ms = v.number(); break;
+    case Field::kItlP50: r.itl_p50_ms = v.number(); break;
+    case Field::kItlP95: r.itl_p95_ms = v.number(); break;
+    case Field::kItlMax: r.itl_max_ms = v.number(); break;
+    case Field::kOutputTps: r.output_tokens_per_second = v.number(); break;
+    case Field::kE2eOutputTps: r.e2e_output_tokens_per_second = v.number(); break;
+    case Field::kPromptTokens: r.prompt_tokens = v.integer(); break;
+    case Field::kCompletionTokens: r.completion_tokens = v.integer(); break;
+    case Field::kTotalTokens: r.total_tokens = v.integer(); break;
+    case Field::kCachedPromptTokens: r.cached_prompt_tokens = v.integer(); break;
+    case Field::kTokenSource:
+      if (auto s = v.string()) r.token_source = *s;
+      break;
+    case Field::kInFlight: r.in_flight_at_start = v.integer(); break;
+    case Field::kSweepPoint: r.sweep_point = v.string(); break;
+    case Field::kWarmup:
+      if (auto b = v.boolean()) r.warmup = *b;
+      break;
+    case Field::kTimingBasis: r.timing_basis = v.string(); break;
+    case Field::kProxyLag: r.proxy_lag_ms = v.number(); break;
+    case Field::kProxyLagAt: r.proxy_lag_at_ms = v.number(); break;
+    case Field::kProxyLagQuiet: r.proxy_lag_quiet_ms = v.number(); break;
+    case Field::kTraceId: r.trace_id = v.string(); break;
+    case Field::kSpanId: r.span_id = v.string(); break;
+    case Field::kSessionId: r.session_id = v.string(); break;
+    case Field::kTurn: r.turn = v.integer(); break;
+    case Field::kServerTimings:
+      if (auto o = v.object()) r.server_timings = *o;
+      break;
+    case Field::kOther: break;
+  }
 }
 
 }  // namespace mpo::ledger::detail

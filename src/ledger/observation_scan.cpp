@@ -177,95 +177,37 @@ bool value(std::string_view line, std::size_t& p, Token& t) {
   }
 }
 
-// The reads of core/simdjson_values.hpp on a token: a value of another type is absent.
-void as_double(const Token& t, std::optional<double>& into) {
-  if (t.kind == Token::kInteger || t.kind == Token::kFraction) into = t.number;
-}
-
-void as_integer(const Token& t, std::optional<std::int64_t>& into) {
-  if (t.kind == Token::kInteger) {
-    into = t.integer;
-  } else if (t.kind == Token::kFraction) {
+// A token read as detail::read_field reads values (core/simdjson_values.hpp's rules): a value of
+// another type is absent. An object never comes here: the scan reads server_timings' itself.
+struct TokenValue {
+  const Token& t;
+  std::optional<std::string_view> string() const {
+    return t.kind == Token::kString ? std::optional<std::string_view>(t.text) : std::nullopt;
+  }
+  std::optional<std::int64_t> time() const {
+    if (t.kind != Token::kString) return std::nullopt;
+    auto us = parse_rfc3339(t.text);
+    return us ? std::optional<std::int64_t>(*us) : std::nullopt;
+  }
+  std::optional<double> number() const {
+    return t.kind == Token::kInteger || t.kind == Token::kFraction ? std::optional<double>(t.number) : std::nullopt;
+  }
+  std::optional<std::int64_t> integer() const {
+    if (t.kind == Token::kInteger) return t.integer;
     // In range and integral (sj::integer_of).
     const double d = t.number;
-    if (d >= -9.2e18 && d <= 9.2e18 && d == static_cast<double>(static_cast<std::int64_t>(d))) {
-      into = static_cast<std::int64_t>(d);
+    if (t.kind == Token::kFraction && d >= -9.2e18 && d <= 9.2e18 &&
+        d == static_cast<double>(static_cast<std::int64_t>(d))) {
+      return static_cast<std::int64_t>(d);
     }
+    return std::nullopt;
   }
-}
-
-std::optional<std::string_view> as_string(const Token& t) {
-  return t.kind == Token::kString ? std::optional<std::string_view>(t.text) : std::nullopt;
-}
-
-std::optional<std::int64_t> as_time(const Token& t) {
-  if (t.kind != Token::kString) return std::nullopt;
-  auto us = parse_rfc3339(t.text);
-  return us ? std::optional<std::int64_t>(*us) : std::nullopt;
-}
-
-void as_bool(const Token& t, bool& into) {
-  if (t.kind == Token::kTrue || t.kind == Token::kFalse) into = t.kind == Token::kTrue;
-}
-
-// One field's token into the record, as from_ours reads it.
-void read_field(Field f, const Token& t, LedgerRecordView& r, bool& has_id, bool& has_started, bool& has_outcome) {
-  switch (f) {
-    case Field::kObservationId:
-      if (auto s = as_string(t)) r.observation_id = *s, has_id = true;
-      break;
-    case Field::kStartedAt:
-      if (auto us = as_time(t)) r.started_at_us = *us, has_started = true;
-      break;
-    case Field::kEndedAt: r.ended_at_us = as_time(t); break;
-    case Field::kModel: r.model = as_string(t); break;
-    case Field::kResponseModel: r.response_model = as_string(t); break;
-    case Field::kBackend: r.backend = as_string(t); break;
-    case Field::kPath: r.path = as_string(t); break;
-    case Field::kOperation: r.operation = as_string(t); break;
-    case Field::kStream: as_bool(t, r.stream); break;
-    case Field::kHttpStatus: {
-      std::optional<std::int64_t> i;
-      as_integer(t, i);
-      if (i) r.http_status = static_cast<int>(*i);
-      break;
-    }
-    case Field::kOutcome:
-      if (auto s = as_string(t)) r.outcome = *s, has_outcome = true;
-      break;
-    case Field::kErrorType: r.error_type = as_string(t); break;
-    case Field::kErrorMessage: r.error_message = as_string(t); break;
-    case Field::kTtfb: as_double(t, r.ttfb_ms); break;
-    case Field::kTtft: as_double(t, r.ttft_ms); break;
-    case Field::kE2e: as_double(t, r.e2e_ms); break;
-    case Field::kTpot: as_double(t, r.tpot_ms); break;
-    case Field::kItlP50: as_double(t, r.itl_p50_ms); break;
-    case Field::kItlP95: as_double(t, r.itl_p95_ms); break;
-    case Field::kItlMax: as_double(t, r.itl_max_ms); break;
-    case Field::kOutputTps: as_double(t, r.output_tokens_per_second); break;
-    case Field::kE2eOutputTps: as_double(t, r.e2e_output_tokens_per_second); break;
-    case Field::kPromptTokens: as_integer(t, r.prompt_tokens); break;
-    case Field::kCompletionTokens: as_integer(t, r.completion_tokens); break;
-    case Field::kTotalTokens: as_integer(t, r.total_tokens); break;
-    case Field::kCachedPromptTokens: as_integer(t, r.cached_prompt_tokens); break;
-    case Field::kTokenSource:
-      if (auto s = as_string(t)) r.token_source = *s;
-      break;
-    case Field::kInFlight: as_integer(t, r.in_flight_at_start); break;
-    case Field::kSweepPoint: r.sweep_point = as_string(t); break;
-    case Field::kWarmup: as_bool(t, r.warmup); break;
-    case Field::kTimingBasis: r.timing_basis = as_string(t); break;
-    case Field::kProxyLag: as_double(t, r.proxy_lag_ms); break;
-    case Field::kProxyLagAt: as_double(t, r.proxy_lag_at_ms); break;
-    case Field::kProxyLagQuiet: as_double(t, r.proxy_lag_quiet_ms); break;
-    case Field::kTraceId: r.trace_id = as_string(t); break;
-    case Field::kSpanId: r.span_id = as_string(t); break;
-    case Field::kSessionId: r.session_id = as_string(t); break;
-    case Field::kTurn: as_integer(t, r.turn); break;
-    case Field::kServerTimings: break;  // a scalar: none (an object is read apart)
-    case Field::kOther: break;
+  std::optional<bool> boolean() const {
+    if (t.kind != Token::kTrue && t.kind != Token::kFalse) return std::nullopt;
+    return t.kind == Token::kTrue;
   }
-}
+  std::optional<std::string_view> object() const { return std::nullopt; }
+};
 
 // `object` parsed by simdjson's DOM (copied with the room it reads past an input's end) and
 // minified into `scratch`; false where the parse fails.
@@ -290,7 +232,7 @@ ScanRead scan_observation(std::string_view line, LedgerRecordView& r, ScanState&
   if (!line.starts_with(kPrefix) || !simdjson::validate_utf8(line.data(), line.size())) return ScanRead::kLeftOver;
   r.source_schema = kObservationSchema;
   bool seen[static_cast<std::size_t>(Field::kOther)] = {};
-  bool has_id = false, has_started = false, has_outcome = false;
+  Required got;
   const char* s = line.data();
   const std::size_t n = line.size();
   std::size_t p = kPrefix.size();
@@ -334,10 +276,10 @@ ScanRead scan_observation(std::string_view line, LedgerRecordView& r, ScanState&
       r.server_timings = scratch;
       continue;
     }
-    read_field(f, t, r, has_id, has_started, has_outcome);
+    read_field(f, TokenValue{t}, r, got);
   }
   // Nothing after the object; a line without its required fields is the DOM walk's to name.
-  if (p + 1 != n || !has_id || !has_started || !has_outcome) return ScanRead::kLeftOver;
+  if (p + 1 != n || !got.all()) return ScanRead::kLeftOver;
   return ScanRead::kRead;
 }
 

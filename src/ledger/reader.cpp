@@ -53,86 +53,42 @@ std::optional<double> fak_num(element o, std::string_view key) {
   return v && *v > 0 ? v : std::nullopt;
 }
 
+// A DOM value read as detail::read_field reads values; server_timings' object minified into
+// `scratch`.
+struct DomValue {
+  element v;
+  std::string& scratch;
+  std::optional<std::string_view> string() const { return str_of(v); }
+  std::optional<std::int64_t> time() const { return time_of(v); }
+  std::optional<double> number() const { return sj::number_of(v); }
+  std::optional<std::int64_t> integer() const { return sj::integer_of(v); }
+  std::optional<bool> boolean() const {
+    bool b = false;
+    return v.get_bool().get(b) == simdjson::SUCCESS ? std::optional<bool>(b) : std::nullopt;
+  }
+  std::optional<std::string_view> object() const {
+    if (!v.is_object()) return std::nullopt;
+    scratch = simdjson::minify(v);
+    return scratch;
+  }
+};
+
 // One pass over the line's fields (a ledger line has about 50): each key is looked up once, the
 // first occurrence of a key wins, as a lookup by key would find it. The record's strings are views
 // into the parse; a minified server_timings goes to `scratch`.
 Status from_ours(simdjson::dom::object o, LedgerRecordView& r, std::string& scratch) {
   r.source_schema = kObservationSchema;
   bool seen[static_cast<std::size_t>(Field::kOther)] = {};
-  bool has_id = false, has_started = false, has_outcome = false;
+  detail::Required got;
   for (auto [key, v] : o) {
     const Field f = field_of(key);
     if (f == Field::kOther) continue;
     bool& once = seen[static_cast<std::size_t>(f)];
     if (once) continue;
     once = true;
-    switch (f) {
-      case Field::kObservationId:
-        if (auto s = str_of(v)) r.observation_id = *s, has_id = true;
-        break;
-      case Field::kStartedAt:
-        if (auto t = time_of(v)) r.started_at_us = *t, has_started = true;
-        break;
-      case Field::kEndedAt: r.ended_at_us = time_of(v); break;
-      case Field::kModel: r.model = str_of(v); break;
-      case Field::kResponseModel: r.response_model = str_of(v); break;
-      case Field::kBackend: r.backend = str_of(v); break;
-      case Field::kPath: r.path = str_of(v); break;
-      case Field::kOperation: r.operation = str_of(v); break;
-      case Field::kStream: {
-        bool b = false;
-        if (v.get_bool().get(b) == simdjson::SUCCESS) r.stream = b;
-        break;
-      }
-      case Field::kHttpStatus:
-        if (auto i = sj::integer_of(v)) r.http_status = static_cast<int>(*i);
-        break;
-      case Field::kOutcome:
-        if (auto s = str_of(v)) r.outcome = *s, has_outcome = true;
-        break;
-      case Field::kErrorType: r.error_type = str_of(v); break;
-      case Field::kErrorMessage: r.error_message = str_of(v); break;
-      case Field::kTtfb: r.ttfb_ms = sj::number_of(v); break;
-      case Field::kTtft: r.ttft_ms = sj::number_of(v); break;
-      case Field::kE2e: r.e2e_ms = sj::number_of(v); break;
-      case Field::kTpot: r.tpot_ms = sj::number_of(v); break;
-      case Field::kItlP50: r.itl_p50_ms = sj::number_of(v); break;
-      case Field::kItlP95: r.itl_p95_ms = sj::number_of(v); break;
-      case Field::kItlMax: r.itl_max_ms = sj::number_of(v); break;
-      case Field::kOutputTps: r.output_tokens_per_second = sj::number_of(v); break;
-      case Field::kE2eOutputTps: r.e2e_output_tokens_per_second = sj::number_of(v); break;
-      case Field::kPromptTokens: r.prompt_tokens = sj::integer_of(v); break;
-      case Field::kCompletionTokens: r.completion_tokens = sj::integer_of(v); break;
-      case Field::kTotalTokens: r.total_tokens = sj::integer_of(v); break;
-      case Field::kCachedPromptTokens: r.cached_prompt_tokens = sj::integer_of(v); break;
-      case Field::kTokenSource:
-        if (auto s = str_of(v)) r.token_source = *s;
-        break;
-      case Field::kInFlight: r.in_flight_at_start = sj::integer_of(v); break;
-      case Field::kSweepPoint: r.sweep_point = str_of(v); break;
-      case Field::kWarmup: {
-        bool b = false;
-        if (v.get_bool().get(b) == simdjson::SUCCESS) r.warmup = b;
-        break;
-      }
-      case Field::kTimingBasis: r.timing_basis = str_of(v); break;
-      case Field::kProxyLag: r.proxy_lag_ms = sj::number_of(v); break;
-      case Field::kProxyLagAt: r.proxy_lag_at_ms = sj::number_of(v); break;
-      case Field::kProxyLagQuiet: r.proxy_lag_quiet_ms = sj::number_of(v); break;
-      case Field::kTraceId: r.trace_id = str_of(v); break;
-      case Field::kSpanId: r.span_id = str_of(v); break;
-      case Field::kSessionId: r.session_id = str_of(v); break;
-      case Field::kTurn: r.turn = sj::integer_of(v); break;
-      case Field::kServerTimings:
-        if (v.is_object()) {
-          scratch = simdjson::minify(v);
-          r.server_timings = scratch;
-        }
-        break;
-      case Field::kOther: break;
-    }
+    detail::read_field(f, DomValue{v, scratch}, r, got);
   }
-  if (!has_id || !has_started || !has_outcome) {
+  if (!got.all()) {
     return make_error(errc::kLedgerFields, "observation line without observation_id, started_at or outcome");
   }
   return Ok{};
