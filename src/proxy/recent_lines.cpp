@@ -12,7 +12,18 @@ namespace mpo::proxy {
 void RecentLines::add(std::string_view line) {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
   if (blocks_.empty() || blocks_.back().size() + line.size() > blocks_.back().capacity()) {
-    blocks_.emplace_back().reserve(std::max(block_bytes_, line.size()));
+    std::string block;
+    if (!spares_.empty()) {
+      block = std::move(spares_.back());
+      spares_.pop_back();
+      block.clear();
+    }
+    const std::size_t room = std::max(block_bytes_, line.size());
+    if (block.capacity() < room) {
+      block.reserve(room);
+      ++blocks_allocated_;
+    }
+    blocks_.push_back(std::move(block));
   }
   std::string& block = blocks_.back();
   lines_.push_back({first_block_ + blocks_.size() - 1, block.size(), line.size()});
@@ -20,6 +31,8 @@ void RecentLines::add(std::string_view line) {
   ++next_;
   while (lines_.size() > capacity_) lines_.pop_front();
   while (blocks_.size() > 1 && (lines_.empty() || lines_.front().block > first_block_)) {
+    if (spares_.size() == 2) spares_.erase(spares_.begin());
+    spares_.push_back(std::move(blocks_.front()));
     blocks_.pop_front();
     ++first_block_;
   }

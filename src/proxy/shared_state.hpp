@@ -29,9 +29,10 @@ struct Shared {
   Shared(const Shared&) = delete;
   Shared& operator=(const Shared&) = delete;
   // The ledger's writer renders each request's line on its own thread and hands the lines, batch
-  // by batch, to the ring of recent lines.
+  // by batch, to the ring of recent lines (only read through the admin listener: none without it).
   ledger::LedgerWriter::Options ledger_options(const ProxyOptions& o) {
     ledger::LedgerWriter::Options w{o.ledger_path, o.fsync, 1.0, 65536};
+    if (!o.admin_enabled) return w;
     w.on_lines = [this](std::span<const std::string_view> lines) {
       std::lock_guard lock(metrics_mutex);
       for (const auto& line : lines) recent.add(line);

@@ -67,5 +67,20 @@ TEST(RecentLines, OldLinesTextGoesWithThemAndKeptLinesReadWhole) {
   }
 }
 
+TEST(RecentLines, DroppedBlocksAreFilledAgainOnceTheRingIsFull) {
+  // A new block's memory is touched page by page as lines are copied in (a page fault every few
+  // lines): once the ring is full, the block dropped last is filled again instead.
+  RecentLines r(20, 256);
+  std::size_t most_kept = 0;
+  for (int i = 1; i <= 5000; ++i) {
+    r.add("{\"n\":" + std::to_string(i) + ",\"pad\":\"" + std::string(static_cast<std::size_t>(i % 13), 'x') + "\"}\n");
+    most_kept = std::max(most_kept, r.blocks());
+  }
+  EXPECT_LE(r.blocks_allocated(), most_kept + 2);
+  const auto got = lines_of(r.since(4990, 100));
+  ASSERT_EQ(got.size(), 11u);
+  EXPECT_EQ(got[10], "{\"n\":5000,\"pad\":\"" + std::string(5000 % 13, 'x') + "\"}");
+}
+
 }  // namespace
 }  // namespace mpo::proxy
