@@ -69,7 +69,7 @@ TEST(RecentLines, OldLinesTextGoesWithThemAndKeptLinesReadWhole) {
 
 TEST(RecentLines, DroppedBlocksAreFilledAgainOnceTheRingIsFull) {
   // A new block's memory is touched page by page as lines are copied in (a page fault every few
-  // lines): once the ring is full, the block dropped last is filled again instead.
+  // lines): once the ring is full, the blocks dropped last are filled again instead.
   RecentLines r(20, 256);
   std::size_t most_kept = 0;
   for (int i = 1; i <= 5000; ++i) {
