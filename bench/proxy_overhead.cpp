@@ -12,7 +12,8 @@
 // proxy's TTFT offset against the simulator's truth at 1/100/1000/8000 streams. --latency-only stops after the
 // concurrency-1 tables. --apis instead compares chat, the Responses API and Anthropic Messages through the proxy (added
 // TTFT at concurrency 1, chunks/s at 1,000 streams and the proxy's CPU per chunk, each against direct).
-// --proxy-arg passes ARG to the proxy (`--proxy-arg --timestamps --proxy-arg loop`: the loop's clock).
+// --proxy-arg passes ARG to the proxy (`--proxy-arg --timestamps --proxy-arg loop`: the loop's clock). The
+// proxy keeps idle backend connections 60 s, as nginx does (`--proxy-arg --pool-idle --proxy-arg 4`: its default).
 // --turns N sets the throughput phase's rounds (3 with --quick, else 6): more of them narrow the
 // medians on a noisy machine (each round a new draw of what else it does).
 // --workers N runs the proxy with --threads N and nginx with worker_processes N (default 1 each):
@@ -116,6 +117,14 @@ int main(int argc, char** argv) {
                    R"({"engine":{"max_num_seqs":20000,"num_gpu_blocks":200000,"max_num_batched_tokens":1000000,)"
                    R"("step_base_s":0.02,"step_per_prefill_token_s":0,"step_per_decode_seq_s":0}})");
   test::Simulator sim({"--profile", dir + "/profile.json", "--truth", dir + "/truth.jsonl"});
+  // The proxy keeps idle backend connections as long as nginx keeps its upstream ones (60 s, its
+  // default), as the simulator never closes them: with the proxy's default 4 s (under uvicorn's
+  // 5 s) every turn of the 1,000-stream phases began with 1,000 new upstream connections after the
+  // other targets' turns, which cost it a third of nginx's chunks/s there (BENCHMARKS.md).
+  // `--proxy-arg --pool-idle --proxy-arg 4` measures the default.
+  if (std::find(proxy_args.begin(), proxy_args.end(), "--pool-idle") == proxy_args.end()) {
+    proxy_args.insert(proxy_args.begin(), {"--pool-idle", "60"});
+  }
   proxy_args.insert(proxy_args.begin(), {"--threads", std::to_string(workers)});
   test::Proxy proxy("http://127.0.0.1:" + std::to_string(sim.port), dir + "/ledger.jsonl", proxy_args);
 

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/number_checks.hpp"
 #include "core/duration.hpp"
 #include "core/host_port.hpp"
 #include "ledger/writer.hpp"
@@ -150,6 +151,13 @@ std::function<int()> setup_proxy(CLI::App& app) {
                  "backends where a replayed POST could do harm")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
+  app.add_option("--pool-idle", a->opts.pool_idle_s,
+                 "longest a backend connection waits between requests to be used again, seconds (at most N - 1 "
+                 "where the backend states Keep-Alive: timeout=N). The default is under uvicorn's 5 s "
+                 "(vLLM's and SGLang's server, which close idle connections without saying so); raise it for a "
+                 "backend that keeps them longer; 0: a connection for every request (docs/PROXY.md)")
+      ->capture_default_str()
+      ->check(non_negative_number());
   app.add_option("--timestamps", a->timestamps,
                  "kernel: every time in the ledger is when the bytes reached the proxy's socket (the kernel's receive "
                  "timestamp, SO_TIMESTAMPNS), true however busy the proxy is; loop: when the proxy's event loop read "
@@ -172,15 +180,15 @@ std::function<int()> setup_proxy(CLI::App& app) {
   app.add_option("--client-idle-timeout", a->opts.client_idle_timeout_s,
                  "seconds a client connection may wait for its next request (keep-alive)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   app.add_option("--client-header-timeout", a->opts.client_header_timeout_s,
                  "seconds from a request's first byte to the end of its head; then the connection is closed")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   app.add_option("--client-body-timeout", a->opts.client_body_timeout_s,
                  "longest pause, in seconds, between reads of a request body; then 408")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   app.add_option("--defer-accept", a->opts.defer_accept_s,
                  "seconds the kernel holds a new connection until its first bytes come (TCP_DEFER_ACCEPT, as nginx's "
                  "`listen ... deferred`): one system call and one wake-up fewer per connection, but the accept and "
@@ -232,7 +240,7 @@ std::function<int()> setup_proxy(CLI::App& app) {
                  "distinct model names kept as label values of /metrics (modelperfobs_requests_total, the latency "
                  "histograms and the gen_ai_* metrics); later ones are counted as _other")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   app.add_option("--max-label-bytes", a->opts.max_label_bytes,
                  "longest model name kept as a label value; longer ones are counted as _other")
       ->capture_default_str()

@@ -35,7 +35,7 @@ struct ProxyOptions {
   std::size_t max_header_bytes = 64 * 1024;
   std::size_t max_header_count = 100;
   double drain_timeout_s = 30;
-  double pool_idle_s = 4;         // shorter than uvicorn's 5 s keep-alive
+  double pool_idle_s = 4;         // --pool-idle: shorter than uvicorn's 5 s keep-alive
   bool retry_stale = true;        // resend once on a fresh connection when a pooled one was closed
   bool kernel_timestamps = true;  // reads carry the kernel's receive time (docs/PROXY.md "Timestamps")
   // Client connections held at once; 0: derived from RLIMIT_NOFILE (proxy/limits.hpp).

@@ -26,6 +26,10 @@ expect("sweep;--url;http://127.0.0.1:1/v1;--model;m;--concurrency;1,2,4" 2 ""
        "--concurrency: parity runs: requests in flight.*did you mean --concurrencies\\?")
 expect("sweep;gate;--claim;x" 2 "" "--artifact is required.*Usage: modelperfobs sweep gate")
 expect("report" 2 "" "no input: pass --input FILE")
+# A number out of its range says what is wanted (CLI11's own check wrote out its range up to DBL_MAX).
+expect("proxy;--backend;http://127.0.0.1:1;--client-idle-timeout;0" 2 "" "--client-idle-timeout: 0 is not above 0\n")
+expect("proxy;--backend;http://127.0.0.1:1;--pool-idle;-1" 2 "" "--pool-idle: -1 is not 0 or more\n")
+expect("proxy;--backend;http://127.0.0.1:1;--pool-idle;soon" 2 "" "--pool-idle: soon is not a number\n")
 
 # bandwidth: refused flags say why (exit 2); a failing import exits 1 with the reason; verify
 # accepts what collect wrote and says INVALID (exit 1) for anything else.

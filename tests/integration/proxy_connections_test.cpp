@@ -271,6 +271,24 @@ TEST(ProxyUpstreamConnections, APooledConnectionTheBackendClosedWhileIdleIsNotUs
   EXPECT_EQ(l.retries, 0);
 }
 
+TEST(ProxyUpstreamConnections, PoolIdleZeroOpensABackendConnectionForEveryRequest) {
+  // The backend keeps its connections after non-streamed responses: by default three requests in
+  // a row go on one connection; with --pool-idle 0 each opens its own, and none is dropped.
+  for (const bool pooled : {true, false}) {
+    KeepAliveBackend backend;
+    std::vector<std::string> args{"--threads", "1"};
+    if (!pooled) args.insert(args.end(), {"--pool-idle", "0"});
+    Fronted f(backend.port(), args);
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(http_post(f.proxy.port, "/v1/chat/completions", kNotStreamed).status, 200) << "request " << i;
+    }
+    const auto l = f.stop();
+    EXPECT_EQ(l.outcomes.at("ok"), 3) << outcomes_text(l);
+    EXPECT_EQ(backend.connections(), pooled ? 1 : 3) << (pooled ? "default" : "--pool-idle 0");
+    EXPECT_EQ(backend.dropped(), 0);
+  }
+}
+
 TEST(ProxyUpstreamConnections, AResetOnAFreshConnectionIsNeverRetried) {
   CannedBackend backend({reset_step()});  // reads the request, then resets
   Fronted f(backend.port());

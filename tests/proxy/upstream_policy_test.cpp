@@ -33,6 +33,16 @@ TEST(KeepAliveHeader, AConnectionIsRetiredBeforeTheServerWouldCloseIt) {
   EXPECT_FALSE(admit_to_pool({0.0, std::nullopt}, 4).pool);  // timeout=0: no idle time at all
 }
 
+TEST(KeepAliveHeader, APoolIdleTimeLongerThanTheServersStatedOneYieldsToIt) {
+  // --pool-idle 60 (a backend that keeps idle connections as long as nginx does): the server's
+  // own Keep-Alive still wins where it states one.
+  EXPECT_DOUBLE_EQ(admit_to_pool({}, 60).idle_limit_s, 60);
+  EXPECT_DOUBLE_EQ(admit_to_pool({5.0, 100}, 60).idle_limit_s, 4);
+  // --pool-idle 0: nothing is pooled, whatever the server offers.
+  EXPECT_FALSE(admit_to_pool({}, 0).pool);
+  EXPECT_FALSE(admit_to_pool({30.0, 100}, 0).pool);
+}
+
 RetryContext stale_close() {
   RetryContext c;
   c.pooled_connection = true;
