@@ -77,10 +77,7 @@ bool LedgerWriter::enqueue(Fill&& fill) {
     asleep_ = false;
     fill(queue_.emplace_back());
   }
-  if (wake) {
-    wakeups_.fetch_add(1, std::memory_order_relaxed);
-    cv_.notify_one();
-  }
+  if (wake) cv_.notify_one();
   return true;
 }
 
@@ -160,7 +157,6 @@ void LedgerWriter::run() {
   auto last_sync = Clock::now();
   bool dirty = false;
   bool napping = false;
-  auto last_lines = Clock::now() - opts_.watch;  // when the last batch came
   const auto interval = std::chrono::duration<double>(opts_.fsync_interval_s);
   // A batch as queued, and its lines rendered end to end into `text` (its bytes past the last line
   // are room; kept from batch to batch, so a busy ledger allocates nothing per line).
@@ -185,15 +181,9 @@ void LedgerWriter::run() {
         cv_.wait_for(lock, opts_.batch_window, [&] { return stopping_; });
       }
       if (queue_.empty() && !stopping_) {
-        if (opts_.look.count() > 0 && Clock::now() - last_lines < opts_.watch) {
-          // Lines came a moment ago: look again in a while without asking to be woken (no wake-up
-          // on the request path while requests keep coming, however slowly).
-          cv_.wait_for(lock, opts_.look, [&] { return stopping_; });
-        } else {
-          asleep_ = true;
-          cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return stopping_ || !queue_.empty(); });
-          asleep_ = false;
-        }
+        asleep_ = true;
+        cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return stopping_ || !queue_.empty(); });
+        asleep_ = false;
       }
       entries.swap(queue_);
       if (entries.empty() && stopping_) break;
@@ -213,7 +203,6 @@ void LedgerWriter::run() {
       batch.emplace_back(text.data() + begin, ends[i] - begin);
     if (opts_.on_lines && !batch.empty()) opts_.on_lines(batch);
     napping = !batch.empty() && opts_.batch_window.count() > 0;
-    if (!batch.empty()) last_lines = Clock::now();
     if (reopen_.exchange(false)) (void)open_fd();
     const std::uint64_t dropped = dropped_.load();
     if (dropped > gap_reported_ && !batch.empty()) {

@@ -41,14 +41,6 @@ class LedgerWriter {
     // busy proxy are written in batches without a wake-up per line; 0 wakes it for every line.
     // The most a line waits before its write(2) when the ledger is busy.
     std::chrono::microseconds batch_window{2000};
-    // While lines came within the last `watch`, the writer looks for new ones every `look` instead
-    // of being woken for each: a wake-up when a request ends is a context switch while the next
-    // request is on its way, which on a two-vCPU machine cost that request's TTFT 30-90 µs at
-    // concurrency 1 (issue 43, BENCHMARKS.md). After `watch` without lines the writer sleeps and the
-    // next line wakes it at once. So a line waits at most `look` for its write(2) (0: woken for every
-    // line after a quiet moment, as before).
-    std::chrono::milliseconds look{50};
-    std::chrono::milliseconds watch{1000};
     // Called on the writer thread with each batch's lines, rendered, in order, before they are
     // written (a proxy keeps the last ones for its admin listener's /lines).
     std::function<void(std::span<const std::string_view>)> on_lines;
@@ -85,8 +77,6 @@ class LedgerWriter {
   std::uint64_t lines_lost() const { return lost_.load(); }
   // errno of the last failed write (0: none), for the message that says why.
   int last_write_errno() const { return last_errno_.load(); }
-  // Times a submit woke the writer (for tests: lines that come while it watches wake nobody).
-  std::uint64_t wakeups() const { return wakeups_.load(); }
 
  private:
   void run();
@@ -124,7 +114,7 @@ class LedgerWriter {
   bool asleep_ = false;  // the writer waits for a notification (else it naps and looks by itself)
   std::thread thread_;
   std::atomic<bool> reopen_{false};
-  std::atomic<std::uint64_t> written_{0}, dropped_{0}, write_errors_{0}, lost_{0}, wakeups_{0};
+  std::atomic<std::uint64_t> written_{0}, dropped_{0}, write_errors_{0}, lost_{0};
   std::atomic<int> last_errno_{0};
   std::uint64_t gap_reported_ = 0;  // dropped count already written as a gap line
 };

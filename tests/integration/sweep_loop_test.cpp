@@ -177,6 +177,7 @@ TEST(SweepPromptLengths, EachPromptIsFittedInAFewTokenizerCalls) {
                             "sim-model", "--concurrencies", "1", "--requests", "8", "--warmup", "0", "--input-tokens",
                             "uniform:200,2000", "--output-tokens", "4", "--quiet", "--output", dir + "/sweep.json"});
   ASSERT_EQ(run.exit_code, 0) << run.out;
+  ASSERT_EQ(proxy.process.terminate(), 0);  // its ledger's writer writes every line before it exits
   std::size_t tokenize = 0, chats = 0;
   for (const auto& line : read_lines(dir + "/proxy.jsonl")) {
     const auto path = json::parse(line).at("path");

@@ -114,6 +114,15 @@ TEST(Top, OffATerminalItPrintsPlainLines) {
   test::run_cli({"sweep", "--url", "http://127.0.0.1:" + std::to_string(proxy.port) + "/v1", "--model", "sim-model",
                  "--concurrencies", "1,2", "--requests", "6", "--warmup", "0", "--output-tokens", "4", "--output",
                  dir + "/s.json", "--quiet"});
+  // The proxy's ledger writer writes a request's line on its own thread after the response went
+  // out: wait until the ledger has the 12 chats (a round trip to the admin listener paces the looks).
+  for (int look = 0; look < 2000; ++look) {
+    std::size_t chats = 0;
+    for (const auto& line : test::read_lines(ledger))
+      chats += line.find("\"/v1/chat/completions\"") != std::string::npos;
+    if (chats >= 12) break;
+    sh("curl -s http://127.0.0.1:" + std::to_string(proxy.admin_port) + "/healthz");
+  }
   const auto run = test::run_cli({"top", ledger, "--once", "--window", "600s"});
   EXPECT_EQ(run.exit_code, 0);
   EXPECT_NE(run.out.find(" model=sim-model window_s=600 requests=12 "), std::string::npos) << run.out;

@@ -180,11 +180,11 @@ TEST(ClearForReuse, AnObservationFilledThroughoutIsANewOnesAgain) {
   EXPECT_EQ(o.observation_id.data(), id_buffer) << "the id's buffer was not kept";
 }
 
-void lines_across_bursts(std::chrono::milliseconds look) {
+TEST(LedgerWriter, LinesAcrossBurstsNapsAndSleepsAreAllWrittenInOrder) {
+  // Bursts (the writer naps between batches and is not woken) alternate with quiet spells (it
+  // goes to sleep and the next line must wake it); every line lands once, in order, before close.
   const std::string path = temp_dir() + "/bursts.jsonl";
-  LedgerWriter::Options o{path, FsyncPolicy::kNever, 1.0, 65536};
-  o.look = look;
-  LedgerWriter w(o);
+  LedgerWriter w({path, FsyncPolicy::kNever, 1.0, 65536});
   ASSERT_TRUE(w.open().ok());
   int n = 0;
   for (int burst = 0; burst < 20; ++burst) {
@@ -194,8 +194,7 @@ void lines_across_bursts(std::chrono::milliseconds look) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));  // polls for the outcome
     }
     ASSERT_EQ(w.lines_written(), static_cast<std::uint64_t>(n)) << "burst " << burst << " was not written before close";
-    // Every other spell outlasts the writer's batch window, so it is looking by itself (or, with
-    // `look` 0, asleep) when the next burst comes.
+    // Every other spell outlasts the writer's batch window, so it is asleep when the next burst comes.
     if (burst % 2 == 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   w.close();
@@ -207,44 +206,6 @@ void lines_across_bursts(std::chrono::milliseconds look) {
     pos += want.size();
   }
   EXPECT_EQ(pos, text.size());
-}
-
-TEST(LedgerWriter, LinesAcrossBurstsNapsAndSleepsAreAllWrittenInOrder) {
-  // Bursts (the writer naps between batches and is not woken) alternate with quiet spells (it
-  // looks again by itself, or, with `look` 0, goes to sleep and the next line must wake it); every
-  // line lands once, in order, before close.
-  for (const auto look : {std::chrono::milliseconds(50), std::chrono::milliseconds(0)}) {
-    SCOPED_TRACE("look " + std::to_string(look.count()) + " ms");
-    lines_across_bursts(look);
-  }
-}
-
-TEST(LedgerWriter, LinesThatComeWhileItWatchesWakeNobody) {
-  // The first line wakes the sleeping writer; lines that follow within its watch wait for its next
-  // look instead (no wake-up on a proxy's request path), and are all written. With `look` 0 a line
-  // after a quiet moment wakes it each time, as before.
-  for (const auto look : {std::chrono::milliseconds(5), std::chrono::milliseconds(0)}) {
-    LedgerWriter::Options o{temp_dir() + "/watch.jsonl", FsyncPolicy::kNever, 1.0, 1024};
-    o.look = look;
-    o.watch = std::chrono::seconds(600);
-    LedgerWriter w(o);
-    ASSERT_TRUE(w.open().ok());
-    for (int i = 0; i < 20; ++i) {
-      ASSERT_TRUE(w.submit("{\"n\":" + std::to_string(i) + "}\n"));
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-      while (w.lines_written() < static_cast<std::uint64_t>(i + 1) && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));  // polls for the outcome
-      }
-      ASSERT_EQ(w.lines_written(), static_cast<std::uint64_t>(i + 1)) << "line " << i;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // past the batch window's nap
-    }
-    w.close();
-    if (look.count() > 0) {
-      EXPECT_LE(w.wakeups(), 1u);  // the first line's (none when it came before the writer first slept)
-    } else {
-      EXPECT_GT(w.wakeups(), 1u);
-    }
-  }
 }
 
 TEST(LedgerWriter, AStalledDiskDropsAndCountsThenAGapLineFollowsWhenWritingResumes) {
