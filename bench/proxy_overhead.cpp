@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
   // The proxy keeps idle backend connections as long as nginx keeps its upstream ones (60 s, its
   // default), as the simulator never closes them: with the proxy's default 4 s (under uvicorn's
   // 5 s) every turn of the 1,000-stream phases began with 1,000 new upstream connections after the
-  // other targets' turns, which cost it a third of nginx's chunks/s there (BENCHMARKS.md).
+  // other targets' turns, which left it at 0.70-0.80x nginx's chunks/s there (BENCHMARKS.md).
   // `--proxy-arg --pool-idle --proxy-arg 4` measures the default.
   if (std::find(proxy_args.begin(), proxy_args.end(), "--pool-idle") == proxy_args.end()) {
     proxy_args.insert(proxy_args.begin(), {"--pool-idle", "60"});

@@ -18,7 +18,7 @@ inline CLI::Validator number_check(bool zero_allowed, const char* wanted) {
         const double v = std::strtod(text.c_str(), &end);
         if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v)) return text + " is not a number";
         if (v > 0 || (zero_allowed && v == 0)) return "";
-        return std::string(text) + " is not " + wanted;
+        return text + " is not " + wanted;
       },
       zero_allowed ? "NONNEGATIVE" : "POSITIVE");
 }
