@@ -116,9 +116,14 @@ int main(int argc, char** argv) {
   test::write_file(dir + "/profile.json",
                    R"({"engine":{"max_num_seqs":20000,"num_gpu_blocks":200000,"max_num_batched_tokens":1000000,)"
                    R"("step_base_s":0.02,"step_per_prefill_token_s":0,"step_per_decode_seq_s":0}})");
-  test::Simulator sim({"--profile", dir + "/profile.json", "--truth", dir + "/truth.jsonl"});
+  // The bench measures a busy engine's steady state, whose connections never idle for uvicorn's
+  // 5 s: the targets' turns do, so the simulator keeps idle connections longer than the turns last
+  // (a lull's reconnections, where each target finds its backend connections closed, are another
+  // measurement).
+  test::Simulator sim(
+      {"--profile", dir + "/profile.json", "--truth", dir + "/truth.jsonl", "--keep-alive-timeout", "600"});
   // The proxy keeps idle backend connections as long as nginx keeps its upstream ones (60 s, its
-  // default), as the simulator never closes them: with the proxy's default 4 s (under uvicorn's
+  // default), as the simulator here does not close them: with the proxy's default 4 s (under uvicorn's
   // 5 s) every turn of the 1,000-stream phases began with 1,000 new upstream connections after the
   // other targets' turns, which left it at 0.70-0.80x nginx's chunks/s there (BENCHMARKS.md).
   // `--proxy-arg --pool-idle --proxy-arg 4` measures the default.

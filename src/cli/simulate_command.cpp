@@ -3,6 +3,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/files.hpp"
+#include "cli/number_checks.hpp"
 #include "core/host_port.hpp"
 #include "sim/config.hpp"
 #include "sim/server.hpp"
@@ -22,6 +23,7 @@ struct SimulateArgs {
   std::string stream_end = "vllm";
   std::string imitate = "vllm";
   bool reuse_port = false;
+  double keep_alive_timeout_s = 5;
 };
 
 int run_simulate(const SimulateArgs& a) {
@@ -43,6 +45,7 @@ int run_simulate(const SimulateArgs& a) {
   opts.host = addr->host;
   opts.port = addr->port;
   opts.reuse_port = a.reuse_port;
+  opts.keep_alive_timeout_s = a.keep_alive_timeout_s;
   opts.seed = a.seed;
   opts.truth_path = a.truth_path;
   opts.otlp_traces_endpoint = a.otlp_traces_endpoint;
@@ -60,6 +63,12 @@ std::function<int()> setup_simulate(CLI::App& app) {
   app.add_flag("--reuse-port", args->reuse_port,
                "share the --listen port with other simulators started with this flag (SO_REUSEPORT): the kernel "
                "spreads connections over them, a backend for more load than one thread serves");
+  app.add_option("--keep-alive-timeout", args->keep_alive_timeout_s,
+                 "seconds an idle kept-alive connection stays open after its last response before the simulator "
+                 "closes it without a word, as vLLM's and SGLang's uvicorn (VLLM_HTTP_TIMEOUT_KEEP_ALIVE) and "
+                 "llama.cpp do; 0: closed as each response ends")
+      ->capture_default_str()
+      ->check(non_negative_number());
   app.add_option("--model", args->model, "served model name (default: the profile's, else sim-model)");
   app.add_option("--profile", args->profile_path,
                  "JSON profile: engine, output and scenario parameters (docs/SIMULATOR.md)")

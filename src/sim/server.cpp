@@ -316,7 +316,20 @@ class Simulator {
 
   awaitable<void> session(beast::tcp_stream stream) {
     beast::flat_buffer buffer;
-    for (;;) {
+    // Between requests, wait for the next one's first bytes at most the keep-alive time, then
+    // close without a word, as uvicorn does (vLLM's and SGLang's server): a client or proxy that
+    // reuses the connection later finds it closed. llama.cpp's cpp-httplib waits as long for a new
+    // connection's first request too (measured against b10309: an unused connection closed 5.0 s
+    // after it opened); uvicorn arms its wait only when a response completes.
+    const double keep_alive = opts_.keep_alive_timeout_s;
+    for (bool answered = false;; answered = true) {
+      if (answered && keep_alive <= 0 && buffer.size() == 0) break;
+      if ((answered || opts_.llamacpp_head_and_timings) && keep_alive > 0 && buffer.size() == 0) {
+        stream.expires_after(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(keep_alive)));
+        auto [ec, n] = co_await stream.async_read_some(buffer.prepare(4096), kNoThrow);
+        if (ec) break;  // timed out (the stream closed the socket), or the client left
+        buffer.commit(n);
+      }
       http::request_parser<http::string_body> parser;
       parser.body_limit(64 * 1024 * 1024);
       stream.expires_after(std::chrono::seconds(300));

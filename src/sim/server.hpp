@@ -20,6 +20,11 @@ struct ServerOptions {
   std::uint64_t seed = 0;
   std::string truth_path;        // "" = no truth file
   double shutdown_grace_s = 10;  // SIGTERM: finish in-flight requests for at most this long
+  // An idle kept-alive connection is closed this long after its last response ended, silently,
+  // as uvicorn's `timeout_keep_alive` (vLLM's VLLM_HTTP_TIMEOUT_KEEP_ALIVE, default 5 s); 0:
+  // closed as soon as the response ends. Applied before a connection's first request only when
+  // imitating llama.cpp (llamacpp_head_and_timings), as its cpp-httplib does.
+  double keep_alive_timeout_s = 5;
   // End streams as llama.cpp b10309 does: `[DONE]` and the chunked terminator in separate writes
   // (kLlamaCppTerminatorGap apart), then the connection closed (kLlamaCppCloseDelay later)
   // although the response head offers `Keep-Alive: timeout=5, max=100`.

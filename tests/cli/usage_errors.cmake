@@ -30,6 +30,7 @@ expect("report" 2 "" "no input: pass --input FILE")
 expect("proxy;--backend;http://127.0.0.1:1;--client-idle-timeout;0" 2 "" "--client-idle-timeout: 0 is not above 0\n")
 expect("proxy;--backend;http://127.0.0.1:1;--pool-idle;-1" 2 "" "--pool-idle: -1 is not 0 or more\n")
 expect("proxy;--backend;http://127.0.0.1:1;--pool-idle;soon" 2 "" "--pool-idle: soon is not a number\n")
+expect("simulate;--keep-alive-timeout;-0.5" 2 "" "--keep-alive-timeout: -0.5 is not 0 or more\n")
 
 # bandwidth: refused flags say why (exit 2); a failing import exits 1 with the reason; verify
 # accepts what collect wrote and says INVALID (exit 1) for anything else.
