@@ -13,6 +13,7 @@
 #include <boost/url/parse.hpp>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <deque>
 #include <filesystem>
@@ -51,6 +52,9 @@ using Clock = std::chrono::steady_clock;
 // --stream-end llamacpp: how far apart [DONE], the chunked terminator and the close come.
 constexpr auto kLlamaCppTerminatorGap = std::chrono::milliseconds(5);
 constexpr auto kLlamaCppCloseDelay = std::chrono::milliseconds(2);
+// --stream-end llamacpp: requests a connection serves before llama.cpp closes it (cpp-httplib's
+// keep-alive max count, b10309).
+constexpr int kLlamaCppMaxRequests = 100;
 
 // Where the engine's output for one client request waits for its connection to write it.
 struct Sink {
@@ -322,6 +326,7 @@ class Simulator {
     // connection's first request too (measured against b10309: an unused connection closed 5.0 s
     // after it opened); uvicorn arms its wait only when a response completes.
     const double keep_alive = opts_.keep_alive_timeout_s;
+    int served = 0;
     for (bool answered = false;; answered = true) {
       if (answered && keep_alive <= 0 && buffer.size() == 0) break;
       if ((answered || opts_.llamacpp_head_and_timings) && keep_alive > 0 && buffer.size() == 0) {
@@ -336,6 +341,9 @@ class Simulator {
       auto [ec, n] = co_await http::async_read(stream, buffer, parser, kNoThrow);
       if (ec) break;  // closed, timed out, or unparsable: nothing to answer
       Request req = parser.release();
+      // llama.cpp answers a connection's 100th request with `Connection: close` and closes it
+      // (measured against b10309; the 99 before say `Keep-Alive: timeout=5, max=100`).
+      if (opts_.llamacpp_stream_end && ++served == kLlamaCppMaxRequests) req.keep_alive(false);
       bool keep = req.keep_alive();
       std::string failure;
       try {
@@ -357,7 +365,15 @@ class Simulator {
     stream.socket().shutdown(tcp::socket::shutdown_both, ec);
   }
 
+  // llama.cpp's Keep-Alive header (cpp-httplib: its keep-alive wait and its 100 requests a
+  // connection), on every response it keeps the connection after.
+  std::string llamacpp_keep_alive() const {
+    return fmt::format("timeout={}, max={}", static_cast<long>(std::ceil(opts_.keep_alive_timeout_s)),
+                       kLlamaCppMaxRequests);
+  }
+
   awaitable<bool> write(beast::tcp_stream& stream, Response res) {
+    if (opts_.llamacpp_stream_end && res.keep_alive()) res.set(http::field::keep_alive, llamacpp_keep_alive());
     stream.expires_after(std::chrono::seconds(60));
     auto [ec, n] = co_await http::async_write(stream, res, kNoThrow);
     co_return !ec && res.keep_alive();
@@ -587,7 +603,7 @@ class Simulator {
     if (auto it = req.find("X-Request-Id"); it != req.end()) head.set("X-Request-Id", it->value());
     head.chunked(true);
     head.keep_alive(req.keep_alive());
-    if (opts_.llamacpp_stream_end) head.set(http::field::keep_alive, "timeout=5, max=100");
+    if (opts_.llamacpp_stream_end && req.keep_alive()) head.set(http::field::keep_alive, llamacpp_keep_alive());
     http::response_serializer<http::empty_body> sr(head);
     stream.expires_after(std::chrono::seconds(60));
     if (auto [ec, n] = co_await http::async_write_header(stream, sr, kNoThrow); ec) {

@@ -423,12 +423,12 @@ class KeptAlive {
     socket_.connect({boost::asio::ip::make_address("127.0.0.1"), port});
   }
   // Sends a non-streamed chat request and reads its answer; returns the response.
-  boost::beast::http::response<boost::beast::http::string_body> ask() {
+  boost::beast::http::response<boost::beast::http::string_body> ask(int max_tokens = 2) {
     namespace http = boost::beast::http;
     http::request<http::string_body> req(http::verb::post, "/v1/chat/completions", 11);
     req.set(http::field::host, "127.0.0.1");
     req.set(http::field::content_type, "application/json");
-    req.body() = chat_body(2, false);
+    req.body() = chat_body(max_tokens, false);
     req.prepare_payload();
     http::write(socket_, req);
     http::response<http::string_body> res;
@@ -480,6 +480,22 @@ TEST(Simulate, ImitatingLlamaCppAnUnusedConnectionIsClosedAfterTheKeepAliveTimeo
   // (the wait here is the behaviour under test, not a wait for readiness).
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(unused.ask().result_int(), 200);
+}
+
+TEST(Simulate, ImitatingLlamaCppAConnectionServesAHundredRequestsAndSaysWhenItCloses) {
+  // llama.cpp b10309, measured: `Keep-Alive: timeout=5, max=100` on the first 99 responses of a
+  // connection, `Connection: close` on the 100th, then the connection closed.
+  Simulator llama({"--imitate", "llamacpp"});
+  KeptAlive conn(llama.port);
+  for (int i = 1; i <= 100; ++i) {
+    const auto res = conn.ask(1);
+    ASSERT_EQ(res.result_int(), 200) << "request " << i;
+    const bool last = i == 100;
+    ASSERT_EQ(res.keep_alive(), !last) << "request " << i;
+    ASSERT_EQ(std::string(res[boost::beast::http::field::keep_alive]), last ? "" : "timeout=5, max=100")
+        << "request " << i;
+  }
+  EXPECT_GE(conn.seconds_until_closed(), 0) << "not closed after the 100th";
 }
 
 TEST(Simulate, KeepAliveTimeoutZeroClosesEachConnectionAsItsResponseEnds) {
