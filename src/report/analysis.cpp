@@ -199,16 +199,24 @@ std::vector<GroupStats> analyse(const std::vector<ledger::LedgerRecord>& records
   return analyse(rows_from(records, opts.by), opts);
 }
 
+std::optional<std::string_view> model_of_unnamed(const RowTable& table) {
+  const auto& groups = table.groups();
+  if (table.by() != GroupBy::kModel || groups.size() != 2 || groups.count(kUnknownModel) == 0) return std::nullopt;
+  return groups.begin()->first == kUnknownModel ? std::next(groups.begin())->first : groups.begin()->first;
+}
+
 std::map<std::string_view, RowList> rows_by_group(const RowTable& table, const Options& opts) {
-  if (!opts.since_us && !opts.until_us) return table.groups();
+  const auto fold_into = model_of_unnamed(table);
+  if (!opts.since_us && !opts.until_us && !fold_into) return table.groups();
   std::map<std::string_view, RowList> groups;
   for (const auto& [key, rows] : table.groups()) {
-    RowList kept;
+    const std::string_view to = fold_into && key == kUnknownModel ? *fold_into : key;
+    RowList& kept = groups[to];
     for (const Row* r : rows) {
       if (in_window(*r, opts)) kept.push_back(r);
     }
-    if (!kept.empty()) groups.emplace(key, std::move(kept));
   }
+  std::erase_if(groups, [](const auto& g) { return g.second.empty(); });
   return groups;
 }
 
@@ -309,6 +317,39 @@ void summarise_load(const RowList& rs, GroupColumns& c, GroupStats& g) {
   }
 }
 
+// Whether a request ended before its first token only because nobody waited longer for it: the
+// client left, or the client's own time limit ran out (a load generator's ledger line).
+bool gave_up_waiting(const Row& r) {
+  const auto outcome = r.outcome();
+  return outcome == "client_disconnected" || outcome == "upstream_timeout";
+}
+
+// Pass 2b: the streamed requests given up before their first token (their waits), and the clients
+// that left once output had begun.
+void summarise_given_up(const RowList& rs, GroupColumns& c, GroupStats& g) {
+  c.clear(0);
+  Column<double>&waits = c.s[0], &low = c.s[1], &high = c.s[2];
+  for (const auto* r : rs) {
+    if (r->ok()) continue;
+    if (r->stream && !r->ttft_ms && r->e2e_ms && gave_up_waiting(*r)) waits.push_back(*r->e2e_ms);
+    if (r->ttft_ms && r->outcome() == "client_disconnected") ++g.disconnected_after_first_token;
+  }
+  if (waits.empty()) return;
+  for (const auto* r : rs) {
+    if (r->ttft_ms) {
+      low.push_back(*r->ttft_ms);
+      high.push_back(*r->ttft_ms);
+    }
+  }
+  for (const double w : waits) {
+    low.push_back(w);
+    high.push_back(kNeverMs);
+  }
+  g.ttft_low_ms = summarize_in_place(low);
+  g.ttft_high_ms = summarize_in_place(high);
+  g.left_before_first_token_ms = summarize_in_place(waits);
+}
+
 // Pass 3: the TTFT fit's columns (ok rows with TTFT, prompt and in-flight count) and, left in
 // columns 3 and 4 for the ranking, what TTFT exceeds and what a slow prefill of its prompt would explain.
 void fit_ttft_of(const RowList& rs, GroupColumns& c, GroupStats& g) {
@@ -362,6 +403,7 @@ GroupStats analyse_rows(std::string_view key, const RowList& rs, GroupColumns& c
   Tally t;
   count_and_summarise_latencies(rs, c, g, t);
   summarise_load(rs, c, g);
+  summarise_given_up(rs, c, g);
   fit_ttft_of(rs, c, g);
   derive_window_figures(rs, c, t, g);
   g.engine_split = engine_split_of(rs);
@@ -452,9 +494,12 @@ std::vector<OtherStats> analyse_others(const RowTable& table, const Options& opt
 }
 
 std::vector<GroupStats> analyse(const RowTable& table, const Options& opts) {
-  std::map<std::string_view, RowList> windowed;  // only with --since/--until
-  if (opts.since_us || opts.until_us) windowed = rows_by_group(table, opts);
-  const auto& groups = opts.since_us || opts.until_us ? windowed : table.groups();
+  // Only with --since/--until, or rows of no model name to count with the only model named.
+  const auto fold_into = model_of_unnamed(table);
+  const bool regroup = opts.since_us || opts.until_us || fold_into;
+  std::map<std::string_view, RowList> regrouped;
+  if (regroup) regrouped = rows_by_group(table, opts);
+  const auto& groups = regroup ? regrouped : table.groups();
   std::vector<std::pair<std::string_view, const RowList*>> work;
   for (const auto& [key, rs] : groups) work.emplace_back(key, &rs);
   std::vector<GroupStats> out(work.size());
@@ -470,6 +515,14 @@ std::vector<GroupStats> analyse(const RowTable& table, const Options& opts) {
   for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
   worker();
   for (auto& t : pool) t.join();
+  if (fold_into) {
+    const auto& unnamed = table.groups().at(kUnknownModel);
+    for (GroupStats& g : out) {
+      if (g.key != *fold_into) continue;
+      g.unnamed_model_requests = static_cast<std::size_t>(
+          std::count_if(unnamed.begin(), unnamed.end(), [&](const Row* r) { return in_window(*r, opts); }));
+    }
+  }
   const auto others = analyse_others(table, opts);
   for (GroupStats& g : out) bound_transport_by_calls_that_generate_nothing(g, others);
   if (opts.engine && opts.engine->spec_acceptance_rate) {
@@ -532,10 +585,28 @@ std::vector<SloResult> evaluate_slos(const std::vector<GroupStats>& groups, cons
         if (q == "p95") return sum->p95;
         return sum->p99;
       };
+      const std::string q = s.name.substr(s.name.find('_') + 1, 3);
       if (s.name == "error_rate") {
         r.value = g.error_rate;
+      } else if (s.name.rfind("ttft", 0) == 0 && g.left_before_first_token_ms) {
+        // Requests given up before their first token had a TTFT longer than their wait: the
+        // quantile lies between the one with each at its wait and the one with each never served.
+        const auto low = pick(g.ttft_low_ms, q), high = pick(g.ttft_high_ms, q);
+        const std::size_t n = g.left_before_first_token_ms->n;
+        if (low && *low > s.limit) {
+          r.value = low;
+          r.at_least = true;
+          r.note = fmt::format("at least: {} request{} given up before the first token counted at their waits", n,
+                               n == 1 ? "" : "s");
+        } else if (high && *high <= s.limit) {
+          r.value = high;
+          r.note = fmt::format("with {} request{} given up before the first token counted as never served", n,
+                               n == 1 ? "" : "s");
+        } else {
+          r.note = fmt::format("{} request{} given up before the first token could lie on either side of it", n,
+                               n == 1 ? "" : "s");
+        }
       } else {
-        const std::string q = s.name.substr(s.name.find('_') + 1, 3);
         if (s.name.rfind("ttft", 0) == 0) r.value = pick(g.ttft_ms, q);
         if (s.name.rfind("tpot", 0) == 0) r.value = pick(g.tpot_ms, q);
         if (s.name.rfind("e2e", 0) == 0) r.value = pick(g.e2e_ms, q);

@@ -81,6 +81,8 @@ struct EngineTimes {
 // (docs/REPORT.md "Evidence from the engine").
 // With spans the wait is split further into the engine's queue and what lies outside the engine.
 inline constexpr std::size_t kMinAloneRequests = 3;
+// A TTFT that never came, where a bound needs a number: later than any real one (31 years).
+inline constexpr double kNeverMs = 1e12;
 struct EngineSplit {
   std::string source;                 // "llama.cpp timings.prompt_ms", "vLLM spans (...)"
   std::size_t n = 0;                  // ok requests with TTFT and the engine's prefill time
@@ -123,6 +125,18 @@ struct GroupStats {
   std::optional<double> cached_share;  // of prompt tokens, where cached counts are known
   std::size_t streamed = 0, non_streamed = 0;
   double error_rate = 0;
+  // Streamed requests that ended before their first token because the client left
+  // (client_disconnected) or its wait ran out (upstream_timeout): their TTFT is longer than the
+  // wait, and the TTFT percentiles, over the requests that got one, leave them out. The waits
+  // (request start to the end, ms); nullopt when there were none.
+  std::optional<Summary> left_before_first_token_ms;
+  // Where there were such requests: TTFT's quantiles with each counted at its wait (a lower bound of
+  // each quantile) and at "never" (an upper bound; kNeverMs), for the SLOs on TTFT.
+  std::optional<Summary> ttft_low_ms, ttft_high_ms;
+  std::size_t disconnected_after_first_token = 0;  // client_disconnected once output had begun
+  // Requests that named no model and got no answer, counted here with the only model the lines
+  // name (model_of_unnamed).
+  std::size_t unnamed_model_requests = 0;
   double busy_share = 0;  // union of request intervals / window
   std::optional<TtftFit> fit;
   std::optional<EngineSplit> engine_split;
@@ -188,6 +202,11 @@ bool in_window(const Row& r, const Options& opts);
 std::vector<OtherStats> analyse_others(const RowTable& table, const Options& opts);
 // The rows inside the window, by group key, in row order (what analyse() groups).
 std::map<std::string_view, RowList> rows_by_group(const RowTable& table, const Options& opts);
+// Grouped by model, where the rows name exactly one model beside requests that named none and got
+// no answer (kUnknownModel: a client that may leave the name out, as llama.cpp's may, and left or
+// failed before the response said it): that model, whose group those rows join in
+// rows_by_group() and analyse(). nullopt otherwise.
+std::optional<std::string_view> model_of_unnamed(const RowTable& table);
 
 // Ordinary least squares y ~ x * beta (x rows include the intercept column). Pure and small:
 // solves the normal equations with partial pivoting; nullopt when singular.
@@ -205,6 +224,10 @@ struct SloResult {
   double limit = 0;
   std::optional<double> value;  // nullopt: not measurable from this ledger (then it is not a pass)
   bool violated = false;
+  // The value is a lower bound (a TTFT quantile with requests given up before their first token
+  // counted at their waits), and why; or why there is no value.
+  bool at_least = false;
+  std::string note;
 };
 std::vector<SloResult> evaluate_slos(const std::vector<GroupStats>& groups, const std::vector<Slo>& slos);
 

@@ -265,7 +265,16 @@ namespace {
 Candidate errors_candidate(const GroupStats& g) {
   Candidate c{"errors", g.error_rate / kErrorRateThreshold, {}};
   for (const auto& [outcome, n] : g.outcomes) {
-    if (outcome != "ok") c.evidence.push_back(fmt::format("{} of {} requests ended {}", n, g.requests, outcome));
+    if (outcome == "ok") continue;
+    std::string line = fmt::format("{} of {} requests ended {}", n, g.requests, outcome);
+    if (outcome == "client_disconnected") {
+      // A cancel and a client's time limit look alike here; either way the backend had not failed.
+      line += fmt::format(
+          " (the client left before the end, {} of them after output had begun: a cancel or the client's own time "
+          "limit, not a failure the backend answered with)",
+          g.disconnected_after_first_token);
+    }
+    c.evidence.push_back(std::move(line));
   }
   c.evidence.push_back(
       fmt::format("error rate {:.1f}% (threshold {:.0f}%)", 100 * g.error_rate, 100 * kErrorRateThreshold));

@@ -256,6 +256,19 @@ std::string group_md(const GroupStats& g) {
   std::string outcomes;
   for (const auto& [k, n] : g.outcomes) outcomes += fmt::format("{}{} {}", outcomes.empty() ? "" : ", ", k, n);
   fmt::format_to(std::back_inserter(o), "- outcomes: {}\n", outcomes);
+  if (g.unnamed_model_requests > 0) {
+    fmt::format_to(std::back_inserter(o),
+                   "- {} of them named no model and got no answer to name one: counted here, with the only model "
+                   "these lines name\n",
+                   g.unnamed_model_requests);
+  }
+  if (const auto& w = g.left_before_first_token_ms) {
+    fmt::format_to(std::back_inserter(o),
+                   "- **TTFT leaves out {} streamed request{} given up before the first token** (the client left, or "
+                   "its time limit ran out) after waiting {:.1f} ms p50, {:.1f} ms max: their TTFT was longer than "
+                   "that, so the TTFT tail is at least as long as these waits\n",
+                   w->n, w->n == 1 ? "" : "s", w->p50, w->max);
+  }
   std::string sources;
   for (const auto& [k, n] : g.token_sources) sources += fmt::format("{}{} {}", sources.empty() ? "" : ", ", k, n);
   fmt::format_to(std::back_inserter(o), "- token counts from: {}{}\n", sources,
@@ -349,8 +362,10 @@ std::string render_markdown(const ReportInput& in) {
   if (!in.slos.empty()) {
     o += "\n## SLOs\n\n| group | SLO | limit | value | result |\n|---|---|---|---|---|\n";
     for (const auto& s : in.slos) {
-      fmt::format_to(std::back_inserter(o), "| {} | {} | {} | {} | {} |\n", s.group, s.name, s.limit,
-                     s.value ? fmt::format("{:.4g}", *s.value) : "not measurable", s.violated ? "**violated**" : "met");
+      std::string value = s.value ? fmt::format("{}{:.4g}", s.at_least ? ">= " : "", *s.value) : "not measurable";
+      if (!s.note.empty()) value += fmt::format(" ({})", s.note);
+      fmt::format_to(std::back_inserter(o), "| {} | {} | {} | {} | {} |\n", s.group, s.name, s.limit, value,
+                     s.violated ? "**violated**" : "met");
     }
   }
   return o;
@@ -418,6 +433,8 @@ std::string group_json(const GroupStats& g) {
       .raw_field("itl_p95_ms", summary_json(g.itl_p95_ms))
       .raw_field("e2e_ms", summary_json(g.e2e_ms))
       .raw_field("ttfb_ms", summary_json(g.ttfb_ms))
+      .raw_field("left_before_first_token_ms", summary_json(g.left_before_first_token_ms))
+      .field("unnamed_model_requests", static_cast<std::uint64_t>(g.unnamed_model_requests))
       .field("prompt_tokens", g.prompt_tokens_total)
       .field("completion_tokens", g.completion_tokens_total)
       .optional_field("cached_prompt_share", g.cached_share)
@@ -449,13 +466,16 @@ std::string render_json(const ReportInput& in) {
   const std::string groups = json_array(group_docs, false);
   std::vector<std::string> slo_docs;
   for (const auto& s : in.slos) {
-    slo_docs.push_back(std::move(JsonObjectWriter()
-                                     .field("group", s.group)
-                                     .field("slo", s.name)
-                                     .field("limit", s.limit)
-                                     .optional_field("value", s.value)
-                                     .field("violated", s.violated))
-                           .finish());
+    slo_docs.push_back(
+        std::move(JsonObjectWriter()
+                      .field("group", s.group)
+                      .field("slo", s.name)
+                      .field("limit", s.limit)
+                      .optional_field("value", s.value)
+                      .field("value_is_lower_bound", s.at_least)
+                      .optional_field("note", s.note.empty() ? std::nullopt : std::optional<std::string>(s.note))
+                      .field("violated", s.violated))
+            .finish());
   }
   const std::string slos = json_array(slo_docs, false);
   const std::string sources = json_array(in.sources, true);

@@ -300,12 +300,18 @@ std::string group_body(const RowTable& table, const GroupStats& g, const RowList
   o += top.score >= 1 ? fmt::format(R"(<p class="verdict-line">Likely bottleneck: <b>{}</b> (score {:.1f})</p>)",
                                     html_escape(top.name), top.score)
                       : present::paragraph("No candidate crosses its threshold.", "verdict-line");
-  o += present::facts(
-      {{"requests", fmt::format("{} ({} streamed)", g.requests, g.streamed)},
-       {"window", fmt::format("{:.1f} s, {:.2f} req/s", g.window_s, g.requests_per_s)},
-       {"output tokens/s", present::cell(g.output_tokens_per_s)},
-       {"error rate", fmt::format("{:.2f}%", 100 * g.error_rate)},
-       {"busy share", fmt::format("{:.0f}% of the window with a request in flight", 100 * g.busy_share)}});
+  std::vector<std::pair<std::string, std::string>> facts{
+      {"requests", fmt::format("{} ({} streamed)", g.requests, g.streamed)},
+      {"window", fmt::format("{:.1f} s, {:.2f} req/s", g.window_s, g.requests_per_s)},
+      {"output tokens/s", present::cell(g.output_tokens_per_s)},
+      {"error rate", fmt::format("{:.2f}%", 100 * g.error_rate)},
+      {"busy share", fmt::format("{:.0f}% of the window with a request in flight", 100 * g.busy_share)}};
+  if (const auto& w = g.left_before_first_token_ms) {
+    facts.emplace_back("given up before the first token",
+                       fmt::format("{} (waited {:.1f} ms p50, {:.1f} ms max; not in TTFT, whose tail is at least that)",
+                                   w->n, w->p50, w->max));
+  }
+  o += present::facts(facts);
   if (auto t = timing_summary(g); !t.empty()) {
     std::string plain;  // the summary marks its warning with Markdown's **
     for (std::size_t i = 0; i < t.size(); ++i) {

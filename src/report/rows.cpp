@@ -18,7 +18,7 @@ namespace mpo::report {
 
 std::string_view group_key(const ledger::LedgerRecordView& r, GroupBy by) {
   switch (by) {
-    case GroupBy::kModel: return r.model ? *r.model : r.response_model ? *r.response_model : "(unknown model)";
+    case GroupBy::kModel: return r.model ? *r.model : r.response_model ? *r.response_model : kUnknownModel;
     case GroupBy::kBackend: return r.backend ? *r.backend : "(unknown backend)";
     case GroupBy::kOperation: return r.operation ? *r.operation : "(unknown operation)";
     case GroupBy::kPath: {

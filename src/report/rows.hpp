@@ -63,6 +63,9 @@ inline constexpr const char* kOperationNames[] = {
 std::uint8_t operation_index(const std::optional<std::string_view>& operation);
 inline const char* operation_name(std::uint8_t i) { return kOperationNames[i]; }
 
+// The group of a request that names no model and got no answer (group_key under GroupBy::kModel).
+inline constexpr std::string_view kUnknownModel = "(unknown model)";
+
 // The few distinct short names rows carry (outcomes, token sources, timing bases), each kept once
 // for the whole process and named in a row by a one-byte index: a row reads them without its
 // table. Safe from several threads. A ledger with more than 255 distinct names (none seen) reads

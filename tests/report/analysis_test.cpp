@@ -150,6 +150,101 @@ TEST(Slo, ParsesEvaluatesAndTreatsUnmeasurableAsViolated) {
   EXPECT_FALSE(parse_slos("ttft_p95_ms").ok());
 }
 
+// A streamed request its client gave up before its first token (it left, or its own time limit ran
+// out) after waiting `waited` ms.
+ledger::LedgerRecord given_up(std::int64_t start_ms, double waited, std::string outcome = "client_disconnected") {
+  auto r = rec(start_ms, waited, std::nullopt, 5, 0, std::move(outcome));
+  r.stream = true;
+  r.http_status = 200;
+  r.completion_tokens = 0;
+  return r;
+}
+
+// Clients that give up before their first token take the slowest TTFTs out of the percentiles: the
+// report says how many and how long they had waited, and a TTFT SLO is judged with them.
+TEST(GivenUp, RequestsLeftBeforeTheirFirstTokenAreCountedWithTheirWaitsAndNotHiddenFromTtft) {
+  std::vector<ledger::LedgerRecord> rs;
+  for (int i = 0; i < 18; ++i) rs.push_back(rec(i * 10, 500, 100, 5, 0));
+  rs.push_back(given_up(200, 3000));
+  rs.push_back(given_up(210, 5000, "upstream_timeout"));       // a load generator's own time limit
+  auto cut = rec(220, 400, 120, 5, 0, "client_disconnected");  // left after output had begun
+  cut.stream = true;
+  rs.push_back(cut);
+  const auto groups = analyse(rs, {});
+  ASSERT_EQ(groups.size(), 1u);
+  const auto& g = groups[0];
+  ASSERT_TRUE(g.left_before_first_token_ms.has_value());
+  EXPECT_EQ(g.left_before_first_token_ms->n, 2u);
+  EXPECT_DOUBLE_EQ(g.left_before_first_token_ms->max, 5000);
+  EXPECT_EQ(g.disconnected_after_first_token, 1u);
+  EXPECT_EQ(g.ttft_ms->n, 19u);  // the 18 ok and the one that left after its first token
+  ReportInput in;
+  in.groups = groups;
+  const std::string md = render_markdown(in);
+  EXPECT_NE(md.find("TTFT leaves out 2 streamed requests given up before the first token"), std::string::npos) << md;
+  EXPECT_NE(md.find("2 of 21 requests ended client_disconnected (the client left before the end, 1 of them after"),
+            std::string::npos)
+      << md;
+  const std::string json = render_json(in);
+  EXPECT_NE(json.find(R"("left_before_first_token_ms":{"n":2)"), std::string::npos) << json;
+
+  // The survivors' TTFT p95 is 100 ms. With the two at their waits (3 and 5 s, 2 of 21) p95 is
+  // above 1 s: violated for sure, "at least".
+  auto slos = parse_slos("ttft_p95_ms=1000,ttft_p50_ms=1000,ttft_p99_ms=6000");
+  ASSERT_TRUE(slos.ok());
+  const auto res = evaluate_slos(groups, *slos);
+  ASSERT_EQ(res.size(), 3u);
+  ASSERT_TRUE(res[0].value.has_value());
+  EXPECT_TRUE(res[0].violated);
+  EXPECT_TRUE(res[0].at_least);
+  EXPECT_GT(*res[0].value, 1000);
+  // p50 stays at 100 ms even if the two never got an answer: met for sure.
+  ASSERT_TRUE(res[1].value.has_value());
+  EXPECT_FALSE(res[1].violated);
+  EXPECT_DOUBLE_EQ(*res[1].value, 100);
+  // p99 under 6 s with them at their waits, past it if they were never served: cannot be judged.
+  EXPECT_FALSE(res[2].value.has_value());
+  EXPECT_TRUE(res[2].violated);
+  EXPECT_NE(res[2].note.find("either side"), std::string::npos);
+  // Without them, the same SLOs are judged as before.
+  rs.resize(18);
+  const auto plain = evaluate_slos(analyse(rs, {}), *slos);
+  EXPECT_FALSE(plain[0].violated);
+  EXPECT_FALSE(plain[0].at_least);
+  EXPECT_FALSE(analyse(rs, {})[0].left_before_first_token_ms.has_value());
+}
+
+// llama.cpp lets a request leave out its model, and the ledger names the model from the response:
+// a request it never answered (its client left in the queue) named none. Seen on the real server,
+// such requests made a group of their own, "(unknown model)", apart from the TTFT they belonged to.
+TEST(GivenUp, RequestsThatNamedNoModelJoinTheOnlyModelTheLinesName) {
+  std::vector<ledger::LedgerRecord> rs;
+  for (int i = 0; i < 8; ++i) rs.push_back(rec(i * 10, 500, 100, 5, 0));
+  for (int i = 0; i < 2; ++i) {
+    auto r = given_up(100 + i, 1400);
+    r.model.reset();
+    rs.push_back(r);
+  }
+  const auto groups = analyse(rs, {});
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].key, "m");
+  EXPECT_EQ(groups[0].requests, 10u);
+  EXPECT_EQ(groups[0].unnamed_model_requests, 2u);
+  ASSERT_TRUE(groups[0].left_before_first_token_ms.has_value());
+  EXPECT_EQ(groups[0].left_before_first_token_ms->n, 2u);
+  ReportInput in;
+  in.groups = groups;
+  EXPECT_NE(render_markdown(in).find("2 of them named no model and got no answer to name one"), std::string::npos);
+  // With two models named, whose they were is not known: their group stays apart.
+  auto other = rec(200, 500, 100, 5, 0);
+  other.model = "n";
+  rs.push_back(other);
+  const auto three = analyse(rs, {});
+  ASSERT_EQ(three.size(), 3u);
+  EXPECT_EQ(three[0].key, std::string(kUnknownModel));
+  EXPECT_EQ(three[1].unnamed_model_requests, 0u);
+}
+
 // Issue 25: the fit printed "-2925 ms + 178 ms/prompt token" (an implied prefill of 6 tok/s) from
 // prompts of 14 to 18 tokens on a real llama.cpp server. A range that narrow carries no per-token
 // cost: the prompt term is left out and the report says why.
