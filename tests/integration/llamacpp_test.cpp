@@ -667,6 +667,63 @@ TEST_F(RealLlamaCppVerdicts, OneClientWithLongPromptsIsPrefillAndNotQueueing) {
   EXPECT_LT(score(g, "transport"), 1.0) << ranking(g);
 }
 
+// Clients that give up in the queue: one slot busy with a long answer, three clients (naming no
+// model, as llama.cpp allows) that leave after 300 ms, before a first token could come. Their TTFT
+// is longer than their wait, and the survivors' percentiles would hide them: the report counts
+// them with the one model the lines name, says how long they waited, and a TTFT SLO the survivors
+// meet is violated with them counted at their waits.
+TEST_F(RealLlamaCppVerdicts, ClientsThatGiveUpInTheQueueAreNotHiddenFromTtft) {
+  LlamaServer server(dir_ + "/llama.log", {"-np", "1"}, "MPO_LLAMA_SMALL_MODEL");
+  auto proxy = scraping_proxy(server);
+  std::thread holder([&] {
+    const auto r = http_post(proxy->port, "/v1/chat/completions", chat("holder", 10, 300));
+    EXPECT_EQ(r.status, 200);
+  });
+  // The slot is busy once the engine says so (its own gauge, not a time).
+  for (;;) {
+    const auto m = read_exposition(http_get(server.port(), "/metrics").body);
+    if (m.find("llamacpp:requests_processing").value_or(0) >= 1) break;
+  }
+  std::vector<std::thread> quitters;
+  for (int i = 0; i < 3; ++i) {
+    quitters.emplace_back([&, i] {
+      HttpRequest req;
+      req.method = "POST";
+      req.path = "/v1/chat/completions";
+      req.headers = {{"Content-Type", "application/json"}};
+      req.body =
+          fmt::format(R"({{"messages":[{{"role":"user","content":"quitter {}"}}],"max_tokens":8,"stream":true}})", i);
+      const auto r = http(proxy->port, req, 300);
+      EXPECT_EQ(r.us_until("data: "), -1) << "a first event came within 300 ms: the slot was free";
+    });
+  }
+  for (auto& t : quitters) t.join();
+  holder.join();
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(http_post(proxy->port, "/v1/chat/completions", chat(fmt::format("after{}", i), 10, 8)).status, 200);
+  }
+  await_more_lines(dir_ + "/ledger.scrape.jsonl", 2, [&] { http_get(proxy->admin_port, "/healthz"); });
+  EXPECT_EQ(proxy->process.terminate(), 0);
+  const auto report = run_cli({"report", dir_ + "/ledger.jsonl", "--format", "json", "--slo", "ttft_p95_ms=250"});
+  EXPECT_EQ(report.exit_code, 3) << report.out;
+  const auto doc = json::parse(report.out).as_object();
+  const auto& groups = doc.at("result").at("groups").as_array();
+  ASSERT_EQ(groups.size(), 1u) << report.out;  // no "(unknown model)" group of their own
+  const auto& g = groups.at(0).as_object();
+  EXPECT_EQ(g.at("key"), "real-llama");
+  EXPECT_EQ(g.at("requests").to_number<int>(), 8);
+  EXPECT_EQ(g.at("unnamed_model_requests").to_number<int>(), 3);
+  const auto& left = g.at("left_before_first_token_ms").as_object();
+  EXPECT_EQ(left.at("n").to_number<int>(), 3);
+  EXPECT_GE(left.at("p50").to_number<double>(), 250.0);
+  // The five that got a first token did within the SLO's 250 ms save the holder's (its slot was
+  // free); the three given up waited longer, so p95 is over it for sure.
+  const auto& slo = doc.at("result").at("slos").as_array().at(0).as_object();
+  EXPECT_TRUE(slo.at("violated").as_bool()) << json::serialize(slo);
+  EXPECT_TRUE(slo.at("value_is_lower_bound").as_bool()) << json::serialize(slo);
+  EXPECT_GE(slo.at("value").to_number<double>(), 250.0) << json::serialize(slo);
+}
+
 TEST_F(RealLlamaCppVerdicts, AnIdleEngineCrossesNothing) {
   LlamaServer server(dir_ + "/llama.log", {}, "MPO_LLAMA_SMALL_MODEL");
   Proxy proxy(server.url(), dir_ + "/ledger.jsonl");
