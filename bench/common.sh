@@ -13,3 +13,21 @@ wait_line() {
 
 # port_of: the port of the first 127.0.0.1:PORT on stdin.
 port_of() { grep -o '127\.0\.0\.1:[0-9]*' | head -1 | cut -d: -f2; }
+
+# nginx_preamble DIR WORKER_CONNECTIONS: the start of the nginx.conf the benchmarks write, into its
+# http block: one worker, its pid, error log and temporary files under DIR (DIR/tmp made here), no
+# access log. The caller writes the rest of the http block and its closing brace.
+nginx_preamble() {
+  mkdir -p "$1/tmp"
+  cat <<CONF
+worker_processes 1;
+worker_rlimit_nofile $(($2 + 100));
+error_log $1/nginx-error.log;
+pid $1/nginx.pid;
+events { worker_connections $2; }
+http {
+  access_log off;
+  client_body_temp_path $1/tmp; proxy_temp_path $1/tmp; fastcgi_temp_path $1/tmp;
+  uwsgi_temp_path $1/tmp; scgi_temp_path $1/tmp;
+CONF
+}

@@ -11,16 +11,10 @@ requests=${3:-20000}
 dir=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$dir"' EXIT
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-mkdir -p "$dir/tmp"
-cat >"$dir/nginx.conf" <<CONF
-worker_processes 1;
-error_log $dir/err.log;
-pid $dir/nginx.pid;
-events { worker_connections 20000; }
-http {
-  access_log off;
-  client_body_temp_path $dir/tmp; proxy_temp_path $dir/tmp; fastcgi_temp_path $dir/tmp;
-  uwsgi_temp_path $dir/tmp; scgi_temp_path $dir/tmp;
+. "$(dirname "$0")/common.sh"
+{
+  nginx_preamble "$dir" 20000
+  cat <<CONF
   keepalive_requests 1000000;
   server {
     listen 127.0.0.1:$port;
@@ -32,6 +26,7 @@ http {
   }
 }
 CONF
+} >"$dir/nginx.conf"
 taskset -c 1 /usr/sbin/nginx -p "$dir" -c "$dir/nginx.conf" -g "daemon off;" &
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/v1/models" >/dev/null && break; sleep 0.05; done
 taskset -c 0 "$bin" sweep --url "http://127.0.0.1:$port/v1" --model m --rates "$rates" --requests "$requests" \

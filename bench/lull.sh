@@ -37,16 +37,9 @@ echo "proxy:        $result (requests sent again on a fresh backend connection: 
 
 nginx_port=$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => {
   console.log(s.address().port); s.close(); })')
-mkdir -p "$dir/tmp"
-cat >"$dir/nginx.conf" <<CONF
-worker_processes 1;
-error_log $dir/nginx-error.log;
-pid $dir/nginx.pid;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $dir/tmp; proxy_temp_path $dir/tmp; fastcgi_temp_path $dir/tmp;
-  uwsgi_temp_path $dir/tmp; scgi_temp_path $dir/tmp;
+{
+  nginx_preamble "$dir" 4096
+  cat <<CONF
   upstream sim { server 127.0.0.1:$sim_port; keepalive 64; keepalive_timeout 60s; }
   server {
     listen 127.0.0.1:$nginx_port;
@@ -57,6 +50,7 @@ http {
   }
 }
 CONF
+} >"$dir/nginx.conf"
 /usr/sbin/nginx -p "$dir" -c "$dir/nginx.conf" -g "daemon off;" 2>/dev/null &
 for _ in $(seq 200); do [ -s "$dir/nginx.pid" ] && break; sleep 0.1; done  # a benchmark may wait
 echo "nginx:        $(node "$here/lull.mjs" "$nginx_port" "$loops" "$trials" "$ka_ms")"

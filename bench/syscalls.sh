@@ -44,18 +44,10 @@ case "$target" in
       console.log(s.address().port); s.close(); })')
     deferred=""
     [ "$target" = nginx-deferred ] && deferred=deferred
-    mkdir -p "$dir/tmp"
-    cat >"$dir/nginx.conf" <<CONF
-worker_processes 1;
-worker_rlimit_nofile 20000;
-error_log $dir/nginx-error.log;
-pid $dir/nginx.pid;
-events { worker_connections 20000; }
-http {
-  access_log off;
+    {
+      nginx_preamble "$dir" 20000
+      cat <<CONF
   keepalive_requests 1000000;
-  client_body_temp_path $dir/tmp; proxy_temp_path $dir/tmp; fastcgi_temp_path $dir/tmp;
-  uwsgi_temp_path $dir/tmp; scgi_temp_path $dir/tmp;
   upstream sim { server 127.0.0.1:$sim_port; keepalive 16384; keepalive_requests 1000000; }
   server {
     listen 127.0.0.1:$port backlog=4096 $deferred;
@@ -66,6 +58,7 @@ http {
   }
 }
 CONF
+    } >"$dir/nginx.conf"
     "${stat[@]}" /usr/sbin/nginx -p "$dir" -c "$dir/nginx.conf" -g "daemon off;" 2>/dev/null &
     pid=$!
     for _ in $(seq 200); do [ -s "$dir/nginx.pid" ] && break; sleep 0.1; done  # a benchmark may wait
