@@ -241,11 +241,28 @@ Selection selection_of(const Point& p, const TrackPoint& tp) {
   return s;
 }
 
-// Which budgets a point meets; nullopt when a constrained metric is missing.
+// Whether the point's p99 request, its requests ranked by latency with the failed ones last (a
+// failed request met no latency budget: a timeout, a request cut or refused), is one that failed:
+// nearest rank ceil(0.99 n) beyond the successful ones.
+bool p99_request_failed(const ServingStats& s) {
+  if (s.failed <= 0) return false;
+  const auto n = s.ok + s.failed;
+  const auto rank = (99 * n + 99) / 100;  // ceil(0.99 n)
+  return rank > s.ok;
+}
+
+// Which budgets a point meets; nullopt when a constrained metric is missing. Its successful
+// requests' p99 against each budget, unless the p99 request is a failed one (p99_request_failed),
+// which meets none.
 std::optional<bool> meets(const SlaBudgets& b, const TrackPoint& tp) {
   bool ok = true;
+  const bool failed_at_p99 = p99_request_failed(tp.stats);
   auto check = [&](double budget, const QuantileMetric& q) -> bool {
     if (budget <= 0) return true;
+    if (failed_at_p99) {
+      ok = false;
+      return true;
+    }
     const auto v = p99(q);
     if (!v) return false;
     ok = ok && *v <= budget;
@@ -272,6 +289,13 @@ bool latency_comparable(const TrackPoint& tp) {
   return tp.status == "valid" || tp.reason_code == "capacity_exceeded" || tp.reason_code == "capacity_unknown";
 }
 
+// The p99 boundary reads those, and a point whose requests failed in part too: what its failures
+// say about the budgets is meets()'s to decide (skipping it put the boundary beyond a point whose
+// requests timed out waiting for their first token, seen against the real llama-server).
+bool boundary_comparable(const TrackPoint& tp) {
+  return latency_comparable(tp) || tp.reason_code == "measurement_incomplete";
+}
+
 P99Boundary p99_boundary(const SweepReceipt& r, const std::vector<std::pair<const Point*, const TrackPoint*>>& pts) {
   P99Boundary o;
   if (!r.sla.any()) {
@@ -279,9 +303,7 @@ P99Boundary p99_boundary(const SweepReceipt& r, const std::vector<std::pair<cons
     o.reason = "no p99 latency budget configured";
     return o;
   }
-  o.rule =
-      "the largest coordinate meeting every configured p99 budget before the first one that does "
-      "not; latency-comparable points only (valid, or invalid for capacity alone)";
+  o.rule = kP99BoundaryRule;
   std::optional<double> last_pass, first_fail;
   bool robust = true, reentry = false;
   std::string missing;
@@ -294,7 +316,7 @@ P99Boundary p99_boundary(const SweepReceipt& r, const std::vector<std::pair<cons
       if (missing.empty() && !first_fail) missing = go_float_text(p->coordinate);
       continue;
     }
-    if (!latency_comparable(*tp)) continue;
+    if (!boundary_comparable(*tp)) continue;
     const auto m = meets(r.sla, *tp);
     if (!m) {
       if (missing.empty() && !first_fail) missing = go_float_text(p->coordinate);

@@ -37,6 +37,17 @@ inline constexpr const char* kUnknownRule =
     "failed, sparse, invalid, or missing measurements remain not_measured/invalid and are never "
     "converted to zero";
 
+// Ours: the p99 boundary's rule, and its wording before failed requests counted against every
+// budget (forty-first session). A receipt written under the earlier wording re-derives under
+// today's rule; where the two agree it verifies, with a note (sweep/verify.cpp).
+inline constexpr const char* kP99BoundaryRule =
+    "the largest coordinate meeting every configured p99 budget before the first one that does not; "
+    "latency-comparable points only (valid, or invalid for capacity or failed requests alone), a failed request "
+    "meeting no budget";
+inline constexpr const char* kP99BoundaryRuleBeforeFailures =
+    "the largest coordinate meeting every configured p99 budget before the first one that does not; "
+    "latency-comparable points only (valid, or invalid for capacity alone)";
+
 // Invalidity codes that make a whole track's claims invalid ("hard", as fak's).
 bool is_hard_code(std::string_view code);
 

@@ -272,6 +272,17 @@ VerifyOutcome verify_sweep(std::string_view text) {
                                        r.rules_generation, kRulesGeneration));
   }
   if (auto st = evaluate_sweep(r); !st) out.problems.push_back(st.error().message);
+  // Our p99 boundary's earlier rule (before failed requests counted against every budget): its
+  // wording stands where the receipt has it; the boundary itself is compared as re-derived.
+  for (std::size_t i = 0; i < r.tracks.size() && i < parsed->tracks.size(); ++i) {
+    if (parsed->tracks[i].p99_boundary.rule == kP99BoundaryRuleBeforeFailures) {
+      r.tracks[i].p99_boundary.rule = kP99BoundaryRuleBeforeFailures;
+      out.notes.push_back(fmt::format(
+          "track {}: its p99 boundary's rule is worded as before a failed request counted against every budget; "
+          "the boundary is compared as today's rule derives it",
+          r.tracks[i].track));
+    }
+  }
   // Every stated field against its re-derivation: statuses, codes, stats, evidence, summaries,
   // digests (fak's receipts: the fields fak writes).
   for (const auto& d : stated_differences(text, r, &out.notes)) out.problems.push_back(describe(d));

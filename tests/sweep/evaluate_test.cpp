@@ -141,6 +141,65 @@ TEST(SweepEvaluate, SlaKneeAndP99Boundary) {
   EXPECT_NE(gate.message.find("SLA-knee claim for ours refused"), std::string::npos) << gate.message;
 }
 
+// Against the real llama-server (one slot, `--timeout 1s`, a 800 ms TTFT budget): at concurrency 4
+// half the requests timed out before their first token, the other half's TTFT p99 was within the
+// budget, and the boundary was written right-censored at 4, "robust". A failed request meets no
+// budget: the point's p99 request is a failed one, so 4 is where the budget fails.
+TEST(SweepEvaluate, RequestsThatFailedAtAPointCountAgainstItsP99Budget) {
+  auto with_timeouts = [](int failed, double capacity) {
+    auto r = scaling_sweep(static_cast<std::int64_t>(capacity), {1, 2, 4});
+    r.sla.ttft_p99_ms = 200;  // every successful request meets it
+    auto& tp = r.points[2].tracks[0];
+    for (int i = 0; i < failed; ++i) {
+      auto& s = tp.samples[static_cast<std::size_t>(i)];
+      s = loadgen::Sample{};
+      s.id = "r" + std::to_string(i);
+      s.ok = false;
+      s.error = "header: no complete response within the timeout (1 s)";
+      s.error_class = "timeout";
+      s.end_to_end_ms = 1000;
+    }
+    FoldOptions fo;
+    fo.slo_ms = 2000;
+    tp.stats = fold_samples(tp.samples, fo);
+    tp.evidence.errors_by_class = errors_by_class(tp.samples);
+    EXPECT_TRUE(evaluate_sweep(r).ok());
+    return r;
+  };
+  // Above the declared capacity (2): invalid for capacity, its latency read as before, and now its
+  // failures with it.
+  auto over = with_timeouts(2, 2);
+  EXPECT_EQ(at(over, 4).reason_code, "capacity_exceeded");
+  EXPECT_EQ(over.tracks[0].p99_boundary.status, "measured");
+  EXPECT_EQ(over.tracks[0].p99_boundary.coordinate, 2);
+  EXPECT_EQ(over.tracks[0].p99_boundary.first_failing, 4);
+  // Within capacity: the point is invalid for its failures (measurement_incomplete), which used to
+  // take it out of the boundary's reading altogether, leaving "every tested point passes".
+  auto within = with_timeouts(2, 16);
+  EXPECT_EQ(at(within, 4).reason_code, "measurement_incomplete");
+  EXPECT_EQ(within.tracks[0].p99_boundary.status, "measured");
+  EXPECT_EQ(within.tracks[0].p99_boundary.first_failing, 4);
+  EXPECT_NE(within.tracks[0].p99_boundary.rule.find("a failed request meeting no budget"), std::string::npos);
+  // A receipt written under the earlier wording verifies where the boundary is the same.
+  auto earlier = scaling_sweep(16, {1, 2, 4});
+  earlier.sla.ttft_p99_ms = 200;
+  ASSERT_TRUE(evaluate_sweep(earlier).ok());
+  std::string text = receipt_text(earlier);
+  const std::string now = kP99BoundaryRule;
+  text.replace(text.find(now), now.size(), kP99BoundaryRuleBeforeFailures);
+  const auto v = verify_sweep(text);
+  EXPECT_TRUE(v.holds) << v.summary;
+  ASSERT_FALSE(v.notes.empty());
+  EXPECT_NE(v.notes.back().find("worded as before a failed request counted"), std::string::npos);
+  // Under the earlier wording, the point with timeouts no longer re-derives: its boundary was wrong.
+  std::string wrong = receipt_text(within);
+  wrong.replace(wrong.find(now), now.size(), kP99BoundaryRuleBeforeFailures);
+  const auto w = wrong.find(R"("status": "measured")", wrong.find("p99_boundary"));
+  ASSERT_NE(w, std::string::npos);
+  wrong.replace(w, std::string(R"("status": "measured")").size(), R"("status": "right_censored")");
+  EXPECT_FALSE(verify_sweep(wrong).holds);
+}
+
 TEST(SweepEvaluate, AnUnmeasuredPointLeavesTheKneeAndTheBoundaryNotIdentifiable) {
   // fak (docs/FAK.md 6.8 step 5): every point must have the constrained metrics measured. Skipping
   // the point gave a right-censored knee beyond it, where the budget may already have failed.
