@@ -724,6 +724,61 @@ TEST_F(RealLlamaCppVerdicts, ClientsThatGiveUpInTheQueueAreNotHiddenFromTtft) {
   EXPECT_GE(slo.at("value").to_number<double>(), 250.0) << json::serialize(slo);
 }
 
+// A sweep whose requests time out waiting for the one slot: 200-token answers (about 0.5 s each),
+// a 1 s timeout, four clients. The last in line gets no first token within its second. A failed
+// request meets no budget, so the p99 TTFT boundary is at 1, failing at 4; read on the successful
+// requests alone it was written right-censored at 4 ("every tested point passes").
+TEST_F(RealLlamaCppVerdicts, ASweepsTimeoutsInTheQueueMissTheBudgetWhereTheyHappen) {
+  LlamaServer server(dir_ + "/llama.log", {"-np", "1"}, "MPO_LLAMA_SMALL_MODEL");
+  const auto run = run_cli({"sweep",
+                            "--url",
+                            server.url() + "/v1",
+                            "--model",
+                            "real-llama",
+                            "--concurrencies",
+                            "1,4",
+                            "--requests",
+                            "8",
+                            "--warmup",
+                            "0",
+                            "--input-tokens",
+                            "30",
+                            "--output-tokens",
+                            "150",
+                            "--ignore-eos",
+                            "--timeout",
+                            "1s",
+                            "--ttft-p99-budget-ms",
+                            "800",
+                            "--batch-capacity",
+                            "1",
+                            "--capacity-source",
+                            "llama-server -np 1",
+                            "--lateness-bound-ms",
+                            "200",
+                            "--quiet",
+                            "--output",
+                            dir_ + "/sweep.json"},
+                           180000);
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  const auto receipt = json::parse(read_file(dir_ + "/sweep.json")).as_object();
+  for (const auto& p : receipt.at("points").as_array()) {
+    const auto& tp = p.at("tracks").as_array()[0].as_object();
+    const int c = p.at("concurrency").to_number<int>();
+    const auto failed = tp.at("stats").at("failed").to_number<int>();
+    if (c == 1) {
+      EXPECT_EQ(failed, 0) << json::serialize(tp.at("stats"));
+    } else {
+      EXPECT_GE(failed, 1) << "no request timed out in the queue: " << json::serialize(tp.at("stats"));
+    }
+  }
+  const auto& boundary = receipt.at("tracks").as_array()[0].at("p99_boundary").as_object();
+  EXPECT_EQ(boundary.at("status"), "measured") << json::serialize(boundary);
+  EXPECT_EQ(boundary.at("coordinate").to_number<int>(), 1) << json::serialize(boundary);
+  EXPECT_EQ(boundary.at("first_failing").to_number<int>(), 4) << json::serialize(boundary);
+  EXPECT_TRUE(run_cli({"sweep", "verify", dir_ + "/sweep.json"}).exit_code == 0);
+}
+
 TEST_F(RealLlamaCppVerdicts, AnIdleEngineCrossesNothing) {
   LlamaServer server(dir_ + "/llama.log", {}, "MPO_LLAMA_SMALL_MODEL");
   Proxy proxy(server.url(), dir_ + "/ledger.jsonl");
