@@ -178,8 +178,8 @@ std::string sweep_markdown(const SweepReceipt& r) {
   if (!r.validity_reasons.empty() || !r.warnings.empty()) out += "\n";
   out += markdown_table(point_headers(r.mode), point_rows(r, true));
   out +=
-      "\nTimes in ms. p99s are nearest-rank over the point's requests (warm-up excluded); the receipt holds a "
-      "bootstrap interval for each.\n";
+      "\nTimes in ms. p99s are nearest-rank over the point's successful requests (warm-up excluded); the receipt "
+      "holds a bootstrap interval for each. The p99 boundary counts a failed request as missing every budget.\n";
   for (const auto& t : r.tracks) {
     out += fmt::format("\n## Track {}\n\n", t.track);
     out += finding(t, r.mode);
@@ -283,9 +283,10 @@ std::string sweep_html(const SweepReceipt& r) {
     points.row(std::move(row), valid ? "" : "worse");
   }
   page.section("Points", points.html("points") +
-                             present::paragraph("Times in ms. p99s are nearest-rank over the point's requests (warm-up "
-                                                "excluded); the receipt holds a bootstrap interval for each. Rows not "
-                                                "valid for claims are shaded.",
+                             present::paragraph("Times in ms. p99s are nearest-rank over the point's successful "
+                                                "requests (warm-up excluded); the receipt holds a bootstrap interval "
+                                                "for each. The p99 boundary counts a failed request as missing every "
+                                                "budget. Rows not valid for claims are shaded.",
                                                 "note"));
   const std::string x = r.mode == loadgen::LoadMode::kConcurrency ? "concurrency" : "offered rate (req/s)";
   for (const auto& t : r.tracks) {
