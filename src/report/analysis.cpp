@@ -334,6 +334,16 @@ void summarise_given_up(const RowList& rs, GroupColumns& c, GroupStats& g) {
     if (r->stream && !r->ttft_ms && r->e2e_ms && gave_up_waiting(*r)) waits.push_back(*r->e2e_ms);
     if (r->ttft_ms && r->outcome() == "client_disconnected") ++g.disconnected_after_first_token;
   }
+  // e2e: a request given up at any moment ended later than its e2e says, if ever. The e2e
+  // percentiles take it at its e2e (a lower bound); the upper bound takes it as never ending.
+  Column<double>& e2e_high = c.s[3];
+  for (const auto* r : rs) {
+    if (!r->e2e_ms) continue;
+    const bool cut = !r->ok() && gave_up_waiting(*r);
+    g.e2e_given_up += cut ? 1 : 0;
+    e2e_high.push_back(cut ? kNeverMs : *r->e2e_ms);
+  }
+  if (g.e2e_given_up > 0) g.e2e_high_ms = summarize_in_place(e2e_high);
   if (waits.empty()) return;
   for (const auto* r : rs) {
     if (r->ttft_ms) {
@@ -574,6 +584,28 @@ Result<std::vector<Slo>> parse_slos(std::string_view text) {
   return out;
 }
 
+namespace {
+
+// An SLO on a quantile that `n` requests given up `when` ("before the first token") leave between
+// two bounds: violated when even the lower one is over the limit, met when even the upper one is
+// within it, otherwise not measurable.
+void judge_bounded(SloResult& r, std::optional<double> low, std::optional<double> high, std::size_t n,
+                   std::string_view when) {
+  const std::string_view s = n == 1 ? "" : "s";
+  if (low && *low > r.limit) {
+    r.value = low;
+    r.at_least = true;
+    r.note = fmt::format("at least: {} request{} given up {} counted at their waits", n, s, when);
+  } else if (high && *high <= r.limit) {
+    r.value = high;
+    r.note = fmt::format("with {} request{} given up {} counted as never served", n, s, when);
+  } else {
+    r.note = fmt::format("{} request{} given up {} could lie on either side of it", n, s, when);
+  }
+}
+
+}  // namespace
+
 std::vector<SloResult> evaluate_slos(const std::vector<GroupStats>& groups, const std::vector<Slo>& slos) {
   std::vector<SloResult> out;
   for (const auto& g : groups) {
@@ -591,21 +623,10 @@ std::vector<SloResult> evaluate_slos(const std::vector<GroupStats>& groups, cons
       } else if (s.name.rfind("ttft", 0) == 0 && g.left_before_first_token_ms) {
         // Requests given up before their first token had a TTFT longer than their wait: the
         // quantile lies between the one with each at its wait and the one with each never served.
-        const auto low = pick(g.ttft_low_ms, q), high = pick(g.ttft_high_ms, q);
-        const std::size_t n = g.left_before_first_token_ms->n;
-        if (low && *low > s.limit) {
-          r.value = low;
-          r.at_least = true;
-          r.note = fmt::format("at least: {} request{} given up before the first token counted at their waits", n,
-                               n == 1 ? "" : "s");
-        } else if (high && *high <= s.limit) {
-          r.value = high;
-          r.note = fmt::format("with {} request{} given up before the first token counted as never served", n,
-                               n == 1 ? "" : "s");
-        } else {
-          r.note = fmt::format("{} request{} given up before the first token could lie on either side of it", n,
-                               n == 1 ? "" : "s");
-        }
+        judge_bounded(r, pick(g.ttft_low_ms, q), pick(g.ttft_high_ms, q), g.left_before_first_token_ms->n,
+                      "before the first token");
+      } else if (s.name.rfind("e2e", 0) == 0 && g.e2e_given_up > 0) {
+        judge_bounded(r, pick(g.e2e_ms, q), pick(g.e2e_high_ms, q), g.e2e_given_up, "before the end");
       } else {
         if (s.name.rfind("ttft", 0) == 0) r.value = pick(g.ttft_ms, q);
         if (s.name.rfind("tpot", 0) == 0) r.value = pick(g.tpot_ms, q);

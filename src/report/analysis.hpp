@@ -133,6 +133,11 @@ struct GroupStats {
   // Where there were such requests: TTFT's quantiles with each counted at its wait (a lower bound of
   // each quantile) and at "never" (an upper bound; kNeverMs), for the SLOs on TTFT.
   std::optional<Summary> ttft_low_ms, ttft_high_ms;
+  // Requests with an e2e given up (client_disconnected, upstream_timeout) at any moment, and the
+  // e2e quantiles with them counted as never ending (e2e_ms counts them at their e2e: a lower
+  // bound), for the SLOs on e2e.
+  std::size_t e2e_given_up = 0;
+  std::optional<Summary> e2e_high_ms;
   std::size_t disconnected_after_first_token = 0;  // client_disconnected once output had begun
   // Requests that named no model and got no answer, counted here with the only model the lines
   // name (model_of_unnamed).

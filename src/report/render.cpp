@@ -269,6 +269,12 @@ std::string group_md(const GroupStats& g) {
                    "that, so the TTFT tail is at least as long as these waits\n",
                    w->n, w->n == 1 ? "" : "s", w->p50, w->max);
   }
+  if (g.e2e_given_up > 0) {
+    fmt::format_to(std::back_inserter(o),
+                   "- e2e takes the {} request{} given up (the client left, or its time limit ran out) at the moment "
+                   "they were: for them a lower bound\n",
+                   g.e2e_given_up, g.e2e_given_up == 1 ? "" : "s");
+  }
   std::string sources;
   for (const auto& [k, n] : g.token_sources) sources += fmt::format("{}{} {}", sources.empty() ? "" : ", ", k, n);
   fmt::format_to(std::back_inserter(o), "- token counts from: {}{}\n", sources,

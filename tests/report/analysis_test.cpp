@@ -206,6 +206,18 @@ TEST(GivenUp, RequestsLeftBeforeTheirFirstTokenAreCountedWithTheirWaitsAndNotHid
   EXPECT_FALSE(res[2].value.has_value());
   EXPECT_TRUE(res[2].violated);
   EXPECT_NE(res[2].note.find("either side"), std::string::npos);
+  // e2e takes all three given up (the one cut after its first token too) at their e2e, a lower
+  // bound: an e2e SLO their e2e already breaks is violated, one only "never" would break cannot be
+  // judged.
+  EXPECT_EQ(g.e2e_given_up, 3u);
+  EXPECT_NE(md.find("e2e takes the 3 requests given up"), std::string::npos) << md;
+  auto e2e_slos = parse_slos("e2e_p95_ms=1000,e2e_p95_ms=10000");
+  ASSERT_TRUE(e2e_slos.ok());
+  const auto e2e = evaluate_slos(groups, *e2e_slos);
+  EXPECT_TRUE(e2e[0].violated);
+  EXPECT_TRUE(e2e[0].at_least);
+  EXPECT_FALSE(e2e[1].value.has_value());
+  EXPECT_NE(e2e[1].note.find("given up before the end could lie on either side"), std::string::npos) << e2e[1].note;
   // Without them, the same SLOs are judged as before.
   rs.resize(18);
   const auto plain = evaluate_slos(analyse(rs, {}), *slos);
