@@ -199,6 +199,11 @@ std::vector<GroupStats> analyse(const std::vector<ledger::LedgerRecord>& records
   return analyse(rows_from(records, opts.by), opts);
 }
 
+bool given_up(const Row& r) {
+  const auto outcome = r.outcome();
+  return outcome == "client_disconnected" || outcome == "upstream_timeout";
+}
+
 std::optional<std::string_view> model_of_unnamed(const RowTable& table) {
   const auto& groups = table.groups();
   if (table.by() != GroupBy::kModel || groups.size() != 2 || groups.count(kUnknownModel) == 0) return std::nullopt;
@@ -317,13 +322,6 @@ void summarise_load(const RowList& rs, GroupColumns& c, GroupStats& g) {
   }
 }
 
-// Whether a request ended before its first token only because nobody waited longer for it: the
-// client left, or the client's own time limit ran out (a load generator's ledger line).
-bool gave_up_waiting(const Row& r) {
-  const auto outcome = r.outcome();
-  return outcome == "client_disconnected" || outcome == "upstream_timeout";
-}
-
 // Pass 2b: the streamed requests given up before their first token (their waits), and the clients
 // that left once output had begun.
 void summarise_given_up(const RowList& rs, GroupColumns& c, GroupStats& g) {
@@ -331,7 +329,7 @@ void summarise_given_up(const RowList& rs, GroupColumns& c, GroupStats& g) {
   Column<double>&waits = c.s[0], &low = c.s[1], &high = c.s[2];
   for (const auto* r : rs) {
     if (r->ok()) continue;
-    if (r->stream && !r->ttft_ms && r->e2e_ms && gave_up_waiting(*r)) waits.push_back(*r->e2e_ms);
+    if (r->stream && !r->ttft_ms && r->e2e_ms && given_up(*r)) waits.push_back(*r->e2e_ms);
     if (r->ttft_ms && r->outcome() == "client_disconnected") ++g.disconnected_after_first_token;
   }
   // e2e: a request given up at any moment ended later than its e2e says, if ever. The e2e
@@ -339,7 +337,7 @@ void summarise_given_up(const RowList& rs, GroupColumns& c, GroupStats& g) {
   Column<double>& e2e_high = c.s[3];
   for (const auto* r : rs) {
     if (!r->e2e_ms) continue;
-    const bool cut = !r->ok() && gave_up_waiting(*r);
+    const bool cut = given_up(*r);
     g.e2e_given_up += cut ? 1 : 0;
     e2e_high.push_back(cut ? kNeverMs : *r->e2e_ms);
   }

@@ -212,6 +212,10 @@ std::map<std::string_view, RowList> rows_by_group(const RowTable& table, const O
 // failed before the response said it): that model, whose group those rows join in
 // rows_by_group() and analyse(). nullopt otherwise.
 std::optional<std::string_view> model_of_unnamed(const RowTable& table);
+// Whether a request ended only because nobody waited longer for it: its client left
+// (client_disconnected), or the client's own time limit ran out (upstream_timeout, a load
+// generator's line). Its TTFT, where it had none, and its e2e are longer than what it waited.
+bool given_up(const Row& r);
 
 // Ordinary least squares y ~ x * beta (x rows include the intercept column). Pure and small:
 // solves the normal equations with partial pivoting; nullopt when singular.

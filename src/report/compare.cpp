@@ -15,6 +15,7 @@
 #include "core/json.hpp"
 #include "core/stats.hpp"
 #include "present/page.hpp"
+#include "report/analysis.hpp"
 
 namespace mpo::report {
 
@@ -42,13 +43,41 @@ namespace {
 
 using compare::Change;
 
-std::vector<double> values(const RowList& rows, Maybe<double> Row::*field) {
-  std::vector<double> v;
+// A quantile the requests given up on either side leave open (left_open): not judged.
+constexpr std::string_view kGivenUpOpen = "requests given up leave it open";
+
+// A metric's values on one side, sorted: `low` with each request given up (report/analysis.hpp
+// given_up) at what it waited, its TTFT (where it had none) and e2e being longer; `high` with it
+// never served. `given_up` counts them.
+struct SideValues {
+  std::vector<double> low, high;
+  std::size_t given_up = 0;
+};
+SideValues values(const RowList& rows, const Metric& m) {
+  const bool ttft = m.field == &Row::ttft_ms, e2e = m.field == &Row::e2e_ms;
+  SideValues v;
   for (const Row* r : rows) {
-    const auto x = r->*field;
-    if (x && std::isfinite(*x)) v.push_back(*x);
+    const auto x = r->*m.field;
+    const bool cut = (ttft || e2e) && given_up(*r);
+    if (x && std::isfinite(*x)) {
+      v.low.push_back(*x);
+      v.high.push_back(e2e && cut ? kNeverMs : *x);
+      v.given_up += e2e && cut ? 1 : 0;
+    } else if (ttft && cut && r->stream && r->e2e_ms) {
+      v.low.push_back(*r->e2e_ms);
+      v.high.push_back(kNeverMs);
+      ++v.given_up;
+    }
   }
+  std::sort(v.low.begin(), v.low.end());
+  std::sort(v.high.begin(), v.high.end());
   return v;
+}
+
+// Whether the requests given up leave a side's quantile open: it differs with them at their waits
+// and with them never served.
+bool left_open(const SideValues& v, double q) {
+  return v.given_up > 0 && *quantile_cont_sorted(v.low, q) != *quantile_cont_sorted(v.high, q);
 }
 
 const RegressionBound* bound_for(const std::vector<RegressionBound>& bounds, std::string_view metric) {
@@ -60,7 +89,9 @@ const RegressionBound* bound_for(const std::vector<RegressionBound>& bounds, std
 
 void apply_bound(Change& c, const RegressionBound& b, const std::string& group, Comparison& out) {
   if (!c.delta || !c.a) {
-    out.ungated.push_back(fmt::format("{} {}: not enough data", group, c.metric));
+    out.ungated.push_back(
+        fmt::format("{} {}: {}", group, c.metric,
+                    c.verdict == kGivenUpOpen ? "requests given up leave it open" : "not enough data"));
     return;
   }
   switch (b.kind) {
@@ -85,10 +116,8 @@ GroupChange compare_group(std::string key, const RowList& base, const RowList& n
                           double alpha, std::mt19937_64& rng) {
   GroupChange g{std::move(key), {}};
   for (const auto& m : kMetrics) {
-    auto a = values(base, m.field);
-    auto b = values(next, m.field);
-    std::sort(a.begin(), a.end());
-    std::sort(b.begin(), b.end());
+    const SideValues va = values(base, m), vb = values(next, m);
+    const std::vector<double>&a = va.low, &b = vb.low;
     std::vector<std::vector<double>> ra, rb;
     if (compare::enough_for_quantile(a.size(), kQuantiles[0]) &&
         compare::enough_for_quantile(b.size(), kQuantiles[0])) {
@@ -108,6 +137,12 @@ GroupChange compare_group(std::string key, const RowList& base, const RowList& n
       }
       c.a = *quantile_cont_sorted(a, q);
       c.b = *quantile_cont_sorted(b, q);
+      if (left_open(va, q) || left_open(vb, q)) {
+        // A side whose slowest clients gave up would read as faster than one that served them.
+        c.verdict = kGivenUpOpen;
+        g.changes.push_back(std::move(c));
+        continue;
+      }
       c.delta = *c.b - *c.a;
       std::vector<double> deltas(ra.size());
       for (std::size_t i = 0; i < ra.size(); ++i) deltas[i] = rb[i][k] - ra[i][k];

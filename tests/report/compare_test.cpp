@@ -126,3 +126,43 @@ TEST(Compare, BoundsAreParsedStrictly) {
 
 }  // namespace
 }  // namespace mpo::report
+
+namespace mpo::report {
+namespace {
+
+// A new run whose slowest clients gave up in the queue (client_disconnected before a first token)
+// has survivors faster than the baseline's slowest: TTFT p99 read on them alone came out "better".
+// Where the requests given up could move a quantile it is not judged, and a gate on it cannot pass.
+TEST(Compare, RequestsGivenUpLeaveTheQuantilesTheyCouldMoveOpen) {
+  const auto base = sample(1000, 11);
+  auto next = sample(1000, 12);
+  for (std::size_t i = 0; i < 30; ++i) {  // 3% left after 5 s in the queue, slower than any TTFT served
+    Row& r = next.rows[i];
+    r.outcome_index = RowNames::index("client_disconnected");
+    r.stream = true;
+    r.ttft_ms = std::optional<double>();
+    r.tpot_ms = std::optional<double>();
+    r.itl_p95_ms = std::optional<double>();
+    r.e2e_ms = std::optional<double>(5000.0);
+  }
+  std::vector<RegressionBound> bounds{{"ttft_p99_ms", 10, RegressionBound::Kind::kRelative},
+                                      {"ttft_p50_ms", 10, RegressionBound::Kind::kRelative}};
+  const auto c = compare_runs(rows_of(base), rows_of(next), {2000, 1, 0.05}, bounds);
+  const auto& p99 = change(c, "ttft_p99_ms");
+  EXPECT_EQ(p99.verdict, "requests given up leave it open");
+  EXPECT_FALSE(p99.delta.has_value());
+  EXPECT_EQ(p99.n_b, 1000u);  // the 30 counted, at their waits
+  ASSERT_EQ(c.ungated.size(), 1u);
+  EXPECT_NE(c.ungated[0].find("ttft_p99_ms: requests given up leave it open"), std::string::npos) << c.ungated[0];
+  // The median lies below every wait: given up or never served, the 30 sit above it.
+  const auto& p50 = change(c, "ttft_p50_ms");
+  EXPECT_TRUE(p50.delta.has_value());
+  EXPECT_NE(p50.verdict, "requests given up leave it open");
+  // Without them the same runs are compared as before: nothing is open.
+  const auto plain = compare_runs(rows_of(base), rows_of(sample(1000, 12)), {2000, 1, 0.05}, bounds);
+  EXPECT_TRUE(change(plain, "ttft_p99_ms").delta.has_value());
+  EXPECT_TRUE(plain.ungated.empty());
+}
+
+}  // namespace
+}  // namespace mpo::report
