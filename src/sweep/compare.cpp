@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 
 #include "compare/bootstrap.hpp"
@@ -35,6 +36,9 @@ struct PointData {
   bool closed_loop = true;           // throughput follows request time (closed) or the arrivals (open)
   // Several runs of one side pooled: each run's requests are [run_start[r], run_start[r + 1]).
   std::vector<std::size_t> run_start{0};
+  // Requests that timed out (the generator's own limit): their TTFT, where they had none, and their
+  // e2e are longer than what they waited.
+  std::vector<double> ttft_waits, e2e_waits;
 };
 
 // One side's runs of a point, pooled (one run: its requests as they are).
@@ -47,6 +51,10 @@ PointData data_of(const std::vector<const TrackPoint*>& runs, loadgen::LoadMode 
   for (const TrackPoint* tp : runs) {
     d.run_start.push_back(d.e2e.size());
     for (const auto& s : tp->samples) {
+      if (!s.warmup && !s.ok && s.error_class == "timeout") {
+        if (!s.ttft_ms) d.ttft_waits.push_back(s.end_to_end_ms);
+        d.e2e_waits.push_back(s.end_to_end_ms);
+      }
       if (s.warmup || !s.ok) continue;
       d.ttft.push_back(s.ttft_ms.value_or(std::nan("")));
       d.e2e.push_back(s.end_to_end_ms);
@@ -111,6 +119,9 @@ std::optional<double> throughput(const PointData& d, const std::vector<std::size
   return *d.throughput * ratio;
 }
 
+// A quantile the timed-out requests on either side leave open (timeouts_leave_open): not judged.
+constexpr std::string_view kTimedOutOpen = "requests timed out leave it open";
+
 struct MetricDef {
   const char* name;
   bool higher_is_better;
@@ -138,6 +149,24 @@ std::size_t count_for(const PointData& d, const std::string& metric) {
   return d.e2e.size();
 }
 
+// Whether the requests that timed out leave a side's quantile of `field` open: it differs with them
+// at what they waited and with them never served (a side whose slowest requests timed out would
+// otherwise read faster than one that served them).
+bool left_open(const PointData& d, std::vector<double> PointData::*field, const std::vector<double>& waits, double q) {
+  if (waits.empty()) return false;
+  std::vector<double> low = pick_values(d.*field, nullptr), high = low;
+  low.insert(low.end(), waits.begin(), waits.end());
+  high.insert(high.end(), waits.size(), std::numeric_limits<double>::infinity());
+  return compare::nearest_rank(std::move(low), q) != compare::nearest_rank(std::move(high), q);
+}
+
+bool timeouts_leave_open(const std::string& metric, const PointData& d) {
+  if (metric == "ttft_p50_ms") return left_open(d, &PointData::ttft, d.ttft_waits, 0.5);
+  if (metric == "ttft_p99_ms") return left_open(d, &PointData::ttft, d.ttft_waits, 0.99);
+  if (metric == "e2e_p99_ms") return left_open(d, &PointData::e2e, d.e2e_waits, 0.99);
+  return false;
+}
+
 compare::Change compare_metric(const MetricDef& m, const PointData& a, const PointData& b, const SweepCompareOptions& o,
                                double alpha, std::mt19937_64& rng) {
   compare::Change c;
@@ -148,6 +177,10 @@ compare::Change compare_metric(const MetricDef& m, const PointData& a, const Poi
   c.b = m.stat(b, nullptr);
   if (!c.a || !c.b) {
     c.verdict = compare::kNotEnoughData;
+    return c;
+  }
+  if (timeouts_leave_open(c.metric, a) || timeouts_leave_open(c.metric, b)) {
+    c.verdict = kTimedOutOpen;
     return c;
   }
   c.delta = *c.b - *c.a;
@@ -345,7 +378,7 @@ void find_moves(const SweepReceipt& a, const SweepReceipt& b, SweepComparison& c
     for (const auto& p : c.points) {
       if (p.coordinate != *coordinate) continue;
       for (const auto& m : p.changes)
-        if (m.verdict != compare::kNotEnoughData) return true;
+        if (m.verdict != compare::kNotEnoughData && m.verdict != kTimedOutOpen) return true;
     }
     return false;
   };

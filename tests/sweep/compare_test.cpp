@@ -105,6 +105,31 @@ TEST(SweepCompare, ASlowerEngineIsFoundWorseAtEveryPoint) {
   EXPECT_GE(found, 28);  // of 30 points
 }
 
+// B's slowest requests at concurrency 16 timed out before their first token (the generator's own
+// limit): read on the rest, its TTFT p99 came out better than A's, which served its slowest. Where
+// the timeouts could move a quantile it is not judged.
+TEST(SweepCompare, RequestsThatTimedOutLeaveTheQuantilesTheyCouldMoveOpen) {
+  const auto a = receipt(31, 1.0, 1000);
+  auto b = receipt(32, 1.0, 1000);
+  auto& samples = b.points[2].tracks[0].samples;  // concurrency 16
+  for (std::size_t i = 0; i < 30; ++i) {
+    loadgen::Sample& s = samples[i];
+    s = loadgen::Sample{};
+    s.ok = false;
+    s.error_class = "timeout";
+    s.error = "header: no complete response within the timeout (5 s)";
+    s.end_to_end_ms = 5000;
+  }
+  const auto c = compare_sweeps(a, b, fast(1));
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  const auto& at16 = c->points[2];
+  EXPECT_EQ(change(at16, "ttft_p99_ms").verdict, "requests timed out leave it open");
+  EXPECT_FALSE(change(at16, "ttft_p99_ms").delta.has_value());
+  EXPECT_EQ(change(at16, "e2e_p99_ms").verdict, "requests timed out leave it open");
+  EXPECT_NE(change(at16, "ttft_p50_ms").verdict, "requests timed out leave it open");          // below every wait
+  EXPECT_NE(change(c->points[0], "ttft_p99_ms").verdict, "requests timed out leave it open");  // none timed out
+}
+
 TEST(SweepCompare, AP99FromTooFewRequestsIsNotEnoughData) {
   const auto c = compare_sweeps(receipt(1, 1.0, 300), receipt(2, 1.0, 300), fast(1));
   ASSERT_TRUE(c.ok());
