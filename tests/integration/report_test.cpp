@@ -11,6 +11,7 @@
 
 #include "support/html_page.hpp"
 #include "support/http_client.hpp"
+#include "support/metric_families.hpp"
 #include "support/process.hpp"
 #include "support/stack.hpp"
 
@@ -260,6 +261,47 @@ TEST(ReportAgainstSimulatedLlamaCpp, AnIdleEngineCrossesNothing) {
     if (c.at("candidate") == "workload") continue;  // one client with pauses may leave it idle
     EXPECT_LT(c.at("score").to_number<double>(), 1.0) << ranking_text(g);
   }
+}
+
+// As RealLlamaCppVerdicts.ClientsThatGiveUpInTheQueueAreNotHiddenFromTtft: one slot held by a long
+// answer, three clients (naming no model) that leave after 300 ms, before a first token could come.
+TEST(ReportAgainstSimulatedLlamaCpp, ClientsThatGiveUpInTheQueueAreNotHiddenFromTtft) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/profile.json", R"({"engine":{"max_num_seqs":1,"step_base_s":0.02}})");
+  Stack s({"--profile", dir + "/profile.json", "--imitate", "llamacpp"});
+  std::thread holder(
+      [&] { EXPECT_EQ(http_post(s.proxy.port, "/v1/chat/completions", chat(40, "holder")).status, 200); });
+  // The slot is busy once the engine says so (its gauge, not a time).
+  for (;;) {
+    const auto m = read_exposition(http_get(s.sim.port, "/metrics").body);
+    if (m.find("vllm:num_requests_running").value_or(0) >= 1) break;
+  }
+  std::vector<std::thread> quitters;
+  for (int i = 0; i < 3; ++i) {
+    quitters.emplace_back([&, i] {
+      HttpRequest req;
+      req.method = "POST";
+      req.path = "/v1/chat/completions";
+      req.headers = {{"Content-Type", "application/json"}};
+      req.body = chat(8, "quitter " + std::to_string(i));
+      EXPECT_EQ(http(s.proxy.port, req, 300).us_until("data: "), -1) << "a first event came: the slot was free";
+    });
+  }
+  for (auto& t : quitters) t.join();
+  holder.join();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(http_post(s.proxy.port, "/v1/chat/completions", chat(4, "after")).status, 200);
+  s.stop_proxy();
+  const auto r = run_report({"--input", s.ledger_path(), "--format", "json", "--slo", "ttft_p95_ms=250"});
+  EXPECT_EQ(r.exit_code, 3) << r.out;
+  const auto doc = json::parse(r.out).as_object();
+  const auto& groups = doc.at("result").at("groups").as_array();
+  ASSERT_EQ(groups.size(), 1u) << r.out;
+  const auto& g = groups.at(0).as_object();
+  EXPECT_EQ(g.at("requests").to_number<int>(), 8);
+  EXPECT_EQ(g.at("unnamed_model_requests").to_number<int>(), 3);
+  EXPECT_EQ(g.at("left_before_first_token_ms").at("n").to_number<int>(), 3);
+  const auto& slo = doc.at("result").at("slos").as_array().at(0).as_object();
+  EXPECT_TRUE(slo.at("value_is_lower_bound").as_bool()) << json::serialize(slo);
 }
 
 TEST(ReportRanking, FaultsRankErrorsFirst) {
