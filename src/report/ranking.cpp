@@ -172,6 +172,13 @@ Candidate queueing(const GroupStats& g, double excess_median, bool any_ttft, con
                             -excess_median, kStepAllowanceMs));
     }
   }
+  if (const auto& w = g.left_before_first_token_ms) {
+    // Not in the score: their TTFT is only known to be longer than their wait.
+    c.evidence.push_back(fmt::format(
+        "{} streamed request{} given up before the first token after waiting {:.0f} ms p50, {:.0f} ms max: {} waited "
+        "at least that for the engine (a queue, or a prefill that long), and the TTFT figures above leave {} out",
+        w->n, w->n == 1 ? " was" : "s were", w->p50, w->max, w->n == 1 ? "it" : "they", w->n == 1 ? "it" : "them"));
+  }
   engine_gauge_evidence(engine, decided.has_value(), c);
   fit_evidence(g, c);
   return c;

@@ -187,6 +187,10 @@ TEST(GivenUp, RequestsLeftBeforeTheirFirstTokenAreCountedWithTheirWaitsAndNotHid
       << md;
   const std::string json = render_json(in);
   EXPECT_NE(json.find(R"("left_before_first_token_ms":{"n":2)"), std::string::npos) << json;
+  // The queueing candidate names them as evidence (their waits are not in its score).
+  EXPECT_NE(md.find("2 streamed requests were given up before the first token after waiting 4000 ms p50"),
+            std::string::npos)
+      << md;
 
   // The survivors' TTFT p95 is 100 ms. With the two at their waits (3 and 5 s, 2 of 21) p95 is
   // above 1 s: violated for sure, "at least".
