@@ -687,13 +687,10 @@ TEST_F(RealLlamaCppVerdicts, ClientsThatGiveUpInTheQueueAreNotHiddenFromTtft) {
   std::vector<std::thread> quitters;
   for (int i = 0; i < 3; ++i) {
     quitters.emplace_back([&, i] {
-      HttpRequest req;
-      req.method = "POST";
-      req.path = "/v1/chat/completions";
-      req.headers = {{"Content-Type", "application/json"}};
-      req.body =
-          fmt::format(R"({{"messages":[{{"role":"user","content":"quitter {}"}}],"max_tokens":8,"stream":true}})", i);
-      const auto r = http(proxy->port, req, 300);
+      const auto r = chat_giving_up_after(
+          proxy->port,
+          fmt::format(R"({{"messages":[{{"role":"user","content":"quitter {}"}}],"max_tokens":8,"stream":true}})", i),
+          300);
       EXPECT_EQ(r.us_until("data: "), -1) << "a first event came within 300 ms: the slot was free";
     });
   }

@@ -279,12 +279,8 @@ TEST(ReportAgainstSimulatedLlamaCpp, ClientsThatGiveUpInTheQueueAreNotHiddenFrom
   std::vector<std::thread> quitters;
   for (int i = 0; i < 3; ++i) {
     quitters.emplace_back([&, i] {
-      HttpRequest req;
-      req.method = "POST";
-      req.path = "/v1/chat/completions";
-      req.headers = {{"Content-Type", "application/json"}};
-      req.body = chat(8, "quitter " + std::to_string(i));
-      EXPECT_EQ(http(s.proxy.port, req, 300).us_until("data: "), -1) << "a first event came: the slot was free";
+      const auto r = chat_giving_up_after(s.proxy.port, chat(8, "quitter " + std::to_string(i)), 300);
+      EXPECT_EQ(r.us_until("data: "), -1) << "a first event came: the slot was free";
     });
   }
   for (auto& t : quitters) t.join();

@@ -190,4 +190,13 @@ HttpResponse chat_leaving_after(std::uint16_t port, const std::string& body, con
   return http(port, r);
 }
 
+HttpResponse chat_giving_up_after(std::uint16_t port, const std::string& body, int leave_after_ms) {
+  HttpRequest r;
+  r.method = "POST";
+  r.path = "/v1/chat/completions";
+  r.headers = {{"Content-Type", "application/json"}};
+  r.body = body;
+  return http(port, r, leave_after_ms);
+}
+
 }  // namespace mpo::test

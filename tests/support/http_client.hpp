@@ -50,5 +50,8 @@ HttpResponse http_post(std::uint16_t port, const std::string& path, const std::s
 // POST /v1/chat/completions, closing the connection as soon as `leave_after` has arrived (a client
 // that stops reading at `data: [DONE]`, or one that leaves mid-stream).
 HttpResponse chat_leaving_after(std::uint16_t port, const std::string& body, const std::string& leave_after);
+// POST /v1/chat/completions as JSON, closing the connection `leave_after_ms` after sending it
+// whatever has arrived by then (a client that gives up waiting).
+HttpResponse chat_giving_up_after(std::uint16_t port, const std::string& body, int leave_after_ms);
 
 }  // namespace mpo::test
