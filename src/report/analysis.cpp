@@ -322,8 +322,9 @@ void summarise_load(const RowList& rs, GroupColumns& c, GroupStats& g) {
   }
 }
 
-// Pass 2b: the streamed requests given up before their first token (their waits), and the clients
-// that left once output had begun.
+// Pass 2b: the requests given up (given_up): the streamed ones before their first token (their
+// waits), the clients that left once output had begun, and the bounds of TTFT's and e2e's
+// quantiles they leave (for the SLOs).
 void summarise_given_up(const RowList& rs, GroupColumns& c, GroupStats& g) {
   c.clear(0);
   Column<double>&waits = c.s[0], &low = c.s[1], &high = c.s[2];

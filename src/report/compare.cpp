@@ -89,9 +89,8 @@ const RegressionBound* bound_for(const std::vector<RegressionBound>& bounds, std
 
 void apply_bound(Change& c, const RegressionBound& b, const std::string& group, Comparison& out) {
   if (!c.delta || !c.a) {
-    out.ungated.push_back(
-        fmt::format("{} {}: {}", group, c.metric,
-                    c.verdict == kGivenUpOpen ? "requests given up leave it open" : "not enough data"));
+    out.ungated.push_back(fmt::format("{} {}: {}", group, c.metric,
+                                      c.verdict == kGivenUpOpen ? kGivenUpOpen : std::string_view("not enough data")));
     return;
   }
   switch (b.kind) {
