@@ -261,6 +261,9 @@ std::vector<std::string> render_lines(const TopFrame& f, const TopOptions& o) {
         number(g->output_tokens_per_s, 0));
     if (const auto n = f.in_flight.find(g->key); n != f.in_flight.end())
       line += fmt::format(" in_flight={:.0f}", n->second);
+    // Streamed requests whose clients gave up before a first token: the TTFT figures leave them out.
+    if (const auto& w = g->left_before_first_token_ms)
+      line += fmt::format(" given_up_before_first_token={} given_up_waited_p50_ms={:.0f}", w->n, w->p50);
     if (!g->ranking.empty() && g->ranking.front().score >= 1) {
       line += fmt::format(" bottleneck={} score={:.2f}", g->ranking.front().name, g->ranking.front().score);
     }

@@ -183,6 +183,12 @@ TEST(TopLines, OffATerminalOneLinePerModel) {
   EXPECT_NE(lines[0].find(" model=fast-model "), std::string::npos) << lines[0];
   EXPECT_NE(lines[1].find(" model=slow-model "), std::string::npos) << lines[1];
   EXPECT_NE(lines[1].find(" err_pct=20.0 "), std::string::npos) << lines[1];
+  EXPECT_EQ(lines[1].find("given_up"), std::string::npos) << lines[1];
+  // Requests given up before their first token are named: the TTFT figures leave them out.
+  auto f = frame();
+  f.groups[1].left_before_first_token_ms = Summary{.n = 3, .p50 = 1400};
+  const auto with = render_lines(f, TopOptions{});
+  EXPECT_NE(with[1].find(" given_up_before_first_token=3 given_up_waited_p50_ms=1400"), std::string::npos) << with[1];
   TopFrame empty;
   EXPECT_NE(render_lines(empty, TopOptions{})[0].find("no requests finished in the last 30 s"), std::string::npos);
   // Lines that could not be read are not "no requests": the view says why it has none.
