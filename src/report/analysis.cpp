@@ -204,6 +204,11 @@ bool given_up(const Row& r) {
   return outcome == "client_disconnected" || outcome == "upstream_timeout";
 }
 
+std::optional<double> wait_before_first_token(const Row& r) {
+  if (!r.stream || r.ttft_ms || !r.e2e_ms || !given_up(r)) return std::nullopt;
+  return *r.e2e_ms;
+}
+
 std::optional<std::string_view> model_of_unnamed(const RowTable& table) {
   const auto& groups = table.groups();
   if (table.by() != GroupBy::kModel || groups.size() != 2 || groups.count(kUnknownModel) == 0) return std::nullopt;
@@ -330,19 +335,19 @@ void summarise_given_up(const RowList& rs, GroupColumns& c, GroupStats& g) {
   Column<double>&waits = c.s[0], &low = c.s[1], &high = c.s[2];
   for (const auto* r : rs) {
     if (r->ok()) continue;
-    if (r->stream && !r->ttft_ms && r->e2e_ms && given_up(*r)) waits.push_back(*r->e2e_ms);
+    if (const auto w = wait_before_first_token(*r)) waits.push_back(*w);
+    if (r->e2e_ms && given_up(*r)) ++g.e2e_given_up;
     if (r->ttft_ms && r->outcome() == "client_disconnected") ++g.disconnected_after_first_token;
   }
   // e2e: a request given up at any moment ended later than its e2e says, if ever. The e2e
   // percentiles take it at its e2e (a lower bound); the upper bound takes it as never ending.
-  Column<double>& e2e_high = c.s[3];
-  for (const auto* r : rs) {
-    if (!r->e2e_ms) continue;
-    const bool cut = given_up(*r);
-    g.e2e_given_up += cut ? 1 : 0;
-    e2e_high.push_back(cut ? kNeverMs : *r->e2e_ms);
+  if (g.e2e_given_up > 0) {
+    Column<double>& e2e_high = c.s[3];
+    for (const auto* r : rs) {
+      if (r->e2e_ms) e2e_high.push_back(given_up(*r) ? kNeverMs : *r->e2e_ms);
+    }
+    g.e2e_high_ms = summarize_in_place(e2e_high);
   }
-  if (g.e2e_given_up > 0) g.e2e_high_ms = summarize_in_place(e2e_high);
   if (waits.empty()) return;
   for (const auto* r : rs) {
     if (r->ttft_ms) {

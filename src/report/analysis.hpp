@@ -216,6 +216,9 @@ std::optional<std::string_view> model_of_unnamed(const RowTable& table);
 // (client_disconnected), or the client's own time limit ran out (upstream_timeout, a load
 // generator's line). Its TTFT, where it had none, and its e2e are longer than what it waited.
 bool given_up(const Row& r);
+// What a streamed request given up before its first token (given_up, no TTFT) waited, its e2e: its
+// TTFT was longer. nullopt for any other request.
+std::optional<double> wait_before_first_token(const Row& r);
 
 // Ordinary least squares y ~ x * beta (x rows include the intercept column). Pure and small:
 // solves the normal equations with partial pivoting; nullopt when singular.

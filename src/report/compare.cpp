@@ -47,29 +47,41 @@ using compare::Change;
 constexpr std::string_view kGivenUpOpen = "requests given up leave it open";
 
 // A metric's values on one side, sorted: `low` with each request given up (report/analysis.hpp
-// given_up) at what it waited, its TTFT (where it had none) and e2e being longer; `high` with it
-// never served. `given_up` counts them.
+// given_up) at what it waited, its TTFT (where it had none) and e2e being longer; `high` (only
+// where some were given up) with it never served. `given_up` counts them.
 struct SideValues {
   std::vector<double> low, high;
   std::size_t given_up = 0;
 };
 SideValues values(const RowList& rows, const Metric& m) {
   const bool ttft = m.field == &Row::ttft_ms, e2e = m.field == &Row::e2e_ms;
+  // The value a request given up has here (its wait), or nullopt when it has none or is not one.
+  const auto wait = [&](const Row& r) -> std::optional<double> {
+    if (ttft) return wait_before_first_token(r);
+    if (e2e && r.e2e_ms && given_up(r)) return *r.e2e_ms;
+    return std::nullopt;
+  };
   SideValues v;
   for (const Row* r : rows) {
     const auto x = r->*m.field;
-    const bool cut = (ttft || e2e) && given_up(*r);
     if (x && std::isfinite(*x)) {
       v.low.push_back(*x);
-      v.high.push_back(e2e && cut ? kNeverMs : *x);
-      v.given_up += e2e && cut ? 1 : 0;
-    } else if (ttft && cut && r->stream && r->e2e_ms) {
-      v.low.push_back(*r->e2e_ms);
-      v.high.push_back(kNeverMs);
+      v.given_up += e2e && given_up(*r) ? 1 : 0;
+    } else if (const auto w = wait(*r)) {
+      v.low.push_back(*w);
       ++v.given_up;
     }
   }
   std::sort(v.low.begin(), v.low.end());
+  if (v.given_up == 0) return v;  // `high` is `low`: left_open() does not read it
+  for (const Row* r : rows) {
+    const auto x = r->*m.field;
+    if (wait(*r)) {
+      v.high.push_back(kNeverMs);
+    } else if (x && std::isfinite(*x)) {
+      v.high.push_back(*x);
+    }
+  }
   std::sort(v.high.begin(), v.high.end());
   return v;
 }
