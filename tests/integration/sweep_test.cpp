@@ -320,14 +320,19 @@ TEST(Sweep, SaturationScenarioShowsQueueingForCapacityAndForeignTraffic) {
 
 // Issue 20: an engine that decodes speculatively states its acceptance over each point (the
 // simulator drafts 3 tokens and accepts each next position with probability 0.6: 39.2% of draft
-// tokens, 2.18 tokens per verification step expected), and the summary shows it beside TPOT.
+// tokens, 2.18 tokens per verification step expected; a request's last round is cut where the
+// request ends, so 16 requests of 24 tokens show 36.6% on average, sd 2.8 points), and the summary
+// shows it beside TPOT. The prompt salt is fixed so that the simulator's draws, seeded by the
+// prompts, are the same every run: with a salt drawn per run the rate fell outside 0.1 of 0.392
+// about one run in 200 (CI, 2026-12-05: 0.289).
 TEST(Sweep, SpeculativeDecodingAcceptanceIsMeasuredOverEachPoint) {
   const std::string dir = make_temp_dir();
   write_file(dir + "/p.json",
              R"({"engine":{"step_base_s":0.002,"step_per_prefill_token_s":0.00001,"step_per_decode_seq_s":0.00005,)"
              R"("num_speculative_tokens":3,"spec_acceptance":0.6}})");
   Simulator sim({"--profile", dir + "/p.json"});
-  auto run = sweep(dir, sim.port, {"--concurrencies", "2,4", "--requests", "16", "--warmup", "0"});
+  auto run = sweep(dir, sim.port,
+                   {"--concurrencies", "2,4", "--requests", "16", "--warmup", "0", "--prompt-salt", "spec20"});
   for (double c : {2.0, 4.0}) {
     const auto& server = track_point(run.receipt, c).at("evidence").as_object().at("server").as_object();
     const double drafts = server.at("spec_drafts_delta").to_number<double>();
@@ -335,7 +340,7 @@ TEST(Sweep, SpeculativeDecodingAcceptanceIsMeasuredOverEachPoint) {
     // 16 requests of 24 tokens: every token after each request's first is a round's own or an accepted draft.
     EXPECT_EQ(drafts + accepted, 16 * 23) << c;
     EXPECT_EQ(server.at("spec_draft_tokens_delta").to_number<double>(), 3 * drafts);
-    EXPECT_NEAR(server.at("spec_acceptance_rate").to_number<double>(), 0.392, 0.1) << c;
+    EXPECT_NEAR(server.at("spec_acceptance_rate").to_number<double>(), 0.366, 0.1) << c;
     EXPECT_DOUBLE_EQ(server.at("spec_mean_accepted_length").to_number<double>(), 1 + accepted / drafts);
   }
   const std::string md = read_file(dir + "/sweep.md");
