@@ -331,8 +331,8 @@ TEST(Sweep, SpeculativeDecodingAcceptanceIsMeasuredOverEachPoint) {
              R"({"engine":{"step_base_s":0.002,"step_per_prefill_token_s":0.00001,"step_per_decode_seq_s":0.00005,)"
              R"("num_speculative_tokens":3,"spec_acceptance":0.6}})");
   Simulator sim({"--profile", dir + "/p.json"});
-  auto run = sweep(dir, sim.port,
-                   {"--concurrencies", "2,4", "--requests", "16", "--warmup", "0", "--prompt-salt", "spec20"});
+  auto run =
+      sweep(dir, sim.port, {"--concurrencies", "2,4", "--requests", "16", "--warmup", "0", "--prompt-salt", "spec20"});
   for (double c : {2.0, 4.0}) {
     const auto& server = track_point(run.receipt, c).at("evidence").as_object().at("server").as_object();
     const double drafts = server.at("spec_drafts_delta").to_number<double>();
