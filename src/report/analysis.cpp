@@ -398,6 +398,7 @@ void derive_window_figures(const RowList& rs, GroupColumns& c, Tally& t, GroupSt
     g.cached_share = static_cast<double>(g.cached_prompt_tokens_total) / static_cast<double>(t.cached_prompt_base);
   }
   g.error_rate = static_cast<double>(t.errors) / static_cast<double>(g.requests);
+  g.failure_rate = static_cast<double>(t.errors - g.disconnected_after_first_token) / static_cast<double>(g.requests);
   if (t.intervals.sorted) {  // ledger rows usually come in start order
     g.busy_share = busy_share(t.intervals.total(), g.window_start_us, g.window_end_us);
   } else {
@@ -559,7 +560,7 @@ std::vector<GroupStats> analyse(const RowTable& table, const Options& opts) {
 
 Result<std::vector<Slo>> parse_slos(std::string_view text) {
   static const char* kKnown[] = {"ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p95_ms",
-                                 "tpot_p99_ms", "e2e_p95_ms",  "e2e_p99_ms",  "error_rate"};
+                                 "tpot_p99_ms", "e2e_p95_ms",  "e2e_p99_ms",  "error_rate", "failure_rate"};
   std::vector<Slo> out;
   std::size_t pos = 0;
   while (pos <= text.size()) {
@@ -574,7 +575,7 @@ Result<std::vector<Slo>> parse_slos(std::string_view text) {
     const std::string name(item.substr(0, eq));
     if (std::find(std::begin(kKnown), std::end(kKnown), name) == std::end(kKnown)) {
       return make_error(errc::kReportSlo, fmt::format("unknown SLO '{}': use ttft_p50/p95/p99_ms, tpot_p50/p95/p99_ms, "
-                                                      "e2e_p95/p99_ms or error_rate",
+                                                      "e2e_p95/p99_ms, error_rate or failure_rate",
                                                       name));
     }
     char* end = nullptr;
@@ -624,6 +625,8 @@ std::vector<SloResult> evaluate_slos(const std::vector<GroupStats>& groups, cons
       const std::string q = s.name.substr(s.name.find('_') + 1, 3);
       if (s.name == "error_rate") {
         r.value = g.error_rate;
+      } else if (s.name == "failure_rate") {
+        r.value = g.failure_rate;
       } else if (s.name.rfind("ttft", 0) == 0 && g.left_before_first_token_ms) {
         // Requests given up before their first token had a TTFT longer than their wait: the
         // quantile lies between the one with each at its wait and the one with each never served.

@@ -124,7 +124,12 @@ struct GroupStats {
   std::int64_t prompt_tokens_total = 0, completion_tokens_total = 0, cached_prompt_tokens_total = 0;
   std::optional<double> cached_share;  // of prompt tokens, where cached counts are known
   std::size_t streamed = 0, non_streamed = 0;
-  double error_rate = 0;
+  double error_rate = 0;  // every outcome but ok
+  // What the errors candidate judges: error_rate less the clients that left once output had begun
+  // (disconnected_after_first_token: a stop button or the client's own time limit while the backend
+  // was serving; nothing had failed). A client that left before its first token counts: it was not
+  // served.
+  double failure_rate = 0;
   // Streamed requests that ended before their first token because the client left
   // (client_disconnected) or its wait ran out (upstream_timeout): their TTFT is longer than the
   // wait, and the TTFT percentiles, over the requests that got one, leave them out. The waits

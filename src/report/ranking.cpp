@@ -268,23 +268,35 @@ std::optional<EngineSplit> engine_split_of(const RowList& rs) {
 
 namespace {
 
-// Errors and reliability.
+// Errors and reliability: the requests that failed. A client that left once output had begun is
+// listed and not counted: the backend was serving it (a chat UI's stop button, a client's own time
+// limit). One that left before its first token counts: it was not served (and its wait is evidence
+// of queueing, below).
 Candidate errors_candidate(const GroupStats& g) {
-  Candidate c{"errors", g.error_rate / kErrorRateThreshold, {}};
+  Candidate c{"errors", g.failure_rate / kErrorRateThreshold, {}};
   for (const auto& [outcome, n] : g.outcomes) {
     if (outcome == "ok") continue;
     std::string line = fmt::format("{} of {} requests ended {}", n, g.requests, outcome);
     if (outcome == "client_disconnected") {
       // A cancel and a client's time limit look alike here; either way the backend had not failed.
-      line += fmt::format(
-          " (the client left before the end, {} of them after output had begun: a cancel or the client's own time "
-          "limit, not a failure the backend answered with)",
-          g.disconnected_after_first_token);
+      line += g.disconnected_after_first_token == n
+                  ? " (the client left after output had begun: a cancel or the client's own time limit, not a "
+                    "failure; not counted)"
+                  : fmt::format(" (the client left before the end; {} of them after output had begun, a cancel or the "
+                                "client's own time limit, not a failure: not counted; {} before the first token, not "
+                                "served: counted)",
+                                g.disconnected_after_first_token, n - g.disconnected_after_first_token);
     }
     c.evidence.push_back(std::move(line));
   }
-  c.evidence.push_back(
-      fmt::format("error rate {:.1f}% (threshold {:.0f}%)", 100 * g.error_rate, 100 * kErrorRateThreshold));
+  if (g.disconnected_after_first_token > 0) {
+    c.evidence.push_back(fmt::format("failure rate {:.1f}% (threshold {:.0f}%); {:.1f}% with the clients that left "
+                                     "after output had begun",
+                                     100 * g.failure_rate, 100 * kErrorRateThreshold, 100 * g.error_rate));
+  } else {
+    c.evidence.push_back(
+        fmt::format("error rate {:.1f}% (threshold {:.0f}%)", 100 * g.failure_rate, 100 * kErrorRateThreshold));
+  }
   return c;
 }
 

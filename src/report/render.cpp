@@ -451,6 +451,7 @@ std::string group_json(const GroupStats& g) {
       .field("streamed", static_cast<std::uint64_t>(g.streamed))
       .field("non_streamed", static_cast<std::uint64_t>(g.non_streamed))
       .field("error_rate", g.error_rate)
+      .field("failure_rate", g.failure_rate)
       .field("busy_share", g.busy_share);
   if (g.engine_split) w.raw_field("engine_split", engine_split_json(*g.engine_split));
   if (g.fit) {

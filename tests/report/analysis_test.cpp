@@ -182,7 +182,7 @@ TEST(GivenUp, RequestsLeftBeforeTheirFirstTokenAreCountedWithTheirWaitsAndNotHid
   in.groups = groups;
   const std::string md = render_markdown(in);
   EXPECT_NE(md.find("TTFT leaves out 2 streamed requests given up before the first token"), std::string::npos) << md;
-  EXPECT_NE(md.find("2 of 21 requests ended client_disconnected (the client left before the end, 1 of them after"),
+  EXPECT_NE(md.find("2 of 21 requests ended client_disconnected (the client left before the end; 1 of them after"),
             std::string::npos)
       << md;
   const std::string json = render_json(in);
@@ -233,6 +233,62 @@ TEST(GivenUp, RequestsLeftBeforeTheirFirstTokenAreCountedWithTheirWaitsAndNotHid
 // llama.cpp lets a request leave out its model, and the ledger names the model from the response:
 // a request it never answered (its client left in the queue) named none. Seen on the real server,
 // such requests made a group of their own, "(unknown model)", apart from the TTFT they belonged to.
+// A chat UI whose users press "stop": 6 of 106 clients leave once output has begun. Nothing failed
+// (the backend was serving them), and the errors candidate, which crossed at 5.7 before, does not
+// name them the bottleneck; two clients that leave before their first token were not served and
+// count (1.9% of requests: it crosses).
+TEST(GivenUp, ClientsThatStopAnAnswerAlreadyStreamingAreNotFailures) {
+  std::vector<ledger::LedgerRecord> rs;
+  for (int i = 0; i < 100; ++i) rs.push_back(rec(i * 10, 500, 100, 5, 0));
+  for (int i = 0; i < 6; ++i) {
+    auto stopped = rec(1000 + i * 10, 300, 100, 5, 0, "client_disconnected");
+    stopped.stream = true;
+    stopped.http_status = 200;
+    rs.push_back(stopped);
+  }
+  auto groups = analyse(rs, {});
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_NEAR(groups[0].error_rate, 6.0 / 106, 1e-12);
+  EXPECT_EQ(groups[0].failure_rate, 0.0);
+  const auto errors_of = [](const GroupStats& g) {
+    for (const auto& c : g.ranking) {
+      if (c.name == "errors") return c;
+    }
+    return Candidate{};
+  };
+  EXPECT_EQ(errors_of(groups[0]).score, 0.0);
+  EXPECT_NE(groups[0].ranking.front().name, "errors");
+  ReportInput in;
+  in.groups = groups;
+  const std::string md = render_markdown(in);
+  EXPECT_NE(md.find("6 of 106 requests ended client_disconnected (the client left after output had begun: a cancel "
+                    "or the client's own time limit, not a failure; not counted)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("failure rate 0.0% (threshold 1%); 5.7% with the clients that left after output had begun"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(render_json(in).find(R"("failure_rate":0,)"), std::string::npos);
+  auto slos = parse_slos("error_rate=0.01,failure_rate=0.01");
+  ASSERT_TRUE(slos.ok());
+  const auto judged = evaluate_slos(groups, *slos);
+  ASSERT_EQ(judged.size(), 2u);
+  EXPECT_TRUE(judged[0].violated);
+  EXPECT_FALSE(judged[1].violated);
+
+  rs.push_back(given_up(2000, 3000));
+  rs.push_back(given_up(2010, 3000));
+  groups = analyse(rs, {});
+  EXPECT_NEAR(groups[0].failure_rate, 2.0 / 108, 1e-12);
+  EXPECT_NEAR(errors_of(groups[0]).score, 1.85, 0.01);
+  in.groups = groups;
+  EXPECT_NE(render_markdown(in).find("8 of 108 requests ended client_disconnected (the client left before the end; 6 "
+                                     "of them after output had begun, a cancel or the client's own time limit, not a "
+                                     "failure: not counted; 2 before the first token, not served: counted)"),
+            std::string::npos)
+      << render_markdown(in);
+}
+
 TEST(GivenUp, RequestsThatNamedNoModelJoinTheOnlyModelTheLinesName) {
   std::vector<ledger::LedgerRecord> rs;
   for (int i = 0; i < 8; ++i) rs.push_back(rec(i * 10, 500, 100, 5, 0));
