@@ -560,7 +560,7 @@ std::vector<GroupStats> analyse(const RowTable& table, const Options& opts) {
 
 Result<std::vector<Slo>> parse_slos(std::string_view text) {
   static const char* kKnown[] = {"ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p95_ms",
-                                 "tpot_p99_ms", "e2e_p95_ms",  "e2e_p99_ms",  "error_rate", "failure_rate"};
+                                 "tpot_p99_ms", "e2e_p95_ms",  "e2e_p99_ms",  "error_rate",  "failure_rate"};
   std::vector<Slo> out;
   std::size_t pos = 0;
   while (pos <= text.size()) {

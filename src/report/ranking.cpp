@@ -282,17 +282,19 @@ Candidate errors_candidate(const GroupStats& g) {
       line += g.disconnected_after_first_token == n
                   ? " (the client left after output had begun: a cancel or the client's own time limit, not a "
                     "failure; not counted)"
-                  : fmt::format(" (the client left before the end; {} of them after output had begun, a cancel or the "
-                                "client's own time limit, not a failure: not counted; {} before the first token, not "
-                                "served: counted)",
-                                g.disconnected_after_first_token, n - g.disconnected_after_first_token);
+                  : fmt::format(
+                        " (the client left before the end; {} of them after output had begun, a cancel or the "
+                        "client's own time limit, not a failure: not counted; {} before the first token, not "
+                        "served: counted)",
+                        g.disconnected_after_first_token, n - g.disconnected_after_first_token);
     }
     c.evidence.push_back(std::move(line));
   }
   if (g.disconnected_after_first_token > 0) {
-    c.evidence.push_back(fmt::format("failure rate {:.1f}% (threshold {:.0f}%); {:.1f}% with the clients that left "
-                                     "after output had begun",
-                                     100 * g.failure_rate, 100 * kErrorRateThreshold, 100 * g.error_rate));
+    c.evidence.push_back(
+        fmt::format("failure rate {:.1f}% (threshold {:.0f}%); {:.1f}% with the clients that left "
+                    "after output had begun",
+                    100 * g.failure_rate, 100 * kErrorRateThreshold, 100 * g.error_rate));
   } else {
     c.evidence.push_back(
         fmt::format("error rate {:.1f}% (threshold {:.0f}%)", 100 * g.failure_rate, 100 * kErrorRateThreshold));

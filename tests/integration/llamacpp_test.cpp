@@ -776,6 +776,44 @@ TEST_F(RealLlamaCppVerdicts, ASweepsTimeoutsInTheQueueMissTheBudgetWhereTheyHapp
   EXPECT_TRUE(run_cli({"sweep", "verify", dir_ + "/sweep.json"}).exit_code == 0);
 }
 
+// A chat UI's stop button: four clients on four slots, each asking for 300 tokens once and leaving
+// at its first content token, then sending two short requests that finish. The engine was serving
+// the four (a first token reached each client) and nothing failed: the errors candidate, which
+// ranked first at 33 before (every outcome but ok counted), leaves them out and says so.
+TEST_F(RealLlamaCppVerdicts, ClientsThatStopAnAnswerAlreadyStreamingAreNotErrors) {
+  LlamaServer server(dir_ + "/llama.log", {}, "MPO_LLAMA_SMALL_MODEL");  // 4 slots
+  auto proxy = scraping_proxy(server);
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 4; ++c) {
+    clients.emplace_back([&, c] {
+      const auto stopped =
+          chat_leaving_after(proxy->port, chat(fmt::format("stop{}", c), 10, 300), R"("delta":{"content":")");
+      EXPECT_EQ(stopped.status, 200);
+      EXPECT_FALSE(stopped.complete);
+      EXPECT_NE(stopped.body.find(R"("delta":{"content":")"), std::string::npos) << stopped.body;
+      for (int i = 0; i < 2; ++i) {
+        EXPECT_EQ(http_post(proxy->port, "/v1/chat/completions", chat(fmt::format("c{}r{}", c, i), 10, 8)).status, 200);
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  await_more_lines(dir_ + "/ledger.scrape.jsonl", 2, [&] { http_get(proxy->admin_port, "/healthz"); });
+  EXPECT_EQ(proxy->process.terminate(), 0);
+  const auto report = run_cli({"report", dir_ + "/ledger.jsonl", "--format", "json"});
+  const auto doc = json::parse(report.out);
+  const auto& g = doc.at("result").at("groups").as_array().at(0).as_object();
+  EXPECT_EQ(g.at("outcomes").at("client_disconnected").to_number<int>(), 4) << report.out;
+  EXPECT_NEAR(g.at("error_rate").to_number<double>(), 4.0 / 12, 1e-9);
+  EXPECT_EQ(g.at("failure_rate").to_number<double>(), 0.0);
+  EXPECT_EQ(score(g, "errors"), 0.0) << ranking(g);
+  EXPECT_NE(g.at("ranking").as_array().at(0).at("candidate"), "errors") << ranking(g);
+  EXPECT_NE(evidence(g, "errors")
+                .find("4 of 12 requests ended client_disconnected (the client left after output had "
+                      "begun: a cancel or the client's own time limit, not a failure; not counted)"),
+            std::string::npos)
+      << evidence(g, "errors");
+}
+
 TEST_F(RealLlamaCppVerdicts, AnIdleEngineCrossesNothing) {
   LlamaServer server(dir_ + "/llama.log", {}, "MPO_LLAMA_SMALL_MODEL");
   Proxy proxy(server.url(), dir_ + "/ledger.jsonl");
