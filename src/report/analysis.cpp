@@ -10,9 +10,11 @@
 #include <array>
 #include <atomic>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <span>
 #include <thread>
+#include <tuple>
 
 #include "report/ranking.hpp"
 
@@ -408,8 +410,30 @@ void derive_window_figures(const RowList& rs, GroupColumns& c, Tally& t, GroupSt
   }
 }
 
+// The failed rows by outcome, status and error type, most first (ties in that order).
+std::vector<FailureKind> failure_kinds(const RowList& rs, const FailureIndex& index) {
+  std::map<std::tuple<std::string_view, int, std::string_view>, FailureKind> kinds;
+  for (const auto* r : rs) {
+    if (r->ok()) continue;
+    const auto it = index.find(r);
+    const FailureDetail d = it == index.end() ? FailureDetail{} : it->second;
+    FailureKind& k = kinds[{r->outcome(), d.http_status, d.error_type}];
+    if (k.requests++ == 0) {
+      k.outcome = std::string(r->outcome());
+      k.http_status = d.http_status;
+      k.error_type = std::string(d.error_type);
+    }
+    if (k.example_message.empty()) k.example_message = std::string(d.error_message);
+  }
+  std::vector<FailureKind> out;
+  for (auto& [key, k] : kinds) out.push_back(std::move(k));
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.requests > b.requests; });
+  return out;
+}
+
 // The rows' figures and their ranking, without the views by turn and by API.
-GroupStats analyse_rows(std::string_view key, const RowList& rs, GroupColumns& c, const Options& opts) {
+GroupStats analyse_rows(std::string_view key, const RowList& rs, GroupColumns& c, const Options& opts,
+                        const FailureIndex* failures = nullptr) {
   GroupStats g;
   g.key = std::string(key);
   g.requests = rs.size();
@@ -421,6 +445,7 @@ GroupStats analyse_rows(std::string_view key, const RowList& rs, GroupColumns& c
   summarise_given_up(rs, c, g);
   fit_ttft_of(rs, c, g);
   derive_window_figures(rs, c, t, g);
+  if (failures && g.error_rate > 0) g.failures = failure_kinds(rs, *failures);
   g.engine_split = engine_split_of(rs);
   if (const auto tr = opts.traced.find(key); !g.engine_split && tr != opts.traced.end()) {
     const auto of = static_cast<std::size_t>(
@@ -458,10 +483,10 @@ void judge_turn_bands(std::string_view key, const RowList& rs, TurnView& v, Grou
 }
 
 GroupStats analyse_group(std::string_view key, const RowList& rs, GroupColumns& c, const Options& opts,
-                         const SessionIndex* sessions) {
-  GroupStats g = analyse_rows(key, rs, c, opts);
+                         const RowTable& table) {
+  GroupStats g = analyse_rows(key, rs, c, opts, &table.failures());
   TurnContext turn_context;
-  turn_context.sessions = sessions;
+  turn_context.sessions = &table.sessions();
   if (opts.engine) turn_context.kv_usage = &opts.engine->kv_usage;
   g.turns = turns_of(rs, turn_context);
   if (g.turns) judge_turn_bands(key, rs, *g.turns, c, opts);
@@ -522,7 +547,7 @@ std::vector<GroupStats> analyse(const RowTable& table, const Options& opts) {
   auto worker = [&] {
     GroupColumns columns;  // reused from group to group: its memory is touched once per thread
     for (std::size_t i = next++; i < work.size(); i = next++) {
-      out[i] = analyse_group(work[i].first, *work[i].second, columns, opts, &table.sessions());
+      out[i] = analyse_group(work[i].first, *work[i].second, columns, opts, table);
     }
   };
   const unsigned threads = std::min<std::size_t>(work.size(), std::max(1u, std::thread::hardware_concurrency()));

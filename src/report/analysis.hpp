@@ -61,6 +61,15 @@ struct OtherStats {
   std::int64_t prompt_tokens_total = 0;
 };
 
+// Failed requests of one kind: their outcome, HTTP status (0: none) and error type, with the
+// first message one of them carried (RowTable::failures: cut, or empty past the messages kept).
+struct FailureKind {
+  std::string outcome;
+  int http_status = 0;
+  std::string error_type, example_message;
+  std::size_t requests = 0;
+};
+
 // One request's TTFT as the client saw it beside the engine's own times for it: from llama.cpp's
 // `timings` on the line, or from the engine's span joined to the line (report --traces).
 struct EngineTimes {
@@ -144,6 +153,8 @@ struct GroupStats {
   std::size_t e2e_given_up = 0;
   std::optional<Summary> e2e_high_ms;
   std::size_t disconnected_after_first_token = 0;  // client_disconnected once output had begun
+  // The failed requests (every outcome but ok) by outcome, status and error type, most first.
+  std::vector<FailureKind> failures;
   // Requests that named no model and got no answer, counted here with the only model the lines
   // name (model_of_unnamed).
   std::size_t unnamed_model_requests = 0;

@@ -272,11 +272,37 @@ namespace {
 // listed and not counted: the backend was serving it (a chat UI's stop button, a client's own time
 // limit). One that left before its first token counts: it was not served (and its wait is evidence
 // of queueing, below).
+// What the lines say of an outcome's failures: "HTTP 400 exceed_context_size_error (6): "request
+// (2898 tokens) exceeds ..."", the three most frequent kinds; empty when they say nothing (no
+// status other than 2xx, no type, no message).
+std::string failure_details(const GroupStats& g, std::string_view outcome) {
+  constexpr std::size_t kShown = 3;
+  std::string out;
+  std::size_t shown = 0, more = 0;
+  for (const auto& k : g.failures) {
+    if (k.outcome != outcome) continue;
+    const bool status_says = k.http_status != 0 && (k.http_status < 200 || k.http_status > 299);
+    if (!status_says && k.error_type.empty() && k.example_message.empty()) continue;
+    if (shown == kShown) {
+      ++more;
+      continue;
+    }
+    out += shown++ == 0 ? ": " : "; ";
+    std::string what = k.http_status != 0 ? fmt::format("HTTP {}", k.http_status) : std::string();
+    if (!k.error_type.empty()) what += (what.empty() ? "" : " ") + k.error_type;
+    if (what.empty()) what = "no status";
+    out += fmt::format("{} ({})", what, k.requests);
+    if (!k.example_message.empty()) out += fmt::format(": \"{}\"", k.example_message);
+  }
+  if (more > 0) out += fmt::format("; and {} more kind{}", more, more == 1 ? "" : "s");
+  return out;
+}
+
 Candidate errors_candidate(const GroupStats& g) {
   Candidate c{"errors", g.failure_rate / kErrorRateThreshold, {}};
   for (const auto& [outcome, n] : g.outcomes) {
     if (outcome == "ok") continue;
-    std::string line = fmt::format("{} of {} requests ended {}", n, g.requests, outcome);
+    std::string line = fmt::format("{} of {} requests ended {}", n, g.requests, outcome) + failure_details(g, outcome);
     if (outcome == "client_disconnected") {
       // A cancel and a client's time limit look alike here; either way the backend had not failed.
       line += g.disconnected_after_first_token == n

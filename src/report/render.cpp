@@ -154,6 +154,33 @@ std::string lateness_detail(const std::optional<ProxyStalls>& ps) {
                      ps->late_lines, ps->stalls.size(), kStallsInAStretch, kStallSeparationMs);
 }
 
+// The failures by kind; an absent status, type or message is null.
+std::string failures_json(const std::vector<FailureKind>& kinds) {
+  std::vector<std::string> items;
+  for (const auto& k : kinds) {
+    JsonObjectWriter w;
+    w.field("outcome", k.outcome);
+    if (k.http_status != 0) {
+      w.field("http_status", k.http_status);
+    } else {
+      w.null_field("http_status");
+    }
+    if (!k.error_type.empty()) {
+      w.field("error_type", k.error_type);
+    } else {
+      w.null_field("error_type");
+    }
+    w.field("requests", static_cast<std::uint64_t>(k.requests));
+    if (!k.example_message.empty()) {
+      w.field("example_message", k.example_message);
+    } else {
+      w.null_field("example_message");
+    }
+    items.push_back(std::move(w).finish());
+  }
+  return json_array(items, false);
+}
+
 std::string stalls_json(const std::optional<ProxyStalls>& ps) {
   if (!ps) return "null";
   std::vector<std::string> items;
@@ -215,6 +242,23 @@ std::string timing_summary(const GroupStats& g) {
 }
 
 namespace {
+
+// Text as one cell of a Markdown table: a `|` escaped, a line break or other control byte a space
+// (evidence quotes the backend's own error messages, which may hold either).
+std::string table_cell(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    if (ch == '|') {
+      out += "\\|";
+    } else if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) {
+      out += ' ';
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
 
 // The TTFT fit's line, with what limits its reading.
 std::string fit_md(const GroupStats& g) {
@@ -329,7 +373,7 @@ std::string group_md(const GroupStats& g) {
   for (const auto& c : g.ranking) {
     if (!shown_in_ranking(c)) continue;
     fmt::format_to(std::back_inserter(o), "| {} | {} | {:.2f} | {} |\n", ++rank, c.name, c.score,
-                   fmt::join(c.evidence, "; "));
+                   table_cell(fmt::format("{}", fmt::join(c.evidence, "; "))));
   }
   return o;
 }
@@ -452,6 +496,7 @@ std::string group_json(const GroupStats& g) {
       .field("non_streamed", static_cast<std::uint64_t>(g.non_streamed))
       .field("error_rate", g.error_rate)
       .field("failure_rate", g.failure_rate)
+      .raw_field("failures", failures_json(g.failures))
       .field("busy_share", g.busy_share);
   if (g.engine_split) w.raw_field("engine_split", engine_split_json(*g.engine_split));
   if (g.fit) {

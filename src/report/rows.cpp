@@ -210,6 +210,7 @@ void RowTable::add(const ledger::LedgerRecordView& r) {
   seg.push_back(row);  // within capacity: no row ever moves
   const Row* added = &seg.back();
   if (r.session_id && row.turn > 0) sessions_.emplace(added, std::hash<std::string_view>{}(*r.session_id));
+  if (!added->ok()) add_failure(added, r);
   if (!generating(*added)) {
     others_[operation_name(added->operation)].push_back(added);
     return;
@@ -219,6 +220,21 @@ void RowTable::add(const ledger::LedgerRecordView& r) {
     last_group_key_ = group.data();
   }
   last_bucket_->push_back(added);
+}
+
+void RowTable::add_failure(const Row* row, const ledger::LedgerRecordView& r) {
+  FailureDetail d;
+  d.http_status = r.http_status.value_or(0);
+  if (r.error_type) d.error_type = intern(r.error_type->substr(0, kFailureMessageBytes), last_failure_type_);
+  if (r.error_message && !r.error_message->empty()) {
+    const std::string_view m = r.error_message->substr(0, kFailureMessageBytes);
+    if (interned_.count(m) || failure_messages_ < kFailureMessagesKept) {
+      const std::size_t before = interned_.size();
+      d.error_message = intern(m, last_failure_message_);
+      failure_messages_ += interned_.size() - before;
+    }
+  }
+  failures_.emplace(row, d);
 }
 
 std::uint16_t RowTable::phase_index(std::string_view interned) {
@@ -263,11 +279,13 @@ void RowTable::append(RowTable&& other) {
   last_bucket_ = nullptr;
   for (auto& s : other.storage_) storage_.push_back(std::move(s));
   sessions_.merge(other.sessions_);
+  failures_.merge(other.failures_);
+  failure_messages_ += std::exchange(other.failure_messages_, 0);
   // Rows of `other` point into its storage (now ours); later add() calls intern into a fresh deque
   // and start a fresh segment, so row order stays the order added.
   interned_.clear();
   storage_.push_back(std::make_unique<std::deque<std::string>>());
-  last_group_ = last_phase_ = {};
+  last_group_ = last_phase_ = last_failure_type_ = last_failure_message_ = {};
   last_phase_index_ = 0;
   other.segments_.clear();
 }

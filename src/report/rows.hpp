@@ -152,6 +152,18 @@ struct HugePageAllocator {
 // A row's conversation (a hash of its session_id), for the rows whose line names one.
 using SessionIndex = std::unordered_map<const Row*, std::uint64_t>;
 
+// What a failed request's line says of its failure (a row has no room for it, and most rows are
+// ok): the HTTP status (0: none), the error's type and message (interned; a message cut at
+// kFailureMessageBytes, and empty once a table holds kFailureMessagesKept distinct ones: a ledger of
+// a million failures, each message naming its own token count, stays small).
+struct FailureDetail {
+  int http_status = 0;
+  std::string_view error_type, error_message;
+};
+using FailureIndex = std::unordered_map<const Row*, FailureDetail>;
+inline constexpr std::size_t kFailureMessageBytes = 240;
+inline constexpr std::size_t kFailureMessagesKept = 512;
+
 // Rows of one group by address, in the order added. A million of them take 8 MB: on huge pages, as
 // the rows are.
 using RowList = std::vector<const Row*, HugePageAllocator<const Row*>>;
@@ -183,6 +195,8 @@ class RowTable {
   // The conversation of each row whose line names one, as a 64-bit hash of its session_id (a row
   // has no room for it): what links a turn to the turn before it (report/turns.hpp).
   const SessionIndex& sessions() const { return sessions_; }
+  // The status, error type and message of each row whose outcome is not ok.
+  const FailureIndex& failures() const { return failures_; }
   // Every row, in the order added.
   template <typename F>
   void for_each(F&& f) const {
@@ -195,6 +209,7 @@ class RowTable {
   using Segment = std::vector<Row, HugePageAllocator<Row>>;
   Segment& current();
   std::string_view intern(std::string_view s, std::string_view& last);
+  void add_failure(const Row* row, const ledger::LedgerRecordView& r);
   std::uint16_t phase_index(std::string_view interned);
   GroupBy by_;
   std::size_t warmup_lines_ = 0;
@@ -212,6 +227,9 @@ class RowTable {
   // Interned strings; a deque never moves its elements, and the unique_ptr keeps it in place.
   std::vector<std::unique_ptr<std::deque<std::string>>> storage_;
   SessionIndex sessions_;
+  FailureIndex failures_;
+  std::size_t failure_messages_ = 0;  // distinct messages interned (kFailureMessagesKept)
+  std::string_view last_failure_type_, last_failure_message_;
   std::unordered_set<std::string_view> interned_;
 };
 

@@ -156,6 +156,15 @@ TEST_F(RealLlamaCppConversations, ASmallContextFailsEveryTurnPastItAndTheTableSa
       << md.out;
   EXPECT_NE(read_file(dir_ + "/proxy.jsonl").find("exceeds the available context size (512 tokens)"),
             std::string::npos);
+  // The errors candidate says what the engine answered, its status, type and words.
+  const auto& kinds = doc.at("result").at("groups").as_array().at(0).at("failures").as_array();
+  ASSERT_EQ(kinds.size(), 1u) << report.out;
+  EXPECT_EQ(kinds[0].at("http_status").as_int64(), 400);
+  EXPECT_EQ(kinds[0].at("error_type"), "exceed_context_size_error");
+  EXPECT_NE(md.out.find("requests ended http_error: HTTP 400 exceed_context_size_error ("), std::string::npos)
+      << md.out;
+  EXPECT_NE(md.out.find("exceeds the available context size (512 tokens), try increasing it\""), std::string::npos)
+      << md.out;
 }
 
 TEST_F(RealLlamaCppConversations, ATracesBlocksAreTheTokensItSaysAndSharedBlocksAreCached) {

@@ -169,6 +169,7 @@ TEST(GivenUp, RequestsLeftBeforeTheirFirstTokenAreCountedWithTheirWaitsAndNotHid
   rs.push_back(given_up(210, 5000, "upstream_timeout"));       // a load generator's own time limit
   auto cut = rec(220, 400, 120, 5, 0, "client_disconnected");  // left after output had begun
   cut.stream = true;
+  cut.http_status = 200;
   rs.push_back(cut);
   const auto groups = analyse(rs, {});
   ASSERT_EQ(groups.size(), 1u);
@@ -287,6 +288,61 @@ TEST(GivenUp, ClientsThatStopAnAnswerAlreadyStreamingAreNotFailures) {
                                      "failure: not counted; 2 before the first token, not served: counted)"),
             std::string::npos)
       << render_markdown(in);
+}
+
+// The errors candidate says what failed, as the lines say it: the status, the error's type and a
+// message, most frequent first. The message is llama.cpp b10309's for a prompt past a slot's
+// context (-np 4 on the small model, a 1,500-word prompt: seen on the real server, 2026-12-05); a
+// `|` and a line break in a backend's message do not break the Markdown table.
+TEST(Failures, TheErrorsCandidateSaysWhatFailedByStatusAndTypeWithAMessage) {
+  std::vector<ledger::LedgerRecord> rs;
+  for (int i = 0; i < 9; ++i) rs.push_back(rec(i * 10, 500, 100, 5, 0));
+  for (int i = 0; i < 6; ++i) {
+    auto r = rec(100 + i * 10, 20, std::nullopt, 5, 0, "http_error");
+    r.http_status = 400;
+    r.error_type = "exceed_context_size_error";
+    r.error_message =
+        fmt::format("request ({} tokens) exceeds the available context size (512 tokens), try increasing it", 2898 + i);
+    rs.push_back(r);
+  }
+  auto odd = rec(200, 20, std::nullopt, 5, 0, "http_error");
+  odd.http_status = 503;
+  odd.error_message = "busy | try\nlater";
+  rs.push_back(odd);
+  auto gone = rec(210, 20, std::nullopt, 5, 0, "upstream_unreachable");
+  gone.http_status = 0;
+  rs.push_back(gone);
+  const auto groups = analyse(rs, {});
+  ASSERT_EQ(groups.size(), 1u);
+  const auto& f = groups[0].failures;
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_EQ(f[0].outcome, "http_error");
+  EXPECT_EQ(f[0].http_status, 400);
+  EXPECT_EQ(f[0].error_type, "exceed_context_size_error");
+  EXPECT_EQ(f[0].requests, 6u);
+  EXPECT_EQ(f[0].example_message,
+            "request (2898 tokens) exceeds the available context size (512 tokens), try increasing it");
+  EXPECT_EQ(f[1].http_status, 503);
+  EXPECT_EQ(f[2].outcome, "upstream_unreachable");
+  ReportInput in;
+  in.groups = groups;
+  const std::string md = render_markdown(in);
+  EXPECT_NE(md.find("7 of 17 requests ended http_error: HTTP 400 exceed_context_size_error (6): \"request (2898 "
+                    "tokens) exceeds the available context size (512 tokens), try increasing it\"; HTTP 503 (1): "
+                    "\"busy \\| try later\""),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("1 of 17 requests ended upstream_unreachable;"), std::string::npos) << md;
+  const std::string json = render_json(in);
+  EXPECT_NE(
+      json.find(R"("failures":[{"outcome":"http_error","http_status":400,"error_type":"exceed_context_size_error",)"
+                R"("requests":6,"example_message":"request (2898 tokens))"),
+      std::string::npos)
+      << json;
+  EXPECT_NE(json.find(R"({"outcome":"upstream_unreachable","http_status":null,"error_type":null,"requests":1,)"
+                      R"("example_message":null})"),
+            std::string::npos)
+      << json;
 }
 
 TEST(GivenUp, RequestsThatNamedNoModelJoinTheOnlyModelTheLinesName) {
