@@ -127,7 +127,13 @@ void engine_gauge_evidence(const EngineEvidence* engine, bool decided, Candidate
 
 // What the TTFT fit says of queueing behind other requests.
 void fit_evidence(const GroupStats& g, Candidate& c) {
-  if (g.fit && g.fit->in_flight_varies) {
+  if (g.fit && g.fit->in_flight_varies && g.fit->c_ms_per_in_flight < 0) {
+    // Observational: another factor moved with the count (a mix of request shapes, the prefix cache).
+    c.evidence.push_back(
+        fmt::format("fit: TTFT did not rise with the requests already in flight ({:.1f} ms each, "
+                    "R² {:.2f}, n {}): no sign of queueing at this proxy",
+                    g.fit->c_ms_per_in_flight, g.fit->r2, g.fit->n));
+  } else if (g.fit && g.fit->in_flight_varies) {
     c.evidence.push_back(fmt::format("fit: each request already in flight adds {:.1f} ms to TTFT (R² {:.2f}, n {})",
                                      g.fit->c_ms_per_in_flight, g.fit->r2, g.fit->n));
   } else if (g.fit && g.fit->collinear) {
@@ -362,7 +368,11 @@ Candidate decode_candidate(const GroupStats& g) {
   }
   if (g.tpot_in_flight_slope_ms) {
     c.evidence.push_back(
-        fmt::format("TPOT changes {:+.2f} ms per request in flight (batching cost)", *g.tpot_in_flight_slope_ms));
+        *g.tpot_in_flight_slope_ms < 0
+            ? fmt::format(
+                  "TPOT did not rise with the requests in flight ({:+.2f} ms per request): no batching cost seen",
+                  *g.tpot_in_flight_slope_ms)
+            : fmt::format("TPOT changes {:+.2f} ms per request in flight (batching cost)", *g.tpot_in_flight_slope_ms));
   }
   return c;
 }

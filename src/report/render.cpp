@@ -277,6 +277,10 @@ std::string fit_md(const GroupStats& g) {
                    "to measure prefill).\n",
                    f.prompt_min, f.prompt_max);
   }
+  if ((f.prompt_varies && f.b_ms_per_token < 0) || (f.in_flight_varies && f.c_ms_per_in_flight < 0)) {
+    o += "A negative coefficient says TTFT fell as that quantity rose in this run: something else moved with it "
+         "(requests of different shapes mixed, the prefix cache); it is no cost, and no saving.\n";
+  }
   if (f.a_ms < 0) {
     o += "The intercept is negative: a straight line does not describe TTFT over this range; read the "
          "coefficients as a trend, not as fixed and per-unit costs.\n";

@@ -345,6 +345,26 @@ TEST(Failures, TheErrorsCandidateSaysWhatFailedByStatusAndTypeWithAMessage) {
       << json;
 }
 
+// A run where TTFT fell as more requests were in flight (short requests arriving while long ones
+// ran, as a mixed workload on the real llama-server gave -15.1 ms): the fit's coefficient is no
+// cost, and the report does not call it one.
+TEST(TtftFit, ANegativeCoefficientIsNotCalledACost) {
+  std::vector<ledger::LedgerRecord> rs;
+  for (int i = 0; i < 20; ++i) rs.push_back(rec(i * 1000, 1500, 900 - 40.0 * (i % 10), 50, i % 10));
+  const auto groups = analyse(rs, {});
+  ASSERT_EQ(groups.size(), 1u);
+  ASSERT_TRUE(groups[0].fit.has_value());
+  EXPECT_LT(groups[0].fit->c_ms_per_in_flight, 0);
+  ReportInput in;
+  in.groups = groups;
+  const std::string md = render_markdown(in);
+  EXPECT_NE(md.find("A negative coefficient says TTFT fell as that quantity rose in this run"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("fit: TTFT did not rise with the requests already in flight (-40.0 ms each"), std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("each request already in flight adds -"), std::string::npos) << md;
+}
+
 TEST(GivenUp, RequestsThatNamedNoModelJoinTheOnlyModelTheLinesName) {
   std::vector<ledger::LedgerRecord> rs;
   for (int i = 0; i < 8; ++i) rs.push_back(rec(i * 10, 500, 100, 5, 0));
