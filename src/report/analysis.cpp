@@ -447,6 +447,14 @@ GroupStats analyse_rows(std::string_view key, const RowList& rs, GroupColumns& c
   derive_window_figures(rs, c, t, g);
   if (failures && g.error_rate > 0) g.failures = failure_kinds(rs, *failures);
   g.engine_split = engine_split_of(rs);
+  if (g.engine_split && g.engine_split->not_streamed && !g.tpot_ms) {
+    std::vector<double> per_token;
+    for (const auto* r : rs) {
+      if (!r->ok() || r->stream || !r->engine_predicted_ms || r->completion_tokens.value_or(0) < 2) continue;
+      per_token.push_back(*r->engine_predicted_ms / (*r->completion_tokens - 1));
+    }
+    g.engine_tpot_ms = summarize(per_token);
+  }
   if (const auto tr = opts.traced.find(key); !g.engine_split && tr != opts.traced.end()) {
     const auto of = static_cast<std::size_t>(
         std::count_if(rs.begin(), rs.end(), [](const Row* r) { return r->ok() && r->ttft_ms.has_value(); }));

@@ -111,6 +111,10 @@ struct EngineSplit {
   // llama.cpp), "with_output" (TTFB ~ TTFT), "on_accept" (the head came before the wait for a slot
   // ended), "" when the run cannot tell (no TTFB, or no wait to tell them apart).
   std::string head_rule;
+  // Built from requests not streamed (a group with no TTFT at all): the first token is when the
+  // engine says it began decoding, e2e - timings.predicted_ms (the ttft_ms of its EngineTimes),
+  // and no head rule (the head came with the whole body).
+  bool not_streamed = false;
 };
 
 struct GroupStats {
@@ -161,6 +165,9 @@ struct GroupStats {
   double busy_share = 0;  // union of request intervals / window
   std::optional<TtftFit> fit;
   std::optional<EngineSplit> engine_split;
+  // Where no request was streamed (no TPOT measured) and llama.cpp's timings say: its decode time
+  // over the tokens after the first (timings.predicted_ms / (completion_tokens - 1)), per request.
+  std::optional<Summary> engine_tpot_ms;
   std::optional<double> tpot_in_flight_slope_ms;  // d(TPOT)/d(in_flight), when in_flight varies
   std::vector<Candidate> ranking;                 // best first
   std::vector<ApiStats> apis;                     // per API, when the group's requests spoke more than one

@@ -72,6 +72,13 @@ std::optional<double> engine_queue_score(const GroupStats& g, const EngineEviden
         "{}: the engine held the request in its queue {:.1f} ms of the {:.1f} ms TTFT p50 (p50 over {} of {} "
         "requests; p90 {:.1f} ms)",
         e->source, e->queue_ms->p50, ttft50, e->n, e->of, e->queue_ms->p90));
+  } else if (e && e->not_streamed) {
+    decided = std::max(0.0, e->wait_ms.p50) / kQueueExcessThresholdMs;
+    c.evidence.push_back(fmt::format(
+        "{}: {:.1f} ms p50 passed before the engine began the prompt (e2e - predicted_ms - prompt_ms over {} of {} "
+        "requests not streamed; p90 {:.1f} ms): the wait for a slot, the engine's own work before the prompt "
+        "(reading and tokenizing the request, its prompt cache) and the network",
+        e->source, e->wait_ms.p50, e->n, e->of, e->wait_ms.p90));
   } else if (e) {
     decided = std::max(0.0, e->wait_ms.p50) / kQueueExcessThresholdMs;
     c.evidence.push_back(fmt::format(
@@ -140,7 +147,7 @@ void fit_evidence(const GroupStats& g, Candidate& c) {
     c.evidence.push_back(
         "prompt length and in-flight count rose together: the fit cannot tell queueing from prefill, "
         "so it uses prompt tokens only and queueing is read from TTFT alone");
-  } else {
+  } else if (g.fit) {
     c.evidence.push_back(
         "concurrency at this proxy did not vary: queueing behind other clients is read from TTFT alone");
   }
@@ -243,6 +250,30 @@ std::optional<EngineSplit> engine_split_of(std::span<const EngineTimes> times, s
   return e;
 }
 
+namespace {
+
+// A group with no TTFT: its requests were not streamed, and llama.cpp's timings on their lines say
+// when the engine began decoding (e2e - predicted_ms: the first token's moment, as the engine
+// counted it, before the rest of the body came) and how long the prompt took before that.
+std::optional<EngineSplit> engine_split_not_streamed(const RowList& rs) {
+  std::vector<EngineTimes> times;
+  std::size_t of = 0;
+  for (const Row* r : rs) {
+    if (!r->ok() || r->stream || !r->e2e_ms) continue;
+    ++of;
+    if (!r->engine_prompt_ms || !r->engine_predicted_ms) continue;
+    EngineTimes t;
+    t.ttft_ms = *r->e2e_ms - *r->engine_predicted_ms;
+    t.prefill_ms = *r->engine_prompt_ms;
+    times.push_back(t);
+  }
+  auto e = engine_split_of(times, of, "llama.cpp timings.prompt_ms (not streamed)");
+  if (e) e->not_streamed = true;
+  return e;
+}
+
+}  // namespace
+
 std::optional<EngineSplit> engine_split_of(const RowList& rs) {
   // Every start of the group, in order: a request was alone until its first token when none other
   // started from its start to its first token (one that started at the same microsecond included:
@@ -269,6 +300,7 @@ std::optional<EngineSplit> engine_split_of(const RowList& rs) {
               alone_until(r->started_at_us, r->started_at_us + static_cast<std::int64_t>(std::ceil(t.ttft_ms * 1000)));
     times.push_back(t);
   }
+  if (of == 0) return engine_split_not_streamed(rs);
   return engine_split_of(times, of, "llama.cpp timings.prompt_ms");
 }
 
@@ -365,6 +397,12 @@ Candidate decode_candidate(const GroupStats& g) {
   if (g.tpot_ms) {
     c.evidence.push_back(fmt::format("TPOT p50 {:.1f} ms ({:.1f} tok/s per stream), p95 {:.1f} ms; threshold {:.0f} ms",
                                      g.tpot_ms->p50, 1000.0 / g.tpot_ms->p50, g.tpot_ms->p95, kTpotThresholdMs));
+  } else if (const auto& e = g.engine_tpot_ms) {
+    c.score = e->p50 / kTpotThresholdMs;
+    c.evidence.push_back(fmt::format(
+        "llama.cpp timings.predicted_ms (not streamed): the engine took {:.1f} ms p50 per token after the first "
+        "({:.1f} tok/s per request), p95 {:.1f} ms, over {} requests; threshold {:.0f} ms",
+        e->p50, 1000.0 / e->p50, e->p95, e->n, kTpotThresholdMs));
   }
   if (g.tpot_in_flight_slope_ms) {
     c.evidence.push_back(
@@ -441,7 +479,14 @@ Candidate workload_candidate(const GroupStats& g) {
 // Not enough evidence: nothing streamed, no TTFT or TPOT measured, no token counts.
 Candidate not_enough_evidence_candidate(const GroupStats& g) {
   Candidate c{"not_enough_evidence", 0.0, {}};
-  if (g.streamed == 0) {
+  if (g.streamed == 0 && g.engine_split && g.engine_split->not_streamed) {
+    // The engine's own timings stand in: the verdict rests on them, and says so.
+    c.evidence.push_back(fmt::format(
+        "no streamed requests: the proxy measured no TTFT or TPOT; llama.cpp's own timings on {} of {} of them stand "
+        "in (the wait before the prompt, the prefill, the decode per token: above); stream to see them as the "
+        "client did",
+        g.engine_split->n, g.engine_split->of));
+  } else if (g.streamed == 0) {
     c.score = 1.0;
     c.evidence.push_back("no streamed requests: TTFT and TPOT cannot be measured; turn on streaming");
   }

@@ -443,6 +443,7 @@ std::string engine_split_json(const EngineSplit& e) {
   } else {
     split.field("head_rule", e.head_rule);
   }
+  if (e.not_streamed) split.field("not_streamed", true);
   return std::move(split).finish();
 }
 
@@ -503,6 +504,7 @@ std::string group_json(const GroupStats& g) {
       .raw_field("failures", failures_json(g.failures))
       .field("busy_share", g.busy_share);
   if (g.engine_split) w.raw_field("engine_split", engine_split_json(*g.engine_split));
+  if (g.engine_tpot_ms) w.raw_field("engine_tpot_ms", summary_json(g.engine_tpot_ms));
   if (g.fit) {
     w.raw_field("ttft_fit", ttft_fit_json(*g.fit));
   } else {

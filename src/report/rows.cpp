@@ -149,11 +149,12 @@ std::string_view RowTable::intern(std::string_view s, std::string_view& last) {
   return last = *interned_.insert(std::string_view(kept)).first;
 }
 
-std::optional<float> timings_prompt_ms(std::string_view t) {
-  constexpr std::string_view kKey = "\"prompt_ms\":";
-  const auto at = t.find(kKey);
+std::optional<float> timings_prompt_ms(std::string_view t) { return timings_ms(t, "\"prompt_ms\":"); }
+
+std::optional<float> timings_ms(std::string_view t, std::string_view key) {
+  const auto at = t.find(key);
   if (at == std::string_view::npos) return std::nullopt;
-  const char* p = t.data() + at + kKey.size();
+  const char* p = t.data() + at + key.size();
   const char* end = t.data() + t.size();
   while (p < end && *p == ' ') ++p;
   double v = 0;
@@ -205,7 +206,10 @@ void RowTable::add(const ledger::LedgerRecordView& r) {
     row.in_flight_at_start = std::optional<std::int32_t>(static_cast<std::int32_t>(
         std::clamp<std::int64_t>(*r.in_flight_at_start, 0, std::numeric_limits<std::int32_t>::max())));
   }
-  if (r.server_timings) row.engine_prompt_ms = timings_prompt_ms(*r.server_timings);
+  if (r.server_timings) {
+    row.engine_prompt_ms = timings_prompt_ms(*r.server_timings);
+    row.engine_predicted_ms = timings_ms(*r.server_timings, "\"predicted_ms\":");
+  }
   Segment& seg = current();
   seg.push_back(row);  // within capacity: no row ever moves
   const Row* added = &seg.back();

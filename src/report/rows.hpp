@@ -108,8 +108,11 @@ struct Row {
   // The engine's own prefill time for this request (llama.cpp's timings.prompt_ms), where the line
   // carries it: the report splits TTFT at it (docs/REPORT.md "Evidence from the engine").
   Maybe<float> engine_prompt_ms;
+  // ... and its own decode time (timings.predicted_ms, from its first token to its last): with the
+  // prefill, what stands in for TTFT and TPOT where the request was not streamed.
+  Maybe<float> engine_predicted_ms;
 };
-static_assert(sizeof(Row) == 96, "a row's size is the report's memory: keep it (rows.hpp)");
+static_assert(sizeof(Row) == 104, "a row's size is the report's memory: keep it (rows.hpp)");
 static_assert(std::size(kOperationNames) <= 16, "Row::operation holds an index into kOperationNames in 4 bits");
 
 // A late read's wait was held up, not busy, when the proxy's loop read nothing at all for at least
@@ -121,6 +124,8 @@ inline std::uint8_t lag_quiet_of(double lag_ms, double quiet_ms) {
 
 // llama.cpp's `timings.prompt_ms` in a line's server_timings object; nullopt when absent.
 std::optional<float> timings_prompt_ms(std::string_view server_timings);
+// The same for any of its numbers in ms: `key` is the member's `"name":` text ("\"predicted_ms\":").
+std::optional<float> timings_ms(std::string_view server_timings, std::string_view key);
 
 // Requests that generate (chat, completions, responses, messages, and any other that produced a
 // token) are what the report's groups analyse and rank. The others (embeddings, rerank, score,

@@ -814,6 +814,49 @@ TEST_F(RealLlamaCppVerdicts, ClientsThatStopAnAnswerAlreadyStreamingAreNotErrors
       << evidence(g, "errors");
 }
 
+// Clients that do not stream, more of them than slots: six on two, 100 tokens each. The proxy
+// measures no TTFT; llama.cpp's timings on each line say when its decoding began and how long the
+// prompt took, so the wait for a slot is read from them (before: "not_enough_evidence: turn on
+// streaming", with the engine's own waiting gauge at 4), and its own gauge corroborates it.
+TEST_F(RealLlamaCppVerdicts, ClientsThatDoNotStreamAreJudgedFromTheEnginesTimings) {
+  LlamaServer server(dir_ + "/llama.log", {"-np", "2"}, "MPO_LLAMA_SMALL_MODEL");
+  auto proxy = scraping_proxy(server);
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 6; ++c) {
+    clients.emplace_back([&, c] {
+      for (int i = 0; i < 2; ++i) {
+        const auto r = http_post(
+            proxy->port, "/v1/chat/completions",
+            fmt::format(
+                R"({{"model":"real-llama","messages":[{{"role":"user","content":"client {} request {} a b c"}}],)"
+                R"("max_tokens":100,"ignore_eos":true}})",
+                c, i));
+        EXPECT_EQ(r.status, 200);
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  await_more_lines(dir_ + "/ledger.scrape.jsonl", 2, [&] { http_get(proxy->admin_port, "/healthz"); });
+  EXPECT_EQ(proxy->process.terminate(), 0);
+  const auto report = run_cli({"report", dir_ + "/ledger.jsonl", "--format", "json"});
+  const auto doc = json::parse(report.out);
+  const auto& g = doc.at("result").at("groups").as_array().at(0).as_object();
+  EXPECT_EQ(g.at("streamed").to_number<int>(), 0);
+  const auto& split = g.at("engine_split").as_object();
+  EXPECT_EQ(split.at("source"), "llama.cpp timings.prompt_ms (not streamed)") << ranking(g);
+  EXPECT_TRUE(split.at("not_streamed").as_bool());
+  EXPECT_EQ(split.at("requests").to_number<int>(), 12);
+  // Four clients wait for two answers of 100 tokens: far longer than the threshold.
+  EXPECT_GT(split.at("wait_ms").at("p50").to_number<double>(), 300) << ranking(g);
+  EXPECT_EQ(g.at("ranking").as_array().at(0).at("candidate"), "queueing") << ranking(g);
+  EXPECT_EQ(score(g, "not_enough_evidence"), 0.0) << ranking(g);
+  EXPECT_GT(score(g, "decode"), 0.0) << ranking(g);
+  EXPECT_GT(g.at("engine_tpot_ms").at("p50").to_number<double>(), 0.5) << report.out;
+  const std::string q = evidence(g, "queueing");
+  EXPECT_NE(q.find("the engine's waiting gauge (llamacpp:requests_deferred) over"), std::string::npos) << q;
+  EXPECT_EQ(q.find("was 0 in all"), std::string::npos) << q;
+}
+
 TEST_F(RealLlamaCppVerdicts, AnIdleEngineCrossesNothing) {
   LlamaServer server(dir_ + "/llama.log", {}, "MPO_LLAMA_SMALL_MODEL");
   Proxy proxy(server.url(), dir_ + "/ledger.jsonl");

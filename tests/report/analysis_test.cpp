@@ -7,6 +7,7 @@
 
 #include "report/ranking.hpp"
 #include "report/render.hpp"
+#include "support/fixtures.hpp"
 
 namespace mpo::report {
 namespace {
@@ -737,6 +738,47 @@ TEST(RankingFromEngineEvidence, TheEnginesPrefillTimeIsReadFromItsTimings) {
   EXPECT_FALSE(timings_prompt_ms(R"({"predicted_n":6})").has_value());
   EXPECT_FALSE(timings_prompt_ms(R"({"prompt_ms":"x"})").has_value());
   EXPECT_FALSE(timings_prompt_ms(R"({"prompt_ms":-1})").has_value());
+  EXPECT_FLOAT_EQ(*timings_ms(R"({"prompt_ms":0.32,"predicted_n":6,"predicted_ms":31.5})", "\"predicted_ms\":"), 31.5f);
+}
+
+// Clients that do not stream (an agent's tool calls, a batch job): six of them on llama.cpp's two
+// slots (captured from the real b10309 server through the proxy, tests/fixtures/SOURCES.md). The
+// proxy measures no TTFT or TPOT, and the report said "not_enough_evidence: turn on streaming"
+// with the engine's waiting gauge at 4. llama.cpp's timings on every line stand in: the engine
+// began decoding at e2e - predicted_ms, so what passed before its prompt is that less prompt_ms
+// (two others' answers of ~0.47 s each: ~0.94 s), and its decode per token is predicted_ms over
+// the tokens after the first.
+TEST(RankingFromEngineEvidence, RequestsNotStreamedAreJudgedFromTheEnginesTimings) {
+  const auto read =
+      ledger::read_ledger(test::read_fixture("llamacpp/llamacpp_b10309_small-random_np2_c6_nostream.jsonl"));
+  ASSERT_EQ(read.records.size(), 18u);
+  const auto groups = analyse(read.records, {});
+  ASSERT_EQ(groups.size(), 1u);
+  const auto& g = groups[0];
+  EXPECT_EQ(g.streamed, 0u);
+  ASSERT_TRUE(g.engine_split.has_value());
+  EXPECT_TRUE(g.engine_split->not_streamed);
+  EXPECT_EQ(g.engine_split->n, 18u);
+  EXPECT_NEAR(g.engine_split->wait_ms.p50, 924, 50);
+  EXPECT_TRUE(g.engine_split->head_rule.empty());
+  ASSERT_TRUE(g.engine_tpot_ms.has_value());
+  EXPECT_NEAR(g.engine_tpot_ms->p50, 4.6, 0.5);
+  EXPECT_EQ(g.ranking.front().name, "queueing");
+  EXPECT_GT(g.ranking.front().score, 1.5);
+  for (const auto& c : g.ranking) {
+    if (c.name == "not_enough_evidence") {
+      EXPECT_EQ(c.score, 0.0);
+    }
+    if (c.name == "decode") {
+      EXPECT_NEAR(c.score, 0.046, 0.01);
+    }
+  }
+  // Without the engine's timings the same lines measure nothing that splits e2e.
+  auto bare = read.records;
+  for (auto& r : bare) r.server_timings.reset();
+  const auto without = analyse(bare, {});
+  EXPECT_FALSE(without[0].engine_split.has_value());
+  EXPECT_EQ(without[0].ranking.front().name, "not_enough_evidence");
 }
 
 // Issue 25: ranking rows with score 0 and no evidence read as if they meant something; the HTML
