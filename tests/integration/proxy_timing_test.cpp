@@ -129,8 +129,10 @@ TEST(ProxyTiming, AStalledLoopDoesNotMoveTheFirstTokenTime) {
   // The ledger's TTFT is the engine's own plus the request leg (read before the stop) and the
   // simulator's write, not plus the stall (at least 50 ms). The request leg is the proxy's forwarding
   // and the engine's read: a few ms, more on a machine busy with other work (8.5 ms was seen beside
-  // a parallel build), so the bound is well under the stall rather than tight.
-  EXPECT_LT(num(r.line.at("ttft_ms")) - num(r.truth.at("ttft_ms")), std::min(20.0, r.stalled_ms / 2));
+  // a parallel build, 22.8 ms beside a build and four proxy threads' tests: a 20 ms cap failed
+  // there), so the bound is half the stall rather than tight; the response leg above is the tight
+  // check.
+  EXPECT_LT(num(r.line.at("ttft_ms")) - num(r.truth.at("ttft_ms")), r.stalled_ms / 2);
 }
 
 TEST(ProxyTiming, OnTheLoopsClockTheSameStallIsInTheTtftAndTheLineSaysLoop) {
