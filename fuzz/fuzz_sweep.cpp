@@ -1,10 +1,12 @@
-// Fuzz target: sweep receipts and workload files. Nothing crashes; a receipt that parses writes
-// back to text that parses to the same text; once re-derived from its samples and evaluated, a
-// receipt verifies (what the runner writes always verifies); the gate never crashes on anything.
+// Fuzz target: sweep receipts, workload files and the server's own GET /props (llama.cpp's slots,
+// the sweep's capacity where none is declared). Nothing crashes; a capacity it takes is positive; a receipt that parses
+// writes back to text that parses to the same text; once re-derived from its samples and evaluated, a receipt verifies
+// (what the runner writes always verifies); the gate never crashes on anything.
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
+#include "engines/server_props.hpp"
 #include "loadgen/workload.hpp"
 #include "sweep/evaluate.hpp"
 #include "sweep/receipt.hpp"
@@ -17,6 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)loadgen::parse_web_tasks(text, loadgen::WebTaskOptions{3, 8, "p"});
   (void)loadgen::parse_sharegpt(text, {});
   (void)loadgen::parse_length_distribution(text.substr(0, 64));
+  if (const auto slots = mpo::engines::parse_llamacpp_props(text); slots && slots->slots <= 0) std::abort();
   auto r = parse_sweep_receipt(text);
   if (r) {
     // Bounded work per input: verifying bootstraps every point's p99s (1,000 resamples each).

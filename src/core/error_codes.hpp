@@ -44,6 +44,7 @@ inline constexpr ErrorCode kCacheStateScrape{"cache_state.scrape"};
 inline constexpr ErrorCode kCacheStateTransition{"cache_state.transition"};
 inline constexpr ErrorCode kCacheStateUrl{"cache_state.url"};
 inline constexpr ErrorCode kDurationSyntax{"duration.syntax"};
+inline constexpr ErrorCode kEngineProps{"engine.props"};
 inline constexpr ErrorCode kJsonParse{"json.parse"};
 inline constexpr ErrorCode kLedgerFields{"ledger.fields"};
 inline constexpr ErrorCode kLedgerFsync{"ledger.fsync"};

@@ -410,6 +410,8 @@ class Simulator {
       }
       co_return co_await write(stream, make_response(req, http::status::ok, *out));
     }
+    if (path == "/props" && get && opts_.llamacpp_head_and_timings)  // llama.cpp's own description
+      co_return co_await write(stream, make_response(req, http::status::ok, llamacpp_props_body()));
     if (path == "/health" && get)
       co_return co_await write(stream, make_response(req, http::status::ok, "", "text/plain"));
     if (path == "/reset_prefix_cache" && post) {
@@ -438,6 +440,17 @@ class Simulator {
         R"({{"object":"list","data":[{{"id":{},"object":"model","created":{},"owned_by":"vllm","root":{},"parent":null,"max_model_len":{}}}]}})",
         json_quote(profile_.model), wall_origin_us_ / 1'000'000, json_quote(profile_.model),
         profile_.engine.max_model_len);
+  }
+
+  // The members of llama.cpp b10309's GET /props a client reads (tests/fixtures/llamacpp/
+  // llamacpp_b10309_small-random_np2_props.json): its slots are the engine's max_num_seqs.
+  std::string llamacpp_props_body() const {
+    return fmt::format(
+        R"({{"default_generation_settings":{{"params":{{}},"n_ctx":{}}},"total_slots":{},"model_alias":{},)"
+        R"("model_path":{},"endpoint_slots":true,"endpoint_props":false,"endpoint_metrics":true,)"
+        R"("build_info":"modelperfobs-simulate","is_sleeping":false}})",
+        profile_.engine.max_model_len, profile_.engine.max_num_seqs, json_quote(profile_.model),
+        json_quote(profile_.model));
   }
 
   std::string scenario_body() const {

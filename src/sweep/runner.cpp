@@ -23,6 +23,7 @@
 #include "core/go_json.hpp"
 #include "core/json.hpp"
 #include "core/time.hpp"
+#include "engines/server_props.hpp"
 #include "loadgen/cache_reset.hpp"
 #include "loadgen/conversation.hpp"
 #include "loadgen/prompt_length.hpp"
@@ -198,6 +199,23 @@ class SweepRun {
       id.metrics_engine = std::string(engines::engine_name(first.signals.engine));
       id.server_instance = scrape::server_instance_id(first);
     }
+    // The batch capacity: the operator's, else the server's own word where it gives one (llama.cpp's
+    // GET /props total_slots), so the capacity rule judges the points against what the engine runs.
+    int capacity = o_.batch_capacity;
+    std::string capacity_source = o_.capacity_source;
+    if (capacity <= 0 && capacity_source.empty()) {
+      auto [props_status, props] = co_await driver_.get_admin("/props");
+      if (props_status == 200) {
+        if (auto slots = engines::parse_llamacpp_props(props)) {
+          capacity = slots->slots;
+          capacity_source = slots->source();
+          note(fmt::format(
+              "batch capacity {} from the server ({}{}); --batch-capacity overrides it", capacity, capacity_source,
+              slots->context_per_slot > 0 ? fmt::format(", {} tokens of context a slot", slots->context_per_slot)
+                                          : std::string()));
+        }
+      }
+    }
     const std::string observed_receipt = sha256_digest(go_marshal(engine_identity_json(id)));
     std::string engine = o_.engine;
     if (engine.empty())
@@ -214,9 +232,9 @@ class SweepRun {
     shared_words_ = loadgen::shared_leading_words(measured_);
     r_.workload_digest = loadgen::workload_digest(measured_);
     r_.workload_requests = static_cast<std::int64_t>(measured_.size());
-    contract_ = Contract{
-        o_.track,          o_.target.model,   engine, o_.engine_receipt.empty() ? observed_receipt : o_.engine_receipt,
-        o_.batch_capacity, o_.capacity_source};
+    contract_ =
+        Contract{o_.track, o_.target.model, engine, o_.engine_receipt.empty() ? observed_receipt : o_.engine_receipt,
+                 capacity, capacity_source};
     r_.contracts = {contract_};
     r_.sla = o_.sla;
     r_.tool_version = o_.tool_version;

@@ -479,6 +479,25 @@ TEST_F(RealLlamaCppSweep, AWrongModelStopsAtTheFirstAnswer) {
   EXPECT_LE(read_lines(dir_ + "/wrong.ledger.jsonl").size(), 2u);
 }
 
+// With no capacity declared, the sweep asks the server: llama.cpp's GET /props states its slots
+// (four here), and the receipt names that as the capacity's source; the points up to it are valid
+// (before: capacity_unknown at every point, nothing valid for claims).
+TEST_F(RealLlamaCppSweep, WithNoCapacityDeclaredTheServersOwnSlotsAreTheCapacity) {
+  LlamaServer server(dir_ + "/llama.log");
+  const auto run = run_cli({"sweep", "--url", server.url() + "/v1", "--model", "real-llama", "--concurrencies", "2,4",
+                            "--requests", "4", "--input-tokens", "40", "--output-tokens", "4", "--lateness-bound-ms",
+                            "200", "--quiet", "--output", dir_ + "/own.json"},
+                           180000);
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  const auto receipt = json::parse(read_file(dir_ + "/own.json")).as_object();
+  const auto& contract = receipt.at("contracts").as_array().at(0).as_object();
+  EXPECT_EQ(contract.at("batch_capacity").to_number<int>(), 4);
+  const std::string source(contract.at("capacity_source").as_string());
+  EXPECT_TRUE(source.starts_with("llama.cpp b")) << source;
+  EXPECT_TRUE(source.ends_with(" GET /props total_slots")) << source;
+  for (int c : {2, 4}) EXPECT_EQ(point(receipt, c).at("status"), "valid") << c << ": " << why(point(receipt, c));
+}
+
 TEST_F(RealLlamaCppSweep, SlotsAreErasedBetweenPointsWhenTheServerAllowsIt) {
   {
     // Without --slot-save-path llama.cpp refuses slot actions: the sweep stops before its first point.

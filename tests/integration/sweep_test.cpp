@@ -348,6 +348,37 @@ TEST(Sweep, SpeculativeDecodingAcceptanceIsMeasuredOverEachPoint) {
   EXPECT_EQ(run_cli({"sweep", "verify", run.path}).exit_code, 0);
 }
 
+// A llama.cpp server states its slots (GET /props total_slots): with no capacity declared, the
+// sweep takes the server's own word, names it as the capacity's source, and judges the points
+// against it (before: every point capacity_unknown, nothing valid for claims). A declared capacity
+// wins, and a server without the route leaves it unknown, as before.
+TEST(Sweep, WithNoCapacityDeclaredALlamaCppServersOwnSlotsAreTheCapacity) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json", R"({"engine":{"max_num_seqs":2,"step_base_s":0.004,"step_per_prefill_token_s":0.00002,)"
+                              R"("step_per_decode_seq_s":0.0002}})");
+  Simulator llama({"--profile", dir + "/p.json", "--imitate", "llamacpp"});
+  auto run = sweep(dir, llama.port, {"--concurrencies", "1,2,4", "--requests", "6", "--lateness-bound-ms", "50"});
+  const auto& contract = run.receipt.at("contracts").as_array().at(0).as_object();
+  EXPECT_EQ(contract.at("batch_capacity").to_number<int>(), 2);
+  EXPECT_EQ(contract.at("capacity_source"), "llama.cpp modelperfobs-simulate GET /props total_slots");
+  EXPECT_EQ(track_point(run.receipt, 1).at("status"), "valid") << json::serialize(track_point(run.receipt, 1));
+  EXPECT_EQ(track_point(run.receipt, 2).at("status"), "valid") << json::serialize(track_point(run.receipt, 2));
+  EXPECT_EQ(track_point(run.receipt, 4).at("reason_code"), "capacity_exceeded");
+
+  auto declared = sweep(
+      dir, llama.port,
+      {"--concurrencies", "1", "--requests", "2", "--batch-capacity", "4", "--capacity-source", "llama-server -np 4"},
+      "declared");
+  const auto& mine = declared.receipt.at("contracts").as_array().at(0).as_object();
+  EXPECT_EQ(mine.at("batch_capacity").to_number<int>(), 4);
+  EXPECT_EQ(mine.at("capacity_source"), "llama-server -np 4");
+
+  Simulator vllm({"--profile", dir + "/p.json"});  // no GET /props
+  auto unknown = sweep(dir, vllm.port, {"--concurrencies", "1", "--requests", "2"}, "unknown");
+  EXPECT_EQ(unknown.receipt.at("contracts").as_array().at(0).at("batch_capacity").to_number<int>(), 0);
+  EXPECT_EQ(track_point(unknown.receipt, 1).at("reason_code"), "capacity_unknown");
+}
+
 TEST(Sweep, ARestartMidSweepInvalidatesItsPoint) {
   const std::string dir = make_temp_dir();
   write_file(dir + "/p.json", kProfile);
