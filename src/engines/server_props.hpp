@@ -13,8 +13,8 @@
 namespace mpo::engines {
 
 struct ServerSlots {
-  int slots = 0;            // > 0
-  std::string build;        // "b10309-82bb485"; "" when the page does not say
+  int slots = 0;             // > 0
+  std::string build;         // "b10309-82bb485"; "" when the page does not say
   int context_per_slot = 0;  // tokens; 0 when the page does not say
   // "llama.cpp b10309-82bb485 GET /props total_slots": where the capacity comes from.
   std::string source() const;

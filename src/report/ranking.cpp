@@ -306,10 +306,6 @@ std::optional<EngineSplit> engine_split_of(const RowList& rs) {
 
 namespace {
 
-// Errors and reliability: the requests that failed. A client that left once output had begun is
-// listed and not counted: the backend was serving it (a chat UI's stop button, a client's own time
-// limit). One that left before its first token counts: it was not served (and its wait is evidence
-// of queueing, below).
 // What the lines say of an outcome's failures: "HTTP 400 exceed_context_size_error (6): "request
 // (2898 tokens) exceeds ..."", the three most frequent kinds; empty when they say nothing (no
 // status other than 2xx, no type, no message).
@@ -336,6 +332,10 @@ std::string failure_details(const GroupStats& g, std::string_view outcome) {
   return out;
 }
 
+// Errors and reliability: the requests that failed. A client that left once output had begun is
+// listed and not counted: the backend was serving it (a chat UI's stop button, a client's own time
+// limit). One that left before its first token counts: it was not served (and its wait is evidence
+// of queueing, below).
 Candidate errors_candidate(const GroupStats& g) {
   Candidate c{"errors", g.failure_rate / kErrorRateThreshold, {}};
   for (const auto& [outcome, n] : g.outcomes) {

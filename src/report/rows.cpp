@@ -226,12 +226,23 @@ void RowTable::add(const ledger::LedgerRecordView& r) {
   last_bucket_->push_back(added);
 }
 
+namespace {
+
+// The first `n` bytes of `s` or fewer, never cutting a UTF-8 sequence in two.
+std::string_view cut_text(std::string_view s, std::size_t n) {
+  if (s.size() <= n) return s;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return s.substr(0, n);
+}
+
+}  // namespace
+
 void RowTable::add_failure(const Row* row, const ledger::LedgerRecordView& r) {
   FailureDetail d;
   d.http_status = r.http_status.value_or(0);
-  if (r.error_type) d.error_type = intern(r.error_type->substr(0, kFailureMessageBytes), last_failure_type_);
+  if (r.error_type) d.error_type = intern(cut_text(*r.error_type, kFailureMessageBytes), last_failure_type_);
   if (r.error_message && !r.error_message->empty()) {
-    const std::string_view m = r.error_message->substr(0, kFailureMessageBytes);
+    const std::string_view m = cut_text(*r.error_message, kFailureMessageBytes);
     if (interned_.count(m) || failure_messages_ < kFailureMessagesKept) {
       const std::size_t before = interned_.size();
       d.error_message = intern(m, last_failure_message_);

@@ -366,6 +366,22 @@ TEST(TtftFit, ANegativeCoefficientIsNotCalledACost) {
   EXPECT_EQ(md.find("each request already in flight adds -"), std::string::npos) << md;
 }
 
+// A long message is cut at 240 bytes, never inside a UTF-8 sequence (a cut one would be written
+// as U+FFFD).
+TEST(Failures, ALongMessageIsCutBetweenCharacters) {
+  std::vector<ledger::LedgerRecord> rs;
+  rs.push_back(rec(0, 500, 100, 5, 0));
+  auto r = rec(10, 20, std::nullopt, 5, 0, "http_error");
+  r.error_message = "x";
+  for (int i = 0; i < 150; ++i) r.error_message->append("\xc3\xa9");  // é, two bytes
+  rs.push_back(r);
+  const auto groups = analyse(rs, {});
+  ASSERT_EQ(groups[0].failures.size(), 1u);
+  const std::string& m = groups[0].failures[0].example_message;
+  EXPECT_EQ(m.size(), 239u);  // "x" and 119 whole characters
+  EXPECT_EQ(m.substr(m.size() - 2), "\xc3\xa9");
+}
+
 TEST(GivenUp, RequestsThatNamedNoModelJoinTheOnlyModelTheLinesName) {
   std::vector<ledger::LedgerRecord> rs;
   for (int i = 0; i < 8; ++i) rs.push_back(rec(i * 10, 500, 100, 5, 0));
