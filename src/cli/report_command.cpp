@@ -57,13 +57,26 @@ std::map<std::string, std::vector<report::EngineTimes>, std::less<>> traced_time
     const auto it = by_id.find(t.observation_id);
     if (it == by_id.end() || !t.server_prefill_ms) continue;
     const ledger::LedgerRecord& r = *it->second;
-    if (r.outcome != "ok" || !r.ttft_ms) continue;
+    if (r.outcome != "ok") continue;
     report::EngineTimes e;
-    e.ttft_ms = *r.ttft_ms;
     e.prefill_ms = *t.server_prefill_ms;
-    e.ttfb_ms = r.ttfb_ms;
     e.queue_ms = t.server_queue_ms;
-    e.outside_ms = t.outside_ttft_ms;
+    if (r.ttft_ms) {
+      e.ttft_ms = *r.ttft_ms;
+      e.ttfb_ms = r.ttfb_ms;
+      e.outside_ms = t.outside_ttft_ms;
+    } else if (!r.stream && r.e2e_ms && t.server_decode_ms) {
+      // Not streamed: the first token as the engine timed its decode, and outside the engine what
+      // the line's e2e holds beyond the engine's (docs/REPORT.md "Requests not streamed").
+      e.not_streamed = true;
+      e.ttft_ms = *r.e2e_ms - *t.server_decode_ms;
+      e.outside_ms = t.outside_e2e_ms;
+      if (r.completion_tokens && *r.completion_tokens >= 2) {
+        e.decode_per_token_ms = *t.server_decode_ms / static_cast<double>(*r.completion_tokens - 1);
+      }
+    } else {
+      continue;
+    }
     out[std::string(report::group_key(ledger::view_of(r), by))].push_back(e);
   }
   return out;

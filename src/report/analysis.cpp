@@ -431,6 +431,33 @@ std::vector<FailureKind> failure_kinds(const RowList& rs, const FailureIndex& in
   return out;
 }
 
+// The split from the engine's spans joined to the lines: over the streamed requests, or where the
+// group has none, over those not streamed (their first token where the engine's decode began, and
+// the engine's decode per token for `g.engine_tpot_ms`).
+std::optional<EngineSplit> traced_split(const RowList& rs, const std::vector<EngineTimes>& all,
+                                        const std::string& source, GroupStats& g) {
+  const auto of_streamed = static_cast<std::size_t>(
+      std::count_if(rs.begin(), rs.end(), [](const Row* r) { return r->ok() && r->ttft_ms.has_value(); }));
+  const bool not_streamed = of_streamed == 0;
+  std::vector<EngineTimes> times;
+  std::vector<double> per_token;
+  for (const auto& t : all) {
+    if (t.not_streamed != not_streamed) continue;
+    times.push_back(t);
+    if (t.decode_per_token_ms) per_token.push_back(*t.decode_per_token_ms);
+  }
+  const std::size_t of =
+      not_streamed ? static_cast<std::size_t>(std::count_if(
+                         rs.begin(), rs.end(), [](const Row* r) { return r->ok() && !r->stream && r->e2e_ms; }))
+                   : of_streamed;
+  auto e = engine_split_of(times, of, not_streamed ? source + " (not streamed)" : source);
+  if (e && not_streamed) {
+    e->not_streamed = true;
+    if (!g.tpot_ms) g.engine_tpot_ms = summarize(per_token);
+  }
+  return e;
+}
+
 // The rows' figures and their ranking, without the views by turn and by API.
 GroupStats analyse_rows(std::string_view key, const RowList& rs, GroupColumns& c, const Options& opts,
                         const FailureIndex* failures = nullptr) {
@@ -456,9 +483,7 @@ GroupStats analyse_rows(std::string_view key, const RowList& rs, GroupColumns& c
     g.engine_tpot_ms = summarize(per_token);
   }
   if (const auto tr = opts.traced.find(key); !g.engine_split && tr != opts.traced.end()) {
-    const auto of = static_cast<std::size_t>(
-        std::count_if(rs.begin(), rs.end(), [](const Row* r) { return r->ok() && r->ttft_ms.has_value(); }));
-    g.engine_split = engine_split_of(tr->second, of, opts.traced_source);
+    g.engine_split = traced_split(rs, tr->second, opts.traced_source, g);
   }
   g.ranking = rank(g, c.s[3], c.s[4], opts.engine ? &*opts.engine : nullptr);
   g.one_operation = t.one_operation;

@@ -81,6 +81,10 @@ struct EngineTimes {
   // It was the only request in flight at the proxy from its start to its first token (none before
   // it still in flight, none of its group started until its first token).
   bool alone = false;
+  // A request not streamed (spans): its ttft_ms is the line's e2e less the engine's decode, its
+  // outside_ms the line's e2e less the engine's, and the engine's decode per token after the first.
+  bool not_streamed = false;
+  std::optional<double> decode_per_token_ms;
 };
 
 // TTFT split at the engine's own per-request prefill time (llama.cpp's timings.prompt_ms on the

@@ -66,7 +66,13 @@ std::optional<double> engine_queue_score(const GroupStats& g, const EngineEviden
   const auto& e = g.engine_split;
   const double ttft50 = g.ttft_ms ? g.ttft_ms->p50 : 0.0;
   std::optional<double> decided;
-  if (e && e->queue_ms) {
+  if (e && e->queue_ms && e->not_streamed) {
+    decided = std::max(0.0, e->queue_ms->p50) / kQueueExcessThresholdMs;
+    c.evidence.push_back(fmt::format(
+        "{}: the engine held the request in its queue {:.1f} ms p50 (over {} of {} requests not streamed; p90 "
+        "{:.1f} ms)",
+        e->source, e->queue_ms->p50, e->n, e->of, e->queue_ms->p90));
+  } else if (e && e->queue_ms) {
     decided = std::max(0.0, e->queue_ms->p50) / kQueueExcessThresholdMs;
     c.evidence.push_back(fmt::format(
         "{}: the engine held the request in its queue {:.1f} ms of the {:.1f} ms TTFT p50 (p50 over {} of {} "
@@ -75,9 +81,9 @@ std::optional<double> engine_queue_score(const GroupStats& g, const EngineEviden
   } else if (e && e->not_streamed) {
     decided = std::max(0.0, e->wait_ms.p50) / kQueueExcessThresholdMs;
     c.evidence.push_back(fmt::format(
-        "{}: {:.1f} ms p50 passed before the engine began the prompt (e2e - predicted_ms - prompt_ms over {} of {} "
-        "requests not streamed; p90 {:.1f} ms): the wait for a slot, the engine's own work before the prompt "
-        "(reading and tokenizing the request, its prompt cache) and the network",
+        "{}: {:.1f} ms p50 passed before the engine began the prompt (the line's e2e less the engine's decode and "
+        "prefill, over {} of {} requests not streamed; p90 {:.1f} ms): the wait for a slot, the engine's own work "
+        "before the prompt (reading and tokenizing the request, its prompt cache) and the network",
         e->source, e->wait_ms.p50, e->n, e->of, e->wait_ms.p90));
   } else if (e) {
     decided = std::max(0.0, e->wait_ms.p50) / kQueueExcessThresholdMs;
@@ -267,7 +273,7 @@ std::optional<EngineSplit> engine_split_not_streamed(const RowList& rs) {
     t.prefill_ms = *r->engine_prompt_ms;
     times.push_back(t);
   }
-  auto e = engine_split_of(times, of, "llama.cpp timings.prompt_ms (not streamed)");
+  auto e = engine_split_of(times, of, "llama.cpp timings (not streamed)");
   if (e) e->not_streamed = true;
   return e;
 }
@@ -400,9 +406,10 @@ Candidate decode_candidate(const GroupStats& g) {
   } else if (const auto& e = g.engine_tpot_ms) {
     c.score = e->p50 / kTpotThresholdMs;
     c.evidence.push_back(fmt::format(
-        "llama.cpp timings.predicted_ms (not streamed): the engine took {:.1f} ms p50 per token after the first "
-        "({:.1f} tok/s per request), p95 {:.1f} ms, over {} requests; threshold {:.0f} ms",
-        e->p50, 1000.0 / e->p50, e->p95, e->n, kTpotThresholdMs));
+        "{}: the engine's decode took {:.1f} ms p50 per token after the first ({:.1f} tok/s per request), p95 "
+        "{:.1f} ms, over {} requests; threshold {:.0f} ms",
+        g.engine_split ? g.engine_split->source : std::string("the engine's own times"), e->p50, 1000.0 / e->p50,
+        e->p95, e->n, kTpotThresholdMs));
   }
   if (g.tpot_in_flight_slope_ms) {
     c.evidence.push_back(
@@ -419,7 +426,14 @@ Candidate decode_candidate(const GroupStats& g) {
 Candidate transport_candidate(const GroupStats& g) {
   const auto& e = g.engine_split;
   Candidate c{"transport", 0.0, {}};
-  if (e && e->outside_ms) {
+  if (e && e->outside_ms && e->not_streamed) {
+    c.score = std::max(0.0, e->outside_ms->p50) / kTransportMinTtfbMs;
+    c.evidence.push_back(fmt::format(
+        "{}: {:.1f} ms of e2e (p50; p90 {:.1f} ms) passed outside the engine (the line's e2e - the engine's own, "
+        "requests not streamed): the network, the proxy, the server's HTTP layer and tokenization; threshold {:.0f} "
+        "ms",
+        e->source, e->outside_ms->p50, e->outside_ms->p90, kTransportMinTtfbMs));
+  } else if (e && e->outside_ms) {
     c.score = std::max(0.0, e->outside_ms->p50) / kTransportMinTtfbMs;
     c.evidence.push_back(fmt::format(
         "{}: {:.1f} ms of TTFT (p50; p90 {:.1f} ms) passed outside the engine (the line's TTFT - the engine's own "
@@ -482,10 +496,10 @@ Candidate not_enough_evidence_candidate(const GroupStats& g) {
   if (g.streamed == 0 && g.engine_split && g.engine_split->not_streamed) {
     // The engine's own timings stand in: the verdict rests on them, and says so.
     c.evidence.push_back(fmt::format(
-        "no streamed requests: the proxy measured no TTFT or TPOT; llama.cpp's own timings on {} of {} of them stand "
-        "in (the wait before the prompt, the prefill, the decode per token: above); stream to see them as the "
-        "client did",
-        g.engine_split->n, g.engine_split->of));
+        "no streamed requests: the proxy measured no TTFT or TPOT; the engine's own times ({}) on {} of {} of them "
+        "stand in (the wait before the prompt, the prefill, the decode per token: above); stream to see them as "
+        "the client did",
+        g.engine_split->source, g.engine_split->n, g.engine_split->of));
   } else if (g.streamed == 0) {
     c.score = 1.0;
     c.evidence.push_back("no streamed requests: TTFT and TPOT cannot be measured; turn on streaming");

@@ -437,9 +437,10 @@ class Simulator {
 
   std::string models_body() const {
     return fmt::format(
-        R"({{"object":"list","data":[{{"id":{},"object":"model","created":{},"owned_by":"vllm","root":{},"parent":null,"max_model_len":{}}}]}})",
-        json_quote(profile_.model), wall_origin_us_ / 1'000'000, json_quote(profile_.model),
-        profile_.engine.max_model_len);
+        R"({{"object":"list","data":[{{"id":{},"object":"model","created":{},"owned_by":"{}","root":{},"parent":null,"max_model_len":{}}}]}})",
+        json_quote(profile_.model), wall_origin_us_ / 1'000'000,
+        opts_.llamacpp_head_and_timings ? "llamacpp" : "vllm",  // as each names itself
+        json_quote(profile_.model), profile_.engine.max_model_len);
   }
 
   // The members of llama.cpp b10309's GET /props a client reads (tests/fixtures/llamacpp/

@@ -23,6 +23,7 @@
 #include "core/go_json.hpp"
 #include "core/json.hpp"
 #include "core/time.hpp"
+#include "engines/catalog.hpp"
 #include "engines/server_props.hpp"
 #include "loadgen/cache_reset.hpp"
 #include "loadgen/conversation.hpp"
@@ -201,9 +202,13 @@ class SweepRun {
     }
     // The batch capacity: the operator's, else the server's own word where it gives one (llama.cpp's
     // GET /props total_slots), so the capacity rule judges the points against what the engine runs.
+    // Asked only of a server that says it is llama.cpp (its /models' owned_by, or its /metrics): a
+    // proxy in front of another would write the 404 into its ledger.
     int capacity = o_.batch_capacity;
     std::string capacity_source = o_.capacity_source;
-    if (capacity <= 0 && capacity_source.empty()) {
+    const bool llamacpp =
+        id.owned_by == "llamacpp" || id.metrics_engine == engines::engine_name(engines::Engine::kLlamaCpp);
+    if (capacity <= 0 && capacity_source.empty() && llamacpp) {
       auto [props_status, props] = co_await driver_.get_admin("/props");
       if (props_status == 200) {
         if (auto slots = engines::parse_llamacpp_props(props)) {

@@ -596,8 +596,12 @@ class RealLlamaCppVerdicts : public ::testing::Test {
     }
     for (auto& t : threads) t.join();
     EXPECT_EQ(failed.load(), 0);
-    // With --scrape, a scrape that began after the last response closes the window (waited on the
-    // file, paced by round trips).
+    return report_group(proxy);
+  }
+
+  // The proxy stopped once a scrape that began after the last response closes the window (with
+  // --scrape; waited on the file, paced by round trips), then the report's JSON group.
+  json::object report_group(Proxy& proxy) {
     const std::string snaps = dir_ + "/ledger.scrape.jsonl";
     if (std::filesystem::exists(snaps)) await_more_lines(snaps, 2, [&] { http_get(proxy.admin_port, "/healthz"); });
     EXPECT_EQ(proxy.process.terminate(), 0);
@@ -816,12 +820,8 @@ TEST_F(RealLlamaCppVerdicts, ClientsThatStopAnAnswerAlreadyStreamingAreNotErrors
     });
   }
   for (auto& t : clients) t.join();
-  await_more_lines(dir_ + "/ledger.scrape.jsonl", 2, [&] { http_get(proxy->admin_port, "/healthz"); });
-  EXPECT_EQ(proxy->process.terminate(), 0);
-  const auto report = run_cli({"report", dir_ + "/ledger.jsonl", "--format", "json"});
-  const auto doc = json::parse(report.out);
-  const auto& g = doc.at("result").at("groups").as_array().at(0).as_object();
-  EXPECT_EQ(g.at("outcomes").at("client_disconnected").to_number<int>(), 4) << report.out;
+  const auto g = report_group(*proxy);
+  EXPECT_EQ(g.at("outcomes").at("client_disconnected").to_number<int>(), 4) << json::serialize(g);
   EXPECT_NEAR(g.at("error_rate").to_number<double>(), 4.0 / 12, 1e-9);
   EXPECT_EQ(g.at("failure_rate").to_number<double>(), 0.0);
   EXPECT_EQ(score(g, "errors"), 0.0) << ranking(g);
@@ -855,14 +855,10 @@ TEST_F(RealLlamaCppVerdicts, ClientsThatDoNotStreamAreJudgedFromTheEnginesTiming
     });
   }
   for (auto& t : clients) t.join();
-  await_more_lines(dir_ + "/ledger.scrape.jsonl", 2, [&] { http_get(proxy->admin_port, "/healthz"); });
-  EXPECT_EQ(proxy->process.terminate(), 0);
-  const auto report = run_cli({"report", dir_ + "/ledger.jsonl", "--format", "json"});
-  const auto doc = json::parse(report.out);
-  const auto& g = doc.at("result").at("groups").as_array().at(0).as_object();
-  EXPECT_EQ(g.at("streamed").to_number<int>(), 0);
+  const auto g = report_group(*proxy);
+  EXPECT_EQ(g.at("streamed").to_number<int>(), 0) << json::serialize(g);
   const auto& split = g.at("engine_split").as_object();
-  EXPECT_EQ(split.at("source"), "llama.cpp timings.prompt_ms (not streamed)") << ranking(g);
+  EXPECT_EQ(split.at("source"), "llama.cpp timings (not streamed)") << ranking(g);
   EXPECT_TRUE(split.at("not_streamed").as_bool());
   EXPECT_EQ(split.at("requests").to_number<int>(), 12);
   // Four clients wait for two answers of 100 tokens: far longer than the threshold.
@@ -870,7 +866,7 @@ TEST_F(RealLlamaCppVerdicts, ClientsThatDoNotStreamAreJudgedFromTheEnginesTiming
   EXPECT_EQ(g.at("ranking").as_array().at(0).at("candidate"), "queueing") << ranking(g);
   EXPECT_EQ(score(g, "not_enough_evidence"), 0.0) << ranking(g);
   EXPECT_GT(score(g, "decode"), 0.0) << ranking(g);
-  EXPECT_GT(g.at("engine_tpot_ms").at("p50").to_number<double>(), 0.5) << report.out;
+  EXPECT_GT(g.at("engine_tpot_ms").at("p50").to_number<double>(), 0.5) << json::serialize(g);
   const std::string q = evidence(g, "queueing");
   EXPECT_NE(q.find("the engine's waiting gauge (llamacpp:requests_deferred) over"), std::string::npos) << q;
   EXPECT_EQ(q.find("was 0 in all"), std::string::npos) << q;

@@ -456,3 +456,47 @@ test('attribute --traces joins the engine spans to the ledger: queue, prefill an
   const html = execFileSync(BIN, ['report', '--input', st.ledger, '--traces', traces, '--format', 'html']).toString();
   assert.match(html, /<section id="engine-spans-joined-to-requests"><h2>Engine spans joined to requests<\/h2>.*TTFT p95 is [0-9.]+ ms/s);
 });
+
+// Clients that do not stream (the proxy measures no TTFT): the engine's spans split each request
+// all the same. Its decode began at the line's e2e less the engine's decode time; the engine's own
+// queue decides queueing, what lies outside the engine's e2e is transport's, and its decode per
+// token is decode's (before: "not_enough_evidence: turn on streaming").
+test('report --traces judges requests not streamed from the engine spans', async () => {
+  const otlp = await receiver();
+  const dir = mkdtempSync(join(tmpdir(), 'mpo-traces-ns-'));
+  const profile = join(dir, 'profile.json');
+  // One slot for six requests of 3 tokens at 50 ms a step: the engine queues five of them.
+  writeFileSync(profile, JSON.stringify({ engine: { max_num_seqs: 1, step_base_s: 0.05 } }));
+  const st = await stack(['--otlp-endpoint', otlp.url],
+    { OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_METRICS_EXPORTER: 'none' },
+    ['--otlp-traces-endpoint', `${otlp.url}/v1/traces`, '--profile', profile]);
+  try {
+    await Promise.all([1, 2, 3, 4, 5, 6].map((i) => chat(st.proxyURL, i, {}, false)));
+  } finally {
+    await st.stop();
+    await otlp.close();
+  }
+  const traces = join(dir, 'traces.jsonl');
+  writeFileSync(traces, otlp.raw.join('\n') + '\n');
+  const lines = readJsonl(st.ledger);
+  assert.equal(lines.length, 6);
+  assert.ok(lines.every((l) => l.stream === false && l.ttft_ms === null), JSON.stringify(lines[0]));
+  const report = JSON.parse(execFileSync(BIN, ['report', '--input', st.ledger, '--traces', traces, '--format', 'json']));
+  const group = report.result.groups[0];
+  const split = group.engine_split;
+  assert.ok(split, JSON.stringify(group.ranking));
+  assert.match(split.source, /^vLLM spans .*\(not streamed\)$/);
+  assert.equal(split.not_streamed, true);
+  assert.equal(split.requests, 6);
+  // Five waited for the one slot, each behind answers of about 0.2 s.
+  assert.ok(split.queue_ms.p50 > 100, JSON.stringify(split));
+  assert.ok(split.outside_ms.p50 >= 0 && split.outside_ms.p50 < 50, JSON.stringify(split));
+  assert.ok(group.engine_tpot_ms.p50 > 30 && group.engine_tpot_ms.p50 < 200, JSON.stringify(group.engine_tpot_ms));
+  const score = (name) => group.ranking.find((c) => c.candidate === name);
+  assert.equal(group.ranking[0].candidate, 'queueing', JSON.stringify(group.ranking));
+  assert.match(score('queueing').evidence[0], /^vLLM spans .*: the engine held the request in its queue [0-9.]+ ms p50 \(over 6 of 6 requests not streamed/);
+  assert.ok(Math.abs(score('queueing').score - split.queue_ms.p50 / 500) < 0.01);
+  assert.match(score('transport').evidence[0], /ms of e2e \(p50; p90 [0-9.]+ ms\) passed outside the engine/);
+  assert.equal(score('not_enough_evidence').score, 0);
+  assert.match(score('decode').evidence[0], /the engine's decode took [0-9.]+ ms p50 per token after the first/);
+});
