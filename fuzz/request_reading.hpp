@@ -42,6 +42,13 @@ inline RequestInfo inspect_request_by_dom(std::string_view path, std::string_vie
   if (root["metadata"].get(metadata) == simdjson::SUCCESS && metadata.is_object()) {
     text(metadata["user_id"], info.metadata_user_id);
   }
+  for (const char* key : {"max_completion_tokens", "max_tokens", "max_output_tokens"}) {
+    std::int64_t n = 0;
+    if (root[key].get_int64().get(n) == simdjson::SUCCESS && n >= 0 && root[key].is_int64()) {
+      info.max_tokens = n;
+      break;
+    }
+  }
   return info;
 }
 

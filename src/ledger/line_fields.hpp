@@ -28,6 +28,8 @@ enum class Field : std::uint8_t {
   kOutcome,
   kErrorType,
   kErrorMessage,
+  kFinishReason,
+  kMaxTokens,
   kTtfb,
   kTtft,
   kE2e,
@@ -71,6 +73,8 @@ inline constexpr std::pair<std::string_view, Field> kFields[] = {
     {"outcome", Field::kOutcome},
     {"error_type", Field::kErrorType},
     {"error_message", Field::kErrorMessage},
+    {"finish_reason", Field::kFinishReason},
+    {"max_tokens", Field::kMaxTokens},
     {"ttfb_ms", Field::kTtfb},
     {"ttft_ms", Field::kTtft},
     {"e2e_ms", Field::kE2e},
@@ -191,6 +195,8 @@ void read_field(Field f, const Value& v, LedgerRecordView& r, Required& got) {
       break;
     case Field::kErrorType: r.error_type = v.string(); break;
     case Field::kErrorMessage: r.error_message = v.string(); break;
+    case Field::kFinishReason: r.finish_reason = v.string(); break;
+    case Field::kMaxTokens: r.max_tokens = v.integer(); break;
     case Field::kTtfb: r.ttfb_ms = v.number(); break;
     case Field::kTtft: r.ttft_ms = v.number(); break;
     case Field::kE2e: r.e2e_ms = v.number(); break;

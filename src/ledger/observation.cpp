@@ -83,6 +83,7 @@ void write_members(JsonObjectWriter& w, const Observation& o) {
       .field("stream"_key, o.stream)
       .field("usage_requested"_key, o.usage_requested)
       .field("usage_injected"_key, o.usage_injected)
+      .optional_field("max_tokens"_key, o.max_tokens)
       .optional_field("http_status"_key, o.http_status)
       .field("outcome"_key, o.outcome)
       .optional_field("error_type"_key, o.error_type)

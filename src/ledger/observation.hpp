@@ -38,6 +38,10 @@ struct Observation {
   bool stream = false;
   bool usage_requested = false;
   bool usage_injected = false;
+  // The output limit the request named (max_completion_tokens, max_tokens or max_output_tokens);
+  // null when it named none. With finish_reason "length" and fewer completion tokens, something
+  // other than the limit cut the answer (the engine's context).
+  std::optional<std::int64_t> max_tokens;
   std::optional<int> http_status;
   std::string outcome;  // ok, http_error, upstream_unreachable, ...
   std::optional<std::string> error_type, error_message, finish_reason;

@@ -159,6 +159,8 @@ BasicLedgerRecord<To> convert(const BasicLedgerRecord<From>& f) {
   t.outcome = To(f.outcome);
   t.error_type = opt(f.error_type);
   t.error_message = opt(f.error_message);
+  t.finish_reason = opt(f.finish_reason);
+  t.max_tokens = f.max_tokens;
   t.ttfb_ms = f.ttfb_ms;
   t.ttft_ms = f.ttft_ms;
   t.e2e_ms = f.e2e_ms;

@@ -36,6 +36,8 @@ struct BasicLedgerRecord {
   std::optional<int> http_status;
   Str outcome;
   std::optional<Str> error_type, error_message;
+  std::optional<Str> finish_reason;        // the first choice's ("stop", "length", ...)
+  std::optional<std::int64_t> max_tokens;  // the output limit the request named
   std::optional<double> ttfb_ms, ttft_ms, e2e_ms, tpot_ms, itl_p50_ms, itl_p95_ms, itl_max_ms;
   std::optional<double> output_tokens_per_second, e2e_output_tokens_per_second;
   std::optional<std::int64_t> prompt_tokens, completion_tokens, total_tokens, cached_prompt_tokens;

@@ -185,6 +185,7 @@ struct Driver::Impl {
     o.model = target.model;
     o.stream = true;
     o.usage_requested = true;
+    o.max_tokens = r.max_output_tokens;
     o.in_flight_at_start = in_flight;
     o.scheduled_at_us = wall_start - (sent_us - scheduled_us);
     o.send_lateness_ms = round_ms(static_cast<double>(sent_us - scheduled_us) / 1000.0);

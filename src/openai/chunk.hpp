@@ -97,6 +97,9 @@ struct RequestInfo {
   // What ties the request to a conversation (proxy/sessions.hpp): the Responses API's
   // previous_response_id, OpenAI's `user` and `safety_identifier`, Anthropic's metadata.user_id.
   std::optional<std::string> previous_response_id, user, safety_identifier, metadata_user_id;
+  // The output limit the request names, a non-negative integer: max_completion_tokens (chat), else
+  // max_tokens (chat, completions, Anthropic Messages), else max_output_tokens (Responses API).
+  std::optional<std::int64_t> max_tokens;
   bool operator==(const RequestInfo&) const = default;
 };
 // What a request asks for, by its path and body (openai/request_inspect.cpp).

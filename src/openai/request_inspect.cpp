@@ -1,6 +1,6 @@
 // inspect_request (openai/chunk.hpp): what a request body asks for, read with simdjson's On-Demand
 // API. Only a handful of top-level members matter (model, stream, stream_options, the session
-// keys); the rest of the body (the messages, the tools: nearly all of an agent's request) is
+// keys, the output limit); the rest of the body (the messages, the tools: nearly all of an agent's request) is
 // stepped over, never unescaped into a document. A DOM parse of a 52 KB agent request cost 8.2 us,
 // this reading 4.5 us (issue 43; docs/BENCHMARKS.md).
 //
@@ -26,7 +26,18 @@ namespace od = simdjson::ondemand;
 
 // The top-level keys read; each is a bit of read_members' `seen` (the first of a key given twice is
 // the one read, as a lookup by key finds it).
-enum Key : int { kModel, kStream, kStreamOptions, kPreviousResponseId, kUser, kSafetyIdentifier, kMetadata };
+enum Key : int {
+  kModel,
+  kStream,
+  kStreamOptions,
+  kPreviousResponseId,
+  kUser,
+  kSafetyIdentifier,
+  kMetadata,
+  kMaxCompletionTokens,
+  kMaxTokens,
+  kMaxOutputTokens
+};
 
 int key_index(std::string_view k) {
   switch (k.size()) {
@@ -34,11 +45,26 @@ int key_index(std::string_view k) {
     case 5: return k == "model" ? int{kModel} : -1;
     case 6: return k == "stream" ? int{kStream} : -1;
     case 8: return k == "metadata" ? int{kMetadata} : -1;
+    case 10: return k == "max_tokens" ? int{kMaxTokens} : -1;
     case 14: return k == "stream_options" ? int{kStreamOptions} : -1;
-    case 17: return k == "safety_identifier" ? int{kSafetyIdentifier} : -1;
+    case 17:
+      return k == "safety_identifier" ? int{kSafetyIdentifier} : k == "max_output_tokens" ? int{kMaxOutputTokens} : -1;
     case 20: return k == "previous_response_id" ? int{kPreviousResponseId} : -1;
+    case 21: return k == "max_completion_tokens" ? int{kMaxCompletionTokens} : -1;
     default: return -1;
   }
+}
+
+// A number value into `into` when it is a non-negative integer (within int64). false on a malformed
+// value.
+bool read_count(od::value& v, std::optional<std::int64_t>& into) {
+  od::json_type t;
+  if (v.type().get(t) != simdjson::SUCCESS) return false;
+  if (t != od::json_type::number) return true;
+  od::number n;
+  if (v.get_number().get(n) != simdjson::SUCCESS) return false;
+  if (n.is_int64() && n.get_int64() >= 0) into = n.get_int64();
+  return true;
 }
 
 // A string value's text into `into` when it is a string (`non_empty`: a non-empty one). false on a
@@ -86,6 +112,7 @@ bool read_member(od::value& v, std::string_view wanted, Read&& read) {
 // The members of the root object into `info`; false when the walk met a fault.
 bool read_members(od::object top, RequestInfo& info) {
   unsigned seen = 0;
+  std::optional<std::int64_t> limits[3];  // max_completion_tokens, max_tokens, max_output_tokens
   for (auto member : top) {
     od::field f;
     if (std::move(member).get(f) != simdjson::SUCCESS) return false;
@@ -108,9 +135,18 @@ bool read_members(od::object top, RequestInfo& info) {
       case kMetadata:
         ok = read_member(v, "user_id", [&](od::value& u) { return read_text(u, info.metadata_user_id); });
         break;
+      case kMaxCompletionTokens:
+      case kMaxTokens:
+      case kMaxOutputTokens: ok = read_count(v, limits[i - kMaxCompletionTokens]); break;
       default: break;
     }
     if (!ok) return false;
+  }
+  for (const auto& limit : limits) {
+    if (limit) {
+      info.max_tokens = limit;
+      break;
+    }
   }
   return true;
 }

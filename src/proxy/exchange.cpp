@@ -95,6 +95,7 @@ void Proxy::begin(Exchange& x, const ClientRequest& req, const std::optional<RxS
   o.model = info.model;
   o.stream = info.stream;
   o.usage_requested = info.usage_requested;
+  o.max_tokens = info.max_tokens;
   x.session_claim = session_claim(found[2].first, info);  // none when no session header is set
   if (x.session_claim) {
     std::lock_guard lock(shared_.sessions_mutex);

@@ -473,6 +473,12 @@ GroupStats analyse_rows(std::string_view key, const RowList& rs, GroupColumns& c
   fit_ttft_of(rs, c, g);
   derive_window_figures(rs, c, t, g);
   if (failures && g.error_rate > 0) g.failures = failure_kinds(rs, *failures);
+  std::vector<double> cut;
+  for (const auto* r : rs) {
+    if (r->cut_short) cut.push_back(static_cast<double>(r->completion_tokens.value_or(0)));
+  }
+  g.cut_short = cut.size();
+  g.cut_short_tokens = summarize(cut);
   g.engine_split = engine_split_of(rs);
   if (g.engine_split && g.engine_split->not_streamed && !g.tpot_ms) {
     std::vector<double> per_token;

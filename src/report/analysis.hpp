@@ -161,6 +161,10 @@ struct GroupStats {
   std::size_t e2e_given_up = 0;
   std::optional<Summary> e2e_high_ms;
   std::size_t disconnected_after_first_token = 0;  // client_disconnected once output had begun
+  // Requests that stopped at their length limit with fewer tokens than the max_tokens they asked
+  // for (Row::cut_short), and their completion tokens.
+  std::size_t cut_short = 0;
+  std::optional<Summary> cut_short_tokens;
   // The failed requests (every outcome but ok) by outcome, status and error type, most first.
   std::vector<FailureKind> failures;
   // Requests that named no model and got no answer, counted here with the only model the lines

@@ -317,6 +317,15 @@ std::string group_md(const GroupStats& g) {
                    "that, so the TTFT tail is at least as long as these waits\n",
                    w->n, w->n == 1 ? "" : "s", w->p50, w->max);
   }
+  if (g.cut_short > 0 && g.cut_short_tokens) {
+    fmt::format_to(
+        std::back_inserter(o),
+        "- **{} request{} stopped at the length limit before the max_tokens asked for** ({:.0f} tokens "
+        "p50, as the server counted them): something other than max_tokens cut {}, most often the "
+        "engine's context (llama.cpp: a slot's n_ctx; vLLM: max_model_len); their e2e and output tokens are for "
+        "shorter answers than asked\n",
+        g.cut_short, g.cut_short == 1 ? "" : "s", g.cut_short_tokens->p50, g.cut_short == 1 ? "it" : "them");
+  }
   if (g.e2e_given_up > 0) {
     fmt::format_to(std::back_inserter(o),
                    "- e2e takes the {} request{} given up (the client left, or its time limit ran out) at the moment "
@@ -502,6 +511,8 @@ std::string group_json(const GroupStats& g) {
       .field("error_rate", g.error_rate)
       .field("failure_rate", g.failure_rate)
       .raw_field("failures", failures_json(g.failures))
+      .field("cut_short", static_cast<std::uint64_t>(g.cut_short))
+      .raw_field("cut_short_tokens", summary_json(g.cut_short_tokens))
       .field("busy_share", g.busy_share);
   if (g.engine_split) w.raw_field("engine_split", engine_split_json(*g.engine_split));
   if (g.engine_tpot_ms) w.raw_field("engine_tpot_ms", summary_json(g.engine_tpot_ms));

@@ -85,6 +85,10 @@ struct Row {
   bool stream : 1 = false;
   std::uint8_t operation : 4 = 0;  // index into kOperationNames
   std::uint8_t lag_quiet : 2 = kLagQuietUnknown;
+  // It stopped at its length limit (finish_reason length, max_output_tokens or max_tokens) with
+  // fewer tokens, as the server counted them, than the max_tokens it asked for: something else cut
+  // it (the engine's context).
+  bool cut_short : 1 = false;
   std::uint8_t outcome_index = 0, token_source_index = 0, timing_basis_index = 0;  // RowNames
   // The sweep's load point ("concurrency=8") as an index into the table's phase names (0: the line
   // names none).

@@ -872,6 +872,29 @@ TEST_F(RealLlamaCppVerdicts, ClientsThatDoNotStreamAreJudgedFromTheEnginesTiming
   EXPECT_EQ(q.find("was 0 in all"), std::string::npos) << q;
 }
 
+// Answers cut by the engine's context: four slots of 256 tokens (-c 1024), answers that ask for
+// 400 stop with finish_reason "length" short of it, which is also the word for reaching max_tokens.
+// The ledger keeps the limit each request named, and the report counts the answers cut short.
+TEST_F(RealLlamaCppVerdicts, AnswersCutByTheContextAreToldFromAnswersThatReachedMaxTokens) {
+  LlamaServer server(dir_ + "/llama.log", {"-c", "1024"}, "MPO_LLAMA_SMALL_MODEL");  // 4 slots of 256
+  Proxy proxy(server.url(), dir_ + "/ledger.jsonl");
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(http_post(proxy.port, "/v1/chat/completions", chat(fmt::format("long{}", i), 5, 400)).status, 200);
+  }
+  EXPECT_EQ(http_post(proxy.port, "/v1/chat/completions", chat("short", 5, 8)).status, 200);
+  const auto g = report_group(proxy);
+  EXPECT_EQ(g.at("cut_short").to_number<int>(), 3) << json::serialize(g);
+  EXPECT_LT(g.at("cut_short_tokens").at("p50").to_number<double>(), 256) << json::serialize(g);
+  std::size_t limits = 0;
+  for (const auto& line : read_lines(dir_ + "/ledger.jsonl")) {
+    const auto o = json::parse(line).as_object();
+    if (o.at("operation") != "chat") continue;
+    EXPECT_EQ(o.at("finish_reason"), "length") << line;
+    limits += o.at("max_tokens").to_number<int>() == 400 ? 1 : 0;
+  }
+  EXPECT_EQ(limits, 3u);
+}
+
 TEST_F(RealLlamaCppVerdicts, AnIdleEngineCrossesNothing) {
   LlamaServer server(dir_ + "/llama.log", {}, "MPO_LLAMA_SMALL_MODEL");
   Proxy proxy(server.url(), dir_ + "/ledger.jsonl");

@@ -58,6 +58,7 @@ TEST(Observation, LineHasEveryFieldInContractOrderWithNullForUnknown) {
                          "stream",
                          "usage_requested",
                          "usage_injected",
+                         "max_tokens",
                          "http_status",
                          "outcome",
                          "error_type",

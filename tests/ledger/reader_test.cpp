@@ -69,6 +69,8 @@ TEST(ReadLedger, EveryFieldOfAnObservationLineRoundTrips) {
   o.outcome = "stream_truncated";
   o.error_type = "upstream";
   o.error_message = "cut";
+  o.finish_reason = "length";
+  o.max_tokens = 400;
   o.ttfb_ms = 1.5;
   o.ttft_ms = 12.25;
   o.e2e_ms = 2000;
@@ -102,6 +104,8 @@ TEST(ReadLedger, EveryFieldOfAnObservationLineRoundTrips) {
   EXPECT_EQ(x.outcome, "stream_truncated");
   EXPECT_EQ(x.error_type, "upstream");
   EXPECT_EQ(x.error_message, "cut");
+  EXPECT_EQ(x.finish_reason, "length");
+  EXPECT_EQ(x.max_tokens, 400);
   EXPECT_EQ(x.ttfb_ms, 1.5);
   EXPECT_EQ(x.ttft_ms, 12.25);
   EXPECT_EQ(x.e2e_ms, 2000.0);

@@ -150,6 +150,7 @@ TEST(ClearForReuse, AnObservationFilledThroughoutIsANewOnesAgain) {
   o.session_id = o.session_source = "s";
   o.turn = 3;
   o.stream = o.usage_requested = o.usage_injected = true;
+  o.max_tokens = 64;
   o.http_status = 500;
   o.outcome = "http_error";
   o.error_type = o.error_message = o.finish_reason = "e";

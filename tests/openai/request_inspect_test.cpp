@@ -51,6 +51,17 @@ std::vector<std::string> bodies() {
       R"({"messages":[{"model":"inner","stream":true,"user":"inner"}],"metadata":{"nested":{"user_id":"deep"}}})",
       " \n\t{ \"model\" : \"spaced\" , \"stream\" : true } \r\n",
       R"({"model":"\ud83d\ude00 emoji","user":"\u0000nul"})",
+      // Output limits (invented edge cases): each API's key, both chat keys, not integers, negative,
+      // past int64, given twice.
+      R"({"max_tokens":100,"max_completion_tokens":50})",
+      R"({"max_completion_tokens":null,"max_tokens":7})",
+      R"({"max_output_tokens":300,"input":"x"})",
+      R"({"max_tokens":1.5,"max_output_tokens":9})",
+      R"({"max_tokens":-1})",
+      R"({"max_tokens":18446744073709551615})",
+      R"({"max_tokens":"64"})",
+      R"({"max_tokens":0,"max_tokens":5})",
+      R"({"max_tokens":1e3})",
       "{}",
       "[]",
       R"("just a string")",
@@ -63,6 +74,17 @@ TEST(InspectRequest, ReadsWhatADomParseReads) {
     const auto by_dom = inspect_request_by_dom("/v1/chat/completions", body);
     EXPECT_EQ(inspect_request("/v1/chat/completions", body), by_dom) << body.substr(0, 120);
   }
+}
+
+// The output limit each API names; chat's max_completion_tokens wins over its older max_tokens.
+TEST(InspectRequest, TheOutputLimitOfEachApi) {
+  EXPECT_EQ(inspect_request("/v1/chat/completions", agent_request()).max_tokens, 512);
+  EXPECT_EQ(inspect_request("/v1/chat/completions", R"({"max_tokens":100,"max_completion_tokens":50})").max_tokens, 50);
+  EXPECT_EQ(inspect_request("/v1/responses", R"({"max_output_tokens":300,"input":"x"})").max_tokens, 300);
+  EXPECT_EQ(inspect_request("/v1/messages", R"({"max_tokens":64,"messages":[]})").max_tokens, 64);
+  EXPECT_FALSE(inspect_request("/v1/chat/completions", R"({"max_tokens":-1})").max_tokens.has_value());
+  EXPECT_FALSE(inspect_request("/v1/chat/completions", R"({"max_tokens":1.5})").max_tokens.has_value());
+  EXPECT_FALSE(inspect_request("/v1/chat/completions", R"({"messages":[]})").max_tokens.has_value());
 }
 
 TEST(InspectRequest, ALongAgentRequestIsReadPastItsMessages) {
