@@ -306,6 +306,16 @@ std::string group_body(const RowTable& table, const GroupStats& g, const RowList
       {"output tokens/s", present::cell(g.output_tokens_per_s)},
       {"error rate", fmt::format("{:.2f}%", 100 * g.error_rate)},
       {"busy share", fmt::format("{:.0f}% of the window with a request in flight", 100 * g.busy_share)}};
+  if (g.failure_rate != g.error_rate) {
+    facts.emplace_back("failure rate", fmt::format("{:.2f}% (the error rate less {} clients that left once output "
+                                                   "had begun)",
+                                                   100 * g.failure_rate, g.disconnected_after_first_token));
+  }
+  if (g.cut_short > 0 && g.cut_short_tokens) {
+    facts.emplace_back("cut short", fmt::format("{} stopped at the length limit before the max_tokens asked for "
+                                                "({:.0f} tokens p50): the engine's context, most often",
+                                                g.cut_short, g.cut_short_tokens->p50));
+  }
   if (const auto& w = g.left_before_first_token_ms) {
     facts.emplace_back("given up before the first token",
                        fmt::format("{} (waited {:.1f} ms p50, {:.1f} ms max; not in TTFT, whose tail is at least that)",

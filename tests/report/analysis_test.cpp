@@ -271,6 +271,8 @@ TEST(GivenUp, ClientsThatStopAnAnswerAlreadyStreamingAreNotFailures) {
             std::string::npos)
       << md;
   EXPECT_NE(render_json(in).find(R"("failure_rate":0,)"), std::string::npos);
+  EXPECT_NE(render_html(in).find("0.00% (the error rate less 6 clients that left once output had begun)"),
+            std::string::npos);
   auto slos = parse_slos("error_rate=0.01,failure_rate=0.01");
   ASSERT_TRUE(slos.ok());
   const auto judged = evaluate_slos(groups, *slos);
@@ -414,6 +416,8 @@ TEST(CutShort, AnswersStoppedAtLengthBeforeTheirMaxTokensAreCounted) {
             std::string::npos)
       << md;
   EXPECT_NE(render_json(in).find(R"("cut_short":3,"cut_short_tokens":{"n":3,"p50":245)"), std::string::npos);
+  EXPECT_NE(render_html(in).find("3 stopped at the length limit before the max_tokens asked for (245 tokens p50)"),
+            std::string::npos);
 }
 
 TEST(GivenUp, RequestsThatNamedNoModelJoinTheOnlyModelTheLinesName) {
