@@ -133,9 +133,21 @@ EngineIdentity read_identity(int status, const std::string& body) {
 struct PointCounts {
   std::size_t ok = 0, failed = 0;
   std::string latest_error;
+  // Answers that stopped at their length limit short of the max_tokens asked for, as the server
+  // counted them: something else (the engine's context) cut them. The last one's counts.
+  std::size_t cut_short = 0;
+  std::int64_t cut_got = 0, cut_asked = 0;
   void count(const ledger::Observation& ob) {
     if (ob.outcome == "ok") {
       ++ok;
+      const auto& reason = ob.finish_reason;
+      if (!ob.warmup && reason && (*reason == "length" || *reason == "max_output_tokens" || *reason == "max_tokens") &&
+          ob.max_tokens && ob.completion_tokens && ob.token_source == "usage" &&
+          *ob.completion_tokens < *ob.max_tokens) {
+        ++cut_short;
+        cut_got = *ob.completion_tokens;
+        cut_asked = *ob.max_tokens;
+      }
       return;
     }
     ++failed;
@@ -610,6 +622,14 @@ class SweepRun {
     tp.stats = fold_samples(run.samples, fo);
     tp.samples = std::move(run.samples);
     note(point_line(c, tp));
+    if (point_.cut_short > 0) {
+      note(
+          fmt::format("  warning: {} answer{} stopped at the length limit short of the max_tokens asked for ({} of {} "
+                      "tokens, the last): the engine's context cut {}, so this point measures shorter answers than "
+                      "the workload asks (llama.cpp: a slot's context is -c over -np)",
+                      point_.cut_short, point_.cut_short == 1 ? "" : "s", point_.cut_got, point_.cut_asked,
+                      point_.cut_short == 1 ? "it" : "them"));
+    }
     // Why requests failed, as the point ends, in the server's own words (issue 38).
     for (const auto& line : failure_lines(tp.samples)) note("  failed: " + line);
 

@@ -379,6 +379,30 @@ TEST(Sweep, WithNoCapacityDeclaredALlamaCppServersOwnSlotsAreTheCapacity) {
   EXPECT_EQ(track_point(unknown.receipt, 1).at("reason_code"), "capacity_unknown");
 }
 
+// Answers the engine's context cuts: a model length of 64 tokens leaves 16 after a 48-token prompt,
+// and every answer asking for 24 stops at 16 with finish_reason "length". The point's progress
+// says so (a sweep that measures shorter answers than its workload asks would otherwise pass for
+// one that did not), and the sweep's own ledger carries the limit each request named.
+TEST(Sweep, AnswersTheContextCutsShortAreNamedAsThePointEnds) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json", R"({"engine":{"max_model_len":64,"step_base_s":0.002}})");
+  Simulator sim({"--profile", dir + "/p.json"});
+  const auto run = run_cli_with_stderr(
+      fmt::format("sweep --url http://127.0.0.1:{}/v1 --model sim-model --input-tokens 48 --output-tokens 24 "
+                  "--ignore-eos --concurrencies 1 --requests 3 --warmup 0 --output {}/cut.json",
+                  sim.port, dir));
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_NE(run.out.find("warning: 3 answers stopped at the length limit short of the max_tokens asked for (16 of 24 "
+                         "tokens, the last)"),
+            std::string::npos)
+      << run.out;
+  std::size_t limits = 0;
+  for (const auto& line : read_lines(dir + "/cut.ledger.jsonl")) {
+    limits += json::parse(line).at("max_tokens").to_number<int>() == 24 ? 1 : 0;
+  }
+  EXPECT_EQ(limits, 3u);
+}
+
 TEST(Sweep, ARestartMidSweepInvalidatesItsPoint) {
   const std::string dir = make_temp_dir();
   write_file(dir + "/p.json", kProfile);
