@@ -388,25 +388,32 @@ for (const [name, make, counted] of [
   });
 }
 
-test('attribute --traces joins the engine spans to the ledger: queue, prefill and the rest', async () => {
+// A proxy and a simulator of `engine` settings both sending spans to one receiver while `send`
+// runs its requests; the spans as a file. OTLP/JSON from both: the receiver's raw bodies, one per
+// line, are what the collector's file exporter writes.
+async function tracedRun(engine, send) {
   const otlp = await receiver();
   const dir = mkdtempSync(join(tmpdir(), 'mpo-traces-'));
   const profile = join(dir, 'profile.json');
-  // Two slots for six requests: the engine queues four of them.
-  writeFileSync(profile, JSON.stringify({ engine: { max_num_seqs: 2, step_base_s: 0.01 } }));
-  // OTLP/JSON from both: the receiver's raw bodies, one per line, are what the collector's file
-  // exporter writes.
+  writeFileSync(profile, JSON.stringify({ engine }));
   const st = await stack(['--otlp-endpoint', otlp.url],
     { OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_METRICS_EXPORTER: 'none' },
     ['--otlp-traces-endpoint', `${otlp.url}/v1/traces`, '--profile', profile]);
   try {
-    await Promise.all([1, 2, 3, 4, 5, 6].map((i) => chat(st.proxyURL, i)));
+    await send(st);
   } finally {
     await st.stop();
     await otlp.close();
   }
   const traces = join(dir, 'traces.jsonl');
   writeFileSync(traces, otlp.raw.join('\n') + '\n');
+  return { st, traces };
+}
+
+test('attribute --traces joins the engine spans to the ledger: queue, prefill and the rest', async () => {
+  // Two slots for six requests: the engine queues four of them.
+  const { st, traces } = await tracedRun({ max_num_seqs: 2, step_base_s: 0.01 },
+    (s) => Promise.all([1, 2, 3, 4, 5, 6].map((i) => chat(s.proxyURL, i))));
   const out = JSON.parse(execFileSync(BIN, ['attribute', '--ledger', st.ledger, '--traces', traces, '--format', 'json']));
   assert.equal(out.schema, 'modelperfobs.engine-trace-attribution.v1');
   assert.equal(out.validity.valid, true, JSON.stringify(out.validity));
@@ -462,22 +469,9 @@ test('attribute --traces joins the engine spans to the ledger: queue, prefill an
 // queue decides queueing, what lies outside the engine's e2e is transport's, and its decode per
 // token is decode's (before: "not_enough_evidence: turn on streaming").
 test('report --traces judges requests not streamed from the engine spans', async () => {
-  const otlp = await receiver();
-  const dir = mkdtempSync(join(tmpdir(), 'mpo-traces-ns-'));
-  const profile = join(dir, 'profile.json');
   // One slot for six requests of 3 tokens at 50 ms a step: the engine queues five of them.
-  writeFileSync(profile, JSON.stringify({ engine: { max_num_seqs: 1, step_base_s: 0.05 } }));
-  const st = await stack(['--otlp-endpoint', otlp.url],
-    { OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_METRICS_EXPORTER: 'none' },
-    ['--otlp-traces-endpoint', `${otlp.url}/v1/traces`, '--profile', profile]);
-  try {
-    await Promise.all([1, 2, 3, 4, 5, 6].map((i) => chat(st.proxyURL, i, {}, false)));
-  } finally {
-    await st.stop();
-    await otlp.close();
-  }
-  const traces = join(dir, 'traces.jsonl');
-  writeFileSync(traces, otlp.raw.join('\n') + '\n');
+  const { st, traces } = await tracedRun({ max_num_seqs: 1, step_base_s: 0.05 },
+    (s) => Promise.all([1, 2, 3, 4, 5, 6].map((i) => chat(s.proxyURL, i, {}, false))));
   const lines = readJsonl(st.ledger);
   assert.equal(lines.length, 6);
   assert.ok(lines.every((l) => l.stream === false && l.ttft_ms === null), JSON.stringify(lines[0]));
