@@ -1,7 +1,7 @@
 // inspect_request (openai/chunk.hpp): what a request body asks for, read with simdjson's On-Demand
 // API. Only a handful of top-level members matter (model, stream, stream_options, the session
-// keys, the output limit); the rest of the body (the messages, the tools: nearly all of an agent's request) is
-// stepped over, never unescaped into a document. A DOM parse of a 52 KB agent request cost 8.2 us,
+// keys, the output limit); the rest of the body (the messages, the tools: nearly all of an agent's
+// request) is stepped over, never unescaped into a document. A DOM parse of a 52 KB agent request cost 8.2 us,
 // this reading 4.5 us (issue 43; docs/BENCHMARKS.md).
 //
 // What it checks: the structure the reading walks through (the root object, every top-level key,
