@@ -220,17 +220,24 @@ class SweepRun {
     std::string capacity_source = o_.capacity_source;
     const bool llamacpp =
         id.owned_by == "llamacpp" || id.metrics_engine == engines::engine_name(engines::Engine::kLlamaCpp);
-    if (capacity <= 0 && capacity_source.empty() && llamacpp) {
+    if (llamacpp) {
       auto [props_status, props] = co_await driver_.get_admin("/props");
-      if (props_status == 200) {
-        if (auto slots = engines::parse_llamacpp_props(props)) {
-          capacity = slots->slots;
-          capacity_source = slots->source();
-          note(fmt::format(
-              "batch capacity {} from the server ({}{}); --batch-capacity overrides it", capacity, capacity_source,
-              slots->context_per_slot > 0 ? fmt::format(", {} tokens of context a slot", slots->context_per_slot)
-                                          : std::string()));
-        }
+      auto slots = props_status == 200 ? engines::parse_llamacpp_props(props)
+                                       : Result<engines::ServerSlots>(make_error(errc::kEngineProps, "no /props"));
+      const std::string context = slots && slots->context_per_slot > 0
+                                      ? fmt::format(", {} tokens of context a slot", slots->context_per_slot)
+                                      : std::string();
+      if (slots && capacity <= 0 && capacity_source.empty()) {
+        capacity = slots->slots;
+        capacity_source = slots->source();
+        note(fmt::format("batch capacity {} from the server ({}{}); --batch-capacity overrides it", capacity,
+                         capacity_source, context));
+      } else if (slots && capacity > 0 && capacity != slots->slots) {
+        // The operator's word stands (it names the contract), but not unchallenged.
+        note(
+            fmt::format("warning: --batch-capacity {} but the server says it decodes {} at once ({}{}): points "
+                        "are judged against {}",
+                        capacity, slots->slots, slots->source(), context, capacity));
       }
     }
     const std::string observed_receipt = sha256_digest(go_marshal(engine_identity_json(id)));

@@ -365,11 +365,18 @@ TEST(Sweep, WithNoCapacityDeclaredALlamaCppServersOwnSlotsAreTheCapacity) {
   EXPECT_EQ(track_point(run.receipt, 2).at("status"), "valid") << json::serialize(track_point(run.receipt, 2));
   EXPECT_EQ(track_point(run.receipt, 4).at("reason_code"), "capacity_exceeded");
 
-  auto declared = sweep(
-      dir, llama.port,
-      {"--concurrencies", "1", "--requests", "2", "--batch-capacity", "4", "--capacity-source", "llama-server -np 4"},
-      "declared");
-  const auto& mine = declared.receipt.at("contracts").as_array().at(0).as_object();
+  // A declared capacity wins, and where the server says otherwise the sweep says so.
+  const auto declared = run_cli_with_stderr(
+      fmt::format("sweep --url http://127.0.0.1:{}/v1 --model sim-model --input-tokens 48 --output-tokens 24 "
+                  "--ignore-eos --concurrencies 1 --requests 2 --batch-capacity 4 --capacity-source 'llama-server -np "
+                  "4' --output {}/declared.json",
+                  llama.port, dir));
+  EXPECT_EQ(declared.exit_code, 0) << declared.out;
+  EXPECT_NE(declared.out.find("warning: --batch-capacity 4 but the server says it decodes 2 at once (llama.cpp "
+                              "modelperfobs-simulate GET /props total_slots, 8192 tokens of context a slot)"),
+            std::string::npos)
+      << declared.out;
+  const auto mine = json::parse(read_file(dir + "/declared.json")).at("contracts").as_array().at(0).as_object();
   EXPECT_EQ(mine.at("batch_capacity").to_number<int>(), 4);
   EXPECT_EQ(mine.at("capacity_source"), "llama-server -np 4");
 
