@@ -264,6 +264,11 @@ std::vector<std::string> render_lines(const TopFrame& f, const TopOptions& o) {
     // Streamed requests whose clients gave up before a first token: the TTFT figures leave them out.
     if (const auto& w = g->left_before_first_token_ms)
       line += fmt::format(" given_up_before_first_token={} given_up_waited_p50_ms={:.0f}", w->n, w->p50);
+    // Clients that left once output had begun (a stop button): in err_pct, not failures.
+    if (g->disconnected_after_first_token > 0) {
+      line += fmt::format(" left_after_output={} fail_pct={:.1f}", g->disconnected_after_first_token,
+                          100 * g->failure_rate);
+    }
     if (!g->ranking.empty() && g->ranking.front().score >= 1) {
       line += fmt::format(" bottleneck={} score={:.2f}", g->ranking.front().name, g->ranking.front().score);
     }

@@ -189,6 +189,12 @@ TEST(TopLines, OffATerminalOneLinePerModel) {
   f.groups[1].left_before_first_token_ms = Summary{.n = 3, .p50 = 1400};
   const auto with = render_lines(f, TopOptions{});
   EXPECT_NE(with[1].find(" given_up_before_first_token=3 given_up_waited_p50_ms=1400"), std::string::npos) << with[1];
+  EXPECT_EQ(with[1].find("fail_pct"), std::string::npos) << with[1];
+  // Clients that left once output had begun are in err_pct; fail_pct leaves them out.
+  f.groups[1].disconnected_after_first_token = 2;
+  f.groups[1].failure_rate = 0.1;
+  const auto stops = render_lines(f, TopOptions{});
+  EXPECT_NE(stops[1].find(" left_after_output=2 fail_pct=10.0"), std::string::npos) << stops[1];
   TopFrame empty;
   EXPECT_NE(render_lines(empty, TopOptions{})[0].find("no requests finished in the last 30 s"), std::string::npos);
   // Lines that could not be read are not "no requests": the view says why it has none.
