@@ -167,6 +167,23 @@ std::vector<std::vector<std::string>> point_rows(const SweepReceipt& r, bool mar
 
 }  // namespace
 
+namespace {
+
+// The batch capacity the track's points are judged against, and where it came from (the operator's
+// --batch-capacity, or the server's own word).
+std::string capacity_line(const SweepReceipt& r, const std::string& track) {
+  for (const auto& c : r.contracts) {
+    if (c.track != track) continue;
+    if (c.batch_capacity <= 0 || c.capacity_source.empty()) {
+      return "- **batch capacity**: unknown (declare it: --batch-capacity N --capacity-source LABEL)\n";
+    }
+    return fmt::format("- **batch capacity**: {} ({})\n", c.batch_capacity, c.capacity_source);
+  }
+  return {};
+}
+
+}  // namespace
+
 std::string sweep_markdown(const SweepReceipt& r) {
   std::string out = fmt::format("# Serving sweep: {}\n\n", r.model);
   out += fmt::format("{} points of {} requests, workload {}, generated {} on {}.\n\n", r.points.size(),
@@ -182,6 +199,7 @@ std::string sweep_markdown(const SweepReceipt& r) {
       "holds a bootstrap interval for each. The p99 boundary counts a failed request as missing every budget.\n";
   for (const auto& t : r.tracks) {
     out += fmt::format("\n## Track {}\n\n", t.track);
+    out += capacity_line(r, t.track);
     out += finding(t, r.mode);
   }
   // Why requests failed, in the server's own words, point by point (issue 38: the reason was only in
@@ -226,6 +244,12 @@ present::Header sweep_header(const SweepReceipt& r) {
     h.facts.emplace_back("TTFT p99 budget", fmt::format("{} ms", go_float_text(r.sla.ttft_p99_ms)));
   if (r.sla.itl_p99_ms > 0)
     h.facts.emplace_back("ITL p99 budget", fmt::format("{} ms", go_float_text(r.sla.itl_p99_ms)));
+  for (const auto& c : r.contracts) {
+    if (c.batch_capacity > 0 && !c.capacity_source.empty()) {
+      h.facts.emplace_back(r.contracts.size() > 1 ? "batch capacity (" + c.track + ")" : "batch capacity",
+                           fmt::format("{} ({})", c.batch_capacity, c.capacity_source));
+    }
+  }
   if (!r.tool_version.empty()) h.facts.emplace_back("made by", r.tool_name + " " + r.tool_version);
   h.warnings = r.warnings;
   return h;

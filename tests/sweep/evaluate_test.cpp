@@ -362,5 +362,22 @@ TEST(SweepMarkdown, ThePointsTableSaysTheTokensTheServerCounted) {
   EXPECT_NE(md.find(" | n/a | ", second), std::string::npos) << md;
 }
 
+// The capacity the points are judged against is said with where it came from, and an unknown one
+// says how to declare it (a reader of the summary should not need the receipt's JSON for it).
+TEST(SweepMarkdown, TheTrackSaysItsBatchCapacityAndItsSource) {
+  auto r = fixtures::scaling_sweep(2, {1, 2});
+  r.contracts[0].capacity_source = "llama.cpp b10309-82bb485 GET /props total_slots";
+  for (auto& p : r.points) p.tracks[0].capacity_source = r.contracts[0].capacity_source;
+  ASSERT_TRUE(evaluate_sweep(r).ok());
+  EXPECT_NE(sweep_markdown(r).find("- **batch capacity**: 2 (llama.cpp b10309-82bb485 GET /props total_slots)\n"),
+            std::string::npos)
+      << sweep_markdown(r);
+  EXPECT_NE(sweep_html(r).find("llama.cpp b10309-82bb485 GET /props total_slots"), std::string::npos);
+  auto unknown = fixtures::scaling_sweep(0, {1, 2});
+  ASSERT_TRUE(evaluate_sweep(unknown).ok());
+  EXPECT_NE(sweep_markdown(unknown).find("- **batch capacity**: unknown (declare it: --batch-capacity N"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace mpo::sweep
