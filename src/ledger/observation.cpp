@@ -145,6 +145,14 @@ void write_members(JsonObjectWriter& w, const Observation& o) {
 
 }  // namespace
 
+bool answer_cut_short(std::optional<std::string_view> finish_reason, std::optional<std::int64_t> max_tokens,
+                      std::optional<std::int64_t> completion_tokens, std::string_view token_source) {
+  if (!finish_reason || !max_tokens || !completion_tokens || *completion_tokens >= *max_tokens) return false;
+  const bool at_limit =
+      *finish_reason == "length" || *finish_reason == "max_output_tokens" || *finish_reason == "max_tokens";
+  return at_limit && (token_source == "usage" || token_source == "server_timings");
+}
+
 void clear_for_reuse(Observation& o) {
   // The strings a proxy's line fills past a short string's room (the id, a host-named instance, the
   // backend's origin, the path, an engine's timings) and the gaps' list keep their buffers; the rest

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mpo::ledger {
@@ -79,6 +80,13 @@ struct Observation {
   std::string sweep_point;
   bool warmup = false;  // `sweep` lines: a warm-up request, outside every statistic (written only when true)
 };
+
+// Whether an answer stopped at its length limit (finish_reason `length`, the Responses API's
+// `max_output_tokens`, Anthropic's `max_tokens`) with fewer completion tokens, as the server counted
+// them (usage, llama.cpp's timings; never an estimate), than the max_tokens its request named:
+// something else cut it, most often the engine's context. One rule for the report and the sweep.
+bool answer_cut_short(std::optional<std::string_view> finish_reason, std::optional<std::int64_t> max_tokens,
+                      std::optional<std::int64_t> completion_tokens, std::string_view token_source);
 
 // Makes `o` a new observation's (every member as `Observation{}` has it) while the strings a proxy's
 // line fills past a short string's room (observation_id, proxy_instance, backend, path,

@@ -268,6 +268,7 @@ struct Tally {
   std::int64_t cached_prompt_base = 0;
   NameCounts outcomes, token_sources, timing_bases;
   IntervalUnion intervals;
+  std::vector<double> cut_short_tokens;  // completion tokens of the answers cut short (Row::cut_short)
 };
 
 // Pass 1: counts, the window, and the five latency summaries.
@@ -284,6 +285,7 @@ void count_and_summarise_latencies(const RowList& rs, GroupColumns& c, GroupStat
     g.window_end_us = std::max(g.window_end_us, end);
     t.intervals.add(r->started_at_us, end);
     if (!r->ok()) ++t.errors;
+    if (r->cut_short) t.cut_short_tokens.push_back(static_cast<double>(r->completion_tokens.value_or(0)));
     (r->stream ? g.streamed : g.non_streamed)++;
     t.one_operation = t.one_operation && r->operation == rs.front()->operation;
     g.prompt_tokens_total += r->prompt_tokens.value_or(0);
@@ -473,12 +475,8 @@ GroupStats analyse_rows(std::string_view key, const RowList& rs, GroupColumns& c
   fit_ttft_of(rs, c, g);
   derive_window_figures(rs, c, t, g);
   if (failures && g.error_rate > 0) g.failures = failure_kinds(rs, *failures);
-  std::vector<double> cut;
-  for (const auto* r : rs) {
-    if (r->cut_short) cut.push_back(static_cast<double>(r->completion_tokens.value_or(0)));
-  }
-  g.cut_short = cut.size();
-  g.cut_short_tokens = summarize(cut);
+  g.cut_short = t.cut_short_tokens.size();
+  g.cut_short_tokens = summarize(std::move(t.cut_short_tokens));
   g.engine_split = engine_split_of(rs);
   if (g.engine_split && g.engine_split->not_streamed && !g.tpot_ms) {
     std::vector<double> per_token;

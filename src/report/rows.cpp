@@ -14,6 +14,8 @@
 #include <mutex>
 #include <utility>
 
+#include "ledger/observation.hpp"
+
 namespace mpo::report {
 
 std::string_view group_key(const ledger::LedgerRecordView& r, GroupBy by) {
@@ -195,11 +197,7 @@ void RowTable::add(const ledger::LedgerRecordView& r) {
   row.outcome_index = name_index(r.outcome, last_outcome_, last_outcome_index_);
   row.token_source_index = name_index(r.token_source, last_source_, last_source_index_);
   if (r.timing_basis) row.timing_basis_index = name_index(*r.timing_basis, last_basis_, last_basis_index_);
-  if (r.finish_reason && r.max_tokens && r.completion_tokens && *r.completion_tokens < *r.max_tokens &&
-      (*r.finish_reason == "length" || *r.finish_reason == "max_output_tokens" || *r.finish_reason == "max_tokens") &&
-      (r.token_source == "usage" || r.token_source == "server_timings")) {
-    row.cut_short = true;
-  }
+  row.cut_short = ledger::answer_cut_short(r.finish_reason, r.max_tokens, r.completion_tokens, r.token_source);
   if (r.sweep_point) {
     const auto name = intern(*r.sweep_point, last_phase_);
     if (last_phase_index_ == 0 || phases_[last_phase_index_].data() != name.data())

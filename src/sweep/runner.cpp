@@ -140,10 +140,8 @@ struct PointCounts {
   void count(const ledger::Observation& ob) {
     if (ob.outcome == "ok") {
       ++ok;
-      const auto& reason = ob.finish_reason;
-      if (!ob.warmup && reason && (*reason == "length" || *reason == "max_output_tokens" || *reason == "max_tokens") &&
-          ob.max_tokens && ob.completion_tokens && ob.token_source == "usage" &&
-          *ob.completion_tokens < *ob.max_tokens) {
+      const auto reason = ob.finish_reason ? std::optional<std::string_view>(*ob.finish_reason) : std::nullopt;
+      if (!ob.warmup && ledger::answer_cut_short(reason, ob.max_tokens, ob.completion_tokens, ob.token_source)) {
         ++cut_short;
         cut_got = *ob.completion_tokens;
         cut_asked = *ob.max_tokens;
@@ -222,8 +220,10 @@ class SweepRun {
         id.owned_by == "llamacpp" || id.metrics_engine == engines::engine_name(engines::Engine::kLlamaCpp);
     if (llamacpp) {
       auto [props_status, props] = co_await driver_.get_admin("/props");
-      auto slots = props_status == 200 ? engines::parse_llamacpp_props(props)
-                                       : Result<engines::ServerSlots>(make_error(errc::kEngineProps, "no /props"));
+      std::optional<engines::ServerSlots> slots;
+      if (props_status == 200) {
+        if (auto read = engines::parse_llamacpp_props(props)) slots = std::move(*read);
+      }
       const std::string context = slots && slots->context_per_slot > 0
                                       ? fmt::format(", {} tokens of context a slot", slots->context_per_slot)
                                       : std::string();

@@ -29,6 +29,16 @@ struct SweepRun {
   std::string path;
 };
 
+// The same sweep shape with its progress on stderr (no --quiet), both streams in `out`; `extra` as
+// shell words, the receipt at DIR/NAME.json.
+CliRun sweep_with_progress(const std::string& dir, std::uint16_t port, const std::string& extra,
+                           const std::string& name) {
+  return run_cli_with_stderr(
+      fmt::format("sweep --url http://127.0.0.1:{}/v1 --model sim-model --input-tokens 48 "
+                  "--output-tokens 24 --ignore-eos {} --output {}/{}.json",
+                  port, extra, dir, name));
+}
+
 SweepRun sweep(const std::string& dir, std::uint16_t port, std::vector<std::string> extra,
                const std::string& name = "sweep") {
   std::vector<std::string> args = {"sweep",
@@ -366,11 +376,9 @@ TEST(Sweep, WithNoCapacityDeclaredALlamaCppServersOwnSlotsAreTheCapacity) {
   EXPECT_EQ(track_point(run.receipt, 4).at("reason_code"), "capacity_exceeded");
 
   // A declared capacity wins, and where the server says otherwise the sweep says so.
-  const auto declared = run_cli_with_stderr(
-      fmt::format("sweep --url http://127.0.0.1:{}/v1 --model sim-model --input-tokens 48 --output-tokens 24 "
-                  "--ignore-eos --concurrencies 1 --requests 2 --batch-capacity 4 --capacity-source 'llama-server -np "
-                  "4' --output {}/declared.json",
-                  llama.port, dir));
+  const auto declared = sweep_with_progress(
+      dir, llama.port, "--concurrencies 1 --requests 2 --batch-capacity 4 --capacity-source 'llama-server -np 4'",
+      "declared");
   EXPECT_EQ(declared.exit_code, 0) << declared.out;
   EXPECT_NE(declared.out.find("warning: --batch-capacity 4 but the server says it decodes 2 at once (llama.cpp "
                               "modelperfobs-simulate GET /props total_slots, 8192 tokens of context a slot)"),
@@ -394,10 +402,7 @@ TEST(Sweep, AnswersTheContextCutsShortAreNamedAsThePointEnds) {
   const std::string dir = make_temp_dir();
   write_file(dir + "/p.json", R"({"engine":{"max_model_len":64,"step_base_s":0.002}})");
   Simulator sim({"--profile", dir + "/p.json"});
-  const auto run = run_cli_with_stderr(
-      fmt::format("sweep --url http://127.0.0.1:{}/v1 --model sim-model --input-tokens 48 --output-tokens 24 "
-                  "--ignore-eos --concurrencies 1 --requests 3 --warmup 0 --output {}/cut.json",
-                  sim.port, dir));
+  const auto run = sweep_with_progress(dir, sim.port, "--concurrencies 1 --requests 3 --warmup 0", "cut");
   EXPECT_EQ(run.exit_code, 0) << run.out;
   EXPECT_NE(run.out.find("warning: 3 answers stopped at the length limit short of the max_tokens asked for (16 of 24 "
                          "tokens, the last)"),
