@@ -170,6 +170,7 @@ struct Driver::Impl {
     s.id = r.id;
     s.warmup = warmup;
     s.prompt_tokens_estimate = r.prompt_tokens_estimate;
+    s.max_tokens = r.max_output_tokens;
     s.scheduled_offset_ms = round_ms(static_cast<double>(scheduled_us - point_start_us) / 1000.0);
     s.sent_offset_ms = round_ms(static_cast<double>(sent_us - point_start_us) / 1000.0);
     s.observation_id = ids.next(wall_start / 1000);

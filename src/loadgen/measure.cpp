@@ -51,6 +51,7 @@ void record_response(Sample& s, ledger::Observation& o, openai::StreamTap&& tap,
   s.response_id = tap.id();
 
   ledger::fill_from_tap(o, tap, r.sent_us, false);
+  if (o.finish_reason) s.finish_reason = *o.finish_reason;
 
   if (r.body_end != BodyEnd::kComplete) {
     const bool timeout = r.body_end == BodyEnd::kTimeout;

@@ -38,12 +38,14 @@ struct Sample {
   std::optional<SampleUsage> usage;  // null: no usage object was seen
   // Ours.
   std::string observation_id;
-  double scheduled_offset_ms = 0;  // when the request was due, from the start of the point
-  double sent_offset_ms = 0;       // when its first byte was written
-  bool warmup = false;             // excluded from statistics
-  std::string response_model;      // the `model` the server answered with
-  std::string response_id;         // the response's id as the server named it (not written in receipts)
-  std::optional<int> shard;        // the shard that sent it (`sweep --shard I/N`, kept by `sweep merge`)
+  double scheduled_offset_ms = 0;          // when the request was due, from the start of the point
+  double sent_offset_ms = 0;               // when its first byte was written
+  bool warmup = false;                     // excluded from statistics
+  std::string response_model;              // the `model` the server answered with
+  std::string response_id;                 // the response's id as the server named it (not written in receipts)
+  std::string finish_reason;               // the answer's finish reason as the server gave it ("" when none)
+  std::optional<std::int64_t> max_tokens;  // the output limit the request asked for
+  std::optional<int> shard;                // the shard that sent it (`sweep --shard I/N`, kept by `sweep merge`)
 };
 
 // Rounds to 3 decimals of a millisecond, as fak does for every time it writes.

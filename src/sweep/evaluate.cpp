@@ -14,6 +14,7 @@
 #include "core/go_json.hpp"
 #include "core/json.hpp"
 #include "sweep/fold.hpp"
+#include "sweep/warnings.hpp"
 
 namespace mpo::sweep {
 namespace {
@@ -596,28 +597,6 @@ TrackSummary summarize(const SweepReceipt& r, const Contract& c) {
   return s;
 }
 
-// Speculative decoding makes TPOT and ITL depend on how many drafted tokens the engine accepts:
-// when acceptance moves across points by this much, their TPOT differences are not load alone.
-constexpr double kAcceptanceSpread = 0.10;
-
-std::optional<std::string> acceptance_warning(const SweepReceipt& r, const std::string& track) {
-  std::optional<std::pair<double, double>> range;  // lowest, highest
-  for (const auto& p : r.points) {
-    for (const auto& tp : p.tracks) {
-      if (tp.track != track) continue;
-      const auto rate = tp.evidence.server_number("spec_acceptance_rate");
-      if (!rate) continue;
-      range =
-          range ? std::pair{std::min(range->first, *rate), std::max(range->second, *rate)} : std::pair{*rate, *rate};
-    }
-  }
-  if (!range || range->second - range->first < kAcceptanceSpread) return std::nullopt;
-  return fmt::format(
-      "track {}: speculative decoding accepted {:.1f}% to {:.1f}% of drafted tokens across points: TPOT and ITL "
-      "differences between points mix load with acceptance (evidence.server.spec_acceptance_rate)",
-      track, 100 * range->first, 100 * range->second);
-}
-
 }  // namespace
 
 bool is_hard_code(std::string_view code) {
@@ -733,7 +712,6 @@ Status evaluate_sweep(SweepReceipt& r) {
     r.tracks.push_back(summarize(r, c));
   }
   r.validity_reasons.clear();
-  r.warnings.clear();
   std::set<std::string> seen;
   for (const auto& p : r.points) {
     for (const auto& tp : p.tracks) {
@@ -741,18 +719,9 @@ Status evaluate_sweep(SweepReceipt& r) {
         r.validity_reasons.push_back(
             fmt::format("{} at {} {}: {}", tp.reason_code, point_key(r.mode), go_float_text(p.coordinate), tp.reason));
       }
-      const std::string_view basis = tp.stats.token_count_basis;
-      if (!basis.empty() && basis != "usage.completion_tokens" && seen.insert(tp.track + ":basis").second) {
-        r.warnings.push_back(
-            fmt::format("track {}: token counts are estimated ({}), not reported by the server; throughput is not "
-                        "comparable with exact runs",
-                        tp.track, basis));
-      }
     }
   }
-  for (const auto& t : r.tracks) {
-    if (auto w = acceptance_warning(r, t.track)) r.warnings.push_back(std::move(*w));
-  }
+  r.warnings = receipt_warnings(r);
   if (r.load && r.load->interrupted) {  // said first: it explains the rest
     r.validity_reasons.insert(r.validity_reasons.begin(), "interrupted: " + *r.load->interrupted);
   }

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "core/json.hpp"
+#include "ledger/observation.hpp"
 #include "openai/chunk.hpp"
 
 namespace mpo::sweep {
@@ -271,13 +272,19 @@ std::map<std::string, std::int64_t> errors_by_class(std::span<const loadgen::Sam
 
 std::optional<TokenEvidence> token_evidence(std::span<const loadgen::Sample> samples) {
   std::vector<std::int64_t> in, out;
+  TokenEvidence t;
   for (const auto& s : samples) {
     if (s.warmup || !s.ok || !s.usage) continue;
     if (s.usage->prompt_tokens) in.push_back(*s.usage->prompt_tokens);
     if (s.usage->completion_tokens) out.push_back(*s.usage->completion_tokens);
+    if (s.max_tokens) {
+      t.max_tokens_asked = std::max(t.max_tokens_asked.value_or(0), *s.max_tokens);
+      const auto reason = s.finish_reason.empty() ? std::nullopt : std::optional<std::string_view>(s.finish_reason);
+      const bool cut = ledger::answer_cut_short(reason, s.max_tokens, s.usage->completion_tokens, "usage");
+      t.cut_short = t.cut_short.value_or(0) + (cut ? 1 : 0);
+    }
   }
   if (in.empty() && out.empty()) return std::nullopt;
-  TokenEvidence t;
   t.requests = static_cast<std::int64_t>(std::max(in.size(), out.size()));
   auto three = [](std::vector<std::int64_t>& v, std::optional<std::int64_t>& lo, std::optional<std::int64_t>& mid,
                   std::optional<std::int64_t>& hi) {

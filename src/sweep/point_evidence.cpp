@@ -67,7 +67,8 @@ constexpr auto json_fields(const TokenEvidence*) {
   return std::tuple{field("requests", &T::requests),     field("input_min", &T::input_min),
                     field("input_p50", &T::input_p50),   field("input_max", &T::input_max),
                     field("output_min", &T::output_min), field("output_p50", &T::output_p50),
-                    field("output_max", &T::output_max)};
+                    field("output_max", &T::output_max), field("max_tokens_asked", &T::max_tokens_asked),
+                    field("cut_short", &T::cut_short)};
 }
 
 constexpr auto json_fields(const CacheReset*) {

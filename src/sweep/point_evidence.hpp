@@ -62,6 +62,10 @@ struct TokenEvidence {
   std::int64_t requests = 0;  // measured requests whose usage gave the counts
   std::optional<std::int64_t> input_min, input_p50, input_max;
   std::optional<std::int64_t> output_min, output_p50, output_max;
+  // The largest max_tokens those requests asked for, and how many of their answers stopped at the
+  // length limit short of it (ledger::answer_cut_short: the engine's context cut them). Absent
+  // where the samples do not say what they asked for (receipts written before they did).
+  std::optional<std::int64_t> max_tokens_asked, cut_short;
 };
 
 // How the prefix cache was reset before the point (--reset-cache-between-points).

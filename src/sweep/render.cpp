@@ -6,10 +6,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "core/go_json.hpp"
 #include "core/json.hpp"
 #include "present/chart.hpp"
 #include "present/page.hpp"
+#include "sweep/evaluate.hpp"
 #include "sweep/fold.hpp"
 
 namespace mpo::sweep {
@@ -79,10 +82,51 @@ struct Findings {
   std::vector<std::string> signals;  // "`signal` at X: detail" (markdown's code marks stripped on the page)
 };
 
-Findings findings(const TrackSummary& t, loadgen::LoadMode m) {
+// A closed-loop track left without a claim only because some points went past the batch capacity
+// (the usual way to find saturation): what the points within it show, and how to get a claim. Not
+// a claim itself: by fak's capacity rule such a track carries none (docs/SWEEP.md).
+std::optional<std::string> within_capacity(const SweepReceipt& r, const TrackSummary& t) {
+  if (r.mode != loadgen::LoadMode::kConcurrency) return std::nullopt;
+  const auto c =
+      std::find_if(r.contracts.begin(), r.contracts.end(), [&](const Contract& k) { return k.track == t.track; });
+  if (c == r.contracts.end() || c->batch_capacity <= 0) return std::nullopt;
+  bool exceeded = false;
+  std::vector<const Point*> valid;
+  const TrackPoint* best = nullptr;
+  double best_at = 0;
+  for (const auto& p : r.points) {
+    for (const auto& tp : p.tracks) {
+      if (tp.track != t.track) continue;
+      if (tp.reason_code == "capacity_exceeded") {
+        exceeded = true;
+      } else if (tp.status == "valid") {
+        valid.push_back(&p);
+        const auto tok = tp.stats.throughput_tok_s.measured_value();
+        if (tok && (!best || *tok > *best->stats.throughput_tok_s.measured_value())) {
+          best = &tp;
+          best_at = p.coordinate;
+        }
+      } else if (is_hard_code(tp.reason_code)) {
+        return std::nullopt;  // something else leaves the track without a claim
+      }
+    }
+  }
+  if (!exceeded || valid.size() < 2 || !best) return std::nullopt;
+  std::string coords;
+  for (const auto* p : valid) coords += (coords.empty() ? "" : ",") + go_float_text(p->coordinate);
+  return fmt::format(
+      "{} tok/s at concurrency {} is the highest of the valid points {} (not a claim: the points above the batch "
+      "capacity {} measure the server's queue, and by fak's capacity rule the track carries no peak or knee; for one, "
+      "sweep within it: --concurrencies {})",
+      fixed(best->stats.throughput_tok_s.measured_value()), go_float_text(best_at), coords, c->batch_capacity, coords);
+}
+
+Findings findings(const SweepReceipt& r, const TrackSummary& t) {
+  const auto m = r.mode;
   Findings f;
   auto add = [&](const char* name, std::string value) { f.items.emplace_back(name, std::move(value)); };
   add("status", t.status + (t.reason.empty() ? "" : " — " + t.reason));
+  if (auto w = within_capacity(r, t)) add("within capacity", std::move(*w));
   add("peak", t.peak ? fmt::format("{} tok/s at {} {} ({})", fixed(t.peak->throughput_tok_s), axis_title(m),
                                    go_float_text(t.peak->coordinate), t.peak_status)
                      : t.peak_status + (t.peak_reason.empty() ? "" : " — " + t.peak_reason));
@@ -104,8 +148,8 @@ Findings findings(const TrackSummary& t, loadgen::LoadMode m) {
   return f;
 }
 
-std::string finding(const TrackSummary& t, loadgen::LoadMode m) {
-  const auto f = findings(t, m);
+std::string finding(const SweepReceipt& r, const TrackSummary& t) {
+  const auto f = findings(r, t);
   std::string out;
   for (const auto& [name, value] : f.items) out += fmt::format("- **{}**: {}\n", name, value);
   for (const auto& sig : f.signals) {
@@ -200,7 +244,7 @@ std::string sweep_markdown(const SweepReceipt& r) {
   for (const auto& t : r.tracks) {
     out += fmt::format("\n## Track {}\n\n", t.track);
     out += capacity_line(r, t.track);
-    out += finding(t, r.mode);
+    out += finding(r, t);
   }
   // Why requests failed, in the server's own words, point by point (issue 38: the reason was only in
   // the ledger).
@@ -292,7 +336,7 @@ std::string track_section(const SweepReceipt& r, const TrackSummary& t, const st
   if (r.sla.ttft_p99_ms > 0) latency.hline("TTFT p99 budget", r.sla.ttft_p99_ms, "#c4501a");
   if (r.sla.itl_p99_ms > 0) latency.hline("ITL p99 budget", r.sla.itl_p99_ms, "#0f7f8c");
   if (t.p99_boundary.coordinate) latency.vline("p99 SLA boundary", *t.p99_boundary.coordinate, "#d62728");
-  const auto f = findings(t, r.mode);
+  const auto f = findings(r, t);
   return present::facts(f.items) + present::bullets(f.signals) + throughput.svg() + latency.svg();
 }
 

@@ -413,6 +413,35 @@ TEST(Sweep, AnswersTheContextCutsShortAreNamedAsThePointEnds) {
     limits += json::parse(line).at("max_tokens").to_number<int>() == 24 ? 1 : 0;
   }
   EXPECT_EQ(limits, 3u);
+
+  // The receipt says so too, from its samples (each keeps its finish reason and its limit), and
+  // `sweep verify` derives it again.
+  const std::string path = dir + "/cut.json";
+  const auto receipt = json::parse(read_file(path)).as_object();
+  const auto& tokens = track_point(receipt, 1).at("evidence").at("tokens");
+  EXPECT_EQ(tokens.at("cut_short").to_number<int>(), 3) << json::serialize(tokens);
+  EXPECT_EQ(tokens.at("max_tokens_asked").to_number<int>(), 24) << json::serialize(tokens);
+  const auto warnings = json::serialize(receipt.at("validity").at("warnings"));
+  EXPECT_NE(warnings.find("track ours: 3 of 3 answers at concurrency 1 stopped at the length limit short of the "
+                          "max_tokens asked for (up to 24)"),
+            std::string::npos)
+      << warnings;
+  EXPECT_NE(run.out.find("3 of 3 answers at concurrency 1 stopped at the length limit"), std::string::npos) << run.out;
+  EXPECT_EQ(run_cli({"sweep", "verify", path}).exit_code, 0);
+  // A receipt edited to hide them does not verify: its samples still say "length".
+  std::string text = read_file(path);
+  const auto at = text.find("\"cut_short\": 3");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 14, "\"cut_short\": 0");
+  write_file(dir + "/hidden.json", text);
+  EXPECT_EQ(run_cli({"sweep", "verify", dir + "/hidden.json"}).exit_code, 3);
+
+  // Answers that reach their max_tokens are not cut short.
+  write_file(dir + "/roomy.json", R"({"engine":{"step_base_s":0.002}})");
+  Simulator roomy({"--profile", dir + "/roomy.json"});
+  const auto fine = sweep(dir, roomy.port, {"--concurrencies", "1", "--requests", "3", "--warmup", "0"}, "fine");
+  EXPECT_EQ(track_point(fine.receipt, 1).at("evidence").at("tokens").at("cut_short").to_number<int>(), 0);
+  EXPECT_EQ(json::serialize(fine.receipt.at("validity").at("warnings")).find("length limit"), std::string::npos);
 }
 
 TEST(Sweep, ARestartMidSweepInvalidatesItsPoint) {

@@ -379,5 +379,36 @@ TEST(SweepMarkdown, TheTrackSaysItsBatchCapacityAndItsSource) {
             std::string::npos);
 }
 
+// A sweep past the batch capacity (the usual way to find saturation) leaves the track without a
+// claim by fak's capacity rule; the summary still says what the points within it show, that it is
+// not a claim, and the concurrencies that would give one. Only where capacity is what stands in
+// the way.
+TEST(SweepMarkdown, ASweepPastTheCapacitySaysWhatThePointsWithinItShow) {
+  auto r = fixtures::scaling_sweep(4, {1, 2, 4, 8, 16});
+  ASSERT_TRUE(evaluate_sweep(r).ok());
+  EXPECT_EQ(r.tracks[0].peak_status, "invalid");
+  const std::string md = sweep_markdown(r);
+  EXPECT_NE(md.find("- **within capacity**: 370.4 tok/s at concurrency 4 is the highest of the valid points 1,2,4 (not "
+                    "a claim: the points above the batch capacity 4 measure the server's queue"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("sweep within it: --concurrencies 1,2,4)"), std::string::npos) << md;
+  EXPECT_NE(sweep_html(r).find("within capacity"), std::string::npos);
+
+  // Within capacity: a claim of its own, nothing to add.
+  auto within = fixtures::scaling_sweep(4, {1, 2, 4});
+  ASSERT_TRUE(evaluate_sweep(within).ok());
+  EXPECT_EQ(sweep_markdown(within).find("within capacity"), std::string::npos);
+  // One valid point within capacity is no curve.
+  auto one = fixtures::scaling_sweep(1, {1, 2, 4});
+  ASSERT_TRUE(evaluate_sweep(one).ok());
+  EXPECT_EQ(sweep_markdown(one).find("within capacity"), std::string::npos) << sweep_markdown(one);
+  // Another hard invalidity (a model that is not the contract's) leaves it unsaid.
+  auto other = fixtures::scaling_sweep(4, {1, 2, 4, 8});
+  other.points[1].tracks[0].model = "another-model";
+  ASSERT_TRUE(evaluate_sweep(other).ok());
+  EXPECT_EQ(sweep_markdown(other).find("within capacity"), std::string::npos) << sweep_markdown(other);
+}
+
 }  // namespace
 }  // namespace mpo::sweep
