@@ -519,6 +519,24 @@ void judge_turn_bands(std::string_view key, const RowList& rs, TurnView& v, Grou
   }
 }
 
+// Each band of prompt lengths (report/shapes.hpp), where the group mixes them, with its own likely
+// bottleneck where it has requests enough, ranked as turn bands are.
+void judge_prompt_bands(std::string_view key, const RowList& rs, GroupStats& g, GroupColumns& c, const Options& opts) {
+  Options band_opts;
+  band_opts.by = opts.by;
+  for (auto& [band, band_rows] : prompt_length_bands(rs)) {
+    if (band_rows.size() >= kMinBandRequests) {
+      const GroupStats b = analyse_rows(key, band_rows, c, band_opts);
+      if (!b.ranking.empty()) {
+        band.candidate = b.ranking.front().name;
+        band.score = b.ranking.front().score;
+        if (!b.ranking.front().evidence.empty()) band.evidence = b.ranking.front().evidence.front();
+      }
+    }
+    g.prompt_bands.push_back(std::move(band));
+  }
+}
+
 GroupStats analyse_group(std::string_view key, const RowList& rs, GroupColumns& c, const Options& opts,
                          const RowTable& table) {
   GroupStats g = analyse_rows(key, rs, c, opts, &table.failures());
@@ -527,6 +545,7 @@ GroupStats analyse_group(std::string_view key, const RowList& rs, GroupColumns& 
   if (opts.engine) turn_context.kv_usage = &opts.engine->kv_usage;
   g.turns = turns_of(rs, turn_context);
   if (g.turns) judge_turn_bands(key, rs, *g.turns, c, opts);
+  judge_prompt_bands(key, rs, g, c, opts);
   if (!g.one_operation) {
     std::map<std::uint8_t, RowList> by_api;
     for (const auto* r : rs) by_api[r->operation].push_back(r);

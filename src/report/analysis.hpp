@@ -14,6 +14,7 @@
 #include "ledger/reader.hpp"
 #include "report/proxy_stalls.hpp"
 #include "report/rows.hpp"
+#include "report/shapes.hpp"
 #include "report/turns.hpp"
 
 namespace mpo::report {
@@ -180,6 +181,7 @@ struct GroupStats {
   std::vector<Candidate> ranking;                 // best first
   std::vector<ApiStats> apis;                     // per API, when the group's requests spoke more than one
   std::optional<TurnView> turns;                  // by turn in a conversation, when two or more are named
+  std::vector<PromptBand> prompt_bands;           // by prompt length, where the group mixes shapes
   bool one_operation = true;                      // every request spoke the same API
 };
 

@@ -363,6 +363,16 @@ std::string group_md(const GroupStats& g) {
                      ms(a.tpot_ms, &Summary::p99), ms(a.itl_p95_ms, &Summary::p99), ms(a.e2e_ms, &Summary::p99));
     }
   }
+  if (!g.prompt_bands.empty()) {
+    const auto headers = prompt_band_headers();
+    std::string rule = "|";
+    for (std::size_t i = 0; i < headers.size(); ++i) rule += "---|";
+    o += fmt::format("\nBy prompt length (the group mixes short and long prompts; ms):\n\n| {} |\n{}\n",
+                     fmt::join(headers, " | "), rule);
+    for (const auto& cells : prompt_band_rows(g.prompt_bands)) o += fmt::format("| {} |\n", fmt::join(cells, " | "));
+    o += "\nLikely bottleneck by prompt length (each band ranked from its own requests):\n\n";
+    for (const auto& b : g.prompt_bands) o += fmt::format("- {}\n", prompt_band_sentence(b));
+  }
   if (g.turns) {
     const auto headers = turn_headers();
     std::string rule = "|";
@@ -524,6 +534,7 @@ std::string group_json(const GroupStats& g) {
   w.raw_field("ranking", json_array(ranking, false));
   w.raw_field("apis", apis_json(g.apis));
   w.raw_field("turns", turns_json(g.turns));
+  w.raw_field("prompt_bands", prompt_bands_json(g.prompt_bands));
   return std::move(w).finish();
 }
 

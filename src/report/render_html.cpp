@@ -350,6 +350,17 @@ std::string group_body(const RowTable& table, const GroupStats& g, const RowList
     }
     o += present::heading("By API") + apis.html("apis");
   }
+  if (!g.prompt_bands.empty()) {
+    Table bands(prompt_band_headers());
+    for (auto& row : prompt_band_rows(g.prompt_bands)) bands.row(std::move(row));
+    std::vector<std::string> sentences;
+    for (const auto& b : g.prompt_bands) sentences.push_back(prompt_band_sentence(b));
+    o += present::heading("By prompt length") +
+         present::paragraph("The group mixes short and long prompts: each band apart (times in ms).") +
+         bands.html("prompt-bands") +
+         present::paragraph("Likely bottleneck by prompt length (each band ranked from its own requests):") +
+         present::bullets(sentences);
+  }
   if (g.turns) {
     Table turns(turn_headers());
     for (auto& row : turn_rows(*g.turns)) turns.row(std::move(row));

@@ -581,15 +581,21 @@ class RealLlamaCppVerdicts : public ::testing::Test {
                        text, max_tokens);
   }
 
-  // `clients` threads each send `each` requests through the proxy; then the report's JSON group.
-  json::object run(Proxy& proxy, int clients, int each, int words, int max_tokens) {
+  // What one client asks: prompts of `words` words, answers of `max_tokens`.
+  struct Shape {
+    int words = 0, max_tokens = 0;
+  };
+
+  // A thread a client, each sending `each` requests of its shape through the proxy; then the
+  // report's JSON group.
+  json::object run_shapes(Proxy& proxy, const std::vector<Shape>& clients, int each) {
     std::vector<std::thread> threads;
     std::atomic<int> failed{0};
-    for (int c = 0; c < clients; ++c) {
+    for (std::size_t c = 0; c < clients.size(); ++c) {
       threads.emplace_back([&, c] {
         for (int i = 0; i < each; ++i) {
-          const auto r =
-              http_post(proxy.port, "/v1/chat/completions", chat(fmt::format("c{}r{}", c, i), words, max_tokens));
+          const auto r = http_post(proxy.port, "/v1/chat/completions",
+                                   chat(fmt::format("c{}r{}", c, i), clients[c].words, clients[c].max_tokens));
           if (r.status != 200 || !r.complete) ++failed;
         }
       });
@@ -597,6 +603,9 @@ class RealLlamaCppVerdicts : public ::testing::Test {
     for (auto& t : threads) t.join();
     EXPECT_EQ(failed.load(), 0);
     return report_group(proxy);
+  }
+  json::object run(Proxy& proxy, int clients, int each, int words, int max_tokens) {
+    return run_shapes(proxy, std::vector<Shape>(static_cast<std::size_t>(clients), Shape{words, max_tokens}), each);
   }
 
   // The proxy stopped once a scrape that began after the last response closes the window (with
@@ -688,6 +697,30 @@ TEST_F(RealLlamaCppVerdicts, OneClientWithLongPromptsIsPrefillAndNotQueueing) {
   EXPECT_GE(score(g, "prefill"), 1.0) << ranking(g);
   EXPECT_LT(score(g, "queueing"), 0.5) << ranking(g);
   EXPECT_LT(score(g, "transport"), 1.0) << ranking(g);
+}
+
+// A mix of shapes: one client sends prompts of about 1,550 tokens for 4-token answers, another
+// prompts of a few tokens for 60-token answers, each in a slot of its own. The group's quantiles
+// and fit mix the two; the report shows them by prompt length, each band ranked from its own
+// requests: the long prompts' band is prefill (the engine's own prompt_ms says so), the short
+// prompts' is not.
+TEST_F(RealLlamaCppVerdicts, AMixOfShortAndLongPromptsIsJudgedBandByBand) {
+  LlamaServer server(dir_ + "/llama.log", {"-np", "2"}, "MPO_LLAMA_SMALL_MODEL");  // two slots of 2,048
+  auto proxy = scraping_proxy(server);
+  const auto g = run_shapes(*proxy, {Shape{200, 4}, Shape{2, 60}}, 5);
+  const auto& bands = g.at("prompt_bands").as_array();
+  ASSERT_EQ(bands.size(), 2u) << json::serialize(bands);
+  const auto& short_band = bands.at(0).as_object();
+  const auto& long_band = bands.at(1).as_object();
+  EXPECT_EQ(short_band.at("from_tokens").to_number<int>(), 0) << json::serialize(bands);
+  EXPECT_EQ(short_band.at("requests").to_number<int>(), 5);
+  EXPECT_EQ(long_band.at("from_tokens").to_number<int>(), 1024) << json::serialize(bands);
+  EXPECT_EQ(long_band.at("requests").to_number<int>(), 5);
+  EXPECT_EQ(long_band.at("likely_bottleneck"), "prefill") << json::serialize(bands);
+  EXPECT_NE(long_band.at("evidence").as_string().find("llama.cpp timings.prompt_ms"), std::string::npos)
+      << json::serialize(bands);
+  EXPECT_NE(short_band.at("likely_bottleneck"), "prefill") << json::serialize(bands);
+  EXPECT_LT(short_band.at("ttft_p50_ms").to_number<double>(), long_band.at("ttft_p50_ms").to_number<double>());
 }
 
 // Clients that give up in the queue: one slot busy with a long answer, three clients (naming no

@@ -1,0 +1,129 @@
+// The implementation of report/shapes.hpp.
+#include "report/shapes.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "core/json.hpp"
+
+namespace mpo::report {
+namespace {
+
+// The band's lower end: 0, 64, 256, ... (powers of four from 64), at most 65,536.
+std::int64_t band_floor(std::int64_t tokens) {
+  std::int64_t floor = 64;
+  if (tokens < floor) return 0;
+  while (floor < 65536 && tokens >= floor * 4) floor *= 4;
+  return floor;
+}
+
+template <typename T>
+std::optional<Summary> summary_of(const RowList& rs, Maybe<T> Row::*field) {
+  std::vector<double> v;
+  for (const auto* r : rs) {
+    if (r->*field) v.push_back(static_cast<double>(*(r->*field)));
+  }
+  return summarize(std::move(v));
+}
+
+std::string range_text(const PromptBand& b) {
+  return b.to == 0 ? fmt::format("{}+", b.from) : fmt::format("{}-{}", b.from, b.to - 1);
+}
+
+std::optional<double> quantile_of(const std::optional<Summary>& s, double Summary::*q) {
+  return s ? std::optional<double>((*s).*q) : std::nullopt;
+}
+
+}  // namespace
+
+std::vector<std::pair<PromptBand, RowList>> prompt_length_bands(const RowList& rows) {
+  std::map<std::int64_t, RowList> by_floor;
+  for (const Row* r : rows) {
+    if (r->prompt_tokens && *r->prompt_tokens >= 0) by_floor[band_floor(*r->prompt_tokens)].push_back(r);
+  }
+  std::vector<std::pair<PromptBand, RowList>> out;
+  std::optional<double> shortest, longest;  // median prompts of the bands large enough
+  for (auto& [floor, rs] : by_floor) {
+    PromptBand b;
+    b.from = floor;
+    b.to = floor == 0 ? 64 : floor >= 65536 ? 0 : floor * 4;
+    b.requests = rs.size();
+    b.errors = static_cast<std::size_t>(std::count_if(rs.begin(), rs.end(), [](const Row* r) { return !r->ok(); }));
+    b.prompt_tokens = summary_of(rs, &Row::prompt_tokens);
+    b.completion_tokens = summary_of(rs, &Row::completion_tokens);
+    b.ttft_ms = summary_of(rs, &Row::ttft_ms);
+    b.tpot_ms = summary_of(rs, &Row::tpot_ms);
+    b.itl_p95_ms = summary_of(rs, &Row::itl_p95_ms);
+    b.e2e_ms = summary_of(rs, &Row::e2e_ms);
+    if (rs.size() >= kMinBandRequests && b.prompt_tokens) {
+      if (!shortest) shortest = b.prompt_tokens->p50;
+      longest = b.prompt_tokens->p50;
+    }
+    out.emplace_back(std::move(b), std::move(rs));
+  }
+  if (!shortest || *longest < kShapeRatio * std::max(*shortest, 1.0)) out.clear();
+  return out;
+}
+
+std::string prompt_band_sentence(const PromptBand& b) {
+  const std::string band =
+      fmt::format("prompts of {} tokens ({} request{})", range_text(b), b.requests, b.requests == 1 ? "" : "s");
+  if (b.requests < kMinBandRequests) return band + ": too few requests to rank";
+  if (b.candidate.empty() || b.score < 1) return band + ": nothing crosses its threshold";
+  return fmt::format("{}: {} (score {:.1f}){}", band, b.candidate, b.score,
+                     b.evidence.empty() ? "" : ": " + b.evidence);
+}
+
+std::vector<std::string> prompt_band_headers() {
+  return {"prompt tokens", "requests",    "errors",      "prompt p50",  "output p50",
+          "TTFT p50 ms",   "TTFT p99 ms", "TPOT p50 ms", "TPOT p99 ms", "e2e p99 ms"};
+}
+
+std::vector<std::vector<std::string>> prompt_band_rows(const std::vector<PromptBand>& bands) {
+  auto num = [](const std::optional<Summary>& s, double Summary::*q, int digits) {
+    return s ? fmt::format("{:.{}f}", (*s).*q, digits) : std::string("-");
+  };
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& b : bands) {
+    rows.push_back(
+        {range_text(b), std::to_string(b.requests), std::to_string(b.errors), num(b.prompt_tokens, &Summary::p50, 0),
+         num(b.completion_tokens, &Summary::p50, 0), num(b.ttft_ms, &Summary::p50, 1), num(b.ttft_ms, &Summary::p99, 1),
+         num(b.tpot_ms, &Summary::p50, 1), num(b.tpot_ms, &Summary::p99, 1), num(b.e2e_ms, &Summary::p99, 1)});
+  }
+  return rows;
+}
+
+std::string prompt_bands_json(const std::vector<PromptBand>& bands) {
+  std::string out = "[";
+  for (const auto& b : bands) {
+    if (out.size() > 1) out += ',';
+    JsonObjectWriter w;
+    w.field("from_tokens", b.from);
+    if (b.to == 0) {
+      w.null_field("to_tokens");
+    } else {
+      w.field("to_tokens", b.to);
+    }
+    w.field("requests", static_cast<std::uint64_t>(b.requests))
+        .field("errors", static_cast<std::uint64_t>(b.errors))
+        .optional_field("prompt_tokens_p50", quantile_of(b.prompt_tokens, &Summary::p50))
+        .optional_field("completion_tokens_p50", quantile_of(b.completion_tokens, &Summary::p50))
+        .optional_field("ttft_p50_ms", quantile_of(b.ttft_ms, &Summary::p50))
+        .optional_field("ttft_p99_ms", quantile_of(b.ttft_ms, &Summary::p99))
+        .optional_field("tpot_p50_ms", quantile_of(b.tpot_ms, &Summary::p50))
+        .optional_field("tpot_p99_ms", quantile_of(b.tpot_ms, &Summary::p99))
+        .optional_field("itl_p95_p99_ms", quantile_of(b.itl_p95_ms, &Summary::p99))
+        .optional_field("e2e_p99_ms", quantile_of(b.e2e_ms, &Summary::p99));
+    if (!b.candidate.empty() && b.score >= 1) {
+      w.field("likely_bottleneck", b.candidate).field("score", b.score).field("evidence", b.evidence);
+    } else {
+      w.null_field("likely_bottleneck");
+    }
+    out += std::move(w).finish();
+  }
+  return out + "]";
+}
+
+}  // namespace mpo::report
