@@ -461,8 +461,10 @@ std::optional<EngineSplit> traced_split(const RowList& rs, const std::vector<Eng
 }
 
 // The rows' figures and their ranking, without the views by turn and by API.
+// `overlap`: the group's decodes against its prompts (report/interference.hpp), so that a band of
+// it sees the prompts of the rest.
 GroupStats analyse_rows(std::string_view key, const RowList& rs, GroupColumns& c, const Options& opts,
-                        const FailureIndex* failures = nullptr) {
+                        const PrefillOverlap& overlap, const FailureIndex* failures = nullptr) {
   GroupStats g;
   g.key = std::string(key);
   g.requests = rs.size();
@@ -489,6 +491,7 @@ GroupStats analyse_rows(std::string_view key, const RowList& rs, GroupColumns& c
   if (const auto tr = opts.traced.find(key); !g.engine_split && tr != opts.traced.end()) {
     g.engine_split = traced_split(rs, tr->second, opts.traced_source, g);
   }
+  g.interference = decode_interference(rs, overlap);
   g.ranking = rank(g, c.s[3], c.s[4], opts.engine ? &*opts.engine : nullptr);
   g.one_operation = t.one_operation;
   return g;
@@ -496,7 +499,8 @@ GroupStats analyse_rows(std::string_view key, const RowList& rs, GroupColumns& c
 
 // The likely bottleneck of each band of turns (report/turns.hpp, turn_bands), ranked from the band's
 // own rows alone: the engine's gauges cover the whole window, so they are left out.
-void judge_turn_bands(std::string_view key, const RowList& rs, TurnView& v, GroupColumns& c, const Options& opts) {
+void judge_turn_bands(std::string_view key, const RowList& rs, TurnView& v, GroupColumns& c, const Options& opts,
+                      const PrefillOverlap& overlap) {
   Options band_opts;
   band_opts.by = opts.by;
   for (const auto& [first, last] : turn_bands(v)) {
@@ -505,7 +509,7 @@ void judge_turn_bands(std::string_view key, const RowList& rs, TurnView& v, Grou
       if (r->turn >= first && r->turn <= last) band.push_back(r);
     }
     if (band.empty()) continue;
-    const GroupStats b = analyse_rows(key, band, c, band_opts);
+    const GroupStats b = analyse_rows(key, band, c, band_opts, overlap);
     TurnBand out;
     out.first = first;
     out.last = last;
@@ -521,12 +525,13 @@ void judge_turn_bands(std::string_view key, const RowList& rs, TurnView& v, Grou
 
 // Each band of prompt lengths (report/shapes.hpp), where the group mixes them, with its own likely
 // bottleneck where it has requests enough, ranked as turn bands are.
-void judge_prompt_bands(std::string_view key, const RowList& rs, GroupStats& g, GroupColumns& c, const Options& opts) {
+void judge_prompt_bands(std::string_view key, const RowList& rs, GroupStats& g, GroupColumns& c, const Options& opts,
+                        const PrefillOverlap& overlap) {
   Options band_opts;
   band_opts.by = opts.by;
   for (auto& [band, band_rows] : prompt_length_bands(rs)) {
     if (band_rows.size() >= kMinBandRequests) {
-      const GroupStats b = analyse_rows(key, band_rows, c, band_opts);
+      const GroupStats b = analyse_rows(key, band_rows, c, band_opts, overlap);
       if (!b.ranking.empty()) {
         band.candidate = b.ranking.front().name;
         band.score = b.ranking.front().score;
@@ -539,13 +544,14 @@ void judge_prompt_bands(std::string_view key, const RowList& rs, GroupStats& g, 
 
 GroupStats analyse_group(std::string_view key, const RowList& rs, GroupColumns& c, const Options& opts,
                          const RowTable& table) {
-  GroupStats g = analyse_rows(key, rs, c, opts, &table.failures());
+  const PrefillOverlap overlap = prefill_overlap(rs);
+  GroupStats g = analyse_rows(key, rs, c, opts, overlap, &table.failures());
   TurnContext turn_context;
   turn_context.sessions = &table.sessions();
   if (opts.engine) turn_context.kv_usage = &opts.engine->kv_usage;
   g.turns = turns_of(rs, turn_context);
-  if (g.turns) judge_turn_bands(key, rs, *g.turns, c, opts);
-  judge_prompt_bands(key, rs, g, c, opts);
+  if (g.turns) judge_turn_bands(key, rs, *g.turns, c, opts, overlap);
+  judge_prompt_bands(key, rs, g, c, opts, overlap);
   if (!g.one_operation) {
     std::map<std::uint8_t, RowList> by_api;
     for (const auto* r : rs) by_api[r->operation].push_back(r);

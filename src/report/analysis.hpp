@@ -12,6 +12,7 @@
 #include "core/result.hpp"
 #include "core/stats.hpp"
 #include "ledger/reader.hpp"
+#include "report/interference.hpp"
 #include "report/proxy_stalls.hpp"
 #include "report/rows.hpp"
 #include "report/shapes.hpp"
@@ -178,11 +179,14 @@ struct GroupStats {
   // over the tokens after the first (timings.predicted_ms / (completion_tokens - 1)), per request.
   std::optional<Summary> engine_tpot_ms;
   std::optional<double> tpot_in_flight_slope_ms;  // d(TPOT)/d(in_flight), when in_flight varies
-  std::vector<Candidate> ranking;                 // best first
-  std::vector<ApiStats> apis;                     // per API, when the group's requests spoke more than one
-  std::optional<TurnView> turns;                  // by turn in a conversation, when two or more are named
-  std::vector<PromptBand> prompt_bands;           // by prompt length, where the group mixes shapes
-  bool one_operation = true;                      // every request spoke the same API
+  // Decode held up by other requests' prompts, where the engine's prefill times tell
+  // (report/interference.hpp).
+  std::optional<DecodeInterference> interference;
+  std::vector<Candidate> ranking;        // best first
+  std::vector<ApiStats> apis;            // per API, when the group's requests spoke more than one
+  std::optional<TurnView> turns;         // by turn in a conversation, when two or more are named
+  std::vector<PromptBand> prompt_bands;  // by prompt length, where the group mixes shapes
+  bool one_operation = true;             // every request spoke the same API
 };
 
 // A queue or load gauge of the engine over the report's window (each scrape's value held until the

@@ -18,6 +18,7 @@ constexpr double kErrorRateThreshold = 0.01;     // errors: 1% of requests
 constexpr double kQueueExcessThresholdMs = 500;  // queueing: median TTFT beyond plausible prefill
 constexpr double kPrefillThresholdMs = 500;      // prefill: median TTFT explained by prompt length
 constexpr double kTpotThresholdMs = 100;         // decode: 10 tokens/s per stream
+constexpr double kInterferenceShare = 0.25;      // decode: a quarter of its time spent on other prompts
 constexpr double kTransportMinTtfbMs = 200;      // transport: a head sent before output that takes this long
 constexpr double kHeadWithOutputShare = 0.9;     // a head at 90%+ of TTFT came with the output (held by the server)
 constexpr double kBusyShareThreshold = 0.5;      // workload: the proxy saw requests less than half the time
@@ -397,7 +398,21 @@ Candidate prefill_candidate(const GroupStats& g, double explained_median, bool a
   return c;
 }
 
-// Decode: TPOT against its threshold, and what each request in flight adds to it.
+std::string interference_text(const DecodeInterference& d) {
+  return fmt::format(
+      "decode behind other requests' prompts: {} of {} requests decoded while another's prompt was being read "
+      "(llama.cpp timings.prompt_ms), at TPOT p50 {:.1f} ms against a median gap of their own of {:.1f} ms{}; "
+      "{:.1f} s of their decode went beyond that pace within those prompts' windows, {:.0f}% of the decoding "
+      "requests' time ({:.1f} s; threshold {:.0f}%): the engine reads a prompt in the same batches as the decode "
+      "steps (llama.cpp: up to --ubatch-size tokens a step; vLLM: chunked prefill, --max-num-batched-tokens), so a "
+      "long prompt holds up every decode beside it",
+      d.overlapped, d.decoding, d.overlapped_tpot_p50_ms.value_or(0), d.overlapped_itl_p50_ms,
+      d.others_tpot_p50_ms ? fmt::format(" (TPOT p50 {:.1f} ms for the others)", *d.others_tpot_p50_ms) : "",
+      d.lost_ms / 1000, 100 * d.share(), d.e2e_ms / 1000, 100 * kInterferenceShare);
+}
+
+// Decode: TPOT against its threshold, what each request in flight adds to it, and what other
+// requests' prompts held it up.
 Candidate decode_candidate(const GroupStats& g) {
   Candidate c{"decode", g.tpot_ms ? g.tpot_ms->p50 / kTpotThresholdMs : 0.0, {}};
   if (g.tpot_ms) {
@@ -410,6 +425,12 @@ Candidate decode_candidate(const GroupStats& g) {
         "{:.1f} ms, over {} requests; threshold {:.0f} ms",
         g.engine_split ? g.engine_split->source : std::string("the engine's own times"), e->p50, 1000.0 / e->p50,
         e->p95, e->n, kTpotThresholdMs));
+  }
+  if (const auto& d = g.interference) {
+    const bool decides = d->share() / kInterferenceShare > c.score;
+    c.score = std::max(c.score, d->share() / kInterferenceShare);
+    // Said first where it decides the score (a band's sentence shows the first line).
+    c.evidence.insert(decides ? c.evidence.begin() : c.evidence.end(), interference_text(*d));
   }
   if (g.tpot_in_flight_slope_ms) {
     c.evidence.push_back(

@@ -526,6 +526,18 @@ std::string group_json(const GroupStats& g) {
       .field("busy_share", g.busy_share);
   if (g.engine_split) w.raw_field("engine_split", engine_split_json(*g.engine_split));
   if (g.engine_tpot_ms) w.raw_field("engine_tpot_ms", summary_json(g.engine_tpot_ms));
+  if (const auto& d = g.interference) {
+    JsonObjectWriter dw;
+    dw.field("decoding", static_cast<std::uint64_t>(d->decoding))
+        .field("overlapped", static_cast<std::uint64_t>(d->overlapped))
+        .optional_field("overlapped_tpot_p50_ms", d->overlapped_tpot_p50_ms)
+        .optional_field("others_tpot_p50_ms", d->others_tpot_p50_ms)
+        .field("overlapped_itl_p50_ms", d->overlapped_itl_p50_ms)
+        .field("lost_ms", d->lost_ms)
+        .field("e2e_ms", d->e2e_ms)
+        .field("share", d->share());
+    w.raw_field("decode_interference", std::move(dw).finish());
+  }
   if (g.fit) {
     w.raw_field("ttft_fit", ttft_fit_json(*g.fit));
   } else {

@@ -184,7 +184,8 @@ void RowTable::add(const ledger::LedgerRecordView& r) {
           .proxy_lag_at_ms = as_float(r.proxy_lag_at_ms),
           .prompt_tokens = as_count(r.prompt_tokens),
           .completion_tokens = as_count(r.completion_tokens),
-          .cached_prompt_tokens = as_count(r.cached_prompt_tokens)};
+          .cached_prompt_tokens = as_count(r.cached_prompt_tokens),
+          .itl_p50_ms = as_float(r.itl_p50_ms)};
   if (r.proxy_lag_ms && r.proxy_lag_quiet_ms) row.lag_quiet = lag_quiet_of(*r.proxy_lag_ms, *r.proxy_lag_quiet_ms);
   // Most rows repeat the previous row's names: compare with those before asking the shared table.
   auto name_index = [](std::string_view name, std::string_view& last, std::uint8_t& last_index) {

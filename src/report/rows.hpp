@@ -115,6 +115,9 @@ struct Row {
   // ... and its own decode time (timings.predicted_ms, from its first token to its last): with the
   // prefill, what stands in for TTFT and TPOT where the request was not streamed.
   Maybe<float> engine_predicted_ms;
+  // Its median gap between output chunks: its own decode pace, against which a long gap stands out
+  // (report/interference.hpp).
+  Maybe<float> itl_p50_ms;
 };
 static_assert(sizeof(Row) == 104, "a row's size is the report's memory: keep it (rows.hpp)");
 static_assert(std::size(kOperationNames) <= 16, "Row::operation holds an index into kOperationNames in 4 bits");

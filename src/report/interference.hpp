@@ -1,0 +1,47 @@
+// Decode held up by other requests' prompts (docs/REPORT.md "Decode behind other requests'
+// prompts"). An engine that reads a prompt in the same batches as other requests' decode steps
+// (llama.cpp puts a prompt chunk of up to --ubatch-size tokens beside them; vLLM's chunked prefill
+// up to --max-num-batched-tokens) makes each such step last as long as the chunk: a short request
+// decoding while a long prompt is read waits on it token after token. The engine's own prefill
+// times (llama.cpp's timings.prompt_ms) say when each prompt was read. What a request lost to them
+// is its decode time beyond its own median gap between chunks (its pace, which already holds what
+// batching beside other decodes costs), counted only within other requests' prompt windows. Pure.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <unordered_map>
+
+#include "report/rows.hpp"
+
+namespace mpo::report {
+
+// A decode counts as overlapped where other requests' prefill covered at least this share of it.
+inline constexpr double kOverlappedShare = 0.10;
+
+// For each decoding row (ok, streamed, a first token, an end, its median gap, two or more output
+// tokens): how many ms of its
+// decode (first token to end) other requests' prefill covered (their windows merged, so two
+// prompts read at once count once). Only rows that carry the engine's prefill time give windows.
+struct PrefillOverlap {
+  std::unordered_map<const Row*, double> overlap_ms;
+  std::size_t prefill_windows = 0;
+};
+PrefillOverlap prefill_overlap(const RowList& rows);
+
+struct DecodeInterference {
+  std::size_t decoding = 0, overlapped = 0;  // decodes considered, and those overlapped
+  std::optional<double> overlapped_tpot_p50_ms, others_tpot_p50_ms;
+  double overlapped_itl_p50_ms = 0;  // the overlapped decodes' own median gaps, p50
+  // The overlapped decodes' time beyond their own pace within other requests' prompt windows, and
+  // the decoding requests' whole time (e2e): the share is what other prompts cost them. A long
+  // prompt's own short decode held up a little weighs little beside its prefill.
+  double lost_ms = 0, e2e_ms = 0;
+  double share() const { return e2e_ms > 0 ? lost_ms / e2e_ms : 0; }
+};
+
+// Nullopt unless `rows` hold an overlapped decode that lost time (`overlap` from the whole group,
+// so that a subset of it sees the prompts of the rest).
+std::optional<DecodeInterference> decode_interference(const RowList& rows, const PrefillOverlap& overlap);
+
+}  // namespace mpo::report
