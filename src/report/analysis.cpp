@@ -544,7 +544,7 @@ void judge_prompt_bands(std::string_view key, const RowList& rs, GroupStats& g, 
 
 GroupStats analyse_group(std::string_view key, const RowList& rs, GroupColumns& c, const Options& opts,
                          const RowTable& table) {
-  const PrefillOverlap overlap = prefill_overlap(rs);
+  const PrefillOverlap overlap(rs);
   GroupStats g = analyse_rows(key, rs, c, opts, overlap, &table.failures());
   TurnContext turn_context;
   turn_context.sessions = &table.sessions();

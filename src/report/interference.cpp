@@ -2,6 +2,7 @@
 #include "report/interference.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <utility>
 #include <vector>
 
@@ -27,69 +28,75 @@ double p50(std::vector<double> v) { return v.empty() ? 0 : *quantile_cont(std::m
 
 }  // namespace
 
-PrefillOverlap prefill_overlap(const RowList& rows) {
-  PrefillOverlap out;
-  // Prefill windows in ms from the earliest start (doubles keep a day's microseconds exact).
-  std::vector<std::pair<double, double>> windows;
-  std::int64_t origin = INT64_MAX;
-  for (const Row* r : rows) origin = std::min(origin, r->started_at_us);
-  const auto at = [&](const Row& r, double ms) { return static_cast<double>(r.started_at_us - origin) / 1000.0 + ms; };
-  struct Owned {
-    double from, to;
-    const Row* row;
-  };
-  std::vector<Owned> owned;
+PrefillOverlap::PrefillOverlap(const RowList& rows) {
+  if (rows.empty()) return;
+  origin_us_ = INT64_MAX;
+  for (const Row* r : rows) origin_us_ = std::min(origin_us_, r->started_at_us);
   for (const Row* r : rows) {
     const auto first = first_token_ms(*r);
     if (!r->ok() || !r->engine_prompt_ms || !first || *r->engine_prompt_ms <= 0) continue;
-    owned.push_back({at(*r, *first - *r->engine_prompt_ms), at(*r, *first), r});
+    merged_.emplace_back(at(*r, *first - *r->engine_prompt_ms), at(*r, *first));
   }
-  out.prefill_windows = owned.size();
-  if (owned.empty()) return out;
-  std::sort(owned.begin(), owned.end(), [](const Owned& a, const Owned& b) { return a.from < b.from; });
-  for (const Row* r : rows) {
-    if (!decoding(*r)) continue;
-    const double from = at(*r, *r->ttft_ms), to = static_cast<double>(*r->ended_at_us - origin) / 1000.0;
-    if (to <= from) continue;
-    // The others' windows inside [from, to), merged as they come in start order.
-    double covered = 0, run_from = 0, run_to = -1;
-    for (const Owned& w : owned) {
-      if (w.row == r || w.to <= from) continue;
-      if (w.from >= to) break;
-      const double a = std::max(w.from, from), b = std::min(w.to, to);
-      if (a > run_to) {
-        if (run_to > run_from) covered += run_to - run_from;
-        run_from = a;
-        run_to = b;
-      } else {
-        run_to = std::max(run_to, b);
-      }
+  windows_ = merged_.size();
+  // Merged where they lie, then the room they left given back.
+  std::sort(merged_.begin(), merged_.end());
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < merged_.size(); ++i) {
+    if (kept > 0 && merged_[i].first <= merged_[kept - 1].second) {
+      merged_[kept - 1].second = std::max(merged_[kept - 1].second, merged_[i].second);
+    } else {
+      merged_[kept++] = merged_[i];
     }
-    if (run_to > run_from) covered += run_to - run_from;
-    out.overlap_ms[r] = covered;
   }
-  return out;
+  merged_.resize(kept);
+  merged_.shrink_to_fit();
+  before_.reserve(kept);
+  double total = 0;
+  for (const auto& [from, to] : merged_) {
+    before_.push_back(total);
+    total += to - from;
+  }
+}
+
+double PrefillOverlap::at(const Row& r, double ms) const {
+  return static_cast<double>(r.started_at_us - origin_us_) / 1000.0 + ms;
+}
+
+double PrefillOverlap::covered_before(double x) const {
+  // The last window that starts before x.
+  const auto it = std::upper_bound(merged_.begin(), merged_.end(), x,
+                                   [](double v, const std::pair<double, double>& w) { return v < w.first; });
+  if (it == merged_.begin()) return 0;
+  const auto i = static_cast<std::size_t>(it - merged_.begin()) - 1;
+  return before_[i] + std::min(x, merged_[i].second) - merged_[i].first;
+}
+
+std::optional<double> PrefillOverlap::covered_ms(const Row& r) const {
+  if (!decoding(r)) return std::nullopt;
+  const double from = at(r, *r.ttft_ms), to = static_cast<double>(*r.ended_at_us - origin_us_) / 1000.0;
+  if (to <= from) return 0.0;
+  return covered_before(to) - covered_before(from);
 }
 
 std::optional<DecodeInterference> decode_interference(const RowList& rows, const PrefillOverlap& overlap) {
-  if (overlap.overlap_ms.empty()) return std::nullopt;
+  if (overlap.prefill_windows() == 0) return std::nullopt;
   DecodeInterference d;
   std::vector<double> overlapped_tpot, others_tpot, overlapped_itl;
   for (const Row* r : rows) {
-    const auto it = overlap.overlap_ms.find(r);
-    if (it == overlap.overlap_ms.end()) continue;
+    const auto covered = overlap.covered_ms(*r);
+    if (!covered) continue;
     const double decode_ms = static_cast<double>(*r->ended_at_us - r->started_at_us) / 1000.0 - *r->ttft_ms;
     if (decode_ms <= 0) continue;
     ++d.decoding;
     d.e2e_ms += decode_ms + *r->ttft_ms;
-    if (it->second < kOverlappedShare * decode_ms) {
+    if (*covered < kOverlappedShare * decode_ms) {
       others_tpot.push_back(*r->tpot_ms);
       continue;
     }
     overlapped_tpot.push_back(*r->tpot_ms);
     overlapped_itl.push_back(*r->itl_p50_ms);
     const double at_own_pace = static_cast<double>(*r->completion_tokens - 1) * *r->itl_p50_ms;
-    d.lost_ms += std::min(it->second, std::max(0.0, decode_ms - at_own_pace));
+    d.lost_ms += std::min(*covered, std::max(0.0, decode_ms - at_own_pace));
   }
   d.overlapped = overlapped_tpot.size();
   if (d.overlapped == 0 || d.lost_ms <= 0) return std::nullopt;

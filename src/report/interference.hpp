@@ -9,8 +9,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
-#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "report/rows.hpp"
 
@@ -19,15 +21,26 @@ namespace mpo::report {
 // A decode counts as overlapped where other requests' prefill covered at least this share of it.
 inline constexpr double kOverlappedShare = 0.10;
 
-// For each decoding row (ok, streamed, a first token, an end, its median gap, two or more output
-// tokens): how many ms of its
-// decode (first token to end) other requests' prefill covered (their windows merged, so two
-// prompts read at once count once). Only rows that carry the engine's prefill time give windows.
-struct PrefillOverlap {
-  std::unordered_map<const Row*, double> overlap_ms;
-  std::size_t prefill_windows = 0;
+// Other requests' prefill windows, merged into one timeline (so two prompts read at once count
+// once), from the rows that carry the engine's prefill time. A request's own window ends where its
+// decode begins, so the merged timeline serves every request.
+class PrefillOverlap {
+ public:
+  explicit PrefillOverlap(const RowList& rows);
+  std::size_t prefill_windows() const { return windows_; }
+  // How many ms of a decoding row's decode (first token to end) the windows cover; nullopt for a
+  // row that is not decoding (ok, streamed, a first token, an end, its median gap, two or more
+  // output tokens).
+  std::optional<double> covered_ms(const Row& r) const;
+
+ private:
+  double at(const Row& r, double ms) const;
+  double covered_before(double x) const;  // the windows' ms before x
+  std::int64_t origin_us_ = 0;
+  std::size_t windows_ = 0;
+  std::vector<std::pair<double, double>> merged_;  // disjoint, ascending, ms from origin_us_
+  std::vector<double> before_;                     // the merged windows' ms before each
 };
-PrefillOverlap prefill_overlap(const RowList& rows);
 
 struct DecodeInterference {
   std::size_t decoding = 0, overlapped = 0;  // decodes considered, and those overlapped

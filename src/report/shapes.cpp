@@ -39,6 +39,15 @@ std::optional<double> quantile_of(const std::optional<Summary>& s, double Summar
 }  // namespace
 
 std::vector<std::pair<PromptBand, RowList>> prompt_length_bands(const RowList& rows) {
+  {  // Most groups are one shape: counted first, without copying a row.
+    std::map<std::int64_t, std::size_t> counts;
+    for (const Row* r : rows) {
+      if (r->prompt_tokens && *r->prompt_tokens >= 0) ++counts[band_floor(*r->prompt_tokens)];
+    }
+    if (std::count_if(counts.begin(), counts.end(), [](const auto& c) { return c.second >= kMinBandRequests; }) < 2) {
+      return {};
+    }
+  }
   std::map<std::int64_t, RowList> by_floor;
   for (const Row* r : rows) {
     if (r->prompt_tokens && *r->prompt_tokens >= 0) by_floor[band_floor(*r->prompt_tokens)].push_back(r);

@@ -41,10 +41,10 @@ TEST(DecodeInterference, ADecodeHeldUpWithinAnotherPromptsWindowLosesTheTimeBeyo
   rows.add(0, 20, 1220, 61, 4, 15.0f);
   // Three decoding after it, alone.
   for (double start : {2000.0, 3000.0, 4000.0}) rows.add(start, 20, start + 260, 61, 4, 15.0f);
-  const auto overlap = prefill_overlap(rows.list);
-  EXPECT_EQ(overlap.prefill_windows, 5u);
-  EXPECT_DOUBLE_EQ(overlap.overlap_ms.at(&rows.storage[1]), 980);  // [20, 1000)
-  EXPECT_DOUBLE_EQ(overlap.overlap_ms.at(&rows.storage[2]), 0);
+  const PrefillOverlap overlap(rows.list);
+  EXPECT_EQ(overlap.prefill_windows(), 5u);
+  EXPECT_DOUBLE_EQ(*overlap.covered_ms(rows.storage[1]), 980);  // [20, 1000)
+  EXPECT_DOUBLE_EQ(*overlap.covered_ms(rows.storage[2]), 0);
   const auto d = decode_interference(rows.list, overlap);
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->decoding, 5u);
@@ -62,28 +62,28 @@ TEST(DecodeInterference, TwoPromptsReadAtOnceCountOnceAndARequestsOwnPromptNotAt
   rows.add(100, 500, 700, 2, 10, 400.0f);  // [200, 600)
   // Decoding from 50 to 850 ms: the two windows cover [50, 600) once, 550 ms.
   Row& r = rows.add(0, 50, 850, 41, 5, 40.0f);
-  const auto overlap = prefill_overlap(rows.list);
-  EXPECT_DOUBLE_EQ(overlap.overlap_ms.at(&r), 550);
+  const PrefillOverlap overlap(rows.list);
+  EXPECT_DOUBLE_EQ(*overlap.covered_ms(r), 550);
   // The long requests' own decodes: the second's window covers [500, 510) of the first's (its own
   // [0, 500) not at all), and nothing covers the second's [600, 700).
-  EXPECT_DOUBLE_EQ(overlap.overlap_ms.at(&rows.storage[0]), 10);
-  EXPECT_DOUBLE_EQ(overlap.overlap_ms.at(&rows.storage[1]), 0);
+  EXPECT_DOUBLE_EQ(*overlap.covered_ms(rows.storage[0]), 10);
+  EXPECT_DOUBLE_EQ(*overlap.covered_ms(rows.storage[1]), 0);
 }
 
 TEST(DecodeInterference, NothingIsClaimedWithoutTheEnginesPrefillTimesOrALoss) {
   Rows none;  // no prompt_ms: no windows
   none.add(0, 1000, 1030, 4, 10);
   none.add(0, 20, 1220, 61, 4);
-  EXPECT_FALSE(decode_interference(none.list, prefill_overlap(none.list)).has_value());
+  EXPECT_FALSE(decode_interference(none.list, PrefillOverlap(none.list)).has_value());
   Rows paced;  // overlapped, but at its own pace throughout: nothing lost
   paced.add(0, 1000, 1030, 4, 10, 1000.0f);
   paced.add(0, 20, 260, 61, 4, 15.0f);
-  EXPECT_FALSE(decode_interference(paced.list, prefill_overlap(paced.list)).has_value());
+  EXPECT_FALSE(decode_interference(paced.list, PrefillOverlap(paced.list)).has_value());
   Rows unpaced;  // a line without its median gap is not judged
   unpaced.add(0, 1000, 1030, 4, 10, 1000.0f);
   Row& r = unpaced.add(0, 20, 1220, 61, 4, 15.0f);
   r.itl_p50_ms = std::optional<float>();
-  EXPECT_EQ(prefill_overlap(unpaced.list).overlap_ms.count(&r), 0u);
+  EXPECT_FALSE(PrefillOverlap(unpaced.list).covered_ms(r).has_value());
 }
 
 }  // namespace
