@@ -77,6 +77,7 @@ std::map<std::string, std::vector<report::EngineTimes>, std::less<>> traced_time
     } else {
       continue;
     }
+    e.prefill_end_us = r.started_at_us + static_cast<std::int64_t>(e.ttft_ms * 1000);
     out[std::string(report::group_key(ledger::view_of(r), by))].push_back(e);
   }
   return out;

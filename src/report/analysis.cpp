@@ -544,7 +544,15 @@ void judge_prompt_bands(std::string_view key, const RowList& rs, GroupStats& g, 
 
 GroupStats analyse_group(std::string_view key, const RowList& rs, GroupColumns& c, const Options& opts,
                          const RowTable& table) {
-  const PrefillOverlap overlap(rs);
+  std::vector<std::pair<std::int64_t, std::int64_t>> traced;
+  if (const auto tr = opts.traced.find(key); tr != opts.traced.end()) {
+    for (const auto& e : tr->second) {
+      if (e.prefill_end_us > 0 && e.prefill_ms > 0) {
+        traced.emplace_back(e.prefill_end_us - static_cast<std::int64_t>(e.prefill_ms * 1000), e.prefill_end_us);
+      }
+    }
+  }
+  const PrefillOverlap overlap(rs, traced, opts.traced_source);
   GroupStats g = analyse_rows(key, rs, c, opts, overlap, &table.failures());
   TurnContext turn_context;
   turn_context.sessions = &table.sessions();

@@ -87,6 +87,9 @@ struct EngineTimes {
   // outside_ms the line's e2e less the engine's, and the engine's decode per token after the first.
   bool not_streamed = false;
   std::optional<double> decode_per_token_ms;
+  // When the engine's prefill of it ended (its first token as the line dates it), wall µs; 0:
+  // unknown. With prefill_ms, the window in which it was read (report/interference.hpp).
+  std::int64_t prefill_end_us = 0;
 };
 
 // TTFT split at the engine's own per-request prefill time (llama.cpp's timings.prompt_ms on the

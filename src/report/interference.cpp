@@ -28,7 +28,8 @@ double p50(std::vector<double> v) { return v.empty() ? 0 : *quantile_cont(std::m
 
 }  // namespace
 
-PrefillOverlap::PrefillOverlap(const RowList& rows) {
+PrefillOverlap::PrefillOverlap(const RowList& rows, std::span<const std::pair<std::int64_t, std::int64_t>> traced,
+                               std::string traced_source) {
   if (rows.empty()) return;
   origin_us_ = INT64_MAX;
   for (const Row* r : rows) origin_us_ = std::min(origin_us_, r->started_at_us);
@@ -36,6 +37,16 @@ PrefillOverlap::PrefillOverlap(const RowList& rows) {
     const auto first = first_token_ms(*r);
     if (!r->ok() || !r->engine_prompt_ms || !first || *r->engine_prompt_ms <= 0) continue;
     merged_.emplace_back(at(*r, *first - *r->engine_prompt_ms), at(*r, *first));
+  }
+  source_ = "llama.cpp timings.prompt_ms";
+  if (merged_.empty() && !traced.empty()) {
+    for (const auto& [from, to] : traced) {
+      if (to > from) {
+        merged_.emplace_back(static_cast<double>(from - origin_us_) / 1000.0,
+                             static_cast<double>(to - origin_us_) / 1000.0);
+      }
+    }
+    source_ = std::move(traced_source);
   }
   windows_ = merged_.size();
   // Merged where they lie, then the room they left given back.
@@ -81,6 +92,7 @@ std::optional<double> PrefillOverlap::covered_ms(const Row& r) const {
 std::optional<DecodeInterference> decode_interference(const RowList& rows, const PrefillOverlap& overlap) {
   if (overlap.prefill_windows() == 0) return std::nullopt;
   DecodeInterference d;
+  d.source = overlap.source();
   std::vector<double> overlapped_tpot, others_tpot, overlapped_itl;
   for (const Row* r : rows) {
     const auto covered = overlap.covered_ms(*r);

@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -26,8 +28,13 @@ inline constexpr double kOverlappedShare = 0.10;
 // decode begins, so the merged timeline serves every request.
 class PrefillOverlap {
  public:
-  explicit PrefillOverlap(const RowList& rows);
+  // The windows from the rows' own prefill times (llama.cpp's timings.prompt_ms), or where no row
+  // carries one, `traced`: [start, end) in wall µs from the engine's spans (`report --traces`),
+  // named by `traced_source`.
+  explicit PrefillOverlap(const RowList& rows, std::span<const std::pair<std::int64_t, std::int64_t>> traced = {},
+                          std::string traced_source = {});
   std::size_t prefill_windows() const { return windows_; }
+  const std::string& source() const { return source_; }  // "llama.cpp timings.prompt_ms", ...
   // How many ms of a decoding row's decode (first token to end) the windows cover; nullopt for a
   // row that is not decoding (ok, streamed, a first token, an end, its median gap, two or more
   // output tokens).
@@ -38,11 +45,13 @@ class PrefillOverlap {
   double covered_before(double x) const;  // the windows' ms before x
   std::int64_t origin_us_ = 0;
   std::size_t windows_ = 0;
+  std::string source_;
   std::vector<std::pair<double, double>> merged_;  // disjoint, ascending, ms from origin_us_
   std::vector<double> before_;                     // the merged windows' ms before each
 };
 
 struct DecodeInterference {
+  std::string source;                        // where the prefill windows came from
   std::size_t decoding = 0, overlapped = 0;  // decodes considered, and those overlapped
   std::optional<double> overlapped_tpot_p50_ms, others_tpot_p50_ms;
   double overlapped_itl_p50_ms = 0;  // the overlapped decodes' own median gaps, p50

@@ -401,12 +401,12 @@ Candidate prefill_candidate(const GroupStats& g, double explained_median, bool a
 std::string interference_text(const DecodeInterference& d) {
   return fmt::format(
       "decode behind other requests' prompts: {} of {} requests decoded while another's prompt was being read "
-      "(llama.cpp timings.prompt_ms), at TPOT p50 {:.1f} ms against a median gap of their own of {:.1f} ms{}; "
+      "({}), at TPOT p50 {:.1f} ms against a median gap of their own of {:.1f} ms{}; "
       "{:.1f} s of their decode went beyond that pace within those prompts' windows, {:.0f}% of the decoding "
       "requests' time ({:.1f} s; threshold {:.0f}%): the engine reads a prompt in the same batches as the decode "
       "steps (llama.cpp: up to --ubatch-size tokens a step; vLLM: chunked prefill, --max-num-batched-tokens), so a "
       "long prompt holds up every decode beside it",
-      d.overlapped, d.decoding, d.overlapped_tpot_p50_ms.value_or(0), d.overlapped_itl_p50_ms,
+      d.overlapped, d.decoding, d.source, d.overlapped_tpot_p50_ms.value_or(0), d.overlapped_itl_p50_ms,
       d.others_tpot_p50_ms ? fmt::format(" (TPOT p50 {:.1f} ms for the others)", *d.others_tpot_p50_ms) : "",
       d.lost_ms / 1000, 100 * d.share(), d.e2e_ms / 1000, 100 * kInterferenceShare);
 }

@@ -410,6 +410,39 @@ async function tracedRun(engine, send) {
   return { st, traces };
 }
 
+// Decode behind another request's prompt, from vLLM's spans: the simulator reads a 2,000-token prompt in
+// chunks of 256 tokens (chunked prefill), each step as long as its chunk, and a short request decoding
+// beside it gets a token a step; three more decode alone afterwards. The spans' prefill windows tell
+// the report which decode met the prompt and what it cost (docs/REPORT.md "Decode behind other
+// requests' prompts").
+test('report --traces finds decode held up by another request\'s prompt from the engine spans', async () => {
+  const ask = async (baseURL, content, maxTokens) => {
+    const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const s = await client.chat.completions.create({
+      model: 'sim-model', messages: [{ role: 'user', content }], max_tokens: maxTokens, stream: true,
+      stream_options: { include_usage: true },
+    });
+    for await (const c of s) void c;
+  };
+  const longPrompt = Array.from({ length: 2000 }, (_, i) => `w${i}`).join(' ');
+  const { st, traces } = await tracedRun(
+    { step_base_s: 0.002, step_per_prefill_token_s: 0.0005, max_num_batched_tokens: 256 },
+    async (s) => {
+      await Promise.all([ask(s.proxyURL, longPrompt, 4), ask(s.proxyURL, 'short one', 40)]);
+      for (const i of [2, 3, 4]) await ask(s.proxyURL, `short ${i}`, 40);
+    });
+  const report = JSON.parse(execFileSync(BIN, ['report', '--input', st.ledger, '--traces', traces, '--format', 'json']));
+  const group = report.result.groups[0];
+  const d = group.decode_interference;
+  assert.ok(d, JSON.stringify(group.ranking));
+  assert.equal(d.overlapped, 1, JSON.stringify(d));
+  // The short answer beside the prompt: about 8 steps of 0.13 s instead of 2 ms ones.
+  assert.ok(d.lost_ms > 500, JSON.stringify(d));
+  assert.ok(d.overlapped_tpot_p50_ms > 5 * d.others_tpot_p50_ms, JSON.stringify(d));
+  const decode = group.ranking.find((c) => c.candidate === 'decode');
+  assert.match(decode.evidence.join('\n'), /decode behind other requests' prompts: 1 of \d+ requests decoded while another's prompt was being read \(vLLM spans/);
+});
+
 test('attribute --traces joins the engine spans to the ledger: queue, prefill and the rest', async () => {
   // Two slots for six requests: the engine queues four of them.
   const { st, traces } = await tracedRun({ max_num_seqs: 2, step_base_s: 0.01 },
