@@ -45,6 +45,7 @@ struct SweepArgs {
   std::string engine, engine_receipt, capacity_source, machine;
   std::int64_t batch_capacity = 0;
   std::string output = "sweep.json", ledger, markdown, html;
+  std::int64_t repeat = 1;  // runs of the whole sweep, one after another (docs/SWEEP.md "Reruns")
   bool quiet = false;
   bool same_prompts = false, reset_cache = false;
 };

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <random>
 #include <set>
+#include <sstream>
 
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
@@ -28,6 +29,7 @@
 #include "sweep/compare.hpp"
 #include "sweep/merge.hpp"
 #include "sweep/render.hpp"
+#include "sweep/repeat.hpp"
 #include "sweep/runner.hpp"
 #include "sweep/verify.hpp"
 
@@ -358,9 +360,76 @@ int write_sweep_outputs(const SweepArgs& a, const std::string& stem, sweep::Swee
   return 0;
 }
 
+// One run of the sweep: its ledger, receipt, summary and page; its exit code. `kept`: where the
+// receipt goes once written, for a repeated sweep's summary.
+int run_once(const SweepArgs& a, const sweep::SweepOptions& o, std::size_t points,
+             std::vector<sweep::SweepReceipt>* kept) {
+  const std::string stem = stem_of(a.output);
+  RunOutput out(a, a.ledger.empty() ? stem + ".ledger.jsonl" : a.ledger);
+  if (!out.open()) return 1;
+  if (!a.quiet) {
+    std::cerr << fmt::format("sweep: {} points x {} requests against {} (model {}); ledger {}\n", points, o.requests,
+                             a.url, a.model, out.ledger_path());
+  }
+  auto report = sweep::run_sweep(o, out.callbacks());
+  out.close();
+  if (!report) {
+    std::cerr << "modelperfobs sweep: " << report.error().message << "\n";
+    return 1;
+  }
+  if (int rc = write_sweep_outputs(a, stem, *report, out)) return rc;
+  const int rc = sweep_exit_code(*report);
+  if (kept) kept->push_back(std::move(*report));
+  return rc;
+}
+
+// `--repeat N`: the sweep run N times, one after another, run k's files named <stem>.r<k>.*, each
+// with prompts of its own (a drawn salt each, or the given salt with the run's number), then the
+// runs' spread point by point (sweep/repeat.hpp) on stdout and in <stem>.repeat.md. Stops at the
+// first run that is interrupted or stops early; its exit code is then the sweep's.
+int run_repeated(const SweepArgs& a, const sweep::SweepOptions& o, std::size_t points) {
+  const std::string stem = stem_of(a.output);
+  const auto named = [](const std::string& path, std::int64_t k) {
+    const std::string s = stem_of(path);
+    return fmt::format("{}.r{}{}", s, k, path.substr(s.size()));
+  };
+  std::vector<sweep::SweepReceipt> runs;
+  std::vector<std::string> files;
+  int worst = 0;
+  for (std::int64_t k = 1; k <= a.repeat; ++k) {
+    SweepArgs ak = a;
+    ak.output = named(a.output, k);  // the rest follow its stem unless named
+    if (!a.ledger.empty()) ak.ledger = named(a.ledger, k);
+    if (!a.markdown.empty()) ak.markdown = named(a.markdown, k);
+    if (!a.html.empty()) ak.html = named(a.html, k);
+    sweep::SweepOptions ok = o;
+    if (a.prompt_salt.empty()) {
+      ok.prompt_salt = k == 1 ? o.prompt_salt : draw_prompt_salt();
+    } else if (a.prompt_salt != "none") {
+      ok.prompt_salt = fmt::format("{}r{}", a.prompt_salt, k);
+    }
+    if (!a.quiet) std::cerr << fmt::format("sweep: run {} of {}\n", k, a.repeat);
+    std::ostringstream discarded;  // each run's summary goes to its file; stdout gets the runs' spread
+    std::streambuf* const kept_buffer = std::cout.rdbuf(discarded.rdbuf());
+    const int rc = run_once(ak, ok, points, &runs);
+    std::cout.rdbuf(kept_buffer);
+    if (runs.size() == static_cast<std::size_t>(k)) files.push_back(ak.output);
+    worst = std::max(worst, rc);
+    if (rc == exit_code::kFailed || rc > 128 || runs.size() != static_cast<std::size_t>(k)) return rc;
+  }
+  const std::string md = sweep::repeat_markdown(runs, files);
+  if (!write_file(stem + ".repeat.md", md)) return 1;
+  std::cout << md;
+  if (!a.quiet) std::cerr << fmt::format("sweep: {} runs; their spread in {}.repeat.md\n", runs.size(), stem);
+  return worst;
+}
+
 int run_sweep_command(const SweepArgs& a) {
   for (const auto& t : a.tracks) {
-    if (t.find('=') != std::string::npos) return run_parity_command(a);
+    if (t.find('=') != std::string::npos) {
+      if (a.repeat > 1) return usage_error("--repeat reruns a sweep; a parity run (NAME=URL tracks) is one point");
+      return run_parity_command(a);
+    }
   }
   if (a.tracks.size() > 1) return usage_error("a sweep has one track; give NAME=URL tracks for a parity run");
   if (a.url.empty()) return usage_error("--url is required (the OpenAI base URL, e.g. http://127.0.0.1:8000/v1)");
@@ -381,21 +450,8 @@ int run_sweep_command(const SweepArgs& a) {
     lim.rlim_cur = lim.rlim_max;
     setrlimit(RLIMIT_NOFILE, &lim);
   }
-  const std::string stem = stem_of(a.output);
-  RunOutput out(a, a.ledger.empty() ? stem + ".ledger.jsonl" : a.ledger);
-  if (!out.open()) return 1;
-  if (!a.quiet) {
-    std::cerr << fmt::format("sweep: {} points x {} requests against {} (model {}); ledger {}\n", coords.size(),
-                             o.requests, a.url, a.model, out.ledger_path());
-  }
-  auto report = sweep::run_sweep(o, out.callbacks());
-  out.close();
-  if (!report) {
-    std::cerr << "modelperfobs sweep: " << report.error().message << "\n";
-    return 1;
-  }
-  if (int rc = write_sweep_outputs(a, stem, *report, out)) return rc;
-  return sweep_exit_code(*report);
+  if (a.repeat > 1) return run_repeated(a, o, coords.size());
+  return run_once(a, o, coords.size(), nullptr);
 }
 
 int run_verify(const std::string& file) {
@@ -635,6 +691,11 @@ std::function<int()> setup_sweep(CLI::App& app) {
   app.add_option("--markdown", a->markdown, "summary (default: <output stem>.md; also printed)");
   app.add_option("--html", a->html, "page with charts (default: <output stem>.html)");
   app.add_flag("--quiet", a->quiet, "no progress on stderr");
+  app.add_option("--repeat", a->repeat,
+                 "run the whole sweep N times, one after another, each with prompts of its own: run k's files are "
+                 "<output stem>.r<k>.*, and <output stem>.repeat.md says how much each point moved from run to run "
+                 "(pool the receipts in `sweep compare`)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{100}));
   app.add_option("--shard", a->shard,
                  "I/N: run the I-th of N shares of every point (I from 0, e.g. $JOB_COMPLETION_INDEX/4): closed loop "
                  "splits the concurrency, open loop thins the arrivals; join the N receipts with `sweep merge`");

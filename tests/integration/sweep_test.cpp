@@ -7,6 +7,7 @@
 
 #include <boost/json.hpp>
 #include <cstdlib>
+#include <set>
 #include <thread>
 
 #include "support/canned_backend.hpp"
@@ -442,6 +443,45 @@ TEST(Sweep, AnswersTheContextCutsShortAreNamedAsThePointEnds) {
   const auto fine = sweep(dir, roomy.port, {"--concurrencies", "1", "--requests", "3", "--warmup", "0"}, "fine");
   EXPECT_EQ(track_point(fine.receipt, 1).at("evidence").at("tokens").at("cut_short").to_number<int>(), 0);
   EXPECT_EQ(json::serialize(fine.receipt.at("validity").at("warnings")).find("length limit"), std::string::npos);
+}
+
+// `--repeat 2`: the sweep twice, one run after another, each with prompts of its own (a salt of its
+// own, so the second is not served from the cache the first filled: both valid), each run's files
+// under its own name, and the runs' spread point by point on stdout and beside them.
+TEST(Sweep, RepeatedRunsEachHaveTheirOwnPromptsAndTheirSpreadIsSaid) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json", kProfile);
+  Simulator sim({"--profile", dir + "/p.json"});
+  const auto run = sweep_with_progress(
+      dir, sim.port,
+      fmt::format("--concurrencies 1,2 --requests 4 --batch-capacity 8 --lateness-bound-ms 50 --repeat 2 "
+                  "--metrics-url http://127.0.0.1:{}/metrics",
+                  sim.port),
+      "rep");
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_NE(run.out.find("sweep: run 2 of 2"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("# Sweep repeated: 2 runs of sim-model"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("| 2 | "), std::string::npos) << run.out;
+  EXPECT_EQ(read_file(dir + "/rep.repeat.md").find("# Sweep repeated: 2 runs"), 0u);
+  std::set<std::string> salts;
+  for (const char* k : {"r1", "r2"}) {
+    const std::string path = fmt::format("{}/rep.{}.json", dir, k);
+    const auto receipt = json::parse(read_file(path)).as_object();
+    salts.insert(std::string(receipt.at("load").at("prompt_salt").as_string()));
+    EXPECT_EQ(track_point(receipt, 2).at("status"), "valid") << k << json::serialize(track_point(receipt, 2));
+    EXPECT_EQ(run_cli({"sweep", "verify", path}).exit_code, 0) << k;
+    EXPECT_FALSE(read_lines(fmt::format("{}/rep.{}.ledger.jsonl", dir, k)).empty()) << k;
+    EXPECT_NE(read_file(fmt::format("{}/rep.{}.md", dir, k)).find("# Serving sweep"), std::string::npos) << k;
+  }
+  EXPECT_EQ(salts.size(), 2u);
+  // A salt given is the runs' stem; a parity run is not repeated.
+  const auto named =
+      sweep_with_progress(dir, sim.port, "--concurrencies 1 --requests 2 --repeat 2 --prompt-salt ab", "named");
+  EXPECT_EQ(json::parse(read_file(dir + "/named.r2.json")).at("load").at("prompt_salt"), "abr2") << named.out;
+  const auto parity =
+      run_cli({"sweep", "--model", "sim-model", "--track", fmt::format("ours=http://127.0.0.1:{}/v1", sim.port),
+               "--repeat", "2", "--url", fmt::format("http://127.0.0.1:{}/v1", sim.port)});
+  EXPECT_EQ(parity.exit_code, 2) << parity.out;
 }
 
 TEST(Sweep, ARestartMidSweepInvalidatesItsPoint) {
