@@ -1,5 +1,7 @@
 // `modelperfobs report`: its flags, the ledgers read, the engine evidence joined (scrapes, traces),
 // SLOs and the baseline gate, and the exit code.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <glob.h>
 
 #include <algorithm>
@@ -41,6 +43,7 @@ struct ReportArgs {
   std::string scrapes;                // "" : beside the ledger when there; "none": never
   std::string traces;                 // engine spans (OTLP/JSON) to join by trace id; "" none
   std::vector<std::string> baseline;  // ledgers of the run to compare against
+  bool reruns = false;                // each ledger a rerun of the same workload (both sides)
   std::string max_regression;
   int resamples = 2000;
   std::uint64_t seed = 1;
@@ -163,20 +166,38 @@ bool expand_inputs(const std::vector<std::string>& given, std::vector<std::strin
 struct Gate {
   bool regressed = false, not_judged = false;
 };
-Result<Gate> compare_with_baseline(const ReportArgs& a, report::ReportInput& in) {
+Result<Gate> compare_with_baseline(const ReportArgs& a, report::ReportInput& in,
+                                   const std::vector<std::string>& new_files) {
   auto bounds = report::parse_regression_bounds(a.max_regression);
   if (!bounds) return bounds.error();
   std::vector<std::string> files;
   if (!expand_inputs(a.baseline, files)) return make_error(errc::kReportBaseline, "--baseline: no such file");
-  report::ReportInput base;
-  base.options.by = in.options.by;
-  if (auto st = load_ledgers(files, base); !st) return st.error();
-  if (base.table.size() == 0) return make_error(errc::kReportBaseline, "--baseline: no observations in its ledger(s)");
   report::Options all;  // the baseline is compared whole: --since/--until choose the new run's window
   all.by = in.options.by;
-  const auto comparison =
-      report::compare_runs(report::rows_by_group(base.table, all), report::rows_by_group(in.table, in.options),
-                           {a.resamples, a.seed, 0.05}, *bounds);
+  // One table a run: all the baseline's files make one run, or with --reruns each file is one (and
+  // each of the new side's files too, read again apart).
+  std::vector<report::ReportInput> base(a.reruns ? files.size() : 1), next(a.reruns ? new_files.size() : 0);
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    base[i].options.by = in.options.by;
+    const auto these = a.reruns ? std::vector<std::string>{files[i]} : files;
+    if (auto st = load_ledgers(these, base[i]); !st) return st.error();
+    if (base[i].table.size() == 0) {
+      return make_error(errc::kReportBaseline,
+                        fmt::format("--baseline: no observations in {}", fmt::join(these, ", ")));
+    }
+  }
+  for (std::size_t i = 0; i < next.size(); ++i) {
+    next[i].options = in.options;
+    if (auto st = load_ledgers({new_files[i]}, next[i], false); !st) return st.error();
+  }
+  std::vector<report::GroupRows> base_rows, next_rows;
+  for (auto& b : base) base_rows.push_back(report::rows_by_group(b.table, all));
+  if (next.empty()) next_rows.push_back(report::rows_by_group(in.table, in.options));
+  for (auto& n : next) next_rows.push_back(report::rows_by_group(n.table, in.options));
+  std::vector<const report::GroupRows*> base_runs, next_runs;
+  for (const auto& r : base_rows) base_runs.push_back(&r);
+  for (const auto& r : next_rows) next_runs.push_back(&r);
+  const auto comparison = report::compare_reruns(base_runs, next_runs, {a.resamples, a.seed, 0.05}, *bounds);
   in.comparison_md = report::render_comparison_md(comparison);
   in.comparison_json = report::render_comparison_json(comparison);
   in.comparison_html = report::render_comparison_html(comparison);
@@ -274,7 +295,7 @@ int run(const ReportArgs& a) {
   in.slos = report::evaluate_slos(in.groups, slos);
   bool regressed = false, ungated = false;
   if (!a.baseline.empty()) {
-    auto r = compare_with_baseline(a, in);
+    auto r = compare_with_baseline(a, in, files);
     if (!r) {
       std::cerr << "modelperfobs report: " << r.error().message << "\n";
       return exit_code_of(r.error());  // a malformed --max-regression is a usage error (docs/ERRORS.md)
@@ -283,6 +304,9 @@ int run(const ReportArgs& a) {
     ungated = r->not_judged;
   } else if (!a.max_regression.empty()) {
     std::cerr << "modelperfobs report: --max-regression needs --baseline OLD\n";
+    return 2;
+  } else if (a.reruns) {
+    std::cerr << "modelperfobs report: --reruns needs --baseline OLD (each side's ledgers, one a run)\n";
     return 2;
   }
   in.created_at_us = document_time_us();
@@ -322,6 +346,10 @@ std::function<int()> setup_report(CLI::App& app) {
                  "ledger(s) of an earlier run: per group, the change of TTFT/TPOT/ITL/e2e p50/p90/p95/p99 and of the "
                  "error rate, each with a bootstrap interval and a verdict (better, worse, no significant change)")
       ->check(CLI::ExistingFile);
+  app.add_flag("--reruns", a->reruns,
+               "with --baseline: each ledger file on either side is one rerun of the same workload (sweep --repeat "
+               "writes them); each interval then resamples the runs and then the requests within them, so it "
+               "carries how much reruns differ");
   app.add_option("--max-regression", a->max_regression,
                  "with --baseline, e.g. ttft_p95_ms=10%,e2e_p99_ms=200,error_rate=0.5pp: exit 3 when a change is "
                  "significant and beyond its bound (a CI gate for an engine or config upgrade)");

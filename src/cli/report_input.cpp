@@ -44,7 +44,7 @@ std::optional<std::string> not_a_ledger(const std::string& path) {
 
 }  // namespace
 
-Status load_ledgers(const std::vector<std::string>& files, report::ReportInput& in) {
+Status load_ledgers(const std::vector<std::string>& files, report::ReportInput& in, bool warn) {
   // Each file is read by up to `threads` threads; each keeps its part's rows in its own table, and
   // the tables join in file order, so rows keep the ledger's order.
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
@@ -66,11 +66,11 @@ Status load_ledgers(const std::vector<std::string>& files, report::ReportInput& 
       if (!r) return r.error();
       read = std::move(*r);
     }
-    for (std::size_t i = 0; i < read.problems.size() && i < kWarningsPerFile; ++i) {
+    for (std::size_t i = 0; warn && i < read.problems.size() && i < kWarningsPerFile; ++i) {
       const auto& p = read.problems[i];
       std::cerr << "modelperfobs report: warning: " << f << ":" << p.line << ": " << p.reason << "\n";
     }
-    if (read.problems.size() > kWarningsPerFile) {
+    if (warn && read.problems.size() > kWarningsPerFile) {
       std::cerr << "modelperfobs report: warning: " << f << ": and " << read.problems.size() - kWarningsPerFile
                 << " more lines like these\n";
     }

@@ -11,7 +11,8 @@
 namespace mpo::cli {
 
 // Fills in.sources, in.read (counts) and in.table (rows; in.options.by must be set). Line
-// problems are printed on stderr as warnings with the file's name. Error: a file cannot be read.
-Status load_ledgers(const std::vector<std::string>& files, report::ReportInput& in);
+// problems are printed on stderr as warnings with the file's name (unless !warn: files read a
+// second time). Error: a file cannot be read.
+Status load_ledgers(const std::vector<std::string>& files, report::ReportInput& in, bool warn = true);
 
 }  // namespace mpo::cli

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/stats.hpp"
 
@@ -39,6 +40,61 @@ std::vector<std::vector<double>> resampled_quantiles(const std::vector<double>& 
     }
   }
   return out;
+}
+
+std::vector<std::vector<double>> resampled_quantiles_of_runs(const std::vector<double>& sorted,
+                                                             const std::vector<std::vector<std::size_t>>& by_run,
+                                                             std::span<const double> qs, int resamples,
+                                                             std::mt19937_64& rng) {
+  std::vector<std::uint32_t> counts(sorted.size());
+  std::uniform_int_distribution<std::size_t> pick_run(0, by_run.size() - 1);
+  std::vector<std::vector<double>> out(static_cast<std::size_t>(resamples), std::vector<double>(qs.size()));
+  for (auto& at_qs : out) {
+    std::fill(counts.begin(), counts.end(), 0);
+    std::size_t n = 0;
+    for (std::size_t k = 0; k < by_run.size(); ++k) {
+      const auto& positions = by_run[pick_run(rng)];
+      if (positions.empty()) continue;
+      std::uniform_int_distribution<std::size_t> pick(0, positions.size() - 1);
+      for (std::size_t i = 0; i < positions.size(); ++i) ++counts[positions[pick(rng)]];
+      n += positions.size();
+    }
+    if (n == 0) {  // every drawn run was empty: no value, no quantile
+      std::fill(at_qs.begin(), at_qs.end(), std::numeric_limits<double>::quiet_NaN());
+      continue;
+    }
+    std::size_t idx = 0, cum = counts[0];
+    auto at_rank = [&](std::size_t r) {
+      while (cum <= r) cum += counts[++idx];
+      return sorted[idx];
+    };
+    for (std::size_t k = 0; k < qs.size(); ++k) {
+      const double h = static_cast<double>(n - 1) * qs[k];
+      const auto lo = static_cast<std::size_t>(std::floor(h));
+      const double d = h - static_cast<double>(lo);
+      const double x_lo = at_rank(lo);
+      const double x_hi = lo + 1 < n ? at_rank(lo + 1) : x_lo;
+      at_qs[k] = x_lo * (1 - d) + x_hi * d;
+    }
+  }
+  return out;
+}
+
+std::vector<double> resampled_shares_of_runs(const std::vector<std::pair<std::size_t, double>>& runs, int resamples,
+                                             std::mt19937_64& rng) {
+  std::uniform_int_distribution<std::size_t> pick_run(0, runs.size() - 1);
+  std::vector<double> shares(static_cast<std::size_t>(resamples));
+  for (auto& share : shares) {
+    std::size_t n = 0, hits = 0;
+    for (std::size_t k = 0; k < runs.size(); ++k) {
+      const auto& [requests, p] = runs[pick_run(rng)];
+      std::binomial_distribution<std::size_t> draw(requests, p);
+      hits += draw(rng);
+      n += requests;
+    }
+    share = n > 0 ? static_cast<double>(hits) / static_cast<double>(n) : 0;
+  }
+  return shares;
 }
 
 std::vector<std::size_t> draw_requests(const std::vector<std::size_t>& run_start, std::mt19937_64& rng) {

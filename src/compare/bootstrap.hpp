@@ -28,6 +28,19 @@ std::vector<std::vector<double>> resampled_quantiles(const std::vector<double>& 
 // replacement and then each drawn run's requests, so the interval carries how much reruns differ.
 std::vector<std::size_t> draw_requests(const std::vector<std::size_t>& run_start, std::mt19937_64& rng);
 
+// The same over several runs pooled: `sorted` every run's values ascending, `by_run[r]` the
+// positions in `sorted` of run r's values. A resample draws the runs with replacement and then each
+// drawn run's values with replacement (draw_requests' scheme), counted, so no resample is sorted.
+std::vector<std::vector<double>> resampled_quantiles_of_runs(const std::vector<double>& sorted,
+                                                             const std::vector<std::vector<std::size_t>>& by_run,
+                                                             std::span<const double> qs, int resamples,
+                                                             std::mt19937_64& rng);
+
+// `resamples` draws of a share (errors among requests) over runs pooled: the runs drawn with
+// replacement, each drawn run's count a binomial draw at its own share. `runs`: (requests, share).
+std::vector<double> resampled_shares_of_runs(const std::vector<std::pair<std::size_t, double>>& runs, int resamples,
+                                             std::mt19937_64& rng);
+
 // `resamples` draws of the change of a share (errors among requests): B's share minus A's, each a
 // binomial draw at the observed share.
 std::vector<double> resampled_share_changes(std::size_t n_a, double share_a, std::size_t n_b, double share_b,

@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cmath>
 #include <random>
+#include <set>
 
 #include "compare/bootstrap.hpp"
 #include "compare/table.hpp"
@@ -20,11 +21,18 @@
 namespace mpo::report {
 
 namespace {
-// Said under every comparison: what its intervals leave out (issue 38).
-constexpr const char* kOneRunPerSide =
-    "One run per side: each interval resamples the requests within a run, so it leaves out how much a rerun of the "
-    "same workload varies; a change near that size may be run-to-run noise. Compare two runs of the baseline with "
-    "each other first to see it.";
+// Said under every comparison: what its intervals leave out (issue 38), or that they carry it.
+std::string runs_note(const Comparison& c) {
+  if (c.runs_baseline <= 1 && c.runs_new <= 1) {
+    return "One run per side: each interval resamples the requests within a run, so it leaves out how much a rerun "
+           "of the same workload varies; a change near that size may be run-to-run noise. Give reruns, one ledger "
+           "each, with --reruns (sweep --repeat writes them) to carry it.";
+  }
+  return fmt::format(
+      "{} run{} of the baseline and {} of the new: each interval resamples the runs and then the requests within "
+      "them, so it carries how much reruns of the same workload differ.",
+      c.runs_baseline, c.runs_baseline == 1 ? "" : "s", c.runs_new);
+}
 }  // namespace
 namespace {
 
@@ -121,19 +129,72 @@ void apply_bound(Change& c, const RegressionBound& b, const std::string& group, 
   out.gate_failures.push_back(fmt::format("{} {}: {} (bound {})", group, c.metric, change, limit));
 }
 
-// The group's latency quantiles (all four from each resample of a metric's sorted values) and its
-// error rate (a resample's share a binomial draw at the observed share).
-GroupChange compare_group(std::string key, const RowList& base, const RowList& next, const CompareOptions& opts,
-                          double alpha, std::mt19937_64& rng) {
+// A side's runs of one group: their rows pooled, and each run's apart (one run: the pooled rows).
+struct SideRuns {
+  RowList pooled;
+  std::vector<const RowList*> runs;
+};
+
+// Resamples of a metric's quantiles on one side: one run, its values (sorted) resampled; several,
+// the runs drawn and then the values within each drawn run (compare/bootstrap.hpp).
+std::vector<std::vector<double>> resampled_side(const SideRuns& side, const SideValues& pooled, const Metric& m,
+                                                int resamples, std::mt19937_64& rng) {
+  if (side.runs.size() <= 1) return compare::resampled_quantiles(pooled.low, kQuantiles, resamples, rng);
+  std::vector<std::pair<double, std::size_t>> tagged;  // value, run
+  for (std::size_t r = 0; r < side.runs.size(); ++r) {
+    for (double v : values(*side.runs[r], m).low) tagged.emplace_back(v, r);
+  }
+  std::sort(tagged.begin(), tagged.end());
+  std::vector<double> sorted(tagged.size());
+  std::vector<std::vector<std::size_t>> by_run(side.runs.size());
+  for (std::size_t i = 0; i < tagged.size(); ++i) {
+    sorted[i] = tagged[i].first;
+    by_run[tagged[i].second].push_back(i);
+  }
+  return compare::resampled_quantiles_of_runs(sorted, by_run, kQuantiles, resamples, rng);
+}
+
+std::size_t errors_in(const RowList& rows) {
+  std::size_t n = 0;
+  for (const Row* r : rows) n += r->ok() ? 0 : 1;
+  return n;
+}
+
+// Resampled changes of the error rate: one run a side, a binomial draw at each side's share; with
+// reruns, the runs drawn and a draw at each drawn run's own share.
+std::vector<double> error_rate_changes(const SideRuns& a, const SideRuns& b, double share_a, double share_b,
+                                       int resamples, std::mt19937_64& rng) {
+  if (a.runs.size() <= 1 && b.runs.size() <= 1) {
+    return compare::resampled_share_changes(a.pooled.size(), share_a, b.pooled.size(), share_b, resamples, rng);
+  }
+  auto shares = [&](const SideRuns& side) {
+    std::vector<std::pair<std::size_t, double>> runs;
+    for (const RowList* r : side.runs) {
+      runs.emplace_back(r->size(),
+                        r->empty() ? 0.0 : static_cast<double>(errors_in(*r)) / static_cast<double>(r->size()));
+    }
+    return compare::resampled_shares_of_runs(runs, resamples, rng);
+  };
+  const auto da = shares(a), db = shares(b);
+  std::vector<double> deltas(da.size());
+  for (std::size_t i = 0; i < da.size(); ++i) deltas[i] = db[i] - da[i];
+  return deltas;
+}
+
+// The group's latency quantiles (all four from each resample of a metric's values) and its error
+// rate.
+GroupChange compare_group(std::string key, const SideRuns& base_side, const SideRuns& next_side,
+                          const CompareOptions& opts, double alpha, std::mt19937_64& rng) {
   GroupChange g{std::move(key), {}};
+  const RowList &base = base_side.pooled, &next = next_side.pooled;
   for (const auto& m : kMetrics) {
     const SideValues va = values(base, m), vb = values(next, m);
     const std::vector<double>&a = va.low, &b = vb.low;
     std::vector<std::vector<double>> ra, rb;
     if (compare::enough_for_quantile(a.size(), kQuantiles[0]) &&
         compare::enough_for_quantile(b.size(), kQuantiles[0])) {
-      ra = compare::resampled_quantiles(a, kQuantiles, opts.resamples, rng);
-      rb = compare::resampled_quantiles(b, kQuantiles, opts.resamples, rng);
+      ra = resampled_side(base_side, va, m, opts.resamples, rng);
+      rb = resampled_side(next_side, vb, m, opts.resamples, rng);
     }
     for (std::size_t k = 0; k < std::size(kQuantiles); ++k) {
       const double q = kQuantiles[k];
@@ -155,17 +216,15 @@ GroupChange compare_group(std::string key, const RowList& base, const RowList& n
         continue;
       }
       c.delta = *c.b - *c.a;
-      std::vector<double> deltas(ra.size());
-      for (std::size_t i = 0; i < ra.size(); ++i) deltas[i] = rb[i][k] - ra[i][k];
+      std::vector<double> deltas;
+      deltas.reserve(ra.size());
+      for (std::size_t i = 0; i < ra.size(); ++i) {
+        if (!std::isnan(ra[i][k]) && !std::isnan(rb[i][k])) deltas.push_back(rb[i][k] - ra[i][k]);
+      }
       compare::judge(c, deltas, alpha, false);  // every metric here: higher is worse
       g.changes.push_back(std::move(c));
     }
   }
-  auto errors = [](const RowList& rows) {
-    std::size_t n = 0;
-    for (const Row* r : rows) n += r->ok() ? 0 : 1;
-    return n;
-  };
   Change c;
   c.metric = "error_rate";
   c.n_a = base.size();
@@ -173,10 +232,10 @@ GroupChange compare_group(std::string key, const RowList& base, const RowList& n
   if (base.size() < 20 || next.size() < 20) {
     c.verdict = compare::kNotEnoughData;
   } else {
-    c.a = static_cast<double>(errors(base)) / static_cast<double>(base.size());
-    c.b = static_cast<double>(errors(next)) / static_cast<double>(next.size());
+    c.a = static_cast<double>(errors_in(base)) / static_cast<double>(base.size());
+    c.b = static_cast<double>(errors_in(next)) / static_cast<double>(next.size());
     c.delta = *c.b - *c.a;
-    auto deltas = compare::resampled_share_changes(base.size(), *c.a, next.size(), *c.b, opts.resamples, rng);
+    auto deltas = error_rate_changes(base_side, next_side, *c.a, *c.b, opts.resamples, rng);
     compare::judge(c, deltas, alpha, false);
   }
   g.changes.push_back(std::move(c));
@@ -245,26 +304,51 @@ Result<std::vector<RegressionBound>> parse_regression_bounds(std::string_view te
 
 Comparison compare_runs(const GroupRows& baseline, const GroupRows& next, const CompareOptions& opts,
                         const std::vector<RegressionBound>& bounds) {
+  return compare_reruns({&baseline}, {&next}, opts, bounds);
+}
+
+Comparison compare_reruns(const std::vector<const GroupRows*>& baseline, const std::vector<const GroupRows*>& next,
+                          const CompareOptions& opts, const std::vector<RegressionBound>& bounds) {
   Comparison out;
   out.resamples = opts.resamples;
+  out.runs_baseline = baseline.size();
+  out.runs_new = next.size();
   const compare::Family family{opts.family_alpha, kTestsPerGroup};
   const double alpha = family.alpha();
   out.interval_level = family.interval_level();
   std::mt19937_64 rng(opts.seed);
-  for (const auto& [key, rows] : next) {
-    auto it = baseline.find(key);
-    if (it == baseline.end()) {
+  // A group's rows on one side, run by run (a run without the group holds none of it).
+  static const RowList kNone;
+  auto side = [](const std::vector<const GroupRows*>& runs, std::string_view key) {
+    SideRuns s;
+    for (const GroupRows* run : runs) {
+      const auto it = run->find(key);
+      const RowList& rows = it == run->end() ? kNone : it->second;
+      s.runs.push_back(&rows);
+      s.pooled.insert(s.pooled.end(), rows.begin(), rows.end());
+    }
+    return s;
+  };
+  std::set<std::string_view> keys_next, keys_base;
+  for (const GroupRows* run : next) {
+    for (const auto& [key, rows] : *run) keys_next.insert(key);
+  }
+  for (const GroupRows* run : baseline) {
+    for (const auto& [key, rows] : *run) keys_base.insert(key);
+  }
+  for (const auto key : keys_next) {
+    if (!keys_base.contains(key)) {
       out.only_in_new.emplace_back(key);
       continue;
     }
-    auto g = compare_group(std::string(key), it->second, rows, opts, alpha, rng);
+    auto g = compare_group(std::string(key), side(baseline, key), side(next, key), opts, alpha, rng);
     for (auto& c : g.changes) {
       if (const auto* b = bound_for(bounds, c.metric)) apply_bound(c, *b, g.key, out);
     }
     out.groups.push_back(std::move(g));
   }
-  for (const auto& [key, rows] : baseline) {
-    if (!next.contains(key)) out.only_in_baseline.emplace_back(key);
+  for (const auto key : keys_base) {
+    if (!keys_next.contains(key)) out.only_in_baseline.emplace_back(key);
   }
   return out;
 }
@@ -276,7 +360,7 @@ std::string render_comparison_md(const Comparison& c) {
     o += fmt::format("\nOnly in the baseline: {}.\n", fmt::join(c.only_in_baseline, ", "));
   if (!c.only_in_new.empty()) o += fmt::format("\nOnly in the new run: {}.\n", fmt::join(c.only_in_new, ", "));
   for (const auto& u : c.ungated) o += fmt::format("\n--max-regression not judged: {}.\n", u);
-  o += fmt::format("\n{}\n", kOneRunPerSide);
+  o += fmt::format("\n{}\n", runs_note(c));
   if (!c.gate_failures.empty()) {
     o += "\n**Regressions beyond --max-regression** (exit 3):\n\n";
     for (const auto& f : c.gate_failures) o += "- " + f + "\n";
@@ -296,7 +380,7 @@ std::string render_comparison_html(const Comparison& c) {
     notes.push_back(fmt::format("Only in the baseline: {}.", fmt::join(c.only_in_baseline, ", ")));
   if (!c.only_in_new.empty()) notes.push_back(fmt::format("Only in the new run: {}.", fmt::join(c.only_in_new, ", ")));
   for (const auto& u : c.ungated) notes.push_back(fmt::format("--max-regression not judged: {}.", u));
-  notes.emplace_back(kOneRunPerSide);
+  notes.push_back(runs_note(c));
   return o + present::bullets(notes);
 }
 
@@ -310,6 +394,8 @@ std::string render_comparison_json(const Comparison& c) {
   JsonObjectWriter w;
   w.field("resamples", static_cast<std::int64_t>(c.resamples))
       .field("interval_level", c.interval_level)
+      .field("runs_baseline", static_cast<std::uint64_t>(c.runs_baseline))
+      .field("runs_new", static_cast<std::uint64_t>(c.runs_new))
       .raw_field("groups", fmt::format("[{}]", fmt::join(groups, ",")))
       .raw_field("only_in_baseline", json_string_array(c.only_in_baseline))
       .raw_field("only_in_new", json_string_array(c.only_in_new))

@@ -45,14 +45,21 @@ struct Comparison {
   std::vector<GroupChange> groups;
   std::vector<std::string> only_in_baseline, only_in_new;
   int resamples = 0;
-  double interval_level = 0;               // each interval's level after the correction (e.g. 0.99706)
-  std::vector<std::string> gate_failures;  // "qwen3 ttft_p95_ms: +23.1% (bound 10%)"
-  std::vector<std::string> ungated;        // bounds that could not be judged (not enough data)
+  double interval_level = 0;                    // each interval's level after the correction (e.g. 0.99706)
+  std::vector<std::string> gate_failures;       // "qwen3 ttft_p95_ms: +23.1% (bound 10%)"
+  std::vector<std::string> ungated;             // bounds that could not be judged (not enough data)
+  std::size_t runs_baseline = 1, runs_new = 1;  // reruns given a side (report --reruns)
 };
 
 using GroupRows = std::map<std::string_view, RowList>;
+// One run a side.
 Comparison compare_runs(const GroupRows& baseline, const GroupRows& next, const CompareOptions& opts,
                         const std::vector<RegressionBound>& bounds);
+// Reruns of the same workload a side (`report --reruns`), each run's rows by group: the quantiles
+// and the error rate are the pooled runs', and each interval resamples the runs and then the
+// requests within them, so it carries how much reruns differ (as `sweep compare` pools receipts).
+Comparison compare_reruns(const std::vector<const GroupRows*>& baseline, const std::vector<const GroupRows*>& next,
+                          const CompareOptions& opts, const std::vector<RegressionBound>& bounds);
 
 std::string render_comparison_md(const Comparison& c);
 std::string render_comparison_json(const Comparison& c);

@@ -164,5 +164,31 @@ TEST(Compare, RequestsGivenUpLeaveTheQuantilesTheyCouldMoveOpen) {
   EXPECT_TRUE(plain.ungated.empty());
 }
 
+// Reruns pooled (report --reruns): each side one ordinary run and one whose TTFT is 30% slower (a
+// noisy machine, no engine change). One run a side, the slow against the fast, is called worse;
+// the two runs pooled on each side are not, as the interval carries how much reruns differ. A real
+// change (every run of the new side twice as slow) is still worse.
+TEST(Compare, RerunsPooledCarryTheirVariation) {
+  const auto fast_a = sample(200, 11), slow_a = sample(200, 12, 1.3), fast_b = sample(200, 13),
+             slow_b = sample(200, 14, 1.3);
+  const auto one = compare_runs(rows_of(fast_a), rows_of(slow_b), {2000, 1, 0.05}, {});
+  EXPECT_EQ(change(one, "ttft_p50_ms").verdict, "worse");
+  EXPECT_EQ(one.runs_baseline, 1u);
+  const GroupRows a1 = rows_of(fast_a), a2 = rows_of(slow_a), b1 = rows_of(fast_b), b2 = rows_of(slow_b);
+  const auto pooled = compare_reruns({&a1, &a2}, {&b1, &b2}, {2000, 1, 0.05}, {});
+  EXPECT_EQ(pooled.runs_baseline, 2u);
+  EXPECT_EQ(pooled.runs_new, 2u);
+  EXPECT_EQ(change(pooled, "ttft_p50_ms").verdict, "no significant change");
+  EXPECT_EQ(change(pooled, "ttft_p50_ms").n_a, 400u);
+  EXPECT_NE(render_comparison_md(pooled).find("2 runs of the baseline and 2 of the new: each interval resamples the "
+                                              "runs and then the requests within them"),
+            std::string::npos);
+  EXPECT_NE(render_comparison_json(pooled).find(R"("runs_baseline":2,"runs_new":2)"), std::string::npos);
+  const auto twice_1 = sample(200, 15, 2.6), twice_2 = sample(200, 16, 2.0);
+  const GroupRows c1 = rows_of(twice_1), c2 = rows_of(twice_2);
+  const auto real = compare_reruns({&a1, &a2}, {&c1, &c2}, {2000, 1, 0.05}, {});
+  EXPECT_EQ(change(real, "ttft_p50_ms").verdict, "worse");
+}
+
 }  // namespace
 }  // namespace mpo::report
