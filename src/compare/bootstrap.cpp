@@ -9,6 +9,29 @@
 #include "core/stats.hpp"
 
 namespace mpo::compare {
+namespace {
+
+// The quantiles at `qs` of a resample given as counts over `sorted` (n values in all), quantile_cont's
+// arithmetic: the order statistic at 0-based rank r is the first index whose cumulative count
+// exceeds r.
+void quantiles_of_counts(const std::vector<double>& sorted, const std::vector<std::uint32_t>& counts, std::size_t n,
+                         std::span<const double> qs, std::vector<double>& at_qs) {
+  std::size_t idx = 0, cum = counts[0];
+  auto at_rank = [&](std::size_t r) {
+    while (cum <= r) cum += counts[++idx];
+    return sorted[idx];
+  };
+  for (std::size_t k = 0; k < qs.size(); ++k) {
+    const double h = static_cast<double>(n - 1) * qs[k];
+    const auto lo = static_cast<std::size_t>(std::floor(h));
+    const double d = h - static_cast<double>(lo);
+    const double x_lo = at_rank(lo);
+    const double x_hi = lo + 1 < n ? at_rank(lo + 1) : x_lo;
+    at_qs[k] = x_lo * (1 - d) + x_hi * d;
+  }
+}
+
+}  // namespace
 
 std::pair<double, double> percentile_interval(std::vector<double>& deltas, double alpha) {
   std::sort(deltas.begin(), deltas.end());
@@ -24,20 +47,7 @@ std::vector<std::vector<double>> resampled_quantiles(const std::vector<double>& 
   for (auto& at_qs : out) {
     std::fill(counts.begin(), counts.end(), 0);
     for (std::size_t i = 0; i < n; ++i) ++counts[pick(rng)];
-    // The order statistic at 0-based rank r: the first index whose cumulative count exceeds r.
-    std::size_t idx = 0, cum = counts[0];
-    auto at_rank = [&](std::size_t r) {
-      while (cum <= r) cum += counts[++idx];
-      return sorted[idx];
-    };
-    for (std::size_t k = 0; k < qs.size(); ++k) {
-      const double h = static_cast<double>(n - 1) * qs[k];
-      const auto lo = static_cast<std::size_t>(std::floor(h));
-      const double d = h - static_cast<double>(lo);
-      const double x_lo = at_rank(lo);
-      const double x_hi = lo + 1 < n ? at_rank(lo + 1) : x_lo;
-      at_qs[k] = x_lo * (1 - d) + x_hi * d;  // quantile_cont's arithmetic
-    }
+    quantiles_of_counts(sorted, counts, n, qs, at_qs);
   }
   return out;
 }
@@ -63,19 +73,7 @@ std::vector<std::vector<double>> resampled_quantiles_of_runs(const std::vector<d
       std::fill(at_qs.begin(), at_qs.end(), std::numeric_limits<double>::quiet_NaN());
       continue;
     }
-    std::size_t idx = 0, cum = counts[0];
-    auto at_rank = [&](std::size_t r) {
-      while (cum <= r) cum += counts[++idx];
-      return sorted[idx];
-    };
-    for (std::size_t k = 0; k < qs.size(); ++k) {
-      const double h = static_cast<double>(n - 1) * qs[k];
-      const auto lo = static_cast<std::size_t>(std::floor(h));
-      const double d = h - static_cast<double>(lo);
-      const double x_lo = at_rank(lo);
-      const double x_hi = lo + 1 < n ? at_rank(lo + 1) : x_lo;
-      at_qs[k] = x_lo * (1 - d) + x_hi * d;
-    }
+    quantiles_of_counts(sorted, counts, n, qs, at_qs);
   }
   return out;
 }
