@@ -142,6 +142,8 @@ std::optional<report::EngineEvidence> engine_evidence(const ReportArgs& a, const
     std::cerr << "modelperfobs report: the engine's scrapes form no window (" << engine.no_window
               << "); engine evidence left out\n";
   }
+  if (!engine.caution.empty())
+    std::cerr << "modelperfobs report: warning: the engine's scrapes: " << engine.caution << "\n";
   return std::move(engine.evidence);
 }
 

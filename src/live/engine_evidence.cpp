@@ -28,6 +28,7 @@ EngineWindow engine_window(const std::vector<scrape::Snapshot>& snapshots) {
     out.no_window = facts.reset;
     return out;
   }
+  out.caution = facts.caution;
   report::EngineEvidence e;
   e.window = facts.window;
   e.engine = std::string(engines::engine_name(facts.delta->engine));

@@ -16,6 +16,7 @@ namespace mpo::live {
 struct EngineWindow {
   std::optional<report::EngineEvidence> evidence;  // nullopt: nothing of these in the window
   std::string no_window;                           // why the snapshots form no window ("" when they do)
+  std::string caution;  // failed scrapes inside the window of an engine with no start time (scrape/facts_report.hpp)
   // The latest snapshot's gauges (what `top` shows as "now"): nullopt where the engine has none.
   std::optional<double> waiting_now, running_now, kv_usage_now;
 };

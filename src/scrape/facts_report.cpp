@@ -28,6 +28,46 @@ bool same_server(const Snapshot& a, const Snapshot& b) {
          a.signals.models == b.signals.models;
 }
 
+// The latest reset between two successive scrapes with signals (a counter went down: the engine
+// restarted), said with the scrapes it fell between; "" when there is none.
+std::string reset_between(std::span<const Snapshot> snaps) {
+  const Snapshot* after = nullptr;
+  for (auto it = snaps.rbegin(); it != snaps.rend(); ++it) {
+    if (!has_signals(it->status)) continue;
+    if (after && same_server(*it, *after)) {
+      if (auto d = engines::delta_signals(it->signals, after->signals); !d) {
+        return fmt::format("between scrapes {} and {}: {}", it->seq, after->seq, d.error().message);
+      }
+    }
+    after = &*it;
+  }
+  return {};
+}
+
+// Scrapes refused or answered with an error between `first` and `last`, of an engine that publishes
+// no process start time.
+std::string gap_caution(std::span<const Snapshot> snaps, const Snapshot& first, const Snapshot& last) {
+  if (last.signals.value(engines::Signal::kProcessStartTime)) return {};  // a restart would show in it
+  std::size_t failed = 0;
+  std::string why;
+  bool inside = false;
+  for (const Snapshot& s : snaps) {
+    if (&s == &first) inside = true;
+    if (&s == &last) break;
+    // Refused or answered with an error (down, or loading its model again); a scrape that timed
+    // out met a server alive but busy (llama.cpp answers /metrics between its batches).
+    if (inside && (s.status == ScrapeStatus::kUnreachable || s.status == ScrapeStatus::kHttpError)) {
+      if (failed++ == 0) why = fmt::format("scrape {}: {}", s.seq, to_string(s.status));
+    }
+  }
+  if (failed == 0) return {};
+  return fmt::format(
+      "{} scrape{} inside the window found the engine down or failing (the first, {}): had it restarted then, it "
+      "would go unseen (it "
+      "publishes no process start time) and what it counted before would be missing from the window's differences",
+      failed, failed == 1 ? "" : "s", why);
+}
+
 std::string percent(double share) { return fmt::format("{:.0f}%", share * 100); }
 
 std::string amount(const GaugeOverWindow& g, double v) {
@@ -119,11 +159,16 @@ FactsReport build_facts_report(std::span<const Snapshot> snaps) {
     if (!same_server(*r.first, *r.last)) {
       r.reset = fmt::format("another server instance answered ({} -> {}); no interval is formed",
                             server_instance_id(*r.first), server_instance_id(*r.last));
+    } else if (auto between = reset_between(snaps); !between.empty()) {
+      // A restart inside the window (its counters began again from zero and grew past where the
+      // first scrape saw them): the first and last scrapes alone would hide it.
+      r.reset = std::move(between);
     } else if (auto d = engines::delta_signals(r.first->signals, r.last->signals); d) {
       delta = std::move(*d);
       window = &*delta;
       r.window_seconds = static_cast<double>(r.last->started_at_us - r.first->started_at_us) / 1e6;
       r.window = fmt::format("{:.1f} s between scrapes {} and {}", *r.window_seconds, r.first->seq, r.last->seq);
+      r.caution = gap_caution(snaps, *r.first, *r.last);
     } else {
       r.reset = d.error().message;
     }
@@ -170,6 +215,7 @@ std::string facts_markdown(const FactsReport& r) {
   if (!r.reset.empty())
     out +=
         fmt::format("\n**Reset between scrapes:** {}. The facts below are since the latest process start.\n", r.reset);
+  if (!r.caution.empty()) out += fmt::format("- Caution: {}.\n", r.caution);
   for (const std::string& n : s.notes) out += fmt::format("- Note: {}\n", n);
   for (const std::string& e : r.errors) out += fmt::format("- Failed: {}\n", e);
   if (s.engine == engines::Engine::kUnknown) {
@@ -249,7 +295,10 @@ std::string facts_json(const FactsReport& r, std::string_view tool_version) {
   if (r.last && r.last->signals.engine == engines::Engine::kUnknown)
     reasons.emplace_back("unknown engine: no facts claimed");
   JsonObjectWriter validity;
-  validity.field("valid", r.last != nullptr && r.reset.empty()).raw_field("reasons", json_string_array(reasons));
+  validity.field("valid", r.last != nullptr && r.reset.empty())
+      .raw_field("reasons", json_string_array(reasons))
+      .raw_field("warnings", json_string_array(r.caution.empty() ? std::vector<std::string>{}
+                                                                 : std::vector<std::string>{r.caution}));
   w.raw_field("validity", std::move(validity).finish());
   return std::move(w).finish();
 }

@@ -37,8 +37,13 @@ struct FactsReport {
   const Snapshot* first = nullptr;  // the window's start (nullptr: since the process started)
   const Snapshot* last = nullptr;   // the latest snapshot with signals (nullptr: none)
   std::optional<double> window_seconds;
-  std::string window;               // for a person: "since the process started", "12.0 s between scrapes 1 and 13"
-  std::string reset;                // why no interval could be formed (a restart, a counter reset, another server)
+  std::string window;  // for a person: "since the process started", "12.0 s between scrapes 1 and 13"
+  std::string reset;   // why no interval could be formed (a restart, a counter reset, another server)
+  // Scrapes refused or answered with an error inside the window of an engine that publishes no
+  // process start time
+  // (llama.cpp): a restart then would go unseen, and what it counted before it would be missing
+  // from the window's differences. "" when none did.
+  std::string caution;
   std::vector<std::string> errors;  // failed scrapes, one line each (at most a few)
   std::vector<engines::Fact> facts;
   // What the facts were read from, for readers that judge with the numbers (the report): the

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "scrape/facts_report.hpp"
+#include "scrape/snapshot_reader.hpp"
 #include "support/fixtures.hpp"
 
 namespace mpo::scrape {
@@ -146,6 +147,58 @@ TEST(FactsReport, AnotherServerIsNotAnInterval) {
   EXPECT_FALSE(r.window_seconds.has_value());
   const auto doc = json::parse(facts_json(r, "test")).as_object();
   EXPECT_FALSE(doc.at("validity").as_object().at("valid").as_bool());
+}
+
+// A restart inside the window: the counters began again from zero and grew past where the first
+// scrape saw them, so the first and last scrapes alone gave a smaller, wrong difference. The
+// counter that went down between two successive scrapes is a reset, named with them.
+TEST(FactsReport, ARestartInsideTheWindowIsAResetNotASmallerDifference) {
+  const std::string base = test::read_fixture("llamacpp/llamacpp_b10309_cpu_tiny-random_after-load.prom");
+  auto page = [&](int predicted) {
+    std::string b = base;
+    b.replace(b.find("llamacpp:tokens_predicted_total 30"), 34,
+              fmt::format("llamacpp:tokens_predicted_total {}", predicted));
+    return b;
+  };
+  std::vector<Snapshot> snaps{snapshot(1, page(30), 0), snapshot(2, page(150), 1'000'000)};
+  Snapshot down;
+  down.seq = 3;
+  down.status = ScrapeStatus::kUnreachable;
+  down.error = "cannot connect";
+  snaps.push_back(down);
+  snaps.push_back(snapshot(4, page(40), 3'000'000));
+  snaps.push_back(snapshot(5, page(80), 4'000'000));
+  const FactsReport r = build_facts_report(snaps);
+  EXPECT_EQ(r.reset.find("between scrapes 2 and 4: "), 0u) << r.reset;
+  EXPECT_FALSE(r.window_seconds.has_value());  // no difference claimed across it
+  EXPECT_NE(facts_markdown(r).find("**Reset between scrapes:** between scrapes 2 and 4"), std::string::npos);
+}
+
+// The real llama-server killed and started again under a proxy's scrapes (b10309, tiny model): no
+// scrape saw the first server's counters above zero, and llama.cpp publishes no start time, so the
+// restart cannot be told from the numbers; the three unreachable scrapes inside the window are said.
+TEST(FactsReport, FailedScrapesInsideTheWindowOfAnEngineWithNoStartTimeAreACaution) {
+  const SnapshotsRead read =
+      read_snapshots(test::read_fixture("llamacpp/llamacpp_b10309_tiny-random_restart.scrape.jsonl"));
+  ASSERT_EQ(read.snapshots.size(), 19u);
+  const FactsReport r = build_facts_report(read.snapshots);
+  EXPECT_TRUE(r.reset.empty()) << r.reset;
+  EXPECT_EQ(r.caution.find("3 scrapes inside the window found the engine down or failing (the first, scrape 6: "
+                           "unreachable): had it restarted then, it would go unseen"),
+            0u)
+      << r.caution;
+  EXPECT_NE(facts_markdown(r).find("- Caution: 3 scrapes inside the window found the engine down"), std::string::npos);
+  // Scrapes that timed out met a server alive but busy: no caution.
+  std::vector<Snapshot> busy = read.snapshots;
+  for (auto& s : busy) {
+    if (s.status == ScrapeStatus::kUnreachable) s.status = ScrapeStatus::kTimeout;
+  }
+  EXPECT_TRUE(build_facts_report(busy).caution.empty());
+  const auto doc = json::parse(facts_json(r, "test")).as_object();
+  EXPECT_EQ(doc.at("validity").at("warnings").as_array().size(), 1u);
+  // Failed scrapes outside a window say nothing of it.
+  const std::vector<Snapshot> after(read.snapshots.begin() + 8, read.snapshots.end());
+  EXPECT_TRUE(build_facts_report(after).caution.empty());
 }
 
 TEST(Snapshot, SnapshotsFileSitsBesideTheLedger) {
