@@ -4,20 +4,23 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
+#include <array>
+#include <vector>
 
 #include "core/json.hpp"
 
 namespace mpo::report {
 namespace {
 
-// The band's lower end: 0, 64, 256, ... (powers of four from 64), at most 65,536.
-std::int64_t band_floor(std::int64_t tokens) {
-  std::int64_t floor = 64;
-  if (tokens < floor) return 0;
-  while (floor < 65536 && tokens >= floor * 4) floor *= 4;
-  return floor;
+// Bands 0-63, 64-255, ..., 16384-65535, 65536 and more: the band of a prompt length, and a band's
+// lower end.
+constexpr std::size_t kBands = 7;
+std::size_t band_of(std::int64_t tokens) {
+  std::size_t band = 0;
+  for (std::int64_t floor = 64; band + 1 < kBands && tokens >= floor; floor *= 4) ++band;
+  return band;
 }
+std::int64_t band_floor(std::size_t band) { return band == 0 ? 0 : std::int64_t{64} << (2 * (band - 1)); }
 
 template <typename T>
 std::optional<Summary> summary_of(const RowList& rs, Maybe<T> Row::*field) {
@@ -39,25 +42,41 @@ std::optional<double> quantile_of(const std::optional<Summary>& s, double Summar
 }  // namespace
 
 std::vector<std::pair<PromptBand, RowList>> prompt_length_bands(const RowList& rows) {
-  {  // Most groups are one shape: counted first, without copying a row.
-    std::map<std::int64_t, std::size_t> counts;
-    for (const Row* r : rows) {
-      if (r->prompt_tokens && *r->prompt_tokens >= 0) ++counts[band_floor(*r->prompt_tokens)];
-    }
-    if (std::count_if(counts.begin(), counts.end(), [](const auto& c) { return c.second >= kMinBandRequests; }) < 2) {
-      return {};
-    }
-  }
-  std::map<std::int64_t, RowList> by_floor;
+  // A band that is a shape of the traffic: requests enough, and a share of them.
+  std::size_t known = 0;
+  std::array<std::size_t, kBands> counts{};
   for (const Row* r : rows) {
-    if (r->prompt_tokens && *r->prompt_tokens >= 0) by_floor[band_floor(*r->prompt_tokens)].push_back(r);
+    if (r->prompt_tokens && *r->prompt_tokens >= 0) ++counts[band_of(*r->prompt_tokens)], ++known;
   }
+  const auto a_shape = [&](std::size_t n) {
+    return n >= kMinBandRequests && static_cast<double>(n) >= kShapeShare * static_cast<double>(known);
+  };
+  // Most groups are one shape: counted first, without copying a row.
+  if (std::count_if(counts.begin(), counts.end(), a_shape) < 2) return {};
+  std::array<RowList, kBands> by_band;
+  for (const Row* r : rows) {
+    if (r->prompt_tokens && *r->prompt_tokens >= 0) by_band[band_of(*r->prompt_tokens)].push_back(r);
+  }
+  // The shapes' median prompts, before any band's figures: a spread that is no mix costs no more.
+  std::optional<double> shortest, longest;
+  for (const RowList& rs : by_band) {
+    if (!a_shape(rs.size())) continue;
+    std::vector<double> prompts;
+    prompts.reserve(rs.size());
+    for (const Row* r : rs) prompts.push_back(static_cast<double>(*r->prompt_tokens));
+    const auto mid = prompts.begin() + static_cast<std::ptrdiff_t>(prompts.size() / 2);
+    std::nth_element(prompts.begin(), mid, prompts.end());  // the median, near enough for a ratio of four
+    if (!shortest) shortest = *mid;
+    longest = *mid;
+  }
+  if (!shortest || *longest < kShapeRatio * std::max(*shortest, 1.0)) return {};
   std::vector<std::pair<PromptBand, RowList>> out;
-  std::optional<double> shortest, longest;  // median prompts of the bands large enough
-  for (auto& [floor, rs] : by_floor) {
+  for (std::size_t band = 0; band < kBands; ++band) {
+    RowList& rs = by_band[band];
+    if (rs.empty()) continue;
     PromptBand b;
-    b.from = floor;
-    b.to = floor == 0 ? 64 : floor >= 65536 ? 0 : floor * 4;
+    b.from = band_floor(band);
+    b.to = band + 1 < kBands ? band_floor(band + 1) : 0;
     b.requests = rs.size();
     b.errors = static_cast<std::size_t>(std::count_if(rs.begin(), rs.end(), [](const Row* r) { return !r->ok(); }));
     b.prompt_tokens = summary_of(rs, &Row::prompt_tokens);
@@ -66,13 +85,8 @@ std::vector<std::pair<PromptBand, RowList>> prompt_length_bands(const RowList& r
     b.tpot_ms = summary_of(rs, &Row::tpot_ms);
     b.itl_p95_ms = summary_of(rs, &Row::itl_p95_ms);
     b.e2e_ms = summary_of(rs, &Row::e2e_ms);
-    if (rs.size() >= kMinBandRequests && b.prompt_tokens) {
-      if (!shortest) shortest = b.prompt_tokens->p50;
-      longest = b.prompt_tokens->p50;
-    }
     out.emplace_back(std::move(b), std::move(rs));
   }
-  if (!shortest || *longest < kShapeRatio * std::max(*shortest, 1.0)) out.clear();
   return out;
 }
 

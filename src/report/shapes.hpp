@@ -17,9 +17,11 @@
 
 namespace mpo::report {
 
-// A band needs this many requests to be ranked (fewer are shown, not judged), and two bands with as
-// many, whose median prompts differ by kShapeRatio, make a mix.
+// A band needs this many requests to be ranked (fewer are shown, not judged). Two bands with as
+// many and kShapeShare of the requests each, whose median prompts differ by kShapeRatio, make a mix
+// (prompts spread evenly over a range are one shape, however wide).
 inline constexpr std::size_t kMinBandRequests = 5;
+inline constexpr double kShapeShare = 0.10;
 inline constexpr double kShapeRatio = 4.0;
 
 struct PromptBand {
@@ -35,7 +37,7 @@ struct PromptBand {
 
 // The rows that name their prompt length, by bands of powers of four ([0, 64), [64, 256), ...,
 // [65536, no end)), each band with its figures but not its ranking; empty unless the rows mix
-// shapes (two bands of kMinBandRequests or more whose median prompts differ by kShapeRatio).
+// shapes (above).
 std::vector<std::pair<PromptBand, RowList>> prompt_length_bands(const RowList& rows);
 
 // "prompts 1024-4095 tokens (16 requests): prefill (score 1.5): ..." or "...: nothing crosses its

@@ -61,6 +61,13 @@ TEST(PromptBands, OneShapeOrNeighbouringLengthsAreNoMix) {
   lonely.add(20, 30, 40);
   lonely.add(4, 3000, 2000);
   EXPECT_TRUE(prompt_length_bands(lonely.list).empty());
+  Rows spread;  // prompts spread evenly over 32-2031 tokens: one shape, however wide
+  for (int i = 0; i < 200; ++i) spread.add(1, 32 + 10 * i, 100);
+  EXPECT_TRUE(prompt_length_bands(spread.list).empty());
+  Rows few;  // 6 long prompts among 200 short ones: under a tenth of the traffic, not a shape of it
+  few.add(200, 30, 40);
+  few.add(6, 3000, 2000);
+  EXPECT_TRUE(prompt_length_bands(few.list).empty());
   Rows unknown;  // lines that do not say their prompt length are left out
   unknown.add(10, 30, 40);
   unknown.storage.emplace_back();
