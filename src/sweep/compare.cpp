@@ -402,13 +402,18 @@ Result<SweepComparison> compare_sweep_runs(const std::vector<const SweepReceipt*
   compare_points(as, bs, o, family.alpha(), c);
   find_moves(*as.front(), *bs.front(), c);
   c.runs_a = as.size(), c.runs_b = bs.size();
-  if (as.size() == 1 || bs.size() == 1) {
+  if (as.size() == 1 && bs.size() == 1) {
     // The intervals resample requests within one run: a rerun's own variation is not in them.
     c.notes.push_back(
         "one receipt per side: each interval resamples the requests within a run, so it leaves out how much a "
         "rerun of the same sweep varies (two identical sweeps against a real llama-server differed by half the "
         "throughput at one point); a change near that size may be run-to-run noise: give each side two or more "
-        "reruns (sweep compare A1.json,A2.json B1.json,B2.json)");
+        "reruns (sweep --repeat N writes them; sweep compare A1.json,A2.json B1.json,B2.json)");
+  } else if (as.size() == 1 || bs.size() == 1) {
+    c.notes.push_back(fmt::format(
+        "{} run{} of A and {} of B: the side with one run carries no rerun's variation, so the intervals hold only "
+        "part of it; give both sides two or more reruns (sweep --repeat N)",
+        as.size(), as.size() == 1 ? "" : "s", bs.size()));
   } else {
     c.notes.push_back(fmt::format(
         "{} runs of A and {} of B: each interval resamples the runs and then the requests within them, so it "

@@ -218,6 +218,11 @@ TEST(SweepCompare, RerunsPooledPerSideCarryRunToRunVariation) {
   const auto slower = compare_sweep_runs({&a1, &a2}, {&c1, &c2}, fast(1));
   ASSERT_TRUE(slower.ok());
   EXPECT_EQ(ttft_p50(*slower), std::vector<std::string>(3, "worse"));
+  // Reruns on one side only: the note says the other side carries no rerun's variation.
+  const auto lopsided = compare_sweep_runs({&a1, &a2}, {&b1}, fast(1));
+  ASSERT_TRUE(lopsided.ok());
+  EXPECT_EQ(lopsided->notes.back().rfind("2 runs of A and 1 of B: the side with one run carries no rerun's", 0), 0u)
+      << lopsided->notes.back();
   // Runs of different workloads are not reruns.
   const auto other = receipt(7, 1.0, 300, "sha256:other");
   EXPECT_FALSE(compare_sweep_runs({&a1, &other}, {&b1}, fast(1)).ok());
