@@ -28,10 +28,16 @@ std::string runs_note(const Comparison& c) {
            "of the same workload varies; a change near that size may be run-to-run noise. Give reruns, one ledger "
            "each, with --reruns (sweep --repeat writes them) to carry it.";
   }
+  if (c.runs_baseline <= 1 || c.runs_new <= 1) {
+    return fmt::format(
+        "{} run{} of the baseline and {} of the new: the side with one run carries no rerun's variation, so the "
+        "intervals hold only part of it; give both sides two or more reruns.",
+        c.runs_baseline, c.runs_baseline == 1 ? "" : "s", c.runs_new);
+  }
   return fmt::format(
-      "{} run{} of the baseline and {} of the new: each interval resamples the runs and then the requests within "
+      "{} runs of the baseline and {} of the new: each interval resamples the runs and then the requests within "
       "them, so it carries how much reruns of the same workload differ.",
-      c.runs_baseline, c.runs_baseline == 1 ? "" : "s", c.runs_new);
+      c.runs_baseline, c.runs_new);
 }
 }  // namespace
 namespace {

@@ -188,6 +188,11 @@ TEST(Compare, RerunsPooledCarryTheirVariation) {
   const GroupRows c1 = rows_of(twice_1), c2 = rows_of(twice_2);
   const auto real = compare_reruns({&a1, &a2}, {&c1, &c2}, {2000, 1, 0.05}, {});
   EXPECT_EQ(change(real, "ttft_p50_ms").verdict, "worse");
+  // Reruns on one side only.
+  const auto lopsided = compare_reruns({&a1, &a2}, {&b1}, {2000, 1, 0.05}, {});
+  EXPECT_NE(render_comparison_md(lopsided).find("2 runs of the baseline and 1 of the new: the side with one run "
+                                                "carries no rerun's variation"),
+            std::string::npos);
 }
 
 }  // namespace
