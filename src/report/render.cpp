@@ -285,6 +285,10 @@ std::string fit_md(const GroupStats& g) {
     o += "The intercept is negative: a straight line does not describe TTFT over this range; read the "
          "coefficients as a trend, not as fixed and per-unit costs.\n";
   }
+  if (!g.prompt_bands.empty()) {
+    o += "The group mixes short and long prompts: one line over both shapes blends what each costs; each band "
+         "above has its own figures and ranking.\n";
+  }
   return o;
 }
 
