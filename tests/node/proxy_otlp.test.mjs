@@ -411,25 +411,31 @@ async function tracedRun(engine, send) {
 }
 
 // Decode behind another request's prompt, from vLLM's spans: the simulator reads a 2,000-token prompt in
-// chunks of 256 tokens (chunked prefill), each step as long as its chunk, and a short request decoding
-// beside it gets a token a step; three more decode alone afterwards. The spans' prefill windows tell
+// chunks of 256 tokens (chunked prefill), each step as long as its chunk, and a short request already
+// decoding beside it gets a token a step; three more decode alone afterwards. The spans' prefill windows tell
 // the report which decode met the prompt and what it cost (docs/REPORT.md "Decode behind other
 // requests' prompts").
 test('report --traces finds decode held up by another request\'s prompt from the engine spans', async () => {
-  const ask = async (baseURL, content, maxTokens) => {
-    const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: 'unused', maxRetries: 0 });
-    const s = await client.chat.completions.create({
+  // A stream once its response head came (the simulator sends it on accept, as vLLM does), and its end.
+  const open = (baseURL, content, maxTokens) =>
+    new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: 'unused', maxRetries: 0 }).chat.completions.create({
       model: 'sim-model', messages: [{ role: 'user', content }], max_tokens: maxTokens, stream: true,
       stream_options: { include_usage: true },
     });
-    for await (const c of s) void c;
-  };
+  const drain = async (s) => { for await (const c of s) void c; };
   const longPrompt = Array.from({ length: 2000 }, (_, i) => `w${i}`).join(' ');
   const { st, traces } = await tracedRun(
     { step_base_s: 0.002, step_per_prefill_token_s: 0.0005, max_num_batched_tokens: 256 },
     async (s) => {
-      await Promise.all([ask(s.proxyURL, longPrompt, 4), ask(s.proxyURL, 'short one', 40)]);
-      for (const i of [2, 3, 4]) await ask(s.proxyURL, `short ${i}`, 40);
+      // The short answer is decoding (its first chunk came) when the long prompt arrives: the
+      // scheduler, like vLLM's, runs it first and fills the rest of each step with the prompt's chunk.
+      // (Sent the other way round, the prompt's chunks fill every step's budget and the short request
+      // waits in the queue until they end.)
+      const short = (await open(s.proxyURL, 'short one', 40))[Symbol.asyncIterator]();
+      await short.next();
+      const rest = async () => { while (!(await short.next()).done); };
+      await Promise.all([rest(), open(s.proxyURL, longPrompt, 4).then(drain)]);
+      for (const i of [2, 3, 4]) await drain(await open(s.proxyURL, `short ${i}`, 40));
     });
   const report = JSON.parse(execFileSync(BIN, ['report', '--input', st.ledger, '--traces', traces, '--format', 'json']));
   const group = report.result.groups[0];
