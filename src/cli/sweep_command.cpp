@@ -385,8 +385,9 @@ int run_once(const SweepArgs& a, const sweep::SweepOptions& o, std::size_t point
 
 // `--repeat N`: the sweep run N times, one after another, run k's files named <stem>.r<k>.*, each
 // with prompts of its own (a drawn salt each, or the given salt with the run's number), then the
-// runs' spread point by point (sweep/repeat.hpp) on stdout and in <stem>.repeat.md. Stops at the
-// first run that is interrupted or stops early; its exit code is then the sweep's.
+// runs' spread point by point (sweep/repeat.hpp) on stdout, in <stem>.repeat.md and on the page
+// <stem>.repeat.html. Stops at the first run that is interrupted or stops early; its exit code is
+// then the sweep's.
 int run_repeated(const SweepArgs& a, const sweep::SweepOptions& o, std::size_t points) {
   const std::string stem = stem_of(a.output);
   const auto named = [](const std::string& path, std::int64_t k) {
@@ -419,8 +420,12 @@ int run_repeated(const SweepArgs& a, const sweep::SweepOptions& o, std::size_t p
   }
   const std::string md = sweep::repeat_markdown(runs, files);
   if (!write_file(stem + ".repeat.md", md)) return 1;
+  if (!write_file(stem + ".repeat.html", sweep::repeat_html(runs, files))) return 1;
   std::cout << md;
-  if (!a.quiet) std::cerr << fmt::format("sweep: {} runs; their spread in {}.repeat.md\n", runs.size(), stem);
+  if (!a.quiet) {
+    std::cerr << fmt::format("sweep: {} runs; their spread in {}.repeat.md and {}.repeat.html\n", runs.size(), stem,
+                             stem);
+  }
   return worst;
 }
 

@@ -10,6 +10,8 @@
 #include <utility>
 
 #include "core/go_json.hpp"
+#include "present/chart.hpp"
+#include "present/page.hpp"
 
 namespace mpo::sweep {
 namespace {
@@ -55,18 +57,30 @@ std::optional<double> p99_of(const QuantileMetric& q) { return q.measured() ? q.
 
 }  // namespace
 
-std::string repeat_markdown(const std::vector<SweepReceipt>& runs, const std::vector<std::string>& files) {
-  if (runs.empty()) return {};
+namespace {
+
+// What both the summary and the page say: the table's rows, the findings (name, text), the runs'
+// throughput by point for the chart.
+struct RepeatView {
+  std::string intro;
+  std::vector<std::string> headers;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::pair<std::string, std::string>> findings;
+  std::vector<std::vector<present::Point>> throughput_by_run;  // ours track only
+};
+
+RepeatView repeat_view(const std::vector<SweepReceipt>& runs, const std::vector<std::string>& files) {
+  RepeatView v;
   const SweepReceipt& first = runs.front();
   const char* key = point_key(first.mode);
-  std::string out = fmt::format("# Sweep repeated: {} runs of {}\n\n", runs.size(), first.model);
-  out += fmt::format(
+  v.intro = fmt::format(
       "The same workload ({}) run {} times, one run after another; each run sent prompts of its own (its own "
       "prompt salt), so none was served from a prefix cache an earlier run filled. Each run's receipt stands "
-      "alone: {}.\n\n",
+      "alone: {}.",
       first.workload_digest.substr(0, 19), runs.size(), fmt::format("{}", fmt::join(files, ", ")));
   // (track, coordinate) -> the runs' figures, in the order the points come.
   std::map<std::pair<std::string, double>, Across> across;
+  v.throughput_by_run.resize(runs.size());
   for (std::size_t i = 0; i < runs.size(); ++i) {
     for (const auto& p : runs[i].points) {
       for (const auto& tp : p.tracks) {
@@ -78,26 +92,31 @@ std::string repeat_markdown(const std::vector<SweepReceipt>& runs, const std::ve
         a.ttft_p99[i] = p99_of(tp.stats.ttft_ms);
         a.itl_p99[i] = p99_of(tp.stats.itl_ms);
         if (tp.status == "valid") ++a.valid;
+        if (a.throughput[i] && tp.track == first.tracks.front().track) {
+          v.throughput_by_run[i].push_back({p.coordinate, *a.throughput[i]});
+        }
       }
     }
   }
   const bool tracks = std::any_of(across.begin(), across.end(), [&](const auto& e) { return e.first.first != "ours"; });
-  out +=
-      fmt::format("| {}{} | tok/s per run | mean | spread | TTFT p99 per run (ms) | ITL p99 per run (ms) | valid |\n",
-                  key, tracks ? " (track)" : "");
-  out += "|---|---|---|---|---|---|---|\n";
+  v.headers = {fmt::format("{}{}", key, tracks ? " (track)" : ""),
+               "tok/s per run",
+               "mean",
+               "spread",
+               "TTFT p99 per run (ms)",
+               "ITL p99 per run (ms)",
+               "valid"};
   std::optional<std::pair<double, std::string>> widest;  // spread, where
   for (const auto& [at, a] : across) {
     const auto s = spread(a.throughput);
-    const std::string where =
-        fmt::format("{} {}{}", key, go_float_text(at.second), tracks ? " (" + at.first + ")" : std::string());
-    if (s && (!widest || *s > widest->first)) widest = std::pair{*s, where};
-    out += fmt::format("| {}{} | {} | {} | {} | {} | {} | {} of {} |\n", go_float_text(at.second),
-                       tracks ? " (" + at.first + ")" : std::string(), joined(a.throughput), fixed(mean(a.throughput)),
-                       s ? fmt::format("{:.1f}%", 100 * *s) : "n/a", joined(a.ttft_p99), joined(a.itl_p99), a.valid,
-                       runs.size());
+    const std::string track = tracks ? " (" + at.first + ")" : std::string();
+    if (s && (!widest || *s > widest->first)) {
+      widest = std::pair{*s, fmt::format("{} {}{}", key, go_float_text(at.second), track)};
+    }
+    v.rows.push_back({go_float_text(at.second) + track, joined(a.throughput), fixed(mean(a.throughput)),
+                      s ? fmt::format("{:.1f}%", 100 * *s) : "n/a", joined(a.ttft_p99), joined(a.itl_p99),
+                      fmt::format("{} of {}", a.valid, runs.size())});
   }
-  out += "\nSpread: the highest throughput less the lowest, over their mean.\n";
   std::string peaks;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     for (const auto& t : runs[i].tracks) {
@@ -107,7 +126,7 @@ std::string repeat_markdown(const std::vector<SweepReceipt>& runs, const std::ve
                                   : t.peak_status);
     }
   }
-  out += fmt::format("\n- **peak per run**: {}\n", peaks);
+  v.findings.emplace_back("peak per run", peaks);
   // Where the peak fell, run by run: a peak that moves is a finding no single run can carry.
   for (const auto& t : first.tracks) {
     std::vector<double> at;
@@ -119,22 +138,76 @@ std::string repeat_markdown(const std::vector<SweepReceipt>& runs, const std::ve
     if (at.size() >= 2 && std::any_of(at.begin(), at.end(), [&](double c) { return c != at.front(); })) {
       std::string where;
       for (double c : at) where += (where.empty() ? "" : ", ") + go_float_text(c);
-      out += fmt::format(
-          "- **the peak moved**{}: at {} {} in the runs that found one; no single run's peak stands for the server\n",
-          tracks ? " (" + t.track + ")" : std::string(), key, where);
+      v.findings.emplace_back(
+          "the peak moved" + (tracks ? " (" + t.track + ")" : std::string()),
+          fmt::format("at {} {} in the runs that found one; no single run's peak stands for the server", key, where));
     }
   }
   if (widest) {
-    out += fmt::format(
-        "- **largest spread**: {:.1f}% of throughput at {}: between two engines (or two settings) measured this way, "
-        "a difference of that order is what reruns alone give\n",
-        100 * widest->first, widest->second);
+    v.findings.emplace_back(
+        "largest spread",
+        fmt::format("{:.1f}% of throughput at {}: between two engines (or two settings) measured this way, a "
+                    "difference of that order is what reruns alone give",
+                    100 * widest->first, widest->second));
   }
-  out += fmt::format(
-      "- **to compare with another run set**, pool each side's runs: `modelperfobs sweep compare {} OTHER1.json,...` "
-      "(each interval then resamples the runs, then the requests within them)\n",
-      fmt::format("{}", fmt::join(files, ",")));
+  v.findings.emplace_back("to compare with another run set",
+                          fmt::format("pool each side's runs: `modelperfobs sweep compare {} OTHER1.json,...` (each "
+                                      "interval then resamples the runs, then the requests within them)",
+                                      fmt::format("{}", fmt::join(files, ","))));
+  return v;
+}
+
+constexpr const char* kSpreadNote = "Spread: the highest throughput less the lowest, over their mean.";
+
+}  // namespace
+
+std::string repeat_markdown(const std::vector<SweepReceipt>& runs, const std::vector<std::string>& files) {
+  if (runs.empty()) return {};
+  const RepeatView v = repeat_view(runs, files);
+  std::string out = fmt::format("# Sweep repeated: {} runs of {}\n\n{}\n\n", runs.size(), runs.front().model, v.intro);
+  out += fmt::format("| {} |\n|", fmt::join(v.headers, " | "));
+  for (std::size_t i = 0; i < v.headers.size(); ++i) out += "---|";
+  out += "\n";
+  for (const auto& row : v.rows) out += fmt::format("| {} |\n", fmt::join(row, " | "));
+  out += fmt::format("\n{}\n\n", kSpreadNote);
+  for (const auto& [name, text] : v.findings) out += fmt::format("- **{}**: {}\n", name, text);
   return out;
+}
+
+std::string repeat_html(const std::vector<SweepReceipt>& runs, const std::vector<std::string>& files) {
+  if (runs.empty()) return {};
+  const RepeatView v = repeat_view(runs, files);
+  const SweepReceipt& first = runs.front();
+  present::Header h;
+  h.title = fmt::format("Sweep repeated: {} runs of {}", runs.size(), first.model);
+  h.measured = v.intro;
+  h.facts = {{"runs", std::to_string(runs.size())}, {"workload", first.workload_digest.substr(0, 19)}};
+  present::Page page(std::move(h));
+  present::Table table(v.headers);
+  for (auto row : v.rows) table.row(std::move(row));
+  page.section("Spread by point", table.html("spread") + present::paragraph(kSpreadNote, "note"));
+  std::vector<double> xs;
+  for (const auto& run : v.throughput_by_run) {
+    for (const auto& p : run) xs.push_back(p.x);
+  }
+  const bool closed = first.mode == loadgen::LoadMode::kConcurrency;
+  present::Chart chart("Output token throughput, run by run",
+                       present::Axis{closed ? "concurrency" : "offered rate (req/s)",
+                                     closed ? present::scale_for_counts(xs) : present::scale_for(xs, 8)},
+                       present::Axis{"tokens/s"});
+  for (std::size_t i = 0; i < v.throughput_by_run.size(); ++i) {
+    chart.add(present::Series{fmt::format("run {}", i + 1), v.throughput_by_run[i], present::Mark::kLineDots, {}});
+  }
+  chart.note("Each line one run of the same sweep: where they part is what a rerun alone moves.");
+  if (!chart.empty()) page.section("Throughput by run", chart.svg());
+  std::vector<std::string> findings;
+  for (const auto& [name, text] : v.findings) {
+    std::string plain = name + ": " + text;
+    std::erase(plain, '`');  // Markdown's code marks
+    findings.push_back(std::move(plain));
+  }
+  page.section("Findings", present::bullets(findings));
+  return page.html();
 }
 
 }  // namespace mpo::sweep

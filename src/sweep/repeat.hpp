@@ -15,5 +15,7 @@ namespace mpo::sweep {
 // how many runs found the point valid; then each run's peak, the largest spread, and how to pool
 // the runs in a comparison.
 std::string repeat_markdown(const std::vector<SweepReceipt>& runs, const std::vector<std::string>& files);
+// The same as a page: the table, each run's throughput by point on one chart, the findings.
+std::string repeat_html(const std::vector<SweepReceipt>& runs, const std::vector<std::string>& files);
 
 }  // namespace mpo::sweep

@@ -463,6 +463,7 @@ TEST(Sweep, RepeatedRunsEachHaveTheirOwnPromptsAndTheirSpreadIsSaid) {
   EXPECT_NE(run.out.find("# Sweep repeated: 2 runs of sim-model"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("| 2 | "), std::string::npos) << run.out;
   EXPECT_EQ(read_file(dir + "/rep.repeat.md").find("# Sweep repeated: 2 runs"), 0u);
+  EXPECT_NE(read_file(dir + "/rep.repeat.html").find("Throughput by run"), std::string::npos);
   std::set<std::string> salts;
   for (const char* k : {"r1", "r2"}) {
     const std::string path = fmt::format("{}/rep.{}.json", dir, k);

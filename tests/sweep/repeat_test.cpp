@@ -34,6 +34,18 @@ TEST(SweepRepeat, EachPointsSpreadAcrossRunsAndWhereThePeakFell) {
   EXPECT_NE(md.find("sweep compare s.r1.json,s.r2.json OTHER1.json"), std::string::npos) << md;
 }
 
+// The page says the same: the table, a line of throughput per run on one chart, the findings.
+TEST(SweepRepeat, ThePageHasTheTableAChartOfEachRunAndTheFindings) {
+  const std::vector<SweepReceipt> runs = {run(8, 1000, 1500), run(8, 800, 2000)};
+  const std::string html = repeat_html(runs, {"s.r1.json", "s.r2.json"});
+  EXPECT_NE(html.find("Sweep repeated: 2 runs of "), std::string::npos);
+  EXPECT_NE(html.find(">22.2%</td>"), std::string::npos) << html;
+  EXPECT_NE(html.find("Output token throughput, run by run"), std::string::npos);
+  EXPECT_NE(html.find("run 2"), std::string::npos);
+  EXPECT_NE(html.find("the peak moved: at concurrency 2, 1"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);  // a page with no scripts, as every page here
+}
+
 TEST(SweepRepeat, RunsThatAgreeSayNoMove) {
   const std::vector<SweepReceipt> runs = {run(8, 1000, 1500), run(8, 1000, 1500), run(8, 1000, 1500)};
   const std::string md = repeat_markdown(runs, {"a", "b", "c"});
