@@ -12,7 +12,6 @@
 #include <iostream>
 #include <random>
 #include <set>
-#include <sstream>
 
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
@@ -340,13 +339,14 @@ int evidence_and_contract(const SweepArgs& a, sweep::SweepOptions& o) {
 }
 
 // The receipt, its summary and its page; the summary on stdout and, unless --quiet, a line per track.
-int write_sweep_outputs(const SweepArgs& a, const std::string& stem, sweep::SweepReceipt& report, RunOutput& out) {
+int write_sweep_outputs(const SweepArgs& a, const std::string& stem, sweep::SweepReceipt& report, RunOutput& out,
+                        bool print_summary = true) {
   report.artifact = a.output;
   const std::string md = sweep::sweep_markdown(report);
   if (!write_file(a.output, sweep::receipt_text(report))) return 1;
   if (!write_file(a.markdown.empty() ? stem + ".md" : a.markdown, md)) return 1;
   if (!write_file(a.html.empty() ? stem + ".html" : a.html, sweep::sweep_html(report))) return 1;
-  std::cout << md;
+  if (print_summary) std::cout << md;
   if (!a.quiet) {
     for (const auto& t : report.tracks) {
       std::cerr << fmt::format(
@@ -361,7 +361,7 @@ int write_sweep_outputs(const SweepArgs& a, const std::string& stem, sweep::Swee
 }
 
 // One run of the sweep: its ledger, receipt, summary and page; its exit code. `kept`: where the
-// receipt goes once written, for a repeated sweep's summary.
+// receipt goes once written, for a repeated sweep's summary (whose stdout is that summary alone).
 int run_once(const SweepArgs& a, const sweep::SweepOptions& o, std::size_t points,
              std::vector<sweep::SweepReceipt>* kept) {
   const std::string stem = stem_of(a.output);
@@ -377,7 +377,7 @@ int run_once(const SweepArgs& a, const sweep::SweepOptions& o, std::size_t point
     std::cerr << "modelperfobs sweep: " << report.error().message << "\n";
     return 1;
   }
-  if (int rc = write_sweep_outputs(a, stem, *report, out)) return rc;
+  if (int rc = write_sweep_outputs(a, stem, *report, out, kept == nullptr)) return rc;
   const int rc = sweep_exit_code(*report);
   if (kept) kept->push_back(std::move(*report));
   return rc;
@@ -410,10 +410,7 @@ int run_repeated(const SweepArgs& a, const sweep::SweepOptions& o, std::size_t p
       ok.prompt_salt = fmt::format("{}r{}", a.prompt_salt, k);
     }
     if (!a.quiet) std::cerr << fmt::format("sweep: run {} of {}\n", k, a.repeat);
-    std::ostringstream discarded;  // each run's summary goes to its file; stdout gets the runs' spread
-    std::streambuf* const kept_buffer = std::cout.rdbuf(discarded.rdbuf());
     const int rc = run_once(ak, ok, points, &runs);
-    std::cout.rdbuf(kept_buffer);
     if (runs.size() == static_cast<std::size_t>(k)) files.push_back(ak.output);
     worst = std::max(worst, rc);
     if (rc == exit_code::kFailed || rc > 128 || runs.size() != static_cast<std::size_t>(k)) return rc;

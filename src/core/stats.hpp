@@ -27,4 +27,9 @@ std::optional<Summary> summarize(std::vector<double> values);
 // The same on the caller's memory, which it reorders (no copy: for a scratch buffer reused).
 std::optional<Summary> summarize_in_place(std::span<double> values);
 
+// One quantile of a summary that may not exist (`&Summary::p50`, ...).
+inline std::optional<double> quantile_of(const std::optional<Summary>& s, double Summary::*q) {
+  return s ? std::optional<double>((*s).*q) : std::nullopt;
+}
+
 }  // namespace mpo

@@ -35,10 +35,6 @@ std::string range_text(const PromptBand& b) {
   return b.to == 0 ? fmt::format("{}+", b.from) : fmt::format("{}-{}", b.from, b.to - 1);
 }
 
-std::optional<double> quantile_of(const std::optional<Summary>& s, double Summary::*q) {
-  return s ? std::optional<double>((*s).*q) : std::nullopt;
-}
-
 }  // namespace
 
 std::vector<std::pair<PromptBand, RowList>> prompt_length_bands(const RowList& rows) {

@@ -252,11 +252,6 @@ std::vector<std::vector<std::string>> turn_rows(const TurnView& v) {
   return rows;
 }
 
-// One quantile of a summary that may not exist.
-std::optional<double> quantile(const std::optional<Summary>& s, double Summary::*q) {
-  return s ? std::optional<double>((*s).*q) : std::nullopt;
-}
-
 std::string turns_json(const std::optional<TurnView>& v) {
   if (!v) return "null";
   std::string turns = "[";
@@ -266,12 +261,12 @@ std::string turns_json(const std::optional<TurnView>& v) {
     w.field("turn", static_cast<std::int64_t>(t.turn))
         .field("requests", static_cast<std::uint64_t>(t.requests))
         .field("errors", static_cast<std::uint64_t>(t.errors))
-        .optional_field("ttft_p50_ms", quantile(t.ttft_ms, &Summary::p50))
-        .optional_field("ttft_p95_ms", quantile(t.ttft_ms, &Summary::p95))
-        .optional_field("prompt_tokens_p50", quantile(t.prompt_tokens, &Summary::p50))
+        .optional_field("ttft_p50_ms", quantile_of(t.ttft_ms, &Summary::p50))
+        .optional_field("ttft_p95_ms", quantile_of(t.ttft_ms, &Summary::p95))
+        .optional_field("prompt_tokens_p50", quantile_of(t.prompt_tokens, &Summary::p50))
         .optional_field("cached_share", t.cached_share)
-        .optional_field("client_p50_ms", quantile(t.client_ms, &Summary::p50))
-        .optional_field("client_p95_ms", quantile(t.client_ms, &Summary::p95));
+        .optional_field("client_p50_ms", quantile_of(t.client_ms, &Summary::p50))
+        .optional_field("client_p95_ms", quantile_of(t.client_ms, &Summary::p95));
     turns += std::move(w).finish();
   }
   turns += ']';

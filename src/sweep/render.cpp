@@ -16,17 +16,26 @@
 #include "sweep/fold.hpp"
 
 namespace mpo::sweep {
-namespace {
 
-std::string fixed(std::optional<double> v, int digits = 1) { return v ? fmt::format("{:.{}f}", *v, digits) : "n/a"; }
-
-// A quantile of a latency when measured.
-std::optional<double> p50(const QuantileMetric& q) { return q.measured() ? q.p50 : std::nullopt; }
-std::optional<double> p99(const QuantileMetric& q) { return q.measured() ? q.p99 : std::nullopt; }
+std::string fixed(std::optional<double> v, int digits) { return v ? fmt::format("{:.{}f}", *v, digits) : "n/a"; }
 
 std::string axis_title(loadgen::LoadMode m) {
   return m == loadgen::LoadMode::kConcurrency ? "concurrency" : "offered rate (req/s)";
 }
+
+std::string markdown_table(const std::vector<std::string>& headers, const std::vector<std::vector<std::string>>& rows) {
+  std::string out = fmt::format("| {} |\n", fmt::join(headers, " | "));
+  for (std::size_t i = 0; i < headers.size(); ++i) out += "|---";
+  out += "|\n";
+  for (const auto& row : rows) out += fmt::format("| {} |\n", fmt::join(row, " | "));
+  return out;
+}
+
+namespace {
+
+// A quantile of a latency when measured.
+std::optional<double> p50(const QuantileMetric& q) { return q.measured() ? q.p50 : std::nullopt; }
+std::optional<double> p99(const QuantileMetric& q) { return q.measured() ? q.p99 : std::nullopt; }
 
 // Acceptance of speculative decoding per point, where the engine published it: TPOT depends on it.
 const char* kSpeculativeNote =
@@ -66,14 +75,6 @@ std::vector<std::vector<std::string>> energy_rows(const SweepReceipt& r) {
     }
   }
   return rows;
-}
-
-std::string markdown_table(const std::vector<std::string>& headers, const std::vector<std::vector<std::string>>& rows) {
-  std::string out = fmt::format("| {} |\n", fmt::join(headers, " | "));
-  for (std::size_t i = 0; i < headers.size(); ++i) out += "|---";
-  out += "|\n";
-  for (const auto& row : rows) out += fmt::format("| {} |\n", fmt::join(row, " | "));
-  return out;
 }
 
 // A track's findings as name: value pairs, and the saturation signals behind them.

@@ -12,11 +12,10 @@
 #include "core/go_json.hpp"
 #include "present/chart.hpp"
 #include "present/page.hpp"
+#include "sweep/render.hpp"
 
 namespace mpo::sweep {
 namespace {
-
-std::string fixed(std::optional<double> v, int digits = 1) { return v ? fmt::format("{:.{}f}", *v, digits) : "n/a"; }
 
 std::string joined(const std::vector<std::optional<double>>& values, int digits = 1) {
   std::string out;
@@ -54,10 +53,6 @@ std::optional<double> mean(const std::vector<std::optional<double>>& values) {
 }
 
 std::optional<double> p99_of(const QuantileMetric& q) { return q.measured() ? q.p99 : std::nullopt; }
-
-}  // namespace
-
-namespace {
 
 // What both the summary and the page say: the table's rows, the findings (name, text), the runs'
 // throughput by point for the chart.
@@ -165,10 +160,7 @@ std::string repeat_markdown(const std::vector<SweepReceipt>& runs, const std::ve
   if (runs.empty()) return {};
   const RepeatView v = repeat_view(runs, files);
   std::string out = fmt::format("# Sweep repeated: {} runs of {}\n\n{}\n\n", runs.size(), runs.front().model, v.intro);
-  out += fmt::format("| {} |\n|", fmt::join(v.headers, " | "));
-  for (std::size_t i = 0; i < v.headers.size(); ++i) out += "---|";
-  out += "\n";
-  for (const auto& row : v.rows) out += fmt::format("| {} |\n", fmt::join(row, " | "));
+  out += markdown_table(v.headers, v.rows);
   out += fmt::format("\n{}\n\n", kSpreadNote);
   for (const auto& [name, text] : v.findings) out += fmt::format("- **{}**: {}\n", name, text);
   return out;
@@ -191,10 +183,10 @@ std::string repeat_html(const std::vector<SweepReceipt>& runs, const std::vector
     for (const auto& p : run) xs.push_back(p.x);
   }
   const bool closed = first.mode == loadgen::LoadMode::kConcurrency;
-  present::Chart chart("Output token throughput, run by run",
-                       present::Axis{closed ? "concurrency" : "offered rate (req/s)",
-                                     closed ? present::scale_for_counts(xs) : present::scale_for(xs, 8)},
-                       present::Axis{"tokens/s"});
+  present::Chart chart(
+      "Output token throughput, run by run",
+      present::Axis{axis_title(first.mode), closed ? present::scale_for_counts(xs) : present::scale_for(xs, 8)},
+      present::Axis{"tokens/s"});
   for (std::size_t i = 0; i < v.throughput_by_run.size(); ++i) {
     chart.add(present::Series{fmt::format("run {}", i + 1), v.throughput_by_run[i], present::Mark::kLineDots, {}});
   }
