@@ -81,6 +81,7 @@ std::map<std::string, std::vector<report::EngineTimes>, std::less<>> traced_time
       continue;
     }
     e.prefill_end_us = r.started_at_us + static_cast<std::int64_t>(e.ttft_ms * 1000);
+    if (r.prompt_tokens) e.prompt_tokens = *r.prompt_tokens;
     out[std::string(report::group_key(ledger::view_of(r), by))].push_back(e);
   }
   return out;

@@ -463,8 +463,11 @@ std::optional<EngineSplit> traced_split(const RowList& rs, const std::vector<Eng
 // The rows' figures and their ranking, without the views by turn and by API.
 // `overlap`: the group's decodes against its prompts (report/interference.hpp), so that a band of
 // it sees the prompts of the rest.
+// `held`: the group's first tokens held behind longer prompts (report/held_prompts.hpp), where the
+// rows are the group's.
 GroupStats analyse_rows(std::string_view key, const RowList& rs, GroupColumns& c, const Options& opts,
-                        const PrefillOverlap& overlap, const FailureIndex* failures = nullptr) {
+                        const PrefillOverlap& overlap, const FailureIndex* failures = nullptr,
+                        std::vector<HeldPrompts> held = {}) {
   GroupStats g;
   g.key = std::string(key);
   g.requests = rs.size();
@@ -492,6 +495,7 @@ GroupStats analyse_rows(std::string_view key, const RowList& rs, GroupColumns& c
     g.engine_split = traced_split(rs, tr->second, opts.traced_source, g);
   }
   g.interference = decode_interference(rs, overlap);
+  g.held_prompts = std::move(held);
   g.ranking = rank(g, c.s[3], c.s[4], opts.engine ? &*opts.engine : nullptr);
   g.one_operation = t.one_operation;
   return g;
@@ -542,6 +546,21 @@ void judge_prompt_bands(std::string_view key, const RowList& rs, GroupStats& g, 
   }
 }
 
+// The group's first tokens held behind longer prompts, from the rows' own prompt times (llama.cpp),
+// else from the engine's spans (`report --traces`).
+std::vector<HeldPrompts> held_prompts_of(std::string_view key, const RowList& rs, const Options& opts) {
+  auto windows = prompt_windows_of(rs);
+  if (!windows.empty()) return held_prompts(windows, "llama.cpp timings.prompt_ms");
+  const auto tr = opts.traced.find(key);
+  if (tr == opts.traced.end()) return {};
+  for (const auto& e : tr->second) {
+    if (e.prefill_end_us <= 0 || e.prefill_ms <= 0 || e.prompt_tokens < 0) continue;
+    windows.push_back(PromptWindow{e.prefill_end_us - static_cast<std::int64_t>(e.ttft_ms * 1000), e.ttft_ms,
+                                   e.prefill_ms, e.prompt_tokens});
+  }
+  return held_prompts(windows, opts.traced_source);
+}
+
 GroupStats analyse_group(std::string_view key, const RowList& rs, GroupColumns& c, const Options& opts,
                          const RowTable& table) {
   std::vector<std::pair<std::int64_t, std::int64_t>> traced;
@@ -553,7 +572,7 @@ GroupStats analyse_group(std::string_view key, const RowList& rs, GroupColumns& 
     }
   }
   const PrefillOverlap overlap(rs, traced, opts.traced_source);
-  GroupStats g = analyse_rows(key, rs, c, opts, overlap, &table.failures());
+  GroupStats g = analyse_rows(key, rs, c, opts, overlap, &table.failures(), held_prompts_of(key, rs, opts));
   TurnContext turn_context;
   turn_context.sessions = &table.sessions();
   if (opts.engine) turn_context.kv_usage = &opts.engine->kv_usage;

@@ -12,6 +12,7 @@
 #include "core/result.hpp"
 #include "core/stats.hpp"
 #include "ledger/reader.hpp"
+#include "report/held_prompts.hpp"
 #include "report/interference.hpp"
 #include "report/proxy_stalls.hpp"
 #include "report/rows.hpp"
@@ -90,6 +91,7 @@ struct EngineTimes {
   // When the engine's prefill of it ended (its first token as the line dates it), wall µs; 0:
   // unknown. With prefill_ms, the window in which it was read (report/interference.hpp).
   std::int64_t prefill_end_us = 0;
+  std::int64_t prompt_tokens = -1;  // the line's; -1: unknown
 };
 
 // TTFT split at the engine's own per-request prefill time (llama.cpp's timings.prompt_ms on the
@@ -185,6 +187,9 @@ struct GroupStats {
   // Decode held up by other requests' prompts, where the engine's prefill times tell
   // (report/interference.hpp).
   std::optional<DecodeInterference> interference;
+  // First tokens held behind longer prompts, band by band, where the engine's prompt windows tell
+  // (report/held_prompts.hpp); the group's only, not its bands'.
+  std::vector<HeldPrompts> held_prompts;
   std::vector<Candidate> ranking;        // best first
   std::vector<ApiStats> apis;            // per API, when the group's requests spoke more than one
   std::optional<TurnView> turns;         // by turn in a conversation, when two or more are named

@@ -9,15 +9,14 @@
 #include "core/stats.hpp"
 
 namespace mpo::report {
-namespace {
 
-// Where the engine produced a row's first token, ms after its start: its TTFT where streamed, else
-// e2e less the engine's own decode time.
 std::optional<double> first_token_ms(const Row& r) {
   if (r.ttft_ms) return *r.ttft_ms;
   if (r.e2e_ms && r.engine_predicted_ms) return *r.e2e_ms - *r.engine_predicted_ms;
   return std::nullopt;
 }
+
+namespace {
 
 bool decoding(const Row& r) {
   return r.ok() && r.stream && r.ttft_ms && r.tpot_ms && r.ended_at_us && r.itl_p50_ms &&
@@ -28,27 +27,7 @@ double p50(std::vector<double> v) { return v.empty() ? 0 : *quantile_cont(std::m
 
 }  // namespace
 
-PrefillOverlap::PrefillOverlap(const RowList& rows, std::span<const std::pair<std::int64_t, std::int64_t>> traced,
-                               std::string traced_source) {
-  if (rows.empty()) return;
-  origin_us_ = INT64_MAX;
-  for (const Row* r : rows) origin_us_ = std::min(origin_us_, r->started_at_us);
-  for (const Row* r : rows) {
-    const auto first = first_token_ms(*r);
-    if (!r->ok() || !r->engine_prompt_ms || !first || *r->engine_prompt_ms <= 0) continue;
-    merged_.emplace_back(at(*r, *first - *r->engine_prompt_ms), at(*r, *first));
-  }
-  source_ = "llama.cpp timings.prompt_ms";
-  if (merged_.empty() && !traced.empty()) {
-    for (const auto& [from, to] : traced) {
-      if (to > from) {
-        merged_.emplace_back(static_cast<double>(from - origin_us_) / 1000.0,
-                             static_cast<double>(to - origin_us_) / 1000.0);
-      }
-    }
-    source_ = std::move(traced_source);
-  }
-  windows_ = merged_.size();
+MergedWindows::MergedWindows(std::vector<std::pair<double, double>> windows) : merged_(std::move(windows)) {
   // Merged where they lie, then the room they left given back.
   std::sort(merged_.begin(), merged_.end());
   std::size_t kept = 0;
@@ -69,11 +48,7 @@ PrefillOverlap::PrefillOverlap(const RowList& rows, std::span<const std::pair<st
   }
 }
 
-double PrefillOverlap::at(const Row& r, double ms) const {
-  return static_cast<double>(r.started_at_us - origin_us_) / 1000.0 + ms;
-}
-
-double PrefillOverlap::covered_before(double x) const {
+double MergedWindows::covered_before(double x) const {
   // The last window that starts before x.
   const auto it = std::upper_bound(merged_.begin(), merged_.end(), x,
                                    [](double v, const std::pair<double, double>& w) { return v < w.first; });
@@ -82,11 +57,39 @@ double PrefillOverlap::covered_before(double x) const {
   return before_[i] + std::min(x, merged_[i].second) - merged_[i].first;
 }
 
+PrefillOverlap::PrefillOverlap(const RowList& rows, std::span<const std::pair<std::int64_t, std::int64_t>> traced,
+                               std::string traced_source) {
+  if (rows.empty()) return;
+  origin_us_ = INT64_MAX;
+  for (const Row* r : rows) origin_us_ = std::min(origin_us_, r->started_at_us);
+  std::vector<std::pair<double, double>> windows;
+  for (const Row* r : rows) {
+    const auto first = first_token_ms(*r);
+    if (!r->ok() || !r->engine_prompt_ms || !first || *r->engine_prompt_ms <= 0) continue;
+    windows.emplace_back(at(*r, *first - *r->engine_prompt_ms), at(*r, *first));
+  }
+  source_ = "llama.cpp timings.prompt_ms";
+  if (windows.empty() && !traced.empty()) {
+    for (const auto& [from, to] : traced) {
+      if (to > from) {
+        windows.emplace_back(static_cast<double>(from - origin_us_) / 1000.0,
+                             static_cast<double>(to - origin_us_) / 1000.0);
+      }
+    }
+    source_ = std::move(traced_source);
+  }
+  windows_ = windows.size();
+  merged_ = MergedWindows(std::move(windows));
+}
+
+double PrefillOverlap::at(const Row& r, double ms) const {
+  return static_cast<double>(r.started_at_us - origin_us_) / 1000.0 + ms;
+}
+
 std::optional<double> PrefillOverlap::covered_ms(const Row& r) const {
   if (!decoding(r)) return std::nullopt;
   const double from = at(r, *r.ttft_ms), to = static_cast<double>(*r.ended_at_us - origin_us_) / 1000.0;
-  if (to <= from) return 0.0;
-  return covered_before(to) - covered_before(from);
+  return merged_.covered(from, to);
 }
 
 std::optional<DecodeInterference> decode_interference(const RowList& rows, const PrefillOverlap& overlap) {

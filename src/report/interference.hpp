@@ -20,8 +20,27 @@
 
 namespace mpo::report {
 
+// Where the engine produced a row's first token, ms after its start: its TTFT where streamed, else
+// e2e less the engine's own decode time (llama.cpp's timings.predicted_ms); nullopt without either.
+std::optional<double> first_token_ms(const Row& r);
+
 // A decode counts as overlapped where other requests' prefill covered at least this share of it.
 inline constexpr double kOverlappedShare = 0.10;
+
+// Windows of time, [from, to) in ms, merged into one timeline (two that overlap count once): how
+// much of any span they cover, in O(log n).
+class MergedWindows {
+ public:
+  MergedWindows() = default;
+  explicit MergedWindows(std::vector<std::pair<double, double>> windows);
+  bool empty() const { return merged_.empty(); }
+  double covered(double from, double to) const { return to > from ? covered_before(to) - covered_before(from) : 0; }
+
+ private:
+  double covered_before(double x) const;           // the windows' ms before x
+  std::vector<std::pair<double, double>> merged_;  // disjoint, ascending
+  std::vector<double> before_;                     // the merged windows' ms before each
+};
 
 // Other requests' prefill windows, merged into one timeline (so two prompts read at once count
 // once), from the rows that carry the engine's prefill time. A request's own window ends where its
@@ -42,12 +61,10 @@ class PrefillOverlap {
 
  private:
   double at(const Row& r, double ms) const;
-  double covered_before(double x) const;  // the windows' ms before x
   std::int64_t origin_us_ = 0;
   std::size_t windows_ = 0;
   std::string source_;
-  std::vector<std::pair<double, double>> merged_;  // disjoint, ascending, ms from origin_us_
-  std::vector<double> before_;                     // the merged windows' ms before each
+  MergedWindows merged_;  // ms from origin_us_
 };
 
 struct DecodeInterference {

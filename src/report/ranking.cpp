@@ -395,6 +395,7 @@ Candidate prefill_candidate(const GroupStats& g, double explained_median, bool a
         fmt::format("fit: {:.3f} ms per prompt token, an implied prefill rate of {:.0f} tok/s (R² {:.2f})",
                     g.fit->b_ms_per_token, 1000.0 / g.fit->b_ms_per_token, g.fit->r2));
   }
+  for (const auto& h : g.held_prompts) c.evidence.push_back(held_prompts_evidence(h));
   return c;
 }
 

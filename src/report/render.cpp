@@ -377,6 +377,7 @@ std::string group_md(const GroupStats& g) {
     o += "\nLikely bottleneck by prompt length (each band ranked from its own requests):\n\n";
     for (const auto& b : g.prompt_bands) o += fmt::format("- {}\n", prompt_band_sentence(b));
   }
+  for (const auto& h : g.held_prompts) o += fmt::format("\n**TTFT tail**: {}.\n", held_prompts_sentence(h));
   if (g.turns) {
     const auto headers = turn_headers();
     std::string rule = "|";
@@ -551,6 +552,7 @@ std::string group_json(const GroupStats& g) {
   w.raw_field("apis", apis_json(g.apis));
   w.raw_field("turns", turns_json(g.turns));
   w.raw_field("prompt_bands", prompt_bands_json(g.prompt_bands));
+  w.raw_field("held_prompts", held_prompts_json(g.held_prompts));
   return std::move(w).finish();
 }
 

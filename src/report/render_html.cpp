@@ -361,6 +361,9 @@ std::string group_body(const RowTable& table, const GroupStats& g, const RowList
          present::paragraph("Likely bottleneck by prompt length (each band ranked from its own requests):") +
          present::bullets(sentences);
   }
+  for (const auto& h : g.held_prompts) {
+    o += present::heading("TTFT tail") + present::paragraph(held_prompts_sentence(h) + ".");
+  }
   if (g.turns) {
     Table turns(turn_headers());
     for (auto& row : turn_rows(*g.turns)) turns.row(std::move(row));

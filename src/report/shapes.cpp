@@ -12,15 +12,9 @@
 namespace mpo::report {
 namespace {
 
-// Bands 0-63, 64-255, ..., 16384-65535, 65536 and more: the band of a prompt length, and a band's
-// lower end.
-constexpr std::size_t kBands = 7;
-std::size_t band_of(std::int64_t tokens) {
-  std::size_t band = 0;
-  for (std::int64_t floor = 64; band + 1 < kBands && tokens >= floor; floor *= 4) ++band;
-  return band;
-}
-std::int64_t band_floor(std::size_t band) { return band == 0 ? 0 : std::int64_t{64} << (2 * (band - 1)); }
+constexpr std::size_t kBands = kPromptBands;
+std::size_t band_of(std::int64_t tokens) { return prompt_band_of(tokens); }
+std::int64_t band_floor(std::size_t band) { return prompt_band_floor(band); }
 
 template <typename T>
 std::optional<Summary> summary_of(const RowList& rs, Maybe<T> Row::*field) {
@@ -36,6 +30,14 @@ std::string range_text(const PromptBand& b) {
 }
 
 }  // namespace
+
+std::size_t prompt_band_of(std::int64_t tokens) {
+  std::size_t band = 0;
+  for (std::int64_t floor = 64; band + 1 < kPromptBands && tokens >= floor; floor *= 4) ++band;
+  return band;
+}
+
+std::int64_t prompt_band_floor(std::size_t band) { return band == 0 ? 0 : std::int64_t{64} << (2 * (band - 1)); }
 
 std::vector<std::pair<PromptBand, RowList>> prompt_length_bands(const RowList& rows) {
   // A band that is a shape of the traffic: requests enough, and a share of them.

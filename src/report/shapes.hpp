@@ -24,6 +24,12 @@ inline constexpr std::size_t kMinBandRequests = 5;
 inline constexpr double kShapeShare = 0.10;
 inline constexpr double kShapeRatio = 4.0;
 
+// Bands 0-63, 64-255, ..., 16384-65535, 65536 and more: the band of a prompt length, and a band's
+// lower end (its upper end the next band's).
+inline constexpr std::size_t kPromptBands = 7;
+std::size_t prompt_band_of(std::int64_t tokens);
+std::int64_t prompt_band_floor(std::size_t band);
+
 struct PromptBand {
   std::int64_t from = 0, to = 0;  // prompt tokens in [from, to); to 0: no upper end
   std::size_t requests = 0;
