@@ -732,6 +732,47 @@ TEST_F(RealLlamaCppVerdicts, AMixOfShortAndLongPromptsIsJudgedBandByBand) {
   EXPECT_GT(d.at("lost_ms").to_number<double>(), 1000) << json::serialize(d);
 }
 
+// A short prompt that comes while a long one is being read waits for it. Batches of 512 tokens
+// (-b 512) make a 1,800-token prompt four batches; llama.cpp answers /metrics between two of them,
+// so once its gauge says a slot is processing, the long prompt has batches left when the short one
+// arrives, and the short one's first token comes after them (about 0.7 s against 40 ms alone).
+// The report names them from the engine's own prompt_ms windows: the three sent then, not the three
+// sent with nothing else running.
+TEST_F(RealLlamaCppVerdicts, AShortPromptThatComesWhileALongOneIsReadWaitsForIt) {
+  LlamaServer server(dir_ + "/llama.log", {"-np", "2", "-b", "512", "-ub", "512"}, "MPO_LLAMA_SMALL_MODEL");
+  auto proxy = scraping_proxy(server);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(http_post(proxy->port, "/v1/chat/completions", chat(fmt::format("alone{}", i), 2, 4)).status, 200);
+  }
+  for (int i = 0; i < 3; ++i) {
+    std::thread long_prompt([&, i] {
+      const auto r = http_post(proxy->port, "/v1/chat/completions", chat(fmt::format("long{}", i), 250, 4));
+      EXPECT_EQ(r.status, 200);
+    });
+    for (;;) {
+      const auto m = read_exposition(http_get(server.port(), "/metrics").body);
+      if (m.find("llamacpp:requests_processing").value_or(0) >= 1) break;
+    }
+    EXPECT_EQ(http_post(proxy->port, "/v1/chat/completions", chat(fmt::format("held{}", i), 2, 4)).status, 200);
+    long_prompt.join();
+  }
+  const auto g = report_group(*proxy);
+  const auto& found = g.at("held_prompts").as_array();
+  ASSERT_EQ(found.size(), 1u) << json::serialize(g);
+  const auto& h = found.at(0).as_object();
+  EXPECT_EQ(h.at("from_tokens").to_number<int>(), 0) << json::serialize(h);
+  EXPECT_EQ(h.at("longer_from_tokens").to_number<int>(), 1024) << json::serialize(h);
+  EXPECT_EQ(h.at("held").to_number<int>(), 3) << json::serialize(h);
+  EXPECT_EQ(h.at("unheld").to_number<int>(), 3) << json::serialize(h);
+  EXPECT_EQ(h.at("slowest_held").to_number<int>(), 1) << json::serialize(h);
+  // At least a batch of 512 tokens (about 250 ms here) later than those sent alone.
+  EXPECT_GT(h.at("held_ttft_p50_ms").to_number<double>(), h.at("unheld_ttft_p50_ms").to_number<double>() + 150)
+      << json::serialize(h);
+  EXPECT_NE(evidence(g, "prefill").find("first tokens behind longer prompts (llama.cpp timings.prompt_ms): 3 of 6"),
+            std::string::npos)
+      << evidence(g, "prefill");
+}
+
 // Clients that give up in the queue: one slot busy with a long answer, three clients (naming no
 // model, as llama.cpp allows) that leave after 300 ms, before a first token could come. Their TTFT
 // is longer than their wait, and the survivors' percentiles would hide them: the report counts

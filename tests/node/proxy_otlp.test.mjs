@@ -449,6 +449,42 @@ test('report --traces finds decode held up by another request\'s prompt from the
   assert.match(decode.evidence.join('\n'), /decode behind other requests' prompts: 1 of \d+ requests decoded while another's prompt was being read \(vLLM spans/);
 });
 
+// First tokens behind a longer prompt, from vLLM's spans: a short request sent once a 2,000-token
+// prompt is in (its head came, on accept) waits in the queue while the prompt's chunks fill every
+// step (vLLM's rule: waiting requests only within a step's leftover budget); three short ones sent
+// alone before are what it is compared with (docs/REPORT.md "First tokens behind longer prompts").
+test('report --traces names the first tokens that waited behind a longer prompt from the engine spans', async () => {
+  const open = (baseURL, content, maxTokens) =>
+    new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: 'unused', maxRetries: 0 }).chat.completions.create({
+      model: 'sim-model', messages: [{ role: 'user', content }], max_tokens: maxTokens, stream: true,
+      stream_options: { include_usage: true },
+    });
+  const drain = async (s) => { for await (const c of s) void c; };
+  const { st, traces } = await tracedRun(
+    { step_base_s: 0.002, step_per_prefill_token_s: 0.0005, max_num_batched_tokens: 256 },
+    async (s) => {
+      for (const i of [1, 2, 3]) await drain(await open(s.proxyURL, `alone ${i}`, 4));
+      for (const i of [1, 2, 3]) {
+        const longPrompt = Array.from({ length: 2000 }, (_, w) => `p${i}w${w}`).join(' ');
+        const long = await open(s.proxyURL, longPrompt, 4);
+        await Promise.all([drain(long), open(s.proxyURL, `held ${i}`, 4).then(drain)]);
+      }
+    });
+  const report = JSON.parse(execFileSync(BIN, ['report', '--input', st.ledger, '--traces', traces, '--format', 'json']));
+  const group = report.result.groups[0];
+  assert.equal(group.held_prompts.length, 1, JSON.stringify(group.held_prompts));
+  const h = group.held_prompts[0];
+  assert.match(h.source, /^vLLM spans/);
+  assert.equal(h.from_tokens, 0);
+  assert.equal(h.longer_from_tokens, 1024, JSON.stringify(h));
+  assert.equal(h.held, 3, JSON.stringify(h));
+  assert.equal(h.unheld, 3, JSON.stringify(h));
+  // Eight steps of about 0.13 s against one of a few ms.
+  assert.ok(h.held_ttft_p50_ms > h.unheld_ttft_p50_ms + 500, JSON.stringify(h));
+  const md = execFileSync(BIN, ['report', '--input', st.ledger, '--traces', traces]).toString();
+  assert.match(md, /\*\*TTFT tail\*\*: first tokens behind longer prompts: 3 of 6 prompts of 0-63 tokens waited while prompts of 1024 tokens or more were being read \(vLLM spans/);
+});
+
 test('attribute --traces joins the engine spans to the ledger: queue, prefill and the rest', async () => {
   // Two slots for six requests: the engine queues four of them.
   const { st, traces } = await tracedRun({ max_num_seqs: 2, step_base_s: 0.01 },
