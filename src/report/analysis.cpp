@@ -463,11 +463,17 @@ std::optional<EngineSplit> traced_split(const RowList& rs, const std::vector<Eng
 // The rows' figures and their ranking, without the views by turn and by API.
 // `overlap`: the group's decodes against its prompts (report/interference.hpp), so that a band of
 // it sees the prompts of the rest.
-// `held`: the group's first tokens held behind longer prompts (report/held_prompts.hpp), where the
-// rows are the group's.
+// What only the whole group is judged on, not a band of it: its failures' kinds, its first tokens
+// held behind longer prompts (report/held_prompts.hpp) and its speculative decoding
+// (report/speculation.hpp).
+struct WholeGroup {
+  const FailureIndex* failures = nullptr;
+  std::vector<HeldPrompts> held;
+  std::optional<Speculation> speculation;
+};
+
 GroupStats analyse_rows(std::string_view key, const RowList& rs, GroupColumns& c, const Options& opts,
-                        const PrefillOverlap& overlap, const FailureIndex* failures = nullptr,
-                        std::vector<HeldPrompts> held = {}) {
+                        const PrefillOverlap& overlap, WholeGroup whole = {}) {
   GroupStats g;
   g.key = std::string(key);
   g.requests = rs.size();
@@ -479,7 +485,7 @@ GroupStats analyse_rows(std::string_view key, const RowList& rs, GroupColumns& c
   summarise_given_up(rs, c, g);
   fit_ttft_of(rs, c, g);
   derive_window_figures(rs, c, t, g);
-  if (failures && g.error_rate > 0) g.failures = failure_kinds(rs, *failures);
+  if (whole.failures && g.error_rate > 0) g.failures = failure_kinds(rs, *whole.failures);
   g.cut_short = t.cut_short_tokens.size();
   g.cut_short_tokens = summarize(std::move(t.cut_short_tokens));
   g.engine_split = engine_split_of(rs);
@@ -495,7 +501,8 @@ GroupStats analyse_rows(std::string_view key, const RowList& rs, GroupColumns& c
     g.engine_split = traced_split(rs, tr->second, opts.traced_source, g);
   }
   g.interference = decode_interference(rs, overlap);
-  g.held_prompts = std::move(held);
+  g.held_prompts = std::move(whole.held);
+  g.speculation = std::move(whole.speculation);
   g.ranking = rank(g, c.s[3], c.s[4], opts.engine ? &*opts.engine : nullptr);
   g.one_operation = t.one_operation;
   return g;
@@ -572,7 +579,8 @@ GroupStats analyse_group(std::string_view key, const RowList& rs, GroupColumns& 
     }
   }
   const PrefillOverlap overlap(rs, traced, opts.traced_source);
-  GroupStats g = analyse_rows(key, rs, c, opts, overlap, &table.failures(), held_prompts_of(key, rs, opts));
+  GroupStats g = analyse_rows(key, rs, c, opts, overlap,
+                              {&table.failures(), held_prompts_of(key, rs, opts), speculation_of(rs, table.drafts())});
   TurnContext turn_context;
   turn_context.sessions = &table.sessions();
   if (opts.engine) turn_context.kv_usage = &opts.engine->kv_usage;

@@ -17,6 +17,7 @@
 #include "report/proxy_stalls.hpp"
 #include "report/rows.hpp"
 #include "report/shapes.hpp"
+#include "report/speculation.hpp"
 #include "report/turns.hpp"
 
 namespace mpo::report {
@@ -190,6 +191,8 @@ struct GroupStats {
   // First tokens held behind longer prompts, band by band, where the engine's prompt windows tell
   // (report/held_prompts.hpp); the group's only, not its bands'.
   std::vector<HeldPrompts> held_prompts;
+  // Speculative decoding from the lines' own draft counts (report/speculation.hpp).
+  std::optional<Speculation> speculation;
   std::vector<Candidate> ranking;        // best first
   std::vector<ApiStats> apis;            // per API, when the group's requests spoke more than one
   std::optional<TurnView> turns;         // by turn in a conversation, when two or more are named

@@ -427,6 +427,10 @@ Candidate decode_candidate(const GroupStats& g) {
         g.engine_split ? g.engine_split->source : std::string("the engine's own times"), e->p50, 1000.0 / e->p50,
         e->p95, e->n, kTpotThresholdMs));
   }
+  if (const auto& s = g.speculation) {
+    // First where it says decode costs more than it would without the draft.
+    c.evidence.insert(s->worth_saying() ? c.evidence.begin() : c.evidence.end(), speculation_sentence(*s));
+  }
   if (const auto& d = g.interference) {
     const bool decides = d->share() / kInterferenceShare > c.score;
     c.score = std::max(c.score, d->share() / kInterferenceShare);

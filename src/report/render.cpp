@@ -378,6 +378,10 @@ std::string group_md(const GroupStats& g) {
     for (const auto& b : g.prompt_bands) o += fmt::format("- {}\n", prompt_band_sentence(b));
   }
   for (const auto& h : g.held_prompts) o += fmt::format("\n**TTFT tail**: {}.\n", held_prompts_sentence(h));
+  if (g.speculation && g.speculation->worth_saying()) {
+    o += fmt::format("\n**Speculative decoding** ({}): {}.\n", g.speculation->source,
+                     speculation_findings(*g.speculation));
+  }
   if (g.turns) {
     const auto headers = turn_headers();
     std::string rule = "|";
@@ -553,6 +557,7 @@ std::string group_json(const GroupStats& g) {
   w.raw_field("turns", turns_json(g.turns));
   w.raw_field("prompt_bands", prompt_bands_json(g.prompt_bands));
   w.raw_field("held_prompts", held_prompts_json(g.held_prompts));
+  w.raw_field("speculation", speculation_json(g.speculation));
   return std::move(w).finish();
 }
 

@@ -364,6 +364,10 @@ std::string group_body(const RowTable& table, const GroupStats& g, const RowList
   for (const auto& h : g.held_prompts) {
     o += present::heading("TTFT tail") + present::paragraph(held_prompts_sentence(h) + ".");
   }
+  if (g.speculation && g.speculation->worth_saying()) {
+    o += present::heading("Speculative decoding") +
+         present::paragraph(fmt::format("{}: {}.", g.speculation->source, speculation_findings(*g.speculation)));
+  }
   if (g.turns) {
     Table turns(turn_headers());
     for (auto& row : turn_rows(*g.turns)) turns.row(std::move(row));

@@ -165,6 +165,19 @@ std::optional<float> timings_ms(std::string_view t, std::string_view key) {
   return static_cast<float>(v);
 }
 
+std::optional<std::int32_t> timings_count(std::string_view t, std::string_view key) {
+  const auto at = t.find(key);
+  if (at == std::string_view::npos) return std::nullopt;
+  const char* p = t.data() + at + key.size();
+  const char* end = t.data() + t.size();
+  while (p < end && *p == ' ') ++p;
+  std::int32_t v = 0;
+  const auto [stop, ec] = std::from_chars(p, end, v);
+  if (ec != std::errc{} || stop == p || v < 0 || (stop < end && (*stop == '.' || *stop == 'e' || *stop == 'E')))
+    return std::nullopt;
+  return v;
+}
+
 void RowTable::add(const ledger::LedgerRecordView& r) {
   if (r.warmup) {  // a sweep's warm-up request measures nothing (issue 38: --by sweep_point counted them)
     ++warmup_lines_;
@@ -219,6 +232,12 @@ void RowTable::add(const ledger::LedgerRecordView& r) {
   const Row* added = &seg.back();
   if (r.session_id && row.turn > 0) sessions_.emplace(added, std::hash<std::string_view>{}(*r.session_id));
   if (!added->ok()) add_failure(added, r);
+  if (r.server_timings) {
+    if (const auto drafted = timings_count(*r.server_timings, "\"draft_n\":")) {
+      drafts_.emplace(added,
+                      DraftCounts{*drafted, timings_count(*r.server_timings, "\"draft_n_accepted\":").value_or(0)});
+    }
+  }
   if (!generating(*added)) {
     others_[operation_name(added->operation)].push_back(added);
     return;
@@ -299,6 +318,7 @@ void RowTable::append(RowTable&& other) {
   for (auto& s : other.storage_) storage_.push_back(std::move(s));
   sessions_.merge(other.sessions_);
   failures_.merge(other.failures_);
+  drafts_.merge(other.drafts_);
   failure_messages_ += std::exchange(other.failure_messages_, 0);
   // Rows of `other` point into its storage (now ours); later add() calls intern into a fresh deque
   // and start a fresh segment, so row order stays the order added.

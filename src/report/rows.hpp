@@ -133,6 +133,8 @@ inline std::uint8_t lag_quiet_of(double lag_ms, double quiet_ms) {
 std::optional<float> timings_prompt_ms(std::string_view server_timings);
 // The same for any of its numbers in ms: `key` is the member's `"name":` text ("\"predicted_ms\":").
 std::optional<float> timings_ms(std::string_view server_timings, std::string_view key);
+// One of its counts ("\"draft_n\":"): a whole number in [0, 2^31); nullopt otherwise.
+std::optional<std::int32_t> timings_count(std::string_view server_timings, std::string_view key);
 
 // Requests that generate (chat, completions, responses, messages, and any other that produced a
 // token) are what the report's groups analyse and rank. The others (embeddings, rerank, score,
@@ -163,6 +165,14 @@ struct HugePageAllocator {
 
 // A row's conversation (a hash of its session_id), for the rows whose line names one.
 using SessionIndex = std::unordered_map<const Row*, std::uint64_t>;
+
+// The draft tokens an engine that decodes speculatively proposed for a request and those it accepted
+// (llama.cpp's timings.draft_n and draft_n_accepted; report/speculation.hpp), for the rows whose
+// line says (a row has no room for them, and most engines draft nothing).
+struct DraftCounts {
+  std::int32_t drafted = 0, accepted = 0;
+};
+using DraftIndex = std::unordered_map<const Row*, DraftCounts>;
 
 // What a failed request's line says of its failure (a row has no room for it, and most rows are
 // ok): the HTTP status (0: none), the error's type and message (interned; a message cut at
@@ -209,6 +219,8 @@ class RowTable {
   const SessionIndex& sessions() const { return sessions_; }
   // The status, error type and message of each row whose outcome is not ok.
   const FailureIndex& failures() const { return failures_; }
+  // The draft counts of each row whose line carries them.
+  const DraftIndex& drafts() const { return drafts_; }
   // Every row, in the order added.
   template <typename F>
   void for_each(F&& f) const {
@@ -240,6 +252,7 @@ class RowTable {
   std::vector<std::unique_ptr<std::deque<std::string>>> storage_;
   SessionIndex sessions_;
   FailureIndex failures_;
+  DraftIndex drafts_;
   std::size_t failure_messages_ = 0;  // distinct messages interned (kFailureMessagesKept)
   std::string_view last_failure_type_, last_failure_message_;
   std::unordered_set<std::string_view> interned_;

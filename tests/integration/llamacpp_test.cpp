@@ -773,6 +773,49 @@ TEST_F(RealLlamaCppVerdicts, AShortPromptThatComesWhileALongOneIsReadWaitsForIt)
       << evidence(g, "prefill");
 }
 
+// Speculative decoding whose draft agrees with some requests and not others: the model as its own
+// draft (`-md`, `--spec-type draft-simple`; b10309 loads a draft without drafting unless told the
+// type), one client sampling greedily (the draft proposes what the model picks: all accepted) and
+// one at temperature 1 (almost none accepted: each step yields one token after drafting and
+// verifying three). The report reads each request's draft counts from its line, says which
+// requests lost by it, and agrees with the engine's own counters over the same requests.
+TEST_F(RealLlamaCppVerdicts, SpeculativeDecodingWhoseDraftIsRejectedIsNamedFromTheEnginesDraftCounts) {
+  const std::string model = std::getenv("MPO_LLAMA_SMALL_MODEL");
+  LlamaServer server(dir_ + "/llama.log", {"-np", "2", "-md", model, "--spec-type", "draft-simple"},
+                     "MPO_LLAMA_SMALL_MODEL");
+  auto proxy = scraping_proxy(server);
+  std::vector<std::thread> clients;
+  for (const double temperature : {0.0, 1.0}) {
+    clients.emplace_back([&, temperature] {
+      for (int i = 0; i < 4; ++i) {
+        const auto body =
+            fmt::format(R"({{"model":"real-llama","messages":[{{"role":"user","content":"t{} r{} say something"}}],)"
+                        R"("max_tokens":40,"stream":true,"ignore_eos":true,"temperature":{}}})",
+                        temperature, i, temperature);
+        EXPECT_EQ(http_post(proxy->port, "/v1/chat/completions", body).status, 200);
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  const auto g = report_group(*proxy);
+  ASSERT_TRUE(g.at("speculation").is_object()) << json::serialize(g);
+  const auto& s = g.at("speculation").as_object();
+  EXPECT_EQ(s.at("requests").to_number<int>(), 8) << json::serialize(s);
+  EXPECT_EQ(s.at("low_acceptance_requests").to_number<int>(), 4) << json::serialize(s);
+  EXPECT_EQ(s.at("high_acceptance_requests").to_number<int>(), 4) << json::serialize(s);
+  EXPECT_TRUE(s.at("low_acceptance_is_slower").as_bool()) << json::serialize(s);
+  EXPECT_GT(s.at("low_acceptance_pace_p50_ms").to_number<double>(),
+            1.5 * s.at("high_acceptance_pace_p50_ms").to_number<double>())
+      << json::serialize(s);
+  const std::string decode = evidence(g, "decode");
+  EXPECT_EQ(decode.find("speculative decoding (llama.cpp timings.draft_n, draft_n_accepted): 8 requests drafted"), 0u)
+      << decode;
+  // The engine's counters over the window (llamacpp:spec_decode_*) say the same acceptance.
+  EXPECT_NE(decode.find(fmt::format("{:.1f}% of draft tokens accepted", 100 * s.at("acceptance").to_number<double>())),
+            std::string::npos)
+      << decode;
+}
+
 // Clients that give up in the queue: one slot busy with a long answer, three clients (naming no
 // model, as llama.cpp allows) that leave after 300 ms, before a first token could come. Their TTFT
 // is longer than their wait, and the survivors' percentiles would hide them: the report counts
