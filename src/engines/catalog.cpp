@@ -153,6 +153,8 @@ constexpr CatalogEntry kCatalog[] = {
     {kLl, S::kSpecDrafts, "llamacpp:spec_decode_num_drafts_total"},
     {kLl, S::kSpecDraftTokens, "llamacpp:spec_decode_num_draft_tokens_total"},
     {kLl, S::kSpecAcceptedTokens, "llamacpp:spec_decode_num_accepted_tokens_total"},
+    {kLl, S::kSpecAcceptedByPosition, "llamacpp:spec_decode_num_accepted_tokens_per_pos_total", {}, {}, Read::kValue,
+     "accepted draft tokens at each draft position (b10309, as vLLM's)", "position"},
     {kLl, S::kPromptSecondsWall, "llamacpp:prompt_seconds_total", {}, {}, Read::kValue,
      "wall time the server spent in prompt processing; not a per-stream prefill time"},
     {kLl, S::kGenerationSecondsWall, "llamacpp:tokens_predicted_seconds_total", {}, {}, Read::kValue,

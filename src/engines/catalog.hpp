@@ -57,7 +57,7 @@ enum class Signal : std::uint8_t {
   kSpecAcceptedTokens,          // draft tokens accepted
   kSpecAcceptLength,            // SGLang's gauge: mean accepted length, as it computes it
   kSpecAcceptRate,              // SGLang's gauge: acceptance rate, as it computes it
-  kSpecAcceptedByPosition,      // vLLM: accepted draft tokens per draft position (parts by `position`)
+  kSpecAcceptedByPosition,      // vLLM, llama.cpp: accepted draft tokens per draft position (parts by `position`)
   kSpecVerifyCalls,             // SGLang: verification steps
   kRetractedNow,                // SGLang: requests retracted (preempted) at scrape time
   kPreemptedPromptTokens,       // SGLang: input tokens of retracted requests (to be recomputed)

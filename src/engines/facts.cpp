@@ -392,7 +392,7 @@ Fact estimate(const EngineSignals& s, Signal sig, std::string_view what) {
   return unavailable(id, "0 with no tokens generated: nothing to judge the counter by yet");
 }
 
-// vLLM's accepted tokens by draft position: the share of drafts whose k-th token was accepted. It
+// vLLM's (and llama.cpp's) accepted tokens by draft position: the share of drafts whose k-th token was accepted. It
 // falls with k; where it falls says how far ahead the drafter is worth running.
 void add_positions(Fact& f, const EngineSignals& s, double drafts) {
   const ScalarSignal* by_pos = s.scalar(S::kSpecAcceptedByPosition);
