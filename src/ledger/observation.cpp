@@ -14,8 +14,12 @@
 namespace mpo::ledger {
 
 std::optional<double> tpot_ms(const Observation& o) {
-  if (!o.stream || !o.ttft_ms || !o.e2e_ms || !o.completion_tokens || *o.completion_tokens < 2) return std::nullopt;
-  return (*o.e2e_ms - *o.ttft_ms) / static_cast<double>(*o.completion_tokens - 1);
+  if (!o.stream || !o.ttft_ms || !o.e2e_ms || !o.completion_tokens) return std::nullopt;
+  // A request of `n` choices decodes them side by side: each choice's tokens after its first came
+  // in the time after the first token.
+  const double per_choice = static_cast<double>(*o.completion_tokens) / std::max(1, o.choices.value_or(1));
+  if (per_choice < 2) return std::nullopt;
+  return (*o.e2e_ms - *o.ttft_ms) / (per_choice - 1);
 }
 
 std::optional<double> output_tokens_per_second(const Observation& o) {

@@ -92,11 +92,12 @@ bool non_empty(const std::optional<element>& e) { return !string_of(e).empty(); 
 // kind: each found in one pass over its object, the first of a key given twice as a lookup by key
 // finds it (issue 43: ten lookups by key, each a scan of the object, per choice).
 struct ChoiceMembers {
-  std::optional<element> text, delta, message, finish_reason;
+  std::optional<element> text, delta, message, finish_reason, index;
   explicit ChoiceMembers(element choice) {
     simdjson::dom::object o;
     if (choice.get_object().get(o) != simdjson::SUCCESS) return;
-    find_members<"text", "delta", "message", "finish_reason">(o, {&text, &delta, &message, &finish_reason});
+    find_members<"text", "delta", "message", "finish_reason", "index">(o,
+                                                                       {&text, &delta, &message, &finish_reason, &index});
   }
 };
 
@@ -201,7 +202,13 @@ PayloadInfo read_payload(std::string_view text, IdWanted id_wanted = IdWanted::k
     const ChoiceMembers choice(c);
     const ChunkKind k = kind_of_choice(choice);
     if (detail::outranks(k, best)) best = k;
-    if (first) info.finish_reason = std::string(string_of(choice.finish_reason));
+    if (first) {
+      info.finish_reason = std::string(string_of(choice.finish_reason));
+      std::int64_t n = 0;
+      if (choice.index && choice.index->get_int64().get(n) == simdjson::SUCCESS) {
+        info.first_choice_index = choice_index_of(n);
+      }
+    }
     first = false;
   }
   info.kind = best;

@@ -38,6 +38,10 @@ struct Usage {
   bool operator==(const Usage&) const = default;
 };
 
+inline constexpr std::int64_t kMaxChoiceIndex = 65535;
+// A choice's `index` as both readers take it: 0 outside [0, kMaxChoiceIndex].
+inline int choice_index_of(std::int64_t n) { return n >= 0 && n <= kMaxChoiceIndex ? static_cast<int>(n) : 0; }
+
 struct PayloadInfo {
   ChunkKind kind = ChunkKind::kEmpty;
   int choices = 0;
@@ -45,6 +49,9 @@ struct PayloadInfo {
   std::string model;
   std::string id;
   std::string finish_reason;  // first choice's, "" when absent
+  // The first choice's `index` (a request with `n` > 1 streams its choices' chunks interleaved,
+  // each naming its choice): an integer in [0, kMaxChoiceIndex], else 0.
+  int first_choice_index = 0;
   std::string error_type;
   std::string error_message;
   std::string server_timings;  // raw JSON of llama.cpp `timings` / vLLM `metrics`, "" when absent

@@ -324,9 +324,9 @@ bool read_body(Scanner& sc, detail::ChoiceFacts& f, int depth, int choice, Conte
 
 // One choice; its finish_reason into `finish_reason` ("" when absent or not a string). A choice
 // that is not an object is left to the full parse.
-bool read_choice(Scanner& sc, detail::ChoiceFacts& f, std::string_view& finish_reason, int depth, int choice,
-                 ContentSpot& spot) {
-  bool seen_text = false, seen_delta = false, seen_message = false, seen_finish = false;
+bool read_choice(Scanner& sc, detail::ChoiceFacts& f, std::string_view& finish_reason, int& index, int depth,
+                 int choice, ContentSpot& spot) {
+  bool seen_text = false, seen_delta = false, seen_message = false, seen_finish = false, seen_index = false;
   detail::ChoiceFacts delta, message;
   ContentSpot delta_spot;
   std::size_t message_from = 0, message_to = 0;  // the message's values
@@ -344,6 +344,18 @@ bool read_choice(Scanner& sc, detail::ChoiceFacts& f, std::string_view& finish_r
           sc.peek('{') ? read_body(sc, body, inner, choice, is_delta ? &delta_spot : nullptr) : sc.skip_value(inner);
       if (!is_delta) message_to = sc.values_seen();
       return ok;
+    }
+    if (key == "index") {
+      // A plain integer, or another value the full parse reads as 0; a number that is no plain
+      // integer (-1, 1.5) is left to it.
+      if (!first_time(seen_index)) return false;
+      std::int64_t n = 0;
+      if (sc.peek('"') || sc.peek('n') || sc.peek('t') || sc.peek('f') || sc.peek('[') || sc.peek('{'))
+        return sc.skip_value(inner);
+      if (!sc.count(n)) return false;
+      sc.tag(ValueSpot::Role::kChoiceIndex, choice);
+      index = choice_index_of(n);
+      return true;
     }
     if (key == "finish_reason") {
       if (!first_time(seen_finish)) return false;
@@ -374,13 +386,17 @@ bool read_choices(Scanner& sc, ChunkScan& out) {
   do {
     detail::ChoiceFacts f;
     std::string_view finish_reason;
+    int index = 0;
     ContentSpot spot;
-    if (!read_choice(sc, f, finish_reason, 3, n, spot)) return false;
+    if (!read_choice(sc, f, finish_reason, index, 3, n, spot)) return false;
     out.choice_facts.push_back(f);
     out.content = spot;
     const ChunkKind k = detail::choice_kind(f);
     if (detail::outranks(k, best)) best = k;
-    if (n == 0) info.finish_reason = std::string(finish_reason);
+    if (n == 0) {
+      info.finish_reason = std::string(finish_reason);
+      info.first_choice_index = index;
+    }
     ++n;
   } while (sc.eat(','));
   info.choices = n;
@@ -580,7 +596,8 @@ void ChunkShape::restore(IdWanted id) {
   if (model_changed_) info_.model.assign(base_.model);
   if (finish_changed_) info_.finish_reason.assign(base_.finish_reason);
   if (usage_changed_) info_.usage = base_.usage;
-  model_changed_ = finish_changed_ = usage_changed_ = false;
+  if (index_changed_) info_.first_choice_index = base_.first_choice_index;
+  model_changed_ = finish_changed_ = usage_changed_ = index_changed_ = false;
 }
 
 bool ChunkShape::take(std::size_t hole, std::string_view value, IdWanted id) {
@@ -618,6 +635,18 @@ bool ChunkShape::take(std::size_t hole, std::string_view value, IdWanted id) {
         finish_changed_ = true;
       }
       break;
+    case Role::kChoiceIndex: {
+      std::int64_t n = 0;
+      for (const char c : value) {  // digits only, as the scan took it (at most 15 of them)
+        if (!is_digit(c) || n > kMaxChoiceIndex) return false;
+        n = n * 10 + (c - '0');
+      }
+      if (h.choice == 0) {
+        info_.first_choice_index = choice_index_of(n);
+        index_changed_ = true;
+      }
+      break;
+    }
     default:
       if (is_fact(h.role)) filled_[hole] = value.empty() ? 0 : 1;
       break;

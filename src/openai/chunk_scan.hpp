@@ -7,8 +7,8 @@
 //
 // It answers only when it is sure: the text is one valid JSON object (RFC 8259: the grammar,
 // UTF-8, escapes) of the shape it knows. Anything else gives nullopt and the full parse decides:
-// a `type`, `error`, `timings` or `metrics` member, a usage count that is no plain integer (or a
-// usage key given twice), an `object` of "response" or "error",
+// a `type`, `error`, `timings` or `metrics` member, a usage count or a choice's `index` that is a
+// number but no plain integer (or a usage key given twice), an `object` of "response" or "error",
 // a choice that is not an object, a key the scan reads given twice, a key or a read string with an
 // escape, a number with an exponent or over 15 digits, a \u escape of a surrogate or of NUL, nesting
 // deeper than 64. The fuzz target fuzz_chunk_scan checks that every answer equals the full parse's.
@@ -65,6 +65,7 @@ struct ValueSpot {
     kId,
     kModel,
     kFinishReason,  // values the reading copies (no escape in them)
+    kChoiceIndex,   // a choice's `index`, a plain integer
     kText,
     kContent,
     kReasoning,
@@ -152,7 +153,8 @@ class ChunkShape {
   std::vector<std::uint8_t> base_filled_;     // per hole: a choice string the shape has non-empty
   std::vector<std::uint8_t> filled_;          // the same, for a read
   PayloadInfo info_;                          // the last read's
-  bool id_is_base_ = true, model_changed_ = false, finish_changed_ = false, usage_changed_ = false;
+  bool id_is_base_ = true, model_changed_ = false, finish_changed_ = false, usage_changed_ = false,
+       index_changed_ = false;
   bool scratch_is_base_ = true;
   std::size_t content_hole_ = kNoHole;  // the hole of the scan's content spot (ChunkScan::content)
   ContentSpot content_;                 // where the last read found that string in its text

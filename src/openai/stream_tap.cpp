@@ -6,6 +6,9 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
+#include <utility>
+
 namespace mpo::openai {
 
 std::string_view to_string(TokenSource s) {
@@ -98,6 +101,20 @@ void StreamTap::merge_usage(const Usage& u) {
   }
 }
 
+// Another choice's own usage (llama.cpp b10309 states a request with `n` > 1 in one usage chunk
+// per choice, each counting that choice's tokens and the shared prompt; OpenAI and vLLM state one
+// for all): its output is added, the prompt counted once.
+void StreamTap::add_choice_usage(const Usage& u) {
+  auto add = [](std::optional<std::int64_t>& to, const std::optional<std::int64_t>& from) {
+    if (from) to = to.value_or(0) + *from;
+  };
+  add(usage_->completion_tokens, u.completion_tokens);
+  add(usage_->reasoning_tokens, u.reasoning_tokens);
+  if (usage_->prompt_tokens && usage_->completion_tokens) {
+    usage_->total_tokens = *usage_->prompt_tokens + *usage_->completion_tokens;
+  }
+}
+
 void StreamTap::on_payload(const PayloadInfo& p, std::int64_t steady_us, bool streamed) {
   if (p.kind == ChunkKind::kDone) {
     saw_done_ = true;
@@ -116,14 +133,21 @@ void StreamTap::on_payload(const PayloadInfo& p, std::int64_t steady_us, bool st
   if (!p.model.empty()) model_ = p.model;
   if (!p.id.empty() && id_.empty()) id_ = p.id;
   if (!p.finish_reason.empty()) finish_reason_ = p.finish_reason;
-  choices_ = std::max(choices_, p.choices);
+  choices_ = std::max({choices_, p.choices, p.choices > 0 ? p.first_choice_index + 1 : 0});
   if (p.kind == ChunkKind::kError) {
     error_type_ = p.error_type;
     error_message_ = p.error_message;
   }
   if (p.usage) {
-    merge_usage(*p.usage);
-    if (p.final_usage) final_usage_ = true;
+    if (p.final_usage && final_usages_ > 0 && choices_ > 1 && usage_) {
+      add_choice_usage(*p.usage);
+    } else {
+      merge_usage(*p.usage);
+    }
+    if (p.final_usage) {
+      final_usage_ = true;
+      ++final_usages_;
+    }
   }
   if (!p.server_timings.empty()) {
     server_timings_ = p.server_timings;
@@ -137,12 +161,21 @@ void StreamTap::on_payload(const PayloadInfo& p, std::int64_t steady_us, bool st
     }
   }
   if (streamed && is_generated(p.kind)) {
-    if (!first_content_us_) {
-      first_content_us_ = steady_us;
+    if (!first_content_us_) first_content_us_ = steady_us;
+    // The gap since this choice's last content (most streams have one choice: no vector).
+    std::optional<std::int64_t> last;
+    if (p.first_choice_index == 0) {
+      last = std::exchange(first_choice_last_us_, steady_us);
     } else {
+      const auto i = static_cast<std::size_t>(p.first_choice_index - 1);
+      if (other_choices_last_us_.size() <= i) other_choices_last_us_.resize(i + 1, -1);
+      if (other_choices_last_us_[i] >= 0) last = other_choices_last_us_[i];
+      other_choices_last_us_[i] = steady_us;
+    }
+    if (last) {
       // One allocation for a usual stream, not one per doubling; none for a one-token response.
       if (gaps_ms_.empty()) gaps_ms_.reserve(kGapsReserved);
-      gaps_ms_.push_back(static_cast<double>(steady_us - *last_content_us_) / 1000.0);
+      gaps_ms_.push_back(static_cast<double>(steady_us - *last) / 1000.0);
     }
     last_content_us_ = steady_us;
     ++content_events_;

@@ -80,6 +80,7 @@ class StreamTap {
  private:
   void on_payload(const PayloadInfo& p, std::int64_t steady_us, bool streamed);
   void merge_usage(const Usage& u);
+  void add_choice_usage(const Usage& u);
 
   bool sse_;
   SseFramer framer_;
@@ -95,6 +96,11 @@ class StreamTap {
   std::string body_;
   std::uint64_t bytes_ = 0;
   std::optional<std::int64_t> first_content_us_, last_content_us_;
+  // Each choice's last content, for its gaps (a request with `n` > 1 streams its choices' chunks
+  // interleaved): choice 0's here, the others' (by index - 1, -1: none yet) only where there are others.
+  std::optional<std::int64_t> first_choice_last_us_;
+  std::vector<std::int64_t> other_choices_last_us_;
+  int final_usages_ = 0;  // usage-only chunks seen (llama.cpp sends one per choice)
   int content_events_ = 0;
   std::vector<double> gaps_ms_;
   static constexpr std::size_t kGapsReserved = 128;

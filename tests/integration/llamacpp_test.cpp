@@ -816,6 +816,48 @@ TEST_F(RealLlamaCppVerdicts, SpeculativeDecodingWhoseDraftIsRejectedIsNamedFromT
       << decode;
 }
 
+// A request for three choices (`n` 3): llama.cpp b10309 decodes them on three slots side by side,
+// streams their chunks interleaved (each naming its choice) and ends each choice with a usage chunk
+// of its own. The line counts all three choices and their tokens (the engine's usage chunks added
+// up), and times each choice's gaps apart: read across choices, the gaps were the time between two
+// slots' tokens of one step (ITL p50 0 ms here) and the tokens one choice's.
+TEST_F(RealLlamaCppVerdicts, ARequestForSeveralChoicesCountsThemAllAndTimesEachApart) {
+  LlamaServer server(dir_ + "/llama.log", {}, "MPO_LLAMA_SMALL_MODEL");
+  Proxy proxy(server.url(), dir_ + "/ledger.jsonl");
+  const auto r = http_post(proxy.port, "/v1/chat/completions",
+                           R"({"model":"real-llama","messages":[{"role":"user","content":"three answers"}],)"
+                           R"("max_tokens":30,"n":3,"stream":true,"stream_options":{"include_usage":true},)"
+                           R"("ignore_eos":true})");
+  ASSERT_EQ(r.status, 200);
+  // What the engine said: a usage and a timings object per choice.
+  std::int64_t engine_tokens = 0;
+  std::vector<double> engine_per_token;
+  for (const auto& d : r.sse_data()) {
+    if (d == "[DONE]") continue;
+    const auto o = json::parse(d).as_object();
+    if (const auto* u = o.if_contains("usage"); u && u->is_object()) {
+      engine_tokens += u->as_object().at("completion_tokens").to_number<std::int64_t>();
+    }
+    if (const auto* t = o.if_contains("timings"); t && t->is_object()) {
+      engine_per_token.push_back(t->as_object().at("predicted_per_token_ms").to_number<double>());
+    }
+  }
+  ASSERT_EQ(engine_tokens, 90);
+  ASSERT_EQ(engine_per_token.size(), 3u);
+  EXPECT_EQ(proxy.process.terminate(), 0);
+  const auto lines = read_lines(dir_ + "/ledger.jsonl");
+  ASSERT_EQ(lines.size(), 1u);
+  const auto line = json::parse(lines[0]).as_object();
+  EXPECT_EQ(line.at("choices").to_number<int>(), 3) << lines[0];
+  EXPECT_EQ(line.at("completion_tokens").to_number<std::int64_t>(), engine_tokens) << lines[0];
+  EXPECT_EQ(line.at("content_events").to_number<int>(), 90) << lines[0];
+  const double engine = *std::min_element(engine_per_token.begin(), engine_per_token.end());
+  // Each choice's pace, near the engine's own decode time per token.
+  EXPECT_GT(line.at("itl_p50_ms").to_number<double>(), 0.5 * engine) << lines[0];
+  EXPECT_GT(line.at("tpot_ms").to_number<double>(), 0.5 * engine) << lines[0];
+  EXPECT_LT(line.at("tpot_ms").to_number<double>(), 2.0 * engine + 5) << lines[0];
+}
+
 // Clients that give up in the queue: one slot busy with a long answer, three clients (naming no
 // model, as llama.cpp allows) that leave after 300 ms, before a first token could come. Their TTFT
 // is longer than their wait, and the survivors' percentiles would hide them: the report counts

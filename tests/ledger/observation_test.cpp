@@ -33,6 +33,18 @@ TEST(Observation, DerivedFieldsFollowTheContract) {
   EXPECT_TRUE(e2e_output_tokens_per_second(whole).has_value());
 }
 
+// A request of `n` choices decodes them side by side: TPOT is each choice's pace, the output rates
+// count every choice's tokens.
+TEST(Observation, TpotOfSeveralChoicesIsEachChoicesPace) {
+  Observation o = streamed();
+  o.choices = 2;
+  o.completion_tokens = 10;  // 5 a choice
+  EXPECT_DOUBLE_EQ(*tpot_ms(o), 50.0);                   // (250 - 50) / (10 / 2 - 1)
+  EXPECT_DOUBLE_EQ(*output_tokens_per_second(o), 50.0);  // 10 / 0.2 s
+  o.completion_tokens = 3;                               // 1.5 a choice: no pace after the first token
+  EXPECT_FALSE(tpot_ms(o).has_value());
+}
+
 TEST(Observation, LineHasEveryFieldInContractOrderWithNullForUnknown) {
   const std::string line = render_observation(streamed());
   ASSERT_EQ(line.back(), '\n');

@@ -305,7 +305,7 @@ TEST(ChunkShape, ReadsOnlyAChunkThatIsItsBytesButForValidValuesOfTheSameKind) {
   // Other values, of the same kind: the id, the model, `created`, `index`.
   for (const std::string& chunk :
        {with("chatcmpl-1", "chatcmpl-2"), with("chatcmpl-1", ""), with("\"m\"", "\"model-b\""),
-        with(":1,", ":123456789012345,"), with("\"index\":0", "\"index\":-2.5")}) {
+        with(":1,", ":123456789012345,"), with("\"index\":0", "\"index\":2")}) {
     EXPECT_TRUE(read_as_the_full_parse(t, chunk)) << chunk;
   }
   EXPECT_EQ(t.read(with("\"m\"", "\"model-b\""))->model, "model-b");
@@ -318,7 +318,8 @@ TEST(ChunkShape, ReadsOnlyAChunkThatIsItsBytesButForValidValuesOfTheSameKind) {
         with(":1,", ":1e3,"), with(":1,", ":01,"), with(":1,", ":1234567890123456,"),  // not the scan's numbers
         with("\"m\"", R"("m\u0031")"), with("chatcmpl-1", R"(chat\/1)"),               // a copied value with an escape
         with("chat.completion.chunk", "error"),                                        // `object` decides the reader
-        with("\"index\":0", "\"index\":null"), base + " ", base.substr(1), base.substr(0, base.size() - 1)}) {
+        with("\"index\":0", "\"index\":null"), with("\"index\":0", "\"index\":-2.5"),  // an index read as no plain integer
+        base + " ", base.substr(1), base.substr(0, base.size() - 1)}) {
     EXPECT_EQ(t.read(chunk), nullptr) << chunk;
   }
   // What the scan does not read is no shape.
@@ -365,6 +366,56 @@ TEST(ChunkShape, ReadsUsageCountsFinishReasonsAndEveryChoiceFromItsValues) {
   EXPECT_EQ(two.read(with("\"a\"", "\"\""))->kind, ChunkKind::kEmpty);  // the message's content decides nothing
   EXPECT_EQ(two.read(with("\"stop\"", "\"tool_calls\""))->finish_reason, "tool_calls");
   EXPECT_EQ(two.read(with(":3}", ":42}"))->usage->completion_tokens, 42);
+}
+
+// A request for two choices (`n` 2): llama.cpp b10309 streams them interleaved, each chunk naming
+// its choice by `index` (real capture). Every reader says the index the full parse says, and a
+// shape learnt from one choice's chunk reads the other's.
+TEST(ChunkShape, AChoicesIndexIsReadAsTheFullParseReadsIt) {
+  const auto payloads = payloads_of(test::capture_body("llamacpp/llamacpp_b10309_chat_stream_n2.http"));
+  ASSERT_EQ(payloads.size(), 14u);  // and [DONE]
+  std::vector<int> indexes;
+  ChunkShape shape;
+  for (const auto& p : payloads) {
+    const PayloadInfo full = classify_chunk_fully(p);
+    if (full.choices > 0) indexes.push_back(full.first_choice_index);
+    if (const auto scanned = scan_chat_chunk(p)) {
+      EXPECT_EQ(*scanned, full) << p;
+    }
+    if (shape.empty()) {
+      ASSERT_TRUE(shape.learn(p));
+    } else if (const PayloadInfo* read = shape.read(p)) {
+      EXPECT_EQ(*read, full) << p;
+    }
+  }
+  EXPECT_EQ(indexes, (std::vector<int>{1, 1, 0, 0, 1, 0, 1, 0, 1, 1, 0, 0}));
+  // Content chunks of both choices, read by one shape: the index is a value like any other.
+  ChunkShape content;
+  ASSERT_TRUE(content.learn(payloads[1]));
+  ASSERT_EQ(classify_chunk_fully(payloads[1]).first_choice_index, 1);
+  ASSERT_EQ(classify_chunk_fully(payloads[3]).first_choice_index, 0);
+  ASSERT_NE(content.read(payloads[3]), nullptr);
+  EXPECT_EQ(content.read(payloads[3])->first_choice_index, 0);
+  EXPECT_EQ(content.read(payloads[1])->first_choice_index, 1);
+  // Values the full parse reads as 0, and a number that is no plain integer (left to it).
+  for (const char* c : {R"({"choices":[{"index":"1","delta":{"content":"a"}}]})",
+                        R"({"choices":[{"index":null,"delta":{"content":"a"}}]})",
+                        R"({"choices":[{"index":70000,"delta":{"content":"a"}}]})",
+                        R"({"choices":[{"delta":{"content":"a"}}]})"}) {
+    EXPECT_EQ(classify_chunk_fully(c).first_choice_index, 0) << c;
+    const auto scanned = scan_chat_chunk(c);
+    ASSERT_TRUE(scanned) << c;
+    EXPECT_EQ(*scanned, classify_chunk_fully(c)) << c;
+  }
+  EXPECT_FALSE(scan_chat_chunk(R"({"choices":[{"index":-1,"delta":{"content":"a"}}]})"));
+  EXPECT_FALSE(scan_chat_chunk(R"({"choices":[{"index":1.5,"delta":{"content":"a"}}]})"));
+  EXPECT_EQ(classify_chunk_fully(R"({"choices":[{"index":-1,"delta":{"content":"a"}}]})").first_choice_index, 0);
+  EXPECT_EQ(classify_chunk_fully(R"({"choices":[{"index":3,"delta":{"content":"a"}}]})").first_choice_index, 3);
+  ChunkShape numbered;
+  ASSERT_TRUE(numbered.learn(R"({"choices":[{"index":0,"delta":{"content":"a"}}]})"));
+  EXPECT_EQ(numbered.read(R"({"choices":[{"index":7,"delta":{"content":"a"}}]})")->first_choice_index, 7);
+  EXPECT_EQ(numbered.read(R"({"choices":[{"index":1.5,"delta":{"content":"a"}}]})"), nullptr);
+  EXPECT_EQ(numbered.read(R"({"choices":[{"index":0,"delta":{"content":"a"}}]})")->first_choice_index, 0);
 }
 
 TEST(ChunkShapes, AThreadsShapesReadEveryChunkOfTheResponsesAfterTheFirst) {

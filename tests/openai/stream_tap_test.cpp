@@ -39,6 +39,44 @@ TEST(StreamTap, FirstContentNotRolePreludeAndGapsBetweenContentEvents) {
   EXPECT_FALSE(tap.malformed());
 }
 
+// A request for two choices through llama.cpp b10309 (real capture): the choices' chunks come
+// interleaved and each choice ends with a usage chunk of its own. The tap counts both choices,
+// adds their output tokens (the prompt once), and measures each gap within its own choice.
+TEST(StreamTap, TwoChoicesAreCountedTogetherAndTimedApart) {
+  const std::string body = test::capture_body("llamacpp/llamacpp_b10309_chat_stream_n2.http");
+  StreamTap tap(true);
+  std::int64_t t = 0;
+  std::size_t from = 0;
+  // One event a millisecond apart: choice 1's events at 2, 5, 7, 9 ms (after its role), choice 0's
+  // at 4, 6, 8, 11: each choice's gaps are 2-3 ms, the stream's 1-2.
+  for (std::size_t at; (at = body.find("\n\n", from)) != std::string::npos; from = at + 2) {
+    tap.feed(std::string_view(body).substr(from, at + 2 - from), (++t) * 1000);
+  }
+  tap.finish(true);
+  EXPECT_EQ(tap.choices(), 2);
+  EXPECT_EQ(tap.content_events(), 8);
+  EXPECT_EQ(tap.completion_tokens(), 8);  // 4 a choice, in two usage chunks
+  EXPECT_EQ(tap.prompt_tokens(), tap.usage()->prompt_tokens);
+  EXPECT_EQ(tap.usage()->total_tokens, *tap.usage()->prompt_tokens + 8);
+  ASSERT_EQ(tap.gaps_ms().size(), 6u);  // three a choice
+  for (double g : tap.gaps_ms()) EXPECT_GE(g, 2.0) << "a gap across choices";
+}
+
+// One usage chunk for all the choices (OpenAI's and vLLM's way) is taken as it is.
+TEST(StreamTap, OneUsageForAllChoicesIsNotAddedTo) {
+  StreamTap tap(true);
+  tap.feed(
+      "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n"
+      "data: {\"choices\":[{\"index\":1,\"delta\":{\"content\":\"b\"}}]}\n\n"
+      "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":2,\"total_tokens\":6}}\n\n"
+      "data: [DONE]\n\n",
+      1000);
+  tap.finish(true);
+  EXPECT_EQ(tap.choices(), 2);
+  EXPECT_EQ(tap.completion_tokens(), 2);
+  EXPECT_TRUE(tap.gaps_ms().empty());  // each choice's first content: no gap
+}
+
 TEST(StreamTap, WithoutUsageCountsAreEstimatedFromContentEvents) {
   StreamTap tap(true);
   tap.feed(
