@@ -96,8 +96,8 @@ struct ChoiceMembers {
   explicit ChoiceMembers(element choice) {
     simdjson::dom::object o;
     if (choice.get_object().get(o) != simdjson::SUCCESS) return;
-    find_members<"text", "delta", "message", "finish_reason", "index">(o,
-                                                                       {&text, &delta, &message, &finish_reason, &index});
+    find_members<"text", "delta", "message", "finish_reason", "index">(
+        o, {&text, &delta, &message, &finish_reason, &index});
   }
 };
 

@@ -38,7 +38,7 @@ TEST(Observation, DerivedFieldsFollowTheContract) {
 TEST(Observation, TpotOfSeveralChoicesIsEachChoicesPace) {
   Observation o = streamed();
   o.choices = 2;
-  o.completion_tokens = 10;  // 5 a choice
+  o.completion_tokens = 10;                              // 5 a choice
   EXPECT_DOUBLE_EQ(*tpot_ms(o), 50.0);                   // (250 - 50) / (10 / 2 - 1)
   EXPECT_DOUBLE_EQ(*output_tokens_per_second(o), 50.0);  // 10 / 0.2 s
   o.completion_tokens = 3;                               // 1.5 a choice: no pace after the first token

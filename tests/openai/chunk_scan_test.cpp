@@ -310,16 +310,26 @@ TEST(ChunkShape, ReadsOnlyAChunkThatIsItsBytesButForValidValuesOfTheSameKind) {
   }
   EXPECT_EQ(t.read(with("\"m\"", "\"model-b\""))->model, "model-b");
   // Not the shape's bytes, a value of another kind, or not one valid token: the full parse's.
-  for (const std::string& chunk :
-       {with("first", R"(a " b)"), with("first", "ends with a backslash\\"), with("first", "\x01"),
-        with("first", "\xff"), with("first", R"(\ud800)"), with("first", R"(\x)"),
-        with("null}]}", "\"stop\"}]}"),              // finish_reason: null was the shape's
-        with("\"m\"", "7"), with(":1,", ":\"1\","),  // a string for a number, a number for a string
-        with(":1,", ":1e3,"), with(":1,", ":01,"), with(":1,", ":1234567890123456,"),  // not the scan's numbers
-        with("\"m\"", R"("m\u0031")"), with("chatcmpl-1", R"(chat\/1)"),               // a copied value with an escape
-        with("chat.completion.chunk", "error"),                                        // `object` decides the reader
-        with("\"index\":0", "\"index\":null"), with("\"index\":0", "\"index\":-2.5"),  // an index read as no plain integer
-        base + " ", base.substr(1), base.substr(0, base.size() - 1)}) {
+  for (const std::string& chunk : {with("first", R"(a " b)"),
+                                   with("first", "ends with a backslash\\"),
+                                   with("first", "\x01"),
+                                   with("first", "\xff"),
+                                   with("first", R"(\ud800)"),
+                                   with("first", R"(\x)"),
+                                   with("null}]}", "\"stop\"}]}"),  // finish_reason: null was the shape's
+                                   with("\"m\"", "7"),
+                                   with(":1,", ":\"1\","),  // a string for a number, a number for a string
+                                   with(":1,", ":1e3,"),
+                                   with(":1,", ":01,"),
+                                   with(":1,", ":1234567890123456,"),  // not the scan's numbers
+                                   with("\"m\"", R"("m\u0031")"),
+                                   with("chatcmpl-1", R"(chat\/1)"),        // a copied value with an escape
+                                   with("chat.completion.chunk", "error"),  // `object` decides the reader
+                                   with("\"index\":0", "\"index\":null"),
+                                   with("\"index\":0", "\"index\":-2.5"),  // an index read as no plain integer
+                                   base + " ",
+                                   base.substr(1),
+                                   base.substr(0, base.size() - 1)}) {
     EXPECT_EQ(t.read(chunk), nullptr) << chunk;
   }
   // What the scan does not read is no shape.
@@ -398,10 +408,10 @@ TEST(ChunkShape, AChoicesIndexIsReadAsTheFullParseReadsIt) {
   EXPECT_EQ(content.read(payloads[3])->first_choice_index, 0);
   EXPECT_EQ(content.read(payloads[1])->first_choice_index, 1);
   // Values the full parse reads as 0, and a number that is no plain integer (left to it).
-  for (const char* c : {R"({"choices":[{"index":"1","delta":{"content":"a"}}]})",
-                        R"({"choices":[{"index":null,"delta":{"content":"a"}}]})",
-                        R"({"choices":[{"index":70000,"delta":{"content":"a"}}]})",
-                        R"({"choices":[{"delta":{"content":"a"}}]})"}) {
+  for (const char* c :
+       {R"({"choices":[{"index":"1","delta":{"content":"a"}}]})",
+        R"({"choices":[{"index":null,"delta":{"content":"a"}}]})",
+        R"({"choices":[{"index":70000,"delta":{"content":"a"}}]})", R"({"choices":[{"delta":{"content":"a"}}]})"}) {
     EXPECT_EQ(classify_chunk_fully(c).first_choice_index, 0) << c;
     const auto scanned = scan_chat_chunk(c);
     ASSERT_TRUE(scanned) << c;
