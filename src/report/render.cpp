@@ -303,6 +303,16 @@ std::string group_md(const GroupStats& g) {
   } else {
     o += "**No candidate crosses its threshold**: nothing here looks like a bottleneck.\n\n";
   }
+  // What the ranking's medians do not weigh, named where the verdict is read.
+  std::vector<std::string> also;
+  if (!g.held_prompts.empty()) also.emplace_back("first tokens held behind longer prompts (**TTFT tail**)");
+  if (g.speculation && g.speculation->worth_saying()) {
+    also.emplace_back(g.speculation->gained_nothing()
+                          ? "speculative decoding that gained next to nothing (**Speculative decoding**)"
+                          : "speculative decoding that slows the requests whose drafts were rejected (**Speculative "
+                            "decoding**)");
+  }
+  if (!also.empty()) fmt::format_to(std::back_inserter(o), "Also, below: {}.\n\n", fmt::join(also, "; "));
   fmt::format_to(std::back_inserter(o), "- {} requests over {:.1f} s ({:.2f} req/s); {} streamed, {} not streamed\n",
                  g.requests, g.window_s, g.requests_per_s, g.streamed, g.non_streamed);
   std::string outcomes;
