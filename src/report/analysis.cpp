@@ -460,9 +460,6 @@ std::optional<EngineSplit> traced_split(const RowList& rs, const std::vector<Eng
   return e;
 }
 
-// The rows' figures and their ranking, without the views by turn and by API.
-// `overlap`: the group's decodes against its prompts (report/interference.hpp), so that a band of
-// it sees the prompts of the rest.
 // What only the whole group is judged on, not a band of it: its failures' kinds, its first tokens
 // held behind longer prompts (report/held_prompts.hpp) and its speculative decoding
 // (report/speculation.hpp).
@@ -472,6 +469,9 @@ struct WholeGroup {
   std::optional<Speculation> speculation;
 };
 
+// The rows' figures and their ranking, without the views by turn and by API.
+// `overlap`: the group's decodes against its prompts (report/interference.hpp), so that a band of
+// it sees the prompts of the rest.
 GroupStats analyse_rows(std::string_view key, const RowList& rs, GroupColumns& c, const Options& opts,
                         const PrefillOverlap& overlap, WholeGroup whole = {}) {
   GroupStats g;
