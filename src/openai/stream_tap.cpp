@@ -101,9 +101,8 @@ void StreamTap::merge_usage(const Usage& u) {
   }
 }
 
-// Another choice's own usage (llama.cpp b10309 states a request with `n` > 1 in one usage chunk
-// per choice, each counting that choice's tokens and the shared prompt; OpenAI and vLLM state one
-// for all): its output is added, the prompt counted once.
+// Another choice's own usage (each counts that choice's tokens and the shared prompt): its output
+// is added, the prompt counted once.
 void StreamTap::add_choice_usage(const Usage& u) {
   auto add = [](std::optional<std::int64_t>& to, const std::optional<std::int64_t>& from) {
     if (from) to = to.value_or(0) + *from;
@@ -139,15 +138,25 @@ void StreamTap::on_payload(const PayloadInfo& p, std::int64_t steady_us, bool st
     error_message_ = p.error_message;
   }
   if (p.usage) {
-    if (p.final_usage && final_usages_ > 0 && choices_ > 1 && usage_) {
+    // With several choices, a usage can be one choice's: llama.cpp b10309 sends a usage-only chunk
+    // per choice (chat API), or a usage on each choice's finishing chunk and none alone
+    // (completions API); vLLM's continuous usage is a choice's too, and its one usage-only chunk
+    // the total. So usage-only chunks after the first add up, and finishing chunks' usages add up
+    // until a usage-only chunk states the total.
+    const bool finishing = !p.final_usage && p.choices == 1 && !p.finish_reason.empty();
+    const bool another_choice =
+        choices_ > 1 && usage_ &&
+        ((p.final_usage && usage_only_chunks_ > 0) || (finishing && usage_only_chunks_ == 0 && finishing_usages_ > 0));
+    if (another_choice) {
       add_choice_usage(*p.usage);
     } else {
       merge_usage(*p.usage);
     }
     if (p.final_usage) {
       final_usage_ = true;
-      ++final_usages_;
+      ++usage_only_chunks_;
     }
+    if (finishing) ++finishing_usages_;
   }
   if (!p.server_timings.empty()) {
     server_timings_ = p.server_timings;

@@ -100,7 +100,9 @@ class StreamTap {
   // interleaved): choice 0's here, the others' (by index - 1, -1: none yet) only where there are others.
   std::optional<std::int64_t> first_choice_last_us_;
   std::vector<std::int64_t> other_choices_last_us_;
-  int final_usages_ = 0;  // usage-only chunks seen (llama.cpp sends one per choice)
+  // Usage-only chunks, and usages on a choice's finishing chunk, seen (a request with several
+  // choices may state its usage choice by choice: on_payload).
+  int usage_only_chunks_ = 0, finishing_usages_ = 0;
   int content_events_ = 0;
   std::vector<double> gaps_ms_;
   static constexpr std::size_t kGapsReserved = 128;

@@ -858,6 +858,33 @@ TEST_F(RealLlamaCppVerdicts, ARequestForSeveralChoicesCountsThemAllAndTimesEachA
   EXPECT_LT(line.at("tpot_ms").to_number<double>(), 2.0 * engine + 5) << lines[0];
 }
 
+// The completions API states a request for several choices otherwise: no usage-only chunk, each
+// choice's usage on its finishing chunk. The line adds them up as well.
+TEST_F(RealLlamaCppVerdicts, ACompletionForSeveralChoicesCountsThemAll) {
+  LlamaServer server(dir_ + "/llama.log", {}, "MPO_LLAMA_SMALL_MODEL");
+  Proxy proxy(server.url(), dir_ + "/ledger.jsonl");
+  const auto r = http_post(proxy.port, "/v1/completions",
+                           R"({"model":"real-llama","prompt":"two completions","max_tokens":30,"n":2,)"
+                           R"("stream":true,"stream_options":{"include_usage":true},"ignore_eos":true})");
+  ASSERT_EQ(r.status, 200);
+  std::int64_t engine_tokens = 0;
+  for (const auto& d : r.sse_data()) {
+    if (d == "[DONE]") continue;
+    const auto o = json::parse(d).as_object();
+    if (const auto* u = o.if_contains("usage"); u && u->is_object()) {
+      engine_tokens += u->as_object().at("completion_tokens").to_number<std::int64_t>();
+    }
+  }
+  ASSERT_EQ(engine_tokens, 60);
+  EXPECT_EQ(proxy.process.terminate(), 0);
+  const auto lines = read_lines(dir_ + "/ledger.jsonl");
+  ASSERT_EQ(lines.size(), 1u);
+  const auto line = json::parse(lines[0]).as_object();
+  EXPECT_EQ(line.at("choices").to_number<int>(), 2) << lines[0];
+  EXPECT_EQ(line.at("completion_tokens").to_number<std::int64_t>(), 60) << lines[0];
+  EXPECT_EQ(line.at("content_events").to_number<int>(), 60) << lines[0];
+}
+
 // Clients that give up in the queue: one slot busy with a long answer, three clients (naming no
 // model, as llama.cpp allows) that leave after 300 ms, before a first token could come. Their TTFT
 // is longer than their wait, and the survivors' percentiles would hide them: the report counts

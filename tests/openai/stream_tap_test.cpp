@@ -62,6 +62,38 @@ TEST(StreamTap, TwoChoicesAreCountedTogetherAndTimedApart) {
   for (double g : tap.gaps_ms()) EXPECT_GE(g, 2.0) << "a gap across choices";
 }
 
+// The completions API of llama.cpp b10309 (real capture, `n` 2): no usage-only chunk; each choice's
+// finishing chunk carries that choice's usage.
+TEST(StreamTap, TheCompletionsApisUsageOnEachChoicesLastChunkAddsUp) {
+  const std::string body = test::capture_body("llamacpp/llamacpp_b10309_completions_stream_n2.http");
+  StreamTap tap(true);
+  tap.feed(body, 1000);
+  tap.finish(true);
+  EXPECT_EQ(tap.choices(), 2);
+  EXPECT_EQ(tap.completion_tokens(), 6);  // 3 a choice
+  EXPECT_EQ(tap.usage()->total_tokens, *tap.usage()->prompt_tokens + 6);
+}
+
+// vLLM's continuous usage with two choices: each chunk's usage is its choice's, and the usage-only
+// chunk at the end the total, which stands. Invented in vLLM's shapes (an edge case).
+TEST(StreamTap, AUsageOnlyChunkAfterChoicesUsagesIsTheTotal) {
+  StreamTap tap(true);
+  tap.feed(
+      "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},\"finish_reason\":\"length\"}],"
+      "\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":1,\"total_tokens\":5}}\n\n"
+      "data: {\"choices\":[{\"index\":1,\"delta\":{\"content\":\"b\"},\"finish_reason\":\"length\"}],"
+      "\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":1,\"total_tokens\":5}}\n\n",
+      1000);
+  EXPECT_EQ(tap.completion_tokens(), 2);  // until the total comes, the choices' add up
+  tap.feed(
+      "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":2,\"total_tokens\":6}}\n\n"
+      "data: [DONE]\n\n",
+      2000);
+  tap.finish(true);
+  EXPECT_EQ(tap.completion_tokens(), 2);
+  EXPECT_EQ(tap.token_source(), TokenSource::kUsage);
+}
+
 // One usage chunk for all the choices (OpenAI's and vLLM's way) is taken as it is.
 TEST(StreamTap, OneUsageForAllChoicesIsNotAddedTo) {
   StreamTap tap(true);
