@@ -149,6 +149,9 @@ struct GroupStats {
   std::int64_t prompt_tokens_total = 0, completion_tokens_total = 0, cached_prompt_tokens_total = 0;
   std::optional<double> cached_share;  // of prompt tokens, where cached counts are known
   std::size_t streamed = 0, non_streamed = 0;
+  // Streamed on a path of no API whose events the proxy reads (operation `other`: llama.cpp's own
+  // /completion, say): their tokens may be known (the engine's timings), their TTFT never is.
+  std::size_t streamed_unread = 0;
   double error_rate = 0;  // every outcome but ok
   // What the errors candidate judges: error_rate less the clients that left once output had begun
   // (disconnected_after_first_token: a stop button or the client's own time limit while the backend

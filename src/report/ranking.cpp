@@ -542,6 +542,13 @@ Candidate not_enough_evidence_candidate(const GroupStats& g) {
         !g.ttft_ms && !g.tpot_ms ? "TTFT or TPOT"
         : !g.ttft_ms             ? "TTFT"
                                  : "TPOT"));
+    if (g.streamed_unread > 0) {
+      c.evidence.push_back(fmt::format(
+          "{} of them streamed on paths of no API whose events the proxy reads (operation other: not an OpenAI, "
+          "Responses or Anthropic Messages path; llama.cpp's own /completion is one): their tokens can come from "
+          "the engine's timings, never a first token; send them to /v1/completions or /v1/chat/completions",
+          g.streamed_unread));
+    }
   }
   const std::size_t none = g.token_sources.count("none") ? g.token_sources.at("none") : 0;
   if (g.requests > 0 && none * 2 > g.requests) {

@@ -61,6 +61,8 @@ inline constexpr const char* kOperationNames[] = {
     "chat",   "text_completion", "responses", "messages", "embeddings",
     "rerank", "score",           "models",    "other",    "(unknown operation)"};
 std::uint8_t operation_index(const std::optional<std::string_view>& operation);
+inline constexpr std::uint8_t kOtherOperation = 8;  // "other": a path of no API the proxy reads
+static_assert(std::string_view(kOperationNames[kOtherOperation]) == "other");
 inline const char* operation_name(std::uint8_t i) { return kOperationNames[i]; }
 
 // The group of a request that names no model and got no answer (group_key under GroupBy::kModel).

@@ -31,6 +31,38 @@ ledger::LedgerRecord rec(std::int64_t start_ms, double e2e, std::optional<double
   return r;
 }
 
+// Streams on llama.cpp's own /completion (no API the proxy reads the events of): the engine's
+// timings give their tokens, nothing gives a first token. The report says why there is no TTFT
+// and where to send them, not only "stream with include_usage" (measured on the real llama-server:
+// a streamed /completion's line had tokens from server_timings and no TTFT).
+TEST(Analyse, StreamsOnAPathOfNoApiTheProxyReadsSayWhyThereIsNoTtft) {
+  std::vector<ledger::LedgerRecord> rs;
+  for (int i = 0; i < 3; ++i) {
+    auto r = rec(i * 100, 60, std::nullopt, 3, 0);
+    r.stream = true;
+    r.path = "/completion";
+    r.operation = "other";
+    r.token_source = "server_timings";
+    rs.push_back(r);
+  }
+  const auto g = analyse(rs, {}).at(0);
+  EXPECT_EQ(g.streamed_unread, 3u);
+  ASSERT_EQ(g.ranking.front().name, "not_enough_evidence");
+  std::string evidence;
+  for (const auto& e : g.ranking.front().evidence) evidence += e + "\n";
+  EXPECT_NE(evidence.find("3 of them streamed on paths of no API whose events the proxy reads"), std::string::npos)
+      << evidence;
+  // A chat stream with no usage does not get that line.
+  std::vector<ledger::LedgerRecord> chat;
+  for (int i = 0; i < 3; ++i) {
+    auto r = rec(i * 100, 60, std::nullopt, 3, 0);
+    r.stream = true;
+    r.operation = "chat";
+    chat.push_back(r);
+  }
+  EXPECT_EQ(analyse(chat, {}).at(0).streamed_unread, 0u);
+}
+
 TEST(LeastSquares, RecoversExactCoefficients) {
   std::vector<std::vector<double>> x;
   std::vector<double> y;
