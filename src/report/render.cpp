@@ -305,13 +305,8 @@ std::string group_md(const GroupStats& g) {
   }
   // What the ranking's medians do not weigh, named where the verdict is read.
   std::vector<std::string> also;
-  if (!g.held_prompts.empty()) also.emplace_back("first tokens held behind longer prompts (**TTFT tail**)");
-  if (g.speculation && g.speculation->worth_saying()) {
-    also.emplace_back(g.speculation->gained_nothing()
-                          ? "speculative decoding that gained next to nothing (**Speculative decoding**)"
-                          : "speculative decoding that slows the requests whose drafts were rejected (**Speculative "
-                            "decoding**)");
-  }
+  for (const auto& [what, section] : findings_beside_the_verdict(g))
+    also.push_back(fmt::format("{} (**{}**)", what, section));
   if (!also.empty()) fmt::format_to(std::back_inserter(o), "Also, below: {}.\n\n", fmt::join(also, "; "));
   fmt::format_to(std::back_inserter(o), "- {} requests over {:.1f} s ({:.2f} req/s); {} streamed, {} not streamed\n",
                  g.requests, g.window_s, g.requests_per_s, g.streamed, g.non_streamed);
@@ -421,6 +416,18 @@ std::string group_md(const GroupStats& g) {
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, std::string>> findings_beside_the_verdict(const GroupStats& g) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!g.held_prompts.empty()) out.emplace_back("first tokens held behind longer prompts", "TTFT tail");
+  if (g.speculation && g.speculation->worth_saying()) {
+    out.emplace_back(g.speculation->gained_nothing()
+                         ? "speculative decoding that gained next to nothing"
+                         : "speculative decoding that slows the requests whose drafts were rejected",
+                     "Speculative decoding");
+  }
+  return out;
+}
 
 std::string render_markdown(const ReportInput& in) {
   std::string o = "# modelperfobs report\n\n";

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ledger/reader.hpp"
@@ -30,6 +31,10 @@ struct ReportInput {
 // What a group's times rest on and how late the proxy itself was to read, with a warning when
 // that lateness reached kProxyLagWarnMs; "" when its lines do not say (sweep, fak, older ledgers).
 std::string timing_summary(const GroupStats& g);
+
+// What the ranking's medians do not weigh and the group's section says below its verdict: "first
+// tokens held behind longer prompts", ...; each with the name of its section (md and HTML).
+std::vector<std::pair<std::string, std::string>> findings_beside_the_verdict(const GroupStats& g);
 
 // A candidate with no score and no evidence says nothing: the md and HTML rankings leave it out
 // (JSON keeps every candidate).

@@ -300,6 +300,11 @@ std::string group_body(const RowTable& table, const GroupStats& g, const RowList
   o += top.score >= 1 ? fmt::format(R"(<p class="verdict-line">Likely bottleneck: <b>{}</b> (score {:.1f})</p>)",
                                     html_escape(top.name), top.score)
                       : present::paragraph("No candidate crosses its threshold.", "verdict-line");
+  if (const auto also = findings_beside_the_verdict(g); !also.empty()) {
+    std::vector<std::string> items;
+    for (const auto& [what, section] : also) items.push_back(fmt::format("{} ({})", what, section));
+    o += present::paragraph(fmt::format("Also, below: {}.", fmt::join(items, "; ")));
+  }
   std::vector<std::pair<std::string, std::string>> facts{
       {"requests", fmt::format("{} ({} streamed)", g.requests, g.streamed)},
       {"window", fmt::format("{:.1f} s, {:.2f} req/s", g.window_s, g.requests_per_s)},
