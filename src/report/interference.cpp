@@ -19,7 +19,7 @@ std::optional<double> first_token_ms(const Row& r) {
 namespace {
 
 bool decoding(const Row& r) {
-  return r.ok() && r.stream && r.ttft_ms && r.tpot_ms && r.ended_at_us && r.itl_p50_ms &&
+  return r.ok() && r.stream && r.ttft_ms && r.tpot_ms && r.ended_at_us && r.itl_p50_ms && *r.itl_p50_ms >= kMinPaceMs &&
          r.completion_tokens.value_or(0) >= 2;
 }
 

@@ -40,7 +40,10 @@ std::optional<double> p99(const QuantileMetric& q) { return q.measured() ? q.p99
 // Acceptance of speculative decoding per point, where the engine published it: TPOT depends on it.
 const char* kSpeculativeNote =
     "The engine drafted tokens and verified them: TPOT and ITL here depend on how many it accepted, not only on the "
-    "cost of a decode step. A point with lower acceptance has a slower TPOT at the same load.";
+    "cost of a decode step. A point with lower acceptance has a slower TPOT at the same load. ITL is the gap "
+    "between streamed tokens: a step's accepted tokens arrive together (llama.cpp b10309 sends each as an event "
+    "of its own at once), so most gaps are near 0 and ITL p50 says little where acceptance is high; TPOT is the "
+    "pace.";
 
 std::vector<std::vector<std::string>> speculative_rows(const SweepReceipt& r) {
   std::vector<std::vector<std::string>> rows;

@@ -79,6 +79,11 @@ TEST(DecodeInterference, NothingIsClaimedWithoutTheEnginesPrefillTimesOrALoss) {
   paced.add(0, 1000, 1030, 4, 10, 1000.0f);
   paced.add(0, 20, 260, 61, 4, 15.0f);
   EXPECT_FALSE(decode_interference(paced.list, PrefillOverlap(paced.list)).has_value());
+  Rows bursts;  // a median gap of 0 (a speculating engine's tokens in bursts) is no pace: not judged
+  bursts.add(0, 1000, 1030, 4, 10, 1000.0f);
+  Row& b = bursts.add(0, 20, 1220, 61, 0.01, 15.0f);
+  EXPECT_FALSE(PrefillOverlap(bursts.list).covered_ms(b).has_value());
+  EXPECT_FALSE(decode_interference(bursts.list, PrefillOverlap(bursts.list)).has_value());
   Rows unpaced;  // a line without its median gap is not judged
   unpaced.add(0, 1000, 1030, 4, 10, 1000.0f);
   Row& r = unpaced.add(0, 20, 1220, 61, 4, 15.0f);
