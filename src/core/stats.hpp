@@ -27,6 +27,13 @@ std::optional<Summary> summarize(std::vector<double> values);
 // The same on the caller's memory, which it reorders (no copy: for a scratch buffer reused).
 std::optional<Summary> summarize_in_place(std::span<double> values);
 
+// The median of `values` (quantile_cont at 0.5); nullopt when there are none.
+inline std::optional<double> median_of(std::vector<double> values) {
+  if (values.empty()) return std::nullopt;
+  const auto m = quantile_cont(std::move(values), 0.5);
+  return m ? std::optional<double>(*m) : std::nullopt;
+}
+
 // One quantile of a summary that may not exist (`&Summary::p50`, ...).
 inline std::optional<double> quantile_of(const std::optional<Summary>& s, double Summary::*q) {
   return s ? std::optional<double>((*s).*q) : std::nullopt;

@@ -15,15 +15,7 @@
 #include "report/shapes.hpp"
 
 namespace mpo::report {
-namespace {
-
-double p50(std::vector<double> v) { return v.empty() ? 0 : *quantile_cont(std::move(v), 0.5); }
-
-std::string band_text(std::int64_t from, std::int64_t to) {
-  return to == 0 ? fmt::format("{}+", from) : fmt::format("{}-{}", from, to - 1);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::vector<PromptWindow> prompt_windows_of(const RowList& rows) {
   std::vector<PromptWindow> out;
@@ -69,8 +61,8 @@ std::vector<HeldPrompts> held_prompts(std::span<const PromptWindow> windows, std
       HeldPrompts h;
       h.held = held_ttft.size();
       h.unheld = unheld_ttft.size();
-      h.held_ttft_p50_ms = p50(std::move(held_ttft));
-      h.unheld_ttft_p50_ms = p50(std::move(unheld_ttft));
+      h.held_ttft_p50_ms = median_of(std::move(held_ttft)).value_or(0);
+      h.unheld_ttft_p50_ms = median_of(std::move(unheld_ttft)).value_or(0);
       if (h.held >= kMinHeldRequests && h.unheld >= kMinUnheldRequests &&
           h.held_ttft_p50_ms >= kHeldTtftRatio * h.unheld_ttft_p50_ms &&
           h.held_ttft_p50_ms - h.unheld_ttft_p50_ms >= kHeldMinExtraMs) {
@@ -78,8 +70,8 @@ std::vector<HeldPrompts> held_prompts(std::span<const PromptWindow> windows, std
         h.from_tokens = prompt_band_floor(band);
         h.to_tokens = prompt_band_floor(band + 1);
         h.longer_from_tokens = prompt_band_floor(longer_band);
-        h.held_prompt_p50_ms = p50(std::move(held_prompt));
-        h.unheld_prompt_p50_ms = p50(std::move(unheld_prompt));
+        h.held_prompt_p50_ms = median_of(std::move(held_prompt)).value_or(0);
+        h.unheld_prompt_p50_ms = median_of(std::move(unheld_prompt)).value_or(0);
         h.slowest = std::max<std::size_t>(1, (ttfts.size() + 9) / 10);
         const auto cut = ttfts.begin() + static_cast<std::ptrdiff_t>(h.slowest);
         std::nth_element(ttfts.begin(), cut - 1, ttfts.end(), [](const auto& a, const auto& b) { return a > b; });
@@ -103,7 +95,7 @@ std::string held_prompts_sentence(const HeldPrompts& h) {
       "band's {} slowest first token{}. The engine reads the prompts it holds in shared batches, so a short prompt's "
       "first token waits on a long one's (llama.cpp: --batch-size tokens a batch, from the slots in turn; vLLM: "
       "chunked prefill, where --long-prefill-token-threshold caps a long prompt's share of a step)",
-      h.held, h.held + h.unheld, band_text(h.from_tokens, h.to_tokens), h.longer_from_tokens, h.source,
+      h.held, h.held + h.unheld, prompt_band_text(h.from_tokens, h.to_tokens), h.longer_from_tokens, h.source,
       h.held_ttft_p50_ms, h.unheld_ttft_p50_ms, h.unheld, h.held_prompt_p50_ms, h.unheld_prompt_p50_ms, h.slowest_held,
       h.slowest, h.slowest == 1 ? "" : "s");
 }
@@ -112,7 +104,7 @@ std::string held_prompts_evidence(const HeldPrompts& h) {
   return fmt::format(
       "first tokens behind longer prompts ({}): {} of {} prompts of {} tokens waited while prompts of {} tokens or "
       "more were being read, TTFT p50 {:.1f} ms against {:.1f} ms for the others",
-      h.source, h.held, h.held + h.unheld, band_text(h.from_tokens, h.to_tokens), h.longer_from_tokens,
+      h.source, h.held, h.held + h.unheld, prompt_band_text(h.from_tokens, h.to_tokens), h.longer_from_tokens,
       h.held_ttft_p50_ms, h.unheld_ttft_p50_ms);
 }
 

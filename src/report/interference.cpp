@@ -23,8 +23,6 @@ bool decoding(const Row& r) {
          r.completion_tokens.value_or(0) >= 2;
 }
 
-double p50(std::vector<double> v) { return v.empty() ? 0 : *quantile_cont(std::move(v), 0.5); }
-
 }  // namespace
 
 MergedWindows::MergedWindows(std::vector<std::pair<double, double>> windows) : merged_(std::move(windows)) {
@@ -115,9 +113,9 @@ std::optional<DecodeInterference> decode_interference(const RowList& rows, const
   }
   d.overlapped = overlapped_tpot.size();
   if (d.overlapped == 0 || d.lost_ms <= 0) return std::nullopt;
-  d.overlapped_tpot_p50_ms = p50(overlapped_tpot);
-  if (!others_tpot.empty()) d.others_tpot_p50_ms = p50(others_tpot);
-  d.overlapped_itl_p50_ms = p50(overlapped_itl);
+  d.overlapped_tpot_p50_ms = median_of(std::move(overlapped_tpot));
+  d.others_tpot_p50_ms = median_of(std::move(others_tpot));
+  d.overlapped_itl_p50_ms = median_of(std::move(overlapped_itl)).value_or(0);
   return d;
 }
 

@@ -25,9 +25,7 @@ std::optional<Summary> summary_of(const RowList& rs, Maybe<T> Row::*field) {
   return summarize(std::move(v));
 }
 
-std::string range_text(const PromptBand& b) {
-  return b.to == 0 ? fmt::format("{}+", b.from) : fmt::format("{}-{}", b.from, b.to - 1);
-}
+std::string range_text(const PromptBand& b) { return prompt_band_text(b.from, b.to); }
 
 }  // namespace
 
@@ -35,6 +33,10 @@ std::size_t prompt_band_of(std::int64_t tokens) {
   std::size_t band = 0;
   for (std::int64_t floor = 64; band + 1 < kPromptBands && tokens >= floor; floor *= 4) ++band;
   return band;
+}
+
+std::string prompt_band_text(std::int64_t from, std::int64_t to) {
+  return to == 0 ? fmt::format("{}+", from) : fmt::format("{}-{}", from, to - 1);
 }
 
 std::int64_t prompt_band_floor(std::size_t band) { return band == 0 ? 0 : std::int64_t{64} << (2 * (band - 1)); }

@@ -29,6 +29,8 @@ inline constexpr double kShapeRatio = 4.0;
 inline constexpr std::size_t kPromptBands = 7;
 std::size_t prompt_band_of(std::int64_t tokens);
 std::int64_t prompt_band_floor(std::size_t band);
+// "1024-4095", or "65536+" where `to` is 0 (no upper end).
+std::string prompt_band_text(std::int64_t from, std::int64_t to);
 
 struct PromptBand {
   std::int64_t from = 0, to = 0;  // prompt tokens in [from, to); to 0: no upper end

@@ -22,11 +22,6 @@ std::optional<double> pace_ms(const Row& r) {
   return std::nullopt;
 }
 
-std::optional<double> p50(std::vector<double> v) {
-  if (v.empty()) return std::nullopt;
-  return *quantile_cont(std::move(v), 0.5);
-}
-
 }  // namespace
 
 std::optional<Speculation> speculation_of(const RowList& rows, const DraftIndex& drafts) {
@@ -52,8 +47,8 @@ std::optional<Speculation> speculation_of(const RowList& rows, const DraftIndex&
   // Every token after the first came from a step; a step's accepted tokens came with it.
   const std::int64_t steps = after_first - s.accepted;
   s.tokens_per_step = steps > 0 ? static_cast<double>(after_first) / static_cast<double>(steps) : 1;
-  s.low_pace_p50_ms = p50(std::move(low));
-  s.high_pace_p50_ms = p50(std::move(high));
+  s.low_pace_p50_ms = median_of(std::move(low));
+  s.high_pace_p50_ms = median_of(std::move(high));
   return s;
 }
 
