@@ -8,6 +8,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 
 namespace mpo {
@@ -154,6 +155,24 @@ std::optional<Summary> summarize_in_place(std::span<double> all) {
     *out[i] = *quantile_cont_sorted(values, kQs[i]);
   }
   return s;
+}
+
+double student_t_975(std::size_t df) {
+  // The 0.975 quantiles (any statistics table; e.g. NIST/SEMATECH e-Handbook 1.3.6.7.2).
+  struct Row {
+    std::size_t df;
+    double t;
+  };
+  static constexpr Row kRows[] = {{1, 12.706}, {2, 4.303},  {3, 3.182},   {4, 2.776},   {5, 2.571},
+                                  {6, 2.447},  {7, 2.365},  {8, 2.306},   {9, 2.262},   {10, 2.228},
+                                  {12, 2.179}, {15, 2.131}, {20, 2.086},  {25, 2.060},  {30, 2.042},
+                                  {40, 2.021}, {60, 2.000}, {120, 1.980}, {1000, 1.962}};
+  if (df == 0) return std::numeric_limits<double>::infinity();
+  double t = kRows[0].t;
+  for (const auto& row : kRows) {
+    if (df >= row.df) t = row.t;
+  }
+  return t;
 }
 
 }  // namespace mpo

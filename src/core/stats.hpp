@@ -34,6 +34,10 @@ inline std::optional<double> median_of(std::vector<double> values) {
   return m ? std::optional<double>(*m) : std::nullopt;
 }
 
+// Student's t distribution's 0.975 quantile over `df` degrees of freedom (df >= 1): a 95% two-sided
+// interval's multiplier. Tabled; between rows the row of fewer degrees (the wider interval) is taken.
+double student_t_975(std::size_t df);
+
 // One quantile of a summary that may not exist (`&Summary::p50`, ...).
 inline std::optional<double> quantile_of(const std::optional<Summary>& s, double Summary::*q) {
   return s ? std::optional<double>((*s).*q) : std::nullopt;

@@ -24,13 +24,21 @@ namespace {
 // The ranking's thresholds and the ranking itself: report/ranking.hpp.
 
 // Ordinary least squares over n rows of k columns, row i's column c read as x(i, c): the normal
-// equations [X'X | X'y] solved with partial pivoting; nullopt when singular. A callable, so the
-// report's fits read their columns in place instead of building a vector per row.
+// equations [X'X | X'y | I] solved by Gauss-Jordan with partial pivoting, which leaves beta and
+// (X'X)^-1 (whose diagonal times the residual variance is each coefficient's variance); nullopt when
+// singular. A callable, so the report's fits read their columns in place instead of building a vector
+// per row.
+struct LeastSquares {
+  std::vector<double> beta;
+  std::vector<double> inverse_diagonal;  // of X'X
+};
+
 template <typename X>
-std::optional<std::vector<double>> solve_least_squares(std::size_t n, std::size_t k, X x, std::span<const double> y) {
+std::optional<LeastSquares> solve_least_squares(std::size_t n, std::size_t k, X x, std::span<const double> y) {
   constexpr std::size_t kMaxColumns = 16;  // the report fits three at most
   if (n == 0 || k == 0 || k > kMaxColumns) return std::nullopt;
-  std::vector<std::vector<double>> a(k, std::vector<double>(k + 1, 0.0));  // [X'X | X'y]
+  const std::size_t width = 2 * k + 1;
+  std::vector<std::vector<double>> a(k, std::vector<double>(width, 0.0));  // [X'X | X'y | I]
   std::array<double, kMaxColumns> row{};
   for (std::size_t i = 0; i < n; ++i) {
     for (std::size_t c = 0; c < k; ++c) row[c] = x(i, c);
@@ -39,6 +47,7 @@ std::optional<std::vector<double>> solve_least_squares(std::size_t n, std::size_
       a[r][k] += row[r] * y[i];
     }
   }
+  for (std::size_t r = 0; r < k; ++r) a[r][k + 1 + r] = 1.0;
   // A column whose part not explained by the columns before it is below 1e-9 of its own sum of
   // squares is (up to rounding) a linear combination of them: the system is singular, not solvable.
   std::vector<double> scale(k);
@@ -53,12 +62,15 @@ std::optional<std::vector<double>> solve_least_squares(std::size_t n, std::size_
     for (std::size_t r = 0; r < k; ++r) {
       if (r == col) continue;
       const double f = a[r][col] / a[col][col];
-      for (std::size_t c = col; c <= k; ++c) a[r][c] -= f * a[col][c];
+      for (std::size_t c = col; c < width; ++c) a[r][c] -= f * a[col][c];
     }
   }
-  std::vector<double> beta(k);
-  for (std::size_t r = 0; r < k; ++r) beta[r] = a[r][k] / a[r][r];
-  return beta;
+  LeastSquares out{std::vector<double>(k), std::vector<double>(k)};
+  for (std::size_t r = 0; r < k; ++r) {
+    out.beta[r] = a[r][k] / a[r][r];
+    out.inverse_diagonal[r] = a[r][k + 1 + r] / a[r][r];
+  }
+  return out;
 }
 
 // Counts of a few distinct names (outcomes, token sources), kept as views while rows are counted
@@ -94,6 +106,39 @@ bool varies(std::span<const double> v) {
   return v.size() >= 2 && *std::max_element(v.begin(), v.end()) > *std::min_element(v.begin(), v.end());
 }
 
+// The union of request intervals taken in row order, as busy_share() takes sorted ones; it notes
+// when a row comes before the previous one (then busy_share() sorts them).
+struct IntervalUnion {
+  std::int64_t busy = 0, cur_s = 0, cur_e = -1;
+  std::pair<std::int64_t, std::int64_t> last{INT64_MIN, INT64_MIN};
+  bool sorted = true;
+  void add(std::int64_t s, std::int64_t e) {
+    if (std::pair(s, e) < last) sorted = false;
+    last = {s, e};
+    if (s > cur_e) {
+      if (cur_e > cur_s) busy += cur_e - cur_s;
+      cur_s = s;
+      cur_e = e;
+    } else {
+      cur_e = std::max(cur_e, e);
+    }
+  }
+  std::int64_t total() const { return busy + (cur_e > cur_s ? cur_e - cur_s : 0); }
+};
+
+// Busy share: the union of the request intervals over the window.
+double busy_share(std::int64_t busy, std::int64_t start, std::int64_t end) {
+  return end > start ? static_cast<double>(busy) / static_cast<double>(end - start) : 1.0;
+}
+double busy_share(std::span<std::pair<std::int64_t, std::int64_t>> iv, std::int64_t start, std::int64_t end) {
+  std::sort(iv.begin(), iv.end());
+  IntervalUnion u;
+  for (const auto& [s, e] : iv) u.add(s, e);
+  return busy_share(u.total(), start, end);
+}
+
+}  // namespace
+
 // y: the TTFT of ok requests that carry a prompt length and an in-flight count, beside them.
 std::optional<TtftFit> fit_ttft(std::span<const double> y, std::span<const double> prompt,
                                 std::span<const double> inflight) {
@@ -128,54 +173,36 @@ std::optional<TtftFit> fit_ttft(std::span<const double> y, std::span<const doubl
     beta = solve_least_squares(y.size(), columns.size(), x, y);
   }
   if (!beta) return std::nullopt;
-  std::size_t k = 0;
-  f.a_ms = (*beta)[k++];
-  if (f.prompt_varies) f.b_ms_per_token = (*beta)[k++];
-  if (f.in_flight_varies) f.c_ms_per_in_flight = (*beta)[k++];
+  const auto& b = beta->beta;
   const double mean = std::accumulate(y.begin(), y.end(), 0.0) / static_cast<double>(y.size());
   double ss_res = 0, ss_tot = 0;
   for (std::size_t i = 0; i < y.size(); ++i) {
     double pred = 0;
-    for (std::size_t j = 0; j < columns.size(); ++j) pred += x(i, j) * (*beta)[j];
+    for (std::size_t j = 0; j < columns.size(); ++j) pred += x(i, j) * b[j];
     ss_res += (y[i] - pred) * (y[i] - pred);
     ss_tot += (y[i] - mean) * (y[i] - mean);
   }
   f.r2 = ss_tot > 0 ? 1.0 - ss_res / ss_tot : 0.0;
+  // Each coefficient's 95% interval: t(n - k) x its standard error, sqrt(s^2 (X'X)^-1_jj) with s^2
+  // the residual variance over the n - k degrees of freedom left.
+  const std::size_t df = y.size() - columns.size();
+  f.intervals = df > 0;
+  const double s2 = df > 0 ? ss_res / static_cast<double>(df) : 0.0;
+  auto half_width = [&](std::size_t j) {
+    return f.intervals ? student_t_975(df) * std::sqrt(std::max(0.0, s2 * beta->inverse_diagonal[j])) : 0.0;
+  };
+  std::size_t k = 0;
+  f.a_ms = b[k++];
+  if (f.prompt_varies) {
+    f.b_ci95_ms = half_width(k);
+    f.b_ms_per_token = b[k++];
+  }
+  if (f.in_flight_varies) {
+    f.c_ci95_ms = half_width(k);
+    f.c_ms_per_in_flight = b[k++];
+  }
   return f;
 }
-
-// The union of request intervals taken in row order, as busy_share() takes sorted ones; it notes
-// when a row comes before the previous one (then busy_share() sorts them).
-struct IntervalUnion {
-  std::int64_t busy = 0, cur_s = 0, cur_e = -1;
-  std::pair<std::int64_t, std::int64_t> last{INT64_MIN, INT64_MIN};
-  bool sorted = true;
-  void add(std::int64_t s, std::int64_t e) {
-    if (std::pair(s, e) < last) sorted = false;
-    last = {s, e};
-    if (s > cur_e) {
-      if (cur_e > cur_s) busy += cur_e - cur_s;
-      cur_s = s;
-      cur_e = e;
-    } else {
-      cur_e = std::max(cur_e, e);
-    }
-  }
-  std::int64_t total() const { return busy + (cur_e > cur_s ? cur_e - cur_s : 0); }
-};
-
-// Busy share: the union of the request intervals over the window.
-double busy_share(std::int64_t busy, std::int64_t start, std::int64_t end) {
-  return end > start ? static_cast<double>(busy) / static_cast<double>(end - start) : 1.0;
-}
-double busy_share(std::span<std::pair<std::int64_t, std::int64_t>> iv, std::int64_t start, std::int64_t end) {
-  std::sort(iv.begin(), iv.end());
-  IntervalUnion u;
-  for (const auto& [s, e] : iv) u.add(s, e);
-  return busy_share(u.total(), start, end);
-}
-
-}  // namespace
 
 bool in_window(const Row& r, const Options& opts) {
   if (opts.since_us && r.started_at_us < *opts.since_us) return false;
@@ -193,8 +220,10 @@ Result<GroupBy> parse_group_by(std::string_view s) {
 std::optional<std::vector<double>> least_squares(const std::vector<std::vector<double>>& x,
                                                  const std::vector<double>& y) {
   if (x.empty()) return std::nullopt;
-  return solve_least_squares(
+  auto fit = solve_least_squares(
       x.size(), x[0].size(), [&x](std::size_t i, std::size_t c) { return x[i][c]; }, y);
+  if (!fit) return std::nullopt;
+  return std::move(fit->beta);
 }
 
 std::vector<GroupStats> analyse(const std::vector<ledger::LedgerRecord>& records, const Options& opts) {
@@ -328,7 +357,19 @@ void summarise_load(const RowList& rs, GroupColumns& c, GroupStats& g) {
   g.in_flight = summarize_in_place(s2);
   if (varies(s3)) {
     auto x = [&s3](std::size_t i, std::size_t col) { return col == 0 ? 1.0 : s3[i]; };
-    if (auto beta = solve_least_squares(s3.size(), 2, x, s4)) g.tpot_in_flight_slope_ms = (*beta)[1];
+    if (auto fit = solve_least_squares(s3.size(), 2, x, s4)) {
+      g.tpot_in_flight_slope_ms = fit->beta[1];
+      if (s3.size() > 2) {
+        double ss_res = 0;
+        for (std::size_t i = 0; i < s3.size(); ++i) {
+          const double e = s4[i] - fit->beta[0] - fit->beta[1] * s3[i];
+          ss_res += e * e;
+        }
+        const std::size_t df = s3.size() - 2;
+        g.tpot_in_flight_slope_ci95_ms =
+            student_t_975(df) * std::sqrt(std::max(0.0, ss_res / static_cast<double>(df) * fit->inverse_diagonal[1]));
+      }
+    }
   }
 }
 

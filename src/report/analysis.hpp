@@ -3,9 +3,11 @@
 // behind each (rules and thresholds: docs/REPORT.md).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,8 +40,28 @@ struct TtftFit {
   // and says so, instead of printing a slope from noise.
   bool prompt_range_narrow = false;
   double prompt_min = 0, prompt_max = 0;
+  // The 95% intervals of b and c (± these, in their units: ms a prompt token, ms a request in
+  // flight): Student's t over the n - k degrees of freedom left times the coefficient's standard
+  // error. Ordinary least squares' own interval, which takes the residuals as independent and of one
+  // spread; TTFT under a queue is neither, so read it as the least the fit does not know. None when no
+  // degree of freedom is left (`intervals` false).
+  bool intervals = false;
+  double b_ci95_ms = 0, c_ci95_ms = 0;
+  // The term is in the model and its interval holds 0: the data cannot tell its sign (noise), or
+  // leaves 0 out (known).
+  bool prompt_term_noise() const { return prompt_varies && intervals && std::fabs(b_ms_per_token) <= b_ci95_ms; }
+  bool in_flight_term_noise() const {
+    return in_flight_varies && intervals && std::fabs(c_ms_per_in_flight) <= c_ci95_ms;
+  }
+  bool prompt_term_known() const { return prompt_varies && intervals && !prompt_term_noise(); }
+  bool in_flight_term_known() const { return in_flight_varies && intervals && !in_flight_term_noise(); }
 };
 inline constexpr double kMinPromptRangeTokens = 64;
+
+// The fit over streamed ok requests: y their TTFT (ms), beside each its prompt tokens and the
+// requests in flight at its start. nullopt under 3 requests or when no column can be solved for.
+std::optional<TtftFit> fit_ttft(std::span<const double> y, std::span<const double> prompt,
+                                std::span<const double> inflight);
 
 struct Candidate {
   std::string name;  // errors, queueing, prefill, decode, transport, workload, not_enough_evidence
@@ -187,7 +209,8 @@ struct GroupStats {
   // Where no request was streamed (no TPOT measured) and llama.cpp's timings say: its decode time
   // over the tokens after the first (timings.predicted_ms / (completion_tokens - 1)), per request.
   std::optional<Summary> engine_tpot_ms;
-  std::optional<double> tpot_in_flight_slope_ms;  // d(TPOT)/d(in_flight), when in_flight varies
+  std::optional<double> tpot_in_flight_slope_ms;       // d(TPOT)/d(in_flight), when in_flight varies
+  std::optional<double> tpot_in_flight_slope_ci95_ms;  // its 95% half-width (as TtftFit's), n > 2
   // Decode held up by other requests' prompts, where the engine's prefill times tell
   // (report/interference.hpp).
   std::optional<DecodeInterference> interference;

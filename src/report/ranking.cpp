@@ -141,15 +141,21 @@ void engine_gauge_evidence(const EngineEvidence* engine, bool decided, Candidate
 
 // What the TTFT fit says of queueing behind other requests.
 void fit_evidence(const GroupStats& g, Candidate& c) {
-  if (g.fit && g.fit->in_flight_varies && g.fit->c_ms_per_in_flight < 0) {
+  const auto pm = [&g] { return g.fit->intervals ? fmt::format(" ± {:.1f}", g.fit->c_ci95_ms) : std::string(); };
+  if (g.fit && g.fit->in_flight_term_noise()) {
+    c.evidence.push_back(
+        fmt::format("fit: TTFT did not follow the requests already in flight ({:.1f}{} ms each, "
+                    "within its noise of 0; n {})",
+                    g.fit->c_ms_per_in_flight, pm(), g.fit->n));
+  } else if (g.fit && g.fit->in_flight_varies && g.fit->c_ms_per_in_flight < 0) {
     // Observational: another factor moved with the count (a mix of request shapes, the prefix cache).
     c.evidence.push_back(
-        fmt::format("fit: TTFT did not rise with the requests already in flight ({:.1f} ms each, "
+        fmt::format("fit: TTFT did not rise with the requests already in flight ({:.1f}{} ms each, "
                     "R² {:.2f}, n {}): no sign of queueing at this proxy",
-                    g.fit->c_ms_per_in_flight, g.fit->r2, g.fit->n));
+                    g.fit->c_ms_per_in_flight, pm(), g.fit->r2, g.fit->n));
   } else if (g.fit && g.fit->in_flight_varies) {
-    c.evidence.push_back(fmt::format("fit: each request already in flight adds {:.1f} ms to TTFT (R² {:.2f}, n {})",
-                                     g.fit->c_ms_per_in_flight, g.fit->r2, g.fit->n));
+    c.evidence.push_back(fmt::format("fit: each request already in flight adds {:.1f}{} ms to TTFT (R² {:.2f}, n {})",
+                                     g.fit->c_ms_per_in_flight, pm(), g.fit->r2, g.fit->n));
   } else if (g.fit && g.fit->collinear) {
     c.evidence.push_back(
         "prompt length and in-flight count rose together: the fit cannot tell queueing from prefill, "
@@ -163,7 +169,8 @@ void fit_evidence(const GroupStats& g, Candidate& c) {
 Candidate queueing(const GroupStats& g, double excess_median, bool any_ttft, const EngineEvidence* engine) {
   Candidate c{"queueing", 0.0, {}};
   double client = std::max(0.0, excess_median) / kQueueExcessThresholdMs;
-  if (g.fit && g.fit->in_flight_varies && g.in_flight && g.fit->r2 >= 0.5 && g.fit->c_ms_per_in_flight > 0) {
+  if (g.fit && g.fit->in_flight_varies && !g.fit->in_flight_term_noise() && g.in_flight && g.fit->r2 >= 0.5 &&
+      g.fit->c_ms_per_in_flight > 0) {
     client = std::max(client, g.fit->c_ms_per_in_flight * g.in_flight->p90 / kQueueExcessThresholdMs);
   }
   const std::optional<double> decided = engine_queue_score(g, engine, c);  // the engine's score
@@ -390,10 +397,19 @@ Candidate prefill_candidate(const GroupStats& g, double explained_median, bool a
         fmt::format("median TTFT explainable by prompt length: {:.0f} ms for prompts of median {:.0f} tokens",
                     explained_median, g.prompt_tokens->p50));
   }
-  if (g.fit && g.fit->prompt_varies && g.fit->b_ms_per_token > 0) {
-    c.evidence.push_back(
-        fmt::format("fit: {:.3f} ms per prompt token, an implied prefill rate of {:.0f} tok/s (R² {:.2f})",
-                    g.fit->b_ms_per_token, 1000.0 / g.fit->b_ms_per_token, g.fit->r2));
+  if (const auto& f = g.fit; f && f->prompt_varies && f->b_ms_per_token > 0) {
+    const double low = f->b_ms_per_token - f->b_ci95_ms, high = f->b_ms_per_token + f->b_ci95_ms;
+    if (f->prompt_term_known()) {
+      c.evidence.push_back(fmt::format(
+          "fit: {:.3f} ± {:.3f} ms per prompt token, an implied prefill rate of {:.0f} tok/s ({:.0f} to {:.0f} at "
+          "95%; R² {:.2f})",
+          f->b_ms_per_token, f->b_ci95_ms, 1000.0 / f->b_ms_per_token, 1000.0 / high, 1000.0 / low, f->r2));
+    } else if (f->prompt_term_noise()) {
+      c.evidence.push_back(fmt::format(
+          "fit: {:.3f} ± {:.3f} ms per prompt token, within its noise of 0: no prefill rate can be read from this "
+          "run's TTFT (prompts of {:.0f} to {:.0f} tokens)",
+          f->b_ms_per_token, f->b_ci95_ms, f->prompt_min, f->prompt_max));
+    }
   }
   for (const auto& h : g.held_prompts) c.evidence.push_back(held_prompts_evidence(h));
   return c;
@@ -437,13 +453,19 @@ Candidate decode_candidate(const GroupStats& g) {
     // Said first where it decides the score (a band's sentence shows the first line).
     c.evidence.insert(decides ? c.evidence.begin() : c.evidence.end(), interference_text(*d));
   }
-  if (g.tpot_in_flight_slope_ms) {
-    c.evidence.push_back(
-        *g.tpot_in_flight_slope_ms < 0
-            ? fmt::format(
-                  "TPOT did not rise with the requests in flight ({:+.2f} ms per request): no batching cost seen",
-                  *g.tpot_in_flight_slope_ms)
-            : fmt::format("TPOT changes {:+.2f} ms per request in flight (batching cost)", *g.tpot_in_flight_slope_ms));
+  if (const auto& slope = g.tpot_in_flight_slope_ms) {
+    const auto& half = g.tpot_in_flight_slope_ci95_ms;
+    const std::string pm = half ? fmt::format(" ± {:.2f}", *half) : std::string();
+    if (half && std::fabs(*slope) <= *half) {
+      c.evidence.push_back(fmt::format(
+          "TPOT did not follow the requests in flight ({:+.2f}{} ms per request, within its noise of 0)", *slope, pm));
+    } else {
+      c.evidence.push_back(
+          *slope < 0 ? fmt::format("TPOT did not rise with the requests in flight ({:+.2f}{} ms per request): no "
+                                   "batching cost seen",
+                                   *slope, pm)
+                     : fmt::format("TPOT changes {:+.2f}{} ms per request in flight (batching cost)", *slope, pm));
+    }
   }
   return c;
 }

@@ -265,10 +265,19 @@ std::string fit_md(const GroupStats& g) {
   if (!g.fit) return {};
   std::string o;
   const auto& f = *g.fit;
+  // ± a coefficient's 95% interval, as precise as the coefficient is printed.
+  const auto pm = [&f](double half, int digits) {
+    return f.intervals ? fmt::format(" ± {:.{}f}", half, digits) : std::string();
+  };
   fmt::format_to(std::back_inserter(o), "\nTTFT fit: {:.1f} ms", f.a_ms);
-  if (f.prompt_varies) fmt::format_to(std::back_inserter(o), " + {:.3f} ms/prompt token", f.b_ms_per_token);
-  if (f.in_flight_varies) fmt::format_to(std::back_inserter(o), " + {:.1f} ms/request in flight", f.c_ms_per_in_flight);
-  fmt::format_to(std::back_inserter(o), " (R² {:.2f}, n {}){}\n", f.r2, f.n,
+  if (f.prompt_varies) {
+    fmt::format_to(std::back_inserter(o), " + {:.3f}{} ms/prompt token", f.b_ms_per_token, pm(f.b_ci95_ms, 3));
+  }
+  if (f.in_flight_varies) {
+    fmt::format_to(std::back_inserter(o), " + {:.1f}{} ms/request in flight", f.c_ms_per_in_flight, pm(f.c_ci95_ms, 1));
+  }
+  fmt::format_to(std::back_inserter(o), " (R² {:.2f}, n {}{}){}\n", f.r2, f.n,
+                 f.intervals && (f.prompt_varies || f.in_flight_varies) ? "; ± a 95% interval" : "",
                  f.collinear ? "; in-flight count rose with prompt length, so the two cannot be split" : "");
   if (f.prompt_range_narrow) {
     fmt::format_to(std::back_inserter(o),
@@ -277,7 +286,22 @@ std::string fit_md(const GroupStats& g) {
                    "to measure prefill).\n",
                    f.prompt_min, f.prompt_max);
   }
-  if ((f.prompt_varies && f.b_ms_per_token < 0) || (f.in_flight_varies && f.c_ms_per_in_flight < 0)) {
+  if (f.prompt_term_noise()) {
+    fmt::format_to(
+        std::back_inserter(o),
+        "The prompt term is within its noise of 0 (from {:.3f} to {:.3f} ms a token): over prompts of {:.0f} to "
+        "{:.0f} tokens TTFT's spread came from elsewhere, so this run cannot tell what a prompt token "
+        "costs (vary prompt lengths at one concurrency, e.g. sweep --input-tokens, to measure prefill).\n",
+        f.b_ms_per_token - f.b_ci95_ms, f.b_ms_per_token + f.b_ci95_ms, f.prompt_min, f.prompt_max);
+  }
+  if (f.in_flight_term_noise()) {
+    fmt::format_to(std::back_inserter(o),
+                   "The in-flight term is within its noise of 0 (from {:.1f} to {:.1f} ms a request): TTFT did not "
+                   "follow the number of requests in flight at this proxy.\n",
+                   f.c_ms_per_in_flight - f.c_ci95_ms, f.c_ms_per_in_flight + f.c_ci95_ms);
+  }
+  if ((f.prompt_varies && f.b_ms_per_token < 0 && !f.prompt_term_noise()) ||
+      (f.in_flight_varies && f.c_ms_per_in_flight < 0 && !f.in_flight_term_noise())) {
     o += "A negative coefficient says TTFT fell as that quantity rose in this run: something else moved with it "
          "(requests of different shapes mixed, the prefix cache); it is no cost, and no saving.\n";
   }
@@ -506,6 +530,16 @@ std::string ttft_fit_json(const TtftFit& f) {
   } else {
     fit.null_field("c_ms_per_in_flight");
   }
+  // Each term's 95% half-width, null where the term is not in the model or no degree of freedom is left.
+  const auto interval = [&](const char* name, bool in_model, double half) {
+    if (in_model && f.intervals) {
+      fit.field(name, half);
+    } else {
+      fit.null_field(name);
+    }
+  };
+  interval("b_ci95_ms", f.prompt_varies, f.b_ci95_ms);
+  interval("c_ci95_ms", f.in_flight_varies, f.c_ci95_ms);
   fit.field("r2", f.r2).field("collinear", f.collinear).field("prompt_range_narrow", f.prompt_range_narrow);
   return std::move(fit).finish();
 }

@@ -201,11 +201,20 @@ Chart fit_chart(const GroupStats& g, const RowList& rs) {
     const auto& f = *g.fit;
     auto at = [&](double p) { return f.a_ms + f.b_ms_per_token * p + f.c_ms_per_in_flight * mean_inflight; };
     c.add({fmt::format("fit, R² {:.2f}", f.r2), {{0, at(0)}, {max_prompt, at(max_prompt)}}, Mark::kLine, "#ff7f0e"});
-    c.note(partial ? fmt::format("Each dot is a request's TTFT less {:.2f} ms per request in flight above the mean "
+    std::string note = partial
+                           ? fmt::format(
+                                 "Each dot is a request's TTFT less {:.2f} ms per request in flight above the mean "
                                  "({:.1f}), so the line (the fit at the mean in flight) can be read against the dots; "
                                  "R² is the two-variable fit's.",
                                  f.c_ms_per_in_flight, mean_inflight)
-                   : "The line is the least-squares fit of TTFT on prompt tokens.");
+                           : "The line is the least-squares fit of TTFT on prompt tokens.";
+    if (f.prompt_term_noise()) {
+      note += fmt::format(
+          " Its slope, {:.3f} ± {:.3f} ms a prompt token (95%), is within its noise of 0: it says "
+          "nothing of what a prompt token costs.",
+          f.b_ms_per_token, f.b_ci95_ms);
+    }
+    c.note(std::move(note));
   } else if (g.fit && g.fit->prompt_range_narrow) {
     c.note(
         fmt::format("No line: the prompts spanned {:.0f}-{:.0f} tokens, too narrow a range to carry a per-token "

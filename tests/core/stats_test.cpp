@@ -150,4 +150,16 @@ TEST(Summarize, InPlaceSkipsNonFiniteValuesAndMatchesTheCopy) {
 }
 
 }  // namespace
+// A 95% interval's multiplier: the table's rows, the wider row between two, the normal's 1.96 far out.
+TEST(StudentT, TheQuantileIsTheTablesAndWidensBetweenRows) {
+  EXPECT_DOUBLE_EQ(student_t_975(1), 12.706);
+  EXPECT_DOUBLE_EQ(student_t_975(2), 4.303);
+  EXPECT_DOUBLE_EQ(student_t_975(10), 2.228);
+  EXPECT_DOUBLE_EQ(student_t_975(11), 2.228);  // between 10 (2.228) and 12 (2.179): the wider
+  EXPECT_DOUBLE_EQ(student_t_975(83), 2.000);
+  EXPECT_DOUBLE_EQ(student_t_975(100000), 1.962);
+  EXPECT_TRUE(std::isinf(student_t_975(0)));
+  for (std::size_t df = 1; df < 2000; ++df) EXPECT_GE(student_t_975(df), student_t_975(df + 1)) << df;
+}
+
 }  // namespace mpo

@@ -395,7 +395,8 @@ TEST(TtftFit, ANegativeCoefficientIsNotCalledACost) {
   const std::string md = render_markdown(in);
   EXPECT_NE(md.find("A negative coefficient says TTFT fell as that quantity rose in this run"), std::string::npos)
       << md;
-  EXPECT_NE(md.find("fit: TTFT did not rise with the requests already in flight (-40.0 ms each"), std::string::npos)
+  EXPECT_NE(md.find("fit: TTFT did not rise with the requests already in flight (-40.0 ± 0.0 ms each"),
+            std::string::npos)
       << md;
   EXPECT_EQ(md.find("each request already in flight adds -"), std::string::npos) << md;
 }
