@@ -177,7 +177,13 @@ Status read_options(const json::object& o, Endpoint endpoint, CompletionRequest&
   if (messages && !r.max_tokens) return bad("max_tokens", "max_tokens: Field required");
   if (const auto* v = o.if_contains("n"); v != nullptr && !v->is_null()) {
     const auto n = json_int(o, "n");
-    if (!n || *n != 1) return bad("n", "Only n=1 is supported by the simulator.");
+    if (!n) return bad("n", "'n' must be an integer.");
+    if (responses || messages) {
+      if (*n != 1) return bad("n", "This API has no `n`: one response a request.");
+    } else if (*n < 1 || *n > kMaxChoices) {
+      return bad("n", fmt::format("n must be between 1 and {} (the simulator's limit), got {}.", kMaxChoices, *n));
+    }
+    r.n = static_cast<int>(*n);
   }
   if (const auto* v = o.if_contains("ignore_eos"); v != nullptr && !v->is_null()) {
     if (!v->is_bool()) return bad("ignore_eos", "'ignore_eos' must be a boolean.");
@@ -324,6 +330,20 @@ std::string render_error(int status, std::string_view type, std::string_view mes
   return std::move(outer).finish();
 }
 
+std::string render_models(std::string_view model, std::int64_t created, std::string_view owned_by, int max_model_len) {
+  return fmt::format(
+      R"({{"object":"list","data":[{{"id":{},"object":"model","created":{},"owned_by":"{}","root":{},"parent":null,"max_model_len":{}}}]}})",
+      json_quote(model), created, owned_by, json_quote(model), max_model_len);
+}
+
+std::string render_llamacpp_props(std::string_view model, int slots, int n_ctx) {
+  return fmt::format(
+      R"({{"default_generation_settings":{{"params":{{}},"n_ctx":{}}},"total_slots":{},"model_alias":{},)"
+      R"("model_path":{},"endpoint_slots":true,"endpoint_props":false,"endpoint_metrics":true,)"
+      R"("build_info":"modelperfobs-simulate","is_sleeping":false}})",
+      n_ctx, slots, json_quote(model), json_quote(model));
+}
+
 ResponseBuilder::ResponseBuilder(const CompletionRequest& req, Options opts, int prompt_tokens)
     : req_(req), opts_(std::move(opts)), prompt_tokens_(prompt_tokens) {
   const ResponseIdentity identity{opts_.id, opts_.created, opts_.model};
@@ -354,11 +374,11 @@ const char* ResponseBuilder::finish_string() const {
   return nullptr;
 }
 
-std::string ResponseBuilder::usage_json(int cached, bool with_details) const {
+std::string ResponseBuilder::usage_json(int cached, bool with_details, int others) const {
   JsonObjectWriter u;
   u.field("prompt_tokens", prompt_tokens_)
-      .field("total_tokens", prompt_tokens_ + completion_tokens_)
-      .field("completion_tokens", completion_tokens_);
+      .field("total_tokens", prompt_tokens_ + completion_tokens_ + others)
+      .field("completion_tokens", completion_tokens_ + others);
   if (with_details) {
     u.raw_field("prompt_tokens_details", std::move(JsonObjectWriter().field("cached_tokens", cached)).finish());
   }
@@ -372,8 +392,8 @@ std::string ResponseBuilder::stream_start() {
       req_.tool_name ? R"({"role":"assistant","content":null})" : R"({"role":"assistant","content":""})";
   return fmt::format(
       "data: {{\"id\":{},\"object\":\"chat.completion.chunk\",\"created\":{},\"model\":{},\"choices\":"
-      "[{{\"index\":0,\"delta\":{},\"logprobs\":null,\"finish_reason\":null}}]{}}}\n\n",
-      json_quote(opts_.id), opts_.created, json_quote(opts_.model), delta,
+      "[{{\"index\":{},\"delta\":{},\"logprobs\":null,\"finish_reason\":null}}]{}}}\n\n",
+      json_quote(opts_.id), opts_.created, json_quote(opts_.model), opts_.choice, delta,
       req_.continuous_usage ? ",\"usage\":" + usage_json(0, false) : "");
 }
 
@@ -382,8 +402,8 @@ std::string ResponseBuilder::chunk(Kind kind, std::string_view text, bool first_
   std::string choice;
   const std::string fin = finish ? json_quote(finish) : "null";
   if (req_.endpoint == Endpoint::kCompletions) {
-    choice = fmt::format("{{\"index\":0,\"text\":{},\"logprobs\":null,\"finish_reason\":{},\"stop_reason\":null}}",
-                         json_quote(text), fin);
+    choice = fmt::format("{{\"index\":{},\"text\":{},\"logprobs\":null,\"finish_reason\":{},\"stop_reason\":null}}",
+                         opts_.choice, json_quote(text), fin);
   } else {
     std::string delta;
     if (kind == Kind::kReasoning) {
@@ -404,8 +424,8 @@ std::string ResponseBuilder::chunk(Kind kind, std::string_view text, bool first_
         delta = fmt::format("{{\"tool_calls\":[{{\"index\":0,\"function\":{{\"arguments\":{}}}}}]}}", json_quote(args));
       }
     }
-    choice = fmt::format("{{\"index\":0,\"delta\":{},\"logprobs\":null,\"finish_reason\":{}{}}}", delta, fin,
-                         finish ? ",\"stop_reason\":null" : "");
+    choice = fmt::format("{{\"index\":{},\"delta\":{},\"logprobs\":null,\"finish_reason\":{}{}}}", opts_.choice, delta,
+                         fin, finish ? ",\"stop_reason\":null" : "");
   }
   const char* object = req_.endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion";
   return fmt::format("data: {{\"id\":{},\"object\":\"{}\",\"created\":{},\"model\":{},\"choices\":[{}]{}}}\n\n",
@@ -449,7 +469,7 @@ std::string ResponseBuilder::stream_end(int cached) {
     const char* object = req_.endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion";
     out += fmt::format("data: {{\"id\":{},\"object\":\"{}\",\"created\":{},\"model\":{},\"choices\":[]{}{}}}\n\n",
                        json_quote(opts_.id), object, opts_.created, json_quote(opts_.model),
-                       req_.include_usage ? ",\"usage\":" + usage_json(cached, true) : "",
+                       req_.include_usage ? ",\"usage\":" + usage_json(cached, true, other_choices_tokens_) : "",
                        timings_.empty() ? "" : ",\"timings\":" + timings_);
   }
   out += "data: [DONE]\n\n";
@@ -496,37 +516,46 @@ std::string llamacpp_timings(const FinishedRequest& f) {
   return std::move(t).finish();
 }
 
-std::string ResponseBuilder::full_body(int cached) {
-  if (responses_) return responses_->body(totals(cached));
-  if (messages_) return messages_->body(totals(cached));
+std::string ResponseBuilder::choice_json() const {
   const char* fin = finish_string();
   const std::string fin_json = fin ? json_quote(fin) : "null";
-  std::string choice;
   if (req_.endpoint == Endpoint::kCompletions) {
-    choice = fmt::format(
-        "{{\"index\":0,\"text\":{},\"logprobs\":null,\"finish_reason\":{},\"stop_reason\":null,"
+    return fmt::format(
+        "{{\"index\":{},\"text\":{},\"logprobs\":null,\"finish_reason\":{},\"stop_reason\":null,"
         "\"prompt_logprobs\":null}}",
-        json_quote(content_), fin_json);
+        opts_.choice, json_quote(content_), fin_json);
+  }
+  std::string message;
+  if (req_.tool_name) {
+    message = fmt::format(
+        "{{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{{\"id\":{},\"type\":\"function\","
+        "\"function\":{{\"name\":{},\"arguments\":{}}}}}]}}",
+        json_quote("chatcmpl-tool-" + opts_.id.substr(opts_.id.find('-') + 1)), json_quote(*req_.tool_name),
+        json_quote("{\"query\": \"" + tool_args_ + "\"}"));
   } else {
-    std::string message;
-    if (req_.tool_name) {
-      message = fmt::format(
-          "{{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{{\"id\":{},\"type\":\"function\","
-          "\"function\":{{\"name\":{},\"arguments\":{}}}}}]}}",
-          json_quote("chatcmpl-tool-" + opts_.id.substr(opts_.id.find('-') + 1)), json_quote(*req_.tool_name),
-          json_quote("{\"query\": \"" + tool_args_ + "\"}"));
-    } else {
-      message = fmt::format("{{\"role\":\"assistant\",\"content\":{},\"reasoning_content\":{},\"tool_calls\":[]}}",
-                            json_quote(content_), reasoning_.empty() ? "null" : json_quote(reasoning_));
-    }
-    choice = fmt::format("{{\"index\":0,\"message\":{},\"logprobs\":null,\"finish_reason\":{},\"stop_reason\":null}}",
-                         message, fin_json);
+    message = fmt::format("{{\"role\":\"assistant\",\"content\":{},\"reasoning_content\":{},\"tool_calls\":[]}}",
+                          json_quote(content_), reasoning_.empty() ? "null" : json_quote(reasoning_));
+  }
+  return fmt::format("{{\"index\":{},\"message\":{},\"logprobs\":null,\"finish_reason\":{},\"stop_reason\":null}}",
+                     opts_.choice, message, fin_json);
+}
+
+std::string ResponseBuilder::full_body(int cached, std::span<const ResponseBuilder* const> others) {
+  if (responses_) return responses_->body(totals(cached));
+  if (messages_) return messages_->body(totals(cached));
+  std::string choices = choice_json();
+  int other_tokens = 0;
+  for (const ResponseBuilder* b : others) {
+    choices += ',';
+    choices += b->choice_json();
+    other_tokens += b->completion_tokens();
   }
   const char* object = req_.endpoint == Endpoint::kChat ? "chat.completion" : "text_completion";
   return fmt::format(
       "{{\"id\":{},\"object\":\"{}\",\"created\":{},\"model\":{},\"choices\":[{}],\"usage\":{},"
       "\"prompt_logprobs\":null}}",
-      json_quote(opts_.id), object, opts_.created, json_quote(opts_.model), choice, usage_json(cached, true));
+      json_quote(opts_.id), object, opts_.created, json_quote(opts_.model), choices,
+      usage_json(cached, true, other_tokens));
 }
 
 }  // namespace mpo::sim

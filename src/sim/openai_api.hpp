@@ -18,6 +18,8 @@ namespace mpo::sim {
 
 enum class Endpoint { kChat, kCompletions, kResponses, kMessages };
 
+inline constexpr int kMaxChoices = 128;  // the most `n` a request may ask the simulator for
+
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::kChat;
   std::optional<std::string> model;  // absent: the served model
@@ -28,6 +30,10 @@ struct CompletionRequest {
   bool ignore_eos = false;
   std::vector<std::string> stop;
   std::optional<std::uint64_t> seed;
+  // Choices asked for (`n`, chat and completions; 1 to kMaxChoices): each its own sequence in the
+  // engine, their chunks interleaved by `index`, one usage for all (vLLM's serving_chat: the
+  // completion tokens of every choice summed).
+  int n = 1;
   std::optional<std::string> tool_name;  // set when tools + tool_choice "required" (or named)
   std::vector<TokenId> prompt;
   // Responses: the stored response this request continues (its conversation goes before `prompt`:
@@ -54,6 +60,14 @@ std::string llamacpp_timings(const FinishedRequest& f);
 // {"prompt": "..."} -> {"count": N, "max_model_len": L, "tokens": [...]}; errors as a completion's.
 Result<std::string> render_tokenize(std::string_view body, int max_model_len);
 
+// GET /v1/models: the one served model; `owned_by` as the imitated server names itself ("vllm",
+// "llamacpp").
+std::string render_models(std::string_view model, std::int64_t created, std::string_view owned_by, int max_model_len);
+
+// The members of llama.cpp b10309's GET /props a client reads (tests/fixtures/llamacpp/
+// llamacpp_b10309_small-random_np2_props.json): its slots (the engine's max_num_seqs) and context.
+std::string render_llamacpp_props(std::string_view model, int slots, int n_ctx);
+
 // Builds the response of one request, streamed (SSE events) or whole.
 class ResponseBuilder {
  public:
@@ -62,6 +76,7 @@ class ResponseBuilder {
     std::int64_t created = 0;  // Unix seconds
     std::string model;
     int reasoning_tokens = 0;  // this many leading tokens are reasoning_content (chat only)
+    int choice = 0;            // the choice's `index` (n > 1: one builder a choice)
   };
   ResponseBuilder(const CompletionRequest& req, Options opts, int prompt_tokens);
 
@@ -79,8 +94,12 @@ class ResponseBuilder {
   // llama.cpp's `timings` object (llamacpp_timings()) for the end of a chat or completions stream:
   // on the usage event, or without usage on an event of its own, as llama.cpp ends its streams.
   void set_timings(std::string timings_json) { timings_ = std::move(timings_json); }
-  // The whole JSON body of a non-streamed response, after the last emission.
-  std::string full_body(int cached_prompt_tokens);
+  // The whole JSON body of a non-streamed response, after the last emission; with n > 1, this
+  // (the first) choice's builder writes the body, `others` the other choices' builders.
+  std::string full_body(int cached_prompt_tokens, std::span<const ResponseBuilder* const> others = {});
+  // The completion tokens of the other choices, counted in this builder's usage (the end of a
+  // stream of several choices carries one usage for all).
+  void count_other_choices(int completion_tokens) { other_choices_tokens_ = completion_tokens; }
 
   int completion_tokens() const { return completion_tokens_; }
   std::optional<FinishReason> finish() const { return finish_; }
@@ -90,7 +109,8 @@ class ResponseBuilder {
   Kind kind_of(int index) const;
   ResponseTotals totals(int cached_prompt_tokens) const;
   std::string chunk(Kind kind, std::string_view text, bool first_tool, bool last_tool, const char* finish) const;
-  std::string usage_json(int cached_prompt_tokens, bool with_details) const;
+  std::string usage_json(int cached_prompt_tokens, bool with_details, int others = 0) const;
+  std::string choice_json() const;  // the whole body's choice object
   const char* finish_string() const;
 
   const CompletionRequest& req_;
@@ -99,6 +119,7 @@ class ResponseBuilder {
   int completion_tokens_ = 0;
   int reasoning_count_ = 0;
   int cached_prompt_tokens_ = 0;
+  int other_choices_tokens_ = 0;
   std::string timings_;
   std::optional<FinishReason> finish_;
   std::optional<ResponsesEvents> responses_;

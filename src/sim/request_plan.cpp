@@ -10,7 +10,8 @@
 
 namespace mpo::sim {
 
-RequestPlan plan_request(const CompletionRequest& req, const Profile& profile, Fault fault, std::uint64_t server_seed) {
+RequestPlan plan_request(const CompletionRequest& req, const Profile& profile, Fault fault, std::uint64_t server_seed,
+                         int choice) {
   RequestPlan p;
   const int prompt_len = static_cast<int>(req.prompt.size());
   std::uint64_t prompt_hash = 0x9e37ULL;
@@ -22,6 +23,7 @@ RequestPlan plan_request(const CompletionRequest& req, const Profile& profile, F
   spec.stop = req.stop;
   // Same server seed, same prompt, same request seed: the same output.
   spec.seed = mix64(server_seed ^ prompt_hash ^ (req.seed ? mix64(*req.seed + 1) : 0));
+  if (choice > 0) spec.seed = mix64(spec.seed ^ mix64(0xc401ceULL + static_cast<std::uint64_t>(choice)));
   spec.natural_tokens = natural_length(profile.output, spec.seed);
   if (fault == Fault::kStall) spec.defer_s = profile.faults.stall_s;
   const int room = profile.engine.max_model_len - prompt_len;

@@ -20,6 +20,9 @@ struct RequestPlan {
   int reasoning_tokens = 0;  // a reasoning model's share of expected_tokens (chat without a forced tool)
 };
 
-RequestPlan plan_request(const CompletionRequest& req, const Profile& profile, Fault fault, std::uint64_t server_seed);
+// `choice`: which of the request's `n` choices (each its own sequence, with its own draws; choice 0
+// is what a request of one choice gets).
+RequestPlan plan_request(const CompletionRequest& req, const Profile& profile, Fault fault, std::uint64_t server_seed,
+                         int choice = 0);
 
 }  // namespace mpo::sim

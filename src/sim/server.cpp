@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/beast/core.hpp>
@@ -56,20 +57,21 @@ constexpr auto kLlamaCppCloseDelay = std::chrono::milliseconds(2);
 // keep-alive max count, b10309).
 constexpr int kLlamaCppMaxRequests = 100;
 
-// Where the engine's output for one client request waits for its connection to write it.
+// Where the engine's output for one sequence of a client request (one choice) waits for its
+// connection to write it. The choices of one request share the timer their connection waits on.
 struct Sink {
-  explicit Sink(asio::any_io_executor ex) : notify(ex, Clock::time_point::max()) {}
+  explicit Sink(asio::steady_timer& waker) : notify(&waker) {}
   std::deque<Emission> pending;
   std::vector<TokenId> output;  // every token generated, in order (a stored response's own)
   std::optional<FinishedRequest> finished;
-  asio::steady_timer notify;
+  asio::steady_timer* notify;
   TruthContext truth;
   // A streamed response's truth line waits until its tokens are written (first_token_sent_at),
   // and is written before the last chunk, so a client that saw [DONE] finds its line.
   bool defer_truth = false;
   bool truth_pending = false;
   bool started = false;  // the engine scheduled the request (a llama.cpp slot started it)
-  void wake() { notify.cancel(); }
+  void wake() { notify->cancel(); }
 };
 
 class Simulator {
@@ -396,7 +398,11 @@ class Simulator {
       co_return co_await completion(stream, req, *endpoint);
     }
     if (path == "/v1/models" && get)
-      co_return co_await write(stream, make_response(req, http::status::ok, models_body()));
+      co_return co_await write(stream,
+                               make_response(req, http::status::ok,
+                                             render_models(profile_.model, wall_origin_us_ / 1'000'000,
+                                                           opts_.llamacpp_head_and_timings ? "llamacpp" : "vllm",
+                                                           profile_.engine.max_model_len)));
     if (path == "/metrics" && get) {
       MetricsContext ctx{profile_.model, now_s(), wall_origin_us_ / 1e6, wall_origin_us_ / 1e6};
       co_return co_await write(stream, make_response(req, http::status::ok, render_vllm_metrics(engine_, ctx),
@@ -411,7 +417,9 @@ class Simulator {
       co_return co_await write(stream, make_response(req, http::status::ok, *out));
     }
     if (path == "/props" && get && opts_.llamacpp_head_and_timings)  // llama.cpp's own description
-      co_return co_await write(stream, make_response(req, http::status::ok, llamacpp_props_body()));
+      co_return co_await write(stream, make_response(req, http::status::ok,
+                                                     render_llamacpp_props(profile_.model, profile_.engine.max_num_seqs,
+                                                                           profile_.engine.max_model_len)));
     if (path == "/health" && get)
       co_return co_await write(stream, make_response(req, http::status::ok, "", "text/plain"));
     if (path == "/reset_prefix_cache" && post) {
@@ -435,25 +443,6 @@ class Simulator {
                                                     fmt::format("no route for {} {}", req.method_string(), path)));
   }
 
-  std::string models_body() const {
-    return fmt::format(
-        R"({{"object":"list","data":[{{"id":{},"object":"model","created":{},"owned_by":"{}","root":{},"parent":null,"max_model_len":{}}}]}})",
-        json_quote(profile_.model), wall_origin_us_ / 1'000'000,
-        opts_.llamacpp_head_and_timings ? "llamacpp" : "vllm",  // as each names itself
-        json_quote(profile_.model), profile_.engine.max_model_len);
-  }
-
-  // The members of llama.cpp b10309's GET /props a client reads (tests/fixtures/llamacpp/
-  // llamacpp_b10309_small-random_np2_props.json): its slots are the engine's max_num_seqs.
-  std::string llamacpp_props_body() const {
-    return fmt::format(
-        R"({{"default_generation_settings":{{"params":{{}},"n_ctx":{}}},"total_slots":{},"model_alias":{},)"
-        R"("model_path":{},"endpoint_slots":true,"endpoint_props":false,"endpoint_metrics":true,)"
-        R"("build_info":"modelperfobs-simulate","is_sleeping":false}})",
-        profile_.engine.max_model_len, profile_.engine.max_num_seqs, json_quote(profile_.model),
-        json_quote(profile_.model));
-  }
-
   std::string scenario_body() const {
     return std::move(JsonObjectWriter()
                          .field("scenario", to_string(scenario_.current()))
@@ -466,14 +455,13 @@ class Simulator {
   }
 
   // Waits for output, or notices a client that went away. Returns false on disconnect.
-  awaitable<bool> wait_for_output(beast::tcp_stream& stream, Sink& sink, bool& watch_client) {
-    sink.notify.expires_at(Clock::time_point::max());
+  awaitable<bool> wait_for_output(beast::tcp_stream& stream, asio::steady_timer& notify, bool& watch_client) {
+    notify.expires_at(Clock::time_point::max());
     if (!watch_client) {
-      co_await sink.notify.async_wait(kNoThrow);
+      co_await notify.async_wait(kNoThrow);
       co_return true;
     }
-    auto which =
-        co_await (sink.notify.async_wait(kNoThrow) || stream.socket().async_wait(tcp::socket::wait_read, kNoThrow));
+    auto which = co_await (notify.async_wait(kNoThrow) || stream.socket().async_wait(tcp::socket::wait_read, kNoThrow));
     if (which.index() == 1) {
       boost::system::error_code ec;
       const std::size_t avail = stream.socket().available(ec);
@@ -533,40 +521,45 @@ class Simulator {
                                                  "InternalServerError", "simulated engine fault (scenario 'faults')"));
     }
 
+    if (creq.n > 1 && (opts_.llamacpp_head_and_timings || opts_.llamacpp_stream_end)) {
+      co_return co_await write(stream, api_error(req, endpoint, http::status::bad_request, "BadRequestError",
+                                                 "n > 1 is served as vLLM serves it; --imitate llamacpp and "
+                                                 "--stream-end llamacpp imitate llama.cpp's streams of one choice",
+                                                 "n"));
+    }
     const int prompt_len = static_cast<int>(creq.prompt.size());
-    RequestPlan plan = plan_request(creq, profile_, fault, opts_.seed);
-    const int truncate_after = plan.truncate_after;
-
-    auto id = engine_.add_request(std::move(plan.spec), now_s());
-    if (!id)
-      co_return co_await write(
-          stream, api_error(req, endpoint, http::status::bad_request, "BadRequestError", id.error().message,
-                            endpoint == Endpoint::kCompletions ? "prompt" : "messages"));
-    wake_engine();
-
-    Sink sink(io_.get_executor());
-    sink.defer_truth = creq.stream;
-    if (auto it = req.find("X-Request-Id"); it != req.end()) sink.truth.x_request_id = std::string(it->value());
-    if (auto it = req.find("traceparent"); it != req.end()) sink.truth.traceparent = std::string(it->value());
-    if (auto it = req.find("X-Fak-Observation-ID"); it != req.end())
-      sink.truth.observation_id = std::string(it->value());
     ResponseBuilder::Options ro;
     const std::string hex = ids_.next(SystemClock::instance().wall_us() / 1000);
     ro.id = fmt::format("{}{}", id_prefix(endpoint), hex);
     ro.created = SystemClock::instance().wall_us() / 1'000'000;
     ro.model = profile_.model;
-    ro.reasoning_tokens = plan.reasoning_tokens;
-    sink.truth.response_id = ro.id;
-    sinks_.emplace(*id, &sink);
-    struct Unregister {
-      Simulator* self;
-      Sink& sink;
-      RequestId id;
-      ~Unregister() {
-        self->flush_truth(sink);
-        self->sinks_.erase(id);
+    // One engine sequence a choice (vLLM fans a request of n out to n sequences), each with its
+    // sink and builder; a deque, so that a choice stays where sinks_ points.
+    asio::steady_timer notify(io_.get_executor(), Clock::time_point::max());
+    std::deque<Choice> choices;
+    for (int i = 0; i < creq.n; ++i) {
+      RequestPlan plan = plan_request(creq, profile_, fault, opts_.seed, i);
+      const int truncate_after = plan.truncate_after;
+      ro.reasoning_tokens = plan.reasoning_tokens;
+      ro.choice = i;
+      auto id = engine_.add_request(std::move(plan.spec), now_s());
+      if (!id) {
+        abort_choices(choices);
+        co_return co_await write(
+            stream, api_error(req, endpoint, http::status::bad_request, "BadRequestError", id.error().message,
+                              endpoint == Endpoint::kCompletions ? "prompt" : "messages"));
       }
-    } unregister{this, sink, *id};
+      Choice& c = choices.emplace_back(this, *id, notify, ResponseBuilder(creq, ro, prompt_len), truncate_after);
+      c.sink.defer_truth = creq.stream;
+      if (auto it = req.find("X-Request-Id"); it != req.end()) c.sink.truth.x_request_id = std::string(it->value());
+      if (auto it = req.find("traceparent"); it != req.end()) c.sink.truth.traceparent = std::string(it->value());
+      if (auto it = req.find("X-Fak-Observation-ID"); it != req.end())
+        c.sink.truth.observation_id = std::string(it->value());
+      c.sink.truth.response_id = ro.id;
+      if (creq.n > 1) c.sink.truth.choice = i;
+    }
+    wake_engine();
+    Choice& first = choices.front();
     // A finished Responses response is stored for a later previous_response_id (vLLM's store).
     struct Store {
       Simulator* self;
@@ -580,32 +573,33 @@ class Simulator {
         conversation.insert(conversation.end(), sink.output.begin(), sink.output.end());
         self->stored_.put(id, std::move(conversation));
       }
-    } store{this, sink, creq.prompt, ro.id, endpoint == Endpoint::kResponses};
-    ResponseBuilder builder(creq, ro, prompt_len);
+    } store{this, first.sink, creq.prompt, ro.id, endpoint == Endpoint::kResponses};
     bool watch_client = true;
-    auto abort_request = [&] {
-      if (auto f = engine_.abort(*id, now_s())) record_finished(*f, &sink);
-      wake_engine();
+    const auto all_finished = [&choices] {
+      return std::all_of(choices.begin(), choices.end(), [](const Choice& c) { return c.sink.finished.has_value(); });
     };
 
     if (!creq.stream) {
-      while (!sink.finished) {
-        if (!co_await wait_for_output(stream, sink, watch_client)) {
-          abort_request();
+      for (;;) {
+        for (auto& c : choices) take_all(c.sink, c.builder);  // accumulate the text
+        if (all_finished()) break;
+        if (!co_await wait_for_output(stream, notify, watch_client)) {
+          abort_choices(choices);
           co_return false;
         }
-        take_all(sink, builder);  // accumulate the text
       }
-      take_all(sink, builder);
+      std::vector<const ResponseBuilder*> others;
+      for (std::size_t i = 1; i < choices.size(); ++i) others.push_back(&choices[i].builder);
       co_return co_await write(
-          stream, make_response(req, http::status::ok, builder.full_body(sink.finished->cached_prompt_tokens)));
+          stream, make_response(req, http::status::ok,
+                                first.builder.full_body(first.sink.finished->cached_prompt_tokens, others)));
     }
 
     if (opts_.llamacpp_head_and_timings) {
       // The head waits for a slot (a request that finished or failed before one started it goes on).
-      while (!sink.started && !sink.finished && !engine_.cached_prompt_tokens(*id).has_value()) {
-        if (!co_await wait_for_output(stream, sink, watch_client)) {
-          abort_request();
+      while (!first.sink.started && !first.sink.finished && !engine_.cached_prompt_tokens(first.id).has_value()) {
+        if (!co_await wait_for_output(stream, notify, watch_client)) {
+          abort_choices(choices);
           co_return false;
         }
       }
@@ -621,7 +615,7 @@ class Simulator {
     http::response_serializer<http::empty_body> sr(head);
     stream.expires_after(std::chrono::seconds(60));
     if (auto [ec, n] = co_await http::async_write_header(stream, sr, kNoThrow); ec) {
-      abort_request();
+      abort_choices(choices);
       co_return false;
     }
     auto send = [&](std::string data) -> awaitable<bool> {
@@ -630,47 +624,56 @@ class Simulator {
       auto [ec, n] = co_await asio::async_write(stream, http::make_chunk(asio::buffer(data)), kNoThrow);
       co_return !ec;
     };
-    // llama.cpp sends chat's role chunk with the first token, not with the head.
-    std::string start = builder.stream_start();
+    // Chat's role chunk, one a choice; llama.cpp sends it with the first token, not with the head.
+    std::string start;
+    for (auto& c : choices) start += c.builder.stream_start();
     if (!opts_.llamacpp_head_and_timings && !co_await send(std::exchange(start, {}))) {
-      abort_request();
+      abort_choices(choices);
       co_return false;
     }
     const auto per_chunk = static_cast<std::size_t>(profile_.output.tokens_per_chunk);
-    int written = 0;
     for (;;) {
-      while (!sink.pending.empty() && (sink.pending.size() >= per_chunk || sink.finished)) {
-        const std::size_t n = std::min(per_chunk, sink.pending.size());
-        std::vector<Emission> group(std::make_move_iterator(sink.pending.begin()),
-                                    std::make_move_iterator(sink.pending.begin() + static_cast<std::ptrdiff_t>(n)));
-        sink.pending.erase(sink.pending.begin(), sink.pending.begin() + static_cast<std::ptrdiff_t>(n));
-        // Taken as the write starts: Asio sends at once inside the call (unless the socket buffer
-        // is full), while the coroutine may resume well after the send when the loop is busy.
-        const double write_start_s = now_s();
-        if (written == 0) {  // a request that already finished is no longer in the engine
-          builder.set_cached_prompt_tokens(sink.finished ? sink.finished->cached_prompt_tokens
-                                                         : engine_.cached_prompt_tokens(*id).value_or(0));
-        }
-        if (!co_await send(std::exchange(start, {}) + builder.stream_tokens(group))) {
-          abort_request();
-          co_return false;
-        }
-        if (written == 0) sink.truth.first_token_sent_s = write_start_s;
-        written += static_cast<int>(n);
-        if (truncate_after > 0 && written >= truncate_after && !sink.finished) {
-          abort_request();  // the engine side of a cut stream: the request is aborted
-          co_return false;  // close without the last chunk or [DONE]
+      for (auto& c : choices) {  // each choice's tokens, in the order of the choices
+        Sink& sink = c.sink;
+        while (!sink.pending.empty() && (sink.pending.size() >= per_chunk || sink.finished)) {
+          const std::size_t n = std::min(per_chunk, sink.pending.size());
+          std::vector<Emission> group(std::make_move_iterator(sink.pending.begin()),
+                                      std::make_move_iterator(sink.pending.begin() + static_cast<std::ptrdiff_t>(n)));
+          sink.pending.erase(sink.pending.begin(), sink.pending.begin() + static_cast<std::ptrdiff_t>(n));
+          // Taken as the write starts: Asio sends at once inside the call (unless the socket buffer
+          // is full), while the coroutine may resume well after the send when the loop is busy.
+          const double write_start_s = now_s();
+          if (c.written == 0) {  // a request that already finished is no longer in the engine
+            c.builder.set_cached_prompt_tokens(sink.finished ? sink.finished->cached_prompt_tokens
+                                                             : engine_.cached_prompt_tokens(c.id).value_or(0));
+          }
+          if (!co_await send(std::exchange(start, {}) + c.builder.stream_tokens(group))) {
+            abort_choices(choices);
+            co_return false;
+          }
+          if (c.written == 0) sink.truth.first_token_sent_s = write_start_s;
+          c.written += static_cast<int>(n);
+          if (c.truncate_after > 0 && c.written >= c.truncate_after && !sink.finished) {
+            abort_choices(choices);  // the engine side of a cut stream: the request is aborted
+            co_return false;         // close without the last chunk or [DONE]
+          }
         }
       }
-      if (sink.finished && sink.pending.empty()) break;
-      if (!co_await wait_for_output(stream, sink, watch_client)) {
-        abort_request();
+      const bool drained =
+          std::all_of(choices.begin(), choices.end(), [](const Choice& c) { return c.sink.pending.empty(); });
+      if (all_finished() && drained) break;
+      if (!co_await wait_for_output(stream, notify, watch_client)) {
+        abort_choices(choices);
         co_return false;
       }
     }
-    flush_truth(sink);
-    if (opts_.llamacpp_head_and_timings) builder.set_timings(llamacpp_timings(*sink.finished));
-    if (!co_await send(std::exchange(start, {}) + builder.stream_end(sink.finished->cached_prompt_tokens))) {
+    for (auto& c : choices) flush_truth(c.sink);
+    if (opts_.llamacpp_head_and_timings) first.builder.set_timings(llamacpp_timings(*first.sink.finished));
+    int other_tokens = 0;
+    for (std::size_t i = 1; i < choices.size(); ++i) other_tokens += choices[i].builder.completion_tokens();
+    first.builder.count_other_choices(other_tokens);
+    if (!co_await send(std::exchange(start, {}) +
+                       first.builder.stream_end(first.sink.finished->cached_prompt_tokens))) {
       co_return false;
     }
     if (opts_.llamacpp_stream_end) {
@@ -685,6 +688,35 @@ class Simulator {
       co_return false;  // the session closes the connection
     }
     co_return !ec && req.keep_alive();
+  }
+
+  // One choice of a client request: its engine sequence, where its output waits, its events'
+  // builder, how far its stream got. It leaves sinks_ (its truth line written first) when it goes.
+  struct Choice {
+    Choice(Simulator* owner, RequestId engine_id, asio::steady_timer& notify, ResponseBuilder events, int cut_after)
+        : self(owner), id(engine_id), sink(notify), builder(std::move(events)), truncate_after(cut_after) {
+      self->sinks_.emplace(id, &sink);
+    }
+    Choice(const Choice&) = delete;
+    Choice& operator=(const Choice&) = delete;
+    ~Choice() {
+      self->flush_truth(sink);
+      self->sinks_.erase(id);
+    }
+    Simulator* self;
+    RequestId id;
+    Sink sink;
+    ResponseBuilder builder;
+    int truncate_after;  // 'truncate' fault: the stream is cut after this many of its tokens; -1 never
+    int written = 0;
+  };
+
+  // A client that left, a failed write or a cut stream: every choice's sequence is aborted.
+  void abort_choices(std::deque<Choice>& choices) {
+    for (auto& c : choices) {
+      if (auto f = engine_.abort(c.id, now_s())) record_finished(*f, &c.sink);
+    }
+    wake_engine();
   }
 
   asio::io_context& io_;

@@ -34,6 +34,7 @@ std::string render_truth_line(const FinishedRequest& f, const TruthContext& ctx)
   opt_str(w, "x_request_id", ctx.x_request_id);
   opt_str(w, "observation_id", ctx.observation_id);
   opt_str(w, "traceparent", ctx.traceparent);
+  if (ctx.choice) w.field("choice", *ctx.choice);
   w.field("arrival_at", format_rfc3339_us(wall(f.arrival_s)));
   opt_time(w, "scheduled_at", f.scheduled_s);
   opt_time(w, "first_token_at", f.first_token_s);

@@ -21,6 +21,8 @@ struct TruthContext {
   // happens inside that call unless the socket buffer is full); unset when not streamed or when
   // that write failed.
   std::optional<double> first_token_sent_s;
+  // Which choice of a request for several (`n` > 1) this sequence was: each has a line of its own.
+  std::optional<int> choice;
 };
 
 // One line, newline included.

@@ -9,7 +9,9 @@
 #include <future>
 #include <ostream>
 #include <regex>
+#include <set>
 
+#include "core/time.hpp"
 #include "support/canned_backend.hpp"
 #include "support/http_client.hpp"
 #include "support/metric_families.hpp"
@@ -398,6 +400,71 @@ TEST(ProxySessions, TheSessionHeaderCanBeRenamedOrTurnedOff) {
   const auto off_lines = off.stop_proxy();
   ASSERT_EQ(off_lines.size(), 1u);
   EXPECT_TRUE(obj(off_lines[0])["session_id"].is_null());
+}
+
+// A request for several choices (`n`), as vLLM serves one and the simulator imitates: a sequence a
+// choice, their chunks interleaved by index, one usage for all. The line counts every choice and its
+// tokens, agrees with the simulator's truth (a line a choice), and times each choice's gaps apart:
+// read across choices, one step's tokens of two choices would look 0 ms apart.
+TEST(ProxyChoices, ARequestForSeveralChoicesIsCountedWholeAndTimedChoiceByChoice) {
+  Stack s;
+  auto r = http_post(s.proxy.port, "/v1/chat/completions",
+                     R"({"messages":[{"role":"user","content":"three answers"}],"max_tokens":12,"n":3,)"
+                     R"("ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}})");
+  ASSERT_EQ(r.status, 200);
+  std::set<std::int64_t> indices, finished;
+  std::int64_t usage_tokens = -1;
+  for (const auto& d : r.sse_data()) {
+    if (d == "[DONE]") continue;
+    auto o = obj(d);
+    for (const auto& c : o["choices"].as_array()) {
+      const auto i = c.as_object().at("index").as_int64();
+      indices.insert(i);
+      if (!c.as_object().at("finish_reason").is_null()) finished.insert(i);
+    }
+    if (const auto* u = o.if_contains("usage"); u && u->is_object())
+      usage_tokens = u->as_object().at("completion_tokens").as_int64();
+  }
+  EXPECT_EQ(indices, (std::set<std::int64_t>{0, 1, 2}));
+  EXPECT_EQ(finished, indices);
+  EXPECT_EQ(usage_tokens, 36);
+  // And whole: two completions, their text and one usage for both.
+  auto whole = http_post(s.proxy.port, "/v1/completions",
+                         R"({"prompt":"two completions","max_tokens":5,"n":2,)"
+                         R"("ignore_eos":true})");
+  ASSERT_EQ(whole.status, 200);
+  auto body = obj(whole.body);
+  ASSERT_EQ(body["choices"].as_array().size(), 2u);
+  EXPECT_EQ(body["choices"].as_array()[1].as_object()["index"], 1);
+  EXPECT_EQ(body["usage"].as_object()["completion_tokens"], 10);
+
+  const auto lines = s.stop_proxy();
+  ASSERT_EQ(lines.size(), 2u);
+  auto streamed = obj(lines[0]);
+  EXPECT_EQ(streamed["choices"], 3) << lines[0];
+  EXPECT_EQ(streamed["completion_tokens"], 36) << lines[0];
+  EXPECT_EQ(streamed["content_events"], 36) << lines[0];
+  auto not_streamed = obj(lines[1]);
+  EXPECT_EQ(not_streamed["choices"], 2) << lines[1];
+  EXPECT_EQ(not_streamed["completion_tokens"], 10) << lines[1];
+
+  EXPECT_EQ(s.sim.process.terminate(), 0);
+  std::vector<json::object> truth;
+  for (const auto& l : read_lines(s.dir + "/truth.jsonl")) truth.push_back(obj(l));
+  ASSERT_EQ(truth.size(), 5u);  // a line a choice
+  std::set<std::int64_t> truth_choices;
+  double per_token_ms = 1e9;
+  for (const auto& t : truth) {
+    if (t.at("response_id") != streamed["response_id"]) continue;
+    truth_choices.insert(t.at("choice").as_int64());
+    EXPECT_EQ(t.at("completion_tokens"), 12);
+    const auto ms = [&](const char* k) { return static_cast<double>(*parse_rfc3339(t.at(k).as_string())) / 1000.0; };
+    per_token_ms = std::min(per_token_ms, (ms("last_token_at") - ms("first_token_at")) / 11);
+  }
+  EXPECT_EQ(truth_choices, (std::set<std::int64_t>{0, 1, 2}));
+  // Each choice's pace is the engine's step, as its own truth says; not 0 from reading across choices.
+  EXPECT_GT(num(streamed["itl_p50_ms"]), 0.5 * per_token_ms) << lines[0];
+  EXPECT_NEAR(num(streamed["tpot_ms"]), per_token_ms, 0.5 * per_token_ms) << lines[0];
 }
 
 }  // namespace

@@ -65,7 +65,10 @@ TEST(ParseRequest, RejectsWhatVllmRejectsNamingTheParam) {
         Case{R"({"messages":[{"role":"user","content":"x"}],"stream_options":{}})", Endpoint::kChat, "stream_options"},
         Case{R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"required"})", Endpoint::kChat,
              "tool_choice"},
-        Case{R"({"messages":[{"role":"user","content":"x"}],"n":2})", Endpoint::kChat, "n"},
+        Case{R"({"messages":[{"role":"user","content":"x"}],"n":0})", Endpoint::kChat, "n"},
+        Case{R"({"messages":[{"role":"user","content":"x"}],"n":129})", Endpoint::kChat, "n"},
+        Case{R"({"messages":[{"role":"user","content":"x"}],"n":"2"})", Endpoint::kChat, "n"},
+        Case{R"({"input":"x","n":2})", Endpoint::kResponses, "n"},
         Case{R"({"prompt":["a","b"]})", Endpoint::kCompletions, "prompt"},
         Case{R"({"prompt":{}})", Endpoint::kCompletions, "prompt"}, Case{R"({})", Endpoint::kCompletions, "prompt"}}) {
     auto r = parse_completion_request(c.body, c.ep);
@@ -214,6 +217,59 @@ TEST(ResponseBuilder, NonStreamedBodyCarriesTextAndUsage) {
   EXPECT_EQ(choice["message"].as_object()["content"], " a b");
   EXPECT_EQ(choice["finish_reason"], "stop");
   EXPECT_EQ(body["usage"].as_object()["prompt_tokens_details"].as_object()["cached_tokens"], 4);
+}
+
+// A request for several choices, as vLLM answers one: each choice's chunks carry its index and its
+// own finish; one usage at the end counts every choice's tokens and the prompt once; the whole
+// body lists the choices in order under that usage.
+TEST(ResponseBuilder, SeveralChoicesCarryTheirIndexAndOneUsageCountsThemAll) {
+  auto req = *parse_completion_request(
+      R"({"messages":[{"role":"user","content":"Hi"}],"n":2,"stream":true,"stream_options":{"include_usage":true}})",
+      Endpoint::kChat);
+  ASSERT_EQ(req.n, 2);
+  ResponseBuilder first(req, {"chatcmpl-1", 100, "m", 0, 0}, 8);
+  ResponseBuilder second(req, {"chatcmpl-1", 100, "m", 0, 1}, 8);
+  std::string sse = first.stream_start() + second.stream_start();
+  sse += first.stream_tokens(std::vector{em(0, " a")});
+  sse += second.stream_tokens(std::vector{em(0, " x"), em(1, " y"), em(2, " z", FinishReason::kLength)});
+  sse += first.stream_tokens(std::vector{em(1, " b", FinishReason::kStop)});
+  first.count_other_choices(second.completion_tokens());
+  sse += first.stream_end(3);
+  const auto ev = events(sse);
+  ASSERT_EQ(ev.size(), 7u);
+  const auto index = [&](std::size_t i) {
+    return json::parse(ev[i]).as_object()["choices"].as_array()[0].as_object()["index"].as_int64();
+  };
+  EXPECT_EQ(index(0), 0);
+  EXPECT_EQ(index(1), 1);
+  EXPECT_EQ(index(2), 0);
+  EXPECT_EQ(index(3), 1);
+  EXPECT_EQ(index(4), 0);
+  EXPECT_EQ(json::parse(ev[3]).as_object()["choices"].as_array()[0].as_object()["finish_reason"], "length");
+  EXPECT_EQ(json::parse(ev[4]).as_object()["choices"].as_array()[0].as_object()["finish_reason"], "stop");
+  auto usage = json::parse(ev[5]).as_object()["usage"].as_object();
+  EXPECT_EQ(usage["prompt_tokens"], 8);
+  EXPECT_EQ(usage["completion_tokens"], 5);
+  EXPECT_EQ(usage["total_tokens"], 13);
+  EXPECT_EQ(usage["prompt_tokens_details"].as_object()["cached_tokens"], 3);
+  EXPECT_EQ(ev[6], "[DONE]");
+
+  auto whole = *parse_completion_request(R"({"prompt":"Hi","n":2})", Endpoint::kCompletions);
+  ResponseBuilder a(whole, {"cmpl-1", 100, "m", 0, 0}, 4);
+  ResponseBuilder b(whole, {"cmpl-1", 100, "m", 0, 1}, 4);
+  a.stream_tokens(std::vector{em(0, " a", FinishReason::kStop)});
+  b.stream_tokens(std::vector{em(0, " x"), em(1, " y", FinishReason::kLength)});
+  const ResponseBuilder* others[] = {&b};
+  auto body = json::parse(a.full_body(0, others)).as_object();
+  auto choices = body["choices"].as_array();
+  ASSERT_EQ(choices.size(), 2u);
+  EXPECT_EQ(choices[0].as_object()["index"], 0);
+  EXPECT_EQ(choices[0].as_object()["text"], " a");
+  EXPECT_EQ(choices[1].as_object()["index"], 1);
+  EXPECT_EQ(choices[1].as_object()["text"], " x y");
+  EXPECT_EQ(choices[1].as_object()["finish_reason"], "length");
+  EXPECT_EQ(body["usage"].as_object()["completion_tokens"], 3);
+  EXPECT_EQ(body["usage"].as_object()["total_tokens"], 7);
 }
 
 TEST(RenderError, IsOpenAiShaped) {

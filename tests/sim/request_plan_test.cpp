@@ -27,6 +27,19 @@ TEST(RequestPlan, TheSameRequestOnTheSameServerSeedPlansTheSameOutput) {
   EXPECT_NE(plan_request(seeded, p, Fault::kNone, 42).spec.seed, a.spec.seed);  // the request's seed counts
 }
 
+// Each choice of a request for several draws its own output; the first draws what a request of
+// one choice draws.
+TEST(RequestPlan, EachChoiceHasItsOwnSeedAndTheFirstIsTheRequestsOwn) {
+  Profile p;
+  const auto one = plan_request(chat(10, 50), p, Fault::kNone, 42);
+  EXPECT_EQ(plan_request(chat(10, 50), p, Fault::kNone, 42, 0).spec.seed, one.spec.seed);
+  const auto second = plan_request(chat(10, 50), p, Fault::kNone, 42, 1);
+  const auto third = plan_request(chat(10, 50), p, Fault::kNone, 42, 2);
+  EXPECT_NE(second.spec.seed, one.spec.seed);
+  EXPECT_NE(third.spec.seed, second.spec.seed);
+  EXPECT_EQ(plan_request(chat(10, 50), p, Fault::kNone, 42, 1).spec.seed, second.spec.seed);
+}
+
 TEST(RequestPlan, ExpectedTokensAreMaxTokensTheNaturalLengthOrTheRoomLeft) {
   Profile p;
   p.engine.max_model_len = 100;
