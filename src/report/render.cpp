@@ -408,8 +408,8 @@ std::string group_md(const GroupStats& g) {
   }
   for (const auto& h : g.held_prompts) o += fmt::format("\n**TTFT tail**: {}.\n", held_prompts_sentence(h));
   if (g.speculation && g.speculation->worth_saying()) {
-    o += fmt::format("\n**Speculative decoding** ({}): {}.\n", g.speculation->source,
-                     speculation_findings(*g.speculation));
+    o += fmt::format("\n**Speculative decoding** ({}): {}. {}\n", g.speculation->source,
+                     speculation_findings(*g.speculation), kSpeculationBaseline);
   }
   if (g.turns) {
     const auto headers = turn_headers();

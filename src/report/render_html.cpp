@@ -380,7 +380,8 @@ std::string group_body(const RowTable& table, const GroupStats& g, const RowList
   }
   if (g.speculation && g.speculation->worth_saying()) {
     o += present::heading("Speculative decoding") +
-         present::paragraph(fmt::format("{}: {}.", g.speculation->source, speculation_findings(*g.speculation)));
+         present::paragraph(fmt::format("{}: {}. {}", g.speculation->source, speculation_findings(*g.speculation),
+                                        kSpeculationBaseline));
   }
   if (g.turns) {
     Table turns(turn_headers());

@@ -53,4 +53,9 @@ std::string speculation_sentence(const Speculation& s);
 std::string speculation_findings(const Speculation& s);
 std::string speculation_json(const std::optional<Speculation>& s);
 
+// What the draft saves or costs against none is not in one run's lines: said after the findings.
+inline constexpr const char* kSpeculationBaseline =
+    "What the draft saves or costs against no draft takes a run of the same load without one: compare the two "
+    "with `modelperfobs report LEDGER --baseline LEDGER_WITHOUT_DRAFT`.";
+
 }  // namespace mpo::report
