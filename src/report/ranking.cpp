@@ -397,9 +397,9 @@ Candidate prefill_candidate(const GroupStats& g, double explained_median, bool a
         fmt::format("median TTFT explainable by prompt length: {:.0f} ms for prompts of median {:.0f} tokens",
                     explained_median, g.prompt_tokens->p50));
   }
-  if (const auto& f = g.fit; f && f->prompt_varies && f->b_ms_per_token > 0) {
+  if (const auto& f = g.fit; f && f->prompt_varies) {
     const double low = f->b_ms_per_token - f->b_ci95_ms, high = f->b_ms_per_token + f->b_ci95_ms;
-    if (f->prompt_term_known()) {
+    if (f->prompt_term_known() && f->b_ms_per_token > 0) {
       c.evidence.push_back(fmt::format(
           "fit: {:.3f} ± {:.3f} ms per prompt token, an implied prefill rate of {:.0f} tok/s ({:.0f} to {:.0f} at "
           "95%; R² {:.2f})",

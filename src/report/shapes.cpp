@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <vector>
 
 #include "core/json.hpp"
@@ -26,6 +27,33 @@ std::optional<Summary> summary_of(const RowList& rs, Maybe<T> Row::*field) {
 }
 
 std::string range_text(const PromptBand& b) { return prompt_band_text(b.from, b.to); }
+
+// Whether the prompts thin out between two shapes' medians: counted in bins of a factor of two,
+// some bin between the medians' bins holds under kValleyShare of the smaller of the two sides'
+// peaks (each side's fullest bin, from its median's bin outwards). Prompts spread evenly
+// over a range have no such valley however far apart two bands' medians lie (the demo's 58 to 258
+// tokens in even steps: 14, 17, 44, 11 a bin); two shapes of traffic have one (a chat's questions
+// and an agent's tool results: nothing between).
+bool valley_between(const RowList& rows, double shortest, double longest) {
+  constexpr std::size_t kBins = 40;
+  const auto bin_of = [](double tokens) {
+    return tokens < 1
+               ? std::size_t{0}
+               : std::min(kBins - 1, static_cast<std::size_t>(std::bit_width(static_cast<std::uint64_t>(tokens))));
+  };
+  std::array<std::size_t, kBins> counts{};
+  for (const Row* r : rows) {
+    if (r->prompt_tokens && *r->prompt_tokens >= 0) ++counts[bin_of(*r->prompt_tokens)];
+  }
+  const std::size_t left = bin_of(shortest), right = bin_of(longest);
+  if (right <= left + 1) return true;  // no bin between: nothing says they are one
+  const auto begin = counts.begin();
+  const std::size_t left_peak = *std::max_element(begin, begin + static_cast<std::ptrdiff_t>(left) + 1);
+  const std::size_t right_peak = *std::max_element(begin + static_cast<std::ptrdiff_t>(right), counts.end());
+  const std::size_t valley =
+      *std::min_element(begin + static_cast<std::ptrdiff_t>(left) + 1, begin + static_cast<std::ptrdiff_t>(right));
+  return static_cast<double>(valley) < kValleyShare * static_cast<double>(std::min(left_peak, right_peak));
+}
 
 }  // namespace
 
@@ -70,6 +98,7 @@ std::vector<std::pair<PromptBand, RowList>> prompt_length_bands(const RowList& r
     longest = *mid;
   }
   if (!shortest || *longest < kShapeRatio * std::max(*shortest, 1.0)) return {};
+  if (!valley_between(rows, *shortest, *longest)) return {};
   std::vector<std::pair<PromptBand, RowList>> out;
   for (std::size_t band = 0; band < kBands; ++band) {
     RowList& rs = by_band[band];

@@ -18,11 +18,14 @@
 namespace mpo::report {
 
 // A band needs this many requests to be ranked (fewer are shown, not judged). Two bands with as
-// many and kShapeShare of the requests each, whose median prompts differ by kShapeRatio, make a mix
-// (prompts spread evenly over a range are one shape, however wide).
+// many and kShapeShare of the requests each, whose median prompts differ by kShapeRatio, with the
+// prompts thinning out between them (some bin of a factor of two between the two medians holds
+// under kValleyShare of the smaller of the two sides' fullest bins), make a mix: prompts spread
+// evenly over a range are one shape, however wide.
 inline constexpr std::size_t kMinBandRequests = 5;
 inline constexpr double kShapeShare = 0.10;
 inline constexpr double kShapeRatio = 4.0;
+inline constexpr double kValleyShare = 0.5;
 
 // Bands 0-63, 64-255, ..., 16384-65535, 65536 and more: the band of a prompt length, and a band's
 // lower end (its upper end the next band's).

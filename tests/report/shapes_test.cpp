@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <utility>
 
 namespace mpo::report {
 namespace {
@@ -64,6 +65,12 @@ TEST(PromptBands, OneShapeOrNeighbouringLengthsAreNoMix) {
   Rows spread;  // prompts spread evenly over 32-2031 tokens: one shape, however wide
   for (int i = 0; i < 200; ++i) spread.add(1, 32 + 10 * i, 100);
   EXPECT_TRUE(prompt_length_bands(spread.list).empty());
+  Rows even;  // the demo's prompts: 58 to 258 tokens in even steps; three bands, medians 4.4x apart,
+              // but no valley between them (14, 17, 44 and 11 prompts in bins of a factor of two)
+  for (const auto& [n, prompt] : {std::pair{14, 58}, {17, 98}, {17, 138}, {15, 178}, {12, 218}, {11, 258}}) {
+    even.add(n, prompt, 300);
+  }
+  EXPECT_TRUE(prompt_length_bands(even.list).empty());
   Rows few;  // 6 long prompts among 200 short ones: under a tenth of the traffic, not a shape of it
   few.add(200, 30, 40);
   few.add(6, 3000, 2000);
@@ -73,6 +80,23 @@ TEST(PromptBands, OneShapeOrNeighbouringLengthsAreNoMix) {
   unknown.storage.emplace_back();
   unknown.list.push_back(&unknown.storage.back());
   EXPECT_TRUE(prompt_length_bands(unknown.list).empty());
+}
+
+// Two shapes in bands side by side are a mix where the prompts thin out between them: questions of
+// 20-39 tokens and contexts of 150-245 (nothing between); with prompts filling the range between
+// them evenly, the bands' medians still 5.6x apart, they are one shape.
+TEST(PromptBands, ShapesInNeighbouringBandsAreAMixWhereTheyHaveAValleyBetween) {
+  Rows apart;
+  for (int i = 0; i < 20; ++i) apart.add(1, 20 + i, 40);
+  for (int i = 0; i < 20; ++i) apart.add(1, 150 + 5 * i, 300);
+  const auto bands = prompt_length_bands(apart.list);
+  ASSERT_EQ(bands.size(), 2u);
+  EXPECT_EQ(bands[0].first.requests, 20u);
+  Rows filled = apart;
+  filled.list.clear();
+  for (auto& r : filled.storage) filled.list.push_back(&r);
+  for (int i = 0; i < 13; ++i) filled.add(1, 45 + 8 * i, 150);  // 45 to 141 tokens, evenly: medians 31 and
+  EXPECT_TRUE(prompt_length_bands(filled.list).empty());        // 172.5 (5.6x), 11 and 8 prompts between
 }
 
 TEST(PromptBands, TheJsonSaysEachBandAndItsVerdict) {
