@@ -330,6 +330,24 @@ std::string render_error(int status, std::string_view type, std::string_view mes
   return std::move(outer).finish();
 }
 
+std::optional<Endpoint> endpoint_of_path(std::string_view path) {
+  if (path == "/v1/chat/completions") return Endpoint::kChat;
+  if (path == "/v1/completions") return Endpoint::kCompletions;
+  if (path == "/v1/responses") return Endpoint::kResponses;
+  if (path == "/v1/messages") return Endpoint::kMessages;
+  return std::nullopt;
+}
+
+std::string_view response_id_prefix(Endpoint endpoint) {
+  switch (endpoint) {
+    case Endpoint::kChat: return "chatcmpl-";
+    case Endpoint::kCompletions: return "cmpl-";
+    case Endpoint::kResponses: return "resp_";
+    case Endpoint::kMessages: return "msg_";
+  }
+  return "cmpl-";
+}
+
 std::string render_models(std::string_view model, std::int64_t created, std::string_view owned_by, int max_model_len) {
   return fmt::format(
       R"({{"object":"list","data":[{{"id":{},"object":"model","created":{},"owned_by":"{}","root":{},"parent":null,"max_model_len":{}}}]}})",
@@ -388,6 +406,10 @@ std::string ResponseBuilder::usage_json(int cached, bool with_details, int other
 std::string ResponseBuilder::stream_start() {
   if (responses_) return responses_->start();
   if (req_.endpoint != Endpoint::kChat) return {};
+  if (opts_.llamacpp) {
+    return llamacpp_event(fmt::format(
+        R"({{"finish_reason":null,"index":{},"delta":{{"role":"assistant","content":null}}}})", opts_.choice));
+  }
   const std::string delta =
       req_.tool_name ? R"({"role":"assistant","content":null})" : R"({"role":"assistant","content":""})";
   return fmt::format(
@@ -453,6 +475,8 @@ std::string ResponseBuilder::stream_tokens(std::span<const Emission> group) {
       out += responses_->delta(kind, text);
     } else if (messages_) {
       out += messages_->delta(kind, text, prompt_tokens_, cached_prompt_tokens_);
+    } else if (opts_.llamacpp && kind != Kind::kTool) {
+      out += llamacpp_chunk(kind, text);  // its finish comes in a chunk of its own (choice_end)
     } else {
       out += chunk(kind, text, first_tool, last && kind == Kind::kTool, last ? finish_string() : nullptr);
     }
@@ -464,6 +488,7 @@ std::string ResponseBuilder::stream_tokens(std::span<const Emission> group) {
 std::string ResponseBuilder::stream_end(int cached) {
   if (responses_) return responses_->end(totals(cached));
   if (messages_) return messages_->end(totals(cached));
+  if (opts_.llamacpp) return "data: [DONE]\n\n";  // each choice's usage came with its end
   std::string out;
   if (req_.include_usage || !timings_.empty()) {
     const char* object = req_.endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion";

@@ -20,6 +20,11 @@ enum class Endpoint { kChat, kCompletions, kResponses, kMessages };
 
 inline constexpr int kMaxChoices = 128;  // the most `n` a request may ask the simulator for
 
+// The API a path serves (/v1/chat/completions, /v1/completions, /v1/responses, /v1/messages).
+std::optional<Endpoint> endpoint_of_path(std::string_view path);
+// What the API's response ids begin with: "chatcmpl-", "cmpl-", "resp_", "msg_".
+std::string_view response_id_prefix(Endpoint endpoint);
+
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::kChat;
   std::optional<std::string> model;  // absent: the served model
@@ -77,6 +82,11 @@ class ResponseBuilder {
     std::string model;
     int reasoning_tokens = 0;  // this many leading tokens are reasoning_content (chat only)
     int choice = 0;            // the choice's `index` (n > 1: one builder a choice)
+    // llama.cpp b10309's chat and completions chunks (`--imitate llamacpp`; captures in
+    // tests/fixtures/llamacpp/): its members' order and `system_fingerprint`, the role chunk's null
+    // content, the finish in a chunk of its own after the last token, each choice's usage and
+    // `timings` where b10309 puts them (choice_end()).
+    bool llamacpp = false;
   };
   ResponseBuilder(const CompletionRequest& req, Options opts, int prompt_tokens);
 
@@ -88,8 +98,12 @@ class ResponseBuilder {
   void set_cached_prompt_tokens(int n) { cached_prompt_tokens_ = n; }
   // SSE events for the next group of generated tokens (one event per kind of delta).
   std::string stream_tokens(std::span<const Emission> group);
-  // The usage-only event (when asked for) and "data: [DONE]"; the terminal events of the
-  // Responses and Messages APIs.
+  // What ends one choice, once its last tokens are out: llama.cpp's finish chunk, and its usage
+  // chunk (chat with include_usage) or its usage on the finish chunk (completions, always), its
+  // timings on the last of them. "" for vLLM's chunks, whose finish rides on the last token.
+  std::string choice_end(int cached_prompt_tokens);
+  // The usage-only event (vLLM's chunks, when asked for; one for every choice) and "data: [DONE]"
+  // ("data: [DONE]" alone for llama.cpp's); the terminal events of the Responses and Messages APIs.
   std::string stream_end(int cached_prompt_tokens);
   // llama.cpp's `timings` object (llamacpp_timings()) for the end of a chat or completions stream:
   // on the usage event, or without usage on an event of its own, as llama.cpp ends its streams.
@@ -110,6 +124,10 @@ class ResponseBuilder {
   ResponseTotals totals(int cached_prompt_tokens) const;
   std::string chunk(Kind kind, std::string_view text, bool first_tool, bool last_tool, const char* finish) const;
   std::string usage_json(int cached_prompt_tokens, bool with_details, int others = 0) const;
+  // llama.cpp's chunks (sim/llamacpp_chunks.cpp): one choice's object in llama.cpp's envelope.
+  std::string llamacpp_event(std::string_view choice, std::string_view usage = {}, std::string_view timings = {}) const;
+  std::string llamacpp_chunk(Kind kind, std::string_view text) const;
+  std::string llamacpp_usage(int cached_prompt_tokens) const;
   std::string choice_json() const;  // the whole body's choice object
   const char* finish_string() const;
 

@@ -391,7 +391,7 @@ class Simulator {
     const bool get = req.method() == http::verb::get;
     const bool post = req.method() == http::verb::post;
 
-    if (const auto endpoint = endpoint_for(path)) {
+    if (const auto endpoint = endpoint_of_path(path)) {
       if (!post)
         co_return co_await write(stream,
                                  error_response(req, http::status::method_not_allowed, "MethodNotAllowed", "use POST"));
@@ -478,24 +478,6 @@ class Simulator {
     builder.stream_tokens(all);
   }
 
-  static std::optional<Endpoint> endpoint_for(std::string_view path) {
-    if (path == "/v1/chat/completions") return Endpoint::kChat;
-    if (path == "/v1/completions") return Endpoint::kCompletions;
-    if (path == "/v1/responses") return Endpoint::kResponses;
-    if (path == "/v1/messages") return Endpoint::kMessages;
-    return std::nullopt;
-  }
-
-  static std::string_view id_prefix(Endpoint endpoint) {
-    switch (endpoint) {
-      case Endpoint::kChat: return "chatcmpl-";
-      case Endpoint::kCompletions: return "cmpl-";
-      case Endpoint::kResponses: return "resp_";
-      case Endpoint::kMessages: return "msg_";
-    }
-    return "cmpl-";
-  }
-
   awaitable<bool> completion(beast::tcp_stream& stream, Request& req, Endpoint endpoint) {
     auto parsed = parse_completion_request(req.body(), endpoint);
     if (!parsed)
@@ -521,18 +503,13 @@ class Simulator {
                                                  "InternalServerError", "simulated engine fault (scenario 'faults')"));
     }
 
-    if (creq.n > 1 && (opts_.llamacpp_head_and_timings || opts_.llamacpp_stream_end)) {
-      co_return co_await write(stream, api_error(req, endpoint, http::status::bad_request, "BadRequestError",
-                                                 "n > 1 is served as vLLM serves it; --imitate llamacpp and "
-                                                 "--stream-end llamacpp imitate llama.cpp's streams of one choice",
-                                                 "n"));
-    }
     const int prompt_len = static_cast<int>(creq.prompt.size());
     ResponseBuilder::Options ro;
     const std::string hex = ids_.next(SystemClock::instance().wall_us() / 1000);
-    ro.id = fmt::format("{}{}", id_prefix(endpoint), hex);
+    ro.id = fmt::format("{}{}", response_id_prefix(endpoint), hex);
     ro.created = SystemClock::instance().wall_us() / 1'000'000;
     ro.model = profile_.model;
+    ro.llamacpp = opts_.llamacpp_head_and_timings;
     // One engine sequence a choice (vLLM fans a request of n out to n sequences), each with its
     // sink and builder; a deque, so that a choice stays where sinks_ points.
     asio::steady_timer notify(io_.get_executor(), Clock::time_point::max());
@@ -606,8 +583,14 @@ class Simulator {
     }
     http::response<http::empty_body> head(http::status::ok, req.version());
     head.set(http::field::server, "modelperfobs-simulate");
-    head.set(http::field::content_type, "text/event-stream; charset=utf-8");
-    head.set(http::field::cache_control, "no-cache");
+    if (opts_.llamacpp_head_and_timings) {  // b10309's stream head, its own server name aside
+      head.set(http::field::access_control_allow_origin, "");
+      head.set("X-Accel-Buffering", "no");
+      head.set(http::field::content_type, "text/event-stream");
+    } else {
+      head.set(http::field::content_type, "text/event-stream; charset=utf-8");
+      head.set(http::field::cache_control, "no-cache");
+    }
     if (auto it = req.find("X-Request-Id"); it != req.end()) head.set("X-Request-Id", it->value());
     head.chunked(true);
     head.keep_alive(req.keep_alive());
@@ -624,12 +607,16 @@ class Simulator {
       auto [ec, n] = co_await asio::async_write(stream, http::make_chunk(asio::buffer(data)), kNoThrow);
       co_return !ec;
     };
-    // Chat's role chunk, one a choice; llama.cpp sends it with the first token, not with the head.
-    std::string start;
-    for (auto& c : choices) start += c.builder.stream_start();
-    if (!opts_.llamacpp_head_and_timings && !co_await send(std::exchange(start, {}))) {
-      abort_choices(choices);
-      co_return false;
+    // Chat's role chunk, one a choice; llama.cpp sends each with its choice's first token, vLLM all
+    // of them at once.
+    for (auto& c : choices) c.start = c.builder.stream_start();
+    if (!opts_.llamacpp_head_and_timings) {
+      std::string start;
+      for (auto& c : choices) start += std::exchange(c.start, {});
+      if (!co_await send(std::move(start))) {
+        abort_choices(choices);
+        co_return false;
+      }
     }
     const auto per_chunk = static_cast<std::size_t>(profile_.output.tokens_per_chunk);
     for (;;) {
@@ -647,7 +634,7 @@ class Simulator {
             c.builder.set_cached_prompt_tokens(sink.finished ? sink.finished->cached_prompt_tokens
                                                              : engine_.cached_prompt_tokens(c.id).value_or(0));
           }
-          if (!co_await send(std::exchange(start, {}) + c.builder.stream_tokens(group))) {
+          if (!co_await send(std::exchange(c.start, {}) + c.builder.stream_tokens(group))) {
             abort_choices(choices);
             co_return false;
           }
@@ -656,6 +643,14 @@ class Simulator {
           if (c.truncate_after > 0 && c.written >= c.truncate_after && !sink.finished) {
             abort_choices(choices);  // the engine side of a cut stream: the request is aborted
             co_return false;         // close without the last chunk or [DONE]
+          }
+        }
+        if (sink.finished && sink.pending.empty() && !c.ended) {  // llama.cpp ends each choice apart
+          c.ended = true;
+          if (opts_.llamacpp_head_and_timings) c.builder.set_timings(llamacpp_timings(*sink.finished));
+          if (!co_await send(std::exchange(c.start, {}) + c.builder.choice_end(sink.finished->cached_prompt_tokens))) {
+            abort_choices(choices);
+            co_return false;
           }
         }
       }
@@ -668,12 +663,10 @@ class Simulator {
       }
     }
     for (auto& c : choices) flush_truth(c.sink);
-    if (opts_.llamacpp_head_and_timings) first.builder.set_timings(llamacpp_timings(*first.sink.finished));
     int other_tokens = 0;
     for (std::size_t i = 1; i < choices.size(); ++i) other_tokens += choices[i].builder.completion_tokens();
     first.builder.count_other_choices(other_tokens);
-    if (!co_await send(std::exchange(start, {}) +
-                       first.builder.stream_end(first.sink.finished->cached_prompt_tokens))) {
+    if (!co_await send(first.builder.stream_end(first.sink.finished->cached_prompt_tokens))) {
       co_return false;
     }
     if (opts_.llamacpp_stream_end) {
@@ -709,6 +702,8 @@ class Simulator {
     ResponseBuilder builder;
     int truncate_after;  // 'truncate' fault: the stream is cut after this many of its tokens; -1 never
     int written = 0;
+    std::string start;   // its role chunk, until sent
+    bool ended = false;  // choice_end() sent
   };
 
   // A client that left, a failed write or a cut stream: every choice's sequence is aborted.

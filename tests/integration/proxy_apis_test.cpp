@@ -467,5 +467,36 @@ TEST(ProxyChoices, ARequestForSeveralChoicesIsCountedWholeAndTimedChoiceByChoice
   EXPECT_NEAR(num(streamed["tpot_ms"]), per_token_ms, 0.5 * per_token_ms) << lines[0];
 }
 
+// The same requests as llama.cpp b10309 answers them (`simulate --imitate llamacpp`): each choice's
+// finish in a chunk of its own and a usage of its own (chat: a usage chunk after each finish;
+// completions: the usage on each finish chunk, asked for or not). The line adds the choices' usages
+// (the prompt once), as against the real server (RealLlamaCppVerdicts.ARequestForSeveralChoices...).
+TEST(ProxyChoices, LlamaCppsShapeOfSeveralChoicesIsCountedTheSame) {
+  Stack s({"--imitate", "llamacpp"});
+  auto chat = http_post(s.proxy.port, "/v1/chat/completions",
+                        R"({"messages":[{"role":"user","content":"three answers"}],"max_tokens":6,"n":3,)"
+                        R"("ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}})");
+  ASSERT_EQ(chat.status, 200);
+  int usage_chunks = 0;
+  for (const auto& d : chat.sse_data()) {
+    if (d != "[DONE]" && obj(d).contains("usage")) ++usage_chunks;
+  }
+  EXPECT_EQ(usage_chunks, 3);  // one a choice, 6 tokens each
+  auto completion = http_post(s.proxy.port, "/v1/completions",
+                              R"({"prompt":"two completions","max_tokens":5,"n":2,"ignore_eos":true,"stream":true})");
+  ASSERT_EQ(completion.status, 200);
+  const auto lines = s.stop_proxy();
+  ASSERT_EQ(lines.size(), 2u);
+  auto c = obj(lines[0]);
+  EXPECT_EQ(c["choices"], 3) << lines[0];
+  EXPECT_EQ(c["completion_tokens"], 18) << lines[0];
+  EXPECT_EQ(c["content_events"], 18) << lines[0];
+  EXPECT_EQ(c["token_source"], "usage") << lines[0];
+  auto p = obj(lines[1]);
+  EXPECT_EQ(p["choices"], 2) << lines[1];
+  EXPECT_EQ(p["completion_tokens"], 10) << lines[1];
+  EXPECT_EQ(num(p["total_tokens"]), num(p["prompt_tokens"]) + 10) << lines[1];
+}
+
 }  // namespace
 }  // namespace mpo::test

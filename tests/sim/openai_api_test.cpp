@@ -101,10 +101,13 @@ TEST(ResponseBuilder, ChatStreamHasRoleChunkTokenChunksFinishUsageAndDone) {
   EXPECT_EQ(ev[4], "[DONE]");
 }
 
-// `simulate --imitate llamacpp`: the stream ends with llama.cpp's `timings` (shape of the b10309
-// capture), on the usage event when usage was asked for, else on an event of its own; the proxy's
-// tap reads prompt_n + cache_n from it when there is no usage.
-TEST(ResponseBuilder, ALlamaCppStreamEndsWithItsTimings) {
+// `simulate --imitate llamacpp`: llama.cpp b10309's chunks (its captures, and the real server asked
+// without stream_options): members in its order with its system_fingerprint, the role chunk's null
+// content, the finish in a chunk of its own; chat's `timings` on that finish chunk, or with usage
+// asked for on a `"choices":[]` chunk after it with the usage; completions' usage (asked for or not)
+// and timings on its finish chunk; then [DONE] alone. The proxy's tap reads prompt_n + cache_n from
+// the timings when there is no usage.
+TEST(ResponseBuilder, ALlamaCppStreamEndsEachChoiceAsB10309Does) {
   FinishedRequest f;
   f.scheduled_s = 1.0;
   f.first_token_s = 1.0125;
@@ -122,25 +125,55 @@ TEST(ResponseBuilder, ALlamaCppStreamEndsWithItsTimings) {
   for (const char* key : {"prompt_per_token_ms", "predicted_per_token_ms", "predicted_per_second"}) {
     EXPECT_TRUE(t.contains(key)) << key;
   }
+  ResponseBuilder::Options llama{"chatcmpl-1", 100, "m", 0, 0, true};
   for (const bool usage : {true, false}) {
     auto req = *parse_completion_request(
         usage ? R"({"messages":[{"role":"user","content":"Hi"}],"stream":true,"stream_options":{"include_usage":true}})"
               : R"({"messages":[{"role":"user","content":"Hi"}],"stream":true})",
         Endpoint::kChat);
-    ResponseBuilder b(req, {"chatcmpl-1", 100, "m", 0}, 10);
-    b.stream_tokens(std::vector{em(0, " a", FinishReason::kLength)});
+    ResponseBuilder b(req, llama, 10);
+    const std::string role = b.stream_start();
+    EXPECT_EQ(
+        role.rfind(
+            R"(data: {"choices":[{"finish_reason":null,"index":0,"delta":{"role":"assistant","content":null}}],)", 0),
+        0u)
+        << role;
+    const auto token = json::parse(events(b.stream_tokens(std::vector{em(0, " a", FinishReason::kLength)}))[0]);
+    EXPECT_TRUE(token.at("choices").at(0).at("finish_reason").is_null());  // the finish comes apart
+    EXPECT_EQ(token.at("system_fingerprint"), "b10309-82bb485");
+    EXPECT_FALSE(token.at("choices").at(0).as_object().contains("logprobs"));
     b.set_timings(llamacpp_timings(f));
-    const auto ev = events(b.stream_end(4));
-    ASSERT_EQ(ev.size(), 2u) << usage;
-    const auto last = json::parse(ev[0]).as_object();
-    EXPECT_TRUE(last.at("choices").as_array().empty());
-    EXPECT_EQ(last.contains("usage"), usage);
-    EXPECT_EQ(last.at("timings").at("prompt_n"), 6);
-    EXPECT_EQ(ev[1], "[DONE]");
+    const auto ev = events(b.choice_end(4));
+    ASSERT_EQ(ev.size(), usage ? 2u : 1u);
+    const auto finish = json::parse(ev[0]).as_object();
+    EXPECT_EQ(finish.at("choices").at(0).at("finish_reason"), "length");
+    EXPECT_TRUE(finish.at("choices").at(0).at("delta").as_object().empty());
+    EXPECT_EQ(finish.contains("timings"), !usage);
+    if (usage) {
+      const auto last = json::parse(ev[1]).as_object();
+      EXPECT_TRUE(last.at("choices").as_array().empty());
+      EXPECT_EQ(last.at("usage").at("completion_tokens"), 1);
+      EXPECT_EQ(last.at("usage").at("prompt_tokens_details").at("cached_tokens"), 4);
+      EXPECT_EQ(last.at("timings").at("prompt_n"), 6);
+    }
+    EXPECT_EQ(events(b.stream_end(4)), std::vector<std::string>{"[DONE]"});
   }
+  auto completion = *parse_completion_request(R"({"prompt":"Hi","stream":true})", Endpoint::kCompletions);
+  ResponseBuilder c(completion, llama, 10);
+  EXPECT_EQ(c.stream_start(), "");
+  c.stream_tokens(std::vector{em(0, " a"), em(1, " b", FinishReason::kStop)});
+  c.set_timings(llamacpp_timings(f));
+  const std::string end = c.choice_end(4);
+  // The usage before the id, the timings after it, as b10309 writes them.
+  EXPECT_NE(
+      end.find(R"("object":"text_completion","usage":{"completion_tokens":2,"prompt_tokens":10,"total_tokens":12,)"
+               R"("prompt_tokens_details":{"cached_tokens":4}},"id":"chatcmpl-1","timings":{)"),
+      std::string::npos)
+      << end;
+  EXPECT_EQ(json::parse(events(end)[0]).at("choices").at(0).at("text"), "");
+  EXPECT_EQ(json::parse(events(end)[0]).at("choices").at(0).at("finish_reason"), "stop");
 }
 
-// vLLM's POST /tokenize: the count a chat request of the same messages would have.
 TEST(Tokenize, CountsWhatAChatRequestOfTheSameMessagesCounts) {
   const std::string messages = R"({"messages":[{"role":"user","content":"abcd efgh ijkl"}])";
   const auto chat = *parse_completion_request(messages + "}", Endpoint::kChat);

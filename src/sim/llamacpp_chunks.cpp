@@ -1,0 +1,80 @@
+// ResponseBuilder's llama.cpp chunks (`simulate --imitate llamacpp`), as llama.cpp b10309 streams
+// chat and completions (tests/fixtures/llamacpp/llamacpp_b10309_chat_stream.http,
+// llamacpp_b10309_chat_stream_n2.http, llamacpp_b10309_completions_stream_n2.http, and the real
+// server asked without stream_options):
+//   chat:        {"choices":[{"finish_reason":null,"index":0,"delta":{"content":" a"}}],"created":..,
+//                "id":"chatcmpl-..","model":..,"system_fingerprint":"b10309-82bb485","object":"chat.completion.chunk"}
+//                the role chunk's content null, sent with the first token; the finish in a chunk of
+//                its own with an empty delta, carrying `timings`, or, when usage was asked for,
+//                followed by a `"choices":[]` chunk with `usage` and `timings`: one of each a choice.
+//   completions: {"choices":[{"text":" a","index":0,"logprobs":null,"finish_reason":null}],"created":..,
+//                "model":..,"system_fingerprint":..,"object":"text_completion","id":..}; the finish in a
+//                chunk of its own with text "", carrying `usage` (asked for or not) before `id` and
+//                `timings` after it.
+// Usage counts the choice's own tokens: `completion_tokens`, `prompt_tokens`, `total_tokens`,
+// `prompt_tokens_details.cached_tokens`, in that order.
+#include <fmt/format.h>
+
+#include "core/json.hpp"
+#include "sim/openai_api.hpp"
+
+namespace mpo::sim {
+namespace {
+
+constexpr std::string_view kFingerprint = "b10309-82bb485";
+
+}  // namespace
+
+std::string ResponseBuilder::llamacpp_event(std::string_view choice, std::string_view usage,
+                                            std::string_view timings) const {
+  const std::string usage_member = usage.empty() ? std::string() : fmt::format(",\"usage\":{}", usage);
+  const std::string timings_member = timings.empty() ? std::string() : fmt::format(",\"timings\":{}", timings);
+  if (req_.endpoint == Endpoint::kCompletions) {
+    return fmt::format(
+        "data: {{\"choices\":[{}],\"created\":{},\"model\":{},\"system_fingerprint\":\"{}\",\"object\":\"text_"
+        "completion\"{},\"id\":{}{}}}\n\n",
+        choice, opts_.created, json_quote(opts_.model), kFingerprint, usage_member, json_quote(opts_.id),
+        timings_member);
+  }
+  return fmt::format(
+      "data: {{\"choices\":[{}],\"created\":{},\"id\":{},\"model\":{},\"system_fingerprint\":\"{}\",\"object\":"
+      "\"chat.completion.chunk\"{}{}}}\n\n",
+      choice, opts_.created, json_quote(opts_.id), json_quote(opts_.model), kFingerprint, usage_member, timings_member);
+}
+
+std::string ResponseBuilder::llamacpp_chunk(Kind kind, std::string_view text) const {
+  if (req_.endpoint == Endpoint::kCompletions) {
+    return llamacpp_event(fmt::format(R"({{"text":{},"index":{},"logprobs":null,"finish_reason":null}})",
+                                      json_quote(text), opts_.choice));
+  }
+  return llamacpp_event(fmt::format(R"({{"finish_reason":null,"index":{},"delta":{{"{}":{}}}}})", opts_.choice,
+                                    kind == Kind::kReasoning ? "reasoning_content" : "content", json_quote(text)));
+}
+
+std::string ResponseBuilder::llamacpp_usage(int cached) const {
+  return fmt::format(
+      R"({{"completion_tokens":{},"prompt_tokens":{},"total_tokens":{},"prompt_tokens_details":{{"cached_tokens":{}}}}})",
+      completion_tokens_, prompt_tokens_, prompt_tokens_ + completion_tokens_, cached);
+}
+
+std::string ResponseBuilder::choice_end(int cached) {
+  if (!opts_.llamacpp || responses_ || messages_) return {};
+  const char* fin = finish_string();
+  const std::string fin_json = fin ? json_quote(fin) : "null";
+  if (req_.endpoint == Endpoint::kCompletions) {
+    return llamacpp_event(
+        fmt::format(R"({{"text":"","index":{},"logprobs":null,"finish_reason":{}}})", opts_.choice, fin_json),
+        llamacpp_usage(cached), timings_);
+  }
+  std::string out;
+  // A forced tool call's finish rode on its last chunk (vLLM's shape: llama.cpp's tool calls are not
+  // imitated).
+  if (!req_.tool_name) {
+    out = llamacpp_event(fmt::format(R"({{"finish_reason":{},"index":{},"delta":{{}}}})", fin_json, opts_.choice), {},
+                         req_.include_usage ? std::string_view() : std::string_view(timings_));
+  }
+  if (req_.include_usage) out += llamacpp_event({}, llamacpp_usage(cached), timings_);
+  return out;
+}
+
+}  // namespace mpo::sim
