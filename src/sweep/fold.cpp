@@ -226,20 +226,63 @@ ConfidenceEvidence confidence_evidence(std::span<const loadgen::Sample> samples,
   return o;
 }
 
-SteadyStateEvidence steady_state_evidence(std::span<const loadgen::Sample> samples) {
-  const auto m = measured(samples);
-  SteadyStateEvidence o;
-  o.rule = "output tokens of measured requests completing between the first and the last measured send, over that span";
+namespace {
+
+// The window from the first to the last measured send; false when there is none.
+bool steady_window(const std::vector<const loadgen::Sample*>& m, SteadyStateEvidence& o, double& from, double& to) {
   if (m.empty()) {
     o.status = kNotMeasured;
     o.reason = "no measured request";
-    return o;
+    return false;
   }
-  double from = m.front()->sent_offset_ms, to = m.front()->sent_offset_ms;
+  from = to = m.front()->sent_offset_ms;
   for (const auto* s : m) {
     from = std::min(from, s->sent_offset_ms);
     to = std::max(to, s->sent_offset_ms);
   }
+  o.window_start_offset_ms = from;
+  o.window_end_offset_ms = to;
+  return true;
+}
+
+}  // namespace
+
+SteadyStateEvidence steady_state_evidence(std::span<const loadgen::Sample> samples) {
+  const auto m = measured(samples);
+  SteadyStateEvidence o;
+  o.rule = std::string(kSteadyStateRule);
+  double from = 0, to = 0;
+  if (!steady_window(m, o, from, to)) return o;
+  std::int64_t completed = 0;
+  double tokens = 0;
+  for (const auto* s : m) {
+    if (!s->ok || s->output_token_estimate <= 0) continue;
+    const double first = s->sent_offset_ms + s->ttft_ms.value_or(0), end = s->sent_offset_ms + s->end_to_end_ms;
+    if (end >= from && end <= to) ++completed;
+    // The first token when it came; the others spread evenly from it to the end.
+    if (first >= from && first <= to) tokens += 1;
+    const double rest = static_cast<double>(s->output_token_estimate - 1);
+    if (rest > 0 && end > first)
+      tokens += rest * std::max(0.0, std::min(end, to) - std::max(first, from)) / (end - first);
+  }
+  o.completed_requests = completed;
+  o.output_tokens = std::llround(tokens);
+  if (to <= from || tokens <= 0) {
+    o.status = kNotMeasured;
+    o.reason = "no output token came while the load was still being applied";
+    return o;
+  }
+  o.status = kMeasured;
+  o.throughput_tok_s = tokens / ((to - from) / 1000.0);
+  return o;
+}
+
+SteadyStateEvidence steady_state_by_completions(std::span<const loadgen::Sample> samples) {
+  const auto m = measured(samples);
+  SteadyStateEvidence o;
+  o.rule = std::string(kSteadyStateRuleByCompletions);
+  double from = 0, to = 0;
+  if (!steady_window(m, o, from, to)) return o;
   std::int64_t completed = 0, tokens = 0;
   for (const auto* s : m) {
     const double end = s->sent_offset_ms + s->end_to_end_ms;
@@ -248,8 +291,6 @@ SteadyStateEvidence steady_state_evidence(std::span<const loadgen::Sample> sampl
       tokens += s->output_token_estimate;
     }
   }
-  o.window_start_offset_ms = from;
-  o.window_end_offset_ms = to;
   o.completed_requests = completed;
   o.output_tokens = tokens;
   if (to <= from || completed == 0) {

@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "loadgen/sample.hpp"
@@ -97,10 +98,23 @@ CacheEvidence cache_evidence(std::span<const loadgen::Sample> samples, const Cac
                              const boost::json::object* server_evidence);
 
 // The steady-state window: from the first measured send to the last measured send (after it the
-// load only drains: fewer requests in flight than the point asks for), and the output tokens of
-// the measured requests that completed inside it, over its length. Not measured when the window is
-// empty or nothing completed in it.
+// load only drains: fewer requests in flight than the point asks for), and the output tokens the
+// measured requests generated inside it (each request's first token when it came, the others
+// spread evenly from it to the request's end), over its length; `completed_requests` those that
+// ended inside it. Not measured when the window is empty or no token came in it.
+//
+// Receipts written before 2026-12-06 counted the tokens of the requests that completed inside the
+// window (steady_state_by_completions, their `rule` says which; `sweep verify` re-derives each by
+// its own): a point of few requests per slot lost the tokens of every request still running at the
+// last send, and the ramp before the first completion (a sweep of 24 requests at concurrency 16
+// read 131.7 tok/s steady against 352.1 over the whole point).
+inline constexpr std::string_view kSteadyStateRule =
+    "output tokens generated between the first and the last measured send (each measured request's first token "
+    "when it came, the others spread evenly from it to the request's end), over that span";
+inline constexpr std::string_view kSteadyStateRuleByCompletions =
+    "output tokens of measured requests completing between the first and the last measured send, over that span";
 SteadyStateEvidence steady_state_evidence(std::span<const loadgen::Sample> samples);
+SteadyStateEvidence steady_state_by_completions(std::span<const loadgen::Sample> samples);
 
 }  // namespace mpo::sweep
 

@@ -56,7 +56,10 @@ void recompute(const SweepReceipt& r, const Point& p, TrackPoint& tp, VerifyOutc
   if (e.confidence) e.confidence = confidence_evidence(tp.samples, e.confidence->seed);
   e.errors_by_class = errors_by_class(tp.samples);
   if (e.tokens) e.tokens = token_evidence(tp.samples);
-  if (e.steady_state) e.steady_state = steady_state_evidence(tp.samples);
+  if (e.steady_state) {  // by the rule the receipt was written with
+    e.steady_state = e.steady_state->rule == kSteadyStateRuleByCompletions ? steady_state_by_completions(tp.samples)
+                                                                           : steady_state_evidence(tp.samples);
+  }
   if (e.load) {
     LoadFigures lf;
     lf.coordinate_key = point_key(r.mode);

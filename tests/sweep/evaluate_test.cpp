@@ -314,17 +314,54 @@ TEST(SweepEvaluate, FewerThanTwoValidPointsIsNotMeasured) {
   EXPECT_EQ(r.tracks[0].peak_status, "not_identifiable");
 }
 
-TEST(SweepFold, SteadyStateCountsOnlyWhatCompletesWhileLoadIsApplied) {
-  // Four requests sent at 0, 100, 200, 300 ms, each taking 150 ms with 10 tokens: inside [0, 300]
-  // complete the first two (150, 250); the last two finish while the load drains.
+// Four requests sent at 0, 100, 200, 300 ms, each taking 150 ms with 10 tokens (the first at 10
+// ms, the other nine evenly to 150 ms): the window is [0, 300] ms. Inside it the first two
+// requests' 20 tokens came, and 1 + 9 x (300 - 210) / 140 of the third's, still running at the
+// last send; the fourth's first token came at 310 ms. Receipts of the old rule counted only the
+// two completed requests' tokens (the third's 6.8 lost), and are verified by it.
+TEST(SweepFold, SteadyStateCountsTheTokensThatCameWhileLoadIsApplied) {
   std::vector<loadgen::Sample> s = samples(4, 10, 150, 10);
   for (int i = 0; i < 4; ++i) s[i].sent_offset_ms = s[i].scheduled_offset_ms = 100.0 * i;
   const auto o = steady_state_evidence(s);
   EXPECT_EQ(o.status, "measured");
+  EXPECT_EQ(o.rule, kSteadyStateRule);
   EXPECT_EQ(o.completed_requests, 2);
-  EXPECT_DOUBLE_EQ(*o.throughput_tok_s, 20 / 0.3);
+  const double third = 1 + 9 * (300.0 - 210.0) / 140.0;
+  EXPECT_EQ(o.output_tokens, std::llround(20 + third));
+  EXPECT_DOUBLE_EQ(*o.throughput_tok_s, (20 + third) / 0.3);
+  const auto old = steady_state_by_completions(s);
+  EXPECT_EQ(old.rule, kSteadyStateRuleByCompletions);
+  EXPECT_EQ(old.completed_requests, 2);
+  EXPECT_DOUBLE_EQ(*old.throughput_tok_s, 20 / 0.3);
   // One request: no window.
   EXPECT_EQ(steady_state_evidence(samples(1, 10, 150, 10)).status, "not_measured");
+  EXPECT_EQ(steady_state_by_completions(samples(1, 10, 150, 10)).status, "not_measured");
+}
+
+// A closed loop of 16 requests at once, 8 more as the first 8 end (a sweep of 24 requests at
+// concurrency 16, whose steady tok/s read 131.7 against 352.1 over the whole point): 64 tokens
+// each, the first at 100 ms, the first 16 ending at 1,000, 1,100, ... 2,500 ms, the later 8 sent
+// as the first 8 end and taking 1,900 ms. Only 8 requests complete in the window (0 to 1,700 ms),
+// but all 24 were generating in it: the rate is the tokens that came in it, counted here token by
+// token, and the old rule's is under half of it.
+TEST(SweepFold, SteadyStateOfAFewRequestsASlotIsTheRateTheyCameAt) {
+  std::vector<loadgen::Sample> s = samples(24, 100, 1900, 64);
+  for (int i = 0; i < 16; ++i) s[i].end_to_end_ms = 1000 + 100.0 * i;
+  for (int i = 16; i < 24; ++i) s[i].sent_offset_ms = s[i].scheduled_offset_ms = s[i - 16].end_to_end_ms;
+  const double from = 0, to = 1700;
+  double came = 0;  // token by token: the first at its TTFT, the 63 others evenly to the end
+  for (const auto& x : s) {
+    const double first = x.sent_offset_ms + 100, end = x.sent_offset_ms + x.end_to_end_ms;
+    for (int k = 0; k < 64; ++k) {
+      const double at = first + (end - first) * k / 63.0;
+      came += at >= from && at <= to;
+    }
+  }
+  const auto o = steady_state_evidence(s);
+  ASSERT_EQ(o.status, "measured");
+  EXPECT_EQ(o.completed_requests, 8);
+  EXPECT_NEAR(*o.throughput_tok_s, came / 1.7, 0.02 * came / 1.7);
+  EXPECT_LT(*steady_state_by_completions(s).throughput_tok_s, 0.55 * *o.throughput_tok_s);  // 301 against 588
 }
 
 TEST(SweepGate, ParityClaimsNeedTheThreeTracks) {
