@@ -387,6 +387,7 @@ std::string group_md(const GroupStats& g) {
   row("ITL p95", g.itl_p95_ms);
   row("e2e", g.e2e_ms);
   row("TTFB", g.ttfb_ms);
+  if (const auto note = tail_sample_note(g); !note.empty()) fmt::format_to(std::back_inserter(o), "\n{}\n", note);
   if (!g.apis.empty()) {
     o += "\nBy API (ms):\n\n| API | requests | TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 | ITL p95 p99 | e2e p99 |\n"
          "|---|---|---|---|---|---|---|---|\n";
@@ -440,6 +441,19 @@ std::string group_md(const GroupStats& g) {
 }
 
 }  // namespace
+
+std::string tail_sample_note(const GroupStats& g) {
+  std::size_t n = 0;
+  for (const auto* s : {&g.ttft_ms, &g.tpot_ms, &g.itl_p95_ms, &g.e2e_ms, &g.ttfb_ms}) {
+    if (*s) n = std::max(n, (*s)->n);
+  }
+  if (n < 2 || n > 101) return {};
+  return fmt::format(
+      "Each row above has {} requests at most: its p99 lies between its two slowest{}, this run's slowest "
+      "requests rather than a tail that more requests would pin down (a p99 rests on more than the two slowest "
+      "from 102 requests, a p95 from 22).",
+      n, n <= 21 ? ", and so does its p95" : "");
+}
 
 std::vector<std::pair<std::string, std::string>> findings_beside_the_verdict(const GroupStats& g) {
   std::vector<std::pair<std::string, std::string>> out;

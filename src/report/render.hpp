@@ -36,6 +36,11 @@ std::string timing_summary(const GroupStats& g);
 // tokens held behind longer prompts", ...; each with the name of its section (md and HTML).
 std::vector<std::pair<std::string, std::string>> findings_beside_the_verdict(const GroupStats& g);
 
+// Under the percentile table, where its rows' tails rest on their slowest requests alone: with n
+// values, quantile_cont's p99 lies between the two largest up to n = 101 (h = 0.99 (n - 1) >= n - 2),
+// its p95 up to n = 21. "" where a row has more.
+std::string tail_sample_note(const GroupStats& g);
+
 // A candidate with no score and no evidence says nothing: the md and HTML rankings leave it out
 // (JSON keeps every candidate).
 inline bool shown_in_ranking(const Candidate& c) { return c.score > 0 || !c.evidence.empty(); }

@@ -348,6 +348,7 @@ std::string group_body(const RowTable& table, const GroupStats& g, const RowList
     o += present::paragraph(plain, "note");
   }
   o += percentile_table(g).html("percentiles");
+  if (const auto note = tail_sample_note(g); !note.empty()) o += present::paragraph(note, "note");
   Table ranking({"rank", "candidate", "score", "evidence"});
   int rank = 0;
   for (const auto& c : g.ranking) {

@@ -163,5 +163,27 @@ TEST(Analyse, ATpotSlopeWithinItsNoiseIsNoBatchingCost) {
   }
 }
 
+// With n values quantile_cont's p99 lies between the two largest up to n = 101, its p95 up to 21:
+// the table says so under itself (its p99 is then this run's slowest requests, not a tail), and
+// says nothing from 102 requests on, where the p99 falls below the second slowest.
+TEST(Report, TailsOfFewRequestsAreCalledTheSlowestRequests) {
+  for (const int n : {12, 21, 22, 86, 101, 102, 150}) {
+    std::vector<ledger::LedgerRecord> rs;
+    for (int i = 0; i < n; ++i) rs.push_back(streamed(i * 10, 100 + i, 50, 1));  // TTFT 100, 101, ...
+    ReportInput in;
+    in.table = RowTable(GroupBy::kModel);
+    for (const auto& r : rs) in.table.add(r);
+    in.groups = analyse(rs, {});
+    const auto md = render_markdown(in);
+    const bool said =
+        md.find(fmt::format("Each row above has {} requests at most: its p99 lies between its two slowest", n)) !=
+        std::string::npos;
+    const double p99 = in.groups[0].ttft_ms->p99, second_slowest = 100 + n - 2;
+    EXPECT_EQ(said, p99 >= second_slowest) << n << " " << p99;
+    EXPECT_EQ(said, n <= 101) << n;
+    EXPECT_EQ(md.find("and so does its p95") != std::string::npos, in.groups[0].ttft_ms->p95 >= second_slowest) << n;
+  }
+}
+
 }  // namespace
 }  // namespace mpo::report
