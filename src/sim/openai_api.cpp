@@ -367,6 +367,10 @@ ResponseBuilder::ResponseBuilder(const CompletionRequest& req, Options opts, int
   const ResponseIdentity identity{opts_.id, opts_.created, opts_.model};
   if (req_.endpoint == Endpoint::kResponses) responses_.emplace(identity);
   if (req_.endpoint == Endpoint::kMessages) messages_.emplace(identity);
+  chunk_head_ =
+      fmt::format("data: {{\"id\":{},\"object\":\"{}\",\"created\":{},\"model\":{},\"choices\":[{{\"index\":{},",
+                  json_quote(opts_.id), req_.endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion",
+                  opts_.created, json_quote(opts_.model), opts_.choice);
 }
 
 ResponseTotals ResponseBuilder::totals(int cached) const {
@@ -421,38 +425,49 @@ std::string ResponseBuilder::stream_start() {
 
 std::string ResponseBuilder::chunk(Kind kind, std::string_view text, bool first_tool, bool last_tool,
                                    const char* finish) const {
-  std::string choice;
-  const std::string fin = finish ? json_quote(finish) : "null";
+  // Appended piece by piece after the head written once: this is the simulator's busiest path.
+  std::string out = chunk_head_;
+  out.reserve(out.size() + text.size() + 160);
   if (req_.endpoint == Endpoint::kCompletions) {
-    choice = fmt::format("{{\"index\":{},\"text\":{},\"logprobs\":null,\"finish_reason\":{},\"stop_reason\":null}}",
-                         opts_.choice, json_quote(text), fin);
+    out += "\"text\":";
+    append_json_string(out, text);
+    out += ",\"logprobs\":null,\"finish_reason\":";
   } else {
-    std::string delta;
-    if (kind == Kind::kReasoning) {
-      delta = fmt::format("{{\"reasoning_content\":{}}}", json_quote(text));
-    } else if (kind == Kind::kContent) {
-      delta = fmt::format("{{\"content\":{}}}", json_quote(text));
+    out += "\"delta\":";
+    if (kind == Kind::kReasoning || kind == Kind::kContent) {
+      out += kind == Kind::kReasoning ? "{\"reasoning_content\":" : "{\"content\":";
+      append_json_string(out, text);
+      out += '}';
     } else {
       std::string args(text);
       if (first_tool) args.insert(0, "{\"query\": \"");
       if (last_tool) args += "\"}";
       if (first_tool) {
-        delta = fmt::format(
+        out += fmt::format(
             "{{\"tool_calls\":[{{\"index\":0,\"id\":{},\"type\":\"function\",\"function\":{{\"name\":{},"
             "\"arguments\":{}}}}}]}}",
             json_quote("chatcmpl-tool-" + opts_.id.substr(opts_.id.find('-') + 1)), json_quote(*req_.tool_name),
             json_quote(args));
       } else {
-        delta = fmt::format("{{\"tool_calls\":[{{\"index\":0,\"function\":{{\"arguments\":{}}}}}]}}", json_quote(args));
+        out += fmt::format("{{\"tool_calls\":[{{\"index\":0,\"function\":{{\"arguments\":{}}}}}]}}", json_quote(args));
       }
     }
-    choice = fmt::format("{{\"index\":{},\"delta\":{},\"logprobs\":null,\"finish_reason\":{}{}}}", opts_.choice, delta,
-                         fin, finish ? ",\"stop_reason\":null" : "");
+    out += ",\"logprobs\":null,\"finish_reason\":";
   }
-  const char* object = req_.endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion";
-  return fmt::format("data: {{\"id\":{},\"object\":\"{}\",\"created\":{},\"model\":{},\"choices\":[{}]{}}}\n\n",
-                     json_quote(opts_.id), object, opts_.created, json_quote(opts_.model), choice,
-                     req_.continuous_usage ? ",\"usage\":" + usage_json(0, false) : "");
+  if (finish != nullptr) {
+    append_json_string(out, finish);
+  } else {
+    out += "null";
+  }
+  // vLLM adds stop_reason to every completions choice, and to a chat choice that finished.
+  if (req_.endpoint == Endpoint::kCompletions || finish != nullptr) out += ",\"stop_reason\":null";
+  out += "}]";
+  if (req_.continuous_usage) {
+    out += ",\"usage\":";
+    out += usage_json(0, false);
+  }
+  out += "}\n\n";
+  return out;
 }
 
 std::string ResponseBuilder::stream_tokens(std::span<const Emission> group) {

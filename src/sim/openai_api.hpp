@@ -143,6 +143,9 @@ class ResponseBuilder {
   std::optional<ResponsesEvents> responses_;
   std::optional<MessagesEvents> messages_;
   std::string reasoning_, content_, tool_args_;
+  // vLLM's chunk up to its choice's first member, `data: {"id":..,"created":..,"choices":[{"index":N,`,
+  // written once (a chunk's cost was mostly formatting the same id and model again).
+  std::string chunk_head_;
 };
 
 }  // namespace mpo::sim
