@@ -98,7 +98,9 @@ std::vector<std::pair<PromptBand, RowList>> prompt_length_bands(const RowList& r
     longest = *mid;
   }
   if (!shortest || *longest < kShapeRatio * std::max(*shortest, 1.0)) return {};
-  if (!valley_between(rows, *shortest, *longest)) return {};
+  // Medians far enough apart are shapes whatever lies between (an agent's prompts over decades);
+  // nearer ones only with a valley between them.
+  if (*longest < kWideShapeRatio * std::max(*shortest, 1.0) && !valley_between(rows, *shortest, *longest)) return {};
   std::vector<std::pair<PromptBand, RowList>> out;
   for (std::size_t band = 0; band < kBands; ++band) {
     RowList& rs = by_band[band];

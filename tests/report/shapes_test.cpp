@@ -99,6 +99,20 @@ TEST(PromptBands, ShapesInNeighbouringBandsAreAMixWhereTheyHaveAValleyBetween) {
   EXPECT_TRUE(prompt_length_bands(filled.list).empty());        // 172.5 (5.6x), 11 and 8 prompts between
 }
 
+// Prompts spread evenly over decades (an agent's tool results of every size, 16 to 16,383 tokens:
+// as many in each factor of two) have no valley, but their outer shapes' medians are far more than
+// 16x apart: quantiles over them would blend costs a thousand times apart, so they are banded.
+TEST(PromptBands, PromptsSpreadOverDecadesAreBandedWithoutAValley) {
+  Rows wide;
+  for (int bit = 4; bit < 14; ++bit) {
+    for (int i = 0; i < 20; ++i) wide.add(1, (1 << bit) + i * (1 << bit) / 20, 100.0 * bit);
+  }
+  const auto bands = prompt_length_bands(wide.list);
+  ASSERT_GE(bands.size(), 4u);
+  EXPECT_EQ(bands.front().first.from, 0);
+  EXPECT_EQ(bands.back().first.from, 4096);
+}
+
 TEST(PromptBands, TheJsonSaysEachBandAndItsVerdict) {
   PromptBand b;
   b.from = 1024;
