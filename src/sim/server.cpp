@@ -619,6 +619,12 @@ class Simulator {
       }
     }
     const auto per_chunk = static_cast<std::size_t>(profile_.output.tokens_per_chunk);
+    // A choice has something to write: a chunk's worth of tokens, its last ones, or its end.
+    const auto to_write = [per_chunk](const Choice& c) {
+      const Sink& sink = c.sink;
+      return (!sink.pending.empty() && (sink.pending.size() >= per_chunk || sink.finished)) ||
+             (sink.finished && sink.pending.empty() && !c.ended);
+    };
     for (;;) {
       for (auto& c : choices) {  // each choice's tokens, in the order of the choices
         Sink& sink = c.sink;
@@ -657,6 +663,8 @@ class Simulator {
       const bool drained =
           std::all_of(choices.begin(), choices.end(), [](const Choice& c) { return c.sink.pending.empty(); });
       if (all_finished() && drained) break;
+      // Tokens that came for a choice while a later one's were being written go now, not a step later.
+      if (std::any_of(choices.begin(), choices.end(), to_write)) continue;
       if (!co_await wait_for_output(stream, notify, watch_client)) {
         abort_choices(choices);
         co_return false;
