@@ -230,6 +230,19 @@ std::string capacity_line(const SweepReceipt& r, const std::string& track) {
   return {};
 }
 
+// "Steady tok/s: " and the rule the receipt's steady-state figures were counted by (its first
+// point's; receipts before 2026-12-06 counted the requests completed in the window), "" when none.
+std::string steady_rule_sentence(const SweepReceipt& r) {
+  for (const auto& p : r.points) {
+    for (const auto& tp : p.tracks) {
+      if (tp.evidence.steady_state && !tp.evidence.steady_state->rule.empty()) {
+        return fmt::format(" Steady tok/s: {}.", tp.evidence.steady_state->rule);
+      }
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string sweep_markdown(const SweepReceipt& r) {
@@ -244,7 +257,8 @@ std::string sweep_markdown(const SweepReceipt& r) {
   out += markdown_table(point_headers(r.mode), point_rows(r, true));
   out +=
       "\nTimes in ms. p99s are nearest-rank over the point's successful requests (warm-up excluded); the receipt "
-      "holds a bootstrap interval for each. The p99 boundary counts a failed request as missing every budget.\n";
+      "holds a bootstrap interval for each. The p99 boundary counts a failed request as missing every budget." +
+      steady_rule_sentence(r) + "\n";
   for (const auto& t : r.tracks) {
     out += fmt::format("\n## Track {}\n\n", t.track);
     out += capacity_line(r, t.track);
@@ -358,7 +372,8 @@ std::string sweep_html(const SweepReceipt& r) {
                              present::paragraph("Times in ms. p99s are nearest-rank over the point's successful "
                                                 "requests (warm-up excluded); the receipt holds a bootstrap interval "
                                                 "for each. The p99 boundary counts a failed request as missing every "
-                                                "budget. Rows not valid for claims are shaded.",
+                                                "budget." +
+                                                    steady_rule_sentence(r) + " Rows not valid for claims are shaded.",
                                                 "note"));
   const std::string x = r.mode == loadgen::LoadMode::kConcurrency ? "concurrency" : "offered rate (req/s)";
   for (const auto& t : r.tracks) {

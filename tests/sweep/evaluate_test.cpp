@@ -2,6 +2,7 @@
 // figures chosen so every rule has one clear outcome).
 #include "sweep/evaluate.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -397,6 +398,24 @@ TEST(SweepMarkdown, ThePointsTableSaysTheTokensTheServerCounted) {
   const auto second = md.find("\n| 2 | ");
   ASSERT_NE(second, std::string::npos) << md;
   EXPECT_NE(md.find(" | n/a | ", second), std::string::npos) << md;
+}
+
+// The steady tok/s column says which rule counted it: the receipt's own (an old receipt's by the
+// requests completed in the window, a new one's by the tokens that came in it).
+TEST(SweepMarkdown, TheSteadyColumnSaysTheRuleItWasCountedBy) {
+  for (const bool old_rule : {false, true}) {
+    auto r = fixtures::scaling_sweep(8, {1, 2});
+    auto s = samples(4, 10, 150, 10);
+    for (int i = 0; i < 4; ++i) s[i].sent_offset_ms = 100.0 * i;
+    r.points[0].tracks[0].evidence.steady_state = old_rule ? steady_state_by_completions(s) : steady_state_evidence(s);
+    ASSERT_TRUE(evaluate_sweep(r).ok());
+    const std::string md = sweep_markdown(r);
+    EXPECT_NE(md.find(fmt::format(" Steady tok/s: {}.", old_rule ? kSteadyStateRuleByCompletions : kSteadyStateRule)),
+              std::string::npos)
+        << md;
+    EXPECT_NE(sweep_html(r).find(std::string(old_rule ? kSteadyStateRuleByCompletions : kSteadyStateRule)),
+              std::string::npos);
+  }
 }
 
 // The capacity the points are judged against is said with where it came from, and an unknown one
