@@ -25,12 +25,13 @@ namespace {
 
 // Ordinary least squares over n rows of k columns, row i's column c read as x(i, c): the normal
 // equations [X'X | X'y | I] solved by Gauss-Jordan with partial pivoting, which leaves beta and
-// (X'X)^-1 (whose diagonal times the residual variance is each coefficient's variance); nullopt when
-// singular. A callable, so the report's fits read their columns in place instead of building a vector
-// per row.
+// (X'X)^-1; nullopt when singular. Each coefficient's 95% interval is t(n - k) x its standard error,
+// sqrt(s^2 (X'X)^-1_jj) with s^2 the residual variance over the n - k degrees of freedom left. A
+// callable, so the report's fits read their columns in place instead of building a vector per row.
 struct LeastSquares {
   std::vector<double> beta;
-  std::vector<double> inverse_diagonal;  // of X'X
+  std::vector<double> ci95;  // each coefficient's 95% half-width; empty when no degree of freedom is left
+  double ss_res = 0;         // the residuals' sum of squares
 };
 
 template <typename X>
@@ -65,10 +66,19 @@ std::optional<LeastSquares> solve_least_squares(std::size_t n, std::size_t k, X 
       for (std::size_t c = col; c < width; ++c) a[r][c] -= f * a[col][c];
     }
   }
-  LeastSquares out{std::vector<double>(k), std::vector<double>(k)};
-  for (std::size_t r = 0; r < k; ++r) {
-    out.beta[r] = a[r][k] / a[r][r];
-    out.inverse_diagonal[r] = a[r][k + 1 + r] / a[r][r];
+  LeastSquares out;
+  out.beta.resize(k);
+  for (std::size_t r = 0; r < k; ++r) out.beta[r] = a[r][k] / a[r][r];
+  for (std::size_t i = 0; i < n; ++i) {
+    double pred = 0;
+    for (std::size_t c = 0; c < k; ++c) pred += x(i, c) * out.beta[c];
+    out.ss_res += (y[i] - pred) * (y[i] - pred);
+  }
+  if (n > k) {
+    const double s2 = out.ss_res / static_cast<double>(n - k), t = student_t_975(n - k);
+    for (std::size_t r = 0; r < k; ++r) {
+      out.ci95.push_back(t * std::sqrt(std::max(0.0, s2 * a[r][k + 1 + r] / a[r][r])));
+    }
   }
   return out;
 }
@@ -175,22 +185,11 @@ std::optional<TtftFit> fit_ttft(std::span<const double> y, std::span<const doubl
   if (!beta) return std::nullopt;
   const auto& b = beta->beta;
   const double mean = std::accumulate(y.begin(), y.end(), 0.0) / static_cast<double>(y.size());
-  double ss_res = 0, ss_tot = 0;
-  for (std::size_t i = 0; i < y.size(); ++i) {
-    double pred = 0;
-    for (std::size_t j = 0; j < columns.size(); ++j) pred += x(i, j) * b[j];
-    ss_res += (y[i] - pred) * (y[i] - pred);
-    ss_tot += (y[i] - mean) * (y[i] - mean);
-  }
-  f.r2 = ss_tot > 0 ? 1.0 - ss_res / ss_tot : 0.0;
-  // Each coefficient's 95% interval: t(n - k) x its standard error, sqrt(s^2 (X'X)^-1_jj) with s^2
-  // the residual variance over the n - k degrees of freedom left.
-  const std::size_t df = y.size() - columns.size();
-  f.intervals = df > 0;
-  const double s2 = df > 0 ? ss_res / static_cast<double>(df) : 0.0;
-  auto half_width = [&](std::size_t j) {
-    return f.intervals ? student_t_975(df) * std::sqrt(std::max(0.0, s2 * beta->inverse_diagonal[j])) : 0.0;
-  };
+  double ss_tot = 0;
+  for (const double v : y) ss_tot += (v - mean) * (v - mean);
+  f.r2 = ss_tot > 0 ? 1.0 - beta->ss_res / ss_tot : 0.0;
+  f.intervals = !beta->ci95.empty();
+  auto half_width = [&](std::size_t j) { return f.intervals ? beta->ci95[j] : 0.0; };
   std::size_t k = 0;
   f.a_ms = b[k++];
   if (f.prompt_varies) {
@@ -359,16 +358,7 @@ void summarise_load(const RowList& rs, GroupColumns& c, GroupStats& g) {
     auto x = [&s3](std::size_t i, std::size_t col) { return col == 0 ? 1.0 : s3[i]; };
     if (auto fit = solve_least_squares(s3.size(), 2, x, s4)) {
       g.tpot_in_flight_slope_ms = fit->beta[1];
-      if (s3.size() > 2) {
-        double ss_res = 0;
-        for (std::size_t i = 0; i < s3.size(); ++i) {
-          const double e = s4[i] - fit->beta[0] - fit->beta[1] * s3[i];
-          ss_res += e * e;
-        }
-        const std::size_t df = s3.size() - 2;
-        g.tpot_in_flight_slope_ci95_ms =
-            student_t_975(df) * std::sqrt(std::max(0.0, ss_res / static_cast<double>(df) * fit->inverse_diagonal[1]));
-      }
+      if (!fit->ci95.empty()) g.tpot_in_flight_slope_ci95_ms = fit->ci95[1];
     }
   }
 }

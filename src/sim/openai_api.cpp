@@ -367,6 +367,7 @@ ResponseBuilder::ResponseBuilder(const CompletionRequest& req, Options opts, int
   const ResponseIdentity identity{opts_.id, opts_.created, opts_.model};
   if (req_.endpoint == Endpoint::kResponses) responses_.emplace(identity);
   if (req_.endpoint == Endpoint::kMessages) messages_.emplace(identity);
+  if (responses_ || messages_) return;  // chunk() writes chat's and completions' events only
   chunk_head_ =
       fmt::format("data: {{\"id\":{},\"object\":\"{}\",\"created\":{},\"model\":{},\"choices\":[{{\"index\":{},",
                   json_quote(opts_.id), req_.endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion",
@@ -503,14 +504,14 @@ std::string ResponseBuilder::stream_tokens(std::span<const Emission> group) {
 std::string ResponseBuilder::stream_end(int cached) {
   if (responses_) return responses_->end(totals(cached));
   if (messages_) return messages_->end(totals(cached));
-  if (opts_.llamacpp) return "data: [DONE]\n\n";  // each choice's usage came with its end
+  if (opts_.llamacpp) return "data: [DONE]\n\n";  // each choice's usage and timings came with its end
   std::string out;
-  if (req_.include_usage || !timings_.empty()) {
+  if (req_.include_usage) {
     const char* object = req_.endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion";
-    out += fmt::format("data: {{\"id\":{},\"object\":\"{}\",\"created\":{},\"model\":{},\"choices\":[]{}{}}}\n\n",
-                       json_quote(opts_.id), object, opts_.created, json_quote(opts_.model),
-                       req_.include_usage ? ",\"usage\":" + usage_json(cached, true, other_choices_tokens_) : "",
-                       timings_.empty() ? "" : ",\"timings\":" + timings_);
+    out +=
+        fmt::format("data: {{\"id\":{},\"object\":\"{}\",\"created\":{},\"model\":{},\"choices\":[],\"usage\":{}}}\n\n",
+                    json_quote(opts_.id), object, opts_.created, json_quote(opts_.model),
+                    usage_json(cached, true, other_choices_tokens_));
   }
   out += "data: [DONE]\n\n";
   return out;

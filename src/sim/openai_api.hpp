@@ -105,8 +105,9 @@ class ResponseBuilder {
   // The usage-only event (vLLM's chunks, when asked for; one for every choice) and "data: [DONE]"
   // ("data: [DONE]" alone for llama.cpp's); the terminal events of the Responses and Messages APIs.
   std::string stream_end(int cached_prompt_tokens);
-  // llama.cpp's `timings` object (llamacpp_timings()) for the end of a chat or completions stream:
-  // on the usage event, or without usage on an event of its own, as llama.cpp ends its streams.
+  // llama.cpp's `timings` object (llamacpp_timings()) for a choice's end (choice_end(), llama.cpp's
+  // chunks only): on chat's finish chunk, or on its usage chunk when usage was asked for; on
+  // completions' finish chunk.
   void set_timings(std::string timings_json) { timings_ = std::move(timings_json); }
   // The whole JSON body of a non-streamed response, after the last emission; with n > 1, this
   // (the first) choice's builder writes the body, `others` the other choices' builders.
