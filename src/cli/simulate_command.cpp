@@ -89,9 +89,10 @@ std::function<int()> setup_simulate(CLI::App& app) {
       ->check(CLI::IsMember({"vllm", "llamacpp"}))
       ->capture_default_str();
   app.add_option("--imitate", args->imitate,
-                 "whose streams to imitate: vllm (the head on accept, chat's role chunk with it); llamacpp (as "
-                 "llama.cpp b10309: the head when a slot starts the request, the role chunk with the first token, "
-                 "a `timings` object at the end, and --stream-end llamacpp)")
+                 "whose answers to imitate: vllm (the head on accept, chat's role chunk with it); llamacpp (as "
+                 "llama.cpp b10309: the head when a slot starts the request, its chunks, bodies and Responses and "
+                 "Messages events, a `timings` object at the end, any model name answered, and --stream-end "
+                 "llamacpp)")
       ->check(CLI::IsMember({"vllm", "llamacpp"}))
       ->capture_default_str();
   return [args] { return run_simulate(*args); };

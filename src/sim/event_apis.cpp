@@ -1,7 +1,23 @@
-// The implementation of sim/event_apis.hpp. The simulator's Responses API (`/v1/responses`) and
-// Anthropic Messages API (`/v1/messages`) output, pure: streamed events and whole bodies, shaped
-// like the captures of a real llama.cpp b10309 server (tests/fixtures/llamacpp/*_b10309_*) and the
-// public API references (event names, field names, the order of events).
+// The implementation of sim/event_apis.hpp: the Responses and Anthropic Messages APIs' events and
+// bodies, in the references' dialect and in llama.cpp b10309's. b10309's, as captured:
+//   response.created / in_progress  {"type":..,"response":{"id":..,"object":"response","status":"in_progress"}}
+//   response.output_item.added
+//   {"type":..,"item":{"content":[],"id":..,"role":"assistant","status":"in_progress","type":"message"}}
+//   response.content_part.added     {"type":..,"item_id":..,"part":{"type":"output_text","text":""}}
+//   response.output_text.delta      {"type":..,"item_id":..,"delta":..}
+//   response.output_text.done       {"type":..,"item_id":..,"text":..}
+//   response.content_part.done
+//   {"type":..,"item_id":..,"part":{"type":"output_text","annotations":[],"logprobs":[],"text":..}}
+//   response.output_item.done
+//   {"type":..,"item":{"type":"message","status":"completed","id":..,"content":[part],"role":"assistant"}}
+//   response.completed {"type":..,"response":{"id","object","created_at","status":"completed","model","output",
+//                                   "usage":{"input_tokens","output_tokens","total_tokens","input_tokens_details"}},"timings":..}
+//   the whole body {"completed_at","created_at","id","model","object","output":[{"content","id","role",
+//                                   "status","type"}],"status":"completed","usage"} (members sorted, no timings)
+//   Messages: usage {"cache_read_input_tokens","input_tokens","output_tokens"}, no ping; the rest
+//   as the reference's.
+// b10309's reasoning items were not captured: they keep the reference's members, without sequence
+// numbers or output indexes.
 #include "sim/event_apis.hpp"
 
 #include <fmt/format.h>
@@ -34,6 +50,7 @@ const char* anthropic_stop_reason(std::optional<FinishReason> f) {
 // ---- Responses API ----
 
 std::string ResponsesEvents::event(std::string_view type, std::string_view fields) {
+  if (identity_.llamacpp) return sse(type, fmt::format("{{\"type\":\"{}\",{}}}", type, fields));
   return sse(type, fmt::format("{{\"type\":\"{}\",\"sequence_number\":{}{}{}}}", type, sequence_++,
                                fields.empty() ? "" : ",", fields));
 }
@@ -56,9 +73,21 @@ std::string ResponsesEvents::response_object(std::string_view status, const Resp
       usage);
 }
 
+std::string ResponsesEvents::llamacpp_response(const ResponseTotals& t) const {
+  return fmt::format(
+      R"({{"id":{},"object":"response","created_at":{},"status":"completed","model":{},"output":{},"usage":{{)"
+      R"("input_tokens":{},"output_tokens":{},"total_tokens":{},"input_tokens_details":{{"cached_tokens":{}}}}}}})",
+      json_quote(identity_.id), identity_.created, json_quote(identity_.model), join(output_), t.prompt_tokens,
+      t.completion_tokens, t.prompt_tokens + t.completion_tokens, t.cached_prompt_tokens);
+}
+
 std::string ResponsesEvents::start() {
-  std::string out = event("response.created", "\"response\":" + response_object("in_progress", nullptr));
-  out += event("response.in_progress", "\"response\":" + response_object("in_progress", nullptr));
+  const std::string response =
+      identity_.llamacpp
+          ? fmt::format(R"({{"id":{},"object":"response","status":"in_progress"}})", json_quote(identity_.id))
+          : response_object("in_progress", nullptr);
+  std::string out = event("response.created", "\"response\":" + response);
+  out += event("response.in_progress", "\"response\":" + response);
   return out;
 }
 
@@ -75,6 +104,15 @@ std::string ResponsesEvents::open_item(OutputKind kind) {
     part = R"({"type":"reasoning_text","text":""})";
   } else {
     item_id_ = fmt::format("msg_{}_{}", hex, n);
+    if (identity_.llamacpp) {
+      std::string out = event(
+          "response.output_item.added",
+          fmt::format(R"("item":{{"content":[],"id":{},"role":"assistant","status":"in_progress","type":"message"}})",
+                      json_quote(item_id_)));
+      out += event("response.content_part.added",
+                   fmt::format(R"("item_id":{},"part":{{"type":"output_text","text":""}})", json_quote(item_id_)));
+      return out;
+    }
     item = fmt::format(R"({{"id":{},"type":"message","role":"assistant","status":"in_progress","content":[]}})",
                        json_quote(item_id_));
     part = R"({"type":"output_text","text":"","annotations":[]})";
@@ -91,6 +129,20 @@ std::string ResponsesEvents::close_item() {
   const std::size_t n = output_.size();
   const bool reasoning = *open_ == OutputKind::kReasoning;
   const std::string text = json_quote(item_text_);
+  if (identity_.llamacpp && !reasoning) {
+    const std::string id = json_quote(item_id_);
+    const std::string part = fmt::format(R"({{"type":"output_text","annotations":[],"logprobs":[],"text":{}}})", text);
+    const std::string item =
+        fmt::format(R"({{"type":"message","status":"completed","id":{},"content":[{}],"role":"assistant"}})", id, part);
+    std::string out = event("response.output_text.done", fmt::format(R"("item_id":{},"text":{})", id, text));
+    out += event("response.content_part.done", fmt::format(R"("item_id":{},"part":{})", id, part));
+    out += event("response.output_item.done", "\"item\":" + item);
+    output_.push_back(item);
+    body_output_.push_back(fmt::format(
+        R"({{"content":[{}],"id":{},"role":"assistant","status":"completed","type":"message"}})", part, id));
+    open_.reset();
+    return out;
+  }
   const std::string part = reasoning ? fmt::format(R"({{"type":"reasoning_text","text":{}}})", text)
                                      : fmt::format(R"({{"type":"output_text","text":{},"annotations":[]}})", text);
   const std::string item =
@@ -105,6 +157,7 @@ std::string ResponsesEvents::close_item() {
   out += event("response.content_part.done", fmt::format("{},\"part\":{}", where, part));
   out += event("response.output_item.done", fmt::format("\"output_index\":{},\"item\":{}", n, item));
   output_.push_back(item);
+  body_output_.push_back(item);
   open_.reset();
   return out;
 }
@@ -117,6 +170,10 @@ std::string ResponsesEvents::delta(OutputKind kind, std::string_view text) {
     out += open_item(kind);
   }
   item_text_ += text;
+  if (identity_.llamacpp && kind != OutputKind::kReasoning) {
+    return out + event("response.output_text.delta",
+                       fmt::format(R"("item_id":{},"delta":{})", json_quote(item_id_), json_quote(text)));
+  }
   out += event(kind == OutputKind::kReasoning ? "response.reasoning_text.delta" : "response.output_text.delta",
                fmt::format("\"item_id\":{},\"output_index\":{},\"content_index\":0,\"delta\":{}", json_quote(item_id_),
                            output_.size(), json_quote(text)));
@@ -125,6 +182,11 @@ std::string ResponsesEvents::delta(OutputKind kind, std::string_view text) {
 
 std::string ResponsesEvents::end(const ResponseTotals& totals) {
   std::string out = close_item();
+  if (identity_.llamacpp) {  // completed whatever ended it, the timings beside the response
+    const std::string timings = totals.timings.empty() ? std::string() : ",\"timings\":" + std::string(totals.timings);
+    return out + sse("response.completed", fmt::format(R"({{"type":"response.completed","response":{}{}}})",
+                                                       llamacpp_response(totals), timings));
+  }
   const bool incomplete = totals.finish && *totals.finish == FinishReason::kLength;
   out += event(incomplete ? "response.incomplete" : "response.completed",
                "\"response\":" + response_object(incomplete ? "incomplete" : "completed", &totals));
@@ -133,21 +195,37 @@ std::string ResponsesEvents::end(const ResponseTotals& totals) {
 
 std::string ResponsesEvents::body(const ResponseTotals& totals) {
   close_item();
+  if (identity_.llamacpp) {
+    return fmt::format(
+        R"({{"completed_at":{},"created_at":{},"id":{},"model":{},"object":"response","output":{},"status":"completed",)"
+        R"("usage":{{"input_tokens":{},"output_tokens":{},"total_tokens":{},"input_tokens_details":{{"cached_tokens":{}}}}}}})",
+        identity_.created, identity_.created, json_quote(identity_.id), json_quote(identity_.model), join(body_output_),
+        totals.prompt_tokens, totals.completion_tokens, totals.prompt_tokens + totals.completion_tokens,
+        totals.cached_prompt_tokens);
+  }
   const bool incomplete = totals.finish && *totals.finish == FinishReason::kLength;
   return response_object(incomplete ? "incomplete" : "completed", &totals);
 }
 
 // ---- Anthropic Messages ----
 
+std::string MessagesEvents::usage(int prompt_tokens, int cached, int output_tokens) const {
+  if (identity_.llamacpp) {
+    return fmt::format(R"({{"cache_read_input_tokens":{},"input_tokens":{},"output_tokens":{}}})", cached,
+                       prompt_tokens - cached, output_tokens);
+  }
+  return fmt::format(R"({{"input_tokens":{},"cache_read_input_tokens":{},"output_tokens":{}}})", prompt_tokens - cached,
+                     cached, output_tokens);
+}
+
 std::string MessagesEvents::start(int prompt_tokens, int cached) {
   started_ = true;
   std::string out = sse(
       "message_start",
       fmt::format("{{\"type\":\"message_start\",\"message\":{{\"id\":{},\"type\":\"message\",\"role\":\"assistant\","
-                  "\"content\":[],\"model\":{},\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{{"
-                  "\"input_tokens\":{},\"cache_read_input_tokens\":{},\"output_tokens\":0}}}}}}",
-                  json_quote(identity_.id), json_quote(identity_.model), prompt_tokens - cached, cached));
-  out += sse("ping", R"({"type":"ping"})");
+                  "\"content\":[],\"model\":{},\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{}}}}}",
+                  json_quote(identity_.id), json_quote(identity_.model), usage(prompt_tokens, cached, 0)));
+  if (!identity_.llamacpp) out += sse("ping", R"({"type":"ping"})");
   return out;
 }
 
@@ -195,9 +273,9 @@ std::string MessagesEvents::body(const ResponseTotals& t) {
   close_block();
   return fmt::format(
       "{{\"id\":{},\"type\":\"message\",\"role\":\"assistant\",\"content\":{},\"model\":{},\"stop_reason\":\"{}\","
-      "\"stop_sequence\":null,\"usage\":{{\"input_tokens\":{},\"cache_read_input_tokens\":{},\"output_tokens\":{}}}}}",
+      "\"stop_sequence\":null,\"usage\":{}}}",
       json_quote(identity_.id), join(content_), json_quote(identity_.model), anthropic_stop_reason(t.finish),
-      t.prompt_tokens - t.cached_prompt_tokens, t.cached_prompt_tokens, t.completion_tokens);
+      usage(t.prompt_tokens, t.cached_prompt_tokens, t.completion_tokens));
 }
 
 std::string render_messages_error(std::string_view type, std::string_view message) {

@@ -1,7 +1,11 @@
 // The simulator's Responses API (`/v1/responses`) and Anthropic Messages API (`/v1/messages`)
-// output, pure: streamed events and whole bodies, shaped like the captures of a real llama.cpp
-// b10309 server (tests/fixtures/llamacpp/*_b10309_*) and the public API references (event names,
-// field names, the order of events). Tool calls are not simulated on these two APIs.
+// output, pure: streamed events and whole bodies, in two dialects. The APIs' references' (event
+// names, field names, the order of events; OpenAI's `sequence_number` and `output_index`,
+// `response.incomplete` at the length limit, Anthropic's `ping`), and, with `--imitate llamacpp`,
+// llama.cpp b10309's as captured (tests/fixtures/llamacpp/llamacpp_b10309_{responses,messages}_*):
+// its members in its order, no sequence numbers, output indexes or ping, `response.completed`
+// whatever ended the response, with its `timings` beside the response. Tool calls are not simulated
+// on these two APIs.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +28,7 @@ struct ResponseTotals {
   int completion_tokens = 0;
   int reasoning_tokens = 0;
   std::optional<FinishReason> finish;
+  std::string_view timings;  // llama.cpp's `timings` object (its dialect, streamed: on response.completed)
 };
 
 // One response's identity, as the builder was given it.
@@ -31,6 +36,7 @@ struct ResponseIdentity {
   std::string id;  // "resp_..." / "msg_..."
   std::int64_t created = 0;
   std::string model;
+  bool llamacpp = false;  // llama.cpp b10309's dialect
 };
 
 // Responses API: response.created and response.in_progress; for each run of output of one kind an
@@ -51,12 +57,14 @@ class ResponsesEvents {
   std::string open_item(OutputKind kind);
   std::string close_item();
   std::string response_object(std::string_view status, const ResponseTotals* totals) const;
+  std::string llamacpp_response(const ResponseTotals& totals) const;
 
   ResponseIdentity identity_;
   int sequence_ = 0;
   std::optional<OutputKind> open_;
   std::string item_id_, item_text_;
-  std::vector<std::string> output_;  // closed items, as JSON
+  std::vector<std::string> output_;       // closed items, as JSON
+  std::vector<std::string> body_output_;  // llama.cpp's: closed items as its whole body writes them
 };
 
 // Anthropic Messages: message_start (input usage, with the prefix-cache hit as
@@ -74,6 +82,7 @@ class MessagesEvents {
  private:
   std::string start(int prompt_tokens, int cached_prompt_tokens);
   std::string close_block();
+  std::string usage(int prompt_tokens, int cached_prompt_tokens, int output_tokens) const;
 
   ResponseIdentity identity_;
   bool started_ = false;

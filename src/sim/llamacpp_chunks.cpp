@@ -13,6 +13,16 @@
 //                `timings` after it.
 // Usage counts the choice's own tokens: `completion_tokens`, `prompt_tokens`, `total_tokens`,
 // `prompt_tokens_details.cached_tokens`, in that order.
+// And its whole bodies, not streamed (llamacpp_b10309_chat_nostream_n3.http,
+// llamacpp_b10309_completions_nostream_n2.http):
+//   {"choices":[..],"created":..,"model":..,"system_fingerprint":..,"object":"chat.completion"
+//   (or "text_completion"),"usage":..,"id":..,"timings":..}, a chat choice
+//   {"finish_reason":..,"index":..,"message":{"role":"assistant","content":..}}, a completions one
+//   {"text":..,"index":..,"logprobs":null,"finish_reason":..}. With several choices the usage and
+//   the timings are the first choice's alone (measured: three choices of 7, 3 and 2 tokens, usage
+//   7, `llamacpp:tokens_predicted_total` up by 12).
+// Not captured, so not imitated: llama.cpp's tool calls (vLLM's shape is kept) and where its
+// message puts `reasoning_content` (after `content` here).
 #include <fmt/format.h>
 
 #include "core/json.hpp"
@@ -75,6 +85,36 @@ std::string ResponseBuilder::choice_end(int cached) {
   }
   if (req_.include_usage) out += llamacpp_event({}, llamacpp_usage(cached), timings_);
   return out;
+}
+
+std::string ResponseBuilder::llamacpp_choice_json() const {
+  const char* fin = finish_string();
+  const std::string fin_json = fin ? json_quote(fin) : "null";
+  if (req_.endpoint == Endpoint::kCompletions) {
+    return fmt::format(R"({{"text":{},"index":{},"logprobs":null,"finish_reason":{}}})", json_quote(content_),
+                       opts_.choice, fin_json);
+  }
+  std::string message;
+  if (req_.tool_name) {
+    message = message_json();
+  } else {
+    message = fmt::format(R"({{"role":"assistant","content":{}{}}})", json_quote(content_),
+                          reasoning_.empty() ? std::string() : ",\"reasoning_content\":" + json_quote(reasoning_));
+  }
+  return fmt::format(R"({{"finish_reason":{},"index":{},"message":{}}})", fin_json, opts_.choice, message);
+}
+
+std::string ResponseBuilder::llamacpp_body(int cached, std::span<const ResponseBuilder* const> others) const {
+  std::string choices = llamacpp_choice_json();
+  for (const ResponseBuilder* b : others) {
+    choices += ',';
+    choices += b->llamacpp_choice_json();
+  }
+  return fmt::format(
+      R"({{"choices":[{}],"created":{},"model":{},"system_fingerprint":"{}","object":"{}","usage":{},"id":{}{}}})",
+      choices, opts_.created, json_quote(opts_.model), kFingerprint,
+      req_.endpoint == Endpoint::kCompletions ? "text_completion" : "chat.completion", llamacpp_usage(cached),
+      json_quote(opts_.id), timings_.empty() ? std::string() : ",\"timings\":" + timings_);
 }
 
 }  // namespace mpo::sim

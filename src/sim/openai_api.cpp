@@ -338,7 +338,8 @@ std::optional<Endpoint> endpoint_of_path(std::string_view path) {
   return std::nullopt;
 }
 
-std::string_view response_id_prefix(Endpoint endpoint) {
+std::string_view response_id_prefix(Endpoint endpoint, bool llamacpp) {
+  if (llamacpp) return endpoint == Endpoint::kResponses ? "resp_" : "chatcmpl-";
   switch (endpoint) {
     case Endpoint::kChat: return "chatcmpl-";
     case Endpoint::kCompletions: return "cmpl-";
@@ -364,7 +365,7 @@ std::string render_llamacpp_props(std::string_view model, int slots, int n_ctx) 
 
 ResponseBuilder::ResponseBuilder(const CompletionRequest& req, Options opts, int prompt_tokens)
     : req_(req), opts_(std::move(opts)), prompt_tokens_(prompt_tokens) {
-  const ResponseIdentity identity{opts_.id, opts_.created, opts_.model};
+  const ResponseIdentity identity{opts_.id, opts_.created, opts_.model, opts_.llamacpp};
   if (req_.endpoint == Endpoint::kResponses) responses_.emplace(identity);
   if (req_.endpoint == Endpoint::kMessages) messages_.emplace(identity);
   if (responses_ || messages_) return;  // chunk() writes chat's and completions' events only
@@ -375,7 +376,7 @@ ResponseBuilder::ResponseBuilder(const CompletionRequest& req, Options opts, int
 }
 
 ResponseTotals ResponseBuilder::totals(int cached) const {
-  return ResponseTotals{prompt_tokens_, cached, completion_tokens_, reasoning_count_, finish_};
+  return ResponseTotals{prompt_tokens_, cached, completion_tokens_, reasoning_count_, finish_, timings_};
 }
 
 ResponseBuilder::Kind ResponseBuilder::kind_of(int index) const {
@@ -557,6 +558,18 @@ std::string llamacpp_timings(const FinishedRequest& f) {
   return std::move(t).finish();
 }
 
+std::string ResponseBuilder::message_json() const {
+  if (req_.tool_name) {
+    return fmt::format(
+        "{{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{{\"id\":{},\"type\":\"function\","
+        "\"function\":{{\"name\":{},\"arguments\":{}}}}}]}}",
+        json_quote("chatcmpl-tool-" + opts_.id.substr(opts_.id.find('-') + 1)), json_quote(*req_.tool_name),
+        json_quote("{\"query\": \"" + tool_args_ + "\"}"));
+  }
+  return fmt::format("{{\"role\":\"assistant\",\"content\":{},\"reasoning_content\":{},\"tool_calls\":[]}}",
+                     json_quote(content_), reasoning_.empty() ? "null" : json_quote(reasoning_));
+}
+
 std::string ResponseBuilder::choice_json() const {
   const char* fin = finish_string();
   const std::string fin_json = fin ? json_quote(fin) : "null";
@@ -566,24 +579,14 @@ std::string ResponseBuilder::choice_json() const {
         "\"prompt_logprobs\":null}}",
         opts_.choice, json_quote(content_), fin_json);
   }
-  std::string message;
-  if (req_.tool_name) {
-    message = fmt::format(
-        "{{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{{\"id\":{},\"type\":\"function\","
-        "\"function\":{{\"name\":{},\"arguments\":{}}}}}]}}",
-        json_quote("chatcmpl-tool-" + opts_.id.substr(opts_.id.find('-') + 1)), json_quote(*req_.tool_name),
-        json_quote("{\"query\": \"" + tool_args_ + "\"}"));
-  } else {
-    message = fmt::format("{{\"role\":\"assistant\",\"content\":{},\"reasoning_content\":{},\"tool_calls\":[]}}",
-                          json_quote(content_), reasoning_.empty() ? "null" : json_quote(reasoning_));
-  }
   return fmt::format("{{\"index\":{},\"message\":{},\"logprobs\":null,\"finish_reason\":{},\"stop_reason\":null}}",
-                     opts_.choice, message, fin_json);
+                     opts_.choice, message_json(), fin_json);
 }
 
 std::string ResponseBuilder::full_body(int cached, std::span<const ResponseBuilder* const> others) {
   if (responses_) return responses_->body(totals(cached));
   if (messages_) return messages_->body(totals(cached));
+  if (opts_.llamacpp) return llamacpp_body(cached, others);
   std::string choices = choice_json();
   int other_tokens = 0;
   for (const ResponseBuilder* b : others) {

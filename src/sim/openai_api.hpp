@@ -22,8 +22,10 @@ inline constexpr int kMaxChoices = 128;  // the most `n` a request may ask the s
 
 // The API a path serves (/v1/chat/completions, /v1/completions, /v1/responses, /v1/messages).
 std::optional<Endpoint> endpoint_of_path(std::string_view path);
-// What the API's response ids begin with: "chatcmpl-", "cmpl-", "resp_", "msg_".
-std::string_view response_id_prefix(Endpoint endpoint);
+// What the API's response ids begin with: "chatcmpl-", "cmpl-", "resp_", "msg_" (vLLM's and the
+// APIs' references); llama.cpp b10309 begins chat's, completions' and Messages' with "chatcmpl-"
+// (its captures in tests/fixtures/llamacpp/) and the Responses API's with "resp_".
+std::string_view response_id_prefix(Endpoint endpoint, bool llamacpp = false);
 
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::kChat;
@@ -110,7 +112,9 @@ class ResponseBuilder {
   // completions' finish chunk.
   void set_timings(std::string timings_json) { timings_ = std::move(timings_json); }
   // The whole JSON body of a non-streamed response, after the last emission; with n > 1, this
-  // (the first) choice's builder writes the body, `others` the other choices' builders.
+  // (the first) choice's builder writes the body, `others` the other choices' builders. llama.cpp's
+  // body (chat and completions) carries this choice's `timings` (set_timings()) and, as b10309's
+  // does, a usage that counts this (the first) choice's tokens only.
   std::string full_body(int cached_prompt_tokens, std::span<const ResponseBuilder* const> others = {});
   // The completion tokens of the other choices, counted in this builder's usage (the end of a
   // stream of several choices carries one usage for all).
@@ -129,7 +133,10 @@ class ResponseBuilder {
   std::string llamacpp_event(std::string_view choice, std::string_view usage = {}, std::string_view timings = {}) const;
   std::string llamacpp_chunk(Kind kind, std::string_view text) const;
   std::string llamacpp_usage(int cached_prompt_tokens) const;
-  std::string choice_json() const;  // the whole body's choice object
+  std::string llamacpp_body(int cached_prompt_tokens, std::span<const ResponseBuilder* const> others) const;
+  std::string llamacpp_choice_json() const;
+  std::string choice_json() const;   // the whole body's choice object
+  std::string message_json() const;  // chat's whole message
   const char* finish_string() const;
 
   const CompletionRequest& req_;

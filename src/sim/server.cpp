@@ -484,7 +484,9 @@ class Simulator {
       co_return co_await write(stream, api_error(req, endpoint, http::status::bad_request, "BadRequestError",
                                                  parsed.error().message, parsed.error().subject));
     CompletionRequest& creq = *parsed;
-    if (creq.model && *creq.model != profile_.model) {
+    // vLLM answers 404 for a model it does not serve; llama.cpp b10309 (one model) answers whatever
+    // the request names, its own name in the response.
+    if (creq.model && *creq.model != profile_.model && !opts_.llamacpp_head_and_timings) {
       co_return co_await write(stream, api_error(req, endpoint, http::status::not_found, "NotFoundError",
                                                  fmt::format("The model `{}` does not exist.", *creq.model), "model"));
     }
@@ -506,7 +508,7 @@ class Simulator {
     const int prompt_len = static_cast<int>(creq.prompt.size());
     ResponseBuilder::Options ro;
     const std::string hex = ids_.next(SystemClock::instance().wall_us() / 1000);
-    ro.id = fmt::format("{}{}", response_id_prefix(endpoint), hex);
+    ro.id = fmt::format("{}{}", response_id_prefix(endpoint, opts_.llamacpp_head_and_timings), hex);
     ro.created = SystemClock::instance().wall_us() / 1'000'000;
     ro.model = profile_.model;
     ro.llamacpp = opts_.llamacpp_head_and_timings;
@@ -567,9 +569,19 @@ class Simulator {
       }
       std::vector<const ResponseBuilder*> others;
       for (std::size_t i = 1; i < choices.size(); ++i) others.push_back(&choices[i].builder);
-      co_return co_await write(
-          stream, make_response(req, http::status::ok,
-                                first.builder.full_body(first.sink.finished->cached_prompt_tokens, others)));
+      if (!opts_.llamacpp_head_and_timings) {
+        co_return co_await write(
+            stream, make_response(req, http::status::ok,
+                                  first.builder.full_body(first.sink.finished->cached_prompt_tokens, others)));
+      }
+      // llama.cpp b10309's body: the first choice's timings, and its head's JSON type and (empty) CORS
+      // origin, its own server name aside.
+      first.builder.set_timings(llamacpp_timings(*first.sink.finished));
+      Response res = make_response(req, http::status::ok,
+                                   first.builder.full_body(first.sink.finished->cached_prompt_tokens, others),
+                                   "application/json; charset=utf-8");
+      res.set(http::field::access_control_allow_origin, "");
+      co_return co_await write(stream, std::move(res));
     }
 
     if (opts_.llamacpp_head_and_timings) {

@@ -7,6 +7,7 @@
 
 #include <boost/json.hpp>
 #include <future>
+#include <map>
 #include <ostream>
 #include <regex>
 #include <set>
@@ -180,6 +181,56 @@ TEST_P(ProxyApis, AClientLeavingMidStreamIsADisconnectAndTheEngineAborts) {
   EXPECT_EQ(wait_for_sim_aborts(s.sim.port, 1), 1);
   auto l = obj(s.stop_proxy().at(0));
   EXPECT_EQ(l["outcome"], "client_disconnected");
+}
+
+// The two APIs as llama.cpp b10309 answers them (`simulate --imitate llamacpp`: no sequence numbers
+// or ping, `response.completed` at the length limit with the engine's `timings` beside it, usage
+// members in its order, ids "chatcmpl-" for Messages), streamed and not: the lines agree with the
+// simulator's truth, and the Responses stream's line keeps the engine's timings, as in front of the
+// real server (RealLlamaCpp.EveryApiStreamedAndNotIsMeasuredAndItsTokensAreTheEnginesOwn).
+TEST_P(ProxyApis, LlamaCppsDialectIsMeasuredAsItsTruthSays) {
+  const Api& api = GetParam();
+  Stack s({"--imitate", "llamacpp"});
+  const std::string repeated(200, 'b');
+  for (const bool stream : {true, false}) {
+    for (int i = 0; i < 2; ++i) {  // the second finds the first's prompt in the prefix cache
+      const auto r = http_post(s.proxy.port, api.path, api.body(6, stream, repeated, R"(,"ignore_eos":true)"));
+      ASSERT_EQ(r.status, 200) << r.body;
+      if (stream) {
+        EXPECT_EQ(r.body.find("sequence_number"), std::string::npos) << r.body;
+      }
+    }
+  }
+  const auto lines = s.stop_proxy();
+  ASSERT_EQ(s.sim.process.terminate(), 0);
+  std::map<std::string, json::object> truth;
+  for (const auto& t : read_lines(s.dir + "/truth.jsonl")) {
+    auto o = obj(t);
+    truth[std::string(o["observation_id"].as_string())] = o;
+  }
+  ASSERT_EQ(lines.size(), 4u);
+  int cached = 0;
+  for (const auto& line : lines) {
+    auto l = obj(line);
+    auto& t = truth.at(std::string(l["observation_id"].as_string()));
+    EXPECT_EQ(l["outcome"], "ok") << line;
+    EXPECT_EQ(l["token_source"], "usage") << line;
+    EXPECT_EQ(l["completion_tokens"], 6) << line;
+    EXPECT_EQ(l["prompt_tokens"], t["prompt_tokens"]) << line;
+    EXPECT_EQ(l["cached_prompt_tokens"], t["cached_prompt_tokens"]) << line;
+    // llama.cpp's word for the limit: Messages' max_tokens; the Responses API "completed" either way.
+    EXPECT_EQ(l["finish_reason"], api.name == "messages" ? "max_tokens" : "completed") << line;
+    if (api.name == "messages") {
+      EXPECT_EQ(std::string(l["response_id"].as_string()).rfind("chatcmpl-", 0), 0u) << line;
+    }
+    const bool timings = api.name == "responses" && l["stream"].as_bool();
+    ASSERT_EQ(!l["server_timings"].is_null(), timings) << line;
+    if (timings) {
+      EXPECT_EQ(l["server_timings"].at("predicted_n"), 6) << line;
+    }
+    cached += static_cast<int>(num(t["cached_prompt_tokens"]));
+  }
+  EXPECT_GT(cached, 0) << "no request hit the prefix cache";
 }
 
 INSTANTIATE_TEST_SUITE_P(EventTypedApis, ProxyApis, ::testing::Values(kResponses, kMessages),

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/time.hpp"
 #include "support/html_page.hpp"
 #include "support/http_client.hpp"
 #include "support/metric_families.hpp"
@@ -298,6 +299,53 @@ TEST(ReportAgainstSimulatedLlamaCpp, ClientsThatGiveUpInTheQueueAreNotHiddenFrom
   EXPECT_EQ(g.at("left_before_first_token_ms").at("n").to_number<int>(), 3);
   const auto& slo = doc.at("result").at("slos").as_array().at(0).as_object();
   EXPECT_TRUE(slo.at("value_is_lower_bound").as_bool()) << json::serialize(slo);
+}
+
+// As RealLlamaCppVerdicts.ClientsThatDoNotStreamAreJudgedFromTheEnginesTimings: six clients that do
+// not stream, two slots. llama.cpp's whole body carries its `timings` (the simulator's since the
+// forty-sixth session: before, its bodies were vLLM's, without them), so the wait for a slot is read
+// as what the engine did not spend on the request. The clients name a model the simulator does not
+// serve: llama.cpp answers any name.
+TEST(ReportAgainstSimulatedLlamaCpp, ClientsThatDoNotStreamAreJudgedFromTheEnginesTimings) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/profile.json", R"({"engine":{"max_num_seqs":2,"step_base_s":0.005}})");
+  Stack s({"--profile", dir + "/profile.json", "--imitate", "llamacpp"});
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 6; ++c) {
+    clients.emplace_back([&, c] {
+      for (int i = 0; i < 2; ++i) {
+        const auto r =
+            http_post(s.proxy.port, "/v1/chat/completions",
+                      R"({"model":"real-llama","messages":[{"role":"user","content":"client )" + std::to_string(c) +
+                          " request " + std::to_string(i) + R"("}],"max_tokens":60,"ignore_eos":true})");
+        EXPECT_EQ(r.status, 200) << r.body;
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  s.stop_proxy();
+  const auto g = only_group(s.ledger_path());
+  EXPECT_EQ(g.at("streamed").to_number<int>(), 0) << json::serialize(g);
+  EXPECT_EQ(g.at("token_sources").at("usage"), 12) << json::serialize(g.at("token_sources"));
+  const auto& split = g.at("engine_split").as_object();
+  EXPECT_EQ(split.at("source"), "llama.cpp timings (not streamed)") << json::serialize(split);
+  EXPECT_EQ(split.at("requests").to_number<int>(), 12);
+  EXPECT_EQ(g.at("ranking").as_array().at(0).at("candidate"), "queueing") << ranking_text(g);
+  // The engine's own waits (its truth: scheduled - arrival), against the report's reading of them.
+  std::vector<double> waits;
+  for (const auto& line : read_lines(s.dir + "/truth.jsonl")) {
+    const auto t = json::parse(line).as_object();
+    waits.push_back(static_cast<double>(*parse_rfc3339(t.at("scheduled_at").as_string()) -
+                                        *parse_rfc3339(t.at("arrival_at").as_string())) /
+                    1000);
+  }
+  ASSERT_EQ(waits.size(), 12u);
+  std::sort(waits.begin(), waits.end());
+  const double truth_p50 = (waits[5] + waits[6]) / 2;
+  ASSERT_GT(truth_p50, 100) << "four clients wait for two answers of 60 steps";
+  EXPECT_NEAR(split.at("wait_ms").at("p50").to_number<double>(), truth_p50, 0.1 * truth_p50 + 10)
+      << json::serialize(split);
+  EXPECT_NEAR(g.at("engine_tpot_ms").at("p50").to_number<double>(), 5, 2) << json::serialize(g.at("engine_tpot_ms"));
 }
 
 TEST(ReportRanking, FaultsRankErrorsFirst) {

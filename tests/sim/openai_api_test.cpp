@@ -1,10 +1,13 @@
 #include "sim/openai_api.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <tuple>
 
 #include "core/json.hpp"
+#include "support/fixtures.hpp"
 
 namespace mpo::sim {
 namespace {
@@ -172,6 +175,111 @@ TEST(ResponseBuilder, ALlamaCppStreamEndsEachChoiceAsB10309Does) {
       << end;
   EXPECT_EQ(json::parse(events(end)[0]).at("choices").at(0).at("text"), "");
   EXPECT_EQ(json::parse(events(end)[0]).at("choices").at(0).at("finish_reason"), "stop");
+}
+
+// Where two JSON values differ in shape (members and their order, arrays' lengths, kinds of
+// value; every number one kind), as a path; "" when they agree.
+std::string shape_difference(const json::value& ours, const json::value& theirs, const std::string& at = "$") {
+  const auto kind = [](const json::value& v) { return v.is_number() ? json::kind::double_ : v.kind(); };
+  if (kind(ours) != kind(theirs)) return at + ": kinds differ";
+  if (ours.is_object()) {
+    const auto &a = ours.as_object(), &b = theirs.as_object();
+    if (a.size() != b.size()) return at + ": " + json::serialize(ours) + " vs " + json::serialize(theirs);
+    for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j) {
+      if (i->key() != j->key()) return at + ": member " + std::string(i->key()) + " where " + std::string(j->key());
+      if (auto d = shape_difference(i->value(), j->value(), at + "." + std::string(i->key())); !d.empty()) return d;
+    }
+  }
+  if (ours.is_array()) {
+    const auto &a = ours.as_array(), &b = theirs.as_array();
+    if (a.size() != b.size()) return at + ": lengths differ";
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (auto d = shape_difference(a[i], b[i], at + "[" + std::to_string(i) + "]"); !d.empty()) return d;
+    }
+  }
+  return "";
+}
+
+// Not streamed, llama.cpp b10309 answers chat and completions with bodies of its own member order,
+// its `timings`, and a usage that counts the first choice alone (its captures: three choices of 2, 1
+// and 1 tokens, usage 2). The simulator's bodies have the captures' shape member for member.
+TEST(ResponseBuilder, ALlamaCppBodyIsShapedAsB10309sAndCountsItsFirstChoiceOnly) {
+  FinishedRequest f;
+  f.scheduled_s = 1.0;
+  f.first_token_s = 1.01;
+  f.last_token_s = 1.02;
+  f.prompt_tokens = 11;
+  f.completion_tokens = 2;
+  ResponseBuilder::Options llama{"chatcmpl-1", 100, "small-random", 0, 0, true};
+  const auto body_of = [&](Endpoint endpoint, const char* request, int n) {
+    const auto req = *parse_completion_request(request, endpoint);
+    std::vector<ResponseBuilder> builders;
+    for (int i = 0; i < n; ++i) {
+      llama.choice = i;
+      builders.emplace_back(req, llama, 11);
+      if (i == 0) {
+        builders.back().stream_tokens(std::vector{em(0, " a"), em(1, " b", FinishReason::kStop)});
+      } else {
+        builders.back().stream_tokens(std::vector{em(0, " a", FinishReason::kStop)});
+      }
+    }
+    std::vector<const ResponseBuilder*> others;
+    for (int i = 1; i < n; ++i) others.push_back(&builders[i]);
+    builders[0].set_timings(llamacpp_timings(f));
+    return json::parse(builders[0].full_body(0, others));
+  };
+  const auto chat = body_of(Endpoint::kChat, R"({"messages":[{"role":"user","content":"Hi"}],"n":3})", 3);
+  const auto real_chat = json::parse(test::capture_body("llamacpp/llamacpp_b10309_chat_nostream_n3.http"));
+  EXPECT_EQ(shape_difference(chat, real_chat), "") << json::serialize(chat);
+  EXPECT_EQ(chat.at("usage").at("completion_tokens"), 2);  // the first choice's, as the engine's
+  EXPECT_EQ(real_chat.at("usage").at("completion_tokens"), 2);
+  EXPECT_EQ(chat.at("timings").at("predicted_n"), 2);
+  EXPECT_EQ(chat.at("choices").at(1).at("message").at("content"), " a");
+  const auto completion = body_of(Endpoint::kCompletions, R"({"prompt":"Hi","n":2})", 2);
+  const auto real_completion = json::parse(test::capture_body("llamacpp/llamacpp_b10309_completions_nostream_n2.http"));
+  EXPECT_EQ(shape_difference(completion, real_completion), "") << json::serialize(completion);
+  EXPECT_EQ(completion.at("object"), "text_completion");
+  EXPECT_EQ(response_id_prefix(Endpoint::kCompletions, true), "chatcmpl-");  // as b10309's ids
+  EXPECT_EQ(response_id_prefix(Endpoint::kMessages, true), "chatcmpl-");
+  EXPECT_EQ(response_id_prefix(Endpoint::kCompletions), "cmpl-");
+}
+
+// With `--imitate llamacpp` the Responses and Messages APIs answer in b10309's dialect: every event
+// and body has its capture's shape, member for member (no sequence numbers, output indexes or ping;
+// `response.completed` at the length limit, with the engine's `timings` beside the response).
+TEST(ResponseBuilder, LlamaCppsResponsesAndMessagesAreShapedAsItsCaptures) {
+  FinishedRequest f;
+  f.scheduled_s = 1.0;
+  f.first_token_s = 1.01;
+  f.last_token_s = 1.02;
+  f.prompt_tokens = 10;
+  f.completion_tokens = 6;
+  const ResponseBuilder::Options llama{"resp_1", 100, "real-llama", 0, 0, true};
+  for (const auto& [endpoint, request, capture] :
+       {std::tuple{Endpoint::kResponses, R"({"input":"Hi","max_output_tokens":6,"stream":true})", "responses"},
+        std::tuple{Endpoint::kMessages, R"({"messages":[{"role":"user","content":"Hi"}],"max_tokens":6,"stream":true})",
+                   "messages"}}) {
+    const auto req = *parse_completion_request(request, endpoint);
+    ResponseBuilder b(req, llama, 10);
+    std::string sse = b.stream_start();
+    for (int i = 0; i < 6; ++i) {
+      sse += b.stream_tokens(
+          std::vector{em(i, " a", i == 5 ? std::optional(FinishReason::kLength) : std::optional<FinishReason>())});
+    }
+    b.set_timings(llamacpp_timings(f));
+    sse += b.stream_end(9);
+    const auto ours = events(sse);
+    const auto theirs = events(test::capture_body(fmt::format("llamacpp/llamacpp_b10309_{}_stream.http", capture)));
+    ASSERT_EQ(ours.size(), theirs.size()) << sse;
+    for (std::size_t i = 0; i < ours.size(); ++i) {
+      EXPECT_EQ(shape_difference(json::parse(ours[i]), json::parse(theirs[i])), "")
+          << capture << " event " << i << ": " << ours[i];
+    }
+    const auto body = json::parse(b.full_body(9));
+    const auto real_body =
+        json::parse(test::capture_body(fmt::format("llamacpp/llamacpp_b10309_{}_nostream.http", capture)));
+    EXPECT_EQ(shape_difference(body, real_body), "") << body;
+  }
 }
 
 TEST(Tokenize, CountsWhatAChatRequestOfTheSameMessagesCounts) {
