@@ -81,6 +81,8 @@ std::map<std::string, std::vector<report::EngineTimes>, std::less<>> traced_time
       continue;
     }
     e.prefill_end_us = r.started_at_us + static_cast<std::int64_t>(e.ttft_ms * 1000);
+    e.started_at_us = r.started_at_us;
+    if (r.in_flight_at_start) e.in_flight = static_cast<double>(*r.in_flight_at_start);
     if (r.prompt_tokens) e.prompt_tokens = *r.prompt_tokens;
     out[std::string(report::group_key(ledger::view_of(r), by))].push_back(e);
   }

@@ -17,6 +17,7 @@
 #include "report/held_prompts.hpp"
 #include "report/interference.hpp"
 #include "report/proxy_stalls.hpp"
+#include "report/queued.hpp"
 #include "report/rows.hpp"
 #include "report/shapes.hpp"
 #include "report/speculation.hpp"
@@ -111,6 +112,8 @@ struct EngineTimes {
   // outside_ms the line's e2e less the engine's, and the engine's decode per token after the first.
   bool not_streamed = false;
   std::optional<double> decode_per_token_ms;
+  std::int64_t started_at_us = 0;   // the line's start; 0: unknown
+  std::optional<double> in_flight;  // the line's in_flight_at_start
   // When the engine's prefill of it ended (its first token as the line dates it), wall µs; 0:
   // unknown. With prefill_ms, the window in which it was read (report/interference.hpp).
   std::int64_t prefill_end_us = 0;
@@ -149,6 +152,10 @@ struct EngineSplit {
   // engine says it began decoding, e2e - timings.predicted_ms (the ttft_ms of its EngineTimes),
   // and no head rule (the head came with the whole body).
   bool not_streamed = false;
+  // The requests that waited past the queueing threshold where the median did not (report/queued.hpp),
+  // their wait measured as the queueing score measures it (the engine's queue time where every
+  // request has one, else the wait before the prompt).
+  std::optional<QueuedAtTimes> queued;
 };
 
 struct GroupStats {

@@ -93,7 +93,9 @@ std::optional<double> engine_queue_score(const GroupStats& g, const EngineEviden
         "over {} of {} requests; p90 {:.1f} ms): the wait for a slot, the engine's own work before the prompt "
         "(reading and tokenizing the request, its prompt cache) and the network{}",
         e->source, e->wait_ms.p50, ttft50, e->n, e->of, e->wait_ms.p90, alone_wait_text(*e)));
-  } else if (engine && engine->queue_time && engine->queue_time->requests > 0) {
+  }
+  if (e && e->queued && decided && *decided < 1) c.evidence.push_back(queued_at_times_evidence(*e->queued));
+  if (!e && engine && engine->queue_time && engine->queue_time->requests > 0) {
     const EngineQueueTime& q = *engine->queue_time;
     decided = std::max(0.0, q.mean_ms) / kQueueExcessThresholdMs;
     c.evidence.push_back(fmt::format(
@@ -217,7 +219,9 @@ double median(std::vector<double> v) { return v.empty() ? 0 : *quantile_cont(std
 
 std::optional<EngineSplit> engine_split_of(std::span<const EngineTimes> times, std::size_t of, std::string source) {
   std::vector<double> wait, prefill, queue, outside, head_to_token, off_prefill, head_at, alone;
+  std::vector<QueueWait> waits;
   for (const EngineTimes& t : times) {
+    waits.push_back(QueueWait{t.queue_ms.value_or(t.ttft_ms - t.prefill_ms), t.ttft_ms, t.started_at_us, t.in_flight});
     wait.push_back(t.ttft_ms - t.prefill_ms);
     if (t.alone) alone.push_back(wait.back());
     prefill.push_back(t.prefill_ms);
@@ -241,6 +245,11 @@ std::optional<EngineSplit> engine_split_of(std::span<const EngineTimes> times, s
   if (queue.size() == e.n) e.queue_ms = summarize(queue);
   if (outside.size() == e.n) e.outside_ms = summarize(outside);
   if (alone.size() >= kMinAloneRequests) e.alone_wait_ms = summarize(alone);
+  // The queueing score reads the engine's queue time where every request has one, else the wait.
+  if (!e.queue_ms) {
+    for (std::size_t i = 0; i < waits.size(); ++i) waits[i].wait_ms = wait[i];
+  }
+  e.queued = queued_at_times(waits, kQueueExcessThresholdMs);
   if (!head_to_token.empty()) {
     e.head_to_token_ms = summarize(head_to_token);
     const double off50 = median(off_prefill), head50 = e.head_to_token_ms->p50;
@@ -279,6 +288,8 @@ std::optional<EngineSplit> engine_split_not_streamed(const RowList& rs) {
     EngineTimes t;
     t.ttft_ms = *r->e2e_ms - *r->engine_predicted_ms;
     t.prefill_ms = *r->engine_prompt_ms;
+    t.started_at_us = r->started_at_us;
+    if (r->in_flight_at_start) t.in_flight = static_cast<double>(*r->in_flight_at_start);
     times.push_back(t);
   }
   auto e = engine_split_of(times, of, "llama.cpp timings (not streamed)");
@@ -309,6 +320,8 @@ std::optional<EngineSplit> engine_split_of(const RowList& rs) {
     EngineTimes t;
     t.ttft_ms = *r->ttft_ms;
     t.prefill_ms = *r->engine_prompt_ms;
+    t.started_at_us = r->started_at_us;
+    if (r->in_flight_at_start) t.in_flight = static_cast<double>(*r->in_flight_at_start);
     if (r->ttfb_ms) t.ttfb_ms = *r->ttfb_ms;
     t.alone = r->in_flight_at_start && *r->in_flight_at_start == 0 &&
               alone_until(r->started_at_us, r->started_at_us + static_cast<std::int64_t>(std::ceil(t.ttft_ms * 1000)));

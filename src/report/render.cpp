@@ -407,6 +407,7 @@ std::string group_md(const GroupStats& g) {
     o += "\nLikely bottleneck by prompt length (each band ranked from its own requests):\n\n";
     for (const auto& b : g.prompt_bands) o += fmt::format("- {}\n", prompt_band_sentence(b));
   }
+  if (const auto q = queue_at_times_sentence(g); !q.empty()) o += fmt::format("\n**Queue at times**: {}.\n", q);
   for (const auto& h : g.held_prompts) o += fmt::format("\n**TTFT tail**: {}.\n", held_prompts_sentence(h));
   if (g.speculation && g.speculation->worth_saying()) {
     o += fmt::format("\n**Speculative decoding** ({}): {}. {}\n", g.speculation->source,
@@ -455,8 +456,22 @@ std::string tail_sample_note(const GroupStats& g) {
       n, n <= 21 ? ", and so does its p95" : "");
 }
 
+std::string queue_at_times_sentence(const GroupStats& g) {
+  const auto& e = g.engine_split;
+  if (!e || !e->queued) return {};
+  for (const auto& c : g.ranking) {
+    if (c.name == "queueing" && c.score >= 1) return {};
+  }
+  const std::string what = e->queue_ms       ? fmt::format("{}: the engine's own queue time", e->source)
+                           : e->not_streamed ? fmt::format("{}: e2e less the engine's decode and prefill", e->source)
+                                             : fmt::format("{}: TTFT - prompt_ms", e->source);
+  return queued_at_times_sentence(*e->queued, what);
+}
+
 std::vector<std::pair<std::string, std::string>> findings_beside_the_verdict(const GroupStats& g) {
   std::vector<std::pair<std::string, std::string>> out;
+  if (!queue_at_times_sentence(g).empty())
+    out.emplace_back("requests that waited for a slot at times", "Queue at times");
   if (!g.held_prompts.empty()) out.emplace_back("first tokens held behind longer prompts", "TTFT tail");
   if (g.speculation && g.speculation->worth_saying()) {
     out.emplace_back(g.speculation->gained_nothing()
@@ -527,6 +542,24 @@ std::string engine_split_json(const EngineSplit& e) {
     split.field("head_rule", e.head_rule);
   }
   if (e.not_streamed) split.field("not_streamed", true);
+  if (const auto& q = e.queued) {
+    JsonObjectWriter qw;
+    qw.field("threshold_ms", q->threshold_ms)
+        .field("requests", static_cast<std::uint64_t>(q->n))
+        .field("of", static_cast<std::uint64_t>(q->of))
+        .raw_field("wait_ms", summary_json(q->wait_ms))
+        .field("ttft_p50_ms", q->ttft_p50_ms)
+        .field("others_ttft_p50_ms", q->others_ttft_p50_ms)
+        .optional_field("in_flight_p50", q->in_flight_p50)
+        .optional_field("others_in_flight_p50", q->others_in_flight_p50);
+    if (q->first_start_us > 0) {
+      qw.field("first_start", format_rfc3339_us(q->first_start_us))
+          .field("last_start", format_rfc3339_us(q->last_start_us));
+    }
+    split.raw_field("queued_at_times", std::move(qw).finish());
+  } else {
+    split.null_field("queued_at_times");
+  }
   return std::move(split).finish();
 }
 

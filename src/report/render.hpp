@@ -35,6 +35,9 @@ std::string timing_summary(const GroupStats& g);
 // What the ranking's medians do not weigh and the group's section says below its verdict: "first
 // tokens held behind longer prompts", ...; each with the name of its section (md and HTML).
 std::vector<std::pair<std::string, std::string>> findings_beside_the_verdict(const GroupStats& g);
+// The group's requests that queued part of the time (report/queued.hpp) where the ranking does not
+// call the group's queueing a bottleneck, and the sentence that says so; "" where there is none.
+std::string queue_at_times_sentence(const GroupStats& g);
 
 // Under the percentile table, where its rows' tails rest on their slowest requests alone: with n
 // values, quantile_cont's p99 lies between the two largest up to n = 101 (h = 0.99 (n - 1) >= n - 2),

@@ -376,6 +376,9 @@ std::string group_body(const RowTable& table, const GroupStats& g, const RowList
          present::paragraph("Likely bottleneck by prompt length (each band ranked from its own requests):") +
          present::bullets(sentences);
   }
+  if (const auto q = queue_at_times_sentence(g); !q.empty()) {
+    o += present::heading("Queue at times") + present::paragraph(q + ".");
+  }
   for (const auto& h : g.held_prompts) {
     o += present::heading("TTFT tail") + present::paragraph(held_prompts_sentence(h) + ".");
   }

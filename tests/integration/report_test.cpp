@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/clock.hpp"
 #include "core/time.hpp"
 #include "support/html_page.hpp"
 #include "support/http_client.hpp"
@@ -346,6 +347,52 @@ TEST(ReportAgainstSimulatedLlamaCpp, ClientsThatDoNotStreamAreJudgedFromTheEngin
   EXPECT_NEAR(split.at("wait_ms").at("p50").to_number<double>(), truth_p50, 0.1 * truth_p50 + 10)
       << json::serialize(split);
   EXPECT_NEAR(g.at("engine_tpot_ms").at("p50").to_number<double>(), 5, 2) << json::serialize(g.at("engine_tpot_ms"));
+}
+
+// As RealLlamaCppVerdicts.AQueueThatCameWithTheLoadIsNamedAndDatedToItsPhase: one client, then four on
+// two slots. The queue of the second phase is named beside a verdict that does not cross, and its
+// requests are those the simulator's truth says waited (scheduled - arrival) past the threshold.
+TEST(ReportAgainstSimulatedLlamaCpp, AQueueThatCameWithTheLoadIsNamedAndDatedToItsPhase) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/profile.json", R"({"engine":{"max_num_seqs":2,"step_base_s":0.005}})");
+  Stack s({"--profile", dir + "/profile.json", "--imitate", "llamacpp"});
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(http_post(s.proxy.port, "/v1/chat/completions", chat(20, "calm " + std::to_string(i), false)).status,
+              200);
+  }
+  const std::int64_t busy_from_us = SystemClock::instance().wall_us();
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 4; ++c) {
+    clients.emplace_back([&, c] {
+      for (int i = 0; i < 2; ++i) {
+        const auto r = http_post(s.proxy.port, "/v1/chat/completions",
+                                 R"({"messages":[{"role":"user","content":"busy )" + std::to_string(c) + " " +
+                                     std::to_string(i) + R"("}],"max_tokens":150,"ignore_eos":true,"stream":true})");
+        EXPECT_EQ(r.status, 200);
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  s.stop_proxy();
+  int waited = 0;  // past the threshold, as the engine's truth says
+  for (const auto& line : read_lines(s.dir + "/truth.jsonl")) {
+    const auto t = json::parse(line).as_object();
+    const auto wait_us =
+        *parse_rfc3339(t.at("scheduled_at").as_string()) - *parse_rfc3339(t.at("arrival_at").as_string());
+    waited += wait_us > 550'000 ? 1 : 0;  // a margin over the report's 500 ms: its wait adds the network
+  }
+  const auto g = only_group(s.ledger_path());
+  EXPECT_LT(score_of(g, "queueing"), 1.0) << ranking_text(g);
+  const auto& q = g.at("engine_split").at("queued_at_times");
+  ASSERT_TRUE(q.is_object()) << ranking_text(g);
+  EXPECT_GE(waited, 3);
+  EXPECT_NEAR(q.at("requests").to_number<int>(), waited, 1) << json::serialize(q);
+  EXPECT_GE(*parse_rfc3339(q.at("first_start").as_string()), busy_from_us) << json::serialize(q);
+  EXPECT_GE(q.at("in_flight_p50").to_number<double>(), 2) << json::serialize(q);
+  const auto md = run_report({"--input", s.ledger_path()});
+  EXPECT_NE(md.out.find("Also, below: requests that waited for a slot at times (**Queue at times**)"),
+            std::string::npos)
+      << md.out;
 }
 
 TEST(ReportRanking, FaultsRankErrorsFirst) {

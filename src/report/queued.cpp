@@ -1,0 +1,91 @@
+// The implementation of report/queued.hpp.
+#include "report/queued.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "core/time.hpp"
+
+namespace mpo::report {
+namespace {
+
+double p50(std::vector<double> v) { return v.empty() ? 0 : summarize(std::move(v))->p50; }
+
+std::string clock_of(std::int64_t us) { return format_rfc3339_us(us).substr(11, 8); }
+
+}  // namespace
+
+std::optional<QueuedAtTimes> queued_at_times(std::span<const QueueWait> waits, double threshold_ms) {
+  std::vector<double> wait, ttft, others_ttft, in_flight, others_in_flight;
+  bool every_in_flight = true;
+  std::int64_t first = 0, last = 0;
+  bool every_start = true;
+  for (const QueueWait& w : waits) {
+    every_in_flight &= w.in_flight.has_value();
+    if (w.wait_ms <= threshold_ms) {
+      others_ttft.push_back(w.ttft_ms);
+      if (w.in_flight) others_in_flight.push_back(*w.in_flight);
+      continue;
+    }
+    wait.push_back(w.wait_ms);
+    ttft.push_back(w.ttft_ms);
+    if (w.in_flight) in_flight.push_back(*w.in_flight);
+    every_start &= w.started_at_us > 0;
+    first = first == 0 ? w.started_at_us : std::min(first, w.started_at_us);
+    last = std::max(last, w.started_at_us);
+  }
+  if (wait.size() < kMinQueuedRequests || static_cast<double>(wait.size()) < kMinQueuedShare * waits.size() ||
+      others_ttft.empty()) {
+    return std::nullopt;
+  }
+  QueuedAtTimes q;
+  q.threshold_ms = threshold_ms;
+  q.n = wait.size();
+  q.of = waits.size();
+  q.wait_ms = *summarize(std::move(wait));
+  q.ttft_p50_ms = p50(std::move(ttft));
+  q.others_ttft_p50_ms = p50(std::move(others_ttft));
+  if (every_in_flight) {
+    q.in_flight_p50 = p50(std::move(in_flight));
+    q.others_in_flight_p50 = p50(std::move(others_in_flight));
+  }
+  if (every_start) {
+    q.first_start_us = first;
+    q.last_start_us = last;
+  }
+  return q;
+}
+
+std::string queued_at_times_sentence(const QueuedAtTimes& q, std::string_view what) {
+  std::string out = fmt::format(
+      "{} of {} requests ({:.0f}%) waited more than {:.0f} ms before the engine began their prompt ({}): {:.1f} ms "
+      "p50, {:.1f} ms max, of a TTFT p50 of {:.1f} ms against {:.1f} ms for the others",
+      q.n, q.of, 100.0 * static_cast<double>(q.n) / static_cast<double>(q.of), q.threshold_ms, what, q.wait_ms.p50,
+      q.wait_ms.max, q.ttft_p50_ms, q.others_ttft_p50_ms);
+  if (q.in_flight_p50 && q.others_in_flight_p50) {
+    out +=
+        fmt::format("; they started with {:.0f} requests already in flight at this proxy p50, the others with {:.0f}",
+                    *q.in_flight_p50, *q.others_in_flight_p50);
+  }
+  if (q.first_start_us > 0) {
+    out += q.first_start_us == q.last_start_us
+               ? fmt::format("; at {}", clock_of(q.first_start_us))
+               : fmt::format("; they started between {} and {}", clock_of(q.first_start_us), clock_of(q.last_start_us));
+  }
+  out +=
+      ". The median request waited for no slot, so the ranking, which weighs medians, does not call it queueing: "
+      "the queue came and went with the load (as when more requests come at once than the engine has slots), and it is "
+      "these requests' TTFT tail";
+  return out;
+}
+
+std::string queued_at_times_evidence(const QueuedAtTimes& q) {
+  return fmt::format(
+      "a queue at times: {} of {} requests waited more than {:.0f} ms ({:.1f} ms p50) before the "
+      "engine began their prompt, TTFT p50 {:.1f} ms against {:.1f} ms for the others",
+      q.n, q.of, q.threshold_ms, q.wait_ms.p50, q.ttft_p50_ms, q.others_ttft_p50_ms);
+}
+
+}  // namespace mpo::report
