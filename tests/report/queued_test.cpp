@@ -2,13 +2,13 @@
 // no queue, dated, set against the others, and named beside the verdict.
 #include "report/queued.hpp"
 
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "report/analysis.hpp"
 #include "report/ranking.hpp"
+#include "report/records.hpp"
 #include "report/render.hpp"
 
 namespace mpo::report {
@@ -58,34 +58,12 @@ TEST(QueuedAtTimes, FewOrAllOrUnknownAreNoFinding) {
   EXPECT_FALSE(q->in_flight_p50.has_value());
 }
 
-// A streamed llama.cpp line: `wait_ms` before the engine began its prompt of 50 ms.
-ledger::LedgerRecord line(int i, double wait_ms, int in_flight) {
-  ledger::LedgerRecord r;
-  r.observation_id = std::to_string(i);
-  r.started_at_us = kT0 + i * 300'000;  // one after another, the engine never idle
-  r.model = "m";
-  r.stream = true;
-  r.outcome = "ok";
-  r.http_status = 200;
-  r.ttfb_ms = wait_ms + 1;
-  r.ttft_ms = wait_ms + 51;
-  r.e2e_ms = *r.ttft_ms + 300;
-  r.tpot_ms = 3;
-  r.ended_at_us = r.started_at_us + static_cast<std::int64_t>(*r.e2e_ms * 1000);
-  r.prompt_tokens = 100;
-  r.completion_tokens = 100;
-  r.in_flight_at_start = in_flight;
-  r.token_source = "usage";
-  r.server_timings = R"({"cache_n":0,"prompt_n":100,"prompt_ms":50,"predicted_n":100,"predicted_ms":300})";
-  return r;
-}
-
 // A run whose second half had twice the clients of the engine's slots: its median request met no
 // queue, so the ranking does not cross, and the report names the queue beside its verdict; where
 // most requests queued, queueing is the verdict itself and nothing is said beside it.
 TEST(QueuedAtTimes, AQueueThatCameWithTheLoadIsNamedBesideTheVerdict) {
   std::vector<ledger::LedgerRecord> rs;
-  for (int i = 0; i < 24; ++i) rs.push_back(line(i, i < 14 ? 5 : 800, i < 14 ? 0 : 3));
+  for (int i = 0; i < 24; ++i) rs.push_back(test_lines::llamacpp(i, i < 14 ? 5 : 800, 50, 100, i < 14 ? 0 : 3));
   const auto g = analyse(rs, {}).at(0);
   ASSERT_TRUE(g.engine_split && g.engine_split->queued);
   EXPECT_EQ(g.engine_split->queued->n, 10u);
@@ -100,7 +78,7 @@ TEST(QueuedAtTimes, AQueueThatCameWithTheLoadIsNamedBesideTheVerdict) {
   EXPECT_NE(render_json(in).find(R"("queued_at_times":{"threshold_ms":500,"requests":10,"of":24,)"), std::string::npos);
   EXPECT_NE(render_html(in).find("Queue at times"), std::string::npos);
 
-  for (int i = 0; i < 6; ++i) rs[static_cast<std::size_t>(i)] = line(i, 800, 3);  // now 16 of 24 queued
+  for (int i = 0; i < 6; ++i) rs[static_cast<std::size_t>(i)] = test_lines::llamacpp(i, 800, 50, 100, 3);  // now 16 of 24 queued
   const auto most = analyse(rs, {}).at(0);
   EXPECT_EQ(most.ranking.front().name, "queueing");
   EXPECT_GE(most.ranking.front().score, 1);
