@@ -4,6 +4,8 @@
 // (report::EngineEvidence).
 #include "live/engine_evidence.hpp"
 
+#include <cmath>
+
 #include "promtext/histogram.hpp"
 #include "scrape/facts_report.hpp"
 
@@ -54,7 +56,15 @@ EngineWindow engine_window(const std::vector<scrape::Snapshot>& snapshots) {
       q && q->merged.count && *q->merged.count > 0 && q->merged.sum) {
     report::EngineQueueTime qt;
     qt.source = q->source;
+    qt.window = facts.window;
     qt.requests = *q->merged.count;
+    for (const promtext::Bucket& b : q->merged.buckets) {
+      if (std::isfinite(b.upper) && 1000 * b.upper >= report::kQueueThresholdMs) {
+        qt.over = *q->merged.count - b.cumulative;
+        qt.over_bound_ms = 1000 * b.upper;
+        break;
+      }
+    }
     qt.mean_ms = 1000 * *q->merged.sum / *q->merged.count;
     if (const auto b = promtext::quantile_bucket(0.5, q->merged.buckets)) {
       qt.p50_bucket_ms = std::pair(1000 * b->first, 1000 * b->second);

@@ -499,6 +499,7 @@ struct WholeGroup {
   const FailureIndex* failures = nullptr;
   std::vector<HeldPrompts> held;
   std::optional<Speculation> speculation;
+  std::optional<EngineQueueTime> engine_queue_time;
 };
 
 // The rows' figures and their ranking, without the views by turn and by API.
@@ -534,6 +535,7 @@ GroupStats analyse_rows(std::string_view key, const RowList& rs, GroupColumns& c
   }
   g.interference = decode_interference(rs, overlap);
   g.held_prompts = std::move(whole.held);
+  g.engine_queue_time = std::move(whole.engine_queue_time);
   g.speculation = std::move(whole.speculation);
   g.ranking = rank(g, c.s[3], c.s[4], opts.engine ? &*opts.engine : nullptr);
   g.one_operation = t.one_operation;
@@ -612,7 +614,8 @@ GroupStats analyse_group(std::string_view key, const RowList& rs, GroupColumns& 
   }
   const PrefillOverlap overlap(rs, traced, opts.traced_source);
   GroupStats g = analyse_rows(key, rs, c, opts, overlap,
-                              {&table.failures(), held_prompts_of(key, rs, opts), speculation_of(rs, table.drafts())});
+                              {&table.failures(), held_prompts_of(key, rs, opts), speculation_of(rs, table.drafts()),
+                               opts.engine ? opts.engine->queue_time : std::nullopt});
   TurnContext turn_context;
   turn_context.sessions = &table.sessions();
   if (opts.engine) turn_context.kv_usage = &opts.engine->kv_usage;

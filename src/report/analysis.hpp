@@ -158,6 +158,25 @@ struct EngineSplit {
   std::optional<QueuedAtTimes> queued;
 };
 
+// The queueing candidate's threshold: a wait for a slot (or in the engine's queue) this long.
+inline constexpr double kQueueThresholdMs = 500;
+
+// The engine's own queue-time histogram, as the window's difference: how long the requests it
+// finished in the window waited before it scheduled them.
+struct EngineQueueTime {
+  std::string source;  // "vllm:request_queue_time_seconds"
+  double requests = 0;
+  double mean_ms = 0;  // exact: the histogram's sum over its count
+  // The bucket (lower, upper] the median falls in: an interpolated median would place a queue of
+  // microseconds halfway up the first bucket (vLLM's first is 0.3 s).
+  std::optional<std::pair<double, double>> p50_bucket_ms;
+  // The requests that waited longer than the lowest bucket bound at or above kQueueThresholdMs
+  // (vLLM's 0.5 s), and that bound; nullopt where no finite bound is that high.
+  std::optional<double> over;
+  double over_bound_ms = 0;
+  std::string window;  // the scrapes' window, as EngineEvidence's
+};
+
 struct GroupStats {
   std::string key;
   std::size_t requests = 0;
@@ -224,6 +243,10 @@ struct GroupStats {
   // First tokens held behind longer prompts, band by band, where the engine's prompt windows tell
   // (report/held_prompts.hpp); the group's only, not its bands'.
   std::vector<HeldPrompts> held_prompts;
+  // The engine's queue-time histogram over the report's window (engine-wide, the whole group's
+  // only), where the scrapes had one: the queueing candidate's evidence without a per-request split,
+  // and its requests that queued at times (report/queued.hpp).
+  std::optional<EngineQueueTime> engine_queue_time;
   // Speculative decoding from the lines' own draft counts (report/speculation.hpp).
   std::optional<Speculation> speculation;
   std::vector<Candidate> ranking;        // best first
@@ -239,17 +262,6 @@ struct EngineGauge {
   std::string source;  // the series: "vllm:num_requests_waiting"
   std::size_t samples = 0;
   double max = 0, mean = 0, share_above_zero = 0;  // mean: time-weighted; share: of the window's time
-};
-
-// The engine's own queue-time histogram, as the window's difference: how long the requests it
-// finished in the window waited before it scheduled them.
-struct EngineQueueTime {
-  std::string source;  // "vllm:request_queue_time_seconds"
-  double requests = 0;
-  double mean_ms = 0;  // exact: the histogram's sum over its count
-  // The bucket (lower, upper] the median falls in: an interpolated median would place a queue of
-  // microseconds halfway up the first bucket (vLLM's first is 0.3 s).
-  std::optional<std::pair<double, double>> p50_bucket_ms;
 };
 
 // What the engine's own counters said over the report's window (the proxy's `--scrape` file), where

@@ -17,6 +17,10 @@ std::string clock_of(std::int64_t us) { return format_rfc3339_us(us).substr(11, 
 
 }  // namespace
 
+bool enough_queued(double n, double of) {
+  return n >= static_cast<double>(kMinQueuedRequests) && n >= kMinQueuedShare * of && n < of;
+}
+
 std::optional<QueuedAtTimes> queued_at_times(std::span<const QueueWait> waits, double threshold_ms) {
   std::vector<double> wait, ttft, others_ttft, in_flight, others_in_flight;
   bool every_in_flight = true;
@@ -36,10 +40,7 @@ std::optional<QueuedAtTimes> queued_at_times(std::span<const QueueWait> waits, d
     first = first == 0 ? w.started_at_us : std::min(first, w.started_at_us);
     last = std::max(last, w.started_at_us);
   }
-  if (wait.size() < kMinQueuedRequests || static_cast<double>(wait.size()) < kMinQueuedShare * waits.size() ||
-      others_ttft.empty()) {
-    return std::nullopt;
-  }
+  if (!enough_queued(static_cast<double>(wait.size()), static_cast<double>(waits.size()))) return std::nullopt;
   QueuedAtTimes q;
   q.threshold_ms = threshold_ms;
   q.n = wait.size();
@@ -74,11 +75,14 @@ std::string queued_at_times_sentence(const QueuedAtTimes& q, std::string_view wh
                ? fmt::format("; at {}", clock_of(q.first_start_us))
                : fmt::format("; they started between {} and {}", clock_of(q.first_start_us), clock_of(q.last_start_us));
   }
-  out +=
-      ". The median request waited for no slot, so the ranking, which weighs medians, does not call it queueing: "
-      "the queue came and went with the load (as when more requests come at once than the engine has slots), and it is "
-      "these requests' TTFT tail";
+  out += queued_at_times_meaning();
   return out;
+}
+
+std::string_view queued_at_times_meaning() {
+  return ". The median request waited for no slot, so the ranking, which weighs medians, does not call it "
+         "queueing: the queue came and went with the load (as when more requests come at once than the engine has "
+         "slots), and it is these requests' TTFT tail";
 }
 
 std::string queued_at_times_evidence(const QueuedAtTimes& q) {

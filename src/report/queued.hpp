@@ -38,6 +38,10 @@ struct QueuedAtTimes {
   std::int64_t first_start_us = 0, last_start_us = 0;         // 0: unknown
 };
 
+// Whether `n` of `of` requests that waited past the threshold make a finding: kMinQueuedRequests and
+// kMinQueuedShare of them, and not all (some to compare with, and a median that did not wait).
+bool enough_queued(double n, double of);
+
 // The requests whose wait exceeded `threshold_ms`, where at least kMinQueuedRequests and
 // kMinQueuedShare of them did and some did not; nullopt otherwise.
 std::optional<QueuedAtTimes> queued_at_times(std::span<const QueueWait> waits, double threshold_ms);
@@ -46,5 +50,7 @@ std::optional<QueuedAtTimes> queued_at_times(std::span<const QueueWait> waits, d
 // e.g. "llama.cpp timings.prompt_ms: TTFT - prompt_ms"), and a short form for a candidate's evidence.
 std::string queued_at_times_sentence(const QueuedAtTimes& q, std::string_view what);
 std::string queued_at_times_evidence(const QueuedAtTimes& q);
+// What the sentences end with: why the ranking does not call it queueing, and what it is.
+std::string_view queued_at_times_meaning();
 
 }  // namespace mpo::report

@@ -15,7 +15,6 @@ namespace {
 
 // Thresholds of the ranking (docs/REPORT.md explains each).
 constexpr double kErrorRateThreshold = 0.01;     // errors: 1% of requests
-constexpr double kQueueExcessThresholdMs = 500;  // queueing: median TTFT beyond plausible prefill
 constexpr double kPrefillThresholdMs = 500;      // prefill: median TTFT explained by prompt length
 constexpr double kTpotThresholdMs = 100;         // decode: 10 tokens/s per stream
 constexpr double kInterferenceShare = 0.25;      // decode: a quarter of its time spent on other prompts
@@ -68,26 +67,26 @@ std::optional<double> engine_queue_score(const GroupStats& g, const EngineEviden
   const double ttft50 = g.ttft_ms ? g.ttft_ms->p50 : 0.0;
   std::optional<double> decided;
   if (e && e->queue_ms && e->not_streamed) {
-    decided = std::max(0.0, e->queue_ms->p50) / kQueueExcessThresholdMs;
+    decided = std::max(0.0, e->queue_ms->p50) / kQueueThresholdMs;
     c.evidence.push_back(fmt::format(
         "{}: the engine held the request in its queue {:.1f} ms p50 (over {} of {} requests not streamed; p90 "
         "{:.1f} ms)",
         e->source, e->queue_ms->p50, e->n, e->of, e->queue_ms->p90));
   } else if (e && e->queue_ms) {
-    decided = std::max(0.0, e->queue_ms->p50) / kQueueExcessThresholdMs;
+    decided = std::max(0.0, e->queue_ms->p50) / kQueueThresholdMs;
     c.evidence.push_back(fmt::format(
         "{}: the engine held the request in its queue {:.1f} ms of the {:.1f} ms TTFT p50 (p50 over {} of {} "
         "requests; p90 {:.1f} ms)",
         e->source, e->queue_ms->p50, ttft50, e->n, e->of, e->queue_ms->p90));
   } else if (e && e->not_streamed) {
-    decided = std::max(0.0, e->wait_ms.p50) / kQueueExcessThresholdMs;
+    decided = std::max(0.0, e->wait_ms.p50) / kQueueThresholdMs;
     c.evidence.push_back(fmt::format(
         "{}: {:.1f} ms p50 passed before the engine began the prompt (the line's e2e less the engine's decode and "
         "prefill, over {} of {} requests not streamed; p90 {:.1f} ms): the wait for a slot, the engine's own work "
         "before the prompt (reading and tokenizing the request, its prompt cache) and the network",
         e->source, e->wait_ms.p50, e->n, e->of, e->wait_ms.p90));
   } else if (e) {
-    decided = std::max(0.0, e->wait_ms.p50) / kQueueExcessThresholdMs;
+    decided = std::max(0.0, e->wait_ms.p50) / kQueueThresholdMs;
     c.evidence.push_back(fmt::format(
         "{}: {:.1f} ms of the {:.1f} ms TTFT p50 passed before the engine began the prompt (TTFT - prompt_ms, p50 "
         "over {} of {} requests; p90 {:.1f} ms): the wait for a slot, the engine's own work before the prompt "
@@ -97,7 +96,7 @@ std::optional<double> engine_queue_score(const GroupStats& g, const EngineEviden
   if (e && e->queued && decided && *decided < 1) c.evidence.push_back(queued_at_times_evidence(*e->queued));
   if (!e && engine && engine->queue_time && engine->queue_time->requests > 0) {
     const EngineQueueTime& q = *engine->queue_time;
-    decided = std::max(0.0, q.mean_ms) / kQueueExcessThresholdMs;
+    decided = std::max(0.0, q.mean_ms) / kQueueThresholdMs;
     c.evidence.push_back(fmt::format(
         "the engine's queue-time histogram ({}) over {}: the {:.0f} requests it finished waited {:.1f} ms on average "
         "before it scheduled them{} (engine-wide)",
@@ -105,6 +104,11 @@ std::optional<double> engine_queue_score(const GroupStats& g, const EngineEviden
         q.p50_bucket_ms
             ? fmt::format(", the median between {:.0f} and {:.0f} ms", q.p50_bucket_ms->first, q.p50_bucket_ms->second)
             : std::string()));
+    if (q.over && *decided < 1 && enough_queued(*q.over, q.requests)) {
+      c.evidence.push_back(fmt::format(
+          "a queue at times: {:.0f} of those {:.0f} requests waited more than {:.0f} ms in the engine's queue", *q.over,
+          q.requests, q.over_bound_ms));
+    }
   }
   return decided;
 }
@@ -170,10 +174,10 @@ void fit_evidence(const GroupStats& g, Candidate& c) {
 
 Candidate queueing(const GroupStats& g, double excess_median, bool any_ttft, const EngineEvidence* engine) {
   Candidate c{"queueing", 0.0, {}};
-  double client = std::max(0.0, excess_median) / kQueueExcessThresholdMs;
+  double client = std::max(0.0, excess_median) / kQueueThresholdMs;
   if (g.fit && g.fit->in_flight_varies && !g.fit->in_flight_term_noise() && g.in_flight && g.fit->r2 >= 0.5 &&
       g.fit->c_ms_per_in_flight > 0) {
-    client = std::max(client, g.fit->c_ms_per_in_flight * g.in_flight->p90 / kQueueExcessThresholdMs);
+    client = std::max(client, g.fit->c_ms_per_in_flight * g.in_flight->p90 / kQueueThresholdMs);
   }
   const std::optional<double> decided = engine_queue_score(g, engine, c);  // the engine's score
   if (decided) {
@@ -249,7 +253,7 @@ std::optional<EngineSplit> engine_split_of(std::span<const EngineTimes> times, s
   if (!e.queue_ms) {
     for (std::size_t i = 0; i < waits.size(); ++i) waits[i].wait_ms = wait[i];
   }
-  e.queued = queued_at_times(waits, kQueueExcessThresholdMs);
+  e.queued = queued_at_times(waits, kQueueThresholdMs);
   if (!head_to_token.empty()) {
     e.head_to_token_ms = summarize(head_to_token);
     const double off50 = median(off_prefill), head50 = e.head_to_token_ms->p50;

@@ -457,11 +457,17 @@ std::string tail_sample_note(const GroupStats& g) {
 }
 
 std::string queue_at_times_sentence(const GroupStats& g) {
-  const auto& e = g.engine_split;
-  if (!e || !e->queued) return {};
   for (const auto& c : g.ranking) {
     if (c.name == "queueing" && c.score >= 1) return {};
   }
+  const auto& e = g.engine_split;
+  if (const auto& q = g.engine_queue_time; !e && q && q->over && enough_queued(*q->over, q->requests)) {
+    return fmt::format(
+        "{:.0f} of the {:.0f} requests the engine finished over {} waited more than {:.0f} ms in its queue ({}, "
+        "engine-wide: every client's requests, not only this proxy's), against a mean wait of {:.1f} ms{}",
+        *q->over, q->requests, q->window, q->over_bound_ms, q->source, q->mean_ms, queued_at_times_meaning());
+  }
+  if (!e || !e->queued) return {};
   const std::string what = e->queue_ms       ? fmt::format("{}: the engine's own queue time", e->source)
                            : e->not_streamed ? fmt::format("{}: e2e less the engine's decode and prefill", e->source)
                                              : fmt::format("{}: TTFT - prompt_ms", e->source);
@@ -632,6 +638,18 @@ std::string group_json(const GroupStats& g) {
       .raw_field("cut_short_tokens", summary_json(g.cut_short_tokens))
       .field("busy_share", g.busy_share);
   if (g.engine_split) w.raw_field("engine_split", engine_split_json(*g.engine_split));
+  if (const auto& q = g.engine_queue_time) {
+    JsonObjectWriter qw;
+    qw.field("source", q->source)
+        .field("window", q->window)
+        .field("requests", q->requests)
+        .field("mean_ms", q->mean_ms)
+        .optional_field("over", q->over);
+    if (q->over) qw.field("over_bound_ms", q->over_bound_ms);
+    w.raw_field("engine_queue_time", std::move(qw).finish());
+  } else {
+    w.null_field("engine_queue_time");
+  }
   if (g.engine_tpot_ms) w.raw_field("engine_tpot_ms", summary_json(g.engine_tpot_ms));
   if (const auto& d = g.interference) {
     JsonObjectWriter dw;

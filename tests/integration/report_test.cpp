@@ -1,5 +1,6 @@
 // `modelperfobs report` ranks the bottleneck correctly on ledgers the proxy wrote in front of
 // `simulate`, one per situation, and its outputs and exit codes behave as documented.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -349,23 +350,18 @@ TEST(ReportAgainstSimulatedLlamaCpp, ClientsThatDoNotStreamAreJudgedFromTheEngin
   EXPECT_NEAR(g.at("engine_tpot_ms").at("p50").to_number<double>(), 5, 2) << json::serialize(g.at("engine_tpot_ms"));
 }
 
-// As RealLlamaCppVerdicts.AQueueThatCameWithTheLoadIsNamedAndDatedToItsPhase: one client, then four on
-// two slots. The queue of the second phase is named beside a verdict that does not cross, and its
-// requests are those the simulator's truth says waited (scheduled - arrival) past the threshold.
-TEST(ReportAgainstSimulatedLlamaCpp, AQueueThatCameWithTheLoadIsNamedAndDatedToItsPhase) {
-  const std::string dir = make_temp_dir();
-  write_file(dir + "/profile.json", R"({"engine":{"max_num_seqs":2,"step_base_s":0.005}})");
-  Stack s({"--profile", dir + "/profile.json", "--imitate", "llamacpp"});
+// Load that came and went: one client asking short answers (ten), then four clients asking long
+// ones (two each) of an engine with two slots. Returns when the second phase began (wall µs).
+std::int64_t calm_then_busy(std::uint16_t port) {
   for (int i = 0; i < 10; ++i) {
-    EXPECT_EQ(http_post(s.proxy.port, "/v1/chat/completions", chat(20, "calm " + std::to_string(i), false)).status,
-              200);
+    EXPECT_EQ(http_post(port, "/v1/chat/completions", chat(20, "calm " + std::to_string(i), false)).status, 200);
   }
   const std::int64_t busy_from_us = SystemClock::instance().wall_us();
   std::vector<std::thread> clients;
   for (int c = 0; c < 4; ++c) {
     clients.emplace_back([&, c] {
       for (int i = 0; i < 2; ++i) {
-        const auto r = http_post(s.proxy.port, "/v1/chat/completions",
+        const auto r = http_post(port, "/v1/chat/completions",
                                  R"({"messages":[{"role":"user","content":"busy )" + std::to_string(c) + " " +
                                      std::to_string(i) + R"("}],"max_tokens":150,"ignore_eos":true,"stream":true})");
         EXPECT_EQ(r.status, 200);
@@ -373,14 +369,34 @@ TEST(ReportAgainstSimulatedLlamaCpp, AQueueThatCameWithTheLoadIsNamedAndDatedToI
     });
   }
   for (auto& t : clients) t.join();
-  s.stop_proxy();
-  int waited = 0;  // past the threshold, as the engine's truth says
-  for (const auto& line : read_lines(s.dir + "/truth.jsonl")) {
+  return busy_from_us;
+}
+
+// The requests the engine's truth says waited (scheduled - arrival) longer than `over_us`.
+int truth_waits_over(const std::string& truth, std::int64_t over_us) {
+  int n = 0;
+  for (const auto& line : read_lines(truth)) {
     const auto t = json::parse(line).as_object();
     const auto wait_us =
         *parse_rfc3339(t.at("scheduled_at").as_string()) - *parse_rfc3339(t.at("arrival_at").as_string());
-    waited += wait_us > 550'000 ? 1 : 0;  // a margin over the report's 500 ms: its wait adds the network
+    n += wait_us > over_us ? 1 : 0;
   }
+  return n;
+}
+
+constexpr const char* kTwoQuickSlots = R"({"engine":{"max_num_seqs":2,"step_base_s":0.005}})";
+
+// As RealLlamaCppVerdicts.AQueueThatCameWithTheLoadIsNamedAndDatedToItsPhase: the queue of the busy
+// phase is named beside a verdict that does not cross, and its requests are those the simulator's
+// truth says waited past the threshold.
+TEST(ReportAgainstSimulatedLlamaCpp, AQueueThatCameWithTheLoadIsNamedAndDatedToItsPhase) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/profile.json", kTwoQuickSlots);
+  Stack s({"--profile", dir + "/profile.json", "--imitate", "llamacpp"});
+  const std::int64_t busy_from_us = calm_then_busy(s.proxy.port);
+  s.stop_proxy();
+  // A margin over the report's 500 ms: its wait adds the network and the proxy.
+  const int waited = truth_waits_over(s.dir + "/truth.jsonl", 550'000);
   const auto g = only_group(s.ledger_path());
   EXPECT_LT(score_of(g, "queueing"), 1.0) << ranking_text(g);
   const auto& q = g.at("engine_split").at("queued_at_times");
@@ -391,6 +407,29 @@ TEST(ReportAgainstSimulatedLlamaCpp, AQueueThatCameWithTheLoadIsNamedAndDatedToI
   EXPECT_GE(q.at("in_flight_p50").to_number<double>(), 2) << json::serialize(q);
   const auto md = run_report({"--input", s.ledger_path()});
   EXPECT_NE(md.out.find("Also, below: requests that waited for a slot at times (**Queue at times**)"),
+            std::string::npos)
+      << md.out;
+}
+
+// The same load in front of the vLLM-shaped simulator, whose lines carry no per-request split: the
+// engine's queue-time histogram (scraped) counts the requests past its 0.5 s bucket, the same
+// number its truth says waited that long, and the report names them beside its verdict.
+TEST(ReportFromEngineCounters, TheQueueTimeHistogramNamesAQueueThatCameWithTheLoad) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/profile.json", kTwoQuickSlots);
+  ScrapedStack s({"--profile", dir + "/profile.json", "--truth", dir + "/truth.jsonl"});
+  calm_then_busy(s.proxy.port);
+  s.stop_after_a_scrape();
+  const int waited = truth_waits_over(dir + "/truth.jsonl", 500'000);
+  const auto g = only_group(s.dir + "/ledger.jsonl");
+  EXPECT_LT(score_of(g, "queueing"), 1.0) << ranking_text(g);
+  const auto& q = g.at("engine_queue_time");
+  ASSERT_TRUE(q.is_object()) << json::serialize(g);
+  EXPECT_GE(waited, 3);
+  EXPECT_EQ(q.at("over").to_number<int>(), waited) << json::serialize(q);
+  EXPECT_EQ(q.at("over_bound_ms").to_number<double>(), 500) << json::serialize(q);
+  const auto md = run_report({"--input", s.dir + "/ledger.jsonl"});
+  EXPECT_NE(md.out.find(fmt::format("**Queue at times**: {} of the 18 requests the engine finished over", waited)),
             std::string::npos)
       << md.out;
 }

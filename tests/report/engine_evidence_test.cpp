@@ -194,6 +194,35 @@ TEST(RankingFromEngineEvidence, TheEnginesQueueTimeHistogramDecidesQueueing) {
             std::string::npos);
 }
 
+// A vLLM run whose load came and went: 12 of the 40 requests the engine finished waited past its
+// 0.5 s bucket, a mean of 300 ms. Queueing does not cross on the mean; the requests past the bound
+// are named beside the verdict, engine-wide, and the JSON carries the histogram's figures.
+TEST(RankingFromEngineEvidence, TheEnginesQueueTimeHistogramNamesAQueueAtTimes) {
+  Options opts;
+  EngineQueueTime q{"vllm:request_queue_time_seconds", 40, 300, std::pair(0.0, 300.0), 12, 500};
+  q.window = "20.0 s between scrapes 1 and 401";
+  opts.engine = scraped(4, q);
+  const auto g = analyse(slow_prefill_lines(), opts).at(0);
+  const auto& queueing = candidate(g, "queueing");
+  EXPECT_NEAR(queueing.score, 300.0 / 500, 1e-9);
+  EXPECT_EQ(queueing.evidence[1],
+            "a queue at times: 12 of those 40 requests waited more than 500 ms in the engine's queue");
+  ReportInput in;
+  in.groups = {g};
+  const std::string md = render_markdown(in);
+  EXPECT_NE(md.find("**Queue at times**: 12 of the 40 requests the engine finished over 20.0 s between scrapes 1 and "
+                    "401 waited more than 500 ms in its queue (vllm:request_queue_time_seconds, engine-wide"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(render_json(in).find(R"("engine_queue_time":{"source":"vllm:request_queue_time_seconds","window":)"),
+            std::string::npos);
+  // Too few past the bound: nothing beside the verdict.
+  q.over = 2;
+  opts.engine = scraped(4, q);
+  in.groups = {analyse(slow_prefill_lines(), opts).at(0)};
+  EXPECT_EQ(render_markdown(in).find("Queue at times"), std::string::npos);
+}
+
 // With only the waiting gauge (no queue-time histogram: llama.cpp without timings on the lines, TGI
 // without its histogram scraped), a gauge at zero in every scrape holds the estimate below its
 // threshold and says why.

@@ -78,7 +78,8 @@ TEST(QueuedAtTimes, AQueueThatCameWithTheLoadIsNamedBesideTheVerdict) {
   EXPECT_NE(render_json(in).find(R"("queued_at_times":{"threshold_ms":500,"requests":10,"of":24,)"), std::string::npos);
   EXPECT_NE(render_html(in).find("Queue at times"), std::string::npos);
 
-  for (int i = 0; i < 6; ++i) rs[static_cast<std::size_t>(i)] = test_lines::llamacpp(i, 800, 50, 100, 3);  // now 16 of 24 queued
+  for (int i = 0; i < 6; ++i)
+    rs[static_cast<std::size_t>(i)] = test_lines::llamacpp(i, 800, 50, 100, 3);  // now 16 of 24 queued
   const auto most = analyse(rs, {}).at(0);
   EXPECT_EQ(most.ranking.front().name, "queueing");
   EXPECT_GE(most.ranking.front().score, 1);
