@@ -149,7 +149,7 @@ std::function<int()> setup_scrape(CLI::App& app) {
       "Exit codes: 0 at least one scrape succeeded; 1 none did (each failure says what came back: an HTTP status, a "
       "refused connection, a page that is HTML or JSON instead of Prometheus text) or a file cannot be used; 2 usage "
       "error.");
-  app.add_option("--url", a->url,
+  app.add_option("--url,url", a->url,
                  "the engine's metrics URL, e.g. http://127.0.0.1:8000/metrics (a bare origin gets /metrics)");
   app.add_option("--file", a->files, "a saved exposition instead of --url; give two for an interval (before, after)")
       ->check(CLI::ExistingFile);

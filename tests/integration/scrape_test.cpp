@@ -70,7 +70,9 @@ TEST(Scrape, LiveScrapesWriteSnapshotsAndFactsAgreeWithTheSimulator) {
   Simulator sim({"--profile", dir + "/p.json"});
   const Served served = serve(sim.port, 5, "tell me about the sea and the ships upon it");
   const std::string url = fmt::format("http://127.0.0.1:{}", sim.port);  // a bare origin: /metrics is added
+  // The URL as a flag or, as a user types it, alone.
   const json::object facts = facts_of(run_cli({"scrape", "--url", url, "--format", "json", "--quiet"}));
+  EXPECT_EQ(facts_of(run_cli({"scrape", url, "--format", "json", "--quiet"})).at("requests"), facts.at("requests"));
 
   // The simulator's configuration, as the engine states it.
   EXPECT_EQ(value(facts, "kv_pool_tokens", "kv_pool_tokens"), 700.0 * 16.0);
