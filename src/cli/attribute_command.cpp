@@ -317,7 +317,9 @@ int run(const AttributeArgs& a) {
 
 std::function<int()> setup_attribute(CLI::App& app) {
   auto a = std::make_shared<AttributeArgs>();
-  app.add_option("--ledger", a->ledgers, "ledger(s) of the requests (proxy --ledger, sweep)")->check(CLI::ExistingFile);
+  app.add_option("--ledger,ledger", a->ledgers,
+                 "ledger(s) of the requests (proxy --ledger, sweep); the files alone or after --ledger")
+      ->check(CLI::ExistingFile);
   app.add_option("--scrapes", a->scrapes,
                  "modelperfobs.scrape.v1 snapshots (default: <ledger>.scrape.jsonl from proxy --scrape)")
       ->check(CLI::ExistingFile);

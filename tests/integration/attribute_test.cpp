@@ -128,8 +128,8 @@ TEST(Attribute, SequentialRequestsAreIsolatedOverlappingOnesAreACohort) {
   }
   EXPECT_EQ(isolated, 3) << json::serialize(doc);
   EXPECT_GE(cohort, 1);
-  // fak's format: one line per window.
-  auto fak = run_cli({"attribute", "--ledger", ledger, "--window", "per-request", "--format", "fak"});
+  // fak's format: one line per window (the ledger given alone, as a user types it).
+  auto fak = run_cli({"attribute", ledger, "--window", "per-request", "--format", "fak"});
   EXPECT_EQ(fak.exit_code, 0);
   EXPECT_EQ(read_lines(ledger).size(), 7u);
   EXPECT_NE(fak.out.find("\"schema\":\"fak-model-perf-attribution/1\""), std::string::npos);
