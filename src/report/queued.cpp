@@ -75,6 +75,15 @@ std::string queued_at_times_sentence(const QueuedAtTimes& q, std::string_view wh
                ? fmt::format("; at {}", clock_of(q.first_start_us))
                : fmt::format("; they started between {} and {}", clock_of(q.first_start_us), clock_of(q.last_start_us));
   }
+  if (q.in_flight_p50 && q.others_in_flight_p50 && *q.in_flight_p50 <= *q.others_in_flight_p50) {
+    // Not started under more of this proxy's load than the others: not a queue behind its requests.
+    out +=
+        ". They met no more of this proxy's requests than the others did, so what held them was not a queue behind "
+        "its own traffic: clients that bypass the proxy, or the engine's own work before the prompt (its prompt "
+        "cache, a request it was still reading); the median request waited for none of it, so the ranking, which "
+        "weighs medians, does not call it queueing, and it is these requests' TTFT tail";
+    return out;
+  }
   out += queued_at_times_meaning();
   return out;
 }

@@ -43,6 +43,20 @@ TEST(QueuedAtTimes, RequestsPastTheThresholdAreCountedSetAgainstTheOthersAndDate
   EXPECT_NE(s.find("3 requests already in flight at this proxy p50, the others with 0"), std::string::npos) << s;
 }
 
+// Requests that waited while no more of the proxy's requests were in flight than for the others:
+// the sentence does not call it a queue behind the proxy's traffic.
+TEST(QueuedAtTimes, AWaitWithoutMoreLoadAtTheProxyIsNotCalledItsQueue) {
+  auto w = waits(21, 16);
+  for (auto& x : w) x.in_flight = 0.0;
+  const auto q = queued_at_times(w, 500);
+  ASSERT_TRUE(q.has_value());
+  const std::string s = queued_at_times_sentence(*q, "spans");
+  EXPECT_NE(s.find("what held them was not a queue behind its own traffic: clients that bypass the proxy"),
+            std::string::npos)
+      << s;
+  EXPECT_EQ(s.find("came and went with the load"), std::string::npos) << s;
+}
+
 TEST(QueuedAtTimes, FewOrAllOrUnknownAreNoFinding) {
   EXPECT_FALSE(queued_at_times(waits(30, 2), 500).has_value());    // fewer than three
   EXPECT_FALSE(queued_at_times(waits(40, 3), 500).has_value());    // under a tenth
