@@ -136,6 +136,12 @@ std::string_view api_path(Api api) {
 
 std::string_view api_operation(Api api) { return api == Api::kCompletions ? "text_completion" : api_name(api); }
 
+std::string completions_prompt(const std::vector<Message>& messages) {
+  std::string prompt;
+  for (const auto& m : messages) prompt += (prompt.empty() ? "" : "\n") + m.content;
+  return prompt;
+}
+
 std::string request_body(const ServingRequest& r, const std::string& model, bool ignore_eos, Api api) {
   JsonObjectWriter w;
   switch (api) {
@@ -149,12 +155,10 @@ std::string request_body(const ServingRequest& r, const std::string& model, bool
           .field("temperature", 0.0);
       break;
     case Api::kCompletions: {
-      std::string prompt;
-      for (const auto& m : r.messages) prompt += (prompt.empty() ? "" : "\n") + m.content;
       if (ignore_eos) w.field("ignore_eos", true);
       w.field("max_tokens", r.max_output_tokens)
           .field("model", model)
-          .field("prompt", prompt)
+          .field("prompt", completions_prompt(r.messages))
           .field("stream", true)
           .raw_field("stream_options", R"({"include_usage":true})")
           .field("temperature", 0.0);

@@ -35,5 +35,7 @@ inline constexpr const char* kApiHelp =
 // max_output_tokens. messages: system messages joined as `system`, the others as `messages`,
 // max_tokens. `ignore_eos` (a vLLM/SGLang extension) is added to any of them when asked.
 std::string request_body(const ServingRequest& r, const std::string& model, bool ignore_eos, Api api = Api::kChat);
+// The completions API's prompt: the messages' contents joined by newlines (no template).
+std::string completions_prompt(const std::vector<Message>& messages);
 
 }  // namespace mpo::loadgen

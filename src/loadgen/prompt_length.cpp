@@ -44,6 +44,9 @@ std::string vllm_tokenize_body(const std::string& model, const std::vector<Messa
   return json::serialize(
       json::object{{"model", model}, {"messages", messages_json(messages)}, {"add_generation_prompt", true}});
 }
+std::string vllm_prompt_body(const std::string& model, const std::string& prompt) {
+  return json::serialize(json::object{{"model", model}, {"prompt", prompt}});
+}
 std::string template_body(const std::vector<Message>& messages) {
   return json::serialize(json::object{{"messages", messages_json(messages)}});
 }
@@ -77,11 +80,18 @@ std::string fitted_text(const std::vector<std::string>& words, std::size_t keep,
 boost::asio::awaitable<Result<std::string>> EngineTokenizer::find() {
   const std::vector<Message> probe = probe_messages();
   route_ = Route::kVllm;
+  const bool prompt = api_ == Api::kCompletions;
   auto vllm = co_await count(probe);
-  if (vllm) co_return std::string("vLLM POST /tokenize (messages, the chat template applied)");
+  if (vllm) {
+    co_return std::string(prompt ? "vLLM POST /tokenize (prompt)"
+                                 : "vLLM POST /tokenize (messages, the chat template applied)");
+  }
   route_ = Route::kLlamaCpp;
   auto llamacpp = co_await count(probe);
-  if (llamacpp) co_return std::string("llama.cpp POST /apply-template + POST /tokenize (add_special, parse_special)");
+  if (llamacpp) {
+    co_return std::string(prompt ? "llama.cpp POST /tokenize (add_special, parse_special)"
+                                 : "llama.cpp POST /apply-template + POST /tokenize (add_special, parse_special)");
+  }
   route_ = Route::kNone;
   co_return make_error(errc::kSweepTokenize,
                        fmt::format("the server offers no tokenizer route this sweep knows ({}; {})",
@@ -90,22 +100,29 @@ boost::asio::awaitable<Result<std::string>> EngineTokenizer::find() {
 
 boost::asio::awaitable<Result<std::int64_t>> EngineTokenizer::count(const std::vector<Message>& messages) {
   ++calls_;
+  const bool as_prompt = api_ == Api::kCompletions;
   if (route_ == Route::kVllm) {
-    std::string body = vllm_tokenize_body(model_, messages);
+    std::string body =
+        as_prompt ? vllm_prompt_body(model_, completions_prompt(messages)) : vllm_tokenize_body(model_, messages);
     auto [status, text] = co_await driver_.post_json_admin("/tokenize", std::move(body));
     const auto doc = parse_json(text);
     if (status == 200 && doc && doc->is_object()) {
       if (auto n = json_int(doc->as_object(), "count")) co_return *n;
     }
-    co_return make_error(errc::kSweepTokenize, "POST /tokenize (messages): " + answer(status, text));
+    co_return make_error(errc::kSweepTokenize, fmt::format("POST /tokenize ({}): {}", as_prompt ? "prompt" : "messages",
+                                                           answer(status, text)));
   }
   if (route_ == Route::kLlamaCpp) {
-    std::string templ = template_body(messages);
-    auto [status, text] = co_await driver_.post_json_admin("/apply-template", std::move(templ));
-    const auto doc = parse_json(text);
-    const auto prompt =
-        status == 200 && doc && doc->is_object() ? json_string(doc->as_object(), "prompt") : std::nullopt;
-    if (!prompt) co_return make_error(errc::kSweepTokenize, "POST /apply-template: " + answer(status, text));
+    std::optional<std::string> prompt;
+    if (as_prompt) {
+      prompt = completions_prompt(messages);
+    } else {
+      std::string templ = template_body(messages);
+      auto [status, text] = co_await driver_.post_json_admin("/apply-template", std::move(templ));
+      const auto doc = parse_json(text);
+      if (status == 200 && doc && doc->is_object()) prompt = json_string(doc->as_object(), "prompt");
+      if (!prompt) co_return make_error(errc::kSweepTokenize, "POST /apply-template: " + answer(status, text));
+    }
     std::string body = llamacpp_tokenize_body(*prompt);
     auto [st, tokens_text] = co_await driver_.post_json_admin("/tokenize", std::move(body));
     const auto tokens = parse_json(tokens_text);

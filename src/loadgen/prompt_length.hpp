@@ -7,8 +7,11 @@
 // Routes (documented by the engines): vLLM's `POST /tokenize` with `messages` answers `count` with
 // the chat template applied; llama.cpp's `POST /apply-template` gives the templated prompt and its
 // `POST /tokenize` (`add_special`, `parse_special`) the tokens its chat endpoint counts (checked
-// against llama.cpp b10309's own usage.prompt_tokens). A server with neither keeps the words as they
-// are (about one token per word), and the receipt says so.
+// against llama.cpp b10309's own usage.prompt_tokens). The Responses and Messages APIs' input is
+// templated as chat's is (both engines turn it into chat messages); the completions API's prompt
+// (the messages joined, no template) is counted as a prompt: vLLM's `/tokenize` with `prompt`,
+// llama.cpp's `/tokenize` alone. A server with neither keeps the words as they are (about one token
+// per word), and the receipt says so.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -19,6 +22,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "loadgen/api.hpp"
 #include "loadgen/driver.hpp"
 #include "loadgen/workload.hpp"
 
@@ -26,11 +30,13 @@ namespace mpo::loadgen {
 
 class EngineTokenizer {
  public:
-  EngineTokenizer(Driver& driver, std::string model) : driver_(driver), model_(std::move(model)) {}
+  EngineTokenizer(Driver& driver, std::string model, Api api = Api::kChat)
+      : driver_(driver), model_(std::move(model)), api_(api) {}
 
   // Finds the route the server offers and names it; an error that says none answered.
   boost::asio::awaitable<Result<std::string>> find();
-  // The prompt tokens the server counts for these chat messages, its template included.
+  // The prompt tokens the server counts for these messages as the API sends them (chat's template
+  // included, or the completions API's joined prompt).
   boost::asio::awaitable<Result<std::int64_t>> count(const std::vector<Message>& messages);
   std::size_t calls() const { return calls_; }
 
@@ -38,6 +44,7 @@ class EngineTokenizer {
   enum class Route { kNone, kVllm, kLlamaCpp };
   Driver& driver_;
   std::string model_;
+  Api api_;
   Route route_ = Route::kNone;
   std::size_t calls_ = 0;
 };

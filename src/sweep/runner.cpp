@@ -303,8 +303,6 @@ class SweepRun {
     if (o_.exact_prompt_tokens) {
       if (!o_.not_fitted_because.empty()) {
         load.prompt_lengths = "approximate: " + o_.not_fitted_because;
-      } else if (o_.target.api != loadgen::Api::kChat) {
-        load.prompt_lengths = "approximate: exact prompt lengths are fitted for --api chat only";
       } else if (auto route = co_await tokenizer_.find(); route) {
         load.prompt_lengths = "exact: " + *route;
         exact_ = true;
@@ -692,7 +690,7 @@ class SweepRun {
   const SweepCallbacks& cb_;
   std::atomic<bool>& stop_;
   loadgen::Driver driver_;
-  loadgen::EngineTokenizer tokenizer_{driver_, o_.target.model};  // after driver_: it uses it
+  loadgen::EngineTokenizer tokenizer_{driver_, o_.target.model, o_.target.api};  // after driver_: it uses it
   loadgen::PromptFitter fitter_{tokenizer_};
   bool exact_ = false;
   std::unique_ptr<scrape::Fetcher> metrics_, dcgm_;

@@ -235,5 +235,47 @@ TEST(SweepPromptLengths, EachPromptIsTheLengthAskedForAsTheServerCountsIt) {
   EXPECT_GT(t.at("input_min").to_number<std::int64_t>(), 40) << json::serialize(t);
 }
 
+// Every API's prompts are fitted (forty-sixth session; before, chat's only): the Responses and
+// Messages APIs' input as the chat template makes it, the completions API's joined prompt counted as
+// a prompt (vLLM's /tokenize with `prompt`).
+TEST(SweepPromptLengths, EveryApisPromptIsTheLengthAskedFor) {
+  const std::string dir = make_temp_dir();
+  Simulator sim;
+  for (const std::string api : {"responses", "messages", "completions"}) {
+    const auto run = run_cli({"sweep",
+                              "--url",
+                              "http://127.0.0.1:" + std::to_string(sim.port) + "/v1",
+                              "--model",
+                              "sim-model",
+                              "--api",
+                              api,
+                              "--concurrencies",
+                              "1",
+                              "--requests",
+                              "6",
+                              "--input-tokens",
+                              "uniform:20,100",
+                              "--shared-prefix-tokens",
+                              "10",
+                              "--output-tokens",
+                              "4",
+                              "--quiet",
+                              "--output",
+                              dir + "/" + api + ".json"});
+    ASSERT_EQ(run.exit_code, 0) << api << run.out;
+    const auto r = json::parse(read_file(dir + "/" + api + ".json")).as_object();
+    EXPECT_EQ(r.at("load").at("prompt_lengths"),
+              api == "completions" ? "exact: vLLM POST /tokenize (prompt)"
+                                   : "exact: vLLM POST /tokenize (messages, the chat template applied)")
+        << api;
+    std::size_t checked = 0;
+    for (const auto& s : r.at("points").as_array().at(0).at("tracks").as_array().at(0).at("samples").as_array()) {
+      EXPECT_EQ(s.at("usage").at("prompt_tokens"), s.at("prompt_tokens_estimate")) << api << json::serialize(s);
+      ++checked;
+    }
+    EXPECT_GE(checked, 6u) << api;
+  }
+}
+
 }  // namespace
 }  // namespace mpo::test
