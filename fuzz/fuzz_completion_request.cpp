@@ -2,8 +2,10 @@
 // Responses API, Anthropic Messages); a parsed request was accepted with a sane max_tokens, or
 // rejected with a message; a Messages request always has max_tokens (it is required there); `n` is
 // 1 to kMaxChoices, and 1 on the Responses and Messages APIs. An accepted request's response is
-// built for each of its choices (at most 4), in vLLM's chunks and in llama.cpp's.
+// built for each of its choices (at most 4), in vLLM's chunks and in llama.cpp's (with its timings:
+// every API's dialect), and every whole body is JSON.
 #include <algorithm>
+#include <boost/json.hpp>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -35,11 +37,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         last.text = "\"b\n";
         last.finish = mpo::sim::FinishReason::kLength;
         out += b.stream_tokens(std::vector{first, last});
+        if (llamacpp) {
+          mpo::sim::FinishedRequest f;
+          f.first_token_s = 1.0;
+          f.last_token_s = 1.5;
+          f.prompt_tokens = static_cast<int>(r->prompt.size());
+          f.completion_tokens = 2;
+          b.set_timings(mpo::sim::llamacpp_timings(f));
+        }
         out += b.choice_end(0);
         b.count_other_choices(choice);
         out += b.stream_end(0);
-        out += b.full_body(0);
-        if (out.empty()) std::abort();
+        const std::string whole = b.full_body(0);
+        boost::system::error_code ec;
+        (void)boost::json::parse(whole, ec);
+        if (ec || out.empty()) std::abort();
       }
     }
   }
