@@ -115,12 +115,32 @@ bool engine_trace_split(const ReportArgs& a, const std::vector<std::string>& fil
   return true;
 }
 
-// A gauge over the window as the report states it.
+// The span of the requests the report reads (inside --since/--until): the first one's start to
+// the last one's end; nullopt without a request.
+std::optional<std::pair<std::int64_t, std::int64_t>> requests_span(const report::RowTable& table) {
+  std::optional<std::pair<std::int64_t, std::int64_t>> span;
+  for (const auto* groups : {&table.groups(), &table.others()}) {
+    for (const auto& [key, rows] : *groups) {
+      for (const report::Row* r : rows) {
+        const std::int64_t end = r->ended_at_us.value_or(r->started_at_us);
+        if (!span) span = std::pair(r->started_at_us, end);
+        span->first = std::min(span->first, r->started_at_us);
+        span->second = std::max(span->second, end);
+      }
+    }
+  }
+  return span;
+}
+
 // The engine's own numbers over the report's window, from the scrape file the proxy wrote beside
 // the ledger (`proxy --scrape`) or --scrapes: speculative-decoding acceptance, the queue and load
-// gauges, the queue-time histogram and preemptions. Absent file, or nothing of these: nothing said.
+// gauges, the queue-time histogram and preemptions. The scrapes are those inside --since/--until,
+// and of those, the ones that bracket the requests read (the last at or before the first request's
+// start to the first at or after the last one's end): a proxy that scraped on for an hour after
+// its traffic would otherwise dilute the gauges' time-weighted means and shares with the idle
+// hour. Absent file, or nothing of these: nothing said.
 std::optional<report::EngineEvidence> engine_evidence(const ReportArgs& a, const std::vector<std::string>& files,
-                                                      const report::Options& opts) {
+                                                      const report::Options& opts, const report::RowTable& table) {
   if (a.scrapes == "none") return std::nullopt;
   std::string path = a.scrapes;
   if (path.empty()) {
@@ -139,6 +159,17 @@ std::optional<report::EngineEvidence> engine_evidence(const ReportArgs& a, const
     if (opts.since_us && s.started_at_us < *opts.since_us) continue;
     if (opts.until_us && s.started_at_us >= *opts.until_us) continue;
     window.push_back(std::move(s));
+  }
+  if (const auto span = requests_span(table); span && !window.empty()) {
+    std::size_t lo = 0, hi = window.size() - 1;
+    for (std::size_t i = 0; i < window.size(); ++i) {
+      if (window[i].started_at_us <= span->first) lo = i;
+    }
+    for (std::size_t i = window.size(); i-- > lo;) {
+      if (window[i].started_at_us >= span->second) hi = i;
+    }
+    window.erase(window.begin() + static_cast<std::ptrdiff_t>(hi) + 1, window.end());
+    window.erase(window.begin(), window.begin() + static_cast<std::ptrdiff_t>(lo));
   }
   auto engine = live::engine_window(window);
   if (!engine.evidence && !engine.no_window.empty()) {
@@ -279,7 +310,7 @@ int run(const ReportArgs& a) {
     std::cerr << "modelperfobs report: " << st.error().message << "\n";
     return 1;
   }
-  in.options.engine = engine_evidence(a, files, in.options);
+  in.options.engine = engine_evidence(a, files, in.options, in.table);
   if (!a.traces.empty()) {
     if (std::find(files.begin(), files.end(), "-") != files.end()) {
       std::cerr << "modelperfobs report: --traces reads the ledger files again; give them by name, not -\n";

@@ -12,6 +12,7 @@
 
 #include "core/clock.hpp"
 #include "core/time.hpp"
+#include "support/fixtures.hpp"
 #include "support/html_page.hpp"
 #include "support/http_client.hpp"
 #include "support/metric_families.hpp"
@@ -432,6 +433,43 @@ TEST(ReportFromEngineCounters, TheQueueTimeHistogramNamesAQueueThatCameWithTheLo
   EXPECT_NE(md.out.find(fmt::format("**Queue at times**: {} of the 18 requests the engine finished over", waited)),
             std::string::npos)
       << md.out;
+}
+
+// A proxy that scraped on for minutes after its traffic: the engine's gauges are read over the
+// scrapes that bracket the report's requests, not diluted by the idle time after them (before, a
+// sweep's ledger reported "above zero 0% of the time" over 1457.8 s for a 14.6 s run).
+TEST(ReportFromEngineCounters, TheGaugesAreReadOverTheRequestsNotTheScrapesAfterThem) {
+  const std::string dir = make_temp_dir();
+  const std::string name = "llamacpp/llamacpp_b10309_small-random_np2_c1-4";
+  write_file(dir + "/run.jsonl", read_fixture(name + ".jsonl"));
+  std::string scrapes = read_fixture(name + ".scrape.jsonl");
+  const auto gauge = [&](const std::string& ledger) {
+    const auto out = run_report({"--input", ledger}).out;
+    const auto at = out.find("the engine's waiting gauge");
+    return at == std::string::npos ? std::string() : out.substr(at, out.find(';', at) - at);
+  };
+  write_file(dir + "/run.scrape.jsonl", scrapes);
+  const std::string as_scraped = gauge(dir + "/run.jsonl");
+  ASSERT_NE(as_scraped, "");
+  // Half a minute of idle scrapes after the run, every 250 ms (the capture's interval): copies of
+  // the last, later. The window takes one of them, the first at or after the last request's end.
+  auto last = json::parse(read_lines(dir + "/run.scrape.jsonl").back()).as_object();
+  for (int k = 1; k <= 120; ++k) {
+    auto idle = last;
+    idle["seq"] = last.at("seq").to_number<int>() + k;
+    for (const char* key : {"scheduled_at", "scrape_started_at", "scrape_ended_at"}) {
+      idle[key] = format_rfc3339_us(*parse_rfc3339(last.at(key).as_string()) + k * 250'000LL);
+    }
+    scrapes += json::serialize(idle) + "\n";
+  }
+  write_file(dir + "/run.scrape.jsonl", scrapes);
+  const std::string with_idle = gauge(dir + "/run.jsonl");
+  EXPECT_NE(as_scraped.find("over 13.7 s between scrapes 5 and 51: max 2, time-weighted mean 0.65, above zero 44%"),
+            std::string::npos)
+      << as_scraped;
+  EXPECT_NE(with_idle.find("over 14.0 s between scrapes 5 and 52: max 2, time-weighted mean 0.64, above zero 43%"),
+            std::string::npos)
+      << with_idle;
 }
 
 TEST(ReportRanking, FaultsRankErrorsFirst) {
