@@ -102,6 +102,7 @@ int common_options(const SweepArgs& a, sweep::SweepOptions& o) {
   o.same_prompts_every_point = a.same_prompts;
   // Lengths are targets for synthetic and replayed prompts, not for a dataset's own texts.
   o.exact_prompt_tokens = a.dataset.empty() && !a.approximate_input_tokens;
+  if (workload_kind(a) == "synthetic") o.shared_prefix_tokens = a.shared_prefix_tokens;
   if (workload_kind(a) == "multi-turn") {
     o.not_fitted_because =
         "a conversation's turns are not fitted (a fitted message would no longer be the next turn's prefix)";

@@ -133,6 +133,46 @@ boost::asio::awaitable<Result<std::int64_t>> EngineTokenizer::count(const std::v
   co_return make_error(errc::kSweepTokenize, "no tokenizer route");
 }
 
+boost::asio::awaitable<Result<std::string>> PromptFitter::fit_prefix(const std::string& prefix, std::int64_t target) {
+  const std::vector<std::string> words = split_words(prefix);
+  auto count_of = [&](std::size_t own, std::size_t pads) -> boost::asio::awaitable<Result<std::int64_t>> {
+    std::vector<Message> m{Message{"user", fitted_text(words, 0, own, pads)}};
+    auto c = co_await tokenizer_.count(m);
+    co_return c;
+  };
+  auto one = co_await count_of(0, 1);  // the template and one single-token word
+  if (!one) co_return one.error();
+  const std::int64_t overhead = *one - 1;
+  // The most words whose count stays at or under the target (the count grows with the words).
+  std::size_t lo = 0, hi = words.size();
+  auto all = co_await count_of(hi, 0);
+  if (!all) co_return all.error();
+  if (*all - overhead <= target) {
+    lo = hi;
+  } else {
+    while (hi - lo > 1) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      auto c = co_await count_of(mid, 0);
+      if (!c) co_return c.error();
+      (*c - overhead <= target ? lo : hi) = mid;
+    }
+  }
+  // Then single-token words for what is missing, corrected by what the count says.
+  std::size_t pads = 0;
+  auto c = co_await count_of(lo, 0);
+  if (!c) co_return c.error();
+  std::int64_t tokens = lo == 0 ? 0 : *c - overhead;
+  for (int round = 0; round < kMaxPadRounds && tokens < target; ++round) {
+    const std::size_t more = pads + static_cast<std::size_t>(target - tokens);
+    auto cp = co_await count_of(lo, more);
+    if (!cp) co_return cp.error();
+    if (*cp - overhead > target) break;
+    pads = more;
+    tokens = *cp - overhead;
+  }
+  co_return fitted_text(words, 0, lo, pads);
+}
+
 boost::asio::awaitable<Result<std::vector<std::int64_t>>> PromptFitter::fit(std::vector<ServingRequest>& requests,
                                                                             std::size_t keep_words) {
   std::vector<std::int64_t> out;

@@ -56,6 +56,12 @@ class EngineTokenizer {
 class PromptFitter {
  public:
   explicit PromptFitter(EngineTokenizer& tokenizer) : tokenizer_(tokenizer) {}
+  // The workload's shared prefix (`prefix`, its words) cut or padded with single-token words until
+  // the prefix alone counts `target` tokens as the server counts a message of it (the template's
+  // own tokens, a message of one single-token word less that word, left out); the nearest below
+  // when the padding cannot land on it. `--shared-prefix-tokens 600` made of words was 1,600
+  // tokens on Llama's tokenizer.
+  boost::asio::awaitable<Result<std::string>> fit_prefix(const std::string& prefix, std::int64_t target);
   // The count each request reached (the target, or the nearest below it when the padding cannot
   // land on it exactly).
   boost::asio::awaitable<Result<std::vector<std::int64_t>>> fit(std::vector<ServingRequest>& requests,

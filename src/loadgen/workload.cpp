@@ -364,6 +364,25 @@ void mark_prompts(std::vector<ServingRequest>& requests, std::size_t shared_word
   }
 }
 
+std::string shared_prefix_text(const ServingRequest& r, std::size_t shared_words) {
+  if (r.messages.empty()) return {};
+  const std::string& text = r.messages[marked_message(r)].content;
+  const auto starts = word_starts(text);
+  if (shared_words == 0) return {};
+  if (shared_words >= starts.size()) return text;
+  const std::size_t end = starts[shared_words - 1] + word_at(text, starts[shared_words - 1]).size();
+  return text.substr(0, end);
+}
+
+void replace_shared_prefix(std::vector<ServingRequest>& requests, std::size_t shared_words, std::string_view prefix) {
+  for (auto& r : requests) {
+    if (r.messages.empty()) continue;
+    std::string& text = r.messages[marked_message(r)].content;
+    const std::size_t old_size = shared_prefix_text(r, shared_words).size();
+    text.replace(0, old_size, prefix);
+  }
+}
+
 double declared_shared_share(const ServingRequest& r, std::size_t shared_words) {
   std::size_t total = 0, shared = 0;
   for (std::size_t i = 0; i < r.messages.size(); ++i) {

@@ -119,6 +119,11 @@ std::size_t shared_leading_words(const std::vector<ServingRequest>& requests);
 // "p001" for the second point's measured requests, "w001" for its warm-up.
 std::string point_marker(std::size_t point_index, bool warmup);
 void mark_prompts(std::vector<ServingRequest>& requests, std::size_t shared_words, std::string_view marker);
+// The first `shared_words` words of each request's marked message (the workload's shared prefix),
+// and those words replaced by `prefix` in each (the prefix fitted to its length in tokens:
+// loadgen/prompt_length.hpp).
+std::string shared_prefix_text(const ServingRequest& r, std::size_t shared_words);
+void replace_shared_prefix(std::vector<ServingRequest>& requests, std::size_t shared_words, std::string_view prefix);
 // The share of a request's prompt bytes the workload declares shared with other requests: every
 // message before the last, and the shared words of the last.
 double declared_shared_share(const ServingRequest& r, std::size_t shared_words);

@@ -283,14 +283,17 @@ class SweepRun {
     if (!o_.metrics_url.empty()) load.metrics_url = o_.metrics_url;
     if (!o_.power.empty()) load.power = o_.power;
     if (!o_.dcgm_url.empty()) load.dcgm_url = o_.dcgm_url;
-    load.prompts = o_.same_prompts_every_point
-                       ? std::string("same_every_point")
-                       : fmt::format(
-                             "distinct_per_point: word {} of each request's last message (the first after "
-                             "the {} words all share) is p<point> in measured and w<point> in warm-up "
-                             "requests, points numbered from 000 in the order they ran{}",
-                             shared_words_ + 1, shared_words_,
-                             o_.prompt_salt.empty() ? "" : ", followed by the run's prompt_salt");
+    const auto prompts_rule = [&] {
+      return o_.same_prompts_every_point
+                 ? std::string("same_every_point")
+                 : fmt::format(
+                       "distinct_per_point: word {} of each request's last message (the first after "
+                       "the {} words all share) is p<point> in measured and w<point> in warm-up "
+                       "requests, points numbered from 000 in the order they ran{}",
+                       shared_words_ + 1, shared_words_,
+                       o_.prompt_salt.empty() ? "" : ", followed by the run's prompt_salt");
+    };
+    load.prompts = prompts_rule();
     if (!o_.prompt_salt.empty()) load.prompt_salt = o_.prompt_salt;
     const std::string sessions = loadgen::describe_sessions(measured_);
     if (!sessions.empty()) {
@@ -311,6 +314,20 @@ class SweepRun {
       }
       if (!exact_)
         note("warning: prompt lengths are about one token per word, not exact (" + *load.prompt_lengths + ")");
+    }
+    if (exact_ && o_.shared_prefix_tokens > 0 && shared_words_ > 0 && !measured_.empty()) {
+      // The shared prefix was made of words (about three tokens each on Llama's tokenizer): fitted
+      // to its length in tokens, the same text in every request, before any point.
+      auto prefix = co_await fitter_.fit_prefix(loadgen::shared_prefix_text(measured_.front(), shared_words_),
+                                                o_.shared_prefix_tokens);
+      if (prefix) {
+        loadgen::replace_shared_prefix(measured_, shared_words_, *prefix);
+        shared_words_ = loadgen::shared_leading_words(measured_);
+        *load.prompt_lengths += fmt::format("; the shared prefix fitted to {} tokens", o_.shared_prefix_tokens);
+        load.prompts = prompts_rule();
+      } else {
+        note("warning: the shared prefix not fitted: " + prefix.error().message);
+      }
     }
     if (o_.reset_cache_between_points) {
       auto how = co_await reset_cache();

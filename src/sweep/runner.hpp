@@ -55,6 +55,9 @@ struct SweepOptions {
   // Fit each prompt to its asked length as the server's tokenizer counts it (loadgen/prompt_length.hpp):
   // for workloads whose lengths are targets (synthetic, replay).
   bool exact_prompt_tokens = false;
+  // The synthetic workload's shared prefix, in tokens (--shared-prefix-tokens): fitted to that many
+  // as the server counts them where prompts are fitted; 0: none.
+  std::int64_t shared_prefix_tokens = 0;
   // Why this workload's prompts are not fitted although its lengths are targets (a conversation's
   // turns, a trace's blocks: fitting would break the prefixes they share); "" : fitted.
   std::string not_fitted_because;

@@ -430,6 +430,24 @@ TEST_F(RealLlamaCppSweep, InputTokensAreWhatTheEngineCounts) {
   // Without the tokenizer, as before: four-letter words are about three tokens each on Llama's.
   const auto rough = run({"--approximate-input-tokens"}, "rough");
   EXPECT_GT(point(rough, 1).at("evidence").at("tokens").at("input_min").to_number<std::int64_t>(), 100);
+  // A shared prefix of 40 tokens, fitted as such (before, its 40 words were about 110 tokens of a
+  // 64-token prompt's 180): every prompt 64 tokens, and the engine served each one after the first
+  // from its cache for at least the prefix.
+  const auto prefixed = run({"--shared-prefix-tokens", "40", "--concurrencies", "1"}, "prefixed");
+  EXPECT_NE(prefixed.at("load").at("prompt_lengths").as_string().find("; the shared prefix fitted to 40 tokens"),
+            std::string::npos)
+      << json::serialize(prefixed.at("load"));
+  const auto& pt = point(prefixed, 1).at("evidence").at("tokens");
+  EXPECT_EQ(pt.at("input_min"), 64) << json::serialize(pt);
+  EXPECT_EQ(pt.at("input_max"), 64) << json::serialize(pt);
+  std::size_t served_from_cache = 0, requests = 0;
+  const auto& samples = point(prefixed, 1).at("samples").as_array();
+  for (const auto& s : samples) {
+    ++requests;
+    const auto& u = s.at("usage").as_object();
+    if (u.contains("cached_tokens") && u.at("cached_tokens").to_number<std::int64_t>() >= 40) ++served_from_cache;
+  }
+  EXPECT_GE(served_from_cache + 1, requests) << json::serialize(samples);
   // The other APIs too (before the forty-sixth session only chat was fitted: 276 to 301 tokens for
   // 100 asked): the Responses and Messages APIs' input as chat's template makes it, the completions
   // API's joined prompt as a prompt.

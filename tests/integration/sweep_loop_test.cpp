@@ -203,7 +203,8 @@ TEST(SweepPromptLengths, EachPromptIsTheLengthAskedForAsTheServerCountsIt) {
                "--shared-prefix-tokens", "10", "--output-tokens", "4", "--quiet", "--output", dir + "/sweep.json"});
   ASSERT_EQ(run.exit_code, 0) << run.out;
   const auto r = receipt(dir);
-  EXPECT_EQ(r.at("load").at("prompt_lengths"), "exact: vLLM POST /tokenize (messages, the chat template applied)");
+  EXPECT_EQ(r.at("load").at("prompt_lengths"),
+            "exact: vLLM POST /tokenize (messages, the chat template applied); the shared prefix fitted to 10 tokens");
   std::size_t checked = 0;
   for (const auto& p : r.at("points").as_array()) {
     const auto& tp = p.at("tracks").as_array().at(0).as_object();
@@ -264,9 +265,10 @@ TEST(SweepPromptLengths, EveryApisPromptIsTheLengthAskedFor) {
                               dir + "/" + api + ".json"});
     ASSERT_EQ(run.exit_code, 0) << api << run.out;
     const auto r = json::parse(read_file(dir + "/" + api + ".json")).as_object();
-    EXPECT_EQ(r.at("load").at("prompt_lengths"),
-              api == "completions" ? "exact: vLLM POST /tokenize (prompt)"
-                                   : "exact: vLLM POST /tokenize (messages, the chat template applied)")
+    const std::string route = api == "completions" ? "exact: vLLM POST /tokenize (prompt)"
+                                                   : "exact: vLLM POST /tokenize (messages, the chat template applied)";
+    EXPECT_EQ(std::string(r.at("load").at("prompt_lengths").as_string()),
+              route + "; the shared prefix fitted to 10 tokens")
         << api;
     std::size_t checked = 0;
     for (const auto& s : r.at("points").as_array().at(0).at("tracks").as_array().at(0).at("samples").as_array()) {
