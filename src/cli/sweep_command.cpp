@@ -106,6 +106,7 @@ int common_options(const SweepArgs& a, sweep::SweepOptions& o) {
   if (workload_kind(a) == "multi-turn") {
     o.not_fitted_because =
         "a conversation's turns are not fitted (a fitted message would no longer be the next turn's prefix)";
+    o.fit_each_message = o.exact_prompt_tokens;
   } else if (workload_kind(a) == "trace") {
     o.not_fitted_because =
         "a trace's prompts are its blocks of single-token words, not fitted (equal hash ids stay equal text)";

@@ -173,6 +173,26 @@ boost::asio::awaitable<Result<std::string>> PromptFitter::fit_prefix(const std::
   co_return fitted_text(words, 0, lo, pads);
 }
 
+boost::asio::awaitable<Result<std::size_t>> PromptFitter::fit_messages(std::vector<ServingRequest>& requests) {
+  std::map<std::string, std::string> fitted;  // each distinct text, fitted
+  for (const auto& r : requests) {
+    for (const auto& m : r.messages) {
+      if (m.tool_name.empty() && !m.content.empty()) fitted.emplace(m.content, std::string());
+    }
+  }
+  for (auto& [text, out] : fitted) {
+    auto f = co_await fit_prefix(text, static_cast<std::int64_t>(split_words(text).size()));
+    if (!f) co_return f.error();
+    out = std::move(*f);
+  }
+  for (auto& r : requests) {
+    for (auto& m : r.messages) {
+      if (const auto it = fitted.find(m.content); m.tool_name.empty() && it != fitted.end()) m.content = it->second;
+    }
+  }
+  co_return fitted.size();
+}
+
 boost::asio::awaitable<Result<std::vector<std::int64_t>>> PromptFitter::fit(std::vector<ServingRequest>& requests,
                                                                             std::size_t keep_words) {
   std::vector<std::int64_t> out;

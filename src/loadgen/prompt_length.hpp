@@ -62,6 +62,12 @@ class PromptFitter {
   // when the padding cannot land on it. `--shared-prefix-tokens 600` made of words was 1,600
   // tokens on Llama's tokenizer.
   boost::asio::awaitable<Result<std::string>> fit_prefix(const std::string& prefix, std::int64_t target);
+  // A conversation's messages (multi-turn workloads, whose prompts are not fitted whole: a fitted
+  // turn would no longer be the next turn's prefix): each distinct message of synthetic words cut or
+  // padded to as many tokens as it has words (the length it was drawn with), the same text wherever
+  // it recurs, so every turn still begins with the turn before it. A tool call's arguments are
+  // left as they are. The number of distinct messages fitted.
+  boost::asio::awaitable<Result<std::size_t>> fit_messages(std::vector<ServingRequest>& requests);
   // The count each request reached (the target, or the nearest below it when the padding cannot
   // land on it exactly).
   boost::asio::awaitable<Result<std::vector<std::int64_t>>> fit(std::vector<ServingRequest>& requests,

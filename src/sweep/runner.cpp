@@ -303,7 +303,24 @@ class SweepRun {
       if (o_.target.chain_responses)
         *load.sessions += "; each turn after the first sends only its new message with previous_response_id";
     }
-    if (o_.exact_prompt_tokens) {
+    bool messages_fitted = false;
+    if (o_.fit_each_message) {
+      // Each message to its length, where the whole turn cannot be (its turns share prefixes).
+      note("fitting the conversations' messages to their lengths in tokens (--approximate-input-tokens skips it)");
+      if (auto route = co_await tokenizer_.find(); !route) {
+        load.prompt_lengths = "approximate: " + route.error().message;
+      } else if (auto n = co_await fitter_.fit_messages(measured_); !n) {
+        load.prompt_lengths = "approximate: " + n.error().message;
+      } else {
+        load.prompt_lengths = fmt::format(
+            "messages: each of the {} distinct messages fitted to its length in tokens by {}; a turn's prompt is "
+            "its messages' tokens and the chat template's own",
+            *n, *route);
+        messages_fitted = true;
+      }
+      if (!messages_fitted)
+        note("warning: message lengths are about one token per word, not exact (" + *load.prompt_lengths + ")");
+    } else if (o_.exact_prompt_tokens) {
       if (!o_.not_fitted_because.empty()) {
         load.prompt_lengths = "approximate: " + o_.not_fitted_because;
       } else if (auto route = co_await tokenizer_.find(); route) {

@@ -58,6 +58,9 @@ struct SweepOptions {
   // The synthetic workload's shared prefix, in tokens (--shared-prefix-tokens): fitted to that many
   // as the server counts them where prompts are fitted; 0: none.
   std::int64_t shared_prefix_tokens = 0;
+  // A multi-turn workload's messages each fitted to its length in tokens, where prompts are fitted
+  // (loadgen/prompt_length.hpp PromptFitter::fit_messages); its prompts are not fitted whole.
+  bool fit_each_message = false;
   // Why this workload's prompts are not fitted although its lengths are targets (a conversation's
   // turns, a trace's blocks: fitting would break the prefixes they share); "" : fitted.
   std::string not_fitted_because;

@@ -81,7 +81,12 @@ TEST_F(RealLlamaCppConversations, EachTurnFindsTheWholeTurnBeforeItInTheCacheInE
         // llama.cpp's own count: the previous turn's whole prompt came from its cache.
         EXPECT_EQ(t.cached, before.prompt) << api << " " << id << " turn " << k;
         EXPECT_GT(t.prompt, before.prompt) << api << " " << id << " turn " << k;
-        grew = grew || t.prompt > before.prompt + 40;  // a user turn: its words and the answer before it
+        // A user turn: its 20 tokens, the answer's 8 before it and the template's own (each message
+        // fitted to its length since the forty-sixth session); a tool turn grows by less.
+        grew = grew || t.prompt > before.prompt + 25;
+        // And no more: a turn's messages are the tokens asked for (unfitted, the 20 words were about
+        // 58 tokens on this tokenizer and a user turn grew by about 90).
+        EXPECT_LT(t.prompt, before.prompt + 50) << api << " " << id << " turn " << k;
       }
     }
     EXPECT_TRUE(grew) << api;
@@ -95,7 +100,7 @@ TEST_F(RealLlamaCppConversations, AHostCacheTooSmallForTheLiveConversationsIsThe
   LlamaServer server(dir_ + "/llama-server.log", {"-np", "1", "-c", "2048", "--cache-ram", "16"}, kModel);
   Proxy proxy(server.url(), dir_ + "/proxy.jsonl");
   sweep("http://127.0.0.1:" + std::to_string(proxy.port), "cliff",
-        {"--sessions", "3", "--turns", "8", "--user-tokens", "40", "--output-tokens", "10", "--concurrencies", "3"});
+        {"--sessions", "3", "--turns", "8", "--user-tokens", "125", "--output-tokens", "10", "--concurrencies", "3"});
   ASSERT_EQ(proxy.process.terminate(), 0);
   const auto report = run_cli({"report", dir_ + "/proxy.jsonl", "--format", "json"});
   ASSERT_EQ(report.exit_code, 0) << report.out;
@@ -126,12 +131,13 @@ TEST_F(RealLlamaCppConversations, AHostCacheTooSmallForTheLiveConversationsIsThe
 }
 
 TEST_F(RealLlamaCppConversations, ASmallContextFailsEveryTurnPastItAndTheTableSaysFromWhichTurn) {
-  // -c 512, one slot: turns of about 146 tokens more each; the fourth (about 560) no longer fits and
-  // llama.cpp refuses it, and every later one.
+  // -c 512, one slot: turns of about 145 tokens more each (125 of the user's, 10 of the answer's,
+  // the template's own); the fourth (about 560) no longer fits and llama.cpp refuses it, and every
+  // later one.
   LlamaServer server(dir_ + "/llama-server.log", {"-np", "1", "-c", "512"}, kModel);
   Proxy proxy(server.url(), dir_ + "/proxy.jsonl");
   sweep("http://127.0.0.1:" + std::to_string(proxy.port), "context",
-        {"--sessions", "2", "--turns", "6", "--user-tokens", "40", "--output-tokens", "10", "--concurrencies", "2"});
+        {"--sessions", "2", "--turns", "6", "--user-tokens", "125", "--output-tokens", "10", "--concurrencies", "2"});
   ASSERT_EQ(proxy.process.terminate(), 0);
   const auto report = run_cli({"report", dir_ + "/proxy.jsonl", "--format", "json"});
   const auto doc = json::parse(report.out);

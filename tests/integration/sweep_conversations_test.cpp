@@ -119,7 +119,9 @@ TEST(SweepConversations, LiveSessionsSendTheirTurnsInOrderAfterTheirThinkTime) {
   EXPECT_NE(std::string(load.at("sessions").as_string()).find("6 sessions of 4 turns (24 requests)"),
             std::string::npos);
   EXPECT_EQ(load.at("requests_per_point").as_int64(), 24);
-  EXPECT_EQ(std::string(load.at("prompt_lengths").as_string()).rfind("approximate: a conversation's turns", 0), 0u);
+  // Each message fitted to its length (a turn's prompt is theirs and the template's).
+  EXPECT_EQ(std::string(load.at("prompt_lengths").as_string()).rfind("messages: each of the ", 0), 0u)
+      << json::serialize(load);
   EXPECT_EQ(receipt.at("workload").at("requests").as_int64(), 24);
 
   const auto group = report_group(dir + "/proxy.jsonl");
