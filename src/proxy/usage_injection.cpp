@@ -44,6 +44,55 @@ std::size_t find_top_level_object_value(std::string_view s, std::string_view key
   return std::string_view::npos;
 }
 
+// The end (one past the closing brace) of the JSON object that opens just before `at` (the
+// position after its '{'), strings and nesting skipped; npos when it does not close.
+std::size_t object_end(std::string_view s, std::size_t at) {
+  int depth = 1;
+  for (std::size_t i = at; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '"') {
+      ++i;
+      while (i < s.size() && s[i] != '"') i += s[i] == '\\' ? 2 : 1;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if ((c == '}' || c == ']') && --depth == 0) {
+      return i + 1;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// A usage-only chunk's data less its top-level `usage` member (and the comma that joined it), where
+// the chunk carries something else a client reads: llama.cpp b10309 puts its `timings` there when
+// usage was asked for (without, on the finish chunk), and a client of llama.cpp (its web UI) reads
+// them. nullopt: nothing else, drop the chunk.
+std::optional<std::string> without_usage(std::string_view data) {
+  if (find_top_level_object_value(data, "timings") == std::string_view::npos) return std::nullopt;
+  const std::size_t open = find_top_level_object_value(data, "usage");
+  if (open == std::string_view::npos) return std::nullopt;
+  const std::size_t end = object_end(data, open);
+  const std::size_t key = data.rfind("\"usage\"", open);
+  if (end == std::string_view::npos || key == std::string_view::npos) return std::nullopt;
+  std::size_t from = key, to = end;
+  // The comma after the member, else the one before it.
+  std::size_t after = to;
+  while (after < data.size() &&
+         (data[after] == ' ' || data[after] == '\t' || data[after] == '\n' || data[after] == '\r'))
+    ++after;
+  if (after < data.size() && data[after] == ',') {
+    to = after + 1;
+  } else {
+    std::size_t before = from;
+    while (before > 0 && (data[before - 1] == ' ' || data[before - 1] == '\t' || data[before - 1] == '\n' ||
+                          data[before - 1] == '\r'))
+      --before;
+    if (before > 0 && data[before - 1] == ',') from = before - 1;
+  }
+  std::string out(data.substr(0, from));
+  out.append(data.substr(to));
+  return out;
+}
+
 }  // namespace
 
 std::optional<std::string> inject_include_usage(std::string_view body) {
@@ -85,12 +134,15 @@ std::string UsageStripper::filter(std::string_view piece, bool last) {
     if (end == std::string::npos) break;
     const std::string_view event(held_.data() + pos, end + len - pos);
     bool usage_only = false;
+    std::optional<std::string> kept;  // a usage-only chunk's other members, without its usage
     openai::SseFramer framer;
     framer.feed(event, [&](const openai::SseEvent& e) {
       usage_only = openai::classify_chunk(e.data).kind == openai::ChunkKind::kUsageOnly;
+      if (usage_only) kept = without_usage(e.data);
     });
     if (usage_only) {
       ++stripped_;
+      if (kept) out.append("data: ").append(*kept).append(held_, end, len);
     } else {
       out.append(event);
     }

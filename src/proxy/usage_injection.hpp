@@ -13,7 +13,9 @@ namespace mpo::proxy {
 // re-serialisation, so numbers and key order are untouched).
 std::optional<std::string> inject_include_usage(std::string_view body);
 
-// Passes SSE bytes through, event by event, minus usage-only events.
+// Passes SSE bytes through, event by event, minus usage-only events; one that also carries
+// llama.cpp's `timings` is passed on without its `usage` member (the client keeps the engine's
+// timings, which it gets when it does not ask for usage, on the finish chunk).
 class UsageStripper {
  public:
   // Returns the bytes to forward now; `last` flushes whatever is held.

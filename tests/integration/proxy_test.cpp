@@ -158,6 +158,21 @@ TEST(Proxy, UsageInjectionAsksForUsageAndHidesItFromClientsThatDidNot) {
   EXPECT_EQ(lines[1]["token_source"], "usage");
 }
 
+// In front of llama.cpp (`simulate --imitate llamacpp`): asked for usage, it puts its `timings` on
+// the usage chunk, not on the finish chunk where a client that did not ask gets them. The client
+// keeps the timings (the chunk without its usage); the line has the usage.
+TEST(Proxy, UsageInjectionKeepsLlamaCppsTimingsForTheClient) {
+  ProxyStack s({"--imitate", "llamacpp"}, {"--usage", "inject"});
+  auto r = http_post(s.proxy.port, "/v1/chat/completions", chat(5));
+  EXPECT_EQ(r.body.find("\"usage\""), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("\"timings\":{\"cache_n\""), std::string::npos) << r.body;
+  auto lines = s.ledger();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["usage_injected"], true);
+  EXPECT_EQ(lines[0]["token_source"], "usage");
+  EXPECT_EQ(lines[0]["completion_tokens"], 5);
+}
+
 TEST(Proxy, AFullDiskKeepsTheLedgerToWholeLinesAndTheExitSaysHowManyWereLost) {
   // The ledger's file may not grow past 2,000 bytes (prlimit --fsize): room for one or two lines,
   // then every write fails as on a full disk. The proxy keeps serving, keeps the ledger to whole

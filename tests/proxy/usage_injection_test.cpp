@@ -55,6 +55,34 @@ TEST(UsageStripper, DropsOnlyUsageOnlyEventsWhateverTheSplit) {
   }
 }
 
+// llama.cpp b10309 asked for usage puts its `timings` on the usage chunk (its capture), which a
+// client that did not ask for usage would otherwise get on the finish chunk: the chunk reaches the
+// client without its usage, the timings kept, whatever the split.
+TEST(UsageStripper, ALlamaCppUsageChunksTimingsReachTheClientWithoutItsUsage) {
+  const std::string usage_chunk =
+      R"(data: {"choices":[],"created":1,"id":"chatcmpl-1","object":"chat.completion.chunk","usage":)"
+      R"({"completion_tokens":6,"prompt_tokens":10,"prompt_tokens_details":{"cached_tokens":9}},)"
+      R"("timings":{"cache_n":9,"prompt_n":1,"predicted_n":6}})";
+  const std::string stream =
+      "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n" + usage_chunk + "\n\ndata: [DONE]\n\n";
+  const std::string expected =
+      "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n"
+      R"(data: {"choices":[],"created":1,"id":"chatcmpl-1","object":"chat.completion.chunk",)"
+      R"("timings":{"cache_n":9,"prompt_n":1,"predicted_n":6}})"
+      "\n\ndata: [DONE]\n\n";
+  for (std::size_t cut = 0; cut <= stream.size(); ++cut) {
+    UsageStripper s;
+    std::string out = s.filter(std::string_view(stream).substr(0, cut), false);
+    out += s.filter(std::string_view(stream).substr(cut), true);
+    EXPECT_EQ(out, expected) << cut;
+    EXPECT_EQ(s.stripped(), 1);
+  }
+  // The usage last, after the timings: the comma before it goes.
+  UsageStripper last;
+  EXPECT_EQ(last.filter("data: {\"choices\":[],\"timings\":{\"a\":1}, \"usage\":{\"total_tokens\":2}}\n\n", true),
+            "data: {\"choices\":[],\"timings\":{\"a\":1}}\n\n");
+}
+
 TEST(Correlation, AdoptsValidIdsAndReplacesOthers) {
   Uuid7Generator gen(1);
   EXPECT_EQ(adopt_or_new_id("agent-7.step:3_x", gen, 1), "agent-7.step:3_x");
