@@ -157,6 +157,9 @@ void StreamTap::on_payload(const PayloadInfo& p, std::int64_t steady_us, bool st
       ++usage_only_chunks_;
     }
     if (finishing) ++finishing_usages_;
+    // A usage on a chunk that finishes and carries nothing generated (llama.cpp b10309's completions
+    // put theirs there, asked for or not) is the stream's own statement, not a continuous count.
+    if (p.kind == ChunkKind::kEmpty && !p.finish_reason.empty()) finish_chunk_usage_ = true;
   }
   if (!p.server_timings.empty()) {
     server_timings_ = p.server_timings;
@@ -193,7 +196,7 @@ void StreamTap::on_payload(const PayloadInfo& p, std::int64_t steady_us, bool st
 
 TokenSource StreamTap::token_source() const {
   if (usage_ && usage_->completion_tokens) {
-    return (!sse_ || final_usage_) ? TokenSource::kUsage : TokenSource::kContinuousUsage;
+    return (!sse_ || final_usage_ || finish_chunk_usage_) ? TokenSource::kUsage : TokenSource::kContinuousUsage;
   }
   if (timings_predicted_n_) return TokenSource::kServerTimings;
   if (sse_ && content_events_ > 0) return TokenSource::kEstimated;

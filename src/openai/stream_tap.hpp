@@ -108,6 +108,7 @@ class StreamTap {
   static constexpr std::size_t kGapsReserved = 128;
   std::optional<Usage> usage_;
   bool final_usage_ = false;
+  bool finish_chunk_usage_ = false;  // a usage on a finish-only chunk (llama.cpp's completions)
   bool typed_events_ = false;
   bool error_event_ = false;
   int unknown_events_ = 0;

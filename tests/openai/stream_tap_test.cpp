@@ -72,6 +72,8 @@ TEST(StreamTap, TheCompletionsApisUsageOnEachChoicesLastChunkAddsUp) {
   EXPECT_EQ(tap.choices(), 2);
   EXPECT_EQ(tap.completion_tokens(), 6);  // 3 a choice
   EXPECT_EQ(tap.usage()->total_tokens, *tap.usage()->prompt_tokens + 6);
+  // On a finish-only chunk the usage is the stream's statement, not vLLM's continuous count.
+  EXPECT_EQ(tap.token_source(), TokenSource::kUsage);
 }
 
 // vLLM's continuous usage with two choices: each chunk's usage is its choice's, and the usage-only
