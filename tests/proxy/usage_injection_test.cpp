@@ -40,12 +40,8 @@ TEST(InjectIncludeUsage, LeavesAloneWhatAlreadyAsksOrIsNotAnObject) {
   EXPECT_FALSE(inject_include_usage("{broken").has_value());
 }
 
-TEST(UsageStripper, DropsOnlyUsageOnlyEventsWhateverTheSplit) {
-  const std::string stream =
-      "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\r\n\r\n"
-      "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1,\"total_tokens\":2}}\r\n\r\n"
-      "data: [DONE]\r\n\r\n";
-  const std::string expected = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\r\n\r\ndata: [DONE]\r\n\r\n";
+// The stream cut in two at every byte gives `expected`, one usage-only event stripped.
+void expect_one_stripped_at_every_cut(const std::string& stream, const std::string& expected) {
   for (std::size_t cut = 0; cut <= stream.size(); ++cut) {
     UsageStripper s;
     std::string out = s.filter(std::string_view(stream).substr(0, cut), false);
@@ -53,6 +49,15 @@ TEST(UsageStripper, DropsOnlyUsageOnlyEventsWhateverTheSplit) {
     EXPECT_EQ(out, expected) << cut;
     EXPECT_EQ(s.stripped(), 1);
   }
+}
+
+TEST(UsageStripper, DropsOnlyUsageOnlyEventsWhateverTheSplit) {
+  const std::string stream =
+      "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\r\n\r\n"
+      "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1,\"total_tokens\":2}}\r\n\r\n"
+      "data: [DONE]\r\n\r\n";
+  const std::string expected = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\r\n\r\ndata: [DONE]\r\n\r\n";
+  expect_one_stripped_at_every_cut(stream, expected);
 }
 
 // llama.cpp b10309 asked for usage puts its `timings` on the usage chunk (its capture), which a
@@ -70,13 +75,7 @@ TEST(UsageStripper, ALlamaCppUsageChunksTimingsReachTheClientWithoutItsUsage) {
       R"(data: {"choices":[],"created":1,"id":"chatcmpl-1","object":"chat.completion.chunk",)"
       R"("timings":{"cache_n":9,"prompt_n":1,"predicted_n":6}})"
       "\n\ndata: [DONE]\n\n";
-  for (std::size_t cut = 0; cut <= stream.size(); ++cut) {
-    UsageStripper s;
-    std::string out = s.filter(std::string_view(stream).substr(0, cut), false);
-    out += s.filter(std::string_view(stream).substr(cut), true);
-    EXPECT_EQ(out, expected) << cut;
-    EXPECT_EQ(s.stripped(), 1);
-  }
+  expect_one_stripped_at_every_cut(stream, expected);
   // The usage last, after the timings: the comma before it goes.
   UsageStripper last;
   EXPECT_EQ(last.filter("data: {\"choices\":[],\"timings\":{\"a\":1}, \"usage\":{\"total_tokens\":2}}\n\n", true),

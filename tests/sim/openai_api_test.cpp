@@ -34,6 +34,18 @@ Emission em(int index, std::string text, std::optional<FinishReason> fin = {}) {
   return e;
 }
 
+// A request the engine finished: scheduled at 1 s, its first and last tokens then, its counts.
+FinishedRequest finished(double first_token_s, double last_token_s, int prompt, int cached, int completion) {
+  FinishedRequest f;
+  f.scheduled_s = 1.0;
+  f.first_token_s = first_token_s;
+  f.last_token_s = last_token_s;
+  f.prompt_tokens = prompt;
+  f.cached_prompt_tokens = cached;
+  f.completion_tokens = completion;
+  return f;
+}
+
 TEST(ParseRequest, ReadsTheFieldsVllmHonours) {
   auto r = parse_completion_request(
       R"({"model":"m","messages":[{"role":"user","content":"Hi there"}],"stream":true,
@@ -111,13 +123,7 @@ TEST(ResponseBuilder, ChatStreamHasRoleChunkTokenChunksFinishUsageAndDone) {
 // and timings on its finish chunk; then [DONE] alone. The proxy's tap reads prompt_n + cache_n from
 // the timings when there is no usage.
 TEST(ResponseBuilder, ALlamaCppStreamEndsEachChoiceAsB10309Does) {
-  FinishedRequest f;
-  f.scheduled_s = 1.0;
-  f.first_token_s = 1.0125;
-  f.last_token_s = 1.0331;
-  f.prompt_tokens = 10;
-  f.cached_prompt_tokens = 4;
-  f.completion_tokens = 3;
+  const FinishedRequest f = finished(1.0125, 1.0331, 10, 4, 3);
   const auto t = json::parse(llamacpp_timings(f)).as_object();
   EXPECT_EQ(t.at("cache_n"), 4);
   EXPECT_EQ(t.at("prompt_n"), 6);
@@ -204,12 +210,7 @@ std::string shape_difference(const json::value& ours, const json::value& theirs,
 // its `timings`, and a usage that counts the first choice alone (its captures: three choices of 2, 1
 // and 1 tokens, usage 2). The simulator's bodies have the captures' shape member for member.
 TEST(ResponseBuilder, ALlamaCppBodyIsShapedAsB10309sAndCountsItsFirstChoiceOnly) {
-  FinishedRequest f;
-  f.scheduled_s = 1.0;
-  f.first_token_s = 1.01;
-  f.last_token_s = 1.02;
-  f.prompt_tokens = 11;
-  f.completion_tokens = 2;
+  const FinishedRequest f = finished(1.01, 1.02, 11, 0, 2);
   ResponseBuilder::Options llama{"chatcmpl-1", 100, "small-random", 0, 0, true};
   const auto body_of = [&](Endpoint endpoint, const char* request, int n) {
     const auto req = *parse_completion_request(request, endpoint);
@@ -248,12 +249,7 @@ TEST(ResponseBuilder, ALlamaCppBodyIsShapedAsB10309sAndCountsItsFirstChoiceOnly)
 // and body has its capture's shape, member for member (no sequence numbers, output indexes or ping;
 // `response.completed` at the length limit, with the engine's `timings` beside the response).
 TEST(ResponseBuilder, LlamaCppsResponsesAndMessagesAreShapedAsItsCaptures) {
-  FinishedRequest f;
-  f.scheduled_s = 1.0;
-  f.first_token_s = 1.01;
-  f.last_token_s = 1.02;
-  f.prompt_tokens = 10;
-  f.completion_tokens = 6;
+  const FinishedRequest f = finished(1.01, 1.02, 10, 0, 6);
   const ResponseBuilder::Options llama{"resp_1", 100, "real-llama", 0, 0, true};
   for (const auto& [endpoint, request, capture] :
        {std::tuple{Endpoint::kResponses, R"({"input":"Hi","max_output_tokens":6,"stream":true})", "responses"},
