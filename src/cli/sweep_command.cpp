@@ -605,7 +605,9 @@ std::function<int()> setup_sweep(CLI::App& app) {
   app.add_option("--sessions", a->sessions, "multi-turn: conversations per point")->capture_default_str();
   app.add_option("--turns", a->turns, "multi-turn: turns per conversation: N, uniform:A,B, normal:MEAN,SD or exp:MEAN")
       ->capture_default_str();
-  app.add_option("--user-tokens", a->user_tokens, "multi-turn: each new user message's length, same forms")
+  app.add_option("--user-tokens", a->user_tokens,
+                 "multi-turn: each new user message's length in tokens as the server counts it (where it offers a "
+                 "tokenizer), same forms")
       ->capture_default_str();
   app.add_option("--think-time-ms", a->think_time_ms,
                  "multi-turn: the client's own time between a turn's end and the next turn, ms, same forms; 0: none")
@@ -614,7 +616,8 @@ std::function<int()> setup_sweep(CLI::App& app) {
                  "multi-turn: the share of turns after the first that send a tool's result (the answer before "
                  "them a tool call), 0 to 1")
       ->capture_default_str();
-  app.add_option("--tool-result-tokens", a->tool_result_tokens, "multi-turn: a tool result's length, same forms")
+  app.add_option("--tool-result-tokens", a->tool_result_tokens,
+                 "multi-turn: a tool result's length in tokens, same forms")
       ->capture_default_str();
   app.add_flag("--chain-responses", a->chain_responses,
                "multi-turn with --api responses: each turn after the first sends only its new message with the "
@@ -646,7 +649,8 @@ std::function<int()> setup_sweep(CLI::App& app) {
   app.add_option("--output-tokens", a->output_tokens, "synthetic output length (max_tokens), same forms")
       ->capture_default_str();
   app.add_option("--shared-prefix-tokens", a->shared_prefix_tokens,
-                 "synthetic: the same leading words in every prompt (cache-aware runs)");
+                 "synthetic: the same leading tokens in every prompt (cache-aware runs), as the server counts them "
+                 "where it offers a tokenizer; multi-turn: a system prompt that long every session shares");
   app.add_option("--seed", a->seed, "seed of the workload and arrivals")->capture_default_str();
   app.add_option("--prompt-salt", a->prompt_salt,
                  "a word every prompt of this run carries, so a rerun of the same workload never meets the prefix "
