@@ -133,8 +133,8 @@ boost::asio::awaitable<Result<std::int64_t>> EngineTokenizer::count(const std::v
   co_return make_error(errc::kSweepTokenize, "no tokenizer route");
 }
 
-boost::asio::awaitable<Result<std::string>> PromptFitter::fit_prefix(const std::string& prefix, std::int64_t target) {
-  const std::vector<std::string> words = split_words(prefix);
+boost::asio::awaitable<Result<std::string>> PromptFitter::fit_to_tokens(const std::string& text, std::int64_t target) {
+  const std::vector<std::string> words = split_words(text);
   auto count_of = [&](std::size_t own, std::size_t pads) -> boost::asio::awaitable<Result<std::int64_t>> {
     std::vector<Message> m{Message{"user", fitted_text(words, 0, own, pads)}};
     auto c = co_await tokenizer_.count(m);
@@ -181,7 +181,7 @@ boost::asio::awaitable<Result<std::size_t>> PromptFitter::fit_messages(std::vect
     }
   }
   for (auto& [text, out] : fitted) {
-    auto f = co_await fit_prefix(text, static_cast<std::int64_t>(split_words(text).size()));
+    auto f = co_await fit_to_tokens(text, static_cast<std::int64_t>(split_words(text).size()));
     if (!f) co_return f.error();
     out = std::move(*f);
   }

@@ -56,12 +56,12 @@ class EngineTokenizer {
 class PromptFitter {
  public:
   explicit PromptFitter(EngineTokenizer& tokenizer) : tokenizer_(tokenizer) {}
-  // The workload's shared prefix (`prefix`, its words) cut or padded with single-token words until
-  // the prefix alone counts `target` tokens as the server counts a message of it (the template's
+  // Words (`text`: a shared prefix, a conversation's message) cut or padded with single-token words
+  // until they alone count `target` tokens as the server counts a message of them (the template's
   // own tokens, a message of one single-token word less that word, left out); the nearest below
   // when the padding cannot land on it. `--shared-prefix-tokens 600` made of words was 1,600
   // tokens on Llama's tokenizer.
-  boost::asio::awaitable<Result<std::string>> fit_prefix(const std::string& prefix, std::int64_t target);
+  boost::asio::awaitable<Result<std::string>> fit_to_tokens(const std::string& text, std::int64_t target);
   // A conversation's messages (multi-turn workloads, whose prompts are not fitted whole: a fitted
   // turn would no longer be the next turn's prefix): each distinct message of synthetic words cut or
   // padded to as many tokens as it has words (the length it was drawn with), the same text wherever

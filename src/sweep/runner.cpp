@@ -335,8 +335,8 @@ class SweepRun {
     if (exact_ && o_.shared_prefix_tokens > 0 && shared_words_ > 0 && !measured_.empty()) {
       // The shared prefix was made of words (about three tokens each on Llama's tokenizer): fitted
       // to its length in tokens, the same text in every request, before any point.
-      auto prefix = co_await fitter_.fit_prefix(loadgen::shared_prefix_text(measured_.front(), shared_words_),
-                                                o_.shared_prefix_tokens);
+      auto prefix = co_await fitter_.fit_to_tokens(loadgen::shared_prefix_text(measured_.front(), shared_words_),
+                                                   o_.shared_prefix_tokens);
       if (prefix) {
         loadgen::replace_shared_prefix(measured_, shared_words_, *prefix);
         shared_words_ = loadgen::shared_leading_words(measured_);
