@@ -7,8 +7,9 @@
 //
 // Prints: added TTFT at concurrency 1 (p50/p99 of paired differences; a new client connection per
 // request, then one keep-alive connection per target), added inter-token gap, streamed chunks/s and
-// requests/s at 64 and 1,000 connections with each target's CPU per request (the targets taking
-// turns over several rounds; ratios within a round), RSS per in-flight stream at 1,000 and 8,000 streams, and the
+// requests/s at 64 and 1,000 connections with each target's CPU per request, a new connection a
+// request and then kept-alive connections (the targets taking turns over several rounds; ratios
+// within a round), RSS per in-flight stream at 1,000 and 8,000 streams, and the
 // proxy's TTFT offset against the simulator's truth at 1/100/1000/8000 streams. --latency-only stops after the
 // concurrency-1 tables. --apis instead compares chat, the Responses API and Anthropic Messages through the proxy (added
 // TTFT at concurrency 1, chunks/s at 1,000 streams and the proxy's CPU per chunk, each against direct).
@@ -285,7 +286,11 @@ http {{
              "vs direct", "requests/s", "vs direct", "CPU us/req", "vs nginx", "sim us");
   struct Turn {
     double chunks_s = 0, requests_s = 0, cpu_us = 0, sim_us = 0;
+    double kept_cpu_us = 0, kept_sim_us = 0;  // one-token requests on kept-alive connections
   };
+  // The kept-alive rows, printed after the table: an SDK client keeps its connection, so most of a
+  // production proxy's requests cost no accept and no close (the rows above pay both every request).
+  std::vector<std::string> kept_rows;
   const auto ratio_text = [](std::vector<double> v) {
     if (v.empty()) return std::string("-");
     std::sort(v.begin(), v.end());
@@ -327,12 +332,20 @@ http {{
         turn.cpu_us = (bench::cpu_seconds_of(t.pid) - own0) * 1e6 / n;
         turn.sim_us = (bench::cpu_seconds_of(sim.process.pid()) - sim0) * 1e6 / n;
         turn.requests_s = static_cast<double>(total) / wall;
+        // The same number of one-token requests, each connection kept for a batch's worth.
+        const double kept_own0 = bench::cpu_seconds_of(t.pid), kept_sim0 = bench::cpu_seconds_of(sim.process.pid());
+        const std::int64_t kept_from = SystemClock::instance().wall_us();
+        const auto kept = bench::drive_kept_streams(t.port, conns, batches, body(1));
+        if (proxied) unnamed.push_back({fmt::format("a{}", conns), kept_from, SystemClock::instance().wall_us()});
+        const double kept_n = static_cast<double>(std::max(1, kept.completed));
+        turn.kept_cpu_us = (bench::cpu_seconds_of(t.pid) - kept_own0) * 1e6 / kept_n;
+        turn.kept_sim_us = (bench::cpu_seconds_of(sim.process.pid()) - kept_sim0) * 1e6 / kept_n;
         turns_of[t.name].push_back(turn);
       }
     }
     for (const auto& t : targets) {
       const auto& mine = turns_of[t.name];
-      std::vector<double> chunks, reqs, cpu, sim_cpu, chunks_vs, reqs_vs, cpu_vs;
+      std::vector<double> chunks, reqs, cpu, sim_cpu, chunks_vs, reqs_vs, cpu_vs, kept_cpu, kept_sim, kept_vs;
       for (std::size_t k = 0; k < mine.size(); ++k) {
         const Turn& d = turns_of["direct"][k];
         const Turn& ng = turns_of["nginx"][k];
@@ -342,13 +355,28 @@ http {{
         sim_cpu.push_back(mine[k].sim_us);
         chunks_vs.push_back(mine[k].chunks_s / d.chunks_s);
         reqs_vs.push_back(mine[k].requests_s / d.requests_s);
-        if (t.name != "direct" && t.name != "nginx") cpu_vs.push_back(mine[k].cpu_us / ng.cpu_us);
+        kept_cpu.push_back(mine[k].kept_cpu_us);
+        kept_sim.push_back(mine[k].kept_sim_us);
+        if (t.name != "direct" && t.name != "nginx") {
+          cpu_vs.push_back(mine[k].cpu_us / ng.cpu_us);
+          kept_vs.push_back(mine[k].kept_cpu_us / ng.kept_cpu_us);
+        }
       }
+      kept_rows.push_back(fmt::format("  {:<7} {:>6} {:>10} {:>18} {:>8.0f}", t.name, conns,
+                                      t.name == "direct" ? "-" : fmt::format("{:.0f}", q(kept_cpu, 0.5)),
+                                      ratio_text(kept_vs), q(kept_sim, 0.5)));
       fmt::print("  {:<7} {:>6} {:>10.0f} {:>18} {:>11.0f} {:>18} {:>10} {:>18} {:>8.0f}\n", t.name, conns,
                  q(chunks, 0.5), ratio_text(chunks_vs), q(reqs, 0.5), ratio_text(reqs_vs),
                  t.name == "direct" ? "-" : fmt::format("{:.0f}", q(cpu, 0.5)), ratio_text(cpu_vs), q(sim_cpu, 0.5));
     }
   }
+
+  fmt::print(
+      "\nthe same one-token requests on kept-alive connections (each connection {} requests at 64, 3 at\n"
+      "1,000, one after another): the target's CPU per request, ratios as above\n",
+      16);
+  fmt::print("  {:<7} {:>6} {:>10} {:>18} {:>8}\n", "target", "conns", "CPU us/req", "vs nginx", "sim us");
+  for (const auto& row : kept_rows) fmt::print("{}\n", row);
 
   // 3. Memory per in-flight stream (two sockets per stream in a proxy).
   fmt::print("\nRSS per in-flight stream (measured while every stream is between tokens)\n");

@@ -136,8 +136,21 @@ struct ResponseReader {
 DriveResult drive_streams(std::uint16_t port, int n, const std::string& body,
                           const std::function<void()>& on_all_started, const std::string& id_prefix, int timeout_s,
                           const std::string& path) {
+  return drive_kept_streams(port, n, 1, body, on_all_started, id_prefix, timeout_s, path);
+}
+
+DriveResult drive_kept_streams(std::uint16_t port, int n, int per_connection, const std::string& body,
+                               const std::function<void()>& on_all_started, const std::string& id_prefix, int timeout_s,
+                               const std::string& path) {
   DriveResult r;
-  r.streams.resize(static_cast<std::size_t>(n));
+  const bool kept = per_connection > 1;
+  const auto per = static_cast<std::size_t>(std::max(1, per_connection));
+  r.streams.resize(static_cast<std::size_t>(n) * per);
+  // Stream i*per + k is connection i's k-th request; `sent[i]` counts connection i's requests sent.
+  std::vector<std::size_t> sent(static_cast<std::size_t>(n), 1);
+  const auto request_for = [&](std::size_t stream) {
+    return request_text(path, body, id_prefix.empty() ? "" : fmt::format("{}{}", id_prefix, stream), kept);
+  };
   // epoll, not poll: with 8,000 streams a poll(2) loop spends its time scanning idle sockets and
   // falls behind the events it is meant to time.
   const int ep = epoll_create1(EPOLL_CLOEXEC);
@@ -147,8 +160,8 @@ DriveResult drive_streams(std::uint16_t port, int n, const std::string& body,
   const auto start = now_us();
   for (int i = 0; i < n; ++i) {
     const int fd = connect_loopback(port);
-    const std::string req = request_text(path, body, id_prefix.empty() ? "" : fmt::format("{}{}", id_prefix, i), false);
-    r.streams[static_cast<std::size_t>(i)].sent_us = now_us();
+    const std::string req = request_for(static_cast<std::size_t>(i) * per);
+    r.streams[static_cast<std::size_t>(i) * per].sent_us = now_us();
     if (send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size()))
       throw std::runtime_error("send failed");
     epoll_event ev{};
@@ -176,10 +189,26 @@ DriveResult drive_streams(std::uint16_t port, int n, const std::string& body,
         --open;
         continue;
       }
-      if (readers[i].feed(buf.data(), static_cast<std::size_t>(got), t, r.streams[i], r)) ++started;
+      ResponseReader& reader = readers[i];
+      if (reader.feed(buf.data(), static_cast<std::size_t>(got), t, r.streams[i * per + sent[i] - 1], r)) ++started;
       if (!announced && started == n && on_all_started) {
         announced = true;
         on_all_started();
+      }
+      // A kept connection's next request once this response is read to its last chunk's CRLF.
+      if (kept && reader.body_done && reader.raw.size() >= 2) {
+        if (sent[i] == per) {
+          close(fds[i]);
+          fds[i] = -1;
+          --open;
+          continue;
+        }
+        reader = ResponseReader{};
+        const std::size_t stream = i * per + sent[i]++;
+        const std::string req = request_for(stream);
+        r.streams[stream].sent_us = now_us();
+        if (send(fds[i], req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size()))
+          throw std::runtime_error("send failed");
       }
     }
   }

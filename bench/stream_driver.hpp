@@ -32,6 +32,13 @@ DriveResult drive_streams(std::uint16_t port, int n, const std::string& json_bod
                           const std::function<void()>& on_all_started = {}, const std::string& id_prefix = "",
                           int timeout_s = 300, const std::string& path = "/v1/chat/completions");
 
+// As drive_streams, with each of the `n` connections kept alive for `per_connection` requests one
+// after the other (an SDK client's pattern): the next is sent once the last response is read whole.
+// Stream i * per_connection + k is connection i's k-th request.
+DriveResult drive_kept_streams(std::uint16_t port, int n, int per_connection, const std::string& json_body,
+                               const std::function<void()>& on_all_started = {}, const std::string& id_prefix = "",
+                               int timeout_s = 300, const std::string& path = "/v1/chat/completions");
+
 // One persistent (keep-alive) connection, as an SDK client keeps: streams one request at a time.
 class KeepAliveClient {
  public:

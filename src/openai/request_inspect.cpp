@@ -151,20 +151,16 @@ bool read_members(od::object top, RequestInfo& info) {
   return true;
 }
 
-}  // namespace
+static_assert(kRequestBodyPadding >= simdjson::SIMDJSON_PADDING);
 
-RequestInfo inspect_request(std::string_view path, std::string_view body) {
+// The reading of `size` bytes at `data`, of which `room` (at least size + SIMDJSON_PADDING) may be read.
+RequestInfo inspect_padded(std::string_view path, const char* data, std::size_t size, std::size_t room) {
   RequestInfo info;
   info.operation = operation_for_path(path);
-  if (body.empty()) return info;
-  // On-Demand reads past a document's end (SIMDJSON_PADDING bytes): the body is copied where there
-  // is room for that, as a DOM parse copies it too.
+  if (size == 0) return info;
   thread_local od::parser parser;
-  thread_local std::string padded;
-  padded.reserve(body.size() + simdjson::SIMDJSON_PADDING);
-  padded.assign(body);
   od::document doc;
-  if (parser.iterate(padded.data(), padded.size(), padded.capacity()).get(doc) != simdjson::SUCCESS) return info;
+  if (parser.iterate(data, size, room).get(doc) != simdjson::SUCCESS) return info;
   od::object top;
   if (doc.get_object().get(top) != simdjson::SUCCESS) return info;
   RequestInfo read;
@@ -174,6 +170,22 @@ RequestInfo inspect_request(std::string_view path, std::string_view body) {
   if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) return info;
   read.json = true;
   return read;
+}
+
+}  // namespace
+
+RequestInfo inspect_request(std::string_view path, std::string_view body) {
+  // On-Demand reads past a document's end (SIMDJSON_PADDING bytes): the body is copied where there
+  // is room for that, as a DOM parse copies it too.
+  thread_local std::string padded;
+  padded.reserve(body.size() + simdjson::SIMDJSON_PADDING);
+  padded.assign(body);
+  return inspect_padded(path, padded.data(), padded.size(), padded.capacity());
+}
+
+RequestInfo inspect_request_in_place(std::string_view path, const std::string& body) {
+  if (body.capacity() < body.size() + simdjson::SIMDJSON_PADDING) return inspect_request(path, std::string_view(body));
+  return inspect_padded(path, body.data(), body.size(), body.capacity());
 }
 
 }  // namespace mpo::openai

@@ -93,13 +93,20 @@ std::optional<std::string_view> ClientRequest::find(http::field id) const {
   return std::nullopt;
 }
 
-void ClientRequest::find_each(std::span<const std::string_view> names, std::span<Match> out) const {
+ClientRequest::Wanted ClientRequest::wanted(std::string_view name) { return {name, field_id(name)}; }
+
+void ClientRequest::find_each(std::span<const Wanted> names, std::span<Match> out) const {
   for (auto& m : out) m = Match{};
   for (const auto& f : *fields_) {
     for (std::size_t i = 0; i < names.size(); ++i) {
-      const std::string_view name = names[i];
-      if (f.name.size() != name.size() || name.empty() || !boost::beast::iequals(f.name, name)) continue;
-      if (out[i].count++ == 0) out[i].first = f.value;
+      const Wanted& w = names[i];
+      // Both names known to Beast: the enums say it. Otherwise their text, case-blind (a field
+      // copied from Beast's message has its enum too, so a known name never meets an unknown one).
+      const bool same =
+          f.id != http::field::unknown || w.id != http::field::unknown
+              ? f.id == w.id
+              : f.name.size() == w.name.size() && !w.name.empty() && boost::beast::iequals(f.name, w.name);
+      if (same && out[i].count++ == 0) out[i].first = f.value;
     }
   }
 }

@@ -65,7 +65,14 @@ class ClientRequest {
     std::optional<std::string_view> first;
     std::size_t count = 0;
   };
-  void find_each(std::span<const std::string_view> names, std::span<Match> out) const;
+  // A name looked for, with Beast's enum for it (field_id): a field whose name Beast knows is
+  // matched by its enum, with no comparison of text (issue 43).
+  struct Wanted {
+    std::string_view name;
+    http::field id = http::field::unknown;
+  };
+  static Wanted wanted(std::string_view name);
+  void find_each(std::span<const Wanted> names, std::span<Match> out) const;
   void erase(http::field id);
 
   std::string& body() { return *body_; }

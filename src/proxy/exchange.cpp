@@ -73,9 +73,8 @@ void Proxy::begin(Exchange& x, const ClientRequest& req, const std::optional<RxS
   o.method.assign(req.method_string());
   o.path.assign(req.target());
   // The client's id, its trace context and its session key, read in one pass over the fields.
-  const std::array<std::string_view, 3> names{opts_.id_header, "traceparent", opts_.session_header};
   std::array<ClientRequest::Match, 3> found;
-  req.find_each(names, found);
+  req.find_each(begin_fields_, found);
   adopt_or_new_id(o.observation_id, found[0].first.value_or(std::string_view()), ids_, o.started_at_us / 1000);
   // W3C trace context: one traceparent continues the client's trace (two make it invalid).
   std::optional<std::string_view> traceparent;
@@ -90,7 +89,7 @@ void Proxy::begin(Exchange& x, const ClientRequest& req, const std::optional<RxS
   }
   o.trace_id = x.trace.trace_id;
   o.span_id = x.trace.span_id;
-  const auto info = openai::inspect_request(req.target(), req.body());
+  const auto info = openai::inspect_request_in_place(req.target(), req.body());
   o.operation.assign(openai::to_string(info.operation));
   o.model = info.model;
   o.stream = info.stream;

@@ -138,7 +138,9 @@ class Proxy {
         admin_acceptor_(io),
         shared_(shared),
         index_(index),
-        id_header_field_(field_id(opts_.id_header)) {
+        id_header_field_(field_id(opts_.id_header)),
+        begin_fields_{ClientRequest::wanted(opts_.id_header), ClientRequest::wanted("traceparent"),
+                      ClientRequest::wanted(opts_.session_header)} {
     if (index_ == 0 && !opts_.scrape_url.empty()) {
       if (opts_.scrape_output.empty()) opts_.scrape_output = scrape::snapshots_path_for(opts_.ledger_path);
       scraper_ = std::make_unique<scrape::Recorder>(scrape::Recorder::Options{
@@ -322,6 +324,9 @@ class Proxy {
   // The correlation header's name as Beast knows it (unknown for X-Fak-Observation-ID): a field
   // Beast knows is that header only by this id, without comparing names (issue 43).
   http::field id_header_field_ = http::field::unknown;
+  // The fields begin() reads, in one pass: the client's id, its trace context, its session key
+  // (views into opts_, which the proxy keeps).
+  std::array<ClientRequest::Wanted, 3> begin_fields_;
   std::unique_ptr<scrape::Recorder> scraper_;  // the primary's
   std::unique_ptr<net::Client> client_;
   // The loop's latest request head as parse_request_head read it: kept so that the next one is read

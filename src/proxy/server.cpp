@@ -590,6 +590,7 @@ awaitable<boost::system::error_code> Proxy::read_body(beast::tcp_stream& client,
 bool Proxy::take_buffered_body(net::ReadBuffer& buffer, std::string& body, std::uint64_t length) {
   if (buffer.size() < length) return false;
   const auto total = static_cast<std::size_t>(length);
+  body.reserve(total + openai::kRequestBodyPadding);  // read in place (openai/chunk.hpp)
   body.assign(static_cast<const char*>(buffer.data().data()), total);
   buffer.consume(total);
   return true;
@@ -597,12 +598,13 @@ bool Proxy::take_buffered_body(net::ReadBuffer& buffer, std::string& body, std::
 
 // A body of `length` bytes (its Content-Length, at most --max-body), with the same timeout as
 // read_body's. Bytes move to the body as they come, so the buffer stays one read's size; the body
-// is reserved whole at once, as Beast's string body does for a known length.
+// is reserved whole at once, as Beast's string body does for a known length, with the room past its
+// end that lets the tap read it where it lies.
 awaitable<boost::system::error_code> Proxy::read_length_body(beast::tcp_stream& client, net::ReadBuffer& buffer,
                                                              ReadableWait& wait, std::string& body,
                                                              std::uint64_t length) {
   const auto total = static_cast<std::size_t>(length);
-  body.reserve(total);
+  body.reserve(total + openai::kRequestBodyPadding);
   for (;;) {
     const std::size_t take = std::min(buffer.size(), total - body.size());
     body.append(static_cast<const char*>(buffer.data().data()), take);

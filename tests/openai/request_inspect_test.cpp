@@ -76,6 +76,28 @@ TEST(InspectRequest, ReadsWhatADomParseReads) {
   }
 }
 
+// The proxy reads a body where it lies when its string has room past its end: the same reading as
+// the copy's, whatever bytes lie in that room (a longer body's, left there: a truncated body followed
+// by its own closing brace must not read as whole), and the copy where there is no room.
+TEST(InspectRequest, ABodyReadWhereItLiesReadsAsItsCopy) {
+  for (const auto& body : bodies()) {
+    std::string kept(body.size() + kRequestBodyPadding + 64, '}');  // what an earlier body left
+    kept.assign(body);
+    ASSERT_GE(kept.capacity(), body.size() + kRequestBodyPadding);
+    EXPECT_EQ(inspect_request_in_place("/v1/chat/completions", kept), inspect_request("/v1/chat/completions", body))
+        << body.substr(0, 120);
+    std::string tight;
+    tight.reserve(body.size());
+    tight.assign(body);
+    EXPECT_EQ(inspect_request_in_place("/v1/chat/completions", tight), inspect_request("/v1/chat/completions", body));
+  }
+  std::string truncated(200, '}');
+  truncated.assign(R"({"model":"m","max_tokens":5)");
+  EXPECT_FALSE(inspect_request_in_place("/v1/chat/completions", truncated).json);
+  truncated.assign(R"({"model":"m","max_tokens":5})");
+  EXPECT_TRUE(inspect_request_in_place("/v1/chat/completions", truncated).json);
+}
+
 // The output limit each API names; chat's max_completion_tokens wins over its older max_tokens.
 TEST(InspectRequest, TheOutputLimitOfEachApi) {
   EXPECT_EQ(inspect_request("/v1/chat/completions", agent_request()).max_tokens, 512);

@@ -127,10 +127,12 @@ TEST(ClientRequest, FindEachSaysWhatFindAndCountSay) {
   const auto r = ours(
       "POST / HTTP/1.1\r\nHost: h\r\nX-Request-Id: first\r\ntraceparent: t1\r\nx-request-id: second\r\n"
       "TraceParent: t2\r\nX-Session: s\r\n\r\n");
-  const std::array<std::string_view, 5> names{"x-request-id", "traceparent", "X-SESSION", "absent", ""};
-  std::array<ClientRequest::Match, 5> found;
+  const std::array<std::string_view, 6> names{"x-request-id", "traceparent", "X-SESSION", "absent", "", "HOST"};
+  std::array<ClientRequest::Wanted, 6> wanted;
+  for (std::size_t i = 0; i < names.size(); ++i) wanted[i] = ClientRequest::wanted(names[i]);
+  std::array<ClientRequest::Match, 6> found;
   found[3].count = 9;  // whatever `out` held is replaced
-  r.find_each(names, found);
+  r.find_each(wanted, found);
   for (std::size_t i = 0; i < names.size(); ++i) {
     EXPECT_EQ(found[i].first, names[i].empty() ? std::nullopt : r.find(names[i])) << names[i];
     EXPECT_EQ(found[i].count, names[i].empty() ? 0 : r.count(names[i])) << names[i];
@@ -139,6 +141,7 @@ TEST(ClientRequest, FindEachSaysWhatFindAndCountSay) {
   EXPECT_EQ(found[1].count, 2u);
   EXPECT_EQ(found[2].first, "s");
   EXPECT_EQ(found[3].count, 0u);
+  EXPECT_EQ(found[5].first, "h");  // a name Beast knows, matched by its enum
 }
 
 TEST(ClientRequest, ItsViewsOutliveTheHeadAndMoves) {
