@@ -39,8 +39,11 @@ class LedgerWriter {
     std::size_t queue_capacity = 65536;  // lines
     // After writing a batch the writer naps this long before looking again, so that lines of a
     // busy proxy are written in batches without a wake-up per line; 0 wakes it for every line.
-    // The most a line waits before its write(2) when the ledger is busy.
-    std::chrono::microseconds batch_window{2000};
+    // The most a line waits before its write(2) when the ledger is busy. 20 ms: a turn of the
+    // writer (its wake-up, its write(2)) cost about 30 us of CPU on this project's 2-vCPU machine,
+    // and napping 2 ms it took a turn every 12 requests at 64 kept-alive clients, 5.7 us a request;
+    // napping 20 ms, every 33 and 4.0 us (docs/BENCHMARKS.md, forty-seventh session).
+    std::chrono::microseconds batch_window{20000};
     // Called on the writer thread with each batch's lines, rendered, in order, before they are
     // written (a proxy keeps the last ones for its admin listener's /lines).
     std::function<void(std::span<const std::string_view>)> on_lines;
