@@ -325,8 +325,23 @@ int run(const ReportArgs& a) {
   in.groups = report::analyse(in.table, in.options);
   in.others = report::analyse_others(in.table, in.options);
   if (in.groups.empty()) {
-    std::cerr << "modelperfobs report: no observations inside --since/--until\n";
-    return 1;
+    if (in.others.empty()) {
+      std::cerr << "modelperfobs report: no observations inside --since/--until\n";
+      return 1;
+    }
+    // Read, but nothing that generates output (an idle engine's health checks, model lists,
+    // tokenizer calls): nothing to rank, which is not a verdict.
+    std::size_t calls = 0;
+    std::string kinds;
+    for (const auto& o : in.others) {
+      calls += o.requests;
+      kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", o.operation, o.requests);
+    }
+    std::cerr << fmt::format(
+        "modelperfobs report: none of the {} observations{} is a request that generates output ({}): nothing "
+        "to rank, could not judge (exit 4); the report ranks chat, completions, Responses and Messages requests\n",
+        calls, in.options.since_us || in.options.until_us ? " inside --since/--until" : "", kinds);
+    return exit_code::kCannotJudge;
   }
   in.slos = report::evaluate_slos(in.groups, slos);
   bool regressed = false, ungated = false;

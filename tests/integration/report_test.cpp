@@ -267,6 +267,20 @@ TEST(ReportAgainstSimulatedLlamaCpp, AnIdleEngineCrossesNothing) {
   }
 }
 
+// A proxy in front of an engine nobody asked for output (model lists: what monitors and health
+// checks send) left a ledger with nothing to rank: the report says so, with what it did read,
+// and exits 4 (could not judge), not 0 and not a complaint about a --since/--until never given.
+TEST(ReportRanking, ALedgerOfCallsThatGenerateNothingCannotBeJudged) {
+  Stack s;
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(http_get(s.proxy.port, "/v1/models").status, 200);
+  s.stop_proxy();
+  const auto r = run_cli_with_stderr("report --input " + s.ledger_path());
+  EXPECT_EQ(r.exit_code, 4) << r.out;
+  EXPECT_NE(r.out.find("none of the 3 observations is a request that generates output (models 3)"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("--since"), std::string::npos) << r.out;
+}
+
 // As RealLlamaCppVerdicts.ClientsThatGiveUpInTheQueueAreNotHiddenFromTtft: one slot held by a long
 // answer, three clients (naming no model) that leave after 300 ms, before a first token could come.
 TEST(ReportAgainstSimulatedLlamaCpp, ClientsThatGiveUpInTheQueueAreNotHiddenFromTtft) {
