@@ -243,6 +243,21 @@ std::string steady_rule_sentence(const SweepReceipt& r) {
   return {};
 }
 
+// " Goodput: ..." with the end-to-end budget it was counted within (--slo), "" when none: a goodput
+// of 0 beside requests that all succeeded reads as a fault without it.
+std::string goodput_sentence(const SweepReceipt& r) {
+  for (const auto& p : r.points) {
+    for (const auto& tp : p.tracks) {
+      if (tp.stats.goodput_slo_seconds) {
+        return fmt::format(
+            " Goodput: the successful requests a second that ended within {:g} ms of being sent (--slo).",
+            *tp.stats.goodput_slo_seconds * 1000.0);
+      }
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string sweep_markdown(const SweepReceipt& r) {
@@ -258,7 +273,7 @@ std::string sweep_markdown(const SweepReceipt& r) {
   out +=
       "\nTimes in ms. p99s are nearest-rank over the point's successful requests (warm-up excluded); the receipt "
       "holds a bootstrap interval for each. The p99 boundary counts a failed request as missing every budget." +
-      steady_rule_sentence(r) + "\n";
+      steady_rule_sentence(r) + goodput_sentence(r) + "\n";
   for (const auto& t : r.tracks) {
     out += fmt::format("\n## Track {}\n\n", t.track);
     out += capacity_line(r, t.track);
@@ -373,7 +388,8 @@ std::string sweep_html(const SweepReceipt& r) {
                                                 "requests (warm-up excluded); the receipt holds a bootstrap interval "
                                                 "for each. The p99 boundary counts a failed request as missing every "
                                                 "budget." +
-                                                    steady_rule_sentence(r) + " Rows not valid for claims are shaded.",
+                                                    steady_rule_sentence(r) + goodput_sentence(r) +
+                                                    " Rows not valid for claims are shaded.",
                                                 "note"));
   const std::string x = r.mode == loadgen::LoadMode::kConcurrency ? "concurrency" : "offered rate (req/s)";
   for (const auto& t : r.tracks) {

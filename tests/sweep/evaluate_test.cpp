@@ -400,6 +400,20 @@ TEST(SweepMarkdown, ThePointsTableSaysTheTokensTheServerCounted) {
   EXPECT_NE(md.find(" | n/a | ", second), std::string::npos) << md;
 }
 
+// The goodput column says the budget it was counted within (a goodput of 0 beside requests that
+// all succeeded is their end-to-end time past --slo, not a fault), and nothing where none was set.
+TEST(SweepMarkdown, GoodputSaysTheBudgetItWasCountedWithin) {
+  auto r = fixtures::scaling_sweep(8, {1, 2});
+  for (auto& p : r.points) p.tracks[0].stats.goodput_slo_seconds = 2.0;
+  ASSERT_TRUE(evaluate_sweep(r).ok());
+  const std::string sentence =
+      " Goodput: the successful requests a second that ended within 2000 ms of being sent (--slo).";
+  EXPECT_NE(sweep_markdown(r).find(sentence), std::string::npos) << sweep_markdown(r);
+  EXPECT_NE(sweep_html(r).find("ended within 2000 ms of being sent"), std::string::npos);
+  for (auto& p : r.points) p.tracks[0].stats.goodput_slo_seconds.reset();
+  EXPECT_EQ(sweep_markdown(r).find("Goodput:"), std::string::npos);
+}
+
 // The steady tok/s column says which rule counted it: the receipt's own (an old receipt's by the
 // requests completed in the window, a new one's by the tokens that came in it).
 TEST(SweepMarkdown, TheSteadyColumnSaysTheRuleItWasCountedBy) {
