@@ -154,6 +154,10 @@ class Proxy {
     }
   }
 
+  // Not copied or moved: begin_fields_ views opts_'s strings.
+  Proxy(const Proxy&) = delete;
+  Proxy& operator=(const Proxy&) = delete;
+
   // The primary opens what is shared (ledger, exporter, scraper) and the admin listener; every
   // loop its own connection pool and listener (on the primary's port when there are several).
   Status open(std::uint16_t port);
