@@ -159,12 +159,26 @@ std::vector<Window> choose_windows(const std::vector<MetricsSnapshot>& snaps,
   return out;
 }
 
+bool runs_inference(const ledger::LedgerRecord& r) {
+  const std::string_view op = r.operation ? std::string_view(*r.operation) : std::string_view();
+  if (op == "models") return false;
+  if (op != "other") return true;
+  return r.ttft_ms.has_value() || r.prompt_tokens.value_or(0) > 0 || r.completion_tokens.value_or(0) > 0;
+}
+
 AttributionRun attribute_run(std::vector<scrape::Snapshot> snapshots, const std::vector<ledger::LedgerRecord>& records,
-                             const WindowChoice& choice, std::int64_t max_scrape_age_us) {
+                             const WindowChoice& choice, std::int64_t max_scrape_age_us, bool every_line) {
   AttributionRun run;
   for (const auto& s : snapshots) run.snapshots.push_back(neutral_snapshot(s));
   sort_snapshots(run.snapshots);
-  for (const auto& r : records) run.requests.push_back(request_window(r));
+  if (!every_line) run.left_out.emplace();
+  for (const auto& r : records) {
+    if (!every_line && !runs_inference(r)) {
+      ++(*run.left_out)[r.operation ? std::string(*r.operation) : std::string("other")];
+      continue;
+    }
+    run.requests.push_back(request_window(r));
+  }
   std::sort(run.requests.begin(), run.requests.end(), [](const RequestWindow& a, const RequestWindow& b) {
     if (a.started_at_us != b.started_at_us) return a.started_at_us < b.started_at_us;
     return a.request_id < b.request_id;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,15 +52,25 @@ struct GradedWindow {
   AttributionResult result;
 };
 
+// Whether a ledger line's call runs inference on the engine, and so may move its counters: not a
+// model list, and not a call of another path that counted no token and saw no first token (health
+// checks, /tokenize, /props, /metrics). Embeddings, rerank and score do: they read a prompt.
+bool runs_inference(const ledger::LedgerRecord& r);
+
 struct AttributionRun {
   std::vector<MetricsSnapshot> snapshots;
   std::vector<RequestWindow> requests;
   std::vector<GradedWindow> windows;
+  // The calls left out (they run no inference), by operation; nullopt where every line was taken
+  // (the rule of documents written before 2026-12-06, which `attribute --verify` re-derives so).
+  std::optional<std::map<std::string, std::size_t>> left_out;
 };
 // Everything: neutral inputs, windows, one attribution per window (staleness against the latest
 // end of the window's own requests, when max_scrape_age_us > 0). Deterministic under any order of
-// the inputs.
+// the inputs. The requests are the lines that run inference (`every_line`: all of them, as before
+// 2026-12-06): a health check or a /tokenize call beside one request made its window "multiple
+// observed requests" and its grade cohort-only.
 AttributionRun attribute_run(std::vector<scrape::Snapshot> snapshots, const std::vector<ledger::LedgerRecord>& records,
-                             const WindowChoice& choice, std::int64_t max_scrape_age_us);
+                             const WindowChoice& choice, std::int64_t max_scrape_age_us, bool every_line = false);
 
 }  // namespace mpo::attribution

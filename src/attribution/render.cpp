@@ -206,6 +206,12 @@ std::string attribution_json(const AttributionRun& run, const RunInputs& in) {
   inputs["window"] = in.window;
   if (in.max_scrape_age_s > 0) inputs["max_scrape_age_s"] = in.max_scrape_age_s;
   inputs["requests"] = static_cast<std::int64_t>(run.requests.size());
+  if (run.left_out) {
+    // The lines that run no inference, left out of the requests (by operation; {} when none).
+    boost::json::object left_out;
+    for (const auto& [op, n] : *run.left_out) left_out[op] = static_cast<std::int64_t>(n);
+    inputs["calls_left_out"] = std::move(left_out);
+  }
   inputs["snapshots"] = static_cast<std::int64_t>(run.snapshots.size());
   o["inputs"] = std::move(inputs);
   boost::json::array windows;
@@ -327,8 +333,19 @@ constexpr const char* kCohortNote =
 
 std::string attribution_markdown(const AttributionRun& run, const RunInputs& in) {
   std::string out = "# Attribution of server counters to requests\n\n";
-  out += fmt::format("{} requests, {} snapshots, window `{}`{}.\n\n", run.requests.size(), run.snapshots.size(),
-                     in.window, in.probe.empty() ? "" : ", probe of " + in.probe);
+  std::string left_out;
+  if (run.left_out && !run.left_out->empty()) {
+    std::size_t calls = 0;
+    std::string kinds;
+    for (const auto& [op, n] : *run.left_out) {
+      calls += n;
+      kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", op, n);
+    }
+    left_out = fmt::format(" ({} {} no inference left out: {})", calls,
+                           calls == 1 ? "call that runs" : "calls that run", kinds);
+  }
+  out += fmt::format("{} requests{}, {} snapshots, window `{}`{}.\n\n", run.requests.size(), left_out,
+                     run.snapshots.size(), in.window, in.probe.empty() ? "" : ", probe of " + in.probe);
   if (run.windows.empty()) return out + "No window: fewer than two snapshots cover the requests.\n";
   out += "| from | to | grade | observed | background | causes | reason |\n|---|---|---|---|---|---|---|\n";
   for (const auto& r : window_rows(run)) {

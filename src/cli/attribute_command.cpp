@@ -208,7 +208,10 @@ int run_verify(const std::string& path) {
   again.max_scrape_age_s = age;
   again.created_at_us = parse_rfc3339(json_string(*root, "created_at").value_or("")).value_or(0);
   if (const auto* tool = json_object(*root, "tool")) again.tool_version = json_string(*tool, "version").value_or("");
-  const auto run = attribution::attribute_run(std::move(snaps), records, *choice, static_cast<std::int64_t>(age * 1e6));
+  // A document without inputs.calls_left_out was graded from every line (before 2026-12-06).
+  const bool every_line = !in->contains("calls_left_out");
+  const auto run =
+      attribution::attribute_run(std::move(snaps), records, *choice, static_cast<std::int64_t>(age * 1e6), every_line);
   auto derived = parse_exact_json(attribution::attribution_json(run, again));
   const auto diffs = json_differences(*doc, *derived);
   if (!diffs.empty()) {

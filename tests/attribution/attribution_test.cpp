@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <boost/json.hpp>
 #include <random>
 
 #include "attribution/adapter.hpp"
@@ -205,6 +206,51 @@ TEST(Attribution, FewerServerRequestsThanObservedIsNoted) {
   EXPECT_EQ(r.delta.grade, "cohort-only");
   ASSERT_EQ(r.delta.notes.size(), 1u);
   EXPECT_NE(r.delta.notes[0].find("counted 0 finished request(s)"), std::string::npos);
+}
+
+// A health check and a model list through the proxy beside one chat request (the engine's request
+// counter moved by one) leave the window isolated: they run no inference and are left out, counted.
+// Before 2026-12-06 every line was a request, and the window was "multiple observed requests"; a
+// document of that time is graded again by that rule (`every_line`).
+TEST(Attribution, CallsThatRunNoInferenceDoNotShareTheWindow) {
+  auto snaps = scrapes(3, engines::Engine::kVllmV1);
+  for (std::size_t i = 0; i < snaps.size(); ++i) {
+    auto& sig = snaps[i].signals;
+    sig.scalars[static_cast<std::size_t>(engines::Signal::kRequestsFinished)] =
+        engines::ScalarSignal{double(i), "r", 1};
+    sig.scalars[static_cast<std::size_t>(engines::Signal::kProcessStartTime)] = engines::ScalarSignal{1.0, "p", 1};
+  }
+  std::vector<ledger::LedgerRecord> recs(4);
+  const char* ops[] = {"chat", "other", "models", "chat"};
+  for (int i = 0; i < 4; ++i) {
+    recs[i].observation_id = "call-" + std::to_string(i);
+    recs[i].operation = ops[i];
+    recs[i].started_at_us = (i < 3 ? 10 : 11) * kS + 200 + i * 1000;
+    recs[i].ended_at_us = (i < 3 ? 11 : 12) * kS - 200;
+  }
+  recs[0].prompt_tokens = 12;
+  recs[3].prompt_tokens = 12;
+  EXPECT_TRUE(runs_inference(recs[0]));
+  EXPECT_FALSE(runs_inference(recs[1]));
+  EXPECT_FALSE(runs_inference(recs[2]));
+  auto tokenize = recs[1];
+  tokenize.prompt_tokens = 5;  // an `other` path that counted tokens (a completion by another path) runs inference
+  EXPECT_TRUE(runs_inference(tokenize));
+
+  const auto run = attribute_run(snaps, recs, {}, 0);
+  ASSERT_EQ(run.windows.size(), 2u);
+  EXPECT_EQ(run.windows[0].result.delta.grade, "isolated-window") << run.windows[0].result.delta.reason;
+  EXPECT_EQ(run.requests.size(), 2u);
+  const auto md = attribution_markdown(run, {});
+  EXPECT_NE(md.find("2 requests (2 calls that run no inference left out: models 1, other 1)"), std::string::npos) << md;
+  const auto doc = boost::json::parse(attribution_json(run, {}));
+  EXPECT_EQ(doc.at("inputs").at("calls_left_out"), boost::json::parse(R"({"models":1,"other":1})"));
+  EXPECT_EQ(doc.at("inputs").at("requests"), 2);
+
+  const auto old = attribute_run(snaps, recs, {}, 0, true);
+  EXPECT_EQ(old.windows[0].result.delta.grade, "cohort-only");
+  EXPECT_EQ(old.requests.size(), 4u);
+  EXPECT_EQ(attribution_json(old, {}).find("calls_left_out"), std::string::npos);
 }
 
 TEST(Attribution, TheSameInputInAnyOrderGivesTheSameDocuments) {

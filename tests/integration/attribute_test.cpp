@@ -155,6 +155,13 @@ TEST(Attribute, SequentialRequestsAreIsolatedOverlappingOnesAreACohort) {
   auto ok = run_cli({"attribute", "--verify", out});
   EXPECT_EQ(ok.exit_code, 0) << ok.out;
   EXPECT_NE(ok.out.find("attribute verify: OK: "), std::string::npos) << ok.out;
+  // A document written before 2026-12-06 has no inputs.calls_left_out: graded again from every line.
+  auto old_doc = json::parse(read_file(out));
+  EXPECT_TRUE(old_doc.at("inputs").as_object().contains("calls_left_out"));
+  old_doc.at("inputs").as_object().erase("calls_left_out");
+  write_file(dir + "/old.json", json::serialize(old_doc));
+  auto old = run_cli({"attribute", "--verify", dir + "/old.json"});
+  EXPECT_EQ(old.exit_code, 0) << old.out;
   std::string text = read_file(out);
   const std::string isolated_grade = "\"grade\": \"isolated-window\"";
   const auto at = text.find(isolated_grade);
