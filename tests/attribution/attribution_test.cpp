@@ -49,6 +49,18 @@ std::vector<scrape::Snapshot> scrapes(int n, engines::Engine engine) {
   return out;
 }
 
+// `n` scrapes of one vLLM V1 server whose finished-request counter moves by one a second.
+std::vector<scrape::Snapshot> counting_scrapes(int n) {
+  auto snaps = scrapes(n, engines::Engine::kVllmV1);
+  for (std::size_t i = 0; i < snaps.size(); ++i) {
+    auto& sig = snaps[i].signals;
+    sig.scalars[static_cast<std::size_t>(engines::Signal::kRequestsFinished)] =
+        engines::ScalarSignal{double(i), "r", 1};
+    sig.scalars[static_cast<std::size_t>(engines::Signal::kProcessStartTime)] = engines::ScalarSignal{1.0, "p", 1};
+  }
+  return snaps;
+}
+
 AttributionResult run(MetricsSnapshot before, MetricsSnapshot after, std::vector<RequestWindow> requests) {
   AttributionInput in;
   in.before = std::move(before);
@@ -213,13 +225,7 @@ TEST(Attribution, FewerServerRequestsThanObservedIsNoted) {
 // Before 2026-12-06 every line was a request, and the window was "multiple observed requests"; a
 // document of that time is graded again by that rule (`every_line`).
 TEST(Attribution, CallsThatRunNoInferenceDoNotShareTheWindow) {
-  auto snaps = scrapes(3, engines::Engine::kVllmV1);
-  for (std::size_t i = 0; i < snaps.size(); ++i) {
-    auto& sig = snaps[i].signals;
-    sig.scalars[static_cast<std::size_t>(engines::Signal::kRequestsFinished)] =
-        engines::ScalarSignal{double(i), "r", 1};
-    sig.scalars[static_cast<std::size_t>(engines::Signal::kProcessStartTime)] = engines::ScalarSignal{1.0, "p", 1};
-  }
+  auto snaps = counting_scrapes(3);
   std::vector<ledger::LedgerRecord> recs(4);
   const char* ops[] = {"chat", "other", "models", "chat"};
   for (int i = 0; i < 4; ++i) {
@@ -254,13 +260,7 @@ TEST(Attribution, CallsThatRunNoInferenceDoNotShareTheWindow) {
 }
 
 TEST(Attribution, TheSameInputInAnyOrderGivesTheSameDocuments) {
-  auto snaps = scrapes(5, engines::Engine::kVllmV1);
-  for (std::size_t i = 0; i < snaps.size(); ++i) {
-    auto& sig = snaps[i].signals;
-    sig.scalars[static_cast<std::size_t>(engines::Signal::kRequestsFinished)] =
-        engines::ScalarSignal{double(i), "r", 1};
-    sig.scalars[static_cast<std::size_t>(engines::Signal::kProcessStartTime)] = engines::ScalarSignal{1.0, "p", 1};
-  }
+  auto snaps = counting_scrapes(5);
   std::vector<ledger::LedgerRecord> recs(4);
   for (int i = 0; i < 4; ++i) {
     recs[i].observation_id = "req-" + std::to_string(i);
