@@ -7,8 +7,16 @@
 # linux-perf), over the whole life of the process measured.
 #   bench/syscalls.sh BINARY proxy|nginx|nginx-deferred [CONNS [ROUNDS]]   (defaults 1000 3)
 # PROXY_ARGS="--defer-accept 1" adds arguments to the proxy's command line.
+# KEPT=1: the connections are kept instead (as SDK clients keep theirs): `modelperfobs sweep` at
+# concurrency CONNS sends CONNS x ROUNDS one-token requests, each connection ROUNDS of them one
+# after another, so that no accept and no close come with a request (e.g. `KEPT=1 ... 64 100`).
 # Prints per request: every system call, the common ones by name, failed reads and accepts (EAGAIN),
-# context switches, and the process's CPU (task-clock) in µs.
+# context switches, the process's CPU (task-clock) in µs over its whole life, and its CPU over the
+# load alone (schedstat, read before and after the client runs): the whole life's figure carries the
+# start-up (nginx's for 20,000 connections is tens of ms), which weighs on a short run. Both CPU
+# figures are taken under perf's syscall tracepoints, which made nginx's 10-30% dearer than without
+# them (forty-eighth session) against a few % for the proxy: compare CPU between targets with
+# bench/proxy_overhead, and read counts here.
 set -euo pipefail
 bin=$(realpath "$1")
 target=$2
@@ -24,8 +32,8 @@ echo '{"engine":{"max_num_seqs":20000,"num_gpu_blocks":200000,"max_num_batched_t
 "$bin" simulate --profile "$dir/profile.json" --listen 127.0.0.1:0 >"$dir/sim.out" 2>/dev/null &
 sim_port=$(wait_line "$dir/sim.out" listening | port_of)
 
-calls=(futex epoll_wait epoll_ctl accept accept4 recvmsg recvfrom sendmsg writev ioctl setsockopt getsockopt
-  close shutdown connect)
+calls=(futex epoll_wait epoll_ctl accept accept4 recvmsg recvfrom sendmsg writev write ioctl
+  setsockopt getsockopt close shutdown connect)
 events="raw_syscalls:sys_enter"
 for c in "${calls[@]}"; do events+=",syscalls:sys_enter_$c"; done
 stat=(perf stat -o "$dir/stat.txt" -e "$events,context-switches,task-clock"
@@ -65,11 +73,29 @@ CONF
     ;;
   *) echo "usage: bench/syscalls.sh BINARY proxy|nginx|nginx-deferred [CONNS [ROUNDS]]" >&2; exit 2 ;;
 esac
-node "$here/one_request_per_connection.mjs" "$port" "$conns" "$rounds"
+n=$((conns * rounds))
+# The measured processes' on-CPU nanoseconds (schedstat), every thread of every process below perf.
+load_cpu_ns() {
+  local total=0 p t
+  for p in $(pgrep -P "$pid") $(pgrep -P "$(pgrep -d, -P "$pid")" 2>/dev/null); do
+    for t in /proc/"$p"/task/*/schedstat; do total=$((total + $(cut -d' ' -f1 "$t" 2>/dev/null || echo 0))); done
+  done
+  echo "$total"
+}
+cpu_before=$(load_cpu_ns)
+if [ -n "${KEPT:-}" ]; then
+  "$bin" sweep --url "http://127.0.0.1:$port/v1" --model sim-model --concurrencies "$conns" --requests "$n" \
+    --warmup 0 --input-tokens 32 --approximate-input-tokens --output-tokens 1 --ignore-eos --quiet \
+    --output "$dir/sweep.json" >/dev/null 2>"$dir/sweep.err"
+  how="on $conns kept-alive connections, $rounds a connection"
+else
+  node "$here/one_request_per_connection.mjs" "$port" "$conns" "$rounds"
+  how="a connection each, $conns at once"
+fi
+cpu_after=$(load_cpu_ns)
 if [ "$target" = proxy ]; then pkill -TERM -P "$pid"; else kill -QUIT "$(cat "$dir/nginx.pid")"; fi
 wait "$pid" || true
-n=$((conns * rounds))
-echo "$target: $n one-token requests, a connection each, $conns at once; per request:"
+echo "$target: $n one-token requests, $how; per request:"
 awk -v n="$n" '
   $2 ~ /^raw_syscalls/ { printf "  %-26s %7.2f\n", "system calls", $1 / n }
   $2 ~ /^syscalls:sys_enter_/ { name = substr($2, 20); if ($1 / n >= 0.01) printf "  %-26s %7.2f\n", name, $1 / n }
@@ -77,3 +103,4 @@ awk -v n="$n" '
   $2 == "context-switches" { printf "  %-26s %7.2f\n", "context switches", $1 / n }
   $3 == "task-clock" || $2 == "msec" { printf "  %-26s %7.1f\n", "CPU (task-clock) us", $1 * 1000 / n }
 ' <(sed 's/,//g' "$dir/stat.txt")
+awk -v ns=$((cpu_after - cpu_before)) -v n="$n" 'BEGIN { printf "  %-26s %7.1f\n", "CPU over the load us", ns / 1000 / n }'
