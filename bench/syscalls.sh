@@ -14,9 +14,10 @@
 # context switches, the process's CPU (task-clock) in µs over its whole life, and its CPU over the
 # load alone (schedstat, read before and after the client runs): the whole life's figure carries the
 # start-up (nginx's for 20,000 connections is tens of ms), which weighs on a short run. Both CPU
-# figures are taken under perf's syscall tracepoints, which made nginx's 10-30% dearer than without
-# them (forty-eighth session) against a few % for the proxy: compare CPU between targets with
-# bench/proxy_overhead, and read counts here.
+# figures are taken under perf's syscall tracepoints: kept alive, they put the proxy at 0.67-0.85x
+# nginx's CPU where bench/proxy_overhead (no perf) puts it at 1.04-1.17x, a difference not explained
+# (BENCHMARKS.md, forty-eighth session). Compare CPU between targets with proxy_overhead; read
+# counts here.
 set -euo pipefail
 bin=$(realpath "$1")
 target=$2
