@@ -1,5 +1,6 @@
-// Fuzz target: sweep receipts, workload files and the server's own GET /props (llama.cpp's slots,
-// the sweep's capacity where none is declared). Nothing crashes; a capacity it takes is positive; a receipt that parses
+// Fuzz target: sweep receipts, workload files and the server's own word on its capacity (llama.cpp's
+// GET /props slots, SGLang's GET /server_info running-request cap: the sweep's capacity where none is
+// declared). Nothing crashes; a capacity it takes is positive; a receipt that parses
 // writes back to text that parses to the same text; once re-derived from its samples and evaluated, a receipt verifies
 // (what the runner writes always verifies); the gate never crashes on anything.
 #include <cstdint>
@@ -20,6 +21,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)loadgen::parse_sharegpt(text, {});
   (void)loadgen::parse_length_distribution(text.substr(0, 64));
   if (const auto slots = mpo::engines::parse_llamacpp_props(text); slots && slots->slots <= 0) std::abort();
+  if (const auto cap = mpo::engines::parse_sglang_server_info(text, "/server_info");
+      cap && (cap->slots <= 0 || cap->slots > 1'000'000 || cap->dp_size <= 0)) {
+    std::abort();
+  }
   auto r = parse_sweep_receipt(text);
   if (r) {
     // Bounded work per input: verifying bootstraps every point's p99s (1,000 resamples each).

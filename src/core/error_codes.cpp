@@ -31,7 +31,7 @@ constexpr std::array kCatalog{
     ErrorInfo{errc::kCacheStateTransition, 1, "a transition name the runner does not know (a bug in a plan)"},
     ErrorInfo{errc::kCacheStateUrl, 1, "`--url` that does not answer as an OpenAI API base URL"},
     ErrorInfo{errc::kDurationSyntax, 2, "a duration (`--scrape-interval 250ms`, `--max-scrape-age 5s`) that is not a number with a unit"},
-    ErrorInfo{errc::kEngineProps, 0, "a server's `GET /props` that does not state llama.cpp's `total_slots`: the sweep's batch capacity stays undeclared"},
+    ErrorInfo{errc::kEngineProps, 0, "a server's `GET /props` that does not state llama.cpp's `total_slots`, or its `GET /server_info` no SGLang running-request cap: the sweep's batch capacity stays undeclared"},
     ErrorInfo{errc::kJsonParse, 1, "a file or body that is not JSON where JSON is required"},
     ErrorInfo{errc::kLedgerFields, 0, "a ledger line without the fields every line has: counted as invalid, the rest is read"},
     ErrorInfo{errc::kLedgerFsync, 2, "`--fsync` other than interval, always or never"},

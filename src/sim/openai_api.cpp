@@ -363,6 +363,14 @@ std::string render_llamacpp_props(std::string_view model, int slots, int n_ctx) 
       n_ctx, slots, json_quote(model), json_quote(model));
 }
 
+std::string render_sglang_server_info(std::string_view model, int max_running, std::int64_t kv_tokens) {
+  return fmt::format(
+      R"({{"model_path":{0},"served_model_name":{0},"max_running_requests":{1},"dp_size":1,"status":"ready",)"
+      R"("max_total_num_tokens":{2},"internal_states":[{{"max_running_requests":{1},"dp_size":1,)"
+      R"("effective_max_running_requests_per_dp":{1}}}],"version":"modelperfobs-simulate"}})",
+      json_quote(model), max_running, kv_tokens);
+}
+
 ResponseBuilder::ResponseBuilder(const CompletionRequest& req, Options opts, int prompt_tokens)
     : req_(req), opts_(std::move(opts)), prompt_tokens_(prompt_tokens) {
   const ResponseIdentity identity{opts_.id, opts_.created, opts_.model, opts_.llamacpp};

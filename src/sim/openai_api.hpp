@@ -75,6 +75,12 @@ std::string render_models(std::string_view model, std::int64_t created, std::str
 // llamacpp_b10309_small-random_np2_props.json): its slots (the engine's max_num_seqs) and context.
 std::string render_llamacpp_props(std::string_view model, int slots, int n_ctx);
 
+// The members of SGLang's GET /server_info a client reads (tests/fixtures/sglang/
+// sglang_dev1-gf97c09dac_qwen2.5-0.5b_get-server-info_excerpt.json): its running-request cap (the
+// engine's max_num_seqs) as the argument and as the scheduler's effective cap, one data-parallel
+// rank, and its KV cache's tokens.
+std::string render_sglang_server_info(std::string_view model, int max_running, std::int64_t kv_tokens);
+
 // Builds the response of one request, streamed (SSE events) or whole.
 class ResponseBuilder {
  public:

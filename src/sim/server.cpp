@@ -398,11 +398,12 @@ class Simulator {
       co_return co_await completion(stream, req, *endpoint);
     }
     if (path == "/v1/models" && get)
-      co_return co_await write(stream,
-                               make_response(req, http::status::ok,
-                                             render_models(profile_.model, wall_origin_us_ / 1'000'000,
-                                                           opts_.llamacpp_head_and_timings ? "llamacpp" : "vllm",
-                                                           profile_.engine.max_model_len)));
+      co_return co_await write(stream, make_response(req, http::status::ok,
+                                                     render_models(profile_.model, wall_origin_us_ / 1'000'000,
+                                                                   opts_.llamacpp_head_and_timings ? "llamacpp"
+                                                                   : opts_.sglang_server_info      ? "sglang"
+                                                                                                   : "vllm",
+                                                                   profile_.engine.max_model_len)));
     if (path == "/metrics" && get) {
       MetricsContext ctx{profile_.model, now_s(), wall_origin_us_ / 1e6, wall_origin_us_ / 1e6};
       co_return co_await write(stream, make_response(req, http::status::ok, render_vllm_metrics(engine_, ctx),
@@ -420,6 +421,12 @@ class Simulator {
       co_return co_await write(stream, make_response(req, http::status::ok,
                                                      render_llamacpp_props(profile_.model, profile_.engine.max_num_seqs,
                                                                            profile_.engine.max_model_len)));
+    if ((path == "/server_info" || path == "/get_server_info") && get && opts_.sglang_server_info)
+      co_return co_await write(
+          stream, make_response(req, http::status::ok,
+                                render_sglang_server_info(profile_.model, profile_.engine.max_num_seqs,
+                                                          static_cast<std::int64_t>(profile_.engine.num_gpu_blocks) *
+                                                              profile_.engine.block_size)));
     if (path == "/health" && get)
       co_return co_await write(stream, make_response(req, http::status::ok, "", "text/plain"));
     if (path == "/reset_prefix_cache" && post) {

@@ -33,6 +33,9 @@ struct ServerOptions {
   // request (so a request that waits for a slot waits for its head; measured against the real
   // server, issue 37), chat's role chunk with the first token, and its `timings` object at the end.
   bool llamacpp_head_and_timings = false;
+  // Answer as vLLM does, but name the model list's owner "sglang" and describe the server as
+  // SGLang's GET /server_info (and /get_server_info) does: the members a client reads of it.
+  bool sglang_server_info = false;
   // Engine spans shaped like vLLM's, one per client request, to this OTLP/HTTP traces URL (used
   // as it is, as vLLM's --otlp-traces-endpoint); "" = none. docs/OTEL.md "Engine spans".
   std::string otlp_traces_endpoint;

@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -211,34 +212,42 @@ class SweepRun {
       id.server_instance = scrape::server_instance_id(first);
     }
     // The batch capacity: the operator's, else the server's own word where it gives one (llama.cpp's
-    // GET /props total_slots), so the capacity rule judges the points against what the engine runs.
-    // Asked only of a server that says it is llama.cpp (its /models' owned_by, or its /metrics): a
-    // proxy in front of another would write the 404 into its ledger.
+    // GET /props total_slots, SGLang's GET /server_info running-request cap), so the capacity rule
+    // judges the points against what the engine runs. Asked only of a server that says it is that
+    // engine (its /models' owned_by, or its /metrics): a proxy in front of another would write the
+    // 404 into its ledger.
     int capacity = o_.batch_capacity;
     std::string capacity_source = o_.capacity_source;
-    const bool llamacpp =
-        id.owned_by == "llamacpp" || id.metrics_engine == engines::engine_name(engines::Engine::kLlamaCpp);
-    if (llamacpp) {
+    const auto is = [&](engines::Engine e, std::string_view owned_by) {
+      return id.owned_by == owned_by || id.metrics_engine == engines::engine_name(e);
+    };
+    std::optional<engines::ServerSlots> slots;
+    if (is(engines::Engine::kLlamaCpp, "llamacpp")) {
       auto [props_status, props] = co_await driver_.get_admin("/props");
-      std::optional<engines::ServerSlots> slots;
       if (props_status == 200) {
         if (auto read = engines::parse_llamacpp_props(props)) slots = std::move(*read);
       }
-      const std::string context = slots && slots->context_per_slot > 0
-                                      ? fmt::format(", {} tokens of context a slot", slots->context_per_slot)
-                                      : std::string();
-      if (slots && capacity <= 0 && capacity_source.empty()) {
-        capacity = slots->slots;
-        capacity_source = slots->source();
-        note(fmt::format("batch capacity {} from the server ({}{}); --batch-capacity overrides it", capacity,
-                         capacity_source, context));
-      } else if (slots && capacity > 0 && capacity != slots->slots) {
-        // The operator's word stands (it names the contract), but not unchallenged.
-        note(
-            fmt::format("warning: --batch-capacity {} but the server says it decodes {} at once ({}{}): points "
-                        "are judged against {}",
-                        capacity, slots->slots, slots->source(), context, capacity));
+    } else if (is(engines::Engine::kSglang, "sglang")) {
+      // /server_info since SGLang renamed it; /get_server_info before (and still, deprecated).
+      for (const char* route : {"/server_info", "/get_server_info"}) {
+        auto [info_status, info] = co_await driver_.get_admin(route);
+        if (info_status == 200) {
+          if (auto read = engines::parse_sglang_server_info(info, route)) slots = std::move(*read);
+        }
+        if (info_status != 404) break;
       }
+    }
+    if (slots && capacity <= 0 && capacity_source.empty()) {
+      capacity = slots->slots;
+      capacity_source = slots->source();
+      note(fmt::format("batch capacity {} from the server ({}{}); --batch-capacity overrides it", capacity,
+                       capacity_source, slots->context()));
+    } else if (slots && capacity > 0 && capacity != slots->slots) {
+      // The operator's word stands (it names the contract), but not unchallenged.
+      note(
+          fmt::format("warning: --batch-capacity {} but the server says it decodes {} at once ({}{}): points "
+                      "are judged against {}",
+                      capacity, slots->slots, slots->source(), slots->context(), capacity));
     }
     const std::string observed_receipt = sha256_digest(go_marshal(engine_identity_json(id)));
     std::string engine = o_.engine;

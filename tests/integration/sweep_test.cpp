@@ -395,6 +395,41 @@ TEST(Sweep, WithNoCapacityDeclaredALlamaCppServersOwnSlotsAreTheCapacity) {
   EXPECT_EQ(track_point(unknown.receipt, 1).at("reason_code"), "capacity_unknown");
 }
 
+// An SGLang server states its running-request cap (GET /server_info): with no capacity declared
+// the sweep takes it as llama.cpp's slots are taken, names the route and member it came from, and
+// says the KV cache it shares; a declared capacity wins, with a warning where they differ.
+TEST(Sweep, WithNoCapacityDeclaredAnSGLangServersRunningRequestCapIsTheCapacity) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/p.json", R"({"engine":{"max_num_seqs":2,"num_gpu_blocks":64,"block_size":16,"max_model_len":1024,)"
+                              R"("step_base_s":0.004,)"
+                              R"("step_per_prefill_token_s":0.00002,"step_per_decode_seq_s":0.0002}})");
+  Simulator sglang({"--profile", dir + "/p.json", "--imitate", "sglang"});
+  const auto run =
+      sweep_with_progress(dir, sglang.port, "--concurrencies 1,2,4 --requests 6 --lateness-bound-ms 50", "sglang");
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_NE(run.out.find("batch capacity 2 from the server (SGLang modelperfobs-simulate GET /server_info "
+                         "effective_max_running_requests_per_dp, a KV cache of 1024 tokens shared)"),
+            std::string::npos)
+      << run.out;
+  const auto parsed = json::parse(read_file(dir + "/sglang.json"));
+  const auto& receipt = parsed.as_object();
+  const auto& contract = receipt.at("contracts").as_array().at(0).as_object();
+  EXPECT_EQ(contract.at("batch_capacity").to_number<int>(), 2);
+  EXPECT_EQ(contract.at("capacity_source"),
+            "SGLang modelperfobs-simulate GET /server_info effective_max_running_requests_per_dp");
+  EXPECT_EQ(track_point(receipt, 2).at("status"), "valid") << json::serialize(track_point(receipt, 2));
+  EXPECT_EQ(track_point(receipt, 4).at("reason_code"), "capacity_exceeded");
+
+  const auto declared =
+      sweep_with_progress(dir, sglang.port, "--concurrencies 1 --requests 2 --batch-capacity 8", "declared");
+  EXPECT_EQ(declared.exit_code, 0) << declared.out;
+  EXPECT_NE(declared.out.find("warning: --batch-capacity 8 but the server says it decodes 2 at once (SGLang "
+                              "modelperfobs-simulate GET /server_info effective_max_running_requests_per_dp, a KV "
+                              "cache of 1024 tokens shared): points are judged against 8"),
+            std::string::npos)
+      << declared.out;
+}
+
 // Answers the engine's context cuts: a model length of 64 tokens leaves 16 after a 48-token prompt,
 // and every answer asking for 24 stops at 16 with finish_reason "length". The point's progress
 // says so (a sweep that measures shorter answers than its workload asks would otherwise pass for
