@@ -689,8 +689,10 @@ std::function<int()> setup_sweep(CLI::App& app) {
   app.add_option("--engine", a->engine, "engine name for the contract (default: detected from /metrics or /models)");
   app.add_option("--engine-receipt", a->engine_receipt,
                  "sha256:<64 hex> engine receipt (default: digest of the identity observed)");
-  app.add_option("--batch-capacity", a->batch_capacity,
-                 "the engine's declared batch capacity (e.g. vLLM --max-num-seqs)");
+  app.add_option(
+      "--batch-capacity", a->batch_capacity,
+      "the engine's declared batch capacity (e.g. vLLM --max-num-seqs; default: what llama.cpp's GET /props or "
+      "SGLang's GET /server_info states, else unknown)");
   app.add_option("--capacity-source", a->capacity_source,
                  "where that capacity comes from (e.g. 'vllm --max-num-seqs 8')");
   app.add_option("--machine", a->machine, "machine id in the receipt (default: hostname)");
