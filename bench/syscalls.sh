@@ -15,7 +15,7 @@
 # load alone (schedstat, read before and after the client runs): the whole life's figure carries the
 # start-up (nginx's for 20,000 connections is tens of ms), which weighs on a short run. Both CPU
 # figures are taken under perf's syscall tracepoints, on fresh processes: kept alive, they put the
-# proxy at 0.67-0.85x nginx's CPU where bench/proxy_overhead puts it at about 1.1x: nginx's CPU a
+# proxy at 0.68-0.92x nginx's CPU where bench/proxy_overhead puts it at about 1.1x: nginx's CPU a
 # kept-alive request falls by a fifth to a third once it has served a burst of 1,000 connections, as
 # the bench's targets have (BENCHMARKS.md, forty-eighth session). Compare CPU between targets with
 # proxy_overhead; read counts here.
