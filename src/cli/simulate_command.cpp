@@ -50,7 +50,8 @@ int run_simulate(const SimulateArgs& a) {
   opts.truth_path = a.truth_path;
   opts.otlp_traces_endpoint = a.otlp_traces_endpoint;
   opts.llamacpp_head_and_timings = a.imitate == "llamacpp";
-  opts.sglang_server_info = a.imitate == "sglang";
+  opts.sglang_server_info = a.imitate == "sglang" || a.imitate == "sglang-legacy";
+  opts.sglang_legacy_route = a.imitate == "sglang-legacy";
   opts.llamacpp_stream_end = a.stream_end == "llamacpp" || opts.llamacpp_head_and_timings;
   return sim::run_simulator(profile, opts);
 }
@@ -94,8 +95,9 @@ std::function<int()> setup_simulate(CLI::App& app) {
                  "llama.cpp b10309: the head when a slot starts the request, its chunks, bodies and Responses and "
                  "Messages events, a `timings` object at the end, any model name answered, and --stream-end "
                  "llamacpp); sglang (as vllm, but its model list owned by sglang and SGLang's GET /server_info, "
-                 "/get_server_info, stating the profile's max_num_seqs as its running-request cap)")
-      ->check(CLI::IsMember({"vllm", "llamacpp", "sglang"}))
+                 "/get_server_info, stating the profile's max_num_seqs as its running-request cap); sglang-legacy (as "
+                 "sglang, but only the older route /get_server_info, a 404 at /server_info)")
+      ->check(CLI::IsMember({"vllm", "llamacpp", "sglang", "sglang-legacy"}))
       ->capture_default_str();
   return [args] { return run_simulate(*args); };
 }

@@ -421,7 +421,8 @@ class Simulator {
       co_return co_await write(stream, make_response(req, http::status::ok,
                                                      render_llamacpp_props(profile_.model, profile_.engine.max_num_seqs,
                                                                            profile_.engine.max_model_len)));
-    if ((path == "/server_info" || path == "/get_server_info") && get && opts_.sglang_server_info)
+    if (((path == "/server_info" && !opts_.sglang_legacy_route) || path == "/get_server_info") && get &&
+        opts_.sglang_server_info)
       co_return co_await write(
           stream, make_response(req, http::status::ok,
                                 render_sglang_server_info(profile_.model, profile_.engine.max_num_seqs,

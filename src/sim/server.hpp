@@ -36,6 +36,9 @@ struct ServerOptions {
   // Answer as vLLM does, but name the model list's owner "sglang" and describe the server as
   // SGLang's GET /server_info (and /get_server_info) does: the members a client reads of it.
   bool sglang_server_info = false;
+  // With sglang_server_info: only the older route, GET /get_server_info (a 404 at /server_info), as
+  // SGLang answered before it renamed it.
+  bool sglang_legacy_route = false;
   // Engine spans shaped like vLLM's, one per client request, to this OTLP/HTTP traces URL (used
   // as it is, as vLLM's --otlp-traces-endpoint); "" = none. docs/OTEL.md "Engine spans".
   std::string otlp_traces_endpoint;

@@ -428,6 +428,19 @@ TEST(Sweep, WithNoCapacityDeclaredAnSGLangServersRunningRequestCapIsTheCapacity)
                               "cache of 1024 tokens shared): points are judged against 8"),
             std::string::npos)
       << declared.out;
+
+  // An SGLang from before the route was renamed answers /server_info with a 404: the sweep asks
+  // the older /get_server_info and names the route it read.
+  Simulator legacy({"--profile", dir + "/p.json", "--imitate", "sglang-legacy"});
+  ASSERT_EQ(http_get(legacy.port, "/server_info").status, 404);
+  const auto old = sweep_with_progress(dir, legacy.port, "--concurrencies 1,4 --requests 4", "legacy");
+  EXPECT_EQ(old.exit_code, 0) << old.out;
+  EXPECT_NE(old.out.find("batch capacity 2 from the server (SGLang modelperfobs-simulate GET /get_server_info "
+                         "effective_max_running_requests_per_dp"),
+            std::string::npos)
+      << old.out;
+  const auto legacy_doc = json::parse(read_file(dir + "/legacy.json"));
+  EXPECT_EQ(track_point(legacy_doc.as_object(), 4).at("reason_code"), "capacity_exceeded");
 }
 
 // Answers the engine's context cuts: a model length of 64 tokens leaves 16 after a 48-token prompt,
