@@ -42,13 +42,18 @@ void watch_idle(const std::shared_ptr<Upstream>& u) {
       [weak = std::weak_ptr<Upstream>(u), number](boost::system::error_code ec, std::size_t) {
         if (ec == asio::error::operation_aborted) return;
         const auto up = weak.lock();
-        if (up && up->idle_watch == number) up->idle_watch_ended = true;
+        if (!up || up->idle_watch != number) return;
+        up->idle_watch_ended = true;
+        boost::system::error_code ignored;
+        up->tcp().socket().close(ignored);  // the backend's end: its descriptor goes now
       });
 }
 
 std::chrono::steady_clock::duration seconds(double s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
 }
+
+std::chrono::steady_clock::time_point limit_of(const Upstream& u) { return u.idle_since + seconds(u.idle_limit_s); }
 
 }  // namespace
 
@@ -90,6 +95,24 @@ void UpstreamPool::give_back(std::shared_ptr<Upstream> u, const KeepAliveHint& h
   net::release_if_empty(u->buffer());  // an idle connection holds no read block
   if (u->wait) watch_idle(u);
   idle_.push_back(std::move(u));
+  if (!retire_armed_) arm_retire_timer();
+}
+
+void UpstreamPool::retire_oldest() {
+  const auto now = std::chrono::steady_clock::now();
+  while (!idle_.empty() && (now >= limit_of(*idle_.front()) || idle_.front()->idle_watch_ended)) idle_.pop_front();
+}
+
+void UpstreamPool::arm_retire_timer() {
+  retire_armed_ = false;
+  if (idle_.empty()) return;
+  retire_armed_ = true;
+  retire_timer_.expires_at(limit_of(*idle_.front()));
+  retire_timer_.async_wait([this, alive = std::weak_ptr<int>(alive_)](boost::system::error_code ec) {
+    if (ec || alive.expired()) return;
+    retire_oldest();
+    arm_retire_timer();
+  });
 }
 
 UpstreamFailure failure_of(const boost::system::error_code& ec) {

@@ -10,7 +10,11 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include "support/canned_backend.hpp"
@@ -61,6 +65,39 @@ double retries_metric(const Proxy& proxy, const char* cause) {
 
 // A streamed then a non-streamed chat request, each on a new client connection; returns how many
 // of the pair failed (a status other than 200, or a stream without its end).
+// The sockets process `pid` holds open to 127.0.0.1:`port` (any TCP state: CLOSE_WAIT included),
+// from /proc/net/tcp's inodes and the process's descriptors.
+int sockets_to(pid_t pid, std::uint16_t port) {
+  std::set<std::string> inodes;
+  std::ifstream tcp("/proc/net/tcp");
+  std::string line;
+  std::getline(tcp, line);  // the header
+  while (std::getline(tcp, line)) {
+    std::istringstream in(line);
+    std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+    in >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode;
+    if (remote.size() > 5 && std::stoul(remote.substr(remote.size() - 4), nullptr, 16) == port) inodes.insert(inode);
+  }
+  int n = 0;
+  for (const auto& fd : std::filesystem::directory_iterator(fmt::format("/proc/{}/fd", pid))) {
+    std::error_code ec;
+    const auto target = std::filesystem::read_symlink(fd.path(), ec).string();
+    if (!ec && target.starts_with("socket:[") && inodes.count(target.substr(8, target.size() - 9)) > 0) ++n;
+  }
+  return n;
+}
+
+// Waits (up to 10 s) for the proxy to hold no socket to the backend; returns how many it holds.
+int sockets_to_backend_after_wait(pid_t pid, std::uint16_t port) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  int n = sockets_to(pid, port);
+  while (n > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    n = sockets_to(pid, port);
+  }
+  return n;
+}
+
 int send_pair(std::uint16_t port, const std::string& streamed = kStreamed,
               const std::string& not_streamed = kNotStreamed) {
   int failed = 0;
@@ -269,6 +306,29 @@ TEST(ProxyUpstreamConnections, APooledConnectionTheBackendClosedWhileIdleIsNotUs
   ASSERT_EQ(l.lines.size(), 3u);
   EXPECT_EQ(l.outcomes.at("ok"), 3) << outcomes_text(l);
   EXPECT_EQ(l.retries, 0);
+}
+
+// A pooled connection is closed when the backend closes it, and when it has waited its limit
+// (--pool-idle), whether or not another request comes: after a burst the connections a steady load
+// never reaches again were held open for good, those the backend had closed in CLOSE_WAIT.
+TEST(ProxyUpstreamConnections, PooledConnectionsAreClosedWhenTheBackendClosesThemOrTheirIdleLimitPasses) {
+  {
+    const std::string ok = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+    CannedBackend backend({write_step(ok), pause_step(20), close_step()});
+    Fronted f(backend.port(), {"--threads", "1", "--pool-idle", "600"});
+    EXPECT_EQ(http_post(f.proxy.port, "/v1/chat/completions", kNotStreamed).status, 200);
+    EXPECT_EQ(sockets_to_backend_after_wait(f.proxy.process.pid(), backend.port()), 0) << "the backend closed it";
+    EXPECT_EQ(backend.closes(), 1);
+    EXPECT_EQ(f.stop().outcomes.at("ok"), 1);
+  }
+  KeepAliveBackend backend;  // keeps its connections for as long as the proxy does
+  Fronted f(backend.port(), {"--threads", "1", "--pool-idle", "0.2"});
+  EXPECT_EQ(http_post(f.proxy.port, "/v1/chat/completions", kNotStreamed).status, 200);
+  EXPECT_EQ(sockets_to_backend_after_wait(f.proxy.process.pid(), backend.port()), 0) << "--pool-idle 0.2 passed";
+  // The next request opens a new one.
+  EXPECT_EQ(http_post(f.proxy.port, "/v1/chat/completions", kNotStreamed).status, 200);
+  EXPECT_EQ(backend.connections(), 2);
+  EXPECT_EQ(f.stop().outcomes.at("ok"), 2);
 }
 
 TEST(ProxyUpstreamConnections, PoolIdleZeroOpensABackendConnectionForEveryRequest) {
