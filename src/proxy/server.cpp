@@ -55,7 +55,8 @@ Status Proxy::open(std::uint16_t port) {
   auto client = net::Client::make(io_.get_executor(), backend_, opts_.backend_ca, "--backend-ca");
   if (!client) return make_error(errc::kProxyTls, client.error().message);
   client_ = std::move(*client);
-  pool_ = std::make_unique<UpstreamPool>(*client_, io_.get_executor(), opts_.connect_timeout_s, opts_.pool_idle_s, opts_.kernel_timestamps);
+  pool_ = std::make_unique<UpstreamPool>(*client_, io_.get_executor(), opts_.connect_timeout_s, opts_.pool_idle_s,
+                                         opts_.kernel_timestamps);
   if (index_ == 0) {
     if (auto st = shared_.ledger.open(); !st) return st;
     // Filled field by field: GCC 12 takes the nested braced form for a read of uninitialised strings.
