@@ -17,8 +17,9 @@
 # figures are taken under perf's syscall tracepoints, on fresh processes: kept alive, they put the
 # proxy at 0.68-0.92x nginx's CPU where bench/proxy_overhead puts it at about 1.1x: nginx's CPU a
 # kept-alive request falls by a fifth to a third once it has served a burst of 1,000 connections, as
-# the bench's targets have (BENCHMARKS.md, forty-eighth session). Compare CPU between targets with
-# proxy_overhead; read counts here.
+# the bench's targets have: a fresh nginx's glibc trims its heap and faults it back, 1.2-1.5 page
+# faults a request, costly on a virtual machine (BENCHMARKS.md, forty-eighth and forty-ninth
+# sessions). Compare CPU between targets with proxy_overhead; read counts here.
 set -euo pipefail
 bin=$(realpath "$1")
 target=$2
