@@ -100,7 +100,14 @@ void UpstreamPool::give_back(std::shared_ptr<Upstream> u, const KeepAliveHint& h
 
 void UpstreamPool::retire_oldest() {
   const auto now = std::chrono::steady_clock::now();
-  while (!idle_.empty() && (now >= limit_of(*idle_.front()) || idle_.front()->idle_watch_ended)) idle_.pop_front();
+  while (!idle_.empty()) {
+    const Upstream& oldest = *idle_.front();
+    const bool expired = now >= limit_of(oldest);
+    if (!expired && !oldest.idle_watch_ended) break;
+    // Closed by the backend within its limit: the learner hears of it as when a request finds it.
+    if (!expired) learner_.closed_before_reuse(oldest.after_stream);
+    idle_.pop_front();
+  }
 }
 
 void UpstreamPool::arm_retire_timer() {

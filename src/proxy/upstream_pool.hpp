@@ -62,12 +62,11 @@ class UpstreamPool {
   // kind of response.
   void give_back(std::shared_ptr<Upstream> u, const KeepAliveHint& hint, bool after_stream);
   CloseAfterResponseLearner& learner() { return learner_; }
-  std::size_t idle_now() const { return idle_.size(); }
 
  private:
-  // Closes the oldest connections while they are past their limit or their watch has ended, and
-  // sets the timer for the oldest one left.
+  // Closes the oldest connections while they are past their limit or their watch has ended.
   void retire_oldest();
+  // Sets the timer for the oldest connection's limit (none when the pool is empty).
   void arm_retire_timer();
 
   net::Client& client_;
