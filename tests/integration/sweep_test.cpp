@@ -403,23 +403,30 @@ TEST(Sweep, WithNoCapacityDeclaredAnSGLangServersRunningRequestCapIsTheCapacity)
   write_file(dir + "/p.json", R"({"engine":{"max_num_seqs":2,"num_gpu_blocks":64,"block_size":16,"max_model_len":1024,)"
                               R"("step_base_s":0.004,)"
                               R"("step_per_prefill_token_s":0.00002,"step_per_decode_seq_s":0.0002}})");
-  Simulator sglang({"--profile", dir + "/p.json", "--imitate", "sglang"});
-  const auto run =
-      sweep_with_progress(dir, sglang.port, "--concurrencies 1,2,4 --requests 6 --lateness-bound-ms 50", "sglang");
-  EXPECT_EQ(run.exit_code, 0) << run.out;
-  EXPECT_NE(run.out.find("batch capacity 2 from the server (SGLang modelperfobs-simulate GET /server_info "
-                         "effective_max_running_requests_per_dp, a KV cache of 1024 tokens shared)"),
-            std::string::npos)
-      << run.out;
-  const auto parsed = json::parse(read_file(dir + "/sglang.json"));
-  const auto& receipt = parsed.as_object();
-  const auto& contract = receipt.at("contracts").as_array().at(0).as_object();
-  EXPECT_EQ(contract.at("batch_capacity").to_number<int>(), 2);
-  EXPECT_EQ(contract.at("capacity_source"),
-            "SGLang modelperfobs-simulate GET /server_info effective_max_running_requests_per_dp");
-  EXPECT_EQ(track_point(receipt, 2).at("status"), "valid") << json::serialize(track_point(receipt, 2));
-  EXPECT_EQ(track_point(receipt, 4).at("reason_code"), "capacity_exceeded");
+  // An SGLang from before the route was renamed (sglang-legacy) answers /server_info with a 404:
+  // the sweep asks the older /get_server_info and names the route it read.
+  for (const auto& [imitate, route] : {std::pair{"sglang", "/server_info"}, {"sglang-legacy", "/get_server_info"}}) {
+    Simulator sglang({"--profile", dir + "/p.json", "--imitate", imitate});
+    EXPECT_EQ(http_get(sglang.port, "/server_info").status, std::string_view(imitate) == "sglang" ? 200 : 404);
+    const auto run =
+        sweep_with_progress(dir, sglang.port, "--concurrencies 1,2,4 --requests 6 --lateness-bound-ms 50", imitate);
+    EXPECT_EQ(run.exit_code, 0) << run.out;
+    const std::string source =
+        fmt::format("SGLang modelperfobs-simulate GET {} effective_max_running_requests_per_dp", route);
+    EXPECT_NE(
+        run.out.find(fmt::format("batch capacity 2 from the server ({}, a KV cache of 1024 tokens shared)", source)),
+        std::string::npos)
+        << run.out;
+    const auto parsed = json::parse(read_file(fmt::format("{}/{}.json", dir, imitate)));
+    const auto& receipt = parsed.as_object();
+    const auto& contract = receipt.at("contracts").as_array().at(0).as_object();
+    EXPECT_EQ(contract.at("batch_capacity").to_number<int>(), 2) << imitate;
+    EXPECT_EQ(contract.at("capacity_source").as_string(), source);
+    EXPECT_EQ(track_point(receipt, 2).at("status"), "valid") << json::serialize(track_point(receipt, 2));
+    EXPECT_EQ(track_point(receipt, 4).at("reason_code"), "capacity_exceeded") << imitate;
+  }
 
+  Simulator sglang({"--profile", dir + "/p.json", "--imitate", "sglang"});
   const auto declared =
       sweep_with_progress(dir, sglang.port, "--concurrencies 1 --requests 2 --batch-capacity 8", "declared");
   EXPECT_EQ(declared.exit_code, 0) << declared.out;
@@ -428,19 +435,6 @@ TEST(Sweep, WithNoCapacityDeclaredAnSGLangServersRunningRequestCapIsTheCapacity)
                               "cache of 1024 tokens shared): points are judged against 8"),
             std::string::npos)
       << declared.out;
-
-  // An SGLang from before the route was renamed answers /server_info with a 404: the sweep asks
-  // the older /get_server_info and names the route it read.
-  Simulator legacy({"--profile", dir + "/p.json", "--imitate", "sglang-legacy"});
-  ASSERT_EQ(http_get(legacy.port, "/server_info").status, 404);
-  const auto old = sweep_with_progress(dir, legacy.port, "--concurrencies 1,4 --requests 4", "legacy");
-  EXPECT_EQ(old.exit_code, 0) << old.out;
-  EXPECT_NE(old.out.find("batch capacity 2 from the server (SGLang modelperfobs-simulate GET /get_server_info "
-                         "effective_max_running_requests_per_dp"),
-            std::string::npos)
-      << old.out;
-  const auto legacy_doc = json::parse(read_file(dir + "/legacy.json"));
-  EXPECT_EQ(track_point(legacy_doc.as_object(), 4).at("reason_code"), "capacity_exceeded");
 }
 
 // Answers the engine's context cuts: a model length of 64 tokens leaves 16 after a 48-token prompt,
