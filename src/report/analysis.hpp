@@ -20,6 +20,7 @@
 #include "report/queued.hpp"
 #include "report/rows.hpp"
 #include "report/shapes.hpp"
+#include "report/slow_decode.hpp"
 #include "report/speculation.hpp"
 #include "report/turns.hpp"
 
@@ -240,6 +241,9 @@ struct GroupStats {
   // Decode held up by other requests' prompts, where the engine's prefill times tell
   // (report/interference.hpp).
   std::optional<DecodeInterference> interference;
+  // The requests whose decode passed the decode threshold where the median's did not
+  // (report/slow_decode.hpp).
+  std::optional<SlowDecode> slow_decode;
   // First tokens held behind longer prompts, band by band, where the engine's prompt windows tell
   // (report/held_prompts.hpp); the group's only, not its bands'.
   std::vector<HeldPrompts> held_prompts;

@@ -65,16 +65,7 @@ std::string queued_at_times_sentence(const QueuedAtTimes& q, std::string_view wh
       "p50, {:.1f} ms max, of a TTFT p50 of {:.1f} ms against {:.1f} ms for the others",
       q.n, q.of, 100.0 * static_cast<double>(q.n) / static_cast<double>(q.of), q.threshold_ms, what, q.wait_ms.p50,
       q.wait_ms.max, q.ttft_p50_ms, q.others_ttft_p50_ms);
-  if (q.in_flight_p50 && q.others_in_flight_p50) {
-    out +=
-        fmt::format("; they started with {:.0f} requests already in flight at this proxy p50, the others with {:.0f}",
-                    *q.in_flight_p50, *q.others_in_flight_p50);
-  }
-  if (q.first_start_us > 0) {
-    out += q.first_start_us == q.last_start_us
-               ? fmt::format("; at {}", clock_of(q.first_start_us))
-               : fmt::format("; they started between {} and {}", clock_of(q.first_start_us), clock_of(q.last_start_us));
-  }
+  out += at_times_context(q.in_flight_p50, q.others_in_flight_p50, q.first_start_us, q.last_start_us);
   if (q.in_flight_p50 && q.others_in_flight_p50 && *q.in_flight_p50 <= *q.others_in_flight_p50) {
     // Not started under more of this proxy's load than the others: not a queue behind its requests.
     out +=
@@ -85,6 +76,22 @@ std::string queued_at_times_sentence(const QueuedAtTimes& q, std::string_view wh
     return out;
   }
   out += queued_at_times_meaning();
+  return out;
+}
+
+std::string at_times_context(std::optional<double> in_flight_p50, std::optional<double> others_in_flight_p50,
+                             std::int64_t first_start_us, std::int64_t last_start_us) {
+  std::string out;
+  if (in_flight_p50 && others_in_flight_p50) {
+    out +=
+        fmt::format("; they started with {:.0f} requests already in flight at this proxy p50, the others with {:.0f}",
+                    *in_flight_p50, *others_in_flight_p50);
+  }
+  if (first_start_us > 0) {
+    // To the second, as said: "between 09:48:28 and 09:48:28" is "at 09:48:28".
+    const std::string first = clock_of(first_start_us), last = clock_of(last_start_us);
+    out += first == last ? fmt::format("; at {}", first) : fmt::format("; they started between {} and {}", first, last);
+  }
   return out;
 }
 

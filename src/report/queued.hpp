@@ -50,6 +50,11 @@ std::optional<QueuedAtTimes> queued_at_times(std::span<const QueueWait> waits, d
 // e.g. "llama.cpp timings.prompt_ms: TTFT - prompt_ms"), and a short form for a candidate's evidence.
 std::string queued_at_times_sentence(const QueuedAtTimes& q, std::string_view what);
 std::string queued_at_times_evidence(const QueuedAtTimes& q);
+// "; they started with 3 requests already in flight at this proxy p50, the others with 0; they
+// started between 06:59:02 and 06:59:08": what a finding "at times" says of its requests' load and
+// time, each part where known (also report/slow_decode.hpp's).
+std::string at_times_context(std::optional<double> in_flight_p50, std::optional<double> others_in_flight_p50,
+                             std::int64_t first_start_us, std::int64_t last_start_us);
 // What the sentences end with: why the ranking does not call it queueing, and what it is.
 std::string_view queued_at_times_meaning();
 

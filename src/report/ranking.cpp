@@ -16,7 +16,6 @@ namespace {
 // Thresholds of the ranking (docs/REPORT.md explains each).
 constexpr double kErrorRateThreshold = 0.01;     // errors: 1% of requests
 constexpr double kPrefillThresholdMs = 500;      // prefill: median TTFT explained by prompt length
-constexpr double kTpotThresholdMs = 100;         // decode: 10 tokens/s per stream
 constexpr double kInterferenceShare = 0.25;      // decode: a quarter of its time spent on other prompts
 constexpr double kTransportMinTtfbMs = 200;      // transport: a head sent before output that takes this long
 constexpr double kHeadWithOutputShare = 0.9;     // a head at 90%+ of TTFT came with the output (held by the server)
@@ -470,6 +469,7 @@ Candidate decode_candidate(const GroupStats& g) {
     // Said first where it decides the score (a band's sentence shows the first line).
     c.evidence.insert(decides ? c.evidence.begin() : c.evidence.end(), interference_text(*d));
   }
+  if (g.slow_decode && c.score < 1) c.evidence.push_back(slow_decode_evidence(*g.slow_decode));
   if (const auto& slope = g.tpot_in_flight_slope_ms) {
     const auto& half = g.tpot_in_flight_slope_ci95_ms;
     const std::string pm = half ? fmt::format(" ± {:.2f}", *half) : std::string();

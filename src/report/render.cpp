@@ -408,6 +408,8 @@ std::string group_md(const GroupStats& g) {
     for (const auto& b : g.prompt_bands) o += fmt::format("- {}\n", prompt_band_sentence(b));
   }
   if (const auto q = queue_at_times_sentence(g); !q.empty()) o += fmt::format("\n**Queue at times**: {}.\n", q);
+  if (const auto d = slow_decode_at_times_sentence(g); !d.empty())
+    o += fmt::format("\n**Decode slow at times**: {}.\n", d);
   for (const auto& h : g.held_prompts) o += fmt::format("\n**TTFT tail**: {}.\n", held_prompts_sentence(h));
   if (g.speculation && g.speculation->worth_saying()) {
     o += fmt::format("\n**Speculative decoding** ({}): {}. {}\n", g.speculation->source,
@@ -474,10 +476,19 @@ std::string queue_at_times_sentence(const GroupStats& g) {
   return queued_at_times_sentence(*e->queued, what);
 }
 
+std::string slow_decode_at_times_sentence(const GroupStats& g) {
+  for (const auto& c : g.ranking) {
+    if (c.name == "decode" && c.score >= 1) return {};
+  }
+  return g.slow_decode ? slow_decode_sentence(*g.slow_decode) : std::string();
+}
+
 std::vector<std::pair<std::string, std::string>> findings_beside_the_verdict(const GroupStats& g) {
   std::vector<std::pair<std::string, std::string>> out;
   if (!queue_at_times_sentence(g).empty())
     out.emplace_back("requests that waited for a slot at times", "Queue at times");
+  if (!slow_decode_at_times_sentence(g).empty())
+    out.emplace_back("requests whose decode was slow at times", "Decode slow at times");
   if (!g.held_prompts.empty()) out.emplace_back("first tokens held behind longer prompts", "TTFT tail");
   if (g.speculation && g.speculation->worth_saying()) {
     out.emplace_back(g.speculation->gained_nothing()
@@ -662,6 +673,24 @@ std::string group_json(const GroupStats& g) {
         .field("e2e_ms", d->e2e_ms)
         .field("share", d->share());
     w.raw_field("decode_interference", std::move(dw).finish());
+  }
+  if (const auto& d = g.slow_decode) {
+    JsonObjectWriter sw;
+    sw.field("threshold_ms", d->threshold_ms)
+        .field("source", d->source)
+        .field("requests", static_cast<std::uint64_t>(d->n))
+        .field("of", static_cast<std::uint64_t>(d->of))
+        .raw_field("tpot_ms", summary_json(d->tpot_ms))
+        .field("others_tpot_p50_ms", d->others_tpot_p50_ms)
+        .optional_field("in_flight_p50", d->in_flight_p50)
+        .optional_field("others_in_flight_p50", d->others_in_flight_p50);
+    if (d->first_start_us > 0) {
+      sw.field("first_start", format_rfc3339_us(d->first_start_us))
+          .field("last_start", format_rfc3339_us(d->last_start_us));
+    }
+    w.raw_field("slow_decode_at_times", std::move(sw).finish());
+  } else {
+    w.null_field("slow_decode_at_times");
   }
   if (g.fit) {
     w.raw_field("ttft_fit", ttft_fit_json(*g.fit));

@@ -38,6 +38,9 @@ std::vector<std::pair<std::string, std::string>> findings_beside_the_verdict(con
 // The group's requests that queued part of the time (report/queued.hpp) where the ranking does not
 // call the group's queueing a bottleneck, and the sentence that says so; "" where there is none.
 std::string queue_at_times_sentence(const GroupStats& g);
+// The requests whose decode was slow at times (report/slow_decode.hpp), where the decode candidate
+// does not cross its threshold; "" otherwise.
+std::string slow_decode_at_times_sentence(const GroupStats& g);
 
 // Under the percentile table, where its rows' tails rest on their slowest requests alone: with n
 // values, quantile_cont's p99 lies between the two largest up to n = 101 (h = 0.99 (n - 1) >= n - 2),

@@ -379,6 +379,9 @@ std::string group_body(const RowTable& table, const GroupStats& g, const RowList
   if (const auto q = queue_at_times_sentence(g); !q.empty()) {
     o += present::heading("Queue at times") + present::paragraph(q + ".");
   }
+  if (const auto d = slow_decode_at_times_sentence(g); !d.empty()) {
+    o += present::heading("Decode slow at times") + present::paragraph(d + ".");
+  }
   for (const auto& h : g.held_prompts) {
     o += present::heading("TTFT tail") + present::paragraph(held_prompts_sentence(h) + ".");
   }

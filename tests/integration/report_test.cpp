@@ -426,6 +426,45 @@ TEST(ReportAgainstSimulatedLlamaCpp, AQueueThatCameWithTheLoadIsNamedAndDatedToI
       << md.out;
 }
 
+// Streams that decoded slowly only while more of them shared the engine's batches: ten alone at
+// 35 ms a token (a step of 5 ms and 30 ms for each sequence decoding), then six at once at about
+// 185 ms. The median stream decoded within the decode threshold, so the verdict does not cross, and
+// the report names the six beside it: as many as the simulator's truth says decoded slower than
+// 100 ms a token, started in the busy phase with more requests in flight.
+TEST(ReportAgainstSimulator, ADecodeSlowOnlyUnderLoadIsNamedBesideTheVerdict) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/profile.json",
+             R"({"engine":{"max_num_seqs":16,"step_base_s":0.005,"step_per_decode_seq_s":0.03}})");
+  Stack s({"--profile", dir + "/profile.json"});
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(http_post(s.proxy.port, "/v1/chat/completions", chat(6, "alone " + std::to_string(i))).status, 200);
+  }
+  const std::int64_t busy_from_us = SystemClock::instance().wall_us();
+  concurrently(s.proxy.port, 6, 6, "together");
+  s.stop_proxy();
+  int slow = 0;  // by the engine's own clock: (last token - first token) / the tokens after the first
+  for (const auto& line : read_lines(s.dir + "/truth.jsonl")) {
+    const auto t = json::parse(line).as_object();
+    const double decode_us = static_cast<double>(*parse_rfc3339(t.at("last_token_at").as_string()) -
+                                                 *parse_rfc3339(t.at("first_token_at").as_string()));
+    slow += decode_us / (t.at("completion_tokens").to_number<double>() - 1) > 100'000 ? 1 : 0;
+  }
+  EXPECT_EQ(slow, 6);
+  const auto g = only_group(s.ledger_path());
+  EXPECT_LT(score_of(g, "decode"), 1.0) << ranking_text(g);
+  const auto& d = g.at("slow_decode_at_times");
+  ASSERT_TRUE(d.is_object()) << ranking_text(g);
+  EXPECT_EQ(d.at("requests").to_number<int>(), slow) << json::serialize(d);
+  EXPECT_EQ(d.at("of").to_number<int>(), 16) << json::serialize(d);
+  EXPECT_GE(*parse_rfc3339(d.at("first_start").as_string()), busy_from_us) << json::serialize(d);
+  EXPECT_GT(d.at("in_flight_p50").to_number<double>(), d.at("others_in_flight_p50").to_number<double>());
+  const auto md = run_report({"--input", s.ledger_path()});
+  EXPECT_NE(md.out.find("**Decode slow at times**: 6 of 16 requests (38%) decoded slower than 100 ms a token"),
+            std::string::npos)
+      << md.out;
+  EXPECT_NE(md.out.find("Decode slowed when more requests shared the engine's batches"), std::string::npos) << md.out;
+}
+
 // The same load in front of the vLLM-shaped simulator, whose lines carry no per-request split: the
 // engine's queue-time histogram (scraped) counts the requests past its 0.5 s bucket, the same
 // number its truth says waited that long, and the report names them beside its verdict.
