@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "core/envelope.hpp"
@@ -269,12 +270,17 @@ std::string fit_md(const GroupStats& g) {
   const auto pm = [&f](double half, int digits) {
     return f.intervals ? fmt::format(" ± {:.{}f}", half, digits) : std::string();
   };
+  // A negative term is subtracted ("34.0 ms - 0.414 ± 0.594 ms/prompt token"), not added as "+ -0.414".
+  const auto term = [](double v, int digits) {
+    return fmt::format("{} {:.{}f}", v < 0 ? '-' : '+', std::fabs(v), digits);
+  };
   fmt::format_to(std::back_inserter(o), "\nTTFT fit: {:.1f} ms", f.a_ms);
   if (f.prompt_varies) {
-    fmt::format_to(std::back_inserter(o), " + {:.3f}{} ms/prompt token", f.b_ms_per_token, pm(f.b_ci95_ms, 3));
+    fmt::format_to(std::back_inserter(o), " {}{} ms/prompt token", term(f.b_ms_per_token, 3), pm(f.b_ci95_ms, 3));
   }
   if (f.in_flight_varies) {
-    fmt::format_to(std::back_inserter(o), " + {:.1f}{} ms/request in flight", f.c_ms_per_in_flight, pm(f.c_ci95_ms, 1));
+    fmt::format_to(std::back_inserter(o), " {}{} ms/request in flight", term(f.c_ms_per_in_flight, 1),
+                   pm(f.c_ci95_ms, 1));
   }
   fmt::format_to(std::back_inserter(o), " (R² {:.2f}, n {}{}){}\n", f.r2, f.n,
                  f.intervals && (f.prompt_varies || f.in_flight_varies) ? "; ± a 95% interval" : "",

@@ -26,9 +26,13 @@ for f in usr/bin/modelperfobs usr/share/man/man1/modelperfobs.1.gz usr/share/doc
   usr/share/modelperfobs/deploy/kubernetes/proxy-gateway.yaml; do
   [ -e "$root/$f" ] || { echo "missing from the package: /$f"; exit 1; }
 done
-dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles | grep -qx /etc/default/modelperfobs-proxy \
+# Read whole into files first: under pipefail, `zcat | grep -q` fails when grep leaves at its first
+# match while zcat still writes (SIGPIPE), as it did once the man page outgrew the pipe.
+dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles >"$work/conffiles"
+grep -qx /etc/default/modelperfobs-proxy "$work/conffiles" \
   || { echo "/etc/default/modelperfobs-proxy is not a conffile"; exit 1; }
-zcat "$root/usr/share/man/man1/modelperfobs.1.gz" | grep -q '^\.SS proxy' || { echo "man page lacks proxy"; exit 1; }
+zcat "$root/usr/share/man/man1/modelperfobs.1.gz" >"$work/modelperfobs.1"
+grep -q '^\.SS proxy' "$work/modelperfobs.1" || { echo "man page lacks proxy"; exit 1; }
 
 echo "--- the packaged binary"
 "$root/usr/bin/modelperfobs" --version

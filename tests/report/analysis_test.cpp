@@ -494,6 +494,29 @@ TEST(Analyse, ANarrowPromptRangeGivesNoPerTokenCost) {
   EXPECT_EQ(md.find("ms/prompt token"), std::string::npos) << md;
 }
 
+// The demo printed "TTFT fit: 34.0 ms + -0.414 ± 0.594 ms/prompt token": a negative term is
+// subtracted.
+TEST(Analyse, ANegativeTermOfTheFitIsSubtracted) {
+  std::vector<ledger::LedgerRecord> rs;
+  int t = 0;
+  for (int i = 0; i < 24; ++i) {
+    const int prompt = 100 + 100 * (i % 6);
+    const int inflight = i % 4;
+    rs.push_back(rec(t += 10, 900, 400 - 0.2 * prompt + 60 * inflight + (i % 5) * 7, prompt, inflight));
+  }
+  const auto g = analyse(rs, {}).at(0);
+  ASSERT_TRUE(g.fit && g.fit->prompt_varies && g.fit->in_flight_varies);
+  ASSERT_LT(g.fit->b_ms_per_token, 0);
+  ReportInput in;
+  in.groups = {g};
+  const auto md = render_markdown(in);
+  EXPECT_NE(md.find(fmt::format("TTFT fit: {:.1f} ms - {:.3f}", g.fit->a_ms, -g.fit->b_ms_per_token)),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find(fmt::format(" ms/prompt token + {:.1f}", g.fit->c_ms_per_in_flight)), std::string::npos) << md;
+  EXPECT_EQ(md.find("+ -"), std::string::npos) << md;
+}
+
 TEST(Analyse, ANegativeInterceptIsCommentedOn) {
   std::vector<ledger::LedgerRecord> rs;
   int t = 0;
