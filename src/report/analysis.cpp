@@ -534,7 +534,7 @@ GroupStats analyse_rows(std::string_view key, const RowList& rs, GroupColumns& c
     g.engine_split = traced_split(rs, tr->second, opts.traced_source, g);
   }
   g.interference = decode_interference(rs, overlap);
-  g.slow_decode = slow_decode_at_times(rs, kTpotThresholdMs);
+  g.slow_decode = slow_decode_at_times(rs, kTpotThresholdMs, &overlap);
   g.held_prompts = std::move(whole.held);
   g.engine_queue_time = std::move(whole.engine_queue_time);
   g.speculation = std::move(whole.speculation);

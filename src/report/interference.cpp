@@ -90,6 +90,22 @@ std::optional<double> PrefillOverlap::covered_ms(const Row& r) const {
   return merged_.covered(from, to);
 }
 
+namespace {
+
+// A decoding row's decode, first token to end, in ms (PrefillOverlap::covered_ms says it decodes).
+double decode_ms_of(const Row& r) {
+  return static_cast<double>(*r.ended_at_us - r.started_at_us) / 1000.0 - *r.ttft_ms;
+}
+
+}  // namespace
+
+bool decoded_behind_prompts(const Row& r, const PrefillOverlap& overlap) {
+  const auto covered = overlap.covered_ms(r);
+  if (!covered) return false;
+  const double decode_ms = decode_ms_of(r);
+  return decode_ms > 0 && *covered >= kOverlappedShare * decode_ms;
+}
+
 std::optional<DecodeInterference> decode_interference(const RowList& rows, const PrefillOverlap& overlap) {
   if (overlap.prefill_windows() == 0) return std::nullopt;
   DecodeInterference d;
@@ -98,7 +114,7 @@ std::optional<DecodeInterference> decode_interference(const RowList& rows, const
   for (const Row* r : rows) {
     const auto covered = overlap.covered_ms(*r);
     if (!covered) continue;
-    const double decode_ms = static_cast<double>(*r->ended_at_us - r->started_at_us) / 1000.0 - *r->ttft_ms;
+    const double decode_ms = decode_ms_of(*r);
     if (decode_ms <= 0) continue;
     ++d.decoding;
     d.e2e_ms += decode_ms + *r->ttft_ms;

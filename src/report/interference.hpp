@@ -84,6 +84,10 @@ struct DecodeInterference {
   double share() const { return e2e_ms > 0 ? lost_ms / e2e_ms : 0; }
 };
 
+// Whether other requests' prompt windows covered at least kOverlappedShare of a decoding row's
+// decode (its first token to its end): false for a row that is not decoding.
+bool decoded_behind_prompts(const Row& r, const PrefillOverlap& overlap);
+
 // Nullopt unless `rows` hold an overlapped decode that lost time (`overlap` from the whole group,
 // so that a subset of it sees the prompts of the rest).
 std::optional<DecodeInterference> decode_interference(const RowList& rows, const PrefillOverlap& overlap);

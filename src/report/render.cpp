@@ -689,7 +689,8 @@ std::string group_json(const GroupStats& g) {
         .raw_field("tpot_ms", summary_json(d->tpot_ms))
         .field("others_tpot_p50_ms", d->others_tpot_p50_ms)
         .optional_field("in_flight_p50", d->in_flight_p50)
-        .optional_field("others_in_flight_p50", d->others_in_flight_p50);
+        .optional_field("others_in_flight_p50", d->others_in_flight_p50)
+        .optional_field("behind_prompts", d->behind_prompts);
     if (d->first_start_us > 0) {
       sw.field("first_start", format_rfc3339_us(d->first_start_us))
           .field("last_start", format_rfc3339_us(d->last_start_us));

@@ -21,7 +21,7 @@ std::optional<double> per_token_ms(const Row& r, bool engine) {
 
 }  // namespace
 
-std::optional<SlowDecode> slow_decode_at_times(const RowList& rs, double threshold_ms) {
+std::optional<SlowDecode> slow_decode_at_times(const RowList& rs, double threshold_ms, const PrefillOverlap* overlap) {
   const bool engine = std::none_of(rs.begin(), rs.end(), [](const Row* r) { return r->ok() && r->tpot_ms; });
   // Counted as report/queued.hpp counts waits: a request's time per token in place of its wait.
   std::vector<QueueWait> paces;
@@ -46,6 +46,13 @@ std::optional<SlowDecode> slow_decode_at_times(const RowList& rs, double thresho
   d.others_in_flight_p50 = q->others_in_flight_p50;
   d.first_start_us = q->first_start_us;
   d.last_start_us = q->last_start_us;
+  if (overlap && overlap->prefill_windows() > 0) {
+    d.prompts_source = overlap->source();
+    d.behind_prompts = static_cast<std::size_t>(std::count_if(rs.begin(), rs.end(), [&](const Row* r) {
+      const auto t = per_token_ms(*r, engine);
+      return t && *t > threshold_ms && decoded_behind_prompts(*r, *overlap);
+    }));
+  }
   return d;
 }
 
@@ -57,12 +64,23 @@ std::string slow_decode_sentence(const SlowDecode& d) {
       d.tpot_ms.max, d.others_tpot_p50_ms);
   const bool loaded = d.in_flight_p50 && d.others_in_flight_p50;
   out += at_times_context(d.in_flight_p50, d.others_in_flight_p50, d.first_start_us, d.last_start_us);
-  out += loaded && *d.in_flight_p50 > *d.others_in_flight_p50
-             ? ". Decode slowed when more requests shared the engine's batches (each step carries every request "
-               "decoding; TPOT's slope over the requests in flight is in the decode candidate's evidence)"
-             : ". They met no more of this proxy's requests than the others did, so what slowed them was not its own "
-               "load: clients that bypass the proxy, other requests' prompts read in the same batches, preemption "
-               "under memory pressure, or the hardware";
+  const std::size_t behind = d.behind_prompts.value_or(0);
+  if (behind > 0 && 2 * behind >= d.n) {
+    out += fmt::format(
+        ". Other requests' prompts were read during {} of them ({}): the engine reads a prompt in the same batches "
+        "as the decode steps, and a step that carries a prompt's chunk lasts as long as the chunk (decode behind "
+        "other requests' prompts, in the decode candidate's evidence)",
+        behind, d.prompts_source);
+  } else if (loaded && *d.in_flight_p50 > *d.others_in_flight_p50) {
+    out +=
+        ". Decode slowed when more requests shared the engine's batches (each step carries every request decoding; "
+        "TPOT's slope over the requests in flight is in the decode candidate's evidence)";
+  } else {
+    out +=
+        ". They met no more of this proxy's requests than the others did, so what slowed them was not its own load: "
+        "clients that bypass the proxy, other requests' prompts read in the same batches, preemption under memory "
+        "pressure, or the hardware";
+  }
   out +=
       "; the median request decoded within the threshold, so the ranking, which weighs medians, does not call it "
       "decode, and it is these requests' TPOT tail";

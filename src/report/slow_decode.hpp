@@ -13,6 +13,7 @@
 #include <string>
 
 #include "core/stats.hpp"
+#include "report/interference.hpp"
 #include "report/rows.hpp"
 
 namespace mpo::report {
@@ -27,13 +28,19 @@ struct SlowDecode {
   double others_tpot_p50_ms = 0;
   std::optional<double> in_flight_p50, others_in_flight_p50;  // where every request says
   std::int64_t first_start_us = 0, last_start_us = 0;         // 0: unknown
+  // Of the n, those that decoded while other requests' prompts were read (report/interference.hpp),
+  // where the engine's prompt windows are known (`prompts_source`); nullopt otherwise.
+  std::optional<std::size_t> behind_prompts;
+  std::string prompts_source;
 };
 
 // The streamed requests' TPOT (the proxy's: from the first content event to the last), or where no
 // request in `rs` has one, the engine's own decode per token of those not streamed (llama.cpp's
 // timings.predicted_ms over the tokens after the first); nullopt where too few or all of them passed
 // `threshold_ms` (a median past it is the decode candidate's to judge).
-std::optional<SlowDecode> slow_decode_at_times(const RowList& rs, double threshold_ms);
+// `overlap`: the group's prompt windows, to tell which of them decoded behind other prompts.
+std::optional<SlowDecode> slow_decode_at_times(const RowList& rs, double threshold_ms,
+                                               const PrefillOverlap* overlap = nullptr);
 
 // "5 of 26 requests (19%) decoded slower than 100 ms a token (...): ..." and what it means; a short
 // form for the decode candidate's evidence.

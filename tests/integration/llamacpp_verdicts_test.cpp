@@ -591,6 +591,52 @@ TEST_F(RealLlamaCppVerdicts, AQueueThatCameWithTheLoadIsNamedAndDatedToItsPhase)
   EXPECT_NE(evidence(g, "queueing").find("above zero"), std::string::npos) << evidence(g, "queueing");
 }
 
+// Short answers that decode while long prompts are read: llama.cpp puts a 512-token chunk of a
+// prompt in each step beside them (-b/-ub 512, about 250 ms a step on this model), so they come a
+// token a chunk, past 100 ms a token, where the same answers alone take a few ms a token. The median
+// request decodes alone, so decode does not cross: the report names the slow ones beside its verdict
+// and says other requests' prompts were read during them, from the engine's own prompt_ms windows.
+TEST_F(RealLlamaCppVerdicts, ShortAnswersBesideLongPromptsAreADecodeSlowAtTimes) {
+  LlamaServer server(dir_ + "/llama.log", {"-np", "3", "-c", "8192", "-b", "512", "-ub", "512"},
+                     "MPO_LLAMA_SMALL_MODEL");
+  Proxy proxy(server.url(), dir_ + "/ledger.jsonl");
+  std::atomic<int> failed{0};
+  const auto post = [&](const std::string& body) {
+    const auto r = http_post(proxy.port, "/v1/chat/completions", body);
+    if (r.status != 200 || !r.complete) ++failed;
+  };
+  for (int i = 0; i < 12; ++i) post(chat(fmt::format("alone{}", i), 2, 6));
+  const std::int64_t long_from_us = SystemClock::instance().wall_us();
+  std::atomic<bool> reading{true};
+  std::thread long_prompts([&] {
+    for (int i = 0; i < 4; ++i) post(chat(fmt::format("long{}", i), 300, 2));  // ~1,750 tokens each
+    reading = false;
+  });
+  std::vector<std::thread> beside;
+  for (int c = 0; c < 2; ++c) {
+    beside.emplace_back([&, c] {
+      for (int i = 0; reading; ++i) post(chat(fmt::format("beside{}r{}", c, i), 2, 6));
+    });
+  }
+  long_prompts.join();
+  for (auto& t : beside) t.join();
+  for (int i = 0; i < 8; ++i) post(chat(fmt::format("after{}", i), 2, 6));
+  EXPECT_EQ(failed.load(), 0);
+  const auto g = report_group(proxy);
+  EXPECT_LT(score(g, "decode"), 1.0) << ranking(g);
+  const auto& d = g.at("slow_decode_at_times");
+  ASSERT_TRUE(d.is_object()) << evidence(g, "decode") << json::serialize(g.at("tpot_ms"));
+  const int slow = d.at("requests").to_number<int>();
+  EXPECT_GE(slow, 3) << json::serialize(d);
+  EXPECT_GE(2 * d.at("behind_prompts").to_number<int>(), slow) << json::serialize(d);
+  EXPECT_GT(d.at("tpot_ms").at("p50").to_number<double>(), 100) << json::serialize(d);
+  EXPECT_LT(d.at("others_tpot_p50_ms").to_number<double>(), 50) << json::serialize(d);
+  EXPECT_GE(*parse_rfc3339(d.at("first_start").as_string()), long_from_us) << json::serialize(d);
+  const auto md = run_cli({"report", dir_ + "/ledger.jsonl"});
+  EXPECT_NE(md.out.find(fmt::format("**Decode slow at times**: {} of", slow)), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("Other requests' prompts were read during"), std::string::npos) << md.out;
+}
+
 TEST_F(RealLlamaCppVerdicts, AnIdleEngineCrossesNothing) {
   LlamaServer server(dir_ + "/llama.log", {}, "MPO_LLAMA_SMALL_MODEL");
   Proxy proxy(server.url(), dir_ + "/ledger.jsonl");

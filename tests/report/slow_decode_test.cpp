@@ -77,6 +77,34 @@ TEST(SlowDecodeAtTimes, FewOrAllOrNoneAreNoFinding) {
   EXPECT_NE(g.slow_decode->source.find("llama.cpp timings.predicted_ms"), std::string::npos);
 }
 
+// Where the engine's prompt windows are known (llama.cpp's timings.prompt_ms) and most of the slow
+// ones decoded while another request's prompt was read, that is what the sentence names.
+TEST(SlowDecodeAtTimes, SlowDecodesBehindOtherRequestsPromptsAreSaidToBe) {
+  std::vector<ledger::LedgerRecord> rs;
+  const auto timed = [](ledger::LedgerRecord r, double prompt_ms, double tpot) {
+    r.tpot_ms = tpot;
+    r.itl_p50_ms = tpot;
+    r.server_timings = fmt::format(R"({{"prompt_n":{},"prompt_ms":{},"predicted_n":10,"predicted_ms":{}}})",
+                                   *r.prompt_tokens, prompt_ms, 9 * tpot);
+    return r;
+  };
+  for (int i = 0; i < 20; ++i) rs.push_back(timed(test_lines::rec(i * 1000, 400, 40, 100, 0), 20, 30));
+  for (int k = 0; k < 4; ++k) {
+    const std::int64_t at = 30'000 + k * 2'000;
+    rs.push_back(timed(test_lines::rec(at - 10, 1500, 1400, 2000, 0), 1380, 3));  // a long prompt read
+    rs.push_back(timed(test_lines::rec(at, 1500, 40, 100, 1), 20, 150));          // decoding beside it
+  }
+  const auto g = analyse(rs, {}).at(0);
+  ASSERT_TRUE(g.slow_decode);
+  EXPECT_EQ(g.slow_decode->n, 4u);
+  EXPECT_EQ(g.slow_decode->behind_prompts, 4u);
+  const std::string s = slow_decode_sentence(*g.slow_decode);
+  EXPECT_NE(s.find("Other requests' prompts were read during 4 of them (llama.cpp timings.prompt_ms)"),
+            std::string::npos)
+      << s;
+  EXPECT_EQ(s.find("Decode slowed when more requests shared"), std::string::npos) << s;
+}
+
 // 6 of 26 streams decoded at 150 ms a token when 8 were in flight, the median at 30: the decode
 // candidate does not cross, and the report names them beside its verdict; where most did, decode is
 // the verdict itself and nothing is said beside it.
