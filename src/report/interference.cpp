@@ -110,7 +110,12 @@ std::optional<DecodeInterference> decode_interference(const RowList& rows, const
   if (overlap.prefill_windows() == 0) return std::nullopt;
   DecodeInterference d;
   d.source = overlap.source();
-  std::vector<double> overlapped_tpot, others_tpot, overlapped_itl;
+  struct Decode {
+    const Row* row;
+    double covered_ms, decode_ms;
+  };
+  std::vector<Decode> overlapped;
+  std::vector<double> overlapped_tpot, others_tpot, overlapped_itl, others_itl;
   for (const Row* r : rows) {
     const auto covered = overlap.covered_ms(*r);
     if (!covered) continue;
@@ -120,12 +125,21 @@ std::optional<DecodeInterference> decode_interference(const RowList& rows, const
     d.e2e_ms += decode_ms + *r->ttft_ms;
     if (*covered < kOverlappedShare * decode_ms) {
       others_tpot.push_back(*r->tpot_ms);
+      others_itl.push_back(*r->itl_p50_ms);
       continue;
     }
+    overlapped.push_back({r, *covered, decode_ms});
     overlapped_tpot.push_back(*r->tpot_ms);
     overlapped_itl.push_back(*r->itl_p50_ms);
-    const double at_own_pace = static_cast<double>(*r->completion_tokens - 1) * *r->itl_p50_ms;
-    d.lost_ms += std::min(*covered, std::max(0.0, decode_ms - at_own_pace));
+  }
+  // A decode mostly inside other prompts' windows has the slowed gap for its median: its pace is
+  // then the decodes' outside them, where there are any (and never slower than its own).
+  const auto others_pace = median_of(std::move(others_itl));
+  for (const Decode& o : overlapped) {
+    double pace = *o.row->itl_p50_ms;
+    if (others_pace && o.covered_ms >= kMostlyCoveredShare * o.decode_ms) pace = std::min(pace, *others_pace);
+    const double at_pace = static_cast<double>(*o.row->completion_tokens - 1) * pace;
+    d.lost_ms += std::min(o.covered_ms, std::max(0.0, o.decode_ms - at_pace));
   }
   d.overlapped = overlapped_tpot.size();
   if (d.overlapped == 0 || d.lost_ms <= 0) return std::nullopt;

@@ -26,6 +26,9 @@ std::optional<double> first_token_ms(const Row& r);
 
 // A decode counts as overlapped where other requests' prefill covered at least this share of it.
 inline constexpr double kOverlappedShare = 0.10;
+// A decode this much covered has the slowed gap for its own median: its loss is counted beyond the
+// pace of the decodes outside other prompts' windows instead.
+inline constexpr double kMostlyCoveredShare = 0.5;
 // A median gap under this is no decode pace: tokens that came in bursts (a speculating engine sends a
 // step's accepted tokens at once: llama.cpp b10309 with a draft, ITL p50 0.0 ms at 3.9 tokens a step
 // and TPOT 4.2 ms). Such a decode is not judged: against a pace of 0 every covered ms would count

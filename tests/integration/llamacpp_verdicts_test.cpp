@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/json.hpp>
 #include <filesystem>
@@ -593,10 +594,13 @@ TEST_F(RealLlamaCppVerdicts, AQueueThatCameWithTheLoadIsNamedAndDatedToItsPhase)
 
 // Short answers that decode while long prompts are read: llama.cpp puts a 512-token chunk of a
 // prompt in each step beside them (-b/-ub 512, about 250 ms a step on this model), so they come a
-// token a chunk, past 100 ms a token, where the same answers alone take a few ms a token. The median
-// request decodes alone, so decode does not cross: the report names the slow ones beside its verdict
-// and says other requests' prompts were read during them, from the engine's own prompt_ms windows.
-TEST_F(RealLlamaCppVerdicts, ShortAnswersBesideLongPromptsAreADecodeSlowAtTimes) {
+// token a chunk where the same answers alone take a few ms a token. Their decodes lie wholly inside
+// the prompts' windows, so their own median gap is the slowed one: the loss is counted beyond the
+// pace of the decodes outside the windows (it was counted beyond their own and came to 1% where
+// they lost most of their time). Decode is the verdict, led by the prompts that held it up; the
+// loss agrees with the engine's own decode times (timings.predicted_ms beyond the pace of the
+// answers decoded alone); the slow answers are not named again beside the verdict.
+TEST_F(RealLlamaCppVerdicts, ShortAnswersBesideLongPromptsLoseTheirDecodeToThem) {
   LlamaServer server(dir_ + "/llama.log", {"-np", "3", "-c", "8192", "-b", "512", "-ub", "512"},
                      "MPO_LLAMA_SMALL_MODEL");
   Proxy proxy(server.url(), dir_ + "/ledger.jsonl");
@@ -605,36 +609,52 @@ TEST_F(RealLlamaCppVerdicts, ShortAnswersBesideLongPromptsAreADecodeSlowAtTimes)
     const auto r = http_post(proxy.port, "/v1/chat/completions", body);
     if (r.status != 200 || !r.complete) ++failed;
   };
-  for (int i = 0; i < 12; ++i) post(chat(fmt::format("alone{}", i), 2, 6));
-  const std::int64_t long_from_us = SystemClock::instance().wall_us();
+  for (int i = 0; i < 6; ++i) post(chat(fmt::format("alone{}", i), 2, 12));
   std::atomic<bool> reading{true};
   std::thread long_prompts([&] {
-    for (int i = 0; i < 4; ++i) post(chat(fmt::format("long{}", i), 300, 2));  // ~1,750 tokens each
+    for (int i = 0; i < 6; ++i) post(chat(fmt::format("long{}", i), 300, 2));  // ~1,750 tokens each
     reading = false;
   });
   std::vector<std::thread> beside;
   for (int c = 0; c < 2; ++c) {
     beside.emplace_back([&, c] {
-      for (int i = 0; reading; ++i) post(chat(fmt::format("beside{}r{}", c, i), 2, 6));
+      for (int i = 0; reading; ++i) post(chat(fmt::format("beside{}r{}", c, i), 2, 12));
     });
   }
   long_prompts.join();
   for (auto& t : beside) t.join();
-  for (int i = 0; i < 8; ++i) post(chat(fmt::format("after{}", i), 2, 6));
+  for (int i = 0; i < 6; ++i) post(chat(fmt::format("after{}", i), 2, 12));
   EXPECT_EQ(failed.load(), 0);
   const auto g = report_group(proxy);
-  EXPECT_LT(score(g, "decode"), 1.0) << ranking(g);
-  const auto& d = g.at("slow_decode_at_times");
-  ASSERT_TRUE(d.is_object()) << evidence(g, "decode") << json::serialize(g.at("tpot_ms"));
-  const int slow = d.at("requests").to_number<int>();
-  EXPECT_GE(slow, 3) << json::serialize(d);
-  EXPECT_GE(2 * d.at("behind_prompts").to_number<int>(), slow) << json::serialize(d);
-  EXPECT_GT(d.at("tpot_ms").at("p50").to_number<double>(), 100) << json::serialize(d);
-  EXPECT_LT(d.at("others_tpot_p50_ms").to_number<double>(), 50) << json::serialize(d);
-  EXPECT_GE(*parse_rfc3339(d.at("first_start").as_string()), long_from_us) << json::serialize(d);
+  EXPECT_GE(score(g, "decode"), 1.0) << ranking(g);
+  EXPECT_EQ(evidence(g, "decode").find("decode behind other requests' prompts: "), 0u) << evidence(g, "decode");
+  const auto& d = g.at("decode_interference").as_object();
+  EXPECT_GE(d.at("share").to_number<double>(), 0.25) << json::serialize(d);
+  // The engine's own count: each short answer's decode (predicted_ms) beyond the pace of those
+  // decoded alone (their predicted_ms over the tokens after the first, p50).
+  std::vector<double> alone_pace;
+  std::vector<std::pair<double, double>> short_decodes;  // predicted_ms, tokens after the first
+  for (const auto& line : read_lines(dir_ + "/ledger.jsonl")) {
+    const auto o = json::parse(line).as_object();
+    const auto* t = o.if_contains("server_timings");
+    if (!t || !t->is_object() || t->at("prompt_n").to_number<int>() > 500) continue;  // the long prompts
+    const double ms = t->at("predicted_ms").to_number<double>(), after = t->at("predicted_n").to_number<double>() - 1;
+    short_decodes.emplace_back(ms, after);
+    if (o.at("tpot_ms").to_number<double>() < 20) alone_pace.push_back(ms / after);
+  }
+  ASSERT_GE(alone_pace.size(), 12u);
+  std::sort(alone_pace.begin(), alone_pace.end());
+  const double pace = alone_pace[alone_pace.size() / 2];
+  double engine_lost = 0;
+  for (const auto& [ms, after] : short_decodes) engine_lost += std::max(0.0, ms - after * pace);
+  const double lost = d.at("lost_ms").to_number<double>();
+  EXPECT_GT(lost, 0.5 * engine_lost) << lost << " ms against the engine's " << engine_lost;
+  EXPECT_LT(lost, 1.25 * engine_lost) << lost << " ms against the engine's " << engine_lost;
+  // The slow ones are counted, but decode crosses: the verdict itself says it, once.
+  ASSERT_TRUE(g.at("slow_decode_at_times").is_object()) << json::serialize(g.at("tpot_ms"));
   const auto md = run_cli({"report", dir_ + "/ledger.jsonl"});
-  EXPECT_NE(md.out.find(fmt::format("**Decode slow at times**: {} of", slow)), std::string::npos) << md.out;
-  EXPECT_NE(md.out.find("Other requests' prompts were read during"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("**Likely bottleneck: decode**"), std::string::npos) << md.out;
+  EXPECT_EQ(md.out.find("**Decode slow at times**"), std::string::npos) << md.out;
 }
 
 TEST_F(RealLlamaCppVerdicts, AnIdleEngineCrossesNothing) {

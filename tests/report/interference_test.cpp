@@ -56,6 +56,26 @@ TEST(DecodeInterference, ADecodeHeldUpWithinAnotherPromptsWindowLosesTheTimeBeyo
   EXPECT_DOUBLE_EQ(*d->others_tpot_p50_ms, 4);
 }
 
+// A decode wholly inside another prompt's window has the slowed gap for its own median (the real
+// llama-server: six-token answers beside 1,750-token prompts, 147.7 ms a gap against 1.9 ms
+// alone, counted as 0.2 s lost where they lost most of their time): its pace is then that of the
+// decodes outside the windows.
+TEST(DecodeInterference, ADecodeWhollyInsideAPromptsWindowIsPacedByTheDecodesOutsideThem) {
+  Rows rows;
+  rows.add(0, 1000, 1030, 4, 10, 1000.0f);  // a long prompt read from 0 to 1000 ms
+  // 31 tokens from 20 to 620 ms, every gap 20 ms: beside the prompt throughout.
+  rows.add(0, 20, 620, 31, 20, 15.0f);
+  for (double start : {2000.0, 3000.0, 4000.0}) rows.add(start, 20, start + 260, 61, 4, 15.0f);  // alone
+  const PrefillOverlap overlap(rows.list);
+  EXPECT_DOUBLE_EQ(*overlap.covered_ms(rows.storage[1]), 600);
+  const auto d = decode_interference(rows.list, overlap);
+  ASSERT_TRUE(d.has_value());  // at its own 20 ms pace it lost nothing, and nothing was said
+  EXPECT_EQ(d->overlapped, 1u);
+  // The decodes outside the windows: 4, 4, 4 and the long request's own 10 ms: 4 ms a gap.
+  // min(covered 600, 600 - 30 x 4 = 480)
+  EXPECT_DOUBLE_EQ(d->lost_ms, 480);
+}
+
 TEST(DecodeInterference, TwoPromptsReadAtOnceCountOnceAndARequestsOwnPromptNotAtAll) {
   Rows rows;
   rows.add(0, 500, 510, 2, 10, 500.0f);    // [0, 500)
