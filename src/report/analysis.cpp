@@ -525,8 +525,7 @@ GroupStats analyse_rows(std::string_view key, const RowList& rs, GroupColumns& c
   if (g.engine_split && g.engine_split->not_streamed && !g.tpot_ms) {
     std::vector<double> per_token;
     for (const auto* r : rs) {
-      if (!r->ok() || r->stream || !r->engine_predicted_ms || r->completion_tokens.value_or(0) < 2) continue;
-      per_token.push_back(*r->engine_predicted_ms / (*r->completion_tokens - 1));
+      if (const auto pace = engine_decode_per_token_ms(*r)) per_token.push_back(*pace);
     }
     g.engine_tpot_ms = summarize(per_token);
   }

@@ -24,6 +24,10 @@ namespace mpo::report {
 // e2e less the engine's own decode time (llama.cpp's timings.predicted_ms); nullopt without either.
 std::optional<double> first_token_ms(const Row& r);
 
+// The engine's own decode per token of an ok request not streamed: llama.cpp's timings.predicted_ms
+// over the tokens after the first; nullopt without them (or with fewer than two tokens).
+std::optional<double> engine_decode_per_token_ms(const Row& r);
+
 // A decode counts as overlapped where other requests' prefill covered at least this share of it.
 inline constexpr double kOverlappedShare = 0.10;
 // A decode this much covered has the slowed gap for its own median: its loss is counted beyond the

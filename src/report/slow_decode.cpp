@@ -13,10 +13,8 @@ namespace {
 
 // A request's time per token after the first: the proxy's TPOT, or (`engine`) the engine's own.
 std::optional<double> per_token_ms(const Row& r, bool engine) {
-  if (!r.ok()) return std::nullopt;
-  if (!engine) return r.tpot_ms ? std::optional<double>(*r.tpot_ms) : std::nullopt;
-  if (r.stream || !r.engine_predicted_ms || r.completion_tokens.value_or(0) < 2) return std::nullopt;
-  return static_cast<double>(*r.engine_predicted_ms) / static_cast<double>(*r.completion_tokens - 1);
+  if (engine) return engine_decode_per_token_ms(r);
+  return r.ok() && r.tpot_ms ? std::optional<double>(*r.tpot_ms) : std::nullopt;
 }
 
 }  // namespace
@@ -25,9 +23,11 @@ std::optional<SlowDecode> slow_decode_at_times(const RowList& rs, double thresho
   const bool engine = std::none_of(rs.begin(), rs.end(), [](const Row* r) { return r->ok() && r->tpot_ms; });
   // Counted as report/queued.hpp counts waits: a request's time per token in place of its wait.
   std::vector<QueueWait> paces;
+  std::vector<const Row*> slow;
   for (const Row* r : rs) {
     const auto t = per_token_ms(*r, engine);
     if (!t) continue;
+    if (*t > threshold_ms) slow.push_back(r);
     const auto in = r->in_flight_at_start ? std::optional<double>(static_cast<double>(*r->in_flight_at_start))
                                           : std::optional<double>();
     paces.push_back({*t, *t, r->started_at_us, in});
@@ -48,10 +48,8 @@ std::optional<SlowDecode> slow_decode_at_times(const RowList& rs, double thresho
   d.last_start_us = q->last_start_us;
   if (overlap && overlap->prefill_windows() > 0) {
     d.prompts_source = overlap->source();
-    d.behind_prompts = static_cast<std::size_t>(std::count_if(rs.begin(), rs.end(), [&](const Row* r) {
-      const auto t = per_token_ms(*r, engine);
-      return t && *t > threshold_ms && decoded_behind_prompts(*r, *overlap);
-    }));
+    d.behind_prompts = static_cast<std::size_t>(
+        std::count_if(slow.begin(), slow.end(), [&](const Row* r) { return decoded_behind_prompts(*r, *overlap); }));
   }
   return d;
 }
