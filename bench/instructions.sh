@@ -27,7 +27,7 @@ fi
 "$sim" simulate --listen 127.0.0.1:0 >"$dir/sim.out" 2>/dev/null &
 sim_port=$(wait_line "$dir/sim.out" listening | port_of)
 
-valgrind --tool=callgrind --callgrind-out-file="$dir/proxy.cg" "$bin" proxy --backend "http://127.0.0.1:$sim_port" \
+valgrind --tool=callgrind ${CG_OPTS:-} --callgrind-out-file="$dir/proxy.cg" "$bin" proxy --backend "http://127.0.0.1:$sim_port" \
   --listen 127.0.0.1:0 --admin-listen off --ledger "$dir/ledger.jsonl" >"$dir/proxy.out" 2>"$dir/proxy.err" &
 proxy_pid=$!
 proxy_port=$(wait_line "$dir/proxy.out" listening | port_of)

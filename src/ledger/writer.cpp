@@ -71,11 +71,12 @@ bool LedgerWriter::enqueue(Fill&& fill) {
       dropped_.fetch_add(1);
       return false;
     }
-    // Only a writer asleep is woken: while lines keep coming it naps between batches and takes
-    // whatever queued meanwhile (no futex wake, no context switch per request on the request path).
-    wake = asleep_;
-    asleep_ = false;
     fill(queue_.emplace_back());
+    // Only a writer asleep is woken, or a napping one once a full batch waits: while lines keep
+    // coming it naps between batches and takes whatever queued meanwhile (no futex wake, no context
+    // switch per request on the request path).
+    wake = asleep_ || (napping_ && opts_.batch_lines > 0 && queue_.size() == opts_.batch_lines);
+    asleep_ = false;
   }
   if (wake) cv_.notify_one();
   return true;
@@ -176,9 +177,13 @@ void LedgerWriter::run() {
       }
       entries.clear();
       if (napping) {
-        // Lines came in the last turn: more are likely. Nap without asking to be woken, so the
-        // request path never pays for a wake-up while the ledger is busy.
-        cv_.wait_for(lock, opts_.batch_window, [&] { return stopping_; });
+        // Lines came in the last turn: more are likely. Nap without asking to be woken before a
+        // full batch waits, so the request path seldom pays for a wake-up while the ledger is busy.
+        napping_ = true;
+        cv_.wait_for(lock, opts_.batch_window, [&] {
+          return stopping_ || (opts_.batch_lines > 0 && queue_.size() >= opts_.batch_lines);
+        });
+        napping_ = false;
       }
       if (queue_.empty() && !stopping_) {
         asleep_ = true;

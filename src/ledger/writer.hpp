@@ -39,11 +39,16 @@ class LedgerWriter {
     std::size_t queue_capacity = 65536;  // lines
     // After writing a batch the writer naps this long before looking again, so that lines of a
     // busy proxy are written in batches without a wake-up per line; 0 wakes it for every line.
-    // The most a line waits before its write(2) when the ledger is busy. 20 ms: a turn of the
-    // writer (its wake-up, its write(2)) cost about 30 us of CPU on this project's 2-vCPU machine,
-    // and napping 2 ms it took a turn every 12 requests at 64 kept-alive clients, 5.7 us a request;
-    // napping 20 ms, every 33 and 4.0 us (docs/BENCHMARKS.md, forty-seventh session).
-    std::chrono::microseconds batch_window{20000};
+    // The most a line waits before its write(2) when the ledger is busy. A turn of the writer (its
+    // wake-up from a timed wait, its write(2), its first touch of lines another core filled) costs
+    // about 100 us of CPU on this project's 2-vCPU virtual machine: at 64 kept-alive clients
+    // (1,600 requests a second) napping 2 ms cost 5.7 us a request, 20 ms 4.0-6.4, 100 ms 2.0-3.4
+    // (docs/BENCHMARKS.md, forty-seventh and fiftieth sessions).
+    std::chrono::microseconds batch_window{100000};
+    // A nap ends early once this many lines wait (0: never early), so that a very busy proxy writes
+    // every `batch_lines` lines instead of queueing a window's worth (memory, and the observations
+    // the writer keeps for reuse: kKeptObservations).
+    std::size_t batch_lines = 256;
     // Called on the writer thread with each batch's lines, rendered, in order, before they are
     // written (a proxy keeps the last ones for its admin listener's /lines).
     std::function<void(std::span<const std::string_view>)> on_lines;
@@ -114,7 +119,8 @@ class LedgerWriter {
   std::vector<Entry> queue_;
   std::vector<std::unique_ptr<Observation>> kept_;  // cleared, for take_observation
   bool stopping_ = false;
-  bool asleep_ = false;  // the writer waits for a notification (else it naps and looks by itself)
+  bool asleep_ = false;   // the writer waits for a notification (else it naps and looks by itself)
+  bool napping_ = false;  // the writer naps: woken only once batch_lines lines wait
   std::thread thread_;
   std::atomic<bool> reopen_{false};
   std::atomic<std::uint64_t> written_{0}, dropped_{0}, write_errors_{0}, lost_{0};

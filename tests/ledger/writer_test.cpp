@@ -185,7 +185,9 @@ TEST(LedgerWriter, LinesAcrossBurstsNapsAndSleepsAreAllWrittenInOrder) {
   // Bursts (the writer naps between batches and is not woken) alternate with quiet spells (it
   // goes to sleep and the next line must wake it); every line lands once, in order, before close.
   const std::string path = temp_dir() + "/bursts.jsonl";
-  LedgerWriter w({path, FsyncPolicy::kNever, 1.0, 65536});
+  LedgerWriter::Options opts{path, FsyncPolicy::kNever, 1.0, 65536};
+  opts.batch_window = std::chrono::milliseconds(2);
+  LedgerWriter w(opts);
   ASSERT_TRUE(w.open().ok());
   int n = 0;
   for (int burst = 0; burst < 20; ++burst) {
@@ -207,6 +209,38 @@ TEST(LedgerWriter, LinesAcrossBurstsNapsAndSleepsAreAllWrittenInOrder) {
     pos += want.size();
   }
   EXPECT_EQ(pos, text.size());
+}
+
+TEST(LedgerWriter, ANappingWriterIsWokenOnceAFullBatchWaitsAndNotBefore) {
+  // After a batch the writer naps (100 ms by default; 30 s here), unless batch_lines lines wait:
+  // a very busy proxy's lines are written every batch_lines, not a window's worth at a time.
+  const std::string path = temp_dir() + "/full-batch.jsonl";
+  LedgerWriter::Options opts{path, FsyncPolicy::kNever, 1.0, 65536};
+  opts.batch_window = std::chrono::seconds(30);
+  opts.batch_lines = 8;
+  LedgerWriter w(opts);
+  ASSERT_TRUE(w.open().ok());
+  const auto written_within = [&w](std::uint64_t n, std::chrono::seconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (w.lines_written() < n && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // polls for the outcome
+    }
+    return w.lines_written();
+  };
+  ASSERT_TRUE(w.submit("{\"n\":0}\n"));  // wakes the sleeping writer, which then naps
+  ASSERT_EQ(written_within(1, std::chrono::seconds(10)), 1u);
+  for (int i = 1; i < 8; ++i) ASSERT_TRUE(w.submit("{\"n\":" + std::to_string(i) + "}\n"));
+  // Seven waiting lines do not end the nap (a wait for something that must not happen: the nap
+  // has 30 s to run).
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(w.lines_written(), 1u);
+  ASSERT_TRUE(w.submit("{\"n\":8}\n"));  // the eighth does
+  EXPECT_EQ(written_within(9, std::chrono::seconds(10)), 9u);
+  const auto stop_started = std::chrono::steady_clock::now();
+  w.close();  // napping again: close wakes it
+  EXPECT_LT(std::chrono::steady_clock::now() - stop_started, std::chrono::seconds(10));
+  const std::string text = slurp(path);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 9);
 }
 
 TEST(LedgerWriter, AStalledDiskDropsAndCountsThenAGapLineFollowsWhenWritingResumes) {
