@@ -180,9 +180,8 @@ void LedgerWriter::run() {
         // Lines came in the last turn: more are likely. Nap without asking to be woken before a
         // full batch waits, so the request path seldom pays for a wake-up while the ledger is busy.
         napping_ = true;
-        cv_.wait_for(lock, opts_.batch_window, [&] {
-          return stopping_ || (opts_.batch_lines > 0 && queue_.size() >= opts_.batch_lines);
-        });
+        cv_.wait_for(lock, opts_.batch_window,
+                     [&] { return stopping_ || (opts_.batch_lines > 0 && queue_.size() >= opts_.batch_lines); });
         napping_ = false;
       }
       if (queue_.empty() && !stopping_) {
