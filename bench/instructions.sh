@@ -7,7 +7,8 @@
 #   bench/instructions.sh BINARY [SIMULATOR_BINARY [one-token|long-prompt]]
 # Prints "proxy: N instructions" and "sweep: N instructions". The simulator defaults to BINARY;
 # pass one simulator for both builds when comparing proxies. KEEP_CG=DIR keeps the callgrind files
-# there (callgrind_annotate them).
+# there (callgrind_annotate them); CG_OPTS adds options to the proxy's valgrind (e.g.
+# CG_OPTS=--dump-instr=yes for a line-by-line annotation of a -g build).
 set -euo pipefail
 bin=$(realpath "$1")
 sim=$(realpath "${2:-$1}")
