@@ -14,6 +14,9 @@
 #ifndef MPO_VERSION
 #define MPO_VERSION "0.0.0"
 #endif
+#ifndef MPO_BUILD_NOTE
+#define MPO_BUILD_NOTE "an unknown compiler"
+#endif
 
 namespace {
 
@@ -86,7 +89,7 @@ int main(int argc, char** argv) {
   std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"modelperfobs: request-level, queryable evidence from any OpenAI-compatible model server",
                "modelperfobs"};
-  app.set_version_flag("--version", std::string("modelperfobs ") + MPO_VERSION);
+  app.set_version_flag("--version", std::string("modelperfobs ") + MPO_VERSION + "\nbuilt by " + MPO_BUILD_NOTE);
   app.require_subcommand(1);
   app.footer("Run 'modelperfobs COMMAND --help' for a command's flags. Docs: README.md, docs/.");
   std::function<int()> handler;
