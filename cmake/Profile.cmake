@@ -29,14 +29,42 @@ option(MPO_PGO_GENERATE "Instrument the build to record a profile (scripts/pgo-t
 set(MPO_PGO_DIR "${PROJECT_SOURCE_DIR}/pgo/gcc-${CMAKE_CXX_COMPILER_VERSION}")
 set(MPO_PGO_NOTE "")
 
+# The modules a proxied request runs through: scripts/pgo-train keeps their counts (its `modules`).
+set(MPO_PGO_MODULES core net openai ledger proxy)
+
 if(MPO_PGO_GENERATE)
   add_compile_options(-fprofile-generate -fprofile-update=atomic)
   add_link_options(-fprofile-generate)
   set(MPO_PGO_NOTE "instrumented to record a profile")
 endif()
 
+# mpo_stable_source_paths(): the profiled modules' files compiled by the path mpo-src/... (a link
+# in the build folder to the checkout), in the instrumented build and in the one that uses its
+# profile alike (cmake/stable-source-paths says why).
+function(mpo_stable_source_paths)
+  file(CREATE_LINK "${PROJECT_SOURCE_DIR}" "${CMAKE_BINARY_DIR}/mpo-src" SYMBOLIC)
+  foreach(module IN LISTS MPO_PGO_MODULES)
+    get_property(targets DIRECTORY "${PROJECT_SOURCE_DIR}/src/${module}" PROPERTY BUILDSYSTEM_TARGETS)
+    foreach(target IN LISTS targets)
+      get_target_property(type ${target} TYPE)
+      if(NOT type STREQUAL "STATIC_LIBRARY")
+        continue()
+      endif()
+      get_target_property(launcher ${target} CXX_COMPILER_LAUNCHER)
+      if(NOT launcher)
+        set(launcher "")
+      endif()
+      set_property(TARGET ${target} PROPERTY CXX_COMPILER_LAUNCHER
+                   "${PROJECT_SOURCE_DIR}/cmake/stable-source-paths" "${PROJECT_SOURCE_DIR}" mpo-src ${launcher})
+    endforeach()
+  endforeach()
+endfunction()
+
 # mpo_apply_profile(): -fprofile-use on each target the profile folder has files for.
 function(mpo_apply_profile)
+  if(MPO_PGO_GENERATE)
+    mpo_stable_source_paths()
+  endif()
   if(NOT MPO_PGO OR MPO_PGO_GENERATE OR MPO_SANITIZE OR MPO_FUZZ OR NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU"
      OR NOT CMAKE_BUILD_TYPE STREQUAL "Release")
     return()
@@ -69,6 +97,7 @@ function(mpo_apply_profile)
     math(EXPR count "${count} + 1")
   endforeach()
   list(REMOVE_DUPLICATES targets)
+  mpo_stable_source_paths()
   foreach(target IN LISTS targets)
     # -fprofile-partial-training: what the training load never ran is optimized as without a
     # profile, not for size. -Wno-missing-profile: a target's new file has no profile yet.

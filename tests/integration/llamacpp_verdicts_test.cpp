@@ -85,10 +85,18 @@ class RealLlamaCppVerdicts : public ::testing::Test {
   }
 
   // The proxy in front of `server`, scraping its /metrics every 50 ms beside the ledger.
+  // A proxy that scrapes the engine every 50 ms, once its first scrape is written: the engine's
+  // counters over a test's window then cover every request (a first scrape taken after the first
+  // drafts made the window's draft acceptance differ from the requests' own, once in a CI run).
   std::unique_ptr<Proxy> scraping_proxy(const LlamaServer& server) {
-    return std::make_unique<Proxy>(
+    auto proxy = std::make_unique<Proxy>(
         server.url(), dir_ + "/ledger.jsonl",
         std::vector<std::string>{"--scrape", server.url() + "/metrics", "--scrape-interval", "50ms"});
+    const std::string snaps = dir_ + "/ledger.scrape.jsonl";
+    for (int i = 0; i < 2000 && (!std::filesystem::exists(snaps) || read_lines(snaps).empty()); ++i) {
+      http_get(proxy->admin_port, "/healthz");
+    }
+    return proxy;
   }
   static std::string evidence(const json::object& group, std::string_view name) {
     std::string out;
