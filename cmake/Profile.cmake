@@ -1,20 +1,21 @@
 # Profile-guided optimization of the proxy's path (GCC only). docs/ARCHITECTURE.md, "Profile-guided
 # optimization", says why and how the profile is made.
 #
-# scripts/pgo-train records GCC's profile of the modules a proxied request runs through, under the
-# proxy's benchmark load, into pgo/gcc-VERSION/ (laid out as GCC writes it in a build folder:
-# src/MODULE/CMakeFiles/TARGET.dir/FILE.cpp.gcda). A Release build by the same GCC in the same
-# checkout then copies each file beside its object and compiles that target with -fprofile-use: GCC
-# knows which branches the proxy takes, inlines by what runs and lays the hot code out together.
-# callgrind counted 11% fewer instructions and, in its cache model, 10% fewer instruction-cache
-# misses a kept-alive request (the proxy's path outgrew the instruction cache: 3x nginx's misses;
+# pgo/gcc-VERSION/ holds GCC's profile of the modules a proxied request runs through, recorded by
+# scripts/pgo-train under the proxy's benchmark load and committed, laid out as GCC writes it in a
+# build folder (src/MODULE/CMakeFiles/TARGET.dir/FILE.cpp.gcda). A Release build by the same GCC
+# copies each file beside its object and compiles that target with -fprofile-use: GCC knows which
+# branches the proxy takes, inlines by what runs and lays the hot code out together. callgrind
+# counted 11% fewer instructions and, in its cache model, 10% fewer instruction-cache misses a
+# kept-alive request (the proxy's path outgrew the instruction cache: 3x nginx's misses;
 # BENCHMARKS.md, fifty-first session).
 #
-# The profile is not committed: GCC names a file's local functions (an anonymous namespace, static)
-# in the profile by the source's path as the compiler was given it, absolute under CMake, so a
-# profile recorded in one checkout misses those functions in a clone elsewhere, and g++ says
-# "Missing counts for called function" (an error under -Werror: the first fresh-clone CI run of the
-# fifty-first session failed so). Without pgo/ a build is as before.
+# GCC names a file's local functions (an anonymous namespace, static) in the profile by the
+# source's path as the compiler was given it, and CMake gives absolute ones: a profile recorded in
+# one checkout would miss those functions in a clone elsewhere ("Missing counts for called
+# function", an error under -Werror: a fresh-clone CI failed so). So the profiled modules compile
+# by one relative path in every build folder, mpo-src/... through a link to the checkout
+# (cmake/stable-source-paths), in the instrumented build and the one using its profile alike.
 #
 # A profile only describes the code it was recorded from: a function whose control flow changed
 # since is compiled as without a profile (-Wno-coverage-mismatch), so a stale profile costs speed,
