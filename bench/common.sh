@@ -31,3 +31,22 @@ http {
   uwsgi_temp_path $1/tmp; scgi_temp_path $1/tmp;
 CONF
 }
+
+# nginx_proxy_conf DIR SIM_PORT PORT [LISTEN_FLAGS]: a whole nginx.conf for nginx as the proxy's
+# peer in front of `simulate` on SIM_PORT, listening on PORT (bench/proxy_overhead's fair settings:
+# the proxy's backlog, keep-alive without limits on either side, nothing buffered).
+nginx_proxy_conf() {
+  nginx_preamble "$1" 20000
+  cat <<CONF
+  keepalive_requests 1000000;
+  upstream sim { server 127.0.0.1:$2; keepalive 16384; keepalive_requests 1000000; }
+  server {
+    listen 127.0.0.1:$3 backlog=4096 ${4:-};
+    location / {
+      proxy_pass http://sim; proxy_http_version 1.1; proxy_set_header Connection "";
+      proxy_buffering off; proxy_request_buffering off;
+    }
+  }
+}
+CONF
+}

@@ -29,21 +29,7 @@ start() {  # start X BINARY
     port[$1]=$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => {
       console.log(s.address().port); s.close(); })')
     mkdir -p "$dir/nginx"
-    {
-      nginx_preamble "$dir/nginx" 20000
-      cat <<CONF
-  keepalive_requests 1000000;
-  upstream sim { server 127.0.0.1:$sim_port; keepalive 16384; keepalive_requests 1000000; }
-  server {
-    listen 127.0.0.1:${port[$1]} backlog=4096;
-    location / {
-      proxy_pass http://sim; proxy_http_version 1.1; proxy_set_header Connection "";
-      proxy_buffering off; proxy_request_buffering off;
-    }
-  }
-}
-CONF
-    } >"$dir/nginx/nginx.conf"
+    nginx_proxy_conf "$dir/nginx" "$sim_port" "${port[$1]}" >"$dir/nginx/nginx.conf"
     GLIBC_TUNABLES=glibc.malloc.trim_threshold=67108864 "$2" -p "$dir/nginx" -c "$dir/nginx/nginx.conf" \
       -g "daemon off;" 2>/dev/null &
     for _ in $(seq 200); do [ -s "$dir/nginx/nginx.pid" ] && break; sleep 0.1; done  # a benchmark may wait

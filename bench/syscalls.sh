@@ -55,21 +55,7 @@ case "$target" in
       console.log(s.address().port); s.close(); })')
     deferred=""
     [ "$target" = nginx-deferred ] && deferred=deferred
-    {
-      nginx_preamble "$dir" 20000
-      cat <<CONF
-  keepalive_requests 1000000;
-  upstream sim { server 127.0.0.1:$sim_port; keepalive 16384; keepalive_requests 1000000; }
-  server {
-    listen 127.0.0.1:$port backlog=4096 $deferred;
-    location / {
-      proxy_pass http://sim; proxy_http_version 1.1; proxy_set_header Connection "";
-      proxy_buffering off; proxy_request_buffering off;
-    }
-  }
-}
-CONF
-    } >"$dir/nginx.conf"
+    nginx_proxy_conf "$dir" "$sim_port" "$port" "$deferred" >"$dir/nginx.conf"
     "${stat[@]}" /usr/sbin/nginx -p "$dir" -c "$dir/nginx.conf" -g "daemon off;" 2>/dev/null &
     pid=$!
     for _ in $(seq 200); do [ -s "$dir/nginx.pid" ] && break; sleep 0.1; done  # a benchmark may wait
