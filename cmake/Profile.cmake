@@ -18,8 +18,10 @@
 # (cmake/stable-source-paths), in the instrumented build and the one using its profile alike.
 #
 # A profile only describes the code it was recorded from: a function whose control flow changed
-# since is compiled as without a profile (-Wno-coverage-mismatch), so a stale profile costs speed,
-# never correctness. Another GCC version finds no profile folder of its version and builds without.
+# since is compiled as without a profile (-Wno-coverage-mismatch). Where a function with counts
+# calls it, GCC 12 also says "Missing counts for called function", which no option silences: under
+# -Werror the launcher then compiles that file again without the profile (cmake/stable-source-paths,
+# tests/pgo/stale_profile.sh), so a stale profile costs speed, never the build. Another GCC version finds no profile folder of its version and builds without.
 #
 # MPO_PGO_GENERATE builds the instrumented binary scripts/pgo-train runs (each process writes its
 # counts at exit into its build folder).
