@@ -47,4 +47,18 @@ std::string_view trim_blanks(std::string_view s) {
   return s;
 }
 
+void append_field_line(std::string& out, std::string_view name, std::string_view value) {
+  const std::size_t at = out.size();
+  out.resize(at + name.size() + value.size() + 4);
+  char* p = out.data() + at;
+  copy_bytes(p, name.data(), name.size());
+  p += name.size();
+  p[0] = ':';
+  p[1] = ' ';
+  copy_bytes(p + 2, value.data(), value.size());
+  p += 2 + value.size();
+  p[0] = '\r';
+  p[1] = '\n';
+}
+
 }  // namespace mpo

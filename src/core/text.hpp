@@ -147,6 +147,12 @@ inline bool is_token_char(char c) {
   return kTable[static_cast<unsigned char>(c)];
 }
 
+// Appends "NAME: VALUE\r\n" to `out`, an HTTP head's field line. Out of line, one copy for every
+// writer of a head: append_pieces inlined at each field's call site gave each its own copy of both
+// loops and of copy_bytes' cases (two heads' writers grew to 15 KB of code each, and a request ran
+// through three times nginx's instruction-cache misses: BENCHMARKS.md, fifty-second session).
+void append_field_line(std::string& out, std::string_view name, std::string_view value);
+
 // Appends the pieces to `out` after one resize, each copied in place (issue 43: an HTTP head
 // written field by field with four appends a field, each its own capacity check and call, was a
 // third of the time it took to write).

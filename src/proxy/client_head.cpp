@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "core/text.hpp"
+#include "proxy/field_id.hpp"
 #include "proxy/hop_by_hop.hpp"
 
 namespace mpo::proxy {
@@ -19,7 +20,7 @@ template <class Add>
 void copied_fields(const ClientHeadInput& in, Add&& add) {
   const auto& head = in.parser.head();
   const std::string_view tokens = connection_tokens(head);
-  const http::field id_field = http::string_to_field(in.id_header);
+  const http::field id_field = field_id(in.id_header);  // the thread's table: no hash a response
   for (const auto& f : head) {
     const auto name = f.name_string();
     if (is_hop_by_hop_field(f, tokens) || f.name() == http::field::content_length) continue;
@@ -81,9 +82,7 @@ void write_client_response_head(std::string& out, const ClientHeadInput& in, boo
                  " ",
                  {reason.data(), reason.size()},
                  "\r\n"});
-  copied_fields(in, [&](std::string_view name, std::string_view value) {
-    append_pieces(out, {name, ": ", value, "\r\n"});
-  });
+  copied_fields(in, [&](std::string_view name, std::string_view value) { append_field_line(out, name, value); });
   switch (client_framing(in)) {
     case ClientFraming::kLength: {
       const auto end = std::to_chars(number, number + sizeof number, in.parser.content_length().value_or(0)).ptr;

@@ -127,7 +127,7 @@ void Proxy::upstream_head(std::string& out, const ClientRequest& req, const Exch
   out.clear();
   out.reserve(1024);  // a kept buffer: the thread's next request writes into it too
   const auto put = [&out](std::initializer_list<std::string_view> pieces) { append_pieces(out, pieces); };
-  const auto add = [&put](std::string_view name, std::string_view value) { put({name, ": ", value, "\r\n"}); };
+  const auto add = [&out](std::string_view name, std::string_view value) { append_field_line(out, name, value); };
   const auto method = req.method_string();  // any method the head allowed, extension methods too
   const std::string_view target = req.target();
   // The backend's base path before the client's target (BackendUrl::target_for, without its string).
