@@ -47,10 +47,8 @@ std::string_view trim_blanks(std::string_view s) {
   return s;
 }
 
-void append_field_line(std::string& out, std::string_view name, std::string_view value) {
-  const std::size_t at = out.size();
-  out.resize(at + name.size() + value.size() + 4);
-  char* p = out.data() + at;
+TextWriter& TextWriter::field_line(std::string_view name, std::string_view value) {
+  char* p = room(name.size() + value.size() + 4);
   copy_bytes(p, name.data(), name.size());
   p += name.size();
   p[0] = ':';
@@ -59,6 +57,13 @@ void append_field_line(std::string& out, std::string_view name, std::string_view
   p += 2 + value.size();
   p[0] = '\r';
   p[1] = '\n';
+  size_ += name.size() + value.size() + 4;
+  return *this;
+}
+
+char* TextWriter::grow(std::size_t n) {
+  out_->resize(std::max(out_->size() * 2, size_ + n));
+  return out_->data() + size_;
 }
 
 }  // namespace mpo

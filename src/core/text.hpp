@@ -5,7 +5,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -147,25 +146,32 @@ inline bool is_token_char(char c) {
   return kTable[static_cast<unsigned char>(c)];
 }
 
-// Appends "NAME: VALUE\r\n" to `out`, an HTTP head's field line. Out of line, one copy for every
-// writer of a head: append_pieces inlined at each field's call site gave each its own copy of both
-// loops and of copy_bytes' cases (two heads' writers grew to 15 KB of code each, and a request ran
-// through three times nginx's instruction-cache misses: BENCHMARKS.md, fifty-second session).
-void append_field_line(std::string& out, std::string_view name, std::string_view value);
-
-// Appends the pieces to `out` after one resize, each copied in place (issue 43: an HTTP head
-// written field by field with four appends a field, each its own capacity check and call, was a
-// third of the time it took to write).
-inline void append_pieces(std::string& out, std::initializer_list<std::string_view> pieces) {
-  std::size_t n = 0;
-  for (const auto piece : pieces) n += piece.size();
-  const std::size_t at = out.size();
-  out.resize(at + n);
-  char* p = out.data() + at;
-  for (const auto piece : pieces) {
-    copy_bytes(p, piece.data(), piece.size());
-    p += piece.size();
+// Text written through a cursor into a string whose bytes past the text are room to write into:
+// one resize for a whole HTTP head, not one a piece. Grows as needed; finish() cuts the string to
+// the text. (Issue 43: a field line appended by its own resize cost ~130 instructions; inlined
+// append_pieces at each field's call site made each head's writer 15 KB of code, and a request ran
+// through three times nginx's instruction-cache misses: BENCHMARKS.md, fifty-second session.)
+class TextWriter {
+ public:
+  // Writing `out` from its start, with room for `expect` bytes to begin with.
+  TextWriter(std::string& out, std::size_t expect) : out_(&out) {
+    if (out.size() < expect) out.resize(expect);
   }
-}
+  TextWriter& put(std::string_view s) {
+    copy_bytes(room(s.size()), s.data(), s.size());
+    size_ += s.size();
+    return *this;
+  }
+  // "NAME: VALUE\r\n", an HTTP head's field line (out of line: one copy for every head's writer).
+  TextWriter& field_line(std::string_view name, std::string_view value);
+  // The string cut to the text written.
+  void finish() { out_->resize(size_); }
+
+ private:
+  char* room(std::size_t n) { return size_ + n <= out_->size() ? out_->data() + size_ : grow(n); }
+  char* grow(std::size_t n);
+  std::string* out_;
+  std::size_t size_ = 0;
+};
 
 }  // namespace mpo

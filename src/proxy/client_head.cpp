@@ -70,32 +70,30 @@ std::string client_response_head_text(const ClientHeadInput& in, bool keep_alive
 }
 
 void write_client_response_head(std::string& out, const ClientHeadInput& in, bool keep_alive) {
-  out.clear();
-  out.reserve(512);
+  TextWriter w(out, 512);
   const unsigned version = in.version;
   const unsigned status = in.parser.head().result_int();
   char number[24];
   const auto reason = http::obsolete_reason(http::int_to_status(status));
-  append_pieces(out,
-                {version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ",
-                 {number, static_cast<std::size_t>(std::to_chars(number, number + sizeof number, status).ptr - number)},
-                 " ",
-                 {reason.data(), reason.size()},
-                 "\r\n"});
-  copied_fields(in, [&](std::string_view name, std::string_view value) { append_field_line(out, name, value); });
+  w.put(version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ")
+      .put({number, static_cast<std::size_t>(std::to_chars(number, number + sizeof number, status).ptr - number)})
+      .put(" ")
+      .put({reason.data(), reason.size()})
+      .put("\r\n");
+  copied_fields(in, [&w](std::string_view name, std::string_view value) { w.field_line(name, value); });
   switch (client_framing(in)) {
     case ClientFraming::kLength: {
       const auto end = std::to_chars(number, number + sizeof number, in.parser.content_length().value_or(0)).ptr;
-      append_pieces(out, {"Content-Length: ", {number, static_cast<std::size_t>(end - number)}, "\r\n"});
+      w.field_line("Content-Length", {number, static_cast<std::size_t>(end - number)});
       break;
     }
-    case ClientFraming::kChunked: out += "Transfer-Encoding: chunked\r\n"; break;
+    case ClientFraming::kChunked: w.put("Transfer-Encoding: chunked\r\n"); break;
     case ClientFraming::kNone: break;
   }
   // What Beast's keep_alive() adds when no Connection field is left (the backend's is hop-by-hop).
-  if (version >= 11 && !keep_alive) out += "Connection: close\r\n";
-  if (version < 11 && keep_alive) out += "Connection: keep-alive\r\n";
-  out += "\r\n";
+  if (version >= 11 && !keep_alive) w.put("Connection: close\r\n");
+  if (version < 11 && keep_alive) w.put("Connection: keep-alive\r\n");
+  w.put("\r\n").finish();
 }
 
 }  // namespace mpo::proxy

@@ -13,6 +13,7 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <charconv>
 #include <cstring>
 #include <initializer_list>
 #include <iostream>
@@ -124,15 +125,15 @@ double Proxy::since_ms(const Exchange& x) const {
 }
 
 void Proxy::upstream_head(std::string& out, const ClientRequest& req, const Exchange& x, std::size_t body_size) const {
-  out.clear();
-  out.reserve(1024);  // a kept buffer: the thread's next request writes into it too
-  const auto put = [&out](std::initializer_list<std::string_view> pieces) { append_pieces(out, pieces); };
-  const auto add = [&out](std::string_view name, std::string_view value) { append_field_line(out, name, value); };
+  TextWriter w(out, 1024);  // a kept buffer: the thread's next request writes into it too
+  const auto add = [&w](std::string_view name, std::string_view value) { w.field_line(name, value); };
   const auto method = req.method_string();  // any method the head allowed, extension methods too
   const std::string_view target = req.target();
   // The backend's base path before the client's target (BackendUrl::target_for, without its string).
   const bool rooted = !target.empty() && target.front() == '/';
-  put({{method.data(), method.size()}, " ", backend_.base_path, rooted ? "" : "/", target, " HTTP/1.1\r\n"});
+  w.put({method.data(), method.size()}).put(" ").put(backend_.base_path);
+  if (!rooted) w.put("/");
+  w.put(target).put(" HTTP/1.1\r\n");
   const std::string_view tokens = req.find(http::field::connection).value_or(std::string_view());
   bool client_request_id = false;
   for (const auto& f : req.fields()) {
@@ -163,9 +164,11 @@ void Proxy::upstream_head(std::string& out, const ClientRequest& req, const Exch
   // A length as Beast's prepare_payload gives one: for a body, and for the methods that carry one.
   const auto verb = req.method();
   if (body_size > 0 || verb == http::verb::post || verb == http::verb::put || verb == http::verb::options) {
-    add("Content-Length", std::to_string(body_size));
+    char number[24];
+    const auto end = std::to_chars(number, number + sizeof number, body_size).ptr;
+    add("Content-Length", {number, static_cast<std::size_t>(end - number)});
   }
-  put({"\r\n"});
+  w.put("\r\n").finish();
 }
 
 namespace {

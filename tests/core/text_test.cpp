@@ -1,5 +1,5 @@
 // Small text helpers (core/text.hpp): copy_bytes copies what memcpy does for every length, the
-// short ones by overlapping fixed-size copies; append_pieces lays pieces end to end.
+// short ones by overlapping fixed-size copies; TextWriter writes a head's pieces end to end.
 #include "core/text.hpp"
 
 #include <gtest/gtest.h>
@@ -24,10 +24,29 @@ TEST(CopyBytes, CopiesWhatMemcpyDoesForEveryLengthAndPlace) {
   }
 }
 
-TEST(AppendPieces, LaysThePiecesEndToEndAfterWhatWasThere) {
-  std::string out = "GET";
-  append_pieces(out, {" ", "/v1/chat/completions", "", " HTTP/1.1\r\n", "Host: a\r\n"});
-  EXPECT_EQ(out, "GET /v1/chat/completions HTTP/1.1\r\nHost: a\r\n");
+TEST(TextWriter, WritesPiecesAndFieldLinesEndToEndAndCutsTheStringToThem) {
+  std::string out;
+  TextWriter w(out, 64);
+  w.put("GET").put(" ").put("/v1/chat/completions").put("").put(" HTTP/1.1\r\n");
+  w.field_line("Host", "a").field_line("X-Empty", "").put("\r\n").finish();
+  EXPECT_EQ(out, "GET /v1/chat/completions HTTP/1.1\r\nHost: a\r\nX-Empty: \r\n\r\n");
+}
+
+// A kept buffer: the next head is written from its start, whatever the last one left in it, and
+// a head larger than the room it began with grows the string (every byte kept).
+TEST(TextWriter, WritesAKeptBufferFromItsStartAndGrowsPastTheRoomItBeganWith) {
+  std::string out(300, 'x');
+  TextWriter(out, 16).put("HTTP/1.1 200 OK\r\n").finish();
+  EXPECT_EQ(out, "HTTP/1.1 200 OK\r\n");
+  std::string expected;
+  TextWriter w(out, 8);
+  for (int i = 0; i < 200; ++i) {
+    const std::string name = "X-Field-" + std::to_string(i), value(static_cast<std::size_t>(i % 37), 'v');
+    w.field_line(name, value);
+    expected += name + ": " + value + "\r\n";
+  }
+  w.finish();
+  EXPECT_EQ(out, expected);
 }
 
 // Every byte value, in every position of the eight-byte steps and the bytes after them, written as
