@@ -148,9 +148,10 @@ inline bool is_token_char(char c) {
 
 // Text written through a cursor into a string whose bytes past the text are room to write into:
 // one resize for a whole HTTP head, not one a piece. Grows as needed; finish() cuts the string to
-// the text. (Issue 43: a field line appended by its own resize cost ~130 instructions; inlined
-// append_pieces at each field's call site made each head's writer 15 KB of code, and a request ran
-// through three times nginx's instruction-cache misses: BENCHMARKS.md, fifty-second session.)
+// the text. (Issue 43: a field line appended with a resize of its own cost ~130 instructions;
+// pieces appended inline at each field made each head's writer 15 KB of code. This costs a request
+// as many instructions and cache misses as those inlined appends did, in less code: BENCHMARKS.md,
+// fifty-second session.)
 class TextWriter {
  public:
   // Writing `out` from its start, with room for `expect` bytes to begin with.
