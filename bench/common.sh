@@ -14,6 +14,13 @@ wait_line() {
 # port_of: the port of the first 127.0.0.1:PORT on stdin.
 port_of() { grep -o '127\.0\.0\.1:[0-9]*' | head -1 | cut -d: -f2; }
 
+# paced_profile: a `simulate --profile` that paces every engine step at 20 ms whatever the batch (no
+# cost a prompt token or a sequence), with room for 20,000 requests at once: what a request costs
+# the proxy, not the engine, is what the CPU benchmarks measure.
+paced_profile() {
+  echo '{"engine":{"max_num_seqs":20000,"num_gpu_blocks":200000,"max_num_batched_tokens":1000000,"step_base_s":0.02,"step_per_prefill_token_s":0,"step_per_decode_seq_s":0}}'
+}
+
 # nginx_preamble DIR WORKER_CONNECTIONS: the start of the nginx.conf the benchmarks write, into its
 # http block: one worker, its pid, error log and temporary files under DIR (DIR/tmp made here), no
 # access log. The caller writes the rest of the http block and its closing brace.

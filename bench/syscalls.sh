@@ -30,8 +30,7 @@ dir=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$dir"' EXIT
 . "$here/common.sh"
 ulimit -n 20000
-echo '{"engine":{"max_num_seqs":20000,"num_gpu_blocks":200000,"max_num_batched_tokens":1000000,"step_base_s":0.02,"step_per_prefill_token_s":0,"step_per_decode_seq_s":0}}' \
-  >"$dir/profile.json"
+paced_profile >"$dir/profile.json"
 "$bin" simulate --profile "$dir/profile.json" --listen 127.0.0.1:0 >"$dir/sim.out" 2>/dev/null &
 sim_port=$(wait_line "$dir/sim.out" listening | port_of)
 

@@ -15,7 +15,6 @@
 #include <boost/beast/http.hpp>
 #include <charconv>
 #include <cstring>
-#include <initializer_list>
 #include <iostream>
 #include <memory>
 #include <mutex>
