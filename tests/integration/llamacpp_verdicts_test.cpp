@@ -77,7 +77,10 @@ class RealLlamaCppVerdicts : public ::testing::Test {
   // --scrape; waited on the file, paced by round trips), then the report's JSON group.
   json::object report_group(Proxy& proxy) {
     const std::string snaps = dir_ + "/ledger.scrape.jsonl";
-    if (std::filesystem::exists(snaps)) await_more_lines(snaps, 2, [&] { http_get(proxy.admin_port, "/healthz"); });
+    if (std::filesystem::exists(snaps)) {
+      await_scrape_since(snaps, format_rfc3339_us(SystemClock::instance().wall_us()),
+                         [&] { http_get(proxy.admin_port, "/healthz"); });
+    }
     EXPECT_EQ(proxy.process.terminate(), 0);
     const auto report = run_cli({"report", dir_ + "/ledger.jsonl", "--format", "json"});
     const auto doc = json::parse(report.out).as_object();
@@ -390,7 +393,8 @@ TEST_F(RealLlamaCppVerdicts, ClientsThatGiveUpInTheQueueAreNotHiddenFromTtft) {
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(http_post(proxy->port, "/v1/chat/completions", chat(fmt::format("after{}", i), 10, 8)).status, 200);
   }
-  await_more_lines(dir_ + "/ledger.scrape.jsonl", 2, [&] { http_get(proxy->admin_port, "/healthz"); });
+  await_scrape_since(dir_ + "/ledger.scrape.jsonl", format_rfc3339_us(SystemClock::instance().wall_us()),
+                     [&] { http_get(proxy->admin_port, "/healthz"); });
   EXPECT_EQ(proxy->process.terminate(), 0);
   const auto report = run_cli({"report", dir_ + "/ledger.jsonl", "--format", "json", "--slo", "ttft_p95_ms=250"});
   EXPECT_EQ(report.exit_code, 3) << report.out;

@@ -142,10 +142,12 @@ struct ScrapedStack {
     const std::string snaps = dir + "/ledger.scrape.jsonl";
     for (int i = 0; i < 2000 && read_lines(snaps).empty(); ++i) http_get(sim.port, "/v1/models");
   }
-  // Stops the proxy once a scrape began after the traffic (two more snapshots than now), so the
-  // window holds every request's counts; waits on the file, paced by round trips, never on time.
+  // Stops the proxy once a scrape that began after the traffic is in the file (the file is written
+  // in batches: a count of new lines may be older scrapes), so the window holds every request's
+  // counts; waits on the file, paced by round trips, never on time.
   void stop_after_a_scrape() {
-    await_more_lines(dir + "/ledger.scrape.jsonl", 2, [&] { http_get(sim.port, "/v1/models"); });
+    await_scrape_since(dir + "/ledger.scrape.jsonl", format_rfc3339_us(SystemClock::instance().wall_us()),
+                       [&] { http_get(sim.port, "/v1/models"); });
     EXPECT_EQ(proxy.process.terminate(), 0);
   }
   std::string dir = make_temp_dir();

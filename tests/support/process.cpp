@@ -126,9 +126,16 @@ std::size_t Dom::count(const std::string& needle) const {
   return n;
 }
 
-void await_more_lines(const std::string& path, std::size_t more, const std::function<void()>& pace) {
-  const std::size_t target = read_lines(path).size() + more;
-  for (int i = 0; i < 2000 && read_lines(path).size() < target; ++i) pace();
+void await_scrape_since(const std::string& path, const std::string& since, const std::function<void()>& pace) {
+  constexpr std::string_view kKey = "\"scrape_started_at\":\"";
+  const auto has_one = [&] {
+    for (const auto& line : read_lines(path)) {
+      const auto at = line.find(kKey);
+      if (at != std::string::npos && line.compare(at + kKey.size(), since.size(), since) >= 0) return true;
+    }
+    return false;
+  };
+  for (int i = 0; i < 2000 && !has_one(); ++i) pace();
 }
 
 std::vector<std::string> read_lines(const std::string& path) {

@@ -64,9 +64,11 @@ CliRun run_cli_with_stderr(const std::string& args, int timeout_ms = 60000);
 CliRun run_cli_on_terminal(const std::string& args, int timeout_ms = 60000);
 
 std::vector<std::string> read_lines(const std::string& path);
-// Waits until `path` has `more` lines beyond what it has now, calling `pace` (a round trip to a
-// server) between looks: a wait on the file, never on time (bounded: 2,000 looks).
-void await_more_lines(const std::string& path, std::size_t more, const std::function<void()>& pace);
+// Waits until the snapshots file `path` (proxy --scrape) holds a scrape that began at or after
+// `since` (RFC 3339 in UTC to the microsecond, as format_rfc3339_us writes it and the file does:
+// such texts compare as their times do), calling `pace` between looks (bounded: 2,000 looks).
+// Not a count of lines: the file is written in batches, so new lines may all be older scrapes.
+void await_scrape_since(const std::string& path, const std::string& since, const std::function<void()>& pace);
 
 // The DOM headless Chromium builds from a local HTML file (what a browser would show), and its exit
 // code; `profile_dir` holds Chromium's throwaway profile.
