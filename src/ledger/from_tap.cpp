@@ -16,6 +16,7 @@ void fill_from_tap(Observation& o, openai::StreamTap& tap, std::int64_t t0_us, b
   if (tap.sse()) {
     if (tap.first_content_us()) o.ttft_ms = static_cast<double>(*tap.first_content_us() - t0_us) / 1000.0;
     o.content_events = tap.content_events();
+    if (const auto kind = tap.first_output()) o.first_output = openai::to_string(*kind);
     o.itl_ms = tap.take_gaps_ms();
     o.itl_full = itl_full;
   }

@@ -37,6 +37,7 @@ enum class Field : std::uint8_t {
   kItlP50,
   kItlP95,
   kItlMax,
+  kFirstOutput,
   kOutputTps,
   kE2eOutputTps,
   kPromptTokens,
@@ -82,6 +83,7 @@ inline constexpr std::pair<std::string_view, Field> kFields[] = {
     {"itl_p50_ms", Field::kItlP50},
     {"itl_p95_ms", Field::kItlP95},
     {"itl_max_ms", Field::kItlMax},
+    {"first_output", Field::kFirstOutput},
     {"output_tokens_per_second", Field::kOutputTps},
     {"e2e_output_tokens_per_second", Field::kE2eOutputTps},
     {"prompt_tokens", Field::kPromptTokens},
@@ -109,7 +111,7 @@ inline constexpr std::pair<std::string_view, Field> kFields[] = {
 inline constexpr std::size_t kMaxKeyLength = 32;
 constexpr std::size_t field_slot(std::string_view k) {
   const auto at = [&k](std::size_t i) { return static_cast<std::size_t>(static_cast<unsigned char>(k[i])); };
-  return (k.size() + 6 * at(1) + 4 * at(k.size() / 2) + 11 * at(k.size() - 2) + at(k.size() - 1)) % 128;
+  return (k.size() + at(1) + 4 * at(k.size() / 2) + 21 * at(k.size() - 2) + 4 * at(k.size() - 1)) % 128;
 }
 struct FieldSlots {
   std::int8_t field[128] = {};  // index into kFields, or -1
@@ -204,6 +206,7 @@ void read_field(Field f, const Value& v, LedgerRecordView& r, Required& got) {
     case Field::kItlP50: r.itl_p50_ms = v.number(); break;
     case Field::kItlP95: r.itl_p95_ms = v.number(); break;
     case Field::kItlMax: r.itl_max_ms = v.number(); break;
+    case Field::kFirstOutput: r.first_output = v.string(); break;
     case Field::kOutputTps: r.output_tokens_per_second = v.number(); break;
     case Field::kE2eOutputTps: r.e2e_output_tokens_per_second = v.number(); break;
     case Field::kPromptTokens: r.prompt_tokens = v.integer(); break;

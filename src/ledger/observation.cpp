@@ -13,8 +13,15 @@
 
 namespace mpo::ledger {
 
+namespace {
+// Whether the tokens before the first event are known: not where that event was a tool call (the
+// engine held back the tokens before it had the function's name: how many, the line cannot say).
+bool first_event_dates_first_token(const Observation& o) { return o.first_output != "tool_calls"; }
+}  // namespace
+
 std::optional<double> tpot_ms(const Observation& o) {
-  if (!o.stream || !o.ttft_ms || !o.e2e_ms || !o.completion_tokens) return std::nullopt;
+  if (!o.stream || !o.ttft_ms || !o.e2e_ms || !o.completion_tokens || !first_event_dates_first_token(o))
+    return std::nullopt;
   // A request of `n` choices decodes them side by side: each choice's tokens after its first came
   // in the time after the first token.
   const double per_choice = static_cast<double>(*o.completion_tokens) / std::max(1, o.choices.value_or(1));
@@ -23,7 +30,9 @@ std::optional<double> tpot_ms(const Observation& o) {
 }
 
 std::optional<double> output_tokens_per_second(const Observation& o) {
-  if (!o.stream || !o.ttft_ms || !o.e2e_ms || !o.completion_tokens || *o.e2e_ms <= *o.ttft_ms) return std::nullopt;
+  if (!o.stream || !o.ttft_ms || !o.e2e_ms || !o.completion_tokens || *o.e2e_ms <= *o.ttft_ms ||
+      !first_event_dates_first_token(o))
+    return std::nullopt;
   return static_cast<double>(*o.completion_tokens) / ((*o.e2e_ms - *o.ttft_ms) / 1000.0);
 }
 
@@ -109,7 +118,7 @@ void write_members(JsonObjectWriter& w, const Observation& o) {
     mx = sorted.back();
   }
   w.optional_field("itl_p50_ms"_key, p50).optional_field("itl_p95_ms"_key, p95).optional_field("itl_max_ms"_key, mx);
-  w.optional_field("content_events"_key, o.content_events);
+  w.optional_field("content_events"_key, o.content_events).optional_field("first_output"_key, o.first_output);
   if (o.itl_full) {
     thread_local std::string list;  // kept by the thread, as `sorted`
     list = "[";

@@ -49,6 +49,11 @@ struct Observation {
   std::optional<int> choices;
   std::optional<double> ttfb_ms, ttft_ms, e2e_ms;
   std::optional<std::int64_t> content_events;
+  // What the event that set ttft_ms carried: "content", "reasoning", "tool_calls" or "refusal"
+  // (a static string); null without one. An engine holds a tool call's first tokens until it has
+  // parsed the function's name, so a stream whose first event is a tool call has a TTFT that
+  // includes part of its decode and no tpot_ms (docs/FORMATS.md).
+  std::optional<std::string_view> first_output;
   std::vector<double> itl_ms;  // gaps between content events
   bool itl_full = false;       // write the whole itl_ms list
   std::optional<std::int64_t> prompt_tokens, completion_tokens, total_tokens, cached_prompt_tokens, reasoning_tokens;

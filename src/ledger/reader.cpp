@@ -170,6 +170,7 @@ BasicLedgerRecord<To> convert(const BasicLedgerRecord<From>& f) {
   t.itl_max_ms = f.itl_max_ms;
   t.output_tokens_per_second = f.output_tokens_per_second;
   t.e2e_output_tokens_per_second = f.e2e_output_tokens_per_second;
+  t.first_output = opt(f.first_output);
   t.prompt_tokens = f.prompt_tokens;
   t.completion_tokens = f.completion_tokens;
   t.total_tokens = f.total_tokens;

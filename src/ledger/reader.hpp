@@ -40,6 +40,7 @@ struct BasicLedgerRecord {
   std::optional<std::int64_t> max_tokens;  // the output limit the request named
   std::optional<double> ttfb_ms, ttft_ms, e2e_ms, tpot_ms, itl_p50_ms, itl_p95_ms, itl_max_ms;
   std::optional<double> output_tokens_per_second, e2e_output_tokens_per_second;
+  std::optional<Str> first_output;  // what the first generated event carried ("tool_calls", ...)
   std::optional<std::int64_t> prompt_tokens, completion_tokens, total_tokens, cached_prompt_tokens;
   Str token_source = "none";
   std::optional<std::int64_t> in_flight_at_start;

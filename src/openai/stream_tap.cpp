@@ -173,7 +173,10 @@ void StreamTap::on_payload(const PayloadInfo& p, std::int64_t steady_us, bool st
     }
   }
   if (streamed && is_generated(p.kind)) {
-    if (!first_content_us_) first_content_us_ = steady_us;
+    if (!first_content_us_) {
+      first_content_us_ = steady_us;
+      first_output_ = p.kind;
+    }
     // The gap since this choice's last content (most streams have one choice: no vector).
     std::optional<std::int64_t> last;
     if (p.first_choice_index == 0) {

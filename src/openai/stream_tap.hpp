@@ -38,6 +38,10 @@ class StreamTap {
 
   bool sse() const { return sse_; }
   std::optional<std::int64_t> first_content_us() const { return first_content_us_; }
+  // What the first generated event carried (content, reasoning, a tool call, a refusal); nullopt
+  // before one. Engines hold a tool call's first tokens until they have parsed its name: where the
+  // first event is a tool call, it came after part of the decode (docs/FORMATS.md `first_output`).
+  std::optional<ChunkKind> first_output() const { return first_output_; }
   std::optional<std::int64_t> last_content_us() const { return last_content_us_; }
   int content_events() const { return content_events_; }
   const std::vector<double>& gaps_ms() const { return gaps_ms_; }
@@ -96,6 +100,7 @@ class StreamTap {
   std::string body_;
   std::uint64_t bytes_ = 0;
   std::optional<std::int64_t> first_content_us_, last_content_us_;
+  std::optional<ChunkKind> first_output_;
   // Each choice's last content, for its gaps (a request with `n` > 1 streams its choices' chunks
   // interleaved): choice 0's here, the others' (by index - 1, -1: none yet) only where there are others.
   std::optional<std::int64_t> first_choice_last_us_;

@@ -161,6 +161,10 @@ struct EngineSplit {
 
 // The queueing candidate's threshold: a wait for a slot (or in the engine's queue) this long.
 inline constexpr double kQueueThresholdMs = 500;
+// Why a streamed request whose first event was a tool call has no TTFT or TPOT in the report.
+inline constexpr std::string_view kToolCallFirstMeaning =
+    "an engine holds a tool call's first tokens until it has parsed the function's name, so that first event came "
+    "after part of the decode: left out of TTFT and TPOT";
 
 // The engine's own queue-time histogram, as the window's difference: how long the requests it
 // finished in the window waited before it scheduled them.
@@ -198,6 +202,9 @@ struct GroupStats {
   std::int64_t prompt_tokens_total = 0, completion_tokens_total = 0, cached_prompt_tokens_total = 0;
   std::optional<double> cached_share;  // of prompt tokens, where cached counts are known
   std::size_t streamed = 0, non_streamed = 0;
+  // Of the streamed, those whose first event was a tool call: no TTFT or TPOT of theirs is measured
+  // (Row::tool_call_first).
+  std::size_t tool_call_first = 0;
   // Streamed on a path of no API whose events the proxy reads (operation `other`: llama.cpp's own
   // /completion, say): their tokens may be known (the engine's timings), their TTFT never is.
   std::size_t streamed_unread = 0;

@@ -17,7 +17,8 @@ std::optional<double> first_token_ms(const Row& r) {
 }
 
 std::optional<double> engine_decode_per_token_ms(const Row& r) {
-  if (!r.ok() || r.stream || !r.engine_predicted_ms || r.completion_tokens.value_or(0) < 2) return std::nullopt;
+  if (!r.ok() || (r.stream && !r.tool_call_first) || !r.engine_predicted_ms || r.completion_tokens.value_or(0) < 2)
+    return std::nullopt;
   return static_cast<double>(*r.engine_predicted_ms) / static_cast<double>(*r.completion_tokens - 1);
 }
 

@@ -24,7 +24,8 @@ namespace mpo::report {
 // e2e less the engine's own decode time (llama.cpp's timings.predicted_ms); nullopt without either.
 std::optional<double> first_token_ms(const Row& r);
 
-// The engine's own decode per token of an ok request not streamed: llama.cpp's timings.predicted_ms
+// The engine's own decode per token of an ok request whose line dates no first token (not streamed,
+// or a tool call first): llama.cpp's timings.predicted_ms
 // over the tokens after the first; nullopt without them (or with fewer than two tokens).
 std::optional<double> engine_decode_per_token_ms(const Row& r);
 

@@ -81,7 +81,7 @@ std::optional<double> engine_queue_score(const GroupStats& g, const EngineEviden
     decided = std::max(0.0, e->wait_ms.p50) / kQueueThresholdMs;
     c.evidence.push_back(fmt::format(
         "{}: {:.1f} ms p50 passed before the engine began the prompt (the line's e2e less the engine's decode and "
-        "prefill, over {} of {} requests not streamed; p90 {:.1f} ms): the wait for a slot, the engine's own work "
+        "prefill, over {} of {} requests; p90 {:.1f} ms): the wait for a slot, the engine's own work "
         "before the prompt (reading and tokenizing the request, its prompt cache) and the network",
         e->source, e->wait_ms.p50, e->n, e->of, e->wait_ms.p90));
   } else if (e) {
@@ -278,15 +278,17 @@ std::optional<EngineSplit> engine_split_of(std::span<const EngineTimes> times, s
 
 namespace {
 
-// A group with no TTFT: its requests were not streamed, and llama.cpp's timings on their lines say
+// A group with no TTFT: its requests were not streamed (or answered first with a tool call, which
+// dates no first token), and llama.cpp's timings on their lines say
 // when the engine began decoding (e2e - predicted_ms: the first token's moment, as the engine
 // counted it, before the rest of the body came) and how long the prompt took before that.
 std::optional<EngineSplit> engine_split_not_streamed(const RowList& rs) {
   std::vector<EngineTimes> times;
-  std::size_t of = 0;
+  std::size_t of = 0, tool_call_first = 0;
   for (const Row* r : rs) {
-    if (!r->ok() || r->stream || !r->e2e_ms) continue;
+    if (!r->ok() || (r->stream && !r->tool_call_first) || !r->e2e_ms) continue;
     ++of;
+    if (r->tool_call_first) ++tool_call_first;
     if (!r->engine_prompt_ms || !r->engine_predicted_ms) continue;
     EngineTimes t;
     t.ttft_ms = *r->e2e_ms - *r->engine_predicted_ms;
@@ -295,7 +297,11 @@ std::optional<EngineSplit> engine_split_not_streamed(const RowList& rs) {
     if (r->in_flight_at_start) t.in_flight = static_cast<double>(*r->in_flight_at_start);
     times.push_back(t);
   }
-  auto e = engine_split_of(times, of, "llama.cpp timings (not streamed)");
+  auto e =
+      engine_split_of(times, of,
+                      tool_call_first == 0    ? "llama.cpp timings (not streamed)"
+                      : tool_call_first == of ? "llama.cpp timings (a tool call first: the line dates no first token)"
+                                              : "llama.cpp timings (not streamed, or a tool call first)");
   if (e) e->not_streamed = true;
   return e;
 }
@@ -558,18 +564,30 @@ Candidate workload_candidate(const GroupStats& g) {
 // Not enough evidence: nothing streamed, no TTFT or TPOT measured, no token counts.
 Candidate not_enough_evidence_candidate(const GroupStats& g) {
   Candidate c{"not_enough_evidence", 0.0, {}};
-  if (g.streamed == 0 && g.engine_split && g.engine_split->not_streamed) {
+  // Streamed requests whose first event was a tool call date no first token (Row::tool_call_first).
+  const std::size_t timed = g.streamed - g.tool_call_first;
+  const std::string none_timed =
+      g.streamed == 0 ? std::string("no streamed requests")
+                      : fmt::format("{} of the {} streamed requests answered first with a tool call ({})",
+                                    g.tool_call_first, g.streamed, kToolCallFirstMeaning);
+  if (timed == 0 && g.engine_split && g.engine_split->not_streamed) {
     // The engine's own timings stand in: the verdict rests on them, and says so.
     c.evidence.push_back(fmt::format(
-        "no streamed requests: the proxy measured no TTFT or TPOT; the engine's own times ({}) on {} of {} of them "
-        "stand in (the wait before the prompt, the prefill, the decode per token: above); stream to see them as "
-        "the client did",
-        g.engine_split->source, g.engine_split->n, g.engine_split->of));
+        "{}: the proxy measured no TTFT or TPOT; the engine's own times ({}) on {} of {} of them stand in (the wait "
+        "before the prompt, the prefill, the decode per token: above){}",
+        none_timed, g.engine_split->source, g.engine_split->n, g.engine_split->of,
+        g.streamed == 0 ? "; stream to see them as the client did" : ""));
   } else if (g.streamed == 0) {
     c.score = 1.0;
     c.evidence.push_back("no streamed requests: TTFT and TPOT cannot be measured; turn on streaming");
+  } else if (timed == 0) {
+    c.score = 1.0;
+    c.evidence.push_back(fmt::format(
+        "{}: TTFT and TPOT cannot be measured from the client's side; the engine's own per-request times can "
+        "(llama.cpp's timings on the lines; vLLM's spans, report --traces)",
+        none_timed));
   }
-  if (g.streamed > 0 && (!g.ttft_ms || !g.tpot_ms)) {
+  if (timed > 0 && (!g.ttft_ms || !g.tpot_ms)) {
     // fak's rule 3 (docs/FAK.md 2.3, `missing-stream-timing`): streamed rows that carry no TTFT or
     // no TPOT cannot separate prefill from decode.
     c.score = 1.0;
@@ -577,7 +595,7 @@ Candidate not_enough_evidence_candidate(const GroupStats& g) {
         "{} streamed requests but no {} measured (fak: missing-stream-timing): stream with "
         "stream_options.include_usage (or proxy --usage inject) and at least 2 output tokens to separate prefill "
         "from decode",
-        g.streamed,
+        timed,
         !g.ttft_ms && !g.tpot_ms ? "TTFT or TPOT"
         : !g.ttft_ms             ? "TTFT"
                                  : "TPOT"));

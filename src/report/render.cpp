@@ -340,6 +340,10 @@ std::string group_md(const GroupStats& g) {
   if (!also.empty()) fmt::format_to(std::back_inserter(o), "Also, below: {}.\n\n", fmt::join(also, "; "));
   fmt::format_to(std::back_inserter(o), "- {} requests over {:.1f} s ({:.2f} req/s); {} streamed, {} not streamed\n",
                  g.requests, g.window_s, g.requests_per_s, g.streamed, g.non_streamed);
+  if (g.tool_call_first > 0) {
+    fmt::format_to(std::back_inserter(o), "- {} of the streamed answered first with a tool call: {}\n",
+                   g.tool_call_first, kToolCallFirstMeaning);
+  }
   std::string outcomes;
   for (const auto& [k, n] : g.outcomes) outcomes += fmt::format("{}{} {}", outcomes.empty() ? "" : ", ", k, n);
   fmt::format_to(std::back_inserter(o), "- outcomes: {}\n", outcomes);
@@ -648,6 +652,7 @@ std::string group_json(const GroupStats& g) {
       .raw_field("proxy_stalls", stalls_json(g.proxy_stalls))
       .field("streamed", static_cast<std::uint64_t>(g.streamed))
       .field("non_streamed", static_cast<std::uint64_t>(g.non_streamed))
+      .field("tool_call_first", static_cast<std::uint64_t>(g.tool_call_first))
       .field("error_rate", g.error_rate)
       .field("failure_rate", g.failure_rate)
       .raw_field("failures", failures_json(g.failures))

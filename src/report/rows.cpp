@@ -210,6 +210,11 @@ void RowTable::add(const ledger::LedgerRecordView& r) {
           .completion_tokens = as_count(r.completion_tokens),
           .cached_prompt_tokens = as_count(r.cached_prompt_tokens),
           .itl_p50_ms = as_float(r.itl_p50_ms)};
+  if (r.stream && r.first_output == "tool_calls") {
+    row.tool_call_first = true;
+    row.ttft_ms = {};
+    row.tpot_ms = {};
+  }
   if (r.proxy_lag_ms && r.proxy_lag_quiet_ms) row.lag_quiet = lag_quiet_of(*r.proxy_lag_ms, *r.proxy_lag_quiet_ms);
   // Most rows repeat the previous row's names: compare with those before asking the shared table.
   auto name_index = [](std::string_view name, std::string_view& last, std::uint8_t& last_index) {
@@ -229,7 +234,7 @@ void RowTable::add(const ledger::LedgerRecordView& r) {
       last_phase_index_ = phase_index(name);
     row.phase = last_phase_index_;
   }
-  if (r.turn && *r.turn > 0) row.turn = static_cast<std::uint16_t>(std::min<std::int64_t>(*r.turn, UINT16_MAX));
+  if (r.turn && *r.turn > 0) row.turn = static_cast<std::uint16_t>(std::min<std::int64_t>(*r.turn, Row::kMaxTurn));
   if (r.in_flight_at_start) {
     row.in_flight_at_start = std::optional<std::int32_t>(static_cast<std::int32_t>(
         std::clamp<std::int64_t>(*r.in_flight_at_start, 0, std::numeric_limits<std::int32_t>::max())));

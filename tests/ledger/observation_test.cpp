@@ -33,6 +33,23 @@ TEST(Observation, DerivedFieldsFollowTheContract) {
   EXPECT_TRUE(e2e_output_tokens_per_second(whole).has_value());
 }
 
+// An engine holds a tool call's first tokens until it has parsed the function's name (llama.cpp
+// b10309: ~17 tokens of a Llama-3.1-style call, tests/fixtures/llamacpp/): a stream whose first event
+// is a tool call dates no first token, so nothing per token after it is derived; its e2e rate stands.
+TEST(Observation, AStreamThatBeginsWithAToolCallHasNoTpot) {
+  Observation o = streamed();
+  o.first_output = "content";
+  EXPECT_TRUE(tpot_ms(o).has_value());
+  o.first_output = "tool_calls";
+  EXPECT_FALSE(tpot_ms(o).has_value());
+  EXPECT_FALSE(output_tokens_per_second(o).has_value());
+  EXPECT_TRUE(e2e_output_tokens_per_second(o).has_value());
+  const auto line = boost::json::parse(render_observation(o)).as_object();
+  EXPECT_EQ(line.at("first_output"), "tool_calls");
+  EXPECT_TRUE(line.at("tpot_ms").is_null());
+  EXPECT_EQ(line.at("ttft_ms").to_number<double>(), 50.0);  // what the client saw stays
+}
+
 // A request of `n` choices decodes them side by side: TPOT is each choice's pace, the output rates
 // count every choice's tokens.
 TEST(Observation, TpotOfSeveralChoicesIsEachChoicesPace) {
@@ -85,6 +102,7 @@ TEST(Observation, LineHasEveryFieldInContractOrderWithNullForUnknown) {
                          "itl_p95_ms",
                          "itl_max_ms",
                          "content_events",
+                         "first_output",
                          "prompt_tokens",
                          "completion_tokens",
                          "total_tokens",

@@ -456,6 +456,41 @@ TEST(ChunkShapes, AThreadsShapesReadEveryChunkOfTheResponsesAfterTheFirst) {
   EXPECT_EQ(read, 2 * (static_cast<int>(payloads.size()) - 1));
 }
 
+// llama.cpp b10309's tool-call chunks (real captures, tests/fixtures/SOURCES.md): the call's head
+// (index, id, type, name, the first piece of the arguments) and its later pieces are read by the
+// shapes the loop learns exactly as the full parse reads them, in this response and in the next.
+TEST(ChunkShapes, ARealLlamaCppToolCallStreamIsReadAsTheFullParseReadsIt) {
+  for (const char* name : {"llamacpp/llamacpp_b10309_chat_stream_tool_call_usage.http",
+                           "llamacpp/llamacpp_b10309_chat_stream_tool_calls_after_text.http"}) {
+    const auto payloads = payloads_of(test::capture_body(name));
+    int calls = 0;
+    for (const auto& p : payloads) calls += classify_chunk_fully(p).kind == ChunkKind::kToolCalls;
+    EXPECT_GE(calls, 13) << name;
+    ChunkShapes shapes;
+    std::size_t last = ChunkShapes::kNone;
+    for (const auto& p : payloads) {
+      if (const PayloadInfo* known = shapes.read(p, IdWanted::kYes, last)) {
+        EXPECT_EQ(*known, classify_chunk_fully(p)) << p;
+      } else {
+        (void)shapes.learn(p, last);
+      }
+    }
+    int read = 0, tool_calls_read = 0;
+    std::size_t next = ChunkShapes::kNone;
+    for (const auto& p : payloads) {
+      const std::string chunk = as_another_response(p);
+      const PayloadInfo* known = shapes.read(chunk, IdWanted::kYes, next);
+      if (known == nullptr) continue;
+      ++read;
+      tool_calls_read += known->kind == ChunkKind::kToolCalls;
+      EXPECT_EQ(*known, classify_chunk_fully(chunk)) << chunk;
+    }
+    // The argument pieces of the next response are read without a parse.
+    EXPECT_GE(tool_calls_read, calls - 3) << name;
+    EXPECT_GE(read, static_cast<int>(payloads.size()) - 5) << name;
+  }
+}
+
 TEST(ChunkShapes, MoreShapesThanItKeepsReplaceTheOldestAndAreStillReadRight) {
   ChunkShapes shapes;
   std::size_t last = ChunkShapes::kNone;

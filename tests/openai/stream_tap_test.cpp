@@ -62,6 +62,50 @@ TEST(StreamTap, TwoChoicesAreCountedTogetherAndTimedApart) {
   for (double g : tap.gaps_ms()) EXPECT_GE(g, 2.0) << "a gap across choices";
 }
 
+// Feeds a capture's events one a millisecond (the first at 1 ms).
+void feed_by_event(StreamTap& tap, const std::string& body) {
+  std::int64_t t = 0;
+  std::size_t from = 0;
+  for (std::size_t at; (at = body.find("\n\n", from)) != std::string::npos; from = at + 2) {
+    tap.feed(std::string_view(body).substr(from, at + 2 - from), (++t) * 1000);
+  }
+  tap.finish(true);
+}
+
+// llama.cpp b10309 answering a forced tool call (real captures; the template in
+// tests/fixtures/llamacpp/): the call's head (id, type, name) comes with its first argument piece,
+// each later piece alone, the finish in a chunk of its own. 34 tokens made 13 events: the engine
+// held back the tokens before the function's name. The first event is a tool call, so the line will
+// date no first token (ledger `first_output`); the tokens are the engine's own count.
+TEST(StreamTap, ALlamaCppToolCallIsCountedFromTheEngineAndItsFirstEventNamed) {
+  for (const char* name : {"llamacpp/llamacpp_b10309_chat_stream_tool_call.http",
+                           "llamacpp/llamacpp_b10309_chat_stream_tool_call_usage.http"}) {
+    StreamTap tap(true);
+    feed_by_event(tap, test::capture_body(name));
+    EXPECT_TRUE(tap.saw_done()) << name;
+    EXPECT_FALSE(tap.malformed()) << name;
+    EXPECT_EQ(tap.finish_reason(), "tool_calls") << name;
+    EXPECT_EQ(tap.first_output(), ChunkKind::kToolCalls) << name;
+    EXPECT_EQ(tap.first_content_us(), 2000) << name;  // the event after the role's
+    EXPECT_EQ(tap.content_events(), 13) << name;
+    EXPECT_EQ(tap.completion_tokens(), 34) << name;
+    EXPECT_EQ(tap.prompt_tokens(), 156) << name;
+  }
+  // With the usage asked for, the count is the usage's; without it, llama.cpp's timings on the
+  // finishing chunk.
+  StreamTap without(true);
+  feed_by_event(without, test::capture_body("llamacpp/llamacpp_b10309_chat_stream_tool_call.http"));
+  EXPECT_EQ(without.token_source(), TokenSource::kServerTimings);
+  // Text before the calls (a random-weight model's; llama.cpp's grammar allows it): the first event
+  // is content, then two calls (index 0 and 1) follow.
+  StreamTap after_text(true);
+  feed_by_event(after_text, test::capture_body("llamacpp/llamacpp_b10309_chat_stream_tool_calls_after_text.http"));
+  EXPECT_EQ(after_text.first_output(), ChunkKind::kContent);
+  EXPECT_EQ(after_text.content_events(), 32);  // 5 content, 27 tool-call pieces
+  EXPECT_EQ(after_text.completion_tokens(), 71);
+  EXPECT_EQ(after_text.finish_reason(), "tool_calls");
+}
+
 // The completions API of llama.cpp b10309 (real capture, `n` 2): no usage-only chunk; each choice's
 // finishing chunk carries that choice's usage.
 TEST(StreamTap, TheCompletionsApisUsageOnEachChoicesLastChunkAddsUp) {

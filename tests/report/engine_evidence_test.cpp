@@ -351,6 +351,64 @@ TEST(RankingFromEngineEvidence, RequestsNotStreamedAreJudgedFromTheEnginesTiming
   EXPECT_EQ(without[0].ranking.front().name, "not_enough_evidence");
 }
 
+// A real llama.cpp b10309 (small random-weight model, 2 slots, one client) answering twelve forced
+// tool calls through the proxy: the engine held back each call's first tokens until it had the
+// function's name, so the first events came 49-155 ms after the start while the engine began every
+// prompt within 5-13 ms (e2e - predicted_ms - prompt_ms). Read as TTFTs they would put ~60 ms of
+// decode before the prompt; the report leaves them out and the engine's own times stand in.
+TEST(RankingFromEngineEvidence, RequestsThatBeginWithAToolCallAreJudgedFromTheEnginesTimings) {
+  const auto read =
+      ledger::read_ledger(test::read_fixture("llamacpp/llamacpp_b10309_small-random_np2_tool_calls_first.jsonl"));
+  ASSERT_EQ(read.records.size(), 12u);
+  for (const auto& r : read.records) ASSERT_EQ(r.first_output, "tool_calls");
+  const auto groups = analyse(read.records, {});
+  ASSERT_EQ(groups.size(), 1u);
+  const auto& g = groups[0];
+  EXPECT_EQ(g.streamed, 12u);
+  EXPECT_EQ(g.tool_call_first, 12u);
+  EXPECT_FALSE(g.ttft_ms.has_value());
+  EXPECT_FALSE(g.tpot_ms.has_value());
+  ASSERT_TRUE(g.engine_split.has_value());
+  EXPECT_EQ(g.engine_split->n, 12u);
+  EXPECT_LT(g.engine_split->wait_ms.p50, 15);  // not the ~60 ms the first events would say
+  ASSERT_TRUE(g.engine_tpot_ms.has_value());
+  EXPECT_NEAR(g.engine_tpot_ms->p50, 4.5, 1.0);  // the engine's predicted_ms per token
+  EXPECT_EQ(candidate(g, "not_enough_evidence").score, 0.0);
+  EXPECT_LT(candidate(g, "queueing").score, 0.1);
+  ReportInput in;
+  in.groups = groups;
+  const std::string md = render_markdown(in);
+  EXPECT_NE(md.find("12 of the streamed answered first with a tool call"), std::string::npos) << md;
+
+  // Without the engine's timings nothing on these lines dates a first token: could not judge.
+  auto bare = read.records;
+  for (auto& r : bare) r.server_timings.reset();
+  const auto without = analyse(bare, {});
+  EXPECT_FALSE(without[0].engine_split.has_value());
+  EXPECT_EQ(without[0].ranking.front().name, "not_enough_evidence");
+  EXPECT_EQ(without[0].ranking.front().score, 1.0);
+  EXPECT_NE(without[0].ranking.front().evidence.at(0).find("answered first with a tool call"), std::string::npos);
+}
+
+// The same with a decode slow enough for the held-back tokens to cross the queueing threshold: 900 ms
+// to the first event, of which the engine spent 5 ms before the prompt. Lines written before
+// `first_output` existed (no such field) keep the old reading; with it, queueing is not named.
+TEST(RankingFromEngineEvidence, DecodeHeldBackBeforeAToolCallsNameIsNotQueueing) {
+  std::vector<ledger::LedgerRecord> rs;
+  for (int i = 0; i < 12; ++i) {
+    auto r = rec(i * 3000, 2000, 900, 200, 0);
+    r.server_timings = R"({"cache_n":0,"prompt_n":200,"prompt_ms":20,"predicted_n":60,"predicted_ms":1975})";
+    r.completion_tokens = 60;
+    rs.push_back(r);
+  }
+  const auto old_reading = analyse(rs, {}).at(0);
+  EXPECT_GE(candidate(old_reading, "queueing").score, 1.0);  // 880 ms "before the prompt"
+  for (auto& r : rs) r.first_output = "tool_calls";
+  const auto g = analyse(rs, {}).at(0);
+  EXPECT_LT(candidate(g, "queueing").score, 0.1);
+  EXPECT_NE(g.ranking.front().name, "queueing");
+}
+
 // Issue 25: ranking rows with score 0 and no evidence read as if they meant something; the HTML
 // page lacked the percentile table the markdown has.
 }  // namespace
