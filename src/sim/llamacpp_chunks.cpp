@@ -21,8 +21,14 @@
 //   {"text":..,"index":..,"logprobs":null,"finish_reason":..}. With several choices the usage and
 //   the timings are the first choice's alone (measured: three choices of 7, 3 and 2 tokens, usage
 //   7, `llamacpp:tokens_predicted_total` up by 12).
-// Not captured, so not imitated: llama.cpp's tool calls (vLLM's shape is kept) and where its
-// message puts `reasoning_content` (after `content` here).
+// A forced tool call (llamacpp_b10309_chat_stream_tool_call.http, _usage.http, nostream): nothing
+// while the tokens before the function's name come (b10309 holds back `{"name": "get_weather",
+// "parameters": `, 13 of LLaMA-2's tokens: here 9 + a third of the name's length, rounded up), then the call's
+// head {"index":0,"id":<32 characters>,"type":"function","function":{"name":..,"arguments":<so far>}},
+// then each piece of the arguments alone, the finish ("tool_calls") in a chunk of its own; the body's
+// message {"role":"assistant","content":"","tool_calls":[{"type":"function","function":{..},"id":..}]}.
+// The arguments are the simulator's own (`{"query": "..."}`), the held-back tokens' text among them.
+// Not captured, so not imitated: where its message puts `reasoning_content` (after `content` here).
 #include <fmt/format.h>
 
 #include "core/json.hpp"
@@ -61,6 +67,34 @@ std::string ResponseBuilder::llamacpp_chunk(Kind kind, std::string_view text) co
                                     kind == Kind::kReasoning ? "reasoning_content" : "content", json_quote(text)));
 }
 
+std::string ResponseBuilder::llamacpp_tool_id() const {
+  // b10309's ids are 32 random letters and digits: the response id's hex digits (a UUID's), reversed.
+  std::string id;
+  const std::string_view uuid = std::string_view(opts_.id).substr(opts_.id.find('-') + 1);
+  for (auto c = uuid.rbegin(); c != uuid.rend(); ++c) {
+    if (*c != '-') id.push_back(*c);
+  }
+  return id;
+}
+
+std::string ResponseBuilder::llamacpp_tool_chunk(std::string_view text, int tokens, bool last) {
+  if (tool_tokens_ == 0) tool_unsent_ = "{\"query\": \"";
+  tool_tokens_ += tokens;
+  tool_unsent_ += text;
+  if (last) tool_unsent_ += "\"}";
+  const int held_back = 9 + static_cast<int>(req_.tool_name->size() + 2) / 3;
+  if (!tool_head_sent_ && tool_tokens_ <= held_back && !last) return {};
+  const std::string call =
+      tool_head_sent_
+          ? fmt::format(R"({{"index":0,"function":{{"arguments":{}}}}})", json_quote(tool_unsent_))
+          : fmt::format(R"({{"index":0,"id":{},"type":"function","function":{{"name":{},"arguments":{}}}}})",
+                        json_quote(llamacpp_tool_id()), json_quote(*req_.tool_name), json_quote(tool_unsent_));
+  tool_head_sent_ = true;
+  tool_unsent_.clear();
+  return llamacpp_event(
+      fmt::format(R"({{"finish_reason":null,"index":{},"delta":{{"tool_calls":[{}]}}}})", opts_.choice, call));
+}
+
 std::string ResponseBuilder::llamacpp_usage(int cached) const {
   return fmt::format(
       R"({{"completion_tokens":{},"prompt_tokens":{},"total_tokens":{},"prompt_tokens_details":{{"cached_tokens":{}}}}})",
@@ -76,13 +110,9 @@ std::string ResponseBuilder::choice_end(int cached) {
         fmt::format(R"({{"text":"","index":{},"logprobs":null,"finish_reason":{}}})", opts_.choice, fin_json),
         llamacpp_usage(cached), timings_);
   }
-  std::string out;
-  // A forced tool call's finish rode on its last chunk (vLLM's shape: llama.cpp's tool calls are not
-  // imitated).
-  if (!req_.tool_name) {
-    out = llamacpp_event(fmt::format(R"({{"finish_reason":{},"index":{},"delta":{{}}}})", fin_json, opts_.choice), {},
-                         req_.include_usage ? std::string_view() : std::string_view(timings_));
-  }
+  std::string out =
+      llamacpp_event(fmt::format(R"({{"finish_reason":{},"index":{},"delta":{{}}}})", fin_json, opts_.choice), {},
+                     req_.include_usage ? std::string_view() : std::string_view(timings_));
   if (req_.include_usage) out += llamacpp_event({}, llamacpp_usage(cached), timings_);
   return out;
 }
@@ -96,7 +126,9 @@ std::string ResponseBuilder::llamacpp_choice_json() const {
   }
   std::string message;
   if (req_.tool_name) {
-    message = message_json();
+    message = fmt::format(
+        R"({{"role":"assistant","content":"","tool_calls":[{{"type":"function","function":{{"name":{},"arguments":{}}},"id":{}}}]}})",
+        json_quote(*req_.tool_name), json_quote("{\"query\": \"" + tool_args_ + "\"}"), json_quote(llamacpp_tool_id()));
   } else {
     message = fmt::format(R"({{"role":"assistant","content":{}{}}})", json_quote(content_),
                           reasoning_.empty() ? std::string() : ",\"reasoning_content\":" + json_quote(reasoning_));

@@ -395,7 +395,10 @@ ResponseBuilder::Kind ResponseBuilder::kind_of(int index) const {
 
 const char* ResponseBuilder::finish_string() const {
   if (!finish_) return nullptr;
-  if (req_.tool_name && *finish_ != FinishReason::kAbort) return "tool_calls";
+  // A call cut by max_tokens: llama.cpp b10309 says length (its captures); the vLLM shape keeps
+  // tool_calls.
+  if (req_.tool_name && *finish_ != FinishReason::kAbort && !(opts_.llamacpp && *finish_ == FinishReason::kLength))
+    return "tool_calls";
   switch (*finish_) {
     case FinishReason::kStop: return "stop";
     case FinishReason::kLength: return "length";
@@ -500,8 +503,9 @@ std::string ResponseBuilder::stream_tokens(std::span<const Emission> group) {
       out += responses_->delta(kind, text);
     } else if (messages_) {
       out += messages_->delta(kind, text, prompt_tokens_, cached_prompt_tokens_);
-    } else if (opts_.llamacpp && kind != Kind::kTool) {
-      out += llamacpp_chunk(kind, text);  // its finish comes in a chunk of its own (choice_end)
+    } else if (opts_.llamacpp) {  // its finish comes in a chunk of its own (choice_end)
+      out +=
+          kind == Kind::kTool ? llamacpp_tool_chunk(text, static_cast<int>(j - i), last) : llamacpp_chunk(kind, text);
     } else {
       out += chunk(kind, text, first_tool, last && kind == Kind::kTool, last ? finish_string() : nullptr);
     }

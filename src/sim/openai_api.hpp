@@ -138,6 +138,8 @@ class ResponseBuilder {
   // llama.cpp's chunks (sim/llamacpp_chunks.cpp): one choice's object in llama.cpp's envelope.
   std::string llamacpp_event(std::string_view choice, std::string_view usage = {}, std::string_view timings = {}) const;
   std::string llamacpp_chunk(Kind kind, std::string_view text) const;
+  std::string llamacpp_tool_chunk(std::string_view text, int tokens, bool last);
+  std::string llamacpp_tool_id() const;
   std::string llamacpp_usage(int cached_prompt_tokens) const;
   std::string llamacpp_body(int cached_prompt_tokens, std::span<const ResponseBuilder* const> others) const;
   std::string llamacpp_choice_json() const;
@@ -157,6 +159,11 @@ class ResponseBuilder {
   std::optional<ResponsesEvents> responses_;
   std::optional<MessagesEvents> messages_;
   std::string reasoning_, content_, tool_args_;
+  // llama.cpp's tool call as it streams: the tokens so far, whether the call's head went out, and
+  // the arguments not yet sent (held back until the function's name is parsed).
+  int tool_tokens_ = 0;
+  bool tool_head_sent_ = false;
+  std::string tool_unsent_;
   // vLLM's chunk up to its choice's first member, `data: {"id":..,"created":..,"choices":[{"index":N,`,
   // written once (a chunk's cost was mostly formatting the same id and model again).
   std::string chunk_head_;

@@ -245,6 +245,61 @@ TEST(ResponseBuilder, ALlamaCppBodyIsShapedAsB10309sAndCountsItsFirstChoiceOnly)
   EXPECT_EQ(response_id_prefix(Endpoint::kCompletions), "cmpl-");
 }
 
+// A forced tool call with `--imitate llamacpp`, against b10309's captures (the template and request
+// in tests/fixtures/SOURCES.md): nothing while the tokens before the function's name come (13 for
+// get_weather), then the call's head with a 32-character id, each later piece alone, the finish and
+// the usage in chunks of their own; the body's call as b10309 orders it. Every event and the body
+// have their capture's shape, member for member.
+TEST(ResponseBuilder, ALlamaCppToolCallIsHeldBackUntilItsNameAndShapedAsB10309s) {
+  const char* request =
+      R"({"messages":[{"role":"user","content":"weather in Paris?"}],"stream":true,)"
+      R"("stream_options":{"include_usage":true},"tool_choice":"required","tools":[{"type":"function",)"
+      R"("function":{"name":"get_weather","parameters":{"type":"object","properties":{}}}}]})";
+  const auto req = *parse_completion_request(request, Endpoint::kChat);
+  const ResponseBuilder::Options llama{"chatcmpl-01a24cec-74f8-711c-9c7f-50b4747fc6cf", 100, "real-llama", 0, 0, true};
+  ResponseBuilder b(req, llama, 156);
+  std::vector<std::string> sent;  // the events, one a token
+  int quiet = 0;
+  for (int i = 0; i < 20; ++i) {
+    const auto ev =
+        events(b.stream_tokens(std::vector{em(i, " x", i == 19 ? std::optional(FinishReason::kStop) : std::nullopt)}));
+    if (ev.empty() && sent.empty()) ++quiet;
+    for (const auto& e : ev) sent.push_back(e);
+  }
+  EXPECT_EQ(quiet, 13);  // the tokens of `{"name": "get_weather", "parameters": ` in LLaMA-2's vocabulary
+  ASSERT_EQ(sent.size(), 7u);
+  b.set_timings(llamacpp_timings(finished(1.01, 1.2, 156, 155, 20)));
+  for (const auto& e : events(b.choice_end(155))) sent.push_back(e);
+
+  const std::string capture = test::capture_body("llamacpp/llamacpp_b10309_chat_stream_tool_call_usage.http");
+  const auto real = events(capture);
+  ASSERT_EQ(real.size(), 17u);  // role, 13 call events, finish, usage, [DONE]
+  const auto head = json::parse(sent[0]);
+  EXPECT_EQ(shape_difference(head, json::parse(real[1])), "") << sent[0];
+  const auto call = head.at("choices").at(0).at("delta").at("tool_calls").at(0);
+  EXPECT_EQ(call.at("function").at("name"), "get_weather");
+  EXPECT_EQ(call.at("id").as_string().size(), 32u);
+  EXPECT_EQ(shape_difference(json::parse(sent[1]), json::parse(real[2])), "") << sent[1];
+  ASSERT_EQ(sent.size(), 9u);
+  const auto finish = json::parse(sent[7]);
+  EXPECT_EQ(shape_difference(finish, json::parse(real[14])), "") << sent[7];
+  EXPECT_EQ(finish.at("choices").at(0).at("finish_reason"), "tool_calls");
+  EXPECT_EQ(shape_difference(json::parse(sent[8]), json::parse(real[15])), "") << sent[8];
+
+  std::string not_streamed = request;
+  not_streamed.erase(not_streamed.find(R"("stream":true,"stream_options":{"include_usage":true},)"), 54);
+  const auto whole = *parse_completion_request(not_streamed, Endpoint::kChat);
+  ResponseBuilder body(whole, llama, 156);
+  for (int i = 0; i < 20; ++i) {
+    (void)body.stream_tokens(std::vector{em(i, " x", i == 19 ? std::optional(FinishReason::kStop) : std::nullopt)});
+  }
+  body.set_timings(llamacpp_timings(finished(1.01, 1.2, 156, 155, 20)));
+  const auto ours = json::parse(body.full_body(155));
+  const auto real_body = json::parse(test::capture_body("llamacpp/llamacpp_b10309_chat_nostream_tool_call.http"));
+  EXPECT_EQ(shape_difference(ours, real_body), "") << json::serialize(ours);
+  EXPECT_EQ(ours.at("choices").at(0).at("finish_reason"), "tool_calls");
+}
+
 // With `--imitate llamacpp` the Responses and Messages APIs answer in b10309's dialect: every event
 // and body has its capture's shape, member for member (no sequence numbers, output indexes or ping;
 // `response.completed` at the length limit, with the engine's `timings` beside the response).
