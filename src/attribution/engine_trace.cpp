@@ -136,7 +136,9 @@ TraceJoin join_engine_traces(std::span<const ledger::LedgerRecord> lines, std::s
     r.engine_request_id = s->request_id;
     r.started_at_us = l.started_at_us;
     r.match = std::move(match);
-    r.client_ttft_ms = l.ttft_ms;
+    // A first event that was a tool call dates no first token (the engine held back the tokens
+    // before the function's name): no client TTFT to set against the server's.
+    if (l.first_output != "tool_calls") r.client_ttft_ms = l.ttft_ms;
     r.client_e2e_ms = l.e2e_ms;
     r.server_queue_ms = ms(s->queue_s);
     r.server_prefill_ms = ms(s->prefill_s);

@@ -64,13 +64,14 @@ std::map<std::string, std::vector<report::EngineTimes>, std::less<>> traced_time
     report::EngineTimes e;
     e.prefill_ms = *t.server_prefill_ms;
     e.queue_ms = t.server_queue_ms;
-    if (r.ttft_ms) {
-      e.ttft_ms = *r.ttft_ms;
+    if (t.client_ttft_ms) {
+      e.ttft_ms = *t.client_ttft_ms;
       e.ttfb_ms = r.ttfb_ms;
       e.outside_ms = t.outside_ttft_ms;
-    } else if (!r.stream && r.e2e_ms && t.server_decode_ms) {
-      // Not streamed: the first token as the engine timed its decode, and outside the engine what
-      // the line's e2e holds beyond the engine's (docs/REPORT.md "Requests not streamed").
+    } else if ((!r.stream || r.first_output == "tool_calls") && r.e2e_ms && t.server_decode_ms) {
+      // Not streamed, or a tool call first (its first event dates no first token): the first token
+      // as the engine timed its decode, and outside the engine what the line's e2e holds beyond the
+      // engine's (docs/REPORT.md "Requests not streamed", "Tool calls first").
       e.not_streamed = true;
       e.ttft_ms = *r.e2e_ms - *t.server_decode_ms;
       e.outside_ms = t.outside_e2e_ms;

@@ -483,7 +483,8 @@ std::optional<EngineSplit> traced_split(const RowList& rs, const std::vector<Eng
   }
   const std::size_t of =
       not_streamed ? static_cast<std::size_t>(std::count_if(
-                         rs.begin(), rs.end(), [](const Row* r) { return r->ok() && !r->stream && r->e2e_ms; }))
+                         rs.begin(), rs.end(),
+                         [](const Row* r) { return r->ok() && (!r->stream || r->tool_call_first) && r->e2e_ms; }))
                    : of_streamed;
   auto e = engine_split_of(times, of, not_streamed ? source + " (not streamed)" : source);
   if (e && not_streamed) {

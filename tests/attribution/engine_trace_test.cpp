@@ -86,6 +86,22 @@ TEST(EngineTrace, AClientTimeBelowTheServersIsFlaggedNotHidden) {
   EXPECT_LT(r.at("outside_ttft_ms").to_number<double>(), 0);
 }
 
+// A stream whose first event was a tool call: the engine sent it after the tokens before the
+// function's name (ledger `first_output`), so the line's TTFT is not the server's first token plus
+// what lies outside the engine; only e2e is set against the server's.
+TEST(EngineTrace, AToolCallFirstSetsOnlyE2eAgainstTheServer) {
+  std::vector<ledger::LedgerRecord> lines = {line("a", "t1", "p1", 150, 320)};
+  lines[0].first_output = "tool_calls";
+  const std::vector<otel::EngineSpan> spans = {span("t1", "p1", 0.0, 0.02, 0.29)};
+  const auto j = join_engine_traces(lines, spans);
+  ASSERT_EQ(j.requests.size(), 1u);
+  EXPECT_FALSE(j.requests[0].client_ttft_ms.has_value());
+  EXPECT_FALSE(j.requests[0].outside_ttft_ms.has_value());  // not 130 ms "outside the engine"
+  EXPECT_NEAR(*j.requests[0].outside_e2e_ms, 10, 1e-9);
+  lines[0].first_output = "content";
+  EXPECT_NEAR(*join_engine_traces(lines, spans).requests[0].outside_ttft_ms, 130, 1e-9);
+}
+
 TEST(EngineTrace, NothingToJoinSaysWhy) {
   const std::vector<ledger::LedgerRecord> lines = {line("a", "t1", "p1", 50, 300)};
   const auto j = join_engine_traces(lines, {});
