@@ -78,10 +78,10 @@ std::string ResponseBuilder::llamacpp_tool_id() const {
 }
 
 std::string ResponseBuilder::llamacpp_tool_chunk(std::string_view text, int tokens, bool last) {
-  if (tool_tokens_ == 0) tool_unsent_ = "{\"query\": \"";
+  if (tool_tokens_ == 0) tool_unsent_ = kToolArgumentsOpen;
   tool_tokens_ += tokens;
   tool_unsent_ += text;
-  if (last) tool_unsent_ += "\"}";
+  if (last) tool_unsent_ += kToolArgumentsClose;
   const int held_back = 9 + static_cast<int>(req_.tool_name->size() + 2) / 3;
   if (!tool_head_sent_ && tool_tokens_ <= held_back && !last) return {};
   const std::string call =
@@ -128,7 +128,7 @@ std::string ResponseBuilder::llamacpp_choice_json() const {
   if (req_.tool_name) {
     message = fmt::format(
         R"({{"role":"assistant","content":"","tool_calls":[{{"type":"function","function":{{"name":{},"arguments":{}}},"id":{}}}]}})",
-        json_quote(*req_.tool_name), json_quote("{\"query\": \"" + tool_args_ + "\"}"), json_quote(llamacpp_tool_id()));
+        json_quote(*req_.tool_name), json_quote(tool_arguments()), json_quote(llamacpp_tool_id()));
   } else {
     message = fmt::format(R"({{"role":"assistant","content":{}{}}})", json_quote(content_),
                           reasoning_.empty() ? std::string() : ",\"reasoning_content\":" + json_quote(reasoning_));

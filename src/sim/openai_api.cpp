@@ -453,8 +453,8 @@ std::string ResponseBuilder::chunk(Kind kind, std::string_view text, bool first_
       out += '}';
     } else {
       std::string args(text);
-      if (first_tool) args.insert(0, "{\"query\": \"");
-      if (last_tool) args += "\"}";
+      if (first_tool) args.insert(0, kToolArgumentsOpen);
+      if (last_tool) args += kToolArgumentsClose;
       if (first_tool) {
         out += fmt::format(
             "{{\"tool_calls\":[{{\"index\":0,\"id\":{},\"type\":\"function\",\"function\":{{\"name\":{},"
@@ -570,13 +570,17 @@ std::string llamacpp_timings(const FinishedRequest& f) {
   return std::move(t).finish();
 }
 
+std::string ResponseBuilder::tool_arguments() const {
+  return std::string(kToolArgumentsOpen) + tool_args_ + std::string(kToolArgumentsClose);
+}
+
 std::string ResponseBuilder::message_json() const {
   if (req_.tool_name) {
     return fmt::format(
         "{{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{{\"id\":{},\"type\":\"function\","
         "\"function\":{{\"name\":{},\"arguments\":{}}}}}]}}",
         json_quote("chatcmpl-tool-" + opts_.id.substr(opts_.id.find('-') + 1)), json_quote(*req_.tool_name),
-        json_quote("{\"query\": \"" + tool_args_ + "\"}"));
+        json_quote(tool_arguments()));
   }
   return fmt::format("{{\"role\":\"assistant\",\"content\":{},\"reasoning_content\":{},\"tool_calls\":[]}}",
                      json_quote(content_), reasoning_.empty() ? "null" : json_quote(reasoning_));

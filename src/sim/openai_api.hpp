@@ -82,6 +82,10 @@ std::string render_llamacpp_props(std::string_view model, int slots, int n_ctx);
 std::string render_sglang_server_info(std::string_view model, int max_running, std::int64_t kv_tokens);
 
 // Builds the response of one request, streamed (SSE events) or whole.
+// A forced tool call's arguments: the generated tokens' text as one string member (`{"query": "`,
+// the text, `"}`).
+inline constexpr std::string_view kToolArgumentsOpen = "{\"query\": \"", kToolArgumentsClose = "\"}";
+
 class ResponseBuilder {
  public:
   struct Options {
@@ -143,8 +147,9 @@ class ResponseBuilder {
   std::string llamacpp_usage(int cached_prompt_tokens) const;
   std::string llamacpp_body(int cached_prompt_tokens, std::span<const ResponseBuilder* const> others) const;
   std::string llamacpp_choice_json() const;
-  std::string choice_json() const;   // the whole body's choice object
-  std::string message_json() const;  // chat's whole message
+  std::string choice_json() const;     // the whole body's choice object
+  std::string message_json() const;    // chat's whole message
+  std::string tool_arguments() const;  // the whole call's arguments
   const char* finish_string() const;
 
   const CompletionRequest& req_;
