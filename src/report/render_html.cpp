@@ -315,7 +315,10 @@ std::string group_body(const RowTable& table, const GroupStats& g, const RowList
     o += present::paragraph(fmt::format("Also, below: {}.", fmt::join(items, "; ")));
   }
   std::vector<std::pair<std::string, std::string>> facts{
-      {"requests", fmt::format("{} ({} streamed)", g.requests, g.streamed)},
+      {"requests", g.tool_call_first == 0
+                       ? fmt::format("{} ({} streamed)", g.requests, g.streamed)
+                       : fmt::format("{} ({} streamed, {} of them answered first with a tool call: {})", g.requests,
+                                     g.streamed, g.tool_call_first, kToolCallFirstMeaning)},
       {"window", fmt::format("{:.1f} s, {:.2f} req/s", g.window_s, g.requests_per_s)},
       {"output tokens/s", present::cell(g.output_tokens_per_s)},
       {"error rate", fmt::format("{:.2f}%", 100 * g.error_rate)},

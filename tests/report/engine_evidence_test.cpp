@@ -379,6 +379,7 @@ TEST(RankingFromEngineEvidence, RequestsThatBeginWithAToolCallAreJudgedFromTheEn
   in.groups = groups;
   const std::string md = render_markdown(in);
   EXPECT_NE(md.find("12 of the streamed answered first with a tool call"), std::string::npos) << md;
+  EXPECT_NE(render_html(in).find("12 streamed, 12 of them answered first with a tool call"), std::string::npos);
 
   // Without the engine's timings nothing on these lines dates a first token: could not judge.
   auto bare = read.records;
