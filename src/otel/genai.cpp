@@ -171,6 +171,7 @@ Span span_from_observation(const ledger::Observation& o, const RequestTrace& tra
   add_if(a, "modelperfobs.ttft_ms", o.ttft_ms);
   add_if(a, "modelperfobs.e2e_ms", o.e2e_ms);
   add_if(a, "modelperfobs.tpot_ms", ledger::tpot_ms(o));
+  if (o.first_output) add(a, "modelperfobs.first_output", std::string(*o.first_output));
   if (!o.itl_ms.empty()) {
     std::vector<double> sorted = o.itl_ms;
     std::sort(sorted.begin(), sorted.end());

@@ -62,6 +62,7 @@ TEST(GenAiSpan, CarriesTheConventionsAttributesAndOurs) {
   EXPECT_DOUBLE_EQ(std::get<double>(*find(s.attributes, "modelperfobs.tpot_ms")), (300.0 - 50.0) / 3);
   EXPECT_EQ(std::get<std::string>(*find(s.attributes, "modelperfobs.observation_id")), "obs-1");
   EXPECT_EQ(std::get<std::string>(*find(s.attributes, "modelperfobs.token_source")), "usage");
+  EXPECT_EQ(find(s.attributes, "modelperfobs.first_output"), nullptr);  // the line names none
   // No prompt or completion text, ever: no attribute that could carry it.
   for (const auto& a : s.attributes) {
     for (const char* content : {"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions",
@@ -85,6 +86,18 @@ TEST(GenAiSpan, AnErrorIsMarkedWithItsType) {
   s = span_from_observation(o, trace_for_request(std::nullopt, ids), "", {});
   EXPECT_EQ(std::get<std::string>(*find(s.attributes, "error.type")), "upstream_timeout");
   EXPECT_FALSE(s.parent_span_id);
+}
+
+// A stream that began with a tool call: the span says so, and carries no TPOT (the engine held back
+// the tokens before the function's name: REPORT.md "Tool calls first").
+TEST(GenAiSpan, AToolCallFirstIsNamedAndHasNoTpot) {
+  IdGenerator ids(4);
+  auto o = streamed_chat();
+  o.first_output = "tool_calls";
+  const auto s = span_from_observation(o, trace_for_request(std::nullopt, ids), "", {});
+  EXPECT_EQ(std::get<std::string>(*find(s.attributes, "modelperfobs.first_output")), "tool_calls");
+  EXPECT_EQ(find(s.attributes, "modelperfobs.tpot_ms"), nullptr);
+  EXPECT_DOUBLE_EQ(std::get<double>(*find(s.attributes, "gen_ai.response.time_to_first_chunk")), 0.05);
 }
 
 TEST(GenAiSpan, ProviderAndOperationByApi) {
