@@ -26,6 +26,7 @@ void record_response(Sample& s, ledger::Observation& o, openai::StreamTap&& tap,
   o.http_status = r.http_status;
   s.stream_mode = r.sse ? "sse" : "non_sse";
   if (tap.first_content_us()) s.ttft_ms = round_ms(static_cast<double>(*tap.first_content_us() - r.sent_us) / 1000.0);
+  if (const auto kind = tap.first_output()) s.first_output = std::string(openai::to_string(*kind));
   for (double g : tap.gaps_ms()) s.itl_ms.push_back(round_ms(g));
   s.output_events = tap.content_events();
   if (const auto& u = tap.usage()) {

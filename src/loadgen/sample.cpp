@@ -60,6 +60,7 @@ boost::json::object sample_json(const Sample& s) {
   if (s.warmup) o["warmup"] = true;
   if (!s.response_model.empty()) o["response_model"] = s.response_model;
   if (!s.finish_reason.empty()) o["finish_reason"] = s.finish_reason;
+  if (!s.first_output.empty()) o["first_output"] = s.first_output;
   if (s.max_tokens) o["max_tokens"] = *s.max_tokens;
   if (s.shard) o["shard"] = *s.shard;
   return o;
@@ -108,6 +109,7 @@ Result<Sample> sample_from_json(const boost::json::object& o) {
   s.warmup = json_bool(o, "warmup").value_or(false);
   s.response_model = std::string(json_string(o, "response_model").value_or(""));
   s.finish_reason = std::string(json_string(o, "finish_reason").value_or(""));
+  s.first_output = std::string(json_string(o, "first_output").value_or(""));
   s.max_tokens = json_int(o, "max_tokens");
   if (const auto shard = json_int(o, "shard")) {
     if (*shard < 0 || *shard > kMaxShards) return make_error(errc::kSweepJson, "a sample's shard is out of range");

@@ -38,12 +38,15 @@ struct Sample {
   std::optional<SampleUsage> usage;  // null: no usage object was seen
   // Ours.
   std::string observation_id;
-  double scheduled_offset_ms = 0;          // when the request was due, from the start of the point
-  double sent_offset_ms = 0;               // when its first byte was written
-  bool warmup = false;                     // excluded from statistics
-  std::string response_model;              // the `model` the server answered with
-  std::string response_id;                 // the response's id as the server named it (not written in receipts)
-  std::string finish_reason;               // the answer's finish reason as the server gave it ("" when none)
+  double scheduled_offset_ms = 0;  // when the request was due, from the start of the point
+  double sent_offset_ms = 0;       // when its first byte was written
+  bool warmup = false;             // excluded from statistics
+  std::string response_model;      // the `model` the server answered with
+  std::string response_id;         // the response's id as the server named it (not written in receipts)
+  std::string finish_reason;       // the answer's finish reason as the server gave it ("" when none)
+  // What its first generated event carried ("content", "reasoning", "tool_calls", "refusal"; ""
+  // when none): fak's ttft_ms counts any, and a tool call comes after the tokens before its name.
+  std::string first_output;
   std::optional<std::int64_t> max_tokens;  // the output limit the request asked for
   std::optional<int> shard;                // the shard that sent it (`sweep --shard I/N`, kept by `sweep merge`)
 };
@@ -51,6 +54,13 @@ struct Sample {
 // Rounds to 3 decimals of a millisecond, as fak does for every time it writes.
 double round_ms(double ms);
 inline double send_lateness_ms(const Sample& s) { return round_ms(s.sent_offset_ms - s.scheduled_offset_ms); }
+
+// Its first token's time, ms after it was sent: fak's ttft_ms, but none where the first event was a
+// tool call (the engine held back the tokens before the function's name: REPORT.md "Tool calls
+// first"). What the sweep's TTFT statistics take.
+inline std::optional<double> first_token_ms(const Sample& s) {
+  return s.first_output == "tool_calls" ? std::nullopt : s.ttft_ms;
+}
 
 boost::json::object sample_json(const Sample& s);
 Result<Sample> sample_from_json(const boost::json::object& o);

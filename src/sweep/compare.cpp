@@ -56,7 +56,7 @@ PointData data_of(const std::vector<const TrackPoint*>& runs, loadgen::LoadMode 
         d.e2e_waits.push_back(s.end_to_end_ms);
       }
       if (s.warmup || !s.ok) continue;
-      d.ttft.push_back(s.ttft_ms.value_or(std::nan("")));
+      d.ttft.push_back(loadgen::first_token_ms(s).value_or(std::nan("")));
       d.e2e.push_back(s.end_to_end_ms);
       d.itl.push_back(s.itl_ms);
       d.tokens.push_back(static_cast<double>(s.output_tokens_exact.value_or(s.output_token_estimate)));

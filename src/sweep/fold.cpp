@@ -53,7 +53,7 @@ double nearest_rank(std::span<const double> sorted, double q) {
 std::vector<double> ttft_values(std::span<const loadgen::Sample> samples) {
   std::vector<double> v;
   for (const auto* s : measured(samples)) {
-    if (s->ok && s->ttft_ms) v.push_back(*s->ttft_ms);
+    if (const auto first = loadgen::first_token_ms(*s); s->ok && first) v.push_back(*first);
   }
   return v;
 }
@@ -115,7 +115,12 @@ ServingStats fold_samples(std::span<const loadgen::Sample> samples, const FoldOp
   o.requests = static_cast<std::int64_t>(m.size());
   o.ok = ok;
   o.failed = failed;
-  o.ttft_ms = quantile_metric(ttft_values(samples), "no streaming first-token measurements");
+  const auto tool_call_first = std::count_if(
+      m.begin(), m.end(), [](const loadgen::Sample* s) { return s->ok && s->ttft_ms && !loadgen::first_token_ms(*s); });
+  if (tool_call_first > 0) o.tool_call_first = tool_call_first;
+  o.ttft_ms = quantile_metric(ttft_values(samples), tool_call_first > 0 && tool_call_first == ok
+                                                        ? "every answer began with a tool call: no first token dated"
+                                                        : "no streaming first-token measurements");
   o.itl_ms = quantile_metric(itl_values(samples), "no inter-token measurements");
   o.tpot_ms = quantile_metric(std::move(tpot), "no TPOT measurements");
   o.end_to_end_ms = quantile_metric(e2e_values(samples), "no successful request latencies");

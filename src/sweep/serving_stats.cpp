@@ -39,7 +39,8 @@ constexpr auto json_fields(const ServingStats*) {
                     field("successful_output_tokens_exact", &S::successful_output_tokens_exact),
                     field("slo_successful_output_tokens_exact", &S::slo_successful_output_tokens_exact),
                     field("observed_max_in_flight", &S::observed_max_in_flight),
-                    field("observed_in_flight_basis", &S::observed_in_flight_basis)};
+                    field("observed_in_flight_basis", &S::observed_in_flight_basis),
+                    field("tool_call_first", &S::tool_call_first)};
 }
 
 ScalarMetric ScalarMetric::of(double value, std::string unit) {

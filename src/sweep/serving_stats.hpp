@@ -48,6 +48,9 @@ struct ServingStats {
   std::optional<std::int64_t> successful_output_tokens_exact, slo_successful_output_tokens_exact;
   std::optional<std::int64_t> observed_max_in_flight;
   std::optional<std::string> observed_in_flight_basis;
+  // Ours: the ok requests whose first event was a tool call, left out of ttft_ms (no first token
+  // dated: REPORT.md "Tool calls first"); absent when none.
+  std::optional<std::int64_t> tool_call_first;
   boost::json::object unknown;  // members of a read receipt this struct does not name, as written
 };
 

@@ -47,6 +47,38 @@ TEST(ServingStats, FoldedStatsAreWrittenInFaksOrderAndReadBackUnchanged) {
   EXPECT_EQ(read->observed_max_in_flight, 8);
 }
 
+// Answers that began with a tool call (a multi-turn workload's tools, a model that calls them first)
+// date no first token: their TTFT is left out of the point's, counted, and the sample keeps what
+// its first event carried (REPORT.md "Tool calls first").
+TEST(ServingStats, AnswersThatBeganWithAToolCallAreLeftOutOfTtftAndCounted) {
+  FoldOptions fo;
+  auto samples = fixtures::samples(8, 40, 900, 12);
+  for (int i = 0; i < 3; ++i) {
+    samples[static_cast<std::size_t>(i)].ttft_ms = 700;  // the call's head after its name's tokens
+    samples[static_cast<std::size_t>(i)].first_output = "tool_calls";
+  }
+  const ServingStats folded = fold_samples(samples, fo);
+  EXPECT_EQ(folded.tool_call_first, 3);
+  EXPECT_DOUBLE_EQ(*folded.ttft_ms.p99, 40);  // not 700
+  const auto written = stats_json(folded);
+  EXPECT_EQ(written.at("tool_call_first"), 3);
+  auto read = parse_serving_stats(written);
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_EQ(read->tool_call_first, 3);
+  const auto sample = loadgen::sample_from_json(loadgen::sample_json(samples[0]));
+  ASSERT_TRUE(sample);
+  EXPECT_EQ(sample->first_output, "tool_calls");
+  EXPECT_FALSE(loadgen::first_token_ms(*sample).has_value());
+  EXPECT_EQ(sample->ttft_ms, 700);  // fak's ttft_ms as the client saw it stays in the sample
+
+  for (auto& s : samples) s.first_output = "tool_calls";
+  const ServingStats all = fold_samples(samples, fo);
+  EXPECT_FALSE(all.ttft_ms.measured());
+  EXPECT_EQ(all.ttft_ms.reason, "every answer began with a tool call: no first token dated");
+  // Without any, the member is not written: receipts stay as they were.
+  EXPECT_FALSE(stats_json(fold_samples(fixtures::samples(8, 40, 900, 12), fo)).contains("tool_call_first"));
+}
+
 TEST(ServingStats, WhatAFakReceiptLeavesOutStaysOutAndWhatWeDoNotKnowIsKept) {
   // Invented: a stats block as an older or newer fak writer might give it (no optional members, a
   // member this struct does not name).
