@@ -15,6 +15,7 @@
 #include "core/stats.hpp"
 #include "core/text.hpp"
 #include "core/time.hpp"
+#include "ledger/observation.hpp"
 #include "present/page.hpp"
 
 namespace mpo::attribution {
@@ -138,7 +139,7 @@ TraceJoin join_engine_traces(std::span<const ledger::LedgerRecord> lines, std::s
     r.match = std::move(match);
     // A first event that was a tool call dates no first token (the engine held back the tokens
     // before the function's name): no client TTFT to set against the server's.
-    if (l.first_output != "tool_calls") r.client_ttft_ms = l.ttft_ms;
+    if (!ledger::began_with_tool_call(l.first_output)) r.client_ttft_ms = l.ttft_ms;
     r.client_e2e_ms = l.e2e_ms;
     r.server_queue_ms = ms(s->queue_s);
     r.server_prefill_ms = ms(s->prefill_s);

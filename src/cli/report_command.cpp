@@ -18,6 +18,7 @@
 #include "cli/report_input.hpp"
 #include "core/clock.hpp"
 #include "core/time.hpp"
+#include "ledger/observation.hpp"
 #include "ledger/reader.hpp"
 #include "live/engine_evidence.hpp"
 #include "otel/trace_file.hpp"
@@ -68,7 +69,7 @@ std::map<std::string, std::vector<report::EngineTimes>, std::less<>> traced_time
       e.ttft_ms = *t.client_ttft_ms;
       e.ttfb_ms = r.ttfb_ms;
       e.outside_ms = t.outside_ttft_ms;
-    } else if ((!r.stream || r.first_output == "tool_calls") && r.e2e_ms && t.server_decode_ms) {
+    } else if ((!r.stream || ledger::began_with_tool_call(r.first_output)) && r.e2e_ms && t.server_decode_ms) {
       // Not streamed, or a tool call first (its first event dates no first token): the first token
       // as the engine timed its decode, and outside the engine what the line's e2e holds beyond the
       // engine's (docs/REPORT.md "Requests not streamed", "Tool calls first").

@@ -13,14 +13,8 @@
 
 namespace mpo::ledger {
 
-namespace {
-// Whether the tokens before the first event are known: not where that event was a tool call (the
-// engine held back the tokens before it had the function's name: how many, the line cannot say).
-bool first_event_dates_first_token(const Observation& o) { return o.first_output != "tool_calls"; }
-}  // namespace
-
 std::optional<double> tpot_ms(const Observation& o) {
-  if (!o.stream || !o.ttft_ms || !o.e2e_ms || !o.completion_tokens || !first_event_dates_first_token(o))
+  if (!o.stream || !o.ttft_ms || !o.e2e_ms || !o.completion_tokens || began_with_tool_call(o.first_output))
     return std::nullopt;
   // A request of `n` choices decodes them side by side: each choice's tokens after its first came
   // in the time after the first token.
@@ -31,7 +25,7 @@ std::optional<double> tpot_ms(const Observation& o) {
 
 std::optional<double> output_tokens_per_second(const Observation& o) {
   if (!o.stream || !o.ttft_ms || !o.e2e_ms || !o.completion_tokens || *o.e2e_ms <= *o.ttft_ms ||
-      !first_event_dates_first_token(o))
+      began_with_tool_call(o.first_output))
     return std::nullopt;
   return static_cast<double>(*o.completion_tokens) / ((*o.e2e_ms - *o.ttft_ms) / 1000.0);
 }

@@ -86,6 +86,15 @@ struct Observation {
   bool warmup = false;  // `sweep` lines: a warm-up request, outside every statistic (written only when true)
 };
 
+// Whether a line's (or a sample's) first_output says its first event was a tool call: that event
+// dates no first token (the engine held back the tokens before the function's name), so no TTFT-based
+// figure takes it (docs/FORMATS.md `first_output`). The one place the value is compared.
+inline bool began_with_tool_call(std::string_view first_output) { return first_output == "tool_calls"; }
+template <class Str>
+bool began_with_tool_call(const std::optional<Str>& first_output) {
+  return first_output && began_with_tool_call(std::string_view(*first_output));
+}
+
 // Whether an answer stopped at its length limit (finish_reason `length`, the Responses API's
 // `max_output_tokens`, Anthropic's `max_tokens`) with fewer completion tokens, as the server counted
 // them (usage, llama.cpp's timings; never an estimate), than the max_tokens its request named:

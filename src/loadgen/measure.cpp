@@ -45,7 +45,7 @@ void record_response(Sample& s, ledger::Observation& o, openai::StreamTap&& tap,
   }
   // fak's tpot over the tokens after the first: unknown where the first event was a tool call (the
   // engine held back the tokens before the function's name; docs/FORMATS.md `first_output`).
-  if (tap.first_content_us() && tap.first_output() != openai::ChunkKind::kToolCalls) {
+  if (tap.first_content_us() && first_token_ms(s)) {
     const double span = static_cast<double>(r.end_us - *tap.first_content_us()) / 1000.0;
     const std::int64_t units = s.output_tokens_exact ? *s.output_tokens_exact : s.output_events;
     if (units > 1) s.tpot_ms = round_ms(span / static_cast<double>(units - 1));

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "ledger/observation.hpp"
 
 namespace mpo::loadgen {
 
@@ -59,7 +60,7 @@ inline double send_lateness_ms(const Sample& s) { return round_ms(s.sent_offset_
 // tool call (the engine held back the tokens before the function's name: REPORT.md "Tool calls
 // first"). What the sweep's TTFT statistics take.
 inline std::optional<double> first_token_ms(const Sample& s) {
-  return s.first_output == "tool_calls" ? std::nullopt : s.ttft_ms;
+  return ledger::began_with_tool_call(s.first_output) ? std::nullopt : s.ttft_ms;
 }
 
 boost::json::object sample_json(const Sample& s);

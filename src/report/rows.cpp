@@ -210,7 +210,7 @@ void RowTable::add(const ledger::LedgerRecordView& r) {
           .completion_tokens = as_count(r.completion_tokens),
           .cached_prompt_tokens = as_count(r.cached_prompt_tokens),
           .itl_p50_ms = as_float(r.itl_p50_ms)};
-  if (r.stream && r.first_output == "tool_calls") {
+  if (r.stream && ledger::began_with_tool_call(r.first_output)) {
     row.tool_call_first = true;
     row.ttft_ms = {};
     row.tpot_ms = {};
