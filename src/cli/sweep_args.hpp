@@ -26,6 +26,7 @@ struct SweepArgs {
   double tool_turns = 0;
   std::int64_t trace_block_tokens = 512;
   bool chain_responses = false;
+  bool require_tool_calls = false;
   std::int64_t max_output_tokens = 64;
   std::string input_tokens = "128", output_tokens = "64";
   std::int64_t shared_prefix_tokens = 0;

@@ -619,6 +619,12 @@ std::function<int()> setup_sweep(CLI::App& app) {
   app.add_option("--tool-result-tokens", a->tool_result_tokens,
                  "multi-turn: a tool result's length in tokens, same forms")
       ->capture_default_str();
+  app.add_flag("--require-tool-calls", a->require_tool_calls,
+               "multi-turn with --tool-turns: every turn declares the tool and the turn before each tool turn "
+               "asks for a call of it (tool_choice \"required\"; messages {\"type\":\"any\"}), so the engine "
+               "answers it with a call as the next turn says (an engine that holds a call back until its name, as "
+               "llama.cpp does, then delays that turn's first event: the point's TTFT leaves such answers out and "
+               "stats.tool_call_first counts them)");
   app.add_flag("--chain-responses", a->chain_responses,
                "multi-turn with --api responses: each turn after the first sends only its new message with the "
                "previous turn's previous_response_id, and the server holds the conversation (OpenAI; vLLM with "

@@ -17,6 +17,7 @@ Result<std::vector<loadgen::ServingRequest>> multi_turn_workload(const SweepArgs
   o.seed = a.seed;
   o.system_prompt_tokens = a.shared_prefix_tokens;
   o.tool_turn_share = a.tool_turns;
+  o.require_tool_calls = a.require_tool_calls;
   for (auto [text, into] :
        {std::pair{&a.turns, &o.turns}, std::pair{&a.user_tokens, &o.user_tokens},
         std::pair{&a.output_tokens, &o.answer_tokens}, std::pair{&a.tool_result_tokens, &o.tool_result_tokens}}) {
@@ -34,6 +35,7 @@ Result<std::vector<loadgen::ServingRequest>> multi_turn_workload(const SweepArgs
       "multi-turn {}: turns={} user={} answer={} think_ms={} tool_turns={} tool_result={} system_prompt={} seed={}",
       loadgen::describe_sessions(requests), a.turns, a.user_tokens, a.output_tokens, a.think_time_ms, a.tool_turns,
       a.tool_result_tokens, a.shared_prefix_tokens, a.seed);
+  if (a.require_tool_calls) source += ", each call before a tool turn required (tool_choice)";
   return requests;
 }
 
@@ -123,6 +125,14 @@ std::optional<std::string> workload_flag_problem(const SweepArgs& a) {
   if (!(a.tool_turns >= 0 && a.tool_turns <= 1))
     return std::optional<std::string>("--tool-turns is a share from 0 to 1");
   if (a.sessions < 1) return std::optional<std::string>("--sessions must be at least 1");
+  if (a.require_tool_calls && (kind != "multi-turn" || a.tool_turns <= 0))
+    return std::optional<std::string>(
+        "--require-tool-calls asks for the calls a multi-turn workload's tool turns answer: it needs "
+        "--workload multi-turn and --tool-turns above 0");
+  if (a.require_tool_calls && a.api == "completions")
+    return std::optional<std::string>(
+        "--require-tool-calls: the completions API has no tools; use --api chat, "
+        "responses or messages");
   if (a.chain_responses) {
     if (kind != "multi-turn" || a.api != "responses")
       return std::optional<std::string>(

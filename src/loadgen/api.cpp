@@ -185,7 +185,12 @@ std::string request_body(const ServingRequest& r, const std::string& model, bool
       break;
     }
   }
-  if (api != Api::kCompletions && has_tool_turns(r)) w.raw_field("tools", tools_json(api, kToolName));
+  if (api != Api::kCompletions && r.requires_tool_call) {
+    w.raw_field("tool_choice", api == Api::kMessages ? R"({"type":"any"})" : R"("required")");
+  }
+  if (api != Api::kCompletions && (r.declares_tool || has_tool_turns(r))) {
+    w.raw_field("tools", tools_json(api, kToolName));
+  }
   return std::move(w).finish();
 }
 

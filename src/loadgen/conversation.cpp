@@ -46,6 +46,7 @@ std::vector<ServingRequest> multi_turn_workload(const MultiTurnOptions& opts) {
       const std::int64_t answer = draw_length(opts.answer_tokens, rng);
       if (tool_turn) {
         // The previous answer was a call of the tool; this turn sends its result.
+        if (opts.require_tool_calls) out.back().requires_tool_call = true;
         const std::string call_id = fmt::format("call_{}_{:02}", s + 1, t);
         Message& last = conversation.back();
         last.content = tool_arguments(session, t);
@@ -61,6 +62,7 @@ std::vector<ServingRequest> multi_turn_workload(const MultiTurnOptions& opts) {
       r.session_id = session;
       r.turn = t;
       r.think_time_s = t > 1 ? draw_think_time_s(opts.think_time_ms, rng) : 0.0;
+      r.declares_tool = opts.require_tool_calls;
       r.messages = conversation;
       r.max_output_tokens = answer;
       words = 0;

@@ -19,9 +19,6 @@
 
 namespace mpo::loadgen {
 
-// The one tool a workload's tool turns call (declared in each request that has a tool turn).
-inline constexpr const char* kToolName = "lookup";
-
 struct MultiTurnOptions {
   std::size_t sessions = 16;
   LengthDistribution turns{LengthDistribution::Kind::kConstant, 4, 0};
@@ -32,6 +29,10 @@ struct MultiTurnOptions {
   // this share of them, drawn per turn.
   double tool_turn_share = 0;
   LengthDistribution tool_result_tokens{LengthDistribution::Kind::kConstant, 256, 0};
+  // Every turn declares the tool, and the turn before each tool turn requires a call of it
+  // (ServingRequest::requires_tool_call); off: the tool is declared from the first tool turn on and
+  // the call before it is the workload's word only.
+  bool require_tool_calls = false;
   std::int64_t system_prompt_tokens = 0;  // one system prompt shared by every session; 0: none
   std::uint64_t seed = 1;
 };

@@ -290,6 +290,8 @@ boost::json::value workload_json(const std::vector<ServingRequest>& requests) {
       o["turn"] = r.turn;
       o["think_time_s"] = r.think_time_s;
     }
+    if (r.declares_tool) o["tools"] = boost::json::array{kToolName};
+    if (r.requires_tool_call) o["tool_choice"] = "required";
     list.push_back(std::move(o));
   }
   return list;

@@ -28,6 +28,10 @@ struct Message {
   std::string tool_name, tool_call_id;
 };
 
+// The one tool a multi-turn workload's tool turns call (loadgen/conversation.hpp): declared in each
+// request that has a tool turn, or in every request with MultiTurnOptions::require_tool_calls.
+inline constexpr const char* kToolName = "lookup";
+
 struct ServingRequest {
   std::string id;
   std::vector<Message> messages;
@@ -40,6 +44,13 @@ struct ServingRequest {
   std::string session_id;
   std::int32_t turn = 0;
   double think_time_s = 0;
+  // Multi-turn workloads with tool turns asked for (`sweep --require-tool-calls`): the request
+  // declares the tool although no call is in its messages yet (an agent's tools are its session's),
+  // and, where the next turn sends a tool's result, asks for a call of it (tool_choice "required";
+  // Anthropic's {"type":"any"}), so that the engine answers this turn with a call as the next turn
+  // says it did.
+  bool declares_tool = false;
+  bool requires_tool_call = false;
   // Set by the load generator, never in a workload: the Responses API response this request
   // continues (its messages are then only what is new since that response).
   std::string previous_response_id;

@@ -258,6 +258,24 @@ std::string goodput_sentence(const SweepReceipt& r) {
   return {};
 }
 
+// Where answers began with a tool call, how many each point's TTFT left out (their first event
+// waited for the tokens an engine holds back before a call's name; REPORT.md "Tool calls first").
+std::string tool_call_first_sentence(const SweepReceipt& r) {
+  std::string counts;
+  for (const auto& p : r.points) {
+    for (const auto& tp : p.tracks) {
+      if (!tp.stats.tool_call_first) continue;
+      counts +=
+          fmt::format("{}{} of {} at {} {}{}", counts.empty() ? "" : ", ", *tp.stats.tool_call_first, tp.stats.ok,
+                      point_key(r.mode), go_float_text(p.coordinate), r.tracks.size() > 1 ? " (" + tp.track + ")" : "");
+    }
+  }
+  if (counts.empty()) return {};
+  return " TTFT leaves out the successful answers that began with a tool call (their first event waited for "
+         "the tokens the engine holds back before a call's name): " +
+         counts + ".";
+}
+
 }  // namespace
 
 std::string sweep_markdown(const SweepReceipt& r) {
@@ -273,7 +291,7 @@ std::string sweep_markdown(const SweepReceipt& r) {
   out +=
       "\nTimes in ms. p99s are nearest-rank over the point's successful requests (warm-up excluded); the receipt "
       "holds a bootstrap interval for each. The p99 boundary counts a failed request as missing every budget." +
-      steady_rule_sentence(r) + goodput_sentence(r) + "\n";
+      steady_rule_sentence(r) + goodput_sentence(r) + tool_call_first_sentence(r) + "\n";
   for (const auto& t : r.tracks) {
     out += fmt::format("\n## Track {}\n\n", t.track);
     out += capacity_line(r, t.track);
@@ -383,14 +401,15 @@ std::string sweep_html(const SweepReceipt& r) {
     const bool valid = row[1] == "valid";
     points.row(std::move(row), valid ? "" : "worse");
   }
-  page.section("Points", points.html("points") +
-                             present::paragraph("Times in ms. p99s are nearest-rank over the point's successful "
-                                                "requests (warm-up excluded); the receipt holds a bootstrap interval "
-                                                "for each. The p99 boundary counts a failed request as missing every "
-                                                "budget." +
-                                                    steady_rule_sentence(r) + goodput_sentence(r) +
-                                                    " Rows not valid for claims are shaded.",
-                                                "note"));
+  page.section("Points",
+               points.html("points") +
+                   present::paragraph("Times in ms. p99s are nearest-rank over the point's successful "
+                                      "requests (warm-up excluded); the receipt holds a bootstrap interval "
+                                      "for each. The p99 boundary counts a failed request as missing every "
+                                      "budget." +
+                                          steady_rule_sentence(r) + goodput_sentence(r) + tool_call_first_sentence(r) +
+                                          " Rows not valid for claims are shaded.",
+                                      "note"));
   const std::string x = r.mode == loadgen::LoadMode::kConcurrency ? "concurrency" : "offered rate (req/s)";
   for (const auto& t : r.tracks) {
     page.section("Track " + t.track, track_section(r, t, x));

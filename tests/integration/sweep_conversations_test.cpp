@@ -203,6 +203,65 @@ TEST(SweepConversations, ChainedResponsesSendOnlyTheNewMessageAndTheServerHoldsT
   EXPECT_NE(missing.body.find("Response with id 'resp_nope' not found."), std::string::npos) << missing.body;
 }
 
+// `--require-tool-calls`: the turn before each tool turn asks the engine for the call, and the
+// engine answers with one. llama.cpp holds a call back until its name (imitated by the simulator):
+// those answers' first event is late by decode, not by a queue, and the sweep's TTFT leaves them out.
+TEST(SweepConversations, RequiredToolCallsAreAnsweredWithCallsAndLeftOutOfTheSweepsTtft) {
+  const std::string dir = make_temp_dir();
+  // Steps of 4 ms: llama.cpp holds back 11 tokens before the name "lookup" (9 + its length / 3).
+  write_file(dir + "/p.json", R"({"engine":{"step_base_s":0.004}})");
+  Simulator sim({"--imitate", "llamacpp", "--profile", dir + "/p.json"});
+  Proxy proxy(fmt::format("http://127.0.0.1:{}", sim.port), dir + "/proxy.jsonl");
+  // Every turn after the first a tool's result: turns 1-3 of each conversation are answered by a call.
+  sweep(dir, proxy.port,
+        {"--workload", "multi-turn", "--sessions", "4", "--turns", "4", "--user-tokens", "20", "--output-tokens", "40",
+         "--tool-turns", "1", "--require-tool-calls", "--concurrencies", "2", "--warmup", "0"});
+  ASSERT_EQ(proxy.process.terminate(), 0);
+
+  std::size_t calls = 0, texts = 0;
+  for (const auto& text : read_lines(dir + "/proxy.jsonl")) {
+    const auto o = json::parse(text).as_object();
+    if (!o.at("turn").is_int64()) continue;
+    ASSERT_EQ(o.at("outcome"), "ok") << text;
+    const bool last_turn = o.at("turn").as_int64() == 4;
+    EXPECT_EQ(o.at("first_output"), last_turn ? "content" : "tool_calls") << text;
+    if (last_turn) {
+      ++texts;
+      EXPECT_TRUE(o.at("tpot_ms").is_double()) << text;
+    } else {
+      ++calls;
+      // The call's first event came after the tokens held back before its name: no TPOT from it.
+      EXPECT_TRUE(o.at("tpot_ms").is_null()) << text;
+      EXPECT_GT(o.at("ttft_ms").to_number<double>(), 10 * 4) << text;
+    }
+  }
+  EXPECT_EQ(calls, 12u);
+  EXPECT_EQ(texts, 4u);
+
+  const auto receipt = json::parse(read_file(dir + "/sweep.json")).as_object();
+  const auto& point = receipt.at("points").as_array().at(0).at("tracks").as_array().at(0).as_object();
+  std::size_t sample_calls = 0;
+  for (const auto& sv : point.at("samples").as_array()) {
+    const auto& sample = sv.as_object();
+    if (sample.contains("first_output") && sample.at("first_output") == "tool_calls") ++sample_calls;
+  }
+  EXPECT_EQ(sample_calls, 12u) << json::serialize(point.at("samples"));
+  EXPECT_EQ(point.at("stats").at("tool_call_first").as_int64(), 12);
+  const auto md = read_file(dir + "/sweep.md");
+  EXPECT_NE(md.find("began with a tool call (their first event waited for the tokens the engine holds back before a "
+                    "call's name): 12 of 16 at concurrency 2."),
+            std::string::npos)
+      << md;
+  EXPECT_NE(std::string(receipt.at("load").at("workload_source").as_string()).find("required (tool_choice)"),
+            std::string::npos)
+      << json::serialize(receipt.at("load"));
+
+  // The report judges the calls from the engine's timings, not from their late first events.
+  const auto group = report_group(dir + "/proxy.jsonl");
+  EXPECT_EQ(group.at("tool_call_first").as_int64(), 12);
+  EXPECT_EQ(group.at("ttft_ms").at("n").as_int64(), 4);
+}
+
 TEST(SweepConversations, AKvPoolTooSmallForTheLiveConversationsIsACliffWithTheKvCacheFull) {
   const std::string dir = make_temp_dir();
   // 160 blocks of 16 tokens: six conversations growing by about 90 tokens a turn fill it by turn 5.

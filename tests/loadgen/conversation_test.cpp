@@ -233,6 +233,54 @@ TEST(MultiTurnApi, AWorkloadWithoutToolTurnsDeclaresNoTools) {
   }
 }
 
+// `sweep --require-tool-calls`: the engine is asked for the call the next turn answers, and every
+// turn declares the tool, so each turn's prompt stays the next one's prefix.
+TEST(MultiTurnApi, RequiredToolCallsAreAskedOfTheTurnBeforeEachToolTurnInEachApisShape) {
+  MultiTurnOptions o;
+  o.sessions = 6;
+  o.turns = {LengthDistribution::Kind::kConstant, 5, 0};
+  o.tool_turn_share = 0.5;
+  o.require_tool_calls = true;
+  const auto w = multi_turn_workload(o);
+  std::size_t asked = 0;
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    const bool next_is_tool_turn = i + 1 < w.size() && w[i + 1].turn > 1 && w[i + 1].messages.back().role == "tool";
+    EXPECT_EQ(w[i].requires_tool_call, next_is_tool_turn) << w[i].id;
+    asked += w[i].requires_tool_call ? 1 : 0;
+    for (Api api : {Api::kChat, Api::kResponses, Api::kMessages}) {
+      auto body = parse_exact_json(request_body(w[i], "m", false, api));
+      ASSERT_TRUE(body.ok());
+      const auto& b = body->as_object();
+      EXPECT_EQ(b.at("tools").as_array().size(), 1u) << w[i].id;
+      if (!next_is_tool_turn) {
+        EXPECT_FALSE(b.contains("tool_choice")) << w[i].id;
+      } else if (api == Api::kMessages) {
+        EXPECT_EQ(b.at("tool_choice").at("type").as_string(), "any");
+      } else {
+        EXPECT_EQ(b.at("tool_choice").as_string(), "required");
+      }
+    }
+  }
+  EXPECT_GT(asked, 3u);
+  EXPECT_LT(asked, w.size() - o.sessions);  // drawn: not every turn
+  // The workload says so (its digest changes), and without the flag it is the same as before.
+  const auto listed = workload_json(w);
+  const auto& entries = listed.as_array();
+  EXPECT_EQ(entries[0].at("tools").as_array()[0].as_string(), "lookup");
+  std::size_t required = 0;
+  for (const auto& e : entries) required += e.as_object().contains("tool_choice") ? 1 : 0;
+  EXPECT_EQ(required, asked);
+  o.require_tool_calls = false;
+  const auto plain = multi_turn_workload(o);
+  EXPECT_NE(workload_digest(plain), workload_digest(w));
+  const auto plain_listed = workload_json(plain);
+  for (const auto& e : plain_listed.as_array()) {
+    EXPECT_FALSE(e.as_object().contains("tools"));
+    EXPECT_FALSE(e.as_object().contains("tool_choice"));
+  }
+  EXPECT_EQ(request_body(plain.front(), "m", false, Api::kChat).find("tools"), std::string::npos);
+}
+
 // Written for these tests in the format of kvcache-ai/Mooncake's traces (FAST'25 release
 // mooncake_trace.jsonl; also documented by AIPerf's trace replay guide), with block size 4 so the
 // prompts stay small: requests 1 and 2 share blocks 7 and 8, request 3 shares block 7 only.

@@ -106,6 +106,20 @@ TEST(StreamTap, ALlamaCppToolCallIsCountedFromTheEngineAndItsFirstEventNamed) {
   EXPECT_EQ(after_text.finish_reason(), "tool_calls");
 }
 
+// The same forced call through llama.cpp b10309's Responses API (real capture, the small model):
+// the item with the function's name comes once the engine has parsed it, then one arguments delta
+// an event. 35 tokens made 12 deltas; the first output is the call's, not a token dated at once.
+TEST(StreamTap, ALlamaCppResponsesToolCallIsAToolCallFirstAndCountedFromTheUsage) {
+  StreamTap tap(true);
+  feed_by_event(tap, test::capture_body("llamacpp/llamacpp_b10309_responses_stream_tool_call.http"));
+  EXPECT_FALSE(tap.malformed());
+  EXPECT_EQ(tap.first_output(), ChunkKind::kToolCalls);
+  EXPECT_EQ(tap.content_events(), 12);
+  EXPECT_EQ(tap.completion_tokens(), 35);
+  EXPECT_EQ(tap.prompt_tokens(), 156);
+  EXPECT_EQ(tap.token_source(), TokenSource::kUsage);
+}
+
 // The completions API of llama.cpp b10309 (real capture, `n` 2): no usage-only chunk; each choice's
 // finishing chunk carries that choice's usage.
 TEST(StreamTap, TheCompletionsApisUsageOnEachChoicesLastChunkAddsUp) {
