@@ -17,7 +17,18 @@
 //   Messages: usage {"cache_read_input_tokens","input_tokens","output_tokens"}, no ping; the rest
 //   as the reference's.
 // b10309's reasoning items were not captured: they keep the reference's members, without sequence
-// numbers or output indexes.
+// numbers or output indexes. Its forced call (llamacpp_b10309_responses_{stream,nostream}_tool_call*):
+//   nothing until the function's name is parsed; then
+//   response.output_item.added {"type":..,"item":{"id":"fc_<32>","arguments":"","call_id":"call_<32>",
+//                                                 "name":..,"type":"function_call","status":"in_progress"}}
+//   response.function_call_arguments.delta {"type":..,"delta":..,"item_id":..} (one a token)
+//   response.output_item.done {"type":..,"item":{"id","type":"function_call","status":"completed",
+//                                                "arguments","call_id","name"}}
+//   the same item in response.completed's output and in the whole body's (not sorted there). Cut
+//   by the length limit before the name: no item streamed (output []), the text as the body's message.
+// The reference's (OpenAI's API reference): output_item.added with the item in progress, then
+// function_call_arguments.delta {item_id, output_index, delta}, function_call_arguments.done
+// {item_id, output_index, name, arguments}, output_item.done.
 #include "sim/event_apis.hpp"
 
 #include <fmt/format.h>
@@ -180,8 +191,83 @@ std::string ResponsesEvents::delta(OutputKind kind, std::string_view text) {
   return out;
 }
 
+void ResponsesEvents::expect_call(std::string name, int held_back) {
+  call_name_ = std::move(name);
+  call_held_back_ = identity_.llamacpp ? held_back : 0;
+  // The item's and the call's ids: the response id's hex digits (b10309's are 32 letters and digits).
+  for (char c : std::string_view(identity_.id).substr(identity_.id.find('_') + 1)) {
+    if (c != '-') call_hex_.push_back(c);
+  }
+}
+
+std::string ResponsesEvents::call_item(std::string_view status) const {
+  if (identity_.llamacpp && status == "in_progress") {
+    return fmt::format(R"({{"id":"fc_{}","arguments":"","call_id":"call_{}","name":{},"type":"function_call",)"
+                       R"("status":"in_progress"}})",
+                       call_hex_, call_hex_, json_quote(*call_name_));
+  }
+  return fmt::format(R"({{"id":"fc_{}","type":"function_call","status":"{}","arguments":{},"call_id":"call_{}",)"
+                     R"("name":{}}})",
+                     call_hex_, status, json_quote(status == "in_progress" ? std::string() : call_arguments_),
+                     call_hex_, json_quote(*call_name_));
+}
+
+std::string ResponsesEvents::call_delta(std::string_view text, int tokens) {
+  call_tokens_ += tokens;
+  call_arguments_ += text;
+  call_unsent_ += text;
+  // llama.cpp: nothing until the name is parsed, and nothing at all when the call ended before it.
+  if (!call_open_ && call_tokens_ <= call_held_back_) return {};
+  std::string out;
+  const std::size_t n = output_.size();
+  if (!call_open_) {
+    call_open_ = true;
+    out += identity_.llamacpp ? event("response.output_item.added", "\"item\":" + call_item("in_progress"))
+                              : event("response.output_item.added",
+                                      fmt::format("\"output_index\":{},\"item\":{}", n, call_item("in_progress")));
+  }
+  const std::string id = fmt::format("\"fc_{}\"", call_hex_);
+  out += identity_.llamacpp
+             ? event("response.function_call_arguments.delta",
+                     fmt::format(R"("delta":{},"item_id":{})", json_quote(call_unsent_), id))
+             : event("response.function_call_arguments.delta",
+                     fmt::format(R"("item_id":{},"output_index":{},"delta":{})", id, n, json_quote(call_unsent_)));
+  call_unsent_.clear();
+  return out;
+}
+
+std::string ResponsesEvents::close_call() {
+  if (!call_name_) return {};
+  if (!call_open_) {  // cut before the name: llama.cpp's body says the text; its stream said nothing
+    if (!call_arguments_.empty() && identity_.llamacpp) {
+      body_output_.push_back(fmt::format(
+          R"({{"content":[{{"type":"output_text","annotations":[],"logprobs":[],"text":{}}}],"id":"msg_{}","role":"assistant",)"
+          R"("status":"completed","type":"message"}})",
+          json_quote(call_arguments_), call_hex_));
+    }
+    call_name_.reset();
+    return {};
+  }
+  const std::string item = call_item("completed");
+  const std::size_t n = output_.size();
+  std::string out;
+  if (identity_.llamacpp) {
+    out = event("response.output_item.done", "\"item\":" + item);
+  } else {
+    const std::string id = fmt::format("\"fc_{}\"", call_hex_);
+    out = event("response.function_call_arguments.done",
+                fmt::format(R"("item_id":{},"output_index":{},"name":{},"arguments":{})", id, n,
+                            json_quote(*call_name_), json_quote(call_arguments_)));
+    out += event("response.output_item.done", fmt::format("\"output_index\":{},\"item\":{}", n, item));
+  }
+  output_.push_back(item);
+  body_output_.push_back(item);
+  call_name_.reset();
+  return out;
+}
+
 std::string ResponsesEvents::end(const ResponseTotals& totals) {
-  std::string out = close_item();
+  std::string out = close_item() + close_call();
   if (identity_.llamacpp) {  // completed whatever ended it, the timings beside the response
     const std::string timings = totals.timings.empty() ? std::string() : ",\"timings\":" + std::string(totals.timings);
     return out + sse("response.completed", fmt::format(R"({{"type":"response.completed","response":{}{}}})",
@@ -195,6 +281,7 @@ std::string ResponsesEvents::end(const ResponseTotals& totals) {
 
 std::string ResponsesEvents::body(const ResponseTotals& totals) {
   close_item();
+  close_call();
   if (identity_.llamacpp) {
     return fmt::format(
         R"({{"completed_at":{},"created_at":{},"id":{},"model":{},"object":"response","output":{},"status":"completed",)"

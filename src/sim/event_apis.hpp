@@ -4,8 +4,9 @@
 // `response.incomplete` at the length limit, Anthropic's `ping`), and, with `--imitate llamacpp`,
 // llama.cpp b10309's as captured (tests/fixtures/llamacpp/llamacpp_b10309_{responses,messages}_*):
 // its members in its order, no sequence numbers, output indexes or ping, `response.completed`
-// whatever ended the response, with its `timings` beside the response. Tool calls are not simulated
-// on these two APIs.
+// whatever ended the response, with its `timings` beside the response. A forced tool call is a
+// function_call item on the Responses API (b10309's as captured: llamacpp_b10309_responses_*tool_call*);
+// on the Messages API it is written as text (b10309's tool_use blocks were not captured).
 #pragma once
 
 #include <cstdint>
@@ -48,6 +49,13 @@ class ResponsesEvents {
   explicit ResponsesEvents(ResponseIdentity identity) : identity_(std::move(identity)) {}
   std::string start();
   std::string delta(OutputKind kind, std::string_view text);
+  // A forced call of `name` (tool_choice "required", or naming the function): the output is one
+  // function_call item. llama.cpp sends nothing of it until `held_back` tokens have come (the
+  // tokens before the function's name); a call cut within them has no item (its text is the whole
+  // body's message instead, as b10309's). The reference's dialect opens the item at once.
+  void expect_call(std::string name, int held_back);
+  // The call's next `tokens` tokens, `text` its arguments' next piece.
+  std::string call_delta(std::string_view text, int tokens);
   std::string end(const ResponseTotals& totals);
   // The whole response object (the body of a non-streamed request), after the last delta.
   std::string body(const ResponseTotals& totals);
@@ -58,6 +66,8 @@ class ResponsesEvents {
   std::string close_item();
   std::string response_object(std::string_view status, const ResponseTotals* totals) const;
   std::string llamacpp_response(const ResponseTotals& totals) const;
+  std::string call_item(std::string_view status) const;
+  std::string close_call();
 
   ResponseIdentity identity_;
   int sequence_ = 0;
@@ -65,6 +75,12 @@ class ResponsesEvents {
   std::string item_id_, item_text_;
   std::vector<std::string> output_;       // closed items, as JSON
   std::vector<std::string> body_output_;  // llama.cpp's: closed items as its whole body writes them
+  // The forced call: its function, the tokens llama.cpp holds back, the tokens so far, whether its
+  // item is open, its arguments so far and those not yet sent.
+  std::optional<std::string> call_name_;
+  int call_held_back_ = 0, call_tokens_ = 0;
+  bool call_open_ = false;
+  std::string call_hex_, call_arguments_, call_unsent_;
 };
 
 // Anthropic Messages: message_start (input usage, with the prefix-cache hit as

@@ -23,7 +23,7 @@
 //   7, `llamacpp:tokens_predicted_total` up by 12).
 // A forced tool call (llamacpp_b10309_chat_stream_tool_call.http, _usage.http, nostream): nothing
 // while the tokens before the function's name come (b10309 holds back `{"name": "get_weather",
-// "parameters": `, 13 of LLaMA-2's tokens: here 9 + a third of the name's length, rounded up), then the call's
+// "parameters": `, 13 of LLaMA-2's tokens: llamacpp_tokens_before_call), then the call's
 // head {"index":0,"id":<32 characters>,"type":"function","function":{"name":..,"arguments":<so far>}},
 // then each piece of the arguments alone, the finish ("tool_calls") in a chunk of its own; the body's
 // message {"role":"assistant","content":"","tool_calls":[{"type":"function","function":{..},"id":..}]}.
@@ -82,8 +82,9 @@ std::string ResponseBuilder::llamacpp_tool_chunk(std::string_view text, int toke
   tool_tokens_ += tokens;
   tool_unsent_ += text;
   if (last) tool_unsent_ += kToolArgumentsClose;
-  const int held_back = 9 + static_cast<int>(req_.tool_name->size() + 2) / 3;
-  if (!tool_head_sent_ && tool_tokens_ <= held_back && !last) return {};
+  // Nothing until the name is parsed, and nothing at all of a call cut before it (b10309's
+  // llamacpp_b10309_chat_stream_tool_call_cut_before_name.http: the finish chunk alone).
+  if (!tool_head_sent_ && tool_tokens_ <= llamacpp_tokens_before_call(*req_.tool_name)) return {};
   const std::string call =
       tool_head_sent_
           ? fmt::format(R"({{"index":0,"function":{{"arguments":{}}}}})", json_quote(tool_unsent_))
@@ -125,7 +126,11 @@ std::string ResponseBuilder::llamacpp_choice_json() const {
                        opts_.choice, fin_json);
   }
   std::string message;
-  if (req_.tool_name) {
+  if (req_.tool_name && completion_tokens_ <= llamacpp_tokens_before_call(*req_.tool_name)) {
+    // Cut before the name: the text so far is the message's content (..._nostream_tool_call_cut_before_name.http).
+    message =
+        fmt::format(R"({{"role":"assistant","content":{}}})", json_quote(std::string(kToolArgumentsOpen) + tool_args_));
+  } else if (req_.tool_name) {
     message = fmt::format(
         R"({{"role":"assistant","content":"","tool_calls":[{{"type":"function","function":{{"name":{},"arguments":{}}},"id":{}}}]}})",
         json_quote(*req_.tool_name), json_quote(tool_arguments()), json_quote(llamacpp_tool_id()));

@@ -231,7 +231,16 @@ Status read_chat_messages(const json::object& o, CompletionRequest& r) {
   return Ok{};
 }
 
-// A tool call the request requires (tool_choice "required" or a named function): which tool.
+// A function's name as chat writes it ({"function":{"name":..}}) or the Responses API ({"name":..}).
+std::string function_name(const json::value& v) {
+  if (!v.is_object()) return {};
+  const auto& o = v.get_object();
+  if (const auto* fn = json_object(o, "function")) return std::string(json_string(*fn, "name").value_or(""));
+  return std::string(json_string(o, "name").value_or(""));
+}
+
+// A tool call the request requires (tool_choice "required" or a named function; chat's shapes and
+// the Responses API's): which tool.
 Status read_tool_choice(const json::object& o, CompletionRequest& r) {
   const auto* tools = json_array(o, "tools");
   const auto* choice = o.if_contains("tool_choice");
@@ -241,17 +250,8 @@ Status read_tool_choice(const json::object& o, CompletionRequest& r) {
     if (tools == nullptr || tools->empty()) {
       return bad("tool_choice", "When using `tool_choice`, `tools` must be set.");
     }
-    std::string name;
-    if (choice->is_object()) {
-      if (const auto* fn = json_object(choice->get_object(), "function")) {
-        name = std::string(json_string(*fn, "name").value_or(""));
-      }
-    }
-    if (name.empty() && (*tools)[0].is_object()) {
-      if (const auto* fn = json_object((*tools)[0].get_object(), "function")) {
-        name = std::string(json_string(*fn, "name").value_or(""));
-      }
-    }
+    std::string name = function_name(*choice);
+    if (name.empty()) name = function_name((*tools)[0]);
     if (name.empty()) return bad("tools", "Each tool needs function.name.");
     r.tool_name = std::move(name);
   }
@@ -298,6 +298,7 @@ Result<CompletionRequest> parse_completion_request(std::string_view body, Endpoi
     auto chat = responses_input(o);
     if (!chat) return chat.error();
     r.prompt = tokenize_chat(*chat);
+    if (auto st = read_tool_choice(o, r); !st) return st.error();
     if (const auto* prev = o.if_contains("previous_response_id"); prev != nullptr && !prev->is_null()) {
       if (!prev->is_string() || prev->get_string().empty())
         return bad("previous_response_id", "'previous_response_id' must be a response id.");
@@ -375,6 +376,8 @@ ResponseBuilder::ResponseBuilder(const CompletionRequest& req, Options opts, int
     : req_(req), opts_(std::move(opts)), prompt_tokens_(prompt_tokens) {
   const ResponseIdentity identity{opts_.id, opts_.created, opts_.model, opts_.llamacpp};
   if (req_.endpoint == Endpoint::kResponses) responses_.emplace(identity);
+  if (responses_ && req_.tool_name)
+    responses_->expect_call(*req_.tool_name, llamacpp_tokens_before_call(*req_.tool_name));
   if (req_.endpoint == Endpoint::kMessages) messages_.emplace(identity);
   if (responses_ || messages_) return;  // chunk() writes chat's and completions' events only
   chunk_head_ =
@@ -499,7 +502,11 @@ std::string ResponseBuilder::stream_tokens(std::span<const Emission> group) {
     (kind == Kind::kReasoning ? reasoning_ : kind == Kind::kTool ? tool_args_ : content_) += text;
     if (kind == Kind::kReasoning) reasoning_count_ += static_cast<int>(j - i);
     const bool last = j == group.size() && finish_.has_value();
-    if (responses_) {
+    if (responses_ && kind == Kind::kTool) {
+      const std::string_view open = first_tool ? kToolArgumentsOpen : std::string_view();
+      const std::string_view close = last ? kToolArgumentsClose : std::string_view();
+      out += responses_->call_delta(fmt::format("{}{}{}", open, text, close), static_cast<int>(j - i));
+    } else if (responses_) {
       out += responses_->delta(kind, text);
     } else if (messages_) {
       out += messages_->delta(kind, text, prompt_tokens_, cached_prompt_tokens_);

@@ -85,6 +85,10 @@ std::string render_sglang_server_info(std::string_view model, int max_running, s
 // A forced tool call's arguments: the generated tokens' text as one string member (`{"query": "`,
 // the text, `"}`).
 inline constexpr std::string_view kToolArgumentsOpen = "{\"query\": \"", kToolArgumentsClose = "\"}";
+// The tokens llama.cpp b10309 generates of a call before it has parsed the function's name and
+// sends anything of it (`{"name": "get_weather", "parameters": ` is 13 of LLaMA-2's tokens: 9 + a
+// third of the name's length, rounded up; sim/llamacpp_chunks.cpp).
+inline int llamacpp_tokens_before_call(std::string_view name) { return 9 + static_cast<int>(name.size() + 2) / 3; }
 
 class ResponseBuilder {
  public:

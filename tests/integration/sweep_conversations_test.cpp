@@ -205,8 +205,9 @@ TEST(SweepConversations, ChainedResponsesSendOnlyTheNewMessageAndTheServerHoldsT
 
 // `--require-tool-calls`: the turn before each tool turn asks the engine for the call, and the
 // engine answers with one. llama.cpp holds a call back until its name (imitated by the simulator):
-// those answers' first event is late by decode, not by a queue, and the sweep's TTFT leaves them out.
-TEST(SweepConversations, RequiredToolCallsAreAnsweredWithCallsAndLeftOutOfTheSweepsTtft) {
+// those answers' first event is late by decode, not by a queue, and the sweep's TTFT leaves them out. In chat
+// and in the Responses API (its function_call item).
+void required_tool_calls_through_the_proxy(const std::string& api) {
   const std::string dir = make_temp_dir();
   // Steps of 4 ms: llama.cpp holds back 11 tokens before the name "lookup" (9 + its length / 3).
   write_file(dir + "/p.json", R"({"engine":{"step_base_s":0.004}})");
@@ -215,7 +216,7 @@ TEST(SweepConversations, RequiredToolCallsAreAnsweredWithCallsAndLeftOutOfTheSwe
   // Every turn after the first a tool's result: turns 1-3 of each conversation are answered by a call.
   sweep(dir, proxy.port,
         {"--workload", "multi-turn", "--sessions", "4", "--turns", "4", "--user-tokens", "20", "--output-tokens", "40",
-         "--tool-turns", "1", "--require-tool-calls", "--concurrencies", "2", "--warmup", "0"});
+         "--tool-turns", "1", "--require-tool-calls", "--concurrencies", "2", "--warmup", "0", "--api", api});
   ASSERT_EQ(proxy.process.terminate(), 0);
 
   std::size_t calls = 0, texts = 0;
@@ -260,6 +261,13 @@ TEST(SweepConversations, RequiredToolCallsAreAnsweredWithCallsAndLeftOutOfTheSwe
   const auto group = report_group(dir + "/proxy.jsonl");
   EXPECT_EQ(group.at("tool_call_first").as_int64(), 12);
   EXPECT_EQ(group.at("ttft_ms").at("n").as_int64(), 4);
+}
+
+TEST(SweepConversations, RequiredToolCallsAreAnsweredWithCallsAndLeftOutOfTheSweepsTtft) {
+  for (const char* api : {"chat", "responses"}) {
+    SCOPED_TRACE(api);
+    required_tool_calls_through_the_proxy(api);
+  }
 }
 
 TEST(SweepConversations, AKvPoolTooSmallForTheLiveConversationsIsACliffWithTheKvCacheFull) {

@@ -300,6 +300,130 @@ TEST(ResponseBuilder, ALlamaCppToolCallIsHeldBackUntilItsNameAndShapedAsB10309s)
   EXPECT_EQ(ours.at("choices").at(0).at("finish_reason"), "tool_calls");
 }
 
+// The same forced call on b10309's Responses API (captures llamacpp_b10309_responses_*tool_call*):
+// nothing until the name, then the function_call item and one arguments delta a token, the item done,
+// response.completed with the item in its output; the whole body's item in the same order. A call
+// cut before its name streams no item at all (output []), and the body says its text as a message.
+// In chat, such a cut call streams the finish chunk alone and the body its text as content.
+TEST(ResponseBuilder, ALlamaCppResponsesToolCallIsHeldBackUntilItsNameAndShapedAsB10309s) {
+  const std::string tools =
+      R"("tool_choice":"required","tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}])";
+  const ResponseBuilder::Options llama{"resp_01a24cec74f8711c9c7f50b4747fc6cf", 100, "small", 0, 0, true};
+  const auto run = [&](int tokens, bool stream, FinishReason finish) {
+    const auto req = *parse_completion_request(
+        fmt::format(R"({{"input":"weather in Paris?","stream":{},{}}})", stream ? "true" : "false", tools),
+        Endpoint::kResponses);
+    ResponseBuilder b(req, llama, 156);
+    std::string sse = b.stream_start();
+    std::vector<int> quiet_tokens;
+    for (int i = 0; i < tokens; ++i) {
+      const auto out =
+          b.stream_tokens(std::vector{em(i, " x", i + 1 == tokens ? std::optional(finish) : std::nullopt)});
+      if (out.empty()) quiet_tokens.push_back(i);
+      sse += out;
+    }
+    b.set_timings(llamacpp_timings(finished(1.01, 1.2, 156, 155, tokens)));
+    return std::tuple{stream ? events(sse + b.stream_end(155)) : std::vector<std::string>{b.full_body(155)},
+                      quiet_tokens.size()};
+  };
+  const auto shapes_match = [](const std::vector<std::string>& ours, const std::vector<std::string>& real) {
+    ASSERT_EQ(ours.size(), real.size());
+    for (std::size_t i = 0; i < ours.size(); ++i) {
+      if (real[i] == "[DONE]") {
+        EXPECT_EQ(ours[i], real[i]);
+        continue;
+      }
+      EXPECT_EQ(shape_difference(json::parse(ours[i]), json::parse(real[i])), "") << "event " << i << ": " << ours[i];
+    }
+  };
+  const auto [sent, quiet] = run(20, true, FinishReason::kStop);
+  EXPECT_EQ(quiet, 13u);  // as in chat: the tokens before the name
+  const auto real = events(test::capture_body("llamacpp/llamacpp_b10309_responses_stream_tool_call.http"));
+  ASSERT_EQ(real.size(), 17u);  // created, in_progress, added, 12 deltas, done, completed
+  ASSERT_EQ(sent.size(), 12u);  // created, in_progress, added, 7 deltas, done, completed
+  shapes_match({sent[0], sent[1], sent[2], sent[3], sent[4], sent[10], sent[11]},
+               {real[0], real[1], real[2], real[3], real[4], real[15], real[16]});
+  const auto added = json::parse(sent[2]).at("item");
+  EXPECT_EQ(added.at("name"), "get_weather");
+  EXPECT_EQ(added.at("call_id").as_string().size(), 37u);  // "call_" and 32 characters
+  const auto done = json::parse(sent[10]).at("item");
+  EXPECT_TRUE(json::parse(done.at("arguments").as_string()).is_object()) << done;
+  EXPECT_EQ(json::parse(sent[11]).at("response").at("output").at(0), done);
+
+  const auto [body, body_quiet] = run(20, false, FinishReason::kStop);
+  shapes_match(body, {test::capture_body("llamacpp/llamacpp_b10309_responses_nostream_tool_call.http")});
+  EXPECT_EQ(json::parse(body[0]).at("output").at(0).at("type"), "function_call");
+
+  const auto [cut, cut_quiet] = run(12, true, FinishReason::kLength);
+  EXPECT_EQ(cut_quiet, 12u);
+  shapes_match(cut,
+               events(test::capture_body("llamacpp/llamacpp_b10309_responses_stream_tool_call_cut_before_name.http")));
+  EXPECT_TRUE(json::parse(cut[2]).at("response").at("output").as_array().empty());
+  const auto [cut_body, cut_body_quiet] = run(12, false, FinishReason::kLength);
+  shapes_match(cut_body,
+               {test::capture_body("llamacpp/llamacpp_b10309_responses_nostream_tool_call_cut_before_name.http")});
+
+  // Chat, cut before the name: the role, the finish alone (length), [DONE]; the body's text as content.
+  const std::string chat_request =
+      R"({"messages":[{"role":"user","content":"weather in Paris?"}],"stream":true,"tool_choice":"required",)"
+      R"("tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]})";
+  for (bool stream : {true, false}) {
+    std::string text = chat_request;
+    if (!stream) text.erase(text.find(R"("stream":true,)"), 14);
+    const auto req = *parse_completion_request(text, Endpoint::kChat);
+    ResponseBuilder b(req, {"chatcmpl-01a24cec-74f8-711c-9c7f-50b4747fc6cf", 100, "small", 0, 0, true}, 156);
+    std::string sse = b.stream_start();
+    for (int i = 0; i < 12; ++i) {
+      sse += b.stream_tokens(std::vector{em(i, " x", i == 11 ? std::optional(FinishReason::kLength) : std::nullopt)});
+    }
+    b.set_timings(llamacpp_timings(finished(1.01, 1.2, 156, 155, 12)));
+    if (stream) {
+      sse += b.choice_end(155) + b.stream_end(155);
+      const auto theirs =
+          events(test::capture_body("llamacpp/llamacpp_b10309_chat_stream_tool_call_cut_before_name.http"));
+      shapes_match(events(sse), theirs);
+    } else {
+      const auto ours = b.full_body(155);
+      shapes_match({ours},
+                   {test::capture_body("llamacpp/llamacpp_b10309_chat_nostream_tool_call_cut_before_name.http")});
+      EXPECT_TRUE(json::parse(ours).at("choices").at(0).at("message").at("content").is_string()) << ours;
+    }
+  }
+}
+
+// The reference's dialect (OpenAI's Responses API): the item opens with the first token, each piece
+// of the arguments a delta with its output index, then function_call_arguments.done with the name
+// and the whole arguments, and the item done.
+TEST(ResponseBuilder, AResponsesToolCallInTheReferencesDialectOpensAtOnce) {
+  const auto req = *parse_completion_request(
+      R"({"input":"Hi","stream":true,"tool_choice":{"type":"function","name":"lookup"},"tools":[{"type":"function","name":"lookup"}]})",
+      Endpoint::kResponses);
+  ResponseBuilder b(req, {"resp_1", 100, "m", 0, 0, false}, 4);
+  std::string sse = b.stream_start();
+  for (int i = 0; i < 3; ++i) {
+    sse += b.stream_tokens(std::vector{em(i, " x", i == 2 ? std::optional(FinishReason::kStop) : std::nullopt)});
+  }
+  sse += b.stream_end(0);
+  std::vector<std::string> types;
+  std::string arguments;
+  for (const auto& e : events(sse)) {
+    const auto o = json::parse(e).as_object();
+    types.emplace_back(o.at("type").as_string());
+    if (types.back() == "response.function_call_arguments.delta") arguments += o.at("delta").as_string();
+    if (types.back() == "response.function_call_arguments.done") {
+      EXPECT_EQ(o.at("name"), "lookup");
+      EXPECT_EQ(o.at("arguments").as_string(), arguments);
+      EXPECT_EQ(o.at("output_index"), 0);
+    }
+  }
+  EXPECT_EQ(types, (std::vector<std::string>{
+                       "response.created", "response.in_progress", "response.output_item.added",
+                       "response.function_call_arguments.delta", "response.function_call_arguments.delta",
+                       "response.function_call_arguments.delta", "response.function_call_arguments.done",
+                       "response.output_item.done", "response.completed"}));
+  EXPECT_EQ(arguments, R"({"query": " x x x"})");
+}
+
 // With `--imitate llamacpp` the Responses and Messages APIs answer in b10309's dialect: every event
 // and body has its capture's shape, member for member (no sequence numbers, output indexes or ping;
 // `response.completed` at the length limit, with the engine's `timings` beside the response).
