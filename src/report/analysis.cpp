@@ -317,6 +317,7 @@ void count_and_summarise_latencies(const RowList& rs, GroupColumns& c, GroupStat
     (r->stream ? g.streamed : g.non_streamed)++;
     if (r->stream && r->operation == kOtherOperation) ++g.streamed_unread;
     if (r->tool_call_first) ++g.tool_call_first;
+    if (r->no_output) ++g.no_output;
     t.one_operation = t.one_operation && r->operation == rs.front()->operation;
     g.prompt_tokens_total += r->prompt_tokens.value_or(0);
     g.completion_tokens_total += r->completion_tokens.value_or(0);

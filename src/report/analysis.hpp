@@ -165,6 +165,11 @@ inline constexpr double kQueueThresholdMs = 500;
 inline constexpr std::string_view kToolCallFirstMeaning =
     "an engine holds a tool call's first tokens until it has parsed the function's name, so that first event came "
     "after part of the decode: left out of TTFT and TPOT";
+// Why a streamed request that ended without any output has no TTFT or TPOT (Row::no_output).
+inline constexpr std::string_view kNoOutputMeaning =
+    "the engine generated tokens the stream did not show (an answer the model ended at once, a reasoning model's "
+    "unstreamed reasoning, or a tool call cut by the length limit before its function's name, of which llama.cpp "
+    "sends nothing): no TTFT or TPOT";
 
 // The engine's own queue-time histogram, as the window's difference: how long the requests it
 // finished in the window waited before it scheduled them.
@@ -205,6 +210,9 @@ struct GroupStats {
   // Of the streamed, those whose first event was a tool call: no TTFT or TPOT of theirs is measured
   // (Row::tool_call_first).
   std::size_t tool_call_first = 0;
+  // Of the streamed, those that ended without any output although tokens were generated
+  // (Row::no_output).
+  std::size_t no_output = 0;
   // Streamed on a path of no API whose events the proxy reads (operation `other`: llama.cpp's own
   // /completion, say): their tokens may be known (the engine's timings), their TTFT never is.
   std::size_t streamed_unread = 0;

@@ -564,12 +564,19 @@ Candidate workload_candidate(const GroupStats& g) {
 // Not enough evidence: nothing streamed, no TTFT or TPOT measured, no token counts.
 Candidate not_enough_evidence_candidate(const GroupStats& g) {
   Candidate c{"not_enough_evidence", 0.0, {}};
-  // Streamed requests whose first event was a tool call date no first token (Row::tool_call_first).
-  const std::size_t timed = g.streamed - g.tool_call_first;
-  const std::string none_timed =
-      g.streamed == 0 ? std::string("no streamed requests")
-                      : fmt::format("{} of the {} streamed requests answered first with a tool call ({})",
-                                    g.tool_call_first, g.streamed, kToolCallFirstMeaning);
+  // Streamed requests whose first event was a tool call date no first token (Row::tool_call_first),
+  // nor do those that ended without output (Row::no_output).
+  const std::size_t timed = g.streamed - g.tool_call_first - g.no_output;
+  std::string none_timed = g.streamed == 0 ? std::string("no streamed requests") : std::string();
+  if (g.tool_call_first > 0) {
+    none_timed = fmt::format("{} of the {} streamed requests answered first with a tool call ({})", g.tool_call_first,
+                             g.streamed, kToolCallFirstMeaning);
+  }
+  if (g.no_output > 0) {
+    none_timed += none_timed.empty() ? fmt::format("{} of the {} streamed requests", g.no_output, g.streamed)
+                                     : fmt::format(" and {}", g.no_output);
+    none_timed += fmt::format(" ended without any output ({})", kNoOutputMeaning);
+  }
   if (timed == 0 && g.engine_split && g.engine_split->not_streamed) {
     // The engine's own timings stand in: the verdict rests on them, and says so.
     c.evidence.push_back(fmt::format(

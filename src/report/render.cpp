@@ -344,6 +344,11 @@ std::string group_md(const GroupStats& g) {
     fmt::format_to(std::back_inserter(o), "- {} of the streamed answered first with a tool call: {}\n",
                    g.tool_call_first, kToolCallFirstMeaning);
   }
+  if (g.no_output > 0) {
+    fmt::format_to(std::back_inserter(o),
+                   "- {} of the streamed ended without any output, although the engine counted tokens for them: {}\n",
+                   g.no_output, kNoOutputMeaning);
+  }
   std::string outcomes;
   for (const auto& [k, n] : g.outcomes) outcomes += fmt::format("{}{} {}", outcomes.empty() ? "" : ", ", k, n);
   fmt::format_to(std::back_inserter(o), "- outcomes: {}\n", outcomes);
@@ -653,6 +658,7 @@ std::string group_json(const GroupStats& g) {
       .field("streamed", static_cast<std::uint64_t>(g.streamed))
       .field("non_streamed", static_cast<std::uint64_t>(g.non_streamed))
       .field("tool_call_first", static_cast<std::uint64_t>(g.tool_call_first))
+      .field("no_output", static_cast<std::uint64_t>(g.no_output))
       .field("error_rate", g.error_rate)
       .field("failure_rate", g.failure_rate)
       .raw_field("failures", failures_json(g.failures))

@@ -314,11 +314,16 @@ std::string group_body(const RowTable& table, const GroupStats& g, const RowList
     for (const auto& [what, section] : also) items.push_back(fmt::format("{} ({})", what, section));
     o += present::paragraph(fmt::format("Also, below: {}.", fmt::join(items, "; ")));
   }
+  std::string streamed_notes;
+  if (g.tool_call_first > 0) {
+    streamed_notes +=
+        fmt::format(", {} of them answered first with a tool call: {}", g.tool_call_first, kToolCallFirstMeaning);
+  }
+  if (g.no_output > 0) {
+    streamed_notes += fmt::format(", {} of them ended without any output: {}", g.no_output, kNoOutputMeaning);
+  }
   std::vector<std::pair<std::string, std::string>> facts{
-      {"requests", g.tool_call_first == 0
-                       ? fmt::format("{} ({} streamed)", g.requests, g.streamed)
-                       : fmt::format("{} ({} streamed, {} of them answered first with a tool call: {})", g.requests,
-                                     g.streamed, g.tool_call_first, kToolCallFirstMeaning)},
+      {"requests", fmt::format("{} ({} streamed{})", g.requests, g.streamed, streamed_notes)},
       {"window", fmt::format("{:.1f} s, {:.2f} req/s", g.window_s, g.requests_per_s)},
       {"output tokens/s", present::cell(g.output_tokens_per_s)},
       {"error rate", fmt::format("{:.2f}%", 100 * g.error_rate)},

@@ -227,6 +227,10 @@ void RowTable::add(const ledger::LedgerRecordView& r) {
   row.outcome_index = name_index(r.outcome, last_outcome_, last_outcome_index_);
   row.token_source_index = name_index(r.token_source, last_source_, last_source_index_);
   if (r.timing_basis) row.timing_basis_index = name_index(*r.timing_basis, last_basis_, last_basis_index_);
+  // Our lines only (fak's may leave TTFT out for no reason the line says); a stream on a path of no
+  // API the proxy reads has no first event it could date: not this.
+  row.no_output = r.stream && r.source_schema == ledger::kObservationSchema && row.operation != kOtherOperation &&
+                  !row.tool_call_first && !r.ttft_ms && r.completion_tokens.value_or(0) > 0 && row.ok();
   row.cut_short = ledger::answer_cut_short(r.finish_reason, r.max_tokens, r.completion_tokens, r.token_source);
   if (r.sweep_point) {
     const auto name = intern(*r.sweep_point, last_phase_);

@@ -96,13 +96,17 @@ struct Row {
   // names none).
   std::uint16_t phase = 0;
   // The request's turn in its conversation (docs/FORMATS.md "Sessions"); 0: the line names none.
-  // Clamped to kMaxTurn (15 bits, beside the next flag: a row's size is the report's memory).
-  static constexpr std::uint16_t kMaxTurn = 32767;
-  std::uint16_t turn : 15 = 0;
+  // Clamped to kMaxTurn (14 bits, beside the next flags: a row's size is the report's memory).
+  static constexpr std::uint16_t kMaxTurn = 16383;
+  std::uint16_t turn : 14 = 0;
   // Streamed, and its first generated event was a tool call: the engine held back the tokens before
   // the function's name, so the line dates no first token (its TTFT and TPOT are left out; the
   // engine's own times stand in where the line has them: docs/REPORT.md "Tool calls first").
   bool tool_call_first : 1 = false;
+  // Streamed, ok, and it ended without a generated event although the engine counted tokens for it
+  // (report/analysis.hpp kNoOutputMeaning: an answer ended at once, unstreamed reasoning, a tool call
+  // cut before its name, of which llama.cpp b10309 sends nothing). No TTFT or TPOT.
+  bool no_output : 1 = false;
   std::string_view outcome() const { return RowNames::name(outcome_index); }            // "ok", "http_error", ...
   std::string_view token_source() const { return RowNames::name(token_source_index); }  // "usage", "none", ...
   // "kernel_rx", "loop"; "" when the line does not say (sweep, fak, older)

@@ -391,6 +391,43 @@ TEST(RankingFromEngineEvidence, RequestsThatBeginWithAToolCallAreJudgedFromTheEn
   EXPECT_NE(without[0].ranking.front().evidence.at(0).find("answered first with a tool call"), std::string::npos);
 }
 
+// A real llama.cpp b10309 through the proxy (small model, 2 slots, one client), four rounds of: a
+// streamed answer, a forced tool call, the same call with max_tokens 10. The call cut before its
+// function's name streamed nothing at all (its line: 10 tokens, no first event), and the report says
+// so instead of leaving a gap between the streamed count and TTFT's: 4 timed, 4 calls first, 4 without
+// output.
+TEST(RankingFromEngineEvidence, StreamsThatEndedWithoutOutputAreCountedAndSaidWhy) {
+  const auto read =
+      ledger::read_ledger(test::read_fixture("llamacpp/llamacpp_b10309_small-random_np2_tool_calls_mixed.jsonl"));
+  ASSERT_EQ(read.records.size(), 12u);
+  const auto groups = analyse(read.records, {});
+  ASSERT_EQ(groups.size(), 1u);
+  const auto& g = groups[0];
+  EXPECT_EQ(g.streamed, 12u);
+  EXPECT_EQ(g.tool_call_first, 4u);
+  EXPECT_EQ(g.no_output, 4u);
+  ASSERT_TRUE(g.ttft_ms.has_value());
+  EXPECT_EQ(g.ttft_ms->n, 4u);
+  ReportInput in;
+  in.groups = groups;
+  const std::string md = render_markdown(in);
+  EXPECT_NE(md.find("- 4 of the streamed ended without any output, although the engine counted tokens for them: "),
+            std::string::npos)
+      << md;
+  EXPECT_NE(render_html(in).find("12 streamed, 4 of them answered first with a tool call"), std::string::npos);
+  EXPECT_NE(render_html(in).find("4 of them ended without any output"), std::string::npos);
+  // With the calls and the cut calls alone nothing dates a first token: could not judge, and why.
+  std::vector<ledger::LedgerRecord> untimed;
+  for (const auto& r : read.records) {
+    if (r.first_output != "content") untimed.push_back(r);
+  }
+  for (auto& r : untimed) r.server_timings.reset();
+  const auto without = analyse(untimed, {});
+  EXPECT_EQ(without[0].ranking.front().name, "not_enough_evidence");
+  EXPECT_NE(without[0].ranking.front().evidence.at(0).find("and 4 ended without any output"), std::string::npos)
+      << without[0].ranking.front().evidence.at(0);
+}
+
 // The same with a decode slow enough for the held-back tokens to cross the queueing threshold: 900 ms
 // to the first event, of which the engine spent 5 ms before the prompt. Lines written before
 // `first_output` existed (no such field) keep the old reading; with it, queueing is not named.
