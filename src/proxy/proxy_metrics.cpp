@@ -86,7 +86,11 @@ void ProxyMetrics::record(const ledger::Observation& o) {
   }
   ++*r.count;
   Latencies& l = *r.latencies;
-  if (o.ttft_ms) l.ttft.observe(*o.ttft_ms / 1000.0);
+  if (o.stream && o.first_output && ledger::began_with_tool_call(*o.first_output)) {
+    ++l.tool_call_first;
+  } else if (o.ttft_ms) {
+    l.ttft.observe(*o.ttft_ms / 1000.0);
+  }
   if (auto t = ledger::tpot_ms(o)) l.tpot.observe(*t / 1000.0);
   for (double g : o.itl_ms) l.itl.observe(g / 1000.0);
   if (o.e2e_ms) l.e2e.observe(*o.e2e_ms / 1000.0);
@@ -115,8 +119,16 @@ std::string ProxyMetrics::render(const LedgerCounts& ledger, const Histogram& la
   }
   using L = Latencies;
   histograms_by_model(w, "modelperfobs_time_to_first_token_seconds",
-                      "Client-side time to the first generated-content event, by model and operation.", latencies_,
-                      &L::ttft);
+                      "Client-side time to the first generated-content event, by model and operation (streams whose "
+                      "first event was a tool call are left out: modelperfobs_tool_call_first_total).",
+                      latencies_, &L::ttft);
+  w.family("modelperfobs_tool_call_first_total", MetricType::kCounter,
+           "Streams whose first event was a tool call, by model and operation: an engine sends a call only once it "
+           "has parsed the function's name, so that event came after part of the decode and dates no first token.");
+  for (const auto& [key, l] : latencies_) {
+    w.sample("modelperfobs_tool_call_first_total", {{"model", key.first}, {"operation", key.second}},
+             static_cast<double>(l.tool_call_first));
+  }
   histograms_by_model(w, "modelperfobs_time_per_output_token_seconds",
                       "Client-side (e2e - ttft) / (completion_tokens - 1), by model and operation.", latencies_,
                       &L::tpot);

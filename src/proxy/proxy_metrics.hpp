@@ -58,6 +58,9 @@ class ProxyMetrics {
   struct Latencies {
     Latencies();
     Histogram ttft, tpot, itl, e2e, ttfb;
+    // Streams whose first event was a tool call: left out of ttft (their first event came after part
+    // of the decode: docs/REPORT.md "Tool calls first").
+    std::uint64_t tool_call_first = 0;
   };
   LabelCap models_;
   // model, operation, outcome, code
