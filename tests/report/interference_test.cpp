@@ -76,6 +76,23 @@ TEST(DecodeInterference, ADecodeWhollyInsideAPromptsWindowIsPacedByTheDecodesOut
   EXPECT_DOUBLE_EQ(d->lost_ms, 480);
 }
 
+// Text, then two tool calls (llama.cpp b10309's shape: llamacpp_b10309_chat_stream_tool_calls_after_text.http,
+// 71 tokens in 32 events): the engine held back each call's first tokens until its name, so the
+// stream has two long gaps (~13 tokens each) at an even decode. Another request's prompt read during
+// the first of them does not make that gap a loss: the decode is measured against the stream's own
+// median gap over all its tokens, and all of its tokens were counted.
+TEST(DecodeInterference, GapsHeldBackBeforeToolCallsInsideAStreamAreNotLostToAnotherPrompt) {
+  Rows rows;
+  // 71 tokens at 5 ms from its first at 20 ms: 370 ms; gaps of 5 ms but two of 65 ms (the calls').
+  rows.add(0, 20, 370, 71, 5, 10.0f);
+  rows.add(100, 65, 200, 8, 5, 65.0f);  // a prompt read from 100 to 165 ms, inside the first held gap
+  for (double start : {1000.0, 2000.0}) rows.add(start, 20, start + 370, 71, 5, 10.0f);  // alone
+  const PrefillOverlap overlap(rows.list);
+  EXPECT_DOUBLE_EQ(*overlap.covered_ms(rows.storage[0]), 65);
+  EXPECT_TRUE(decoded_behind_prompts(rows.storage[0], overlap));  // a sixth of its decode, beside it
+  EXPECT_FALSE(decode_interference(rows.list, overlap).has_value());  // and nothing lost to it
+}
+
 TEST(DecodeInterference, TwoPromptsReadAtOnceCountOnceAndARequestsOwnPromptNotAtAll) {
   Rows rows;
   rows.add(0, 500, 510, 2, 10, 500.0f);    // [0, 500)
