@@ -346,22 +346,78 @@ std::string MessagesEvents::delta(OutputKind kind, std::string_view text, int pr
   return out;
 }
 
+void MessagesEvents::expect_call(std::string name, int held_back) {
+  call_name_ = std::move(name);
+  call_held_back_ = identity_.llamacpp ? held_back : 0;
+  std::string hex;
+  for (char c : std::string_view(identity_.id).substr(identity_.id.find('_') + 1)) {
+    if (c != '-') hex.push_back(c);
+  }
+  call_id_ = "toolu_" + hex;
+}
+
+std::string MessagesEvents::call_delta(std::string_view text, int tokens, int prompt_tokens, int cached) {
+  std::string out = started_ ? std::string() : start(prompt_tokens, cached);
+  call_tokens_ += tokens;
+  call_input_ += text;
+  call_unsent_ += text;
+  if (!call_open_ && call_tokens_ <= call_held_back_) return out;  // llama.cpp: not before the name
+  if (!call_open_) {
+    call_open_ = true;
+    ++index_;
+    out += sse("content_block_start",
+               fmt::format(R"({{"type":"content_block_start","index":{},"content_block":{{"type":"tool_use","id":{},)"
+                           R"("name":{},"input":{{}}}}}})",
+                           index_, json_quote(call_id_), json_quote(*call_name_)));
+  }
+  out += sse("content_block_delta",
+             fmt::format(R"({{"type":"content_block_delta","index":{},"delta":{{"type":"input_json_delta",)"
+                         R"("partial_json":{}}}}})",
+                         index_, json_quote(call_unsent_)));
+  call_unsent_.clear();
+  return out;
+}
+
+// The call's block closed (its input whole where the call was, `{}` where the length limit cut it);
+// a call cut before its name is its text instead, as llama.cpp's other APIs write it.
+std::string MessagesEvents::close_call(bool complete) {
+  if (!call_name_) return {};
+  std::string out;
+  if (call_open_) {
+    content_.push_back(fmt::format(R"({{"type":"tool_use","id":{},"name":{},"input":{}}})", json_quote(call_id_),
+                                   json_quote(*call_name_), complete ? call_input_ : std::string("{}")));
+    out = sse("content_block_stop", fmt::format(R"({{"type":"content_block_stop","index":{}}})", index_));
+    called_ = true;
+  } else if (!call_input_.empty()) {
+    content_.push_back(fmt::format(R"({{"type":"text","text":{}}})", json_quote(call_input_)));
+  }
+  call_name_.reset();
+  return out;
+}
+
+const char* MessagesEvents::stop_reason(std::optional<FinishReason> finish) const {
+  if (called_ && !(finish && *finish == FinishReason::kLength)) return "tool_use";
+  return anthropic_stop_reason(finish);
+}
+
 std::string MessagesEvents::end(const ResponseTotals& t) {
   std::string out = started_ ? std::string() : start(t.prompt_tokens, t.cached_prompt_tokens);
   out += close_block();
+  out += close_call(!(t.finish && *t.finish == FinishReason::kLength));
   out += sse("message_delta", fmt::format("{{\"type\":\"message_delta\",\"delta\":{{\"stop_reason\":\"{}\","
                                           "\"stop_sequence\":null}},\"usage\":{{\"output_tokens\":{}}}}}",
-                                          anthropic_stop_reason(t.finish), t.completion_tokens));
+                                          stop_reason(t.finish), t.completion_tokens));
   out += sse("message_stop", R"({"type":"message_stop"})");
   return out;
 }
 
 std::string MessagesEvents::body(const ResponseTotals& t) {
   close_block();
+  close_call(!(t.finish && *t.finish == FinishReason::kLength));
   return fmt::format(
       "{{\"id\":{},\"type\":\"message\",\"role\":\"assistant\",\"content\":{},\"model\":{},\"stop_reason\":\"{}\","
       "\"stop_sequence\":null,\"usage\":{}}}",
-      json_quote(identity_.id), join(content_), json_quote(identity_.model), anthropic_stop_reason(t.finish),
+      json_quote(identity_.id), join(content_), json_quote(identity_.model), stop_reason(t.finish),
       usage(t.prompt_tokens, t.cached_prompt_tokens, t.completion_tokens));
 }
 

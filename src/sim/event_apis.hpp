@@ -6,7 +6,7 @@
 // its members in its order, no sequence numbers, output indexes or ping, `response.completed`
 // whatever ended the response, with its `timings` beside the response. A forced tool call is a
 // function_call item on the Responses API (b10309's as captured: llamacpp_b10309_responses_*tool_call*);
-// on the Messages API it is written as text (b10309's tool_use blocks were not captured).
+// on the Messages API a tool_use block in Anthropic's shape (b10309's were not captured).
 #pragma once
 
 #include <cstdint>
@@ -92,12 +92,19 @@ class MessagesEvents {
   // message_start needs the prefix-cache hit, known once the request was scheduled: it is sent with
   // the first delta (or at the end).
   std::string delta(OutputKind kind, std::string_view text, int prompt_tokens, int cached_prompt_tokens);
+  // A forced call of `name` (tool_choice {"type":"any"} or {"type":"tool","name":..}): one tool_use
+  // block, its input as input_json_delta pieces. With llama.cpp's dialect nothing until `held_back`
+  // tokens have come, as its chat and Responses APIs do (its Messages tool_use was not captured).
+  void expect_call(std::string name, int held_back);
+  std::string call_delta(std::string_view text, int tokens, int prompt_tokens, int cached_prompt_tokens);
   std::string end(const ResponseTotals& totals);
   std::string body(const ResponseTotals& totals);
 
  private:
   std::string start(int prompt_tokens, int cached_prompt_tokens);
   std::string close_block();
+  std::string close_call(bool complete);
+  const char* stop_reason(std::optional<FinishReason> finish) const;
   std::string usage(int prompt_tokens, int cached_prompt_tokens, int output_tokens) const;
 
   ResponseIdentity identity_;
@@ -106,6 +113,11 @@ class MessagesEvents {
   int index_ = -1;
   std::string block_text_;
   std::vector<std::string> content_;  // closed blocks, as JSON
+  // The forced call, as in ResponsesEvents.
+  std::optional<std::string> call_name_;
+  int call_held_back_ = 0, call_tokens_ = 0;
+  bool call_open_ = false, called_ = false;
+  std::string call_id_, call_input_, call_unsent_;
 };
 
 // Anthropic's error body: {"type":"error","error":{"type":..,"message":..}}.

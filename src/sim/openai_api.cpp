@@ -244,8 +244,12 @@ std::string function_name(const json::value& v) {
 Status read_tool_choice(const json::object& o, CompletionRequest& r) {
   const auto* tools = json_array(o, "tools");
   const auto* choice = o.if_contains("tool_choice");
-  const bool required =
-      choice != nullptr && ((choice->is_string() && choice->get_string() == "required") || choice->is_object());
+  // An object names a function (chat, Responses, Anthropic's {"type":"tool"}) or asks for any
+  // (Anthropic's {"type":"any"}); Anthropic's {"type":"auto"} and {"type":"none"} require nothing.
+  const auto object_type = choice != nullptr && choice->is_object() ? json_string(choice->get_object(), "type")
+                                                                    : std::optional<std::string_view>();
+  const bool required = choice != nullptr && ((choice->is_string() && choice->get_string() == "required") ||
+                                              (choice->is_object() && object_type != "auto" && object_type != "none"));
   if (required) {
     if (tools == nullptr || tools->empty()) {
       return bad("tool_choice", "When using `tool_choice`, `tools` must be set.");
@@ -308,6 +312,7 @@ Result<CompletionRequest> parse_completion_request(std::string_view body, Endpoi
     auto chat = anthropic_messages(o);
     if (!chat) return chat.error();
     r.prompt = tokenize_chat(*chat);
+    if (auto st = read_tool_choice(o, r); !st) return st.error();
   } else if (endpoint == Endpoint::kChat) {
     if (auto st = read_chat_messages(o, r); !st) return st.error();
     if (auto st = read_tool_choice(o, r); !st) return st.error();
@@ -379,6 +384,8 @@ ResponseBuilder::ResponseBuilder(const CompletionRequest& req, Options opts, int
   if (responses_ && req_.tool_name)
     responses_->expect_call(*req_.tool_name, llamacpp_tokens_before_call(*req_.tool_name));
   if (req_.endpoint == Endpoint::kMessages) messages_.emplace(identity);
+  if (messages_ && req_.tool_name)
+    messages_->expect_call(*req_.tool_name, llamacpp_tokens_before_call(*req_.tool_name));
   if (responses_ || messages_) return;  // chunk() writes chat's and completions' events only
   chunk_head_ =
       fmt::format("data: {{\"id\":{},\"object\":\"{}\",\"created\":{},\"model\":{},\"choices\":[{{\"index\":{},",
@@ -502,10 +509,11 @@ std::string ResponseBuilder::stream_tokens(std::span<const Emission> group) {
     (kind == Kind::kReasoning ? reasoning_ : kind == Kind::kTool ? tool_args_ : content_) += text;
     if (kind == Kind::kReasoning) reasoning_count_ += static_cast<int>(j - i);
     const bool last = j == group.size() && finish_.has_value();
-    if (responses_ && kind == Kind::kTool) {
-      const std::string_view open = first_tool ? kToolArgumentsOpen : std::string_view();
-      const std::string_view close = last ? kToolArgumentsClose : std::string_view();
-      out += responses_->call_delta(fmt::format("{}{}{}", open, text, close), static_cast<int>(j - i));
+    if ((responses_ || messages_) && kind == Kind::kTool) {
+      const std::string piece = fmt::format("{}{}{}", first_tool ? kToolArgumentsOpen : std::string_view(), text,
+                                            last ? kToolArgumentsClose : std::string_view());
+      out += responses_ ? responses_->call_delta(piece, static_cast<int>(j - i))
+                        : messages_->call_delta(piece, static_cast<int>(j - i), prompt_tokens_, cached_prompt_tokens_);
     } else if (responses_) {
       out += responses_->delta(kind, text);
     } else if (messages_) {

@@ -206,7 +206,7 @@ TEST(SweepConversations, ChainedResponsesSendOnlyTheNewMessageAndTheServerHoldsT
 // `--require-tool-calls`: the turn before each tool turn asks the engine for the call, and the
 // engine answers with one. llama.cpp holds a call back until its name (imitated by the simulator):
 // those answers' first event is late by decode, not by a queue, and the sweep's TTFT leaves them out. In chat
-// and in the Responses API (its function_call item).
+// and in the Responses (its function_call item) and Messages (a tool_use block) APIs.
 void required_tool_calls_through_the_proxy(const std::string& api) {
   const std::string dir = make_temp_dir();
   // Steps of 4 ms: llama.cpp holds back 11 tokens before the name "lookup" (9 + its length / 3).
@@ -264,7 +264,7 @@ void required_tool_calls_through_the_proxy(const std::string& api) {
 }
 
 TEST(SweepConversations, RequiredToolCallsAreAnsweredWithCallsAndLeftOutOfTheSweepsTtft) {
-  for (const char* api : {"chat", "responses"}) {
+  for (const char* api : {"chat", "responses", "messages"}) {
     SCOPED_TRACE(api);
     required_tool_calls_through_the_proxy(api);
   }

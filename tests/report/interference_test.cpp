@@ -89,7 +89,7 @@ TEST(DecodeInterference, GapsHeldBackBeforeToolCallsInsideAStreamAreNotLostToAno
   for (double start : {1000.0, 2000.0}) rows.add(start, 20, start + 370, 71, 5, 10.0f);  // alone
   const PrefillOverlap overlap(rows.list);
   EXPECT_DOUBLE_EQ(*overlap.covered_ms(rows.storage[0]), 65);
-  EXPECT_TRUE(decoded_behind_prompts(rows.storage[0], overlap));  // a sixth of its decode, beside it
+  EXPECT_TRUE(decoded_behind_prompts(rows.storage[0], overlap));      // a sixth of its decode, beside it
   EXPECT_FALSE(decode_interference(rows.list, overlap).has_value());  // and nothing lost to it
 }
 

@@ -424,6 +424,66 @@ TEST(ResponseBuilder, AResponsesToolCallInTheReferencesDialectOpensAtOnce) {
   EXPECT_EQ(arguments, R"({"query": " x x x"})");
 }
 
+// A forced call on the Messages API (tool_choice {"type":"any"} or {"type":"tool","name":..}), in
+// Anthropic's shape: a tool_use block opened with an empty input, input_json_delta pieces that join
+// to the call's input, the block closed, stop_reason tool_use; the body's block carries the input as
+// an object. With `--imitate llamacpp` the block comes only once the tokens before the function's
+// name have (inferred from its chat and Responses captures: its Messages tool_use was not captured).
+TEST(ResponseBuilder, AMessagesToolCallIsAToolUseBlockOfInputJsonDeltas) {
+  for (bool llamacpp : {false, true}) {
+    SCOPED_TRACE(llamacpp ? "llamacpp" : "reference");
+    for (const char* choice : {R"({"type":"any"})", R"({"type":"tool","name":"lookup"})"}) {
+      const auto req = *parse_completion_request(
+          fmt::format(R"({{"messages":[{{"role":"user","content":"Hi"}}],"max_tokens":40,"stream":true,)"
+                      R"("tool_choice":{},"tools":[{{"name":"lookup","input_schema":{{"type":"object"}}}}]}})",
+                      choice),
+          Endpoint::kMessages);
+      ASSERT_EQ(req.tool_name, "lookup");
+      ResponseBuilder b(req, {"msg_01a24cec74f8711c9c7f50b4747fc6cf", 100, "m", 0, 0, llamacpp}, 8);
+      std::string sse = b.stream_start();
+      int quiet = 0;
+      for (int i = 0; i < 20; ++i) {
+        const auto out =
+            b.stream_tokens(std::vector{em(i, " x", i == 19 ? std::optional(FinishReason::kStop) : std::nullopt)});
+        if (out.find("content_block") == std::string::npos) ++quiet;  // (message_start comes with the first)
+        sse += out;
+      }
+      EXPECT_EQ(quiet, llamacpp ? 11 : 0);  // 9 + a third of "lookup"
+      sse += b.stream_end(0);
+      std::vector<std::string> types;
+      std::string input;
+      for (const auto& e : events(sse)) {
+        const auto o = json::parse(e).as_object();
+        types.emplace_back(o.at("type").as_string());
+        if (types.back() == "content_block_start") {
+          EXPECT_EQ(o.at("content_block").at("type"), "tool_use");
+          EXPECT_EQ(o.at("content_block").at("name"), "lookup");
+          EXPECT_TRUE(o.at("content_block").at("input").as_object().empty());
+          EXPECT_EQ(std::string_view(o.at("content_block").at("id").as_string()).substr(0, 6), "toolu_");
+        }
+        if (types.back() == "content_block_delta") {
+          EXPECT_EQ(o.at("delta").at("type"), "input_json_delta");
+          input += o.at("delta").at("partial_json").as_string();
+        }
+        if (types.back() == "message_delta") {
+          EXPECT_EQ(o.at("delta").at("stop_reason"), "tool_use");
+        }
+      }
+      EXPECT_EQ(types.front(), "message_start");
+      EXPECT_EQ(types.back(), "message_stop");
+      EXPECT_EQ(std::count(types.begin(), types.end(), "content_block_start"), 1);
+      EXPECT_EQ(std::count(types.begin(), types.end(), "content_block_delta"), llamacpp ? 9 : 20);
+      std::string twenty;
+      for (int i = 0; i < 20; ++i) twenty += " x";
+      EXPECT_EQ(json::parse(input).at("query").as_string(), twenty);  // every token's text, the held-back ones too
+      const auto body = json::parse(b.full_body(0));
+      EXPECT_EQ(body.at("content").at(0).at("type"), "tool_use");
+      EXPECT_EQ(body.at("content").at(0).at("input"), json::parse(input));
+      EXPECT_EQ(body.at("stop_reason"), "tool_use");
+    }
+  }
+}
+
 // With `--imitate llamacpp` the Responses and Messages APIs answer in b10309's dialect: every event
 // and body has its capture's shape, member for member (no sequence numbers, output indexes or ping;
 // `response.completed` at the length limit, with the engine's `timings` beside the response).
