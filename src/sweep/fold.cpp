@@ -118,6 +118,10 @@ ServingStats fold_samples(std::span<const loadgen::Sample> samples, const FoldOp
   const auto tool_call_first = std::count_if(
       m.begin(), m.end(), [](const loadgen::Sample* s) { return s->ok && s->ttft_ms && !loadgen::first_token_ms(*s); });
   if (tool_call_first > 0) o.tool_call_first = tool_call_first;
+  const auto no_output = std::count_if(m.begin(), m.end(), [](const loadgen::Sample* s) {
+    return s->ok && !s->ttft_ms && s->output_tokens_exact.value_or(0) > 0;
+  });
+  if (no_output > 0) o.no_output = no_output;
   o.ttft_ms = quantile_metric(ttft_values(samples), tool_call_first > 0 && tool_call_first == ok
                                                         ? "every answer began with a tool call: no first token dated"
                                                         : "no streaming first-token measurements");

@@ -258,22 +258,36 @@ std::string goodput_sentence(const SweepReceipt& r) {
   return {};
 }
 
-// Where answers began with a tool call, how many each point's TTFT left out (their first event
-// waited for the tokens an engine holds back before a call's name; REPORT.md "Tool calls first").
+// Where answers began with a tool call, or ended without output, how many each point's TTFT left out
+// (a call's first event waited for the tokens an engine holds back before its name; REPORT.md "Tool
+// calls first" and "Streams that ended without output").
 std::string tool_call_first_sentence(const SweepReceipt& r) {
-  std::string counts;
+  std::string calls, silent;
   for (const auto& p : r.points) {
     for (const auto& tp : p.tracks) {
-      if (!tp.stats.tool_call_first) continue;
-      counts +=
-          fmt::format("{}{} of {} at {} {}{}", counts.empty() ? "" : ", ", *tp.stats.tool_call_first, tp.stats.ok,
-                      point_key(r.mode), go_float_text(p.coordinate), r.tracks.size() > 1 ? " (" + tp.track + ")" : "");
+      const std::string where =
+          fmt::format(" of {} at {} {}{}", tp.stats.ok, point_key(r.mode), go_float_text(p.coordinate),
+                      r.tracks.size() > 1 ? " (" + tp.track + ")" : "");
+      if (tp.stats.tool_call_first) {
+        calls += fmt::format("{}{}{}", calls.empty() ? "" : ", ", *tp.stats.tool_call_first, where);
+      }
+      if (tp.stats.no_output) silent += fmt::format("{}{}{}", silent.empty() ? "" : ", ", *tp.stats.no_output, where);
     }
   }
-  if (counts.empty()) return {};
-  return " TTFT leaves out the successful answers that began with a tool call (their first event waited for "
-         "the tokens the engine holds back before a call's name): " +
-         counts + ".";
+  std::string out;
+  if (!calls.empty()) {
+    out +=
+        " TTFT leaves out the successful answers that began with a tool call (their first event waited for the "
+        "tokens the engine holds back before a call's name): " +
+        calls + ".";
+  }
+  if (!silent.empty()) {
+    out +=
+        " It leaves out those that ended without any output although the server counted tokens for them (a "
+        "tool call cut before its name, unstreamed reasoning): " +
+        silent + ".";
+  }
+  return out;
 }
 
 }  // namespace

@@ -40,7 +40,8 @@ constexpr auto json_fields(const ServingStats*) {
                     field("slo_successful_output_tokens_exact", &S::slo_successful_output_tokens_exact),
                     field("observed_max_in_flight", &S::observed_max_in_flight),
                     field("observed_in_flight_basis", &S::observed_in_flight_basis),
-                    field("tool_call_first", &S::tool_call_first)};
+                    field("tool_call_first", &S::tool_call_first),
+                    field("no_output", &S::no_output)};
 }
 
 ScalarMetric ScalarMetric::of(double value, std::string unit) {

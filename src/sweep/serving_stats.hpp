@@ -51,6 +51,9 @@ struct ServingStats {
   // Ours: the ok requests whose first event was a tool call, left out of ttft_ms (no first token
   // dated: REPORT.md "Tool calls first"); absent when none.
   std::optional<std::int64_t> tool_call_first;
+  // Ours: the ok requests that ended without any output although the server counted tokens for them
+  // (no first token: REPORT.md "Streams that ended without output"); absent when none.
+  std::optional<std::int64_t> no_output;
   boost::json::object unknown;  // members of a read receipt this struct does not name, as written
 };
 

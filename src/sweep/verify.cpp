@@ -47,7 +47,11 @@ void recompute(const SweepReceipt& r, const Point& p, TrackPoint& tp, VerifyOutc
   auto& e = tp.evidence;
   const boost::json::object* server = e.server ? &*e.server : nullptr;
   if (server) fo.prefix_cache_hit_rate = prefix_hit_rate_metric(*server);
+  const bool states_no_output = tp.stats.no_output.has_value();
   tp.stats = fold_samples(tp.samples, fo);
+  // A count this tool derives since the fifty-fourth session: a receipt written before it leaves it
+  // out, and says nothing false by that (a count written is re-derived as any other).
+  if (!states_no_output) tp.stats.no_output.reset();
   // How the point was driven is taken as written; what follows from the samples is re-derived.
   if (e.generator) {
     e.generator = generator_evidence(tp.samples, GeneratorFigures{e.generator->lateness_bound_ms,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <boost/json.hpp>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,7 +41,9 @@ inline std::vector<loadgen::Sample> samples(int n, double ttft_ms, double e2e_ms
   return out;
 }
 
-inline void add_point(SweepReceipt& r, double c, double ttft_ms, double e2e_ms, std::int64_t tokens = 100) {
+// `edit` changes the samples before the point's stats and evidence are derived from them.
+inline void add_point(SweepReceipt& r, double c, double ttft_ms, double e2e_ms, std::int64_t tokens = 100,
+                      const std::function<void(std::vector<loadgen::Sample>&)>& edit = {}) {
   Point p;
   p.coordinate = c;
   p.workload_digest = r.workload_digest;
@@ -53,6 +56,7 @@ inline void add_point(SweepReceipt& r, double c, double ttft_ms, double e2e_ms, 
   tp.batch_capacity = r.contracts[0].batch_capacity;
   tp.capacity_source = r.contracts[0].capacity_source;
   tp.samples = samples(static_cast<int>(c), ttft_ms, e2e_ms, tokens);
+  if (edit) edit(tp.samples);
   FoldOptions fo;
   fo.slo_ms = 2000;
   tp.stats = fold_samples(tp.samples, fo);

@@ -11,6 +11,7 @@
 #include "sweep/point_evidence.hpp"
 #include "sweep/receipt.hpp"
 #include "sweep/receipt_fixtures.hpp"
+#include "sweep/render.hpp"
 #include "sweep/serving_stats.hpp"
 
 namespace mpo::sweep {
@@ -77,6 +78,44 @@ TEST(ServingStats, AnswersThatBeganWithAToolCallAreLeftOutOfTtftAndCounted) {
   EXPECT_EQ(all.ttft_ms.reason, "every answer began with a tool call: no first token dated");
   // Without any, the member is not written: receipts stay as they were.
   EXPECT_FALSE(stats_json(fold_samples(fixtures::samples(8, 40, 900, 12), fo)).contains("tool_call_first"));
+}
+
+// Answers that ended without any output although the server counted their tokens (a tool call cut
+// before its name: llama.cpp b10309 streams nothing of it) have no first token: counted beside TTFT,
+// which is over the others, and the summary says both.
+TEST(ServingStats, AnswersThatEndedWithoutOutputAreCountedBesideTtft) {
+  FoldOptions fo;
+  auto samples = fixtures::samples(8, 40, 900, 12);
+  for (int i = 0; i < 2; ++i) {
+    auto& s = samples[static_cast<std::size_t>(i)];
+    s.ttft_ms.reset();
+    s.itl_ms.clear();
+    s.tpot_ms.reset();
+    s.output_events = 0;
+  }
+  const ServingStats folded = fold_samples(samples, fo);
+  EXPECT_EQ(folded.no_output, 2);
+  EXPECT_FALSE(folded.tool_call_first.has_value());
+  const auto written = stats_json(folded);
+  EXPECT_EQ(written.at("no_output"), 2);
+  auto read = parse_serving_stats(written);
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_EQ(read->no_output, 2);
+  EXPECT_FALSE(stats_json(fold_samples(fixtures::samples(8, 40, 900, 12), fo)).contains("no_output"));
+
+  SweepReceipt r = fixtures::base(8);
+  fixtures::add_point(r, 4, 40, 900);
+  r.points[0].tracks[0].stats.no_output = 2;
+  r.points[0].tracks[0].stats.tool_call_first = 3;
+  const std::string md = sweep_markdown(r);
+  EXPECT_NE(md.find("began with a tool call (their first event waited for the tokens the engine holds back before a "
+                    "call's name): 3 of "),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("ended without any output although the server counted tokens for them (a tool call cut before "
+                    "its name, unstreamed reasoning): 2 of "),
+            std::string::npos)
+      << md;
 }
 
 TEST(ServingStats, WhatAFakReceiptLeavesOutStaysOutAndWhatWeDoNotKnowIsKept) {

@@ -13,6 +13,7 @@
 #include "core/go_json.hpp"
 #include "receipt_fixtures.hpp"
 #include "sweep/evaluate.hpp"
+#include "sweep/fold.hpp"
 #include "sweep/parity.hpp"
 
 namespace mpo::sweep {
@@ -69,6 +70,28 @@ TEST(SweepVerify, TamperingIsNamed) {
   EXPECT_FALSE(gate_claim("ours serving peak", replace_first("\"valid_points\": 4", "\"valid_points\": 5")).allowed);
   // Not JSON at all.
   EXPECT_FALSE(verify_sweep("{").holds);
+}
+
+// stats.no_output (since the fifty-fourth session) re-derived from the samples: a receipt written
+// before it, with such samples and no count, still verifies; a count that does not follow from them
+// is refused by name.
+TEST(SweepVerify, AnAnswerCountWrittenBeforeThisToolDerivedItIsNotRequiredButAWrongOneIsRefused) {
+  auto r = scaling_sweep(8, {1, 2, 4});
+  add_point(r, 8, 58, 1160, 100, [](std::vector<loadgen::Sample>& s) {
+    s[0].ttft_ms.reset();  // a tool call cut before its name: the server counted tokens, nothing came
+    s[0].itl_ms.clear();
+    s[0].tpot_ms.reset();
+    s[0].output_events = 0;
+  });
+  ASSERT_EQ(r.points[3].tracks[0].stats.no_output, 1);
+  ASSERT_TRUE(evaluate_sweep(r).ok());
+  EXPECT_TRUE(verify_sweep(receipt_text(r)).holds) << verify_sweep(receipt_text(r)).summary;
+  r.points[3].tracks[0].stats.no_output.reset();  // as a receipt of an earlier build wrote it
+  EXPECT_TRUE(verify_sweep(receipt_text(r)).holds) << verify_sweep(receipt_text(r)).summary;
+  r.points[3].tracks[0].stats.no_output = 5;
+  const auto v = verify_sweep(receipt_text(r));
+  EXPECT_FALSE(v.holds);
+  EXPECT_NE(v.summary.find("stats.no_output: written 5, re-derived 1"), std::string::npos) << v.summary;
 }
 
 TEST(SweepVerify, AFakReceiptWithAHardInvalidTrackAndNoEnvelopeDigestVerifies) {
