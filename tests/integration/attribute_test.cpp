@@ -105,9 +105,12 @@ TEST(Attribute, SequentialRequestsAreIsolatedOverlappingOnesAreACohort) {
       chat(proxy.port, fmt::format("sequential request number {}", i), 8);
       wait_snapshots(sim.port, snaps, 2);
     }
+    // Four at once, each ~400 ms long (200 tokens at 2 ms a step): long enough to overlap however
+    // late a loaded machine starts a thread (at 40 tokens, 80 ms each, a fresh clone's CI once saw
+    // none overlap beside the sanitizer build).
     std::vector<std::thread> threads;
     for (int i = 0; i < 4; ++i)
-      threads.emplace_back([&, i] { chat(proxy.port, fmt::format("overlapping {}", i), 40); });
+      threads.emplace_back([&, i] { chat(proxy.port, fmt::format("overlapping {}", i), 200); });
     for (auto& t : threads) t.join();
     wait_snapshots(sim.port, snaps, 2);
     EXPECT_EQ(proxy.process.terminate(), 0);
