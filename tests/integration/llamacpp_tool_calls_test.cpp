@@ -1,9 +1,9 @@
-// Forced tool calls through the proxy, against the real llama.cpp server (b10309, tiny random-weight
-// model, started with tests/fixtures/llamacpp/llamacpp_b10309_tool_call_template.jinja: the model's
-// own llama-2 template has no tools) and against `simulate --imitate llamacpp`, which imitates its
-// captures. The engine holds back a call's first tokens until it has parsed the function's name, so
-// the line names its first output `tool_calls`, gives it no TPOT, and counts the engine's tokens;
-// the report leaves its TTFT out and judges it from the engine's timings. Skipped, with the reason,
+// Forced tool calls through the proxy, against the real llama.cpp server (b10309, the tiny random-weight
+// model, or the small one where the verdict needs the engine's timing, started with
+// tests/fixtures/llamacpp/llamacpp_b10309_tool_call_template.jinja: the model's own llama-2 template has no tools) and
+// against `simulate --imitate llamacpp`, which imitates its captures. The engine holds back a call's first tokens until
+// it has parsed the function's name, so the line names its first output `tool_calls`, gives it no TPOT, and counts the
+// engine's tokens; the report leaves its TTFT out and judges it from the engine's timings. Skipped, with the reason,
 // where MPO_LLAMA_SERVER / MPO_LLAMA_MODEL are unset (the simulator's half runs everywhere).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 #include <boost/json.hpp>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/fixtures.hpp"
@@ -102,6 +103,43 @@ TEST(RealLlamaCppToolCalls, AToolCallThatComesFirstIsRecordedAsTheEngineSentIt) 
                      {"--chat-template-file", fixture_path("llamacpp/llamacpp_b10309_tool_call_template.jinja")});
   Proxy proxy(server.url(), dir + "/ledger.jsonl");
   check_tool_calls_through(proxy, dir + "/ledger.jsonl", "real-llama", 120);
+}
+
+// Agents beyond the engine's slots, every answer a tool call (the small model, 2 slots, 6 clients of
+// two forced calls each): no line dates a first token, and the verdict still comes from the engine's
+// own timings. The wait before each prompt (e2e less the engine's decode and prefill) is the queue
+// for a slot, and queueing ranks first, as the same load of text answers ranks it
+// (RealLlamaCppVerdicts.MoreClientsThanSlotsIsQueueingNeverTransport). Seen by hand: 2.5 s p50.
+TEST(RealLlamaCppToolCalls, AgentsBeyondTheSlotsAreQueueingFromTheEnginesTimings) {
+  if (auto why = LlamaServer::unavailable("MPO_LLAMA_SMALL_MODEL")) GTEST_SKIP() << *why;
+  const std::string dir = make_temp_dir();
+  LlamaServer server(
+      dir + "/llama-server.log",
+      {"-np", "2", "--chat-template-file", fixture_path("llamacpp/llamacpp_b10309_tool_call_template.jinja")},
+      "MPO_LLAMA_SMALL_MODEL");
+  Proxy proxy(server.url(), dir + "/ledger.jsonl");
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 6; ++c) {
+    clients.emplace_back([&, c] {
+      for (int k = 0; k < 2; ++k) {
+        const auto r = http_post(proxy.port, "/v1/chat/completions", tool_call_request("real-llama", 10 * c + k, 120));
+        EXPECT_EQ(r.status, 200) << r.body;
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  ASSERT_EQ(proxy.process.terminate(), 0);
+  const auto run = run_cli({"report", dir + "/ledger.jsonl", "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const auto g = json::parse(run.out).at("result").at("groups").at(0).as_object();
+  EXPECT_EQ(g.at("tool_call_first").as_int64(), 12) << run.out;
+  EXPECT_TRUE(g.at("ttft_ms").is_null()) << run.out;
+  const auto& split = g.at("engine_split").as_object();
+  EXPECT_EQ(split.at("source"), "llama.cpp timings (a tool call first: the line dates no first token)") << run.out;
+  EXPECT_GT(split.at("wait_ms").at("p50").to_number<double>(), 500) << run.out;
+  const auto& first = g.at("ranking").as_array().at(0).as_object();
+  EXPECT_EQ(first.at("candidate"), "queueing") << run.out;
+  EXPECT_GE(first.at("score").to_number<double>(), 1.0) << run.out;
 }
 
 TEST(SimulatedLlamaCppToolCalls, AToolCallThatComesFirstIsRecordedAsTheEngineSentIt) {
