@@ -264,6 +264,10 @@ std::vector<std::string> render_lines(const TopFrame& f, const TopOptions& o) {
     // Streamed requests whose clients gave up before a first token: the TTFT figures leave them out.
     if (const auto& w = g->left_before_first_token_ms)
       line += fmt::format(" given_up_before_first_token={} given_up_waited_p50_ms={:.0f}", w->n, w->p50);
+    // Streams that date no first token (a tool call first, or no output at all): the TTFT and TPOT
+    // figures leave them out (REPORT.md "Tool calls first", "Streams that ended without output").
+    if (g->tool_call_first > 0) line += fmt::format(" tool_call_first={}", g->tool_call_first);
+    if (g->no_output > 0) line += fmt::format(" no_output={}", g->no_output);
     // Clients that left once output had begun (a stop button): in err_pct, not failures.
     if (g->disconnected_after_first_token > 0) {
       line += fmt::format(" left_after_output={} fail_pct={:.1f}", g->disconnected_after_first_token,

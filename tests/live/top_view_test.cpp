@@ -195,6 +195,13 @@ TEST(TopLines, OffATerminalOneLinePerModel) {
   f.groups[1].failure_rate = 0.1;
   const auto stops = render_lines(f, TopOptions{});
   EXPECT_NE(stops[1].find(" left_after_output=2 fail_pct=10.0"), std::string::npos) << stops[1];
+  // An agent's streams that began with a tool call, or ended without output, date no first token:
+  // named, since the TTFT figures leave them out.
+  EXPECT_EQ(stops[1].find("tool_call_first"), std::string::npos) << stops[1];
+  f.groups[1].tool_call_first = 4;
+  f.groups[1].no_output = 1;
+  const auto agents = render_lines(f, TopOptions{});
+  EXPECT_NE(agents[1].find(" tool_call_first=4 no_output=1 left_after_output=2"), std::string::npos) << agents[1];
   TopFrame empty;
   EXPECT_NE(render_lines(empty, TopOptions{})[0].find("no requests finished in the last 30 s"), std::string::npos);
   // Lines that could not be read are not "no requests": the view says why it has none.

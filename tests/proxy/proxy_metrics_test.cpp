@@ -43,31 +43,6 @@ TEST(ProxyMetrics, CountsOutcomesAndObservesLatencies) {
   EXPECT_EQ(x.find("modelperfobs_generation_tokens_total"), 5);
 }
 
-// A stream whose first event was a tool call dates no first token (the engine held back the tokens
-// before the function's name): its time to that event stays out of the TTFT histogram, where an alert
-// would read it as a queue or a prefill, and is counted beside it.
-TEST(ProxyMetrics, AStreamThatBeganWithAToolCallIsCountedNotTimedAsAFirstToken) {
-  ProxyMetrics m;
-  for (const char* first : {"content", "tool_calls", "tool_calls"}) {
-    ledger::Observation o;
-    o.model = "qwen";
-    o.operation = "chat";
-    o.outcome = "ok";
-    o.http_status = 200;
-    o.stream = true;
-    o.first_output = first;
-    o.ttft_ms = std::string_view(first) == "content" ? 50 : 900;
-    o.e2e_ms = 1000;
-    m.record(o);
-  }
-  const auto x = mpo::test::read_exposition(m.render({3, 0, 0}, no_lag()));
-  const std::string qwen = "model=\"qwen\"";
-  EXPECT_EQ(x.find("modelperfobs_time_to_first_token_seconds_count", {qwen}), 1);
-  EXPECT_EQ(x.find("modelperfobs_time_to_first_token_seconds_sum", {qwen}), 0.05);
-  EXPECT_EQ(x.find("modelperfobs_tool_call_first_total", {qwen, "operation=\"chat\""}), 2);
-  EXPECT_EQ(x.find("modelperfobs_e2e_request_latency_seconds_count", {qwen}), 3);
-}
-
 ledger::Observation finished(std::string model, std::string operation, double ttft_ms) {
   ledger::Observation o;
   o.model = std::move(model);
@@ -77,6 +52,25 @@ ledger::Observation finished(std::string model, std::string operation, double tt
   o.ttft_ms = ttft_ms;
   o.e2e_ms = ttft_ms + 100;
   return o;
+}
+
+// A stream whose first event was a tool call dates no first token (the engine held back the tokens
+// before the function's name): its time to that event stays out of the TTFT histogram, where an alert
+// would read it as a queue or a prefill, and is counted beside it.
+TEST(ProxyMetrics, AStreamThatBeganWithAToolCallIsCountedNotTimedAsAFirstToken) {
+  ProxyMetrics m;
+  for (const char* first : {"content", "tool_calls", "tool_calls"}) {
+    auto o = finished("qwen", "chat", std::string_view(first) == "content" ? 50 : 900);
+    o.stream = true;
+    o.first_output = first;
+    m.record(o);
+  }
+  const auto x = mpo::test::read_exposition(m.render({3, 0, 0}, no_lag()));
+  const std::string qwen = "model=\"qwen\"";
+  EXPECT_EQ(x.find("modelperfobs_time_to_first_token_seconds_count", {qwen}), 1);
+  EXPECT_EQ(x.find("modelperfobs_time_to_first_token_seconds_sum", {qwen}), 0.05);
+  EXPECT_EQ(x.find("modelperfobs_tool_call_first_total", {qwen, "operation=\"chat\""}), 2);
+  EXPECT_EQ(x.find("modelperfobs_e2e_request_latency_seconds_count", {qwen}), 3);
 }
 
 // Issue 42: latencies by model and operation, so a dashboard and alerts can tell a slow model from
