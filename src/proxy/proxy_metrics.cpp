@@ -86,7 +86,7 @@ void ProxyMetrics::record(const ledger::Observation& o) {
   }
   ++*r.count;
   Latencies& l = *r.latencies;
-  if (o.stream && o.first_output && ledger::began_with_tool_call(*o.first_output)) {
+  if (o.stream && ledger::began_with_tool_call(o.first_output)) {
     ++l.tool_call_first;
   } else if (o.ttft_ms) {
     l.ttft.observe(*o.ttft_ms / 1000.0);

@@ -48,6 +48,16 @@ std::string join(const std::vector<std::string>& items) {
   return "[" + out + "]";
 }
 
+// A forced call's ids: the response id's hex digits after its prefix (b10309's are 32 letters and
+// digits), dashes left out.
+std::string call_hex(std::string_view response_id) {
+  std::string hex;
+  for (char c : response_id.substr(response_id.find('_') + 1)) {
+    if (c != '-') hex.push_back(c);
+  }
+  return hex;
+}
+
 // A kind with nothing of its own on these APIs (tool calls) is written as text.
 OutputKind shown_as(OutputKind k) { return k == OutputKind::kTool ? OutputKind::kContent : k; }
 
@@ -194,10 +204,7 @@ std::string ResponsesEvents::delta(OutputKind kind, std::string_view text) {
 void ResponsesEvents::expect_call(std::string name, int held_back) {
   call_name_ = std::move(name);
   call_held_back_ = identity_.llamacpp ? held_back : 0;
-  // The item's and the call's ids: the response id's hex digits (b10309's are 32 letters and digits).
-  for (char c : std::string_view(identity_.id).substr(identity_.id.find('_') + 1)) {
-    if (c != '-') call_hex_.push_back(c);
-  }
+  call_hex_ = call_hex(identity_.id);
 }
 
 std::string ResponsesEvents::call_item(std::string_view status) const {
@@ -349,11 +356,7 @@ std::string MessagesEvents::delta(OutputKind kind, std::string_view text, int pr
 void MessagesEvents::expect_call(std::string name, int held_back) {
   call_name_ = std::move(name);
   call_held_back_ = identity_.llamacpp ? held_back : 0;
-  std::string hex;
-  for (char c : std::string_view(identity_.id).substr(identity_.id.find('_') + 1)) {
-    if (c != '-') hex.push_back(c);
-  }
-  call_id_ = "toolu_" + hex;
+  call_id_ = "toolu_" + call_hex(identity_.id);
 }
 
 std::string MessagesEvents::call_delta(std::string_view text, int tokens, int prompt_tokens, int cached) {

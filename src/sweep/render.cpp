@@ -261,7 +261,7 @@ std::string goodput_sentence(const SweepReceipt& r) {
 // Where answers began with a tool call, or ended without output, how many each point's TTFT left out
 // (a call's first event waited for the tokens an engine holds back before its name; REPORT.md "Tool
 // calls first" and "Streams that ended without output").
-std::string tool_call_first_sentence(const SweepReceipt& r) {
+std::string left_out_of_ttft_sentence(const SweepReceipt& r) {
   std::string calls, silent;
   for (const auto& p : r.points) {
     for (const auto& tp : p.tracks) {
@@ -305,7 +305,7 @@ std::string sweep_markdown(const SweepReceipt& r) {
   out +=
       "\nTimes in ms. p99s are nearest-rank over the point's successful requests (warm-up excluded); the receipt "
       "holds a bootstrap interval for each. The p99 boundary counts a failed request as missing every budget." +
-      steady_rule_sentence(r) + goodput_sentence(r) + tool_call_first_sentence(r) + "\n";
+      steady_rule_sentence(r) + goodput_sentence(r) + left_out_of_ttft_sentence(r) + "\n";
   for (const auto& t : r.tracks) {
     out += fmt::format("\n## Track {}\n\n", t.track);
     out += capacity_line(r, t.track);
@@ -421,7 +421,7 @@ std::string sweep_html(const SweepReceipt& r) {
                                       "requests (warm-up excluded); the receipt holds a bootstrap interval "
                                       "for each. The p99 boundary counts a failed request as missing every "
                                       "budget." +
-                                          steady_rule_sentence(r) + goodput_sentence(r) + tool_call_first_sentence(r) +
+                                          steady_rule_sentence(r) + goodput_sentence(r) + left_out_of_ttft_sentence(r) +
                                           " Rows not valid for claims are shaded.",
                                       "note"));
   const std::string x = r.mode == loadgen::LoadMode::kConcurrency ? "concurrency" : "offered rate (req/s)";
